@@ -1,0 +1,257 @@
+/*
+ * collprof backend plugin ABI, version 1.
+ *
+ * A backend is a shared object collprof_<name>.so that exports exactly one
+ * symbol, COLLPROF_BACKEND_SYMBOL ("collprof_backend_v1"), of type
+ * collprof_backend_t.  The core dlopens it, checks size/abi_version/name,
+ * and drives it through the slots below.  A plugin never calls core
+ * symbols: everything it needs from the core (rank, size, logging,
+ * out-of-band exchange over PMIx) comes through collprof_host_t.
+ *
+ * Rules (see docs/plugins.md for a walk-through):
+ *  - Fill the struct with designated initialisers.  Slots a backend does
+ *    not implement point to the collprof_no_* stubs below, never NULL.
+ *  - Return collprof_status_t codes; keep the library's own message for
+ *    last_error().
+ *  - Outputs are written only on success.
+ *  - Appending a slot bumps COLLPROF_PLUGIN_ABI_VERSION; old fields never
+ *    move.
+ *
+ * Buffer layout of every operation ("count" is the cell's element count,
+ * n the world size, as in nccl-tests: count is the size of the largest
+ * buffer of the operation and is a multiple of n where it is split):
+ *
+ *   op             send elements        recv elements
+ *   allreduce      count                count
+ *   allgather      count/n              count
+ *   reducescatter  count                count/n
+ *   alltoall       count (count/n each) count (count/n each)
+ *   alltoallv      sendcounts[]         recvcounts[]  (displacements given)
+ *   broadcast      count (root)         count  (one buffer: recvbuf)
+ *   reduce         count                count  (root only)
+ *   gather         count/n              count  (root only)
+ *   scatter        count (root only)    count/n
+ *   barrier        -                    -
+ *   sendrecv       count to peer_send   count from peer_recv
+ *
+ * In-place (args->in_place): sendbuf == recvbuf, one buffer of count
+ * elements.  The input sits where MPI's MPI_IN_PLACE convention puts it:
+ * allreduce, reduce, broadcast, reducescatter (result in the first
+ * count/n), alltoall, alltoallv (recvcounts/rdispls describe both sides;
+ * only symmetric traffic): the whole buffer; allgather and gather: this
+ * rank's block at offset rank*count/n (for gather on every rank); scatter:
+ * the root's whole buffer, and every other rank receives its block at
+ * offset rank*count/n; sendrecv: the whole buffer is sent and replaced.
+ */
+#ifndef COLLPROF_PLUGIN_H
+#define COLLPROF_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <collprof/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COLLPROF_PLUGIN_ABI_VERSION 1u
+#define COLLPROF_BACKEND_SYMBOL "collprof_backend_v1"
+
+/** Operations.  Values are stable: they are stored in result files. */
+typedef enum collprof_op {
+    COLLPROF_OP_ALLREDUCE = 0,
+    COLLPROF_OP_ALLGATHER = 1,
+    COLLPROF_OP_REDUCESCATTER = 2,
+    COLLPROF_OP_ALLTOALL = 3,
+    COLLPROF_OP_ALLTOALLV = 4,
+    COLLPROF_OP_BROADCAST = 5,
+    COLLPROF_OP_REDUCE = 6,
+    COLLPROF_OP_GATHER = 7,
+    COLLPROF_OP_SCATTER = 8,
+    COLLPROF_OP_BARRIER = 9,
+    COLLPROF_OP_SENDRECV = 10,
+    COLLPROF_OP_COUNT
+} collprof_op_t;
+
+/** Element types.  Values are stable. */
+typedef enum collprof_dtype {
+    COLLPROF_DTYPE_INT8 = 0,
+    COLLPROF_DTYPE_UINT8 = 1,
+    COLLPROF_DTYPE_INT32 = 2,
+    COLLPROF_DTYPE_UINT32 = 3,
+    COLLPROF_DTYPE_INT64 = 4,
+    COLLPROF_DTYPE_UINT64 = 5,
+    COLLPROF_DTYPE_FLOAT16 = 6,
+    COLLPROF_DTYPE_BFLOAT16 = 7,
+    COLLPROF_DTYPE_FLOAT32 = 8,
+    COLLPROF_DTYPE_FLOAT64 = 9,
+    COLLPROF_DTYPE_COUNT
+} collprof_dtype_t;
+
+/** Reduction operators.  Values are stable. */
+typedef enum collprof_redop {
+    COLLPROF_REDOP_SUM = 0,
+    COLLPROF_REDOP_PROD = 1,
+    COLLPROF_REDOP_MIN = 2,
+    COLLPROF_REDOP_MAX = 3,
+    COLLPROF_REDOP_COUNT
+} collprof_redop_t;
+
+/** Memory types a backend can operate on. */
+typedef enum collprof_memtype {
+    COLLPROF_MEM_HOST = 0,   /**< pageable host memory */
+    COLLPROF_MEM_PINNED = 1, /**< page-locked / registered host memory */
+    COLLPROF_MEM_DEVICE = 2, /**< accelerator memory */
+    COLLPROF_MEM_COUNT
+} collprof_memtype_t;
+
+#define COLLPROF_BIT(x) (1u << (unsigned)(x))
+
+/** Log levels for collprof_host_t.log. */
+enum { COLLPROF_LOG_ERROR = 0, COLLPROF_LOG_WARN = 1, COLLPROF_LOG_INFO = 2, COLLPROF_LOG_DEBUG = 3 };
+
+/**
+ * What the core gives a plugin.  Valid from init() to finalize().
+ * The oob_* functions are collective over all ranks, go through PMIx (never
+ * through the backend under test) and return a collprof_status_t.
+ */
+typedef struct collprof_host {
+    size_t size; /**< sizeof(collprof_host_t) */
+    int rank;
+    int nranks;
+    int local_rank;
+    int local_size;
+    int node_id;
+    int nnodes;
+    const char *hostname;
+    const char *launcher; /**< "self", "mpirun", "slurm", "pmix" or "none" */
+    /** printf-style log; prefixed by the core with time, rank and plugin. */
+    void (*log)(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    /** out[r*len .. (r+1)*len) receives rank r's in[0..len). */
+    int (*oob_allgather)(const void *in, void *out, size_t len);
+    /** buf on root is copied into buf on every rank. */
+    int (*oob_bcast)(void *buf, size_t len, int root);
+    int (*oob_barrier)(void);
+    /** Value of a backend option ("--<backend>-<key>" style), or NULL. */
+    const char *(*get_option)(const char *key);
+} collprof_host_t;
+
+/** A named way to perform some operations ("ring", "bruck", ...). */
+typedef struct collprof_variant {
+    const char *name;        /**< short, lower case, no spaces or commas */
+    const char *description; /**< one line */
+    uint32_t ops;            /**< COLLPROF_BIT(op) of the ops it applies to */
+} collprof_variant_t;
+
+/** Capabilities, filled by query(). Strings and arrays are owned by the plugin. */
+typedef struct collprof_caps {
+    size_t size;                  /**< sizeof(collprof_caps_t), set by the caller */
+    const char *library_version;  /**< e.g. "Open MPI v4.1.4" */
+    uint32_t ops;                 /**< COLLPROF_BIT(collprof_op_t) */
+    uint32_t dtypes;              /**< COLLPROF_BIT(collprof_dtype_t) */
+    uint32_t redops;              /**< COLLPROF_BIT(collprof_redop_t) */
+    uint32_t memtypes;            /**< COLLPROF_BIT(collprof_memtype_t) */
+    const collprof_variant_t *variants; /**< "default" is implied, not listed */
+    size_t nvariants;
+} collprof_caps_t;
+
+/** One operation to perform. */
+typedef struct collprof_args {
+    collprof_op_t op;
+    collprof_dtype_t dtype;
+    collprof_redop_t redop;
+    int root;
+    int in_place;
+    int memtype;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count; /**< the cell's element count (see the table above) */
+    /* alltoallv: per-peer element counts and displacements (elements) */
+    const size_t *sendcounts;
+    const size_t *sdispls;
+    const size_t *recvcounts;
+    const size_t *rdispls;
+    /* sendrecv */
+    int peer_send;
+    int peer_recv;
+} collprof_args_t;
+
+/** Backend flags. */
+enum {
+    COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0, /**< load with RTLD_GLOBAL (MPI) */
+    COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1 /**< times itself through run_batch */
+};
+
+typedef struct collprof_backend {
+    size_t size;          /**< sizeof(collprof_backend_t) */
+    uint32_t abi_version; /**< COLLPROF_PLUGIN_ABI_VERSION */
+    const char *name;     /**< must match the file name collprof_<name>.so */
+    const char *version;  /**< plugin version */
+    const char *description;
+    uint32_t flags;
+
+    /**
+     * Capabilities.  Callable before init() (for --list) and must not
+     * start communication.
+     */
+    int (*query)(collprof_caps_t *caps);
+
+    /** Set up the library; *ctx is set only on success. */
+    int (*init)(const collprof_host_t *host, void **ctx);
+    int (*finalize)(void *ctx);
+
+    /**
+     * Make variant current for op (NULL or "default": the library's own
+     * choice).  Called collectively before the cells that use it.
+     */
+    int (*select_variant)(void *ctx, collprof_op_t op, const char *variant);
+
+    int (*mem_alloc)(void *ctx, int memtype, size_t bytes, void **ptr);
+    int (*mem_free)(void *ctx, int memtype, void *ptr);
+    /** Copy between host and the backend's memory (device memtypes). */
+    int (*mem_copy)(void *ctx, int memtype, void *dst, const void *src, size_t bytes,
+                    int to_device);
+
+    /** Perform one operation; returns when it is complete on this rank. */
+    int (*run)(void *ctx, const collprof_args_t *args);
+
+    /**
+     * Optional (COLLPROF_BACKEND_DEVICE_TIMER): run iters operations back to
+     * back, timing each on the device, and write times_us[iters].
+     */
+    int (*run_batch)(void *ctx, const collprof_args_t *args, int iters, double *times_us);
+
+    /** Message for the last error on this context (or before init: NULL ctx). */
+    const char *(*last_error)(void *ctx);
+} collprof_backend_t;
+
+/*
+ * Shared "not supported" stubs for unimplemented slots.  They are static
+ * inline so a plugin needs no core symbol.
+ */
+static inline int collprof_no_select_variant(void *ctx, collprof_op_t op, const char *variant)
+{
+    (void)ctx;
+    (void)op;
+    return (variant == NULL || variant[0] == '\0' || !__builtin_strcmp(variant, "default"))
+               ? COLLPROF_OK
+               : COLLPROF_ERR_NOT_SUPPORTED;
+}
+static inline int collprof_no_mem_copy(void *ctx, int memtype, void *dst, const void *src,
+                                       size_t bytes, int to_device)
+{
+    (void)ctx, (void)memtype, (void)dst, (void)src, (void)bytes, (void)to_device;
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+static inline int collprof_no_run_batch(void *ctx, const collprof_args_t *args, int iters,
+                                        double *times_us)
+{
+    (void)ctx, (void)args, (void)iters, (void)times_us;
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COLLPROF_PLUGIN_H */

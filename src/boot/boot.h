@@ -1,0 +1,82 @@
+/*
+ * Bootstrap: who am I, who are my peers, and an out-of-band channel
+ * (allgather / broadcast / barrier) that never uses the backend under test.
+ *
+ * Three ways in:
+ *   - a PMIx server is reachable (mpirun, srun --mpi=pmix, or our own
+ *     embedded server for --np): PMIx client;
+ *   - nothing: one rank, OOB calls are local copies.
+ * And one way to start ranks: cp_launch_self() (embedded PMIx server, or
+ * re-exec under mpirun).
+ */
+#ifndef COLLPROF_BOOT_BOOT_H
+#define COLLPROF_BOOT_BOOT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/** Filled by cp_boot_init(); the per-rank arrays have nranks entries. */
+typedef struct cp_boot {
+    int rank;
+    int nranks;
+    int local_rank;
+    int local_size;
+    int node_id; /**< index of this rank's node, 0..nnodes-1, in first-rank order */
+    int nnodes;
+    char hostname[256];
+    const char *launcher;  /**< "self", "mpirun", "slurm", "pmix", "none" */
+    char pmix_version[64]; /**< "" when PMIx is not in use */
+    char nspace[256];      /**< PMIx namespace, "" when none */
+    /* per rank, gathered at init (index = rank) */
+    char (*hostnames)[256];
+    int *node_ids;
+    int *local_ranks;
+    pid_t *pids;
+} cp_boot_t;
+
+/**
+ * Connect to the PMIx server named by the environment, or become a single
+ * rank when there is none (never hangs: no server in the environment means
+ * no PMIx_Init call).  Gathers the per-rank tables.  Logs its own errors.
+ */
+int cp_boot_init(cp_boot_t *boot);
+
+/** Release PMIx (PMIx_Finalize) and the tables. */
+void cp_boot_finalize(cp_boot_t *boot);
+
+/** Ask the launcher to kill the whole job (PMIx_Abort), then _exit(status). */
+void cp_boot_abort(int status, const char *msg) __attribute__((noreturn));
+
+/* Out-of-band collectives over PMIx.  Collective: every rank calls them in
+ * the same order.  Return collprof_status_t. */
+int cp_oob_allgather(const void *in, void *out, size_t len);
+int cp_oob_bcast(void *buf, size_t len, int root);
+int cp_oob_barrier(void);
+
+/** True when this process runs under a PMIx server (per the environment). */
+int cp_boot_have_pmix_env(void);
+
+typedef enum cp_launch_mode {
+    CP_LAUNCH_AUTO = 0, /**< embedded PMIx server, unless the MPI backend needs mpirun */
+    CP_LAUNCH_EMBEDDED, /**< always the embedded PMIx server */
+    CP_LAUNCH_MPIRUN    /**< re-exec under mpirun */
+} cp_launch_mode_t;
+
+typedef struct cp_launch_opts {
+    cp_launch_mode_t mode;
+    int need_mpi;  /**< the plan uses the MPI backend */
+    int verbose;
+    double timeout_s; /**< 0: none; else kill the job after this many seconds */
+} cp_launch_opts_t;
+
+/**
+ * Start np local ranks running argv (argv[0] is resolved through
+ * /proc/self/exe), each with COLLPROF_SELF_LAUNCHED=1 in its environment,
+ * wait for them, forward SIGINT/SIGTERM, and kill the rest when one dies
+ * abnormally.  Returns the exit status for the launcher process: 0 when
+ * every rank exited 0, else the first non-zero rank status (128+signal
+ * for a signal).
+ */
+int cp_launch_self(int np, char **argv, const cp_launch_opts_t *opts);
+
+#endif /* COLLPROF_BOOT_BOOT_H */

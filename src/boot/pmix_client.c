@@ -1,0 +1,500 @@
+#include "config.h"
+
+/*
+ * PMIx client side of the bootstrap: identity, peer tables, and the
+ * out-of-band collectives (put + commit + fence + get over PMIx).
+ */
+
+#include "boot/boot.h"
+#include "collprof/status.h"
+#include "core/log.h"
+
+#include <pmix.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Module state: PMIx is process-wide, so is this. */
+static int pmix_up;         /* PMIx_Init succeeded and not finalized */
+static pmix_proc_t my_proc; /* namespace and rank */
+static int my_rank;
+static int my_nranks = 1;
+static unsigned long oob_seq; /* makes every OOB key fresh */
+
+/* What each rank contributes to the init allgather. */
+typedef struct peer_info {
+    char hostname[256];
+    int32_t local_rank;
+    int32_t pid;
+} peer_info_t;
+
+int cp_boot_have_pmix_env(void)
+{
+    static const char *const vars[] = {
+        "PMIX_NAMESPACE",   "PMIX_SERVER_URI41", "PMIX_SERVER_URI4",
+        "PMIX_SERVER_URI3", "PMIX_SERVER_URI21", "PMIX_SERVER_URI2",
+    };
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && v[0] != '\0') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, value) == 0;
+}
+
+static const char *detect_launcher(void)
+{
+    if (env_is("COLLPROF_SELF_LAUNCHED", "1")) {
+        return env_is("COLLPROF_LAUNCHER", "mpirun") ? "self+mpirun" : "self";
+    }
+    if (getenv("SLURM_JOB_ID") != NULL && getenv("SLURM_STEP_ID") != NULL) {
+        return "slurm";
+    }
+    if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
+        return "mpirun";
+    }
+    return "pmix";
+}
+
+static void local_hostname(char *buf, size_t size)
+{
+    if (gethostname(buf, size) != 0) {
+        snprintf(buf, size, "localhost");
+    }
+    buf[size - 1] = '\0';
+}
+
+/* Integer value of any PMIx integer type; -1 when it is not one. */
+static int value_to_int(const pmix_value_t *v, long *out)
+{
+    switch (v->type) {
+    case PMIX_UINT8: *out = v->data.uint8; return 0;
+    case PMIX_UINT16: *out = v->data.uint16; return 0;
+    case PMIX_UINT32: *out = (long)v->data.uint32; return 0;
+    case PMIX_UINT64: *out = (long)v->data.uint64; return 0;
+    case PMIX_INT8: *out = v->data.int8; return 0;
+    case PMIX_INT16: *out = v->data.int16; return 0;
+    case PMIX_INT32: *out = v->data.int32; return 0;
+    case PMIX_INT64: *out = (long)v->data.int64; return 0;
+    case PMIX_INT: *out = v->data.integer; return 0;
+    case PMIX_UINT: *out = (long)v->data.uint; return 0;
+    case PMIX_SIZE: *out = (long)v->data.size; return 0;
+    case PMIX_PROC_RANK: *out = (long)v->data.rank; return 0;
+    default: return -1;
+    }
+}
+
+/*
+ * Read an integer key of rank (or PMIX_RANK_WILDCARD).  optional: look only
+ * in data the server already gave us, and stay quiet when it is absent.
+ */
+static int get_int(pmix_rank_t rank, const char *key, int optional, long *out)
+{
+    pmix_proc_t proc;
+    PMIX_PROC_LOAD(&proc, my_proc.nspace, rank);
+    pmix_info_t info;
+    bool yes = true;
+    PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    pmix_value_t *val = NULL;
+    pmix_status_t rc = PMIx_Get(&proc, key, optional ? &info : NULL, optional ? 1 : 0, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS || val == NULL) {
+        if (!optional) {
+            cp_log(CP_LOG_ERROR, "PMIx_Get(%s) failed: %s", key, PMIx_Error_string(rc));
+        }
+        return -1;
+    }
+    long v;
+    int ret = value_to_int(val, &v);
+    if (ret == 0) {
+        *out = v;
+    } else if (!optional) {
+        cp_log(CP_LOG_ERROR, "PMIx_Get(%s): unexpected type %s", key,
+               PMIx_Data_type_string(val->type));
+    }
+    PMIX_VALUE_RELEASE(val);
+    return ret;
+}
+
+static int get_hostname(char *buf, size_t size)
+{
+    pmix_info_t info;
+    bool yes = true;
+    PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    pmix_value_t *val = NULL;
+    pmix_status_t rc = PMIx_Get(&my_proc, PMIX_HOSTNAME, &info, 1, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    int ret = -1;
+    if (rc == PMIX_SUCCESS && val != NULL) {
+        if (val->type == PMIX_STRING && val->data.string != NULL && val->data.string[0] != '\0') {
+            snprintf(buf, size, "%s", val->data.string);
+            ret = 0;
+        }
+        PMIX_VALUE_RELEASE(val);
+    }
+    return ret;
+}
+
+static void free_tables(cp_boot_t *b)
+{
+    free(b->hostnames);
+    free(b->node_ids);
+    free(b->local_ranks);
+    free(b->pids);
+    b->hostnames = NULL;
+    b->node_ids = NULL;
+    b->local_ranks = NULL;
+    b->pids = NULL;
+}
+
+static int alloc_tables(cp_boot_t *b, int n)
+{
+    b->hostnames = calloc((size_t)n, sizeof(*b->hostnames));
+    b->node_ids = calloc((size_t)n, sizeof(*b->node_ids));
+    b->local_ranks = calloc((size_t)n, sizeof(*b->local_ranks));
+    b->pids = calloc((size_t)n, sizeof(*b->pids));
+    if (b->hostnames == NULL || b->node_ids == NULL || b->local_ranks == NULL ||
+        b->pids == NULL) {
+        free_tables(b);
+        cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", n);
+        return -1;
+    }
+    return 0;
+}
+
+static int init_single(cp_boot_t *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->rank = 0;
+    b->nranks = 1;
+    b->local_rank = 0;
+    b->local_size = 1;
+    b->node_id = 0;
+    b->nnodes = 1;
+    local_hostname(b->hostname, sizeof(b->hostname));
+    b->launcher = "none";
+    if (alloc_tables(b, 1) != 0) {
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    snprintf(b->hostnames[0], sizeof(b->hostnames[0]), "%s", b->hostname);
+    b->pids[0] = getpid();
+    return COLLPROF_OK;
+}
+
+/* Fill the per-rank tables from everyone's peer_info_t. */
+static void fill_tables(cp_boot_t *b, const peer_info_t *all)
+{
+    int nnodes = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", all[r].hostname);
+        b->local_ranks[r] = all[r].local_rank;
+        b->pids[r] = (pid_t)all[r].pid;
+        int node = -1;
+        for (int q = 0; q < r; q++) {
+            if (strcmp(b->hostnames[q], b->hostnames[r]) == 0) {
+                node = b->node_ids[q];
+                break;
+            }
+        }
+        b->node_ids[r] = node >= 0 ? node : nnodes++;
+    }
+    b->nnodes = nnodes;
+    b->node_id = b->node_ids[b->rank];
+}
+
+static void short_version(char *buf, size_t size)
+{
+    /* "OpenPMIx 4.2.2rc2 (PMIx Standard: 4.2, ...)" -> "OpenPMIx 4.2.2rc2" */
+    const char *v = PMIx_Get_version();
+    size_t n = strcspn(v, "(");
+    while (n > 0 && v[n - 1] == ' ') {
+        n--;
+    }
+    snprintf(buf, size, "%.*s", (int)n, v);
+}
+
+int cp_boot_init(cp_boot_t *boot)
+{
+    if (boot == NULL) {
+        return COLLPROF_ERR_INVALID;
+    }
+    cp_boot_t b;
+    if (pmix_up) {
+        cp_log(CP_LOG_ERROR, "cp_boot_init called twice");
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    if (!cp_boot_have_pmix_env()) {
+        int rc = init_single(&b);
+        if (rc == COLLPROF_OK) {
+            my_rank = 0;
+            my_nranks = 1;
+            *boot = b;
+        }
+        return rc;
+    }
+
+    memset(&b, 0, sizeof(b));
+    pmix_proc_t proc;
+    pmix_status_t prc = PMIx_Init(&proc, NULL, 0);
+    if (prc != PMIX_SUCCESS) {
+        cp_log(CP_LOG_ERROR, "PMIx_Init failed: %s", PMIx_Error_string(prc));
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    my_proc = proc;
+    pmix_up = 1;
+
+    int ret = COLLPROF_ERR_BOOTSTRAP;
+    long v;
+    if (get_int(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, 0, &v) != 0) {
+        goto finalize_pmix;
+    }
+    if (v < 1 || v > INT32_MAX || (long)proc.rank >= v) {
+        cp_log(CP_LOG_ERROR, "PMIx reports job size %ld for rank %u", v, (unsigned)proc.rank);
+        goto finalize_pmix;
+    }
+    b.rank = (int)proc.rank;
+    b.nranks = (int)v;
+    my_rank = b.rank;
+    my_nranks = b.nranks;
+    b.local_rank = get_int(proc.rank, PMIX_LOCAL_RANK, 1, &v) == 0 ? (int)v : -1;
+    b.local_size = get_int(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, 1, &v) == 0 ? (int)v : -1;
+    if (get_hostname(b.hostname, sizeof(b.hostname)) != 0) {
+        local_hostname(b.hostname, sizeof(b.hostname));
+    }
+    b.launcher = detect_launcher();
+    short_version(b.pmix_version, sizeof(b.pmix_version));
+    snprintf(b.nspace, sizeof(b.nspace), "%s", proc.nspace);
+
+    if (alloc_tables(&b, b.nranks) != 0) {
+        ret = COLLPROF_ERR_NO_MEMORY;
+        goto finalize_pmix;
+    }
+    peer_info_t mine;
+    memset(&mine, 0, sizeof(mine));
+    snprintf(mine.hostname, sizeof(mine.hostname), "%s", b.hostname);
+    mine.local_rank = b.local_rank;
+    mine.pid = (int32_t)getpid();
+    peer_info_t *all = calloc((size_t)b.nranks, sizeof(*all));
+    if (all == NULL) {
+        cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", b.nranks);
+        ret = COLLPROF_ERR_NO_MEMORY;
+        goto free_tables;
+    }
+    ret = cp_oob_allgather(&mine, all, sizeof(mine));
+    if (ret != COLLPROF_OK) {
+        free(all);
+        goto free_tables;
+    }
+    fill_tables(&b, all);
+    free(all);
+
+    /* launchers that do not publish local rank/size: derive them */
+    if (b.local_rank < 0 || b.local_size < 1) {
+        int lr = 0, ls = 0;
+        for (int r = 0; r < b.nranks; r++) {
+            if (b.node_ids[r] == b.node_id) {
+                lr += r < b.rank;
+                ls++;
+            }
+        }
+        if (b.local_rank < 0) {
+            b.local_rank = lr;
+            for (int r = 0; r < b.nranks; r++) {
+                if (b.local_ranks[r] < 0) {
+                    int k = 0;
+                    for (int q = 0; q < r; q++) {
+                        k += b.node_ids[q] == b.node_ids[r];
+                    }
+                    b.local_ranks[r] = k;
+                }
+            }
+        }
+        if (b.local_size < 1) {
+            b.local_size = ls;
+        }
+    }
+    *boot = b;
+    return COLLPROF_OK;
+
+free_tables:
+    free_tables(&b);
+finalize_pmix:
+    PMIx_Finalize(NULL, 0);
+    pmix_up = 0;
+    my_rank = 0;
+    my_nranks = 1;
+    return ret;
+}
+
+void cp_boot_finalize(cp_boot_t *boot)
+{
+    if (pmix_up) {
+        pmix_status_t rc = PMIx_Finalize(NULL, 0);
+        if (rc != PMIX_SUCCESS) {
+            cp_log(CP_LOG_WARN, "PMIx_Finalize: %s", PMIx_Error_string(rc));
+        }
+        pmix_up = 0;
+    }
+    my_rank = 0;
+    my_nranks = 1;
+    if (boot != NULL) {
+        free_tables(boot);
+    }
+}
+
+void cp_boot_abort(int status, const char *msg)
+{
+    if (msg != NULL && msg[0] != '\0') {
+        cp_log(CP_LOG_ERROR, "aborting the job: %s", msg);
+    }
+    fflush(NULL);
+    if (pmix_up) {
+        PMIx_Abort(status, msg != NULL ? msg : "collprof abort", NULL, 0);
+    }
+    _exit(status);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Out-of-band collectives. */
+
+static void next_key(char *key, size_t size)
+{
+    snprintf(key, size, "cp.oob.%lu", oob_seq++);
+}
+
+static int put_commit(const char *key, const void *buf, size_t len)
+{
+    pmix_value_t val;
+    PMIX_VALUE_CONSTRUCT(&val);
+    val.type = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)buf;
+    val.data.bo.size = len;
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &val); /* copies the bytes */
+    if (rc != PMIX_SUCCESS) {
+        cp_log(CP_LOG_ERROR, "PMIx_Put(%s) failed: %s", key, PMIx_Error_string(rc));
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) {
+        cp_log(CP_LOG_ERROR, "PMIx_Commit failed: %s", PMIx_Error_string(rc));
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    return COLLPROF_OK;
+}
+
+static int fence(int collect)
+{
+    pmix_proc_t all;
+    PMIX_PROC_LOAD(&all, my_proc.nspace, PMIX_RANK_WILDCARD);
+    pmix_info_t info;
+    bool yes = true;
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    pmix_status_t rc = PMIx_Fence(&all, 1, collect ? &info : NULL, collect ? 1 : 0);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS) {
+        cp_log(CP_LOG_ERROR, "PMIx_Fence failed: %s", PMIx_Error_string(rc));
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    return COLLPROF_OK;
+}
+
+/* Copy rank's value of key (exactly len bytes) into dst. */
+static int get_bytes(int rank, const char *key, void *dst, size_t len)
+{
+    pmix_proc_t proc;
+    PMIX_PROC_LOAD(&proc, my_proc.nspace, (pmix_rank_t)rank);
+    pmix_value_t *val = NULL;
+    pmix_status_t rc = PMIx_Get(&proc, key, NULL, 0, &val);
+    if (rc != PMIX_SUCCESS || val == NULL) {
+        cp_log(CP_LOG_ERROR, "PMIx_Get(%s) from rank %d failed: %s", key, rank,
+               PMIx_Error_string(rc));
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    int ret = COLLPROF_OK;
+    if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size != len) {
+        cp_log(CP_LOG_ERROR, "PMIx_Get(%s) from rank %d: got %s of %zu bytes, expected %zu bytes",
+               key, rank, PMIx_Data_type_string(val->type),
+               val->type == PMIX_BYTE_OBJECT ? val->data.bo.size : (size_t)0, len);
+        ret = COLLPROF_ERR_BOOTSTRAP;
+    } else {
+        memcpy(dst, val->data.bo.bytes, len);
+    }
+    PMIX_VALUE_RELEASE(val);
+    return ret;
+}
+
+int cp_oob_allgather(const void *in, void *out, size_t len)
+{
+    char key[64];
+    next_key(key, sizeof(key));
+    if (len == 0) {
+        return COLLPROF_OK;
+    }
+    if (in == NULL || out == NULL) {
+        return COLLPROF_ERR_INVALID;
+    }
+    char *dst = out;
+    if (!pmix_up) {
+        memmove(dst, in, len);
+        return COLLPROF_OK;
+    }
+    int ret = put_commit(key, in, len);
+    if (ret == COLLPROF_OK) {
+        ret = fence(1);
+    }
+    if (ret != COLLPROF_OK) {
+        return ret;
+    }
+    memmove(dst + (size_t)my_rank * len, in, len);
+    for (int r = 0; r < my_nranks && ret == COLLPROF_OK; r++) {
+        if (r != my_rank) {
+            ret = get_bytes(r, key, dst + (size_t)r * len, len);
+        }
+    }
+    return ret;
+}
+
+int cp_oob_bcast(void *buf, size_t len, int root)
+{
+    char key[64];
+    next_key(key, sizeof(key));
+    if (root < 0 || root >= my_nranks) {
+        cp_log(CP_LOG_ERROR, "OOB broadcast from rank %d of %d", root, my_nranks);
+        return COLLPROF_ERR_INVALID;
+    }
+    if (len == 0 || !pmix_up) {
+        return COLLPROF_OK;
+    }
+    if (buf == NULL) {
+        return COLLPROF_ERR_INVALID;
+    }
+    int ret = COLLPROF_OK;
+    if (my_rank == root) {
+        ret = put_commit(key, buf, len);
+    }
+    if (ret == COLLPROF_OK) {
+        ret = fence(1);
+    }
+    if (ret == COLLPROF_OK && my_rank != root) {
+        ret = get_bytes(root, key, buf, len);
+    }
+    return ret;
+}
+
+int cp_oob_barrier(void)
+{
+    if (!pmix_up) {
+        return COLLPROF_OK;
+    }
+    return fence(0);
+}

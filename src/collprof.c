@@ -1,0 +1,386 @@
+/*
+ * collprof: parse -> (launch) -> boot -> plan -> run -> write.
+ *
+ * The same binary is the launcher (collprof --np N with no PMIx server
+ * around: validates everything, then starts N ranks of itself) and a rank
+ * (under our embedded PMIx server, mpirun or srun).  Every rank parses the
+ * same argv and builds the same plan, and the ranks agree over PMIx on any
+ * input error before a backend communicates, so bad input gives exit
+ * status 2 on every rank and no rank waits for another.
+ */
+#include "config.h"
+
+#include "boot/boot.h"
+#include "colls/colls.h"
+#include "core/cli.h"
+#include "core/data.h"
+#include "core/log.h"
+#include "core/plan.h"
+#include "core/runner.h"
+#include "output/summary.h"
+#include "plugin/loader.h"
+
+#include <pmix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+static const cp_options_t *g_opt;
+
+static const char *host_get_option(const char *key)
+{
+    size_t kl = strlen(key);
+    for (int i = 0; i < g_opt->nbackend_opts; i++) {
+        if (!strncmp(g_opt->backend_opts[i], key, kl) && g_opt->backend_opts[i][kl] == '=') {
+            return g_opt->backend_opts[i] + kl + 1;
+        }
+    }
+    return NULL;
+}
+
+static void host_log(int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cp_vlog(level, NULL, fmt, ap);
+    va_end(ap);
+}
+
+static void print_list(const cp_plugin_t *plugins, int n)
+{
+    printf("collprof %s backends (plugins from %s):\n", PACKAGE_VERSION, cp_plugins_search_path());
+    if (n == 0) {
+        printf("  none found: build them, or set COLLPROF_PLUGIN_PATH to their directory\n");
+    }
+    for (int i = 0; i < n; i++) {
+        const cp_plugin_t *p = &plugins[i];
+        if (!p->usable) {
+            printf("\n%s: NOT AVAILABLE: %s\n", p->name, p->error);
+            continue;
+        }
+        printf("\n%s %s: %s\n", p->name, p->be->version, p->be->description);
+        printf("  library:    %s\n", p->caps.library_version ? p->caps.library_version : "?");
+        printf("  operations:");
+        for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+            if (p->caps.ops & COLLPROF_BIT(op)) {
+                printf(" %s", cp_coll_get((collprof_op_t)op)->name);
+            }
+        }
+        printf("\n  dtypes:    ");
+        for (int t = 0; t < COLLPROF_DTYPE_COUNT; t++) {
+            if (p->caps.dtypes & COLLPROF_BIT(t)) {
+                printf(" %s", cp_dtype_info((collprof_dtype_t)t)->name);
+            }
+        }
+        printf("\n  reductions:");
+        for (int r = 0; r < COLLPROF_REDOP_COUNT; r++) {
+            if (p->caps.redops & COLLPROF_BIT(r)) {
+                printf(" %s", cp_redop_name((collprof_redop_t)r));
+            }
+        }
+        static const char *mem[] = {"host", "pinned", "device"};
+        printf("\n  memory:    ");
+        for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
+            if (p->caps.memtypes & COLLPROF_BIT(m)) {
+                printf(" %s", mem[m]);
+            }
+        }
+        printf("\n  variants:\n    %-24s %s\n", "default", "the library's own choice");
+        for (size_t v = 0; v < p->caps.nvariants; v++) {
+            const collprof_variant_t *var = &p->caps.variants[v];
+            char ops[256] = "";
+            for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+                if (var->ops & COLLPROF_BIT(op)) {
+                    strncat(ops, ops[0] ? "," : "", sizeof(ops) - strlen(ops) - 1);
+                    strncat(ops, cp_coll_get((collprof_op_t)op)->name, sizeof(ops) - strlen(ops) - 1);
+                }
+            }
+            printf("    %-24s [%s] %s\n", var->name, ops, var->description);
+        }
+    }
+}
+
+static char (*only_backends(const cp_options_t *opt, int *n))[64]
+{
+    /* load only what some spec names, unless one spec wants them all */
+    static char names[CP_MAX_LIST][64];
+    int k = 0;
+    for (int i = 0; i < opt->nspecs; i++) {
+        if (opt->specs[i].nbackends == 0) {
+            *n = 0;
+            return NULL;
+        }
+        for (int b = 0; b < opt->specs[i].nbackends; b++) {
+            int dup = 0;
+            for (int j = 0; j < k; j++) {
+                dup |= !strcmp(names[j], opt->specs[i].backends[b]);
+            }
+            if (!dup && k < CP_MAX_LIST) {
+                snprintf(names[k++], 64, "%s", opt->specs[i].backends[b]);
+            }
+        }
+    }
+    *n = k;
+    return names;
+}
+
+static void report_unusable(const cp_plugin_t *plugins, int n, const cp_options_t *opt)
+{
+    int nonly;
+    only_backends(opt, &nonly);
+    for (int i = 0; i < n; i++) {
+        if (!plugins[i].usable && plugins[i].be == NULL && strstr(plugins[i].error, "no collprof_") == plugins[i].error && nonly > 0) {
+            continue; /* an unknown name: the plan reports it as bad input */
+        }
+        if (!plugins[i].usable) {
+            cp_error_once("backend %s skipped: %s", plugins[i].name, plugins[i].error);
+        }
+    }
+}
+
+/* The launcher process of --np N: check everything, then start the ranks. */
+static int run_launcher(int argc, char **argv, cp_options_t *opt)
+{
+    char err[2048];
+    cp_plugin_t *plugins = NULL;
+    int nplugins = 0, nonly = 0;
+    char(*only)[64] = only_backends(opt, &nonly);
+    if (cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {
+        cp_log(CP_LOG_ERROR, "out of memory loading plugins");
+        return EXIT_FAILED;
+    }
+    cp_plan_t plan;
+    if (cp_plan_build(opt, plugins, nplugins, opt->np, &plan, err, sizeof(err)) != 0) {
+        cp_log(CP_LOG_ERROR, "%s", err);
+        return EXIT_USAGE;
+    }
+    if (!opt->dry_run && cp_output_dir_check(cp_output_dir(opt), err, sizeof(err)) != 0) {
+        cp_log(CP_LOG_ERROR, "%s", err);
+        return EXIT_USAGE;
+    }
+    if (opt->dry_run) {
+        report_unusable(plugins, nplugins, opt);
+        cp_plan_print(&plan, plugins, stdout);
+        return EXIT_OK;
+    }
+    cp_launch_opts_t lo = {.mode = opt->launch_mode, .verbose = opt->verbose};
+    for (int i = 0; i < nplugins; i++) {
+        if ((plan.plugins_used & (1u << (unsigned)i)) && !strcmp(plugins[i].name, "mpi")) {
+            lo.need_mpi = 1;
+        }
+    }
+    cp_plan_free(&plan);
+    (void)argc;
+    return cp_launch_self(opt->np, argv, &lo);
+}
+
+static int init_backends(cp_plugin_t *plugins, int n, const cp_plan_t *plan, const cp_boot_t *b,
+                         collprof_host_t *host)
+{
+    int usable = 0;
+    for (int i = 0; i < n; i++) {
+        cp_plugin_t *p = &plugins[i];
+        if (!(plan->plugins_used & (1u << (unsigned)i))) {
+            continue;
+        }
+        cp_log(CP_LOG_INFO, "backend %s: initialising (%s)", p->name,
+               p->caps.library_version ? p->caps.library_version : "?");
+        void *ctx = NULL;
+        int rc = p->be->init(host, &ctx);
+        char why[256] = "", agreed[256];
+        if (rc != COLLPROF_OK) {
+            snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc), p->be->last_error(NULL));
+        }
+        int bad = cp_agree(b->nranks, rc, why, agreed, sizeof(agreed));
+        if (bad != -1) {
+            snprintf(p->error, sizeof(p->error), "initialisation failed on rank %d: %s", bad,
+                     bad >= 0 ? agreed : "out-of-band exchange failed");
+            cp_error_once("backend %s skipped: %s", p->name, p->error);
+            if (rc == COLLPROF_OK) {
+                p->be->finalize(ctx);
+            }
+            continue;
+        }
+        p->ctx = ctx;
+        usable++;
+        cp_log(CP_LOG_INFO, "backend %s: ready", p->name);
+    }
+    return usable;
+}
+
+static int run_rank(int argc, char **argv, cp_options_t *opt)
+{
+    cp_boot_t boot;
+    char err[2048] = "", agreed[2048];
+    int status = 0;
+
+    if (cp_boot_init(&boot) != 0) {
+        return EXIT_FAILED;
+    }
+    cp_log_setup(boot.rank, boot.nranks, boot.hostname, opt->verbose);
+    if (!strcmp(boot.launcher, "none") && !opt->list) {
+        cp_log(CP_LOG_WARN, "no PMIx launcher found: running as a single rank (use --np N, "
+                            "mpirun or srun --mpi=pmix for more)");
+    }
+    if (opt->np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL) {
+        snprintf(err, sizeof(err), "--np starts its own ranks; under mpirun or srun leave it out "
+                                   "(the launcher sets the number of ranks)");
+        status = EXIT_USAGE;
+    }
+    cp_log(CP_LOG_INFO, "rank %d of %d on %s (local rank %d, node %d of %d, launcher %s)",
+           boot.rank, boot.nranks, boot.hostname, boot.local_rank, boot.node_id, boot.nnodes,
+           boot.launcher);
+
+    cp_plugin_t *plugins = NULL;
+    int nplugins = 0, nonly = 0;
+    char(*only)[64] = only_backends(opt, &nonly);
+    cp_plan_t plan;
+    memset(&plan, 0, sizeof(plan));
+    if (status == 0 && cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {
+        snprintf(err, sizeof(err), "out of memory loading plugins");
+        status = EXIT_FAILED;
+    }
+    if (status == 0 &&
+        cp_plan_build(opt, plugins, nplugins, boot.nranks, &plan, err, sizeof(err)) != 0) {
+        status = EXIT_USAGE;
+    }
+    if (status == 0 && boot.rank == 0 && !opt->dry_run &&
+        cp_output_dir_check(cp_output_dir(opt), err, sizeof(err)) != 0) {
+        status = EXIT_USAGE;
+    }
+    /* one decision for all ranks, before any backend communicates */
+    int bad = cp_agree(boot.nranks, status, err, agreed, sizeof(agreed));
+    if (bad != -1) {
+        if (boot.rank == 0) {
+            fprintf(stderr, "collprof: error: %s\n", bad >= 0 ? agreed : "out-of-band exchange failed");
+        }
+        cp_boot_finalize(&boot);
+        return bad >= 0 && status != EXIT_FAILED ? EXIT_USAGE : EXIT_FAILED;
+    }
+    if (boot.rank == 0) {
+        report_unusable(plugins, nplugins, opt);
+    }
+    if (opt->dry_run) {
+        if (boot.rank == 0) {
+            cp_plan_print(&plan, plugins, stdout);
+        }
+        cp_plan_free(&plan);
+        cp_boot_finalize(&boot);
+        return EXIT_OK;
+    }
+
+    collprof_host_t host = {.size = sizeof(host),
+                            .rank = boot.rank,
+                            .nranks = boot.nranks,
+                            .local_rank = boot.local_rank,
+                            .local_size = boot.local_size,
+                            .node_id = boot.node_id,
+                            .nnodes = boot.nnodes,
+                            .hostname = boot.hostname,
+                            .launcher = boot.launcher,
+                            .log = host_log,
+                            .oob_allgather = cp_oob_allgather,
+                            .oob_bcast = cp_oob_bcast,
+                            .oob_barrier = cp_oob_barrier,
+                            .get_option = host_get_option};
+    int ready = init_backends(plugins, nplugins, &plan, &boot, &host);
+
+    cp_run_info_t ri = {.opt = opt,
+                        .boot = &boot,
+                        .plugins = plugins,
+                        .nplugins = nplugins,
+                        .plan = &plan,
+                        .argc = argc,
+                        .argv = argv};
+    cp_summary_t *sum = NULL;
+    int out_ok = 1;
+    if (boot.rank == 0 && cp_summary_open(&ri, &sum, err, sizeof(err)) != 0) {
+        out_ok = 0;
+    }
+    bad = cp_agree(boot.nranks, out_ok ? 0 : COLLPROF_ERR_IO, err, agreed, sizeof(agreed));
+    int exit_status = EXIT_OK;
+    if (bad != -1) {
+        if (boot.rank == 0) {
+            fprintf(stderr, "collprof: error: %s\n", agreed);
+        }
+        exit_status = EXIT_FAILED;
+    } else {
+        cp_runner_t runner = {.opt = opt, .boot = &boot, .plugins = plugins, .nplugins = nplugins};
+        for (int i = 0; i < plan.ncells; i++) {
+            const cp_cell_t *c = &plan.cells[i];
+            cp_result_t res;
+            cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, plan.ncells,
+                   plugins[c->plugin].name, c->variant, cp_coll_get(c->op)->name,
+                   cp_dtype_info(c->dtype)->name, (unsigned long long)c->count);
+            cp_run_cell(&runner, c, &res);
+            cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, plan.ncells,
+                   cp_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
+                   (unsigned long long)res.wrong);
+            if (res.status == CP_CELL_WRONG || res.status == CP_CELL_ERROR) {
+                exit_status = EXIT_FAILED;
+            }
+            if (sum != NULL) {
+                cp_summary_cell(sum, c, &res);
+            }
+            cp_result_free(&res);
+        }
+        if (ready == 0) {
+            if (boot.rank == 0) {
+                fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
+            }
+            exit_status = EXIT_FAILED;
+        }
+    }
+    if (sum != NULL) {
+        cp_summary_close(sum, exit_status);
+    }
+    for (int i = 0; i < nplugins; i++) {
+        if (plugins[i].ctx != NULL) {
+            plugins[i].be->finalize(plugins[i].ctx);
+            plugins[i].ctx = NULL;
+        }
+    }
+    cp_plugins_unload(plugins, nplugins);
+    cp_plan_free(&plan);
+    cp_boot_finalize(&boot);
+    return exit_status;
+}
+
+int main(int argc, char **argv)
+{
+    cp_options_t opt;
+    char err[2048];
+
+    if (cp_cli_parse(argc, argv, &opt, err, sizeof(err)) != 0) {
+        fprintf(stderr, "collprof: error: %s\n", err);
+        return EXIT_USAGE;
+    }
+    g_opt = &opt;
+    int rc;
+    if (opt.help) {
+        cp_cli_usage(stdout);
+        rc = EXIT_OK;
+    } else if (opt.version) {
+        printf("collprof %s (plugin ABI %u, PMIx %s)\n", PACKAGE_VERSION,
+               COLLPROF_PLUGIN_ABI_VERSION, PMIx_Get_version());
+        rc = EXIT_OK;
+    } else if (opt.list) {
+        cp_plugin_t *plugins = NULL;
+        int n = 0;
+        cp_log_setup(-1, 0, NULL, opt.verbose);
+        rc = cp_plugins_load(NULL, 0, &plugins, &n) == 0 ? EXIT_OK : EXIT_FAILED;
+        if (rc == EXIT_OK) {
+            print_list(plugins, n);
+            cp_plugins_unload(plugins, n);
+        }
+    } else if (opt.np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL && !cp_boot_have_pmix_env()) {
+        cp_log_setup(-1, 0, NULL, opt.verbose);
+        rc = run_launcher(argc, argv, &opt);
+    } else {
+        rc = run_rank(argc, argv, &opt);
+    }
+    cp_cli_free(&opt);
+    return rc;
+}

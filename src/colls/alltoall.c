@@ -1,0 +1,36 @@
+#include "config.h"
+
+#include "colls/colls.h"
+#include "core/data.h"
+
+/*
+ * Each rank sends block d (count/n elements) to rank d.  Element j of the
+ * block rank s sends to rank d holds value(s, d*blk + j), so a block that
+ * lands in the wrong place is caught.
+ */
+static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)
+{
+    void *in = x->in_place ? recvbuf : sendbuf;
+    uint64_t blk = x->count / (uint64_t)x->n;
+    for (uint64_t i = 0; i < blk * (uint64_t)x->n; i++) {
+        cp_data_set(x->dtype, in, i, cp_data_value(x->dtype, x->rank, i));
+    }
+}
+
+static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
+{
+    uint64_t blk = x->count / (uint64_t)x->n, wrong = 0;
+    for (int s = 0; s < x->n; s++) {
+        for (uint64_t j = 0; j < blk; j++) {
+            int64_t v;
+            if (cp_data_get(x->dtype, recvbuf, (uint64_t)s * blk + j, &v) != 0 ||
+                v != cp_data_value(x->dtype, s, (uint64_t)x->rank * blk + j)) {
+                wrong++;
+            }
+        }
+    }
+    return wrong;
+}
+
+const cp_coll_t cp_coll_alltoall = {COLLPROF_OP_ALLTOALL, "alltoall", "AllToAll", CP_COLL_SPLIT,
+                                    fill, check};

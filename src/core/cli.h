@@ -1,0 +1,82 @@
+/*
+ * Command line and matrix files.  Parsing is pure: the same argv gives the
+ * same result (or the same one-line error) on every rank, before any
+ * communication.  Names (backends, variants) that depend on which plugins
+ * load are checked later, by the plan.
+ */
+#ifndef COLLPROF_CORE_CLI_H
+#define COLLPROF_CORE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "boot/boot.h"
+#include "core/imbalance.h"
+#include <collprof/plugin.h>
+
+#define CP_MAX_LIST 64
+#define CP_MAX_IMB 8
+
+/** One block of the matrix: the command line, or one line of --matrix. */
+typedef struct cp_spec {
+    int line; /**< matrix file line, 0 for the command line */
+    int ops[COLLPROF_OP_COUNT];
+    int nops;
+    int dtypes[COLLPROF_DTYPE_COUNT];
+    int ndtypes;
+    int redops[COLLPROF_REDOP_COUNT];
+    int nredops;
+    uint64_t sizes[CP_MAX_LIST]; /**< elements, or bytes when sizes_are_bytes */
+    int nsizes;
+    int sizes_are_bytes;
+    int inplace[2]; /**< 0 = out of place, 1 = in place */
+    int ninplace;
+    cp_imbalance_t imb[CP_MAX_IMB];
+    int nimb;
+    char backends[CP_MAX_LIST][64]; /**< nbackends == 0: every backend that loads */
+    int nbackends;
+    char variants[CP_MAX_LIST][64]; /**< nvariants == 0: all variants */
+    int nvariants;
+    int iters;
+    int warmup;
+    int root;
+} cp_spec_t;
+
+typedef struct cp_options {
+    int np;      /**< --np N, 0 when not given */
+    int list;    /**< --list */
+    int dry_run; /**< --dry-run */
+    int verbose; /**< -v count */
+    int check;   /**< -c 0|1 */
+    int help;
+    int version;
+    int sync_barrier; /**< --sync barrier|none */
+    cp_launch_mode_t launch_mode;
+    double timeout_s;
+    char output_dir[4096]; /**< "" = default */
+    char tag[256];
+    char matrix_file[4096];
+    char backend_opts[32][256]; /**< -O key=value */
+    int nbackend_opts;
+    cp_spec_t *specs; /**< the blocks to run */
+    int nspecs;
+} cp_options_t;
+
+/**
+ * Parse argv.  Returns 0, or -1 with a one-line message in err (the caller
+ * prints it and exits 2).  With --help/--version/--list the caller acts on
+ * those flags.
+ */
+int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t errlen);
+void cp_cli_free(cp_options_t *opt);
+void cp_cli_usage(FILE *f);
+
+/** Parse one "key=value" matrix-file assignment into spec (exposed for tests). */
+int cp_spec_set(cp_spec_t *spec, const char *key, const char *value, char *err, size_t errlen);
+
+/** Read a matrix file into opt->specs, each line starting from base. */
+int cp_matrix_load(const char *path, const cp_spec_t *base, cp_options_t *opt, char *err,
+                   size_t errlen);
+
+#endif /* COLLPROF_CORE_CLI_H */

@@ -1,0 +1,47 @@
+/*
+ * Element types and the data patterns that make every result exact.
+ *
+ * Every value collprof puts in a buffer is a small non-negative integer
+ * below the type's exact limit (int8: 127, float16: 2048, bfloat16: 256,
+ * float32: 2^24 ...), and reductions are planned so that the result stays
+ * below that limit too.  So a correct result is bit-for-bit predictable
+ * in every type and a check can count wrong elements with ==, never a
+ * tolerance.  Buffers are poisoned with 0xFF bytes before a check run:
+ * -1 for signed integers, the maximum (never produced) for unsigned ones,
+ * NaN for floats.
+ */
+#ifndef COLLPROF_CORE_DATA_H
+#define COLLPROF_CORE_DATA_H
+
+#include <collprof/plugin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cp_dtype_info {
+    const char *name;
+    size_t size;
+    int is_float;
+    int64_t exact_max; /**< values used are < exact_max */
+} cp_dtype_info_t;
+
+const cp_dtype_info_t *cp_dtype_info(collprof_dtype_t t);
+/** Lookup by name (also "float"/"double"/"half"/"bf16" aliases); -1 when unknown. */
+int cp_dtype_from_name(const char *name);
+const char *cp_redop_name(collprof_redop_t op);
+int cp_redop_from_name(const char *name);
+
+/** Store / load a small integer value at element i. */
+void cp_data_set(collprof_dtype_t t, void *buf, size_t i, int64_t v);
+/** Load element i; returns 0 and *v when it is an exact integer, -1 otherwise (NaN, fraction). */
+int cp_data_get(collprof_dtype_t t, const void *buf, size_t i, int64_t *v);
+
+/** Input of rank r at element i for data-movement ops (distinct per source). */
+int64_t cp_data_value(collprof_dtype_t t, int r, uint64_t i);
+
+/** Contribution of rank r at element i to a reduction over n ranks. */
+int64_t cp_data_contrib(collprof_dtype_t t, collprof_redop_t op, int n, int r, uint64_t i);
+
+/** Expected result of the reduction over all n ranks at element i. */
+int64_t cp_data_reduced(collprof_dtype_t t, collprof_redop_t op, int n, uint64_t i);
+
+#endif /* COLLPROF_CORE_DATA_H */

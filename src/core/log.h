@@ -1,0 +1,27 @@
+/*
+ * Logging.  Errors always print ("collprof: error: ..." on stderr, from
+ * rank 0 only unless CP_LOG_ALL_RANKS); --verbose adds timestamped
+ * per-rank lines: "[2026-11-22T00:15:30.123Z r0/4 host] message".
+ */
+#ifndef COLLPROF_CORE_LOG_H
+#define COLLPROF_CORE_LOG_H
+
+#include <stdarg.h>
+
+enum { CP_LOG_ERROR = 0, CP_LOG_WARN = 1, CP_LOG_INFO = 2, CP_LOG_DEBUG = 3 };
+
+/** Set once after bootstrap; before that, rank is -1 and every message prints. */
+void cp_log_setup(int rank, int nranks, const char *hostname, int verbosity);
+
+/** Message printed by every rank that calls it (errors, per-rank facts). */
+void cp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cp_vlog(int level, const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+/** An error that every rank reaches identically: printed once, by rank 0. */
+void cp_error_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Current verbosity (0 quiet, 1 --verbose, 2 -vv). */
+int cp_log_verbosity(void);
+
+#endif /* COLLPROF_CORE_LOG_H */

@@ -1,0 +1,304 @@
+#include "config.h"
+
+#include "core/plan.h"
+
+#include "colls/colls.h"
+#include "core/data.h"
+#include "core/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *cp_cell_status_name(cp_cell_status_t s)
+{
+    switch (s) {
+    case CP_CELL_OK: return "ok";
+    case CP_CELL_WRONG: return "wrong";
+    case CP_CELL_UNSUPPORTED: return "unsupported";
+    case CP_CELL_ERROR: return "error";
+    case CP_CELL_SKIPPED: return "skipped";
+    case CP_CELL_PENDING:
+    default: return "pending";
+    }
+}
+
+static int push(cp_plan_t *plan, int *cap, const cp_cell_t *c)
+{
+    if (plan->ncells == *cap) {
+        int ncap = *cap ? *cap * 2 : 64;
+        cp_cell_t *g = realloc(plan->cells, sizeof(cp_cell_t) * (size_t)ncap);
+        if (g == NULL) {
+            return -1;
+        }
+        plan->cells = g;
+        *cap = ncap;
+    }
+    plan->cells[plan->ncells++] = *c;
+    return 0;
+}
+
+static int find_plugin(const cp_plugin_t *plugins, int n, const char *name)
+{
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(plugins[i].name, name)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Variant names to try for plugin p under spec s: "default" then the plugin's own. */
+static int variant_list(const cp_spec_t *s, const cp_plugin_t *p, const char **out, int max)
+{
+    int n = 0;
+    if (s->nvariants == 0) {
+        out[n++] = "default";
+        for (size_t i = 0; i < p->caps.nvariants && n < max; i++) {
+            out[n++] = p->caps.variants[i].name;
+        }
+        return n;
+    }
+    for (int i = 0; i < s->nvariants && n < max; i++) {
+        out[n++] = s->variants[i];
+    }
+    return n;
+}
+
+static void unsupported_reason(const cp_plugin_t *p, const cp_cell_t *c, char *buf, size_t len)
+{
+    const cp_coll_t *coll = cp_coll_get(c->op);
+    buf[0] = '\0';
+    if (!(p->caps.ops & COLLPROF_BIT(c->op))) {
+        snprintf(buf, len, "%s does not offer %s", p->name, coll->name);
+    } else if (!(p->caps.dtypes & COLLPROF_BIT(c->dtype))) {
+        snprintf(buf, len, "%s does not offer dtype %s", p->name, cp_dtype_info(c->dtype)->name);
+    } else if ((coll->flags & CP_COLL_REDUCES) && !(p->caps.redops & COLLPROF_BIT(c->redop))) {
+        snprintf(buf, len, "%s does not offer reduction %s", p->name, cp_redop_name(c->redop));
+    }
+}
+
+static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplugins, int nranks,
+                       cp_plan_t *plan, int *cap, char *err, size_t errlen)
+{
+    int sel[64], nsel = 0;
+    if (s->nbackends == 0) {
+        for (int i = 0; i < nplugins && nsel < 64; i++) {
+            if (plugins[i].usable) {
+                sel[nsel++] = i;
+            }
+        }
+    } else {
+        for (int b = 0; b < s->nbackends; b++) {
+            int i = find_plugin(plugins, nplugins, s->backends[b]);
+            if (i < 0 || (plugins[i].be == NULL && plugins[i].error[0] != '\0' &&
+                          strstr(plugins[i].error, "no collprof_") == plugins[i].error)) {
+                char avail[512] = "";
+                for (int k = 0; k < nplugins; k++) {
+                    if (plugins[k].usable) {
+                        strncat(avail, avail[0] ? ", " : "", sizeof(avail) - strlen(avail) - 1);
+                        strncat(avail, plugins[k].name, sizeof(avail) - strlen(avail) - 1);
+                    }
+                }
+                snprintf(err, errlen, "unknown backend '%s' (available: %s; plugins are read from %s)",
+                         s->backends[b], avail[0] ? avail : "none", cp_plugins_search_path());
+                return -1;
+            }
+            if (plugins[i].usable) {
+                sel[nsel++] = i;
+            }
+        }
+    }
+    if (nsel == 0) {
+        snprintf(err, errlen, "no backend is available (plugins are read from %s; see collprof --list)",
+                 cp_plugins_search_path());
+        return -1;
+    }
+    /* every named variant must exist somewhere in the selection */
+    for (int v = 0; v < s->nvariants; v++) {
+        int found = 0;
+        char offered[1024] = "default";
+        for (int k = 0; k < nsel; k++) {
+            const cp_plugin_t *p = &plugins[sel[k]];
+            for (int o = 0; o < s->nops; o++) {
+                found |= cp_plugin_has_variant(p, (collprof_op_t)s->ops[o], s->variants[v]);
+            }
+            for (size_t i = 0; i < p->caps.nvariants; i++) {
+                strncat(offered, ", ", sizeof(offered) - strlen(offered) - 1);
+                strncat(offered, p->caps.variants[i].name, sizeof(offered) - strlen(offered) - 1);
+            }
+        }
+        if (!found) {
+            snprintf(err, errlen, "unknown variant '%s' for the selected backends and operations (offered: %s; see collprof --list)",
+                     s->variants[v], offered);
+            return -1;
+        }
+    }
+    if (s->root >= nranks) {
+        snprintf(err, errlen, "root %d does not exist in a job of %d ranks", s->root, nranks);
+        return -1;
+    }
+    for (int i = 0; i < s->nimb; i++) {
+        if (cp_imbalance_validate(&s->imb[i], nranks, err, errlen) != 0) {
+            return -1;
+        }
+    }
+    for (int k = 0; k < nsel; k++) {
+        const cp_plugin_t *p = &plugins[sel[k]];
+        const char *vars[256];
+        int nv = variant_list(s, p, vars, 256);
+        for (int v = 0; v < nv; v++) {
+            for (int d = 0; d < s->ndtypes; d++) {
+                const cp_dtype_info_t *dt = cp_dtype_info((collprof_dtype_t)s->dtypes[d]);
+                for (int z = 0; z < s->nsizes; z++) {
+                    uint64_t req = s->sizes_are_bytes ? s->sizes[z] / dt->size : s->sizes[z];
+                    if (req == 0) {
+                        req = 1;
+                    }
+                    for (int o = 0; o < s->nops; o++) {
+                        collprof_op_t op = (collprof_op_t)s->ops[o];
+                        const cp_coll_t *coll = cp_coll_get(op);
+                        if (!cp_plugin_has_variant(p, op, vars[v])) {
+                            continue;
+                        }
+                        int nred = (coll->flags & CP_COLL_REDUCES) ? s->nredops : 1;
+                        int nimb = op == COLLPROF_OP_ALLTOALLV ? s->nimb : 1;
+                        int nin = op == COLLPROF_OP_BARRIER ? 1 : s->ninplace;
+                        for (int r = 0; r < nred; r++) {
+                            for (int ip = 0; ip < nin; ip++) {
+                                for (int im = 0; im < nimb; im++) {
+                                    cp_cell_t c;
+                                    memset(&c, 0, sizeof(c));
+                                    c.plugin = sel[k];
+                                    snprintf(c.variant, sizeof(c.variant), "%s", vars[v]);
+                                    c.op = op;
+                                    c.dtype = (collprof_dtype_t)s->dtypes[d];
+                                    c.redop = (collprof_redop_t)s->redops[r];
+                                    c.root = (coll->flags & CP_COLL_ROOTED) ? s->root : 0;
+                                    c.in_place = op == COLLPROF_OP_BARRIER ? 0 : s->inplace[ip];
+                                    c.requested = op == COLLPROF_OP_BARRIER ? 0 : req;
+                                    c.count = cp_coll_effective_count(op, req, nranks);
+                                    c.imb = op == COLLPROF_OP_ALLTOALLV ? &s->imb[im] : NULL;
+                                    c.iters = s->iters;
+                                    c.warmup = s->warmup;
+                                    unsupported_reason(p, &c, c.pre_reason, sizeof(c.pre_reason));
+                                    if (c.pre_reason[0] != '\0') {
+                                        c.pre_status = CP_CELL_UNSUPPORTED;
+                                    } else if (op != COLLPROF_OP_BARRIER && c.count == 0) {
+                                        c.pre_status = CP_CELL_SKIPPED;
+                                        snprintf(c.pre_reason, sizeof(c.pre_reason),
+                                                 "%llu elements cannot be split over %d ranks",
+                                                 (unsigned long long)req, nranks);
+                                    }
+                                    if (push(plan, cap, &c) != 0) {
+                                        snprintf(err, errlen, "out of memory");
+                                        return -1;
+                                    }
+                                    plan->plugins_used |= 1u << (unsigned)sel[k];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
+                  cp_plan_t *plan, char *err, size_t errlen)
+{
+    int cap = 0;
+    memset(plan, 0, sizeof(*plan));
+    plan->nranks = nranks;
+    for (int i = 0; i < opt->nspecs; i++) {
+        char why[1024];
+        if (expand_spec(&opt->specs[i], plugins, nplugins, nranks, plan, &cap, why, sizeof(why)) !=
+            0) {
+            if (opt->specs[i].line > 0) {
+                snprintf(err, errlen, "%s:%d: %s", opt->matrix_file, opt->specs[i].line, why);
+            } else {
+                snprintf(err, errlen, "%s", why);
+            }
+            cp_plan_free(plan);
+            return -1;
+        }
+    }
+    /* refuse a matrix whose buffers cannot fit: two buffers per rank, all ranks on this node */
+    uint64_t biggest = 0;
+    for (int i = 0; i < plan->ncells; i++) {
+        uint64_t b = plan->cells[i].count * cp_dtype_info(plan->cells[i].dtype)->size;
+        if (plan->cells[i].op == COLLPROF_OP_ALLTOALLV) {
+            b *= 4; /* skewed traffic can concentrate on one rank */
+        }
+        biggest = b > biggest ? b : biggest;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0) {
+        double phys = (double)pages * (double)psize;
+        double need = 2.0 * (double)biggest * (double)nranks;
+        if (need > 0.8 * phys) {
+            char a[32], b[32];
+            snprintf(err, errlen,
+                     "the largest cell needs %s of buffers per rank (%d ranks), more than this "
+                     "machine's %s: use smaller --counts",
+                     cp_fmt_bytes(2 * biggest, a, sizeof(a)), nranks,
+                     cp_fmt_bytes((uint64_t)phys, b, sizeof(b)));
+            cp_plan_free(plan);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void cp_plan_free(cp_plan_t *plan)
+{
+    free(plan->cells);
+    memset(plan, 0, sizeof(*plan));
+}
+
+void cp_cell_label(const cp_cell_t *c, char *buf, size_t len)
+{
+    const cp_coll_t *coll = cp_coll_get(c->op);
+    char extra[160] = "";
+    if ((coll->flags & CP_COLL_REDUCES) && c->redop != COLLPROF_REDOP_SUM) {
+        snprintf(extra, sizeof(extra), "%s", cp_redop_name(c->redop));
+    }
+    if (c->in_place) {
+        strncat(extra, extra[0] ? ", in-place" : "in-place", sizeof(extra) - strlen(extra) - 1);
+    }
+    if (c->imb != NULL && c->imb->kind != CP_IMB_UNIFORM) {
+        strncat(extra, extra[0] ? ", " : "", sizeof(extra) - strlen(extra) - 1);
+        strncat(extra, c->imb->label, sizeof(extra) - strlen(extra) - 1);
+    }
+    if ((coll->flags & CP_COLL_ROOTED) && c->root != 0) {
+        char r[32];
+        snprintf(r, sizeof(r), "%sroot %d", extra[0] ? ", " : "", c->root);
+        strncat(extra, r, sizeof(extra) - strlen(extra) - 1);
+    }
+    if (extra[0]) {
+        snprintf(buf, len, "%s (%s)", coll->label, extra);
+    } else {
+        snprintf(buf, len, "%s", coll->label);
+    }
+}
+
+void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f)
+{
+    fprintf(f, "# collprof plan: %d cells on %d ranks\n", plan->ncells, plan->nranks);
+    fprintf(f, "# %-8s %-22s %-14s %-9s %-5s %6s %12s %14s %6s %6s  %s\n", "backend", "variant", "op",
+            "type", "redop", "inplc", "count", "bytes", "iters", "warmup", "note");
+    for (int i = 0; i < plan->ncells; i++) {
+        const cp_cell_t *c = &plan->cells[i];
+        const cp_dtype_info_t *dt = cp_dtype_info(c->dtype);
+        fprintf(f, "  %-8s %-22s %-14s %-9s %-5s %6s %12llu %14llu %6d %6d  %s%s%s\n",
+                plugins[c->plugin].name, c->variant, cp_coll_get(c->op)->name, dt->name,
+                (cp_coll_get(c->op)->flags & CP_COLL_REDUCES) ? cp_redop_name(c->redop) : "-",
+                c->in_place ? "in" : "out", (unsigned long long)c->count,
+                (unsigned long long)(c->count * dt->size), c->iters, c->warmup,
+                c->imb ? c->imb->label : "",
+                c->pre_status != CP_CELL_PENDING ? (c->imb ? " " : "") : "",
+                c->pre_status != CP_CELL_PENDING ? c->pre_reason : "");
+    }
+}

@@ -1,0 +1,65 @@
+/*
+ * The plan: the matrix expanded into cells, in run order
+ * (spec, backend, variant, dtype, size, op, redop, in-place, imbalance).
+ * Built identically on every rank from the same options and plugins.
+ */
+#ifndef COLLPROF_CORE_PLAN_H
+#define COLLPROF_CORE_PLAN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/cli.h"
+#include "plugin/loader.h"
+
+typedef enum cp_cell_status {
+    CP_CELL_PENDING = 0,
+    CP_CELL_OK,          /**< ran, every element right */
+    CP_CELL_WRONG,       /**< ran, #wrong > 0 */
+    CP_CELL_UNSUPPORTED, /**< the backend does not offer this combination */
+    CP_CELL_ERROR,       /**< the backend failed */
+    CP_CELL_SKIPPED      /**< not run (backend failed to initialise, size too small) */
+} cp_cell_status_t;
+
+const char *cp_cell_status_name(cp_cell_status_t s);
+
+typedef struct cp_cell {
+    int plugin; /**< index into the plugin list */
+    char variant[64];
+    collprof_op_t op;
+    collprof_dtype_t dtype;
+    collprof_redop_t redop;
+    int root;
+    int in_place;
+    uint64_t count;     /**< elements actually used */
+    uint64_t requested; /**< elements asked for (before rounding to a multiple of n) */
+    const cp_imbalance_t *imb; /**< alltoallv only */
+    int iters;
+    int warmup;
+    cp_cell_status_t pre_status; /**< CP_CELL_PENDING, or decided at plan time */
+    char pre_reason[160];
+} cp_cell_t;
+
+typedef struct cp_plan {
+    cp_cell_t *cells;
+    int ncells;
+    int nranks;
+    uint32_t plugins_used; /**< bit i: plugin i has cells */
+} cp_plan_t;
+
+/**
+ * Expand opt->specs over the usable plugins for nranks ranks.  Returns 0,
+ * or -1 with a one-line error (unknown backend/variant, bad root, traffic
+ * matrix size, memory) for exit status 2.
+ */
+int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
+                  cp_plan_t *plan, char *err, size_t errlen);
+void cp_plan_free(cp_plan_t *plan);
+
+/** Print the plan (--dry-run). */
+void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f);
+
+/** Short label of a cell's op with its non-default attributes: "AllReduce (max, in-place)". */
+void cp_cell_label(const cp_cell_t *c, char *buf, size_t len);
+
+#endif /* COLLPROF_CORE_PLAN_H */

@@ -1,0 +1,351 @@
+#include "config.h"
+
+#include "core/runner.h"
+
+#include "colls/colls.h"
+#include "core/data.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#define MSG_LEN 200
+
+typedef struct agree_rec {
+    int status;
+    char msg[MSG_LEN];
+} agree_rec_t;
+
+int cp_agree(int n, int status, const char *why, char *msg, size_t len)
+{
+    agree_rec_t mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.status = status;
+    snprintf(mine.msg, sizeof(mine.msg), "%s", why ? why : "");
+    agree_rec_t *all = calloc((size_t)n, sizeof(*all));
+    if (all == NULL || cp_oob_allgather(&mine, all, sizeof(mine)) != 0) {
+        free(all);
+        return -2;
+    }
+    int first = -1;
+    for (int r = 0; r < n; r++) {
+        if (all[r].status != 0) {
+            first = r;
+            snprintf(msg, len, "%s", all[r].msg);
+            break;
+        }
+    }
+    free(all);
+    return first;
+}
+
+/* Per-rank record gathered at the end of a cell; samples follow it. */
+typedef struct cell_rec {
+    int status; /* collprof_status_t of the first failure on this rank */
+    int phase;  /* 0 ok, 1 setup, 2 run, 3 check */
+    uint64_t wrong;
+    char msg[MSG_LEN];
+} cell_rec_t;
+
+static int fault_rank(void)
+{
+    /* test hook: COLLPROF_FAULT=wrong[:RANK] corrupts one element after the check run */
+    const char *f = getenv("COLLPROF_FAULT");
+    if (f == NULL || strncmp(f, "wrong", 5) != 0) {
+        return -1;
+    }
+    return f[5] == ':' ? atoi(f + 6) : 0;
+}
+
+static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
+{
+    /* element 0 of the result (for scatter in place: this rank's block) */
+    size_t at = 0;
+    if ((x->op == COLLPROF_OP_SCATTER && x->in_place)) {
+        at = (size_t)(x->count / (uint64_t)x->n) * (size_t)x->rank;
+    }
+    int64_t v = 0;
+    cp_data_get(x->dtype, recvbuf, at, &v);
+    cp_data_set(x->dtype, recvbuf, at, v + 1);
+}
+
+void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
+{
+    const cp_boot_t *b = r->boot;
+    cp_plugin_t *p = &r->plugins[cell->plugin];
+    const collprof_backend_t *be = p->be;
+    const cp_coll_t *coll = cp_coll_get(cell->op);
+    const cp_dtype_info_t *dt = cp_dtype_info(cell->dtype);
+    int n = b->nranks, iters = cell->iters;
+    cp_a2av_t a2av;
+    cell_rec_t rec;
+    void *sendbuf = NULL, *recvbuf = NULL;
+    double *mine = NULL;
+    char agreed[MSG_LEN];
+    struct timeval tv;
+
+    memset(res, 0, sizeof(*res));
+    memset(&a2av, 0, sizeof(a2av));
+    memset(&rec, 0, sizeof(rec));
+    res->nranks = n;
+    res->iters = iters;
+    gettimeofday(&tv, NULL);
+    res->start_epoch = (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+
+    if (cell->pre_status != CP_CELL_PENDING) {
+        res->status = cell->pre_status;
+        snprintf(res->reason, sizeof(res->reason), "%s", cell->pre_reason);
+        return;
+    }
+    if (p->ctx == NULL) {
+        res->status = CP_CELL_SKIPPED;
+        snprintf(res->reason, sizeof(res->reason), "backend %s is not initialised: %.160s", p->name,
+                 p->error);
+        return;
+    }
+
+    cp_xfer_t x = {.op = cell->op,
+                   .dtype = cell->dtype,
+                   .redop = cell->redop,
+                   .root = cell->root,
+                   .in_place = cell->in_place,
+                   .rank = b->rank,
+                   .n = n,
+                   .count = cell->count,
+                   .a2av = NULL};
+
+    /* ---- setup: variant, traffic, buffers; then agree ---------------- */
+    int rc = be->select_variant(p->ctx, cell->op, cell->variant);
+    if (rc != COLLPROF_OK) {
+        rec.status = rc;
+        rec.phase = 1;
+        snprintf(rec.msg, sizeof(rec.msg), "variant %s: %s", cell->variant, be->last_error(p->ctx));
+    }
+    if (rec.status == 0 && cell->op == COLLPROF_OP_ALLTOALLV) {
+        uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
+        if (m != NULL) {
+            cp_imbalance_matrix(cell->imb, n, cell->count, m);
+        }
+        if (m == NULL || cp_a2av_build(&a2av, m, n, b->rank) != 0) {
+            rec.status = COLLPROF_ERR_NO_MEMORY;
+            rec.phase = 1;
+            snprintf(rec.msg, sizeof(rec.msg), "out of memory for the traffic matrix");
+        } else {
+            x.a2av = &a2av;
+            if (cell->in_place && !a2av.symmetric) {
+                rec.status = COLLPROF_ERR_NOT_SUPPORTED;
+                rec.phase = 1;
+                snprintf(rec.msg, sizeof(rec.msg),
+                         "in-place alltoallv needs symmetric traffic; %s is not", cell->imb->label);
+            }
+        }
+    }
+    size_t bytes = (size_t)(cp_coll_buffer_elems(&x) * dt->size);
+    if (rec.status == 0) {
+        rc = be->mem_alloc(p->ctx, COLLPROF_MEM_HOST, bytes, &recvbuf);
+        if (rc == COLLPROF_OK && !cell->in_place) {
+            rc = be->mem_alloc(p->ctx, COLLPROF_MEM_HOST, bytes, &sendbuf);
+        }
+        if (rc != COLLPROF_OK) {
+            rec.status = rc;
+            rec.phase = 1;
+            snprintf(rec.msg, sizeof(rec.msg), "allocating 2 x %zu bytes: %s", bytes,
+                     be->last_error(p->ctx));
+        } else {
+            /* touch every page outside the timed loop */
+            memset(recvbuf, 0, bytes);
+            if (sendbuf != NULL) {
+                memset(sendbuf, 0, bytes);
+            }
+        }
+    }
+    mine = calloc((size_t)iters, sizeof(double));
+    if (mine == NULL && rec.status == 0) {
+        rec.status = COLLPROF_ERR_NO_MEMORY;
+        rec.phase = 1;
+        snprintf(rec.msg, sizeof(rec.msg), "out of memory for samples");
+    }
+    if (rec.status == COLLPROF_ERR_NOT_SUPPORTED) {
+        char tagged[MSG_LEN];
+        snprintf(tagged, sizeof(tagged), "[unsupported] %.180s", rec.msg);
+        snprintf(rec.msg, sizeof(rec.msg), "%s", tagged);
+    }
+    int bad = cp_agree(n, rec.status, rec.msg, agreed, sizeof(agreed));
+    if (bad != -1) {
+        if (bad >= 0) {
+            /* every rank reports the first failing rank's reason */
+            int unsupported = !strncmp(agreed, "[unsupported] ", 14);
+            res->status = unsupported ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
+            snprintf(res->reason, sizeof(res->reason), "rank %d: %s", bad,
+                     agreed + (unsupported ? 14 : 0));
+        } else {
+            res->status = CP_CELL_ERROR;
+            snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
+        }
+        goto out;
+    }
+    cp_log(CP_LOG_DEBUG, "%s/%s %s %s count %llu: buffers of %zu bytes ready", p->name,
+           cell->variant, coll->name, dt->name, (unsigned long long)cell->count, bytes);
+
+    collprof_args_t args = {.op = cell->op,
+                            .dtype = cell->dtype,
+                            .redop = cell->redop,
+                            .root = cell->root,
+                            .in_place = cell->in_place,
+                            .memtype = COLLPROF_MEM_HOST,
+                            .sendbuf = cell->in_place ? recvbuf : sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = cell->count,
+                            .sendcounts = a2av.sendcounts,
+                            .sdispls = a2av.sdispls,
+                            .recvcounts = a2av.recvcounts,
+                            .rdispls = a2av.rdispls,
+                            .peer_send = (b->rank + 1) % n,
+                            .peer_recv = (b->rank - 1 + n) % n};
+    collprof_args_t barrier = args;
+    barrier.op = COLLPROF_OP_BARRIER;
+    int backend_barrier = (p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER)) != 0;
+
+    /* ---- warm-up and timed iterations -------------------------------- */
+    coll->fill(&x, sendbuf, recvbuf);
+    if (be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
+        rc = cell->warmup > 0 ? be->run_batch(p->ctx, &args, cell->warmup, mine) : COLLPROF_OK;
+        if (rc == COLLPROF_OK) {
+            rc = be->run_batch(p->ctx, &args, iters, mine);
+        }
+    } else {
+        rc = COLLPROF_OK;
+        for (int i = 0; i < cell->warmup + iters && rc == COLLPROF_OK; i++) {
+            if (r->opt->sync_barrier) {
+                rc = backend_barrier ? be->run(p->ctx, &barrier) : cp_oob_barrier();
+                if (rc != COLLPROF_OK) {
+                    break;
+                }
+            }
+            double t0 = cp_now_us();
+            rc = be->run(p->ctx, &args);
+            double t1 = cp_now_us();
+            if (i >= cell->warmup) {
+                mine[i - cell->warmup] = t1 - t0;
+            }
+        }
+    }
+    if (rc != COLLPROF_OK) {
+        rec.status = rc;
+        rec.phase = 2;
+        snprintf(rec.msg, sizeof(rec.msg), "%s", be->last_error(p->ctx));
+    }
+
+    /* ---- exact check on a fresh run ---------------------------------- */
+    if (rec.status == 0 && r->opt->check && cell->op != COLLPROF_OP_BARRIER) {
+        memset(recvbuf, 0xff, bytes);
+        coll->fill(&x, sendbuf, recvbuf);
+        rc = be->run(p->ctx, &args);
+        if (rc != COLLPROF_OK) {
+            rec.status = rc;
+            rec.phase = 3;
+            snprintf(rec.msg, sizeof(rec.msg), "%s", be->last_error(p->ctx));
+        } else {
+            if (fault_rank() == b->rank) {
+                corrupt_one(&x, recvbuf);
+            }
+            rec.wrong = coll->check(&x, recvbuf);
+            if (rec.wrong > 0) {
+                cp_log(CP_LOG_INFO, "%s/%s %s: %llu wrong elements on this rank", p->name,
+                       cell->variant, coll->name, (unsigned long long)rec.wrong);
+            }
+        }
+    }
+
+    /* ---- gather records and samples from every rank ------------------- */
+    size_t reclen = sizeof(cell_rec_t) + sizeof(double) * (size_t)iters;
+    char *blob = malloc(reclen), *all = malloc(reclen * (size_t)n);
+    res->samples = calloc((size_t)n * (size_t)iters, sizeof(double));
+    res->rank_mean = calloc((size_t)n, sizeof(double));
+    double *imax = calloc((size_t)iters, sizeof(double));
+    if (!blob || !all || !res->samples || !res->rank_mean || !imax) {
+        res->status = CP_CELL_ERROR;
+        snprintf(res->reason, sizeof(res->reason), "out of memory gathering results");
+        free(blob);
+        free(all);
+        free(imax);
+        goto out;
+    }
+    memcpy(blob, &rec, sizeof(rec));
+    memcpy(blob + sizeof(rec), mine, sizeof(double) * (size_t)iters);
+    if (cp_oob_allgather(blob, all, reclen) != 0) {
+        res->status = CP_CELL_ERROR;
+        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
+        free(blob);
+        free(all);
+        free(imax);
+        goto out;
+    }
+    res->status = CP_CELL_OK;
+    for (int q = 0; q < n; q++) {
+        cell_rec_t rq;
+        memcpy(&rq, all + reclen * (size_t)q, sizeof(rq));
+        memcpy(res->samples + (size_t)q * (size_t)iters, all + reclen * (size_t)q + sizeof(rq),
+               sizeof(double) * (size_t)iters);
+        res->wrong += rq.wrong;
+        if (rq.status != 0 && res->status == CP_CELL_OK) {
+            res->status = rq.status == COLLPROF_ERR_NOT_SUPPORTED ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
+            snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q, b->hostnames[q],
+                     rq.msg);
+        }
+        double s = 0;
+        for (int i = 0; i < iters; i++) {
+            s += res->samples[(size_t)q * (size_t)iters + (size_t)i];
+        }
+        res->rank_mean[q] = s / iters;
+    }
+    if (res->status == CP_CELL_OK && res->wrong > 0) {
+        res->status = CP_CELL_WRONG;
+        snprintf(res->reason, sizeof(res->reason), "%llu wrong elements",
+                 (unsigned long long)res->wrong);
+    }
+    cp_stats_iter_max(res->samples, n, iters, imax);
+    cp_stats_compute(imax, iters, &res->stats);
+    res->bytes = cp_coll_bytes(&x);
+    if (res->stats.mean > 0) {
+        res->algbw = (double)res->bytes / res->stats.mean * 1e-3; /* bytes/us -> GB/s */
+        res->busbw = res->algbw * cp_coll_busbw_factor(cell->op, n);
+    }
+    if (cell->op == COLLPROF_OP_ALLTOALLV) {
+        res->send_bytes = calloc((size_t)n, sizeof(uint64_t));
+        res->recv_bytes = calloc((size_t)n, sizeof(uint64_t));
+        if (res->send_bytes && res->recv_bytes) {
+            for (int s = 0; s < n; s++) {
+                for (int d = 0; d < n; d++) {
+                    uint64_t e = a2av.matrix[(size_t)s * (size_t)n + (size_t)d] * dt->size;
+                    res->send_bytes[s] += e;
+                    res->recv_bytes[d] += e;
+                }
+            }
+        }
+    }
+    free(blob);
+    free(all);
+    free(imax);
+out:
+    if (sendbuf != NULL) {
+        be->mem_free(p->ctx, COLLPROF_MEM_HOST, sendbuf);
+    }
+    if (recvbuf != NULL) {
+        be->mem_free(p->ctx, COLLPROF_MEM_HOST, recvbuf);
+    }
+    free(mine);
+    cp_a2av_free(&a2av);
+}
+
+void cp_result_free(cp_result_t *res)
+{
+    free(res->samples);
+    free(res->rank_mean);
+    free(res->send_bytes);
+    free(res->recv_bytes);
+    res->samples = res->rank_mean = NULL;
+    res->send_bytes = res->recv_bytes = NULL;
+}

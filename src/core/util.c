@@ -1,0 +1,150 @@
+#include "config.h"
+
+#include "core/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
+{
+    if (s == NULL || *s == '\0') {
+        snprintf(err, errlen, "empty size");
+        return -1;
+    }
+    if (!isdigit((unsigned char)s[0])) {
+        snprintf(err, errlen, "'%s' is not a positive number (use digits with an optional K/M/G suffix)", s);
+        return -1;
+    }
+    uint64_t v = 0;
+    const char *p = s;
+    while (isdigit((unsigned char)*p)) {
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (CP_MAX_SIZE * 1024 - d) / 10) {
+            snprintf(err, errlen, "'%s' is too large", s);
+            return -1;
+        }
+        v = v * 10 + d;
+        p++;
+    }
+    uint64_t mult = 1;
+    switch (toupper((unsigned char)*p)) {
+    case 'K': mult = UINT64_C(1) << 10; p++; break;
+    case 'M': mult = UINT64_C(1) << 20; p++; break;
+    case 'G': mult = UINT64_C(1) << 30; p++; break;
+    case 'T': mult = UINT64_C(1) << 40; p++; break;
+    default: break;
+    }
+    if (mult > 1 && toupper((unsigned char)*p) == 'B') {
+        p++;
+    }
+    if (*p != '\0') {
+        snprintf(err, errlen, "'%s' has an unknown suffix '%s' (use K, M, G or T)", s, p);
+        return -1;
+    }
+    if (v == 0) {
+        snprintf(err, errlen, "'%s' is zero; sizes must be at least 1", s);
+        return -1;
+    }
+    if (v > CP_MAX_SIZE / mult) {
+        snprintf(err, errlen, "'%s' is too large (the limit is 1T)", s);
+        return -1;
+    }
+    *out = v * mult;
+    return 0;
+}
+
+int cp_parse_int(const char *s, long lo, long hi, long *out)
+{
+    if (s == NULL || *s == '\0') {
+        return -1;
+    }
+    for (const char *p = s; *p; p++) {
+        if (!isdigit((unsigned char)*p)) {
+            return -1;
+        }
+    }
+    errno = 0;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cp_split_list(char *s, char **tok, int max)
+{
+    int n = 0;
+    char *p = s;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma != NULL) {
+            *comma = '\0';
+        }
+        if (*p == '\0' || n >= max) {
+            return -1;
+        }
+        tok[n++] = p;
+        if (comma == NULL) {
+            break;
+        }
+        p = comma + 1;
+    }
+    return n;
+}
+
+const char *cp_fmt_thousands(uint64_t v, char *buf, size_t len)
+{
+    char digits[32];
+    int nd = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
+    size_t o = 0;
+    for (int i = 0; i < nd && o + 1 < len; i++) {
+        if (i > 0 && (nd - i) % 3 == 0 && o + 2 < len) {
+            buf[o++] = ',';
+        }
+        buf[o++] = digits[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+const char *cp_fmt_bytes(uint64_t v, char *buf, size_t len)
+{
+    static const char *unit[] = {"B", "KB", "MB", "GB", "TB"};
+    double d = (double)v;
+    int u = 0;
+    while (d >= 1024.0 && u < 4) {
+        d /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, "%.2f %s", d, unit[u]);
+    return buf;
+}
+
+double cp_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+void cp_utc_compact(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y%m%dT%H%M%SZ", &tm);
+}
+
+void cp_utc_iso(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}

@@ -1,0 +1,41 @@
+/* Small helpers: size parsing, lists, number formatting, clocks. */
+#ifndef COLLPROF_CORE_UTIL_H
+#define COLLPROF_CORE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest count or byte size collprof accepts (1 Ti elements / bytes). */
+#define CP_MAX_SIZE (UINT64_C(1) << 40)
+
+/**
+ * Parse a positive size: decimal digits with an optional K, M, G or T
+ * suffix (binary: 1K = 1024), case-insensitive, optional trailing "B"
+ * after a suffix ("4MB").  Rejects 0, signs, garbage and values above
+ * CP_MAX_SIZE.  On failure writes a reason into err and returns -1.
+ */
+int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
+
+/** Parse a non-negative int (no suffix) in [lo, hi]; -1 on failure. */
+int cp_parse_int(const char *s, long lo, long hi, long *out);
+
+/**
+ * Split a comma-separated list in place into at most max tokens (empty
+ * tokens are rejected); returns the number of tokens or -1.
+ */
+int cp_split_list(char *s, char **tok, int max);
+
+/** "1,048,576" */
+const char *cp_fmt_thousands(uint64_t v, char *buf, size_t len);
+
+/** "4.00 MB" (binary multiples, two decimals, as profilers print tensors) */
+const char *cp_fmt_bytes(uint64_t v, char *buf, size_t len);
+
+/** Monotonic clock in microseconds. */
+double cp_now_us(void);
+
+/** UTC time as "20261122T001530Z" (compact) or ISO "2026-11-22T00:15:30Z". */
+void cp_utc_compact(char *buf, size_t len);
+void cp_utc_iso(char *buf, size_t len);
+
+#endif /* COLLPROF_CORE_UTIL_H */

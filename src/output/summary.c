@@ -1,0 +1,317 @@
+#include "config.h"
+
+#include "output/summary.h"
+
+#include "colls/colls.h"
+#include "core/data.h"
+#include "core/log.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct cp_summary {
+    FILE *f;
+    char path[4096];
+    const cp_run_info_t *ri;
+    int last_plugin;
+    char last_variant[64];
+    int last_dtype;
+    uint64_t last_count;
+    int counts[6]; /* per cp_cell_status_t */
+    uint64_t wrong;
+};
+
+const char *cp_output_dir(const cp_options_t *opt)
+{
+    if (opt->output_dir[0] != '\0') {
+        return opt->output_dir;
+    }
+    const char *s = getenv("SLURM_SUBMIT_DIR");
+    return (s != NULL && s[0] != '\0') ? s : ".";
+}
+
+int cp_output_dir_check(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        snprintf(err, errlen, "output directory '%s' does not exist (%s): create it or choose another with --output-dir",
+                 dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "output directory '%s' is not a directory: choose another with --output-dir", dir);
+        return -1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(err, errlen, "output directory '%s' is not writable: choose another with --output-dir", dir);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Variables that change how communication behaves.  Launcher bookkeeping
+ * (Open MPI's orte/ess wiring, rank numbers) is left out: it names the run,
+ * not how it communicates.
+ */
+static int shapes_comm(const char *kv)
+{
+    static const char *prefixes[] = {"NCCL_", "FI_", "OMPI_MCA_", "UCX_", "GLOO_", "CUDA_",
+                                     "COLLPROF_", "GLIBC_TUNABLES=", NULL};
+    static const char *skip[] = {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix=",
+                                 "OMPI_MCA_initial_wdir=", "OMPI_MCA_shmem_RUNTIME_QUERY_hint=",
+                                 "COLLPROF_SELF_LAUNCHED=", "COLLPROF_LAUNCHER=", NULL};
+    for (int i = 0; skip[i]; i++) {
+        if (!strncmp(kv, skip[i], strlen(skip[i]))) {
+            return 0;
+        }
+    }
+    for (int i = 0; prefixes[i]; i++) {
+        if (!strncmp(kv, prefixes[i], strlen(prefixes[i]))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int secret_name(const char *kv)
+{
+    static const char *words[] = {"TOKEN", "KEY", "SECRET", "PASS", "CRED", NULL};
+    const char *eq = strchr(kv, '=');
+    size_t nl = eq ? (size_t)(eq - kv) : strlen(kv);
+    for (int i = 0; words[i]; i++) {
+        const char *w = words[i];
+        for (size_t k = 0; k + strlen(w) <= nl; k++) {
+            if (!strncmp(kv + k, w, strlen(w))) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int create_exclusive(const char *dir, const char *base, char *path, size_t len)
+{
+    for (int k = 1; k < 10000; k++) {
+        if (k == 1) {
+            snprintf(path, len, "%s/%s.txt", dir, base);
+        } else {
+            snprintf(path, len, "%s/%s_%d.txt", dir, base, k);
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) {
+            return fd;
+        }
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+static void print_header(cp_summary_t *s)
+{
+    const cp_run_info_t *ri = s->ri;
+    const cp_boot_t *b = ri->boot;
+    FILE *f = s->f;
+    char iso[64];
+    cp_utc_iso(iso, sizeof(iso));
+    fprintf(f, "# collprof %s text summary\n", PACKAGE_VERSION);
+    fprintf(f, "created:    %s\n", iso);
+    fprintf(f, "command:   ");
+    for (int i = 0; i < ri->argc; i++) {
+        fprintf(f, " %s", ri->argv[i]);
+    }
+    fprintf(f, "\n");
+    if (ri->opt->tag[0]) {
+        fprintf(f, "tag:        %s\n", ri->opt->tag);
+    }
+    fprintf(f, "world:      %d ranks on %d node(s):", b->nranks, b->nnodes);
+    for (int node = 0; node < b->nnodes; node++) {
+        int cnt = 0, first = -1;
+        for (int r = 0; r < b->nranks; r++) {
+            if (b->node_ids[r] == node) {
+                cnt++;
+                first = first < 0 ? r : first;
+            }
+        }
+        fprintf(f, " %s (%d)", first >= 0 ? b->hostnames[first] : "?", cnt);
+    }
+    fprintf(f, "\n");
+    fprintf(f, "launcher:   %s%s%s\n", b->launcher, b->pmix_version[0] ? ", PMIx " : "",
+            b->pmix_version);
+    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+    if (job != NULL) {
+        fprintf(f, "slurm:      job %s step %s\n", job, step ? step : "-");
+    }
+    for (int i = 0; i < ri->nplugins; i++) {
+        const cp_plugin_t *p = &ri->plugins[i];
+        if (!(ri->plan->plugins_used & (1u << (unsigned)i))) {
+            continue;
+        }
+        fprintf(f, "backend:    %s %s (%s)%s%s\n", p->name, p->be ? p->be->version : "?",
+                p->caps.library_version ? p->caps.library_version : "?",
+                p->ctx ? "" : " NOT INITIALISED: ", p->ctx ? "" : p->error);
+    }
+    fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
+            ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
+                                  : "iterations back to back (skew included)");
+    fprintf(f, "            each rank times each blocking call with CLOCK_MONOTONIC; an iteration's\n"
+               "            time is the max over ranks; 'time' is the mean of those, p50/p95/p99\n"
+               "            nearest-rank\n");
+    fprintf(f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
+               "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
+               "            others 1); see docs/metrics.md\n");
+    fprintf(f, "buffers:    page-aligned host memory, pages touched before timing, the same\n"
+               "            buffers every iteration (no cache rotation)\n");
+    fprintf(f, "check:      %s\n", ri->opt->check ? "exact, every element of a separate run after timing; #wrong = elements that differ"
+                                                 : "disabled (-c 0)");
+    for (char **e = environ; *e; e++) {
+        if (shapes_comm(*e)) {
+            if (secret_name(*e)) {
+                fprintf(f, "env:        %.*s=<redacted>\n", (int)(strchr(*e, '=') - *e), *e);
+            } else {
+                fprintf(f, "env:        %s\n", *e);
+            }
+        }
+    }
+    fprintf(f, "\n");
+    fflush(f);
+
+    printf("# collprof %s: %d ranks on %d node(s), launcher %s\n", PACKAGE_VERSION, b->nranks,
+           b->nnodes, b->launcher);
+    printf("# time = mean over iterations of the max over ranks; %s\n",
+           ri->opt->sync_barrier ? "barrier before each iteration" : "back to back");
+    printf("# %-7s %-20s %-14s %12s %11s %-8s %-5s %4s %10s %9s %9s %7s %10s %10s\n", "backend",
+           "variant", "op", "size(B)", "count", "type", "redop", "root", "time(us)", "algbw",
+           "busbw", "#wrong", "p50(us)", "p99(us)");
+    printf("# %-7s %-20s %-14s %12s %11s %-8s %-5s %4s %10s %9s %9s %7s %10s %10s\n", "", "", "",
+           "", "(elements)", "", "", "", "", "(GB/s)", "(GB/s)", "", "", "");
+    fflush(stdout);
+}
+
+int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size_t errlen)
+{
+    cp_summary_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->ri = ri;
+    s->last_plugin = -1;
+    s->last_dtype = -1;
+    char ts[32], base[512];
+    cp_utc_compact(ts, sizeof(ts));
+    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+    const char *task = getenv("SLURM_ARRAY_TASK_ID");
+    int o = snprintf(base, sizeof(base), "collprof_%s_w%d", ts, ri->boot->nranks);
+    if (job != NULL && o > 0 && (size_t)o < sizeof(base)) {
+        o += snprintf(base + o, sizeof(base) - (size_t)o, "_j%.32s", job);
+        if (task != NULL && (size_t)o < sizeof(base)) {
+            o += snprintf(base + o, sizeof(base) - (size_t)o, "_a%.16s", task);
+        }
+        if (step != NULL && (size_t)o < sizeof(base)) {
+            snprintf(base + o, sizeof(base) - (size_t)o, "_s%.16s", step);
+        }
+    }
+    const char *dir = cp_output_dir(ri->opt);
+    int fd = create_exclusive(dir, base, s->path, sizeof(s->path));
+    if (fd < 0 || (s->f = fdopen(fd, "w")) == NULL) {
+        snprintf(err, errlen, "cannot create %s: %s", s->path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(s->path);
+        }
+        free(s);
+        return -1;
+    }
+    print_header(s);
+    *out = s;
+    return 0;
+}
+
+void cp_summary_cell(cp_summary_t *s, const cp_cell_t *c, const cp_result_t *r)
+{
+    const cp_run_info_t *ri = s->ri;
+    const cp_plugin_t *p = &ri->plugins[c->plugin];
+    const cp_coll_t *coll = cp_coll_get(c->op);
+    const cp_dtype_info_t *dt = cp_dtype_info(c->dtype);
+    char label[200], th[32], hb[32];
+    FILE *f = s->f;
+
+    s->counts[r->status]++;
+    s->wrong += r->wrong;
+    if (c->plugin != s->last_plugin || strcmp(c->variant, s->last_variant) != 0) {
+        fprintf(f, "== %s / %s ==\n", p->name, c->variant);
+        s->last_plugin = c->plugin;
+        snprintf(s->last_variant, sizeof(s->last_variant), "%s", c->variant);
+        s->last_dtype = -1;
+    }
+    if ((int)c->dtype != s->last_dtype || c->requested != s->last_count) {
+        fprintf(f, "Tensor Size: %s elements (%s), %s\n",
+                cp_fmt_thousands(c->requested, th, sizeof(th)),
+                cp_fmt_bytes(c->requested * dt->size, hb, sizeof(hb)), dt->name);
+        s->last_dtype = (int)c->dtype;
+        s->last_count = c->requested;
+    }
+    cp_cell_label(c, label, sizeof(label));
+    strncat(label, ":", sizeof(label) - strlen(label) - 1);
+    if (r->status == CP_CELL_OK || r->status == CP_CELL_WRONG) {
+        fprintf(f, "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | p50 %.3f ms | p99 %.3f ms%s\n",
+                label, r->stats.mean / 1e3, r->algbw, r->busbw, (unsigned long long)r->wrong,
+                r->stats.p50 / 1e3, r->stats.p99 / 1e3, r->status == CP_CELL_WRONG ? " | WRONG" : "");
+    } else {
+        fprintf(f, "  %-24s %s: %s\n", label, cp_cell_status_name(r->status), r->reason);
+    }
+    fflush(f);
+
+    const char *redop = (coll->flags & CP_COLL_REDUCES) ? cp_redop_name(c->redop) : "none";
+    char root[16];
+    snprintf(root, sizeof(root), "%d", c->root);
+    if (r->status == CP_CELL_OK || r->status == CP_CELL_WRONG) {
+        printf("  %-7s %-20s %-14s %12llu %11llu %-8s %-5s %4s %10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s\n",
+               p->name, c->variant, coll->name, (unsigned long long)r->bytes,
+               (unsigned long long)c->count, dt->name, redop,
+               (coll->flags & CP_COLL_ROOTED) ? root : "-", r->stats.mean, r->algbw, r->busbw,
+               (unsigned long long)r->wrong, r->stats.p50, r->stats.p99,
+               c->in_place ? " in-place" : "");
+    } else {
+        printf("  %-7s %-20s %-14s %12llu %11llu %-8s %-5s %4s  %s: %s\n", p->name, c->variant,
+               coll->name, (unsigned long long)(c->count * dt->size), (unsigned long long)c->count,
+               dt->name, redop, (coll->flags & CP_COLL_ROOTED) ? root : "-",
+               cp_cell_status_name(r->status), r->reason);
+    }
+    fflush(stdout);
+}
+
+void cp_summary_close(cp_summary_t *s, int exit_status)
+{
+    char iso[64];
+    cp_utc_iso(iso, sizeof(iso));
+    fprintf(s->f, "\n== totals ==\n");
+    fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
+            s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
+            s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED]);
+    fprintf(s->f, "#wrong:     %llu\n", (unsigned long long)s->wrong);
+    fprintf(s->f, "result:     %s (exit status %d)\n", exit_status == 0 ? "PASSED" : "FAILED",
+            exit_status);
+    fprintf(s->f, "finished:   %s\n", iso);
+    fclose(s->f);
+    printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
+           s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
+           s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED],
+           (unsigned long long)s->wrong, exit_status == 0 ? "PASSED" : "FAILED");
+    printf("# summary: %s\n", s->path);
+    fflush(stdout);
+    free(s);
+}
+
+const char *cp_summary_path(const cp_summary_t *s)
+{
+    return s->path;
+}

@@ -1,0 +1,45 @@
+/*
+ * Human-readable output: the nccl-tests-style table on stdout and the text
+ * summary file collprof_<UTC timestamp>_w<N>[_j<job>_s<step>].txt, both
+ * written by rank 0 as each cell completes (so a killed run keeps every
+ * completed cell).  The file is created exclusively: an existing file is
+ * never overwritten; a name taken in the same second gets a _2, _3 ...
+ * suffix.
+ */
+#ifndef COLLPROF_OUTPUT_SUMMARY_H
+#define COLLPROF_OUTPUT_SUMMARY_H
+
+#include <stdio.h>
+
+#include "boot/boot.h"
+#include "core/cli.h"
+#include "core/plan.h"
+#include "core/runner.h"
+#include "plugin/loader.h"
+
+typedef struct cp_run_info {
+    const cp_options_t *opt;
+    const cp_boot_t *boot;
+    const cp_plugin_t *plugins;
+    int nplugins;
+    const cp_plan_t *plan;
+    int argc;
+    char **argv;
+} cp_run_info_t;
+
+typedef struct cp_summary cp_summary_t;
+
+/** The output directory: --output-dir, else $SLURM_SUBMIT_DIR, else ".". */
+const char *cp_output_dir(const cp_options_t *opt);
+
+/** 0 when dir is an existing writable directory, else -1 and a reason. */
+int cp_output_dir_check(const char *dir, char *err, size_t errlen);
+
+/** Create the summary file and print both headers.  -1 and a reason on failure. */
+int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size_t errlen);
+void cp_summary_cell(cp_summary_t *s, const cp_cell_t *c, const cp_result_t *r);
+/** Footer, close.  exit_status is what collprof will return. */
+void cp_summary_close(cp_summary_t *s, int exit_status);
+const char *cp_summary_path(const cp_summary_t *s);
+
+#endif /* COLLPROF_OUTPUT_SUMMARY_H */

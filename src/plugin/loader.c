@@ -1,0 +1,202 @@
+#include "config.h"
+
+#include "plugin/loader.h"
+
+#include "core/log.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PREFIX "collprof_"
+#define SUFFIX ".so"
+
+const char *cp_plugins_search_path(void)
+{
+    const char *env = getenv("COLLPROF_PLUGIN_PATH");
+    return (env != NULL && env[0] != '\0') ? env : CP_PKGLIBDIR;
+}
+
+/* Name of a plugin file "collprof_<name>.so", or 0 if it is not one. */
+static int plugin_name(const char *file, char *name, size_t len)
+{
+    size_t fl = strlen(file), pl = strlen(PREFIX), sl = strlen(SUFFIX);
+    if (fl <= pl + sl || strncmp(file, PREFIX, pl) != 0 || strcmp(file + fl - sl, SUFFIX) != 0) {
+        return 0;
+    }
+    size_t nl = fl - pl - sl;
+    if (nl >= len) {
+        return 0;
+    }
+    memcpy(name, file + pl, nl);
+    name[nl] = '\0';
+    return 1;
+}
+
+static int wanted(const char *name, char (*only)[64], int nonly)
+{
+    if (nonly == 0) {
+        return 1;
+    }
+    for (int i = 0; i < nonly; i++) {
+        if (!strcmp(only[i], name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void load_one(cp_plugin_t *p)
+{
+    dlerror();
+    p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+    if (p->dl == NULL) {
+        snprintf(p->error, sizeof(p->error), "cannot load %s: %s", p->path, dlerror());
+        return;
+    }
+    const collprof_backend_t *be = dlsym(p->dl, COLLPROF_BACKEND_SYMBOL);
+    if (be == NULL) {
+        snprintf(p->error, sizeof(p->error), "%s does not export %s", p->path,
+                 COLLPROF_BACKEND_SYMBOL);
+        return;
+    }
+    if (be->abi_version != COLLPROF_PLUGIN_ABI_VERSION || be->size < sizeof(collprof_backend_t)) {
+        snprintf(p->error, sizeof(p->error),
+                 "%s was built for plugin ABI %u (size %zu); this collprof speaks ABI %u: rebuild it",
+                 p->path, be->abi_version, be->size, COLLPROF_PLUGIN_ABI_VERSION);
+        return;
+    }
+    if (be->name == NULL || strcmp(be->name, p->name) != 0) {
+        snprintf(p->error, sizeof(p->error), "%s calls itself '%s', not '%s'", p->path,
+                 be->name ? be->name : "(null)", p->name);
+        return;
+    }
+    if (!be->query || !be->init || !be->finalize || !be->select_variant || !be->mem_alloc ||
+        !be->mem_free || !be->mem_copy || !be->run || !be->run_batch || !be->last_error) {
+        snprintf(p->error, sizeof(p->error),
+                 "%s leaves a slot NULL (use the collprof_no_* stubs): refusing it", p->path);
+        return;
+    }
+    if (be->flags & COLLPROF_BACKEND_RTLD_GLOBAL) {
+        /* e.g. Open MPI's own components resolve libmpi symbols globally */
+        void *g = dlopen(p->path, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+        if (g != NULL) {
+            dlclose(g); /* drops the extra reference; the promotion stays */
+        }
+    }
+    p->be = be;
+    p->caps.size = sizeof(p->caps);
+    int rc = be->query(&p->caps);
+    if (rc != COLLPROF_OK) {
+        const char *why = be->last_error(NULL);
+        snprintf(p->error, sizeof(p->error), "query failed: %s%s%s", collprof_status_string(rc),
+                 why && *why ? ": " : "", why ? why : "");
+        return;
+    }
+    p->usable = 1;
+}
+
+int cp_plugins_load(char (*only)[64], int nonly, cp_plugin_t **out, int *nout)
+{
+    cp_plugin_t *list = NULL;
+    int n = 0;
+    char path[8192];
+    snprintf(path, sizeof(path), "%s", cp_plugins_search_path());
+    char *save = NULL;
+    for (char *dir = strtok_r(path, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
+        if (dir[0] != '/') {
+            cp_log(CP_LOG_WARN, "ignoring relative plugin directory '%s' in COLLPROF_PLUGIN_PATH",
+                   dir);
+            continue;
+        }
+        DIR *d = opendir(dir);
+        if (d == NULL) {
+            cp_log(CP_LOG_DEBUG, "plugin directory %s: cannot open", dir);
+            continue;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char name[64];
+            if (!plugin_name(e->d_name, name, sizeof(name)) || !wanted(name, only, nonly)) {
+                continue;
+            }
+            int dup = 0;
+            for (int i = 0; i < n; i++) {
+                dup |= !strcmp(list[i].name, name);
+            }
+            if (dup) { /* the first directory in the path wins */
+                continue;
+            }
+            cp_plugin_t *grown = realloc(list, sizeof(*list) * (size_t)(n + 1));
+            if (grown == NULL) {
+                closedir(d);
+                cp_plugins_unload(list, n);
+                return -1;
+            }
+            list = grown;
+            cp_plugin_t *p = &list[n++];
+            memset(p, 0, sizeof(*p));
+            snprintf(p->name, sizeof(p->name), "%s", name);
+            snprintf(p->path, sizeof(p->path), "%s/%s", dir, e->d_name);
+        }
+        closedir(d);
+    }
+    /* load in name order so every rank and every run sees the same order */
+    for (int i = 0; i < n; i++) {
+        for (int j = i + 1; j < n; j++) {
+            if (strcmp(list[j].name, list[i].name) < 0) {
+                cp_plugin_t t = list[i];
+                list[i] = list[j];
+                list[j] = t;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        load_one(&list[i]);
+    }
+    for (int k = 0; k < nonly; k++) { /* requested but not present */
+        int found = 0;
+        for (int i = 0; i < n; i++) {
+            found |= !strcmp(list[i].name, only[k]);
+        }
+        if (!found) {
+            cp_plugin_t *grown = realloc(list, sizeof(*list) * (size_t)(n + 1));
+            if (grown == NULL) {
+                cp_plugins_unload(list, n);
+                return -1;
+            }
+            list = grown;
+            cp_plugin_t *p = &list[n++];
+            memset(p, 0, sizeof(*p));
+            snprintf(p->name, sizeof(p->name), "%s", only[k]);
+            snprintf(p->error, sizeof(p->error), "no collprof_%s.so in %s", only[k],
+                     cp_plugins_search_path());
+        }
+    }
+    *out = list;
+    *nout = n;
+    return 0;
+}
+
+void cp_plugins_unload(cp_plugin_t *p, int n)
+{
+    /* Libraries such as Open MPI do not support being unloaded and
+     * reloaded in one process, so plugins stay mapped until exit. */
+    free(p);
+    (void)n;
+}
+
+int cp_plugin_has_variant(const cp_plugin_t *p, collprof_op_t op, const char *v)
+{
+    if (!strcmp(v, "default")) {
+        return 1;
+    }
+    for (size_t i = 0; i < p->caps.nvariants; i++) {
+        if (!strcmp(p->caps.variants[i].name, v) && (p->caps.variants[i].ops & COLLPROF_BIT(op))) {
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,286 @@
+/*
+ * Data patterns and exact checks of every operation, against an in-process
+ * reference of each collective over n simulated ranks: a correct result
+ * has #wrong == 0 in every dtype, reduction and placement, and a single
+ * corrupted element is counted.  Also the busBW factors and byte counts.
+ */
+#include "config.h"
+
+#include "colls/colls.h"
+#include "core/data.h"
+#include "core/imbalance.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXN 8
+
+typedef struct sim {
+    int n;
+    cp_xfer_t x[MAXN];
+    cp_a2av_t a2av[MAXN];
+    void *send[MAXN], *recv[MAXN], *snap[MAXN];
+    size_t bytes;
+} sim_t;
+
+static int64_t get(const cp_xfer_t *x, const void *b, uint64_t i)
+{
+    int64_t v = -99999;
+    cp_data_get(x->dtype, b, i, &v);
+    return v;
+}
+
+static int64_t reduce2(collprof_redop_t op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case COLLPROF_REDOP_SUM: return a + b;
+    case COLLPROF_REDOP_PROD: return a * b;
+    case COLLPROF_REDOP_MIN: return a < b ? a : b;
+    default: return a > b ? a : b;
+    }
+}
+
+/* What a correct library computes, reading snapshots of the inputs. */
+static void reference(sim_t *s)
+{
+    int n = s->n;
+    const cp_xfer_t *x0 = &s->x[0];
+    collprof_dtype_t t = x0->dtype;
+    uint64_t cnt = x0->count, blk = cnt / (uint64_t)n;
+    for (int r = 0; r < n; r++) {
+        int from_recv = s->x[r].in_place || s->x[r].op == COLLPROF_OP_BROADCAST;
+        memcpy(s->snap[r], from_recv ? s->recv[r] : s->send[r], s->bytes);
+    }
+    for (int r = 0; r < n; r++) {
+        const cp_xfer_t *x = &s->x[r];
+        void *out = s->recv[r];
+        switch (x->op) {
+        case COLLPROF_OP_ALLREDUCE:
+        case COLLPROF_OP_REDUCE:
+            if (x->op == COLLPROF_OP_REDUCE && r != x->root) {
+                break;
+            }
+            for (uint64_t i = 0; i < cnt; i++) {
+                int64_t acc = get(x, s->snap[0], i);
+                for (int q = 1; q < n; q++) {
+                    acc = reduce2(x->redop, acc, get(x, s->snap[q], i));
+                }
+                cp_data_set(t, out, i, acc);
+            }
+            break;
+        case COLLPROF_OP_REDUCESCATTER:
+            for (uint64_t j = 0; j < blk; j++) {
+                int64_t acc = get(x, s->snap[0], (uint64_t)r * blk + j);
+                for (int q = 1; q < n; q++) {
+                    acc = reduce2(x->redop, acc, get(x, s->snap[q], (uint64_t)r * blk + j));
+                }
+                cp_data_set(t, out, j, acc);
+            }
+            break;
+        case COLLPROF_OP_ALLGATHER:
+        case COLLPROF_OP_GATHER:
+            if (x->op == COLLPROF_OP_GATHER && r != x->root) {
+                break;
+            }
+            for (int q = 0; q < n; q++) {
+                uint64_t off = x->in_place ? (uint64_t)q * blk : 0;
+                for (uint64_t j = 0; j < blk; j++) {
+                    cp_data_set(t, out, (uint64_t)q * blk + j, get(x, s->snap[q], off + j));
+                }
+            }
+            break;
+        case COLLPROF_OP_SCATTER:
+            for (uint64_t j = 0; j < blk; j++) {
+                uint64_t at = x->in_place ? (uint64_t)r * blk + j : j;
+                cp_data_set(t, out, at, get(x, s->snap[x->root], (uint64_t)r * blk + j));
+            }
+            break;
+        case COLLPROF_OP_BROADCAST:
+            for (uint64_t i = 0; i < cnt; i++) {
+                /* broadcast's input is the root's recvbuf */
+                cp_data_set(t, out, i, get(x, s->snap[x->root], i));
+            }
+            break;
+        case COLLPROF_OP_ALLTOALL:
+            for (int q = 0; q < n; q++) {
+                for (uint64_t j = 0; j < blk; j++) {
+                    cp_data_set(t, out, (uint64_t)q * blk + j,
+                                get(x, s->snap[q], (uint64_t)r * blk + j));
+                }
+            }
+            break;
+        case COLLPROF_OP_ALLTOALLV:
+            for (int q = 0; q < n; q++) {
+                const cp_a2av_t *aq = &s->a2av[q];
+                uint64_t from = x->in_place ? aq->rdispls[r] : aq->sdispls[r];
+                for (uint64_t j = 0; j < s->a2av[r].recvcounts[q]; j++) {
+                    cp_data_set(t, out, s->a2av[r].rdispls[q] + j, get(x, s->snap[q], from + j));
+                }
+            }
+            break;
+        case COLLPROF_OP_SENDRECV:
+            for (uint64_t i = 0; i < cnt; i++) {
+                cp_data_set(t, out, i, get(x, s->snap[(r - 1 + n) % n], i));
+            }
+            break;
+        default: break;
+        }
+    }
+}
+
+static void sim_free(sim_t *s)
+{
+    for (int r = 0; r < s->n; r++) {
+        free(s->send[r]);
+        free(s->recv[r]);
+        free(s->snap[r]);
+        cp_a2av_free(&s->a2av[r]);
+    }
+}
+
+/* Run one case; returns 1 when correct data checks clean and a corruption is caught. */
+static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, int n, int in_place,
+                    uint64_t count, const cp_imbalance_t *imb, char *why, size_t len)
+{
+    sim_t s;
+    memset(&s, 0, sizeof(s));
+    s.n = n;
+    const cp_coll_t *coll = cp_coll_get(op);
+    int root = n > 1 ? 1 : 0;
+    count = cp_coll_effective_count(op, count, n);
+    uint64_t maxelems = 0;
+    for (int r = 0; r < n; r++) {
+        cp_xfer_t *x = &s.x[r];
+        *x = (cp_xfer_t){.op = op, .dtype = t, .redop = red, .root = root, .in_place = in_place,
+                         .rank = r, .n = n, .count = count};
+        if (op == COLLPROF_OP_ALLTOALLV) {
+            uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
+            cp_imbalance_matrix(imb, n, count, m);
+            cp_a2av_build(&s.a2av[r], m, n, r);
+            x->a2av = &s.a2av[r];
+        }
+        uint64_t e = cp_coll_buffer_elems(x);
+        maxelems = e > maxelems ? e : maxelems;
+    }
+    if (op == COLLPROF_OP_ALLTOALLV && in_place && !s.a2av[0].symmetric) {
+        sim_free(&s);
+        return 1; /* the runner reports such cells as unsupported */
+    }
+    s.bytes = (size_t)(maxelems * cp_dtype_info(t)->size);
+    for (int r = 0; r < n; r++) {
+        s.send[r] = malloc(s.bytes);
+        s.recv[r] = malloc(s.bytes);
+        s.snap[r] = malloc(s.bytes);
+        memset(s.send[r], 0xff, s.bytes);
+        memset(s.recv[r], 0xff, s.bytes);
+        coll->fill(&s.x[r], s.send[r], s.recv[r]);
+    }
+    reference(&s);
+    uint64_t wrong = 0;
+    for (int r = 0; r < n; r++) {
+        wrong += coll->check(&s.x[r], s.recv[r]);
+    }
+    int good = wrong == 0;
+    /* corrupt one element the check must look at */
+    int victim = (coll->flags & CP_COLL_ROOTED) && op != COLLPROF_OP_SCATTER &&
+                         op != COLLPROF_OP_BROADCAST
+                     ? root
+                     : 0;
+    uint64_t at = (op == COLLPROF_OP_SCATTER && in_place) ? (count / (uint64_t)n) * (uint64_t)victim : 0;
+    if (op == COLLPROF_OP_ALLTOALLV) {
+        at = s.a2av[victim].recvcounts[0] ? s.a2av[victim].rdispls[0] : s.a2av[victim].rdispls[1];
+    }
+    cp_data_set(t, s.recv[victim], at, get(&s.x[victim], s.recv[victim], at) + 1);
+    uint64_t wrong2 = 0;
+    for (int r = 0; r < n; r++) {
+        wrong2 += coll->check(&s.x[r], s.recv[r]);
+    }
+    int caught = op == COLLPROF_OP_BARRIER || wrong2 == 1;
+    snprintf(why, len, "wrong=%llu after corruption=%llu", (unsigned long long)wrong,
+             (unsigned long long)wrong2);
+    sim_free(&s);
+    return good && caught;
+}
+
+int main(void)
+{
+    static const int ns[] = {1, 2, 3, 4, 7};
+    cp_imbalance_t imbs[4];
+    char err[256];
+    cp_imbalance_parse("uniform", &imbs[0], err, sizeof(err));
+    cp_imbalance_parse("linear", &imbs[1], err, sizeof(err));
+    cp_imbalance_parse("spread:0.7", &imbs[2], err, sizeof(err));
+    cp_imbalance_parse("moe:1:3", &imbs[3], err, sizeof(err));
+
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        const cp_coll_t *coll = cp_coll_get((collprof_op_t)op);
+        int cases = 0, passed = 0;
+        char first_fail[512] = "";
+        for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+            for (int t = 0; t < COLLPROF_DTYPE_COUNT; t++) {
+                int nred = (coll->flags & CP_COLL_REDUCES) ? COLLPROF_REDOP_COUNT : 1;
+                for (int red = 0; red < nred; red++) {
+                    for (int ip = 0; ip < 2; ip++) {
+                        int nimb = op == COLLPROF_OP_ALLTOALLV ? 4 : 1;
+                        for (int im = 0; im < nimb; im++) {
+                            if (op == COLLPROF_OP_ALLTOALLV && imbs[im].kind == CP_IMB_MOE &&
+                                ns[k] < 2) {
+                                continue;
+                            }
+                            char why[128];
+                            cases++;
+                            if (run_case((collprof_op_t)op, (collprof_dtype_t)t,
+                                         (collprof_redop_t)red, ns[k], ip, 1000, &imbs[im], why,
+                                         sizeof(why))) {
+                                passed++;
+                            } else if (!first_fail[0]) {
+                                snprintf(first_fail, sizeof(first_fail),
+                                         " (first failure: n=%d %s %s in_place=%d imb=%s: %s)",
+                                         ns[k], cp_dtype_info((collprof_dtype_t)t)->name,
+                                         cp_redop_name((collprof_redop_t)red), ip, imbs[im].label,
+                                         why);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        ok(passed == cases, "%s: %d/%d cases exact, corruption caught%s", coll->name, passed,
+           cases, first_fail);
+    }
+
+    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLREDUCE, 4) - 1.5) < 1e-12, "allreduce 2(n-1)/n");
+    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLGATHER, 4) - 0.75) < 1e-12, "allgather (n-1)/n");
+    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_REDUCESCATTER, 8) - 0.875) < 1e-12,
+       "reducescatter (n-1)/n");
+    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLTOALL, 2) - 0.5) < 1e-12, "alltoall (n-1)/n");
+    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLTOALLV, 4) - 0.75) < 1e-12, "alltoallv (n-1)/n");
+    ok(cp_coll_busbw_factor(COLLPROF_OP_GATHER, 4) == 0.75 &&
+           cp_coll_busbw_factor(COLLPROF_OP_SCATTER, 4) == 0.75,
+       "gather/scatter (n-1)/n");
+    ok(cp_coll_busbw_factor(COLLPROF_OP_BROADCAST, 4) == 1 &&
+           cp_coll_busbw_factor(COLLPROF_OP_REDUCE, 4) == 1 &&
+           cp_coll_busbw_factor(COLLPROF_OP_SENDRECV, 4) == 1,
+       "broadcast/reduce/sendrecv 1");
+    ok(cp_coll_busbw_factor(COLLPROF_OP_ALLREDUCE, 1) == 0, "one rank moves no bus traffic");
+
+    cp_xfer_t x = {.op = COLLPROF_OP_ALLREDUCE, .dtype = COLLPROF_DTYPE_FLOAT32, .n = 4,
+                   .count = 1u << 20};
+    ok(cp_coll_bytes(&x) == 4u << 20, "allreduce S = count x 4 bytes");
+    x.op = COLLPROF_OP_BARRIER;
+    ok(cp_coll_bytes(&x) == 0, "barrier moves no bytes");
+    ok(cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 10, 4) == 8 &&
+           cp_coll_effective_count(COLLPROF_OP_ALLREDUCE, 10, 4) == 10 &&
+           cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 3, 4) == 0,
+       "split counts round down to a multiple of n");
+    ok(cp_coll_from_name("AllReduce") == COLLPROF_OP_ALLREDUCE &&
+           cp_coll_from_name("reduce_scatter") == COLLPROF_OP_REDUCESCATTER &&
+           cp_coll_from_name("bcast") == COLLPROF_OP_BROADCAST && cp_coll_from_name("nope") == -1,
+       "operation names");
+    for (int i = 0; i < 4; i++) {
+        cp_imbalance_free(&imbs[i]);
+    }
+    return tap_done();
+}

@@ -1,0 +1,167 @@
+/* Size parsing, option parsing and matrix files. */
+#include "config.h"
+
+#include "core/cli.h"
+#include "core/util.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int parse_ok(const char *s, uint64_t want)
+{
+    uint64_t v = 0;
+    char err[256];
+    return cp_parse_size(s, &v, err, sizeof(err)) == 0 && v == want;
+}
+
+static int parse_bad(const char *s)
+{
+    uint64_t v = 12345;
+    char err[256] = "";
+    return cp_parse_size(s, &v, err, sizeof(err)) == -1 && v == 12345 && err[0] != '\0';
+}
+
+static int cli(const char *line, cp_options_t *opt, char *err, size_t len)
+{
+    char buf[2048], *argv[64];
+    int argc = 0;
+    snprintf(buf, sizeof(buf), "collprof %s", line);
+    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " ")) {
+        argv[argc++] = t;
+    }
+    argv[argc] = NULL;
+    return cp_cli_parse(argc, argv, opt, err, len);
+}
+
+static const char *write_tmp(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof(path), "/tmp/cp_test_matrix_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+        return NULL;
+    }
+    close(fd);
+    return path;
+}
+
+int main(void)
+{
+    cp_options_t opt;
+    char err[1024];
+
+    ok(parse_ok("1", 1), "1");
+    ok(parse_ok("1K", 1024), "1K");
+    ok(parse_ok("4M", 4u << 20), "4M");
+    ok(parse_ok("16m", 16u << 20), "16m");
+    ok(parse_ok("1G", 1u << 30), "1G");
+    ok(parse_ok("4MB", 4u << 20), "4MB");
+    ok(parse_ok("1048576", 1048576), "plain digits");
+    ok(parse_bad("4Q"), "4Q rejected");
+    ok(parse_bad("-1"), "-1 rejected");
+    ok(parse_bad("0"), "0 rejected");
+    ok(parse_bad("0K"), "0K rejected");
+    ok(parse_bad(""), "empty rejected");
+    ok(parse_bad("M"), "suffix alone rejected");
+    ok(parse_bad("99999999999999999999999"), "overflow rejected");
+    ok(parse_bad("2T"), "above 1T rejected");
+    ok(parse_bad("4M "), "trailing space rejected");
+    ok(parse_bad("+4"), "sign rejected");
+
+    ok(cli("", &opt, err, sizeof(err)) == 0, "no options");
+    ok(opt.nspecs == 1 && opt.specs[0].nops == 4 && opt.specs[0].nsizes == 3 &&
+           opt.specs[0].sizes[0] == (1u << 20) && opt.specs[0].sizes[2] == (16u << 20) &&
+           opt.specs[0].ndtypes == 1 && opt.specs[0].iters == 20 && opt.specs[0].warmup == 5 &&
+           opt.check == 1 && opt.specs[0].nvariants == 0 && opt.specs[0].nbackends == 0,
+       "default matrix: 4 ops x 1M,4M,16M float32, all backends and variants");
+    cp_cli_free(&opt);
+
+    ok(cli("--ops all -d all -o all", &opt, err, sizeof(err)) == 0 && opt.specs[0].nops == 11 &&
+           opt.specs[0].ndtypes == 10 && opt.specs[0].nredops == 4,
+       "all ops, dtypes, redops");
+    cp_cli_free(&opt);
+
+    ok(cli("-b 4 -e 1M -f 4", &opt, err, sizeof(err)) == 0 && opt.specs[0].sizes_are_bytes &&
+           opt.specs[0].nsizes == 10 && opt.specs[0].sizes[9] == (1u << 20),
+       "byte sweep 4..1M x4 has 10 sizes");
+    cp_cli_free(&opt);
+
+    ok(cli("--ops allreduce,bcast,all_to_all", &opt, err, sizeof(err)) == 0 &&
+           opt.specs[0].nops == 3 && opt.specs[0].ops[1] == COLLPROF_OP_BROADCAST,
+       "op aliases");
+    cp_cli_free(&opt);
+
+    struct {
+        const char *line, *needle;
+    } bad[] = {
+        {"--ops allreduce,foo", "unknown operation 'foo'"},
+        {"-d float128", "unknown dtype 'float128'"},
+        {"-o avg", "unknown reduction 'avg'"},
+        {"--counts 4Q", "unknown suffix"},
+        {"--counts -1", "not a positive number"},
+        {"--counts 0", "zero"},
+        {"--counts 1M,,4M", "empty item"},
+        {"--np 0", "--np"},
+        {"--np 100000", "--np"},
+        {"-n 0", "iters"},
+        {"-n 10000000", "iters"},
+        {"--counts 1M -b 1K", "either --counts or -b"},
+        {"-b 4M -e 1K", "larger than"},
+        {"--bogus", "unknown option '--bogus'"},
+        {"--inplace sideways", "--inplace"},
+        {"--imbalance spread:2", "spread"},
+        {"--imbalance moe:0", "moe"},
+        {"--imbalance zipf", "unknown imbalance"},
+        {"--imbalance file:/nonexistent/x", "cannot read traffic matrix"},
+        {"--matrix /nonexistent/m", "cannot read matrix file"},
+        {"-c 2", "-c"},
+        {"--sync maybe", "--sync"},
+        {"extra", "unexpected argument"},
+        {"--np", "needs a value"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        int rc = cli(bad[i].line, &opt, err, sizeof(err));
+        ok(rc == -1 && strstr(err, bad[i].needle) != NULL && strchr(err, '\n') == NULL,
+           "rejects '%s' with one line naming the problem (%s)", bad[i].line, err);
+    }
+
+    const char *m = write_tmp("# two blocks\nops=allreduce counts=1K,2K\n\n  ops=alltoallv "
+                              "imbalance=linear,spread:0.5 iters=3 # comment\n");
+    ok(m && cli("--matrix", &opt, err, sizeof(err)) == -1, "--matrix needs a value");
+    char line[256];
+    snprintf(line, sizeof(line), "--matrix %s -n 7", m);
+    ok(cli(line, &opt, err, sizeof(err)) == 0 && opt.nspecs == 2, "matrix file with 2 blocks");
+    ok(opt.nspecs == 2 && opt.specs[0].nops == 1 && opt.specs[0].nsizes == 2 &&
+           opt.specs[0].iters == 7 && opt.specs[0].line == 2,
+       "first block inherits -n 7 and records its line");
+    ok(opt.nspecs == 2 && opt.specs[1].ops[0] == COLLPROF_OP_ALLTOALLV && opt.specs[1].nimb == 2 &&
+           opt.specs[1].iters == 3 && opt.specs[1].nsizes == 3,
+       "second block overrides iters, keeps default sizes");
+    cp_cli_free(&opt);
+    unlink(m);
+
+    const char *bads[][2] = {
+        {"ops=allreduce\nops=nope\n", ":2: unknown operation 'nope'"},
+        {"ops=allreduce colour=red\n", ":1: unknown key 'colour'"},
+        {"allreduce\n", ":1: 'allreduce' is not key=value"},
+        {"# only comments\n\n", "has no lines"},
+        {"counts=1M,4X\n", ":1: counts: '4X' has an unknown suffix"},
+    };
+    for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+        m = write_tmp(bads[i][0]);
+        snprintf(line, sizeof(line), "--matrix %s", m);
+        err[0] = '\0';
+        ok(cli(line, &opt, err, sizeof(err)) == -1 && strstr(err, bads[i][1]) != NULL,
+           "bad matrix file %zu: %s", i, err);
+        unlink(m);
+    }
+
+    char buf[64];
+    ok(!strcmp(cp_fmt_thousands(1048576, buf, sizeof(buf)), "1,048,576"), "thousands");
+    ok(!strcmp(cp_fmt_thousands(999, buf, sizeof(buf)), "999"), "thousands < 1000");
+    ok(!strcmp(cp_fmt_bytes(4u << 20, buf, sizeof(buf)), "4.00 MB"), "4.00 MB");
+    return tap_done();
+}
