@@ -348,13 +348,31 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     return exit_status;
 }
 
+/*
+ * Rank as the launcher's environment tells it, before PMIx is up, so that
+ * an option error found by every rank is printed once; -1 when unknown.
+ */
+static int env_rank(void)
+{
+    static const char *vars[] = {"PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && *v != '\0') {
+            return atoi(v);
+        }
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     cp_options_t opt;
     char err[2048];
 
     if (cp_cli_parse(argc, argv, &opt, err, sizeof(err)) != 0) {
-        fprintf(stderr, "collprof: error: %s\n", err);
+        if (env_rank() <= 0) {
+            fprintf(stderr, "collprof: error: %s\n", err);
+        }
         return EXIT_USAGE;
     }
     g_opt = &opt;

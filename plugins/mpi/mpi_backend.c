@@ -42,7 +42,7 @@
 
 #define MPI_BE_ERR_LEN      512
 #define MPI_BE_NAME_LEN     48
-#define MPI_BE_DESC_LEN     256
+#define MPI_BE_DESC_LEN     384
 #define MPI_BE_MAX_ALGS     24
 #define MPI_BE_MAX_VARIANTS 64
 #define MPI_BE_TAG          7411 /* sendrecv tag; any constant both sides agree on */
@@ -121,7 +121,6 @@ typedef struct mpi_be_ctx {
     int forcing_ok; /* coll_tuned_use_dynamic_rules is on and MPI_T works */
     char forcing_why[160];
     MPI_Comm comm[COLLPROF_OP_COUNT]; /* MPI_COMM_WORLD or our duplicate */
-    int alg[COLLPROF_OP_COUNT];       /* forced algorithm value, 0 = library's choice */
     /* alltoallv arguments converted to int, sized nranks at init so that
      * run() never allocates inside the timed region */
     int *a2av_scounts, *a2av_sdispls, *a2av_rcounts, *a2av_rdispls;
@@ -315,7 +314,8 @@ static void mpi_be_build_variants(void)
                 if (v == MPI_BE_MAX_VARIANTS) {
                     continue;
                 }
-                snprintf(mpi_be.vnames[v], MPI_BE_NAME_LEN, "%s", name);
+                /* both arrays are MPI_BE_NAME_LEN long, so the copy fits */
+                memcpy(mpi_be.vnames[v], name, strlen(name) + 1);
                 mpi_be.variants[v].name = mpi_be.vnames[v];
                 mpi_be.variants[v].description = mpi_be.vdescs[v];
                 mpi_be.nvariants++;
@@ -515,7 +515,7 @@ static void mpi_be_check_forcing(mpi_be_ctx_t *ctx)
 static int mpi_be_init(const collprof_host_t *host, void **ctxp)
 {
     mpi_be_ctx_t *ctx;
-    int flag = 0, provided = 0, rc, size = 0, rank = -1;
+    int flag = 0, provided = 0, rc, size = 0, rank = -1, ret = COLLPROF_ERR_BACKEND;
 
     if (!host || !ctxp) {
         mpi_be_set_error(NULL, "init: host or ctx is NULL");
@@ -563,6 +563,7 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
         mpi_be_set_error(NULL, "init: out of memory");
+        ret = COLLPROF_ERR_NO_MEMORY;
         goto err_finalize;
     }
     ctx->host = host;
@@ -574,6 +575,7 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
     ctx->a2av_rdispls = calloc((size_t)size, sizeof(int));
     if (!ctx->a2av_scounts || !ctx->a2av_sdispls || !ctx->a2av_rcounts || !ctx->a2av_rdispls) {
         mpi_be_set_error(NULL, "init: out of memory");
+        ret = COLLPROF_ERR_NO_MEMORY;
         goto err_free_ctx;
     }
     /* Report errors instead of aborting the job: the core records them per cell.
@@ -599,11 +601,16 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
 err_free_ctx:
     mpi_be_ctx_free(ctx);
 err_finalize:
+    /* MPI cannot be started twice: a failed init leaves nothing to retry. */
+    if (mpi_be.tool_state > 0) {
+        MPI_T_finalize();
+        mpi_be.tool_state = 0;
+    }
     if (mpi_be.mpi_owned) {
         MPI_Finalize();
         mpi_be.mpi_owned = 0;
     }
-    return COLLPROF_ERR_BACKEND;
+    return ret;
 }
 
 static int mpi_be_finalize(void *vctx)
@@ -728,7 +735,6 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
             MPI_Comm_free(&ctx->comm[op]);
             ctx->comm[op] = MPI_COMM_WORLD;
         }
-        ctx->alg[op] = 0;
         return COLLPROF_OK;
     }
 
@@ -743,7 +749,8 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
         return st;
     }
     if (back != value) {
-        mpi_be_cvar_rw(ctx, cvar, &old, &back);
+        int ignored;
+        mpi_be_cvar_rw(ctx, cvar, &old, &ignored);
         mpi_be_set_error(ctx, "%s reads back %d after writing %d", cvar, back, value);
         return COLLPROF_ERR_BACKEND;
     }
@@ -760,7 +767,6 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
         MPI_Comm_free(&ctx->comm[op]);
     }
     ctx->comm[op] = comm;
-    ctx->alg[op] = value;
     mpi_be_log(ctx, COLLPROF_LOG_DEBUG, "%s: %s=%d on a fresh communicator", mpi_be_op_names[op],
                cvar, value);
     return COLLPROF_OK;

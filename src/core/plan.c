@@ -93,13 +93,8 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
             int i = find_plugin(plugins, nplugins, s->backends[b]);
             if (i < 0 || (plugins[i].be == NULL && plugins[i].error[0] != '\0' &&
                           strstr(plugins[i].error, "no collprof_") == plugins[i].error)) {
-                char avail[512] = "";
-                for (int k = 0; k < nplugins; k++) {
-                    if (plugins[k].usable) {
-                        strncat(avail, avail[0] ? ", " : "", sizeof(avail) - strlen(avail) - 1);
-                        strncat(avail, plugins[k].name, sizeof(avail) - strlen(avail) - 1);
-                    }
-                }
+                char avail[512];
+                cp_plugins_available(avail, sizeof(avail));
                 snprintf(err, errlen, "unknown backend '%s' (available: %s; plugins are read from %s)",
                          s->backends[b], avail[0] ? avail : "none", cp_plugins_search_path());
                 return -1;

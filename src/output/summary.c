@@ -49,10 +49,16 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "output directory '%s' is not a directory: choose another with --output-dir", dir);
         return -1;
     }
-    if (access(dir, W_OK | X_OK) != 0) {
+    /* access() says yes to root everywhere; only creating a file tells the truth */
+    char probe[4200];
+    snprintf(probe, sizeof(probe), "%s/.collprof-probe-XXXXXX", dir);
+    int fd = access(dir, W_OK | X_OK) == 0 ? mkstemp(probe) : -1;
+    if (fd < 0) {
         snprintf(err, errlen, "output directory '%s' is not writable: choose another with --output-dir", dir);
         return -1;
     }
+    close(fd);
+    unlink(probe);
     return 0;
 }
 

@@ -98,6 +98,28 @@ static void load_one(cp_plugin_t *p)
     p->usable = 1;
 }
 
+void cp_plugins_available(char *buf, size_t len)
+{
+    char path[8192];
+    buf[0] = '\0';
+    snprintf(path, sizeof(path), "%s", cp_plugins_search_path());
+    char *save = NULL;
+    for (char *dir = strtok_r(path, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
+        DIR *d = dir[0] == '/' ? opendir(dir) : NULL;
+        struct dirent *e;
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            char name[64];
+            if (plugin_name(e->d_name, name, sizeof(name)) && strstr(buf, name) == NULL) {
+                strncat(buf, buf[0] ? ", " : "", len - strlen(buf) - 1);
+                strncat(buf, name, len - strlen(buf) - 1);
+            }
+        }
+        if (d != NULL) {
+            closedir(d);
+        }
+    }
+}
+
 int cp_plugins_load(char (*only)[64], int nonly, cp_plugin_t **out, int *nout)
 {
     cp_plugin_t *list = NULL;

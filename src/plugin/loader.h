@@ -30,6 +30,9 @@ typedef struct cp_plugin {
 int cp_plugins_load(char (*only)[64], int nonly, cp_plugin_t **out, int *nout);
 void cp_plugins_unload(cp_plugin_t *p, int n);
 
+/** Comma-separated names of the plugin files in the search path (not loaded). */
+void cp_plugins_available(char *buf, size_t len);
+
 /** The directories searched, for messages ("A:B" or the install dir). */
 const char *cp_plugins_search_path(void);
 

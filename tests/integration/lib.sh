@@ -1,0 +1,81 @@
+# Shared helpers for collprof's shell tests (TAP output, skips, timeouts).
+# Every test sources this file; all traffic stays on loopback.
+set -u
+: "${COLLPROF_BIN:?run through make check}"
+export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo GLOO_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=lo
+# bound every multi-process command
+CP_TIMEOUT=${CP_TIMEOUT:-180}
+tap_n=0
+tap_fail=0
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/collprof-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+ok() { # ok COND-EXIT-STATUS DESCRIPTION
+    tap_n=$((tap_n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $tap_n - $2"
+    else
+        echo "not ok $tap_n - $2"
+        tap_fail=$((tap_fail + 1))
+    fi
+}
+
+skip_all() {
+    echo "1..0 # SKIP $1"
+    exit 77
+}
+
+done_testing() {
+    echo "1..$tap_n"
+    [ "$tap_fail" -eq 0 ]
+    exit $?
+}
+
+# collprof with a timeout; output in $WORK/out, $WORK/err, status in $rc
+cp_run() {
+    rc=0
+    timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" "$@" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+}
+
+cp_mpirun() {
+    np=$1
+    shift
+    rc=0
+    timeout -k 10 "$CP_TIMEOUT" "$CP_MPIRUN" --allow-run-as-root --oversubscribe --bind-to none \
+        -np "$np" -x COLLPROF_PLUGIN_PATH ${COLLPROF_FAULT:+-x COLLPROF_FAULT} "$COLLPROF_BIN" "$@" \
+        </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+}
+
+need_mpirun() {
+    if [ -z "${CP_MPIRUN:-}" ] || [ ! -x "$CP_MPIRUN" ]; then
+        skip_all "mpirun not found at configure time"
+    fi
+    if [ ! -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ]; then
+        skip_all "the MPI backend was not built"
+    fi
+}
+
+# the one summary file of a run in directory $1
+summary_of() {
+    ls "$1"/collprof_*.txt 2>/dev/null | head -n 1
+}
+
+# check a finished run: exit 0, summary present, every data cell ok with #wrong 0 and busBW > 0
+check_clean_run() { # DIR WHAT
+    local s
+    s=$(summary_of "$1")
+    ok $rc "$2: exit status 0"
+    [ -n "$s" ] && [ -s "$s" ]
+    ok $? "$2: text summary written"
+    grep -q '^result: *PASSED' "$s" 2>/dev/null
+    ok $? "$2: summary says PASSED"
+    ! grep -q -E 'WRONG|: error:' "$s" 2>/dev/null
+    ok $? "$2: no wrong or failed cell"
+    awk -F'|' '/ ms \| AlgBW/ { n++; split($4, w, ":"); if (w[2] + 0 != 0) bad++;
+                 split($3, b, ":"); if (b[2] + 0 <= 0 && $1 !~ /Barrier/) bad++ }
+               END { exit (n > 0 && bad == 0) ? 0 : 1 }' "$s"
+    ok $? "$2: every measured cell has #wrong 0 and busBW > 0"
+}
