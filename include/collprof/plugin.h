@@ -27,7 +27,8 @@
  *   reducescatter  count                count/n
  *   alltoall       count (count/n each) count (count/n each)
  *   alltoallv      sendcounts[]         recvcounts[]  (displacements given)
- *   broadcast      count (root)         count  (one buffer: recvbuf)
+ *   broadcast      -                    count  (one buffer: the root's input
+ *                                             is in recvbuf; sendbuf is unused)
  *   reduce         count                count  (root only)
  *   gather         count/n              count  (root only)
  *   scatter        count (root only)    count/n
@@ -193,7 +194,9 @@ typedef struct collprof_backend {
 
     /**
      * Capabilities.  Callable before init() (for --list) and must not
-     * start communication.
+     * start communication.  It may set the library's environment variables
+     * and start its tool interface (the MPI plugin sets
+     * OMPI_MCA_coll_tuned_use_dynamic_rules and calls MPI_T_init_thread).
      */
     int (*query)(collprof_caps_t *caps);
 
@@ -222,7 +225,10 @@ typedef struct collprof_backend {
      */
     int (*run_batch)(void *ctx, const collprof_args_t *args, int iters, double *times_us);
 
-    /** Message for the last error on this context (or before init: NULL ctx). */
+    /**
+     * Message for the last error on this context (or before init: NULL
+     * ctx).  Meaningful only after a call failed; success does not clear it.
+     */
     const char *(*last_error)(void *ctx);
 } collprof_backend_t;
 

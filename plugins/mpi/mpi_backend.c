@@ -349,6 +349,10 @@ static void mpi_be_build_variants(void)
         snprintf(mpi_be.vdescs[v], MPI_BE_DESC_LEN,
                  "Open MPI coll/tuned %s algorithm %s (forced via coll_tuned_%s_algorithm=%s)", ops,
                  mpi_be.vnames[v], nops == 1 ? stem : "<op>", vals);
+        if (!strcmp(mpi_be.vnames[v], "segmented_ring")) {
+            size_t l = strlen(mpi_be.vdescs[v]);
+            snprintf(mpi_be.vdescs[v] + l, MPI_BE_DESC_LEN - l, ", 1 MiB segments");
+        }
     }
 }
 
@@ -673,6 +677,34 @@ static const char *mpi_be_unusable(collprof_op_t op, const char *alg, int nranks
     return NULL;
 }
 
+/*
+ * Forced algorithms take their segment size from
+ * coll_tuned_<op>_algorithm_segmentsize, 0 (no segmentation) by default.
+ * For allreduce segmented_ring that makes Open MPI 4.1 run plain ring on
+ * every count (same traffic under pml monitoring), so unless the user set
+ * a size, use 1 MiB, the one Open MPI's own decision rules pass it.  Other
+ * algorithms keep the library's forced default: unsegmented.
+ */
+#define MPI_BE_SEGRING_CVAR    "coll_tuned_allreduce_algorithm_segmentsize"
+#define MPI_BE_SEGRING_SEGSIZE (1 << 20)
+
+/* 1 when a segment size was written and must be put back (*old). */
+static int mpi_be_segsize_push(mpi_be_ctx_t *ctx, collprof_op_t op, const mpi_be_alg_t *alg,
+                               int *old)
+{
+    int cur = 0, seg = MPI_BE_SEGRING_SEGSIZE, back = 0;
+    if (op != COLLPROF_OP_ALLREDUCE || !alg || strcmp(alg->name, "segmented_ring") != 0) {
+        return 0;
+    }
+    if (mpi_be_cvar_rw(ctx, MPI_BE_SEGRING_CVAR, NULL, &cur) != COLLPROF_OK || cur != 0 ||
+        mpi_be_cvar_rw(ctx, MPI_BE_SEGRING_CVAR, &seg, &back) != COLLPROF_OK) {
+        ctx->err[0] = '\0'; /* best effort: the algorithm itself is still forced */
+        return 0;
+    }
+    *old = cur;
+    return 1;
+}
+
 static const mpi_be_alg_t *mpi_be_find_alg(collprof_op_t op, const char *name)
 {
     const mpi_be_opvar_t *ov = &mpi_be.opvars[op];
@@ -691,7 +723,7 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
     const mpi_be_alg_t *alg = NULL;
     char name[MPI_BE_NAME_LEN], cvar[96];
     const char *why;
-    int value = 0, old = 0, back = -1, rc, st;
+    int value = 0, old = 0, back = -1, rc, st, seg_set, seg_old = 0;
     MPI_Comm comm;
 
     if (!ctx) {
@@ -754,8 +786,13 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
         mpi_be_set_error(ctx, "%s reads back %d after writing %d", cvar, back, value);
         return COLLPROF_ERR_BACKEND;
     }
+    seg_set = mpi_be_segsize_push(ctx, op, alg, &seg_old);
     rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     st = mpi_be_cvar_rw(ctx, cvar, &old, &back);
+    if (seg_set) {
+        int ignored;
+        mpi_be_cvar_rw(ctx, MPI_BE_SEGRING_CVAR, &seg_old, &ignored);
+    }
     if (rc != MPI_SUCCESS) {
         return mpi_be_mpi_error(ctx, "MPI_Comm_dup", rc);
     }
@@ -767,8 +804,8 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
         MPI_Comm_free(&ctx->comm[op]);
     }
     ctx->comm[op] = comm;
-    mpi_be_log(ctx, COLLPROF_LOG_DEBUG, "%s: %s=%d on a fresh communicator", mpi_be_op_names[op],
-               cvar, value);
+    mpi_be_log(ctx, COLLPROF_LOG_DEBUG, "%s: %s=%d%s on a fresh communicator", mpi_be_op_names[op],
+               cvar, value, seg_set ? " (segment size 1 MiB)" : "");
     return COLLPROF_OK;
 }
 

@@ -1,8 +1,8 @@
 /*
  * alltoallv traffic generators.  A generator turns the cell's count (the
  * elements an average rank sends) into an n x n matrix of element counts,
- * matrix[s*n + d] = elements rank s sends to rank d.  See
- * docs/imbalance.md for the formulas and the traffic-matrix file format.
+ * matrix[s*n + d] = elements rank s sends to rank d.  collprof(1), section
+ * TRAFFIC PATTERNS, gives the formulas and the traffic-matrix file format.
  */
 #ifndef COLLPROF_CORE_IMBALANCE_H
 #define COLLPROF_CORE_IMBALANCE_H

@@ -153,8 +153,9 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
                     for (int o = 0; o < s->nops; o++) {
                         collprof_op_t op = (collprof_op_t)s->ops[o];
                         const cp_coll_t *coll = cp_coll_get(op);
-                        if (!cp_plugin_has_variant(p, op, vars[v])) {
-                            continue;
+                        if (!cp_plugin_has_variant(p, op, vars[v]) ||
+                            (op == COLLPROF_OP_BARRIER && (z > 0 || d > 0))) {
+                            continue; /* a barrier has no size or dtype: once is enough */
                         }
                         int nred = (coll->flags & CP_COLL_REDUCES) ? s->nredops : 1;
                         int nimb = op == COLLPROF_OP_ALLTOALLV ? s->nimb : 1;

@@ -271,6 +271,14 @@ void cp_summary_cell(cp_summary_t *s, const cp_cell_t *c, const cp_result_t *r)
         fprintf(f, "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | p50 %.3f ms | p99 %.3f ms%s\n",
                 label, r->stats.mean / 1e3, r->algbw, r->busbw, (unsigned long long)r->wrong,
                 r->stats.p50 / 1e3, r->stats.p99 / 1e3, r->status == CP_CELL_WRONG ? " | WRONG" : "");
+        if (r->send_bytes != NULL && r->recv_bytes != NULL) {
+            fprintf(f, "    bytes sent/received per rank:");
+            for (int q = 0; q < r->nranks; q++) {
+                fprintf(f, " r%d %llu/%llu", q, (unsigned long long)r->send_bytes[q],
+                        (unsigned long long)r->recv_bytes[q]);
+            }
+            fprintf(f, "\n");
+        }
     } else {
         fprintf(f, "  %-24s %s: %s\n", label, cp_cell_status_name(r->status), r->reason);
     }
