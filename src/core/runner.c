@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #define MSG_LEN 200
 
@@ -49,14 +50,20 @@ typedef struct cell_rec {
     char msg[MSG_LEN];
 } cell_rec_t;
 
-static int fault_rank(void)
+/*
+ * Test hooks (collprof(1), ENVIRONMENT): COLLPROF_FAULT=wrong[:RANK]
+ * corrupts one result element after each check run; exit[:RANK] makes that
+ * rank die in the middle of the first cell's timed loop.  Returns the rank
+ * the fault applies to, or -1.
+ */
+static int fault_rank(const char *kind)
 {
-    /* test hook: COLLPROF_FAULT=wrong[:RANK] corrupts one element after the check run */
     const char *f = getenv("COLLPROF_FAULT");
-    if (f == NULL || strncmp(f, "wrong", 5) != 0) {
+    size_t kl = strlen(kind);
+    if (f == NULL || strncmp(f, kind, kl) != 0 || (f[kl] != '\0' && f[kl] != ':')) {
         return -1;
     }
-    return f[5] == ':' ? atoi(f + 6) : 0;
+    return f[kl] == ':' ? atoi(f + kl + 1) : 0;
 }
 
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
@@ -224,6 +231,10 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                     break;
                 }
             }
+            if (i == cell->warmup + iters / 2 && fault_rank("exit") == b->rank) {
+                cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d exits now", b->rank);
+                _exit(3);
+            }
             double t0 = cp_now_us();
             rc = be->run(p->ctx, &args);
             double t1 = cp_now_us();
@@ -248,7 +259,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
             rec.phase = 3;
             snprintf(rec.msg, sizeof(rec.msg), "%s", be->last_error(p->ctx));
         } else {
-            if (fault_rank() == b->rank) {
+            if (fault_rank("wrong") == b->rank) {
                 corrupt_one(&x, recvbuf);
             }
             rec.wrong = coll->check(&x, recvbuf);

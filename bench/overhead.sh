@@ -1,0 +1,296 @@
+#!/bin/bash
+# collprof overhead benchmark: 4M-float allreduce and alltoall on 2 ranks,
+# timed through collprof's MPI backend and through a plain C loop of the same
+# MPI calls (bench/mpi_loop.c), interleaved over several launches in one run.
+# Prints median-of-rounds times and ratio = plain / collprof per op.
+# See bench/README.md.  Exit status: 0 ran (whatever the ratio), 1 failed to
+# run, 2 bad usage.
+set -u
+
+usage() {
+    cat <<'EOF'
+Usage: bench/overhead.sh [OPTIONS]
+Times 4M-float allreduce and alltoall through collprof (--backends mpi
+--variants default) and through bench/mpi_loop.c, interleaved over R launches
+each, and prints median-of-rounds means and ratio = plain / collprof.
+
+  -r, --rounds R         launches of each program (default: 5)
+  -n, --iters N          timed iterations per op and launch (default: 50)
+  -w, --warmup W         warm-up iterations per op and launch (default: 10)
+  -c, --count COUNT      float elements per op, K/M suffixes (default: 4M)
+      --np N             ranks (default: 2)
+      --ops LIST         allreduce,alltoall or one of them (default: both)
+      --collprof PATH    collprof binary (default: $COLLPROF, ./collprof,
+                         or collprof on PATH)
+      --plugin-path DIR  COLLPROF_PLUGIN_PATH (default: the environment's, or
+                         .libs next to a build-tree collprof)
+      --mpi-loop PATH    where the plain loop is built (default: $MPI_LOOP,
+                         or bench/mpi_loop next to collprof if writable, else
+                         a temporary directory)
+      --keep             keep the raw outputs (their directory is printed)
+  -h, --help             this help
+
+Environment: MPIRUN (default mpirun), MPICC (default mpicc), MPIRUN_ARGS
+(extra mpirun arguments, split on blanks).  Unless set, traffic is kept on
+loopback (OMPI_MCA_oob_tcp_if_include=lo, OMPI_MCA_btl_tcp_if_include=lo).
+EOF
+}
+
+die() {
+    printf 'overhead.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+bad_usage() {
+    printf 'overhead.sh: %s (see --help)\n' "$*" >&2
+    exit 2
+}
+
+ROUNDS=5
+ITERS=50
+WARMUP=10
+COUNT=4M
+NP=2
+OPS=allreduce,alltoall
+KEEP=0
+COLLPROF_BIN=${COLLPROF:-}
+PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
+LOOP_BIN=${MPI_LOOP:-}
+
+need_arg() {
+    [ "$2" -ge 2 ] || bad_usage "$1 needs a value"
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    -r | --rounds) need_arg "$1" $#; ROUNDS=$2; shift 2 ;;
+    -n | --iters) need_arg "$1" $#; ITERS=$2; shift 2 ;;
+    -w | --warmup) need_arg "$1" $#; WARMUP=$2; shift 2 ;;
+    -c | --count) need_arg "$1" $#; COUNT=$2; shift 2 ;;
+    --np) need_arg "$1" $#; NP=$2; shift 2 ;;
+    --ops) need_arg "$1" $#; OPS=$2; shift 2 ;;
+    --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
+    --plugin-path) need_arg "$1" $#; PLUGIN_PATH=$2; shift 2 ;;
+    --mpi-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) bad_usage "unknown argument '$1'" ;;
+    esac
+done
+
+is_uint() {
+    case $1 in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac
+}
+at_least() { # value minimum
+    is_uint "$1" && [ "$1" -ge "$2" ]
+}
+at_least "$ROUNDS" 1 || bad_usage "--rounds must be a positive integer"
+at_least "$ITERS" 1 || bad_usage "--iters must be a positive integer"
+at_least "$WARMUP" 0 || bad_usage "--warmup must be a non-negative integer"
+at_least "$NP" 2 || bad_usage "--np must be at least 2"
+case $COUNT in [0-9]*[KMkm] | [0-9]*) ;; *) bad_usage "bad --count '$COUNT'" ;; esac
+case ${COUNT%[KMkm]} in *[!0-9]*) bad_usage "bad --count '$COUNT'" ;; esac
+OP_LIST=()
+IFS=, read -r -a OP_LIST <<<"$OPS"
+[ ${#OP_LIST[@]} -ge 1 ] || bad_usage "--ops is empty"
+for op in "${OP_LIST[@]}"; do
+    case $op in allreduce | alltoall) ;; *) bad_usage "--ops: '$op' is not allreduce or alltoall" ;; esac
+done
+
+HERE=$(cd "$(dirname "$0")" && pwd) || die "cannot find the script's directory"
+LOOP_SRC=$HERE/mpi_loop.c
+[ -r "$LOOP_SRC" ] || die "$LOOP_SRC is missing"
+MPIRUN=${MPIRUN:-mpirun}
+MPICC=${MPICC:-mpicc}
+command -v "$MPIRUN" >/dev/null 2>&1 || die "$MPIRUN not found (set MPIRUN)"
+
+# ---- collprof and its plugins ----------------------------------------------
+if [ -z "$COLLPROF_BIN" ]; then
+    if [ -x ./collprof ]; then
+        COLLPROF_BIN=./collprof
+    else
+        COLLPROF_BIN=$(command -v collprof 2>/dev/null) ||
+            die "no collprof: run from the build tree, or pass --collprof PATH"
+    fi
+fi
+[ -x "$COLLPROF_BIN" ] || die "$COLLPROF_BIN is not executable"
+COLLPROF_BIN=$(cd "$(dirname "$COLLPROF_BIN")" && pwd)/$(basename "$COLLPROF_BIN")
+BUILD_DIR=$(dirname "$COLLPROF_BIN")
+if [ -z "$PLUGIN_PATH" ] && [ -e "$BUILD_DIR/.libs/collprof_mpi.so" ]; then
+    PLUGIN_PATH=$BUILD_DIR/.libs
+fi
+if [ -n "$PLUGIN_PATH" ]; then
+    export COLLPROF_PLUGIN_PATH="$PLUGIN_PATH"
+fi
+
+# ---- the scratch directory ---------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/collprof-overhead.XXXXXX") || die "mktemp failed"
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+    if [ "$KEEP" -eq 1 ]; then
+        printf 'raw outputs kept in %s\n' "$TMP"
+    else
+        rm -rf -- "$TMP"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# ---- the plain loop ---------------------------------------------------------
+if [ -z "$LOOP_BIN" ]; then
+    if mkdir -p "$BUILD_DIR/bench" 2>/dev/null && [ -w "$BUILD_DIR/bench" ]; then
+        LOOP_BIN=$BUILD_DIR/bench/mpi_loop
+    else
+        LOOP_BIN=$TMP/mpi_loop
+    fi
+fi
+if [ ! -x "$LOOP_BIN" ] || [ "$LOOP_SRC" -nt "$LOOP_BIN" ]; then
+    command -v "$MPICC" >/dev/null 2>&1 || die "$MPICC not found (set MPICC)"
+    mkdir -p "$(dirname "$LOOP_BIN")" || die "cannot create $(dirname "$LOOP_BIN")"
+    printf 'building %s\n' "$LOOP_BIN"
+    "$MPICC" -O2 -std=c11 -Wall -Wextra -o "$LOOP_BIN" "$LOOP_SRC" ||
+        die "$MPICC failed to build $LOOP_BIN"
+fi
+
+# ---- launching --------------------------------------------------------------
+export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-lo}"
+export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-lo}"
+LAUNCH=("$MPIRUN" -np "$NP" --oversubscribe --bind-to none)
+if [ "$(id -u)" -eq 0 ]; then
+    LAUNCH+=(--allow-run-as-root)
+fi
+if [ -n "$PLUGIN_PATH" ]; then
+    LAUNCH+=(-x COLLPROF_PLUGIN_PATH)
+fi
+if [ -n "${MPIRUN_ARGS:-}" ]; then
+    read -r -a extra <<<"$MPIRUN_ARGS"
+    LAUNCH+=("${extra[@]}")
+fi
+
+# median of the numbers on stdin (mean of the middle two for an even count)
+median() {
+    sort -g | awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "nan"; exit }
+        if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2]
+        else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# the time(us) column of collprof's table, found from its header
+parse_collprof() { # file op
+    awk -v op="$2" '
+        /^# backend/ { for (i = 1; i <= NF; i++) if ($i == "time(us)") col = i - 1 }
+        col && $1 == "mpi" && $2 == "default" && $3 == op { print $col; found = 1; exit }
+        END { if (!found) exit 1 }' "$1"
+}
+
+parse_loop() { # file op
+    awk -v op="$2" '
+        $1 == "op" && $2 == op { for (i = 3; i < NF; i++) if ($i == "mean_us") { print $(i + 1); found = 1; exit } }
+        END { if (!found) exit 1 }' "$1"
+}
+
+run_collprof() { # round
+    local out=$TMP/collprof.$1.out odir=$TMP/collprof.$1
+    mkdir -p "$odir" || die "cannot create $odir"
+    if ! "${LAUNCH[@]}" "$COLLPROF_BIN" --backends mpi --variants default --ops "$OPS" \
+        --counts "$COUNT" --dtype float32 --redop sum --inplace out --sync barrier \
+        -n "$ITERS" -w "$WARMUP" --output-dir "$odir" >"$out" 2>&1; then
+        cat "$out" >&2
+        die "collprof failed in round $1 (output above)"
+    fi
+    for op in "${OP_LIST[@]}"; do
+        t=$(parse_collprof "$out" "$op") || { cat "$out" >&2; die "no $op time in collprof's output (round $1)"; }
+        printf '%s collprof %s %s\n' "$1" "$op" "$t" >>"$TMP/times"
+    done
+}
+
+run_loop() { # round
+    local out=$TMP/loop.$1.out
+    if ! "${LAUNCH[@]}" "$LOOP_BIN" -o "$OPS" -c "$COUNT" -n "$ITERS" -w "$WARMUP" \
+        -s barrier >"$out" 2>&1; then
+        cat "$out" >&2
+        die "mpi_loop failed in round $1 (output above)"
+    fi
+    for op in "${OP_LIST[@]}"; do
+        t=$(parse_loop "$out" "$op") || { cat "$out" >&2; die "no $op time in mpi_loop's output (round $1)"; }
+        printf '%s plain %s %s\n' "$1" "$op" "$t" >>"$TMP/times"
+    done
+}
+
+# ---- the policy --------------------------------------------------------------
+model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
+thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+mpiver=$("$MPIRUN" --version 2>/dev/null | head -n 1)
+cat <<EOF
+# collprof overhead benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ)
+# machine:    $(uname -n), $(nproc) cores, ${model:-unknown cpu}, Linux $(uname -r), THP ${thp:-unknown}
+# launcher:   ${LAUNCH[*]}   (${mpiver:-unknown MPI})
+# collprof:   $COLLPROF_BIN --backends mpi --variants default (plugins: ${COLLPROF_PLUGIN_PATH:-default path})
+# plain:      $LOOP_BIN (bench/mpi_loop.c)
+# cells:      ${OPS//,/ and } of $COUNT float32 (sum, out of place; alltoall count/$NP per peer), $NP ranks
+# rounds:     $ROUNDS launches of each program, interleaved (odd rounds collprof first, even rounds plain first)
+# per launch: $WARMUP warm-up then $ITERS timed iterations per op; MPI_Barrier (not timed) before each iteration
+# buffers:    posix_memalign(4096), every page touched by memset before timing, same buffers every iteration
+# timing:     CLOCK_MONOTONIC around each blocking call; iteration time = max over ranks; per launch the
+#             mean of those; reported: median over rounds of the per-launch means
+# comm:       coll/tuned decision rules (OMPI_MCA_coll_tuned_use_dynamic_rules=1) on an MPI_Comm_dup of MPI_COMM_WORLD
+# GLIBC_TUNABLES: ${GLIBC_TUNABLES:-(not set)}
+# ratio = plain / collprof: >= 0.97 PASS (collprof within 3% of the plain loop), > 1 collprof was faster
+EOF
+
+# ---- the rounds ---------------------------------------------------------------
+: >"$TMP/times"
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+    if [ $((r % 2)) -eq 1 ]; then
+        run_collprof "$r"
+        run_loop "$r"
+    else
+        run_loop "$r"
+        run_collprof "$r"
+    fi
+    r=$((r + 1))
+done
+
+# ---- per round, then the table ----------------------------------------------------
+printf '\n# per round: mean time (us)\n'
+printf '%-6s' round
+for op in "${OP_LIST[@]}"; do
+    printf ' %14s %14s' "$op/collprof" "$op/plain"
+done
+printf '\n'
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+    printf '%-6s' "$r"
+    for op in "${OP_LIST[@]}"; do
+        for tool in collprof plain; do
+            printf ' %14s' "$(awk -v r="$r" -v t="$tool" -v o="$op" '$1 == r && $2 == t && $3 == o { print $4 }' "$TMP/times")"
+        done
+    done
+    printf '\n'
+    r=$((r + 1))
+done
+
+printf '\n%-10s %14s %14s %7s %14s  %s\n' op "collprof(us)" "plain(us)" ratio "paired-ratio" verdict
+for op in "${OP_LIST[@]}"; do
+    c=$(awk -v o="$op" '$2 == "collprof" && $3 == o { print $4 }' "$TMP/times" | median)
+    p=$(awk -v o="$op" '$2 == "plain" && $3 == o { print $4 }' "$TMP/times" | median)
+    # per-round plain/collprof, median over rounds: less sensitive to slow drift
+    pr=$(awk -v o="$op" '$3 == o { t[$1, $2] = $4; rs[$1] = 1 }
+        END { for (r in rs) if (t[r, "collprof"] > 0) printf "%.4f\n", t[r, "plain"] / t[r, "collprof"] }' \
+        "$TMP/times" | sort -g | awk '{ v[NR] = $1 } END {
+            if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    ratio=$(awk -v c="$c" -v p="$p" 'BEGIN { printf "%.3f", p / c }')
+    verdict=$(awk -v x="$ratio" 'BEGIN { print (x >= 0.97 ? "PASS" : "WARN") }')
+    printf '%-10s %14s %14s %7s %14s  %s\n' "$op" "$c" "$p" "$ratio" "$pr" "$verdict"
+done
+printf '\n'
+for op in "${OP_LIST[@]}"; do
+    c=$(awk -v o="$op" '$2 == "collprof" && $3 == o { print $4 }' "$TMP/times" | median)
+    p=$(awk -v o="$op" '$2 == "plain" && $3 == o { print $4 }' "$TMP/times" | median)
+    awk -v op="$op" -v c="$c" -v p="$p" 'BEGIN {
+        x = p / c
+        if (x >= 0.97) printf "PASS %s: ratio %.3f >= 0.97, collprof overhead within noise\n", op, x
+        else printf "WARN %s: ratio %.3f < 0.97, collprof %.1f%% slower than the plain loop (rerun with more --rounds; the machine is noisy)\n", op, x, (c / p - 1) * 100 }'
+done
+exit 0

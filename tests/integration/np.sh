@@ -1,0 +1,33 @@
+#!/bin/sh
+# Self-launched runs (--np, embedded PMIx server): 2 and 4 ranks, every
+# operation, in and out of place, several variants, exact results.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+need_mpirun
+
+for np in 2 4; do
+    d="$WORK/np$np"
+    mkdir -p "$d"
+    cp_run --np "$np" --ops all --counts 4K,96K --inplace both -d float32,int32 -n 5 -w 1 \
+        --variants default --output-dir "$d"
+    check_clean_run "$d" "--np $np, every op, in and out of place"
+    s=$(summary_of "$d")
+    # 11 ops; barrier once; the rest x 2 sizes x 2 dtypes x 2 placements
+    cells=$(grep -c ' ms | AlgBW' "$s")
+    [ "$cells" -eq 81 ]
+    ok $? "--np $np: 81 cells measured (got $cells)"
+    grep -q "^world: *$np ranks on 1 node" "$s" && grep -q '^launcher: *self' "$s"
+    ok $? "--np $np: summary header names the world and the launcher"
+done
+
+d="$WORK/variants"
+mkdir -p "$d"
+cp_run --np 4 --ops allreduce,allgather,reducescatter,alltoall,broadcast,reduce --counts 64K \
+    -n 3 -w 1 --variants default,ring,recursive_doubling,rabenseifner,bruck,pairwise,binomial \
+    --output-dir "$d"
+check_clean_run "$d" "--np 4, several variants"
+s=$(summary_of "$d")
+for v in ring recursive_doubling rabenseifner bruck pairwise binomial; do
+    grep -q "^== mpi / $v ==" "$s"
+    ok $? "variant $v ran and is recorded"
+done
+done_testing
