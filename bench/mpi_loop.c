@@ -84,9 +84,21 @@ static int parse_count(const char *s, long long *out)
         return -1;
     }
     switch (*end) {
-    case 'K': case 'k': v *= 1024LL; end++; break;
-    case 'M': case 'm': v *= 1024LL * 1024LL; end++; break;
-    case 'G': case 'g': v *= 1024LL * 1024LL * 1024LL; end++; break;
+    case 'K':
+    case 'k':
+        v *= 1024LL;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        v *= 1024LL * 1024LL;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        v *= 1024LL * 1024LL * 1024LL;
+        end++;
+        break;
     default: break;
     }
     if (*end != '\0') {

@@ -94,7 +94,8 @@ static void print_list(const cp_plugin_t *plugins, int n)
             for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
                 if (var->ops & COLLPROF_BIT(op)) {
                     strncat(ops, ops[0] ? "," : "", sizeof(ops) - strlen(ops) - 1);
-                    strncat(ops, cp_coll_get((collprof_op_t)op)->name, sizeof(ops) - strlen(ops) - 1);
+                    strncat(ops, cp_coll_get((collprof_op_t)op)->name,
+                            sizeof(ops) - strlen(ops) - 1);
                 }
             }
             printf("    %-24s [%s] %s\n", var->name, ops, var->description);
@@ -131,7 +132,8 @@ static void report_unusable(const cp_plugin_t *plugins, int n, const cp_options_
     int nonly;
     only_backends(opt, &nonly);
     for (int i = 0; i < n; i++) {
-        if (!plugins[i].usable && plugins[i].be == NULL && strstr(plugins[i].error, "no collprof_") == plugins[i].error && nonly > 0) {
+        if (!plugins[i].usable && plugins[i].be == NULL &&
+            strstr(plugins[i].error, "no collprof_") == plugins[i].error && nonly > 0) {
             continue; /* an unknown name: the plan reports it as bad input */
         }
         if (!plugins[i].usable) {
@@ -191,7 +193,8 @@ static int init_backends(cp_plugin_t *plugins, int n, const cp_plan_t *plan, con
         int rc = p->be->init(host, &ctx);
         char why[256] = "", agreed[256];
         if (rc != COLLPROF_OK) {
-            snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc), p->be->last_error(NULL));
+            snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc),
+                     p->be->last_error(NULL));
         }
         int bad = cp_agree(b->nranks, rc, why, agreed, sizeof(agreed));
         if (bad != -1) {
@@ -225,8 +228,9 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
                             "mpirun or srun --mpi=pmix for more)");
     }
     if (opt->np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL) {
-        snprintf(err, sizeof(err), "--np starts its own ranks; under mpirun or srun leave it out "
-                                   "(the launcher sets the number of ranks)");
+        snprintf(err, sizeof(err),
+                 "--np starts its own ranks; under mpirun or srun leave it out "
+                 "(the launcher sets the number of ranks)");
         status = EXIT_USAGE;
     }
     cp_log(CP_LOG_INFO, "rank %d of %d on %s (local rank %d, node %d of %d, launcher %s)",
@@ -254,7 +258,8 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     int bad = cp_agree(boot.nranks, status, err, agreed, sizeof(agreed));
     if (bad != -1) {
         if (boot.rank == 0) {
-            fprintf(stderr, "collprof: error: %s\n", bad >= 0 ? agreed : "out-of-band exchange failed");
+            fprintf(stderr, "collprof: error: %s\n",
+                    bad >= 0 ? agreed : "out-of-band exchange failed");
         }
         cp_boot_finalize(&boot);
         return bad >= 0 && status != EXIT_FAILED ? EXIT_USAGE : EXIT_FAILED;

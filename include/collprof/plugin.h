@@ -57,7 +57,7 @@ extern "C" {
 #endif
 
 #define COLLPROF_PLUGIN_ABI_VERSION 1u
-#define COLLPROF_BACKEND_SYMBOL "collprof_backend_v1"
+#define COLLPROF_BACKEND_SYMBOL     "collprof_backend_v1"
 
 /** Operations.  Values are stable: they are stored in result files. */
 typedef enum collprof_op {
@@ -110,7 +110,12 @@ typedef enum collprof_memtype {
 #define COLLPROF_BIT(x) (1u << (unsigned)(x))
 
 /** Log levels for collprof_host_t.log. */
-enum { COLLPROF_LOG_ERROR = 0, COLLPROF_LOG_WARN = 1, COLLPROF_LOG_INFO = 2, COLLPROF_LOG_DEBUG = 3 };
+enum {
+    COLLPROF_LOG_ERROR = 0,
+    COLLPROF_LOG_WARN = 1,
+    COLLPROF_LOG_INFO = 2,
+    COLLPROF_LOG_DEBUG = 3
+};
 
 /**
  * What the core gives a plugin.  Valid from init() to finalize().
@@ -147,12 +152,12 @@ typedef struct collprof_variant {
 
 /** Capabilities, filled by query(). Strings and arrays are owned by the plugin. */
 typedef struct collprof_caps {
-    size_t size;                  /**< sizeof(collprof_caps_t), set by the caller */
-    const char *library_version;  /**< e.g. "Open MPI v4.1.4" */
-    uint32_t ops;                 /**< COLLPROF_BIT(collprof_op_t) */
-    uint32_t dtypes;              /**< COLLPROF_BIT(collprof_dtype_t) */
-    uint32_t redops;              /**< COLLPROF_BIT(collprof_redop_t) */
-    uint32_t memtypes;            /**< COLLPROF_BIT(collprof_memtype_t) */
+    size_t size;                        /**< sizeof(collprof_caps_t), set by the caller */
+    const char *library_version;        /**< e.g. "Open MPI v4.1.4" */
+    uint32_t ops;                       /**< COLLPROF_BIT(collprof_op_t) */
+    uint32_t dtypes;                    /**< COLLPROF_BIT(collprof_dtype_t) */
+    uint32_t redops;                    /**< COLLPROF_BIT(collprof_redop_t) */
+    uint32_t memtypes;                  /**< COLLPROF_BIT(collprof_memtype_t) */
     const collprof_variant_t *variants; /**< "default" is implied, not listed */
     size_t nvariants;
 } collprof_caps_t;

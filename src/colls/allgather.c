@@ -30,4 +30,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 }
 
 const cp_coll_t cp_coll_allgather = {COLLPROF_OP_ALLGATHER, "allgather", "AllGather",
-                                     CP_COLL_SPLIT, fill, check};
+                                     CP_COLL_SPLIT,         fill,        check};

@@ -26,4 +26,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 }
 
 const cp_coll_t cp_coll_allreduce = {COLLPROF_OP_ALLREDUCE, "allreduce", "AllReduce",
-                                     CP_COLL_REDUCES, fill, check};
+                                     CP_COLL_REDUCES,       fill,        check};

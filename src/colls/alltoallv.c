@@ -50,5 +50,5 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_alltoallv = {COLLPROF_OP_ALLTOALLV, "alltoallv", "AllToAllv", 0, fill,
-                                     check};
+const cp_coll_t cp_coll_alltoallv = {
+    COLLPROF_OP_ALLTOALLV, "alltoallv", "AllToAllv", 0, fill, check};

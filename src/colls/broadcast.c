@@ -29,4 +29,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 }
 
 const cp_coll_t cp_coll_broadcast = {COLLPROF_OP_BROADCAST, "broadcast", "Broadcast",
-                                     CP_COLL_ROOTED, fill, check};
+                                     CP_COLL_ROOTED,        fill,        check};

@@ -85,8 +85,8 @@ uint64_t cp_coll_bytes(const cp_xfer_t *x)
 uint64_t cp_coll_buffer_elems(const cp_xfer_t *x)
 {
     if (x->op == COLLPROF_OP_ALLTOALLV && x->a2av != NULL) {
-        uint64_t m = x->a2av->send_total > x->a2av->recv_total ? x->a2av->send_total
-                                                               : x->a2av->recv_total;
+        uint64_t m =
+            x->a2av->send_total > x->a2av->recv_total ? x->a2av->send_total : x->a2av->recv_total;
         return m > 0 ? m : 1;
     }
     return x->count > 0 ? x->count : 1;

@@ -30,5 +30,5 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_scatter = {COLLPROF_OP_SCATTER, "scatter", "Scatter",
-                                   CP_COLL_ROOTED | CP_COLL_SPLIT, fill, check};
+const cp_coll_t cp_coll_scatter = {
+    COLLPROF_OP_SCATTER, "scatter", "Scatter", CP_COLL_ROOTED | CP_COLL_SPLIT, fill, check};

@@ -62,55 +62,54 @@ static const struct option long_opts[] = {
 
 void cp_cli_usage(FILE *f)
 {
-    fputs(
-        "Usage: collprof [OPTIONS]\n"
-        "Profile collective communication on every backend that loads, check every result\n"
-        "exactly, print an nccl-tests-style table and write a timestamped text summary.\n"
-        "\n"
-        "Launching (ranks bootstrap through PMIx):\n"
-        "  --np N                 self-launch N local ranks (embedded PMIx server)\n"
-        "  --launcher MODE        auto (default), embedded or mpirun, for --np\n"
-        "  (or run under: mpirun -np N collprof ... | srun --mpi=pmix -n N collprof ...)\n"
-        "\n"
-        "The matrix (each list is comma-separated; 'all' selects everything):\n"
-        "  --backends LIST        backends to run (default: all that load)\n"
-        "  --variants LIST        variants, e.g. default,ring (default: all)\n"
-        "  --ops LIST             allreduce,allgather,reducescatter,alltoall,alltoallv,\n"
-        "                         broadcast,reduce,gather,scatter,barrier,sendrecv\n"
-        "                         (default: allreduce,allgather,reducescatter,alltoall)\n"
-        "  --counts LIST          element counts, K/M/G suffixes (default: 1M,4M,16M)\n"
-        "  -b, --minbytes SIZE    byte sweep start, as in nccl-tests (replaces --counts)\n"
-        "  -e, --maxbytes SIZE    byte sweep end\n"
-        "  -f, --stepfactor F     byte sweep multiplier (default: 2)\n"
-        "  -d, --dtype LIST       int8,uint8,int32,uint32,int64,uint64,float16,bfloat16,\n"
-        "                         float32,float64 (default: float32)\n"
-        "  -o, --redop LIST       sum,prod,min,max (default: sum)\n"
-        "  -r, --root N           root rank of rooted operations (default: 0)\n"
-        "  --inplace MODE         out, in or both (default: out)\n"
-        "  --imbalance LIST       alltoallv traffic: uniform, linear, spread:S,\n"
-        "                         moe[:HOT[:BIAS]], file:PATH (default: uniform)\n"
-        "  --matrix FILE          read the matrix from FILE (see collprof(1))\n"
-        "\n"
-        "Measurement:\n"
-        "  -n, --iters N          timed iterations per cell (default: 20)\n"
-        "  -w, --warmup N         warm-up iterations per cell (default: 5)\n"
-        "  -c, --check 0|1        verify every result exactly (default: 1)\n"
-        "  --sync barrier|none    barrier before each iteration (default: barrier)\n"
-        "  -B, --backend-opt K=V  option for a backend plugin\n"
-        "\n"
-        "Output:\n"
-        "  --output-dir DIR       where the summary goes (default: $SLURM_SUBMIT_DIR\n"
-        "                         under Slurm, else the current directory)\n"
-        "  --tag TEXT             label recorded in the summary\n"
-        "  --list                 list backends, operations, dtypes and variants\n"
-        "  --dry-run              print the plan and exit without communicating\n"
-        "  -v, --verbose          timestamped per-rank progress (twice: debug)\n"
-        "  -h, --help             this help\n"
-        "  -V, --version          version\n"
-        "\n"
-        "Exit status: 0 success, 1 a wrong result or a failed operation, 2 bad input.\n"
-        "See collprof(1) for details.\n",
-        f);
+    fputs("Usage: collprof [OPTIONS]\n"
+          "Profile collective communication on every backend that loads, check every result\n"
+          "exactly, print an nccl-tests-style table and write a timestamped text summary.\n"
+          "\n"
+          "Launching (ranks bootstrap through PMIx):\n"
+          "  --np N                 self-launch N local ranks (embedded PMIx server)\n"
+          "  --launcher MODE        auto (default), embedded or mpirun, for --np\n"
+          "  (or run under: mpirun -np N collprof ... | srun --mpi=pmix -n N collprof ...)\n"
+          "\n"
+          "The matrix (each list is comma-separated; 'all' selects everything):\n"
+          "  --backends LIST        backends to run (default: all that load)\n"
+          "  --variants LIST        variants, e.g. default,ring (default: all)\n"
+          "  --ops LIST             allreduce,allgather,reducescatter,alltoall,alltoallv,\n"
+          "                         broadcast,reduce,gather,scatter,barrier,sendrecv\n"
+          "                         (default: allreduce,allgather,reducescatter,alltoall)\n"
+          "  --counts LIST          element counts, K/M/G suffixes (default: 1M,4M,16M)\n"
+          "  -b, --minbytes SIZE    byte sweep start, as in nccl-tests (replaces --counts)\n"
+          "  -e, --maxbytes SIZE    byte sweep end\n"
+          "  -f, --stepfactor F     byte sweep multiplier (default: 2)\n"
+          "  -d, --dtype LIST       int8,uint8,int32,uint32,int64,uint64,float16,bfloat16,\n"
+          "                         float32,float64 (default: float32)\n"
+          "  -o, --redop LIST       sum,prod,min,max (default: sum)\n"
+          "  -r, --root N           root rank of rooted operations (default: 0)\n"
+          "  --inplace MODE         out, in or both (default: out)\n"
+          "  --imbalance LIST       alltoallv traffic: uniform, linear, spread:S,\n"
+          "                         moe[:HOT[:BIAS]], file:PATH (default: uniform)\n"
+          "  --matrix FILE          read the matrix from FILE (see collprof(1))\n"
+          "\n"
+          "Measurement:\n"
+          "  -n, --iters N          timed iterations per cell (default: 20)\n"
+          "  -w, --warmup N         warm-up iterations per cell (default: 5)\n"
+          "  -c, --check 0|1        verify every result exactly (default: 1)\n"
+          "  --sync barrier|none    barrier before each iteration (default: barrier)\n"
+          "  -B, --backend-opt K=V  option for a backend plugin\n"
+          "\n"
+          "Output:\n"
+          "  --output-dir DIR       where the summary goes (default: $SLURM_SUBMIT_DIR\n"
+          "                         under Slurm, else the current directory)\n"
+          "  --tag TEXT             label recorded in the summary\n"
+          "  --list                 list backends, operations, dtypes and variants\n"
+          "  --dry-run              print the plan and exit without communicating\n"
+          "  -v, --verbose          timestamped per-rank progress (twice: debug)\n"
+          "  -h, --help             this help\n"
+          "  -V, --version          version\n"
+          "\n"
+          "Exit status: 0 success, 1 a wrong result or a failed operation, 2 bad input.\n"
+          "See collprof(1) for details.\n",
+          f);
 }
 
 static void spec_defaults(cp_spec_t *s)
@@ -200,7 +199,8 @@ static int parse_names(const char *what, const char *value, int (*lookup)(const 
     for (int i = 0; i < n; i++) {
         int v = lookup(tok[i]);
         if (v < 0) {
-            snprintf(err, errlen, "unknown %s '%s' (choose from %s, or all)", what, tok[i], choices);
+            snprintf(err, errlen, "unknown %s '%s' (choose from %s, or all)", what, tok[i],
+                     choices);
             return -1;
         }
         int dup = 0;
@@ -484,7 +484,9 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
         int rc = 0;
         why[0] = '\0';
         switch (c) {
-        case OPT_NP: rc = parse_count_opt("--np", optarg, 1, 1024, &opt->np, why, sizeof(why)); break;
+        case OPT_NP:
+            rc = parse_count_opt("--np", optarg, 1, 1024, &opt->np, why, sizeof(why));
+            break;
         case OPT_BACKENDS: rc = cp_spec_set(&base, "backends", optarg, why, sizeof(why)); break;
         case OPT_OPS: rc = cp_spec_set(&base, "ops", optarg, why, sizeof(why)); break;
         case OPT_COUNTS:
@@ -515,7 +517,9 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
         case OPT_MATRIX:
         case OPT_OUTDIR:
         case OPT_TAG: {
-            char *dst = c == OPT_MATRIX ? opt->matrix_file : c == OPT_OUTDIR ? opt->output_dir : opt->tag;
+            char *dst = c == OPT_MATRIX   ? opt->matrix_file
+                        : c == OPT_OUTDIR ? opt->output_dir
+                                          : opt->tag;
             size_t cap = c == OPT_TAG ? sizeof(opt->tag) : sizeof(opt->output_dir);
             if (optarg[0] == '\0' || strlen(optarg) >= cap) {
                 snprintf(why, sizeof(why), "%s: value is empty or too long", argv[optind - 1]);
@@ -543,7 +547,8 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
             } else if (!strcmp(optarg, "mpirun")) {
                 opt->launch_mode = CP_LAUNCH_MPIRUN;
             } else {
-                snprintf(why, sizeof(why), "--launcher: '%s' is not auto, embedded or mpirun", optarg);
+                snprintf(why, sizeof(why), "--launcher: '%s' is not auto, embedded or mpirun",
+                         optarg);
                 rc = -1;
             }
             break;

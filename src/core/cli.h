@@ -16,7 +16,7 @@
 #include <collprof/plugin.h>
 
 #define CP_MAX_LIST 64
-#define CP_MAX_IMB 8
+#define CP_MAX_IMB  8
 
 /** One block of the matrix: the command line, or one line of --matrix. */
 typedef struct cp_spec {

@@ -50,7 +50,8 @@ static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t er
         for (char *tok = strtok(line, " \t\r\n,"); tok != NULL; tok = strtok(NULL, " \t\r\n,")) {
             double v;
             if (parse_double(tok, 0.0, 1e18, &v) != 0) {
-                snprintf(err, errlen, "%s:%d: '%s' is not a non-negative number", path, lineno, tok);
+                snprintf(err, errlen, "%s:%d: '%s' is not a non-negative number", path, lineno,
+                         tok);
                 goto out;
             }
             if (nw == cap) {
@@ -69,8 +70,8 @@ static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t er
             continue;
         }
         if (cols >= 0 && c != cols) {
-            snprintf(err, errlen, "%s:%d: row has %d entries, earlier rows have %d", path, lineno, c,
-                     cols);
+            snprintf(err, errlen, "%s:%d: row has %d entries, earlier rows have %d", path, lineno,
+                     c, cols);
             goto out;
         }
         cols = c;
@@ -126,7 +127,8 @@ int cp_imbalance_parse(const char *spec, cp_imbalance_t *out, char *err, size_t 
     } else if (klen == 6 && !strncmp(spec, "spread", 6)) {
         imb.kind = CP_IMB_SPREAD;
         if (arg == NULL || parse_double(arg, 0.0, 1.0, &imb.spread) != 0) {
-            snprintf(err, errlen, "imbalance '%s': spread needs a value in 0..1 (spread:0.5)", spec);
+            snprintf(err, errlen, "imbalance '%s': spread needs a value in 0..1 (spread:0.5)",
+                     spec);
             return -1;
         }
         snprintf(imb.label, sizeof(imb.label), "spread:%g", imb.spread);
@@ -143,9 +145,10 @@ int cp_imbalance_parse(const char *spec, cp_imbalance_t *out, char *err, size_t 
             long hot = strtol(buf, &end, 10);
             if (*buf == '\0' || *end != '\0' || hot < 1 || hot > 1000000 ||
                 (b != NULL && parse_double(b, 1.0, 1e6, &imb.bias) != 0)) {
-                snprintf(err, errlen,
-                         "imbalance '%s': use moe[:HOT[:BIAS]] with HOT >= 1 hot ranks and BIAS >= 1",
-                         spec);
+                snprintf(
+                    err, errlen,
+                    "imbalance '%s': use moe[:HOT[:BIAS]] with HOT >= 1 hot ranks and BIAS >= 1",
+                    spec);
                 return -1;
             }
             imb.hot = (int)hot;
@@ -187,8 +190,8 @@ int cp_imbalance_validate(const cp_imbalance_t *imb, int n, char *err, size_t er
         return -1;
     }
     if (imb->kind == CP_IMB_MOE && imb->hot > n) {
-        snprintf(err, errlen, "imbalance %s names %d hot ranks but the job has %d ranks", imb->label,
-                 imb->hot, n);
+        snprintf(err, errlen, "imbalance %s names %d hot ranks but the job has %d ranks",
+                 imb->label, imb->hot, n);
         return -1;
     }
     return 0;

@@ -22,10 +22,10 @@ typedef enum cp_imb_kind {
 
 typedef struct cp_imbalance {
     cp_imb_kind_t kind;
-    double spread; /**< CP_IMB_SPREAD, 0..1 */
-    int hot;       /**< CP_IMB_MOE: ranks 0..hot-1 are hot */
-    double bias;   /**< CP_IMB_MOE: weight of a hot rank */
-    int file_n;    /**< CP_IMB_FILE: matrix dimension */
+    double spread;   /**< CP_IMB_SPREAD, 0..1 */
+    int hot;         /**< CP_IMB_MOE: ranks 0..hot-1 are hot */
+    double bias;     /**< CP_IMB_MOE: weight of a hot rank */
+    int file_n;      /**< CP_IMB_FILE: matrix dimension */
     double *weights; /**< CP_IMB_FILE: file_n * file_n */
     char label[96];  /**< canonical text: "uniform", "spread:0.5", "moe:1:4", "file:NAME" */
 } cp_imbalance_t;

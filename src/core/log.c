@@ -43,8 +43,8 @@ void cp_vlog(int level, const char *prefix, const char *fmt, va_list ap)
         gettimeofday(&tv, NULL);
         gmtime_r(&tv.tv_sec, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-        fprintf(stderr, "[%s.%03ldZ r%d/%d %s] %s%s%s\n", ts, (long)(tv.tv_usec / 1000),
-                log_rank, log_nranks, log_host, prefix ? prefix : "", tag, msg);
+        fprintf(stderr, "[%s.%03ldZ r%d/%d %s] %s%s%s\n", ts, (long)(tv.tv_usec / 1000), log_rank,
+                log_nranks, log_host, prefix ? prefix : "", tag, msg);
     } else if (log_rank >= 0 && log_nranks > 1) {
         fprintf(stderr, "collprof[%d]: %s%s%s\n", log_rank, prefix ? prefix : "", tag, msg);
     } else {

@@ -95,7 +95,8 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
                           strstr(plugins[i].error, "no collprof_") == plugins[i].error)) {
                 char avail[512];
                 cp_plugins_available(avail, sizeof(avail));
-                snprintf(err, errlen, "unknown backend '%s' (available: %s; plugins are read from %s)",
+                snprintf(err, errlen,
+                         "unknown backend '%s' (available: %s; plugins are read from %s)",
                          s->backends[b], avail[0] ? avail : "none", cp_plugins_search_path());
                 return -1;
             }
@@ -105,7 +106,8 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
         }
     }
     if (nsel == 0) {
-        snprintf(err, errlen, "no backend is available (plugins are read from %s; see collprof --list)",
+        snprintf(err, errlen,
+                 "no backend is available (plugins are read from %s; see collprof --list)",
                  cp_plugins_search_path());
         return -1;
     }
@@ -124,7 +126,9 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
             }
         }
         if (!found) {
-            snprintf(err, errlen, "unknown variant '%s' for the selected backends and operations (offered: %s; see collprof --list)",
+            snprintf(err, errlen,
+                     "unknown variant '%s' for the selected backends and operations (offered: %s; "
+                     "see collprof --list)",
                      s->variants[v], offered);
             return -1;
         }
@@ -283,8 +287,8 @@ void cp_cell_label(const cp_cell_t *c, char *buf, size_t len)
 void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f)
 {
     fprintf(f, "# collprof plan: %d cells on %d ranks\n", plan->ncells, plan->nranks);
-    fprintf(f, "# %-8s %-22s %-14s %-9s %-5s %6s %12s %14s %6s %6s  %s\n", "backend", "variant", "op",
-            "type", "redop", "inplc", "count", "bytes", "iters", "warmup", "note");
+    fprintf(f, "# %-8s %-22s %-14s %-9s %-5s %6s %12s %14s %6s %6s  %s\n", "backend", "variant",
+            "op", "type", "redop", "inplc", "count", "bytes", "iters", "warmup", "note");
     for (int i = 0; i < plan->ncells; i++) {
         const cp_cell_t *c = &plan->cells[i];
         const cp_dtype_info_t *dt = cp_dtype_info(c->dtype);

@@ -31,8 +31,8 @@ typedef struct cp_cell {
     collprof_redop_t redop;
     int root;
     int in_place;
-    uint64_t count;     /**< elements actually used */
-    uint64_t requested; /**< elements asked for (before rounding to a multiple of n) */
+    uint64_t count;            /**< elements actually used */
+    uint64_t requested;        /**< elements asked for (before rounding to a multiple of n) */
     const cp_imbalance_t *imb; /**< alltoallv only */
     int iters;
     int warmup;

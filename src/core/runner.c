@@ -193,8 +193,9 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
         }
         goto out;
     }
-    cp_log(CP_LOG_DEBUG, "%s/%s %s %s count %llu: buffers of %zu bytes ready", p->name,
-           cell->variant, coll->name, dt->name, (unsigned long long)cell->count, bytes);
+    cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s)", p->name,
+           cell->variant, coll->name, cell->in_place ? "one in-place" : "send and receive", bytes,
+           "host, page-aligned");
 
     collprof_args_t args = {.op = cell->op,
                             .dtype = cell->dtype,
@@ -263,10 +264,9 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                 corrupt_one(&x, recvbuf);
             }
             rec.wrong = coll->check(&x, recvbuf);
-            if (rec.wrong > 0) {
-                cp_log(CP_LOG_INFO, "%s/%s %s: %llu wrong elements on this rank", p->name,
-                       cell->variant, coll->name, (unsigned long long)rec.wrong);
-            }
+            cp_log(rec.wrong > 0 ? CP_LOG_WARN : CP_LOG_INFO,
+                   "%s/%s %s: verification: %llu wrong elements on this rank", p->name,
+                   cell->variant, coll->name, (unsigned long long)rec.wrong);
         }
     }
 
@@ -302,7 +302,8 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                sizeof(double) * (size_t)iters);
         res->wrong += rq.wrong;
         if (rq.status != 0 && res->status == CP_CELL_OK) {
-            res->status = rq.status == COLLPROF_ERR_NOT_SUPPORTED ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
+            res->status =
+                rq.status == COLLPROF_ERR_NOT_SUPPORTED ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q, b->hostnames[q],
                      rq.msg);
         }

@@ -18,15 +18,15 @@ typedef struct cp_result {
     char reason[256];
     int nranks;
     int iters;
-    uint64_t bytes;    /**< S of algBW = S / t */
-    uint64_t wrong;    /**< summed over ranks */
-    cp_stats_t stats;  /**< of the per-iteration max over ranks, us */
-    double algbw;      /**< GB/s (1e9), from the mean time */
-    double busbw;      /**< GB/s */
-    double *samples;   /**< [rank * iters + i], us (NULL unless it ran) */
-    double *rank_mean; /**< [rank], us */
+    uint64_t bytes;                    /**< S of algBW = S / t */
+    uint64_t wrong;                    /**< summed over ranks */
+    cp_stats_t stats;                  /**< of the per-iteration max over ranks, us */
+    double algbw;                      /**< GB/s (1e9), from the mean time */
+    double busbw;                      /**< GB/s */
+    double *samples;                   /**< [rank * iters + i], us (NULL unless it ran) */
+    double *rank_mean;                 /**< [rank], us */
     uint64_t *send_bytes, *recv_bytes; /**< alltoallv: per rank */
-    double start_epoch; /**< wall-clock start, seconds since 1970 */
+    double start_epoch;                /**< wall-clock start, seconds since 1970 */
 } cp_result_t;
 
 typedef struct cp_runner {

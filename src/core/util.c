@@ -16,7 +16,8 @@ int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
         return -1;
     }
     if (!isdigit((unsigned char)s[0])) {
-        snprintf(err, errlen, "'%s' is not a positive number (use digits with an optional K/M/G suffix)", s);
+        snprintf(err, errlen,
+                 "'%s' is not a positive number (use digits with an optional K/M/G suffix)", s);
         return -1;
     }
     uint64_t v = 0;
@@ -32,10 +33,22 @@ int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
     }
     uint64_t mult = 1;
     switch (toupper((unsigned char)*p)) {
-    case 'K': mult = UINT64_C(1) << 10; p++; break;
-    case 'M': mult = UINT64_C(1) << 20; p++; break;
-    case 'G': mult = UINT64_C(1) << 30; p++; break;
-    case 'T': mult = UINT64_C(1) << 40; p++; break;
+    case 'K':
+        mult = UINT64_C(1) << 10;
+        p++;
+        break;
+    case 'M':
+        mult = UINT64_C(1) << 20;
+        p++;
+        break;
+    case 'G':
+        mult = UINT64_C(1) << 30;
+        p++;
+        break;
+    case 'T':
+        mult = UINT64_C(1) << 40;
+        p++;
+        break;
     default: break;
     }
     if (mult > 1 && toupper((unsigned char)*p) == 'B') {

@@ -41,12 +41,15 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(dir, &st) != 0) {
-        snprintf(err, errlen, "output directory '%s' does not exist (%s): create it or choose another with --output-dir",
+        snprintf(err, errlen,
+                 "output directory '%s' does not exist (%s): create it or choose another with "
+                 "--output-dir",
                  dir, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "output directory '%s' is not a directory: choose another with --output-dir", dir);
+        snprintf(err, errlen,
+                 "output directory '%s' is not a directory: choose another with --output-dir", dir);
         return -1;
     }
     /* access() says yes to root everywhere; only creating a file tells the truth */
@@ -54,7 +57,8 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen)
     snprintf(probe, sizeof(probe), "%s/.collprof-probe-XXXXXX", dir);
     int fd = access(dir, W_OK | X_OK) == 0 ? mkstemp(probe) : -1;
     if (fd < 0) {
-        snprintf(err, errlen, "output directory '%s' is not writable: choose another with --output-dir", dir);
+        snprintf(err, errlen,
+                 "output directory '%s' is not writable: choose another with --output-dir", dir);
         return -1;
     }
     close(fd);
@@ -69,11 +73,16 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen)
  */
 static int shapes_comm(const char *kv)
 {
-    static const char *prefixes[] = {"NCCL_", "FI_", "OMPI_MCA_", "UCX_", "GLOO_", "CUDA_",
-                                     "COLLPROF_", "GLIBC_TUNABLES=", NULL};
-    static const char *skip[] = {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix=",
-                                 "OMPI_MCA_initial_wdir=", "OMPI_MCA_shmem_RUNTIME_QUERY_hint=",
-                                 "COLLPROF_SELF_LAUNCHED=", "COLLPROF_LAUNCHER=", NULL};
+    static const char *prefixes[] = {"NCCL_", "FI_",       "OMPI_MCA_",       "UCX_", "GLOO_",
+                                     "CUDA_", "COLLPROF_", "GLIBC_TUNABLES=", NULL};
+    static const char *skip[] = {"OMPI_MCA_orte_",
+                                 "OMPI_MCA_ess",
+                                 "OMPI_MCA_pmix=",
+                                 "OMPI_MCA_initial_wdir=",
+                                 "OMPI_MCA_shmem_RUNTIME_QUERY_hint=",
+                                 "COLLPROF_SELF_LAUNCHED=",
+                                 "COLLPROF_LAUNCHER=",
+                                 NULL};
     for (int i = 0; skip[i]; i++) {
         if (!strncmp(kv, skip[i], strlen(skip[i]))) {
             return 0;
@@ -167,16 +176,21 @@ static void print_header(cp_summary_t *s)
     fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
             ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
                                   : "iterations back to back (skew included)");
-    fprintf(f, "            each rank times each blocking call with CLOCK_MONOTONIC; an iteration's\n"
-               "            time is the max over ranks; 'time' is the mean of those, p50/p95/p99\n"
-               "            nearest-rank\n");
-    fprintf(f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
-               "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
-               "            others 1); see docs/metrics.md\n");
+    fprintf(f,
+            "            each rank times each blocking call with CLOCK_MONOTONIC; an iteration's\n"
+            "            time is the max over ranks; 'time' is the mean of those, p50/p95/p99\n"
+            "            nearest-rank\n");
+    fprintf(
+        f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
+           "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
+           "            others 1); see docs/metrics.md\n");
     fprintf(f, "buffers:    page-aligned host memory, pages touched before timing, the same\n"
                "            buffers every iteration (no cache rotation)\n");
-    fprintf(f, "check:      %s\n", ri->opt->check ? "exact, every element of a separate run after timing; #wrong = elements that differ"
-                                                 : "disabled (-c 0)");
+    fprintf(
+        f, "check:      %s\n",
+        ri->opt->check
+            ? "exact, every element of a separate run after timing; #wrong = elements that differ"
+            : "disabled (-c 0)");
     for (char **e = environ; *e; e++) {
         if (shapes_comm(*e)) {
             if (secret_name(*e)) {
@@ -268,9 +282,12 @@ void cp_summary_cell(cp_summary_t *s, const cp_cell_t *c, const cp_result_t *r)
     cp_cell_label(c, label, sizeof(label));
     strncat(label, ":", sizeof(label) - strlen(label) - 1);
     if (r->status == CP_CELL_OK || r->status == CP_CELL_WRONG) {
-        fprintf(f, "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | p50 %.3f ms | p99 %.3f ms%s\n",
+        fprintf(f,
+                "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | p50 "
+                "%.3f ms | p99 %.3f ms%s\n",
                 label, r->stats.mean / 1e3, r->algbw, r->busbw, (unsigned long long)r->wrong,
-                r->stats.p50 / 1e3, r->stats.p99 / 1e3, r->status == CP_CELL_WRONG ? " | WRONG" : "");
+                r->stats.p50 / 1e3, r->stats.p99 / 1e3,
+                r->status == CP_CELL_WRONG ? " | WRONG" : "");
         if (r->send_bytes != NULL && r->recv_bytes != NULL) {
             fprintf(f, "    bytes sent/received per rank:");
             for (int q = 0; q < r->nranks; q++) {
@@ -288,7 +305,8 @@ void cp_summary_cell(cp_summary_t *s, const cp_cell_t *c, const cp_result_t *r)
     char root[16];
     snprintf(root, sizeof(root), "%d", c->root);
     if (r->status == CP_CELL_OK || r->status == CP_CELL_WRONG) {
-        printf("  %-7s %-20s %-14s %12llu %11llu %-8s %-5s %4s %10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s\n",
+        printf("  %-7s %-20s %-14s %12llu %11llu %-8s %-5s %4s %10.1f %9.2f %9.2f %7llu %10.1f "
+               "%10.1f%s\n",
                p->name, c->variant, coll->name, (unsigned long long)r->bytes,
                (unsigned long long)c->count, dt->name, redop,
                (coll->flags & CP_COLL_ROOTED) ? root : "-", r->stats.mean, r->algbw, r->busbw,
@@ -318,8 +336,8 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
     fclose(s->f);
     printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
            s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
-           s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED],
-           (unsigned long long)s->wrong, exit_status == 0 ? "PASSED" : "FAILED");
+           s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED], (unsigned long long)s->wrong,
+           exit_status == 0 ? "PASSED" : "FAILED");
     printf("# summary: %s\n", s->path);
     fflush(stdout);
     free(s);

@@ -63,9 +63,10 @@ static void load_one(cp_plugin_t *p)
         return;
     }
     if (be->abi_version != COLLPROF_PLUGIN_ABI_VERSION || be->size < sizeof(collprof_backend_t)) {
-        snprintf(p->error, sizeof(p->error),
-                 "%s was built for plugin ABI %u (size %zu); this collprof speaks ABI %u: rebuild it",
-                 p->path, be->abi_version, be->size, COLLPROF_PLUGIN_ABI_VERSION);
+        snprintf(
+            p->error, sizeof(p->error),
+            "%s was built for plugin ABI %u (size %zu); this collprof speaks ABI %u: rebuild it",
+            p->path, be->abi_version, be->size, COLLPROF_PLUGIN_ABI_VERSION);
         return;
     }
     if (be->name == NULL || strcmp(be->name, p->name) != 0) {

@@ -7,7 +7,8 @@
 #include <collprof/plugin.h>
 
 static const collprof_variant_t variants[] = {
-    {"failinit_variant", "a variant of the failing test backend", COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)},
+    {"failinit_variant", "a variant of the failing test backend",
+     COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)},
 };
 
 static int fi_query(collprof_caps_t *caps)

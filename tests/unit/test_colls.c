@@ -153,8 +153,14 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
     uint64_t maxelems = 0;
     for (int r = 0; r < n; r++) {
         cp_xfer_t *x = &s.x[r];
-        *x = (cp_xfer_t){.op = op, .dtype = t, .redop = red, .root = root, .in_place = in_place,
-                         .rank = r, .n = n, .count = count};
+        *x = (cp_xfer_t){.op = op,
+                         .dtype = t,
+                         .redop = red,
+                         .root = root,
+                         .in_place = in_place,
+                         .rank = r,
+                         .n = n,
+                         .count = count};
         if (op == COLLPROF_OP_ALLTOALLV) {
             uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
             cp_imbalance_matrix(imb, n, count, m);
@@ -184,11 +190,12 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
     }
     int good = wrong == 0;
     /* corrupt one element the check must look at */
-    int victim = (coll->flags & CP_COLL_ROOTED) && op != COLLPROF_OP_SCATTER &&
-                         op != COLLPROF_OP_BROADCAST
-                     ? root
-                     : 0;
-    uint64_t at = (op == COLLPROF_OP_SCATTER && in_place) ? (count / (uint64_t)n) * (uint64_t)victim : 0;
+    int victim =
+        (coll->flags & CP_COLL_ROOTED) && op != COLLPROF_OP_SCATTER && op != COLLPROF_OP_BROADCAST
+            ? root
+            : 0;
+    uint64_t at =
+        (op == COLLPROF_OP_SCATTER && in_place) ? (count / (uint64_t)n) * (uint64_t)victim : 0;
     if (op == COLLPROF_OP_ALLTOALLV) {
         at = s.a2av[victim].recvcounts[0] ? s.a2av[victim].rdispls[0] : s.a2av[victim].rdispls[1];
     }
@@ -247,8 +254,8 @@ int main(void)
                 }
             }
         }
-        ok(passed == cases, "%s: %d/%d cases exact, corruption caught%s", coll->name, passed,
-           cases, first_fail);
+        ok(passed == cases, "%s: %d/%d cases exact, corruption caught%s", coll->name, passed, cases,
+           first_fail);
     }
 
     ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLREDUCE, 4) - 1.5) < 1e-12, "allreduce 2(n-1)/n");
@@ -266,8 +273,8 @@ int main(void)
        "broadcast/reduce/sendrecv 1");
     ok(cp_coll_busbw_factor(COLLPROF_OP_ALLREDUCE, 1) == 0, "one rank moves no bus traffic");
 
-    cp_xfer_t x = {.op = COLLPROF_OP_ALLREDUCE, .dtype = COLLPROF_DTYPE_FLOAT32, .n = 4,
-                   .count = 1u << 20};
+    cp_xfer_t x = {
+        .op = COLLPROF_OP_ALLREDUCE, .dtype = COLLPROF_DTYPE_FLOAT32, .n = 4, .count = 1u << 20};
     ok(cp_coll_bytes(&x) == 4u << 20, "allreduce S = count x 4 bytes");
     x.op = COLLPROF_OP_BARRIER;
     ok(cp_coll_bytes(&x) == 0, "barrier moves no bytes");
