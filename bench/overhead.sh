@@ -11,8 +11,10 @@ usage() {
     cat <<'EOF'
 Usage: bench/overhead.sh [OPTIONS]
 Times 4M-float allreduce and alltoall through collprof (--backends mpi
---variants default) and through bench/mpi_loop.c, interleaved over R launches
-each, and prints median-of-rounds means and ratio = plain / collprof.
+--variants default) and through bench/mpi_loop.c, interleaved over R rounds of
+one launch each, and prints median-of-rounds means and ratio = plain / collprof.
+Each round also launches the plain loop a second time (A/A): plain2 / plain
+measures how far two identical programs drift apart in the same run.
 
   -r, --rounds R         launches of each program (default: 5)
   -n, --iters N          timed iterations per op and launch (default: 50)
@@ -27,6 +29,8 @@ each, and prints median-of-rounds means and ratio = plain / collprof.
       --mpi-loop PATH    where the plain loop is built (default: $MPI_LOOP,
                          or bench/mpi_loop next to collprof if writable, else
                          a temporary directory)
+      --no-aa            skip the A/A launch (a second plain loop each round,
+                         whose ratio to the first shows the noise of the run)
       --keep             keep the raw outputs (their directory is printed)
   -h, --help             this help
 
@@ -53,6 +57,7 @@ COUNT=4M
 NP=2
 OPS=allreduce,alltoall
 KEEP=0
+AA=1
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 LOOP_BIN=${MPI_LOOP:-}
@@ -72,6 +77,7 @@ while [ $# -gt 0 ]; do
     --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
     --plugin-path) need_arg "$1" $#; PLUGIN_PATH=$2; shift 2 ;;
     --mpi-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
+    --no-aa) AA=0; shift ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
@@ -175,22 +181,27 @@ median() {
         else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# the time(us) column of collprof's table, found from its header
+# "MEAN P50" of one op from collprof's table (columns found from its header)
 parse_collprof() { # file op
     awk -v op="$2" '
-        /^# backend/ { for (i = 1; i <= NF; i++) if ($i == "time(us)") col = i - 1 }
-        col && $1 == "mpi" && $2 == "default" && $3 == op { print $col; found = 1; exit }
+        /^# backend/ { for (i = 1; i <= NF; i++) { if ($i == "time(us)") m = i - 1; if ($i == "p50(us)") q = i - 1 } }
+        m && q && $1 == "mpi" && $2 == "default" && $3 == op { print $m, $q; found = 1; exit }
         END { if (!found) exit 1 }' "$1"
 }
 
+# "MEAN P50" of one op from mpi_loop's key-value line
 parse_loop() { # file op
     awk -v op="$2" '
-        $1 == "op" && $2 == op { for (i = 3; i < NF; i++) if ($i == "mean_us") { print $(i + 1); found = 1; exit } }
+        $1 == "op" && $2 == op {
+            for (i = 3; i < NF; i++) { if ($i == "mean_us") m = $(i + 1); if ($i == "p50_us") q = $(i + 1) }
+            if (m != "" && q != "") { print m, q; found = 1 }
+            exit
+        }
         END { if (!found) exit 1 }' "$1"
 }
 
 run_collprof() { # round
-    local out=$TMP/collprof.$1.out odir=$TMP/collprof.$1
+    local out=$TMP/collprof.$1.out odir=$TMP/collprof.$1 op t
     mkdir -p "$odir" || die "cannot create $odir"
     if ! "${LAUNCH[@]}" "$COLLPROF_BIN" --backends mpi --variants default --ops "$OPS" \
         --counts "$COUNT" --dtype float32 --redop sum --inplace out --sync barrier \
@@ -204,8 +215,8 @@ run_collprof() { # round
     done
 }
 
-run_loop() { # round
-    local out=$TMP/loop.$1.out
+run_loop() { # round label
+    local out=$TMP/$2.$1.out op t
     if ! "${LAUNCH[@]}" "$LOOP_BIN" -o "$OPS" -c "$COUNT" -n "$ITERS" -w "$WARMUP" \
         -s barrier >"$out" 2>&1; then
         cat "$out" >&2
@@ -213,22 +224,38 @@ run_loop() { # round
     fi
     for op in "${OP_LIST[@]}"; do
         t=$(parse_loop "$out" "$op") || { cat "$out" >&2; die "no $op time in mpi_loop's output (round $1)"; }
-        printf '%s plain %s %s\n' "$1" "$op" "$t" >>"$TMP/times"
+        printf '%s %s %s %s\n' "$1" "$2" "$op" "$t" >>"$TMP/times"
     done
 }
 
+run_tool() { # round tool
+    case $2 in
+    collprof) run_collprof "$1" ;;
+    *) run_loop "$1" "$2" ;;
+    esac
+}
+
 # ---- the policy --------------------------------------------------------------
+TOOLS=(collprof plain)
+if [ "$AA" -eq 1 ]; then
+    TOOLS+=(plain2)
+fi
+NT=${#TOOLS[@]}
 model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 mpiver=$("$MPIRUN" --version 2>/dev/null | head -n 1)
+aa_note=
+if [ "$AA" -eq 1 ]; then
+    aa_note='; plain2: the same program launched again (A/A)'
+fi
 cat <<EOF
 # collprof overhead benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ)
 # machine:    $(uname -n), $(nproc) cores, ${model:-unknown cpu}, Linux $(uname -r), THP ${thp:-unknown}
 # launcher:   ${LAUNCH[*]}   (${mpiver:-unknown MPI})
 # collprof:   $COLLPROF_BIN --backends mpi --variants default (plugins: ${COLLPROF_PLUGIN_PATH:-default path})
-# plain:      $LOOP_BIN (bench/mpi_loop.c)
+# plain:      $LOOP_BIN (bench/mpi_loop.c)$aa_note
 # cells:      ${OPS//,/ and } of $COUNT float32 (sum, out of place; alltoall count/$NP per peer), $NP ranks
-# rounds:     $ROUNDS launches of each program, interleaved (odd rounds collprof first, even rounds plain first)
+# rounds:     $ROUNDS; each launches ${TOOLS[*]} once, in an order rotated every round
 # per launch: $WARMUP warm-up then $ITERS timed iterations per op; MPI_Barrier (not timed) before each iteration
 # buffers:    posix_memalign(4096), every page touched by memset before timing, same buffers every iteration
 # timing:     CLOCK_MONOTONIC around each blocking call; iteration time = max over ranks; per launch the
@@ -242,55 +269,93 @@ EOF
 : >"$TMP/times"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
-    if [ $((r % 2)) -eq 1 ]; then
-        run_collprof "$r"
-        run_loop "$r"
-    else
-        run_loop "$r"
-        run_collprof "$r"
-    fi
+    k=0
+    while [ "$k" -lt "$NT" ]; do
+        run_tool "$r" "${TOOLS[$(((r - 1 + k) % NT))]}"
+        k=$((k + 1))
+    done
     r=$((r + 1))
 done
 
-# ---- per round, then the table ----------------------------------------------------
-printf '\n# per round: mean time (us)\n'
-printf '%-6s' round
+# ---- per round, then the tables -------------------------------------------------
+# $TMP/times: one line per launch and op: ROUND TOOL OP MEAN P50
+col() { # tool op field(4 mean, 5 p50): the values over rounds
+    awk -v t="$1" -v o="$2" -v f="$3" '$2 == t && $3 == o { print $f }' "$TMP/times"
+}
+# median over rounds of num/den taken round by round
+paired() { # op field num-tool den-tool
+    awk -v o="$1" -v f="$2" -v a="$3" -v b="$4" '$3 == o { v[$1, $2] = $f; rs[$1] = 1 }
+        END { for (r in rs) if (v[r, b] > 0) printf "%.4f\n", v[r, a] / v[r, b] }' \
+        "$TMP/times" | sort -g | awk '{ v[NR] = $1 } END {
+            if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+div() {
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'
+}
+
+printf '\n# per round: mean/p50 time (us) of each launch\n%-5s' round
 for op in "${OP_LIST[@]}"; do
-    printf ' %14s %14s' "$op/collprof" "$op/plain"
+    for tool in "${TOOLS[@]}"; do
+        printf ' %19s' "$op:$tool"
+    done
 done
 printf '\n'
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
-    printf '%-6s' "$r"
+    printf '%-5s' "$r"
     for op in "${OP_LIST[@]}"; do
-        for tool in collprof plain; do
-            printf ' %14s' "$(awk -v r="$r" -v t="$tool" -v o="$op" '$1 == r && $2 == t && $3 == o { print $4 }' "$TMP/times")"
+        for tool in "${TOOLS[@]}"; do
+            printf ' %19s' "$(awk -v r="$r" -v t="$tool" -v o="$op" \
+                '$1 == r && $2 == t && $3 == o { printf "%.1f/%.1f", $4, $5 }' "$TMP/times")"
         done
     done
     printf '\n'
     r=$((r + 1))
 done
 
-printf '\n%-10s %14s %14s %7s %14s  %s\n' op "collprof(us)" "plain(us)" ratio "paired-ratio" verdict
+printf '\n# median over %s rounds of the per-launch mean; ratio = plain / collprof\n' "$ROUNDS"
+printf '%-10s %14s %14s %7s  %s\n' op "collprof(us)" "plain(us)" ratio verdict
+verdicts=()
 for op in "${OP_LIST[@]}"; do
-    c=$(awk -v o="$op" '$2 == "collprof" && $3 == o { print $4 }' "$TMP/times" | median)
-    p=$(awk -v o="$op" '$2 == "plain" && $3 == o { print $4 }' "$TMP/times" | median)
-    # per-round plain/collprof, median over rounds: less sensitive to slow drift
-    pr=$(awk -v o="$op" '$3 == o { t[$1, $2] = $4; rs[$1] = 1 }
-        END { for (r in rs) if (t[r, "collprof"] > 0) printf "%.4f\n", t[r, "plain"] / t[r, "collprof"] }' \
-        "$TMP/times" | sort -g | awk '{ v[NR] = $1 } END {
-            if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-    ratio=$(awk -v c="$c" -v p="$p" 'BEGIN { printf "%.3f", p / c }')
-    verdict=$(awk -v x="$ratio" 'BEGIN { print (x >= 0.97 ? "PASS" : "WARN") }')
-    printf '%-10s %14s %14s %7s %14s  %s\n' "$op" "$c" "$p" "$ratio" "$pr" "$verdict"
+    c=$(col collprof "$op" 4 | median)
+    p=$(col plain "$op" 4 | median)
+    ratio=$(div "$p" "$c")
+    noise=
+    if [ "$AA" -eq 1 ]; then
+        noise=" (A/A plain2/plain in this run: $(div "$(col plain2 "$op" 4 | median)" "$p"))"
+    fi
+    if awk -v x="$ratio" 'BEGIN { exit !(x >= 0.97) }'; then
+        verdict=PASS
+        verdicts+=("PASS $op: ratio $ratio >= 0.97, collprof's overhead is within noise$noise")
+    else
+        verdict=WARN
+        slower=$(awk -v c="$c" -v p="$p" 'BEGIN { printf "%.1f", (c / p - 1) * 100 }')
+        verdicts+=("WARN $op: ratio $ratio < 0.97, collprof $slower% slower than the plain loop$noise; rerun with more --rounds")
+    fi
+    printf '%-10s %14s %14s %7s  %s\n' "$op" "$c" "$p" "$ratio" "$verdict"
 done
+
+printf '\n# cross-checks: the ratio from the per-launch p50 (robust to bursts of noise\n'
+printf '# inside a launch), the median of the round-by-round ratios (robust to slow drift)'
+if [ "$AA" -eq 1 ]; then
+    printf ',\n# and the A/A ratio plain2 / plain of the means (the noise floor: ideally 1.000)'
+fi
+printf '\n%-10s %13s %13s %9s %12s %12s' op "collprof-p50" "plain-p50" p50-ratio paired-mean paired-p50
+if [ "$AA" -eq 1 ]; then
+    printf ' %9s %11s' "A/A" "A/A-paired"
+fi
 printf '\n'
 for op in "${OP_LIST[@]}"; do
-    c=$(awk -v o="$op" '$2 == "collprof" && $3 == o { print $4 }' "$TMP/times" | median)
-    p=$(awk -v o="$op" '$2 == "plain" && $3 == o { print $4 }' "$TMP/times" | median)
-    awk -v op="$op" -v c="$c" -v p="$p" 'BEGIN {
-        x = p / c
-        if (x >= 0.97) printf "PASS %s: ratio %.3f >= 0.97, collprof overhead within noise\n", op, x
-        else printf "WARN %s: ratio %.3f < 0.97, collprof %.1f%% slower than the plain loop (rerun with more --rounds; the machine is noisy)\n", op, x, (c / p - 1) * 100 }'
+    c=$(col collprof "$op" 5 | median)
+    p=$(col plain "$op" 5 | median)
+    printf '%-10s %13s %13s %9s %12s %12s' "$op" "$c" "$p" "$(div "$p" "$c")" \
+        "$(paired "$op" 4 plain collprof)" "$(paired "$op" 5 plain collprof)"
+    if [ "$AA" -eq 1 ]; then
+        printf ' %9s %11s' "$(div "$(col plain2 "$op" 4 | median)" "$(col plain "$op" 4 | median)")" \
+            "$(paired "$op" 4 plain2 plain)"
+    fi
+    printf '\n'
 done
+printf '\n'
+printf '%s\n' "${verdicts[@]}"
 exit 0

@@ -2,8 +2,9 @@
 # collprof quick start: install what is missing (Debian 12 packages, as
 # root or through sudo), build in ./build, then
 #   contrib/quickstart.sh run [collprof options]   profile 4 self-launched local ranks
-#   contrib/quickstart.sh test                     build with -Werror and run the test suite
-#                                                  (make distcheck: check from a clean tarball)
+#   contrib/quickstart.sh test                     build with -Werror and run the test suite:
+#                                                  make distcheck (check from a clean tarball),
+#                                                  then again under ASan/UBSan (contrib/sanitize.sh)
 # All traffic stays on loopback.
 set -eu
 
@@ -62,6 +63,7 @@ test)
     # POSIX sh has no pipefail: carry make's status out of the pipe in a file
     { rc=0
       make -C build -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror 2>&1 || rc=$?
+      [ "$rc" -eq 0 ] && { sh contrib/sanitize.sh 2>&1 || rc=$?; }
       echo "$rc" >"$log.rc"; } | tee "$log"
     status=$(cat "$log.rc")
     # automake prints "# PASS:  N" per suite; close with one plain line

@@ -143,39 +143,46 @@ static void report_unusable(const cp_plugin_t *plugins, int n, const cp_options_
 }
 
 /* The launcher process of --np N: check everything, then start the ranks. */
-static int run_launcher(int argc, char **argv, cp_options_t *opt)
+static int run_launcher(char **argv, cp_options_t *opt)
 {
     char err[2048];
     cp_plugin_t *plugins = NULL;
-    int nplugins = 0, nonly = 0;
+    int nplugins = 0, nonly = 0, rc;
     char(*only)[64] = only_backends(opt, &nonly);
+    cp_plan_t plan;
+    cp_launch_opts_t lo = {.mode = opt->launch_mode, .verbose = opt->verbose};
+
     if (cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {
         cp_log(CP_LOG_ERROR, "out of memory loading plugins");
         return EXIT_FAILED;
     }
-    cp_plan_t plan;
     if (cp_plan_build(opt, plugins, nplugins, opt->np, &plan, err, sizeof(err)) != 0) {
         cp_log(CP_LOG_ERROR, "%s", err);
-        return EXIT_USAGE;
-    }
-    if (!opt->dry_run && cp_output_dir_check(cp_output_dir(opt), err, sizeof(err)) != 0) {
-        cp_log(CP_LOG_ERROR, "%s", err);
-        return EXIT_USAGE;
+        rc = EXIT_USAGE;
+        goto unload;
     }
     if (opt->dry_run) {
         report_unusable(plugins, nplugins, opt);
         cp_plan_print(&plan, plugins, stdout);
-        return EXIT_OK;
+        rc = EXIT_OK;
+        goto free_plan;
     }
-    cp_launch_opts_t lo = {.mode = opt->launch_mode, .verbose = opt->verbose};
+    if (cp_output_dir_check(cp_output_dir(opt), err, sizeof(err)) != 0) {
+        cp_log(CP_LOG_ERROR, "%s", err);
+        rc = EXIT_USAGE;
+        goto free_plan;
+    }
     for (int i = 0; i < nplugins; i++) {
         if ((plan.plugins_used & (1u << (unsigned)i)) && !strcmp(plugins[i].name, "mpi")) {
             lo.need_mpi = 1;
         }
     }
+    rc = cp_launch_self(opt->np, argv, &lo);
+free_plan:
     cp_plan_free(&plan);
-    (void)argc;
-    return cp_launch_self(opt->np, argv, &lo);
+unload:
+    cp_plugins_unload(plugins, nplugins);
+    return rc;
 }
 
 static int init_backends(cp_plugin_t *plugins, int n, const cp_plan_t *plan, const cp_boot_t *b,
@@ -261,6 +268,8 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
             fprintf(stderr, "collprof: error: %s\n",
                     bad >= 0 ? agreed : "out-of-band exchange failed");
         }
+        cp_plan_free(&plan);
+        cp_plugins_unload(plugins, nplugins);
         cp_boot_finalize(&boot);
         return bad >= 0 && status != EXIT_FAILED ? EXIT_USAGE : EXIT_FAILED;
     }
@@ -272,6 +281,7 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
             cp_plan_print(&plan, plugins, stdout);
         }
         cp_plan_free(&plan);
+        cp_plugins_unload(plugins, nplugins);
         cp_boot_finalize(&boot);
         return EXIT_OK;
     }
@@ -400,7 +410,7 @@ int main(int argc, char **argv)
         }
     } else if (opt.np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL && !cp_boot_have_pmix_env()) {
         cp_log_setup(-1, 0, NULL, opt.verbose);
-        rc = run_launcher(argc, argv, &opt);
+        rc = run_launcher(argv, &opt);
     } else {
         rc = run_rank(argc, argv, &opt);
     }

@@ -199,15 +199,11 @@ static pmix_status_t srv_abort(const pmix_proc_t *proc, void *server_object, int
         cp_log(CP_LOG_ERROR, "rank %d called abort with status %d%s%s", r, status,
                msg != NULL && msg[0] != '\0' ? ": " : "", msg != NULL ? msg : "");
     }
-    for (int i = 0; i < job.nchildren; i++) {
-        if (i != r && job.children[i].alive) {
-            kill(job.children[i].pid, SIGKILL);
-        }
-    }
     pthread_mutex_unlock(&job.lock);
     if (cbfunc != NULL) {
         cbfunc(PMIX_SUCCESS, cbdata);
     }
+    kill(getpid(), SIGCHLD); /* wake the supervision loop */
     return PMIX_SUCCESS;
 }
 
@@ -612,6 +608,18 @@ static void signal_all(int sig)
     pthread_mutex_unlock(&job.lock);
 }
 
+/* SIGKILL every live child but one (the one that asked for it). */
+static void kill_others(int spare)
+{
+    pthread_mutex_lock(&job.lock);
+    for (int i = 0; i < job.nchildren; i++) {
+        if (i != spare && job.children[i].alive) {
+            kill(job.children[i].pid, SIGKILL);
+        }
+    }
+    pthread_mutex_unlock(&job.lock);
+}
+
 static const char *child_name(int i, int mpirun, char *buf, size_t size)
 {
     if (mpirun) {
@@ -701,6 +709,7 @@ static int supervise(const cp_launch_opts_t *opts, int mpirun)
         pthread_mutex_unlock(&job.lock);
         if (aborted && !abort_seen) {
             abort_seen = 1;
+            kill_others(job.abort_rank);
             if (kill_deadline > t + GRACE_S) {
                 kill_deadline = t + GRACE_S;
             }

@@ -127,7 +127,7 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
         }
         if (!found) {
             snprintf(err, errlen,
-                     "unknown variant '%s' for the selected backends and operations (offered: %s; "
+                     "unknown variant '%.64s' for the selected backends and operations (offered: %.700s; "
                      "see collprof --list)",
                      s->variants[v], offered);
             return -1;
