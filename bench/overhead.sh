@@ -262,44 +262,86 @@ cat <<EOF
 #             mean of those; reported: median over rounds of the per-launch means
 # comm:       coll/tuned decision rules (OMPI_MCA_coll_tuned_use_dynamic_rules=1) on an MPI_Comm_dup of MPI_COMM_WORLD
 # GLIBC_TUNABLES: ${GLIBC_TUNABLES:-(not set)}
+# load:       $(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null) before the first launch (other work on the machine swamps the figures)
 # ratio = plain / collprof: >= 0.97 PASS (collprof within 3% of the plain loop), > 1 collprof was faster
 EOF
 
 # ---- the rounds ---------------------------------------------------------------
+# Other work on the machine (a build, someone else's test run) changes every
+# figure 2-5x here.  Per round: busy CPU ticks of the whole machine (/proc/stat)
+# minus the ticks of our own launches (reaped children, in /proc/$$/stat), as a
+# share of the CPUs available during the round.
+busy_ticks() {
+    awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat 2>/dev/null || echo 0
+}
+own_ticks() { # utime stime cutime cstime: fields 14-17, counted after the ")" of comm
+    sed 's/.*) //' "/proc/$$/stat" 2>/dev/null | awk '{ print $12 + $13 + $14 + $15 }' || echo 0
+}
+now_s() {
+    if [ -n "${EPOCHREALTIME:-}" ]; then
+        printf '%s\n' "$EPOCHREALTIME"
+    else
+        date +%s.%N
+    fi
+}
+TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+NCPU=$(nproc 2>/dev/null || echo 1)
+OTHER_MAX=10 # % of the CPUs: above it a round is marked as disturbed
+
 : >"$TMP/times"
+: >"$TMP/other"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
+    b0=$(busy_ticks)
+    o0=$(own_ticks)
+    t0=$(now_s)
     k=0
     while [ "$k" -lt "$NT" ]; do
         run_tool "$r" "${TOOLS[$(((r - 1 + k) % NT))]}"
         k=$((k + 1))
     done
+    b1=$(busy_ticks)
+    o1=$(own_ticks)
+    t1=$(now_s)
+    awk -v r="$r" -v b="$((b1 - b0))" -v o="$((o1 - o0))" -v t0="$t0" -v t1="$t1" -v n="$NCPU" \
+        -v hz="$TCK" 'BEGIN { x = (t1 > t0) ? (b - o) / ((t1 - t0) * n * hz) * 100 : 0
+                             printf "%s %.0f\n", r, (x < 0 ? 0 : x) }' >>"$TMP/other"
     r=$((r + 1))
 done
 
 # ---- per round, then the tables -------------------------------------------------
 # $TMP/times: one line per launch and op: ROUND TOOL OP MEAN P50
-col() { # tool op field(4 mean, 5 p50): the values over rounds
-    awk -v t="$1" -v o="$2" -v f="$3" '$2 == t && $3 == o { print $f }' "$TMP/times"
+# KEEP_ROUNDS: the rounds the tables use (space-separated; empty: all)
+KEEP_ROUNDS=
+col() { # tool op field(4 mean, 5 p50): the values over the kept rounds
+    awk -v t="$1" -v o="$2" -v f="$3" -v keep="$KEEP_ROUNDS" '
+        BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) ok[k[i]] = 1 }
+        $2 == t && $3 == o && (n == 0 || ($1 in ok)) { print $f }' "$TMP/times"
 }
-# median over rounds of num/den taken round by round
+# median over the kept rounds of num/den taken round by round
 paired() { # op field num-tool den-tool
-    awk -v o="$1" -v f="$2" -v a="$3" -v b="$4" '$3 == o { v[$1, $2] = $f; rs[$1] = 1 }
+    awk -v o="$1" -v f="$2" -v a="$3" -v b="$4" -v keep="$KEEP_ROUNDS" '
+        BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) ok[k[i]] = 1 }
+        $3 == o && (n == 0 || ($1 in ok)) { v[$1, $2] = $f; rs[$1] = 1 }
         END { for (r in rs) if (v[r, b] > 0) printf "%.4f\n", v[r, a] / v[r, b] }' \
         "$TMP/times" | sort -g | awk '{ v[NR] = $1 } END {
-            if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+            if (NR == 0) print "nan"; else if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]
+            else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 div() {
-    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f\n", a / b; else print "nan" }'
 }
 
-printf '\n# per round: mean/p50 time (us) of each launch\n%-5s' round
+printf '\n# per round: mean/p50 time (us) of each launch; other: CPU used by other work\n'
+printf '# on the machine during the round, %% of its %s CPUs (* above %s%%: disturbed)\n' \
+    "$NCPU" "$OTHER_MAX"
+printf '%-5s' round
 for op in "${OP_LIST[@]}"; do
     for tool in "${TOOLS[@]}"; do
         printf ' %19s' "$op:$tool"
     done
 done
-printf '\n'
+printf ' %6s\n' other
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
     printf '%-5s' "$r"
@@ -309,7 +351,8 @@ while [ "$r" -le "$ROUNDS" ]; do
                 '$1 == r && $2 == t && $3 == o { printf "%.1f/%.1f", $4, $5 }' "$TMP/times")"
         done
     done
-    printf '\n'
+    printf ' %6s\n' "$(awk -v r="$r" -v m="$OTHER_MAX" '$1 == r { printf "%d%%%s", $2, ($2 > m ? "*" : "") }' \
+        "$TMP/other")"
     r=$((r + 1))
 done
 
@@ -335,27 +378,55 @@ for op in "${OP_LIST[@]}"; do
     printf '%-10s %14s %14s %7s  %s\n' "$op" "$c" "$p" "$ratio" "$verdict"
 done
 
+cross_checks() {
+    printf '%-10s %13s %13s %9s %12s %12s' op "collprof-p50" "plain-p50" p50-ratio paired-mean paired-p50
+    if [ "$AA" -eq 1 ]; then
+        printf ' %9s %11s' "A/A" "A/A-paired"
+    fi
+    printf '\n'
+    for op in "${OP_LIST[@]}"; do
+        c=$(col collprof "$op" 5 | median)
+        p=$(col plain "$op" 5 | median)
+        printf '%-10s %13s %13s %9s %12s %12s' "$op" "$c" "$p" "$(div "$p" "$c")" \
+            "$(paired "$op" 4 plain collprof)" "$(paired "$op" 5 plain collprof)"
+        if [ "$AA" -eq 1 ]; then
+            printf ' %9s %11s' "$(div "$(col plain2 "$op" 4 | median)" "$(col plain "$op" 4 | median)")" \
+                "$(paired "$op" 4 plain2 plain)"
+        fi
+        printf '\n'
+    done
+}
+
 printf '\n# cross-checks: the ratio from the per-launch p50 (robust to bursts of noise\n'
 printf '# inside a launch), the median of the round-by-round ratios (robust to slow drift)'
 if [ "$AA" -eq 1 ]; then
     printf ',\n# and the A/A ratio plain2 / plain of the means (the noise floor: ideally 1.000)'
 fi
-printf '\n%-10s %13s %13s %9s %12s %12s' op "collprof-p50" "plain-p50" p50-ratio paired-mean paired-p50
-if [ "$AA" -eq 1 ]; then
-    printf ' %9s %11s' "A/A" "A/A-paired"
-fi
 printf '\n'
-for op in "${OP_LIST[@]}"; do
-    c=$(col collprof "$op" 5 | median)
-    p=$(col plain "$op" 5 | median)
-    printf '%-10s %13s %13s %9s %12s %12s' "$op" "$c" "$p" "$(div "$p" "$c")" \
-        "$(paired "$op" 4 plain collprof)" "$(paired "$op" 5 plain collprof)"
-    if [ "$AA" -eq 1 ]; then
-        printf ' %9s %11s' "$(div "$(col plain2 "$op" 4 | median)" "$(col plain "$op" 4 | median)")" \
-            "$(paired "$op" 4 plain2 plain)"
+cross_checks
+
+disturbed=$(awk -v m="$OTHER_MAX" '$2 > m { printf "%s%s", s, $1; s = " " }' "$TMP/other")
+if [ -n "$disturbed" ]; then
+    KEEP_ROUNDS=$(awk -v m="$OTHER_MAX" '$2 <= m { printf "%s%s", s, $1; s = " " }' "$TMP/other")
+    nclean=$(printf '%s\n' "$KEEP_ROUNDS" | wc -w)
+    printf '\n# other work used more than %s%% of the CPUs in rounds %s\n' "$OTHER_MAX" "$disturbed"
+    if [ "$nclean" -ge 3 ]; then
+        printf '# the same over the %s undisturbed rounds (%s): medians of the means, then cross-checks\n' \
+            "$nclean" "$KEEP_ROUNDS"
+        printf '%-10s %14s %14s %7s\n' op "collprof(us)" "plain(us)" ratio
+        for op in "${OP_LIST[@]}"; do
+            c=$(col collprof "$op" 4 | median)
+            p=$(col plain "$op" 4 | median)
+            printf '%-10s %14s %14s %7s\n' "$op" "$c" "$p" "$(div "$p" "$c")"
+        done
+        cross_checks
+    else
+        printf '# fewer than 3 undisturbed rounds: the figures above are not worth much\n'
     fi
-    printf '\n'
-done
-printf '\n'
+    verdicts+=("NOTE: other work on the machine disturbed rounds $disturbed; rerun on a quiet machine")
+fi
+
+printf '\n# load after the last launch: %s (ours alone is about %s)\n' \
+    "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)" "$NP"
 printf '%s\n' "${verdicts[@]}"
 exit 0

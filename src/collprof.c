@@ -337,7 +337,9 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
                 exit_status = EXIT_FAILED;
             }
             if (sum != NULL) {
-                cp_summary_cell(sum, c, &res);
+                collprof_result_row_t row;
+                cp_result_row(&plugins[c->plugin], c, &res, i, &row);
+                cp_summary_cell(sum, &row, &res);
             }
             cp_result_free(&res);
         }

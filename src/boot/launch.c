@@ -3,13 +3,21 @@
 /*
  * Self-launch: collprof --np N starts N local ranks of itself.
  *
- * Embedded mode runs a PMIx server inside this process (libpmix server API),
- * registers one namespace with the job-level and per-proc data that PMIx
- * clients and Open MPI's direct-launch path (ess/pmi) read, then forks and
- * execs /proc/self/exe once per rank.  MPIRUN mode re-execs the same command
- * line under mpirun instead.  Both modes share the supervision loop: reap
- * children, forward SIGINT/SIGTERM, kill the survivors when a rank fails, and
- * honour the job timeout.
+ * Embedded mode: a helper process runs a PMIx server (libpmix server API)
+ * and registers one namespace with the job-level and per-proc data that
+ * PMIx clients and Open MPI's direct-launch path (ess/pmi) read; for each
+ * rank it sends the client environment (PMIx_server_setup_fork) back to
+ * the launcher, which forks and execs /proc/self/exe.  The server lives in
+ * its own process because libpmix 4.2.2's server crashes or deadlocks when
+ * several clients die at once inside a pending fence (an abort, a timeout,
+ * Ctrl-C): the launcher must survive that to report the job's status and
+ * clean up.  The launcher itself never calls PMIx and has a single thread.
+ *
+ * MPIRUN mode re-execs the same command line under mpirun instead.
+ *
+ * Both modes share the supervision loop: reap children, forward SIGINT,
+ * SIGTERM and SIGHUP, kill the survivors when a rank fails, and honour the
+ * job timeout.
  */
 
 #include "boot/boot.h"
@@ -23,6 +31,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -47,45 +57,26 @@ extern char **environ;
 #define GRACE_S 5.0
 /* Once the job is failing, a further exit shortens the wait to this. */
 #define GRACE_SHORT_S 1.0
-/* After a forwarded SIGINT/SIGTERM or a timeout, SIGKILL follows after this. */
+/* After a forwarded SIGINT/SIGTERM/SIGHUP or a timeout, SIGKILL follows after this. */
 #define SIGNAL_GRACE_S 3.0
+/* How long the server process may take to finalize after a clean job. */
+#define SERVER_EXIT_S 2.0
+/* How long the server process may take to hand out the first rank's environment. */
+#define SERVER_START_S 30.0
 /* Exit status reported when the job ran past opts->timeout_s (as timeout(1)). */
 #define TIMEOUT_STATUS 124
+/* Longest abort message passed on. */
+#define ABORT_MSG_MAX 1024
 
-/* One supervised child: a rank (embedded mode) or mpirun (MPIRUN mode). */
-typedef struct child {
-    pid_t pid; /* 0 when never started */
-    int alive;
-    int connected; /* PMIx_Init reached the server */
-    int finalized; /* PMIx_Finalize reached the server */
-    int status;    /* exit status as a shell reports it, once dead */
-} child_t;
+/* Frames from the server process to the launcher. */
+enum { MSG_ENV = 1, MSG_CONNECTED, MSG_FINALIZED, MSG_ABORT };
 
-/*
- * State shared between the supervising thread and PMIx's progress thread
- * (where the server module callbacks run).  Everything below is guarded by
- * lock.
- */
-typedef struct job {
-    pthread_mutex_t lock;
-    child_t *children;
-    int nchildren;
-    int aborted; /* a client called PMIx_Abort */
-    int abort_rank;
-    int abort_status;
-    int nconnected;
-    int fence_upcalls; /* fence_nb calls (diagnostic) */
-} job_t;
-
-static job_t job = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* Completion of a non-blocking PMIx server call. */
-typedef struct op_wait {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done;
-    pmix_status_t status;
-} op_wait_t;
+typedef struct msg_hdr {
+    int32_t type;
+    int32_t rank;
+    int32_t status;
+    uint32_t len; /* payload bytes that follow */
+} msg_hdr_t;
 
 static double now_s(void)
 {
@@ -94,150 +85,38 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void op_wait_init(op_wait_t *w)
+static int write_all(int fd, const void *buf, size_t len)
 {
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, NULL);
-    w->done = 0;
-    w->status = PMIX_SUCCESS;
-}
-
-static void op_wait_destroy(op_wait_t *w)
-{
-    pthread_cond_destroy(&w->cond);
-    pthread_mutex_destroy(&w->lock);
-}
-
-static void op_done_cb(pmix_status_t status, void *cbdata)
-{
-    op_wait_t *w = cbdata;
-    pthread_mutex_lock(&w->lock);
-    w->status = status;
-    w->done = 1;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-}
-
-/* rc is what the non-blocking call returned; wait for its callback if one comes. */
-static pmix_status_t op_wait_result(op_wait_t *w, pmix_status_t rc)
-{
-    if (rc == PMIX_OPERATION_SUCCEEDED) {
-        return PMIX_SUCCESS;
-    }
-    if (rc != PMIX_SUCCESS) {
-        return rc;
-    }
-    pthread_mutex_lock(&w->lock);
-    while (!w->done) {
-        pthread_cond_wait(&w->cond, &w->lock);
-    }
-    rc = w->status;
-    pthread_mutex_unlock(&w->lock);
-    return rc;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Server module: runs on PMIx's progress thread.                          */
-
-static int rank_of(const pmix_proc_t *proc)
-{
-    if (proc == NULL || proc->rank >= (pmix_rank_t)job.nchildren) {
-        return -1;
-    }
-    return (int)proc->rank;
-}
-
-static pmix_status_t srv_client_connected(const pmix_proc_t *proc, void *server_object,
-                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-    (void)server_object;
-    pthread_mutex_lock(&job.lock);
-    int r = rank_of(proc);
-    if (r >= 0 && !job.children[r].connected) {
-        job.children[r].connected = 1;
-        job.nconnected++;
-    }
-    pthread_mutex_unlock(&job.lock);
-    if (cbfunc != NULL) {
-        cbfunc(PMIX_SUCCESS, cbdata);
-    }
-    return PMIX_SUCCESS;
-}
-
-static pmix_status_t srv_client_finalized(const pmix_proc_t *proc, void *server_object,
-                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-    (void)server_object;
-    pthread_mutex_lock(&job.lock);
-    int r = rank_of(proc);
-    if (r >= 0) {
-        job.children[r].finalized = 1;
-    }
-    pthread_mutex_unlock(&job.lock);
-    if (cbfunc != NULL) {
-        cbfunc(PMIX_SUCCESS, cbdata);
-    }
-    return PMIX_SUCCESS;
-}
-
-static pmix_status_t srv_abort(const pmix_proc_t *proc, void *server_object, int status,
-                               const char msg[], pmix_proc_t procs[], size_t nprocs,
-                               pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-    (void)server_object;
-    (void)procs;
-    (void)nprocs;
-    /* Whatever subset the client names, the job cannot go on without it:
-     * kill every other rank now; the caller exits by itself once released
-     * (the supervision loop kills it after a grace period otherwise). */
-    pthread_mutex_lock(&job.lock);
-    int r = rank_of(proc);
-    if (!job.aborted) {
-        job.aborted = 1;
-        job.abort_rank = r;
-        job.abort_status = status;
-        cp_log(CP_LOG_ERROR, "rank %d called abort with status %d%s%s", r, status,
-               msg != NULL && msg[0] != '\0' ? ": " : "", msg != NULL ? msg : "");
-    }
-    pthread_mutex_unlock(&job.lock);
-    if (cbfunc != NULL) {
-        cbfunc(PMIX_SUCCESS, cbdata);
-    }
-    kill(getpid(), SIGCHLD); /* wake the supervision loop */
-    return PMIX_SUCCESS;
-}
-
-static void release_copy(void *cbdata)
-{
-    free(cbdata);
-}
-
-/* Every participant is local, so the local contribution is the whole
- * collective: hand it straight back. */
-static pmix_status_t srv_fence_nb(const pmix_proc_t procs[], size_t nprocs,
-                                  const pmix_info_t info[], size_t ninfo, char *data,
-                                  size_t ndata, pmix_modex_cbfunc_t cbfunc, void *cbdata)
-{
-    (void)procs;
-    (void)nprocs;
-    (void)info;
-    (void)ninfo;
-    pthread_mutex_lock(&job.lock);
-    job.fence_upcalls++;
-    pthread_mutex_unlock(&job.lock);
-    if (cbfunc == NULL) {
-        return PMIX_SUCCESS;
-    }
-    char *copy = NULL;
-    if (ndata > 0) {
-        copy = malloc(ndata);
-        if (copy == NULL) {
-            return PMIX_ERR_NOMEM;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
         }
-        memcpy(copy, data, ndata);
+        if (n <= 0) {
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
     }
-    cbfunc(PMIX_SUCCESS, copy, ndata, cbdata, release_copy, copy);
-    return PMIX_SUCCESS;
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = read(fd, p, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -316,8 +195,7 @@ static char **env_clone(void)
     int under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") != NULL || launched != NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (env_is_stale_pmix(environ[i]) ||
-            (under_mpirun && env_is_stale_mpirun(environ[i]))) {
+        if (env_is_stale_pmix(environ[i]) || (under_mpirun && env_is_stale_mpirun(environ[i]))) {
             continue;
         }
         env[k] = strdup(environ[i]);
@@ -364,6 +242,22 @@ static int env_set(char ***envp, const char *name, const char *value, int overwr
     grown[n + 1] = NULL;
     *envp = grown;
     return 0;
+}
+
+/* Set a "NAME=value" entry, replacing any NAME. */
+static int env_put(char ***envp, const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    if (eq == NULL || eq == entry) {
+        return 0; /* not a variable: ignore */
+    }
+    char *name = strndup(entry, (size_t)(eq - entry));
+    if (name == NULL) {
+        return -1;
+    }
+    int rc = env_set(envp, name, eq + 1, 1);
+    free(name);
+    return rc;
 }
 
 /* A copy of a NULL-terminated environment array. */
@@ -465,8 +359,7 @@ static int make_tmp_dir(char *dir, size_t size)
         base = "/tmp";
     }
     if (make_private_dir(base, dir, size) != 0) {
-        cp_log(CP_LOG_ERROR, "cannot create a private directory in %s: %s", base,
-               strerror(errno));
+        cp_log(CP_LOG_ERROR, "cannot create a private directory in %s: %s", base, strerror(errno));
         return -1;
     }
     return 0;
@@ -509,262 +402,7 @@ static int find_in_path(const char *name, char *out, size_t size)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Children: fork/exec and supervision. */
-
-typedef struct sigstate {
-    sigset_t oldmask;
-    struct sigaction oldpipe;
-} sigstate_t;
-
-/* Block the signals the supervision loop waits for, before PMIx starts its
- * threads (they inherit the mask, so the signals come to us). */
-static void signals_take(sigstate_t *ss)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, &ss->oldmask);
-    struct sigaction ign;
-    memset(&ign, 0, sizeof(ign));
-    ign.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ign, &ss->oldpipe);
-}
-
-static void signals_restore(const sigstate_t *ss)
-{
-    /* drop what is still pending so restoring the mask does not deliver it */
-    sigset_t pend;
-    sigpending(&pend);
-    if (sigismember(&pend, SIGCHLD)) {
-        struct timespec zero = {0, 0};
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, SIGCHLD);
-        sigtimedwait(&one, NULL, &zero);
-    }
-    sigaction(SIGPIPE, &ss->oldpipe, NULL);
-    pthread_sigmask(SIG_SETMASK, &ss->oldmask, NULL);
-}
-
-/*
- * Fork and exec; the child runs async-signal-safe calls only (the parent
- * has threads).  Returns the pid or -1.
- */
-static pid_t spawn(const char *path, char *const argv[], char *const envp[],
-                   const sigstate_t *ss, int deathsig)
-{
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0) {
-        return pid;
-    }
-    /* child */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGPIPE, &dfl, NULL);
-    sigaction(SIGCHLD, &dfl, NULL);
-    sigaction(SIGINT, &dfl, NULL);
-    sigaction(SIGTERM, &dfl, NULL);
-    sigaction(SIGHUP, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    (void)ss;
-    /* no orphans if the launcher is killed outright */
-    prctl(PR_SET_PDEATHSIG, deathsig);
-    if (getppid() != parent) {
-        _exit(127);
-    }
-    execve(path, argv, envp);
-    static const char msg[] = "collprof: error: exec failed in a launched rank\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)w;
-    _exit(127);
-}
-
-static int decode_status(int wstatus)
-{
-    if (WIFEXITED(wstatus)) {
-        return WEXITSTATUS(wstatus);
-    }
-    if (WIFSIGNALED(wstatus)) {
-        return 128 + WTERMSIG(wstatus);
-    }
-    return 1;
-}
-
-static void signal_all(int sig)
-{
-    pthread_mutex_lock(&job.lock);
-    for (int i = 0; i < job.nchildren; i++) {
-        if (job.children[i].alive) {
-            kill(job.children[i].pid, sig);
-        }
-    }
-    pthread_mutex_unlock(&job.lock);
-}
-
-/* SIGKILL every live child but one (the one that asked for it). */
-static void kill_others(int spare)
-{
-    pthread_mutex_lock(&job.lock);
-    for (int i = 0; i < job.nchildren; i++) {
-        if (i != spare && job.children[i].alive) {
-            kill(job.children[i].pid, SIGKILL);
-        }
-    }
-    pthread_mutex_unlock(&job.lock);
-}
-
-static const char *child_name(int i, int mpirun, char *buf, size_t size)
-{
-    if (mpirun) {
-        snprintf(buf, size, "mpirun");
-    } else {
-        snprintf(buf, size, "rank %d", i);
-    }
-    return buf;
-}
-
-/*
- * Wait for every child.  Returns the job's exit status: 0, the first
- * failure, the abort status, or TIMEOUT_STATUS.
- */
-static int supervise(const cp_launch_opts_t *opts, int mpirun)
-{
-    const double start = now_s();
-    const double never = 1e300;
-    double job_deadline = opts->timeout_s > 0 ? start + opts->timeout_s : never;
-    double kill_deadline = never;
-    int result = 0, failed = 0, timed_out = 0, abort_seen = 0, warned_nofin = 0;
-    int nalive = job.nchildren;
-    char name[32];
-
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-
-    while (nalive > 0) {
-        /* reap */
-        for (int i = 0; i < job.nchildren; i++) {
-            child_t *c = &job.children[i];
-            int wstatus;
-            if (!c->alive || waitpid(c->pid, &wstatus, WNOHANG) != c->pid) {
-                continue;
-            }
-            pthread_mutex_lock(&job.lock);
-            c->alive = 0;
-            c->status = decode_status(wstatus);
-            int nofin = c->connected && !c->finalized;
-            int aborter = job.aborted && job.abort_rank == i;
-            pthread_mutex_unlock(&job.lock);
-            nalive--;
-            double t = now_s();
-            if (c->status != 0) {
-                if (!failed) {
-                    failed = 1;
-                    result = c->status;
-                    if (WIFSIGNALED(wstatus)) {
-                        cp_log(CP_LOG_ERROR, "%s (pid %d) was killed by signal %d (%s)",
-                               child_name(i, mpirun, name, sizeof(name)), (int)c->pid,
-                               WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
-                    } else if (!aborter) {
-                        cp_log(CP_LOG_ERROR, "%s (pid %d) exited with status %d",
-                               child_name(i, mpirun, name, sizeof(name)), (int)c->pid,
-                               c->status);
-                    }
-                    if (kill_deadline > t + GRACE_S) {
-                        kill_deadline = t + GRACE_S;
-                    }
-                } else if (kill_deadline > t + GRACE_SHORT_S) {
-                    kill_deadline = t + GRACE_SHORT_S;
-                }
-            } else if (nofin && !mpirun) {
-                /* its peers may be waiting for it in a collective */
-                if (!warned_nofin) {
-                    warned_nofin = 1;
-                    cp_log(CP_LOG_WARN, "rank %d exited without calling PMIx_Finalize", i);
-                }
-                if (kill_deadline > t + GRACE_S) {
-                    kill_deadline = t + GRACE_S;
-                }
-            } else if (failed && kill_deadline > t + GRACE_SHORT_S) {
-                kill_deadline = t + GRACE_SHORT_S;
-            }
-        }
-        if (nalive == 0) {
-            break;
-        }
-
-        double t = now_s();
-        pthread_mutex_lock(&job.lock);
-        int aborted = job.aborted;
-        pthread_mutex_unlock(&job.lock);
-        if (aborted && !abort_seen) {
-            abort_seen = 1;
-            kill_others(job.abort_rank);
-            if (kill_deadline > t + GRACE_S) {
-                kill_deadline = t + GRACE_S;
-            }
-        }
-        if (t >= job_deadline) {
-            cp_log(CP_LOG_ERROR, "job timed out after %.1f s; terminating it", opts->timeout_s);
-            timed_out = 1;
-            job_deadline = never;
-            signal_all(SIGTERM);
-            if (kill_deadline > t + SIGNAL_GRACE_S) {
-                kill_deadline = t + SIGNAL_GRACE_S;
-            }
-        }
-        if (t >= kill_deadline) {
-            cp_log(CP_LOG_WARN, "killing %d remaining %s", nalive,
-                   mpirun ? "mpirun process" : nalive == 1 ? "rank" : "ranks");
-            signal_all(SIGKILL);
-            kill_deadline = t + 1.0; /* repeat until they are gone */
-        }
-
-        double wake = kill_deadline < job_deadline ? kill_deadline : job_deadline;
-        double wait = wake - t;
-        if (wait > 0.25) {
-            wait = 0.25; /* also polls the abort flag */
-        }
-        if (wait < 0.001) {
-            wait = 0.001;
-        }
-        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-        siginfo_t si;
-        int sig = sigtimedwait(&set, &si, &ts);
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-            cp_log(CP_LOG_WARN, "caught signal %d (%s); forwarding it to the %s", sig,
-                   strsignal(sig), mpirun ? "mpirun process" : "ranks");
-            signal_all(sig);
-            t = now_s();
-            if (kill_deadline > t + SIGNAL_GRACE_S) {
-                kill_deadline = t + SIGNAL_GRACE_S;
-            }
-        }
-    }
-
-    if (timed_out) {
-        return TIMEOUT_STATUS;
-    }
-    pthread_mutex_lock(&job.lock);
-    if (job.aborted) {
-        result = job.abort_status != 0 ? job.abort_status : 1;
-    }
-    pthread_mutex_unlock(&job.lock);
-    return result;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Embedded PMIx server. */
+/* Job data for the namespace. */
 
 static int info_add(void *list, const char *key, const void *value, pmix_data_type_t type)
 {
@@ -811,7 +449,8 @@ static int build_job_info(const char *nspace, int np, const char *host, pmix_dat
     uint32_t unp = (uint32_t)np, zero32 = 0, one32 = 1;
     pmix_rank_t rank0 = 0;
     bool no = false;
-    if (info_add(list, PMIX_UNIV_SIZE, &unp, PMIX_UINT32) || info_add(list, PMIX_JOB_SIZE, &unp, PMIX_UINT32) ||
+    if (info_add(list, PMIX_UNIV_SIZE, &unp, PMIX_UINT32) ||
+        info_add(list, PMIX_JOB_SIZE, &unp, PMIX_UINT32) ||
         info_add(list, PMIX_MAX_PROCS, &unp, PMIX_UINT32) ||
         info_add(list, PMIX_LOCAL_SIZE, &unp, PMIX_UINT32) ||
         info_add(list, PMIX_NODE_SIZE, &unp, PMIX_UINT32) ||
@@ -877,6 +516,159 @@ free_list:
     return ret;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The server process.  Module callbacks run on PMIx's progress thread. */
+
+typedef struct server {
+    int evfd; /* frames to the launcher */
+    int np;
+    pthread_mutex_t wlock; /* one frame at a time: the main and progress threads both send */
+} server_t;
+
+static server_t server = {.evfd = -1, .wlock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Completion of a non-blocking PMIx server call. */
+typedef struct op_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+    pmix_status_t status;
+} op_wait_t;
+
+static void op_wait_init(op_wait_t *w)
+{
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    w->done = 0;
+    w->status = PMIX_SUCCESS;
+}
+
+static void op_wait_destroy(op_wait_t *w)
+{
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+}
+
+static void op_done_cb(pmix_status_t status, void *cbdata)
+{
+    op_wait_t *w = cbdata;
+    pthread_mutex_lock(&w->lock);
+    w->status = status;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* rc is what the non-blocking call returned; wait for its callback if one comes. */
+static pmix_status_t op_wait_result(op_wait_t *w, pmix_status_t rc)
+{
+    if (rc == PMIX_OPERATION_SUCCEEDED) {
+        return PMIX_SUCCESS;
+    }
+    if (rc != PMIX_SUCCESS) {
+        return rc;
+    }
+    pthread_mutex_lock(&w->lock);
+    while (!w->done) {
+        pthread_cond_wait(&w->cond, &w->lock);
+    }
+    rc = w->status;
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
+static void server_send(int type, int rank, int status, const void *payload, size_t len)
+{
+    msg_hdr_t h = {.type = type, .rank = rank, .status = status, .len = (uint32_t)len};
+    pthread_mutex_lock(&server.wlock);
+    /* a failed write means the launcher is gone: nothing left to tell */
+    if (write_all(server.evfd, &h, sizeof(h)) == 0 && len > 0) {
+        (void)write_all(server.evfd, payload, len);
+    }
+    pthread_mutex_unlock(&server.wlock);
+}
+
+static int rank_of(const pmix_proc_t *proc)
+{
+    if (proc == NULL || proc->rank >= (pmix_rank_t)server.np) {
+        return -1;
+    }
+    return (int)proc->rank;
+}
+
+static pmix_status_t srv_client_connected(const pmix_proc_t *proc, void *server_object,
+                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)server_object;
+    server_send(MSG_CONNECTED, rank_of(proc), 0, NULL, 0);
+    if (cbfunc != NULL) {
+        cbfunc(PMIX_SUCCESS, cbdata);
+    }
+    return PMIX_SUCCESS;
+}
+
+/* Runs before the client's PMIx_Finalize returns, so the launcher hears of
+ * it before the client can exit. */
+static pmix_status_t srv_client_finalized(const pmix_proc_t *proc, void *server_object,
+                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)server_object;
+    server_send(MSG_FINALIZED, rank_of(proc), 0, NULL, 0);
+    if (cbfunc != NULL) {
+        cbfunc(PMIX_SUCCESS, cbdata);
+    }
+    return PMIX_SUCCESS;
+}
+
+/* Whatever subset the client names, the job cannot go on without it: the
+ * launcher kills every other rank and reports the status; the caller is
+ * released and exits by itself. */
+static pmix_status_t srv_abort(const pmix_proc_t *proc, void *server_object, int status,
+                               const char msg[], pmix_proc_t procs[], size_t nprocs,
+                               pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)server_object;
+    (void)procs;
+    (void)nprocs;
+    size_t len = msg != NULL ? strnlen(msg, ABORT_MSG_MAX) : 0;
+    server_send(MSG_ABORT, rank_of(proc), status, msg, len);
+    if (cbfunc != NULL) {
+        cbfunc(PMIX_SUCCESS, cbdata);
+    }
+    return PMIX_SUCCESS;
+}
+
+static void release_copy(void *cbdata)
+{
+    free(cbdata);
+}
+
+/* Every participant is local, so the local contribution is the whole
+ * collective: hand it straight back.  (libpmix 4.2.2 completes all-local
+ * fences itself and never calls this; other versions may.) */
+static pmix_status_t srv_fence_nb(const pmix_proc_t procs[], size_t nprocs,
+                                  const pmix_info_t info[], size_t ninfo, char *data, size_t ndata,
+                                  pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)procs;
+    (void)nprocs;
+    (void)info;
+    (void)ninfo;
+    if (cbfunc == NULL) {
+        return PMIX_SUCCESS;
+    }
+    char *copy = NULL;
+    if (ndata > 0) {
+        copy = malloc(ndata);
+        if (copy == NULL) {
+            return PMIX_ERR_NOMEM;
+        }
+        memcpy(copy, data, ndata);
+    }
+    cbfunc(PMIX_SUCCESS, copy, ndata, cbdata, release_copy, copy);
+    return PMIX_SUCCESS;
+}
+
 static int server_start(const char *dir)
 {
     static pmix_server_module_t module;
@@ -922,77 +714,587 @@ static int register_nspace(const char *nspace, int np, const char *host)
     return 0;
 }
 
-static int register_client(const pmix_proc_t *proc)
-{
-    op_wait_t w;
-    op_wait_init(&w);
-    pmix_status_t rc =
-        PMIx_server_register_client(proc, geteuid(), getegid(), NULL, op_done_cb, &w);
-    rc = op_wait_result(&w, rc);
-    op_wait_destroy(&w);
-    if (rc != PMIX_SUCCESS) {
-        cp_log(CP_LOG_ERROR, "PMIx_server_register_client(rank %u) failed: %s",
-               (unsigned)proc->rank, PMIx_Error_string(rc));
-        return -1;
-    }
-    return 0;
-}
-
-static void deregister_nspace(const char *nspace)
-{
-    op_wait_t w;
-    op_wait_init(&w);
-    pmix_nspace_t ns;
-    PMIX_LOAD_NSPACE(ns, nspace);
-    PMIx_server_deregister_nspace(ns, op_done_cb, &w);
-    (void)op_wait_result(&w, PMIX_SUCCESS);
-    op_wait_destroy(&w);
-}
-
-/* Register rank r with the server and fork it with base_env plus the
- * server's client variables. */
-static int start_rank(int r, const char *nspace, const char *exe, char **argv,
-                      char *const *base_env, const sigstate_t *ss)
+/* Register rank r and send its client environment to the launcher. */
+static int register_rank(const char *nspace, int r)
 {
     pmix_proc_t proc;
     PMIX_PROC_LOAD(&proc, nspace, (pmix_rank_t)r);
-    if (register_client(&proc) != 0) {
+    op_wait_t w;
+    op_wait_init(&w);
+    pmix_status_t rc =
+        PMIx_server_register_client(&proc, geteuid(), getegid(), NULL, op_done_cb, &w);
+    rc = op_wait_result(&w, rc);
+    op_wait_destroy(&w);
+    if (rc != PMIX_SUCCESS) {
+        cp_log(CP_LOG_ERROR, "PMIx_server_register_client(rank %d) failed: %s", r,
+               PMIx_Error_string(rc));
         return -1;
     }
-    char **env = env_dup(base_env);
+    char **env = calloc(1, sizeof(*env));
     if (env == NULL) {
-        cp_log(CP_LOG_ERROR, "out of memory building the environment of rank %d", r);
         return -1;
     }
-    pmix_status_t rc = PMIx_server_setup_fork(&proc, &env);
+    rc = PMIx_server_setup_fork(&proc, &env);
     if (rc != PMIX_SUCCESS) {
         cp_log(CP_LOG_ERROR, "PMIx_server_setup_fork(rank %d) failed: %s", r,
                PMIx_Error_string(rc));
         env_free(env);
         return -1;
     }
-    pthread_mutex_lock(&job.lock);
-    pid_t pid = spawn(exe, argv, env, ss, SIGKILL);
-    if (pid > 0) {
-        job.children[r].pid = pid;
-        job.children[r].alive = 1;
+    /* payload: the "NAME=value" strings, each with its NUL */
+    size_t len = 0;
+    for (char **e = env; *e != NULL; e++) {
+        len += strlen(*e) + 1;
     }
-    pthread_mutex_unlock(&job.lock);
-    int err = errno;
+    char *payload = malloc(len + 1);
+    if (payload == NULL) {
+        env_free(env);
+        return -1;
+    }
+    size_t off = 0;
+    for (char **e = env; *e != NULL; e++) {
+        size_t n = strlen(*e) + 1;
+        memcpy(payload + off, *e, n);
+        off += n;
+    }
+    server_send(MSG_ENV, r, 0, payload, len);
+    free(payload);
     env_free(env);
-    if (pid < 0) {
-        cp_log(CP_LOG_ERROR, "fork for rank %d failed: %s", r, strerror(err));
+    return 0;
+}
+
+/* Our server must not see the variables of an enclosing PMIx job. */
+static void scrub_own_env(void)
+{
+    for (;;) {
+        char name[256] = "";
+        for (char **e = environ; *e != NULL; e++) {
+            if (env_is_stale_pmix(*e)) {
+                size_t n = strcspn(*e, "=");
+                if (n < sizeof(name)) {
+                    memcpy(name, *e, n);
+                    name[n] = '\0';
+                    break;
+                }
+            }
+        }
+        if (name[0] == '\0' || unsetenv(name) != 0) {
+            return;
+        }
+    }
+}
+
+/*
+ * The server process: serve the namespace until the launcher closes cmdfd
+ * (or dies).  Ignores the signals the launcher forwards to the ranks: ranks
+ * that shut down in an orderly way may still need it.
+ */
+static void server_main(pid_t launcher, int np, const char *nspace, const char *host,
+                        const char *dir, int evfd, int cmdfd) __attribute__((noreturn));
+static void server_main(pid_t launcher, int np, const char *nspace, const char *host,
+                        const char *dir, int evfd, int cmdfd)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL); /* writes to dead clients */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) {
+        _exit(1);
+    }
+    scrub_own_env();
+
+    server.evfd = evfd;
+    server.np = np;
+    if (server_start(dir) != 0) {
+        _exit(1);
+    }
+    if (register_nspace(nspace, np, host) != 0) {
+        PMIx_server_finalize();
+        _exit(1);
+    }
+    for (int r = 0; r < np; r++) {
+        if (register_rank(nspace, r) != 0) {
+            PMIx_server_finalize();
+            _exit(1);
+        }
+    }
+    for (;;) {
+        char c;
+        ssize_t n = read(cmdfd, &c, 1);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break; /* EOF: the job is over */
+        }
+    }
+    PMIx_server_finalize();
+    _exit(0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The launcher: fork/exec and supervision (one thread, no PMIx). */
+
+/* One supervised child: a rank (embedded mode) or mpirun (MPIRUN mode). */
+typedef struct child {
+    pid_t pid; /* 0 when never started */
+    int alive;
+    int connected; /* PMIx_Init reached the server */
+    int finalized; /* PMIx_Finalize reached the server */
+    int status;    /* exit status as a shell reports it, once dead */
+} child_t;
+
+typedef struct job {
+    const cp_launch_opts_t *opts;
+    int mpirun; /* the one child is mpirun */
+    int np;
+    child_t *children;
+    int nstarted; /* ranks handled so far (started or skipped) */
+    int nalive;
+    int stop_starting;
+    /* what the ranks run */
+    const char *exe;
+    char **argv;
+    char **base_env;
+    /* launcher plumbing */
+    sigset_t oldmask;
+    struct sigaction oldchld;
+    int sigfd;
+    /* server process */
+    pid_t server_pid; /* 0 when none or reaped */
+    int evfd;         /* frames from it, -1 once closed */
+    int cmdfd;        /* closing it ends the server, -1 once closed */
+    /* outcome */
+    int failed;
+    int result;
+    int aborted;
+    int abort_rank;
+    int abort_status;
+    int timed_out;
+    int warned_nofin;
+    double kill_deadline;
+    double job_deadline;
+} job_t;
+
+#define NEVER 1e300
+
+/* Block the signals the loop takes through a signalfd. */
+static int signals_take(job_t *job)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    /* waitpid needs SIGCHLD not to be ignored */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &dfl, &job->oldchld);
+    sigprocmask(SIG_BLOCK, &set, &job->oldmask);
+    job->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (job->sigfd < 0) {
+        cp_log(CP_LOG_ERROR, "signalfd: %s", strerror(errno));
+        sigprocmask(SIG_SETMASK, &job->oldmask, NULL);
+        sigaction(SIGCHLD, &job->oldchld, NULL);
         return -1;
     }
     return 0;
 }
 
+static void signals_restore(job_t *job)
+{
+    close(job->sigfd);
+    job->sigfd = -1;
+    /* drop a pending SIGCHLD so restoring the mask does not deliver it */
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, SIGCHLD);
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&one, NULL, &zero) > 0) {
+    }
+    sigprocmask(SIG_SETMASK, &job->oldmask, NULL);
+    sigaction(SIGCHLD, &job->oldchld, NULL);
+}
+
+/*
+ * Fork and exec (async-signal-safe calls only in the child).  The child
+ * gets default signal handling, the caller's original mask, and dies with
+ * deathsig when the launcher dies.  Returns the pid or -1.
+ */
+static pid_t spawn(const char *path, char *const argv[], char *const envp[], const sigset_t *mask,
+                   int deathsig)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0) {
+        return pid;
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigaction(SIGCHLD, &dfl, NULL);
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGHUP, &dfl, NULL);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    prctl(PR_SET_PDEATHSIG, deathsig);
+    if (getppid() != parent) {
+        _exit(127);
+    }
+    execve(path, argv, envp);
+    static const char msg[] = "collprof: error: exec failed for a launched process\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)w;
+    _exit(127);
+}
+
+static int decode_status(int wstatus)
+{
+    if (WIFEXITED(wstatus)) {
+        return WEXITSTATUS(wstatus);
+    }
+    if (WIFSIGNALED(wstatus)) {
+        return 128 + WTERMSIG(wstatus);
+    }
+    return 1;
+}
+
+/* Send sig to every live child but spare (-1: none spared). */
+static void signal_children(job_t *job, int sig, int spare)
+{
+    for (int i = 0; i < job->nstarted; i++) {
+        if (i != spare && job->children[i].alive) {
+            kill(job->children[i].pid, sig);
+        }
+    }
+}
+
+static void arm_kill(job_t *job, double in_s)
+{
+    double t = now_s() + in_s;
+    if (job->kill_deadline > t) {
+        job->kill_deadline = t;
+    }
+}
+
+static const char *child_name(const job_t *job, int i, char *buf, size_t size)
+{
+    if (job->mpirun) {
+        snprintf(buf, size, "mpirun");
+    } else {
+        snprintf(buf, size, "rank %d", i);
+    }
+    return buf;
+}
+
+/* Start rank r with the base environment plus the server's variables. */
+static void start_rank(job_t *job, int r, const char *vars, size_t len)
+{
+    char **env = env_dup(job->base_env);
+    int bad = env == NULL;
+    for (size_t off = 0; !bad && off < len; off += strlen(vars + off) + 1) {
+        bad = env_put(&env, vars + off) != 0;
+    }
+    if (bad) {
+        cp_log(CP_LOG_ERROR, "out of memory building the environment of rank %d", r);
+    } else {
+        pid_t pid = spawn(job->exe, job->argv, env, &job->oldmask, SIGKILL);
+        if (pid > 0) {
+            job->children[r].pid = pid;
+            job->children[r].alive = 1;
+            job->nalive++;
+        } else {
+            cp_log(CP_LOG_ERROR, "fork for rank %d failed: %s", r, strerror(errno));
+            bad = 1;
+        }
+    }
+    env_free(env);
+    if (bad && !job->failed) {
+        job->failed = 1;
+        job->result = 1;
+        job->stop_starting = 1;
+        arm_kill(job, 0);
+    }
+}
+
+static void on_abort(job_t *job, int rank, int status, const char *msg)
+{
+    if (job->aborted) {
+        return;
+    }
+    job->aborted = 1;
+    job->abort_rank = rank;
+    job->abort_status = status;
+    job->stop_starting = 1;
+    cp_log(CP_LOG_ERROR, "rank %d called abort with status %d%s%s", rank, status,
+           msg[0] != '\0' ? ": " : "", msg);
+    signal_children(job, SIGKILL, rank);
+    arm_kill(job, GRACE_S);
+}
+
+/* Read and act on one frame; -1 when the server process has gone. */
+static int handle_frame(job_t *job)
+{
+    msg_hdr_t h;
+    if (read_all(job->evfd, &h, sizeof(h)) != 0 || h.len > (1u << 24)) {
+        return -1;
+    }
+    char *payload = malloc((size_t)h.len + 1);
+    if (payload == NULL) {
+        return -1;
+    }
+    if (read_all(job->evfd, payload, h.len) != 0) {
+        free(payload);
+        return -1;
+    }
+    payload[h.len] = '\0';
+    int r = h.rank;
+    int valid = r >= 0 && r < job->np;
+    switch (h.type) {
+    case MSG_ENV:
+        if (r == job->nstarted) {
+            if (!job->stop_starting) {
+                start_rank(job, r, payload, h.len);
+            }
+            job->nstarted++;
+        }
+        break;
+    case MSG_CONNECTED:
+        if (valid) {
+            job->children[r].connected = 1;
+        }
+        break;
+    case MSG_FINALIZED:
+        if (valid) {
+            job->children[r].finalized = 1;
+        }
+        break;
+    case MSG_ABORT: on_abort(job, r, h.status, payload); break;
+    default: break;
+    }
+    free(payload);
+    return 0;
+}
+
+/* Act on every frame already waiting. */
+static void drain_frames(job_t *job)
+{
+    while (job->evfd >= 0) {
+        struct pollfd p = {.fd = job->evfd, .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0 || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+            return;
+        }
+        if (handle_frame(job) != 0) {
+            close(job->evfd);
+            job->evfd = -1;
+        }
+    }
+}
+
+static void drain_signals(job_t *job)
+{
+    struct signalfd_siginfo si;
+    while (read(job->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD) {
+            continue; /* reaped below */
+        }
+        cp_log(CP_LOG_WARN, "caught signal %d (%s); forwarding it to the %s", sig, strsignal(sig),
+               job->mpirun ? "mpirun process" : "ranks");
+        job->stop_starting = 1;
+        signal_children(job, sig, -1);
+        arm_kill(job, SIGNAL_GRACE_S);
+    }
+}
+
+static void reap_children(job_t *job)
+{
+    char name[32];
+    for (int i = 0; i < job->nstarted; i++) {
+        child_t *c = &job->children[i];
+        int wstatus;
+        if (!c->alive || waitpid(c->pid, &wstatus, WNOHANG) != c->pid) {
+            continue;
+        }
+        c->alive = 0;
+        c->status = decode_status(wstatus);
+        job->nalive--;
+        if (c->status != 0) {
+            if (!job->failed) {
+                job->failed = 1;
+                job->result = c->status;
+                job->stop_starting = 1;
+                if (WIFSIGNALED(wstatus)) {
+                    cp_log(CP_LOG_ERROR, "%s (pid %d) was killed by signal %d (%s)",
+                           child_name(job, i, name, sizeof(name)), (int)c->pid, WTERMSIG(wstatus),
+                           strsignal(WTERMSIG(wstatus)));
+                } else if (!(job->aborted && job->abort_rank == i)) {
+                    cp_log(CP_LOG_ERROR, "%s (pid %d) exited with status %d",
+                           child_name(job, i, name, sizeof(name)), (int)c->pid, c->status);
+                }
+                arm_kill(job, GRACE_S);
+            } else {
+                arm_kill(job, GRACE_SHORT_S);
+            }
+        } else if (c->connected && !c->finalized && !job->mpirun) {
+            /* its peers may be waiting for it in a collective */
+            if (!job->warned_nofin) {
+                job->warned_nofin = 1;
+                cp_log(CP_LOG_WARN, "rank %d exited without calling PMIx_Finalize", i);
+            }
+            arm_kill(job, GRACE_S);
+        } else if (job->failed) {
+            arm_kill(job, GRACE_SHORT_S);
+        }
+    }
+    if (job->server_pid > 0) {
+        int wstatus;
+        if (waitpid(job->server_pid, &wstatus, WNOHANG) == job->server_pid) {
+            job->server_pid = 0;
+            /* a failure to start shows as EOF on evfd; this is a crash mid-job */
+            if (job->nstarted == job->np && !job->failed && !job->aborted && job->nalive > 0) {
+                cp_log(CP_LOG_WARN, "the embedded PMIx server exited early (status %d)",
+                       decode_status(wstatus));
+            }
+        }
+    }
+}
+
+/* Poll timeout in ms until the next deadline (capped: also a safety net). */
+static int next_timeout_ms(const job_t *job)
+{
+    double wake = job->kill_deadline < job->job_deadline ? job->kill_deadline : job->job_deadline;
+    double wait = wake - now_s();
+    if (wait > 1.0) {
+        wait = 1.0;
+    }
+    if (wait < 0) {
+        wait = 0;
+    }
+    return (int)(wait * 1000.0) + 1;
+}
+
+/* Run until every started child is gone; returns the job's exit status. */
+static int supervise(job_t *job)
+{
+    const double start = now_s();
+    job->kill_deadline = NEVER;
+    job->job_deadline = job->opts->timeout_s > 0 ? start + job->opts->timeout_s : NEVER;
+
+    while (job->nalive > 0 || (job->nstarted < job->np && !job->stop_starting)) {
+        struct pollfd pfd[2] = {{.fd = job->sigfd, .events = POLLIN},
+                                {.fd = job->evfd, .events = POLLIN}};
+        int rc = poll(pfd, job->evfd >= 0 ? 2 : 1, next_timeout_ms(job));
+        if (rc < 0 && errno != EINTR) {
+            cp_log(CP_LOG_ERROR, "poll: %s", strerror(errno));
+            sleep(1);
+        }
+        /* frames first: a rank's finalize notice precedes its exit */
+        drain_frames(job);
+        drain_signals(job);
+        reap_children(job);
+        if (job->evfd < 0 && job->nstarted < job->np && !job->stop_starting) {
+            /* the server process quit before handing out every rank */
+            cp_log(CP_LOG_ERROR, "the embedded PMIx server failed to start the job");
+            job->failed = 1;
+            job->result = 1;
+            job->stop_starting = 1;
+            arm_kill(job, 0);
+        }
+
+        double t = now_s();
+        if (job->nstarted < job->np && !job->stop_starting && t - start > SERVER_START_S) {
+            cp_log(CP_LOG_ERROR, "the embedded PMIx server did not start the job within %.0f s",
+                   SERVER_START_S);
+            job->failed = 1;
+            job->result = 1;
+            job->stop_starting = 1;
+            arm_kill(job, 0);
+        }
+        if (t >= job->job_deadline) {
+            cp_log(CP_LOG_ERROR, "job timed out after %.1f s; terminating it",
+                   job->opts->timeout_s);
+            job->timed_out = 1;
+            job->stop_starting = 1;
+            job->job_deadline = NEVER;
+            signal_children(job, SIGTERM, -1);
+            arm_kill(job, SIGNAL_GRACE_S);
+        }
+        if (t >= job->kill_deadline && job->nalive > 0) {
+            cp_log(CP_LOG_WARN, "killing %d remaining %s", job->nalive,
+                   job->mpirun        ? "mpirun process"
+                   : job->nalive == 1 ? "rank"
+                                      : "ranks");
+            signal_children(job, SIGKILL, -1);
+            job->kill_deadline = t + 1.0; /* repeat until they are gone */
+        }
+    }
+
+    if (job->timed_out) {
+        return TIMEOUT_STATUS;
+    }
+    if (job->aborted) {
+        return job->abort_status != 0 ? job->abort_status : 1;
+    }
+    if (job->result == 0 && job->nstarted < job->np) {
+        return 1;
+    }
+    return job->result;
+}
+
+/* End the server process: let it finalize after a clean job, else kill it
+ * (after abnormal exits it may be wedged in libpmix). */
+static void server_stop(job_t *job, int clean)
+{
+    if (job->cmdfd >= 0) {
+        close(job->cmdfd);
+        job->cmdfd = -1;
+    }
+    if (job->server_pid <= 0) {
+        return;
+    }
+    if (clean) {
+        double until = now_s() + SERVER_EXIT_S;
+        while (now_s() < until) {
+            if (waitpid(job->server_pid, NULL, WNOHANG) == job->server_pid) {
+                job->server_pid = 0;
+                return;
+            }
+            struct timespec ts = {0, 5 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        cp_log(CP_LOG_DEBUG, "the embedded PMIx server did not exit; killing it");
+    }
+    kill(job->server_pid, SIGKILL);
+    waitpid(job->server_pid, NULL, 0);
+    job->server_pid = 0;
+}
+
 static int launch_embedded(int np, char **argv, const cp_launch_opts_t *opts)
 {
     int status = 1;
-    char dir[PATH_MAX], shmdir[PATH_MAX], exe[PATH_MAX], host[256],
-        nspace[PMIX_MAX_NSLEN + 1];
+    char dir[PATH_MAX], shmdir[PATH_MAX], exe[PATH_MAX], host[256], nspace[PMIX_MAX_NSLEN + 1];
     double t0 = now_s();
+    int evpipe[2] = {-1, -1}, cmdpipe[2] = {-1, -1};
+    job_t job;
+    memset(&job, 0, sizeof(job));
+    job.opts = opts;
+    job.np = np;
+    job.argv = argv;
+    job.exe = exe;
+    job.evfd = -1;
+    job.cmdfd = -1;
+    job.sigfd = -1;
 
     if (gethostname(host, sizeof(host)) != 0) {
         snprintf(host, sizeof(host), "localhost");
@@ -1006,9 +1308,9 @@ static int launch_embedded(int np, char **argv, const cp_launch_opts_t *opts)
     }
     /* optional: Open MPI's shared-memory segments (tmpfs) */
     int have_shmdir = make_private_dir("/dev/shm", shmdir, sizeof(shmdir)) == 0;
-    char **base_env = env_clone();
-    if (base_env == NULL || env_set(&base_env, "COLLPROF_SELF_LAUNCHED", "1", 1) != 0 ||
-        env_add_ompi(&base_env, dir, have_shmdir ? shmdir : NULL, np > online_cpus()) != 0) {
+    job.base_env = env_clone();
+    if (job.base_env == NULL || env_set(&job.base_env, "COLLPROF_SELF_LAUNCHED", "1", 1) != 0 ||
+        env_add_ompi(&job.base_env, dir, have_shmdir ? shmdir : NULL, np > online_cpus()) != 0) {
         cp_log(CP_LOG_ERROR, "out of memory building the ranks' environment");
         goto free_env;
     }
@@ -1017,48 +1319,59 @@ static int launch_embedded(int np, char **argv, const cp_launch_opts_t *opts)
         cp_log(CP_LOG_ERROR, "out of memory");
         goto free_env;
     }
-    job.nchildren = np;
-    job.aborted = 0;
-    job.nconnected = 0;
-    job.fence_upcalls = 0;
-
-    sigstate_t ss;
-    signals_take(&ss);
-    if (server_start(dir) != 0) {
+    if (pipe2(evpipe, O_CLOEXEC) != 0 || pipe2(cmdpipe, O_CLOEXEC) != 0) {
+        cp_log(CP_LOG_ERROR, "pipe: %s", strerror(errno));
+        goto close_pipes;
+    }
+    if (signals_take(&job) != 0) {
+        goto close_pipes;
+    }
+    fflush(NULL); /* the server process must not flush our buffers again */
+    pid_t launcher = getpid();
+    job.server_pid = fork();
+    if (job.server_pid == 0) {
+        close(evpipe[0]);
+        close(cmdpipe[1]);
+        close(job.sigfd);
+        server_main(launcher, np, nspace, host, dir, evpipe[1], cmdpipe[0]);
+    }
+    if (job.server_pid < 0) {
+        cp_log(CP_LOG_ERROR, "fork for the PMIx server failed: %s", strerror(errno));
+        job.server_pid = 0;
         goto restore_signals;
     }
-    if (register_nspace(nspace, np, host) != 0) {
-        goto finalize_server;
-    }
-    int started = 0;
-    for (int r = 0; r < np; r++) {
-        if (start_rank(r, nspace, exe, argv, base_env, &ss) != 0) {
-            break;
-        }
-        started++;
-    }
-    if (started < np) {
-        signal_all(SIGKILL);
-    }
-    cp_log(CP_LOG_INFO, "started %d ranks (namespace %s) in %.3f s", started, nspace,
-           now_s() - t0);
-    status = supervise(opts, 0);
-    if (started < np && status == 0) {
-        status = 1;
-    }
-    cp_log(CP_LOG_DEBUG, "job finished with status %d after %.3f s (%d fence upcalls)", status,
-           now_s() - t0, job.fence_upcalls);
-    deregister_nspace(nspace);
+    /* only the server may hold the write end, so that its death reads as EOF */
+    close(evpipe[1]);
+    close(cmdpipe[0]);
+    job.evfd = evpipe[0];
+    job.cmdfd = cmdpipe[1];
+    evpipe[0] = evpipe[1] = cmdpipe[0] = cmdpipe[1] = -1;
 
-finalize_server:
-    PMIx_server_finalize();
+    status = supervise(&job);
+    cp_log(CP_LOG_INFO, "%d ranks (namespace %s) finished with status %d after %.3f s",
+           job.nstarted, nspace, status, now_s() - t0);
+    server_stop(&job, status == 0 && !job.failed);
+
 restore_signals:
-    signals_restore(&ss);
+    signals_restore(&job);
+close_pipes:
+    for (int i = 0; i < 2; i++) {
+        if (evpipe[i] >= 0) {
+            close(evpipe[i]);
+        }
+        if (cmdpipe[i] >= 0) {
+            close(cmdpipe[i]);
+        }
+    }
+    if (job.evfd >= 0) {
+        close(job.evfd);
+    }
+    if (job.cmdfd >= 0) {
+        close(job.cmdfd);
+    }
     free(job.children);
-    job.children = NULL;
-    job.nchildren = 0;
 free_env:
-    env_free(base_env);
+    env_free(job.base_env);
     if (have_shmdir) {
         remove_tree(shmdir);
     }
@@ -1094,11 +1407,21 @@ static int launch_mpirun(int np, char **argv, const cp_launch_opts_t *opts)
     while (argv[argc] != NULL) {
         argc++;
     }
+    int status = 1;
+    job_t job;
+    memset(&job, 0, sizeof(job));
+    job.opts = opts;
+    job.mpirun = 1;
+    job.np = 1;
+    job.evfd = -1;
+    job.cmdfd = -1;
+    job.sigfd = -1;
     /* fixed options + exe + argv[1..] + NULL */
     char **margv = calloc((size_t)argc + 32, sizeof(*margv));
     char **env = env_clone();
-    int status = 1;
-    if (margv == NULL || env == NULL || env_set(&env, "COLLPROF_SELF_LAUNCHED", "1", 1) != 0 ||
+    job.children = calloc(1, sizeof(*job.children));
+    if (margv == NULL || env == NULL || job.children == NULL ||
+        env_set(&env, "COLLPROF_SELF_LAUNCHED", "1", 1) != 0 ||
         env_set(&env, "COLLPROF_LAUNCHER", "mpirun", 1) != 0) {
         cp_log(CP_LOG_ERROR, "out of memory");
         goto free_args;
@@ -1129,37 +1452,25 @@ static int launch_mpirun(int np, char **argv, const cp_launch_opts_t *opts)
     }
     margv[k] = NULL;
 
-    job.children = calloc(1, sizeof(*job.children));
-    if (job.children == NULL) {
-        cp_log(CP_LOG_ERROR, "out of memory");
+    if (signals_take(&job) != 0) {
         goto free_args;
     }
-    job.nchildren = 1;
-    job.aborted = 0;
-
-    sigstate_t ss;
-    signals_take(&ss);
-    pthread_mutex_lock(&job.lock);
     /* mpirun cleans up its ranks on SIGTERM */
-    pid_t pid = spawn(mpirun, margv, env, &ss, SIGTERM);
-    int err = errno;
-    if (pid > 0) {
+    pid_t pid = spawn(mpirun, margv, env, &job.oldmask, SIGTERM);
+    if (pid < 0) {
+        cp_log(CP_LOG_ERROR, "fork for mpirun failed: %s", strerror(errno));
+    } else {
         job.children[0].pid = pid;
         job.children[0].alive = 1;
-    }
-    pthread_mutex_unlock(&job.lock);
-    if (pid < 0) {
-        cp_log(CP_LOG_ERROR, "fork for mpirun failed: %s", strerror(err));
-    } else {
+        job.nalive = 1;
+        job.nstarted = 1;
         cp_log(CP_LOG_INFO, "running %d ranks under %s", np, mpirun);
-        status = supervise(opts, 1);
+        status = supervise(&job);
     }
-    signals_restore(&ss);
-    free(job.children);
-    job.children = NULL;
-    job.nchildren = 0;
+    signals_restore(&job);
 
 free_args:
+    free(job.children);
     env_free(env);
     free(margv);
     return status;

@@ -163,8 +163,7 @@ static int alloc_tables(cp_boot_t *b, int n)
     b->node_ids = calloc((size_t)n, sizeof(*b->node_ids));
     b->local_ranks = calloc((size_t)n, sizeof(*b->local_ranks));
     b->pids = calloc((size_t)n, sizeof(*b->pids));
-    if (b->hostnames == NULL || b->node_ids == NULL || b->local_ranks == NULL ||
-        b->pids == NULL) {
+    if (b->hostnames == NULL || b->node_ids == NULL || b->local_ranks == NULL || b->pids == NULL) {
         free_tables(b);
         cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", n);
         return -1;

@@ -258,32 +258,6 @@ void cp_plan_free(cp_plan_t *plan)
     memset(plan, 0, sizeof(*plan));
 }
 
-void cp_cell_label(const cp_cell_t *c, char *buf, size_t len)
-{
-    const cp_coll_t *coll = cp_coll_get(c->op);
-    char extra[160] = "";
-    if ((coll->flags & CP_COLL_REDUCES) && c->redop != COLLPROF_REDOP_SUM) {
-        snprintf(extra, sizeof(extra), "%s", cp_redop_name(c->redop));
-    }
-    if (c->in_place) {
-        strncat(extra, extra[0] ? ", in-place" : "in-place", sizeof(extra) - strlen(extra) - 1);
-    }
-    if (c->imb != NULL && c->imb->kind != CP_IMB_UNIFORM) {
-        strncat(extra, extra[0] ? ", " : "", sizeof(extra) - strlen(extra) - 1);
-        strncat(extra, c->imb->label, sizeof(extra) - strlen(extra) - 1);
-    }
-    if ((coll->flags & CP_COLL_ROOTED) && c->root != 0) {
-        char r[32];
-        snprintf(r, sizeof(r), "%sroot %d", extra[0] ? ", " : "", c->root);
-        strncat(extra, r, sizeof(extra) - strlen(extra) - 1);
-    }
-    if (extra[0]) {
-        snprintf(buf, len, "%s (%s)", coll->label, extra);
-    } else {
-        snprintf(buf, len, "%s", coll->label);
-    }
-}
-
 void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f)
 {
     fprintf(f, "# collprof plan: %d cells on %d ranks\n", plan->ncells, plan->nranks);

@@ -59,7 +59,4 @@ void cp_plan_free(cp_plan_t *plan);
 /** Print the plan (--dry-run). */
 void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f);
 
-/** Short label of a cell's op with its non-default attributes: "AllReduce (max, in-place)". */
-void cp_cell_label(const cp_cell_t *c, char *buf, size_t len);
-
 #endif /* COLLPROF_CORE_PLAN_H */

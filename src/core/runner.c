@@ -361,3 +361,39 @@ void cp_result_free(cp_result_t *res)
     res->samples = res->rank_mean = NULL;
     res->send_bytes = res->recv_bytes = NULL;
 }
+
+void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
+                   int index, collprof_result_row_t *row)
+{
+    const cp_coll_t *coll = cp_coll_get(cell->op);
+    const cp_dtype_info_t *dt = cp_dtype_info(cell->dtype);
+    memset(row, 0, sizeof(*row));
+    row->cell = index;
+    snprintf(row->backend, sizeof(row->backend), "%s", plugin->name);
+    snprintf(row->variant, sizeof(row->variant), "%s", cell->variant);
+    snprintf(row->op, sizeof(row->op), "%s", coll->name);
+    snprintf(row->dtype, sizeof(row->dtype), "%s", dt->name);
+    snprintf(row->redop, sizeof(row->redop), "%s",
+             (coll->flags & CP_COLL_REDUCES) ? cp_redop_name(cell->redop) : "none");
+    row->root = cell->root;
+    row->in_place = cell->in_place;
+    if (cell->imb != NULL) {
+        snprintf(row->imbalance, sizeof(row->imbalance), "%s", cell->imb->label);
+    }
+    row->count = cell->count;
+    row->bytes = res->bytes ? res->bytes : cell->count * dt->size;
+    row->iterations = cell->iters;
+    row->warmup = cell->warmup;
+    row->time_mean_us = res->stats.mean;
+    row->time_min_us = res->stats.min;
+    row->time_p50_us = res->stats.p50;
+    row->time_p95_us = res->stats.p95;
+    row->time_p99_us = res->stats.p99;
+    row->time_max_us = res->stats.max;
+    row->algbw_gbs = res->algbw;
+    row->busbw_gbs = res->busbw;
+    row->wrong = res->wrong;
+    snprintf(row->status, sizeof(row->status), "%s", cp_cell_status_name(res->status));
+    snprintf(row->error, sizeof(row->error), "%s", res->reason);
+    row->start_time = res->start_epoch;
+}

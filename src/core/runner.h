@@ -7,6 +7,8 @@
 #ifndef COLLPROF_CORE_RUNNER_H
 #define COLLPROF_CORE_RUNNER_H
 
+#include <collprof/schema.h>
+
 #include "boot/boot.h"
 #include "core/cli.h"
 #include "core/plan.h"
@@ -39,6 +41,10 @@ typedef struct cp_runner {
 /** Collective over all ranks.  res is filled on every rank. */
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res);
 void cp_result_free(cp_result_t *res);
+
+/** The schema row of a finished cell (index = its position in the plan). */
+void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
+                   int index, collprof_result_row_t *row);
 
 /**
  * Agree on a local status across ranks over OOB: returns the first

@@ -6,6 +6,7 @@
 #include "core/data.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "output/format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,10 +21,7 @@ struct cp_summary {
     FILE *f;
     char path[4096];
     const cp_run_info_t *ri;
-    int last_plugin;
-    char last_variant[64];
-    int last_dtype;
-    uint64_t last_count;
+    cp_format_state_t fmt;
     int counts[6]; /* per cp_cell_status_t */
     uint64_t wrong;
 };
@@ -207,11 +205,7 @@ static void print_header(cp_summary_t *s)
            b->nnodes, b->launcher);
     printf("# time = mean over iterations of the max over ranks; %s\n",
            ri->opt->sync_barrier ? "barrier before each iteration" : "back to back");
-    printf("# %-7s %-20s %-14s %12s %11s %-8s %-5s %4s %10s %9s %9s %7s %10s %10s\n", "backend",
-           "variant", "op", "size(B)", "count", "type", "redop", "root", "time(us)", "algbw",
-           "busbw", "#wrong", "p50(us)", "p99(us)");
-    printf("# %-7s %-20s %-14s %12s %11s %-8s %-5s %4s %10s %9s %9s %7s %10s %10s\n", "", "", "",
-           "", "(elements)", "", "", "", "", "(GB/s)", "(GB/s)", "", "", "");
+    cp_format_table_header(stdout);
     fflush(stdout);
 }
 
@@ -223,8 +217,6 @@ int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size
         return -1;
     }
     s->ri = ri;
-    s->last_plugin = -1;
-    s->last_dtype = -1;
     char ts[32], base[512];
     cp_utc_compact(ts, sizeof(ts));
     const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
@@ -255,69 +247,22 @@ int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size
     return 0;
 }
 
-void cp_summary_cell(cp_summary_t *s, const cp_cell_t *c, const cp_result_t *r)
+void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
 {
-    const cp_run_info_t *ri = s->ri;
-    const cp_plugin_t *p = &ri->plugins[c->plugin];
-    const cp_coll_t *coll = cp_coll_get(c->op);
-    const cp_dtype_info_t *dt = cp_dtype_info(c->dtype);
-    char label[200], th[32], hb[32];
     FILE *f = s->f;
-
     s->counts[r->status]++;
     s->wrong += r->wrong;
-    if (c->plugin != s->last_plugin || strcmp(c->variant, s->last_variant) != 0) {
-        fprintf(f, "== %s / %s ==\n", p->name, c->variant);
-        s->last_plugin = c->plugin;
-        snprintf(s->last_variant, sizeof(s->last_variant), "%s", c->variant);
-        s->last_dtype = -1;
-    }
-    if ((int)c->dtype != s->last_dtype || c->requested != s->last_count) {
-        fprintf(f, "Tensor Size: %s elements (%s), %s\n",
-                cp_fmt_thousands(c->requested, th, sizeof(th)),
-                cp_fmt_bytes(c->requested * dt->size, hb, sizeof(hb)), dt->name);
-        s->last_dtype = (int)c->dtype;
-        s->last_count = c->requested;
-    }
-    cp_cell_label(c, label, sizeof(label));
-    strncat(label, ":", sizeof(label) - strlen(label) - 1);
-    if (r->status == CP_CELL_OK || r->status == CP_CELL_WRONG) {
-        fprintf(f,
-                "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | p50 "
-                "%.3f ms | p99 %.3f ms%s\n",
-                label, r->stats.mean / 1e3, r->algbw, r->busbw, (unsigned long long)r->wrong,
-                r->stats.p50 / 1e3, r->stats.p99 / 1e3,
-                r->status == CP_CELL_WRONG ? " | WRONG" : "");
-        if (r->send_bytes != NULL && r->recv_bytes != NULL) {
-            fprintf(f, "    bytes sent/received per rank:");
-            for (int q = 0; q < r->nranks; q++) {
-                fprintf(f, " r%d %llu/%llu", q, (unsigned long long)r->send_bytes[q],
-                        (unsigned long long)r->recv_bytes[q]);
-            }
-            fprintf(f, "\n");
+    cp_format_summary_row(&s->fmt, row, f);
+    if (r->send_bytes != NULL && r->recv_bytes != NULL) {
+        fprintf(f, "    bytes sent/received per rank:");
+        for (int q = 0; q < r->nranks; q++) {
+            fprintf(f, " r%d %llu/%llu", q, (unsigned long long)r->send_bytes[q],
+                    (unsigned long long)r->recv_bytes[q]);
         }
-    } else {
-        fprintf(f, "  %-24s %s: %s\n", label, cp_cell_status_name(r->status), r->reason);
+        fprintf(f, "\n");
     }
     fflush(f);
-
-    const char *redop = (coll->flags & CP_COLL_REDUCES) ? cp_redop_name(c->redop) : "none";
-    char root[16];
-    snprintf(root, sizeof(root), "%d", c->root);
-    if (r->status == CP_CELL_OK || r->status == CP_CELL_WRONG) {
-        printf("  %-7s %-20s %-14s %12llu %11llu %-8s %-5s %4s %10.1f %9.2f %9.2f %7llu %10.1f "
-               "%10.1f%s\n",
-               p->name, c->variant, coll->name, (unsigned long long)r->bytes,
-               (unsigned long long)c->count, dt->name, redop,
-               (coll->flags & CP_COLL_ROOTED) ? root : "-", r->stats.mean, r->algbw, r->busbw,
-               (unsigned long long)r->wrong, r->stats.p50, r->stats.p99,
-               c->in_place ? " in-place" : "");
-    } else {
-        printf("  %-7s %-20s %-14s %12llu %11llu %-8s %-5s %4s  %s: %s\n", p->name, c->variant,
-               coll->name, (unsigned long long)(c->count * dt->size), (unsigned long long)c->count,
-               dt->name, redop, (coll->flags & CP_COLL_ROOTED) ? root : "-",
-               cp_cell_status_name(r->status), r->reason);
-    }
+    cp_format_table_row(row, stdout);
     fflush(stdout);
 }
 

@@ -37,7 +37,8 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen);
 
 /** Create the summary file and print both headers.  -1 and a reason on failure. */
 int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size_t errlen);
-void cp_summary_cell(cp_summary_t *s, const cp_cell_t *c, const cp_result_t *r);
+/** One finished cell: its row, and the result for per-rank details. */
+void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r);
 /** Footer, close.  exit_status is what collprof will return. */
 void cp_summary_close(cp_summary_t *s, int exit_status);
 const char *cp_summary_path(const cp_summary_t *s);

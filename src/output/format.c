@@ -1,0 +1,122 @@
+#include "config.h"
+
+#include "output/format.h"
+
+#include "colls/colls.h"
+#include "core/data.h"
+#include "core/util.h"
+
+#include <string.h>
+
+static int measured(const collprof_result_row_t *r)
+{
+    return !strcmp(r->status, "ok") || !strcmp(r->status, "wrong");
+}
+
+void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
+{
+    int op = cp_coll_from_name(r->op);
+    const cp_coll_t *coll = op >= 0 ? cp_coll_get((collprof_op_t)op) : NULL;
+    char extra[200] = "";
+    if (coll && (coll->flags & CP_COLL_REDUCES) && strcmp(r->redop, "sum") != 0) {
+        snprintf(extra, sizeof(extra), "%s", r->redop);
+    }
+    if (r->in_place) {
+        strncat(extra, extra[0] ? ", in-place" : "in-place", sizeof(extra) - strlen(extra) - 1);
+    }
+    if (r->imbalance[0] != '\0' && strcmp(r->imbalance, "uniform") != 0) {
+        strncat(extra, extra[0] ? ", " : "", sizeof(extra) - strlen(extra) - 1);
+        strncat(extra, r->imbalance, sizeof(extra) - strlen(extra) - 1);
+    }
+    if (coll && (coll->flags & CP_COLL_ROOTED) && r->root != 0) {
+        char rt[32];
+        snprintf(rt, sizeof(rt), "%sroot %d", extra[0] ? ", " : "", r->root);
+        strncat(extra, rt, sizeof(extra) - strlen(extra) - 1);
+    }
+    const char *name = coll ? coll->label : r->op;
+    if (extra[0]) {
+        snprintf(buf, len, "%s (%s)", name, extra);
+    } else {
+        snprintf(buf, len, "%s", name);
+    }
+}
+
+void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t len)
+{
+    char label[256];
+    cp_format_label(r, label, sizeof(label));
+    strncat(label, ":", sizeof(label) - strlen(label) - 1);
+    if (measured(r)) {
+        snprintf(buf, len,
+                 "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | "
+                 "p50 %.3f ms | p99 %.3f ms%s",
+                 label, r->time_mean_us / 1e3, r->algbw_gbs, r->busbw_gbs,
+                 (unsigned long long)r->wrong, r->time_p50_us / 1e3, r->time_p99_us / 1e3,
+                 !strcmp(r->status, "wrong") ? " | WRONG" : "");
+    } else {
+        snprintf(buf, len, "  %-24s %s: %s", label, r->status, r->error);
+    }
+}
+
+void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len)
+{
+    int t = cp_dtype_from_name(r->dtype);
+    uint64_t size = t >= 0 ? cp_dtype_info((collprof_dtype_t)t)->size : 0;
+    char th[32], hb[32];
+    snprintf(buf, len, "Tensor Size: %s elements (%s), %s",
+             cp_fmt_thousands(r->count, th, sizeof(th)),
+             cp_fmt_bytes(r->count * size, hb, sizeof(hb)), r->dtype);
+}
+
+void cp_format_summary_row(cp_format_state_t *st, const collprof_result_row_t *r, FILE *f)
+{
+    char line[1024];
+    if (!st->started || strcmp(st->backend, r->backend) != 0 ||
+        strcmp(st->variant, r->variant) != 0) {
+        fprintf(f, "== %s / %s ==\n", r->backend, r->variant);
+        snprintf(st->backend, sizeof(st->backend), "%s", r->backend);
+        snprintf(st->variant, sizeof(st->variant), "%s", r->variant);
+        st->dtype[0] = '\0';
+        st->started = 1;
+    }
+    if (strcmp(st->dtype, r->dtype) != 0 || st->count != r->count) {
+        cp_format_tensor_header(r, line, sizeof(line));
+        fprintf(f, "%s\n", line);
+        snprintf(st->dtype, sizeof(st->dtype), "%s", r->dtype);
+        st->count = r->count;
+    }
+    cp_format_summary_line(r, line, sizeof(line));
+    fprintf(f, "%s\n", line);
+}
+
+#define TABLE_FMT "  %-7s %-20s %-14s %12s %11s %-8s %-5s %4s "
+
+void cp_format_table_header(FILE *f)
+{
+    fprintf(f, "# %-7s %-20s %-14s %12s %11s %-8s %-5s %4s %10s %9s %9s %7s %10s %10s\n", "backend",
+            "variant", "op", "size(B)", "count", "type", "redop", "root", "time(us)", "algbw",
+            "busbw", "#wrong", "p50(us)", "p99(us)");
+    fprintf(f, "# %-7s %-20s %-14s %12s %11s %-8s %-5s %4s %10s %9s %9s %7s %10s %10s\n", "", "",
+            "", "", "(elements)", "", "", "", "", "(GB/s)", "(GB/s)", "", "", "");
+}
+
+void cp_format_table_row(const collprof_result_row_t *r, FILE *f)
+{
+    int op = cp_coll_from_name(r->op);
+    const cp_coll_t *coll = op >= 0 ? cp_coll_get((collprof_op_t)op) : NULL;
+    char root[16], size[32], count[32];
+    snprintf(root, sizeof(root), "%s", "-");
+    if (coll && (coll->flags & CP_COLL_ROOTED)) {
+        snprintf(root, sizeof(root), "%d", r->root);
+    }
+    snprintf(size, sizeof(size), "%llu", (unsigned long long)r->bytes);
+    snprintf(count, sizeof(count), "%llu", (unsigned long long)r->count);
+    fprintf(f, TABLE_FMT, r->backend, r->variant, r->op, size, count, r->dtype, r->redop, root);
+    if (measured(r)) {
+        fprintf(f, "%10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s%s%s\n", r->time_mean_us, r->algbw_gbs,
+                r->busbw_gbs, (unsigned long long)r->wrong, r->time_p50_us, r->time_p99_us,
+                r->in_place ? " in-place" : "", r->imbalance[0] ? " " : "", r->imbalance);
+    } else {
+        fprintf(f, " %s: %s\n", r->status, r->error);
+    }
+}

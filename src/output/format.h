@@ -1,0 +1,41 @@
+/*
+ * Text forms of a result row, shared by the text summary written during a
+ * run and by collprof-report, which prints the same tables from an HDF5
+ * file.  Everything here works from collprof_result_row_t alone.
+ */
+#ifndef COLLPROF_OUTPUT_FORMAT_H
+#define COLLPROF_OUTPUT_FORMAT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <collprof/schema.h>
+
+/** "AllReduce (max, in-place)": the op's display name and its non-default attributes. */
+void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len);
+
+/** Summary-file line of one cell (no newline). */
+void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t len);
+
+/** "Tensor Size: 1,048,576 elements (4.00 MB), float32" for the row's count and dtype. */
+void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len);
+
+/** The nccl-tests-style table: two header lines, then one line per cell. */
+void cp_format_table_header(FILE *f);
+void cp_format_table_row(const collprof_result_row_t *r, FILE *f);
+
+/**
+ * Summary body for a sequence of rows: group headers when the backend /
+ * variant or the tensor (dtype, count) change.  *state starts at 0 and is
+ * carried from call to call.
+ */
+typedef struct cp_format_state {
+    char backend[32];
+    char variant[64];
+    char dtype[16];
+    uint64_t count;
+    int started;
+} cp_format_state_t;
+void cp_format_summary_row(cp_format_state_t *st, const collprof_result_row_t *r, FILE *f);
+
+#endif /* COLLPROF_OUTPUT_FORMAT_H */
