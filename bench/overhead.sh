@@ -29,6 +29,11 @@ measures how far two identical programs drift apart in the same run.
       --mpi-loop PATH    where the plain loop is built (default: $MPI_LOOP,
                          or bench/mpi_loop next to collprof if writable, else
                          a temporary directory)
+      --retries N        extra rounds allowed for rounds that other work on the
+                         machine disturbed (default: the number of rounds)
+      --quiet-wait S     before each round, wait up to S seconds for a second
+                         in which other work uses < 10% of the CPUs (default:
+                         10; 0: do not wait)
       --no-aa            skip the A/A launch (a second plain loop each round,
                          whose ratio to the first shows the noise of the run)
       --keep             keep the raw outputs (their directory is printed)
@@ -58,6 +63,9 @@ NP=2
 OPS=allreduce,alltoall
 KEEP=0
 AA=1
+RETRIES=
+QUIET_WAIT=10
+OTHER_MAX=10 # % of the CPUs used by other work above which a round is disturbed
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 LOOP_BIN=${MPI_LOOP:-}
@@ -77,6 +85,8 @@ while [ $# -gt 0 ]; do
     --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
     --plugin-path) need_arg "$1" $#; PLUGIN_PATH=$2; shift 2 ;;
     --mpi-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
+    --retries) need_arg "$1" $#; RETRIES=$2; shift 2 ;;
+    --quiet-wait) need_arg "$1" $#; QUIET_WAIT=$2; shift 2 ;;
     --no-aa) AA=0; shift ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -94,6 +104,9 @@ at_least "$ROUNDS" 1 || bad_usage "--rounds must be a positive integer"
 at_least "$ITERS" 1 || bad_usage "--iters must be a positive integer"
 at_least "$WARMUP" 0 || bad_usage "--warmup must be a non-negative integer"
 at_least "$NP" 2 || bad_usage "--np must be at least 2"
+RETRIES=${RETRIES:-$ROUNDS}
+at_least "$RETRIES" 0 || bad_usage "--retries must be a non-negative integer"
+at_least "$QUIET_WAIT" 0 || bad_usage "--quiet-wait must be a non-negative integer"
 case $COUNT in [0-9]*[KMkm] | [0-9]*) ;; *) bad_usage "bad --count '$COUNT'" ;; esac
 case ${COUNT%[KMkm]} in *[!0-9]*) bad_usage "bad --count '$COUNT'" ;; esac
 OP_LIST=()
@@ -241,6 +254,8 @@ if [ "$AA" -eq 1 ]; then
     TOOLS+=(plain2)
 fi
 NT=${#TOOLS[@]}
+TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+NCPU=$(nproc 2>/dev/null || echo 1)
 model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 mpiver=$("$MPIRUN" --version 2>/dev/null | head -n 1)
@@ -250,12 +265,14 @@ if [ "$AA" -eq 1 ]; then
 fi
 cat <<EOF
 # collprof overhead benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ)
-# machine:    $(uname -n), $(nproc) cores, ${model:-unknown cpu}, Linux $(uname -r), THP ${thp:-unknown}
+# machine:    $(uname -n), $NCPU cores, ${model:-unknown cpu}, Linux $(uname -r), THP ${thp:-unknown}
 # launcher:   ${LAUNCH[*]}   (${mpiver:-unknown MPI})
 # collprof:   $COLLPROF_BIN --backends mpi --variants default (plugins: ${COLLPROF_PLUGIN_PATH:-default path})
 # plain:      $LOOP_BIN (bench/mpi_loop.c)$aa_note
 # cells:      ${OPS//,/ and } of $COUNT float32 (sum, out of place; alltoall count/$NP per peer), $NP ranks
-# rounds:     $ROUNDS; each launches ${TOOLS[*]} once, in an order rotated every round
+# rounds:     $ROUNDS; each launches ${TOOLS[*]} once, in an order rotated every round;
+#             a round in which other work used > $OTHER_MAX% of the CPUs is left out and run again
+#             (at most $RETRIES extra rounds), after waiting up to ${QUIET_WAIT}s for a quiet second
 # per launch: $WARMUP warm-up then $ITERS timed iterations per op; MPI_Barrier (not timed) before each iteration
 # buffers:    posix_memalign(4096), every page touched by memset before timing, same buffers every iteration
 # timing:     CLOCK_MONOTONIC around each blocking call; iteration time = max over ranks; per launch the
@@ -270,7 +287,9 @@ EOF
 # Other work on the machine (a build, someone else's test run) changes every
 # figure 2-5x here.  Per round: busy CPU ticks of the whole machine (/proc/stat)
 # minus the ticks of our own launches (reaped children, in /proc/$$/stat), as a
-# share of the CPUs available during the round.
+# share of the CPUs available during the round.  A round above OTHER_MAX is
+# "disturbed": it is shown but left out of the medians and run again (at most
+# RETRIES times in all), after waiting up to QUIET_WAIT s for a quiet second.
 busy_ticks() {
     awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat 2>/dev/null || echo 0
 }
@@ -284,30 +303,45 @@ now_s() {
         date +%s.%N
     fi
 }
-TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-NCPU=$(nproc 2>/dev/null || echo 1)
-OTHER_MAX=10 # % of the CPUs: above it a round is marked as disturbed
+other_pct() { # busy0 busy1 own0 own1 t0 t1: other work, % of the CPUs
+    awk -v b="$(($2 - $1))" -v o="$(($4 - $3))" -v t0="$5" -v t1="$6" -v n="$NCPU" -v hz="$TCK" \
+        'BEGIN { x = (t1 > t0) ? (b - o) / ((t1 - t0) * n * hz) * 100 : 0; printf "%.0f\n", (x < 0 ? 0 : x) }'
+}
+# wait (at most QUIET_WAIT s) for one second in which other work stays under OTHER_MAX
+wait_quiet() {
+    local waited=0 b0 b1 o0 o1 t0 t1 x
+    while [ "$waited" -lt "$QUIET_WAIT" ]; do
+        b0=$(busy_ticks) o0=$(own_ticks) t0=$(now_s)
+        sleep 1
+        b1=$(busy_ticks) o1=$(own_ticks) t1=$(now_s)
+        x=$(other_pct "$b0" "$b1" "$o0" "$o1" "$t0" "$t1")
+        [ "$x" -le "$OTHER_MAX" ] && return 0
+        waited=$((waited + 1))
+    done
+    return 1
+}
 
 : >"$TMP/times"
 : >"$TMP/other"
-r=1
-while [ "$r" -le "$ROUNDS" ]; do
-    b0=$(busy_ticks)
-    o0=$(own_ticks)
-    t0=$(now_s)
+r=0
+clean=0
+while [ "$clean" -lt "$ROUNDS" ] && [ "$r" -lt $((ROUNDS + RETRIES)) ]; do
+    r=$((r + 1))
+    wait_quiet || true
+    b0=$(busy_ticks) o0=$(own_ticks) t0=$(now_s)
     k=0
     while [ "$k" -lt "$NT" ]; do
         run_tool "$r" "${TOOLS[$(((r - 1 + k) % NT))]}"
         k=$((k + 1))
     done
-    b1=$(busy_ticks)
-    o1=$(own_ticks)
-    t1=$(now_s)
-    awk -v r="$r" -v b="$((b1 - b0))" -v o="$((o1 - o0))" -v t0="$t0" -v t1="$t1" -v n="$NCPU" \
-        -v hz="$TCK" 'BEGIN { x = (t1 > t0) ? (b - o) / ((t1 - t0) * n * hz) * 100 : 0
-                             printf "%s %.0f\n", r, (x < 0 ? 0 : x) }' >>"$TMP/other"
-    r=$((r + 1))
+    b1=$(busy_ticks) o1=$(own_ticks) t1=$(now_s)
+    x=$(other_pct "$b0" "$b1" "$o0" "$o1" "$t0" "$t1")
+    printf '%s %s\n' "$r" "$x" >>"$TMP/other"
+    if [ "$x" -le "$OTHER_MAX" ]; then
+        clean=$((clean + 1))
+    fi
 done
+NROUNDS=$r
 
 # ---- per round, then the tables -------------------------------------------------
 # $TMP/times: one line per launch and op: ROUND TOOL OP MEAN P50
@@ -332,8 +366,8 @@ div() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f\n", a / b; else print "nan" }'
 }
 
-printf '\n# per round: mean/p50 time (us) of each launch; other: CPU used by other work\n'
-printf '# on the machine during the round, %% of its %s CPUs (* above %s%%: disturbed)\n' \
+printf '\n# per round: mean/p50 time (us) of each launch; other: CPU used by other work on\n'
+printf '# the machine during the round, %% of its %s CPUs (* above %s%%: disturbed, not in the medians)\n' \
     "$NCPU" "$OTHER_MAX"
 printf '%-5s' round
 for op in "${OP_LIST[@]}"; do
@@ -343,7 +377,7 @@ for op in "${OP_LIST[@]}"; do
 done
 printf ' %6s\n' other
 r=1
-while [ "$r" -le "$ROUNDS" ]; do
+while [ "$r" -le "$NROUNDS" ]; do
     printf '%-5s' "$r"
     for op in "${OP_LIST[@]}"; do
         for tool in "${TOOLS[@]}"; do
@@ -356,9 +390,24 @@ while [ "$r" -le "$ROUNDS" ]; do
     r=$((r + 1))
 done
 
-printf '\n# median over %s rounds of the per-launch mean; ratio = plain / collprof\n' "$ROUNDS"
-printf '%-10s %14s %14s %7s  %s\n' op "collprof(us)" "plain(us)" ratio verdict
 verdicts=()
+disturbed=$(awk -v m="$OTHER_MAX" '$2 > m { printf "%s%s", s, $1; s = " " }' "$TMP/other")
+KEEP_ROUNDS=$(awk -v m="$OTHER_MAX" '$2 <= m { printf "%s%s", s, $1; s = " " }' "$TMP/other")
+nclean=$(printf '%s\n' "$KEEP_ROUNDS" | wc -w)
+if [ -z "$disturbed" ]; then
+    KEEP_ROUNDS=
+    which="all $NROUNDS rounds"
+elif [ "$nclean" -ge 3 ]; then
+    which="the $nclean undisturbed rounds ($KEEP_ROUNDS)"
+    verdicts+=("NOTE: other work on the machine disturbed rounds $disturbed (left out)")
+else
+    KEEP_ROUNDS=
+    which="all $NROUNDS rounds, $((NROUNDS - nclean)) of them disturbed"
+    verdicts+=("NOTE: other work on the machine disturbed rounds $disturbed and fewer than 3 were not: these figures measure the other work; rerun on a quiet machine")
+fi
+
+printf '\n# median over %s of the per-launch mean; ratio = plain / collprof\n' "$which"
+printf '%-10s %14s %14s %7s  %s\n' op "collprof(us)" "plain(us)" ratio verdict
 for op in "${OP_LIST[@]}"; do
     c=$(col collprof "$op" 4 | median)
     p=$(col plain "$op" 4 | median)
@@ -378,53 +427,28 @@ for op in "${OP_LIST[@]}"; do
     printf '%-10s %14s %14s %7s  %s\n' "$op" "$c" "$p" "$ratio" "$verdict"
 done
 
-cross_checks() {
-    printf '%-10s %13s %13s %9s %12s %12s' op "collprof-p50" "plain-p50" p50-ratio paired-mean paired-p50
-    if [ "$AA" -eq 1 ]; then
-        printf ' %9s %11s' "A/A" "A/A-paired"
-    fi
-    printf '\n'
-    for op in "${OP_LIST[@]}"; do
-        c=$(col collprof "$op" 5 | median)
-        p=$(col plain "$op" 5 | median)
-        printf '%-10s %13s %13s %9s %12s %12s' "$op" "$c" "$p" "$(div "$p" "$c")" \
-            "$(paired "$op" 4 plain collprof)" "$(paired "$op" 5 plain collprof)"
-        if [ "$AA" -eq 1 ]; then
-            printf ' %9s %11s' "$(div "$(col plain2 "$op" 4 | median)" "$(col plain "$op" 4 | median)")" \
-                "$(paired "$op" 4 plain2 plain)"
-        fi
-        printf '\n'
-    done
-}
-
-printf '\n# cross-checks: the ratio from the per-launch p50 (robust to bursts of noise\n'
-printf '# inside a launch), the median of the round-by-round ratios (robust to slow drift)'
+printf '\n# cross-checks over the same rounds: the ratio from the per-launch p50 (robust to\n'
+printf '# bursts of noise inside a launch), the median of the round-by-round ratios (robust\n'
+printf '# to slow drift)'
 if [ "$AA" -eq 1 ]; then
-    printf ',\n# and the A/A ratio plain2 / plain of the means (the noise floor: ideally 1.000)'
+    printf ', and the A/A ratio plain2 / plain of the means (the noise floor:\n# ideally 1.000)'
+fi
+printf '\n%-10s %13s %13s %9s %12s %12s' op "collprof-p50" "plain-p50" p50-ratio paired-mean paired-p50
+if [ "$AA" -eq 1 ]; then
+    printf ' %9s %11s' "A/A" "A/A-paired"
 fi
 printf '\n'
-cross_checks
-
-disturbed=$(awk -v m="$OTHER_MAX" '$2 > m { printf "%s%s", s, $1; s = " " }' "$TMP/other")
-if [ -n "$disturbed" ]; then
-    KEEP_ROUNDS=$(awk -v m="$OTHER_MAX" '$2 <= m { printf "%s%s", s, $1; s = " " }' "$TMP/other")
-    nclean=$(printf '%s\n' "$KEEP_ROUNDS" | wc -w)
-    printf '\n# other work used more than %s%% of the CPUs in rounds %s\n' "$OTHER_MAX" "$disturbed"
-    if [ "$nclean" -ge 3 ]; then
-        printf '# the same over the %s undisturbed rounds (%s): medians of the means, then cross-checks\n' \
-            "$nclean" "$KEEP_ROUNDS"
-        printf '%-10s %14s %14s %7s\n' op "collprof(us)" "plain(us)" ratio
-        for op in "${OP_LIST[@]}"; do
-            c=$(col collprof "$op" 4 | median)
-            p=$(col plain "$op" 4 | median)
-            printf '%-10s %14s %14s %7s\n' "$op" "$c" "$p" "$(div "$p" "$c")"
-        done
-        cross_checks
-    else
-        printf '# fewer than 3 undisturbed rounds: the figures above are not worth much\n'
+for op in "${OP_LIST[@]}"; do
+    c=$(col collprof "$op" 5 | median)
+    p=$(col plain "$op" 5 | median)
+    printf '%-10s %13s %13s %9s %12s %12s' "$op" "$c" "$p" "$(div "$p" "$c")" \
+        "$(paired "$op" 4 plain collprof)" "$(paired "$op" 5 plain collprof)"
+    if [ "$AA" -eq 1 ]; then
+        printf ' %9s %11s' "$(div "$(col plain2 "$op" 4 | median)" "$(col plain "$op" 4 | median)")" \
+            "$(paired "$op" 4 plain2 plain)"
     fi
-    verdicts+=("NOTE: other work on the machine disturbed rounds $disturbed; rerun on a quiet machine")
-fi
+    printf '\n'
+done
 
 printf '\n# load after the last launch: %s (ours alone is about %s)\n' \
     "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)" "$NP"

@@ -21,6 +21,7 @@
 #include "plugin/loader.h"
 
 #include <pmix.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,30 @@ static void host_log(int level, const char *fmt, ...)
     va_start(ap, fmt);
     cp_vlog(level, NULL, fmt, ap);
     va_end(ap);
+}
+
+/* This process's CPU affinity as a list: "0-3,8". */
+static void cpu_affinity(char *buf, size_t len)
+{
+    cpu_set_t set;
+    buf[0] = '\0';
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        snprintf(buf, len, "unknown");
+        return;
+    }
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &set)) {
+            continue;
+        }
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set)) {
+            e++;
+        }
+        char item[32];
+        snprintf(item, sizeof(item), e > c ? "%s%d-%d" : "%s%d", buf[0] ? "," : "", c, e);
+        strncat(buf, item, len - strlen(buf) - 1);
+        c = e;
+    }
 }
 
 static void print_list(const cp_plugin_t *plugins, int n)
@@ -302,7 +327,14 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
                             .get_option = host_get_option};
     int ready = init_backends(plugins, nplugins, &plan, &boot, &host);
 
+    char mine[256], (*affinity)[256] = calloc((size_t)boot.nranks, sizeof(*affinity));
+    cpu_affinity(mine, sizeof(mine));
+    if (affinity != NULL && cp_oob_allgather(mine, affinity, sizeof(mine)) != 0) {
+        free(affinity);
+        affinity = NULL;
+    }
     cp_run_info_t ri = {.opt = opt,
+                        .affinity = (const char(*)[256])affinity,
                         .boot = &boot,
                         .plugins = plugins,
                         .nplugins = nplugins,
@@ -361,6 +393,7 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     }
     cp_plugins_unload(plugins, nplugins);
     cp_plan_free(&plan);
+    free(affinity);
     cp_boot_finalize(&boot);
     return exit_status;
 }

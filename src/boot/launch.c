@@ -27,6 +27,7 @@
 #include <pmix.h>
 #include <pmix_server.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -61,7 +62,7 @@ extern char **environ;
 #define SIGNAL_GRACE_S 3.0
 /* How long the server process may take to finalize after a clean job. */
 #define SERVER_EXIT_S 2.0
-/* How long the server process may take to hand out the first rank's environment. */
+/* How long the server process may take to hand out every rank's environment. */
 #define SERVER_START_S 30.0
 /* Exit status reported when the job ran past opts->timeout_s (as timeout(1)). */
 #define TIMEOUT_STATUS 124
@@ -879,6 +880,9 @@ typedef struct job {
     int abort_status;
     int timed_out;
     int warned_nofin;
+    int signalled; /* the last signal forwarded */
+    int nconnected;
+    double t_start;
     double kill_deadline;
     double job_deadline;
 } job_t;
@@ -979,6 +983,40 @@ static void signal_children(job_t *job, int sig, int spare)
     }
 }
 
+/* Send sig to the children of pid (mpirun's ranks), found through /proc. */
+static void signal_grandchildren(pid_t parent, int sig)
+{
+    DIR *proc = opendir("/proc");
+    if (proc == NULL) {
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(proc)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (pid <= 0 || *end != '\0') {
+            continue;
+        }
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+        const char *rp = strrchr(buf, ')');
+        char state;
+        long ppid;
+        if (rp != NULL && sscanf(rp + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
+            kill((pid_t)pid, sig);
+        }
+    }
+    closedir(proc);
+}
+
 static void arm_kill(job_t *job, double in_s)
 {
     double t = now_s() + in_s;
@@ -1070,8 +1108,12 @@ static int handle_frame(job_t *job)
         }
         break;
     case MSG_CONNECTED:
-        if (valid) {
+        if (valid && !job->children[r].connected) {
             job->children[r].connected = 1;
+            if (++job->nconnected == job->np) {
+                cp_log(CP_LOG_INFO, "all %d ranks connected %.3f s after launch", job->np,
+                       now_s() - job->t_start);
+            }
         }
         break;
     case MSG_FINALIZED:
@@ -1112,6 +1154,7 @@ static void drain_signals(job_t *job)
         cp_log(CP_LOG_WARN, "caught signal %d (%s); forwarding it to the %s", sig, strsignal(sig),
                job->mpirun ? "mpirun process" : "ranks");
         job->stop_starting = 1;
+        job->signalled = sig;
         signal_children(job, sig, -1);
         arm_kill(job, SIGNAL_GRACE_S);
     }
@@ -1235,6 +1278,10 @@ static int supervise(job_t *job)
                    job->mpirun        ? "mpirun process"
                    : job->nalive == 1 ? "rank"
                                       : "ranks");
+            if (job->mpirun && job->children[0].alive) {
+                /* a wedged mpirun would leave its ranks behind */
+                signal_grandchildren(job->children[0].pid, SIGKILL);
+            }
             signal_children(job, SIGKILL, -1);
             job->kill_deadline = t + 1.0; /* repeat until they are gone */
         }
@@ -1244,10 +1291,11 @@ static int supervise(job_t *job)
         return TIMEOUT_STATUS;
     }
     if (job->aborted) {
-        return job->abort_status != 0 ? job->abort_status : 1;
+        /* what the process exit status can carry; an abort is a failure */
+        return job->abort_status > 0 && job->abort_status < 256 ? job->abort_status : 1;
     }
     if (job->result == 0 && job->nstarted < job->np) {
-        return 1;
+        return job->signalled ? 128 + job->signalled : 1;
     }
     return job->result;
 }
@@ -1289,6 +1337,7 @@ static int launch_embedded(int np, char **argv, const cp_launch_opts_t *opts)
     job_t job;
     memset(&job, 0, sizeof(job));
     job.opts = opts;
+    job.t_start = t0;
     job.np = np;
     job.argv = argv;
     job.exe = exe;

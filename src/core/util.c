@@ -161,3 +161,32 @@ void cp_utc_iso(char *buf, size_t len)
     gmtime_r(&t, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
+
+const char *cp_env_captured(const char *kv, char *name, size_t len)
+{
+    static const char *prefixes[] = {"NCCL_", "FI_",    "OMPI_", "UCX_",      "GLOO_",
+                                     "PMIX_", "SLURM_", "CUDA_", "COLLPROF_", "GLIBC_TUNABLES",
+                                     NULL};
+    static const char *secrets[] = {"TOKEN", "KEY", "SECRET", "PASS", "CRED", NULL};
+    const char *eq = strchr(kv, '=');
+    if (eq == NULL) {
+        return NULL;
+    }
+    size_t nl = (size_t)(eq - kv);
+    int match = 0;
+    for (int i = 0; prefixes[i] && !match; i++) {
+        size_t pl = strlen(prefixes[i]);
+        match = nl >= pl && !strncmp(kv, prefixes[i], pl);
+    }
+    if (!match || nl >= len) {
+        return NULL;
+    }
+    memcpy(name, kv, nl);
+    name[nl] = '\0';
+    for (int i = 0; secrets[i]; i++) {
+        if (strstr(name, secrets[i]) != NULL) {
+            return "<redacted>";
+        }
+    }
+    return eq + 1;
+}

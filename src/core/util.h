@@ -38,4 +38,13 @@ double cp_now_us(void);
 void cp_utc_compact(char *buf, size_t len);
 void cp_utc_iso(char *buf, size_t len);
 
+/**
+ * Environment capture for result files: for "NAME=value" whose name has a
+ * prefix that shapes communication (NCCL_, FI_, OMPI_, UCX_, GLOO_, PMIX_,
+ * SLURM_, CUDA_, COLLPROF_, GLIBC_TUNABLES), copy the name into name[] and
+ * return the value, or "<redacted>" when the name looks secret (TOKEN,
+ * KEY, SECRET, PASS, CRED).  NULL for every other variable.
+ */
+const char *cp_env_captured(const char *kv, char *name, size_t len);
+
 #endif /* COLLPROF_CORE_UTIL_H */

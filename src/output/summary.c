@@ -7,6 +7,9 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "output/format.h"
+#ifdef CP_HAVE_HDF5
+#include "output/h5writer.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +23,10 @@ extern char **environ;
 struct cp_summary {
     FILE *f;
     char path[4096];
+    char h5path[4096];
+#ifdef CP_HAVE_HDF5
+    cp_h5_t *h5;
+#endif
     const cp_run_info_t *ri;
     cp_format_state_t fmt;
     int counts[6]; /* per cp_cell_status_t */
@@ -65,63 +72,43 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen)
 }
 
 /*
- * Variables that change how communication behaves.  Launcher bookkeeping
- * (Open MPI's orte/ess wiring, rank numbers) is left out: it names the run,
- * not how it communicates.
+ * Reserve <base>.txt (opened, returned) and, with HDF5, <base>.h5 (created
+ * empty) with O_EXCL, trying _2, _3 ... until both names are free.
  */
-static int shapes_comm(const char *kv)
-{
-    static const char *prefixes[] = {"NCCL_", "FI_",       "OMPI_MCA_",       "UCX_", "GLOO_",
-                                     "CUDA_", "COLLPROF_", "GLIBC_TUNABLES=", NULL};
-    static const char *skip[] = {"OMPI_MCA_orte_",
-                                 "OMPI_MCA_ess",
-                                 "OMPI_MCA_pmix=",
-                                 "OMPI_MCA_initial_wdir=",
-                                 "OMPI_MCA_shmem_RUNTIME_QUERY_hint=",
-                                 "COLLPROF_SELF_LAUNCHED=",
-                                 "COLLPROF_LAUNCHER=",
-                                 NULL};
-    for (int i = 0; skip[i]; i++) {
-        if (!strncmp(kv, skip[i], strlen(skip[i]))) {
-            return 0;
-        }
-    }
-    for (int i = 0; prefixes[i]; i++) {
-        if (!strncmp(kv, prefixes[i], strlen(prefixes[i]))) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int secret_name(const char *kv)
-{
-    static const char *words[] = {"TOKEN", "KEY", "SECRET", "PASS", "CRED", NULL};
-    const char *eq = strchr(kv, '=');
-    size_t nl = eq ? (size_t)(eq - kv) : strlen(kv);
-    for (int i = 0; words[i]; i++) {
-        const char *w = words[i];
-        for (size_t k = 0; k + strlen(w) <= nl; k++) {
-            if (!strncmp(kv + k, w, strlen(w))) {
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-static int create_exclusive(const char *dir, const char *base, char *path, size_t len)
+static int create_exclusive(const char *dir, const char *base, char *path, size_t len, char *h5path,
+                            size_t h5len)
 {
     for (int k = 1; k < 10000; k++) {
-        if (k == 1) {
-            snprintf(path, len, "%s/%s.txt", dir, base);
-        } else {
-            snprintf(path, len, "%s/%s_%d.txt", dir, base, k);
+        char suffix[16] = "";
+        if (k > 1) {
+            snprintf(suffix, sizeof(suffix), "_%d", k);
         }
+        snprintf(path, len, "%s/%s%s.txt", dir, base, suffix);
+        snprintf(h5path, h5len, "%s/%s%s.h5", dir, base, suffix);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) {
-            return fd;
+        if (fd < 0) {
+            if (errno == EEXIST) {
+                continue;
+            }
+            return -1;
         }
+#ifdef CP_HAVE_HDF5
+        int h5fd = open(h5path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (h5fd < 0) {
+            int e = errno;
+            close(fd);
+            unlink(path);
+            if (e == EEXIST) {
+                continue;
+            }
+            errno = e;
+            return -1;
+        }
+        close(h5fd);
+#else
+        h5path[0] = '\0';
+#endif
+        return fd;
     }
     errno = EEXIST;
     return -1;
@@ -190,12 +177,10 @@ static void print_header(cp_summary_t *s)
             ? "exact, every element of a separate run after timing; #wrong = elements that differ"
             : "disabled (-c 0)");
     for (char **e = environ; *e; e++) {
-        if (shapes_comm(*e)) {
-            if (secret_name(*e)) {
-                fprintf(f, "env:        %.*s=<redacted>\n", (int)(strchr(*e, '=') - *e), *e);
-            } else {
-                fprintf(f, "env:        %s\n", *e);
-            }
+        char name[128];
+        const char *value = cp_env_captured(*e, name, sizeof(name));
+        if (value != NULL) {
+            fprintf(f, "env:        %s=%s\n", name, value);
         }
     }
     fprintf(f, "\n");
@@ -232,16 +217,26 @@ int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size
         }
     }
     const char *dir = cp_output_dir(ri->opt);
-    int fd = create_exclusive(dir, base, s->path, sizeof(s->path));
+    int fd = create_exclusive(dir, base, s->path, sizeof(s->path), s->h5path, sizeof(s->h5path));
     if (fd < 0 || (s->f = fdopen(fd, "w")) == NULL) {
         snprintf(err, errlen, "cannot create %s: %s", s->path, strerror(errno));
         if (fd >= 0) {
             close(fd);
             unlink(s->path);
+            unlink(s->h5path);
         }
         free(s);
         return -1;
     }
+#ifdef CP_HAVE_HDF5
+    if (cp_h5_open(s->h5path, ri, &s->h5, err, errlen) != 0) {
+        fclose(s->f);
+        unlink(s->path);
+        unlink(s->h5path);
+        free(s);
+        return -1;
+    }
+#endif
     print_header(s);
     *out = s;
     return 0;
@@ -264,6 +259,14 @@ void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp
     fflush(f);
     cp_format_table_row(row, stdout);
     fflush(stdout);
+#ifdef CP_HAVE_HDF5
+    if (s->h5 != NULL && cp_h5_cell(s->h5, row, r) != 0) {
+        cp_log(CP_LOG_ERROR, "writing cell %d to %s failed; the text summary goes on", row->cell,
+               s->h5path);
+        cp_h5_close(s->h5, "incomplete");
+        s->h5 = NULL;
+    }
+#endif
 }
 
 void cp_summary_close(cp_summary_t *s, int exit_status)
@@ -279,11 +282,17 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
             exit_status);
     fprintf(s->f, "finished:   %s\n", iso);
     fclose(s->f);
+#ifdef CP_HAVE_HDF5
+    cp_h5_close(s->h5, "complete");
+#endif
     printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
            s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
            s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED], (unsigned long long)s->wrong,
            exit_status == 0 ? "PASSED" : "FAILED");
     printf("# summary: %s\n", s->path);
+    if (s->h5path[0]) {
+        printf("# results: %s\n", s->h5path);
+    }
     fflush(stdout);
     free(s);
 }
@@ -291,4 +300,9 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
 const char *cp_summary_path(const cp_summary_t *s)
 {
     return s->path;
+}
+
+const char *cp_summary_h5_path(const cp_summary_t *s)
+{
+    return s->h5path[0] ? s->h5path : NULL;
 }

@@ -1,10 +1,10 @@
 /*
- * Human-readable output: the nccl-tests-style table on stdout and the text
- * summary file collprof_<UTC timestamp>_w<N>[_j<job>_s<step>].txt, both
- * written by rank 0 as each cell completes (so a killed run keeps every
- * completed cell).  The file is created exclusively: an existing file is
- * never overwritten; a name taken in the same second gets a _2, _3 ...
- * suffix.
+ * The outputs of a run, written by rank 0 as each cell completes (so a
+ * killed run keeps every completed cell): the nccl-tests-style table on
+ * stdout, the text summary collprof_<UTC timestamp>_w<N>[_j<job>_s<step>].txt
+ * and, with HDF5, the result file of the same name ending in .h5.  Both
+ * names are reserved exclusively: an existing file is never overwritten,
+ * and a name taken in the same second gets a _2, _3 ... suffix.
  */
 #ifndef COLLPROF_OUTPUT_SUMMARY_H
 #define COLLPROF_OUTPUT_SUMMARY_H
@@ -25,6 +25,7 @@ typedef struct cp_run_info {
     const cp_plan_t *plan;
     int argc;
     char **argv;
+    const char (*affinity)[256]; /**< per rank CPU list, e.g. "0-3" (may be NULL) */
 } cp_run_info_t;
 
 typedef struct cp_summary cp_summary_t;
@@ -42,5 +43,7 @@ void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp
 /** Footer, close.  exit_status is what collprof will return. */
 void cp_summary_close(cp_summary_t *s, int exit_status);
 const char *cp_summary_path(const cp_summary_t *s);
+/** The HDF5 file's path, or NULL when collprof was built without HDF5. */
+const char *cp_summary_h5_path(const cp_summary_t *s);
 
 #endif /* COLLPROF_OUTPUT_SUMMARY_H */
