@@ -48,7 +48,11 @@ void cp_boot_finalize(cp_boot_t *boot);
 void cp_boot_abort(int status, const char *msg) __attribute__((noreturn));
 
 /* Out-of-band collectives over PMIx.  Collective: every rank calls them in
- * the same order.  Return collprof_status_t. */
+ * the same order, with the same len (and root).  Return collprof_status_t.
+ * Each call uses a fresh PMIx key: the data stays in the PMIx store for the
+ * job's lifetime, so they are meant for setup and results, not bulk data.
+ * len == 0 is a no-op.  Not thread-safe.  allgather: out holds nranks * len
+ * bytes, in must not overlap out except at out + rank * len. */
 int cp_oob_allgather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);
 int cp_oob_barrier(void);
@@ -57,25 +61,30 @@ int cp_oob_barrier(void);
 int cp_boot_have_pmix_env(void);
 
 typedef enum cp_launch_mode {
-    CP_LAUNCH_AUTO = 0, /**< embedded PMIx server, unless the MPI backend needs mpirun */
+    CP_LAUNCH_AUTO = 0, /**< the embedded PMIx server (it also runs Open MPI 4.1 jobs) */
     CP_LAUNCH_EMBEDDED, /**< always the embedded PMIx server */
     CP_LAUNCH_MPIRUN    /**< re-exec under mpirun */
 } cp_launch_mode_t;
 
 typedef struct cp_launch_opts {
     cp_launch_mode_t mode;
-    int need_mpi;  /**< the plan uses the MPI backend */
+    int need_mpi; /**< the plan uses the MPI backend (AUTO no longer needs mpirun for it) */
     int verbose;
-    double timeout_s; /**< 0: none; else kill the job after this many seconds */
+    double timeout_s; /**< 0: none; else terminate the job after this many seconds */
 } cp_launch_opts_t;
 
 /**
  * Start np local ranks running argv (argv[0] is resolved through
  * /proc/self/exe), each with COLLPROF_SELF_LAUNCHED=1 in its environment,
- * wait for them, forward SIGINT/SIGTERM, and kill the rest when one dies
- * abnormally.  Returns the exit status for the launcher process: 0 when
- * every rank exited 0, else the first non-zero rank status (128+signal
- * for a signal).
+ * wait for them, forward SIGINT/SIGTERM/SIGHUP, and kill the rest (5 s
+ * after the first failure) when one dies abnormally.  Returns the exit
+ * status for the launcher process: 0 when every rank exited 0, else the
+ * first non-zero rank status (128+signal for a signal); the status a rank
+ * passed to cp_boot_abort (PMIx_Abort, MPI_Abort); 124 when opts->timeout_s
+ * ran out.  Call it before starting any thread: it blocks SIGCHLD, SIGINT,
+ * SIGTERM and SIGHUP in the calling thread while it runs.  In embedded mode
+ * the ranks also get the Open MPI settings for direct launch (OMPI_MCA_schizo,
+ * OMPI_MCA_ess, session and shared-memory directories; see launch.c).
  */
 int cp_launch_self(int np, char **argv, const cp_launch_opts_t *opts);
 

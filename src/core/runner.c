@@ -66,6 +66,28 @@ static int fault_rank(const char *kind)
     return f[kl] == ':' ? atoi(f + kl + 1) : 0;
 }
 
+/* COLLPROF_FAULT=slow[:RANK[:USEC]]: RANK (default every rank, "all") adds
+ * USEC (default 2000) to each timed operation, to test stragglers and
+ * regression detection. */
+static long fault_slow_us(int rank)
+{
+    const char *f = getenv("COLLPROF_FAULT");
+    if (f == NULL || strncmp(f, "slow", 4) != 0 || (f[4] != '\0' && f[4] != ':')) {
+        return 0;
+    }
+    long us = 2000;
+    if (f[4] == ':') {
+        const char *r = f + 5, *colon = strchr(r, ':');
+        if (strncmp(r, "all", 3) != 0 && atoi(r) != rank) {
+            return 0;
+        }
+        if (colon != NULL) {
+            us = atol(colon + 1);
+        }
+    }
+    return us > 0 ? us : 0;
+}
+
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
 {
     /* element 0 of the result (for scatter in place: this rank's block) */
@@ -217,6 +239,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     int backend_barrier = (p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER)) != 0;
 
     /* ---- warm-up and timed iterations -------------------------------- */
+    long slow_us = fault_slow_us(b->rank);
     coll->fill(&x, sendbuf, recvbuf);
     if (be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
         rc = cell->warmup > 0 ? be->run_batch(p->ctx, &args, cell->warmup, mine) : COLLPROF_OK;
@@ -238,6 +261,11 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
             }
             double t0 = cp_now_us();
             rc = be->run(p->ctx, &args);
+            if (slow_us > 0) { /* spin: sleeping overshoots by milliseconds here */
+                double until = cp_now_us() + (double)slow_us;
+                while (cp_now_us() < until) {
+                }
+            }
             double t1 = cp_now_us();
             if (i >= cell->warmup) {
                 mine[i - cell->warmup] = t1 - t0;
