@@ -882,6 +882,7 @@ typedef struct job {
     int warned_nofin;
     int signalled; /* the last signal forwarded */
     int nconnected;
+    pid_t first_dead; /* sender of the first SIGCHLD since the last reap, 0: none */
     double t_start;
     double kill_deadline;
     double job_deadline;
@@ -1149,6 +1150,11 @@ static void drain_signals(job_t *job)
     while (read(job->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         int sig = (int)si.ssi_signo;
         if (sig == SIGCHLD) {
+            /* SIGCHLDs that arrive together coalesce, keeping the first
+             * sender: the child that died first */
+            if (job->first_dead == 0) {
+                job->first_dead = (pid_t)si.ssi_pid;
+            }
             continue; /* reaped below */
         }
         cp_log(CP_LOG_WARN, "caught signal %d (%s); forwarding it to the %s", sig, strsignal(sig),
@@ -1160,9 +1166,30 @@ static void drain_signals(job_t *job)
     }
 }
 
-static void reap_children(job_t *job)
+/* Log and record the job's first failure. */
+static void first_failure(job_t *job, int i, int wstatus)
 {
     char name[32];
+    child_t *c = &job->children[i];
+    job->failed = 1;
+    job->result = c->status;
+    job->stop_starting = 1;
+    if (WIFSIGNALED(wstatus)) {
+        cp_log(CP_LOG_ERROR, "%s (pid %d) was killed by signal %d (%s)",
+               child_name(job, i, name, sizeof(name)), (int)c->pid, WTERMSIG(wstatus),
+               strsignal(WTERMSIG(wstatus)));
+    } else if (!(job->aborted && job->abort_rank == i)) {
+        cp_log(CP_LOG_ERROR, "%s (pid %d) exited with status %d",
+               child_name(job, i, name, sizeof(name)), (int)c->pid, c->status);
+    }
+    arm_kill(job, GRACE_S);
+}
+
+static void reap_children(job_t *job)
+{
+    /* Failures seen in one pass died within one wake-up of each other: the
+     * first is the one whose SIGCHLD came first, else the lowest rank. */
+    int first = -1, first_wstatus = 0, nfailed = 0;
     for (int i = 0; i < job->nstarted; i++) {
         child_t *c = &job->children[i];
         int wstatus;
@@ -1173,21 +1200,10 @@ static void reap_children(job_t *job)
         c->status = decode_status(wstatus);
         job->nalive--;
         if (c->status != 0) {
-            if (!job->failed) {
-                job->failed = 1;
-                job->result = c->status;
-                job->stop_starting = 1;
-                if (WIFSIGNALED(wstatus)) {
-                    cp_log(CP_LOG_ERROR, "%s (pid %d) was killed by signal %d (%s)",
-                           child_name(job, i, name, sizeof(name)), (int)c->pid, WTERMSIG(wstatus),
-                           strsignal(WTERMSIG(wstatus)));
-                } else if (!(job->aborted && job->abort_rank == i)) {
-                    cp_log(CP_LOG_ERROR, "%s (pid %d) exited with status %d",
-                           child_name(job, i, name, sizeof(name)), (int)c->pid, c->status);
-                }
-                arm_kill(job, GRACE_S);
-            } else {
-                arm_kill(job, GRACE_SHORT_S);
+            nfailed++;
+            if (!job->failed && (first < 0 || c->pid == job->first_dead)) {
+                first = i;
+                first_wstatus = wstatus;
             }
         } else if (c->connected && !c->finalized && !job->mpirun) {
             /* its peers may be waiting for it in a collective */
@@ -1197,6 +1213,15 @@ static void reap_children(job_t *job)
             }
             arm_kill(job, GRACE_S);
         } else if (job->failed) {
+            arm_kill(job, GRACE_SHORT_S);
+        }
+    }
+    job->first_dead = 0;
+    if (nfailed > 0) {
+        if (first >= 0) {
+            first_failure(job, first, first_wstatus);
+        }
+        if (nfailed > 1 || first < 0) {
             arm_kill(job, GRACE_SHORT_S);
         }
     }
