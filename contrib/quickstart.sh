@@ -13,8 +13,10 @@ mode=${1:-run}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
+# build: compilers, autotools, PMIx, Open MPI, HDF5; tests: h5dump, h5py, Chromium (plots)
 PKGS="build-essential autoconf automake libtool libtool-bin pkg-config libpmix-dev libpmix-bin
-libopenmpi-dev openmpi-bin procps"
+libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools procps python3 python3-h5py python3-numpy"
+[ "$mode" = test ] && PKGS="$PKGS chromium python3-pandas python3-matplotlib"
 
 install_packages() {
     missing=

@@ -197,11 +197,6 @@ static int run_launcher(char **argv, cp_options_t *opt)
         rc = EXIT_USAGE;
         goto free_plan;
     }
-    for (int i = 0; i < nplugins; i++) {
-        if ((plan.plugins_used & (1u << (unsigned)i)) && !strcmp(plugins[i].name, "mpi")) {
-            lo.need_mpi = 1;
-        }
-    }
     rc = cp_launch_self(opt->np, argv, &lo);
 free_plan:
     cp_plan_free(&plan);

@@ -68,7 +68,6 @@ typedef enum cp_launch_mode {
 
 typedef struct cp_launch_opts {
     cp_launch_mode_t mode;
-    int need_mpi; /**< the plan uses the MPI backend (AUTO no longer needs mpirun for it) */
     int verbose;
     double timeout_s; /**< 0: none; else terminate the job after this many seconds */
 } cp_launch_opts_t;

@@ -1562,8 +1562,7 @@ int cp_launch_self(int np, char **argv, const cp_launch_opts_t *opts)
         cp_log(CP_LOG_ERROR, "self-launch needs at least one rank and a command line");
         return 1;
     }
-    /* AUTO: the embedded server serves Open MPI too (see env_add_ompi), so
-     * need_mpi does not call for mpirun. */
+    /* AUTO: the embedded server serves Open MPI too (see env_add_ompi) */
     if (opts->mode == CP_LAUNCH_MPIRUN) {
         return launch_mpirun(np, argv, opts);
     }
