@@ -1,0 +1,231 @@
+/*
+ * `compare BASE NEW`: the same cells of two runs, side by side, with a
+ * verdict per cell.
+ *
+ * A verdict needs two things.  Significance: a Mann-Whitney rank-sum test
+ * of the two runs' per-iteration times (the max over ranks, as in the
+ * rows' statistics), because a shared machine makes single numbers jump
+ * by tens of percent between launches.  Size: the p50 time must change by
+ * more than --threshold percent, because with many iterations even a 1%
+ * shift is "significant" and nobody wants to hear about it.
+ */
+#include "config.h"
+
+#include "report/report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: collprof-report compare BASE NEW [--threshold PCT] [--alpha A]\n"
+               "Match the cells of two result files by backend, variant, op, dtype, redop,\n"
+               "root, in-place, imbalance and count, and print for each the busBW ratio and\n"
+               "the p50 time ratio NEW/BASE with a verdict:\n"
+               "  regression    NEW is significantly slower (Mann-Whitney rank-sum test of\n"
+               "                the per-iteration times, p < A) and its p50 time grew by\n"
+               "                more than PCT percent\n"
+               "  improvement   significantly faster, p50 time fell by more than PCT percent\n"
+               "  within noise  anything else\n"
+               "\n"
+               "  --threshold PCT  smallest change of the p50 time that counts (default 5)\n"
+               "  --alpha A        significance level of the test (default 0.01)\n"
+               "  -h, --help       this help\n"
+               "\n"
+               "Exit status: 0 no regression, 1 at least one regression, 2 bad usage or a\n"
+               "file that cannot be read.\n");
+}
+
+static int same_cell(const collprof_result_row_t *a, const collprof_result_row_t *b)
+{
+    return !strcmp(a->backend, b->backend) && !strcmp(a->variant, b->variant) &&
+           !strcmp(a->op, b->op) && !strcmp(a->dtype, b->dtype) && !strcmp(a->redop, b->redop) &&
+           a->root == b->root && a->in_place == b->in_place &&
+           !strcmp(a->imbalance, b->imbalance) && a->count == b->count;
+}
+
+typedef struct tally {
+    int compared, regressions, improvements, noise, other, only_base, only_new;
+} tally_t;
+
+typedef struct settings {
+    double threshold; /* percent */
+    double alpha;
+} settings_t;
+
+static void ratio_str(double num, double den, char *buf, size_t len)
+{
+    if (den > 0 && isfinite(num / den)) {
+        snprintf(buf, len, "%.2fx", num / den);
+    } else {
+        snprintf(buf, len, "-");
+    }
+}
+
+static void compare_one(const settings_t *s, const collprof_result_row_t *rb,
+                        const cp_report_cell_t *cb, const collprof_result_row_t *rn,
+                        const cp_report_cell_t *cn, int width, tally_t *t)
+{
+    char name[512], bw[16], p50[16], pv[16] = "-";
+    const char *verdict;
+    cp_report_cell_name(rb, name, sizeof(name));
+    ratio_str(rn->busbw_gbs, rb->busbw_gbs, bw, sizeof(bw));
+    ratio_str(rn->time_p50_us, rb->time_p50_us, p50, sizeof(p50));
+    if (!cp_report_measured(rb) || !cp_report_measured(rn)) {
+        verdict = !cp_report_measured(rb) ? "not comparable: BASE has no timings"
+                                          : "not comparable: NEW has no timings";
+        t->other++;
+    } else if (cb->iter_max == NULL || cn->iter_max == NULL) {
+        verdict = "not comparable: no raw samples";
+        t->other++;
+    } else {
+        double p = cp_report_mann_whitney(cb->iter_max, (size_t)rb->iterations, cn->iter_max,
+                                          (size_t)rn->iterations);
+        double change = rb->time_p50_us > 0 ? rn->time_p50_us / rb->time_p50_us - 1 : 0;
+        snprintf(pv, sizeof(pv), "%.2g", p);
+        if (p < s->alpha && change * 100 > s->threshold) {
+            verdict = "regression";
+            t->regressions++;
+        } else if (p < s->alpha && -change * 100 > s->threshold) {
+            verdict = "improvement";
+            t->improvements++;
+        } else {
+            verdict = "within noise";
+            t->noise++;
+        }
+        t->compared++;
+    }
+    printf("%-*s %9.2f %9.2f %8s %11.1f %11.1f %8s %8s  %s\n", width, name, rb->busbw_gbs,
+           rn->busbw_gbs, bw, rb->time_p50_us, rn->time_p50_us, p50, pv, verdict);
+}
+
+static void run_compare(const settings_t *s, const cp_report_file_t *base,
+                        const cp_report_file_t *cur, tally_t *t)
+{
+    /* each NEW cell matches at most one BASE cell: a run may repeat a cell */
+    char *used = calloc(cur->nrows ? cur->nrows : 1, 1);
+    size_t *match = malloc(sizeof(size_t) * (base->nrows ? base->nrows : 1));
+    if (used == NULL || match == NULL) {
+        free(used);
+        free(match);
+        cp_report_error("out of memory");
+        exit(CP_REPORT_EXIT_BAD);
+    }
+    int width = 4;
+    for (size_t i = 0; i < base->nrows; i++) {
+        match[i] = (size_t)-1;
+        for (size_t j = 0; j < cur->nrows; j++) {
+            if (!used[j] && same_cell(&base->rows[i], &cur->rows[j])) {
+                used[j] = 1;
+                match[i] = j;
+                break;
+            }
+        }
+        char name[512];
+        cp_report_cell_name(&base->rows[i], name, sizeof(name));
+        width = (int)strlen(name) > width ? (int)strlen(name) : width;
+    }
+    printf("# compare BASE %s\n#         NEW  %s\n", base->path, cur->path);
+    if (base->world_size != cur->world_size || base->node_count != cur->node_count) {
+        /* allowed (a scaling study), but every ratio below mixes two effects */
+        printf("# note: BASE ran %lld ranks on %lld node(s), NEW %lld ranks on %lld node(s)\n",
+               base->world_size, base->node_count, cur->world_size, cur->node_count);
+    }
+    printf("# verdict: Mann-Whitney rank-sum test of the per-iteration times (max over ranks) at\n"
+           "# alpha %g, and a change of the p50 time above %g%%\n",
+           s->alpha, s->threshold);
+    printf("%-*s %9s %9s %8s %11s %11s %8s %8s  %s\n", width, "# cell", "busBW", "busBW", "busBW",
+           "p50(us)", "p50(us)", "p50", "p-value", "verdict");
+    printf("%-*s %9s %9s %8s %11s %11s %8s %8s\n", width, "#", "BASE", "NEW", "NEW/BASE", "BASE",
+           "NEW", "NEW/BASE", "");
+    for (size_t i = 0; i < base->nrows; i++) {
+        if (match[i] != (size_t)-1) {
+            compare_one(s, &base->rows[i], &base->cells[i], &cur->rows[match[i]],
+                        &cur->cells[match[i]], width, t);
+        }
+    }
+    for (size_t i = 0; i < base->nrows; i++) {
+        if (match[i] == (size_t)-1) {
+            char name[512];
+            cp_report_cell_name(&base->rows[i], name, sizeof(name));
+            printf("only in BASE: %s\n", name);
+            t->only_base++;
+        }
+    }
+    for (size_t j = 0; j < cur->nrows; j++) {
+        if (!used[j]) {
+            char name[512];
+            cp_report_cell_name(&cur->rows[j], name, sizeof(name));
+            printf("only in NEW:  %s\n", name);
+            t->only_new++;
+        }
+    }
+    free(used);
+    free(match);
+}
+
+int cp_report_cmd_compare(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {
+        {"help", 'h', 0}, {"threshold", 0, 1}, {"alpha", 0, 1}, {NULL, 0, 0}};
+    cp_report_args_t a = {argc, argv, 1, 0, "compare"};
+    settings_t s = {5.0, 0.01};
+    char *operands[2], *val;
+    int nops = 0, k;
+    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
+        if (k == CP_REPORT_ARG_ERROR) {
+            return CP_REPORT_EXIT_BAD;
+        } else if (k == CP_REPORT_ARG_OPERAND) {
+            if (nops == 2) {
+                cp_report_error("compare: takes two files, BASE and NEW (extra '%s')", val);
+                return CP_REPORT_EXIT_BAD;
+            }
+            operands[nops++] = val;
+        } else if (k == 0) {
+            usage(stdout);
+            return CP_REPORT_EXIT_OK;
+        } else if (k == 1) {
+            if (cp_report_parse_double("compare", "--threshold", val, 0, 1e6, &s.threshold) != 0) {
+                return CP_REPORT_EXIT_BAD;
+            }
+        } else if (cp_report_parse_double("compare", "--alpha", val, 1e-12, 1, &s.alpha) != 0) {
+            return CP_REPORT_EXIT_BAD;
+        }
+    }
+    if (nops != 2) {
+        cp_report_error("compare: needs two files, BASE and NEW (see 'collprof-report compare "
+                        "--help')");
+        return CP_REPORT_EXIT_BAD;
+    }
+    /* a directory holding a single run stands for that run's file */
+    char *paths[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        if (cp_report_single_path("compare", operands[i], &paths[i]) != 0) {
+            free(paths[0]);
+            return CP_REPORT_EXIT_BAD;
+        }
+    }
+    cp_report_file_t **files;
+    int opened = cp_report_open_all(paths, 2, &files);
+    free(paths[0]);
+    free(paths[1]);
+    if (opened != 0) {
+        return CP_REPORT_EXIT_BAD;
+    }
+    tally_t t;
+    memset(&t, 0, sizeof(t));
+    run_compare(&s, files[0], files[1], &t);
+    printf("# %d cells compared: %d regression%s, %d improvement%s, %d within noise", t.compared,
+           t.regressions, t.regressions == 1 ? "" : "s", t.improvements,
+           t.improvements == 1 ? "" : "s", t.noise);
+    if (t.other) {
+        printf("; %d not comparable", t.other);
+    }
+    if (t.only_base || t.only_new) {
+        printf("; %d only in BASE, %d only in NEW", t.only_base, t.only_new);
+    }
+    printf("\n");
+    cp_report_close_all(files, 2);
+    return t.regressions > 0 ? CP_REPORT_EXIT_REGRESSION : CP_REPORT_EXIT_OK;
+}

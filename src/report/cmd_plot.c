@@ -1,0 +1,486 @@
+/*
+ * `plot FILE... --out report.html|report.svg`: busBW against message size.
+ *
+ * One chart per operation, one line per backend/variant (and per file,
+ * when several are given), on a log2 size axis because collprof's sizes
+ * are powers of two.  The output is plain SVG, inline in a small HTML page
+ * or standalone: no script, no font or stylesheet from the network, so it
+ * can be mailed, attached to a ticket or opened on an air-gapped cluster.
+ */
+#include "config.h"
+
+#include "report/report.h"
+
+#include "colls/colls.h"
+#include "core/util.h"
+#include "output/format.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* chart geometry, in SVG user units (px) */
+#define CHART_W     900
+#define PLOT_L      80 /* left margin: y tick labels and the axis title */
+#define PLOT_R      30
+#define PLOT_T      48 /* the chart title */
+#define PLOT_H      300
+#define AXIS_H      58 /* x tick labels and the axis title */
+#define LEGEND_DY   18
+#define LEGEND_COLS 2
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: collprof-report plot FILE|DIR... --out report.html|report.svg\n"
+               "Draw busBW (GB/s) against message size (bytes, log2 axis): one chart per\n"
+               "operation, one line per backend/variant (and per file when several are\n"
+               "given).  OUT ending in .html gives a page with inline SVG, .svg a single\n"
+               "SVG image; either is self-contained (no scripts, nothing fetched).\n"
+               "\n"
+               "  -o, --out OUT  the file to write (required)\n"
+               "  -h, --help     this help\n"
+               "\n"
+               "Exit status: 0 success, 2 bad usage or a file that cannot be read.\n");
+}
+
+/* Tableau 10: distinguishable, also for the common forms of colour blindness */
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+#define N_COLOURS (sizeof(palette) / sizeof(palette[0]))
+/* past ten lines the colours repeat with another dash pattern */
+static const char *const dashes[] = {"", "7 4", "2 3", "10 3 2 3"};
+#define N_DASHES (sizeof(dashes) / sizeof(dashes[0]))
+
+typedef struct point {
+    double bytes, busbw;
+    const collprof_result_row_t *row;
+} point_t;
+
+typedef struct series {
+    int file;
+    const collprof_result_row_t *key; /* the first row: its attributes name the line */
+    char label[400];
+    int colour, dash; /* indices into palette[] and dashes[] */
+    point_t *pts;
+    size_t n, cap;
+} series_t;
+
+typedef struct chart {
+    char op[16];
+    series_t *s;
+    size_t n, cap;
+} chart_t;
+
+typedef struct plot {
+    chart_t *c;
+    size_t n, cap;
+    cp_report_file_t **files;
+    int nfiles;
+} plot_t;
+
+static void *grow(void *v, size_t *cap, size_t n, size_t elsize)
+{
+    if (n < *cap) {
+        return v;
+    }
+    size_t c = *cap ? *cap * 2 : 8;
+    void *g = realloc(v, c * elsize);
+    if (g == NULL) {
+        cp_report_error("out of memory");
+        exit(CP_REPORT_EXIT_BAD);
+    }
+    *cap = c;
+    return g;
+}
+
+/* rows on one line: everything but the size is the same */
+static int same_line(const collprof_result_row_t *a, const collprof_result_row_t *b)
+{
+    return !strcmp(a->backend, b->backend) && !strcmp(a->variant, b->variant) &&
+           !strcmp(a->dtype, b->dtype) && !strcmp(a->redop, b->redop) && a->root == b->root &&
+           a->in_place == b->in_place && !strcmp(a->imbalance, b->imbalance);
+}
+
+static void add_row(plot_t *p, int file, const collprof_result_row_t *r)
+{
+    size_t ci = 0, si = 0;
+    while (ci < p->n && strcmp(p->c[ci].op, r->op) != 0) {
+        ci++;
+    }
+    if (ci == p->n) {
+        p->c = grow(p->c, &p->cap, p->n, sizeof(*p->c));
+        memset(&p->c[p->n], 0, sizeof(*p->c));
+        snprintf(p->c[p->n].op, sizeof(p->c[p->n].op), "%s", r->op);
+        p->n++;
+    }
+    chart_t *c = &p->c[ci];
+    while (si < c->n && !(c->s[si].file == file && same_line(c->s[si].key, r))) {
+        si++;
+    }
+    if (si == c->n) {
+        c->s = grow(c->s, &c->cap, c->n, sizeof(*c->s));
+        memset(&c->s[c->n], 0, sizeof(*c->s));
+        c->s[c->n].file = file;
+        c->s[c->n].key = r;
+        c->n++;
+    }
+    series_t *s = &c->s[si];
+    s->pts = grow(s->pts, &s->cap, s->n, sizeof(*s->pts));
+    s->pts[s->n++] = (point_t){(double)r->bytes, r->busbw_gbs, r};
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    double x = ((const point_t *)a)->bytes, y = ((const point_t *)b)->bytes;
+    return (x > y) - (x < y);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* "mpi/ring (max, in-place), float64, <file>": only what tells the lines apart */
+static void label_series(const plot_t *p, chart_t *c)
+{
+    int next_colour = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        series_t *s = &c->s[i];
+        int dtypes = 0;
+        for (size_t j = 0; j < c->n; j++) {
+            dtypes |= strcmp(c->s[j].key->dtype, s->key->dtype) != 0;
+        }
+        char op_label[256];
+        cp_format_label(s->key, op_label, sizeof(op_label));
+        const char *extra = strstr(op_label, " (");
+        snprintf(s->label, sizeof(s->label), "%s/%s%s%s%s%s", s->key->backend, s->key->variant,
+                 extra ? extra : "", dtypes ? ", " : "", dtypes ? s->key->dtype : "",
+                 p->nfiles > 1 ? ", " : "");
+        if (p->nfiles > 1) {
+            strncat(s->label, base_name(p->files[s->file]->path),
+                    sizeof(s->label) - strlen(s->label) - 1);
+        }
+        qsort(s->pts, s->n, sizeof(*s->pts), by_bytes);
+        /* several files: one colour per line of the chart, one dash pattern per file,
+         * so the same backend/variant of two runs is told apart at a glance */
+        size_t group = 0;
+        while (group < i && !same_line(c->s[group].key, s->key)) {
+            group++;
+        }
+        if (p->nfiles > 1) {
+            s->colour = group == i ? next_colour++ : c->s[group].colour;
+            s->dash = s->file;
+        } else {
+            s->colour = (int)i;
+            s->dash = (int)(i / N_COLOURS);
+        }
+    }
+}
+
+static void xml_text(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+static void size_label(int log2b, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = log2b >= 0 ? log2b / 10 : 0;
+    u = u > 5 ? 5 : u;
+    snprintf(buf, len, "%.0f %s", ldexp(1.0, log2b - 10 * u), units[u]);
+}
+
+static int chart_height(const chart_t *c)
+{
+    int rows = (int)((c->n + LEGEND_COLS - 1) / LEGEND_COLS);
+    return PLOT_T + PLOT_H + AXIS_H + rows * LEGEND_DY + 12;
+}
+
+static void draw_chart(FILE *out, const chart_t *c)
+{
+    const int pw = CHART_W - PLOT_L - PLOT_R, h = chart_height(c);
+    double lo = INFINITY, hi = -INFINITY, ymax = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        for (size_t k = 0; k < c->s[i].n; k++) {
+            double lx = log2(c->s[i].pts[k].bytes);
+            lo = lx < lo ? lx : lo;
+            hi = lx > hi ? lx : hi;
+            ymax = c->s[i].pts[k].busbw > ymax ? c->s[i].pts[k].busbw : ymax;
+        }
+    }
+    int xlo = (int)floor(lo), xhi = (int)ceil(hi);
+    if (xhi - xlo < 2) { /* one size: show it between its neighbours */
+        xlo--;
+        xhi++;
+    }
+    /* a margin keeps the end points off the frame */
+    double xmin = xlo - 0.25, xmax = xhi + 0.25;
+    /* y from 0 to a round number, ticks at 1, 2 or 5 x 10^k */
+    double raw = (ymax > 0 ? ymax * 1.05 : 1) / 5, mag = pow(10, floor(log10(raw))), step = mag;
+    step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
+    double ytop = ceil((ymax > 0 ? ymax * 1.05 : 1) / step) * step;
+    int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+#define X(v) (PLOT_L + ((v)-xmin) / (xmax - xmin) * pw)
+#define Y(v) (PLOT_T + PLOT_H - (v) / ytop * PLOT_H)
+
+    int op = cp_coll_from_name(c->op);
+    const char *label = op >= 0 ? cp_coll_get((collprof_op_t)op)->label : c->op;
+    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", CHART_W, h);
+    fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
+    xml_text(out, label);
+    fprintf(out, ": bus bandwidth against message size</text>\n");
+
+    /* grid, ticks and tick labels */
+    fprintf(out, "<g font-size=\"12\" fill=\"#333333\">\n");
+    for (double y = 0; y <= ytop + step / 2; y += step) {
+        fprintf(out,
+                "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>"
+                "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n",
+                PLOT_L, PLOT_L + pw, Y(y), Y(y), PLOT_L - 8, Y(y) + 4, decimals, y);
+    }
+    int every = (xhi - xlo + 11) / 12; /* at most a dozen size labels */
+    for (int k = xlo; k <= xhi; k++) {
+        char sz[32];
+        size_label(k, sz, sizeof(sz));
+        fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#e3e3e3\"/>\n",
+                X(k), X(k), PLOT_T, PLOT_T + PLOT_H);
+        if ((k - xlo) % every == 0) {
+            fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", X(k),
+                    PLOT_T + PLOT_H + 18, sz);
+        }
+    }
+    fprintf(out, "</g>\n");
+    fprintf(out,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+            "stroke=\"#444444\"/>\n",
+            PLOT_L, PLOT_T, pw, PLOT_H);
+    fprintf(out,
+            "<text x=\"%d\" y=\"%d\" font-size=\"13\" text-anchor=\"middle\">message size "
+            "(bytes, log2 scale)</text>\n",
+            PLOT_L + pw / 2, PLOT_T + PLOT_H + 40);
+    fprintf(out,
+            "<text transform=\"translate(22 %d) rotate(-90)\" font-size=\"13\" "
+            "text-anchor=\"middle\">busBW (GB/s)</text>\n",
+            PLOT_T + PLOT_H / 2);
+
+    /* the lines, their points (with a tooltip) and the legend */
+    for (size_t i = 0; i < c->n; i++) {
+        const series_t *s = &c->s[i];
+        const char *colour = palette[(size_t)s->colour % N_COLOURS];
+        const char *dash = dashes[(size_t)s->dash % N_DASHES];
+        fprintf(out,
+                "<g stroke=\"%s\" fill=\"%s\">\n<polyline fill=\"none\" stroke-width=\"2\"%s%s%s "
+                "points=\"",
+                colour, colour, dash[0] ? " stroke-dasharray=\"" : "", dash, dash[0] ? "\"" : "");
+        for (size_t k = 0; k < s->n; k++) {
+            fprintf(out, "%s%.1f,%.1f", k ? " " : "", X(log2(s->pts[k].bytes)), Y(s->pts[k].busbw));
+        }
+        fprintf(out, "\"/>\n");
+        for (size_t k = 0; k < s->n; k++) {
+            char th[32];
+            fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>",
+                    X(log2(s->pts[k].bytes)), Y(s->pts[k].busbw));
+            xml_text(out, s->label);
+            fprintf(out, ": %s B, %.3f GB/s</title></circle>\n",
+                    cp_fmt_thousands((uint64_t)s->pts[k].bytes, th, sizeof(th)), s->pts[k].busbw);
+        }
+        int lx = PLOT_L + (int)(i % LEGEND_COLS) * (pw / LEGEND_COLS);
+        int ly = PLOT_T + PLOT_H + AXIS_H + (int)(i / LEGEND_COLS) * LEGEND_DY;
+        fprintf(out,
+                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke-width=\"2\"%s%s%s/>"
+                "<circle cx=\"%d\" cy=\"%d\" r=\"3.5\"/>\n",
+                lx, lx + 28, ly, ly, dash[0] ? " stroke-dasharray=\"" : "", dash,
+                dash[0] ? "\"" : "", lx + 14, ly);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" stroke=\"none\" fill=\"#222222\">",
+                lx + 36, ly + 4);
+        xml_text(out, s->label);
+        fprintf(out, "</text>\n</g>\n");
+    }
+#undef X
+#undef Y
+}
+
+static void describe_files(FILE *out, const plot_t *p, const char *open, const char *close)
+{
+    for (int i = 0; i < p->nfiles; i++) {
+        const cp_report_file_t *f = p->files[i];
+        fputs(open, out);
+        xml_text(out, base_name(f->path));
+        fprintf(out, ": %lld ranks on %lld node(s), created ", f->world_size, f->node_count);
+        xml_text(out, f->created[0] ? f->created : "?");
+        if (f->tag[0]) {
+            fputs(", tag ", out);
+            xml_text(out, f->tag);
+        }
+        if (strcmp(f->status, "complete") != 0) {
+            fputs(" (incomplete run)", out);
+        }
+        fputs(close, out);
+    }
+}
+
+static void write_html(FILE *out, const plot_t *p)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<title>collprof busBW report</title>\n"
+          "<style>body{font-family:sans-serif;margin:24px;color:#222;background:#fafafa}"
+          "svg{display:block;margin:16px 0;background:#fff;border:1px solid #ddd}"
+          "li{margin:2px 0}</style>\n</head>\n<body>\n"
+          "<h1>collprof busBW report</h1>\n<ul>\n",
+          out);
+    describe_files(out, p, "<li>", "</li>\n");
+    fputs("</ul>\n", out);
+    if (p->n == 0) {
+        fputs("<p>No measured cell with a non-zero size: nothing to plot.</p>\n", out);
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        int h = chart_height(&p->c[i]);
+        fprintf(out,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" role=\"img\">\n",
+                CHART_W, h, CHART_W, h);
+        draw_chart(out, &p->c[i]);
+        fputs("</svg>\n", out);
+    }
+    fputs("</body>\n</html>\n", out);
+}
+
+static void write_svg(FILE *out, const plot_t *p)
+{
+    int head = 40 + 18 * p->nfiles, total = head;
+    for (size_t i = 0; i < p->n; i++) {
+        total += chart_height(&p->c[i]) + 16;
+    }
+    fprintf(out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"#fafafa\"/>\n"
+            "<text x=\"16\" y=\"28\" font-size=\"22\" font-weight=\"bold\">collprof busBW "
+            "report</text>\n",
+            CHART_W, total, CHART_W, total);
+    for (int i = 0; i < p->nfiles; i++) {
+        plot_t one = *p;
+        one.files = &p->files[i];
+        one.nfiles = 1;
+        fprintf(out, "<text x=\"16\" y=\"%d\" font-size=\"12\">", 50 + 18 * i);
+        describe_files(out, &one, "", "");
+        fputs("</text>\n", out);
+    }
+    int y = head;
+    for (size_t i = 0; i < p->n; i++) {
+        fprintf(out, "<g transform=\"translate(0 %d)\">\n", y);
+        draw_chart(out, &p->c[i]);
+        fputs("</g>\n", out);
+        y += chart_height(&p->c[i]) + 16;
+    }
+    fputs("</svg>\n", out);
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcasecmp(s + a - b, suffix);
+}
+
+int cp_report_cmd_plot(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {"out", 'o', 1}, {NULL, 0, 0}};
+    cp_report_args_t a = {argc, argv, 1, 0, "plot"};
+    char **operands = calloc((size_t)argc, sizeof(char *)), *val, *output = NULL;
+    int nops = 0, k;
+    if (operands == NULL) {
+        cp_report_error("out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
+        if (k == CP_REPORT_ARG_ERROR) {
+            free(operands);
+            return CP_REPORT_EXIT_BAD;
+        } else if (k == CP_REPORT_ARG_OPERAND) {
+            operands[nops++] = val;
+        } else if (k == 0) {
+            usage(stdout);
+            free(operands);
+            return CP_REPORT_EXIT_OK;
+        } else {
+            output = val;
+        }
+    }
+    int html = output && (has_suffix(output, ".html") || has_suffix(output, ".htm"));
+    const char *why = output == NULL ? "plot: --out is required"
+                      : !html && !has_suffix(output, ".svg")
+                          ? "plot: --out must end in .html or .svg"
+                      : nops == 0 ? "plot: no result file given"
+                                  : NULL;
+    if (why != NULL) {
+        cp_report_error("%s (see 'collprof-report plot --help')", why);
+        free(operands);
+        return CP_REPORT_EXIT_BAD;
+    }
+    char **paths;
+    plot_t p;
+    memset(&p, 0, sizeof(p));
+    int n = cp_report_expand_paths(operands, nops, &paths);
+    free(operands);
+    if (n < 0) {
+        return CP_REPORT_EXIT_BAD;
+    }
+    if (cp_report_open_all(paths, n, &p.files) != 0) {
+        cp_report_free_paths(paths, n);
+        return CP_REPORT_EXIT_BAD;
+    }
+    p.nfiles = n;
+    for (int i = 0; i < n; i++) {
+        for (size_t r = 0; r < p.files[i]->nrows; r++) {
+            const collprof_result_row_t *row = &p.files[i]->rows[r];
+            /* a size of 0 (barrier) has no place on a log axis, nor a bandwidth */
+            if (cp_report_measured(row) && row->bytes > 0) {
+                add_row(&p, i, row);
+            }
+        }
+    }
+    for (size_t i = 0; i < p.n; i++) {
+        label_series(&p, &p.c[i]);
+    }
+    int rc = CP_REPORT_EXIT_OK;
+    FILE *out = fopen(output, "w");
+    if (out == NULL) {
+        cp_report_error("%s: %s", output, strerror(errno));
+        rc = CP_REPORT_EXIT_BAD;
+    } else {
+        if (html) {
+            write_html(out, &p);
+        } else {
+            write_svg(out, &p);
+        }
+        int bad = ferror(out);
+        bad |= fclose(out) != 0;
+        if (bad) {
+            cp_report_error("%s: %s", output, strerror(errno));
+            rc = CP_REPORT_EXIT_BAD;
+        }
+    }
+    for (size_t i = 0; i < p.n; i++) {
+        for (size_t j = 0; j < p.c[i].n; j++) {
+            free(p.c[i].s[j].pts);
+        }
+        free(p.c[i].s);
+    }
+    free(p.c);
+    cp_report_close_all(p.files, n);
+    cp_report_free_paths(paths, n);
+    return rc;
+}

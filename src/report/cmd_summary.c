@@ -1,0 +1,178 @@
+/*
+ * `summary`: the text summary of a run, rebuilt from its HDF5 file.  The
+ * cell lines come from the same src/output/format.c functions the run
+ * used, and the per-rank bytes line is printed as src/output/summary.c
+ * prints it, so those lines match the run's .txt summary byte for byte.
+ * The header is shorter: it shows what the file's attributes record.
+ */
+#include "config.h"
+
+#include "report/report.h"
+
+#include "output/format.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: collprof-report summary FILE|DIR...\n"
+               "Print the text summary of each result file (a DIR stands for its\n"
+               "collprof_*.h5 files, in name order): a header from the file's attributes,\n"
+               "the per-cell lines of collprof's own text summary, and the totals.\n"
+               "\n"
+               "  -h, --help   this help\n"
+               "\n"
+               "Exit status: 0 success, 2 a file could not be read (the others are still\n"
+               "printed) or bad usage.\n");
+}
+
+static void print_world(const cp_report_file_t *f)
+{
+    printf("world:      %lld ranks on %lld node(s):", f->world_size, f->node_count);
+    for (long long node = 0; node < f->node_count; node++) {
+        int cnt = 0, first = -1;
+        for (int r = 0; r < f->nranks; r++) {
+            if (f->ranks[r].node_id == node) {
+                cnt++;
+                first = first < 0 ? r : first;
+            }
+        }
+        printf(" %s (%d)", first >= 0 ? f->ranks[first].hostname : "?", cnt);
+    }
+    printf("\n");
+}
+
+static void print_header(const cp_report_file_t *f)
+{
+    printf("# collprof-report summary of %s\n", f->path);
+    printf("schema:     %s %s (written by collprof %s)\n", f->schema, f->schema_version,
+           f->collprof_version[0] ? f->collprof_version : "?");
+    printf("created:    %s\n", f->created);
+    printf("command:    %s\n", f->command_line);
+    if (f->tag[0]) {
+        printf("tag:        %s\n", f->tag);
+    }
+    print_world(f);
+    printf("launcher:   %s%s%s\n", f->launcher, f->pmix_version[0] ? ", PMIx " : "",
+           f->pmix_version);
+    for (size_t i = 0; i < f->nbackends; i++) {
+        const cp_report_backend_t *b = &f->backends[i];
+        if (!strcmp(b->state, "not used")) {
+            continue;
+        }
+        int ready = !strcmp(b->state, "initialised");
+        printf("backend:    %s %s (%s)%s%s\n", b->name,
+               b->plugin_version[0] ? b->plugin_version : "?",
+               b->library_version[0] ? b->library_version : "?",
+               ready ? "" : " NOT INITIALISED: ", ready ? "" : b->state);
+    }
+    if (f->timing[0]) {
+        printf("timing:     %s\n", f->timing);
+    }
+    if (f->check[0]) {
+        printf("check:      %s\n", f->check);
+    }
+    if (!strcmp(f->status, "complete")) {
+        printf("status:     complete\n");
+    } else if (!strcmp(f->status, "incomplete")) {
+        printf("status:     incomplete: the run was killed or is still running; these are the\n"
+               "            cells it completed\n");
+    } else {
+        printf("status:     %s\n", f->status[0] ? f->status : "unknown");
+    }
+    printf("\n");
+}
+
+static void print_file(const cp_report_file_t *f)
+{
+    cp_format_state_t st;
+    int ok = 0, wrong = 0, error = 0, unsupported = 0, skipped = 0, timeout = 0;
+    unsigned long long nwrong = 0;
+    memset(&st, 0, sizeof(st));
+    print_header(f);
+    for (size_t i = 0; i < f->nrows; i++) {
+        const collprof_result_row_t *r = &f->rows[i];
+        const cp_report_cell_t *c = &f->cells[i];
+        cp_format_summary_row(&st, r, stdout);
+        if (c->send_bytes != NULL && c->recv_bytes != NULL) {
+            /* the same line as cp_summary_cell() in src/output/summary.c */
+            printf("    bytes sent/received per rank:");
+            for (int q = 0; q < f->nranks; q++) {
+                printf(" r%d %llu/%llu", q, (unsigned long long)c->send_bytes[q],
+                       (unsigned long long)c->recv_bytes[q]);
+            }
+            printf("\n");
+        }
+        ok += !strcmp(r->status, "ok");
+        wrong += !strcmp(r->status, "wrong");
+        error += !strcmp(r->status, "error");
+        unsupported += !strcmp(r->status, "unsupported");
+        skipped += !strcmp(r->status, "skipped");
+        timeout += !strcmp(r->status, "timeout");
+        nwrong += r->wrong;
+    }
+    printf("\n== totals ==\n");
+    printf("cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n", ok, wrong, error,
+           unsupported, skipped);
+    if (timeout > 0) { /* the run's own summary has no such line: it predates timeouts */
+        printf("timeouts:   %d\n", timeout);
+    }
+    printf("#wrong:     %llu\n", nwrong);
+}
+
+int cp_report_cmd_summary(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {NULL, 0, 0}};
+    cp_report_args_t a = {argc, argv, 1, 0, "summary"};
+    char **operands = calloc((size_t)argc, sizeof(char *));
+    int nops = 0, k;
+    char *val;
+    if (operands == NULL) {
+        cp_report_error("out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
+        if (k == CP_REPORT_ARG_ERROR) {
+            free(operands);
+            return CP_REPORT_EXIT_BAD;
+        }
+        if (k == CP_REPORT_ARG_OPERAND) {
+            operands[nops++] = val;
+        } else {
+            usage(stdout);
+            free(operands);
+            return CP_REPORT_EXIT_OK;
+        }
+    }
+    if (nops == 0) {
+        cp_report_error("summary: no result file given (see 'collprof-report summary --help')");
+        free(operands);
+        return CP_REPORT_EXIT_BAD;
+    }
+    char **paths;
+    int n = cp_report_expand_paths(operands, nops, &paths);
+    free(operands);
+    if (n < 0) {
+        return CP_REPORT_EXIT_BAD;
+    }
+    /* a bad file is reported and skipped: the others are still worth reading */
+    int rc = CP_REPORT_EXIT_OK, printed = 0;
+    for (int i = 0; i < n; i++) {
+        cp_report_file_t *f;
+        char err[1024];
+        if (cp_report_open(paths[i], &f, err, sizeof(err)) != 0) {
+            cp_report_error("%s: %s", paths[i], err);
+            rc = CP_REPORT_EXIT_BAD;
+            continue;
+        }
+        if (printed++) {
+            printf("\n");
+        }
+        print_file(f);
+        fflush(stdout);
+        cp_report_close(f);
+    }
+    cp_report_free_paths(paths, n);
+    return rc;
+}

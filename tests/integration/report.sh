@@ -1,0 +1,327 @@
+#!/bin/sh
+# collprof-report on real result files: summary round trip, compare (self
+# and an injected regression), export, stragglers (an injected slow rank),
+# plot (rendered by headless Chromium when installed), and every kind of
+# bad input.  Injected slowdowns are large (+2000 us on cells of ~20-300
+# us) because timings on a shared 2-core machine vary a lot between runs.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
+[ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
+need_mpirun
+
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3 || true)
+have_py() { [ -n "$PY" ] && "$PY" -c "import $1" 2>/dev/null; }
+
+# collprof into directory $1, with COLLPROF_FAULT=$2 when given
+run_into() {
+    mkdir -p "$1"
+    rc=0
+    env ${2:+COLLPROF_FAULT=$2} timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 4 \
+        --ops allreduce,alltoall,alltoallv --counts 4K,64K -n 20 -w 2 --variants default,ring \
+        --output-dir "$1" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+}
+# collprof-report with a timeout; output in $WORK/rout, $WORK/rerr, status in $rrc
+rep() {
+    rrc=0
+    timeout -k 5 60 "$REPORT" "$@" </dev/null >"$WORK/rout" 2>"$WORK/rerr" || rrc=$?
+}
+h5_of() { ls "$1"/collprof_*.h5 2>/dev/null | head -n 1; }
+# after a failed check: what the report printed, as TAP comments
+diag_rep() { # STATUS
+    [ "$1" -eq 0 ] || sed 's/^/# /' "$WORK/rout" "$WORK/rerr"
+}
+# a one-line error for FILE with exit status 2
+bad_file() { # WHAT FILE [COMMAND ARGS...]
+    what=$1
+    file=$2
+    shift 2
+    [ $# -gt 0 ] || set -- summary "$file"
+    rep "$@"
+    [ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] &&
+        grep -q "^collprof-report: error: $file: ." "$WORK/rerr" && [ ! -s "$WORK/rout" ]
+    ok $? "$what: one-line error, exit 2 (exit $rrc: $(head -c 200 "$WORK/rerr"))"
+}
+
+# ---- three runs: clean, everything slower, rank 2 slower ------------------
+run_into "$WORK/base"
+base=$(h5_of "$WORK/base")
+[ "$rc" -eq 0 ] && [ -n "$base" ]
+ok $? "clean run writes a result file (exit $rc)"
+run_into "$WORK/slow" slow:all:2000
+slow=$(h5_of "$WORK/slow")
+[ "$rc" -eq 0 ] && [ -n "$slow" ]
+ok $? "run with every rank slowed by 2000 us (exit $rc)"
+run_into "$WORK/strag" slow:2:3000
+strag=$(h5_of "$WORK/strag")
+[ "$rc" -eq 0 ] && [ -n "$strag" ]
+ok $? "run with rank 2 slowed by 3000 us (exit $rc)"
+[ -n "$base" ] && [ -n "$slow" ] && [ -n "$strag" ] || {
+    echo "Bail out! no result files: $(cat "$WORK/err")"
+    exit 1
+}
+
+if command -v h5dump >/dev/null 2>&1; then
+    rc=0
+    for f in "$base" "$slow" "$strag"; do
+        h5dump "$f" >/dev/null 2>&1 || rc=1
+    done
+    ok $rc "h5dump reads every result file"
+else
+    echo "ok $((tap_n += 1)) # SKIP h5dump not installed"
+fi
+
+# ---- summary ---------------------------------------------------------------
+# the cell lines, per-rank bytes lines and totals of the run's own text summary
+result_lines() { sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' "$1"; }
+rep summary "$base"
+result_lines "$WORK/rout" >"$WORK/from_h5"
+result_lines "${base%.h5}.txt" >"$WORK/from_txt"
+[ "$rrc" -eq 0 ] && [ "$(grep -c 'BusBW' "$WORK/from_txt")" -eq 8 ] &&
+    cmp -s "$WORK/from_h5" "$WORK/from_txt"
+ok $? "summary: the result lines equal the run's text summary (exit $rrc)"
+grep -q 'bytes sent/received per rank: r0 ' "$WORK/from_h5" && grep -q '^status: *complete' "$WORK/rout"
+ok $? "summary: per-rank bytes of alltoallv and the file's status"
+rep summary "$WORK/base" "$WORK/slow"
+[ "$rrc" -eq 0 ] && [ "$(grep -c '^# collprof-report summary of ' "$WORK/rout")" -eq 2 ]
+ok $? "summary: directories stand for their result files"
+
+# ---- compare -----------------------------------------------------------------
+rep compare "$base" "$base"
+[ "$rrc" -eq 0 ] && [ "$(grep -c '^[^#].* within noise$' "$WORK/rout")" -eq 8 ] &&
+    ! grep -q -E ' (regression|improvement)$' "$WORK/rout"
+r=$?
+ok $r "compare: a file against itself is within noise everywhere, exit 0 (exit $rrc)"
+diag_rep $r
+# The timing checks.  A run that shared the two cores with other tests can
+# be blurred beyond any injected slowdown; then a fresh pair of runs, at
+# most twice more: the tool is the same each time, only the machine varies.
+regression_seen() {
+    rep compare "$1" "$2"
+    [ "$rrc" -eq 1 ] && [ "$(grep -c '^[^#].* regression$' "$WORK/rout")" -eq 8 ] &&
+        grep -q '^# 8 cells compared: 8 regressions' "$WORK/rout"
+}
+attempt=1
+while :; do
+    regression_seen "$base" "$slow"
+    r=$?
+    if [ "$r" -eq 0 ] || [ "$attempt" -ge 3 ]; then
+        break
+    fi
+    echo "# compare, attempt $attempt: blurred by a busy machine, running both again"
+    sed 's/^/#   /' "$WORK/rout"
+    attempt=$((attempt + 1))
+    run_into "$WORK/base$attempt"
+    base=$(h5_of "$WORK/base$attempt")
+    run_into "$WORK/slow$attempt" slow:all:2000
+    slow=$(h5_of "$WORK/slow$attempt")
+done
+ok $r "compare: +2000 us on every rank is a regression in every cell, exit 1 (exit $rrc)"
+diag_rep $r
+rep compare "$base" "$slow" --threshold 1e6
+[ "$rrc" -eq 0 ] && ! grep -q ' regression$' "$WORK/rout"
+ok $? "compare: nothing counts below --threshold (exit $rrc)"
+rep compare "$slow" "$base"
+[ "$rrc" -eq 0 ] && [ "$(grep -c '^[^#].* improvement$' "$WORK/rout")" -eq 8 ]
+r=$?
+ok $r "compare: the other way round, improvements, exit 0 (exit $rrc)"
+diag_rep $r
+
+# ---- export ------------------------------------------------------------------
+# the schema's column list, in order, from the one place that defines it
+columns=$(sed -n 's/^ *X(\([a-z_0-9]*\),.*/\1/p' "$COLLPROF_SRCDIR/include/collprof/schema.h" |
+    tr '\n' ',')file
+rep export --csv "$base" "$slow" -o "$WORK/cells.csv"
+[ "$rrc" -eq 0 ] && [ "$(head -n 1 "$WORK/cells.csv")" = "$columns" ] &&
+    [ "$(wc -l <"$WORK/cells.csv")" -eq 17 ]
+ok $? "export --csv: a header of the schema's columns and file, one line per cell (exit $rrc)"
+rep export --json "$(dirname "$base")" "$slow"
+cp "$WORK/rout" "$WORK/cells.json"
+if have_py json && have_py csv; then
+    "$PY" - "$WORK/cells.csv" "$WORK/cells.json" "$columns" "$base" <<'EOF'
+import csv, json, sys
+cols = sys.argv[3].split(",")
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+data = json.load(open(sys.argv[2]))
+assert len(rows) == 16 and len(data) == 16, (len(rows), len(data))
+assert all(list(d.keys()) == cols for d in data)
+for d in data:
+    assert isinstance(d["count"], int) and isinstance(d["busbw_gbs"], float)
+    assert isinstance(d["op"], str) and d["status"] == "ok" and d["busbw_gbs"] > 0
+assert data[0]["file"] == sys.argv[4] and data[0]["backend"] == "mpi"
+assert [r["op"] for r in rows[:8]] == [d["op"] for d in data[:8]]
+assert float(rows[0]["time_p50_us"]) == data[0]["time_p50_us"]
+assert {d["imbalance"] for d in data if d["op"] == "alltoallv"} <= {"", "uniform"}
+EOF
+    ok $? "export: Python's csv and json modules read both, numbers as numbers"
+else
+    grep -q '^\[' "$WORK/cells.json" && [ "$(grep -c '"busbw_gbs": [0-9]' "$WORK/cells.json")" -eq 16 ]
+    ok $? "export --json: 16 objects with numeric busBW (no python3 to parse)"
+fi
+
+# ---- stragglers ----------------------------------------------------------------
+# rank 2 flagged in at least half of the cells, no other rank in any
+stragglers_seen() {
+    rep stragglers "$1"
+    [ "$rrc" -eq 0 ] && grep -q '^  rank 2 on ' "$WORK/rout" &&
+        ! grep -q -E '^  rank [013] on ' "$WORK/rout" &&
+        awk '$1 == "rank" && $2 == "host" { t = 1; next } t && /^$/ { t = 0 }
+             t && NF == 4 { split($3, f, "/"); if ($1 == 2) hit = (2 * f[1] >= f[2] && f[2] > 0);
+                            else if (f[1] != 0) other++ }
+             END { exit !(hit && !other) }' "$WORK/rout"
+}
+attempt=1
+while :; do
+    stragglers_seen "$strag"
+    r=$?
+    if [ "$r" -eq 0 ] || [ "$attempt" -ge 3 ]; then
+        break
+    fi
+    echo "# stragglers, attempt $attempt: blurred by a busy machine, running again"
+    sed 's/^/#   /' "$WORK/rout"
+    attempt=$((attempt + 1))
+    run_into "$WORK/strag$attempt" slow:2:3000
+    strag=$(h5_of "$WORK/strag$attempt")
+done
+ok $r "stragglers: the slowed rank 2 is flagged, no other rank is (exit $rrc)"
+diag_rep $r
+rep stragglers "$base"
+[ "$rrc" -eq 0 ] && grep -q '^== per node ==' "$WORK/rout"
+ok $? "stragglers: exit 0 and a per-node table on a clean run"
+
+# ---- plot ----------------------------------------------------------------------
+rep plot "$base" "$slow" --out "$WORK/report.html"
+[ "$rrc" -eq 0 ] && [ "$(grep -c '<svg ' "$WORK/report.html")" -eq 3 ] &&
+    ! grep -q -i -E '<script|https?://[^w]' "$WORK/report.html"
+ok $? "plot: an HTML page with one inline SVG per op, no script, nothing fetched (exit $rrc)"
+rep plot "$base" --out "$WORK/report.svg"
+if have_py xml.etree.ElementTree; then
+    "$PY" -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$WORK/report.svg"
+    r=$?
+else
+    r=0
+fi
+[ "$rrc" -eq 0 ] && [ "$r" -eq 0 ] && grep -q 'busBW (GB/s)' "$WORK/report.svg"
+ok $? "plot: a standalone SVG that parses as XML (exit $rrc)"
+if [ -x /usr/bin/chromium ]; then
+    rm -f "$WORK/shot.png"
+    timeout -k 5 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$(mktemp -d "$WORK/chromium.XXXXXX")" --screenshot="$WORK/shot.png" \
+        --window-size=1200,900 "file://$WORK/report.html" >/dev/null 2>&1
+    if [ -n "$PY" ]; then
+        # PNG dimensions from the IHDR chunk; colours from the inflated scanlines
+        "$PY" - "$WORK/shot.png" <<'EOF'
+import struct, sys, zlib
+png = open(sys.argv[1], "rb").read()
+assert png[:8] == b"\x89PNG\r\n\x1a\n"
+w, h = struct.unpack(">II", png[16:24])
+assert (w, h) == (1200, 900), (w, h)
+pos, idat = 8, b""
+while pos < len(png):
+    n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+    if kind == b"IDAT":
+        idat += png[pos + 8:pos + 8 + n]
+    pos += 12 + n
+assert len(set(zlib.decompress(idat))) > 32, "a blank or single-colour screenshot"
+EOF
+        r=$?
+    else
+        [ "$(wc -c <"$WORK/shot.png")" -gt 20000 ]
+        r=$?
+    fi
+    [ -s "$WORK/shot.png" ] && [ "$r" -eq 0 ]
+    ok $? "plot: headless Chromium renders the page (a 1200x900 screenshot, not blank)"
+else
+    echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium not installed"
+fi
+
+# ---- bad input ------------------------------------------------------------------
+size=$(wc -c <"$base")
+head -c $((size / 2)) "$base" >"$WORK/truncated.h5"
+bad_file "truncated file" "$WORK/truncated.h5"
+# random bytes over the middle 30% of the file: metadata and rows are both in there
+cp "$base" "$WORK/corrupted.h5"
+dd if=/dev/urandom of="$WORK/corrupted.h5" bs=1 seek=$((size * 35 / 100)) count=$((size * 30 / 100)) \
+    conv=notrunc 2>/dev/null
+bad_file "corrupted file" "$WORK/corrupted.h5"
+echo "collprof_20261122T000000Z_w4.h5 is not this" >"$WORK/text.h5"
+bad_file "not an HDF5 file" "$WORK/text.h5"
+: >"$WORK/empty.h5"
+bad_file "empty file" "$WORK/empty.h5"
+bad_file "missing file" "$WORK/missing.h5"
+bad_file "a bad file in export" "$WORK/truncated.h5" export --csv "$base" "$WORK/truncated.h5"
+bad_file "a bad file in compare" "$WORK/text.h5" compare "$base" "$WORK/text.h5"
+bad_file "a bad file in stragglers" "$WORK/corrupted.h5" stragglers "$WORK/corrupted.h5"
+bad_file "a bad file in plot" "$WORK/empty.h5" plot "$WORK/empty.h5" --out "$WORK/x.html"
+if have_py h5py; then
+    # random bytes over the first rows of /results: every string and number is checked
+    cp "$base" "$WORK/rows.h5"
+    "$PY" - "$WORK/rows.h5" <<'EOF'
+import h5py, os, sys
+with h5py.File(sys.argv[1], "r") as f:
+    off = f["results"].id.get_chunk_info(0).byte_offset
+with open(sys.argv[1], "r+b") as fp:
+    fp.seek(off + 40)
+    fp.write(os.urandom(600))
+EOF
+    bad_file "random bytes in the /results rows" "$WORK/rows.h5"
+    "$PY" -c 'import h5py, sys; h5py.File(sys.argv[1], "w")["x"] = 1' "$WORK/other.h5"
+    bad_file "HDF5 file that is not collprof's" "$WORK/other.h5"
+    cp "$base" "$WORK/newer.h5"
+    "$PY" -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r+"); f.attrs["schema_version_major"] = 2; f.attrs["schema_version"] = "2.0"' \
+        "$WORK/newer.h5"
+    bad_file "newer major schema version" "$WORK/newer.h5"
+    grep -q 'schema version 2.0 is newer' "$WORK/rerr"
+    ok $? "newer major schema version: the reason says so"
+    # a newer minor version adds columns (here also one in the middle): read by name
+    cp "$base" "$WORK/minor.h5"
+    "$PY" - "$WORK/minor.h5" <<'EOF'
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    old = f["results"][:]
+    fields = [(n, old.dtype.fields[n][0]) for n in old.dtype.names]
+    new = np.zeros(old.shape, fields[:5] + [("gpu_clock", "f8")] + fields[5:] + [("later", "S8")])
+    for n in old.dtype.names:
+        new[n] = old[n]
+    del f["results"]
+    f.create_dataset("results", data=new, maxshape=(None,), chunks=(64,))
+    f.attrs["schema_version_minor"] = 1
+    f.attrs["schema_version"] = "1.1"
+EOF
+    rep summary "$WORK/minor.h5"
+    result_lines "$WORK/rout" >"$WORK/from_minor"
+    [ "$rrc" -eq 0 ] && cmp -s "$WORK/from_minor" "$WORK/from_txt"
+    ok $? "newer minor schema version with extra columns reads the same (exit $rrc)"
+    cp "$base" "$WORK/incomplete.h5"
+    "$PY" -c 'import h5py, sys; h5py.File(sys.argv[1], "r+").attrs["status"] = "incomplete"' \
+        "$WORK/incomplete.h5"
+    rep summary "$WORK/incomplete.h5"
+    [ "$rrc" -eq 0 ] && grep -q '^status: *incomplete' "$WORK/rout" &&
+        [ "$(grep -c 'BusBW' "$WORK/rout")" -eq 8 ]
+    ok $? "incomplete file: read, and the header says so (exit $rrc)"
+else
+    echo "ok $((tap_n += 1)) # SKIP h5py not installed: foreign, newer and incomplete files"
+fi
+
+# ---- usage errors -----------------------------------------------------------------
+rep frobnicate
+[ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] &&
+    grep -q "^collprof-report: error: unknown command 'frobnicate'" "$WORK/rerr"
+ok $? "unknown command: one-line error, exit 2"
+rep compare --bogus "$base" "$base"
+[ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] &&
+    grep -q "^collprof-report: error: compare: unknown option '--bogus'" "$WORK/rerr"
+ok $? "unknown option: one-line error, exit 2"
+rep compare "$base" "$base" --alpha 2
+[ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ]
+ok $? "bad option value: one-line error, exit 2"
+rc=0
+for c in "" summary compare export stragglers plot; do
+    rep $c --help
+    [ "$rrc" -eq 0 ] && grep -q '^Usage: collprof-report' "$WORK/rout" || rc=1
+done
+rep
+[ "$rrc" -eq 2 ] || rc=1
+ok $rc "--help of the program and of each command; no command is an error"
+done_testing
