@@ -1,0 +1,205 @@
+"""Read collprof HDF5 result files (schema ``collprof-results`` 1.x).
+
+The file format is described in docs/hdf5-schema.md.  Needs h5py and
+numpy; uses pandas when it is installed.  Tables (``results``, ``ranks``,
+``backends``, ``environment``) are pandas DataFrames when pandas can be
+imported, else numpy structured arrays whose strings are decoded to
+``str``.
+
+Example::
+
+    import collprof_h5
+    run = collprof_h5.load("collprof_20260101T000000Z_w4.h5")
+    run.attrs["world_size"], len(run.results)
+    run.samples(0).shape            # [iterations x ranks], microseconds
+    table = collprof_h5.load_dir("results/")    # every file, + "file"
+"""
+
+import os
+
+import h5py
+import numpy as np
+
+try:
+    import pandas as pd
+except ImportError:  # pandas is optional
+    pd = None
+
+__all__ = ["SchemaError", "Run", "load", "load_dir", "concat", "records",
+           "HAVE_PANDAS"]
+
+SCHEMA_NAME = "collprof-results"
+SCHEMA_MAJOR = 1  # the newest major version this reader understands
+HAVE_PANDAS = pd is not None
+
+
+class SchemaError(ValueError):
+    """The file is not a collprof result file this reader can read."""
+
+
+def _text(value):
+    """An HDF5 attribute value as a plain Python value (bytes -> str)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _decode(array):
+    """A structured array with its fixed-size byte strings decoded to str."""
+    fields = [(name, array.dtype[name]) for name in array.dtype.names]
+    dtype = [(name, "U%d" % dt.itemsize if dt.kind == "S" else dt)
+             for name, dt in fields]
+    out = np.empty(array.shape, dtype=dtype)
+    for name, dt in fields:
+        column = array[name]
+        out[name] = (np.char.decode(column, "utf-8", "replace")
+                     if dt.kind == "S" else column)
+    return out
+
+
+def _table(array):
+    """A decoded table: a DataFrame with pandas, else a structured array."""
+    array = _decode(array)
+    if pd is None:
+        return array
+    return pd.DataFrame({name: array[name] for name in array.dtype.names},
+                        columns=list(array.dtype.names))
+
+
+def _check_schema(attrs, path):
+    """Raise SchemaError unless attrs name a schema this reader supports."""
+    name = attrs.get("schema")
+    if name != SCHEMA_NAME:
+        raise SchemaError("%s: not a collprof result file (schema %r, "
+                          "expected %r)" % (path, name, SCHEMA_NAME))
+    major = attrs.get("schema_version_major")
+    if major is None:
+        version = str(attrs.get("schema_version", ""))
+        try:
+            major = int(version.split(".")[0])
+        except ValueError:
+            raise SchemaError("%s: bad schema_version %r" % (path, version))
+    if int(major) > SCHEMA_MAJOR:
+        raise SchemaError("%s: schema %s version %s is newer than this "
+                          "reader (major %d): update collprof_h5.py"
+                          % (path, SCHEMA_NAME,
+                             attrs.get("schema_version", major),
+                             SCHEMA_MAJOR))
+
+
+def _cell_index(cell):
+    """The cell number of an int or of a results row (its ``cell``)."""
+    try:
+        return int(cell)
+    except TypeError:
+        return int(cell["cell"])
+
+
+class Run:
+    """One result file: metadata and tables read at once, raw data on call.
+
+    Attributes: ``path``; ``attrs`` (root attributes; strings as str,
+    numbers as int); ``results`` (one row per cell); ``ranks``;
+    ``backends``; ``environment`` (name, value).
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        with h5py.File(self.path, "r") as f:
+            self.attrs = {k: _text(v) for k, v in f.attrs.items()}
+            _check_schema(self.attrs, self.path)
+            self.results = _table(f["results"][()])
+            self.ranks = _table(f["ranks"][()])
+            self.backends = _table(f["backends"][()])
+            self.environment = _table(f["environment"][()])
+
+    def __repr__(self):
+        return "<collprof_h5.Run %s: %d cells, %s ranks, %s>" % (
+            self.path, len(self.results), self.attrs.get("world_size"),
+            self.attrs.get("status"))
+
+    def _read(self, cell, dataset):
+        """Dataset ``dataset`` of /cells/<cell>, or None when it is absent."""
+        name = "cells/%06d" % _cell_index(cell)
+        with h5py.File(self.path, "r") as f:
+            if name not in f:
+                raise KeyError("%s: cell %d has no raw data (it did not run; "
+                               "see its status and error columns)"
+                               % (self.path, _cell_index(cell)))
+            group = f[name]
+            return group[dataset][()] if dataset in group else None
+
+    def samples(self, cell):
+        """Every rank's time (us) for every timed iteration:
+        a float64 array of shape [iterations x ranks].
+
+        ``cell`` is the cell number or a results row."""
+        return self._read(cell, "samples_us")
+
+    def rank_means(self, cell):
+        """Each rank's mean time (us) over the timed iterations, [ranks]."""
+        return self._read(cell, "rank_mean_us")
+
+    def per_iteration_max(self, cell):
+        """The time (us) of each iteration: the max over ranks.  Its mean
+        is the row's ``time_mean_us``."""
+        return self.samples(cell).max(axis=1)
+
+    def traffic(self, cell):
+        """(send_bytes, recv_bytes) per rank for an alltoallv cell, else
+        None."""
+        send = self._read(cell, "send_bytes")
+        recv = self._read(cell, "recv_bytes")
+        return None if send is None or recv is None else (send, recv)
+
+
+def load(path):
+    """Read one result file; raise SchemaError when it is not one."""
+    return Run(path)
+
+
+def load_dir(directory, suffix=".h5"):
+    """The results of every ``*.h5`` file in ``directory``, in name order,
+    concatenated, with a ``file`` column (the path of each row's file)."""
+    paths = sorted(os.path.join(directory, n) for n in os.listdir(directory)
+                   if n.endswith(suffix))
+    return concat([load(p) for p in paths])
+
+
+def concat(runs):
+    """The results tables of several Runs in one, with a ``file`` column.
+
+    Without pandas, only the columns that every file has are kept."""
+    tables = [(run.path, run.results) for run in runs]
+    if pd is not None:
+        if not tables:
+            return pd.DataFrame()
+        return pd.concat([t.assign(file=path) for path, t in tables],
+                         ignore_index=True)
+    if not tables:
+        return np.empty(0, dtype=[("file", "U1")])
+    names = [n for n in tables[0][1].dtype.names
+             if all(n in t.dtype.names for _, t in tables)]
+    width = max(len(path) for path, _ in tables)
+    dtype = [(n, tables[0][1].dtype[n]) for n in names] + [("file",
+                                                            "U%d" % width)]
+    out = np.empty(sum(len(t) for _, t in tables), dtype=dtype)
+    start = 0
+    for path, t in tables:
+        part = out[start:start + len(t)]
+        for n in names:
+            part[n] = t[n]
+        part["file"] = path
+        start += len(t)
+    return out
+
+
+def records(table):
+    """The rows of a table (DataFrame or structured array) as dicts of
+    plain Python values, for code that must work with or without pandas."""
+    if pd is not None and isinstance(table, pd.DataFrame):
+        return table.to_dict("records")
+    names = table.dtype.names
+    return [dict(zip(names, row.tolist())) for row in table]
