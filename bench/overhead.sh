@@ -27,13 +27,13 @@ measures how far two identical programs drift apart in the same run.
       --plugin-path DIR  COLLPROF_PLUGIN_PATH (default: the environment's, or
                          .libs next to a build-tree collprof)
       --mpi-loop PATH    where the plain loop is built (default: $MPI_LOOP,
-                         or bench/mpi_loop next to collprof if writable, else
-                         a temporary directory)
+                         or bench/mpi_loop in collprof's build tree, else a
+                         temporary directory)
       --retries N        extra rounds allowed for rounds that other work on the
                          machine disturbed (default: the number of rounds)
       --quiet-wait S     before each round, wait up to S seconds for a second
                          in which other work uses < 10% of the CPUs (default:
-                         10; 0: do not wait)
+                         5; 0: do not wait)
       --no-aa            skip the A/A launch (a second plain loop each round,
                          whose ratio to the first shows the noise of the run)
       --keep             keep the raw outputs (their directory is printed)
@@ -64,7 +64,7 @@ OPS=allreduce,alltoall
 KEEP=0
 AA=1
 RETRIES=
-QUIET_WAIT=10
+QUIET_WAIT=5
 OTHER_MAX=10 # % of the CPUs used by other work above which a round is disturbed
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
@@ -157,7 +157,9 @@ trap 'exit 1' INT TERM
 
 # ---- the plain loop ---------------------------------------------------------
 if [ -z "$LOOP_BIN" ]; then
-    if mkdir -p "$BUILD_DIR/bench" 2>/dev/null && [ -w "$BUILD_DIR/bench" ]; then
+    # next to a build-tree collprof (never beside an installed one)
+    if [ -f "$BUILD_DIR/Makefile" ] && mkdir -p "$BUILD_DIR/bench" 2>/dev/null &&
+        [ -w "$BUILD_DIR/bench" ]; then
         LOOP_BIN=$BUILD_DIR/bench/mpi_loop
     else
         LOOP_BIN=$TMP/mpi_loop
@@ -406,7 +408,7 @@ else
     verdicts+=("NOTE: other work on the machine disturbed rounds $disturbed and fewer than 3 were not: these figures measure the other work; rerun on a quiet machine")
 fi
 
-printf '\n# median over %s of the per-launch mean; ratio = plain / collprof\n' "$which"
+printf '\n# median of the per-launch means over %s; ratio = plain / collprof\n' "$which"
 printf '%-10s %14s %14s %7s  %s\n' op "collprof(us)" "plain(us)" ratio verdict
 for op in "${OP_LIST[@]}"; do
     c=$(col collprof "$op" 4 | median)

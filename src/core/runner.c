@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #define MSG_LEN 200
+/* samples per rank in one out-of-band exchange (256 KiB of doubles) */
+#define GATHER_CHUNK 32768
 
 typedef struct agree_rec {
     int status;
@@ -299,41 +301,46 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     }
 
     /* ---- gather records and samples from every rank ------------------- */
-    size_t reclen = sizeof(cell_rec_t) + sizeof(double) * (size_t)iters;
-    char *blob = malloc(reclen), *all = malloc(reclen * (size_t)n);
+    cell_rec_t *recs = calloc((size_t)n, sizeof(cell_rec_t));
     res->samples = calloc((size_t)n * (size_t)iters, sizeof(double));
     res->rank_mean = calloc((size_t)n, sizeof(double));
     double *imax = calloc((size_t)iters, sizeof(double));
-    if (!blob || !all || !res->samples || !res->rank_mean || !imax) {
+    double *chunk = calloc((size_t)n * GATHER_CHUNK, sizeof(double));
+    if (!recs || !res->samples || !res->rank_mean || !imax || !chunk) {
         res->status = CP_CELL_ERROR;
         snprintf(res->reason, sizeof(res->reason), "out of memory gathering results");
-        free(blob);
-        free(all);
+        free(recs);
         free(imax);
+        free(chunk);
         goto out;
     }
-    memcpy(blob, &rec, sizeof(rec));
-    memcpy(blob + sizeof(rec), mine, sizeof(double) * (size_t)iters);
-    if (cp_oob_allgather(blob, all, reclen) != 0) {
+    int oob = cp_oob_allgather(&rec, recs, sizeof(rec));
+    /* samples in bounded pieces: PMIx's store refuses one blob of several MB */
+    for (int off = 0; off < iters && oob == 0; off += GATHER_CHUNK) {
+        int len = iters - off < GATHER_CHUNK ? iters - off : GATHER_CHUNK;
+        oob = cp_oob_allgather(mine + off, chunk, sizeof(double) * (size_t)len);
+        for (int q = 0; q < n && oob == 0; q++) {
+            memcpy(res->samples + (size_t)q * (size_t)iters + (size_t)off,
+                   chunk + (size_t)q * (size_t)len, sizeof(double) * (size_t)len);
+        }
+    }
+    free(chunk);
+    if (oob != 0) {
         res->status = CP_CELL_ERROR;
         snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
-        free(blob);
-        free(all);
+        free(recs);
         free(imax);
         goto out;
     }
     res->status = CP_CELL_OK;
     for (int q = 0; q < n; q++) {
-        cell_rec_t rq;
-        memcpy(&rq, all + reclen * (size_t)q, sizeof(rq));
-        memcpy(res->samples + (size_t)q * (size_t)iters, all + reclen * (size_t)q + sizeof(rq),
-               sizeof(double) * (size_t)iters);
-        res->wrong += rq.wrong;
-        if (rq.status != 0 && res->status == CP_CELL_OK) {
+        const cell_rec_t *rq = &recs[q];
+        res->wrong += rq->wrong;
+        if (rq->status != 0 && res->status == CP_CELL_OK) {
             res->status =
-                rq.status == COLLPROF_ERR_NOT_SUPPORTED ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
+                rq->status == COLLPROF_ERR_NOT_SUPPORTED ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q, b->hostnames[q],
-                     rq.msg);
+                     rq->msg);
         }
         double s = 0;
         for (int i = 0; i < iters; i++) {
@@ -366,8 +373,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
             }
         }
     }
-    free(blob);
-    free(all);
+    free(recs);
     free(imax);
 out:
     if (sendbuf != NULL) {
