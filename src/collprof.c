@@ -19,6 +19,7 @@
 #include "core/runner.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
+#include "slurm/slurm_check.h"
 
 #include <pmix.h>
 #include <sched.h>
@@ -438,6 +439,11 @@ int main(int argc, char **argv)
             print_list(plugins, n);
             cp_plugins_unload(plugins, n);
         }
+    } else if (cp_slurm_check_launch(err, sizeof(err)) != 0) {
+        if (env_rank() <= 0) {
+            fprintf(stderr, "collprof: error: %s\n", err);
+        }
+        rc = EXIT_USAGE;
     } else if (opt.np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL && !cp_boot_have_pmix_env()) {
         cp_log_setup(-1, 0, NULL, opt.verbose);
         rc = run_launcher(argv, &opt);

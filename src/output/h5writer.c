@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "slurm/slurm_meta.h"
 
 #include <hdf5.h>
 #include <stddef.h>
@@ -280,15 +281,10 @@ static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
                                            "per-iteration max over ranks"
                                          : "back to back; per-iteration max over ranks");
     rc |= attr_str(file, "check", ri->opt->check ? "exact" : "disabled");
-    static const char *slurm[][2] = {{"slurm_job_id", "SLURM_JOB_ID"},
-                                     {"slurm_step_id", "SLURM_STEP_ID"},
-                                     {"slurm_array_job_id", "SLURM_ARRAY_JOB_ID"},
-                                     {"slurm_array_task_id", "SLURM_ARRAY_TASK_ID"}};
-    for (size_t i = 0; i < sizeof(slurm) / sizeof(slurm[0]); i++) {
-        const char *v = getenv(slurm[i][1]);
-        if (v != NULL) {
-            rc |= attr_str(file, slurm[i][0], v);
-        }
+    cp_slurm_kv_t kv[CP_SLURM_META_MAX];
+    int nkv = cp_slurm_meta(kv, CP_SLURM_META_MAX);
+    for (int i = 0; i < nkv; i++) {
+        rc |= attr_str(file, kv[i].key, kv[i].value);
     }
     rc |= attr_str(file, "status", "incomplete");
     return rc;

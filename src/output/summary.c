@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "output/format.h"
+#include "slurm/slurm_meta.h"
 #ifdef CP_HAVE_HDF5
 #include "output/h5writer.h"
 #endif
@@ -148,6 +149,11 @@ static void print_header(cp_summary_t *s)
     const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
     if (job != NULL) {
         fprintf(f, "slurm:      job %s step %s\n", job, step ? step : "-");
+    }
+    cp_slurm_kv_t kv[CP_SLURM_META_MAX];
+    int nkv = cp_slurm_meta(kv, CP_SLURM_META_MAX);
+    for (int i = 0; i < nkv; i++) {
+        fprintf(f, "slurm:      %s = %s\n", kv[i].key + 6, kv[i].value);
     }
     for (int i = 0; i < ri->nplugins; i++) {
         const cp_plugin_t *p = &ri->plugins[i];

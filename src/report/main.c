@@ -24,6 +24,8 @@ static const struct {
      "ranks and hosts that are slower than their peers"},
     {"plot", cp_report_cmd_plot, "FILE|DIR... --out report.html|report.svg",
      "busBW against message size, one chart per operation"},
+    {"scaling", cp_report_cmd_scaling, "FILE|DIR... [--metric busbw|time|algbw]",
+     "one table per operation across scale points (nodes/ranks)"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

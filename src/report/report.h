@@ -179,6 +179,7 @@ int cp_report_cmd_compare(int argc, char **argv);
 int cp_report_cmd_export(int argc, char **argv);
 int cp_report_cmd_stragglers(int argc, char **argv);
 int cp_report_cmd_plot(int argc, char **argv);
+int cp_report_cmd_scaling(int argc, char **argv);
 
 /* ---- text helpers (args.c) ------------------------------------------------ */
 

@@ -1,0 +1,405 @@
+/*
+ * `scaling FILE|DIR...`: one metric of the same cells across scale points.
+ *
+ * A scale point is a (node count, world size) pair, from the root
+ * attributes of each file.  A campaign (a Slurm job array, or runs by
+ * hand) writes one file per run into one directory, so the usual operand
+ * is that directory.  Cells are matched by op, backend, variant, dtype,
+ * redop, root, in-place, imbalance and count; per op a table has one line
+ * per cell and one column per scale point.  Where several results fall on
+ * one cell and scale point (repeated runs, or a cell repeated in a run) the
+ * entry is their median, marked with a '*'.
+ *
+ * With busBW, whose ideal is to stay flat as the job grows, a last line per
+ * op gives the parallel efficiency of each scale point: the median over the
+ * op's cells of busBW there / busBW at the first (smallest) scale point.
+ */
+#include "config.h"
+
+#include "report/report.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: collprof-report scaling FILE|DIR... [--metric busbw|time|algbw]\n"
+               "Compare the same cells across scale points: every result file (a DIR stands\n"
+               "for its collprof_*.h5 files, e.g. a campaign directory) is one point, labelled\n"
+               "by its node count and world size (2n/8r: 2 nodes, 8 ranks).  Per operation, a\n"
+               "table with one line per cell (backend/variant, op attributes, dtype, count) and\n"
+               "one column per scale point, sorted by nodes then ranks.  Cells are matched by\n"
+               "backend, variant, op, dtype, redop, root, in-place, imbalance and count; only\n"
+               "cells with timings (status ok or wrong) are shown.  Where several results fall\n"
+               "on one cell and scale point, the entry is their median, marked '*'.\n"
+               "\n"
+               "  --metric M   busbw: busBW in GB/s (default), with a line of parallel\n"
+               "               efficiency per operation: the median over its cells of\n"
+               "               busBW / busBW at the first scale point\n"
+               "               time:  p50 time in us\n"
+               "               algbw: algBW in GB/s\n"
+               "  -h, --help   this help\n"
+               "\n"
+               "Exit status: 0 success, 2 a file could not be read (nothing is printed) or\n"
+               "bad usage.\n");
+}
+
+enum { METRIC_BUSBW, METRIC_TIME, METRIC_ALGBW };
+
+typedef struct scale {
+    long long nodes, ranks;
+    int files;
+    char label[48];
+} scale_t;
+
+typedef struct ref {
+    const collprof_result_row_t *r;
+    int op;    /* index in the ops list: run order of first appearance */
+    int scale; /* index in the sorted scale points */
+    double v;
+} ref_t;
+
+static int cmp_scale(const void *pa, const void *pb)
+{
+    const scale_t *a = pa, *b = pb;
+    if (a->nodes != b->nodes) {
+        return a->nodes < b->nodes ? -1 : 1;
+    }
+    return a->ranks < b->ranks ? -1 : a->ranks > b->ranks;
+}
+
+/* the cell, without the scale point */
+static int cmp_cell(const ref_t *a, const ref_t *b)
+{
+    const collprof_result_row_t *x = a->r, *y = b->r;
+    int c;
+    if (a->op != b->op) {
+        return a->op < b->op ? -1 : 1;
+    }
+    if ((c = strcmp(x->backend, y->backend)) != 0 || (c = strcmp(x->variant, y->variant)) != 0 ||
+        (c = strcmp(x->dtype, y->dtype)) != 0 || (c = strcmp(x->redop, y->redop)) != 0) {
+        return c;
+    }
+    if (x->root != y->root) {
+        return x->root < y->root ? -1 : 1;
+    }
+    if (x->in_place != y->in_place) {
+        return x->in_place < y->in_place ? -1 : 1;
+    }
+    if ((c = strcmp(x->imbalance, y->imbalance)) != 0) {
+        return c;
+    }
+    return x->count < y->count ? -1 : x->count > y->count;
+}
+
+static int cmp_ref(const void *pa, const void *pb)
+{
+    const ref_t *a = pa, *b = pb;
+    int c = cmp_cell(a, b);
+    if (c != 0) {
+        return c;
+    }
+    return a->scale < b->scale ? -1 : a->scale > b->scale;
+}
+
+static double metric_of(const collprof_result_row_t *r, int metric)
+{
+    return metric == METRIC_TIME    ? r->time_p50_us
+           : metric == METRIC_ALGBW ? r->algbw_gbs
+                                    : r->busbw_gbs;
+}
+
+typedef struct table {
+    int metric;
+    const scale_t *scales;
+    int nscales;
+    int namew, colw;
+    double *tmp;  /* scratch for medians, [max results of one entry] */
+    double *eff;  /* [nscales * ncells of the op] efficiency ratios */
+    size_t *neff; /* [nscales] */
+    char *line;   /* the line being built, printed without trailing blanks */
+    size_t cap, len;
+} table_t;
+
+static void put(table_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(table_t *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->line + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        t->len += (size_t)n < t->cap - t->len ? (size_t)n : t->cap - t->len - 1;
+    }
+}
+
+static void end_line(table_t *t)
+{
+    while (t->len > 0 && t->line[t->len - 1] == ' ') {
+        t->len--;
+    }
+    t->line[t->len] = '\0';
+    printf("%s\n", t->line);
+    t->len = 0;
+}
+
+/*
+ * One line of the table: refs [lo, hi) are one cell, sorted by scale point.
+ * Adds the cell's ratios to the first column to t->eff (stride per scale point).
+ */
+static void print_cell(table_t *t, const ref_t *refs, size_t lo, size_t hi, size_t stride,
+                       int *nmin, int *nmax)
+{
+    char name[512];
+    double first = 0;
+    cp_report_cell_name(refs[lo].r, name, sizeof(name));
+    put(t, "%-*s", t->namew, name);
+    size_t i = lo;
+    for (int s = 0; s < t->nscales; s++) {
+        size_t n = 0;
+        while (i < hi && refs[i].scale == s) {
+            t->tmp[n++] = refs[i++].v;
+        }
+        if (n == 0) {
+            put(t, " %*s ", t->colw, "-");
+            continue;
+        }
+        double v = cp_report_median(t->tmp, n);
+        put(t, " %*.*f%s", t->colw, t->metric == METRIC_TIME ? 1 : 2, v, n > 1 ? "*" : " ");
+        if (n > 1) {
+            *nmin = *nmin == 0 || (int)n < *nmin ? (int)n : *nmin;
+            *nmax = (int)n > *nmax ? (int)n : *nmax;
+        }
+        if (s == 0) {
+            first = v;
+        }
+        if (t->metric == METRIC_BUSBW && first > 0) {
+            t->eff[(size_t)s * stride + t->neff[s]++] = v / first;
+        }
+    }
+    end_line(t);
+}
+
+/* The table of one op: refs [lo, hi), ncells cells. */
+static void print_op(table_t *t, const ref_t *refs, size_t lo, size_t hi, size_t ncells)
+{
+    static const char *unit[] = {"busBW (GB/s)", "p50 time (us)", "algBW (GB/s)"};
+    int nmin = 0, nmax = 0;
+    printf("== %s: %s ==\n", refs[lo].r->op, unit[t->metric]);
+    put(t, "%-*s", t->namew, "# cell");
+    for (int s = 0; s < t->nscales; s++) {
+        put(t, " %*s ", t->colw, t->scales[s].label);
+    }
+    end_line(t);
+    memset(t->neff, 0, sizeof(size_t) * (size_t)t->nscales);
+    for (size_t i = lo; i < hi;) {
+        size_t j = i + 1;
+        while (j < hi && cmp_cell(&refs[i], &refs[j]) == 0) {
+            j++;
+        }
+        print_cell(t, refs, i, j, ncells, &nmin, &nmax);
+        i = j;
+    }
+    if (t->metric == METRIC_BUSBW) {
+        put(t, "%-*s", t->namew, "# efficiency");
+        for (int s = 0; s < t->nscales; s++) {
+            if (t->neff[s] == 0) {
+                put(t, " %*s ", t->colw, "-");
+            } else {
+                double e = cp_report_median(t->eff + (size_t)s * ncells, t->neff[s]);
+                put(t, " %*.2f ", t->colw, e);
+            }
+        }
+        end_line(t);
+    }
+    if (nmax > 0) {
+        if (nmin == nmax) {
+            printf("# * median of %d results\n", nmax);
+        } else {
+            printf("# * median of %d to %d results\n", nmin, nmax);
+        }
+    }
+}
+
+static int scale_of(const scale_t *scales, int n, const cp_report_file_t *f)
+{
+    for (int s = 0; s < n; s++) {
+        if (scales[s].nodes == f->node_count && scales[s].ranks == f->world_size) {
+            return s;
+        }
+    }
+    return -1;
+}
+
+static int report(cp_report_file_t **files, int nfiles, int metric)
+{
+    scale_t *scales = calloc((size_t)nfiles, sizeof(*scales));
+    const char **ops = NULL;
+    ref_t *refs = NULL;
+    size_t nrefs = 0, total = 0, skipped = 0;
+    int nscales = 0, nops = 0, rc = CP_REPORT_EXIT_BAD;
+    table_t t;
+    memset(&t, 0, sizeof(t));
+    for (int i = 0; i < nfiles; i++) {
+        total += files[i]->nrows;
+    }
+    if (scales == NULL || (ops = calloc(total + 1, sizeof(*ops))) == NULL ||
+        (refs = calloc(total + 1, sizeof(*refs))) == NULL) {
+        goto oom;
+    }
+    /* the scale points, sorted by nodes then ranks */
+    for (int i = 0; i < nfiles; i++) {
+        int s = scale_of(scales, nscales, files[i]);
+        if (s < 0) {
+            s = nscales++;
+            scales[s].nodes = files[i]->node_count;
+            scales[s].ranks = files[i]->world_size;
+        }
+        scales[s].files++;
+    }
+    qsort(scales, (size_t)nscales, sizeof(*scales), cmp_scale);
+    t.colw = 8;
+    for (int s = 0; s < nscales; s++) {
+        snprintf(scales[s].label, sizeof(scales[s].label), "%lldn/%lldr", scales[s].nodes,
+                 scales[s].ranks);
+        t.colw = (int)strlen(scales[s].label) > t.colw ? (int)strlen(scales[s].label) : t.colw;
+    }
+    /* every measured row, with its op in run order and its scale point */
+    t.namew = (int)strlen("# efficiency");
+    for (int i = 0; i < nfiles; i++) {
+        const cp_report_file_t *f = files[i];
+        int s = scale_of(scales, nscales, f);
+        for (size_t k = 0; k < f->nrows; k++) {
+            const collprof_result_row_t *r = &f->rows[k];
+            if (!cp_report_measured(r)) {
+                skipped++;
+                continue;
+            }
+            int op = 0;
+            while (op < nops && strcmp(ops[op], r->op) != 0) {
+                op++;
+            }
+            if (op == nops) {
+                ops[nops++] = r->op;
+            }
+            refs[nrefs].r = r;
+            refs[nrefs].op = op;
+            refs[nrefs].scale = s;
+            refs[nrefs].v = metric_of(r, metric);
+            nrefs++;
+            char name[512];
+            cp_report_cell_name(r, name, sizeof(name));
+            t.namew = (int)strlen(name) > t.namew ? (int)strlen(name) : t.namew;
+        }
+    }
+    qsort(refs, nrefs, sizeof(*refs), cmp_ref);
+    t.metric = metric;
+    t.scales = scales;
+    t.nscales = nscales;
+    if ((t.tmp = malloc(sizeof(double) * (nrefs + 1))) == NULL ||
+        (t.eff = malloc(sizeof(double) * (nrefs + 1) * (size_t)nscales)) == NULL ||
+        (t.neff = calloc((size_t)nscales, sizeof(size_t))) == NULL ||
+        (t.line = malloc(t.cap = (size_t)t.namew + (size_t)nscales * ((size_t)t.colw + 64) + 64)) ==
+            NULL) {
+        goto oom;
+    }
+
+    printf("# collprof-report scaling: %d file%s, %d scale point%s (nodes n / ranks r)\n", nfiles,
+           nfiles == 1 ? "" : "s", nscales, nscales == 1 ? "" : "s");
+    for (int s = 0; s < nscales; s++) {
+        printf("#   %-*s %d file%s\n", t.colw, scales[s].label, scales[s].files,
+               scales[s].files == 1 ? "" : "s");
+    }
+    if (metric == METRIC_BUSBW) {
+        printf("# efficiency: median over the op's cells of busBW / busBW in the first column\n");
+    }
+    for (size_t i = 0; i < nrefs;) {
+        /* one op: [i, j), with ncells cells */
+        size_t j = i + 1, ncells = 1;
+        while (j < nrefs && refs[j].op == refs[i].op) {
+            ncells += cmp_cell(&refs[j - 1], &refs[j]) != 0;
+            j++;
+        }
+        printf("\n");
+        print_op(&t, refs, i, j, ncells);
+        i = j;
+    }
+    if (nrefs == 0) {
+        printf("\n# no cell with timings\n");
+    }
+    if (skipped > 0) {
+        printf(
+            "\n# %zu result%s without timings (error, unsupported, skipped, timeout) not shown\n",
+            skipped, skipped == 1 ? "" : "s");
+    }
+    rc = CP_REPORT_EXIT_OK;
+    goto out;
+oom:
+    cp_report_error("out of memory");
+out:
+    free(t.tmp);
+    free(t.eff);
+    free(t.neff);
+    free(t.line);
+    free(refs);
+    free(ops);
+    free(scales);
+    return rc;
+}
+
+int cp_report_cmd_scaling(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {"metric", 0, 1}, {NULL, 0, 0}};
+    cp_report_args_t a = {argc, argv, 1, 0, "scaling"};
+    char **operands = calloc((size_t)argc, sizeof(char *));
+    int nops = 0, k, metric = METRIC_BUSBW;
+    char *val;
+    if (operands == NULL) {
+        cp_report_error("out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
+        if (k == CP_REPORT_ARG_ERROR) {
+            free(operands);
+            return CP_REPORT_EXIT_BAD;
+        } else if (k == CP_REPORT_ARG_OPERAND) {
+            operands[nops++] = val;
+        } else if (k == 0) {
+            usage(stdout);
+            free(operands);
+            return CP_REPORT_EXIT_OK;
+        } else if (!strcmp(val, "busbw")) {
+            metric = METRIC_BUSBW;
+        } else if (!strcmp(val, "time")) {
+            metric = METRIC_TIME;
+        } else if (!strcmp(val, "algbw")) {
+            metric = METRIC_ALGBW;
+        } else {
+            cp_report_error("scaling: --metric '%s' is not busbw, time or algbw", val);
+            free(operands);
+            return CP_REPORT_EXIT_BAD;
+        }
+    }
+    if (nops == 0) {
+        cp_report_error("scaling: no result file given (see 'collprof-report scaling --help')");
+        free(operands);
+        return CP_REPORT_EXIT_BAD;
+    }
+    char **paths;
+    int n = cp_report_expand_paths(operands, nops, &paths);
+    free(operands);
+    if (n < 0) {
+        return CP_REPORT_EXIT_BAD;
+    }
+    /* all files are read before anything is printed: a bad one leaves no partial table */
+    cp_report_file_t **files;
+    int opened = cp_report_open_all(paths, n, &files);
+    cp_report_free_paths(paths, n);
+    if (opened != 0) {
+        return CP_REPORT_EXIT_BAD;
+    }
+    int rc = report(files, n, metric);
+    cp_report_close_all(files, n);
+    return rc;
+}
