@@ -25,9 +25,9 @@
 static void usage(FILE *f)
 {
     fprintf(f, "Usage: collprof-report scaling FILE|DIR... [--metric busbw|time|algbw]\n"
-               "Compare the same cells across scale points: every result file (a DIR stands\n"
-               "for its collprof_*.h5 files, e.g. a campaign directory) is one point, labelled\n"
-               "by its node count and world size (2n/8r: 2 nodes, 8 ranks).  Per operation, a\n"
+               "Compare the same cells across scale points.  Every result file (a DIR stands\n"
+               "for its collprof_*.h5 files, e.g. a campaign directory) belongs to the scale\n"
+               "point of its node count and world size (2n/8r: 2 nodes, 8 ranks).  Per op, a\n"
                "table with one line per cell (backend/variant, op attributes, dtype, count) and\n"
                "one column per scale point, sorted by nodes then ranks.  Cells are matched by\n"
                "backend, variant, op, dtype, redop, root, in-place, imbalance and count; only\n"

@@ -236,6 +236,43 @@ else
     echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium not installed"
 fi
 
+# ---- scaling ---------------------------------------------------------------------
+# a small campaign in one directory: 2 ranks twice, 4 ranks once
+mkdir -p "$WORK/camp"
+rc=0
+for np in 2 4 2; do
+    timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np $np --ops allreduce,alltoall --counts 4K,64K \
+        -n 5 -w 1 --variants default --output-dir "$WORK/camp" </dev/null >"$WORK/out" 2>"$WORK/err" ||
+        rc=$?
+done
+[ "$rc" -eq 0 ] && [ "$(ls "$WORK/camp"/collprof_*.h5 | wc -l)" -eq 3 ]
+ok $? "scaling: three runs (2, 4, 2 ranks) write three result files into one directory (exit $rc)"
+# every (op, count) has a number at 1n/2r (the median of 2, marked) and at 1n/4r
+scaling_table_ok() { # UNIT
+    grep -q '^# cell  *1n/2r  *1n/4r$' "$WORK/rout" &&
+        [ "$(grep -c "^== \(allreduce\|alltoall\): $1 ==\$" "$WORK/rout")" -eq 2 ] &&
+        awk '/^mpi\/default (AllReduce|AllToAll) float32 (4,096|65,536) / &&
+                 $(NF - 1) ~ /^[0-9]+\.[0-9]+\*$/ && $NF ~ /^[0-9]+\.[0-9]+$/ { n++ }
+             END { exit n != 4 }' "$WORK/rout" &&
+        [ "$(grep -c '^# \* median of 2 results$' "$WORK/rout")" -eq 2 ]
+}
+rep scaling "$WORK/camp"
+scaling_table_ok 'busBW (GB/s)' && [ "$rrc" -eq 0 ] &&
+    [ "$(grep -c '^# efficiency  *1\.00  *[0-9]*\.[0-9][0-9]$' "$WORK/rout")" -eq 2 ]
+r=$?
+ok $r "scaling: busBW per op, columns 1n/2r 1n/4r, every cell, medians marked, efficiency (exit $rrc)"
+diag_rep $r
+rep scaling "$WORK/camp" --metric time
+scaling_table_ok 'p50 time (us)' && [ "$rrc" -eq 0 ] && ! grep -q '^# efficiency' "$WORK/rout"
+r=$?
+ok $r "scaling --metric time: p50 times in the same tables (exit $rrc)"
+diag_rep $r
+echo "not a result file" >"$WORK/notes.h5"
+bad_file "a bad file in scaling" "$WORK/notes.h5" scaling "$WORK/camp" "$WORK/notes.h5"
+rep scaling "$WORK/camp" --metric speed
+[ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] && [ ! -s "$WORK/rout" ]
+ok $? "scaling: a bad --metric is a one-line error, exit 2"
+
 # ---- bad input ------------------------------------------------------------------
 size=$(wc -c <"$base")
 head -c $((size / 2)) "$base" >"$WORK/truncated.h5"
@@ -319,7 +356,7 @@ rep compare "$base" "$base" --alpha 2
 [ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ]
 ok $? "bad option value: one-line error, exit 2"
 rc=0
-for c in "" summary compare export stragglers plot; do
+for c in "" summary compare export stragglers plot scaling; do
     rep $c --help
     [ "$rrc" -eq 0 ] && grep -q '^Usage: collprof-report' "$WORK/rout" || rc=1
 done
