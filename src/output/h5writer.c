@@ -86,7 +86,7 @@ static hid_t row_type(void)
     return t;
 }
 
-/* Write a small table of n records of a compound type in one go. */
+/* Write n records (of a compound or plain type) as a 1-D dataset in one go. */
 static int write_table(hid_t loc, const char *name, hid_t type, const void *recs, size_t n)
 {
     hsize_t dims[1] = {n};
@@ -94,18 +94,6 @@ static int write_table(hid_t loc, const char *name, hid_t type, const void *recs
     hid_t d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     int rc =
         d >= 0 && (n == 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, recs) >= 0) ? 0 : -1;
-    if (d >= 0) {
-        H5Dclose(d);
-    }
-    H5Sclose(sp);
-    return rc;
-}
-
-static int write_1d(hid_t loc, const char *name, hid_t type, const void *data, hsize_t n)
-{
-    hid_t sp = H5Screate_simple(1, &n, NULL);
-    hid_t d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = d >= 0 && H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0 ? 0 : -1;
     if (d >= 0) {
         H5Dclose(d);
     }
@@ -386,10 +374,10 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
         rc |= attr_str(g, "variant", row->variant);
         rc |= attr_str(g, "op", row->op);
         rc |= write_samples(g, r);
-        rc |= write_1d(g, "rank_mean_us", H5T_NATIVE_DOUBLE, r->rank_mean, (hsize_t)r->nranks);
+        rc |= write_table(g, "rank_mean_us", H5T_NATIVE_DOUBLE, r->rank_mean, (size_t)r->nranks);
         if (r->send_bytes != NULL && r->recv_bytes != NULL) {
-            rc |= write_1d(g, "send_bytes", H5T_NATIVE_UINT64, r->send_bytes, (hsize_t)r->nranks);
-            rc |= write_1d(g, "recv_bytes", H5T_NATIVE_UINT64, r->recv_bytes, (hsize_t)r->nranks);
+            rc |= write_table(g, "send_bytes", H5T_NATIVE_UINT64, r->send_bytes, (size_t)r->nranks);
+            rc |= write_table(g, "recv_bytes", H5T_NATIVE_UINT64, r->recv_bytes, (size_t)r->nranks);
         }
         H5Gclose(g);
     }
