@@ -4,7 +4,8 @@
 #   contrib/quickstart.sh run [collprof options]   profile 4 self-launched local ranks
 #   contrib/quickstart.sh test                     build with -Werror and run the test suite:
 #                                                  make distcheck (check from a clean tarball),
-#                                                  then again under ASan/UBSan (contrib/sanitize.sh)
+#                                                  then again under ASan/UBSan (contrib/sanitize.sh),
+#                                                  then 10 s of each fuzzer (contrib/fuzz.sh)
 # All traffic stays on loopback.
 set -eu
 
@@ -16,7 +17,7 @@ cd "$top"
 # build: compilers, autotools, PMIx, Open MPI, HDF5; tests: h5dump, h5py, Chromium (plots)
 PKGS="build-essential autoconf automake libtool libtool-bin pkg-config libpmix-dev libpmix-bin
 libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools procps python3 python3-h5py python3-numpy"
-[ "$mode" = test ] && PKGS="$PKGS chromium python3-pandas python3-matplotlib slurmctld slurmd slurm-client
+[ "$mode" = test ] && PKGS="$PKGS clang libclang-rt-14-dev chromium python3-pandas python3-matplotlib slurmctld slurmd slurm-client
 munge libslurm-dev iproute2"
 
 install_packages() {
@@ -67,6 +68,7 @@ test)
     { rc=0
       make -C build -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror 2>&1 || rc=$?
       [ "$rc" -eq 0 ] && { sh contrib/sanitize.sh 2>&1 || rc=$?; }
+      [ "$rc" -eq 0 ] && { sh contrib/fuzz.sh 10 2>&1 || rc=$?; }
       echo "$rc" >"$log.rc"; } | tee "$log"
     status=$(cat "$log.rc")
     # automake prints "# PASS:  N" per suite; close with one plain line

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Build collprof's libFuzzer harnesses (tests/fuzz/) with clang, ASan and
+# UBSan in ./build-fuzz, and run each for SECONDS (default 15) from the
+# committed corpus.  New inputs go to a scratch directory, so the committed
+# corpus only changes when you copy them in.  Exit status 1 on any crash,
+# leak or sanitizer report.
+#   contrib/fuzz.sh [SECONDS] [HARNESS...]     harnesses: sizes matrix traffic h5read
+set -eu
+secs=${1:-15}
+[ $# -gt 0 ] && shift
+top=$(cd "$(dirname "$0")/.." && pwd)
+command -v clang >/dev/null 2>&1 || { echo "fuzz: clang not found: skipping"; exit 0; }
+cd "$top"
+[ -x configure ] || ./autogen.sh >/dev/null
+mkdir -p build-fuzz
+cd build-fuzz
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+if [ ! -f config.status ] || [ ../configure -nt config.status ]; then
+    ../configure CC=clang CFLAGS="-g -O1 $san -fsanitize=fuzzer-no-link" LDFLAGS="$san" \
+        --disable-shared >/dev/null
+fi
+make -j"$(nproc)" libcputil.la libcpcore.la >/dev/null
+pmix=$(pkg-config --cflags --libs pmix)
+hdf5=$(pkg-config --cflags --libs hdf5 2>/dev/null || echo "-lhdf5")
+inc="-I. -I../include -I../src -I../tests/fuzz"
+cc="clang -g -O1 $san -fsanitize=fuzzer $inc"
+core=".libs/libcpcore.a .libs/libcputil.a"
+$cc ../tests/fuzz/fuzz_sizes.c $core $pmix $hdf5 -ldl -lpthread -lm -o fuzz_sizes
+$cc ../tests/fuzz/fuzz_matrix.c $core $pmix $hdf5 -ldl -lpthread -lm -o fuzz_matrix
+$cc ../tests/fuzz/fuzz_traffic.c .libs/libcputil.a -lm -o fuzz_traffic
+if grep -q '^#define CP_HAVE_HDF5 1' config.h; then
+    rep=$(ls ../src/report/*.c | grep -v -e main.c -e cmd_)
+    # shellcheck disable=SC2086
+    $cc ../tests/fuzz/fuzz_h5read.c $rep .libs/libcputil.a $hdf5 -lm -o fuzz_h5read
+fi
+list=${*:-sizes matrix traffic h5read}
+status=0
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for h in $list; do
+    [ -x "fuzz_$h" ] || { echo "fuzz: $h not built (needs HDF5?): skipping"; continue; }
+    scratch=$(mktemp -d)
+    echo "fuzz: $h for ${secs}s"
+    if ! "./fuzz_$h" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$scratch/" "$scratch" "../tests/fuzz/corpus/$h" \
+        >"$scratch.log" 2>&1; then
+        echo "fuzz: $h FAILED; the input is in $scratch:"
+        tail -40 "$scratch.log"
+        status=1
+    else
+        grep -E 'stat::number_of_executed_units|stat::new_units_added' "$scratch.log" | tr '\n' ' '
+        echo
+        rm -rf "$scratch"
+    fi
+    rm -f "$scratch.log"
+done
+exit $status

@@ -1,0 +1,37 @@
+/* libFuzzer harness: the alltoallv traffic-matrix file and the matrices it makes. */
+#include "config.h"
+
+#include "core/imbalance.h"
+#include "fuzz_files.h"
+
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char path[256], spec[300], err[1024];
+    if (size > 65536 || fuzz_tmpfile(data, size, path, sizeof(path)) != 0) {
+        return 0;
+    }
+    snprintf(spec, sizeof(spec), "file:%s", path);
+    cp_imbalance_t imb;
+    if (cp_imbalance_parse(spec, &imb, err, sizeof(err)) == 0) {
+        int n = imb.file_n;
+        if (n <= 64 && cp_imbalance_validate(&imb, n, err, sizeof(err)) == 0) {
+            uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
+            if (m != NULL) {
+                cp_imbalance_matrix(&imb, n, 1u << 20, m);
+                cp_a2av_t a;
+                if (cp_a2av_build(&a, m, n, 0) == 0) {
+                    cp_a2av_free(&a); /* frees m */
+                } else {
+                    free(m);
+                }
+            }
+        }
+        cp_imbalance_free(&imb);
+    }
+    unlink(path);
+    return 0;
+}
