@@ -8,7 +8,7 @@ need_mpirun
 # a corrupted element on rank 1 must be counted and fail the run
 d="$WORK/corrupt"
 mkdir -p "$d"
-COLLPROF_FAULT=wrong:1 cp_run --np 2 --ops allreduce,alltoall --counts 4K -n 2 -w 0 \
+COLLPROF_FAULT=wrong:1 cp_run --np 2 --backends mpi --ops allreduce,alltoall --counts 4K -n 2 -w 0 \
     --variants default --output-dir "$d"
 s=$(summary_of "$d")
 [ "$rc" -eq 1 ]
@@ -18,7 +18,7 @@ grep -q 'AllReduce: .*#wrong: 1 .*WRONG' "$s" && grep -q '^result: *FAILED' "$s"
 ok $? "corrupted result: summary shows #wrong 1 per cell and FAILED"
 awk '$3 == "allreduce" && $12 == 1 { found = 1 } END { exit !found }' "$WORK/out"
 ok $? "corrupted result: the table shows #wrong 1"
-COLLPROF_FAULT=wrong:1 cp_run --np 2 --ops allreduce --counts 4K -n 2 -w 0 -c 0 \
+COLLPROF_FAULT=wrong:1 cp_run --np 2 --backends mpi --ops allreduce --counts 4K -n 2 -w 0 -c 0 \
     --variants default --output-dir "$d"
 [ "$rc" -eq 0 ]
 ok $? "with -c 0 nothing is checked (exit $rc)"

@@ -8,7 +8,7 @@ need_mpirun
 
 d="$WORK/run"
 mkdir -p "$d"
-cp_run --np 2 --ops allreduce,alltoallv,barrier --counts 4K --imbalance uniform,linear -n 3 -w 1 \
+cp_run --np 2 --backends mpi --ops allreduce,alltoallv,barrier --counts 4K --imbalance uniform,linear -n 3 -w 1 \
     --variants default,ring --output-dir "$d"
 h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
 txt=$(summary_of "$d")
@@ -37,9 +37,9 @@ ok $? "every schema column is documented and in the file${missing:+ (missing:$mi
 d="$WORK/killed"
 mkdir -p "$d"
 cat >"$WORK/kill.matrix" <<'M'
-ops=allreduce counts=1K iters=2 warmup=0 variants=default
-ops=allgather counts=1K iters=2 warmup=0 variants=default
-ops=allreduce counts=256K iters=1000000 warmup=0 variants=default
+backends=mpi ops=allreduce counts=1K iters=2 warmup=0 variants=default
+backends=mpi ops=allgather counts=1K iters=2 warmup=0 variants=default
+backends=mpi ops=allreduce counts=256K iters=1000000 warmup=0 variants=default
 M
 "$COLLPROF_BIN" --np 2 --matrix "$WORK/kill.matrix" --output-dir "$d" \
     </dev/null >"$WORK/kill.out" 2>&1 &

@@ -6,7 +6,7 @@ need_mpirun
 
 d="$WORK/single"
 mkdir -p "$d"
-cp_run --ops allreduce,allgather --counts 4K -n 2 -w 0 --variants default --output-dir "$d"
+cp_run --backends mpi --ops allreduce,allgather --counts 4K -n 2 -w 0 --variants default --output-dir "$d"
 [ "$rc" -eq 0 ] && grep -q 'running as a single rank' "$WORK/err" &&
     grep -q '^world: *1 ranks' "$(summary_of "$d")"
 ok $? "no launcher: one rank, with a warning"
@@ -29,7 +29,7 @@ ok $? "runs in the same second get distinct names"
 d="$WORK/a2av"
 mkdir -p "$d"
 printf '# 3x3 skewed traffic\n0 1 5\n2 0 1\n1 1 0\n' >"$WORK/tm.txt"
-cp_run --np 3 --ops alltoallv --counts 30K --inplace both -n 3 -w 1 --variants default \
+cp_run --np 3 --backends mpi --ops alltoallv --counts 30K --inplace both -n 3 -w 1 --variants default \
     --imbalance "uniform,linear,spread:0.8,moe:1:4,file:$WORK/tm.txt" --output-dir "$d"
 s=$(summary_of "$d")
 [ "$rc" -eq 0 ] && [ "$(grep -c 'AllToAllv.* ms | AlgBW.*#wrong: 0 ' "$s")" -eq 7 ]

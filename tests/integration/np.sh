@@ -7,7 +7,7 @@ need_mpirun
 for np in 2 4; do
     d="$WORK/np$np"
     mkdir -p "$d"
-    cp_run --np "$np" --ops all --counts 4K,96K --inplace both -d float32,int32 -n 5 -w 1 \
+    cp_run --np "$np" --backends mpi --ops all --counts 4K,96K --inplace both -d float32,int32 -n 5 -w 1 \
         --variants default --output-dir "$d"
     check_clean_run "$d" "--np $np, every op, in and out of place"
     s=$(summary_of "$d")
@@ -21,7 +21,7 @@ done
 
 d="$WORK/variants"
 mkdir -p "$d"
-cp_run --np 4 --ops allreduce,allgather,reducescatter,alltoall,broadcast,reduce --counts 64K \
+cp_run --np 4 --backends mpi --ops allreduce,allgather,reducescatter,alltoall,broadcast,reduce --counts 64K \
     -n 3 -w 1 --variants default,ring,recursive_doubling,rabenseifner,bruck,pairwise,binomial \
     --output-dir "$d"
 check_clean_run "$d" "--np 4, several variants"

@@ -17,7 +17,7 @@ have_py() { [ -n "$PY" ] && "$PY" -c "import $1" 2>/dev/null; }
 run_into() {
     mkdir -p "$1"
     rc=0
-    env ${2:+COLLPROF_FAULT=$2} timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 4 \
+    env ${2:+COLLPROF_FAULT=$2} timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 4 --backends mpi \
         --ops allreduce,alltoall,alltoallv --counts 4K,64K -n 20 -w 2 --variants default,ring \
         --output-dir "$1" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
 }
@@ -241,7 +241,7 @@ fi
 mkdir -p "$WORK/camp"
 rc=0
 for np in 2 4 2; do
-    timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np $np --ops allreduce,alltoall --counts 4K,64K \
+    timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np $np --backends mpi --ops allreduce,alltoall --counts 4K,64K \
         -n 5 -w 1 --variants default --output-dir "$WORK/camp" </dev/null >"$WORK/out" 2>"$WORK/err" ||
         rc=$?
 done
