@@ -185,7 +185,7 @@ typedef struct collprof_args {
 
 /** Backend flags. */
 enum {
-    COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0, /**< load with RTLD_GLOBAL (MPI) */
+    COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0, /**< make the plugin's libraries global (MPI) */
     COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1 /**< times itself through run_batch */
 };
 

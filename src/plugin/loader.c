@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,31 @@ static int wanted(const char *name, char (*only)[64], int nonly)
     return 0;
 }
 
+/*
+ * COLLPROF_BACKEND_RTLD_GLOBAL: the plugin's libraries must be global
+ * (Open MPI's dlopened components resolve libmpi's symbols that way).
+ * Promote the libraries this dlopen brought in -- the objects after the
+ * plugin in the link chain -- but not the plugin itself: every plugin
+ * exports collprof_backend_v1, and a global one would interpose on the
+ * next plugin's.
+ */
+static void promote_dependencies(void *handle)
+{
+    struct link_map *self = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &self) != 0 || self == NULL) {
+        return;
+    }
+    for (struct link_map *m = self->l_next; m != NULL; m = m->l_next) {
+        if (m->l_name == NULL || m->l_name[0] == '\0') {
+            continue;
+        }
+        void *g = dlopen(m->l_name, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+        if (g != NULL) {
+            dlclose(g); /* drops the extra reference; the promotion stays */
+        }
+    }
+}
+
 static void load_one(cp_plugin_t *p)
 {
     dlerror();
@@ -81,11 +107,7 @@ static void load_one(cp_plugin_t *p)
         return;
     }
     if (be->flags & COLLPROF_BACKEND_RTLD_GLOBAL) {
-        /* e.g. Open MPI's own components resolve libmpi symbols globally */
-        void *g = dlopen(p->path, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
-        if (g != NULL) {
-            dlclose(g); /* drops the extra reference; the promotion stays */
-        }
+        promote_dependencies(p->dl);
     }
     p->be = be;
     p->caps.size = sizeof(p->caps);

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Gloo backend: every op and every variant on 2 and 4 self-launched ranks
+# (in and out of place, exact results), odd-rank and dtype refusals reported
+# as unsupported cells, one run under mpirun, and Gloo next to MPI.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ] || skip_all "the Gloo backend was not built"
+
+VARIANTS=default,ring,ring_chunked,halving_doubling,bcube,opt_bcube,one_to_all,all_to_all,all_to_one
+
+for np in 2 4; do
+    d="$WORK/np$np"
+    mkdir -p "$d"
+    cp_run --np "$np" --backends gloo --ops all --counts 4K,64K --inplace both -n 3 -w 1 \
+        --variants "$VARIANTS" --output-dir "$d"
+    [ "$rc" -eq 0 ] || echo "# collprof failed ($rc): $(tail -n 5 "$WORK/err")" >&2
+    check_clean_run "$d" "gloo --np $np, every op and variant, in and out of place"
+    s=$(summary_of "$d")
+    for v in ring ring_chunked halving_doubling bcube opt_bcube one_to_all all_to_all all_to_one; do
+        grep -q "^== gloo / $v ==" "$s"
+        ok $? "gloo --np $np: variant $v ran and is recorded"
+    done
+    ! grep -q 'unsupported:' "$s"
+    ok $? "gloo --np $np: no cell reported unsupported"
+done
+
+# every dtype Gloo has and every reduction, on an odd world (3 ranks)
+d="$WORK/dtypes"
+mkdir -p "$d"
+cp_run --np 3 --backends gloo --ops allreduce,reducescatter,reduce,allgather,broadcast \
+    --counts 3K -d int8,uint8,int32,uint32,int64,uint64,float16,float32,float64 \
+    -o sum,prod,min,max --inplace both -n 2 -w 1 \
+    --variants default,ring,ring_chunked,halving_doubling --output-dir "$d"
+check_clean_run "$d" "gloo --np 3, every dtype and reduction"
+
+# refusals: bfloat16 (Gloo has no such type) and bcube on an odd world
+d="$WORK/unsup"
+mkdir -p "$d"
+cp_run --np 3 --backends gloo --ops allreduce --counts 3K -d float32,bfloat16 -n 2 -w 1 \
+    --variants default,bcube,opt_bcube --output-dir "$d"
+s=$(summary_of "$d")
+[ "$rc" -eq 0 ] && [ -n "$s" ]
+ok $? "unsupported combinations: exit status 0 (got $rc)"
+[ "$(grep -c 'unsupported: .*bcube needs a number of ranks divisible' "$s")" -eq 2 ]
+ok $? "bcube and opt_bcube on 3 ranks are unsupported cells with a reason"
+[ "$(grep -c 'unsupported: .*bfloat16' "$s")" -eq 3 ]
+ok $? "bfloat16 is an unsupported cell for every variant"
+grep -q '^result: *PASSED' "$s"
+ok $? "unsupported combinations: summary still PASSED"
+
+# under mpirun (PMIx from Open MPI's launcher)
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ]; then
+    d="$WORK/mpirun"
+    mkdir -p "$d"
+    cp_mpirun 4 --backends gloo --ops all --counts 4K,64K -n 3 -w 1 --variants "$VARIANTS" \
+        --output-dir "$d"
+    check_clean_run "$d" "gloo under mpirun -np 4"
+else
+    echo "# mpirun not found: mpirun run skipped"
+fi
+
+# Gloo next to MPI in one run
+if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ] && [ -n "${CP_MPIRUN:-}" ]; then
+    d="$WORK/both"
+    mkdir -p "$d"
+    cp_run --np 2 --backends mpi,gloo --ops allreduce,allgather --counts 64K -n 3 -w 1 \
+        --variants default --output-dir "$d"
+    check_clean_run "$d" "mpi and gloo side by side"
+    s=$(summary_of "$d")
+    grep -q '^== mpi / default ==' "$s" && grep -q '^== gloo / default ==' "$s"
+    ok $? "both backends are in one summary"
+fi
+done_testing
