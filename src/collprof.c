@@ -219,7 +219,7 @@ static int init_backends(cp_plugin_t *plugins, int n, const cp_plan_t *plan, con
                p->caps.library_version ? p->caps.library_version : "?");
         void *ctx = NULL;
         int rc = p->be->init(host, &ctx);
-        char why[256] = "", agreed[256];
+        char why[480] = "", agreed[480];
         if (rc != COLLPROF_OK) {
             snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc),
                      p->be->last_error(NULL));

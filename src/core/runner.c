@@ -12,7 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define MSG_LEN 200
+#define MSG_LEN 480
 /* samples per rank in one out-of-band exchange (256 KiB of doubles) */
 #define GATHER_CHUNK 32768
 
@@ -200,7 +200,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     }
     if (rec.status == COLLPROF_ERR_NOT_SUPPORTED) {
         char tagged[MSG_LEN];
-        snprintf(tagged, sizeof(tagged), "[unsupported] %.180s", rec.msg);
+        snprintf(tagged, sizeof(tagged), "[unsupported] %.460s", rec.msg);
         snprintf(rec.msg, sizeof(rec.msg), "%s", tagged);
     }
     int bad = cp_agree(n, rec.status, rec.msg, agreed, sizeof(agreed));

@@ -75,9 +75,10 @@ check_clean_run() { # DIR WHAT
     ! grep -q -E 'WRONG|: error:' "$s" 2>/dev/null
     ok $? "$2: no wrong or failed cell"
     # timings on a shared 2-core machine vary a lot: demand sane numbers, not fast ones
+    # (a 2-rank barrier can take under 0.5 us, which the summary prints as 0.000 ms)
     awk -F'|' '/ ms \| AlgBW/ { n++; split($4, w, ":"); if (w[2] + 0 != 0) bad++;
-                 if (!match($1, /[0-9.]+ ms *$/) || substr($1, RSTART) + 0 <= 0) bad++;
+                 if (!match($1, / [0-9]+\.[0-9]+ ms *$/)) bad++;
                  split($3, b, ":"); if (b[2] !~ /^ *[0-9]+\.[0-9]+ GB\/s *$/) bad++ }
                END { exit (n > 0 && bad == 0) ? 0 : 1 }' "$s"
-    ok $? "$2: every measured cell has #wrong 0, a positive time and a numeric busBW"
+    ok $? "$2: every measured cell has #wrong 0, a numeric time and a numeric busBW"
 }
