@@ -17,12 +17,14 @@
 #include "core/log.h"
 #include "core/plan.h"
 #include "core/runner.h"
+#include "core/watchdog.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
 #include "slurm/slurm_check.h"
 
 #include <pmix.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,78 @@ static const char *host_get_option(const char *key)
             return g_opt->backend_opts[i] + kl + 1;
         }
     }
+    if (!strcmp(key, "timeout")) { /* the watchdog's: the cell's, else --timeout */
+        static char buf[32];
+        double t = cp_current_timeout() > 0 ? cp_current_timeout() : g_opt->timeout_s;
+        if (t > 0) {
+            snprintf(buf, sizeof(buf), "%.0f", t < 1 ? 1 : t);
+            return buf;
+        }
+    }
     return NULL;
+}
+
+/* ---- what the watchdog needs to close the outputs (rank 0) ---------- */
+static struct {
+    cp_summary_t *sum; /* NULL once closed */
+    const cp_plan_t *plan;
+    const cp_plugin_t *plugins;
+    int done; /* cells written */
+} g_run;
+
+static void wd_describe(void *arg, int cell, char *buf, size_t len)
+{
+    (void)arg;
+    if (g_run.plan == NULL || cell < 0 || cell >= g_run.plan->ncells) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    const cp_cell_t *c = &g_run.plan->cells[cell];
+    snprintf(buf, len, "%s/%s %s %s count %llu", g_run.plugins[c->plugin].name, c->variant,
+             cp_coll_get(c->op)->name, cp_dtype_info(c->dtype)->name, (unsigned long long)c->count);
+}
+
+static void wd_timeout(void *arg, int cell, const char *msg)
+{
+    (void)arg;
+    if (g_run.sum == NULL) {
+        return;
+    }
+    if (cell >= 0 && g_run.plan != NULL && cell < g_run.plan->ncells) {
+        const cp_cell_t *c = &g_run.plan->cells[cell];
+        cp_result_t res;
+        collprof_result_row_t row;
+        memset(&res, 0, sizeof(res));
+        res.status = CP_CELL_TIMEOUT;
+        res.nranks = g_run.plan->nranks;
+        snprintf(res.reason, sizeof(res.reason), "%s", msg);
+        cp_result_row(&g_run.plugins[c->plugin], c, &res, cell, &row);
+        cp_summary_cell(g_run.sum, &row, &res);
+    }
+    cp_summary_stop(g_run.sum, CP_EXIT_TIMEOUT, "an operation timed out (see the timeout row)");
+    g_run.sum = NULL;
+}
+
+static void wd_signal(void *arg, int sig)
+{
+    (void)arg;
+    char why[128];
+    snprintf(why, sizeof(why), "stopped by signal %d (%s) after %d of %d cells", sig,
+             strsignal(sig), g_run.done, g_run.plan ? g_run.plan->ncells : 0);
+    fprintf(stderr, "collprof: %s; completed cells are kept\n", why);
+    if (g_run.sum != NULL) {
+        cp_summary_stop(g_run.sum, 128 + sig, why);
+        g_run.sum = NULL;
+    }
+}
+
+/* Watchdog timeouts outside cells (start, finish): generous, never 0 unless asked. */
+static double outer_timeout(const cp_options_t *opt)
+{
+    return opt->timeout_s < 0    ? 300.0
+           : opt->timeout_s == 0 ? 0.0
+           : opt->timeout_s < 60 ? 60.0
+                                 : opt->timeout_s;
 }
 
 static void host_log(int level, const char *fmt, ...)
@@ -247,9 +320,14 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     char err[2048] = "", agreed[2048];
     int status = 0;
 
+    cp_wd_hooks_t hooks = {
+        .on_timeout = wd_timeout, .on_signal = wd_signal, .describe = wd_describe, .arg = NULL};
+    cp_wd_start(&hooks);
+    cp_wd_beat(CP_WD_START, -1, -1, 0, outer_timeout(opt));
     if (cp_boot_init(&boot) != 0) {
         return EXIT_FAILED;
     }
+    cp_wd_set_boot(&boot);
     cp_log_setup(boot.rank, boot.nranks, boot.hostname, opt->verbose);
     if (!strcmp(boot.launcher, "none") && !opt->list) {
         cp_log(CP_LOG_WARN, "no PMIx launcher found: running as a single rank (use --np N, "
@@ -339,11 +417,16 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
                         .argv = argv};
     cp_summary_t *sum = NULL;
     int out_ok = 1;
+    cp_wd_lock();
     if (boot.rank == 0 && cp_summary_open(&ri, &sum, err, sizeof(err)) != 0) {
         out_ok = 0;
     }
+    g_run.sum = sum;
+    g_run.plan = &plan;
+    g_run.plugins = plugins;
+    cp_wd_unlock();
     bad = cp_agree(boot.nranks, out_ok ? 0 : COLLPROF_ERR_IO, err, agreed, sizeof(agreed));
-    int exit_status = EXIT_OK;
+    int exit_status = EXIT_OK, write_failed = 0, stop_run = 0;
     if (bad != -1) {
         if (boot.rank == 0) {
             fprintf(stderr, "collprof: error: %s\n", agreed);
@@ -351,7 +434,8 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
         exit_status = EXIT_FAILED;
     } else {
         cp_runner_t runner = {.opt = opt, .boot = &boot, .plugins = plugins, .nplugins = nplugins};
-        for (int i = 0; i < plan.ncells; i++) {
+        for (int i = 0; i < plan.ncells && !stop_run; i++) {
+            runner.index = i;
             const cp_cell_t *c = &plan.cells[i];
             cp_result_t res;
             cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, plan.ncells,
@@ -364,12 +448,28 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
             if (res.status == CP_CELL_WRONG || res.status == CP_CELL_ERROR) {
                 exit_status = EXIT_FAILED;
             }
+            cp_wd_beat(CP_WD_WRITE, i, -1, c->warmup, cp_cell_timeout(opt, 0));
             if (sum != NULL) {
                 collprof_result_row_t row;
                 cp_result_row(&plugins[c->plugin], c, &res, i, &row);
-                cp_summary_cell(sum, &row, &res);
+                cp_wd_lock();
+                if (cp_summary_cell(sum, &row, &res) != 0) {
+                    write_failed = 1;
+                }
+                g_run.done = i + 1;
+                cp_wd_unlock();
             }
             cp_result_free(&res);
+            /* a rank 0 that cannot write stops every rank after this cell */
+            if (boot.nranks > 1 || write_failed) {
+                int flags[2] = {write_failed, 0}, *all = calloc((size_t)boot.nranks, sizeof(flags));
+                if (boot.nranks == 1) {
+                    stop_run = write_failed;
+                } else if (all != NULL && cp_oob_allgather(flags, all, sizeof(flags)) == 0) {
+                    stop_run = all[0];
+                }
+                free(all);
+            }
         }
         if (ready == 0) {
             if (boot.rank == 0) {
@@ -378,9 +478,24 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
             exit_status = EXIT_FAILED;
         }
     }
-    if (sum != NULL) {
-        cp_summary_close(sum, exit_status);
+    if (stop_run) {
+        if (boot.rank == 0) {
+            fprintf(stderr, "collprof: error: stopped after %d of %d cells: %s\n", g_run.done,
+                    plan.ncells, sum != NULL ? cp_summary_error(sum) : "?");
+        }
+        exit_status = EXIT_FAILED;
     }
+    cp_wd_lock();
+    if (sum != NULL) {
+        if (stop_run) {
+            cp_summary_stop(sum, exit_status, "the results could not be written");
+        } else {
+            cp_summary_close(sum, exit_status);
+        }
+        g_run.sum = NULL;
+    }
+    cp_wd_unlock();
+    cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
     for (int i = 0; i < nplugins; i++) {
         if (plugins[i].ctx != NULL) {
             plugins[i].be->finalize(plugins[i].ctx);
@@ -391,6 +506,7 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     cp_plan_free(&plan);
     free(affinity);
     cp_boot_finalize(&boot);
+    cp_wd_stop();
     return exit_status;
 }
 
@@ -448,6 +564,10 @@ int main(int argc, char **argv)
         cp_log_setup(-1, 0, NULL, opt.verbose);
         rc = run_launcher(argv, &opt);
     } else {
+        /* before PMIx and the backends start threads: the watchdog takes
+         * the signals; a full file system gives write errors, not SIGXFSZ */
+        cp_wd_block_signals();
+        signal(SIGXFSZ, SIG_IGN);
         rc = run_rank(argc, argv, &opt);
     }
     cp_cli_free(&opt);

@@ -13,7 +13,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 0
+#define COLLPROF_SCHEMA_VERSION_MINOR 1
 
 /* clang-format off */
 #define COLLPROF_RESULT_COLUMNS(X)                                                                   \
@@ -41,7 +41,8 @@
     X(wrong,        U64, 0,   "",      "elements that differ from the exact result, all ranks")    \
     X(status,       STR, 16,  "",      "ok, wrong, error, unsupported, skipped, timeout")          \
     X(error,        STR, 256, "",      "why a cell did not give a result, else empty")             \
-    X(start_time,   F64, 0,   "s",     "cell start, seconds since 1970-01-01 UTC")
+    X(start_time,   F64, 0,   "s",     "cell start, seconds since 1970-01-01 UTC")                 \
+    X(memory,       STR, 8,   "",      "buffer memory: host, pinned or device (added in 1.1)")
 /* clang-format on */
 
 #include <stdint.h>

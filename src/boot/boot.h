@@ -57,6 +57,13 @@ int cp_oob_allgather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);
 int cp_oob_barrier(void);
 
+/* Key-value exchange without a fence, for the watchdog: thread-safe, never
+ * waits for all ranks.  post publishes buf under key; fetch polls rank's
+ * value of key until it appears (exactly len bytes) or timeout_s passes
+ * (COLLPROF_ERR_TIMEOUT).  Without PMIx, post does nothing and fetch fails. */
+int cp_oob_post(const char *key, const void *buf, size_t len);
+int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeout_s);
+
 /** True when this process runs under a PMIx server (per the environment). */
 int cp_boot_have_pmix_env(void);
 

@@ -8,6 +8,7 @@
 #include "boot/boot.h"
 #include "collprof/status.h"
 #include "core/log.h"
+#include "core/util.h"
 
 #include <pmix.h>
 
@@ -488,6 +489,47 @@ int cp_oob_bcast(void *buf, size_t len, int root)
         ret = get_bytes(root, key, buf, len);
     }
     return ret;
+}
+
+int cp_oob_post(const char *key, const void *buf, size_t len)
+{
+    if (!pmix_up) {
+        return COLLPROF_OK;
+    }
+    return put_commit(key, buf, len);
+}
+
+int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeout_s)
+{
+    if (!pmix_up) {
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    pmix_proc_t proc;
+    PMIX_PROC_LOAD(&proc, my_proc.nspace, (pmix_rank_t)rank);
+    double deadline = cp_now_us() * 1e-6 + timeout_s;
+    for (;;) {
+        pmix_info_t info;
+        int secs = 1;
+        PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &secs, PMIX_INT);
+        pmix_value_t *val = NULL;
+        pmix_status_t rc = PMIx_Get(&proc, key, &info, 1, &val);
+        PMIX_INFO_DESTRUCT(&info);
+        if (rc == PMIX_SUCCESS && val != NULL) {
+            int ok = val->type == PMIX_BYTE_OBJECT && val->data.bo.size == len;
+            if (ok) {
+                memcpy(dst, val->data.bo.bytes, len);
+            }
+            PMIX_VALUE_RELEASE(val);
+            return ok ? COLLPROF_OK : COLLPROF_ERR_BOOTSTRAP;
+        }
+        if (val != NULL) {
+            PMIX_VALUE_RELEASE(val);
+        }
+        if (cp_now_us() * 1e-6 >= deadline) {
+            return COLLPROF_ERR_TIMEOUT;
+        }
+        usleep(100000); /* not there yet (NOT_FOUND comes back at once) */
+    }
 }
 
 int cp_oob_barrier(void)

@@ -26,7 +26,9 @@ enum {
     OPT_INPLACE,
     OPT_IMBALANCE,
     OPT_SYNC,
-    OPT_LAUNCHER
+    OPT_LAUNCHER,
+    OPT_TIMEOUT,
+    OPT_MEM
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +55,8 @@ static const struct option long_opts[] = {
     {"imbalance", required_argument, NULL, OPT_IMBALANCE},
     {"sync", required_argument, NULL, OPT_SYNC},
     {"launcher", required_argument, NULL, OPT_LAUNCHER},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"mem", required_argument, NULL, OPT_MEM},
     {"backend-opt", required_argument, NULL, 'B'},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -88,6 +92,8 @@ void cp_cli_usage(FILE *f)
           "  --inplace MODE         out, in or both (default: out)\n"
           "  --imbalance LIST       alltoallv traffic: uniform, linear, spread:S,\n"
           "                         moe[:HOT[:BIAS]], file:PATH (default: uniform)\n"
+          "  --mem LIST             buffer memory: host, pinned, device, or auto (default:\n"
+          "                         auto, the backend's own: device for nccl, else host)\n"
           "  --matrix FILE          read the matrix from FILE (see collprof(1))\n"
           "\n"
           "Measurement:\n"
@@ -95,6 +101,10 @@ void cp_cli_usage(FILE *f)
           "  -w, --warmup N         warm-up iterations per cell (default: 5)\n"
           "  -c, --check 0|1        verify every result exactly (default: 1)\n"
           "  --sync barrier|none    barrier before each iteration (default: barrier)\n"
+          "  --timeout SECONDS      watchdog: longest one operation (or any other step) may\n"
+          "                         take before the run stops with a report of the ranks\n"
+          "                         that did not arrive (default: 60 s + 1 s per 10 MB of\n"
+          "                         the cell's largest buffer; 0: no watchdog)\n"
           "  -B, --backend-opt K=V  option for a backend plugin\n"
           "\n"
           "Output:\n"
@@ -107,7 +117,8 @@ void cp_cli_usage(FILE *f)
           "  -h, --help             this help\n"
           "  -V, --version          version\n"
           "\n"
-          "Exit status: 0 success, 1 a wrong result or a failed operation, 2 bad input.\n"
+          "Exit status: 0 success, 1 a wrong result or a failed operation, 2 bad input,\n"
+          "124 an operation timed out, 128+N stopped by signal N (results so far kept).\n"
           "See collprof(1) for details.\n",
           f);
 }
@@ -344,8 +355,26 @@ static int lookup_op(const char *n)
     return cp_coll_from_name(n);
 }
 
+static int lookup_mem(const char *n)
+{
+    for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
+        if (!strcmp(n, cp_memtype_name(m))) {
+            return m;
+        }
+    }
+    return -1;
+}
+
 int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, size_t errlen)
 {
+    if (!strcmp(key, "mem") || !strcmp(key, "memory")) {
+        if (!strcmp(value, "auto")) {
+            s->nmems = 0;
+            return 0;
+        }
+        return parse_names("memory type", value, lookup_mem, COLLPROF_MEM_COUNT,
+                           "host, pinned, device, auto", s->mems, &s->nmems, err, errlen);
+    }
     if (!strcmp(key, "ops")) {
         return parse_names("operation", value, lookup_op, COLLPROF_OP_COUNT,
                            "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, "
@@ -395,7 +424,7 @@ int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, siz
     }
     snprintf(err, errlen,
              "unknown key '%s' (use backends, variants, ops, dtypes, redops, counts, bytes, "
-             "inplace, imbalance, iters, warmup or root)",
+             "inplace, imbalance, mem, iters, warmup or root)",
              key);
     return -1;
 }
@@ -475,6 +504,7 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     memset(opt, 0, sizeof(*opt));
     opt->check = 1;
     opt->sync_barrier = 1;
+    opt->timeout_s = -1; /* derived per cell */
     spec_defaults(&base);
     optind = 1;
     opterr = 0;
@@ -514,6 +544,7 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
         case OPT_VARIANTS: rc = cp_spec_set(&base, "variants", optarg, why, sizeof(why)); break;
         case OPT_INPLACE: rc = cp_spec_set(&base, "inplace", optarg, why, sizeof(why)); break;
         case OPT_IMBALANCE: rc = cp_spec_set(&base, "imbalance", optarg, why, sizeof(why)); break;
+        case OPT_MEM: rc = cp_spec_set(&base, "mem", optarg, why, sizeof(why)); break;
         case OPT_MATRIX:
         case OPT_OUTDIR:
         case OPT_TAG: {
@@ -539,6 +570,20 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
                 rc = -1;
             }
             break;
+        case OPT_TIMEOUT: {
+            char *end = NULL;
+            errno = 0;
+            double t = strtod(optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0' || !(t >= 0 && t <= 1e6)) {
+                snprintf(why, sizeof(why),
+                         "--timeout: '%s' is not a number of seconds in 0..1000000 (0: none)",
+                         optarg);
+                rc = -1;
+            } else {
+                opt->timeout_s = t;
+            }
+            break;
+        }
         case OPT_LAUNCHER:
             if (!strcmp(optarg, "auto")) {
                 opt->launch_mode = CP_LAUNCH_AUTO;

@@ -32,6 +32,8 @@ typedef struct cp_spec {
     int sizes_are_bytes;
     int inplace[2]; /**< 0 = out of place, 1 = in place */
     int ninplace;
+    int mems[COLLPROF_MEM_COUNT]; /**< memory types; nmems == 0: each backend's natural one */
+    int nmems;
     cp_imbalance_t imb[CP_MAX_IMB];
     int nimb;
     char backends[CP_MAX_LIST][64]; /**< nbackends == 0: every backend that loads */
@@ -53,7 +55,7 @@ typedef struct cp_options {
     int version;
     int sync_barrier; /**< --sync barrier|none */
     cp_launch_mode_t launch_mode;
-    double timeout_s;
+    double timeout_s;      /**< --timeout: -1 derived per cell, 0 none, else seconds */
     char output_dir[4096]; /**< "" = default */
     char tag[256];
     char matrix_file[4096];

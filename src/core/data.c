@@ -54,6 +54,12 @@ const char *cp_redop_name(collprof_redop_t op)
     return (unsigned)op < COLLPROF_REDOP_COUNT ? redops[op] : "?";
 }
 
+const char *cp_memtype_name(int memtype)
+{
+    static const char *names[] = {"host", "pinned", "device"};
+    return memtype >= 0 && memtype < COLLPROF_MEM_COUNT ? names[memtype] : "?";
+}
+
 int cp_redop_from_name(const char *name)
 {
     for (int i = 0; i < COLLPROF_REDOP_COUNT; i++) {

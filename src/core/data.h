@@ -28,6 +28,8 @@ const cp_dtype_info_t *cp_dtype_info(collprof_dtype_t t);
 /** Lookup by name (also "float"/"double"/"half"/"bf16" aliases); -1 when unknown. */
 int cp_dtype_from_name(const char *name);
 const char *cp_redop_name(collprof_redop_t op);
+/** "host", "pinned", "device" (collprof_memtype_t). */
+const char *cp_memtype_name(int memtype);
 int cp_redop_from_name(const char *name);
 
 /** Store / load a small integer value at element i. */

@@ -18,6 +18,7 @@ const char *cp_cell_status_name(cp_cell_status_t s)
     case CP_CELL_UNSUPPORTED: return "unsupported";
     case CP_CELL_ERROR: return "error";
     case CP_CELL_SKIPPED: return "skipped";
+    case CP_CELL_TIMEOUT: return "timeout";
     case CP_CELL_PENDING:
     default: return "pending";
     }
@@ -75,6 +76,8 @@ static void unsupported_reason(const cp_plugin_t *p, const cp_cell_t *c, char *b
         snprintf(buf, len, "%s does not offer dtype %s", p->name, cp_dtype_info(c->dtype)->name);
     } else if ((coll->flags & CP_COLL_REDUCES) && !(p->caps.redops & COLLPROF_BIT(c->redop))) {
         snprintf(buf, len, "%s does not offer reduction %s", p->name, cp_redop_name(c->redop));
+    } else if (!(p->caps.memtypes & COLLPROF_BIT(c->memtype))) {
+        snprintf(buf, len, "%s does not offer %s memory", p->name, cp_memtype_name(c->memtype));
     }
 }
 
@@ -105,6 +108,12 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
             }
         }
     }
+    if (nsel == 0 && s->nbackends > 0) { /* every named one failed to load: say why */
+        int i = find_plugin(plugins, nplugins, s->backends[0]);
+        snprintf(err, errlen, "backend %s cannot be used: %s", s->backends[0],
+                 i >= 0 ? plugins[i].error : "not found");
+        return -1;
+    }
     if (nsel == 0) {
         snprintf(err, errlen,
                  "no backend is available (plugins are read from %s; see collprof --list)",
@@ -127,7 +136,8 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
         }
         if (!found) {
             snprintf(err, errlen,
-                     "unknown variant '%.64s' for the selected backends and operations (offered: %.700s; "
+                     "unknown variant '%.64s' for the selected backends and operations (offered: "
+                     "%.700s; "
                      "see collprof --list)",
                      s->variants[v], offered);
             return -1;
@@ -146,6 +156,17 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
         const cp_plugin_t *p = &plugins[sel[k]];
         const char *vars[256];
         int nv = variant_list(s, p, vars, 256);
+        int mems[COLLPROF_MEM_COUNT], nmem = s->nmems;
+        memcpy(mems, s->mems, sizeof(mems));
+        if (nmem == 0) { /* the backend's own: host where it can, else what it has */
+            nmem = 1;
+            mems[0] = COLLPROF_MEM_HOST;
+            for (int m = COLLPROF_MEM_COUNT - 1; m >= 0; m--) {
+                if (p->caps.memtypes & COLLPROF_BIT(m)) {
+                    mems[0] = m;
+                }
+            }
+        }
         for (int v = 0; v < nv; v++) {
             for (int d = 0; d < s->ndtypes; d++) {
                 const cp_dtype_info_t *dt = cp_dtype_info((collprof_dtype_t)s->dtypes[d]);
@@ -164,37 +185,41 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
                         int nred = (coll->flags & CP_COLL_REDUCES) ? s->nredops : 1;
                         int nimb = op == COLLPROF_OP_ALLTOALLV ? s->nimb : 1;
                         int nin = op == COLLPROF_OP_BARRIER ? 1 : s->ninplace;
-                        for (int r = 0; r < nred; r++) {
-                            for (int ip = 0; ip < nin; ip++) {
-                                for (int im = 0; im < nimb; im++) {
-                                    cp_cell_t c;
-                                    memset(&c, 0, sizeof(c));
-                                    c.plugin = sel[k];
-                                    snprintf(c.variant, sizeof(c.variant), "%s", vars[v]);
-                                    c.op = op;
-                                    c.dtype = (collprof_dtype_t)s->dtypes[d];
-                                    c.redop = (collprof_redop_t)s->redops[r];
-                                    c.root = (coll->flags & CP_COLL_ROOTED) ? s->root : 0;
-                                    c.in_place = op == COLLPROF_OP_BARRIER ? 0 : s->inplace[ip];
-                                    c.requested = op == COLLPROF_OP_BARRIER ? 0 : req;
-                                    c.count = cp_coll_effective_count(op, req, nranks);
-                                    c.imb = op == COLLPROF_OP_ALLTOALLV ? &s->imb[im] : NULL;
-                                    c.iters = s->iters;
-                                    c.warmup = s->warmup;
-                                    unsupported_reason(p, &c, c.pre_reason, sizeof(c.pre_reason));
-                                    if (c.pre_reason[0] != '\0') {
-                                        c.pre_status = CP_CELL_UNSUPPORTED;
-                                    } else if (op != COLLPROF_OP_BARRIER && c.count == 0) {
-                                        c.pre_status = CP_CELL_SKIPPED;
-                                        snprintf(c.pre_reason, sizeof(c.pre_reason),
-                                                 "%llu elements cannot be split over %d ranks",
-                                                 (unsigned long long)req, nranks);
+                        for (int mt = 0; mt < nmem; mt++) {
+                            for (int r = 0; r < nred; r++) {
+                                for (int ip = 0; ip < nin; ip++) {
+                                    for (int im = 0; im < nimb; im++) {
+                                        cp_cell_t c;
+                                        memset(&c, 0, sizeof(c));
+                                        c.plugin = sel[k];
+                                        snprintf(c.variant, sizeof(c.variant), "%s", vars[v]);
+                                        c.op = op;
+                                        c.dtype = (collprof_dtype_t)s->dtypes[d];
+                                        c.redop = (collprof_redop_t)s->redops[r];
+                                        c.root = (coll->flags & CP_COLL_ROOTED) ? s->root : 0;
+                                        c.in_place = op == COLLPROF_OP_BARRIER ? 0 : s->inplace[ip];
+                                        c.memtype = mems[mt];
+                                        c.requested = op == COLLPROF_OP_BARRIER ? 0 : req;
+                                        c.count = cp_coll_effective_count(op, req, nranks);
+                                        c.imb = op == COLLPROF_OP_ALLTOALLV ? &s->imb[im] : NULL;
+                                        c.iters = s->iters;
+                                        c.warmup = s->warmup;
+                                        unsupported_reason(p, &c, c.pre_reason,
+                                                           sizeof(c.pre_reason));
+                                        if (c.pre_reason[0] != '\0') {
+                                            c.pre_status = CP_CELL_UNSUPPORTED;
+                                        } else if (op != COLLPROF_OP_BARRIER && c.count == 0) {
+                                            c.pre_status = CP_CELL_SKIPPED;
+                                            snprintf(c.pre_reason, sizeof(c.pre_reason),
+                                                     "%llu elements cannot be split over %d ranks",
+                                                     (unsigned long long)req, nranks);
+                                        }
+                                        if (push(plan, cap, &c) != 0) {
+                                            snprintf(err, errlen, "out of memory");
+                                            return -1;
+                                        }
+                                        plan->plugins_used |= 1u << (unsigned)sel[k];
                                     }
-                                    if (push(plan, cap, &c) != 0) {
-                                        snprintf(err, errlen, "out of memory");
-                                        return -1;
-                                    }
-                                    plan->plugins_used |= 1u << (unsigned)sel[k];
                                 }
                             }
                         }
@@ -266,12 +291,13 @@ void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f)
     for (int i = 0; i < plan->ncells; i++) {
         const cp_cell_t *c = &plan->cells[i];
         const cp_dtype_info_t *dt = cp_dtype_info(c->dtype);
-        fprintf(f, "  %-8s %-22s %-14s %-9s %-5s %6s %12llu %14llu %6d %6d  %s%s%s\n",
+        fprintf(f, "  %-8s %-22s %-14s %-9s %-5s %6s %12llu %14llu %6d %6d  %s%s%s%s%s\n",
                 plugins[c->plugin].name, c->variant, cp_coll_get(c->op)->name, dt->name,
                 (cp_coll_get(c->op)->flags & CP_COLL_REDUCES) ? cp_redop_name(c->redop) : "-",
                 c->in_place ? "in" : "out", (unsigned long long)c->count,
                 (unsigned long long)(c->count * dt->size), c->iters, c->warmup,
-                c->imb ? c->imb->label : "",
+                c->memtype != COLLPROF_MEM_HOST ? cp_memtype_name(c->memtype) : "",
+                c->memtype != COLLPROF_MEM_HOST ? " memory " : "", c->imb ? c->imb->label : "",
                 c->pre_status != CP_CELL_PENDING ? (c->imb ? " " : "") : "",
                 c->pre_status != CP_CELL_PENDING ? c->pre_reason : "");
     }

@@ -18,7 +18,8 @@ typedef enum cp_cell_status {
     CP_CELL_WRONG,       /**< ran, #wrong > 0 */
     CP_CELL_UNSUPPORTED, /**< the backend does not offer this combination */
     CP_CELL_ERROR,       /**< the backend failed */
-    CP_CELL_SKIPPED      /**< not run (backend failed to initialise, size too small) */
+    CP_CELL_SKIPPED,     /**< not run (backend failed to initialise, size too small) */
+    CP_CELL_TIMEOUT      /**< an operation did not complete within the watchdog timeout */
 } cp_cell_status_t;
 
 const char *cp_cell_status_name(cp_cell_status_t s);
@@ -31,6 +32,7 @@ typedef struct cp_cell {
     collprof_redop_t redop;
     int root;
     int in_place;
+    int memtype;               /**< collprof_memtype_t of both buffers */
     uint64_t count;            /**< elements actually used */
     uint64_t requested;        /**< elements asked for (before rounding to a multiple of n) */
     const cp_imbalance_t *imb; /**< alltoallv only */

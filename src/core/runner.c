@@ -6,6 +6,7 @@
 #include "core/data.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "core/watchdog.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,21 @@ typedef struct agree_rec {
     int status;
     char msg[MSG_LEN];
 } agree_rec_t;
+
+static double current_timeout;
+
+double cp_cell_timeout(const cp_options_t *opt, uint64_t bytes)
+{
+    if (opt->timeout_s >= 0) {
+        return opt->timeout_s;
+    }
+    return 60.0 + (double)bytes / 10e6;
+}
+
+double cp_current_timeout(void)
+{
+    return current_timeout;
+}
 
 int cp_agree(int n, int status, const char *why, char *msg, size_t len)
 {
@@ -90,6 +106,24 @@ static long fault_slow_us(int rank)
     return us > 0 ? us : 0;
 }
 
+/* COLLPROF_FAULT=hang[:RANK[:CELL]]: RANK (default 0) stops before the
+ * operation of the middle iteration of cell CELL (default 0) and never
+ * comes back, as a rank stuck outside the collective would. */
+static int fault_hang(int rank, int cell)
+{
+    const char *f = getenv("COLLPROF_FAULT");
+    if (f == NULL || strncmp(f, "hang", 4) != 0 || (f[4] != '\0' && f[4] != ':')) {
+        return 0;
+    }
+    int r = 0, c = 0;
+    if (f[4] == ':') {
+        r = atoi(f + 5);
+        const char *colon = strchr(f + 5, ':');
+        c = colon != NULL ? atoi(colon + 1) : 0;
+    }
+    return r == rank && c == cell;
+}
+
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
 {
     /* element 0 of the result (for scatter in place: this rank's block) */
@@ -100,6 +134,29 @@ static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
     int64_t v = 0;
     cp_data_get(x->dtype, recvbuf, at, &v);
     cp_data_set(x->dtype, recvbuf, at, v + 1);
+}
+
+/* Host copy <-> the backend's buffer: the backend's mem_copy for device
+ * memory, memcpy for host memory (the COLLPROF_TEST_STAGED path). */
+static int stage_copy(const collprof_backend_t *be, void *ctx, int memtype, void *dst,
+                      const void *src, size_t bytes, int to_device)
+{
+    if (memtype == COLLPROF_MEM_DEVICE) {
+        return be->mem_copy(ctx, memtype, dst, src, bytes, to_device);
+    }
+    memcpy(dst, src, bytes);
+    return COLLPROF_OK;
+}
+
+/* The filled host copies into the backend's buffers (one buffer in place). */
+static int upload(const collprof_backend_t *be, void *ctx, int memtype, void *sendbuf,
+                  void *recvbuf, const void *hsend, const void *hrecv, size_t bytes)
+{
+    int rc = stage_copy(be, ctx, memtype, recvbuf, hrecv, bytes, 1);
+    if (rc == COLLPROF_OK && sendbuf != NULL && sendbuf != recvbuf) {
+        rc = stage_copy(be, ctx, memtype, sendbuf, hsend, bytes, 1);
+    }
+    return rc;
 }
 
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
@@ -148,6 +205,15 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                    .a2av = NULL};
 
     /* ---- setup: variant, traffic, buffers; then agree ---------------- */
+    const int idx = r->index;
+    double tmo = cp_cell_timeout(r->opt, cell->count * dt->size * (uint64_t)(n > 1 ? 2 : 1));
+    current_timeout = tmo;
+    cp_wd_beat(CP_WD_SETUP, idx, -1, cell->warmup, tmo);
+    /* device memory is filled and checked through host copies ("staged");
+     * COLLPROF_TEST_STAGED=1 stages host memory too, to test that path */
+    const int memtype = cell->memtype;
+    const int staged = memtype == COLLPROF_MEM_DEVICE || getenv("COLLPROF_TEST_STAGED") != NULL;
+    void *hsend = NULL, *hrecv = NULL;
     int rc = be->select_variant(p->ctx, cell->op, cell->variant);
     if (rc != COLLPROF_OK) {
         rec.status = rc;
@@ -175,15 +241,36 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     }
     size_t bytes = (size_t)(cp_coll_buffer_elems(&x) * dt->size);
     if (rec.status == 0) {
-        rc = be->mem_alloc(p->ctx, COLLPROF_MEM_HOST, bytes, &recvbuf);
+        rc = be->mem_alloc(p->ctx, memtype, bytes, &recvbuf);
         if (rc == COLLPROF_OK && !cell->in_place) {
-            rc = be->mem_alloc(p->ctx, COLLPROF_MEM_HOST, bytes, &sendbuf);
+            rc = be->mem_alloc(p->ctx, memtype, bytes, &sendbuf);
         }
         if (rc != COLLPROF_OK) {
             rec.status = rc;
             rec.phase = 1;
-            snprintf(rec.msg, sizeof(rec.msg), "allocating 2 x %zu bytes: %s", bytes,
-                     be->last_error(p->ctx));
+            snprintf(rec.msg, sizeof(rec.msg), "allocating 2 x %zu bytes of %s memory: %s", bytes,
+                     cp_memtype_name(memtype), be->last_error(p->ctx));
+        } else if (staged) {
+            hrecv = cp_alloc_pages(bytes);
+            hsend = cell->in_place ? NULL : cp_alloc_pages(bytes);
+            if (hrecv == NULL || (hsend == NULL && !cell->in_place)) {
+                rec.status = COLLPROF_ERR_NO_MEMORY;
+                rec.phase = 1;
+                snprintf(rec.msg, sizeof(rec.msg), "out of memory for 2 x %zu bytes of host copies",
+                         bytes);
+            } else { /* touch every page (on both sides) outside the timed loop */
+                memset(hrecv, 0, bytes);
+                if (hsend != NULL) {
+                    memset(hsend, 0, bytes);
+                }
+                rc = upload(be, p->ctx, memtype, sendbuf, recvbuf, hsend, hrecv, bytes);
+                if (rc != COLLPROF_OK) {
+                    rec.status = rc;
+                    rec.phase = 1;
+                    snprintf(rec.msg, sizeof(rec.msg), "copying to %s memory: %s",
+                             cp_memtype_name(memtype), be->last_error(p->ctx));
+                }
+            }
         } else {
             /* touch every page outside the timed loop */
             memset(recvbuf, 0, bytes);
@@ -217,16 +304,16 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
         }
         goto out;
     }
-    cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s)", p->name,
+    cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s%s)", p->name,
            cell->variant, coll->name, cell->in_place ? "one in-place" : "send and receive", bytes,
-           "host, page-aligned");
+           cp_memtype_name(memtype), staged ? ", filled and checked through host copies" : "");
 
     collprof_args_t args = {.op = cell->op,
                             .dtype = cell->dtype,
                             .redop = cell->redop,
                             .root = cell->root,
                             .in_place = cell->in_place,
-                            .memtype = COLLPROF_MEM_HOST,
+                            .memtype = memtype,
                             .sendbuf = cell->in_place ? recvbuf : sendbuf,
                             .recvbuf = recvbuf,
                             .count = cell->count,
@@ -242,8 +329,14 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
 
     /* ---- warm-up and timed iterations -------------------------------- */
     long slow_us = fault_slow_us(b->rank);
-    coll->fill(&x, sendbuf, recvbuf);
-    if (be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
+    int hang = fault_hang(b->rank, idx);
+    coll->fill(&x, staged ? hsend : sendbuf, staged ? hrecv : recvbuf);
+    rc = staged ? upload(be, p->ctx, memtype, sendbuf, recvbuf, hsend, hrecv, bytes) : COLLPROF_OK;
+    if (rc != COLLPROF_OK) {
+        /* reported below as a run failure */
+    } else if (be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
+        /* one beat for the whole batch: the backend watches its own stream */
+        cp_wd_beat(CP_WD_OP, idx, 0, cell->warmup, tmo * (double)(cell->warmup + iters + 1));
         rc = cell->warmup > 0 ? be->run_batch(p->ctx, &args, cell->warmup, mine) : COLLPROF_OK;
         if (rc == COLLPROF_OK) {
             rc = be->run_batch(p->ctx, &args, iters, mine);
@@ -252,6 +345,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
         rc = COLLPROF_OK;
         for (int i = 0; i < cell->warmup + iters && rc == COLLPROF_OK; i++) {
             if (r->opt->sync_barrier) {
+                cp_wd_beat(CP_WD_SYNC, idx, i, cell->warmup, tmo);
                 rc = backend_barrier ? be->run(p->ctx, &barrier) : cp_oob_barrier();
                 if (rc != COLLPROF_OK) {
                     break;
@@ -261,6 +355,13 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                 cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d exits now", b->rank);
                 _exit(3);
             }
+            if (hang && i == cell->warmup + iters / 2) {
+                cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d hangs now", b->rank);
+                for (;;) {
+                    sleep(1000);
+                }
+            }
+            cp_wd_beat(CP_WD_OP, idx, i, cell->warmup, tmo);
             double t0 = cp_now_us();
             rc = be->run(p->ctx, &args);
             if (slow_us > 0) { /* spin: sleeping overshoots by milliseconds here */
@@ -282,18 +383,27 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
 
     /* ---- exact check on a fresh run ---------------------------------- */
     if (rec.status == 0 && r->opt->check && cell->op != COLLPROF_OP_BARRIER) {
-        memset(recvbuf, 0xff, bytes);
-        coll->fill(&x, sendbuf, recvbuf);
-        rc = be->run(p->ctx, &args);
+        cp_wd_beat(CP_WD_CHECK, idx, -1, cell->warmup, tmo);
+        void *fs = staged ? hsend : sendbuf, *fr = staged ? hrecv : recvbuf;
+        memset(fr, 0xff, bytes);
+        coll->fill(&x, fs, fr);
+        rc = staged ? upload(be, p->ctx, memtype, sendbuf, recvbuf, hsend, hrecv, bytes)
+                    : COLLPROF_OK;
+        if (rc == COLLPROF_OK) {
+            rc = be->run(p->ctx, &args);
+        }
+        if (rc == COLLPROF_OK && staged) {
+            rc = stage_copy(be, p->ctx, memtype, hrecv, recvbuf, bytes, 0);
+        }
         if (rc != COLLPROF_OK) {
             rec.status = rc;
             rec.phase = 3;
             snprintf(rec.msg, sizeof(rec.msg), "%s", be->last_error(p->ctx));
         } else {
             if (fault_rank("wrong") == b->rank) {
-                corrupt_one(&x, recvbuf);
+                corrupt_one(&x, fr);
             }
-            rec.wrong = coll->check(&x, recvbuf);
+            rec.wrong = coll->check(&x, fr);
             cp_log(rec.wrong > 0 ? CP_LOG_WARN : CP_LOG_INFO,
                    "%s/%s %s: verification: %llu wrong elements on this rank", p->name,
                    cell->variant, coll->name, (unsigned long long)rec.wrong);
@@ -301,6 +411,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     }
 
     /* ---- gather records and samples from every rank ------------------- */
+    cp_wd_beat(CP_WD_GATHER, idx, -1, cell->warmup, tmo);
     cell_rec_t *recs = calloc((size_t)n, sizeof(cell_rec_t));
     res->samples = calloc((size_t)n * (size_t)iters, sizeof(double));
     res->rank_mean = calloc((size_t)n, sizeof(double));
@@ -377,10 +488,16 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     free(imax);
 out:
     if (sendbuf != NULL) {
-        be->mem_free(p->ctx, COLLPROF_MEM_HOST, sendbuf);
+        be->mem_free(p->ctx, memtype, sendbuf);
     }
     if (recvbuf != NULL) {
-        be->mem_free(p->ctx, COLLPROF_MEM_HOST, recvbuf);
+        be->mem_free(p->ctx, memtype, recvbuf);
+    }
+    if (hsend != NULL) {
+        cp_free_pages(hsend, bytes);
+    }
+    if (hrecv != NULL) {
+        cp_free_pages(hrecv, bytes);
     }
     free(mine);
     cp_a2av_free(&a2av);
@@ -430,4 +547,5 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     snprintf(row->status, sizeof(row->status), "%s", cp_cell_status_name(res->status));
     snprintf(row->error, sizeof(row->error), "%s", res->reason);
     row->start_time = res->start_epoch;
+    snprintf(row->memory, sizeof(row->memory), "%s", cp_memtype_name(cell->memtype));
 }

@@ -36,7 +36,16 @@ typedef struct cp_runner {
     const cp_boot_t *boot;
     cp_plugin_t *plugins;
     int nplugins;
+    int index; /**< the cell's position in the plan (for the watchdog) */
 } cp_runner_t;
+
+/** The watchdog timeout of a cell whose largest buffer has bytes bytes:
+ *  --timeout when given (0: none), else 60 s + 1 s per 10 MB. */
+double cp_cell_timeout(const cp_options_t *opt, uint64_t bytes);
+
+/** The timeout of the cell running now, in seconds (what plugins read as
+ *  their "timeout" option); 0 when none. */
+double cp_current_timeout(void);
 
 /** Collective over all ranks.  res is filled on every rank. */
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res);

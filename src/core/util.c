@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
 {
@@ -189,4 +190,20 @@ const char *cp_env_captured(const char *kv, char *name, size_t len)
         }
     }
     return eq + 1;
+}
+
+void *cp_alloc_pages(size_t bytes)
+{
+    void *p = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (posix_memalign(&p, page > 0 ? (size_t)page : 4096, bytes ? bytes : 1) != 0) {
+        return NULL;
+    }
+    return p;
+}
+
+void cp_free_pages(void *p, size_t bytes)
+{
+    (void)bytes;
+    free(p);
 }

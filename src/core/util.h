@@ -34,6 +34,10 @@ const char *cp_fmt_bytes(uint64_t v, char *buf, size_t len);
 /** Monotonic clock in microseconds. */
 double cp_now_us(void);
 
+/** Page-aligned host memory (NULL when out of memory); cp_free_pages frees it. */
+void *cp_alloc_pages(size_t bytes);
+void cp_free_pages(void *p, size_t bytes);
+
 /** UTC time as "20261122T001530Z" (compact) or ISO "2026-11-22T00:15:30Z". */
 void cp_utc_compact(char *buf, size_t len);
 void cp_utc_iso(char *buf, size_t len);

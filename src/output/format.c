@@ -28,6 +28,10 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
         strncat(extra, extra[0] ? ", " : "", sizeof(extra) - strlen(extra) - 1);
         strncat(extra, r->imbalance, sizeof(extra) - strlen(extra) - 1);
     }
+    if (r->memory[0] != '\0' && strcmp(r->memory, "host") != 0) {
+        strncat(extra, extra[0] ? ", " : "", sizeof(extra) - strlen(extra) - 1);
+        strncat(extra, r->memory, sizeof(extra) - strlen(extra) - 1);
+    }
     if (coll && (coll->flags & CP_COLL_ROOTED) && r->root != 0) {
         char rt[32];
         snprintf(rt, sizeof(rt), "%sroot %d", extra[0] ? ", " : "", r->root);
@@ -113,9 +117,11 @@ void cp_format_table_row(const collprof_result_row_t *r, FILE *f)
     snprintf(count, sizeof(count), "%llu", (unsigned long long)r->count);
     fprintf(f, TABLE_FMT, r->backend, r->variant, r->op, size, count, r->dtype, r->redop, root);
     if (measured(r)) {
-        fprintf(f, "%10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s%s%s\n", r->time_mean_us, r->algbw_gbs,
-                r->busbw_gbs, (unsigned long long)r->wrong, r->time_p50_us, r->time_p99_us,
-                r->in_place ? " in-place" : "", r->imbalance[0] ? " " : "", r->imbalance);
+        int other_mem = r->memory[0] != '\0' && strcmp(r->memory, "host") != 0;
+        fprintf(f, "%10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s%s%s%s%s\n", r->time_mean_us,
+                r->algbw_gbs, r->busbw_gbs, (unsigned long long)r->wrong, r->time_p50_us,
+                r->time_p99_us, r->in_place ? " in-place" : "", other_mem ? " " : "",
+                other_mem ? r->memory : "", r->imbalance[0] ? " " : "", r->imbalance);
     } else {
         fprintf(f, " %s: %s\n", r->status, r->error);
     }

@@ -19,6 +19,7 @@ struct cp_h5 {
     hid_t results;
     hid_t cells;
     hsize_t nrows;
+    int broken; /* a write failed: the library's view of the file is unreliable */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -285,6 +286,9 @@ int cp_h5_open(const char *path, const cp_run_info_t *ri, cp_h5_t **out, char *e
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    /* no library clean-up at exit: after a failed write (a full disk) it
+     * crashes closing the file again; every file is closed explicitly */
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* we report errors ourselves */
     /* the empty file was created exclusively by the caller: truncating it is safe */
     h->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -353,6 +357,7 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
     /* the row */
     hsize_t newsize[1] = {h->nrows + 1}, start[1] = {h->nrows}, one[1] = {1};
     if (H5Dset_extent(h->results, newsize) < 0) {
+        h->broken = 1;
         return -1;
     }
     hid_t fs = H5Dget_space(h->results), ms = H5Screate_simple(1, one, NULL);
@@ -368,6 +373,7 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
         snprintf(name, sizeof(name), "%06d", row->cell);
         hid_t g = H5Gcreate2(h->cells, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         if (g < 0) {
+            h->broken = 1;
             return -1;
         }
         rc |= attr_str(g, "backend", row->backend);
@@ -383,12 +389,19 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
     }
     /* a killed run keeps everything up to here */
     rc |= H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0;
+    h->broken |= rc != 0;
     return rc ? -1 : 0;
 }
 
 void cp_h5_close(cp_h5_t *h, const char *status)
 {
     if (h == NULL) {
+        return;
+    }
+    if (h->broken) {
+        /* leave the file as the last successful flush left it: closing
+         * would try to write again (and HDF5 1.10 may crash doing so) */
+        free(h);
         return;
     }
     if (h->file >= 0) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -30,9 +31,24 @@ struct cp_summary {
 #endif
     const cp_run_info_t *ri;
     cp_format_state_t fmt;
-    int counts[6]; /* per cp_cell_status_t */
+    int counts[CP_CELL_TIMEOUT + 1]; /* per cp_cell_status_t */
     uint64_t wrong;
+    char error[256]; /* the first write error, "" when none */
 };
+
+/* Remember the first write failure (errno-based). */
+static void write_error(cp_summary_t *s, const char *what, const char *path)
+{
+    if (s->error[0] == '\0') {
+        snprintf(s->error, sizeof(s->error), "%s %s: %s", what, path,
+                 errno ? strerror(errno) : "I/O error");
+    }
+}
+
+const char *cp_summary_error(const cp_summary_t *s)
+{
+    return s->error[0] ? s->error : "no error";
+}
 
 const char *cp_output_dir(const cp_options_t *opt)
 {
@@ -248,7 +264,32 @@ int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size
     return 0;
 }
 
-void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
+/*
+ * HDF5 1.10 cannot take ENOSPC in the middle of a write: the file's last
+ * good state is lost with it.  So a cell is written only when the file
+ * system has room for it with a wide margin; otherwise the run stops with
+ * every earlier cell intact.  (A disk filled by someone else between two
+ * cells can still hit the write error path.)
+ */
+static int room_for(cp_summary_t *s, const cp_result_t *r)
+{
+    struct statvfs v;
+    if (s->h5path[0] == '\0' || statvfs(s->h5path, &v) != 0) {
+        return 1; /* cannot tell: try */
+    }
+    double avail = (double)v.f_bavail * (double)v.f_frsize;
+    double need = 64.0 * 1024 + (double)r->nranks * ((double)r->iters + 8.0) * 8.0;
+    if (avail >= 4.0 * need + 256.0 * 1024) {
+        return 1;
+    }
+    snprintf(s->error, sizeof(s->error),
+             "the file system of %s is full or nearly so (%.0f KiB free, the next cell needs "
+             "about %.0f KiB with margin)",
+             s->h5path, avail / 1024, (4.0 * need + 256.0 * 1024) / 1024);
+    return 0;
+}
+
+int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
 {
     FILE *f = s->f;
     s->counts[r->status]++;
@@ -262,20 +303,28 @@ void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp
         }
         fprintf(f, "\n");
     }
-    fflush(f);
+    errno = 0;
+    if (fflush(f) != 0 || ferror(f)) {
+        write_error(s, "writing", s->path);
+    }
     cp_format_table_row(row, stdout);
     fflush(stdout);
 #ifdef CP_HAVE_HDF5
-    if (s->h5 != NULL && cp_h5_cell(s->h5, row, r) != 0) {
-        cp_log(CP_LOG_ERROR, "writing cell %d to %s failed; the text summary goes on", row->cell,
-               s->h5path);
+    errno = 0;
+    if (s->h5 != NULL && s->error[0] == '\0' && !room_for(s, r)) {
+        /* reported by the caller, which stops the run */
+    } else if (s->h5 != NULL && cp_h5_cell(s->h5, row, r) != 0) {
+        write_error(s, "writing", s->h5path);
+        cp_log(CP_LOG_ERROR, "writing cell %d to %s failed", row->cell, s->h5path);
         cp_h5_close(s->h5, "incomplete");
         s->h5 = NULL;
     }
 #endif
+    return s->error[0] ? -1 : 0;
 }
 
-void cp_summary_close(cp_summary_t *s, int exit_status)
+/* The totals block of the text summary. */
+static void totals(cp_summary_t *s, const char *result, int exit_status)
 {
     char iso[64];
     cp_utc_iso(iso, sizeof(iso));
@@ -283,10 +332,32 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
     fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
             s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
             s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED]);
+    if (s->counts[CP_CELL_TIMEOUT] > 0) {
+        fprintf(s->f, "timeouts:   %d\n", s->counts[CP_CELL_TIMEOUT]);
+    }
     fprintf(s->f, "#wrong:     %llu\n", (unsigned long long)s->wrong);
-    fprintf(s->f, "result:     %s (exit status %d)\n", exit_status == 0 ? "PASSED" : "FAILED",
-            exit_status);
+    fprintf(s->f, "result:     %s (exit status %d)\n", result, exit_status);
     fprintf(s->f, "finished:   %s\n", iso);
+}
+
+void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why)
+{
+    char result[320];
+    snprintf(result, sizeof(result), "INCOMPLETE: %s", why);
+    totals(s, result, exit_status);
+    fclose(s->f);
+#ifdef CP_HAVE_HDF5
+    cp_h5_close(s->h5, "incomplete");
+#endif
+    fprintf(stderr, "collprof: results so far (every completed cell): %s%s%s\n", s->path,
+            s->h5path[0] ? " and " : "", s->h5path);
+    fflush(stdout);
+    free(s);
+}
+
+void cp_summary_close(cp_summary_t *s, int exit_status)
+{
+    totals(s, exit_status == 0 ? "PASSED" : "FAILED", exit_status);
     fclose(s->f);
 #ifdef CP_HAVE_HDF5
     cp_h5_close(s->h5, "complete");

@@ -38,10 +38,16 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen);
 
 /** Create the summary file and print both headers.  -1 and a reason on failure. */
 int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size_t errlen);
-/** One finished cell: its row, and the result for per-rank details. */
-void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r);
+/** One finished cell: its row, and the result for per-rank details.
+ *  -1 when a file could not be written (cp_summary_error says why). */
+int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r);
 /** Footer, close.  exit_status is what collprof will return. */
 void cp_summary_close(cp_summary_t *s, int exit_status);
+/** Footer saying the run stopped early (why), close; the HDF5 file keeps
+ *  status "incomplete".  Safe on the watchdog thread under the writer lock. */
+void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why);
+/** The first write error, e.g. "writing x.h5: No space left on device". */
+const char *cp_summary_error(const cp_summary_t *s);
 const char *cp_summary_path(const cp_summary_t *s);
 /** The HDF5 file's path, or NULL when collprof was built without HDF5. */
 const char *cp_summary_h5_path(const cp_summary_t *s);

@@ -342,6 +342,12 @@ static int read_root(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
 
 /* ---- tables ---------------------------------------------------------------------- */
 
+/* Columns added after schema 1.0: files from before them are still read. */
+static int added_in_minor(const char *name)
+{
+    return !strcmp(name, "memory");
+}
+
 /* One field of an in-memory record that a table is read into. */
 typedef cp_report_column_t field_t;
 
@@ -361,6 +367,10 @@ static hid_t mem_type(hid_t ftype, const char *table, const field_t *fields, siz
     for (size_t i = 0; i < n; i++) {
         const field_t *fl = &fields[i];
         int idx = H5Tget_member_index(ftype, fl->name);
+        if (idx < 0 && added_in_minor(fl->name)) {
+            H5Eclear2(H5E_DEFAULT); /* a file of an older minor version: left empty */
+            continue;
+        }
         if (idx < 0) {
             H5Eclear2(H5E_DEFAULT);
             snprintf(err, errlen, "%s has no column '%s'", table, fl->name);

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Failures are caught and reported: a corrupted result fails the run; a
 # backend that fails to load or initialise is reported and skipped while
-# the others run; a dead rank does not hang the job.
+# the others run; a dead rank does not hang the job; a hung rank is named
+# by the watchdog; SIGTERM and a full disk keep every completed cell.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 need_mpirun
+COLLPROF_REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 
 # a corrupted element on rank 1 must be counted and fail the run
 d="$WORK/corrupt"
@@ -40,6 +42,14 @@ if [ -e "$CP_TEST_PLUGINS/collprof_failinit.so" ]; then
         grep -q 'failinit / default' "$s" && grep -q 'skipped: backend failinit is not initialised' "$s" &&
         grep -q 'mpi / default' "$s" && grep -q '^result: *PASSED' "$s"
     ok $? "failing plugins are reported and skipped, mpi still runs (exit $rc)"
+    COLLPROF_PLUGIN_PATH="$CP_TEST_PLUGINS:$COLLPROF_PLUGIN_PATH" cp_run --list
+    grep -q '^needlib: NOT AVAILABLE: .*libcpgone-missing.so.0: cannot open shared object file' "$WORK/out"
+    ok $? "--list: a plugin whose library is missing shows the dynamic linker's reason"
+    COLLPROF_PLUGIN_PATH="$CP_TEST_PLUGINS:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends needlib \
+        --ops allreduce --counts 4K -n 2 -w 0 --output-dir "$d"
+    [ "$rc" -ne 0 ] && [ "$(wc -l <"$WORK/err")" -le 2 ] &&
+        grep -q 'libcpgone.*cannot open shared object file' "$WORK/err"
+    ok $? "--backends needlib alone: the missing library is named, non-zero exit ($rc)"
     COLLPROF_PLUGIN_PATH="relative/dir:$COLLPROF_PLUGIN_PATH" cp_run --list
     grep -q "ignoring relative plugin directory 'relative/dir'" "$WORK/err"
     ok $? "relative plugin directories are refused"
@@ -55,4 +65,103 @@ ok $? "a rank that exits mid-run ends the job with an error, no hang (exit $rc)"
 sleep 1
 ! pgrep -f "collprof --np 3 --ops allreduce --counts 4K -n 200" >/dev/null
 ok $? "no orphan ranks left"
+# ---- the watchdog: rank 1 hangs outside the collective in cell 1 -----------
+d="$WORK/hang"
+mkdir -p "$d"
+t0=$(date +%s)
+COLLPROF_FAULT=hang:1:1 cp_run --np 3 --backends mpi --ops allreduce --counts 1K,2K,4K -n 10 -w 2 \
+    --variants default --timeout 3 --output-dir "$d"
+t1=$(date +%s)
+s=$(summary_of "$d")
+[ "$rc" -eq 124 ] && [ $((t1 - t0)) -lt 60 ]
+ok $? "hang: exit status 124 within a minute (got $rc after $((t1 - t0)) s)"
+host=$(hostname)
+grep -q "timeout: cell 1 (mpi/default allreduce float32 count 2048) timed out: no progress for" \
+    "$WORK/err" &&
+    grep -q "Did not arrive: rank 1 ($host) last seen in the barrier before iteration 6" "$WORK/err" &&
+    grep -q "Waiting (in the operation, iteration 6): ranks 0,2\." "$WORK/err"
+ok $? "hang: the report names the cell, rank 1 and its host, and the waiting ranks"
+[ -n "$s" ] && grep -q 'AllReduce: .*#wrong: 0' "$s" && grep -q 'timeout: cell 1 ' "$s" &&
+    grep -q '^timeouts: *1$' "$s" && grep -q '^result: *INCOMPLETE: an operation timed out' "$s"
+ok $? "hang: the summary keeps cell 0, records cell 1 as timeout and says INCOMPLETE"
+if [ -x "${COLLPROF_REPORT:-}" ]; then
+    h5=${s%.txt}.h5
+    rrc=0
+    "$COLLPROF_REPORT" export --csv "$h5" >"$WORK/csv" 2>&1 || rrc=$?
+    [ "$rrc" -eq 0 ] && [ "$(grep -c ',ok,' "$WORK/csv")" -eq 1 ] &&
+        [ "$(grep -c ',timeout,' "$WORK/csv")" -eq 1 ]
+    ok $? "hang: the HDF5 file holds the ok cell and the timeout cell (export exit $rrc)"
+    "$COLLPROF_REPORT" summary "$h5" >"$WORK/rsum" 2>&1
+    grep -q "status: *incomplete" "$WORK/rsum"
+    ok $? "hang: the HDF5 file's status is incomplete"
+fi
+sleep 1
+! pgrep -f "collprof --np 3 --backends mpi --ops allreduce --counts 1K,2K,4K" >/dev/null
+ok $? "hang: no orphan processes"
+
+# ---- SIGTERM (scancel, a time limit, Ctrl-C) mid-run ------------------------
+d="$WORK/term"
+mkdir -p "$d"
+timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 3 --backends mpi --ops allreduce,allgather \
+    --counts 1K,2K,4K,8K,16K,32K -n 3000 -w 2 --output-dir "$d" </dev/null >"$WORK/out" \
+    2>"$WORK/err" &
+pid=$!
+i=0
+while [ $i -lt 300 ] && ! grep -q 'AllReduce: ' "$(summary_of "$d")" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+done
+kill -TERM $pid 2>/dev/null
+# the launcher is timeout's child: signal it, as scancel would
+pkill -TERM -f "^$COLLPROF_BIN --np 3 --backends mpi --ops allreduce,allgather" 2>/dev/null
+rc=0
+wait $pid || rc=$?
+s=$(summary_of "$d")
+[ "$rc" -eq 143 ] || [ "$rc" -eq 124 ]
+ok $? "SIGTERM: exit status 128+15 (got $rc)"
+n=$(grep -c ' ms | AlgBW' "$s" 2>/dev/null)
+[ "${n:-0}" -ge 1 ] && grep -q '^result: *INCOMPLETE: stopped by signal 15' "$s" &&
+    grep -q 'stopped by signal 15 (Terminated) after' "$WORK/err"
+ok $? "SIGTERM: the summary keeps $n completed cells and says INCOMPLETE"
+if [ -x "${COLLPROF_REPORT:-}" ]; then
+    rrc=0
+    "$COLLPROF_REPORT" summary "${s%.txt}.h5" >"$WORK/rsum" 2>&1 || rrc=$?
+    [ "$rrc" -eq 0 ] && grep -q 'status: *incomplete' "$WORK/rsum" &&
+        [ "$(grep -c ' ms | AlgBW' "$WORK/rsum")" -eq "$n" ]
+    ok $? "SIGTERM: the HDF5 file holds the same $n cells, status incomplete"
+fi
+sleep 1
+! pgrep -f "collprof --np 3 --backends mpi --ops allreduce,allgather" >/dev/null
+ok $? "SIGTERM: no orphan processes"
+
+# ---- a full disk: a 1 MiB tmpfs (needs root and mount; skipped otherwise) ----
+full="$WORK/full"
+mkdir -p "$full"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m collprof-test "$full" 2>/dev/null; then
+    cp_run --np 2 --backends mpi --ops allreduce --counts 1K,2K,4K,8K,16K,32K -n 3000 -w 1 \
+        --variants default,ring,recursive_doubling --output-dir "$full"
+    s=$(summary_of "$full")
+    [ "$rc" -eq 1 ] && grep -q 'collprof: error: stopped after [0-9]* of 18 cells: .*full' "$WORK/err" &&
+        [ "$(grep -c 'error' "$WORK/err")" -le 3 ]
+    ok $? "full disk: exit 1 and one clear message (exit $rc)"
+    grep -q '^result: *INCOMPLETE: the results could not be written' "$s"
+    ok $? "full disk: the text summary is closed as INCOMPLETE"
+    if [ -x "${COLLPROF_REPORT:-}" ]; then
+        rrc=0
+        "$COLLPROF_REPORT" summary "${s%.txt}.h5" >"$WORK/rsum" 2>&1 || rrc=$?
+        n=$(grep -c ' ms | AlgBW' "$WORK/rsum")
+        [ "$rrc" -eq 0 ] && [ "$n" -ge 1 ] && grep -q 'status: *incomplete' "$WORK/rsum"
+        ok $? "full disk: the HDF5 file is readable with its $n completed cells (exit $rrc)"
+    fi
+    umount "$full"
+else
+    echo "# full disk: not root or tmpfs mount refused; skipped"
+fi
+
+# ---- bad --timeout values ----------------------------------------------------
+for v in abc -1 1e9 ""; do
+    cp_run --timeout "$v" --dry-run
+    [ "$rc" -eq 2 ] && grep -q -- "--timeout" "$WORK/err" && [ "$(wc -l <"$WORK/err")" -eq 1 ]
+    ok $? "--timeout '$v': one-line error, exit 2"
+done
 done_testing

@@ -44,4 +44,30 @@ mkdir -p "$d"
 cp_run --np 2 --matrix "$COLLPROF_SRCDIR/share/collprof/matrices/quick.matrix" -n 2 -w 0 \
     --output-dir "$d"
 check_clean_run "$d" "quick.matrix"
+
+# the device-memory path (host copies, upload, run, download, check) on host memory
+d="$WORK/staged"
+mkdir -p "$d"
+COLLPROF_TEST_STAGED=1 cp_run --np 3 --backends mpi --ops all --counts 3K --inplace both \
+    -d int32,float64 -o sum,max -n 2 -w 1 --variants default --output-dir "$d" -v
+check_clean_run "$d" "staged buffers, every op in and out of place"
+grep -q 'filled and checked through host copies' "$WORK/err"
+ok $? "staged buffers: the staging path was taken"
+COLLPROF_FAULT=wrong:2 COLLPROF_TEST_STAGED=1 cp_run --np 3 --backends mpi --ops allgather \
+    --counts 3K -n 2 -w 1 --variants default --output-dir "$d"
+[ "$rc" -eq 1 ]
+ok $? "staged buffers: a corrupted element is still caught (exit $rc)"
+
+# memory types: a backend without device memory gives unsupported rows, not errors
+d="$WORK/mem"
+mkdir -p "$d"
+cp_run --np 2 --backends mpi --ops allreduce --counts 1K --mem host,device -n 2 -w 0 \
+    --variants default --output-dir "$d"
+s=$(summary_of "$d")
+[ "$rc" -eq 0 ] && grep -q 'AllReduce (device): *unsupported: mpi does not offer device memory' "$s" &&
+    [ "$(grep -c 'AllReduce: .* ms | AlgBW' "$s")" -eq 1 ]
+ok $? "--mem host,device on mpi: one measured host cell, one unsupported device cell (exit $rc)"
+cp_run --mem gpu --dry-run
+[ "$rc" -eq 2 ] && grep -q "unknown memory type 'gpu'" "$WORK/err"
+ok $? "--mem gpu: one-line error, exit 2"
 done_testing

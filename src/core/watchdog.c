@@ -1,0 +1,427 @@
+#include "config.h"
+
+#include "core/watchdog.h"
+
+#include "core/log.h"
+#include "core/util.h"
+
+#include <collprof/status.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How often the thread looks at the beat (and waits for a signal). */
+#define TICK_NS 200000000L
+/* Longest rank 0 waits for the records of the other stalled ranks. */
+#define COLLECT_MAX_S 30.0
+/* How long the other ranks wait for rank 0 to close the outputs. */
+#define CLOSE_WAIT_S 20.0
+/* After a signal, how long the other ranks give rank 0 to close. */
+#define SIGNAL_WAIT_S 2.0
+
+#define KEY_REC  "cp.wd.rec"
+#define KEY_DONE "cp.wd.done"
+
+static struct {
+    pthread_mutex_t mu; /* the beat */
+    pthread_mutex_t writer;
+    pthread_t thread;
+    int running;
+    volatile int stop;
+    cp_wd_hooks_t hooks;
+    const cp_boot_t *boot;
+    /* the beat */
+    int phase, cell, iter, warmup;
+    double last_s, timeout_s;
+} wd = {.mu = PTHREAD_MUTEX_INITIALIZER, .writer = PTHREAD_MUTEX_INITIALIZER};
+
+static double now_s(void)
+{
+    return cp_now_us() * 1e-6;
+}
+
+static void signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
+void cp_wd_block_signals(void)
+{
+    sigset_t set;
+    signal_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+void cp_wd_beat(cp_wd_phase_t phase, int cell, int iter, int warmup, double timeout_s)
+{
+    double t = now_s();
+    pthread_mutex_lock(&wd.mu);
+    wd.phase = (int)phase;
+    wd.cell = cell;
+    wd.iter = iter;
+    wd.warmup = warmup;
+    wd.last_s = t;
+    wd.timeout_s = timeout_s;
+    pthread_mutex_unlock(&wd.mu);
+}
+
+void cp_wd_lock(void)
+{
+    pthread_mutex_lock(&wd.writer);
+}
+
+void cp_wd_unlock(void)
+{
+    pthread_mutex_unlock(&wd.writer);
+}
+
+void cp_wd_set_boot(const cp_boot_t *boot)
+{
+    pthread_mutex_lock(&wd.mu);
+    wd.boot = boot;
+    pthread_mutex_unlock(&wd.mu);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Attribution (pure). */
+
+void cp_wd_ranks(const int *ranks, int n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && o < len; i++) {
+        int j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1) {
+            j++;
+        }
+        int w = j > i ? snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", ranks[i], ranks[j])
+                      : snprintf(buf + o, len - o, "%s%d", o ? "," : "", ranks[i]);
+        if (w < 0) {
+            break;
+        }
+        o += (size_t)w;
+        i = j;
+    }
+}
+
+/* A position for ordering: (cell, stage, iteration, step). */
+typedef struct pos {
+    long long cell, stage, iter, step;
+} pos_t;
+
+static pos_t position(const cp_wd_rec_t *r)
+{
+    pos_t p = {r->cell, 0, 0, 0};
+    switch ((cp_wd_phase_t)r->phase) {
+    case CP_WD_START: p.cell = -1; break;
+    case CP_WD_SETUP: p.stage = 0; break;
+    case CP_WD_SYNC: p.stage = 1, p.iter = r->iter, p.step = 0; break;
+    case CP_WD_OP: p.stage = 1, p.iter = r->iter, p.step = 1; break;
+    case CP_WD_CHECK: p.stage = 2; break;
+    case CP_WD_GATHER: p.stage = 3; break;
+    case CP_WD_WRITE: p.stage = 4; break;
+    case CP_WD_FINISH:
+    default: p.cell = LLONG_MAX; break;
+    }
+    return p;
+}
+
+static int pos_cmp(pos_t a, pos_t b)
+{
+    if (a.cell != b.cell) {
+        return a.cell < b.cell ? -1 : 1;
+    }
+    if (a.stage != b.stage) {
+        return a.stage < b.stage ? -1 : 1;
+    }
+    if (a.iter != b.iter) {
+        return a.iter < b.iter ? -1 : 1;
+    }
+    return a.step < b.step ? -1 : a.step > b.step;
+}
+
+/* Where a rank is, in words; with_cell adds its cell. */
+static void where(const cp_wd_rec_t *r, int with_cell, char *buf, size_t len)
+{
+    char it[64] = "";
+    if (r->iter >= 0 && r->iter < r->warmup) {
+        snprintf(it, sizeof(it), "warm-up iteration %d", r->iter + 1);
+    } else if (r->iter >= 0) {
+        snprintf(it, sizeof(it), "iteration %d", r->iter - r->warmup + 1);
+    }
+    const char *what = "";
+    char tmp[128];
+    switch ((cp_wd_phase_t)r->phase) {
+    case CP_WD_START: what = "starting up (boot, backend initialisation)"; break;
+    case CP_WD_SETUP: what = "setting up the cell"; break;
+    case CP_WD_SYNC:
+        snprintf(tmp, sizeof(tmp), "in the barrier before %s", it);
+        what = tmp;
+        break;
+    case CP_WD_OP:
+        snprintf(tmp, sizeof(tmp), "in the operation, %s", it);
+        what = tmp;
+        break;
+    case CP_WD_CHECK: what = "in the exact-check run"; break;
+    case CP_WD_GATHER: what = "gathering results over PMIx"; break;
+    case CP_WD_WRITE: what = "writing results"; break;
+    case CP_WD_FINISH:
+    default: what = "finishing (closing the backends)"; break;
+    }
+    if (with_cell && r->cell >= 0 && r->phase != CP_WD_START && r->phase != CP_WD_FINISH) {
+        snprintf(buf, len, "in cell %d, %s", r->cell, what);
+    } else {
+        snprintf(buf, len, "%s", what);
+    }
+}
+
+static void append(char *msg, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append(char *msg, size_t len, const char *fmt, ...)
+{
+    size_t o = strlen(msg);
+    if (o + 1 >= len) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + o, len - o, fmt, ap);
+    va_end(ap);
+}
+
+int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
+                  void (*describe)(void *arg, int cell, char *buf, size_t len), void *arg,
+                  char *msg, size_t len)
+{
+    int front = -1;
+    double stalled = 0;
+    for (int q = 0; q < n; q++) {
+        if (!recs[q].valid) {
+            continue;
+        }
+        if (front < 0 || pos_cmp(position(&recs[q]), position(&recs[front])) > 0) {
+            front = q;
+        }
+        if (recs[q].stalled_s > stalled) {
+            stalled = recs[q].stalled_s;
+        }
+    }
+    msg[0] = '\0';
+    if (front < 0) {
+        snprintf(msg, len, "no progress, and no rank answered the watchdog");
+        return -1;
+    }
+    const cp_wd_rec_t *f = &recs[front];
+    pos_t fp = position(f);
+    int cell = (f->phase == CP_WD_START || f->phase == CP_WD_FINISH) ? -1 : f->cell;
+    char desc[256] = "";
+    if (cell >= 0 && describe != NULL) {
+        describe(arg, cell, desc, sizeof(desc));
+    }
+    int *waiting = calloc((size_t)n, sizeof(int)), *silent = calloc((size_t)n, sizeof(int));
+    int nwait = 0, nbehind = 0, nsilent = 0;
+    if (waiting == NULL || silent == NULL) {
+        free(waiting);
+        free(silent);
+        snprintf(msg, len, "no progress for %.1f s (out of memory explaining it)", stalled);
+        return cell;
+    }
+    for (int q = 0; q < n; q++) {
+        if (!recs[q].valid) {
+            silent[nsilent++] = q;
+        } else if (pos_cmp(position(&recs[q]), fp) == 0) {
+            waiting[nwait++] = q;
+        } else {
+            nbehind++;
+        }
+    }
+    char fw[160];
+    where(f, 0, fw, sizeof(fw));
+    if (cell >= 0) {
+        snprintf(msg, len, "cell %d (%s) timed out: no progress for %.1f s.", cell, desc, stalled);
+    } else {
+        snprintf(msg, len, "no progress for %.1f s.", stalled);
+    }
+    if (nbehind > 0) {
+        append(msg, len, " Did not arrive:");
+        int shown = 0;
+        for (int q = 0; q < n; q++) {
+            if (!recs[q].valid || pos_cmp(position(&recs[q]), fp) == 0) {
+                continue;
+            }
+            if (shown == 8) {
+                append(msg, len, " and %d more;", nbehind - shown);
+                break;
+            }
+            char w[160];
+            where(&recs[q], recs[q].cell != f->cell, w, sizeof(w));
+            append(msg, len, " rank %d (%s) last seen %s;", q, hosts ? hosts[q] : "?", w);
+            shown++;
+        }
+        msg[strlen(msg) - 1] = '.';
+    }
+    if (nwait > 0) {
+        char list[256];
+        cp_wd_ranks(waiting, nwait, list, sizeof(list));
+        if (nbehind == 0 && nsilent == 0) {
+            append(msg, len, " All %d ranks are %s: the backend did not complete it.", n, fw);
+        } else {
+            append(msg, len, " Waiting (%s): rank%s %s.", fw, nwait > 1 ? "s" : "", list);
+        }
+    }
+    if (nsilent > 0) {
+        char list[256];
+        cp_wd_ranks(silent, nsilent, list, sizeof(list));
+        append(msg, len, " No answer (dead, or PMIx unreachable): rank%s %s",
+               nsilent > 1 ? "s" : "", list);
+        if (hosts != NULL) {
+            append(msg, len, " on %s%s", hosts[silent[0]], nsilent > 1 ? " ..." : "");
+        }
+        append(msg, len, ".");
+    }
+    free(waiting);
+    free(silent);
+    return cell;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The thread. */
+
+static void take_signal(int sig)
+{
+    const cp_boot_t *b = wd.boot;
+    int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
+    if (rank == 0) {
+        cp_wd_lock(); /* for good: the main thread writes no more */
+        if (wd.hooks.on_signal != NULL) {
+            wd.hooks.on_signal(wd.hooks.arg, sig);
+        }
+        if (n > 1) {
+            int one = 1;
+            cp_oob_post(KEY_DONE, &one, sizeof(one));
+        }
+    } else if (b != NULL) {
+        int one;
+        cp_oob_fetch(0, KEY_DONE, &one, sizeof(one), SIGNAL_WAIT_S);
+    }
+    _exit(128 + sig);
+}
+
+static void take_timeout(void)
+{
+    cp_wd_rec_t mine;
+    memset(&mine, 0, sizeof(mine));
+    pthread_mutex_lock(&wd.mu);
+    mine.valid = 1;
+    mine.phase = wd.phase;
+    mine.cell = wd.cell;
+    mine.iter = wd.iter;
+    mine.warmup = wd.warmup;
+    mine.stalled_s = now_s() - wd.last_s;
+    double timeout = wd.timeout_s;
+    const cp_boot_t *b = wd.boot;
+    pthread_mutex_unlock(&wd.mu);
+
+    int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
+    if (n > 1) {
+        cp_oob_post(KEY_REC, &mine, sizeof(mine));
+    }
+    if (rank != 0) {
+        char w[160];
+        where(&mine, 1, w, sizeof(w));
+        cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s (%s); reporting to rank 0",
+               mine.stalled_s, w);
+        int one;
+        cp_oob_fetch(0, KEY_DONE, &one, sizeof(one), COLLECT_MAX_S + CLOSE_WAIT_S);
+        _exit(CP_EXIT_TIMEOUT);
+    }
+    cp_wd_rec_t *recs = calloc((size_t)n, sizeof(*recs));
+    char *msg = malloc(4096);
+    if (recs == NULL || msg == NULL) {
+        cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s; out of memory", mine.stalled_s);
+        _exit(CP_EXIT_TIMEOUT);
+    }
+    recs[0] = mine;
+    /* the others stall within about one timeout of us */
+    double wait = timeout < COLLECT_MAX_S ? timeout + 5.0 : COLLECT_MAX_S;
+    double deadline = now_s() + wait;
+    for (int q = 1; q < n; q++) {
+        double left = deadline - now_s();
+        if (cp_oob_fetch(q, KEY_REC, &recs[q], sizeof(recs[q]), left > 0 ? left : 0) != 0) {
+            recs[q].valid = 0;
+        }
+    }
+    int cell = cp_wd_explain(recs, n, b ? (const char(*)[256])b->hostnames : NULL,
+                             wd.hooks.describe, wd.hooks.arg, msg, 4096);
+    fprintf(stderr, "collprof: error: timeout: %s\n", msg);
+    fflush(stderr);
+    cp_wd_lock(); /* for good */
+    if (wd.hooks.on_timeout != NULL) {
+        wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
+    }
+    if (n > 1) {
+        int one = 1;
+        cp_oob_post(KEY_DONE, &one, sizeof(one));
+    }
+    _exit(CP_EXIT_TIMEOUT);
+}
+
+static void *wd_main(void *unused)
+{
+    (void)unused;
+    sigset_t set;
+    signal_set(&set);
+    const struct timespec tick = {0, TICK_NS};
+    while (!wd.stop) {
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig > 0) {
+            take_signal(sig);
+        }
+        pthread_mutex_lock(&wd.mu);
+        int stalled = wd.timeout_s > 0 && now_s() - wd.last_s > wd.timeout_s;
+        pthread_mutex_unlock(&wd.mu);
+        if (stalled && !wd.stop) {
+            take_timeout();
+        }
+    }
+    return NULL;
+}
+
+int cp_wd_start(const cp_wd_hooks_t *hooks)
+{
+    wd.hooks = *hooks;
+    wd.stop = 0;
+    wd.last_s = now_s();
+    wd.timeout_s = 0;
+    wd.cell = -1;
+    wd.iter = -1;
+    if (pthread_create(&wd.thread, NULL, wd_main, NULL) != 0) {
+        cp_log(CP_LOG_WARN, "watchdog thread could not start: no timeouts, signals end the run");
+        sigset_t set;
+        signal_set(&set);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        return -1;
+    }
+    wd.running = 1;
+    return 0;
+}
+
+void cp_wd_stop(void)
+{
+    if (!wd.running) {
+        return;
+    }
+    wd.stop = 1;
+    pthread_join(wd.thread, NULL);
+    wd.running = 0;
+}

@@ -1,0 +1,104 @@
+/*
+ * The watchdog: one thread per rank that turns a hang into a report, and
+ * SIGINT/SIGTERM/SIGHUP into an orderly stop.
+ *
+ * The main thread beats (cp_wd_beat) as it moves through the run: at each
+ * phase of each cell and before every timed operation, giving the timeout
+ * that applies until its next beat.  A rank that gets no beat for that long
+ * is stalled.  In a hung job every rank stalls: the ranks inside the
+ * collective wait for a peer, and that peer is stuck somewhere else (or all
+ * of them are stuck inside the library).  Each stalled rank publishes where
+ * it is through PMIx (cp_oob_post: no fence, so it works while other ranks
+ * are blocked); rank 0 collects the records, names the ranks that did not
+ * arrive and their hosts, has the outputs record the cell as `timeout` and
+ * close, and every rank exits with CP_EXIT_TIMEOUT.  The hung backend is
+ * never asked anything.
+ *
+ * Signals are blocked in every thread (cp_wd_block_signals, called before
+ * PMIx and the backends start their threads) and taken by the watchdog with
+ * sigtimedwait: rank 0 closes its outputs with status "incomplete" (every
+ * completed cell is already on disk), and each rank exits with 128 + signal.
+ */
+#ifndef COLLPROF_CORE_WATCHDOG_H
+#define COLLPROF_CORE_WATCHDOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "boot/boot.h"
+
+/** Exit status of a run stopped by the watchdog (as timeout(1)). */
+#define CP_EXIT_TIMEOUT 124
+
+/** Where the main thread is.  Order matters: later phases are further on. */
+typedef enum cp_wd_phase {
+    CP_WD_START = 0, /**< boot, plan, backend initialisation */
+    CP_WD_SETUP,     /**< a cell's variant, buffers, agreement */
+    CP_WD_SYNC,      /**< the barrier before iteration `iter` */
+    CP_WD_OP,        /**< the operation of iteration `iter` */
+    CP_WD_CHECK,     /**< the exact-check run */
+    CP_WD_GATHER,    /**< gathering records and samples */
+    CP_WD_WRITE,     /**< writing the cell's results */
+    CP_WD_FINISH,    /**< after the last cell: closing backends */
+    CP_WD_NPHASES
+} cp_wd_phase_t;
+
+/** One rank's position, as published when it stalls. */
+typedef struct cp_wd_rec {
+    int32_t valid; /**< 0: this rank did not answer */
+    int32_t phase; /**< cp_wd_phase_t */
+    int32_t cell;  /**< -1 outside cells */
+    int32_t iter;  /**< iteration counting warm-up ones from 0, -1 when none */
+    int32_t warmup;
+    int32_t pad;
+    double stalled_s; /**< seconds since its last beat */
+} cp_wd_rec_t;
+
+typedef struct cp_wd_hooks {
+    /** Rank 0, watchdog thread, writer lock held: record cell (-1: none)
+     *  as timed out with msg, close the outputs as incomplete. */
+    void (*on_timeout)(void *arg, int cell, const char *msg);
+    /** Rank 0, watchdog thread, writer lock held: close the outputs as
+     *  incomplete after signal sig. */
+    void (*on_signal)(void *arg, int sig);
+    /** A cell for messages: "mpi/default allreduce float32 count 1048576". */
+    void (*describe)(void *arg, int cell, char *buf, size_t len);
+    void *arg;
+} cp_wd_hooks_t;
+
+/** Block SIGINT, SIGTERM and SIGHUP in this thread and the threads it starts. */
+void cp_wd_block_signals(void);
+
+/** Start the thread (before cp_boot_init: signals are handled from here on).
+ *  0, or -1 when the thread could not start (the run goes on without). */
+int cp_wd_start(const cp_wd_hooks_t *hooks);
+
+/** The job is known: attribution can name ranks and hosts. */
+void cp_wd_set_boot(const cp_boot_t *boot);
+
+/** The main thread is now at (phase, cell, iter) and should move on within
+ *  timeout_s (<= 0: no limit until the next beat). */
+void cp_wd_beat(cp_wd_phase_t phase, int cell, int iter, int warmup, double timeout_s);
+
+/** Writer lock: the main thread holds it around every write to the outputs,
+ *  the watchdog takes it (for good) before closing them. */
+void cp_wd_lock(void);
+void cp_wd_unlock(void);
+
+/** Stop the thread (end of a normal run). */
+void cp_wd_stop(void);
+
+/**
+ * The attribution, pure (exposed for tests): from every rank's record,
+ * the message naming the cell, the ranks that did not arrive with their
+ * hosts and positions, the ranks that wait, and the ranks that did not
+ * answer.  Returns the cell the job is stuck in (-1: none).
+ */
+int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
+                  void (*describe)(void *arg, int cell, char *buf, size_t len), void *arg,
+                  char *msg, size_t len);
+
+/** Rank list as ranges: "0,2-5,9". */
+void cp_wd_ranks(const int *ranks, int n, char *buf, size_t len);
+
+#endif /* COLLPROF_CORE_WATCHDOG_H */

@@ -1,0 +1,87 @@
+/* The watchdog's attribution: which ranks did not arrive, and where. */
+#include "config.h"
+
+#include "core/watchdog.h"
+#include "tap.h"
+
+#include <string.h>
+
+static void describe(void *arg, int cell, char *buf, size_t len)
+{
+    (void)arg;
+    snprintf(buf, len, "desc-of-%d", cell);
+}
+
+static cp_wd_rec_t rec(int phase, int cell, int iter)
+{
+    cp_wd_rec_t r;
+    memset(&r, 0, sizeof(r));
+    r.valid = 1;
+    r.phase = phase;
+    r.cell = cell;
+    r.iter = iter;
+    r.warmup = 2;
+    r.stalled_s = 3.5;
+    return r;
+}
+
+int main(void)
+{
+    char hosts[6][256] = {"n0", "n1", "n2", "n3", "n4", "n5"};
+    char msg[2048], list[128];
+
+    int r1[] = {0, 2, 3, 4, 7};
+    cp_wd_ranks(r1, 5, list, sizeof(list));
+    ok(!strcmp(list, "0,2-4,7"), "rank ranges: %s", list);
+    int r2[] = {5};
+    cp_wd_ranks(r2, 1, list, sizeof(list));
+    ok(!strcmp(list, "5"), "one rank: %s", list);
+
+    /* rank 1 stuck before the operation every other rank is in */
+    cp_wd_rec_t a[4] = {rec(CP_WD_OP, 3, 6), rec(CP_WD_SYNC, 3, 6), rec(CP_WD_OP, 3, 6),
+                        rec(CP_WD_OP, 3, 6)};
+    int cell = cp_wd_explain(a, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(cell == 3, "stuck cell is 3 (%d)", cell);
+    ok(strstr(msg, "cell 3 (desc-of-3) timed out: no progress for 3.5 s") != NULL, "%s", msg);
+    ok(strstr(msg, "Did not arrive: rank 1 (n1) last seen in the barrier before iteration 5.") !=
+           NULL,
+       "names rank 1, its host and position (iteration counted after 2 warm-ups)");
+    ok(strstr(msg, "Waiting (in the operation, iteration 5): ranks 0,2-3.") != NULL,
+       "the waiting ranks");
+
+    /* everybody in the same operation: the library hangs */
+    cp_wd_rec_t b[3] = {rec(CP_WD_OP, 0, 1), rec(CP_WD_OP, 0, 1), rec(CP_WD_OP, 0, 1)};
+    cp_wd_explain(b, 3, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "All 3 ranks are in the operation, warm-up iteration 2: the backend did not "
+                   "complete it.") != NULL,
+       "a hang inside the backend: %s", msg);
+
+    /* a rank that never answered, one still writing the previous cell */
+    cp_wd_rec_t c[4] = {rec(CP_WD_WRITE, 4, -1), rec(CP_WD_SETUP, 5, -1), rec(CP_WD_SETUP, 5, -1),
+                        rec(CP_WD_SETUP, 5, -1)};
+    c[3].valid = 0;
+    cell = cp_wd_explain(c, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(cell == 5, "the cell the job waits in is 5 (%d)", cell);
+    ok(strstr(msg, "rank 0 (n0) last seen in cell 4, writing results") != NULL,
+       "rank 0 behind, in the previous cell: %s", msg);
+    ok(strstr(msg, "No answer (dead, or PMIx unreachable): rank 3 on n3.") != NULL,
+       "silent rank named with its host");
+
+    /* nobody answered */
+    cp_wd_rec_t d[2];
+    memset(d, 0, sizeof(d));
+    cell = cp_wd_explain(d, 2, NULL, describe, NULL, msg, sizeof(msg));
+    ok(cell == -1 && strstr(msg, "no rank answered") != NULL, "no records: %s", msg);
+
+    /* start-up hang: no cell */
+    cp_wd_rec_t e[2] = {rec(CP_WD_START, -1, -1), rec(CP_WD_SETUP, 0, -1)};
+    cell = cp_wd_explain(e, 2, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(cell == 0 && strstr(msg, "rank 0 (n0) last seen starting up") != NULL, "%s", msg);
+
+    /* a short buffer is cut, never overrun */
+    char small[40];
+    memset(small, 'x', sizeof(small));
+    cp_wd_explain(a, 4, (const char(*)[256])hosts, describe, NULL, small, 32);
+    ok(strlen(small) < 32 && small[39] == 'x', "output bounded by its length");
+    return tap_done();
+}
