@@ -23,4 +23,14 @@ s=$(summary_of "$d")
 nv=$(grep -c '^== mpi / ' "$s")
 [ "$nv" -ge 20 ]
 ok $? "every variant has a section ($nv)"
+
+# the watchdog under mpirun's PMIx server: rank 1 hangs in cell 1
+d="$WORK/hang"
+mkdir -p "$d"
+COLLPROF_FAULT=hang:1:1 cp_mpirun 3 --backends mpi --ops allreduce --counts 1K,2K -n 10 -w 2 \
+    --variants default --timeout 3 --output-dir "$d"
+s=$(summary_of "$d")
+[ "$rc" -ne 0 ] && grep -q 'Did not arrive: rank 1 (.*) last seen in the barrier before iteration 6' \
+    "$WORK/err" && grep -q '^timeouts: *1$' "$s" && grep -q 'AllReduce: .*#wrong: 0' "$s"
+ok $? "mpirun: the watchdog names the hung rank and keeps the completed cell (exit $rc)"
 done_testing

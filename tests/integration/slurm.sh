@@ -134,6 +134,18 @@ ok $? "srun --mpi=none: one message, not one per task"
 ok $? "srun --mpi=none: no file left behind"
 [ "$rc" -eq 2 ] || sed 's/^/# /' "$WORK/err" | head -n 20
 
+# ---- 3b. a hung rank under srun: the watchdog names it, the step ends
+d="$WORK/srunhang"
+mkdir -p "$d"
+rc=0
+(cd "$d" && COLLPROF_FAULT=hang:2:0 timeout -k 10 120 srun --immediate=60 --mpi=pmix -O -n 3 \
+    "$COLLPROF_BIN" --backends mpi --ops allreduce --counts 1K -n 10 -w 1 --variants default \
+    --timeout 3 --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err") || rc=$?
+[ "$rc" -eq 124 ] && grep -q 'Did not arrive: rank 2 (' "$WORK/err" &&
+    grep -q 'timeout: cell 0 ' "$(summary_of "$d")"
+ok $? "srun: a hung rank is named by the watchdog, the cell is a timeout row (exit $rc)"
+[ "$rc" -eq 124 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+
 # ---- 4. sbatch of the shipped template
 d="$WORK/sbatch"
 mkdir -p "$d"
