@@ -158,6 +158,18 @@ else
     echo "# full disk: not root or tmpfs mount refused; skipped"
 fi
 
+# ---- security: the user's umask, secrets redacted --------------------------
+d="$WORK/secure"
+mkdir -p "$d"
+(umask 077 && COLLPROF_API_TOKEN=hunter2-secret FI_PASSWORD=hunter2-secret cp_run --np 2 \
+    --backends mpi --ops allreduce --counts 1K -n 2 -w 0 --variants default --output-dir "$d" &&
+    exit $rc)
+s=$(summary_of "$d")
+[ -n "$s" ] && [ "$(stat -c %a "$s")" = 600 ] && [ "$(stat -c %a "${s%.txt}.h5")" = 600 ]
+ok $? "result files are created with the user's umask (077 gives 600)"
+grep -q 'COLLPROF_API_TOKEN=<redacted>' "$s" && ! grep -q -r hunter2 "$d"
+ok $? "secrets in captured variables are redacted in the summary and the HDF5 file"
+
 # ---- bad --timeout values ----------------------------------------------------
 for v in abc -1 1e9 ""; do
     cp_run --timeout "$v" --dry-run
