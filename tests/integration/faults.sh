@@ -65,6 +65,44 @@ ok $? "a rank that exits mid-run ends the job with an error, no hang (exit $rc)"
 sleep 1
 ! pgrep -f "collprof --np 3 --ops allreduce --counts 4K -n 200" >/dev/null
 ok $? "no orphan ranks left"
+# a rank SIGKILLed after some cells: the job ends, the files hold those cells
+d="$WORK/killed"
+mkdir -p "$d"
+timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 3 --backends mpi --ops allreduce,allgather \
+    --counts 1K,2K,4K,8K,16K,32K -n 3000 -w 2 --variants default --output-dir "$d" </dev/null \
+    >"$WORK/out" 2>"$WORK/err" &
+pid=$!
+i=0
+ncells() { # measured cells in the summary of directory $1 so far
+    c=$(grep -c 'ms | AlgBW' "$(summary_of "$1")" 2>/dev/null)
+    echo "${c:-0}"
+}
+while [ $i -lt 300 ] && [ "$(ncells "$d")" -lt 2 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+victim=
+for p in $(pgrep -f "^$COLLPROF_BIN --np 3 --backends mpi --ops allreduce,allgather"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'PMIX_RANK=1' && victim=$p
+done
+[ -n "$victim" ] && kill -KILL "$victim"
+rc=0
+wait $pid || rc=$?
+s=$(summary_of "$d")
+[ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q 'rank 1 .*killed by signal 9' "$WORK/err"
+ok $? "a SIGKILLed rank ends the job, reported (exit $rc)"
+if [ -x "${COLLPROF_REPORT:-}" ] && [ -n "$s" ]; then
+    n=$(grep -c ' ms | AlgBW' "$s")
+    rrc=0
+    "$COLLPROF_REPORT" summary "${s%.txt}.h5" >"$WORK/rsum" 2>&1 || rrc=$?
+    [ "$rrc" -eq 0 ] && [ "$n" -ge 2 ] && [ "$(grep -c ' ms | AlgBW' "$WORK/rsum")" -eq "$n" ] &&
+        grep -q 'status: *incomplete' "$WORK/rsum"
+    ok $? "a SIGKILLed rank: the HDF5 file holds the $n completed cells, status incomplete"
+fi
+sleep 1
+! pgrep -f "collprof --np 3 --backends mpi --ops allreduce,allgather" >/dev/null
+ok $? "a SIGKILLed rank: no orphan processes"
+
 # ---- the watchdog: rank 1 hangs outside the collective in cell 1 -----------
 d="$WORK/hang"
 mkdir -p "$d"
