@@ -105,6 +105,8 @@ typedef struct nb_ctx {
     nb_buf_t *bufs;
     nb_graph_t graphs[NB_GRAPHS];
     cp_nccl_xfer_t *xf; /* [2n] */
+    /* forced algorithm probes, agreed by all ranks: 0 not yet, 1 usable, 2 refused */
+    unsigned char probed[CP_NCCL_MAX_VARS][COLLPROF_OP_COUNT];
     char err[NB_ERR_LEN];
 } nb_ctx_t;
 
@@ -677,9 +679,18 @@ static int nb_same_args(const collprof_args_t *x, const collprof_args_t *y)
            x->peer_send == y->peer_send && x->peer_recv == y->peer_recv;
 }
 
-/* capture the operation into a CUDA graph (once per variant, slot and arguments) */
+static int nb_events(nb_ctx_t *ctx, int need);
+static int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev);
+
+/*
+ * Capture the operation into a CUDA graph (once per variant, slot and
+ * arguments).  With warm, the operation first runs once outside the graph,
+ * so that NCCL sets up its connections before the capture (run_batch does;
+ * run, the check, finds the graph its batches captured and must not run the
+ * operation one extra time on fresh inputs).
+ */
 static int nb_graph_get(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot,
-                        const collprof_args_t *a, nb_graph_t **out)
+                        const collprof_args_t *a, int warm, nb_graph_t **out)
 {
     nb_graph_t *victim = &ctx->graphs[0];
     for (int i = 0; i < NB_GRAPHS; i++) {
@@ -694,6 +705,20 @@ static int nb_graph_get(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot,
         }
     }
     nb_graph_drop(victim);
+    if (warm) {
+        int rc = nb_events(ctx, 1);
+        if (rc == COLLPROF_OK) {
+            rc = nb_issue(ctx, v, slot, a);
+        }
+        if (rc == COLLPROF_OK) {
+            cudaError_t e = cudaEventRecord(ctx->ev[0], ctx->stream);
+            rc = e == cudaSuccess ? nb_wait(ctx, slot, a, 1)
+                                  : nb_cuda_fail(ctx, "cudaEventRecord", e);
+        }
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+    }
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) {
@@ -749,8 +774,8 @@ static int nb_register(nb_ctx_t *ctx, int slot, const void *p)
  * Everything that must not be timed: the variant's communicator, staging
  * space, registrations, the graph.  *slot and *graph on success.
  */
-static int nb_prepare(nb_ctx_t *ctx, const collprof_args_t *a, const cp_nccl_variant_t **vout,
-                      int *slot, nb_graph_t **graph)
+static int nb_prepare(nb_ctx_t *ctx, const collprof_args_t *a, int warm,
+                      const cp_nccl_variant_t **vout, int *slot, nb_graph_t **graph)
 {
     if ((unsigned)a->op >= COLLPROF_OP_COUNT) {
         nb_set_error(ctx, "unknown operation %d", (int)a->op);
@@ -812,7 +837,7 @@ static int nb_prepare(nb_ctx_t *ctx, const collprof_args_t *a, const cp_nccl_var
     }
     *graph = NULL;
     if (v->graph) {
-        int rc = nb_graph_get(ctx, v, s, a, graph);
+        int rc = nb_graph_get(ctx, v, s, a, warm, graph);
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -908,7 +933,7 @@ static int nb_run(void *vctx, const collprof_args_t *a)
     const cp_nccl_variant_t *v = NULL;
     nb_graph_t *g = NULL;
     int slot = -1;
-    int rc = nb_prepare(ctx, a, &v, &slot, &g);
+    int rc = nb_prepare(ctx, a, 0, &v, &slot, &g);
     if (rc == COLLPROF_OK) {
         rc = nb_events(ctx, 1);
     }
@@ -932,7 +957,7 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
     if (iters <= 0) {
         return COLLPROF_OK;
     }
-    int rc = nb_prepare(ctx, a, &v, &slot, &g);
+    int rc = nb_prepare(ctx, a, 1, &v, &slot, &g);
     if (rc == COLLPROF_OK) {
         rc = nb_events(ctx, iters + 1);
     }
@@ -1059,16 +1084,25 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
         nb_set_error(ctx, "variant %s does not apply to %s", v->name, cp_nccl_op_name(op));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
+    size_t vi = (size_t)(v - nb_plan.v);
+    if (ctx->probed[vi][op] == 2) { /* every rank knows it: no communication */
+        nb_set_error(ctx,
+                     "NCCL_ALGO=%s NCCL_PROTO=%s is not available for %s on this machine "
+                     "(NCCL refused it when the variant was first selected)",
+                     v->algo, v->proto, cp_nccl_op_name(op));
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
     int rc = nb_slot_for(ctx, v, &slot);
     if (rc != COLLPROF_OK) {
         return rc;
     }
 #ifdef HAVE_NCCLGROUPSIMULATEEND
-    if (v->algo != NULL) {
+    if (v->algo != NULL && ctx->probed[vi][op] == 0) {
         int refused = nb_probe_refused(ctx, v, slot, op);
         char why[NB_ERR_LEN];
         snprintf(why, sizeof(why), "%s", refused ? ctx->err : "");
         rc = nb_agree_all(ctx, refused ? COLLPROF_ERR_NOT_SUPPORTED : 0, why);
+        ctx->probed[vi][op] = rc == COLLPROF_ERR_NOT_SUPPORTED ? 2 : rc == COLLPROF_OK ? 1 : 0;
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -1138,9 +1172,19 @@ static int nb_mem_copy(void *vctx, int memtype, void *dst, const void *src, size
         nb_set_error(ctx, "mem_copy: device memory only");
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
-    cudaError_t e =
-        cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
-    return e == cudaSuccess ? COLLPROF_OK : nb_cuda_fail(ctx, "cudaMemcpy", e);
+    /*
+     * On the plugin's own (non-blocking) stream, then synchronised: a plain
+     * cudaMemcpy from pageable memory may return before the DMA has landed,
+     * and the legacy default stream does not order against ours.
+     */
+    cudaError_t e = cudaMemcpyAsync(
+        dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, ctx->stream);
+    if (e != cudaSuccess) {
+        return nb_cuda_fail(ctx, "cudaMemcpyAsync", e);
+    }
+    e = cudaStreamSynchronize(ctx->stream);
+    return e == cudaSuccess ? COLLPROF_OK
+                            : nb_cuda_fail(ctx, "cudaStreamSynchronize (mem_copy)", e);
 }
 
 /* ---- init / finalize ---------------------------------------------------------- */
@@ -1149,6 +1193,10 @@ static void nb_teardown(nb_ctx_t *ctx)
 {
     if (ctx == NULL) {
         return;
+    }
+    /* a peer that aborted a communicator never finalises it: do not wait long */
+    if (ctx->timeout_s > 30.0) {
+        ctx->timeout_s = 30.0;
     }
     nb_graphs_drop(ctx, -1);
     for (int s = 0; s < NB_MAX_COMMS; s++) {
@@ -1248,6 +1296,9 @@ static int nb_local_setup(nb_ctx_t *ctx)
     }
     if ((e = cudaMemset(ctx->scratch, 0, ctx->scratch_bytes)) != cudaSuccess) {
         return nb_cuda_fail(ctx, "cudaMemset", e);
+    }
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) { /* the memset, before our stream reads */
+        return nb_cuda_fail(ctx, "cudaDeviceSynchronize", e);
     }
     return COLLPROF_OK;
 }

@@ -72,4 +72,20 @@ ok $? "--backends nccl alone: says no backend could run"
 cp_run --backends nccl --ops barrier -n 1 -w 0 --variants default --output-dir "$d"
 [ "$rc" -ne 0 ] && grep -q 'no usable GPU' "$WORK/err"
 ok $? "one rank, no GPU: clean failure"
+# the profiler wrappers: usage, and a clear error when the tool is missing
+for t in nsys ncu; do
+    w="$COLLPROF_SRCDIR/contrib/profile/collprof-$t.sh"
+    sh "$w" --help >"$WORK/out" 2>&1
+    ok $? "collprof-$t.sh --help: exit status 0"
+    grep -q "^Usage: collprof-$t.sh" "$WORK/out"
+    ok $? "collprof-$t.sh --help: usage"
+    rc=0
+    PATH=/usr/bin:/bin NSYS=no-such-nsys NCU=no-such-ncu sh "$w" -- --np 2 >"$WORK/out" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && grep -q "no-such-$t not found" "$WORK/out"
+    ok $? "collprof-$t.sh without $t: error naming the tool ($rc)"
+    NSYS=true NCU=true COLLPROF_BIN="$COLLPROF_BIN" sh "$w" --dry-run -- --np 2 --output-dir "$WORK/p" \
+        >"$WORK/out" 2>&1
+    grep -q -- "-o $WORK/p/collprof_${t}_[0-9TZ]* .*collprof --np 2 --output-dir $WORK/p\$" "$WORK/out"
+    ok $? "collprof-$t.sh --dry-run: report named next to collprof's results"
+done
 done_testing
