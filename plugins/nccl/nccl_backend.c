@@ -64,6 +64,8 @@
 #define NB_PROBE_PER_RANK   256
 #define NB_SPINS_BEFORE_NAP 64
 
+enum { NB_EVICTED = 1, NB_ABORTED = 2 };
+
 typedef struct nb_comm {
     int live;
     char key[CP_NCCL_KEY_LEN];
@@ -102,6 +104,7 @@ typedef struct nb_ctx {
     unsigned long tick;
     const cp_nccl_variant_t *cur_v[COLLPROF_OP_COUNT];
     int cur_slot[COLLPROF_OP_COUNT];
+    int lost[COLLPROF_OP_COUNT]; /* its communicator went away: NB_EVICTED or NB_ABORTED */
     nb_buf_t *bufs;
     nb_graph_t graphs[NB_GRAPHS];
     cp_nccl_xfer_t *xf; /* [2n] */
@@ -250,7 +253,7 @@ static void nb_graphs_drop(nb_ctx_t *ctx, int slot)
     }
 }
 
-static void nb_forget_slot(nb_ctx_t *ctx, int slot)
+static void nb_forget_slot(nb_ctx_t *ctx, int slot, int why)
 {
     nb_graphs_drop(ctx, slot);
     for (nb_buf_t *b = ctx->bufs; b != NULL; b = b->next) {
@@ -260,6 +263,7 @@ static void nb_forget_slot(nb_ctx_t *ctx, int slot)
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
         if (ctx->cur_slot[op] == slot) {
             ctx->cur_slot[op] = -1;
+            ctx->lost[op] = why;
         }
     }
     ctx->comms[slot].live = 0;
@@ -271,7 +275,7 @@ static void nb_abort_slot(nb_ctx_t *ctx, int slot)
     if (slot >= 0 && ctx->comms[slot].live) {
         nb_graphs_drop(ctx, slot);
         ncclCommAbort(ctx->comms[slot].comm);
-        nb_forget_slot(ctx, slot);
+        nb_forget_slot(ctx, slot, NB_ABORTED);
     }
 }
 
@@ -295,8 +299,13 @@ static int nb_settle(nb_ctx_t *ctx, int slot, ncclComm_t comm, ncclResult_t r, c
         double el = nb_now() - t0;
         if (el > ctx->timeout_s) {
             ncclCommAbort(comm);
+            for (int s = 0; slot < 0 && s < NB_MAX_COMMS; s++) {
+                if (ctx->comms[s].live && ctx->comms[s].comm == comm) {
+                    slot = s; /* the caller did not say, but it is a cached one */
+                }
+            }
             if (slot >= 0) {
-                nb_forget_slot(ctx, slot);
+                nb_forget_slot(ctx, slot, NB_ABORTED);
             }
             nb_set_error(ctx,
                          "%s did not complete within %.0f s (waited %.1f s); communicator "
@@ -318,6 +327,9 @@ static void nb_deregister_slot(nb_ctx_t *ctx, int slot)
     nb_buf_t *all[2] = {ctx->bufs, &ctx->stage};
     for (int k = 0; k < 2; k++) {
         for (nb_buf_t *b = all[k]; b != NULL; b = k == 0 ? b->next : NULL) {
+            if (!ctx->comms[slot].live) {
+                return; /* a deregistration timed out: the communicator was aborted */
+            }
             if (b->reg[slot] != NULL) {
                 nb_settle(ctx, slot, comm, ncclCommDeregister(comm, b->reg[slot]),
                           "ncclCommDeregister");
@@ -342,7 +354,7 @@ static void nb_destroy_slot(nb_ctx_t *ctx, int slot)
         ncclCommAbort(c->comm);
     }
     if (c->live) {
-        nb_forget_slot(ctx, slot);
+        nb_forget_slot(ctx, slot, NB_EVICTED);
     }
 }
 
@@ -792,14 +804,19 @@ static int nb_prepare(nb_ctx_t *ctx, const collprof_args_t *a, int warm,
         s = -1;
     }
     if (s < 0 || !ctx->comms[s].live) {
-        if (ctx->cur_v[a->op] != NULL) {
+        if (ctx->cur_v[a->op] != NULL && ctx->lost[a->op] == NB_ABORTED) {
             nb_set_error(ctx, "the communicator of variant %s was aborted after an earlier failure",
                          v->name);
             return COLLPROF_ERR_BACKEND;
         }
-        int rc = nb_slot_for(ctx, v, &s); /* collective, like run() itself */
+        /* never selected, or evicted since: (re)create it, collectively like run() itself */
+        int rc = nb_slot_for(ctx, v, &s);
         if (rc != COLLPROF_OK) {
             return rc;
+        }
+        if (ctx->cur_v[a->op] != NULL) {
+            ctx->cur_slot[a->op] = s;
+            ctx->lost[a->op] = 0;
         }
     }
     size_t need = nb_stage_bytes(ctx, v, a);
@@ -1110,6 +1127,7 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
 #endif
     ctx->cur_v[op] = v;
     ctx->cur_slot[op] = slot;
+    ctx->lost[op] = 0;
     return COLLPROF_OK;
 }
 

@@ -142,6 +142,7 @@ typedef struct cell {
     collprof_dtype_t dtype;
     collprof_redop_t redop;
     int in_place;
+    int no_select; /* run on the variant selected earlier (the core always selects) */
 } cell_t;
 
 /* one cell as the core runs it on device memory; returns #wrong or -1 */
@@ -176,7 +177,7 @@ static long run_cell(const collprof_backend_t *be, void *ctx, const cell_t *c, i
     void *hs = calloc(1, bytes + 1), *hr = calloc(1, bytes + 1), *ds = NULL, *dr = NULL;
     long wrong = -1;
     double times[4] = {-1, -1, -1, -1};
-    *status = be->select_variant(ctx, c->op, c->variant);
+    *status = c->no_select ? COLLPROF_OK : be->select_variant(ctx, c->op, c->variant);
     if (*status != COLLPROF_OK) {
         snprintf(why, whylen, "%s", be->last_error(ctx));
         goto out;
@@ -306,8 +307,12 @@ static void rank_main(const char *path)
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
         for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
             for (int ip = 0; ip < 2; ip++) {
-                cell_t c = {variants[v], (collprof_op_t)op, COLLPROF_DTYPE_FLOAT32,
-                            COLLPROF_REDOP_SUM, ip};
+                cell_t c = {variants[v],
+                            (collprof_op_t)op,
+                            COLLPROF_DTYPE_FLOAT32,
+                            COLLPROF_REDOP_SUM,
+                            ip,
+                            0};
                 int found = 0;
                 for (size_t k = 0; k < caps.nvariants; k++) {
                     found |= !strcmp(caps.variants[k].name, c.variant) &&
@@ -342,7 +347,7 @@ static void rank_main(const char *path)
                 {COLLPROF_OP_ALLTOALLV, COLLPROF_DTYPE_UINT8, COLLPROF_REDOP_SUM}};
     for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
         for (int ip = 0; ip < 2; ip++) {
-            cell_t c = {"default", more[i].op, more[i].dt, more[i].r, ip};
+            cell_t c = {"default", more[i].op, more[i].dt, more[i].r, ip, 0};
             char why[512] = "";
             int st = 0;
             long w = run_cell(be, ctx, &c, &st, why, sizeof(why));
@@ -373,7 +378,25 @@ static void rank_main(const char *path)
     check(be->select_variant(ctx, COLLPROF_OP_ALLREDUCE, "nosuch") == COLLPROF_ERR_NOT_SUPPORTED,
           "unknown variant refused");
 
-    unsigned long s[5];
+    /* a variant whose communicator was evicted meanwhile (2 kept) is re-created */
+    unsigned long s[5], before;
+    stats(s);
+    before = s[4];
+    rc = be->select_variant(ctx, COLLPROF_OP_ALLREDUCE, "ring-ll");
+    rc |= be->select_variant(ctx, COLLPROF_OP_ALLGATHER, "ring-simple");
+    rc |= be->select_variant(ctx, COLLPROF_OP_BROADCAST, "ring-ll128");
+    check(rc == 0, "three variants selected for three ops");
+    {
+        cell_t c = {"ring-ll", COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_FLOAT32, COLLPROF_REDOP_SUM, 1,
+                    1};
+        char why[512] = "";
+        int st = 0;
+        long w = run_cell(be, ctx, &c, &st, why, sizeof(why));
+        stats(s);
+        check(st == 0 && w == 0 && s[4] > before,
+              "evicted ring-ll re-created for allreduce without a new selection (%d %ld %s)", st, w,
+              why);
+    }
     stats(s);
     check(s[1] > 0, "graphs replayed (%lu launches)", s[1]);
     check(s[2] > 0 && s[2] == s[3], "every registration undone (%lu registered, %lu deregistered)",
@@ -388,7 +411,7 @@ static void rank_main(const char *path)
     rc = be->init(&host, &ctx);
     check(rc == COLLPROF_OK, "init again with timeout=1");
     if (rc == COLLPROF_OK) {
-        cell_t c = {"default", COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_FLOAT32, COLLPROF_REDOP_SUM,
+        cell_t c = {"default", COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_FLOAT32, COLLPROF_REDOP_SUM, 0,
                     0};
         char why[512] = "";
         int st = 0;
