@@ -43,15 +43,18 @@ AC_DEFUN([CP_NCCL_CONFIGURE], [
            CP_DEP_FAIL([nccl], [the CUDA runtime it needs (cuda_runtime.h and -lcudart) was not found (--with-cuda=DIR)])],
           [
       LIBS="-lnccl $LIBS"
-      AC_CHECK_HEADER([nccl.h], [
+      dnl an explicit --with-nccl=DIR must hold NCCL itself, not find another one
+      AS_CASE([$cp_with_nccl], [guess|yes], [cp_nccl_dir_ok=yes],
+        [AS_IF([test -f "$cp_with_nccl/include/nccl.h"], [cp_nccl_dir_ok=yes], [cp_nccl_dir_ok=no])])
+      AS_IF([test "x$cp_nccl_dir_ok" = xyes], [AC_CHECK_HEADER([nccl.h], [
         AC_MSG_CHECKING([whether NCCL programs link (-lnccl)])
         AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <nccl.h>]],
                          [[int v = 0; ncclConfig_t c = NCCL_CONFIG_INITIALIZER; (void)c;
                            return (int)ncclGetVersion(&v);]])],
           [AC_MSG_RESULT([yes]); cp_nccl_happy=yes],
-          [AC_MSG_RESULT([no])])])
+          [AC_MSG_RESULT([no])])])])
       AS_IF([test "x$cp_nccl_happy" != xyes],
-            [CP_DEP_FAIL([nccl], [no usable NCCL >= 2.14 (nccl.h with ncclConfig_t and -lnccl) was found])])
+            [CP_DEP_FAIL([nccl], [no usable NCCL >= 2.14 (include/nccl.h with ncclConfig_t and -lnccl) was found])])
       AS_IF([test "x$cp_nccl_happy" = xyes], [
         AC_CHECK_FUNCS([ncclAlltoAll ncclGather ncclScatter ncclCommRegister ncclGroupSimulateEnd])
         AC_CHECK_HEADER([nvtx3/nvToolsExt.h], [], [
