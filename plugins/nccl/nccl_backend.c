@@ -450,7 +450,8 @@ static int nb_comm_create(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot)
     }
     int all = nb_agree_all(ctx, rc, ctx->err);
     if (all != 0) {
-        if (rc == COLLPROF_OK && comm != NULL) {
+        /* a timed-out init was aborted by nb_settle already */
+        if (comm != NULL && rc != COLLPROF_ERR_TIMEOUT) {
             ncclCommAbort(comm);
         }
         return all;
