@@ -6,6 +6,8 @@
 # GPUs per node...) are reported "unsupported" and allowed.  Exits 77 (skip)
 # when the plugin was not built or no GPU is usable.
 : "${COLLPROF_BIN:?run through make check-gpu}"
+# every variant on every op takes a while: longer than lib.sh's default bound
+CP_TIMEOUT=${CP_TIMEOUT:-1800}
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
 ngpu=0
@@ -15,7 +17,6 @@ fi
 [ "$ngpu" -gt 0 ] || skip_all "no usable GPU (nvidia-smi lists none)"
 np=$ngpu
 [ "$np" -le 8 ] || np=8
-CP_TIMEOUT=${CP_TIMEOUT:-1800}
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 echo "# $np rank(s), one GPU each"
 
