@@ -1,0 +1,97 @@
+#!/bin/sh
+# Run a collprof job under Nsight Compute (ncu): NCCL's kernels, a bounded
+# number of launches, the report written next to collprof's results.
+set -eu
+prog=$(basename "$0")
+
+usage() {
+    cat <<USAGE
+Usage: $prog [OPTIONS] [--] COLLPROF-ARGS...
+
+Runs collprof COLLPROF-ARGS under ncu and writes the report (.ncu-rep) into
+collprof's output directory: collprof_ncu_<UTC time>[_r<rank>].ncu-rep
+
+NCCL kernels wait for their peers, so ncu's default kernel replay (one kernel
+rerun many times on one rank) would deadlock a collective.  This wrapper uses
+application replay (every metric pass reruns the whole job) with the "basic"
+section set, and profiles only kernels whose name matches ncclDevKernel.
+Keep the job small: few cells, few iterations (-n 3 -w 1).
+
+Options:
+  --output-dir DIR   where the report and collprof's results go (default:
+                     collprof's --output-dir if given, else the current directory)
+  --kernels REGEX    kernel name filter (default: ncclDevKernel)
+  --count N          profile at most N kernel launches per process (default: 20)
+  --ncu-opt OPT      extra option for ncu (repeatable), e.g. "--set full"
+  --dry-run          print the command instead of running it
+  -h, --help         this help
+
+Environment: NCU (ncu binary, default: ncu in PATH), COLLPROF_BIN (collprof
+binary, default: collprof in PATH).  Default ncu options:
+  --target-processes all --replay-mode application --set basic --nvtx
+  --kernel-name regex:<REGEX> --launch-count <N>
+
+Example:
+  $prog --count 10 -- --np 2 --backends nccl --variants default --ops allreduce \\
+      --counts 4M -n 3 -w 1
+USAGE
+}
+
+outdir=
+dry=0
+extra=
+kernels=ncclDevKernel
+count=20
+while [ $# -gt 0 ]; do
+    case $1 in
+    -h | --help) usage; exit 0 ;;
+    --output-dir) [ $# -ge 2 ] || { echo "$prog: --output-dir needs a directory" >&2; exit 2; }
+        outdir=$2; shift 2 ;;
+    --kernels) [ $# -ge 2 ] || { echo "$prog: --kernels needs a regex" >&2; exit 2; }
+        kernels=$2; shift 2 ;;
+    --count) [ $# -ge 2 ] || { echo "$prog: --count needs a number" >&2; exit 2; }
+        case $2 in '' | *[!0-9]*) echo "$prog: --count: not a number: $2" >&2; exit 2 ;; esac
+        count=$2; shift 2 ;;
+    --ncu-opt) [ $# -ge 2 ] || { echo "$prog: --ncu-opt needs a value" >&2; exit 2; }
+        extra="$extra $2"; shift 2 ;;
+    --dry-run) dry=1; shift ;;
+    --) shift; break ;;
+    *) break ;;
+    esac
+done
+[ $# -gt 0 ] || { usage >&2; exit 2; }
+
+prev=
+has_outdir=0
+for a in "$@"; do
+    if [ "$prev" = "--output-dir" ] && [ -z "$outdir" ]; then outdir=$a; fi
+    [ "$a" = "--output-dir" ] && has_outdir=1
+    prev=$a
+done
+outdir=${outdir:-.}
+
+ncu=${NCU:-ncu}
+collprof=${COLLPROF_BIN:-collprof}
+if ! command -v "$ncu" >/dev/null 2>&1; then
+    echo "$prog: error: $ncu not found: install Nsight Compute or set NCU=/path/to/ncu" >&2
+    exit 127
+fi
+if ! command -v "$collprof" >/dev/null 2>&1; then
+    echo "$prog: error: $collprof not found: put collprof in PATH or set COLLPROF_BIN" >&2
+    exit 127
+fi
+rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-}}}
+name="collprof_ncu_$(date -u +%Y%m%dT%H%M%SZ)${rank:+_r$rank}"
+
+# shellcheck disable=SC2086 # $extra: options split on purpose
+set -- "$ncu" --target-processes all --replay-mode application --set basic --nvtx \
+    --kernel-name "regex:$kernels" --launch-count "$count" $extra -o "$outdir/$name" \
+    "$collprof" "$@"
+[ "$has_outdir" -eq 1 ] || set -- "$@" --output-dir "$outdir"
+if [ "$dry" -eq 1 ]; then
+    echo "$@"
+    exit 0
+fi
+mkdir -p "$outdir"
+echo "$prog: report: $outdir/$name.ncu-rep" >&2
+exec "$@"

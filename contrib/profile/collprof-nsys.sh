@@ -1,0 +1,88 @@
+#!/bin/sh
+# Run a collprof job under Nsight Systems (nsys profile): CUDA, NVTX and OS
+# runtime traces, the report written next to collprof's results.
+set -eu
+prog=$(basename "$0")
+
+usage() {
+    cat <<USAGE
+Usage: $prog [OPTIONS] [--] COLLPROF-ARGS...
+
+Runs collprof COLLPROF-ARGS under "nsys profile" and writes the report
+(.nsys-rep) into collprof's output directory, named like its results:
+  collprof_nsys_<UTC time>[_r<rank>].nsys-rep
+
+Self-launched jobs (--np N) are profiled as one process tree.  Under mpirun or
+srun, put this script before collprof on each rank (mpirun -np 4 $prog -- ...);
+each rank then writes its own report, suffixed with its rank.
+
+Options:
+  --output-dir DIR   where the report and collprof's results go (default:
+                     collprof's --output-dir if given, else the current directory)
+  --nsys-opt OPT     extra option for nsys profile (repeatable)
+  --dry-run          print the command instead of running it
+  -h, --help         this help
+
+Environment: NSYS (nsys binary, default: nsys in PATH), COLLPROF_BIN (collprof
+binary, default: collprof in PATH).  The default nsys options are
+  --trace=cuda,nvtx,osrt --cuda-memory-usage=true --sample=none
+  --cpuctxsw=none --force-overwrite=false
+The collprof NCCL backend puts every cell's iterations in an NVTX range
+"collprof nccl/<variant> <op> <dtype> count=<n>".
+
+Example:
+  $prog -- --np 2 --backends nccl --variants default,ring-simple --ops allreduce --counts 16M
+USAGE
+}
+
+outdir=
+dry=0
+extra=
+while [ $# -gt 0 ]; do
+    case $1 in
+    -h | --help) usage; exit 0 ;;
+    --output-dir) [ $# -ge 2 ] || { echo "$prog: --output-dir needs a directory" >&2; exit 2; }
+        outdir=$2; shift 2 ;;
+    --nsys-opt) [ $# -ge 2 ] || { echo "$prog: --nsys-opt needs a value" >&2; exit 2; }
+        extra="$extra $2"; shift 2 ;;
+    --dry-run) dry=1; shift ;;
+    --) shift; break ;;
+    *) break ;;
+    esac
+done
+[ $# -gt 0 ] || { usage >&2; exit 2; }
+
+# collprof's own --output-dir, if the job names one
+prev=
+for a in "$@"; do
+    [ "$prev" = "--output-dir" ] && [ -z "$outdir" ] && outdir=$a
+    prev=$a
+done
+outdir=${outdir:-.}
+has_outdir=0
+for a in "$@"; do [ "$a" = "--output-dir" ] && has_outdir=1; done
+
+nsys=${NSYS:-nsys}
+collprof=${COLLPROF_BIN:-collprof}
+if ! command -v "$nsys" >/dev/null 2>&1; then
+    echo "$prog: error: $nsys not found: install Nsight Systems or set NSYS=/path/to/nsys" >&2
+    exit 127
+fi
+if ! command -v "$collprof" >/dev/null 2>&1; then
+    echo "$prog: error: $collprof not found: put collprof in PATH or set COLLPROF_BIN" >&2
+    exit 127
+fi
+rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-}}}
+name="collprof_nsys_$(date -u +%Y%m%dT%H%M%SZ)${rank:+_r$rank}"
+
+# shellcheck disable=SC2086 # $extra: options split on purpose
+set -- "$nsys" profile --trace=cuda,nvtx,osrt --cuda-memory-usage=true --sample=none \
+    --cpuctxsw=none --force-overwrite=false $extra -o "$outdir/$name" "$collprof" "$@"
+[ "$has_outdir" -eq 1 ] || set -- "$@" --output-dir "$outdir"
+if [ "$dry" -eq 1 ]; then
+    echo "$@"
+    exit 0
+fi
+mkdir -p "$outdir"
+echo "$prog: report: $outdir/$name.nsys-rep" >&2
+exec "$@"

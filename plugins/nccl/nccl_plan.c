@@ -1,0 +1,492 @@
+/*
+ * collprof NCCL backend: variant planning and everything else that can be
+ * tested without a GPU (see nccl_plan.h).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "nccl_plan.h"
+
+#define OPB(x) COLLPROF_BIT(COLLPROF_OP_##x)
+
+#define OPS_ALL                                                                                    \
+    (OPB(ALLREDUCE) | OPB(ALLGATHER) | OPB(REDUCESCATTER) | OPB(ALLTOALL) | OPB(ALLTOALLV) |       \
+     OPB(BROADCAST) | OPB(REDUCE) | OPB(GATHER) | OPB(SCATTER) | OPB(BARRIER) | OPB(SENDRECV))
+#define OPS_P2P (OPB(ALLTOALL) | OPB(GATHER) | OPB(SCATTER))
+
+enum { PR_LL = 1, PR_LL128 = 2, PR_SIMPLE = 4, PR_ALL = 7 };
+
+/*
+ * NCCL_ALGO values and the collectives NCCL implements with each, as in
+ * NCCL 2.28's device code generator (src/device/generate.py: algos_of_coll)
+ * and its rule that CollNet, NVLS, NVLSTree and PAT run the Simple protocol
+ * only.  Whether an algorithm is usable on a machine (NVLink SHARP,
+ * CollNet plugin, one GPU per node for PAT...) is checked at run time.
+ */
+static const struct {
+    const char *name, *nccl;
+    uint32_t ops;
+    unsigned protos;
+    const char *what;
+} algos[] = {
+    {"ring", "Ring",
+     OPB(ALLREDUCE) | OPB(ALLGATHER) | OPB(REDUCESCATTER) | OPB(BROADCAST) | OPB(REDUCE), PR_ALL,
+     "ring"},
+    {"tree", "Tree", OPB(ALLREDUCE), PR_ALL, "double binary tree"},
+    {"collnetdirect", "CollNetDirect", OPB(ALLREDUCE) | OPB(ALLGATHER) | OPB(REDUCESCATTER),
+     PR_SIMPLE, "CollNet (in-network reduction, e.g. SHARP) direct"},
+    {"collnetchain", "CollNetChain", OPB(ALLREDUCE), PR_SIMPLE, "CollNet chain"},
+    {"nvls", "NVLS", OPB(ALLREDUCE) | OPB(ALLGATHER) | OPB(REDUCESCATTER), PR_SIMPLE,
+     "NVLink SHARP (NVSwitch multicast)"},
+    {"nvlstree", "NVLSTree", OPB(ALLREDUCE), PR_SIMPLE, "NVLink SHARP within nodes, tree across"},
+    {"pat", "PAT", OPB(ALLGATHER) | OPB(REDUCESCATTER), PR_SIMPLE,
+     "parallel aggregated trees (one GPU per node)"},
+};
+
+static const struct {
+    unsigned bit;
+    const char *name, *nccl;
+} protos[] = {{PR_LL, "ll", "LL"}, {PR_LL128, "ll128", "LL128"}, {PR_SIMPLE, "simple", "Simple"}};
+
+/*
+ * NCCLX CTran algorithms, selected per operation with NCCL_<OP>_ALGO once
+ * NCCL_CTRAN_ENABLE=1 (names as NCCLX's cvars spell them).  Offered only
+ * when the linked library is NCCLX.
+ */
+static const struct {
+    const char *algo;
+    uint32_t ops;
+} ctran[] = {
+    {"ctdirect", OPB(ALLGATHER) | OPB(REDUCESCATTER) | OPB(ALLREDUCE) | OPB(BROADCAST)},
+    {"ctring", OPB(ALLGATHER) | OPB(REDUCESCATTER) | OPB(ALLREDUCE)},
+    {"ctrd", OPB(ALLGATHER)},
+    {"ctrhd", OPB(REDUCESCATTER)},
+    {"ctbtree", OPB(BROADCAST)},
+    {"ctran", OPB(ALLTOALL) | OPB(ALLTOALLV) | OPB(SENDRECV)},
+};
+
+static const char *ctran_env_of(collprof_op_t op)
+{
+    switch (op) {
+    case COLLPROF_OP_ALLREDUCE: return "NCCL_ALLREDUCE_ALGO";
+    case COLLPROF_OP_ALLGATHER: return "NCCL_ALLGATHER_ALGO";
+    case COLLPROF_OP_REDUCESCATTER: return "NCCL_REDUCESCATTER_ALGO";
+    case COLLPROF_OP_BROADCAST: return "NCCL_BROADCAST_ALGO";
+    case COLLPROF_OP_ALLTOALL: return "NCCL_ALLTOALL_ALGO";
+    case COLLPROF_OP_ALLTOALLV: return "NCCL_ALLTOALLV_ALGO";
+    case COLLPROF_OP_SENDRECV: return "NCCL_SENDRECV_ALGO";
+    default: return NULL;
+    }
+}
+
+const char *cp_nccl_op_name(collprof_op_t op)
+{
+    static const char *names[COLLPROF_OP_COUNT] = {
+        "allreduce", "allgather", "reducescatter", "alltoall", "alltoallv", "broadcast",
+        "reduce",    "gather",    "scatter",       "barrier",  "sendrecv"};
+    return (unsigned)op < COLLPROF_OP_COUNT ? names[op] : "?";
+}
+
+static cp_nccl_variant_t *add(cp_nccl_plan_t *p, const char *name, uint32_t ops)
+{
+    if (p->n >= CP_NCCL_MAX_VARS) {
+        return NULL;
+    }
+    cp_nccl_variant_t *v = &p->v[p->n++];
+    memset(v, 0, sizeof(*v));
+    snprintf(v->name, sizeof(v->name), "%s", name);
+    v->ops = ops;
+    return v;
+}
+
+static void env_add(cp_nccl_variant_t *v, const char *name, const char *value)
+{
+    if (v->nenv < CP_NCCL_MAX_ENV) {
+        v->env_name[v->nenv] = name;
+        v->env_value[v->nenv] = value;
+        v->nenv++;
+    }
+}
+
+/* the modifiers of one base variant: "", +reg, +graph, +reg+graph */
+static int add_modified(cp_nccl_plan_t *p, const cp_nccl_variant_t *base, const char *prefix,
+                        const char *what)
+{
+    static const struct {
+        const char *suffix;
+        int reg, graph;
+        const char *desc;
+    } mods[] = {{"", 0, 0, ""},
+                {"reg", 1, 0, ", buffers registered (ncclCommRegister)"},
+                {"graph", 0, 1, ", captured in a CUDA graph and replayed"},
+                {"reg+graph", 1, 1, ", registered buffers, CUDA graph replay"}};
+    for (size_t m = 0; m < sizeof(mods) / sizeof(mods[0]); m++) {
+        char name[CP_NCCL_NAME_LEN];
+        if (mods[m].reg && !(p->features & CP_NCCL_HAVE_REGISTER)) {
+            continue;
+        }
+        if (prefix[0] == '\0' && mods[m].suffix[0] == '\0') {
+            continue; /* that is "default" itself */
+        }
+        snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] && mods[m].suffix[0] ? "+" : "",
+                 mods[m].suffix);
+        cp_nccl_variant_t *v = add(p, name, base->ops);
+        if (v == NULL) {
+            return -1;
+        }
+        *v = *base;
+        snprintf(v->name, sizeof(v->name), "%s", name);
+        snprintf(v->desc, sizeof(v->desc), "%s%s", what, mods[m].desc);
+        v->reg = mods[m].reg;
+        v->graph = mods[m].graph;
+    }
+    return 0;
+}
+
+int cp_nccl_plan_build(cp_nccl_plan_t *p, unsigned features)
+{
+    memset(p, 0, sizeof(*p));
+    p->features = features;
+    cp_nccl_variant_t *def = add(p, "default", OPS_ALL);
+    snprintf(def->desc, sizeof(def->desc), "the library's own choice");
+    cp_nccl_variant_t base = *def;
+    if (add_modified(p, &base, "", "the library's own algorithm") != 0) {
+        return -1;
+    }
+    /* grouped send/recv for the operations NCCL may also offer natively */
+    memset(&base, 0, sizeof(base));
+    base.ops = OPS_P2P;
+    base.p2p = 1;
+    if (add_modified(p, &base, "p2p", "alltoall, gather, scatter as grouped ncclSend/ncclRecv") !=
+        0) {
+        return -1;
+    }
+    for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        for (size_t r = 0; r < sizeof(protos) / sizeof(protos[0]); r++) {
+            char prefix[CP_NCCL_NAME_LEN], what[CP_NCCL_DESC_LEN];
+            if (!(algos[a].protos & protos[r].bit)) {
+                continue;
+            }
+            memset(&base, 0, sizeof(base));
+            base.ops = algos[a].ops;
+            base.algo = algos[a].nccl;
+            base.proto = protos[r].nccl;
+            env_add(&base, "NCCL_ALGO", algos[a].nccl);
+            env_add(&base, "NCCL_PROTO", protos[r].nccl);
+            snprintf(prefix, sizeof(prefix), "%s-%s", algos[a].name, protos[r].name);
+            snprintf(what, sizeof(what), "NCCL_ALGO=%s NCCL_PROTO=%s: %s", algos[a].nccl,
+                     protos[r].nccl, algos[a].what);
+            if (add_modified(p, &base, prefix, what) != 0) {
+                return -1;
+            }
+        }
+    }
+    if (features & CP_NCCL_IS_NCCLX) {
+        for (size_t c = 0; c < sizeof(ctran) / sizeof(ctran[0]); c++) {
+            char name[CP_NCCL_NAME_LEN];
+            snprintf(name, sizeof(name), "ctran-%s", ctran[c].algo);
+            cp_nccl_variant_t *v = add(p, name, ctran[c].ops);
+            if (v == NULL) {
+                return -1;
+            }
+            v->ctran_algo = ctran[c].algo;
+            env_add(v, "NCCL_CTRAN_ENABLE", "1");
+            for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+                if (ctran[c].ops & COLLPROF_BIT(op)) {
+                    env_add(v, ctran_env_of((collprof_op_t)op), ctran[c].algo);
+                }
+            }
+            snprintf(v->desc, sizeof(v->desc),
+                     "NCCLX CTran: NCCL_CTRAN_ENABLE=1, NCCL_<OP>_ALGO=%s", ctran[c].algo);
+        }
+    }
+    for (size_t i = 1; i < p->n; i++) {
+        p->pub[i - 1].name = p->v[i].name;
+        p->pub[i - 1].description = p->v[i].desc;
+        p->pub[i - 1].ops = p->v[i].ops;
+    }
+    p->npub = p->n - 1;
+    return 0;
+}
+
+const cp_nccl_variant_t *cp_nccl_plan_find(const cp_nccl_plan_t *p, const char *name)
+{
+    if (name == NULL || name[0] == '\0') {
+        name = "default";
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        if (!strcmp(p->v[i].name, name)) {
+            return &p->v[i];
+        }
+    }
+    return NULL;
+}
+
+int cp_nccl_uses_p2p(const cp_nccl_plan_t *p, const cp_nccl_variant_t *v, collprof_op_t op)
+{
+    switch (op) {
+    case COLLPROF_OP_ALLTOALLV:
+    case COLLPROF_OP_SENDRECV: return 1;
+    case COLLPROF_OP_ALLTOALL: return v->p2p || !(p->features & CP_NCCL_HAVE_ALLTOALL);
+    case COLLPROF_OP_GATHER: return v->p2p || !(p->features & CP_NCCL_HAVE_GATHER);
+    case COLLPROF_OP_SCATTER: return v->p2p || !(p->features & CP_NCCL_HAVE_SCATTER);
+    default: return 0;
+    }
+}
+
+void cp_nccl_variant_key(const cp_nccl_variant_t *v, char *key, size_t len)
+{
+    key[0] = '\0';
+    for (int i = 0; i < v->nenv; i++) {
+        size_t l = strlen(key);
+        snprintf(key + l, len - l, "%s%s=%s", i ? ";" : "", v->env_name[i], v->env_value[i]);
+    }
+}
+
+int cp_nccl_env_push(const cp_nccl_variant_t *v, cp_nccl_env_saved_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    for (int i = 0; i < v->nenv; i++) {
+        const char *old = getenv(v->env_name[i]);
+        snprintf(s->name[i], sizeof(s->name[i]), "%s", v->env_name[i]);
+        s->old[i] = old ? strdup(old) : NULL;
+        s->n = i + 1;
+        if ((old != NULL && s->old[i] == NULL) || setenv(v->env_name[i], v->env_value[i], 1) != 0) {
+            cp_nccl_env_pop(s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void cp_nccl_env_pop(cp_nccl_env_saved_t *s)
+{
+    for (int i = s->n - 1; i >= 0; i--) {
+        if (s->old[i] != NULL) {
+            setenv(s->name[i], s->old[i], 1);
+            free(s->old[i]);
+            s->old[i] = NULL;
+        } else {
+            unsetenv(s->name[i]);
+        }
+    }
+    s->n = 0;
+}
+
+void cp_nccl_version_string(int code, char *buf, size_t len)
+{
+    int major, minor, patch;
+    if (code <= 0) {
+        snprintf(buf, len, "unknown");
+        return;
+    }
+    if (code < 10000) { /* up to 2.8: X*1000 + Y*100 + Z */
+        major = code / 1000;
+        minor = (code % 1000) / 100;
+        patch = code % 100;
+    } else { /* since 2.9: X*10000 + Y*100 + Z */
+        major = code / 10000;
+        minor = (code % 10000) / 100;
+        patch = code % 100;
+    }
+    snprintf(buf, len, "%d.%d.%d", major, minor, patch);
+}
+
+int cp_nccl_detect_ncclx(int (*has_symbol)(const char *sym, void *arg), void *arg)
+{
+    /* entry points NCCLX adds and upstream NCCL does not have */
+    static const char *ncclx_only[] = {"ncclCommDump", "ncclAllToAllv", "ncclCommDumpAll", NULL};
+    for (int i = 0; ncclx_only[i] != NULL; i++) {
+        if (has_symbol(ncclx_only[i], arg)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cp_nccl_status(int r)
+{
+    switch (r) {
+    case ncclSuccess: return COLLPROF_OK;
+    case ncclInvalidArgument: return COLLPROF_ERR_INVALID;
+    case ncclInvalidUsage: return COLLPROF_ERR_NOT_SUPPORTED;
+    case ncclUnhandledCudaError: /* fall through */
+    case ncclSystemError:
+    case ncclInternalError:
+    case ncclRemoteError:
+    case ncclInProgress:
+    default: return COLLPROF_ERR_BACKEND;
+    }
+}
+
+int cp_nccl_cuda_status(int e)
+{
+    switch (e) {
+    case cudaSuccess: return COLLPROF_OK;
+    case cudaErrorMemoryAllocation: return COLLPROF_ERR_NO_MEMORY;
+    case cudaErrorInvalidValue: return COLLPROF_ERR_INVALID;
+    case cudaErrorInsufficientDriver: /* fall through */
+    case cudaErrorNoDevice:
+    case cudaErrorInvalidDevice:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorInitializationError:
+    case cudaErrorStubLibrary:
+    case cudaErrorSystemDriverMismatch:
+    case cudaErrorCompatNotSupportedOnDevice: return COLLPROF_ERR_NO_DEVICE;
+    default: return COLLPROF_ERR_BACKEND;
+    }
+}
+
+int cp_nccl_dtype(collprof_dtype_t dt)
+{
+    switch (dt) {
+    case COLLPROF_DTYPE_INT8: return ncclInt8;
+    case COLLPROF_DTYPE_UINT8: return ncclUint8;
+    case COLLPROF_DTYPE_INT32: return ncclInt32;
+    case COLLPROF_DTYPE_UINT32: return ncclUint32;
+    case COLLPROF_DTYPE_INT64: return ncclInt64;
+    case COLLPROF_DTYPE_UINT64: return ncclUint64;
+    case COLLPROF_DTYPE_FLOAT16: return ncclFloat16;
+    case COLLPROF_DTYPE_BFLOAT16: return ncclBfloat16;
+    case COLLPROF_DTYPE_FLOAT32: return ncclFloat32;
+    case COLLPROF_DTYPE_FLOAT64: return ncclFloat64;
+    default: return -1; /* fp8 (ncclFloat8e4m3/e5m2): collprof has no such dtype */
+    }
+}
+
+size_t cp_nccl_dtype_size(collprof_dtype_t dt)
+{
+    switch (dt) {
+    case COLLPROF_DTYPE_INT8:
+    case COLLPROF_DTYPE_UINT8: return 1;
+    case COLLPROF_DTYPE_FLOAT16:
+    case COLLPROF_DTYPE_BFLOAT16: return 2;
+    case COLLPROF_DTYPE_INT32:
+    case COLLPROF_DTYPE_UINT32:
+    case COLLPROF_DTYPE_FLOAT32: return 4;
+    case COLLPROF_DTYPE_INT64:
+    case COLLPROF_DTYPE_UINT64:
+    case COLLPROF_DTYPE_FLOAT64: return 8;
+    default: return 0;
+    }
+}
+
+int cp_nccl_redop(collprof_redop_t op)
+{
+    switch (op) {
+    case COLLPROF_REDOP_SUM: return ncclSum;
+    case COLLPROF_REDOP_PROD: return ncclProd;
+    case COLLPROF_REDOP_MIN: return ncclMin;
+    case COLLPROF_REDOP_MAX: return ncclMax;
+    default: return -1;
+    }
+}
+
+static int xfer(cp_nccl_xfer_t *out, int k, int peer, int is_send, int buf, size_t off,
+                size_t count)
+{
+    out[k].peer = peer;
+    out[k].is_send = is_send;
+    out[k].buf = buf;
+    out[k].off = off;
+    out[k].count = count;
+    return k + 1;
+}
+
+int cp_nccl_p2p_plan(const collprof_args_t *a, int rank, int n, cp_nccl_xfer_t *out,
+                     size_t *stage_elems)
+{
+    int k = 0;
+    size_t blk = n > 0 ? a->count / (size_t)n : 0;
+    *stage_elems = 0;
+    if (n <= 0 || rank < 0 || rank >= n) {
+        return -1;
+    }
+    switch (a->op) {
+    case COLLPROF_OP_ALLTOALL:
+        if (a->in_place) {
+            *stage_elems = blk * (size_t)n;
+        }
+        for (int p = 0; p < n; p++) {
+            k = xfer(out, k, p, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND,
+                     (size_t)p * blk, blk);
+            k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, (size_t)p * blk, blk);
+        }
+        return k;
+    case COLLPROF_OP_ALLTOALLV:
+        if (a->recvcounts == NULL || a->rdispls == NULL ||
+            (!a->in_place && (a->sendcounts == NULL || a->sdispls == NULL))) {
+            return -1;
+        }
+        for (int p = 0; p < n; p++) {
+            /* in place: recvcounts/rdispls describe both sides */
+            size_t sc = a->in_place ? a->recvcounts[p] : a->sendcounts[p];
+            size_t so = a->in_place ? a->rdispls[p] : a->sdispls[p];
+            if (a->in_place && so + sc > *stage_elems) {
+                *stage_elems = so + sc;
+            }
+            if (sc > 0) {
+                k = xfer(out, k, p, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND, so, sc);
+            }
+            if (a->recvcounts[p] > 0) {
+                k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, a->rdispls[p], a->recvcounts[p]);
+            }
+        }
+        return k;
+    case COLLPROF_OP_GATHER:
+        if (a->root < 0 || a->root >= n) {
+            return -1;
+        }
+        if (rank != a->root) {
+            /* in place: this rank's block sits at rank*blk of its one buffer */
+            return xfer(out, k, a->root, 1, a->in_place ? CP_NCCL_BUF_RECV : CP_NCCL_BUF_SEND,
+                        a->in_place ? (size_t)rank * blk : 0, blk);
+        }
+        for (int p = 0; p < n; p++) {
+            if (p == rank) {
+                if (a->in_place) {
+                    continue; /* already in place */
+                }
+                k = xfer(out, k, p, 1, CP_NCCL_BUF_SEND, 0, blk);
+            }
+            k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, (size_t)p * blk, blk);
+        }
+        return k;
+    case COLLPROF_OP_SCATTER:
+        if (a->root < 0 || a->root >= n) {
+            return -1;
+        }
+        if (rank != a->root) {
+            return xfer(out, k, a->root, 0, CP_NCCL_BUF_RECV, a->in_place ? (size_t)rank * blk : 0,
+                        blk);
+        }
+        for (int p = 0; p < n; p++) {
+            if (p == rank) {
+                if (a->in_place) {
+                    continue;
+                }
+                k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, 0, blk);
+            }
+            k = xfer(out, k, p, 1, CP_NCCL_BUF_SEND, (size_t)p * blk, blk);
+        }
+        return k;
+    case COLLPROF_OP_SENDRECV:
+        if (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n) {
+            return -1;
+        }
+        if (a->in_place) {
+            *stage_elems = a->count;
+        }
+        k = xfer(out, k, a->peer_send, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND, 0,
+                 a->count);
+        k = xfer(out, k, a->peer_recv, 0, CP_NCCL_BUF_RECV, 0, a->count);
+        return k;
+    default: return -1;
+    }
+}

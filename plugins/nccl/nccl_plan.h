@@ -1,0 +1,138 @@
+/*
+ * collprof NCCL backend: the parts that need no GPU (and no NCCL or CUDA
+ * library at run time), so that tests/unit/test_nccl_plan.t can check them
+ * on any machine:
+ *
+ *  - the variant table (NCCL_ALGO x NCCL_PROTO per operation, the +reg and
+ *    +graph modifiers, grouped send/recv "p2p", NCCLX CTran algorithms) and
+ *    the environment each variant's communicator is created under;
+ *  - setting and restoring that environment around communicator creation;
+ *  - NCCL version codes and NCCLX detection;
+ *  - ncclResult_t / cudaError_t -> collprof_status_t, dtype and redop maps;
+ *  - the grouped send/recv schedule of alltoall, alltoallv, gather, scatter
+ *    and sendrecv (offsets per the buffer table in <collprof/plugin.h>).
+ *
+ * Only the enums of nccl.h are used here (no NCCL function is called).
+ */
+#ifndef CP_NCCL_PLAN_H
+#define CP_NCCL_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <collprof/plugin.h>
+
+#define CP_NCCL_NAME_LEN 48
+#define CP_NCCL_DESC_LEN 160
+#define CP_NCCL_KEY_LEN  160
+#define CP_NCCL_MAX_ENV  6
+#define CP_NCCL_MAX_VARS 128
+
+/* build-time facts about the linked NCCL that change the plan */
+enum {
+    CP_NCCL_HAVE_ALLTOALL = 1u << 0, /* ncclAlltoAll */
+    CP_NCCL_HAVE_GATHER = 1u << 1,   /* ncclGather */
+    CP_NCCL_HAVE_SCATTER = 1u << 2,  /* ncclScatter */
+    CP_NCCL_HAVE_REGISTER = 1u << 3, /* ncclCommRegister */
+    CP_NCCL_IS_NCCLX = 1u << 4       /* NCCLX (CTran) detected at run time */
+};
+
+/** One variant: what the user names, and how to run it. */
+typedef struct cp_nccl_variant {
+    char name[CP_NCCL_NAME_LEN];
+    char desc[CP_NCCL_DESC_LEN];
+    uint32_t ops;
+    const char *algo;       /* NCCL_ALGO value ("Ring"...), NULL: the library's choice */
+    const char *proto;      /* NCCL_PROTO value ("LL"...), NULL: the library's choice */
+    const char *ctran_algo; /* NCCLX CTran algorithm ("ctring"...), else NULL */
+    /* the environment its communicator is created under (static strings) */
+    const char *env_name[CP_NCCL_MAX_ENV];
+    const char *env_value[CP_NCCL_MAX_ENV];
+    int nenv;
+    int p2p;   /* alltoall/gather/scatter as grouped ncclSend/ncclRecv */
+    int reg;   /* ncclCommRegister the buffers (outside the timed loop) */
+    int graph; /* capture the operation in a CUDA graph once, replay it */
+} cp_nccl_variant_t;
+
+typedef struct cp_nccl_plan {
+    cp_nccl_variant_t v[CP_NCCL_MAX_VARS]; /* v[0] is "default" (not published) */
+    collprof_variant_t pub[CP_NCCL_MAX_VARS];
+    size_t n;    /* entries in v, "default" included */
+    size_t npub; /* entries in pub (n - 1) */
+    unsigned features;
+} cp_nccl_plan_t;
+
+/** Fills plan for the given CP_NCCL_* features; 0 on success. */
+int cp_nccl_plan_build(cp_nccl_plan_t *plan, unsigned features);
+
+/** The variant called name (NULL, "" or "default": the default), or NULL. */
+const cp_nccl_variant_t *cp_nccl_plan_find(const cp_nccl_plan_t *plan, const char *name);
+
+/** Operations that go through grouped send/recv under variant v. */
+int cp_nccl_uses_p2p(const cp_nccl_plan_t *plan, const cp_nccl_variant_t *v, collprof_op_t op);
+
+/**
+ * The communicator key of v: its environment as "N=V;N=V" ("" for the
+ * library's defaults).  Variants with the same key share one communicator
+ * (the +reg and +graph modifiers do not change it).
+ */
+void cp_nccl_variant_key(const cp_nccl_variant_t *v, char *key, size_t len);
+
+/** Saved environment, restored by cp_nccl_env_pop. */
+typedef struct cp_nccl_env_saved {
+    int n;
+    char name[CP_NCCL_MAX_ENV][40];
+    char *old[CP_NCCL_MAX_ENV]; /* strdup'ed previous value, NULL if unset */
+} cp_nccl_env_saved_t;
+
+/** setenv() every variable of v, remembering the previous values; 0 on success. */
+int cp_nccl_env_push(const cp_nccl_variant_t *v, cp_nccl_env_saved_t *saved);
+/** Restores what cp_nccl_env_push changed (in reverse order). */
+void cp_nccl_env_pop(cp_nccl_env_saved_t *saved);
+
+/** NCCL_VERSION_CODE -> "2.28.9" (both encodings: < 2.9 and later). */
+void cp_nccl_version_string(int code, char *buf, size_t len);
+
+/**
+ * Whether the NCCL in use is NCCLX (Meta's fork with CTran): has_symbol
+ * answers whether the loaded library exports a symbol.  Plain NCCL has none
+ * of the NCCLX-only entry points looked for.
+ */
+int cp_nccl_detect_ncclx(int (*has_symbol)(const char *sym, void *arg), void *arg);
+
+/** ncclResult_t (as int) -> collprof_status_t */
+int cp_nccl_status(int nccl_result);
+/** cudaError_t (as int) -> collprof_status_t */
+int cp_nccl_cuda_status(int cuda_error);
+
+/** collprof dtype -> ncclDataType_t; -1 if NCCL has no exact equivalent. */
+int cp_nccl_dtype(collprof_dtype_t dt);
+size_t cp_nccl_dtype_size(collprof_dtype_t dt);
+/** collprof redop -> ncclRedOp_t; -1 if none. */
+int cp_nccl_redop(collprof_redop_t op);
+
+/** Buffers a send/recv refers to. */
+enum { CP_NCCL_BUF_SEND = 0, CP_NCCL_BUF_RECV = 1, CP_NCCL_BUF_STAGE = 2 };
+
+typedef struct cp_nccl_xfer {
+    int peer;
+    int is_send;
+    int buf;      /* CP_NCCL_BUF_* */
+    size_t off;   /* elements */
+    size_t count; /* elements */
+} cp_nccl_xfer_t;
+
+/**
+ * The grouped send/recv schedule of one operation (alltoall, alltoallv,
+ * gather, scatter, sendrecv) on rank of n: writes at most 2n entries into
+ * out and the number of elements of args->recvbuf to copy into a staging
+ * buffer first (in-place alltoall/alltoallv/sendrecv send from the staged
+ * copy) into *stage_elems.  Returns the number of entries, or -1.
+ */
+int cp_nccl_p2p_plan(const collprof_args_t *args, int rank, int n, cp_nccl_xfer_t *out,
+                     size_t *stage_elems);
+
+/** "allreduce"... */
+const char *cp_nccl_op_name(collprof_op_t op);
+
+#endif /* CP_NCCL_PLAN_H */

@@ -1,0 +1,91 @@
+#!/bin/sh
+# NCCL backend without a GPU (the machines this project builds on): the
+# plugin loads and lists its variants, its initialisation fails on every rank
+# with one "no usable GPU" message, its cells are skipped while MPI's run,
+# and asking for NCCL alone fails clearly.  With a GPU, use make check-gpu
+# (tests/integration/nccl_gpu.sh).
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    skip_all "a GPU is present: make check-gpu tests the NCCL backend on it"
+fi
+export NCCL_SOCKET_IFNAME=lo
+
+# --list: the backend, its library, device memory and its variants
+cp_run --list
+ok $rc "--list: exit status 0"
+sed -n '/^nccl /,/^$/p' "$WORK/out" >"$WORK/list"
+grep -q '^  library: *NCCL [0-9]' "$WORK/list"
+ok $? "--list: nccl with its NCCL version"
+grep -q '^  memory: *device$' "$WORK/list"
+ok $? "--list: nccl works on device memory"
+grep -q '^  dtypes:.* float16 bfloat16 ' "$WORK/list"
+ok $? "--list: float16 and bfloat16 offered"
+for v in ring-ll tree-simple ring-simple+reg ring-ll128+graph nvls-simple pat-simple p2p reg+graph; do
+    grep -q "^    $v  " "$WORK/list"
+    ok $? "--list: variant $v"
+done
+grep -q '^    tree-ll .*\[allreduce\]' "$WORK/list"
+ok $? "--list: tree applies to allreduce only"
+! grep -q -E '^    (pat|nvls|collnetdirect|collnetchain|nvlstree)-ll' "$WORK/list"
+ok $? "--list: CollNet, NVLS and PAT only with the Simple protocol"
+! grep -q '^    ctran-' "$WORK/list"
+ok $? "--list: no CTran variants with plain NCCL"
+
+# NCCL next to MPI: one message, NCCL cells skipped, MPI cells measured, exit 0
+if [ -n "${CP_MPIRUN:-}" ] && [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ]; then
+    d="$WORK/both"
+    mkdir -p "$d"
+    cp_run --np 2 --backends nccl,mpi --ops allreduce --counts 1K -n 3 -w 1 --output-dir "$d"
+    ok $rc "nccl,mpi without a GPU: exit status 0"
+    n=$(grep -c 'no usable GPU' "$WORK/err")
+    [ "$n" -eq 1 ]
+    ok $? "nccl,mpi: 'no usable GPU' printed once on stderr (got $n)"
+    grep -q 'backend nccl skipped: .*no usable GPU: ' "$WORK/err"
+    ok $? "nccl,mpi: the message names the backend and CUDA's reason"
+    s=$(summary_of "$d")
+    grep -q '^backend: *nccl .*NOT INITIALISED: .*no usable GPU' "$s"
+    ok $? "nccl,mpi: summary header records why nccl did not run"
+    awk '/^== nccl \// { n = 1; next } /^== / { n = 0 } n && /AllReduce:/ && !/skipped: / { bad++ }
+         END { exit bad ? 1 : 0 }' "$s"
+    ok $? "nccl,mpi: every nccl cell is skipped"
+    awk '/^== mpi \// { m = 1; next } /^== / { m = 0 }
+         m && /AllReduce:/ { n++; if ($0 !~ /#wrong: 0 /) bad++ } END { exit (n > 0 && !bad) ? 0 : 1 }' "$s"
+    ok $? "nccl,mpi: every mpi cell measured with #wrong 0"
+    grep -q '^result: *PASSED' "$s"
+    ok $? "nccl,mpi: summary says PASSED"
+fi
+
+# NCCL alone: nothing can run, so a clear error and a non-zero exit
+d="$WORK/alone"
+mkdir -p "$d"
+cp_run --np 2 --backends nccl --ops allreduce --counts 1K -n 1 -w 0 --variants default \
+    --output-dir "$d"
+[ "$rc" -ne 0 ]
+ok $? "--backends nccl alone without a GPU: non-zero exit ($rc)"
+grep -q 'no usable GPU' "$WORK/err"
+ok $? "--backends nccl alone: says there is no usable GPU"
+grep -q 'no backend could run' "$WORK/err"
+ok $? "--backends nccl alone: says no backend could run"
+
+# a single rank too (no launcher, no PMIx server): same clean failure
+cp_run --backends nccl --ops barrier -n 1 -w 0 --variants default --output-dir "$d"
+[ "$rc" -ne 0 ] && grep -q 'no usable GPU' "$WORK/err"
+ok $? "one rank, no GPU: clean failure"
+# the profiler wrappers: usage, and a clear error when the tool is missing
+for t in nsys ncu; do
+    w="$COLLPROF_SRCDIR/contrib/profile/collprof-$t.sh"
+    sh "$w" --help >"$WORK/out" 2>&1
+    ok $? "collprof-$t.sh --help: exit status 0"
+    grep -q "^Usage: collprof-$t.sh" "$WORK/out"
+    ok $? "collprof-$t.sh --help: usage"
+    rc=0
+    PATH=/usr/bin:/bin NSYS=no-such-nsys NCU=no-such-ncu sh "$w" -- --np 2 >"$WORK/out" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] && grep -q "no-such-$t not found" "$WORK/out"
+    ok $? "collprof-$t.sh without $t: error naming the tool ($rc)"
+    NSYS=true NCU=true COLLPROF_BIN="$COLLPROF_BIN" sh "$w" --dry-run -- --np 2 --output-dir "$WORK/p" \
+        >"$WORK/out" 2>&1
+    grep -q -- "-o $WORK/p/collprof_${t}_[0-9TZ]* .*collprof --np 2 --output-dir $WORK/p\$" "$WORK/out"
+    ok $? "collprof-$t.sh --dry-run: report named next to collprof's results"
+done
+done_testing

@@ -1,0 +1,68 @@
+#!/bin/sh
+# make check-gpu: the NCCL backend on the GPUs of this machine, one rank per
+# GPU (up to 8): every operation and dtype, in and out of place, then every
+# variant; every result exact (#wrong 0), no failed cell.  Cells NCCL cannot
+# run here (NVLS without NVSwitch, CollNet without a plugin, PAT with several
+# GPUs per node...) are reported "unsupported" and allowed.  Exits 77 (skip)
+# when the plugin was not built or no GPU is usable.
+: "${COLLPROF_BIN:?run through make check-gpu}"
+# every variant on every op takes a while: longer than lib.sh's default bound
+CP_TIMEOUT=${CP_TIMEOUT:-1800}
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
+ngpu=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+fi
+[ "$ngpu" -gt 0 ] || skip_all "no usable GPU (nvidia-smi lists none)"
+np=$ngpu
+[ "$np" -le 8 ] || np=8
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
+echo "# $np rank(s), one GPU each"
+
+# 1. every op and dtype with the library's own algorithm, in and out of place
+d="$WORK/ops"
+mkdir -p "$d"
+cp_run --np "$np" --backends nccl --variants default --ops all --dtype all --counts 4K,1M \
+    --inplace both -n 5 -w 2 --output-dir "$d"
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+check_clean_run "$d" "nccl --np $np: every op and dtype, in and out of place"
+
+# 2. every reduction on the reducing ops
+d="$WORK/redops"
+mkdir -p "$d"
+cp_run --np "$np" --backends nccl --variants default --ops allreduce,reduce,reducescatter \
+    --dtype int32,float16,bfloat16,float32,float64 --redop all --counts 64K -n 3 -w 1 \
+    --output-dir "$d"
+check_clean_run "$d" "nccl --np $np: every reduction"
+
+# 3. every variant (algorithm x protocol, +reg, +graph, p2p), two dtypes
+d="$WORK/variants"
+mkdir -p "$d"
+cp_run --np "$np" --backends nccl --variants all --ops all --dtype float32,bfloat16 \
+    --counts 4K,4M --inplace both -n 5 -w 2 --output-dir "$d"
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+check_clean_run "$d" "nccl --np $np: every variant"
+s=$(summary_of "$d")
+for v in ring-simple ring-ll ring-ll128 tree-simple reg graph reg+graph p2p p2p+graph; do
+    awk -v v="$v" '$0 == "== nccl / " v " ==" { m = 1; next } /^== / { m = 0 }
+        m && /#wrong: 0 / { n++ } END { exit n > 0 ? 0 : 1 }' "$s"
+    ok $? "nccl --np $np: variant $v measured with exact results"
+done
+n=$(grep -c 'unsupported' "$s" 2>/dev/null)
+echo "# $n cell(s) unsupported on this machine:"
+grep 'unsupported' "$s" 2>/dev/null | sed 's/^/#   /' | sort | uniq -c | head -n 20
+
+# 4. a graph replay and registered buffers under nsys, when it is installed
+if command -v nsys >/dev/null 2>&1; then
+    d="$WORK/nsys"
+    mkdir -p "$d"
+    rc=0
+    timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_SRCDIR/contrib/profile/collprof-nsys.sh" \
+        --output-dir "$d" -- --np "$np" --backends nccl --variants reg+graph \
+        --ops allreduce --counts 1M -n 5 -w 1 >"$WORK/out" 2>"$WORK/err" || rc=$?
+    ok $rc "collprof-nsys.sh: profiled run"
+    ls "$d"/*.nsys-rep >/dev/null 2>&1
+    ok $? "collprof-nsys.sh: report written next to the results"
+fi
+done_testing
