@@ -54,7 +54,7 @@
 #endif
 
 #define OFI_ERR_LEN            768
-#define OFI_MAX_CH             16
+#define OFI_MAX_CH             64 /* collprof --ofi-channels checks 1..64 too */
 #define OFI_ADDR_MAX           256
 #define OFI_DEF_CH             4
 #define OFI_CHUNK_MAX          ((size_t)1 << 30)
@@ -70,6 +70,8 @@ enum { M_SINGLE = 0, M_MULTI = 1, M_RR = 2 };
 
 static char ofi_global_err[OFI_ERR_LEN];
 static char ofi_libversion[64];
+/* link rate of the provider in use (set by init), Gbit/s; < 0 = no init yet */
+static double ofi_link_in_use = -1.0;
 
 /* remote view of one peer's buffer and of its companion scratch */
 typedef struct ofi_rbuf {
@@ -174,6 +176,8 @@ static double ofi_now(void)
 
 /* ---- query ---------------------------------------------------------------- */
 
+static double ofi_default_link_gbps(void);
+
 static int ofi_query(collprof_caps_t *caps)
 {
     uint32_t v = fi_version();
@@ -189,6 +193,9 @@ static int ofi_query(collprof_caps_t *caps)
     caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     caps->variants = ofi_variants;
     caps->nvariants = sizeof(ofi_variants) / sizeof(ofi_variants[0]);
+    if (COLLPROF_CAPS_HAS(caps, link_gbps)) {
+        caps->link_gbps = ofi_link_in_use >= 0 ? ofi_link_in_use : ofi_default_link_gbps();
+    }
     return COLLPROF_OK;
 }
 
@@ -255,6 +262,39 @@ static void ofi_list_providers(char *out, size_t len)
     }
     fi_freeinfo(list);
     fi_freeinfo(h);
+}
+
+/* Gbit/s from an entry's NIC link attributes (speed in bit/s), 0 when not reported */
+static double ofi_info_link_gbps(const struct fi_info *i)
+{
+    if (i == NULL || i->nic == NULL || i->nic->link_attr == NULL) {
+        return 0.0;
+    }
+    return (double)i->nic->link_attr->speed / 1e9;
+}
+
+/*
+ * Before init (--list): the link of the first usable entry of $FI_PROVIDER,
+ * else of shm (the one-node default).  After init, query reports the
+ * provider actually opened instead.
+ */
+static double ofi_default_link_gbps(void)
+{
+    const char *prov = getenv("FI_PROVIDER");
+    struct fi_info *h = ofi_hints(prov != NULL && prov[0] != '\0' ? prov : "shm"), *list = NULL;
+    double g = 0.0;
+    if (h != NULL &&
+        fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, h, &list) == 0) {
+        for (struct fi_info *i = list; i != NULL; i = i->next) {
+            if (ofi_usable(i)) {
+                g = ofi_info_link_gbps(i);
+                break;
+            }
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(h);
+    return g;
 }
 
 /* ---- completions ------------------------------------------------------------ */
@@ -1096,25 +1136,38 @@ static void ofi_teardown(ofi_ctx_t *ctx)
     free(ctx);
 }
 
-/* what each rank publishes at init */
+/* what each rank publishes at init: this header, then nch ofi_xaddr_t */
 typedef struct ofi_xinit {
     int32_t ok;
     int32_t nch;
     uint64_t ctrl_addr, ctrl_key;
-    uint64_t addrlen[OFI_MAX_CH];
-    char addr[OFI_MAX_CH][OFI_ADDR_MAX];
 } ofi_xinit_t;
 
-/* everything local: provider, domain, endpoints, control area */
-static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
+typedef struct ofi_xaddr {
+    uint64_t len;
+    char addr[OFI_ADDR_MAX];
+} ofi_xaddr_t;
+
+static size_t ofi_xlen(int nch)
+{
+    return sizeof(ofi_xinit_t) + (size_t)nch * sizeof(ofi_xaddr_t);
+}
+
+static ofi_xaddr_t *ofi_xaddr(void *x, int c)
+{
+    return (ofi_xaddr_t *)(void *)((char *)x + sizeof(ofi_xinit_t)) + c;
+}
+
+/*
+ * Provider name and channel count from the options; the same on every rank
+ * (same options), so the exchange record has the same size everywhere even
+ * when this fails.
+ */
+static int ofi_options(ofi_ctx_t *ctx)
 {
     const collprof_host_t *h = ctx->host;
     const char *prov = h->get_option ? h->get_option("ofi-provider") : NULL;
     const char *chs = h->get_option ? h->get_option("ofi-channels") : NULL;
-    const char *node = NULL;
-    uint64_t flags = 0;
-    struct fi_info *hints;
-    int r, n = ctx->n;
 
     if (prov == NULL || prov[0] == '\0') {
         prov = getenv("FI_PROVIDER");
@@ -1133,6 +1186,19 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
         }
         ctx->nch = (int)v;
     }
+    return COLLPROF_OK;
+}
+
+/* everything local: provider, domain, endpoints, control area */
+static int ofi_setup(ofi_ctx_t *ctx, void *mine)
+{
+    const collprof_host_t *h = ctx->host;
+    const char *prov = ctx->prov;
+    const char *node = NULL;
+    uint64_t flags = 0;
+    struct fi_info *hints;
+    int r, n = ctx->n;
+
     /* one node and a socket provider: keep the traffic on loopback */
     if (h->nnodes <= 1 && strcmp(prov, "shm") != 0 && getenv("FI_TCP_IFACE") == NULL &&
         getenv("FI_SOCKETS_IFACE") == NULL) {
@@ -1210,10 +1276,10 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
         if ((r = fi_enable(ctx->ep[c])) != 0) {
             return ofi_fail(ctx, "fi_enable", r);
         }
-        if ((r = fi_getname(&ctx->ep[c]->fid, mine->addr[c], &al)) != 0) {
+        if ((r = fi_getname(&ctx->ep[c]->fid, ofi_xaddr(mine, c)->addr, &al)) != 0) {
             return ofi_fail(ctx, "fi_getname", r);
         }
-        mine->addrlen[c] = al;
+        ofi_xaddr(mine, c)->len = al;
     }
     if (posix_memalign((void **)&ctx->ctrl, 4096, (size_t)n * 16u) != 0) {
         ctx->ctrl = NULL;
@@ -1225,21 +1291,22 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
     if (r != COLLPROF_OK) {
         return r;
     }
-    mine->ctrl_addr = ctx->virt ? (uint64_t)(uintptr_t)ctx->ctrl : 0;
-    mine->ctrl_key = fi_mr_key(ctx->ctrl_mr);
-    mine->nch = ctx->nch;
-    mine->ok = 1;
+    ofi_xinit_t *x = mine;
+    x->ctrl_addr = ctx->virt ? (uint64_t)(uintptr_t)ctx->ctrl : 0;
+    x->ctrl_key = fi_mr_key(ctx->ctrl_mr);
+    x->nch = ctx->nch;
+    x->ok = 1;
     return COLLPROF_OK;
 }
 
 static int ofi_init(const collprof_host_t *host, void **out)
 {
     ofi_ctx_t *ctx = calloc(1, sizeof(*ctx));
-    ofi_xinit_t *mine = calloc(1, sizeof(*mine)), *all = NULL;
+    char *mine = NULL, *all = NULL;
     int rc = COLLPROF_OK, n;
-    if (ctx == NULL || mine == NULL || host == NULL) {
+    size_t xlen;
+    if (ctx == NULL || host == NULL) {
         free(ctx);
-        free(mine);
         ofi_set_error(NULL, "out of memory");
         return COLLPROF_ERR_NO_MEMORY;
     }
@@ -1251,14 +1318,17 @@ static int ofi_init(const collprof_host_t *host, void **out)
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
         ctx->mode[op] = M_RR;
     }
-    all = calloc((size_t)n, sizeof(*all));
+    int orc0 = ofi_options(ctx); /* sets nch (also when it fails) */
+    xlen = ofi_xlen(ctx->nch);
+    mine = calloc(1, xlen);
+    all = calloc((size_t)n, xlen);
     ctx->addr = calloc((size_t)n * OFI_MAX_CH, sizeof(fi_addr_t));
     ctx->peer_ctrl_addr = calloc((size_t)n, sizeof(uint64_t));
     ctx->peer_ctrl_key = calloc((size_t)n, sizeof(uint64_t));
     ctx->got_ready = calloc((size_t)n, 1);
     ctx->rpayload = calloc((size_t)n, sizeof(uint64_t));
     ctx->sends = calloc((size_t)n * 2u + 2u, sizeof(ofi_send_t));
-    int oom = !all || !ctx->addr || !ctx->peer_ctrl_addr || !ctx->peer_ctrl_key ||
+    int oom = !mine || !all || !ctx->addr || !ctx->peer_ctrl_addr || !ctx->peer_ctrl_key ||
               !ctx->got_ready || !ctx->rpayload || !ctx->sends;
     for (int k = 0; k < K_NKINDS; k++) {
         ctx->cnt[k] = calloc((size_t)n, sizeof(uint64_t));
@@ -1268,32 +1338,36 @@ static int ofi_init(const collprof_host_t *host, void **out)
     if (oom) {
         rc = COLLPROF_ERR_NO_MEMORY;
         ofi_set_error(ctx, "out of memory");
+    } else if (orc0 != COLLPROF_OK) {
+        rc = orc0;
     } else {
         rc = ofi_setup(ctx, mine);
     }
-    if (all == NULL) { /* cannot take part in the exchange at all */
+    if (all == NULL || mine == NULL) { /* cannot take part in the exchange at all */
         ofi_set_error(NULL, "out of memory");
         free(mine);
         ofi_teardown(ctx);
         return COLLPROF_ERR_NO_MEMORY;
     }
     /* always collective, so a rank that failed locally never strands the others */
-    int orc = host->oob_allgather(mine, all, sizeof(*mine));
+    int orc = host->oob_allgather(mine, all, xlen);
     if (orc != 0 && rc == COLLPROF_OK) {
         rc = COLLPROF_ERR_BOOTSTRAP;
         ofi_set_error(ctx, "oob_allgather of endpoint addresses failed (%d)", orc);
     }
     for (int q = 0; q < n && rc == COLLPROF_OK; q++) {
-        if (!all[q].ok || all[q].nch != ctx->nch) {
+        const ofi_xinit_t *xq = (const ofi_xinit_t *)(const void *)(all + (size_t)q * xlen);
+        if (!xq->ok || xq->nch != ctx->nch) {
             rc = COLLPROF_ERR_BACKEND;
             ofi_set_error(ctx, "rank %d could not set up libfabric provider '%s'", q, ctx->prov);
             break;
         }
-        ctx->peer_ctrl_addr[q] = all[q].ctrl_addr;
-        ctx->peer_ctrl_key[q] = all[q].ctrl_key;
+        ctx->peer_ctrl_addr[q] = xq->ctrl_addr;
+        ctx->peer_ctrl_key[q] = xq->ctrl_key;
         for (int c = 0; c < ctx->nch && rc == COLLPROF_OK; c++) {
             fi_addr_t *fa = &ctx->addr[(size_t)q * (size_t)ctx->nch + (size_t)c];
-            int r = fi_av_insert(ctx->av, all[q].addr[c], 1, fa, 0, NULL);
+            int r =
+                fi_av_insert(ctx->av, ofi_xaddr(all + (size_t)q * xlen, c)->addr, 1, fa, 0, NULL);
             if (r != 1) {
                 rc = ofi_fail(ctx, "fi_av_insert", r < 0 ? r : -FI_EINVAL);
             }
@@ -1306,13 +1380,14 @@ static int ofi_init(const collprof_host_t *host, void **out)
         ofi_teardown(ctx);
         return rc;
     }
+    ofi_link_in_use = ofi_info_link_gbps(ctx->info);
     if (host->log != NULL && host->rank == 0) {
         host->log(COLLPROF_LOG_INFO,
                   "ofi: provider %s, fabric %s, domain %s, %d channel(s), mr_mode 0x%llx, "
-                  "inject %zu",
+                  "inject %zu, link %.1f Gbit/s (0 = not reported)",
                   ctx->info->fabric_attr->prov_name, ctx->info->fabric_attr->name,
                   ctx->info->domain_attr->name, ctx->nch, (unsigned long long)ctx->mr_mode,
-                  ctx->inject);
+                  ctx->inject, ofi_link_in_use);
     }
     *out = ctx;
     return COLLPROF_OK;

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "output/format.h"
+#include "output/study.h"
 #include "slurm/slurm_meta.h"
 #ifdef CP_HAVE_HDF5
 #include "output/h5writer.h"
@@ -32,7 +33,53 @@ struct cp_summary {
     cp_format_state_t fmt;
     int counts[6]; /* per cp_cell_status_t */
     uint64_t wrong;
+    collprof_result_row_t *study; /* the ofi alltoall rows, for the study table */
+    size_t nstudy, capstudy;
 };
+
+/* The RMA-write all-to-all study (src/output/study.h) of these backend/op rows. */
+#define CP_STUDY_BACKEND "ofi"
+#define CP_STUDY_OP      "alltoall"
+
+static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
+{
+    if (strcmp(row->backend, CP_STUDY_BACKEND) != 0 || strcmp(row->op, CP_STUDY_OP) != 0) {
+        return;
+    }
+    if (s->nstudy == s->capstudy) {
+        size_t cap = s->capstudy ? s->capstudy * 2 : 16;
+        collprof_result_row_t *g = realloc(s->study, cap * sizeof(*g));
+        if (g == NULL) {
+            return; /* the table is a convenience: the rows are in the file */
+        }
+        s->study = g;
+        s->capstudy = cap;
+    }
+    s->study[s->nstudy++] = *row;
+}
+
+static void print_study(cp_summary_t *s)
+{
+    const cp_run_info_t *ri = s->ri;
+    double link = 0;
+    const char *from = NULL;
+    for (int i = 0; i < ri->nplugins; i++) {
+        if (!strcmp(ri->plugins[i].name, CP_STUDY_BACKEND) && ri->plugins[i].caps.link_gbps > 0) {
+            link = ri->plugins[i].caps.link_gbps;
+            from = "reported by the provider";
+        }
+    }
+    if (!(link > 0) && ri->opt->link_gbps > 0) {
+        link = ri->opt->link_gbps;
+        from = "--link-gbps";
+    }
+    if (s->nstudy == 0) {
+        return;
+    }
+    fprintf(s->f, "\n== RMA-write all-to-all study (%s %s, every variant) ==\n", CP_STUDY_BACKEND,
+            CP_STUDY_OP);
+    cp_study_print(s->f, s->study, s->nstudy, CP_STUDY_BACKEND, CP_STUDY_OP, link, from);
+}
 
 const char *cp_output_dir(const cp_options_t *opt)
 {
@@ -160,9 +207,17 @@ static void print_header(cp_summary_t *s)
         if (!(ri->plan->plugins_used & (1u << (unsigned)i))) {
             continue;
         }
-        fprintf(f, "backend:    %s %s (%s)%s%s\n", p->name, p->be ? p->be->version : "?",
-                p->caps.library_version ? p->caps.library_version : "?",
+        char link[64] = "";
+        if (p->caps.link_gbps > 0) {
+            snprintf(link, sizeof(link), ", link %g Gbit/s", p->caps.link_gbps);
+        }
+        fprintf(f, "backend:    %s %s (%s%s)%s%s\n", p->name, p->be ? p->be->version : "?",
+                p->caps.library_version ? p->caps.library_version : "?", link,
                 p->ctx ? "" : " NOT INITIALISED: ", p->ctx ? "" : p->error);
+    }
+    if (ri->opt->link_gbps > 0) {
+        fprintf(f, "link:       %g Gbit/s (--link-gbps; used where a backend reports none)\n",
+                ri->opt->link_gbps);
     }
     fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
             ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
@@ -254,6 +309,7 @@ void cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp
     s->counts[r->status]++;
     s->wrong += r->wrong;
     cp_format_summary_row(&s->fmt, row, f);
+    keep_study_row(s, row);
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {
         fprintf(f, "    bytes sent/received per rank:");
         for (int q = 0; q < r->nranks; q++) {
@@ -279,6 +335,7 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
 {
     char iso[64];
     cp_utc_iso(iso, sizeof(iso));
+    print_study(s);
     fprintf(s->f, "\n== totals ==\n");
     fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
             s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
@@ -300,6 +357,7 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
         printf("# results: %s\n", s->h5path);
     }
     fflush(stdout);
+    free(s->study);
     free(s);
 }
 
