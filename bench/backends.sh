@@ -26,8 +26,8 @@ right before and right after the collprof run; the better of the two medians
 is the yardstick).
 
   --np N               ranks (default: 4)
-  -n, --iters N        timed iterations per cell (default: 10)
-  -w, --warmup N       warm-up iterations per cell (default: 2)
+  -n, --iters N        timed iterations per cell (default: 20)
+  -w, --warmup N       warm-up iterations per cell (default: 3)
   --memcpy-iters N     timed copies per size for memcpy_bw (default: 10)
   --thp | --no-thp     memcpy_bw buffers with MADV_HUGEPAGE / MADV_NOHUGEPAGE
                        (default: no madvise, like collprof's buffers)
@@ -58,8 +58,8 @@ bad_usage() {
 }
 
 NP=4
-ITERS=10
-WARMUP=2
+ITERS=20
+WARMUP=3
 MC_ITERS=10
 THP=
 COLLPROF_BIN=${COLLPROF:-}
@@ -150,6 +150,7 @@ backends=ofi variants=single,multichannel,roundrobin ops=alltoall bytes=$(echo "
 EOF
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 t0=$(date +%s)
 # shellcheck disable=SC2086 # $THP is empty or one word
 "$MC_BIN" -n "$MC_ITERS" $THP $STUDY_SIZES >"$OUT/memcpy_before.txt" ||
@@ -161,6 +162,7 @@ rc=0
 "$MC_BIN" -n "$MC_ITERS" $THP $STUDY_SIZES >"$OUT/memcpy_after.txt" ||
     die "memcpy_bw failed"
 t1=$(date +%s)
+load_after=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 H5=$(ls "$OUT"/collprof_*.h5 2>/dev/null | head -n 1)
 [ -n "$H5" ] || die "collprof wrote no result file (exit $rc): $(tail -n 3 "$OUT/collprof.err")"
 "$REPORT_BIN" export --csv "$H5" -o "$OUT/cells.csv" || die "collprof-report export failed"
@@ -181,6 +183,8 @@ SUMMARY=${H5%.h5}.txt
     echo "#   backends: default variant each (the library's own choice; ofi: roundrobin)"
     echo "# policy (memcpy): $(sed -n 's/^# memcpy_bw: //p' "$OUT/memcpy_before.txt"); measured before and"
     echo "#   after the collprof run, the better median of the two is used"
+    echo "# load average: ${load_before:-?} before, ${load_after:-?} after (this benchmark alone adds" \
+        "about $NP while it runs; more means other work shared the CPUs)"
 } >"$OUT/report.txt"
 
 awk -v memcpy_before="$OUT/memcpy_before.txt" -v memcpy_after="$OUT/memcpy_after.txt" '
