@@ -177,6 +177,9 @@ typedef struct collprof_caps {
     double link_gbps;
 } collprof_caps_t;
 
+/** sizeof(collprof_caps_t) before any append: the least a plugin accepts in caps->size. */
+#define COLLPROF_CAPS_SIZE_V1 offsetof(collprof_caps_t, link_gbps)
+
 /** Does caps->size (set by the caller) cover field? */
 #define COLLPROF_CAPS_HAS(caps, field)                                                             \
     ((caps)->size >= offsetof(collprof_caps_t, field) + sizeof((caps)->field))

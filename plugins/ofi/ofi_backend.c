@@ -229,6 +229,11 @@ static double ofi_default_link_gbps(void);
 static int ofi_query(collprof_caps_t *caps)
 {
     uint32_t v = fi_version();
+    if (caps == NULL || caps->size < COLLPROF_CAPS_SIZE_V1) {
+        ofi_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu",
+                      caps ? caps->size : 0, (size_t)COLLPROF_CAPS_SIZE_V1);
+        return COLLPROF_ERR_ABI;
+    }
     snprintf(ofi_libversion, sizeof(ofi_libversion), "libfabric %u.%u", FI_MAJOR(v), FI_MINOR(v));
     caps->library_version = ofi_libversion;
     caps->ops = OFI_VOPS | COLLPROF_BIT(COLLPROF_OP_BARRIER);
@@ -1483,7 +1488,7 @@ static int ofi_setup(ofi_ctx_t *ctx, void *mine)
         ofi_list_providers(list, sizeof(list));
         ofi_set_error(ctx,
                       "provider '%s' unusable (no RDM RMA write with CQ data; %s); usable "
-                      "providers: %s (-B ofi-provider=NAME)",
+                      "providers: %s (--ofi-provider NAME)",
                       prov, r != 0 ? fi_strerror(-r) : "no suitable entry", list);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
