@@ -36,7 +36,8 @@ static const cp_options_t *g_opt;
 static const char *host_get_option(const char *key)
 {
     size_t kl = strlen(key);
-    for (int i = 0; i < g_opt->nbackend_opts; i++) {
+    /* the last one wins: --ofi-provider after -B ofi-provider=... and the other way round */
+    for (int i = g_opt->nbackend_opts - 1; i >= 0; i--) {
         if (!strncmp(g_opt->backend_opts[i], key, kl) && g_opt->backend_opts[i][kl] == '=') {
             return g_opt->backend_opts[i] + kl + 1;
         }
@@ -186,6 +187,11 @@ static void print_list(const cp_plugin_t *plugins, int n)
                 printf(" %s", mem[m]);
             }
         }
+        if (p->caps.link_gbps > 0) {
+            printf("\n  link:        %g Gbit/s (reported by the transport)", p->caps.link_gbps);
+        } else {
+            printf("\n  link:        not reported (give --link-gbps X for %%-of-link figures)");
+        }
         printf("\n  variants:\n    %-24s %s\n", "default", "the library's own choice");
         for (size_t v = 0; v < p->caps.nvariants; v++) {
             const collprof_variant_t *var = &p->caps.variants[v];
@@ -309,6 +315,13 @@ static int init_backends(cp_plugin_t *plugins, int n, const cp_plan_t *plan, con
         }
         p->ctx = ctx;
         usable++;
+        /* again now that the plugin knows its transport (the link rate in use) */
+        collprof_caps_t caps;
+        memset(&caps, 0, sizeof(caps));
+        caps.size = sizeof(caps);
+        if (p->be->query(&caps) == COLLPROF_OK) {
+            p->caps = caps;
+        }
         cp_log(CP_LOG_INFO, "backend %s: ready", p->name);
     }
     return usable;

@@ -160,7 +160,29 @@ typedef struct collprof_caps {
     uint32_t memtypes;                  /**< COLLPROF_BIT(collprof_memtype_t) */
     const collprof_variant_t *variants; /**< "default" is implied, not listed */
     size_t nvariants;
+    /*
+     * Appended fields.  The caller sets size to the sizeof(collprof_caps_t)
+     * it was built with and zeroes the struct; a plugin writes an appended
+     * field only when size covers it (COLLPROF_CAPS_HAS(caps, field)), so a
+     * newer plugin works with an older core and the other way round.  Such
+     * an append keeps COLLPROF_PLUGIN_ABI_VERSION.
+     */
+    /**
+     * Link rate of the transport in Gbit/s (1e9 bit/s), 0 = unknown.  Before
+     * init() it may describe the provider/NIC the plugin would pick by
+     * default; the core queries again after a successful init() and then it
+     * must describe the link actually in use (libfabric:
+     * fi_info->nic->link_attr->speed / 1e9).
+     */
+    double link_gbps;
 } collprof_caps_t;
+
+/** sizeof(collprof_caps_t) before any append: the least a plugin accepts in caps->size. */
+#define COLLPROF_CAPS_SIZE_V1 offsetof(collprof_caps_t, link_gbps)
+
+/** Does caps->size (set by the caller) cover field? */
+#define COLLPROF_CAPS_HAS(caps, field)                                                             \
+    ((caps)->size >= offsetof(collprof_caps_t, field) + sizeof((caps)->field))
 
 /** One operation to perform. */
 typedef struct collprof_args {

@@ -697,9 +697,9 @@ int gl_query(collprof_caps_t *caps)
         set_error(nullptr, "query: caps is NULL");
         return COLLPROF_ERR_INVALID;
     }
-    if (caps->size < sizeof(collprof_caps_t)) {
-        set_error(nullptr, "query: caps->size %zu is smaller than this plugin's %zu", caps->size,
-                  sizeof(collprof_caps_t));
+    if (caps->size < COLLPROF_CAPS_SIZE_V1) {
+        set_error(nullptr, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
+                  static_cast<size_t>(COLLPROF_CAPS_SIZE_V1));
         return COLLPROF_ERR_ABI;
     }
     if (!g_libversion[0]) {
@@ -718,7 +718,8 @@ int gl_query(collprof_caps_t *caps)
     c.memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     c.variants = gl_variants;
     c.nvariants = kNumVariants;
-    memcpy(caps, &c, sizeof(c));
+    /* an older core's struct may end before the appended fields (zeroed here) */
+    memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;
 }
 

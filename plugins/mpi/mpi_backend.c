@@ -395,9 +395,9 @@ static int mpi_be_query(collprof_caps_t *caps)
         mpi_be_set_error(NULL, "query: caps is NULL");
         return COLLPROF_ERR_INVALID;
     }
-    if (caps->size < sizeof(collprof_caps_t)) {
-        mpi_be_set_error(NULL, "query: caps->size %zu is smaller than this plugin's %zu",
-                         caps->size, sizeof(collprof_caps_t));
+    if (caps->size < COLLPROF_CAPS_SIZE_V1) {
+        mpi_be_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
+                         (size_t)COLLPROF_CAPS_SIZE_V1);
         return COLLPROF_ERR_ABI;
     }
     mpi_be_library_version();
@@ -419,7 +419,8 @@ static int mpi_be_query(collprof_caps_t *caps)
     c.memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     c.variants = mpi_be.nvariants ? mpi_be.variants : NULL;
     c.nvariants = mpi_be.nvariants;
-    memcpy(caps, &c, sizeof(c));
+    /* an older core's struct may end before the appended fields (zeroed here) */
+    memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;
 }
 

@@ -214,6 +214,11 @@ static void nb_prepare_plan(void)
 
 static int nb_query(collprof_caps_t *caps)
 {
+    if (caps->size < COLLPROF_CAPS_SIZE_V1) { /* fields appended later are left alone */
+        nb_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
+                     (size_t)COLLPROF_CAPS_SIZE_V1);
+        return COLLPROF_ERR_ABI;
+    }
     nb_prepare_plan();
     caps->library_version = nb_libversion;
     caps->ops = 0;

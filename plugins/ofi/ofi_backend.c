@@ -29,6 +29,20 @@
  * reduction slots and in-place staging); it is called in the same order
  * on every rank, so it exchanges base addresses and keys with one
  * oob_allgather.  run() only looks registrations up.
+ *
+ * Device memory (built with CUDA, configure --with-ofi-cuda): when the CUDA
+ * runtime sees a GPU, query offers COLLPROF_MEM_DEVICE and init asks the
+ * provider for FI_HMEM (falling back to host memory only when it has
+ * none).  Device buffers come from cudaMalloc and are registered with
+ * fi_mr_regattr (iface FI_HMEM_CUDA, the rank's device); where libfabric
+ * has FI_MR_DMABUF (>= 1.20) and the driver exports a dma-buf for the range
+ * (cuMemGetHandleForAddressRange, a driver API function looked up with
+ * dlopen("libcuda.so.1") at run time: the plugin links only -lcudart), the
+ * registration goes through the dma-buf first.  Local copies in run() use
+ * cudaMemcpy; reductions (allreduce, reducescatter, reduce) are done on the
+ * host and are therefore not supported on device memory.  Without a GPU
+ * (cudaGetDeviceCount fails, e.g. cudaErrorInsufficientDriver without a
+ * driver) nothing of this is used and DEVICE is not offered.
  */
 
 #include <errno.h>
@@ -39,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -49,12 +64,17 @@
 
 #include <collprof/plugin.h>
 
+#ifdef CP_OFI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#endif
+
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
 #endif
 
 #define OFI_ERR_LEN            768
-#define OFI_MAX_CH             16
+#define OFI_MAX_CH             64 /* collprof --ofi-channels checks 1..64 too */
 #define OFI_ADDR_MAX           256
 #define OFI_DEF_CH             4
 #define OFI_CHUNK_MAX          ((size_t)1 << 30)
@@ -70,6 +90,30 @@ enum { M_SINGLE = 0, M_MULTI = 1, M_RR = 2 };
 
 static char ofi_global_err[OFI_ERR_LEN];
 static char ofi_libversion[64];
+/* link rate of the provider in use (set by init), Gbit/s; < 0 = no init yet */
+static double ofi_link_in_use = -1.0;
+/* device memory usable with the provider in use (set by init); < 0 = no init yet */
+static int ofi_hmem_in_use = -1;
+static int ofi_ngpus = -1; /* cached cudaGetDeviceCount, 0 on any error */
+
+/* GPUs the CUDA runtime sees; 0 without CUDA support, a driver or a device */
+static int ofi_gpu_count(void)
+{
+#ifdef CP_OFI_HAVE_CUDA
+    if (ofi_ngpus < 0) {
+        int n = 0; /* left unwritten on errors such as cudaErrorInsufficientDriver */
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n < 0) {
+            n = 0;
+            (void)cudaGetLastError(); /* clear it */
+        }
+        ofi_ngpus = n;
+    }
+    return ofi_ngpus;
+#else
+    ofi_ngpus = 0;
+    return 0;
+#endif
+}
 
 /* remote view of one peer's buffer and of its companion scratch */
 typedef struct ofi_rbuf {
@@ -86,6 +130,7 @@ typedef struct ofi_buf {
     struct fid_mr *mr, *smr;
     void *desc, *sdesc;
     ofi_rbuf_t *peer; /* [nranks] */
+    int dev;          /* base and scr are device memory */
 } ofi_buf_t;
 
 /* one write (or a striped set of writes) to post in a run */
@@ -132,6 +177,11 @@ typedef struct ofi_ctx {
     ofi_send_t *sends;  /* [2n + 2] */
     int mode[COLLPROF_OP_COUNT];
     ofi_buf_t *bufs;
+    int hmem;     /* the provider took FI_HMEM: device buffers can be registered */
+    int cuda_dev; /* this rank's CUDA device */
+    int dmabuf;   /* still worth trying dma-buf registration */
+    int cur_dev;  /* the current run() is on device memory */
+    int copy_err; /* a cudaMemcpy in the current run() failed */
     char err[OFI_ERR_LEN];
 } ofi_ctx_t;
 
@@ -174,9 +224,16 @@ static double ofi_now(void)
 
 /* ---- query ---------------------------------------------------------------- */
 
+static double ofi_default_link_gbps(void);
+
 static int ofi_query(collprof_caps_t *caps)
 {
     uint32_t v = fi_version();
+    if (caps == NULL || caps->size < COLLPROF_CAPS_SIZE_V1) {
+        ofi_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu",
+                      caps ? caps->size : 0, (size_t)COLLPROF_CAPS_SIZE_V1);
+        return COLLPROF_ERR_ABI;
+    }
     snprintf(ofi_libversion, sizeof(ofi_libversion), "libfabric %u.%u", FI_MAJOR(v), FI_MINOR(v));
     caps->library_version = ofi_libversion;
     caps->ops = OFI_VOPS | COLLPROF_BIT(COLLPROF_OP_BARRIER);
@@ -187,8 +244,15 @@ static int ofi_query(collprof_caps_t *caps)
     caps->redops = COLLPROF_BIT(COLLPROF_REDOP_SUM) | COLLPROF_BIT(COLLPROF_REDOP_PROD) |
                    COLLPROF_BIT(COLLPROF_REDOP_MIN) | COLLPROF_BIT(COLLPROF_REDOP_MAX);
     caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
+    /* before init: a GPU is seen; after init: the provider took FI_HMEM too */
+    if (ofi_hmem_in_use >= 0 ? ofi_hmem_in_use : ofi_gpu_count() > 0) {
+        caps->memtypes |= COLLPROF_BIT(COLLPROF_MEM_DEVICE);
+    }
     caps->variants = ofi_variants;
     caps->nvariants = sizeof(ofi_variants) / sizeof(ofi_variants[0]);
+    if (COLLPROF_CAPS_HAS(caps, link_gbps)) {
+        caps->link_gbps = ofi_link_in_use >= 0 ? ofi_link_in_use : ofi_default_link_gbps();
+    }
     return COLLPROF_OK;
 }
 
@@ -255,6 +319,39 @@ static void ofi_list_providers(char *out, size_t len)
     }
     fi_freeinfo(list);
     fi_freeinfo(h);
+}
+
+/* Gbit/s from an entry's NIC link attributes (speed in bit/s), 0 when not reported */
+static double ofi_info_link_gbps(const struct fi_info *i)
+{
+    if (i == NULL || i->nic == NULL || i->nic->link_attr == NULL) {
+        return 0.0;
+    }
+    return (double)i->nic->link_attr->speed / 1e9;
+}
+
+/*
+ * Before init (--list): the link of the first usable entry of $FI_PROVIDER,
+ * else of shm (the one-node default).  After init, query reports the
+ * provider actually opened instead.
+ */
+static double ofi_default_link_gbps(void)
+{
+    const char *prov = getenv("FI_PROVIDER");
+    struct fi_info *h = ofi_hints(prov != NULL && prov[0] != '\0' ? prov : "shm"), *list = NULL;
+    double g = 0.0;
+    if (h != NULL &&
+        fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, h, &list) == 0) {
+        for (struct fi_info *i = list; i != NULL; i = i->next) {
+            if (ofi_usable(i)) {
+                g = ofi_info_link_gbps(i);
+                break;
+            }
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(h);
+    return g;
 }
 
 /* ---- completions ------------------------------------------------------------ */
@@ -466,9 +563,109 @@ static ofi_buf_t *ofi_find(ofi_ctx_t *ctx, const void *p)
     return NULL;
 }
 
-static int ofi_reg(ofi_ctx_t *ctx, void *p, size_t len, struct fid_mr **mr, void **desc)
+#if defined(CP_OFI_HAVE_CUDA) && defined(FI_MR_DMABUF)
+/* cuMemGetHandleForAddressRange from the driver, or NULL (no driver, too old) */
+typedef int (*ofi_cu_range_fn)(void *handle, unsigned long long dptr, size_t size, int type,
+                               unsigned long long flags);
+#define OFI_CU_DMA_BUF_FD 1 /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */
+
+static ofi_cu_range_fn ofi_cu_range(void)
+{
+    static int tried;
+    static ofi_cu_range_fn fn;
+    if (!tried) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        void *sym = h != NULL ? dlsym(h, "cuMemGetHandleForAddressRange") : NULL;
+        tried = 1;
+        memcpy(&fn, &sym, sizeof(fn)); /* object to function pointer, as dlsym needs */
+    }
+    return fn;
+}
+
+/* dma-buf registration of a device range; nonzero when it did not work (fall back) */
+static int ofi_reg_dmabuf(ofi_ctx_t *ctx, struct fi_mr_attr *attr, void *p, size_t len,
+                          struct fid_mr **mr)
+{
+    ofi_cu_range_fn fn = ofi_cu_range();
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p, mask = (uintptr_t)(pg > 0 ? pg : 4096) - 1u;
+    uintptr_t base = a & ~mask;
+    size_t off = (size_t)(a - base), span = (off + len + mask) & ~(size_t)mask;
+    int fd = -1;
+    if (fn == NULL || fn(&fd, (unsigned long long)base, span, OFI_CU_DMA_BUF_FD, 0) != 0 ||
+        fd < 0) {
+        return -1;
+    }
+    struct fi_mr_dmabuf db;
+    memset(&db, 0, sizeof(db));
+    db.fd = fd;
+    db.offset = off;
+    db.len = len;
+    db.base_addr = (void *)base;
+    attr->dmabuf = &db;
+    attr->iov_count = 1;
+    int r = fi_mr_regattr(ctx->domain, attr, FI_MR_DMABUF, mr);
+    close(fd); /* the registration holds its own reference to the dma-buf */
+    if (r != 0) {
+        *mr = NULL;
+    }
+    return r;
+}
+#endif
+
+#ifdef CP_OFI_HAVE_CUDA
+/* a cudaMalloc'd range: dma-buf first where possible, else iface FI_HMEM_CUDA */
+static int ofi_reg_dev(ofi_ctx_t *ctx, void *p, size_t len, uint64_t key, struct fid_mr **mr)
+{
+    struct fi_mr_attr attr;
+    struct iovec iov;
+    int r = -FI_ENOSYS;
+    memset(&attr, 0, sizeof(attr));
+    attr.access = FI_WRITE | FI_REMOTE_WRITE | FI_READ | FI_REMOTE_READ;
+    attr.requested_key = key;
+    attr.iface = FI_HMEM_CUDA;
+    attr.device.cuda = ctx->cuda_dev;
+#ifdef FI_MR_DMABUF
+    if (ctx->dmabuf) {
+        r = ofi_reg_dmabuf(ctx, &attr, p, len, mr);
+        if (r != 0) {
+            ctx->dmabuf = 0; /* once is enough to know */
+            if (ctx->host->log != NULL && ctx->rank == 0) {
+                ctx->host->log(COLLPROF_LOG_INFO,
+                               "ofi: dma-buf registration unavailable (%d); registering device "
+                               "memory with FI_HMEM_CUDA",
+                               r);
+            }
+        }
+    }
+#endif
+    if (r != 0) {
+        iov.iov_base = p;
+        iov.iov_len = len;
+        attr.mr_iov = &iov;
+        attr.iov_count = 1;
+        r = fi_mr_regattr(ctx->domain, &attr, 0, mr);
+    }
+    return r;
+}
+#endif
+
+static int ofi_reg(ofi_ctx_t *ctx, void *p, size_t len, int dev, struct fid_mr **mr, void **desc)
 {
     uint64_t key = (ctx->mr_mode & FI_MR_PROV_KEY) ? 0 : ctx->next_key++;
+#ifdef CP_OFI_HAVE_CUDA
+    if (dev) {
+        int rd = ofi_reg_dev(ctx, p, len, key, mr);
+        if (rd != 0) {
+            *mr = NULL;
+            return ofi_fail(ctx, "fi_mr_regattr(FI_HMEM_CUDA)", rd);
+        }
+        *desc = fi_mr_desc(*mr);
+        return COLLPROF_OK;
+    }
+#else
+    (void)dev;
+#endif
     int r = fi_mr_reg(ctx->domain, p, len, FI_WRITE | FI_REMOTE_WRITE | FI_READ | FI_REMOTE_READ, 0,
                       key, 0, mr, NULL);
     if (r != 0) {
@@ -490,10 +687,88 @@ static void ofi_buf_free(ofi_buf_t *b)
     if (b->smr != NULL) {
         fi_close(&b->smr->fid);
     }
+#ifdef CP_OFI_HAVE_CUDA
+    if (b->dev) {
+        if (b->base != NULL) {
+            cudaFree(b->base);
+        }
+        if (b->scr != NULL) {
+            cudaFree(b->scr);
+        }
+        b->base = b->scr = NULL;
+    }
+#endif
     free(b->base);
     free(b->scr);
     free(b->peer);
     free(b);
+}
+
+/* page-aligned host memory or cudaMalloc'd device memory, zeroed (pages touched) */
+static int ofi_alloc(ofi_ctx_t *ctx, int dev, size_t len, void **p)
+{
+    *p = NULL;
+#ifdef CP_OFI_HAVE_CUDA
+    if (dev) {
+        void *d = NULL;
+        if (cudaMalloc(&d, len) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return -1;
+        }
+        if (cudaMemset(d, 0, len) != cudaSuccess) {
+            cudaFree(d);
+            return -1;
+        }
+        *p = d;
+        return 0;
+    }
+#else
+    (void)dev;
+#endif
+    (void)ctx;
+    if (posix_memalign(p, 4096, len) != 0) {
+        *p = NULL;
+        return -1;
+    }
+    memset(*p, 0, len); /* touched outside the timed loop */
+    return 0;
+}
+
+/* a copy inside run(): on device memory through CUDA (errors noted in ctx->copy_err) */
+static void ofi_copy(ofi_ctx_t *ctx, void *dst, const void *src, size_t len)
+{
+#ifdef CP_OFI_HAVE_CUDA
+    if (ctx->cur_dev) {
+        cudaError_t e = cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice);
+        if (e != cudaSuccess && !ctx->copy_err) {
+            ctx->copy_err = 1;
+            ofi_set_error(ctx, "cudaMemcpy (device to device): %s", cudaGetErrorString(e));
+        }
+        return;
+    }
+#else
+    (void)ctx;
+#endif
+    memcpy(dst, src, len);
+}
+
+static int ofi_mem_copy(void *vctx, int memtype, void *dst, const void *src, size_t bytes,
+                        int to_device)
+{
+#ifdef CP_OFI_HAVE_CUDA
+    ofi_ctx_t *ctx = vctx;
+    if (memtype == COLLPROF_MEM_DEVICE && ctx != NULL && ctx->hmem) {
+        cudaError_t e = cudaMemcpy(dst, src, bytes,
+                                   to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess) {
+            ofi_set_error(ctx, "cudaMemcpy (%s): %s", to_device ? "to device" : "to host",
+                          cudaGetErrorString(e));
+            return COLLPROF_ERR_BACKEND;
+        }
+        return COLLPROF_OK;
+    }
+#endif
+    return collprof_no_mem_copy(vctx, memtype, dst, src, bytes, to_device);
 }
 
 typedef struct ofi_xbuf {
@@ -507,8 +782,12 @@ static int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
     ofi_xbuf_t mine, *all = NULL;
     ofi_buf_t *b = NULL;
     int rc = COLLPROF_OK;
-    if (memtype != COLLPROF_MEM_HOST) { /* decided alike on every rank: no exchange */
-        ofi_set_error(ctx, "only host memory is supported");
+    int dev = memtype == COLLPROF_MEM_DEVICE;
+    /* decided alike on every rank (same build, same provider): no exchange */
+    if (memtype != COLLPROF_MEM_HOST && !(dev && ctx->hmem)) {
+        ofi_set_error(ctx, dev ? "device memory needs a GPU, CUDA support (--with-ofi-cuda) and "
+                                 "a provider with FI_HMEM"
+                               : "only host (and, with FI_HMEM, device) memory is supported");
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     if (bytes == 0) {
@@ -525,15 +804,16 @@ static int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
         /* room for n uneven reduction slots: n * (count/n + 1) elements */
         b->scrlen = (bytes + (size_t)ctx->n * 16u + 4095u) & ~(size_t)4095;
         b->peer = calloc((size_t)ctx->n, sizeof(*b->peer));
-        if (b->peer == NULL || posix_memalign((void **)&b->base, 4096, bytes) != 0 ||
-            posix_memalign((void **)&b->scr, 4096, b->scrlen) != 0) {
+        b->dev = dev;
+        if (b->peer == NULL || ofi_alloc(ctx, dev, bytes, (void **)&b->base) != 0 ||
+            ofi_alloc(ctx, dev, b->scrlen, (void **)&b->scr) != 0) {
             rc = COLLPROF_ERR_NO_MEMORY;
-            ofi_set_error(ctx, "out of memory for %zu bytes and their scratch", bytes);
+            ofi_set_error(ctx, "out of %s memory for %zu bytes and their scratch",
+                          dev ? "device" : "host", bytes);
         } else {
-            memset(b->scr, 0, b->scrlen); /* touched outside the timed loop */
-            rc = ofi_reg(ctx, b->base, bytes, &b->mr, &b->desc);
+            rc = ofi_reg(ctx, b->base, bytes, dev, &b->mr, &b->desc);
             if (rc == COLLPROF_OK) {
-                rc = ofi_reg(ctx, b->scr, b->scrlen, &b->smr, &b->sdesc);
+                rc = ofi_reg(ctx, b->scr, b->scrlen, dev, &b->smr, &b->sdesc);
             }
         }
     }
@@ -813,6 +1093,13 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
     const char *send = a->in_place ? a->recvbuf : a->sendbuf;
 
     memset(ctx->got_ready, 0, (size_t)n);
+    ctx->cur_dev = a->memtype == COLLPROF_MEM_DEVICE;
+    ctx->copy_err = 0;
+    if (ctx->cur_dev && (a->op == COLLPROF_OP_ALLREDUCE || a->op == COLLPROF_OP_REDUCESCATTER ||
+                         a->op == COLLPROF_OP_REDUCE)) {
+        ofi_set_error(ctx, "reductions run on the host: not supported on device memory");
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
     if (a->op == COLLPROF_OP_BARRIER) {
         for (int q = 0; q < n && rc == COLLPROF_OK; q++) {
             rc = q == me ? COLLPROF_OK : ofi_signal(ctx, q, K_BARRIER, 0);
@@ -838,7 +1125,7 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
     switch (a->op) {
     case COLLPROF_OP_ALLTOALL:
         if (a->in_place) { /* our input is overwritten by the peers: stage it */
-            memcpy(rb->scr, recv, (size_t)n * blk);
+            ofi_copy(ctx, rb->scr, recv, (size_t)n * blk);
             send = rb->scr;
             sdesc = rb->sdesc;
         }
@@ -848,7 +1135,7 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
         }
         rc = ofi_ready_all(ctx, NULL, 0);
         if (!a->in_place) {
-            memcpy(recv + (size_t)me * blk, send + (size_t)me * blk, blk);
+            ofi_copy(ctx, recv + (size_t)me * blk, send + (size_t)me * blk, blk);
         }
         if (rc == COLLPROF_OK) {
             rc = ofi_post_all(ctx, mode, rb, ns);
@@ -870,7 +1157,7 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
                 size_t e = (a->rdispls[q] + a->recvcounts[q]) * esz;
                 ext = e > ext ? e : ext;
             }
-            memcpy(rb->scr, recv, ext);
+            ofi_copy(ctx, rb->scr, recv, ext);
             send = rb->scr;
             sdesc = rb->sdesc;
         }
@@ -884,7 +1171,7 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
             rc = q == me ? COLLPROF_OK : ofi_signal(ctx, q, K_READY, a->rdispls[q] * esz);
         }
         if (!a->in_place) {
-            memmove(recv + a->rdispls[me] * esz, send + sd[me] * esz, sc[me] * esz);
+            ofi_copy(ctx, recv + a->rdispls[me] * esz, send + sd[me] * esz, sc[me] * esz);
         }
         if (rc == COLLPROF_OK) {
             rc = ofi_post_all(ctx, mode, rb, ns);
@@ -902,7 +1189,7 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
         }
         rc = ofi_ready_all(ctx, NULL, 0);
         if (!a->in_place) {
-            memcpy(recv + (size_t)me * blk, send, blk);
+            ofi_copy(ctx, recv + (size_t)me * blk, send, blk);
         }
         if (rc == COLLPROF_OK) {
             rc = ofi_post_all(ctx, mode, rb, ns);
@@ -930,7 +1217,7 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
         if (me == a->root) {
             rc = ofi_ready_all(ctx, NULL, 0);
             if (!a->in_place) {
-                memcpy(recv + (size_t)me * blk, send, blk);
+                ofi_copy(ctx, recv + (size_t)me * blk, send, blk);
             }
             for (int q = 0; q < n && rc == COLLPROF_OK; q++) {
                 rc = q == me ? COLLPROF_OK : ofi_expect(ctx, mode, K_DATA, q, blk);
@@ -950,7 +1237,7 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
                         a->in_place ? (uint64_t)q * blk : 0);
             }
             if (!a->in_place) {
-                memcpy(recv, send + (size_t)me * blk, blk);
+                ofi_copy(ctx, recv, send + (size_t)me * blk, blk);
             }
             rc = ofi_post_all(ctx, mode, rb, ns);
         } else {
@@ -963,12 +1250,12 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
     case COLLPROF_OP_SENDRECV:
         if (n == 1 || a->peer_send == me) {
             if (!a->in_place) {
-                memcpy(recv, send, all);
+                ofi_copy(ctx, recv, send, all);
             }
             break;
         }
         if (a->in_place) {
-            memcpy(rb->scr, recv, all);
+            ofi_copy(ctx, rb->scr, recv, all);
             send = rb->scr;
             sdesc = rb->sdesc;
         }
@@ -1016,6 +1303,9 @@ static int ofi_run(void *vctx, const collprof_args_t *a)
     }
     if (rc == COLLPROF_OK) {
         rc = ofi_wait_tx(ctx);
+    }
+    if (rc == COLLPROF_OK && ctx->copy_err) {
+        rc = COLLPROF_ERR_BACKEND; /* the message is set */
     }
     return rc;
 }
@@ -1096,25 +1386,38 @@ static void ofi_teardown(ofi_ctx_t *ctx)
     free(ctx);
 }
 
-/* what each rank publishes at init */
+/* what each rank publishes at init: this header, then nch ofi_xaddr_t */
 typedef struct ofi_xinit {
     int32_t ok;
     int32_t nch;
     uint64_t ctrl_addr, ctrl_key;
-    uint64_t addrlen[OFI_MAX_CH];
-    char addr[OFI_MAX_CH][OFI_ADDR_MAX];
 } ofi_xinit_t;
 
-/* everything local: provider, domain, endpoints, control area */
-static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
+typedef struct ofi_xaddr {
+    uint64_t len;
+    char addr[OFI_ADDR_MAX];
+} ofi_xaddr_t;
+
+static size_t ofi_xlen(int nch)
+{
+    return sizeof(ofi_xinit_t) + (size_t)nch * sizeof(ofi_xaddr_t);
+}
+
+static ofi_xaddr_t *ofi_xaddr(void *x, int c)
+{
+    return (ofi_xaddr_t *)(void *)((char *)x + sizeof(ofi_xinit_t)) + c;
+}
+
+/*
+ * Provider name and channel count from the options; the same on every rank
+ * (same options), so the exchange record has the same size everywhere even
+ * when this fails.
+ */
+static int ofi_options(ofi_ctx_t *ctx)
 {
     const collprof_host_t *h = ctx->host;
     const char *prov = h->get_option ? h->get_option("ofi-provider") : NULL;
     const char *chs = h->get_option ? h->get_option("ofi-channels") : NULL;
-    const char *node = NULL;
-    uint64_t flags = 0;
-    struct fi_info *hints;
-    int r, n = ctx->n;
 
     if (prov == NULL || prov[0] == '\0') {
         prov = getenv("FI_PROVIDER");
@@ -1133,25 +1436,51 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
         }
         ctx->nch = (int)v;
     }
+    return COLLPROF_OK;
+}
+
+/* everything local: provider, domain, endpoints, control area */
+static int ofi_setup(ofi_ctx_t *ctx, void *mine)
+{
+    const collprof_host_t *h = ctx->host;
+    const char *prov = ctx->prov;
+    const char *node = NULL;
+    uint64_t flags = 0;
+    struct fi_info *hints;
+    int r, n = ctx->n;
+
     /* one node and a socket provider: keep the traffic on loopback */
     if (h->nnodes <= 1 && strcmp(prov, "shm") != 0 && getenv("FI_TCP_IFACE") == NULL &&
         getenv("FI_SOCKETS_IFACE") == NULL) {
         node = "127.0.0.1";
         flags = FI_SOURCE;
     }
-    hints = ofi_hints(prov);
-    if (hints == NULL) {
-        ofi_set_error(ctx, "fi_allocinfo failed");
-        return COLLPROF_ERR_NO_MEMORY;
-    }
-    r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, NULL, flags, hints,
-                   &ctx->info);
-    fi_freeinfo(hints);
+    /* with a GPU, ask for FI_HMEM first; a provider without it still runs host memory */
     struct fi_info *pick = NULL;
-    for (struct fi_info *i = (r == 0 ? ctx->info : NULL); i != NULL; i = i->next) {
-        if (ofi_usable(i)) {
-            pick = i;
-            break;
+    for (int hmem = ofi_gpu_count() > 0; hmem >= 0 && pick == NULL; hmem--) {
+        hints = ofi_hints(prov);
+        if (hints == NULL) {
+            ofi_set_error(ctx, "fi_allocinfo failed");
+            return COLLPROF_ERR_NO_MEMORY;
+        }
+        if (hmem) {
+            hints->caps |= FI_HMEM;
+            hints->domain_attr->mr_mode |= FI_MR_HMEM;
+        }
+        fi_freeinfo(ctx->info);
+        ctx->info = NULL;
+        r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, NULL, flags, hints,
+                       &ctx->info);
+        fi_freeinfo(hints);
+        for (struct fi_info *i = (r == 0 ? ctx->info : NULL); i != NULL; i = i->next) {
+            if (ofi_usable(i) && (!hmem || (i->caps & FI_HMEM))) {
+                pick = i;
+                ctx->hmem = hmem;
+                break;
+            }
+        }
+        if (pick == NULL && hmem && h->log != NULL && h->rank == 0) {
+            h->log(COLLPROF_LOG_INFO, "ofi: provider '%s' has no FI_HMEM: host memory only", prov);
         }
     }
     if (pick == NULL) {
@@ -1159,7 +1488,7 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
         ofi_list_providers(list, sizeof(list));
         ofi_set_error(ctx,
                       "provider '%s' unusable (no RDM RMA write with CQ data; %s); usable "
-                      "providers: %s (-B ofi-provider=NAME)",
+                      "providers: %s (--ofi-provider NAME)",
                       prov, r != 0 ? fi_strerror(-r) : "no suitable entry", list);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
@@ -1171,6 +1500,20 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
         return COLLPROF_ERR_NO_MEMORY;
     }
     ctx->mr_mode = pick->domain_attr->mr_mode;
+#ifdef CP_OFI_HAVE_CUDA
+    if (ctx->hmem) { /* one GPU per local rank, round robin */
+        cudaError_t ce = cudaSetDevice(h->local_rank % ofi_gpu_count());
+        if (ce == cudaSuccess) {
+            ce = cudaGetDevice(&ctx->cuda_dev);
+        }
+        if (ce != cudaSuccess) {
+            ofi_set_error(ctx, "cudaSetDevice(%d): %s", h->local_rank % ofi_gpu_count(),
+                          cudaGetErrorString(ce));
+            return COLLPROF_ERR_BACKEND;
+        }
+        ctx->dmabuf = 1;
+    }
+#endif
     ctx->virt = (ctx->mr_mode & FI_MR_VIRT_ADDR) != 0 || (ctx->mr_mode & FI_MR_BASIC) != 0;
     ctx->inject = pick->tx_attr->inject_size;
     ctx->chunk =
@@ -1210,10 +1553,10 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
         if ((r = fi_enable(ctx->ep[c])) != 0) {
             return ofi_fail(ctx, "fi_enable", r);
         }
-        if ((r = fi_getname(&ctx->ep[c]->fid, mine->addr[c], &al)) != 0) {
+        if ((r = fi_getname(&ctx->ep[c]->fid, ofi_xaddr(mine, c)->addr, &al)) != 0) {
             return ofi_fail(ctx, "fi_getname", r);
         }
-        mine->addrlen[c] = al;
+        ofi_xaddr(mine, c)->len = al;
     }
     if (posix_memalign((void **)&ctx->ctrl, 4096, (size_t)n * 16u) != 0) {
         ctx->ctrl = NULL;
@@ -1221,25 +1564,26 @@ static int ofi_setup(ofi_ctx_t *ctx, ofi_xinit_t *mine)
         return COLLPROF_ERR_NO_MEMORY;
     }
     memset(ctx->ctrl, 0, (size_t)n * 16u);
-    r = ofi_reg(ctx, ctx->ctrl, (size_t)n * 16u, &ctx->ctrl_mr, &ctx->ctrl_desc);
+    r = ofi_reg(ctx, ctx->ctrl, (size_t)n * 16u, 0, &ctx->ctrl_mr, &ctx->ctrl_desc);
     if (r != COLLPROF_OK) {
         return r;
     }
-    mine->ctrl_addr = ctx->virt ? (uint64_t)(uintptr_t)ctx->ctrl : 0;
-    mine->ctrl_key = fi_mr_key(ctx->ctrl_mr);
-    mine->nch = ctx->nch;
-    mine->ok = 1;
+    ofi_xinit_t *x = mine;
+    x->ctrl_addr = ctx->virt ? (uint64_t)(uintptr_t)ctx->ctrl : 0;
+    x->ctrl_key = fi_mr_key(ctx->ctrl_mr);
+    x->nch = ctx->nch;
+    x->ok = 1;
     return COLLPROF_OK;
 }
 
 static int ofi_init(const collprof_host_t *host, void **out)
 {
     ofi_ctx_t *ctx = calloc(1, sizeof(*ctx));
-    ofi_xinit_t *mine = calloc(1, sizeof(*mine)), *all = NULL;
+    char *mine = NULL, *all = NULL;
     int rc = COLLPROF_OK, n;
-    if (ctx == NULL || mine == NULL || host == NULL) {
+    size_t xlen;
+    if (ctx == NULL || host == NULL) {
         free(ctx);
-        free(mine);
         ofi_set_error(NULL, "out of memory");
         return COLLPROF_ERR_NO_MEMORY;
     }
@@ -1251,14 +1595,17 @@ static int ofi_init(const collprof_host_t *host, void **out)
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
         ctx->mode[op] = M_RR;
     }
-    all = calloc((size_t)n, sizeof(*all));
+    int orc0 = ofi_options(ctx); /* sets nch (also when it fails) */
+    xlen = ofi_xlen(ctx->nch);
+    mine = calloc(1, xlen);
+    all = calloc((size_t)n, xlen);
     ctx->addr = calloc((size_t)n * OFI_MAX_CH, sizeof(fi_addr_t));
     ctx->peer_ctrl_addr = calloc((size_t)n, sizeof(uint64_t));
     ctx->peer_ctrl_key = calloc((size_t)n, sizeof(uint64_t));
     ctx->got_ready = calloc((size_t)n, 1);
     ctx->rpayload = calloc((size_t)n, sizeof(uint64_t));
     ctx->sends = calloc((size_t)n * 2u + 2u, sizeof(ofi_send_t));
-    int oom = !all || !ctx->addr || !ctx->peer_ctrl_addr || !ctx->peer_ctrl_key ||
+    int oom = !mine || !all || !ctx->addr || !ctx->peer_ctrl_addr || !ctx->peer_ctrl_key ||
               !ctx->got_ready || !ctx->rpayload || !ctx->sends;
     for (int k = 0; k < K_NKINDS; k++) {
         ctx->cnt[k] = calloc((size_t)n, sizeof(uint64_t));
@@ -1268,32 +1615,36 @@ static int ofi_init(const collprof_host_t *host, void **out)
     if (oom) {
         rc = COLLPROF_ERR_NO_MEMORY;
         ofi_set_error(ctx, "out of memory");
+    } else if (orc0 != COLLPROF_OK) {
+        rc = orc0;
     } else {
         rc = ofi_setup(ctx, mine);
     }
-    if (all == NULL) { /* cannot take part in the exchange at all */
+    if (all == NULL || mine == NULL) { /* cannot take part in the exchange at all */
         ofi_set_error(NULL, "out of memory");
         free(mine);
         ofi_teardown(ctx);
         return COLLPROF_ERR_NO_MEMORY;
     }
     /* always collective, so a rank that failed locally never strands the others */
-    int orc = host->oob_allgather(mine, all, sizeof(*mine));
+    int orc = host->oob_allgather(mine, all, xlen);
     if (orc != 0 && rc == COLLPROF_OK) {
         rc = COLLPROF_ERR_BOOTSTRAP;
         ofi_set_error(ctx, "oob_allgather of endpoint addresses failed (%d)", orc);
     }
     for (int q = 0; q < n && rc == COLLPROF_OK; q++) {
-        if (!all[q].ok || all[q].nch != ctx->nch) {
+        const ofi_xinit_t *xq = (const ofi_xinit_t *)(const void *)(all + (size_t)q * xlen);
+        if (!xq->ok || xq->nch != ctx->nch) {
             rc = COLLPROF_ERR_BACKEND;
             ofi_set_error(ctx, "rank %d could not set up libfabric provider '%s'", q, ctx->prov);
             break;
         }
-        ctx->peer_ctrl_addr[q] = all[q].ctrl_addr;
-        ctx->peer_ctrl_key[q] = all[q].ctrl_key;
+        ctx->peer_ctrl_addr[q] = xq->ctrl_addr;
+        ctx->peer_ctrl_key[q] = xq->ctrl_key;
         for (int c = 0; c < ctx->nch && rc == COLLPROF_OK; c++) {
             fi_addr_t *fa = &ctx->addr[(size_t)q * (size_t)ctx->nch + (size_t)c];
-            int r = fi_av_insert(ctx->av, all[q].addr[c], 1, fa, 0, NULL);
+            int r =
+                fi_av_insert(ctx->av, ofi_xaddr(all + (size_t)q * xlen, c)->addr, 1, fa, 0, NULL);
             if (r != 1) {
                 rc = ofi_fail(ctx, "fi_av_insert", r < 0 ? r : -FI_EINVAL);
             }
@@ -1306,13 +1657,15 @@ static int ofi_init(const collprof_host_t *host, void **out)
         ofi_teardown(ctx);
         return rc;
     }
+    ofi_link_in_use = ofi_info_link_gbps(ctx->info);
+    ofi_hmem_in_use = ctx->hmem;
     if (host->log != NULL && host->rank == 0) {
         host->log(COLLPROF_LOG_INFO,
                   "ofi: provider %s, fabric %s, domain %s, %d channel(s), mr_mode 0x%llx, "
-                  "inject %zu",
+                  "inject %zu, link %.1f Gbit/s (0 = not reported)",
                   ctx->info->fabric_attr->prov_name, ctx->info->fabric_attr->name,
                   ctx->info->domain_attr->name, ctx->nch, (unsigned long long)ctx->mr_mode,
-                  ctx->inject);
+                  ctx->inject, ofi_link_in_use);
     }
     *out = ctx;
     return COLLPROF_OK;
@@ -1346,7 +1699,7 @@ __attribute__((visibility("default"))) const collprof_backend_t collprof_backend
     .select_variant = ofi_select_variant,
     .mem_alloc = ofi_mem_alloc,
     .mem_free = ofi_mem_free,
-    .mem_copy = collprof_no_mem_copy,
+    .mem_copy = ofi_mem_copy,
     .run = ofi_run,
     .run_batch = collprof_no_run_batch,
     .last_error = ofi_last_error,

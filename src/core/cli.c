@@ -28,7 +28,10 @@ enum {
     OPT_SYNC,
     OPT_LAUNCHER,
     OPT_TIMEOUT,
-    OPT_MEM
+    OPT_MEM,
+    OPT_OFI_PROVIDER,
+    OPT_OFI_CHANNELS,
+    OPT_LINK_GBPS
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +61,9 @@ static const struct option long_opts[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"mem", required_argument, NULL, OPT_MEM},
     {"backend-opt", required_argument, NULL, 'B'},
+    {"ofi-provider", required_argument, NULL, OPT_OFI_PROVIDER},
+    {"ofi-channels", required_argument, NULL, OPT_OFI_CHANNELS},
+    {"link-gbps", required_argument, NULL, OPT_LINK_GBPS},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -105,7 +111,12 @@ void cp_cli_usage(FILE *f)
           "                         take before the run stops with a report of the ranks\n"
           "                         that did not arrive (default: 60 s + 1 s per 10 MB of\n"
           "                         the cell's largest buffer; 0: no watchdog)\n"
-          "  -B, --backend-opt K=V  option for a backend plugin\n"
+          "  -B, --backend-opt K=V  option for a backend plugin (the last one of a key wins)\n"
+          "  --ofi-provider NAME    libfabric provider, e.g. shm or 'tcp;ofi_rxm' (default:\n"
+          "                         $FI_PROVIDER, else shm on one node, tcp;ofi_rxm on more)\n"
+          "  --ofi-channels N       libfabric endpoints (channels), 1..64 (default: 4)\n"
+          "  --link-gbps X          link rate in Gbit/s for 'BusBW as % of link rate' when\n"
+          "                         the provider reports none (recorded with the run)\n"
           "\n"
           "Output:\n"
           "  --output-dir DIR       where the summary goes (default: $SLURM_SUBMIT_DIR\n"
@@ -607,6 +618,37 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
                 snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s", optarg);
             }
             break;
+        case OPT_OFI_PROVIDER:
+        case OPT_OFI_CHANNELS: {
+            /* first-class spellings of -B ofi-provider=NAME / -B ofi-channels=N */
+            const char *key = c == OPT_OFI_PROVIDER ? "ofi-provider" : "ofi-channels";
+            long v;
+            if (c == OPT_OFI_CHANNELS && cp_parse_int(optarg, 1, CP_OFI_MAX_CHANNELS, &v) != 0) {
+                snprintf(why, sizeof(why), "--ofi-channels: '%s' is not a whole number in 1..%d",
+                         optarg, CP_OFI_MAX_CHANNELS);
+                rc = -1;
+            } else if (optarg[0] == '\0' || strlen(optarg) + strlen(key) + 1 >= 256 ||
+                       opt->nbackend_opts >= 32) {
+                snprintf(why, sizeof(why), "%s: '%s' is empty or too long (or over 32 options)",
+                         argv[optind - 1], optarg);
+                rc = -1;
+            } else {
+                snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s=%s", key, optarg);
+            }
+            break;
+        }
+        case OPT_LINK_GBPS: {
+            char *end = NULL;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || errno != 0 || !(v > 0.0) || v > 1e6) {
+                snprintf(why, sizeof(why), "--link-gbps: '%s' is not a number in (0, 1e6]", optarg);
+                rc = -1;
+            } else {
+                opt->link_gbps = v;
+            }
+            break;
+        }
         case 'v': opt->verbose++; break;
         case 'h': opt->help = 1; break;
         case 'V': opt->version = 1; break;

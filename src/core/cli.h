@@ -17,6 +17,8 @@
 
 #define CP_MAX_LIST 64
 #define CP_MAX_IMB  8
+/** --ofi-channels accepts 1..CP_OFI_MAX_CHANNELS (the ofi plugin's own limit). */
+#define CP_OFI_MAX_CHANNELS 64
 
 /** One block of the matrix: the command line, or one line of --matrix. */
 typedef struct cp_spec {
@@ -59,7 +61,8 @@ typedef struct cp_options {
     char output_dir[4096]; /**< "" = default */
     char tag[256];
     char matrix_file[4096];
-    char backend_opts[32][256]; /**< -O key=value */
+    double link_gbps;           /**< --link-gbps, 0 when not given */
+    char backend_opts[32][256]; /**< -B key=value, --ofi-provider, --ofi-channels */
     int nbackend_opts;
     cp_spec_t *specs; /**< the blocks to run */
     int nspecs;

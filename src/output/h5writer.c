@@ -49,6 +49,18 @@ static int attr_str(hid_t obj, const char *name, const char *value)
     return rc;
 }
 
+static int attr_double(hid_t obj, const char *name, double value)
+{
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a >= 0 && H5Awrite(a, H5T_NATIVE_DOUBLE, &value) >= 0 ? 0 : -1;
+    if (a >= 0) {
+        H5Aclose(a);
+    }
+    H5Sclose(sp);
+    return rc;
+}
+
 static int attr_int(hid_t obj, const char *name, long long value)
 {
     hid_t sp = H5Screate(H5S_SCALAR);
@@ -154,6 +166,7 @@ typedef struct backend_rec {
     char library_version[128];
     char state[256];
     char variants[2048];
+    double link_gbps; /* 0 = not reported */
 } backend_rec_t;
 
 static int write_backends(hid_t file, const cp_run_info_t *ri)
@@ -176,6 +189,7 @@ static int write_backends(hid_t file, const cp_run_info_t *ri)
         } else {
             snprintf(r->state, sizeof(r->state), "failed: %.240s", p->error);
         }
+        r->link_gbps = p->caps.link_gbps > 0 ? p->caps.link_gbps : 0.0;
         snprintf(r->variants, sizeof(r->variants), "default");
         for (size_t v = 0; v < p->caps.nvariants; v++) {
             strncat(r->variants, ",", sizeof(r->variants) - strlen(r->variants) - 1);
@@ -190,6 +204,7 @@ static int write_backends(hid_t file, const cp_run_info_t *ri)
     H5Tinsert(t, "library_version", offsetof(backend_rec_t, library_version), s128);
     H5Tinsert(t, "state", offsetof(backend_rec_t, state), s256);
     H5Tinsert(t, "variants", offsetof(backend_rec_t, variants), s2k);
+    H5Tinsert(t, "link_gbps", offsetof(backend_rec_t, link_gbps), H5T_NATIVE_DOUBLE);
     int rc = write_table(file, "backends", t, recs, (size_t)ri->nplugins);
     H5Tclose(s32);
     H5Tclose(s128);
@@ -270,6 +285,7 @@ static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
                                            "per-iteration max over ranks"
                                          : "back to back; per-iteration max over ranks");
     rc |= attr_str(file, "check", ri->opt->check ? "exact" : "disabled");
+    rc |= attr_double(file, "link_gbps", ri->opt->link_gbps); /* --link-gbps, 0 = not given */
     cp_slurm_kv_t kv[CP_SLURM_META_MAX];
     int nkv = cp_slurm_meta(kv, CP_SLURM_META_MAX);
     for (int i = 0; i < nkv; i++) {

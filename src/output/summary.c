@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "output/format.h"
+#include "output/study.h"
 #include "slurm/slurm_meta.h"
 #ifdef CP_HAVE_HDF5
 #include "output/h5writer.h"
@@ -33,8 +34,82 @@ struct cp_summary {
     cp_format_state_t fmt;
     int counts[CP_CELL_TIMEOUT + 1]; /* per cp_cell_status_t */
     uint64_t wrong;
-    char error[256]; /* the first write error, "" when none */
+    char error[256];              /* the first write error, "" when none */
+    collprof_result_row_t *study; /* the ofi alltoall rows, for the study table */
+    size_t nstudy, capstudy;
+    char quiet[16][32]; /* backends whose skipped cells the console shows once */
+    int nquiet;
 };
+
+/* The RMA-write all-to-all study (src/output/study.h) of these backend/op rows. */
+#define CP_STUDY_BACKEND "ofi"
+#define CP_STUDY_OP      "alltoall"
+
+static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
+{
+    if (strcmp(row->backend, CP_STUDY_BACKEND) != 0 || strcmp(row->op, CP_STUDY_OP) != 0) {
+        return;
+    }
+    if (s->nstudy == s->capstudy) {
+        size_t cap = s->capstudy ? s->capstudy * 2 : 16;
+        collprof_result_row_t *g = realloc(s->study, cap * sizeof(*g));
+        if (g == NULL) {
+            return; /* the table is a convenience: the rows are in the file */
+        }
+        s->study = g;
+        s->capstudy = cap;
+    }
+    s->study[s->nstudy++] = *row;
+}
+
+static void print_study(cp_summary_t *s)
+{
+    const cp_run_info_t *ri = s->ri;
+    double link = 0;
+    const char *from = NULL;
+    for (int i = 0; i < ri->nplugins; i++) {
+        if (!strcmp(ri->plugins[i].name, CP_STUDY_BACKEND) && ri->plugins[i].caps.link_gbps > 0) {
+            link = ri->plugins[i].caps.link_gbps;
+            from = "reported by the provider";
+        }
+    }
+    if (!(link > 0) && ri->opt->link_gbps > 0) {
+        link = ri->opt->link_gbps;
+        from = "--link-gbps";
+    }
+    if (s->nstudy == 0) {
+        return;
+    }
+    fprintf(s->f, "\n== RMA-write all-to-all study (%s %s, every variant) ==\n", CP_STUDY_BACKEND,
+            CP_STUDY_OP);
+    cp_study_print(s->f, s->study, s->nstudy, CP_STUDY_BACKEND, CP_STUDY_OP, link, from);
+}
+
+/*
+ * The cells of a backend that could not initialise are all "skipped" with
+ * the same reason: the files get every row, the console one line.  Returns
+ * 1 when the row is not to be printed on its own.
+ */
+static int console_once(cp_summary_t *s, const collprof_result_row_t *row)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "backend %s is not initialised", row->backend);
+    if (strcmp(row->status, "skipped") != 0 || strncmp(row->error, prefix, strlen(prefix)) != 0) {
+        return 0;
+    }
+    for (int i = 0; i < s->nquiet; i++) {
+        if (!strcmp(s->quiet[i], row->backend)) {
+            return 1;
+        }
+    }
+    if (s->nquiet < (int)(sizeof(s->quiet) / sizeof(s->quiet[0]))) {
+        snprintf(s->quiet[s->nquiet++], sizeof(s->quiet[0]), "%s", row->backend);
+        printf("  %-7s (every cell skipped, listed in the summary: %s)\n", row->backend,
+               row->error);
+        return 1;
+    }
+    return 0;
+}
 
 /* Remember the first write failure (errno-based). */
 static void write_error(cp_summary_t *s, const char *what, const char *path)
@@ -176,9 +251,17 @@ static void print_header(cp_summary_t *s)
         if (!(ri->plan->plugins_used & (1u << (unsigned)i))) {
             continue;
         }
-        fprintf(f, "backend:    %s %s (%s)%s%s\n", p->name, p->be ? p->be->version : "?",
-                p->caps.library_version ? p->caps.library_version : "?",
+        char link[64] = "";
+        if (p->caps.link_gbps > 0) {
+            snprintf(link, sizeof(link), ", link %g Gbit/s", p->caps.link_gbps);
+        }
+        fprintf(f, "backend:    %s %s (%s%s)%s%s\n", p->name, p->be ? p->be->version : "?",
+                p->caps.library_version ? p->caps.library_version : "?", link,
                 p->ctx ? "" : " NOT INITIALISED: ", p->ctx ? "" : p->error);
+    }
+    if (ri->opt->link_gbps > 0) {
+        fprintf(f, "link:       %g Gbit/s (--link-gbps; used where a backend reports none)\n",
+                ri->opt->link_gbps);
     }
     fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
             ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
@@ -295,6 +378,7 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     s->counts[r->status]++;
     s->wrong += r->wrong;
     cp_format_summary_row(&s->fmt, row, f);
+    keep_study_row(s, row);
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {
         fprintf(f, "    bytes sent/received per rank:");
         for (int q = 0; q < r->nranks; q++) {
@@ -307,7 +391,9 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     if (fflush(f) != 0 || ferror(f)) {
         write_error(s, "writing", s->path);
     }
-    cp_format_table_row(row, stdout);
+    if (!console_once(s, row)) {
+        cp_format_table_row(row, stdout);
+    }
     fflush(stdout);
 #ifdef CP_HAVE_HDF5
     errno = 0;
@@ -328,6 +414,7 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
 {
     char iso[64];
     cp_utc_iso(iso, sizeof(iso));
+    print_study(s);
     fprintf(s->f, "\n== totals ==\n");
     fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
             s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
@@ -352,6 +439,7 @@ void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why)
     fprintf(stderr, "collprof: results so far (every completed cell): %s%s%s\n", s->path,
             s->h5path[0] ? " and " : "", s->h5path);
     fflush(stdout);
+    free(s->study);
     free(s);
 }
 
@@ -371,6 +459,7 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
         printf("# results: %s\n", s->h5path);
     }
     fflush(stdout);
+    free(s->study);
     free(s);
 }
 

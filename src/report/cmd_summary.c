@@ -10,6 +10,7 @@
 #include "report/report.h"
 
 #include "output/format.h"
+#include "output/study.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,32 @@ static void print_header(const cp_report_file_t *f)
     printf("\n");
 }
 
+/* the RMA-write all-to-all study, as src/output/summary.c appends it to the run's summary */
+static void print_study(const cp_report_file_t *f)
+{
+    double link = 0;
+    const char *from = NULL;
+    int any = 0;
+    for (size_t i = 0; i < f->nrows && !any; i++) {
+        any = !strcmp(f->rows[i].backend, "ofi") && !strcmp(f->rows[i].op, "alltoall");
+    }
+    if (!any) {
+        return;
+    }
+    for (size_t i = 0; i < f->nbackends; i++) {
+        if (!strcmp(f->backends[i].name, "ofi") && f->backends[i].link_gbps > 0) {
+            link = f->backends[i].link_gbps;
+            from = "reported by the provider";
+        }
+    }
+    if (!(link > 0) && f->link_gbps > 0) {
+        link = f->link_gbps;
+        from = "--link-gbps";
+    }
+    printf("\n== RMA-write all-to-all study (ofi alltoall, every variant) ==\n");
+    cp_study_print(stdout, f->rows, f->nrows, "ofi", "alltoall", link, from);
+}
+
 static void print_file(const cp_report_file_t *f)
 {
     cp_format_state_t st;
@@ -112,6 +139,7 @@ static void print_file(const cp_report_file_t *f)
         timeout += !strcmp(r->status, "timeout");
         nwrong += r->wrong;
     }
+    print_study(f);
     printf("\n== totals ==\n");
     printf("cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n", ok, wrong, error,
            unsupported, skipped);

@@ -266,6 +266,42 @@ static int attr_int(hid_t obj, const char *name, long long *out, char *err, size
     return rc;
 }
 
+/* A floating-point (or integer) attribute; 1 present, 0 absent (*out untouched), -1 error. */
+static int attr_double(hid_t obj, const char *name, double *out, char *err, size_t errlen)
+{
+    htri_t ex = H5Aexists(obj, name);
+    if (ex <= 0) {
+        if (ex < 0) {
+            h5_fail(err, errlen, "cannot read the root attributes");
+        }
+        return ex < 0 ? -1 : 0;
+    }
+    int rc = -1;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t ft = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    if (ft < 0 || sp < 0) {
+        h5_fail(err, errlen, "cannot read attribute '%s'", name);
+    } else if ((H5Tget_class(ft) != H5T_FLOAT && H5Tget_class(ft) != H5T_INTEGER) ||
+               H5Sget_simple_extent_npoints(sp) != 1) {
+        snprintf(err, errlen, "attribute '%s' is not a number", name);
+    } else if (H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0) {
+        h5_fail(err, errlen, "cannot read attribute '%s'", name);
+    } else {
+        rc = 1;
+    }
+    if (sp >= 0) {
+        H5Sclose(sp);
+    }
+    if (ft >= 0) {
+        H5Tclose(ft);
+    }
+    if (a >= 0) {
+        H5Aclose(a);
+    }
+    return rc;
+}
+
 static const struct {
     const char *name;
     size_t offset;
@@ -329,6 +365,13 @@ static int read_root(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
     }
     if (attr_int(file, "world_size", &f->world_size, err, errlen) < 0 ||
         attr_int(file, "node_count", &f->node_count, err, errlen) < 0) {
+        return -1;
+    }
+    if (attr_double(file, "link_gbps", &f->link_gbps, err, errlen) < 0) {
+        return -1;
+    }
+    if (!(f->link_gbps >= 0 && f->link_gbps <= 1e9)) { /* also NaN */
+        snprintf(err, errlen, "corrupted: link_gbps attribute out of range");
         return -1;
     }
     if (f->world_size < 0 || f->world_size > (1 << 24) || f->node_count < 0 ||
@@ -566,6 +609,29 @@ static int read_ranks(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
     return 0;
 }
 
+/* 1 when table /name exists and has a member called column */
+static int table_has_column(hid_t file, const char *name, const char *column)
+{
+    int has = 0;
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return 0;
+    }
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    hid_t t = d >= 0 ? H5Dget_type(d) : H5I_INVALID_HID;
+    if (t >= 0 && H5Tget_class(t) == H5T_COMPOUND) {
+        has = H5Tget_member_index(t, column) >= 0;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    if (t >= 0) {
+        H5Tclose(t);
+    }
+    if (d >= 0) {
+        H5Dclose(d);
+    }
+    return has;
+}
+
 static int read_backends(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
 {
     static const field_t fields[] = {
@@ -573,9 +639,12 @@ static int read_backends(hid_t file, cp_report_file_t *f, char *err, size_t errl
         {"plugin_version", CP_REPORT_STR, offsetof(cp_report_backend_t, plugin_version), 32},
         {"library_version", CP_REPORT_STR, offsetof(cp_report_backend_t, library_version), 128},
         {"state", CP_REPORT_STR, offsetof(cp_report_backend_t, state), 256},
+        {"link_gbps", CP_REPORT_F64, offsetof(cp_report_backend_t, link_gbps), 8},
     };
     void *recs;
-    if (read_table(file, "backends", 1, fields, 4, sizeof(cp_report_backend_t), &recs,
+    /* link_gbps came later (files of collprof 0.1 without it are read with 0) */
+    size_t nf = table_has_column(file, "backends", "link_gbps") ? 5 : 4;
+    if (read_table(file, "backends", 1, fields, nf, sizeof(cp_report_backend_t), &recs,
                    &f->nbackends, err, errlen) < 0) {
         return -1;
     }
@@ -587,6 +656,10 @@ static int read_backends(hid_t file, cp_report_file_t *f, char *err, size_t errl
             !valid_text(b->library_version, sizeof(b->library_version)) ||
             !valid_text(b->state, sizeof(b->state))) {
             snprintf(err, errlen, "corrupted: /backends row %zu is not valid text", i);
+            return -1;
+        }
+        if (!(b->link_gbps >= 0 && b->link_gbps <= 1e9)) {
+            snprintf(err, errlen, "corrupted: /backends row %zu: link_gbps out of range", i);
             return -1;
         }
     }

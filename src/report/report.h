@@ -59,6 +59,7 @@ typedef struct cp_report_backend {
     char plugin_version[32];
     char library_version[128];
     char state[256];
+    double link_gbps; /**< link rate the backend reported, Gbit/s; 0 = none (or older file) */
 } cp_report_backend_t;
 
 /** Raw data of one /results row, from /cells/<cell>; all NULL when the group is absent. */
@@ -87,6 +88,7 @@ typedef struct cp_report_file {
     char *status;
     long long major, minor;
     long long world_size, node_count;
+    double link_gbps; /**< the run's --link-gbps, 0 when not given (or older file) */
 
     collprof_result_row_t *rows;
     cp_report_cell_t *cells; /**< parallel to rows */
@@ -180,6 +182,7 @@ int cp_report_cmd_export(int argc, char **argv);
 int cp_report_cmd_stragglers(int argc, char **argv);
 int cp_report_cmd_plot(int argc, char **argv);
 int cp_report_cmd_scaling(int argc, char **argv);
+int cp_report_cmd_study(int argc, char **argv);
 
 /* ---- text helpers (args.c) ------------------------------------------------ */
 

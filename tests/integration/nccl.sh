@@ -72,6 +72,26 @@ ok $? "--backends nccl alone: says no backend could run"
 cp_run --backends nccl --ops barrier -n 1 -w 0 --variants default --output-dir "$d"
 [ "$rc" -ne 0 ] && grep -q 'no usable GPU' "$WORK/err"
 ok $? "one rank, no GPU: clean failure"
+# the whole device path through the core (device buffers, host copies, run_batch
+# timing, the check after a download) with the plugin built against the test
+# stand-in for CUDA and NCCL (tests/nccl_mock: "device" memory is host memory)
+mock="$(dirname "$COLLPROF_BIN")/tests/nccl_mock/.libs"
+if [ -e "$mock/collprof_nccl.so" ]; then
+    d="$WORK/mock"
+    mkdir -p "$d"
+    COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 3 --backends nccl --ops all \
+        --counts 3K --inplace both -d int32,float32 -o sum,max -n 3 -w 1 \
+        --variants default,ring-simple,p2p,ring-simple+graph --output-dir "$d"
+    check_clean_run "$d" "core + nccl plugin on the CUDA/NCCL stand-in, every op, device memory"
+    s=$(summary_of "$d")
+    [ "$(grep -c '^  [A-Za-z]* (.*device): ' "$s")" -ge 100 ] && ! grep -q 'unsupported:' "$s"
+    ok $? "stand-in: the cells ran on device memory, none unsupported"
+    COLLPROF_FAULT=wrong:1 COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 3 \
+        --backends nccl --ops allgather --counts 3K -n 2 -w 1 --variants default --output-dir "$d"
+    [ "$rc" -eq 1 ]
+    ok $? "stand-in: a corrupted element in the downloaded result is caught (exit $rc)"
+fi
+
 # the profiler wrappers: usage, and a clear error when the tool is missing
 for t in nsys ncu; do
     w="$COLLPROF_SRCDIR/contrib/profile/collprof-$t.sh"

@@ -46,4 +46,77 @@ echo "$all" | grep -q "usable providers: .*shm"
 ok $? "unknown provider: the usable providers are listed"
 echo "$all" | grep -q "tcp;ofi_rxm"
 ok $? "unknown provider: tcp;ofi_rxm is among them"
+# first-class options: --ofi-provider / --ofi-channels (mapped onto -B
+# ofi-provider= / ofi-channels=; the last of a key wins), --link-gbps, and
+# the RMA-write all-to-all study table in the summary and in collprof-report
+d="$WORK/study"
+mkdir -p "$d"
+cp_run --np 2 --backends ofi -B ofi-provider=nosuchprov --ofi-provider shm -B ofi-channels=9 \
+    --ofi-channels 3 --link-gbps 100 --ops alltoall --counts 256K,1M -n 2 -w 1 -v \
+    --output-dir "$d"
+check_clean_run "$d" "--ofi-provider shm --ofi-channels 3 (after -B of the same keys)"
+grep -q "provider shm.* 3 channel(s)" "$WORK/err"
+ok $? "--ofi-provider/--ofi-channels override earlier -B values"
+s=$(summary_of "$d")
+grep -q "^link: *100 Gbit/s" "$s" 2>/dev/null
+ok $? "--link-gbps is in the summary header"
+grep -q "^| Size | Count | default | BusBW (%) | Lat (us) | single | BusBW (%) | Lat (us) |" \
+    "$s" 2>/dev/null
+ok $? "summary: study table header, one column group per variant"
+grep -q "^| 1 MiB | 262144 | [0-9.]* | [0-9.]* ([0-9.]*%) | [0-9.]* |" "$s" 2>/dev/null &&
+    grep -q "^| 4 MiB | 1048576 |" "$s"
+ok $? "summary: one row per size with BusBW as % of the 100 Gbit/s link"
+REPORT=$(dirname "$COLLPROF_BIN")/collprof-report
+h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+if [ -x "$REPORT" ] && [ -n "$h5" ]; then
+    "$REPORT" study "$h5" >"$WORK/study.out" 2>&1
+    ok $? "collprof-report study: exit 0"
+    grep '^|' "$s" >"$WORK/t1"
+    grep '^|' "$WORK/study.out" >"$WORK/t2"
+    [ -s "$WORK/t1" ] && cmp -s "$WORK/t1" "$WORK/t2"
+    ok $? "collprof-report study prints the summary's table (link from the run's --link-gbps)"
+    "$REPORT" summary "$h5" 2>&1 | sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' >"$WORK/sum_h5"
+    sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' "$s" >"$WORK/sum_txt"
+    grep -q "RMA-write all-to-all study" "$WORK/sum_h5" && cmp -s "$WORK/sum_h5" "$WORK/sum_txt"
+    ok $? "collprof-report summary rebuilds the study section of the run's summary"
+    "$REPORT" study "$h5" --link-gbps 200 --backend ofi --op alltoall >"$WORK/study2" 2>&1 &&
+        grep -q "link rate: 200 Gbit/s" "$WORK/study2" && ! cmp -s "$WORK/study.out" "$WORK/study2"
+    ok $? "collprof-report study --link-gbps 200 overrides the run's rate"
+    "$REPORT" study "$h5" --op allreduce >"$WORK/study3" 2>&1 &&
+        grep -q "no measured ofi allreduce cells" "$WORK/study3"
+    ok $? "collprof-report study: no such cells is said, exit 0"
+    rrc=0
+    "$REPORT" study "$h5" --link-gbps -3 >"$WORK/study4" 2>&1 || rrc=$?
+    [ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/study4")" -eq 1 ]
+    ok $? "collprof-report study --link-gbps -3: one-line error, exit 2"
+    if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then
+        "$CP_H5DUMP" -A "$h5" 2>/dev/null | grep -A4 'ATTRIBUTE "link_gbps"' | grep -q "100"
+        ok $? "HDF5 root attribute link_gbps = 100"
+        "$CP_H5DUMP" -H -d backends "$h5" 2>/dev/null | grep -q '"link_gbps"'
+        ok $? "HDF5 /backends has a link_gbps column"
+    fi
+fi
+# no link rate anywhere: the % column says n/a
+d="$WORK/nolink"
+mkdir -p "$d"
+cp_run --np 2 --backends ofi --ofi-provider shm --ops alltoall --counts 64K -n 1 -w 0 \
+    --variants single --output-dir "$d"
+grep -q "^| 256 KiB | 65536 | [0-9.]* | [0-9.]* (n/a) |" "$(summary_of "$d")" 2>/dev/null
+ok $? "no link rate: BusBW (%) says n/a"
+# --list shows the link rate line
+cp_run --list
+grep -q "^  link: " "$WORK/out"
+ok $? "--list shows each backend's link rate"
+
+# bad values: one-line error, exit 2, no output files
+for bad in "--ofi-channels 0" "--ofi-channels 65" "--ofi-channels 2x" "--link-gbps 0" \
+    "--link-gbps nan" "--ofi-provider="; do
+    d="$WORK/bad_$(echo "$bad" | tr -c 'a-z0-9\n' '_')"
+    mkdir -p "$d"
+    # shellcheck disable=SC2086 # split on purpose
+    cp_run --np 2 --backends ofi $bad --ops alltoall --counts 4K --output-dir "$d"
+    [ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/err")" -eq 1 ] && [ -z "$(ls "$d")" ]
+    ok $? "$bad: one-line error, exit 2, no output ($(head -c 120 "$WORK/err"))"
+done
+
 done_testing
