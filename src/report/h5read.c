@@ -231,8 +231,13 @@ out:
     return rc;
 }
 
-/* An integer attribute; 1 present, 0 absent (*out untouched), -1 error. */
-static int attr_int(hid_t obj, const char *name, long long *out, char *err, size_t errlen)
+/*
+ * A scalar numeric attribute read as memtype (H5T_NATIVE_LLONG for
+ * integers only, H5T_NATIVE_DOUBLE for floats or integers); 1 present,
+ * 0 absent (*out untouched), -1 error.
+ */
+static int attr_number(hid_t obj, const char *name, hid_t memtype, void *out, char *err,
+                       size_t errlen)
 {
     htri_t ex = H5Aexists(obj, name);
     if (ex <= 0) {
@@ -241,15 +246,17 @@ static int attr_int(hid_t obj, const char *name, long long *out, char *err, size
         }
         return ex < 0 ? -1 : 0;
     }
-    int rc = -1;
+    int floats = H5Tequal(memtype, H5T_NATIVE_DOUBLE) > 0, rc = -1;
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     hid_t ft = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
     hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    H5T_class_t cls = ft >= 0 ? H5Tget_class(ft) : H5T_NO_CLASS;
     if (ft < 0 || sp < 0) {
         h5_fail(err, errlen, "cannot read attribute '%s'", name);
-    } else if (H5Tget_class(ft) != H5T_INTEGER || H5Sget_simple_extent_npoints(sp) != 1) {
-        snprintf(err, errlen, "attribute '%s' is not an integer", name);
-    } else if (H5Aread(a, H5T_NATIVE_LLONG, out) < 0) {
+    } else if ((cls != H5T_INTEGER && !(floats && cls == H5T_FLOAT)) ||
+               H5Sget_simple_extent_npoints(sp) != 1) {
+        snprintf(err, errlen, "attribute '%s' is not %s", name, floats ? "a number" : "an integer");
+    } else if (H5Aread(a, memtype, out) < 0) {
         h5_fail(err, errlen, "cannot read attribute '%s'", name);
     } else {
         rc = 1;
@@ -266,40 +273,14 @@ static int attr_int(hid_t obj, const char *name, long long *out, char *err, size
     return rc;
 }
 
-/* A floating-point (or integer) attribute; 1 present, 0 absent (*out untouched), -1 error. */
+static int attr_int(hid_t obj, const char *name, long long *out, char *err, size_t errlen)
+{
+    return attr_number(obj, name, H5T_NATIVE_LLONG, out, err, errlen);
+}
+
 static int attr_double(hid_t obj, const char *name, double *out, char *err, size_t errlen)
 {
-    htri_t ex = H5Aexists(obj, name);
-    if (ex <= 0) {
-        if (ex < 0) {
-            h5_fail(err, errlen, "cannot read the root attributes");
-        }
-        return ex < 0 ? -1 : 0;
-    }
-    int rc = -1;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    hid_t ft = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
-    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
-    if (ft < 0 || sp < 0) {
-        h5_fail(err, errlen, "cannot read attribute '%s'", name);
-    } else if ((H5Tget_class(ft) != H5T_FLOAT && H5Tget_class(ft) != H5T_INTEGER) ||
-               H5Sget_simple_extent_npoints(sp) != 1) {
-        snprintf(err, errlen, "attribute '%s' is not a number", name);
-    } else if (H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0) {
-        h5_fail(err, errlen, "cannot read attribute '%s'", name);
-    } else {
-        rc = 1;
-    }
-    if (sp >= 0) {
-        H5Sclose(sp);
-    }
-    if (ft >= 0) {
-        H5Tclose(ft);
-    }
-    if (a >= 0) {
-        H5Aclose(a);
-    }
-    return rc;
+    return attr_number(obj, name, H5T_NATIVE_DOUBLE, out, err, errlen);
 }
 
 static const struct {

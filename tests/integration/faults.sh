@@ -65,24 +65,29 @@ ok $? "a rank that exits mid-run ends the job with an error, no hang (exit $rc)"
 sleep 1
 ! pgrep -f "collprof --np 3 --ops allreduce --counts 4K -n 200" >/dev/null
 ok $? "no orphan ranks left"
+# BG_ARGS in the background in directory $1 ($pid), until $2 cells are written
+BG_ARGS="--np 3 --backends mpi --ops allreduce,allgather --counts 1K,2K,4K,8K,16K,32K -n 3000 -w 2"
+BG_ARGS="$BG_ARGS --variants default"
+run_bg() {
+    # shellcheck disable=SC2086 # BG_ARGS is a list of options
+    timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" $BG_ARGS --output-dir "$1" </dev/null \
+        >"$WORK/out" 2>"$WORK/err" &
+    pid=$!
+    i=0
+    while [ $i -lt 300 ]; do
+        c=$(grep -c 'ms | AlgBW' "$(summary_of "$1")" 2>/dev/null)
+        [ "${c:-0}" -ge "$2" ] && break
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+
 # a rank SIGKILLed after some cells: the job ends, the files hold those cells
 d="$WORK/killed"
 mkdir -p "$d"
-timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 3 --backends mpi --ops allreduce,allgather \
-    --counts 1K,2K,4K,8K,16K,32K -n 3000 -w 2 --variants default --output-dir "$d" </dev/null \
-    >"$WORK/out" 2>"$WORK/err" &
-pid=$!
-i=0
-ncells() { # measured cells in the summary of directory $1 so far
-    c=$(grep -c 'ms | AlgBW' "$(summary_of "$1")" 2>/dev/null)
-    echo "${c:-0}"
-}
-while [ $i -lt 300 ] && [ "$(ncells "$d")" -lt 2 ]; do
-    sleep 0.1
-    i=$((i + 1))
-done
+run_bg "$d" 2
 victim=
-for p in $(pgrep -f "^$COLLPROF_BIN --np 3 --backends mpi --ops allreduce,allgather"); do
+for p in $(pgrep -f "^$COLLPROF_BIN $BG_ARGS"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'PMIX_RANK=1' && victim=$p
 done
 [ -n "$victim" ] && kill -KILL "$victim"
@@ -140,18 +145,10 @@ ok $? "hang: no orphan processes"
 # ---- SIGTERM (scancel, a time limit, Ctrl-C) mid-run ------------------------
 d="$WORK/term"
 mkdir -p "$d"
-timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 3 --backends mpi --ops allreduce,allgather \
-    --counts 1K,2K,4K,8K,16K,32K -n 3000 -w 2 --output-dir "$d" </dev/null >"$WORK/out" \
-    2>"$WORK/err" &
-pid=$!
-i=0
-while [ $i -lt 300 ] && ! grep -q 'AllReduce: ' "$(summary_of "$d")" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-done
+run_bg "$d" 1
 kill -TERM $pid 2>/dev/null
 # the launcher is timeout's child: signal it, as scancel would
-pkill -TERM -f "^$COLLPROF_BIN --np 3 --backends mpi --ops allreduce,allgather" 2>/dev/null
+pkill -TERM -f "^$COLLPROF_BIN $BG_ARGS" 2>/dev/null
 rc=0
 wait $pid || rc=$?
 s=$(summary_of "$d")
