@@ -370,6 +370,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                 }
             }
             double t1 = cp_now_us();
+            cp_wd_beat(CP_WD_OP_DONE, idx, i, cell->warmup, tmo);
             if (i >= cell->warmup) {
                 mine[i - cell->warmup] = t1 - t0;
             }

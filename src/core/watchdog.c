@@ -85,6 +85,21 @@ void cp_wd_unlock(void)
     pthread_mutex_unlock(&wd.writer);
 }
 
+/* The watchdog's take of the writer lock: bounded, in case the main thread
+ * is the one stuck (in a write to a hung file system).  1 when held. */
+static int lock_for_good(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)CLOSE_WAIT_S / 2;
+    if (pthread_mutex_timedlock(&wd.writer, &until) != 0) {
+        cp_log(CP_LOG_ERROR, "watchdog: the outputs are busy (a write does not return); leaving "
+                             "them as the last completed cell left them");
+        return 0;
+    }
+    return 1;
+}
+
 void cp_wd_set_boot(const cp_boot_t *boot)
 {
     pthread_mutex_lock(&wd.mu);
@@ -127,6 +142,7 @@ static pos_t position(const cp_wd_rec_t *r)
     case CP_WD_SETUP: p.stage = 0; break;
     case CP_WD_SYNC: p.stage = 1, p.iter = r->iter, p.step = 0; break;
     case CP_WD_OP: p.stage = 1, p.iter = r->iter, p.step = 1; break;
+    case CP_WD_OP_DONE: p.stage = 1, p.iter = r->iter, p.step = 2; break;
     case CP_WD_CHECK: p.stage = 2; break;
     case CP_WD_GATHER: p.stage = 3; break;
     case CP_WD_WRITE: p.stage = 4; break;
@@ -170,6 +186,10 @@ static void where(const cp_wd_rec_t *r, int with_cell, char *buf, size_t len)
         break;
     case CP_WD_OP:
         snprintf(tmp, sizeof(tmp), "in the operation, %s", it);
+        what = tmp;
+        break;
+    case CP_WD_OP_DONE:
+        snprintf(tmp, sizeof(tmp), "past the operation of %s", it);
         what = tmp;
         break;
     case CP_WD_CHECK: what = "in the exact-check run"; break;
@@ -254,7 +274,13 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
     }
     if (nbehind > 0) {
         append(msg, len, " Did not arrive:");
-        int shown = 0;
+        int shown = 0, last = -1; /* last: the rank furthest behind */
+        for (int q = 0; q < n; q++) {
+            if (recs[q].valid &&
+                (last < 0 || pos_cmp(position(&recs[q]), position(&recs[last])) < 0)) {
+                last = q;
+            }
+        }
         for (int q = 0; q < n; q++) {
             if (!recs[q].valid || pos_cmp(position(&recs[q]), fp) == 0) {
                 continue;
@@ -265,7 +291,9 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
             }
             char w[160];
             where(&recs[q], recs[q].cell != f->cell, w, sizeof(w));
-            append(msg, len, " rank %d (%s) last seen %s;", q, hosts ? hosts[q] : "?", w);
+            int furthest = nbehind > 1 && pos_cmp(position(&recs[q]), position(&recs[last])) == 0;
+            append(msg, len, " rank %d (%s) last seen %s%s;", q, hosts ? hosts[q] : "?", w,
+                   furthest ? " (furthest behind)" : "");
             shown++;
         }
         msg[strlen(msg) - 1] = '.';
@@ -302,8 +330,8 @@ static void take_signal(int sig)
     const cp_boot_t *b = wd.boot;
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
     if (rank == 0) {
-        cp_wd_lock(); /* for good: the main thread writes no more */
-        if (wd.hooks.on_signal != NULL) {
+        /* for good: the main thread writes no more */
+        if (lock_for_good() && wd.hooks.on_signal != NULL) {
             wd.hooks.on_signal(wd.hooks.arg, sig);
         }
         if (n > 1) {
@@ -365,8 +393,7 @@ static void take_timeout(void)
                              wd.hooks.describe, wd.hooks.arg, msg, 4096);
     fprintf(stderr, "collprof: error: timeout: %s\n", msg);
     fflush(stderr);
-    cp_wd_lock(); /* for good */
-    if (wd.hooks.on_timeout != NULL) {
+    if (lock_for_good() && wd.hooks.on_timeout != NULL) {
         wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
     }
     if (n > 1) {

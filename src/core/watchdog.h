@@ -30,7 +30,7 @@
 /** Exit status of a run stopped by the watchdog (as timeout(1)). */
 #define CP_EXIT_TIMEOUT 124
 
-/** Where the main thread is.  Order matters: later phases are further on. */
+/** Where the main thread is (its place in a cell: position() in watchdog.c). */
 typedef enum cp_wd_phase {
     CP_WD_START = 0, /**< boot, plan, backend initialisation */
     CP_WD_SETUP,     /**< a cell's variant, buffers, agreement */
@@ -40,6 +40,7 @@ typedef enum cp_wd_phase {
     CP_WD_GATHER,    /**< gathering records and samples */
     CP_WD_WRITE,     /**< writing the cell's results */
     CP_WD_FINISH,    /**< after the last cell: closing backends */
+    CP_WD_OP_DONE,   /**< the operation of iteration `iter` returned on this rank */
     CP_WD_NPHASES
 } cp_wd_phase_t;
 

@@ -67,6 +67,15 @@ int main(void)
     ok(strstr(msg, "No answer (dead, or PMIx unreachable): rank 3 on n3.") != NULL,
        "silent rank named with its host");
 
+    /* ranks drifting apart (broadcast without barriers): the one furthest behind is marked */
+    cp_wd_rec_t f[3] = {rec(CP_WD_OP, 0, 8), rec(CP_WD_OP_DONE, 0, 7), rec(CP_WD_OP, 0, 9)};
+    cp_wd_explain(f, 3, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "rank 0 (n0) last seen in the operation, iteration 7;") != NULL &&
+           strstr(msg, "rank 1 (n1) last seen past the operation of iteration 6 (furthest "
+                       "behind).") != NULL &&
+           strstr(msg, "Waiting (in the operation, iteration 8): rank 2.") != NULL,
+       "drift: %s", msg);
+
     /* nobody answered */
     cp_wd_rec_t d[2];
     memset(d, 0, sizeof(d));
