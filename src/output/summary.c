@@ -377,6 +377,19 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     FILE *f = s->f;
     s->counts[r->status]++;
     s->wrong += r->wrong;
+#ifdef CP_HAVE_HDF5
+    /* the HDF5 file first: once the text summary shows a cell, the result
+     * file holds it too (a run killed in between keeps both consistent) */
+    errno = 0;
+    if (s->h5 != NULL && s->error[0] == '\0' && !room_for(s, r)) {
+        /* reported by the caller, which stops the run */
+    } else if (s->h5 != NULL && cp_h5_cell(s->h5, row, r) != 0) {
+        write_error(s, "writing", s->h5path);
+        cp_log(CP_LOG_ERROR, "writing cell %d to %s failed", row->cell, s->h5path);
+        cp_h5_close(s->h5, "incomplete");
+        s->h5 = NULL;
+    }
+#endif
     cp_format_summary_row(&s->fmt, row, f);
     keep_study_row(s, row);
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {
@@ -395,17 +408,6 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
         cp_format_table_row(row, stdout);
     }
     fflush(stdout);
-#ifdef CP_HAVE_HDF5
-    errno = 0;
-    if (s->h5 != NULL && s->error[0] == '\0' && !room_for(s, r)) {
-        /* reported by the caller, which stops the run */
-    } else if (s->h5 != NULL && cp_h5_cell(s->h5, row, r) != 0) {
-        write_error(s, "writing", s->h5path);
-        cp_log(CP_LOG_ERROR, "writing cell %d to %s failed", row->cell, s->h5path);
-        cp_h5_close(s->h5, "incomplete");
-        s->h5 = NULL;
-    }
-#endif
     return s->error[0] ? -1 : 0;
 }
 
