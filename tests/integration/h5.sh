@@ -55,8 +55,15 @@ sleep 0.5
 ranks=$(pgrep -P "$launcher" | tr '\n' ' ')
 kill -9 "$launcher" $ranks 2>/dev/null
 wait "$launcher" 2>/dev/null
-for _ in $(seq 1 50); do
-    pgrep -f "$WORK/kill.matrix" >/dev/null || break
+# wait until the killed processes are gone, not only out of pgrep's sight: a
+# dying process (slow to unmap under AddressSanitizer) still holds its file
+# lock, and h5dump refuses a file locked by a writer
+for _ in $(seq 1 100); do
+    alive=0
+    for p in $launcher $ranks; do
+        kill -0 "$p" 2>/dev/null && alive=1
+    done
+    [ "$alive" -eq 0 ] && ! pgrep -f "$WORK/kill.matrix" >/dev/null && break
     sleep 0.2
 done
 [ "$n" -ge 2 ]
