@@ -7,6 +7,12 @@
 #   contrib/fuzz.sh [SECONDS] [HARNESS...]     harnesses: sizes matrix traffic h5read
 set -eu
 secs=${1:-15}
+case $secs in
+'' | *[!0-9]*)
+    echo "fuzz: '$secs' is not a number of seconds (usage: contrib/fuzz.sh [SECONDS] [HARNESS...])" >&2
+    exit 2
+    ;;
+esac
 [ $# -gt 0 ] && shift
 top=$(cd "$(dirname "$0")/.." && pwd)
 command -v clang >/dev/null 2>&1 || { echo "fuzz: clang not found: skipping"; exit 0; }
