@@ -115,6 +115,25 @@ int cp_report_parse_double(const char *cmd, const char *opt, const char *s, doub
     return 0;
 }
 
+int cp_report_one_file(const char *cmd, char **file, char *val)
+{
+    if (*file != NULL) {
+        cp_report_error("%s: takes one file (extra '%s')", cmd, val);
+        return -1;
+    }
+    *file = val;
+    return 0;
+}
+
+int cp_report_need_file(const char *cmd, int given)
+{
+    if (!given) {
+        cp_report_error("%s: no result file given (see 'collprof-report %s --help')", cmd, cmd);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- operands -------------------------------------------------------------------- */
 
 static int push(char ***v, int *n, int *cap, const char *s)

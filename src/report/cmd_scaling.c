@@ -381,8 +381,7 @@ int cp_report_cmd_scaling(int argc, char **argv)
             return CP_REPORT_EXIT_BAD;
         }
     }
-    if (nops == 0) {
-        cp_report_error("scaling: no result file given (see 'collprof-report scaling --help')");
+    if (cp_report_need_file("scaling", nops > 0) != 0) {
         free(operands);
         return CP_REPORT_EXIT_BAD;
     }

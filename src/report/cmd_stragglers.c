@@ -176,11 +176,9 @@ int cp_report_cmd_stragglers(int argc, char **argv)
         if (k == CP_REPORT_ARG_ERROR) {
             return CP_REPORT_EXIT_BAD;
         } else if (k == CP_REPORT_ARG_OPERAND) {
-            if (file != NULL) {
-                cp_report_error("stragglers: takes one file (extra '%s')", val);
+            if (cp_report_one_file("stragglers", &file, val) != 0) {
                 return CP_REPORT_EXIT_BAD;
             }
-            file = val;
         } else if (k == 0) {
             usage(stdout);
             return CP_REPORT_EXIT_OK;
@@ -203,9 +201,7 @@ int cp_report_cmd_stragglers(int argc, char **argv)
             }
         }
     }
-    if (file == NULL) {
-        cp_report_error("stragglers: no result file given (see 'collprof-report stragglers "
-                        "--help')");
+    if (cp_report_need_file("stragglers", file != NULL) != 0) {
         return CP_REPORT_EXIT_BAD;
     }
     cp_report_file_t *f;

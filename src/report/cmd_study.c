@@ -49,11 +49,9 @@ int cp_report_cmd_study(int argc, char **argv)
         if (k == CP_REPORT_ARG_ERROR) {
             return CP_REPORT_EXIT_BAD;
         } else if (k == CP_REPORT_ARG_OPERAND) {
-            if (file != NULL) {
-                cp_report_error("study: takes one file (extra '%s')", val);
+            if (cp_report_one_file("study", &file, val) != 0) {
                 return CP_REPORT_EXIT_BAD;
             }
-            file = val;
         } else if (k == 0) {
             usage(stdout);
             return CP_REPORT_EXIT_OK;
@@ -68,8 +66,7 @@ int cp_report_cmd_study(int argc, char **argv)
             return CP_REPORT_EXIT_BAD;
         }
     }
-    if (file == NULL) {
-        cp_report_error("study: no result file given (see 'collprof-report study --help')");
+    if (cp_report_need_file("study", file != NULL) != 0) {
         return CP_REPORT_EXIT_BAD;
     }
     cp_report_file_t *f;

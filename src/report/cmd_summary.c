@@ -173,8 +173,7 @@ int cp_report_cmd_summary(int argc, char **argv)
             return CP_REPORT_EXIT_OK;
         }
     }
-    if (nops == 0) {
-        cp_report_error("summary: no result file given (see 'collprof-report summary --help')");
+    if (cp_report_need_file("summary", nops > 0) != 0) {
         free(operands);
         return CP_REPORT_EXIT_BAD;
     }

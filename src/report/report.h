@@ -140,6 +140,13 @@ enum { CP_REPORT_ARG_END = -1, CP_REPORT_ARG_OPERAND = -2, CP_REPORT_ARG_ERROR =
  */
 int cp_report_next_arg(cp_report_args_t *a, const cp_report_opt_t *opts, char **val);
 
+/** Keep val as the one result file of a subcommand (*file NULL so far); a
+ *  second operand prints an error and returns -1. */
+int cp_report_one_file(const char *cmd, char **file, char *val);
+
+/** -1 after printing "CMD: no result file given ..." unless given. */
+int cp_report_need_file(const char *cmd, int given);
+
 /** Parse a finite number in [lo, hi] for an option; prints the error and returns -1. */
 int cp_report_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
                            double *out);
