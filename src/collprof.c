@@ -474,14 +474,9 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
             }
             cp_result_free(&res);
             /* a rank 0 that cannot write stops every rank after this cell */
-            if (boot.nranks > 1 || write_failed) {
-                int flags[2] = {write_failed, 0}, *all = calloc((size_t)boot.nranks, sizeof(flags));
-                if (boot.nranks == 1) {
-                    stop_run = write_failed;
-                } else if (all != NULL && cp_oob_allgather(flags, all, sizeof(flags)) == 0) {
-                    stop_run = all[0];
-                }
-                free(all);
+            stop_run = write_failed;
+            if (cp_oob_bcast(&stop_run, sizeof(stop_run), 0) != 0) {
+                stop_run = 0; /* the next cell's agreement reports the broken channel */
             }
         }
         if (ready == 0) {
