@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include <collprof/status.h>
+#include <collprof/vocab.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,53 +60,8 @@ extern "C" {
 #define COLLPROF_PLUGIN_ABI_VERSION 1u
 #define COLLPROF_BACKEND_SYMBOL     "collprof_backend_v1"
 
-/** Operations.  Values are stable: they are stored in result files. */
-typedef enum collprof_op {
-    COLLPROF_OP_ALLREDUCE = 0,
-    COLLPROF_OP_ALLGATHER = 1,
-    COLLPROF_OP_REDUCESCATTER = 2,
-    COLLPROF_OP_ALLTOALL = 3,
-    COLLPROF_OP_ALLTOALLV = 4,
-    COLLPROF_OP_BROADCAST = 5,
-    COLLPROF_OP_REDUCE = 6,
-    COLLPROF_OP_GATHER = 7,
-    COLLPROF_OP_SCATTER = 8,
-    COLLPROF_OP_BARRIER = 9,
-    COLLPROF_OP_SENDRECV = 10,
-    COLLPROF_OP_COUNT
-} collprof_op_t;
-
-/** Element types.  Values are stable. */
-typedef enum collprof_dtype {
-    COLLPROF_DTYPE_INT8 = 0,
-    COLLPROF_DTYPE_UINT8 = 1,
-    COLLPROF_DTYPE_INT32 = 2,
-    COLLPROF_DTYPE_UINT32 = 3,
-    COLLPROF_DTYPE_INT64 = 4,
-    COLLPROF_DTYPE_UINT64 = 5,
-    COLLPROF_DTYPE_FLOAT16 = 6,
-    COLLPROF_DTYPE_BFLOAT16 = 7,
-    COLLPROF_DTYPE_FLOAT32 = 8,
-    COLLPROF_DTYPE_FLOAT64 = 9,
-    COLLPROF_DTYPE_COUNT
-} collprof_dtype_t;
-
-/** Reduction operators.  Values are stable. */
-typedef enum collprof_redop {
-    COLLPROF_REDOP_SUM = 0,
-    COLLPROF_REDOP_PROD = 1,
-    COLLPROF_REDOP_MIN = 2,
-    COLLPROF_REDOP_MAX = 3,
-    COLLPROF_REDOP_COUNT
-} collprof_redop_t;
-
-/** Memory types a backend can operate on. */
-typedef enum collprof_memtype {
-    COLLPROF_MEM_HOST = 0,   /**< pageable host memory */
-    COLLPROF_MEM_PINNED = 1, /**< page-locked / registered host memory */
-    COLLPROF_MEM_DEVICE = 2, /**< accelerator memory */
-    COLLPROF_MEM_COUNT
-} collprof_memtype_t;
+/* Operations, element types, reduction operators and memory kinds: the
+ * enums and their names come from <collprof/vocab.h>. */
 
 #define COLLPROF_BIT(x) (1u << (unsigned)(x))
 

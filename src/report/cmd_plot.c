@@ -236,7 +236,7 @@ static void draw_chart(FILE *out, const chart_t *c)
 #define Y(v) (PLOT_T + PLOT_H - (v) / ytop * PLOT_H)
 
     int op = cp_coll_from_name(c->op);
-    const char *label = op >= 0 ? cp_coll_get((collprof_op_t)op)->label : c->op;
+    const char *label = op >= 0 ? collprof_op_info(op)->label : c->op;
     fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", CHART_W, h);
     fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
     xml_text(out, label);
