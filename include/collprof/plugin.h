@@ -16,6 +16,12 @@
  *  - Outputs are written only on success.
  *  - Appending a slot bumps COLLPROF_PLUGIN_ABI_VERSION; old fields never
  *    move.
+ *  - Slots marked COLLECTIVE below are called by every rank, in the same
+ *    order, with the same arguments (but buffers): a plugin may communicate
+ *    inside them (the ofi plugin exchanges memory keys in mem_alloc).  The
+ *    core never calls a collective slot on some ranks only: when one rank
+ *    fails locally, the ranks first agree on that over the out-of-band
+ *    channel and then all skip, or all call.  LOCAL slots never communicate.
  *
  * Buffer layout of every operation ("count" is the cell's element count,
  * n the world size, as in nccl-tests: count is the size of the largest
@@ -164,7 +170,8 @@ typedef struct collprof_args {
 /** Backend flags. */
 enum {
     COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0, /**< make the plugin's libraries global (MPI) */
-    COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1 /**< times itself through run_batch */
+    COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1, /**< times itself through run_batch */
+    COLLPROF_BACKEND_ON_REQUEST = 1u << 2    /**< runs only when named (-b NAME), listed always */
 };
 
 typedef struct collprof_backend {
@@ -176,40 +183,43 @@ typedef struct collprof_backend {
     uint32_t flags;
 
     /**
-     * Capabilities.  Callable before init() (for --list) and must not
+     * LOCAL.  Capabilities.  Callable before init() (for --list) and must not
      * start communication.  It may set the library's environment variables
      * and start its tool interface (the MPI plugin sets
      * OMPI_MCA_coll_tuned_use_dynamic_rules and calls MPI_T_init_thread).
      */
     int (*query)(collprof_caps_t *caps);
 
-    /** Set up the library; *ctx is set only on success. */
+    /** COLLECTIVE.  Set up the library; *ctx is set only on success. */
     int (*init)(const collprof_host_t *host, void **ctx);
+    /** COLLECTIVE. */
     int (*finalize)(void *ctx);
 
     /**
-     * Make variant current for op (NULL or "default": the library's own
+     * COLLECTIVE.  Make variant current for op (NULL or "default": the library's own
      * choice).  Called collectively before the cells that use it.
      */
     int (*select_variant)(void *ctx, collprof_op_t op, const char *variant);
 
+    /** COLLECTIVE (every rank allocates the same number of bytes). */
     int (*mem_alloc)(void *ctx, int memtype, size_t bytes, void **ptr);
+    /** COLLECTIVE. */
     int (*mem_free)(void *ctx, int memtype, void *ptr);
-    /** Copy between host and the backend's memory (device memtypes). */
+    /** LOCAL.  Copy between host and the backend's memory (device memtypes). */
     int (*mem_copy)(void *ctx, int memtype, void *dst, const void *src, size_t bytes,
                     int to_device);
 
-    /** Perform one operation; returns when it is complete on this rank. */
+    /** COLLECTIVE.  Perform one operation; returns when it is complete on this rank. */
     int (*run)(void *ctx, const collprof_args_t *args);
 
     /**
-     * Optional (COLLPROF_BACKEND_DEVICE_TIMER): run iters operations back to
+     * COLLECTIVE.  Optional (COLLPROF_BACKEND_DEVICE_TIMER): run iters operations back to
      * back, timing each on the device, and write times_us[iters].
      */
     int (*run_batch)(void *ctx, const collprof_args_t *args, int iters, double *times_us);
 
     /**
-     * Message for the last error on this context (or before init: NULL
+     * LOCAL.  Message for the last error on this context (or before init: NULL
      * ctx).  Meaningful only after a call failed; success does not clear it.
      */
     const char *(*last_error)(void *ctx);

@@ -76,7 +76,8 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
     int sel[64], nsel = 0;
     if (s->nbackends == 0) {
         for (int i = 0; i < nplugins && nsel < 64; i++) {
-            if (plugins[i].usable) {
+            /* a backend that runs only on request (self) is left out of the default */
+            if (plugins[i].usable && !(plugins[i].be->flags & COLLPROF_BACKEND_ON_REQUEST)) {
                 sel[nsel++] = i;
             }
         }
