@@ -285,235 +285,279 @@ unload:
     return rc;
 }
 
+/* Collective: initialise one backend on every rank; 0 when every rank has it. */
+static int init_backend(cp_plugin_t *p, const cp_boot_t *b, collprof_host_t *host)
+{
+    cp_log(CP_LOG_INFO, "backend %s: initialising (%s)", p->name,
+           p->caps.library_version ? p->caps.library_version : "?");
+    void *ctx = NULL;
+    int rc = p->be->init(host, &ctx);
+    char why[480] = "";
+    cp_agreement_t a;
+    if (rc != COLLPROF_OK) {
+        snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc), p->be->last_error(NULL));
+    }
+    if (cp_agree(b->nranks, rc, why, &a) != CP_AGREE_OK) {
+        snprintf(p->error, sizeof(p->error), "initialisation failed on rank %d: %s", a.rank, a.msg);
+        cp_error_once("backend %s skipped: %s", p->name, p->error);
+        if (rc == COLLPROF_OK) {
+            p->be->finalize(ctx);
+        }
+        return -1;
+    }
+    p->ctx = ctx;
+    /* again now that the plugin knows its transport (the link rate in use) */
+    collprof_caps_t caps;
+    memset(&caps, 0, sizeof(caps));
+    caps.size = sizeof(caps);
+    if (p->be->query(&caps) == COLLPROF_OK) {
+        p->caps = caps;
+    }
+    cp_log(CP_LOG_INFO, "backend %s: ready", p->name);
+    return 0;
+}
+
 static int init_backends(cp_plugin_t *plugins, int n, const cp_plan_t *plan, const cp_boot_t *b,
                          collprof_host_t *host)
 {
     int usable = 0;
     for (int i = 0; i < n; i++) {
-        cp_plugin_t *p = &plugins[i];
-        if (!(plan->plugins_used & (1u << (unsigned)i))) {
-            continue;
+        if (cp_plan_uses(plan, i) && init_backend(&plugins[i], b, host) == 0) {
+            usable++;
         }
-        cp_log(CP_LOG_INFO, "backend %s: initialising (%s)", p->name,
-               p->caps.library_version ? p->caps.library_version : "?");
-        void *ctx = NULL;
-        int rc = p->be->init(host, &ctx);
-        char why[480] = "", agreed[480];
-        if (rc != COLLPROF_OK) {
-            snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc),
-                     p->be->last_error(NULL));
-        }
-        int bad = cp_agree(b->nranks, rc, why, agreed, sizeof(agreed));
-        if (bad != -1) {
-            snprintf(p->error, sizeof(p->error), "initialisation failed on rank %d: %s", bad,
-                     bad >= 0 ? agreed : "out-of-band exchange failed");
-            cp_error_once("backend %s skipped: %s", p->name, p->error);
-            if (rc == COLLPROF_OK) {
-                p->be->finalize(ctx);
-            }
-            continue;
-        }
-        p->ctx = ctx;
-        usable++;
-        /* again now that the plugin knows its transport (the link rate in use) */
-        collprof_caps_t caps;
-        memset(&caps, 0, sizeof(caps));
-        caps.size = sizeof(caps);
-        if (p->be->query(&caps) == COLLPROF_OK) {
-            p->caps = caps;
-        }
-        cp_log(CP_LOG_INFO, "backend %s: ready", p->name);
     }
     return usable;
 }
 
-static int run_rank(int argc, char **argv, cp_options_t *opt)
+static void finalize_backends(cp_plugin_t *plugins, int n)
 {
-    cp_boot_t boot;
-    char err[2048] = "", agreed[2048];
-    int status = 0;
-
-    cp_wd_hooks_t hooks = {
-        .on_timeout = wd_timeout, .on_signal = wd_signal, .describe = wd_describe, .arg = NULL};
-    cp_wd_start(&hooks);
-    cp_wd_beat(CP_WD_START, -1, -1, 0, outer_timeout(opt));
-    if (cp_boot_init(&boot) != 0) {
-        return EXIT_FAILED;
-    }
-    cp_wd_set_boot(&boot);
-    cp_log_setup(boot.rank, boot.nranks, boot.hostname, opt->verbose);
-    if (!strcmp(boot.launcher, "none") && !opt->list) {
-        cp_log(CP_LOG_WARN, "no PMIx launcher found: running as a single rank (use --np N, "
-                            "mpirun or srun --mpi=pmix for more)");
-    }
-    if (opt->np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL) {
-        snprintf(err, sizeof(err),
-                 "--np starts its own ranks; under mpirun or srun leave it out "
-                 "(the launcher sets the number of ranks)");
-        status = EXIT_USAGE;
-    }
-    cp_log(CP_LOG_INFO, "rank %d of %d on %s (local rank %d, node %d of %d, launcher %s)",
-           boot.rank, boot.nranks, boot.hostname, boot.local_rank, boot.node_id, boot.nnodes,
-           boot.launcher);
-
-    cp_plugin_t *plugins = NULL;
-    int nplugins = 0, nonly = 0;
-    char(*only)[64] = only_backends(opt, &nonly);
-    cp_plan_t plan;
-    memset(&plan, 0, sizeof(plan));
-    if (status == 0 && cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {
-        snprintf(err, sizeof(err), "out of memory loading plugins");
-        status = EXIT_FAILED;
-    }
-    if (status == 0 &&
-        cp_plan_build(opt, plugins, nplugins, boot.nranks, &plan, err, sizeof(err)) != 0) {
-        status = EXIT_USAGE;
-    }
-    if (status == 0 && boot.rank == 0 && !opt->dry_run &&
-        cp_output_dir_check(cp_output_dir(opt), err, sizeof(err)) != 0) {
-        status = EXIT_USAGE;
-    }
-    /* one decision for all ranks, before any backend communicates */
-    int bad = cp_agree(boot.nranks, status, err, agreed, sizeof(agreed));
-    if (bad != -1) {
-        if (boot.rank == 0) {
-            fprintf(stderr, "collprof: error: %s\n",
-                    bad >= 0 ? agreed : "out-of-band exchange failed");
-        }
-        cp_plan_free(&plan);
-        cp_plugins_unload(plugins, nplugins);
-        cp_boot_finalize(&boot);
-        return bad >= 0 && status != EXIT_FAILED ? EXIT_USAGE : EXIT_FAILED;
-    }
-    if (boot.rank == 0) {
-        report_unusable(plugins, nplugins, opt);
-    }
-    if (opt->dry_run) {
-        if (boot.rank == 0) {
-            cp_plan_print(&plan, plugins, stdout);
-        }
-        cp_plan_free(&plan);
-        cp_plugins_unload(plugins, nplugins);
-        cp_boot_finalize(&boot);
-        return EXIT_OK;
-    }
-
-    collprof_host_t host = {.size = sizeof(host),
-                            .rank = boot.rank,
-                            .nranks = boot.nranks,
-                            .local_rank = boot.local_rank,
-                            .local_size = boot.local_size,
-                            .node_id = boot.node_id,
-                            .nnodes = boot.nnodes,
-                            .hostname = boot.hostname,
-                            .launcher = boot.launcher,
-                            .log = host_log,
-                            .oob_allgather = cp_oob_allgather,
-                            .oob_bcast = cp_oob_bcast,
-                            .oob_barrier = cp_oob_barrier,
-                            .get_option = host_get_option};
-    int ready = init_backends(plugins, nplugins, &plan, &boot, &host);
-
-    char mine[256], (*affinity)[256] = calloc((size_t)boot.nranks, sizeof(*affinity));
-    cpu_affinity(mine, sizeof(mine));
-    if (affinity != NULL && cp_oob_allgather(mine, affinity, sizeof(mine)) != 0) {
-        free(affinity);
-        affinity = NULL;
-    }
-    cp_run_info_t ri = {.opt = opt,
-                        .affinity = (const char(*)[256])affinity,
-                        .boot = &boot,
-                        .plugins = plugins,
-                        .nplugins = nplugins,
-                        .plan = &plan,
-                        .argc = argc,
-                        .argv = argv};
-    cp_summary_t *sum = NULL;
-    int out_ok = 1;
-    cp_wd_lock();
-    if (boot.rank == 0 && cp_summary_open(&ri, &sum, err, sizeof(err)) != 0) {
-        out_ok = 0;
-    }
-    g_run.sum = sum;
-    g_run.plan = &plan;
-    g_run.plugins = plugins;
-    cp_wd_unlock();
-    bad = cp_agree(boot.nranks, out_ok ? 0 : COLLPROF_ERR_IO, err, agreed, sizeof(agreed));
-    int exit_status = EXIT_OK, write_failed = 0, stop_run = 0;
-    if (bad != -1) {
-        if (boot.rank == 0) {
-            fprintf(stderr, "collprof: error: %s\n", agreed);
-        }
-        exit_status = EXIT_FAILED;
-    } else {
-        cp_runner_t runner = {.opt = opt, .boot = &boot, .plugins = plugins, .nplugins = nplugins};
-        for (int i = 0; i < plan.ncells && !stop_run; i++) {
-            runner.index = i;
-            const cp_cell_t *c = &plan.cells[i];
-            cp_result_t res;
-            cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, plan.ncells,
-                   plugins[c->plugin].name, c->variant, collprof_op_name(c->op),
-                   collprof_dtype_info(c->dtype)->name, (unsigned long long)c->count);
-            cp_run_cell(&runner, c, &res);
-            cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, plan.ncells,
-                   collprof_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
-                   (unsigned long long)res.wrong);
-            if (res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR) {
-                exit_status = EXIT_FAILED;
-            }
-            cp_wd_beat(CP_WD_WRITE, i, -1, c->warmup, cp_cell_timeout(opt, 0));
-            if (sum != NULL) {
-                collprof_result_row_t row;
-                cp_result_row(&plugins[c->plugin], c, &res, i, &row);
-                cp_wd_lock();
-                if (cp_summary_cell(sum, &row, &res) != 0) {
-                    write_failed = 1;
-                }
-                g_run.done = i + 1;
-                cp_wd_unlock();
-            }
-            cp_result_free(&res);
-            /* a rank 0 that cannot write stops every rank after this cell */
-            stop_run = write_failed;
-            if (cp_oob_bcast(&stop_run, sizeof(stop_run), 0) != 0) {
-                stop_run = 0; /* the next cell's agreement reports the broken channel */
-            }
-        }
-        if (ready == 0) {
-            if (boot.rank == 0) {
-                fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
-            }
-            exit_status = EXIT_FAILED;
-        }
-    }
-    if (stop_run) {
-        if (boot.rank == 0) {
-            fprintf(stderr, "collprof: error: stopped after %d of %d cells: %s\n", g_run.done,
-                    plan.ncells, sum != NULL ? cp_summary_error(sum) : "?");
-        }
-        exit_status = EXIT_FAILED;
-    }
-    cp_wd_lock();
-    if (sum != NULL) {
-        if (stop_run) {
-            cp_summary_stop(sum, exit_status, "the results could not be written");
-        } else {
-            cp_summary_close(sum, exit_status);
-        }
-        g_run.sum = NULL;
-    }
-    cp_wd_unlock();
-    cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
-    for (int i = 0; i < nplugins; i++) {
+    for (int i = 0; i < n; i++) {
         if (plugins[i].ctx != NULL) {
             plugins[i].be->finalize(plugins[i].ctx);
             plugins[i].ctx = NULL;
         }
     }
-    cp_plugins_unload(plugins, nplugins);
-    cp_plan_free(&plan);
-    free(affinity);
-    cp_boot_finalize(&boot);
+}
+
+/* What one rank holds for the whole run. */
+typedef struct rank_run {
+    cp_options_t *opt;
+    cp_boot_t boot;
+    cp_plugin_t *plugins;
+    int nplugins;
+    cp_plan_t plan;
+    char (*affinity)[256];
+    cp_summary_t *sum;
+    int ready; /* backends initialised */
+} rank_run_t;
+
+/* Boot, load plugins, build the plan; the ranks agree on any input error
+ * before a backend communicates.  Returns -1 to go on, else an exit status. */
+static int rank_prepare(rank_run_t *rr)
+{
+    char err[2048] = "";
+    int status = 0;
+    cp_boot_t *b = &rr->boot;
+    if (!strcmp(b->launcher, "none") && !rr->opt->list) {
+        cp_log(CP_LOG_WARN, "no PMIx launcher found: running as a single rank (use --np N, "
+                            "mpirun or srun --mpi=pmix for more)");
+    }
+    if (rr->opt->np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL) {
+        snprintf(err, sizeof(err),
+                 "--np starts its own ranks; under mpirun or srun leave it out "
+                 "(the launcher sets the number of ranks)");
+        status = EXIT_USAGE;
+    }
+    cp_log(CP_LOG_INFO, "rank %d of %d on %s (local rank %d, node %d of %d, launcher %s)", b->rank,
+           b->nranks, b->hostname, b->local_rank, b->node_id, b->nnodes, b->launcher);
+    int nonly = 0;
+    char(*only)[64] = only_backends(rr->opt, &nonly);
+    if (status == 0 && cp_plugins_load(only, nonly, &rr->plugins, &rr->nplugins) != 0) {
+        snprintf(err, sizeof(err), "out of memory loading plugins");
+        status = EXIT_FAILED;
+    }
+    if (status == 0 && cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
+                                     sizeof(err)) != 0) {
+        status = EXIT_USAGE;
+    }
+    if (status == 0 && b->rank == 0 && !rr->opt->dry_run &&
+        cp_output_dir_check(cp_output_dir(rr->opt), err, sizeof(err)) != 0) {
+        status = EXIT_USAGE;
+    }
+    cp_agreement_t a;
+    if (cp_agree(b->nranks, status, err, &a) != CP_AGREE_OK) {
+        if (b->rank == 0) {
+            fprintf(stderr, "collprof: error: %s\n", a.msg);
+        }
+        return a.result == CP_AGREE_FAILED && status != EXIT_FAILED ? EXIT_USAGE : EXIT_FAILED;
+    }
+    if (b->rank == 0) {
+        report_unusable(rr->plugins, rr->nplugins, rr->opt);
+    }
+    if (rr->opt->dry_run) {
+        if (b->rank == 0) {
+            cp_plan_print(&rr->plan, rr->plugins, stdout);
+        }
+        return EXIT_OK;
+    }
+    return -1;
+}
+
+/* Backends up, affinity gathered, outputs open (rank 0); -1 when the outputs failed. */
+static int rank_open(rank_run_t *rr, int argc, char **argv)
+{
+    cp_boot_t *b = &rr->boot;
+    collprof_host_t host = {.size = sizeof(host),
+                            .rank = b->rank,
+                            .nranks = b->nranks,
+                            .local_rank = b->local_rank,
+                            .local_size = b->local_size,
+                            .node_id = b->node_id,
+                            .nnodes = b->nnodes,
+                            .hostname = b->hostname,
+                            .launcher = b->launcher,
+                            .log = host_log,
+                            .oob_allgather = cp_oob_allgather,
+                            .oob_bcast = cp_oob_bcast,
+                            .oob_barrier = cp_oob_barrier,
+                            .get_option = host_get_option};
+    rr->ready = init_backends(rr->plugins, rr->nplugins, &rr->plan, b, &host);
+    char mine[256], err[2048] = "";
+    rr->affinity = calloc((size_t)b->nranks, sizeof(*rr->affinity));
+    cpu_affinity(mine, sizeof(mine));
+    if (rr->affinity != NULL && cp_oob_allgather(mine, rr->affinity, sizeof(mine)) != 0) {
+        free(rr->affinity);
+        rr->affinity = NULL;
+    }
+    cp_run_info_t ri = {.opt = rr->opt,
+                        .affinity = (const char(*)[256])rr->affinity,
+                        .boot = b,
+                        .plugins = rr->plugins,
+                        .nplugins = rr->nplugins,
+                        .plan = &rr->plan,
+                        .argc = argc,
+                        .argv = argv};
+    int out_ok = 1;
+    cp_wd_lock();
+    if (b->rank == 0 && cp_summary_open(&ri, &rr->sum, err, sizeof(err)) != 0) {
+        out_ok = 0;
+    }
+    g_run.sum = rr->sum;
+    g_run.plan = &rr->plan;
+    g_run.plugins = rr->plugins;
+    cp_wd_unlock();
+    cp_agreement_t a;
+    if (cp_agree(b->nranks, out_ok ? 0 : COLLPROF_ERR_IO, err, &a) != CP_AGREE_OK) {
+        if (b->rank == 0) {
+            fprintf(stderr, "collprof: error: %s\n", a.msg);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* Rank 0 records one finished cell; 0, or -1 when a file could not be written. */
+static int record_cell(rank_run_t *rr, int i, const cp_result_t *res)
+{
+    const cp_cell_t *c = &rr->plan.cells[i];
+    int rc = 0;
+    cp_wd_beat(CP_WD_WRITE, i, -1, c->warmup, cp_cell_timeout(rr->opt, 0));
+    if (rr->sum == NULL) {
+        return 0;
+    }
+    collprof_result_row_t row;
+    cp_result_row(&rr->plugins[c->plugin], c, res, i, &row);
+    cp_wd_lock();
+    if (cp_summary_cell(rr->sum, &row, res) != 0) {
+        rc = -1;
+    }
+    g_run.done = i + 1;
+    cp_wd_unlock();
+    return rc;
+}
+
+/* Every cell of the plan; *stopped when rank 0 could not write.  Returns the exit status. */
+static int run_cells(rank_run_t *rr, int *stopped)
+{
+    int exit_status = EXIT_OK, stop_run = 0;
+    cp_runner_t runner = {
+        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    for (int i = 0; i < rr->plan.ncells && !stop_run; i++) {
+        runner.index = i;
+        const cp_cell_t *c = &rr->plan.cells[i];
+        cp_result_t res;
+        cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, rr->plan.ncells,
+               rr->plugins[c->plugin].name, c->variant, collprof_op_name(c->op),
+               collprof_dtype_name(c->dtype), (unsigned long long)c->count);
+        cp_run_cell(&runner, c, &res);
+        cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, rr->plan.ncells,
+               collprof_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
+               (unsigned long long)res.wrong);
+        if (res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR) {
+            exit_status = EXIT_FAILED;
+        }
+        /* a rank 0 that cannot write stops every rank after this cell */
+        stop_run = record_cell(rr, i, &res) != 0;
+        cp_result_free(&res);
+        if (cp_oob_bcast(&stop_run, sizeof(stop_run), 0) != 0) {
+            stop_run = 0; /* the next cell's agreement reports the broken channel */
+        }
+    }
+    if (rr->ready == 0) {
+        if (rr->boot.rank == 0) {
+            fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
+        }
+        exit_status = EXIT_FAILED;
+    }
+    *stopped = stop_run;
+    return stop_run ? EXIT_FAILED : exit_status;
+}
+
+/* Rank 0 closes its outputs (the footer says whether the run was stopped). */
+static void close_outputs(rank_run_t *rr, int exit_status, int stopped)
+{
+    if (stopped && rr->boot.rank == 0) {
+        fprintf(stderr, "collprof: error: stopped after %d of %d cells: %s\n", g_run.done,
+                rr->plan.ncells, rr->sum != NULL ? cp_summary_error(rr->sum) : "?");
+    }
+    cp_wd_lock();
+    if (rr->sum != NULL) {
+        if (stopped) {
+            cp_summary_stop(rr->sum, exit_status, "the results could not be written");
+        } else {
+            cp_summary_close(rr->sum, exit_status);
+        }
+        g_run.sum = rr->sum = NULL;
+    }
+    cp_wd_unlock();
+}
+
+static int run_rank(int argc, char **argv, cp_options_t *opt)
+{
+    rank_run_t rr;
+    memset(&rr, 0, sizeof(rr));
+    rr.opt = opt;
+    cp_wd_hooks_t hooks = {
+        .on_timeout = wd_timeout, .on_signal = wd_signal, .describe = wd_describe, .arg = NULL};
+    cp_wd_start(&hooks);
+    cp_wd_beat(CP_WD_START, -1, -1, 0, outer_timeout(opt));
+    if (cp_boot_init(&rr.boot) != 0) {
+        return EXIT_FAILED;
+    }
+    cp_wd_set_boot(&rr.boot);
+    cp_log_setup(rr.boot.rank, rr.boot.nranks, rr.boot.hostname, opt->verbose);
+    int exit_status = rank_prepare(&rr);
+    if (exit_status < 0) {
+        int stopped = 0;
+        exit_status = rank_open(&rr, argc, argv) != 0 ? EXIT_FAILED : run_cells(&rr, &stopped);
+        close_outputs(&rr, exit_status, stopped);
+        cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
+        finalize_backends(rr.plugins, rr.nplugins);
+    }
+    cp_plugins_unload(rr.plugins, rr.nplugins);
+    cp_plan_free(&rr.plan);
+    free(rr.affinity);
+    cp_boot_finalize(&rr.boot);
     cp_wd_stop();
     return exit_status;
 }

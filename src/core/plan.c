@@ -269,6 +269,11 @@ int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplug
     return 0;
 }
 
+int cp_plan_uses(const cp_plan_t *plan, int i)
+{
+    return i >= 0 && i < 32 && (plan->plugins_used & (1u << (unsigned)i)) != 0;
+}
+
 void cp_plan_free(cp_plan_t *plan)
 {
     free(plan->cells);

@@ -45,6 +45,8 @@ typedef struct cp_plan {
 int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
                   cp_plan_t *plan, char *err, size_t errlen);
 void cp_plan_free(cp_plan_t *plan);
+/** Does the plan have cells on plugin index i? */
+int cp_plan_uses(const cp_plan_t *plan, int i);
 
 /** Print the plan (--dry-run). */
 void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f);

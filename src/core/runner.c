@@ -4,23 +4,18 @@
 
 #include "colls/colls.h"
 #include "core/data.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "core/watchdog.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
-#include <unistd.h>
 
-#define MSG_LEN 480
 /* samples per rank in one out-of-band exchange (256 KiB of doubles) */
 #define GATHER_CHUNK 32768
-
-typedef struct agree_rec {
-    int status;
-    char msg[MSG_LEN];
-} agree_rec_t;
 
 static double current_timeout;
 
@@ -37,91 +32,74 @@ double cp_current_timeout(void)
     return current_timeout;
 }
 
-int cp_agree(int n, int status, const char *why, char *msg, size_t len)
+cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *out)
 {
-    agree_rec_t mine;
+    cp_agreement_t mine;
     memset(&mine, 0, sizeof(mine));
     mine.status = status;
     snprintf(mine.msg, sizeof(mine.msg), "%s", why ? why : "");
-    agree_rec_t *all = calloc((size_t)n, sizeof(*all));
+    cp_agreement_t *all = calloc((size_t)n, sizeof(*all));
+    memset(out, 0, sizeof(*out));
+    out->rank = -1;
     if (all == NULL || cp_oob_allgather(&mine, all, sizeof(mine)) != 0) {
         free(all);
-        return -2;
+        out->result = CP_AGREE_OOB_BROKEN;
+        out->status = COLLPROF_ERR_BOOTSTRAP;
+        snprintf(out->msg, sizeof(out->msg), "out-of-band exchange failed");
+        return out->result;
     }
-    int first = -1;
     for (int r = 0; r < n; r++) {
-        if (all[r].status != 0) {
-            first = r;
-            snprintf(msg, len, "%s", all[r].msg);
+        if (all[r].status != COLLPROF_OK) {
+            *out = all[r];
+            out->rank = r;
+            out->result = CP_AGREE_FAILED;
             break;
         }
     }
     free(all);
-    return first;
+    return out->result;
 }
+
+/* ---- one cell, phase by phase ---------------------------------------- */
 
 /* Per-rank record gathered at the end of a cell; samples follow it. */
 typedef struct cell_rec {
     int status; /* collprof_status_t of the first failure on this rank */
     int phase;  /* 0 ok, 1 setup, 2 run, 3 check */
     uint64_t wrong;
-    char msg[MSG_LEN];
+    char msg[480];
 } cell_rec_t;
 
-/*
- * Test hooks (collprof(1), ENVIRONMENT): COLLPROF_FAULT=wrong[:RANK]
- * corrupts one result element after each check run; exit[:RANK] makes that
- * rank die in the middle of the first cell's timed loop.  Returns the rank
- * the fault applies to, or -1.
- */
-static int fault_rank(const char *kind)
-{
-    const char *f = getenv("COLLPROF_FAULT");
-    size_t kl = strlen(kind);
-    if (f == NULL || strncmp(f, kind, kl) != 0 || (f[kl] != '\0' && f[kl] != ':')) {
-        return -1;
-    }
-    return f[kl] == ':' ? atoi(f + kl + 1) : 0;
-}
+/* Everything one rank holds while it runs one cell. */
+typedef struct cell_run {
+    cp_runner_t *r;
+    const cp_cell_t *cell;
+    cp_plugin_t *p;
+    const collprof_backend_t *be;
+    cp_xfer_t x;
+    cp_a2av_t a2av;
+    cell_rec_t rec;
+    int n, iters, memtype, staged;
+    double tmo;
+    size_t bytes;                  /* of each buffer */
+    void *sendbuf, *recvbuf;       /* the backend's */
+    void *hsend, *hrecv;           /* host copies when staged */
+    double *mine;                  /* this rank's samples, us */
+    collprof_args_t args, barrier; /* the operation, and the backend's barrier */
+} cell_run_t;
 
-/* COLLPROF_FAULT=slow[:RANK[:USEC]]: RANK (default every rank, "all") adds
- * USEC (default 2000) to each timed operation, to test stragglers and
- * regression detection. */
-static long fault_slow_us(int rank)
+__attribute__((format(printf, 4, 5))) static void fail(cell_run_t *c, int status, int phase,
+                                                       const char *fmt, ...)
 {
-    const char *f = getenv("COLLPROF_FAULT");
-    if (f == NULL || strncmp(f, "slow", 4) != 0 || (f[4] != '\0' && f[4] != ':')) {
-        return 0;
+    if (c->rec.status != 0) {
+        return; /* the first failure is the one reported */
     }
-    long us = 2000;
-    if (f[4] == ':') {
-        const char *r = f + 5, *colon = strchr(r, ':');
-        if (strncmp(r, "all", 3) != 0 && atoi(r) != rank) {
-            return 0;
-        }
-        if (colon != NULL) {
-            us = atol(colon + 1);
-        }
-    }
-    return us > 0 ? us : 0;
-}
-
-/* COLLPROF_FAULT=hang[:RANK[:CELL]]: RANK (default 0) stops before the
- * operation of the middle iteration of cell CELL (default 0) and never
- * comes back, as a rank stuck outside the collective would. */
-static int fault_hang(int rank, int cell)
-{
-    const char *f = getenv("COLLPROF_FAULT");
-    if (f == NULL || strncmp(f, "hang", 4) != 0 || (f[4] != '\0' && f[4] != ':')) {
-        return 0;
-    }
-    int r = 0, c = 0;
-    if (f[4] == ':') {
-        r = atoi(f + 5);
-        const char *colon = strchr(f + 5, ':');
-        c = colon != NULL ? atoi(colon + 1) : 0;
-    }
-    return r == rank && c == cell;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->rec.msg, sizeof(c->rec.msg), fmt, ap);
+    va_end(ap);
+    c->rec.status = status;
+    c->rec.phase = phase;
 }
 
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
@@ -134,372 +112,432 @@ static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
 
 /* Host copy <-> the backend's buffer: the backend's mem_copy for device
  * memory, memcpy for host memory (the COLLPROF_TEST_STAGED path). */
-static int stage_copy(const collprof_backend_t *be, void *ctx, int memtype, void *dst,
-                      const void *src, size_t bytes, int to_device)
+static int stage_copy(cell_run_t *c, void *dst, const void *src, int to_device)
 {
-    if (memtype == COLLPROF_MEM_DEVICE) {
-        return be->mem_copy(ctx, memtype, dst, src, bytes, to_device);
+    if (c->memtype == COLLPROF_MEM_DEVICE) {
+        return c->be->mem_copy(c->p->ctx, c->memtype, dst, src, c->bytes, to_device);
     }
-    memcpy(dst, src, bytes);
+    memcpy(dst, src, c->bytes);
     return COLLPROF_OK;
 }
 
 /* The filled host copies into the backend's buffers (one buffer in place). */
-static int upload(const collprof_backend_t *be, void *ctx, int memtype, void *sendbuf,
-                  void *recvbuf, const void *hsend, const void *hrecv, size_t bytes)
+static int upload(cell_run_t *c)
 {
-    int rc = stage_copy(be, ctx, memtype, recvbuf, hrecv, bytes, 1);
-    if (rc == COLLPROF_OK && sendbuf != NULL && sendbuf != recvbuf) {
-        rc = stage_copy(be, ctx, memtype, sendbuf, hsend, bytes, 1);
+    if (!c->staged) {
+        return COLLPROF_OK;
+    }
+    int rc = stage_copy(c, c->recvbuf, c->hrecv, 1);
+    if (rc == COLLPROF_OK && c->sendbuf != NULL && c->sendbuf != c->recvbuf) {
+        rc = stage_copy(c, c->sendbuf, c->hsend, 1);
     }
     return rc;
 }
 
-void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
+/* Turn a failed agreement into the cell's result; 0 when every rank passed. */
+static int agreed(cell_run_t *c, cp_result_t *res)
 {
-    const cp_boot_t *b = r->boot;
-    cp_plugin_t *p = &r->plugins[cell->plugin];
-    const collprof_backend_t *be = p->be;
-    const cp_coll_t *coll = cp_coll_get(cell->op);
-    const collprof_dtype_info_t *dt = collprof_dtype_info(cell->dtype);
-    int n = b->nranks, iters = cell->iters;
-    cp_a2av_t a2av;
-    cell_rec_t rec;
-    void *sendbuf = NULL, *recvbuf = NULL;
-    double *mine = NULL;
-    char agreed[MSG_LEN];
-    struct timeval tv;
-
-    memset(res, 0, sizeof(*res));
-    memset(&a2av, 0, sizeof(a2av));
-    memset(&rec, 0, sizeof(rec));
-    res->nranks = n;
-    res->iters = iters;
-    gettimeofday(&tv, NULL);
-    res->start_epoch = (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
-
-    if (cell->pre_status != COLLPROF_CELL_PENDING) {
-        res->status = cell->pre_status;
-        snprintf(res->reason, sizeof(res->reason), "%s", cell->pre_reason);
-        return;
+    cp_agreement_t a;
+    if (cp_agree(c->n, c->rec.status, c->rec.msg, &a) == CP_AGREE_OK) {
+        return 0;
     }
-    if (p->ctx == NULL) {
-        res->status = COLLPROF_CELL_SKIPPED;
-        snprintf(res->reason, sizeof(res->reason), "backend %s is not initialised: %.160s", p->name,
-                 p->error);
-        return;
+    res->status =
+        a.status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED : COLLPROF_CELL_ERROR;
+    if (a.result == CP_AGREE_FAILED) { /* every rank reports the first failing rank's reason */
+        snprintf(res->reason, sizeof(res->reason), "rank %d: %s", a.rank, a.msg);
+    } else {
+        snprintf(res->reason, sizeof(res->reason), "%s", a.msg);
     }
+    return -1;
+}
 
-    cp_xfer_t x = {.op = cell->op,
-                   .dtype = cell->dtype,
-                   .redop = cell->redop,
-                   .root = cell->root,
-                   .in_place = cell->in_place,
-                   .rank = b->rank,
-                   .n = n,
-                   .count = cell->count,
-                   .a2av = NULL};
-
-    /* ---- setup: variant, traffic, buffers; then agree ---------------- */
-    const int idx = r->index;
-    double tmo = cp_cell_timeout(r->opt, cell->count * dt->size * (uint64_t)(n > 1 ? 2 : 1));
-    current_timeout = tmo;
-    cp_wd_beat(CP_WD_SETUP, idx, -1, cell->warmup, tmo);
-    /* device memory is filled and checked through host copies ("staged");
-     * COLLPROF_TEST_STAGED=1 stages host memory too, to test that path */
-    const int memtype = cell->memtype;
-    const int staged = memtype == COLLPROF_MEM_DEVICE || getenv("COLLPROF_TEST_STAGED") != NULL;
-    void *hsend = NULL, *hrecv = NULL;
-    int rc = be->select_variant(p->ctx, cell->op, cell->variant);
+/* Local: the variant's selection result and the alltoallv traffic. */
+static void setup_traffic(cell_run_t *c)
+{
+    const cp_cell_t *cell = c->cell;
+    int rc = c->be->select_variant(c->p->ctx, cell->op, cell->variant);
     if (rc != COLLPROF_OK) {
-        rec.status = rc;
-        rec.phase = 1;
-        snprintf(rec.msg, sizeof(rec.msg), "variant %s: %s", cell->variant, be->last_error(p->ctx));
+        fail(c, rc, 1, "variant %s: %s", cell->variant, c->be->last_error(c->p->ctx));
     }
-    if (rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
-        uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
+    if (c->rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
+        uint64_t *m = calloc((size_t)c->n * (size_t)c->n, sizeof(uint64_t));
         if (m != NULL) {
-            cp_imbalance_matrix(cell->imb, n, cell->count, m);
+            cp_imbalance_matrix(cell->imb, c->n, cell->count, m);
         }
-        if (m == NULL || cp_a2av_build(&a2av, m, n, b->rank) != 0) {
-            rec.status = COLLPROF_ERR_NO_MEMORY;
-            rec.phase = 1;
-            snprintf(rec.msg, sizeof(rec.msg), "out of memory for the traffic matrix");
-        } else {
-            x.a2av = &a2av;
-            if (cell->in_place && !a2av.symmetric) {
-                rec.status = COLLPROF_ERR_NOT_SUPPORTED;
-                rec.phase = 1;
-                snprintf(rec.msg, sizeof(rec.msg),
-                         "in-place alltoallv needs symmetric traffic; %s is not", cell->imb->label);
-            }
+        if (m == NULL || cp_a2av_build(&c->a2av, m, c->n, c->r->boot->rank) != 0) {
+            fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for the traffic matrix");
+            return;
+        }
+        c->x.a2av = &c->a2av;
+        if (cell->in_place && !c->a2av.symmetric) {
+            fail(c, COLLPROF_ERR_NOT_SUPPORTED, 1,
+                 "in-place alltoallv needs symmetric traffic; %s is not", cell->imb->label);
         }
     }
-    size_t bytes = (size_t)(cp_coll_buffer_elems(&x) * dt->size);
-    if (rec.status == 0) {
-        rc = be->mem_alloc(p->ctx, memtype, bytes, &recvbuf);
-        if (rc == COLLPROF_OK && !cell->in_place) {
-            rc = be->mem_alloc(p->ctx, memtype, bytes, &sendbuf);
+    c->mine = calloc((size_t)c->iters, sizeof(double));
+    if (c->mine == NULL) {
+        fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for samples");
+    }
+}
+
+/* Host copies of the buffers (staged), every page touched outside the timed loop. */
+static void setup_host_copies(cell_run_t *c)
+{
+    if (!c->staged) {
+        memset(c->recvbuf, 0, c->bytes);
+        if (c->sendbuf != NULL) {
+            memset(c->sendbuf, 0, c->bytes);
         }
+        return;
+    }
+    c->hrecv = cp_alloc_pages(c->bytes);
+    c->hsend = c->cell->in_place ? NULL : cp_alloc_pages(c->bytes);
+    if (c->hrecv == NULL || (c->hsend == NULL && !c->cell->in_place)) {
+        fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for 2 x %zu bytes of host copies",
+             c->bytes);
+        return;
+    }
+    memset(c->hrecv, 0, c->bytes);
+    if (c->hsend != NULL) {
+        memset(c->hsend, 0, c->bytes);
+    }
+    if (upload(c) != COLLPROF_OK) {
+        fail(c, COLLPROF_ERR_BACKEND, 1, "copying to %s memory: %s",
+             collprof_memtype_name(c->memtype), c->be->last_error(c->p->ctx));
+    }
+}
+
+/* Collective (mem_alloc): called on every rank once the ranks agreed on the set-up. */
+static void setup_buffers(cell_run_t *c)
+{
+    const cp_cell_t *cell = c->cell;
+    c->bytes = (size_t)(cp_coll_buffer_elems(&c->x) * collprof_dtype_size(cell->dtype));
+    int rc = c->be->mem_alloc(c->p->ctx, c->memtype, c->bytes, &c->recvbuf);
+    if (!cell->in_place) { /* the second allocation on every rank, whatever the first gave */
+        int rc2 = c->be->mem_alloc(c->p->ctx, c->memtype, c->bytes, &c->sendbuf);
+        rc = rc != COLLPROF_OK ? rc : rc2;
+    }
+    if (rc != COLLPROF_OK) {
+        fail(c, rc, 1, "allocating 2 x %zu bytes of %s memory: %s", c->bytes,
+             collprof_memtype_name(c->memtype), c->be->last_error(c->p->ctx));
+        return;
+    }
+    setup_host_copies(c);
+    int me = c->r->boot->rank;
+    c->args = (collprof_args_t){.op = cell->op,
+                                .dtype = cell->dtype,
+                                .redop = cell->redop,
+                                .root = cell->root,
+                                .in_place = cell->in_place,
+                                .memtype = c->memtype,
+                                .sendbuf = cell->in_place ? c->recvbuf : c->sendbuf,
+                                .recvbuf = c->recvbuf,
+                                .count = cell->count,
+                                .sendcounts = c->a2av.sendcounts,
+                                .sdispls = c->a2av.sdispls,
+                                .recvcounts = c->a2av.recvcounts,
+                                .rdispls = c->a2av.rdispls,
+                                .peer_send = (me + 1) % c->n,
+                                .peer_recv = (me - 1 + c->n) % c->n};
+    c->barrier = c->args;
+    c->barrier.op = COLLPROF_OP_BARRIER;
+}
+
+/* Iteration i of the host-timed loop: barrier, faults, the timed operation. */
+static int run_one(cell_run_t *c, int i, long slow_us, int hang)
+{
+    const cp_cell_t *cell = c->cell;
+    const int idx = c->r->index, me = c->r->boot->rank;
+    int rc;
+    if (c->r->opt->sync_barrier) {
+        cp_wd_beat(CP_WD_SYNC, idx, i, cell->warmup, c->tmo);
+        rc = (c->p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER))
+                 ? c->be->run(c->p->ctx, &c->barrier)
+                 : cp_oob_barrier();
         if (rc != COLLPROF_OK) {
-            rec.status = rc;
-            rec.phase = 1;
-            snprintf(rec.msg, sizeof(rec.msg), "allocating 2 x %zu bytes of %s memory: %s", bytes,
-                     collprof_memtype_name(memtype), be->last_error(p->ctx));
-        } else if (staged) {
-            hrecv = cp_alloc_pages(bytes);
-            hsend = cell->in_place ? NULL : cp_alloc_pages(bytes);
-            if (hrecv == NULL || (hsend == NULL && !cell->in_place)) {
-                rec.status = COLLPROF_ERR_NO_MEMORY;
-                rec.phase = 1;
-                snprintf(rec.msg, sizeof(rec.msg), "out of memory for 2 x %zu bytes of host copies",
-                         bytes);
-            } else { /* touch every page (on both sides) outside the timed loop */
-                memset(hrecv, 0, bytes);
-                if (hsend != NULL) {
-                    memset(hsend, 0, bytes);
-                }
-                rc = upload(be, p->ctx, memtype, sendbuf, recvbuf, hsend, hrecv, bytes);
-                if (rc != COLLPROF_OK) {
-                    rec.status = rc;
-                    rec.phase = 1;
-                    snprintf(rec.msg, sizeof(rec.msg), "copying to %s memory: %s",
-                             collprof_memtype_name(memtype), be->last_error(p->ctx));
-                }
-            }
-        } else {
-            /* touch every page outside the timed loop */
-            memset(recvbuf, 0, bytes);
-            if (sendbuf != NULL) {
-                memset(sendbuf, 0, bytes);
-            }
+            return rc;
         }
     }
-    mine = calloc((size_t)iters, sizeof(double));
-    if (mine == NULL && rec.status == 0) {
-        rec.status = COLLPROF_ERR_NO_MEMORY;
-        rec.phase = 1;
-        snprintf(rec.msg, sizeof(rec.msg), "out of memory for samples");
-    }
-    if (rec.status == COLLPROF_ERR_NOT_SUPPORTED) {
-        char tagged[MSG_LEN];
-        snprintf(tagged, sizeof(tagged), "[unsupported] %.460s", rec.msg);
-        snprintf(rec.msg, sizeof(rec.msg), "%s", tagged);
-    }
-    int bad = cp_agree(n, rec.status, rec.msg, agreed, sizeof(agreed));
-    if (bad != -1) {
-        if (bad >= 0) {
-            /* every rank reports the first failing rank's reason */
-            int unsupported = !strncmp(agreed, "[unsupported] ", 14);
-            res->status = unsupported ? COLLPROF_CELL_UNSUPPORTED : COLLPROF_CELL_ERROR;
-            snprintf(res->reason, sizeof(res->reason), "rank %d: %s", bad,
-                     agreed + (unsupported ? 14 : 0));
-        } else {
-            res->status = COLLPROF_CELL_ERROR;
-            snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
+    if (i == cell->warmup + c->iters / 2) {
+        if (cp_fault_exit(me) && idx == 0) {
+            cp_fault_exit_now(me);
         }
-        goto out;
+        if (hang) {
+            cp_fault_hang_now(me);
+        }
     }
-    cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s%s)", p->name,
-           cell->variant, collprof_op_name(cell->op),
-           cell->in_place ? "one in-place" : "send and receive", bytes,
-           collprof_memtype_name(memtype),
-           staged ? ", filled and checked through host copies" : "");
+    cp_wd_beat(CP_WD_OP, idx, i, cell->warmup, c->tmo);
+    double t0 = cp_now_us();
+    rc = c->be->run(c->p->ctx, &c->args);
+    if (slow_us > 0) {
+        cp_fault_spin(slow_us);
+    }
+    double t1 = cp_now_us();
+    cp_wd_beat(CP_WD_OP_DONE, idx, i, cell->warmup, c->tmo);
+    if (i >= cell->warmup) {
+        c->mine[i - cell->warmup] = t1 - t0;
+    }
+    return rc;
+}
 
-    collprof_args_t args = {.op = cell->op,
-                            .dtype = cell->dtype,
-                            .redop = cell->redop,
-                            .root = cell->root,
-                            .in_place = cell->in_place,
-                            .memtype = memtype,
-                            .sendbuf = cell->in_place ? recvbuf : sendbuf,
-                            .recvbuf = recvbuf,
-                            .count = cell->count,
-                            .sendcounts = a2av.sendcounts,
-                            .sdispls = a2av.sdispls,
-                            .recvcounts = a2av.recvcounts,
-                            .rdispls = a2av.rdispls,
-                            .peer_send = (b->rank + 1) % n,
-                            .peer_recv = (b->rank - 1 + n) % n};
-    collprof_args_t barrier = args;
-    barrier.op = COLLPROF_OP_BARRIER;
-    int backend_barrier = (p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER)) != 0;
-
-    /* ---- warm-up and timed iterations -------------------------------- */
-    long slow_us = fault_slow_us(b->rank);
-    int hang = fault_hang(b->rank, idx);
-    coll->fill(&x, staged ? hsend : sendbuf, staged ? hrecv : recvbuf);
-    rc = staged ? upload(be, p->ctx, memtype, sendbuf, recvbuf, hsend, hrecv, bytes) : COLLPROF_OK;
+/* Warm-up and timed iterations. */
+static void run_timed(cell_run_t *c)
+{
+    const cp_cell_t *cell = c->cell;
+    const int idx = c->r->index, me = c->r->boot->rank;
+    long slow_us = cp_fault_slow_us(me);
+    int hang = cp_fault_hang(me, idx);
+    c->x.rank = me;
+    cp_coll_get(cell->op)->fill(&c->x, c->staged ? c->hsend : c->sendbuf,
+                                c->staged ? c->hrecv : c->recvbuf);
+    int rc = upload(c);
     if (rc != COLLPROF_OK) {
         /* reported below as a run failure */
-    } else if (be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
+    } else if (c->be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
         /* one beat for the whole batch: the backend watches its own stream */
-        cp_wd_beat(CP_WD_OP, idx, 0, cell->warmup, tmo * (double)(cell->warmup + iters + 1));
-        rc = cell->warmup > 0 ? be->run_batch(p->ctx, &args, cell->warmup, mine) : COLLPROF_OK;
+        cp_wd_beat(CP_WD_OP, idx, 0, cell->warmup, c->tmo * (double)(cell->warmup + c->iters + 1));
+        rc = cell->warmup > 0 ? c->be->run_batch(c->p->ctx, &c->args, cell->warmup, c->mine)
+                              : COLLPROF_OK;
         if (rc == COLLPROF_OK) {
-            rc = be->run_batch(p->ctx, &args, iters, mine);
+            rc = c->be->run_batch(c->p->ctx, &c->args, c->iters, c->mine);
         }
     } else {
-        rc = COLLPROF_OK;
-        for (int i = 0; i < cell->warmup + iters && rc == COLLPROF_OK; i++) {
-            if (r->opt->sync_barrier) {
-                cp_wd_beat(CP_WD_SYNC, idx, i, cell->warmup, tmo);
-                rc = backend_barrier ? be->run(p->ctx, &barrier) : cp_oob_barrier();
-                if (rc != COLLPROF_OK) {
-                    break;
-                }
-            }
-            if (i == cell->warmup + iters / 2 && fault_rank("exit") == b->rank) {
-                cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d exits now", b->rank);
-                _exit(3);
-            }
-            if (hang && i == cell->warmup + iters / 2) {
-                cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d hangs now", b->rank);
-                for (;;) {
-                    sleep(1000);
-                }
-            }
-            cp_wd_beat(CP_WD_OP, idx, i, cell->warmup, tmo);
-            double t0 = cp_now_us();
-            rc = be->run(p->ctx, &args);
-            if (slow_us > 0) { /* spin: sleeping overshoots by milliseconds here */
-                double until = cp_now_us() + (double)slow_us;
-                while (cp_now_us() < until) {
-                }
-            }
-            double t1 = cp_now_us();
-            cp_wd_beat(CP_WD_OP_DONE, idx, i, cell->warmup, tmo);
-            if (i >= cell->warmup) {
-                mine[i - cell->warmup] = t1 - t0;
-            }
+        for (int i = 0; i < cell->warmup + c->iters && rc == COLLPROF_OK; i++) {
+            rc = run_one(c, i, slow_us, hang);
         }
     }
     if (rc != COLLPROF_OK) {
-        rec.status = rc;
-        rec.phase = 2;
-        snprintf(rec.msg, sizeof(rec.msg), "%s", be->last_error(p->ctx));
+        fail(c, rc, 2, "%s", c->be->last_error(c->p->ctx));
     }
+}
 
-    /* ---- exact check on a fresh run ---------------------------------- */
-    if (rec.status == 0 && r->opt->check && !(cp_op_flags(cell->op) & COLLPROF_OPF_NODATA)) {
-        cp_wd_beat(CP_WD_CHECK, idx, -1, cell->warmup, tmo);
-        void *fs = staged ? hsend : sendbuf, *fr = staged ? hrecv : recvbuf;
-        memset(fr, 0xff, bytes);
-        coll->fill(&x, fs, fr);
-        rc = staged ? upload(be, p->ctx, memtype, sendbuf, recvbuf, hsend, hrecv, bytes)
-                    : COLLPROF_OK;
-        if (rc == COLLPROF_OK) {
-            rc = be->run(p->ctx, &args);
-        }
-        if (rc == COLLPROF_OK && staged) {
-            rc = stage_copy(be, p->ctx, memtype, hrecv, recvbuf, bytes, 0);
-        }
-        if (rc != COLLPROF_OK) {
-            rec.status = rc;
-            rec.phase = 3;
-            snprintf(rec.msg, sizeof(rec.msg), "%s", be->last_error(p->ctx));
-        } else {
-            if (fault_rank("wrong") == b->rank) {
-                corrupt_one(&x, fr);
-            }
-            rec.wrong = coll->check(&x, fr);
-            cp_log(rec.wrong > 0 ? CP_LOG_WARN : CP_LOG_INFO,
-                   "%s/%s %s: verification: %llu wrong elements on this rank", p->name,
-                   cell->variant, collprof_op_name(cell->op), (unsigned long long)rec.wrong);
-        }
+/* The exact check on a fresh run. */
+static void run_check(cell_run_t *c)
+{
+    const cp_cell_t *cell = c->cell;
+    if (c->rec.status != 0 || !c->r->opt->check || (cp_op_flags(cell->op) & COLLPROF_OPF_NODATA)) {
+        return;
     }
+    cp_wd_beat(CP_WD_CHECK, c->r->index, -1, cell->warmup, c->tmo);
+    const cp_coll_t *coll = cp_coll_get(cell->op);
+    void *fs = c->staged ? c->hsend : c->sendbuf, *fr = c->staged ? c->hrecv : c->recvbuf;
+    memset(fr, 0xff, c->bytes);
+    coll->fill(&c->x, fs, fr);
+    int rc = upload(c);
+    if (rc == COLLPROF_OK) {
+        rc = c->be->run(c->p->ctx, &c->args);
+    }
+    if (rc == COLLPROF_OK && c->staged) {
+        rc = stage_copy(c, c->hrecv, c->recvbuf, 0);
+    }
+    if (rc != COLLPROF_OK) {
+        fail(c, rc, 3, "%s", c->be->last_error(c->p->ctx));
+        return;
+    }
+    if (cp_fault_wrong(c->r->boot->rank)) {
+        corrupt_one(&c->x, fr);
+    }
+    c->rec.wrong = coll->check(&c->x, fr);
+    cp_log(c->rec.wrong > 0 ? CP_LOG_WARN : CP_LOG_INFO,
+           "%s/%s %s: verification: %llu wrong elements on this rank", c->p->name, cell->variant,
+           collprof_op_name(cell->op), (unsigned long long)c->rec.wrong);
+}
 
-    /* ---- gather records and samples from every rank ------------------- */
-    cp_wd_beat(CP_WD_GATHER, idx, -1, cell->warmup, tmo);
-    cell_rec_t *recs = calloc((size_t)n, sizeof(cell_rec_t));
-    res->samples = calloc((size_t)n * (size_t)iters, sizeof(double));
-    res->rank_mean = calloc((size_t)n, sizeof(double));
-    double *imax = calloc((size_t)iters, sizeof(double));
+/* Every rank's samples, in bounded pieces: PMIx's store refuses one blob of several MB. */
+static int gather_samples(cell_run_t *c, cp_result_t *res)
+{
+    int n = c->n, iters = c->iters, oob = 0;
     double *chunk = calloc((size_t)n * GATHER_CHUNK, sizeof(double));
-    if (!recs || !res->samples || !res->rank_mean || !imax || !chunk) {
-        res->status = COLLPROF_CELL_ERROR;
-        snprintf(res->reason, sizeof(res->reason), "out of memory gathering results");
-        free(recs);
-        free(imax);
-        free(chunk);
-        goto out;
+    if (chunk == NULL) {
+        return COLLPROF_ERR_NO_MEMORY;
     }
-    int oob = cp_oob_allgather(&rec, recs, sizeof(rec));
-    /* samples in bounded pieces: PMIx's store refuses one blob of several MB */
     for (int off = 0; off < iters && oob == 0; off += GATHER_CHUNK) {
         int len = iters - off < GATHER_CHUNK ? iters - off : GATHER_CHUNK;
-        oob = cp_oob_allgather(mine + off, chunk, sizeof(double) * (size_t)len);
+        oob = cp_oob_allgather(c->mine + off, chunk, sizeof(double) * (size_t)len);
         for (int q = 0; q < n && oob == 0; q++) {
             memcpy(res->samples + (size_t)q * (size_t)iters + (size_t)off,
                    chunk + (size_t)q * (size_t)len, sizeof(double) * (size_t)len);
         }
     }
     free(chunk);
-    if (oob != 0) {
-        res->status = COLLPROF_CELL_ERROR;
-        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
-        free(recs);
-        free(imax);
-        goto out;
-    }
+    return oob;
+}
+
+/* Status, #wrong and per-rank means from every rank's record. */
+static void merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
+{
     res->status = COLLPROF_CELL_OK;
-    for (int q = 0; q < n; q++) {
+    for (int q = 0; q < c->n; q++) {
         const cell_rec_t *rq = &recs[q];
         res->wrong += rq->wrong;
         if (rq->status != 0 && res->status == COLLPROF_CELL_OK) {
             res->status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
                                                                    : COLLPROF_CELL_ERROR;
-            snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q, b->hostnames[q],
-                     rq->msg);
+            snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q,
+                     c->r->boot->hostnames[q], rq->msg);
         }
         double s = 0;
-        for (int i = 0; i < iters; i++) {
-            s += res->samples[(size_t)q * (size_t)iters + (size_t)i];
+        for (int i = 0; i < c->iters; i++) {
+            s += res->samples[(size_t)q * (size_t)c->iters + (size_t)i];
         }
-        res->rank_mean[q] = s / iters;
+        res->rank_mean[q] = s / c->iters;
     }
     if (res->status == COLLPROF_CELL_OK && res->wrong > 0) {
         res->status = COLLPROF_CELL_WRONG;
         snprintf(res->reason, sizeof(res->reason), "%llu wrong elements",
                  (unsigned long long)res->wrong);
     }
-    cp_stats_iter_max(res->samples, n, iters, imax);
-    cp_stats_compute(imax, iters, &res->stats);
-    res->bytes = cp_coll_bytes(&x);
+}
+
+/* Figures of the cell from the gathered samples. */
+static int compute_figures(cell_run_t *c, cp_result_t *res)
+{
+    int n = c->n;
+    double *imax = calloc((size_t)c->iters, sizeof(double));
+    if (imax == NULL) {
+        return -1;
+    }
+    cp_stats_iter_max(res->samples, n, c->iters, imax);
+    cp_stats_compute(imax, c->iters, &res->stats);
+    free(imax);
+    res->bytes = cp_coll_bytes(&c->x);
     if (res->stats.mean > 0) {
         res->algbw = (double)res->bytes / res->stats.mean * 1e-3; /* bytes/us -> GB/s */
-        res->busbw = res->algbw * collprof_busbw_factor(cell->op, n);
+        res->busbw = res->algbw * collprof_busbw_factor(c->cell->op, n);
     }
-    if (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE) {
-        res->send_bytes = calloc((size_t)n, sizeof(uint64_t));
-        res->recv_bytes = calloc((size_t)n, sizeof(uint64_t));
-        if (res->send_bytes && res->recv_bytes) {
-            for (int s = 0; s < n; s++) {
-                for (int d = 0; d < n; d++) {
-                    uint64_t e = a2av.matrix[(size_t)s * (size_t)n + (size_t)d] * dt->size;
-                    res->send_bytes[s] += e;
-                    res->recv_bytes[d] += e;
-                }
-            }
+    if (!(cp_op_flags(c->cell->op) & COLLPROF_OPF_VARIABLE)) {
+        return 0;
+    }
+    size_t esz = collprof_dtype_size(c->cell->dtype);
+    res->send_bytes = calloc((size_t)n, sizeof(uint64_t));
+    res->recv_bytes = calloc((size_t)n, sizeof(uint64_t));
+    for (int s = 0; s < n && res->send_bytes && res->recv_bytes; s++) {
+        for (int d = 0; d < n; d++) {
+            uint64_t e = c->a2av.matrix[(size_t)s * (size_t)n + (size_t)d] * esz;
+            res->send_bytes[s] += e;
+            res->recv_bytes[d] += e;
+        }
+    }
+    return 0;
+}
+
+/* Gather records and samples from every rank and compute the result. */
+static void finish(cell_run_t *c, cp_result_t *res)
+{
+    cp_wd_beat(CP_WD_GATHER, c->r->index, -1, c->cell->warmup, c->tmo);
+    cell_rec_t *recs = calloc((size_t)c->n, sizeof(cell_rec_t));
+    res->samples = calloc((size_t)c->n * (size_t)c->iters, sizeof(double));
+    res->rank_mean = calloc((size_t)c->n, sizeof(double));
+    if (!recs || !res->samples || !res->rank_mean) {
+        res->status = COLLPROF_CELL_ERROR;
+        snprintf(res->reason, sizeof(res->reason), "out of memory gathering results");
+        free(recs);
+        return;
+    }
+    int oob = cp_oob_allgather(&c->rec, recs, sizeof(c->rec));
+    if (oob == 0) {
+        oob = gather_samples(c, res);
+    }
+    if (oob != 0) {
+        res->status = COLLPROF_CELL_ERROR;
+        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
+    } else {
+        merge_records(c, recs, res);
+        if (compute_figures(c, res) != 0) {
+            res->status = COLLPROF_CELL_ERROR;
+            snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
         }
     }
     free(recs);
-    free(imax);
-out:
-    if (sendbuf != NULL) {
-        be->mem_free(p->ctx, memtype, sendbuf);
+}
+
+/* Collective (mem_free on every rank that allocated, which is every rank). */
+static void release(cell_run_t *c)
+{
+    if (c->sendbuf != NULL) {
+        c->be->mem_free(c->p->ctx, c->memtype, c->sendbuf);
     }
-    if (recvbuf != NULL) {
-        be->mem_free(p->ctx, memtype, recvbuf);
+    if (c->recvbuf != NULL) {
+        c->be->mem_free(c->p->ctx, c->memtype, c->recvbuf);
     }
-    if (hsend != NULL) {
-        cp_free_pages(hsend, bytes);
+    if (c->hsend != NULL) {
+        cp_free_pages(c->hsend, c->bytes);
     }
-    if (hrecv != NULL) {
-        cp_free_pages(hrecv, bytes);
+    if (c->hrecv != NULL) {
+        cp_free_pages(c->hrecv, c->bytes);
     }
-    free(mine);
-    cp_a2av_free(&a2av);
+    free(c->mine);
+    cp_a2av_free(&c->a2av);
+}
+
+/* A cell decided before it runs (at plan time, or its backend is not up). */
+static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
+{
+    const cp_plugin_t *p = &r->plugins[cell->plugin];
+    if (cell->pre_status != COLLPROF_CELL_PENDING) {
+        res->status = cell->pre_status;
+        snprintf(res->reason, sizeof(res->reason), "%s", cell->pre_reason);
+        return 1;
+    }
+    if (p->ctx == NULL) {
+        res->status = COLLPROF_CELL_SKIPPED;
+        snprintf(res->reason, sizeof(res->reason), "backend %s is not initialised: %.160s", p->name,
+                 p->error);
+        return 1;
+    }
+    return 0;
+}
+
+void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
+{
+    struct timeval tv;
+    memset(res, 0, sizeof(*res));
+    res->nranks = r->boot->nranks;
+    res->iters = cell->iters;
+    gettimeofday(&tv, NULL);
+    res->start_epoch = (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+    if (decided(r, cell, res)) {
+        return;
+    }
+    cell_run_t c;
+    memset(&c, 0, sizeof(c));
+    c.r = r;
+    c.cell = cell;
+    c.p = &r->plugins[cell->plugin];
+    c.be = c.p->be;
+    c.n = r->boot->nranks;
+    c.iters = cell->iters;
+    c.memtype = cell->memtype;
+    /* device memory is filled and checked through host copies ("staged") */
+    c.staged = c.memtype == COLLPROF_MEM_DEVICE || cp_fault_test_staged();
+    c.x = (cp_xfer_t){.op = cell->op,
+                      .dtype = cell->dtype,
+                      .redop = cell->redop,
+                      .root = cell->root,
+                      .in_place = cell->in_place,
+                      .rank = r->boot->rank,
+                      .n = c.n,
+                      .count = cell->count};
+    uint64_t largest = cell->count * collprof_dtype_size(cell->dtype) * (uint64_t)(c.n > 1 ? 2 : 1);
+    c.tmo = current_timeout = cp_cell_timeout(r->opt, largest);
+    cp_wd_beat(CP_WD_SETUP, r->index, -1, cell->warmup, c.tmo);
+
+    /* every collective slot is called on every rank or on none: agree first */
+    setup_traffic(&c);
+    if (agreed(&c, res) == 0) {
+        setup_buffers(&c);
+        if (agreed(&c, res) == 0) {
+            cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s%s)",
+                   c.p->name, cell->variant, collprof_op_name(cell->op),
+                   cell->in_place ? "one in-place" : "send and receive", c.bytes,
+                   collprof_memtype_name(c.memtype),
+                   c.staged ? ", filled and checked through host copies" : "");
+            run_timed(&c);
+            run_check(&c);
+            finish(&c, res);
+        }
+    }
+    release(&c);
 }
 
 void cp_result_free(cp_result_t *res)

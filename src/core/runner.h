@@ -55,11 +55,24 @@ void cp_result_free(cp_result_t *res);
 void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
                    int index, collprof_result_row_t *row);
 
+/** Outcome of an agreement. */
+typedef enum cp_agree_result {
+    CP_AGREE_OK = 0,    /**< every rank passed COLLPROF_OK */
+    CP_AGREE_FAILED,    /**< some rank failed: the first one is named */
+    CP_AGREE_OOB_BROKEN /**< the out-of-band exchange itself failed */
+} cp_agree_result_t;
+
+typedef struct cp_agreement {
+    cp_agree_result_t result;
+    int rank;   /**< the first failing rank, -1 when none */
+    int status; /**< its collprof_status_t */
+    char msg[480];
+} cp_agreement_t;
+
 /**
- * Agree on a local status across ranks over OOB: returns the first
- * failing rank (and its message in msg), or -1 when every rank passed
- * status 0.  On an OOB failure returns -2.
+ * Collective: agree on a local status across ranks over the out-of-band
+ * channel.  *out is filled on every rank with the same answer.
  */
-int cp_agree(int nranks, int status, const char *why, char *msg, size_t len);
+cp_agree_result_t cp_agree(int nranks, int status, const char *why, cp_agreement_t *out);
 
 #endif /* COLLPROF_CORE_RUNNER_H */

@@ -1,0 +1,30 @@
+/*
+ * Fault injection for tests, in one place: COLLPROF_FAULT (collprof(1),
+ * ENVIRONMENT) names one fault for the whole run.
+ *   wrong[:RANK]            corrupt one result element after each check run
+ *   exit[:RANK]             die in the middle of the first cell's timed loop
+ *   slow[:RANK|all[:USEC]]  add USEC (default 2000) to each timed operation
+ *   hang[:RANK[:CELL]]      stop for good in the middle of cell CELL (default 0)
+ * RANK defaults to 0 (slow: every rank).  COLLPROF_TEST_STAGED=1 fills and
+ * checks host memory through host copies, as device memory is.
+ */
+#ifndef COLLPROF_CORE_FAULT_H
+#define COLLPROF_CORE_FAULT_H
+
+/** Does "wrong" apply to rank? */
+int cp_fault_wrong(int rank);
+/** Does "exit" apply to rank? */
+int cp_fault_exit(int rank);
+/** Microseconds "slow" adds to each timed operation of rank (0: none). */
+long cp_fault_slow_us(int rank);
+/** Does "hang" apply to rank in cell? */
+int cp_fault_hang(int rank, int cell);
+/** Busy-wait us microseconds (sleeping overshoots by milliseconds here). */
+void cp_fault_spin(long us);
+/** Stop this process's progress for good (the "exit" and "hang" faults). */
+void cp_fault_exit_now(int rank) __attribute__((noreturn));
+void cp_fault_hang_now(int rank) __attribute__((noreturn));
+/** COLLPROF_TEST_STAGED: stage host memory through host copies. */
+int cp_fault_test_staged(void);
+
+#endif /* COLLPROF_CORE_FAULT_H */
