@@ -127,10 +127,12 @@ static void run_compare(const settings_t *s, const cp_report_file_t *base,
         width = (int)strlen(name) > width ? (int)strlen(name) : width;
     }
     printf("# compare BASE %s\n#         NEW  %s\n", base->path, cur->path);
-    if (base->world_size != cur->world_size || base->node_count != cur->node_count) {
+    if (base->root.world_size != cur->root.world_size ||
+        base->root.node_count != cur->root.node_count) {
         /* allowed (a scaling study), but every ratio below mixes two effects */
         printf("# note: BASE ran %lld ranks on %lld node(s), NEW %lld ranks on %lld node(s)\n",
-               base->world_size, base->node_count, cur->world_size, cur->node_count);
+               base->root.world_size, base->root.node_count, cur->root.world_size,
+               cur->root.node_count);
     }
     printf("# verdict: Mann-Whitney rank-sum test of the per-iteration times (max over ranks) at\n"
            "# alpha %g, and a change of the p50 time above %g%%\n",

@@ -38,9 +38,9 @@ static void fmt_double(double d, char *buf, size_t len)
 
 static void fmt_number(const cp_report_value_t *v, char *buf, size_t len)
 {
-    if (v->kind == CP_REPORT_I32) {
+    if (v->kind == COLLPROF_I32 || v->kind == COLLPROF_I64) {
         snprintf(buf, len, "%lld", v->i);
-    } else if (v->kind == CP_REPORT_U64) {
+    } else if (v->kind == COLLPROF_U64) {
         snprintf(buf, len, "%llu", (unsigned long long)v->u);
     } else {
         fmt_double(v->d, buf, len);
@@ -88,17 +88,17 @@ static void json_string(FILE *out, const char *s)
 
 static void write_csv(FILE *out, cp_report_file_t **files, int n)
 {
-    for (size_t c = 0; c < cp_report_ncolumns; c++) {
-        fprintf(out, "%s,", cp_report_columns[c].name);
+    for (size_t c = 0; c < cp_h5_table_results.ncolumns; c++) {
+        fprintf(out, "%s,", cp_h5_table_results.columns[c].name);
     }
     fprintf(out, "file\n");
     for (int i = 0; i < n; i++) {
         for (size_t r = 0; r < files[i]->nrows; r++) {
-            for (size_t c = 0; c < cp_report_ncolumns; c++) {
+            for (size_t c = 0; c < cp_h5_table_results.ncolumns; c++) {
                 cp_report_value_t v;
                 char num[64];
-                cp_report_column_value(&cp_report_columns[c], &files[i]->rows[r], &v);
-                if (v.kind == CP_REPORT_STR) {
+                cp_report_column_value(&cp_h5_table_results.columns[c], &files[i]->rows[r], &v);
+                if (v.kind == COLLPROF_STR) {
                     csv_field(out, v.s);
                 } else {
                     fmt_number(&v, num, sizeof(num));
@@ -120,13 +120,13 @@ static void write_json(FILE *out, cp_report_file_t **files, int n)
         for (size_t r = 0; r < files[i]->nrows; r++) {
             fputs(first ? "\n  {" : ",\n  {", out);
             first = 0;
-            for (size_t c = 0; c < cp_report_ncolumns; c++) {
+            for (size_t c = 0; c < cp_h5_table_results.ncolumns; c++) {
                 cp_report_value_t v;
                 char num[64];
-                cp_report_column_value(&cp_report_columns[c], &files[i]->rows[r], &v);
-                json_string(out, cp_report_columns[c].name);
+                cp_report_column_value(&cp_h5_table_results.columns[c], &files[i]->rows[r], &v);
+                json_string(out, cp_h5_table_results.columns[c].name);
                 fputs(": ", out);
-                if (v.kind == CP_REPORT_STR) {
+                if (v.kind == COLLPROF_STR) {
                     json_string(out, v.s);
                 } else {
                     fmt_number(&v, num, sizeof(num)); /* the reader refused NaN and inf */

@@ -318,13 +318,14 @@ static void describe_files(FILE *out, const plot_t *p, const char *open, const c
         const cp_report_file_t *f = p->files[i];
         fputs(open, out);
         xml_text(out, base_name(f->path));
-        fprintf(out, ": %lld ranks on %lld node(s), created ", f->world_size, f->node_count);
-        xml_text(out, f->created[0] ? f->created : "?");
-        if (f->tag[0]) {
+        fprintf(out, ": %lld ranks on %lld node(s), created ", f->root.world_size,
+                f->root.node_count);
+        xml_text(out, f->root.created[0] ? f->root.created : "?");
+        if (f->root.tag[0]) {
             fputs(", tag ", out);
-            xml_text(out, f->tag);
+            xml_text(out, f->root.tag);
         }
-        if (strcmp(f->status, "complete") != 0) {
+        if (strcmp(f->root.status, "complete") != 0) {
             fputs(" (incomplete run)", out);
         }
         fputs(close, out);

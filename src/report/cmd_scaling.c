@@ -225,7 +225,7 @@ static void print_op(table_t *t, const ref_t *refs, size_t lo, size_t hi, size_t
 static int scale_of(const scale_t *scales, int n, const cp_report_file_t *f)
 {
     for (int s = 0; s < n; s++) {
-        if (scales[s].nodes == f->node_count && scales[s].ranks == f->world_size) {
+        if (scales[s].nodes == f->root.node_count && scales[s].ranks == f->root.world_size) {
             return s;
         }
     }
@@ -253,8 +253,8 @@ static int report(cp_report_file_t **files, int nfiles, int metric)
         int s = scale_of(scales, nscales, files[i]);
         if (s < 0) {
             s = nscales++;
-            scales[s].nodes = files[i]->node_count;
-            scales[s].ranks = files[i]->world_size;
+            scales[s].nodes = files[i]->root.node_count;
+            scales[s].ranks = files[i]->root.world_size;
         }
         scales[s].files++;
     }

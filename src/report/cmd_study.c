@@ -88,11 +88,11 @@ int cp_report_cmd_study(int argc, char **argv)
             }
         }
     }
-    if (!(link > 0) && f->link_gbps > 0) {
-        link = f->link_gbps;
+    if (!(link > 0) && f->root.link_gbps > 0) {
+        link = f->root.link_gbps;
         from = "the run's --link-gbps";
     }
-    printf("# %s %s study of %s (%lld ranks)\n", backend, op, path, f->world_size);
+    printf("# %s %s study of %s (%lld ranks)\n", backend, op, path, f->root.world_size);
     if (cp_study_print(stdout, f->rows, f->nrows, backend, op, link, from) == 0) {
         printf("no measured %s %s cells in this file\n", backend, op);
     }

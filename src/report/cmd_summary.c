@@ -30,8 +30,8 @@ static void usage(FILE *f)
 
 static void print_world(const cp_report_file_t *f)
 {
-    printf("world:      %lld ranks on %lld node(s):", f->world_size, f->node_count);
-    for (long long node = 0; node < f->node_count; node++) {
+    printf("world:      %lld ranks on %lld node(s):", f->root.world_size, f->root.node_count);
+    for (long long node = 0; node < f->root.node_count; node++) {
         int cnt = 0, first = -1;
         for (int r = 0; r < f->nranks; r++) {
             if (f->ranks[r].node_id == node) {
@@ -47,18 +47,18 @@ static void print_world(const cp_report_file_t *f)
 static void print_header(const cp_report_file_t *f)
 {
     printf("# collprof-report summary of %s\n", f->path);
-    printf("schema:     %s %s (written by collprof %s)\n", f->schema, f->schema_version,
-           f->collprof_version[0] ? f->collprof_version : "?");
-    printf("created:    %s\n", f->created);
-    printf("command:    %s\n", f->command_line);
-    if (f->tag[0]) {
-        printf("tag:        %s\n", f->tag);
+    printf("schema:     %s %s (written by collprof %s)\n", f->root.schema, f->root.schema_version,
+           f->root.collprof_version[0] ? f->root.collprof_version : "?");
+    printf("created:    %s\n", f->root.created);
+    printf("command:    %s\n", f->root.command_line);
+    if (f->root.tag[0]) {
+        printf("tag:        %s\n", f->root.tag);
     }
     print_world(f);
-    printf("launcher:   %s%s%s\n", f->launcher, f->pmix_version[0] ? ", PMIx " : "",
-           f->pmix_version);
+    printf("launcher:   %s%s%s\n", f->root.launcher, f->root.pmix_version[0] ? ", PMIx " : "",
+           f->root.pmix_version);
     for (size_t i = 0; i < f->nbackends; i++) {
-        const cp_report_backend_t *b = &f->backends[i];
+        const collprof_backend_row_t *b = &f->backends[i];
         if (!strcmp(b->state, "not used")) {
             continue;
         }
@@ -68,19 +68,19 @@ static void print_header(const cp_report_file_t *f)
                b->library_version[0] ? b->library_version : "?",
                ready ? "" : " NOT INITIALISED: ", ready ? "" : b->state);
     }
-    if (f->timing[0]) {
-        printf("timing:     %s\n", f->timing);
+    if (f->root.timing[0]) {
+        printf("timing:     %s\n", f->root.timing);
     }
-    if (f->check[0]) {
-        printf("check:      %s\n", f->check);
+    if (f->root.check[0]) {
+        printf("check:      %s\n", f->root.check);
     }
-    if (!strcmp(f->status, "complete")) {
+    if (!strcmp(f->root.status, "complete")) {
         printf("status:     complete\n");
-    } else if (!strcmp(f->status, "incomplete")) {
+    } else if (!strcmp(f->root.status, "incomplete")) {
         printf("status:     incomplete: the run was killed or is still running; these are the\n"
                "            cells it completed\n");
     } else {
-        printf("status:     %s\n", f->status[0] ? f->status : "unknown");
+        printf("status:     %s\n", f->root.status[0] ? f->root.status : "unknown");
     }
     printf("\n");
 }
@@ -103,8 +103,8 @@ static void print_study(const cp_report_file_t *f)
             from = "reported by the provider";
         }
     }
-    if (!(link > 0) && f->link_gbps > 0) {
-        link = f->link_gbps;
+    if (!(link > 0) && f->root.link_gbps > 0) {
+        link = f->root.link_gbps;
         from = "--link-gbps";
     }
     printf("\n== RMA-write all-to-all study (ofi alltoall, every variant) ==\n");

@@ -1,116 +1,20 @@
 /*
  * collprof-report: post-analysis of collprof's HDF5 result files
- * (docs/hdf5-schema.md).  The program links HDF5 and libcputil only, never
- * PMIx, MPI or an accelerator runtime, so it runs on any machine the files
- * are copied to.
- *
- * A file is loaded and checked completely by cp_report_open() and the HDF5
- * handle is closed again; the subcommands work on the loaded copy.
+ * (docs/hdf5-schema.md), loaded by libcpreader (reader.h).  The program
+ * links libcpreader, HDF5 and libcputil only, never PMIx, MPI or an
+ * accelerator runtime.
  */
 #ifndef COLLPROF_REPORT_REPORT_H
 #define COLLPROF_REPORT_REPORT_H
 
-#include <collprof/schema.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
+
+#include "report/reader.h"
 
 /* exit statuses: 1 is reserved for "compare found a regression" */
 #define CP_REPORT_EXIT_OK         0
 #define CP_REPORT_EXIT_REGRESSION 1
 #define CP_REPORT_EXIT_BAD        2
-
-/* ---- the columns of /results (COLLPROF_RESULT_COLUMNS), for generic code ---- */
-
-enum { CP_REPORT_STR, CP_REPORT_I32, CP_REPORT_U64, CP_REPORT_F64 };
-
-typedef struct cp_report_column {
-    const char *name;
-    int kind;      /**< CP_REPORT_STR ... */
-    size_t offset; /**< in collprof_result_row_t */
-    size_t size;   /**< bytes of the field */
-} cp_report_column_t;
-
-/** One column of one row: s for strings, i, u or d for numbers (by kind). */
-typedef struct cp_report_value {
-    int kind;
-    const char *s;
-    long long i;
-    uint64_t u;
-    double d;
-} cp_report_value_t;
-
-/** The schema's columns in schema order. */
-extern const cp_report_column_t cp_report_columns[];
-extern const size_t cp_report_ncolumns;
-void cp_report_column_value(const cp_report_column_t *c, const collprof_result_row_t *r,
-                            cp_report_value_t *v);
-
-/* ---- a loaded result file ------------------------------------------------ */
-
-typedef struct cp_report_rank {
-    int32_t rank;
-    char hostname[64];
-    int32_t node_id;
-} cp_report_rank_t;
-
-typedef struct cp_report_backend {
-    char name[32];
-    char plugin_version[32];
-    char library_version[128];
-    char state[256];
-    double link_gbps; /**< link rate the backend reported, Gbit/s; 0 = none (or older file) */
-} cp_report_backend_t;
-
-/** Raw data of one /results row, from /cells/<cell>; all NULL when the group is absent. */
-typedef struct cp_report_cell {
-    double *iter_max;     /**< [row.iterations] per-iteration max over ranks (us) */
-    double *rank_mean;    /**< [nranks] each rank's mean time (us), from rank_mean_us */
-    double *rank_min;     /**< [nranks] each rank's fastest iteration (us) */
-    double *rank_median;  /**< [nranks] each rank's median time (us) */
-    uint64_t *send_bytes; /**< [nranks] alltoallv only */
-    uint64_t *recv_bytes; /**< [nranks] alltoallv only */
-} cp_report_cell_t;
-
-typedef struct cp_report_file {
-    char *path;
-    /* root attributes, "" when absent */
-    char *schema;
-    char *schema_version;
-    char *collprof_version;
-    char *created;
-    char *command_line;
-    char *launcher;
-    char *pmix_version;
-    char *tag;
-    char *timing;
-    char *check;
-    char *status;
-    long long major, minor;
-    long long world_size, node_count;
-    double link_gbps; /**< the run's --link-gbps, 0 when not given (or older file) */
-
-    collprof_result_row_t *rows;
-    cp_report_cell_t *cells; /**< parallel to rows */
-    size_t nrows;
-    cp_report_rank_t *ranks; /**< [nranks], index = rank */
-    int nranks;
-    cp_report_backend_t *backends;
-    size_t nbackends;
-} cp_report_file_t;
-
-/**
- * Load and check a result file.  On failure returns -1 with a one-line
- * reason in err (without the path) and *out untouched.
- */
-int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t errlen);
-void cp_report_close(cp_report_file_t *f);
-
-/** 1 when the row holds timings (status ok or wrong). */
-int cp_report_measured(const collprof_result_row_t *r);
-
-/** The host of a rank, "?" when unknown. */
-const char *cp_report_host(const cp_report_file_t *f, int rank);
 
 /* ---- command line helpers (args.c) --------------------------------------- */
 
@@ -168,18 +72,6 @@ int cp_report_single_path(const char *cmd, char *operand, char **out);
  */
 int cp_report_open_all(char **paths, int n, cp_report_file_t ***out);
 void cp_report_close_all(cp_report_file_t **files, int n);
-
-/* ---- statistics (rstats.c) ------------------------------------------------ */
-
-/** Median of v[0..n) (mean of the two middle values when n is even); v is sorted in place. */
-double cp_report_median(double *v, size_t n);
-
-/**
- * Two-sided Mann-Whitney rank-sum test of a against b (normal approximation
- * with tie and continuity corrections).  Returns the p-value, 1 when the
- * samples cannot be told apart (all tied, or empty).
- */
-double cp_report_mann_whitney(const double *a, size_t na, const double *b, size_t nb);
 
 /* ---- subcommands ---------------------------------------------------------- */
 
