@@ -84,17 +84,8 @@ hid_t cp_h5_row_type(const cp_h5_table_t *tab)
 
 void cp_h5_release(hid_t id)
 {
-    if (id < 0) {
-        return;
-    }
-    switch (H5Iget_type(id)) {
-    case H5I_FILE: H5Fclose(id); break;
-    case H5I_GROUP: H5Gclose(id); break;
-    case H5I_DATASET: H5Dclose(id); break;
-    case H5I_ATTR: H5Aclose(id); break;
-    case H5I_DATATYPE: H5Tclose(id); break;
-    case H5I_DATASPACE: H5Sclose(id); break;
-    case H5I_GENPROP_LST: H5Pclose(id); break;
-    default: break;
+    /* every id we open has one reference: dropping it closes the object, whatever it is */
+    if (id >= 0) {
+        H5Idec_ref(id);
     }
 }

@@ -341,6 +341,8 @@ void cp_h5_close(cp_h5_t *h, const char *status)
     cp_h5_release(h->results);
     cp_h5_release(h->cells);
     cp_h5_release(h->row_type);
-    cp_h5_release(h->file);
+    if (h->file >= 0) {
+        H5Fclose(h->file);
+    }
     free(h);
 }

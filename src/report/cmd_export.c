@@ -142,80 +142,56 @@ static void write_json(FILE *out, cp_report_file_t **files, int n)
     fputs(first ? "]\n" : "\n]\n", out);
 }
 
+typedef struct settings {
+    int format; /* 1 csv, 2 json (the option indices) */
+    const char *output;
+} settings_t;
+
+static int option(void *ctx, int k, char *val)
+{
+    settings_t *s = ctx;
+    if (k != 1 && k != 2) {
+        s->output = val;
+    } else if (s->format != 0 && s->format != k) {
+        cp_report_error("export: choose one of --csv and --json");
+        return -1;
+    } else {
+        s->format = k;
+    }
+    return 0;
+}
+
+static const char *check(void *ctx)
+{
+    return ((settings_t *)ctx)->format == 0 ? "--csv or --json is required" : NULL;
+}
+
+typedef struct loaded {
+    int format;
+    cp_report_file_t **files;
+    int n;
+} loaded_t;
+
+static void write_out(FILE *out, const void *data)
+{
+    const loaded_t *l = data;
+    (l->format == 1 ? write_csv : write_json)(out, l->files, l->n);
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    const settings_t *s = ctx;
+    loaded_t l = {s->format, files, n};
+    return cp_report_write(s->output, write_out, &l);
+}
+
 int cp_report_cmd_export(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {
         {"help", 'h', 0}, {"csv", 0, 0}, {"json", 0, 0}, {"output", 'o', 1}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "export"};
-    char **operands = calloc((size_t)argc, sizeof(char *)), *val;
-    const char *output = NULL;
-    int nops = 0, k, format = 0; /* 1 csv, 2 json */
-    if (operands == NULL) {
-        cp_report_error("out of memory");
-        return CP_REPORT_EXIT_BAD;
-    }
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            free(operands);
-            return CP_REPORT_EXIT_BAD;
-        } else if (k == CP_REPORT_ARG_OPERAND) {
-            operands[nops++] = val;
-        } else if (k == 0) {
-            usage(stdout);
-            free(operands);
-            return CP_REPORT_EXIT_OK;
-        } else if (k == 1 || k == 2) {
-            if (format != 0 && format != k) {
-                cp_report_error("export: choose one of --csv and --json");
-                free(operands);
-                return CP_REPORT_EXIT_BAD;
-            }
-            format = k;
-        } else {
-            output = val;
-        }
-    }
-    const char *why = format == 0 ? "export: --csv or --json is required"
-                      : nops == 0 ? "export: no result file given"
-                                  : NULL;
-    if (why != NULL) {
-        cp_report_error("%s (see 'collprof-report export --help')", why);
-        free(operands);
-        return CP_REPORT_EXIT_BAD;
-    }
-    char **paths;
-    cp_report_file_t **files;
-    int n = cp_report_expand_paths(operands, nops, &paths);
-    free(operands);
-    if (n < 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
     /* every file is read before anything is written: no half-written export */
-    if (cp_report_open_all(paths, n, &files) != 0) {
-        cp_report_free_paths(paths, n);
-        return CP_REPORT_EXIT_BAD;
-    }
-    int rc = CP_REPORT_EXIT_OK;
-    FILE *out = output ? fopen(output, "w") : stdout;
-    if (out == NULL) {
-        cp_report_error("%s: %s", output, strerror(errno));
-        rc = CP_REPORT_EXIT_BAD;
-    } else {
-        if (format == 1) {
-            write_csv(out, files, n);
-        } else {
-            write_json(out, files, n);
-        }
-        if (out != stdout) {
-            int bad = ferror(out);
-            bad |= fclose(out) != 0;
-            if (bad) {
-                cp_report_error("%s: %s", output, strerror(errno));
-                rc = CP_REPORT_EXIT_BAD;
-            }
-        }
-    }
-    cp_report_close_all(files, n);
-    cp_report_free_paths(paths, n);
-    return rc;
+    static const cp_report_cmd_t cmd = {"export", usage, opts, option, check, CP_REPORT_FILES_ALL,
+                                        run};
+    settings_t s = {0, NULL};
+    return cp_report_run(&cmd, &s, argc, argv);
 }

@@ -149,57 +149,24 @@ static void print_file(const cp_report_file_t *f)
     printf("#wrong:     %llu\n", nwrong);
 }
 
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    int *printed = ctx;
+    for (int i = 0; i < n; i++) {
+        if ((*printed)++) {
+            printf("\n");
+        }
+        print_file(files[i]);
+        fflush(stdout);
+    }
+    return CP_REPORT_EXIT_OK;
+}
+
 int cp_report_cmd_summary(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "summary"};
-    char **operands = calloc((size_t)argc, sizeof(char *));
-    int nops = 0, k;
-    char *val;
-    if (operands == NULL) {
-        cp_report_error("out of memory");
-        return CP_REPORT_EXIT_BAD;
-    }
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            free(operands);
-            return CP_REPORT_EXIT_BAD;
-        }
-        if (k == CP_REPORT_ARG_OPERAND) {
-            operands[nops++] = val;
-        } else {
-            usage(stdout);
-            free(operands);
-            return CP_REPORT_EXIT_OK;
-        }
-    }
-    if (cp_report_need_file("summary", nops > 0) != 0) {
-        free(operands);
-        return CP_REPORT_EXIT_BAD;
-    }
-    char **paths;
-    int n = cp_report_expand_paths(operands, nops, &paths);
-    free(operands);
-    if (n < 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
-    /* a bad file is reported and skipped: the others are still worth reading */
-    int rc = CP_REPORT_EXIT_OK, printed = 0;
-    for (int i = 0; i < n; i++) {
-        cp_report_file_t *f;
-        char err[1024];
-        if (cp_report_open(paths[i], &f, err, sizeof(err)) != 0) {
-            cp_report_error("%s: %s", paths[i], err);
-            rc = CP_REPORT_EXIT_BAD;
-            continue;
-        }
-        if (printed++) {
-            printf("\n");
-        }
-        print_file(f);
-        fflush(stdout);
-        cp_report_close(f);
-    }
-    cp_report_free_paths(paths, n);
-    return rc;
+    static const cp_report_cmd_t cmd = {"summary", usage, opts, NULL, NULL, CP_REPORT_FILES_EACH,
+                                        run};
+    int printed = 0;
+    return cp_report_run(&cmd, &printed, argc, argv);
 }

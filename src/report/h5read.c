@@ -395,12 +395,17 @@ static int check_records(const cp_h5_table_t *tab, const void *recs, size_t n, c
     return 0;
 }
 
+/* A table's own check of record i: 0, or -1 with the reason in err. */
+typedef int row_check_t(const void *rec, size_t i, const cp_report_file_t *f, char *err,
+                        size_t errlen);
+
 /*
  * Read a whole table of the schema into *out (calloc'd, *n records) and
- * check its fields.  0 when read, or when absent and optional; -1 on error.
+ * check its fields, then each record with check (when not NULL).  0 when
+ * read, or when absent and optional; -1 on error (*out NULL).
  */
-static int read_table(hid_t file, const cp_h5_table_t *tab, int optional, void **out, size_t *n,
-                      char *err, size_t errlen)
+static int read_table(hid_t file, const cp_h5_table_t *tab, int optional, row_check_t *check,
+                      const cp_report_file_t *f, void **out, size_t *n, char *err, size_t errlen)
 {
     *out = NULL;
     *n = 0;
@@ -422,6 +427,9 @@ static int read_table(hid_t file, const cp_h5_table_t *tab, int optional, void *
     } else if (read_records(d, ft, sp, tab, out, n, err, errlen) > 0) {
         rc = check_records(tab, *out, *n, err, errlen);
     }
+    for (size_t i = 0; i < *n && rc == 0 && check != NULL; i++) {
+        rc = check((const char *)*out + i * tab->recsize, i, f, err, errlen);
+    }
     cp_h5_release(sp);
     cp_h5_release(ft);
     cp_h5_release(d);
@@ -436,9 +444,11 @@ static int read_table(hid_t file, const cp_h5_table_t *tab, int optional, void *
 static const char *const known_status[] = {"ok",          "wrong",   "error",
                                            "unsupported", "skipped", "timeout"};
 
-static int check_row(const collprof_result_row_t *r, size_t i, char *err, size_t errlen)
+static int check_row(const void *rec, size_t i, const cp_report_file_t *f, char *err, size_t errlen)
 {
+    const collprof_result_row_t *r = rec;
     int known = 0;
+    (void)f;
     for (size_t k = 0; k < sizeof(known_status) / sizeof(known_status[0]); k++) {
         known |= !strcmp(r->status, known_status[k]);
     }
@@ -457,63 +467,62 @@ static int check_row(const collprof_result_row_t *r, size_t i, char *err, size_t
     return 0;
 }
 
-static int read_results(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+static int check_rank(const void *rec, size_t i, const cp_report_file_t *f, char *err,
+                      size_t errlen)
 {
-    void *rows;
-    if (read_table(file, &cp_h5_table_results, 0, &rows, &f->nrows, err, errlen) < 0) {
+    const collprof_rank_row_t *r = rec;
+    if (r->rank != (int32_t)i || r->node_id < 0 ||
+        (f->root.node_count > 0 && r->node_id >= f->root.node_count)) {
+        snprintf(err, errlen, "corrupted: /ranks row %zu", i);
         return -1;
     }
-    f->rows = rows;
-    for (size_t i = 0; i < f->nrows; i++) {
-        if (check_row(&f->rows[i], i, err, errlen) != 0) {
-            return -1;
-        }
+    return 0;
+}
+
+static int check_backend(const void *rec, size_t i, const cp_report_file_t *f, char *err,
+                         size_t errlen)
+{
+    (void)f;
+    if (((const collprof_backend_row_t *)rec)->link_gbps > 1e9) {
+        snprintf(err, errlen, "corrupted: /backends row %zu: link_gbps out of range", i);
+        return -1;
     }
     return 0;
+}
+
+static int read_results(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+{
+    void *recs;
+    int rc = read_table(file, &cp_h5_table_results, 0, check_row, f, &recs, &f->nrows, err, errlen);
+    f->rows = recs;
+    return rc;
 }
 
 static int read_ranks(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
 {
     void *recs;
     size_t n;
-    if (read_table(file, &cp_h5_table_ranks, 0, &recs, &n, err, errlen) < 0) {
-        return -1;
-    }
+    int rc = read_table(file, &cp_h5_table_ranks, 0, check_rank, f, &recs, &n, err, errlen);
     f->ranks = recs;
     f->nranks = (int)n;
-    if (f->root.world_size == 0) { /* a writer without the attribute: the table says */
+    if (rc == 0 && f->root.world_size == 0) { /* a writer without the attribute: the table says */
         f->root.world_size = (long long)n;
     }
-    if ((long long)n != f->root.world_size) {
+    if (rc == 0 && (long long)n != f->root.world_size) {
         snprintf(err, errlen, "corrupted: /ranks has %zu rows for %lld ranks", n,
                  f->root.world_size);
-        return -1;
+        rc = -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        const collprof_rank_row_t *r = &f->ranks[i];
-        if (r->rank != (int32_t)i || r->node_id < 0 ||
-            (f->root.node_count > 0 && r->node_id >= f->root.node_count)) {
-            snprintf(err, errlen, "corrupted: /ranks row %zu", i);
-            return -1;
-        }
-    }
-    return 0;
+    return rc;
 }
 
 static int read_backends(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
 {
     void *recs;
-    if (read_table(file, &cp_h5_table_backends, 1, &recs, &f->nbackends, err, errlen) < 0) {
-        return -1;
-    }
+    int rc = read_table(file, &cp_h5_table_backends, 1, check_backend, f, &recs, &f->nbackends, err,
+                        errlen);
     f->backends = recs;
-    for (size_t i = 0; i < f->nbackends; i++) {
-        if (f->backends[i].link_gbps > 1e9) {
-            snprintf(err, errlen, "corrupted: /backends row %zu: link_gbps out of range", i);
-            return -1;
-        }
-    }
-    return 0;
+    return rc;
 }
 
 /* /environment is not shown, but it is read so that damage to it is noticed too. */
@@ -521,7 +530,7 @@ static int check_environment(hid_t file, char *err, size_t errlen)
 {
     void *recs;
     size_t n;
-    int rc = read_table(file, &cp_h5_table_environment, 1, &recs, &n, err, errlen);
+    int rc = read_table(file, &cp_h5_table_environment, 1, NULL, NULL, &recs, &n, err, errlen);
     free(recs);
     return rc;
 }
@@ -855,14 +864,12 @@ void cp_report_close(cp_report_file_t *f)
             free(*(char **)((char *)&f->root + cp_h5_root_attrs[i].offset));
         }
     }
-    if (f->cells != NULL) {
-        for (size_t i = 0; i < f->nrows; i++) {
-            free(f->cells[i].iter_max);
-            free(f->cells[i].rank_mean);
-            free(f->cells[i].rank_min);
-            free(f->cells[i].rank_median);
-            free(f->cells[i].send_bytes);
-            free(f->cells[i].recv_bytes);
+    for (size_t i = 0; f->cells != NULL && i < f->nrows; i++) {
+        cp_report_cell_t *c = &f->cells[i];
+        void *raw[] = {c->iter_max,    c->rank_mean,  c->rank_min,
+                       c->rank_median, c->send_bytes, c->recv_bytes};
+        for (size_t k = 0; k < sizeof(raw) / sizeof(raw[0]); k++) {
+            free(raw[k]);
         }
     }
     free(f->cells);

@@ -16,7 +16,7 @@
 #define CP_REPORT_EXIT_REGRESSION 1
 #define CP_REPORT_EXIT_BAD        2
 
-/* ---- command line helpers (args.c) --------------------------------------- */
+/* ---- the command line of a subcommand (args.c) ---------------------------- */
 
 /** Print "collprof-report: error: <message>" on stderr. */
 void cp_report_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -27,51 +27,51 @@ typedef struct cp_report_opt {
     int has_arg;
 } cp_report_opt_t;
 
-typedef struct cp_report_args {
-    int argc;
-    char **argv;
-    int next;
-    int only_operands; /**< after "--" */
-    const char *cmd;   /**< subcommand, for messages */
-} cp_report_args_t;
-
-enum { CP_REPORT_ARG_END = -1, CP_REPORT_ARG_OPERAND = -2, CP_REPORT_ARG_ERROR = -3 };
+/** What a subcommand's operands are. */
+typedef enum cp_report_files {
+    CP_REPORT_FILES_ALL,      /**< FILE|DIR...: a DIR stands for its result files; all are read
+                                   before run, which gets them all */
+    CP_REPORT_FILES_EACH,     /**< FILE|DIR...: the same, but run once per file; a bad file is
+                                   reported and skipped, and the exit status is 2 */
+    CP_REPORT_FILES_ONE,      /**< FILE: one file, or a DIR holding exactly one */
+    CP_REPORT_FILES_BASE_NEW, /**< BASE NEW: two such files */
+} cp_report_files_t;
 
 /**
- * Next option (its index in opts, value in *val when it takes one), an
- * operand (CP_REPORT_ARG_OPERAND, in *val), CP_REPORT_ARG_END, or
- * CP_REPORT_ARG_ERROR after printing why.  opts ends with a NULL name.
+ * A subcommand: its options, its operands, and what it does with the
+ * files.  Every subcommand parses, checks and opens through
+ * cp_report_run(), so all say the same things the same way:
+ *   collprof-report: error: CMD: unknown option '--x' (see 'collprof-report CMD --help')
  */
-int cp_report_next_arg(cp_report_args_t *a, const cp_report_opt_t *opts, char **val);
+typedef struct cp_report_cmd {
+    const char *name;
+    void (*usage)(FILE *f);
+    const cp_report_opt_t *opts; /**< opts[0] is --help; ends with a NULL name */
+    /** Option k (> 0) with its value (NULL when it takes none): 0, or -1 after printing why. */
+    int (*option)(void *ctx, int k, char *val);
+    /** After parsing: NULL, or what is wrong ("--out is required"); may be NULL. */
+    const char *(*check)(void *ctx);
+    cp_report_files_t files;
+    /** The work, on the opened files; returns the exit status. */
+    int (*run)(void *ctx, cp_report_file_t **files, int n);
+} cp_report_cmd_t;
 
-/** Keep val as the one result file of a subcommand (*file NULL so far); a
- *  second operand prints an error and returns -1. */
-int cp_report_one_file(const char *cmd, char **file, char *val);
-
-/** -1 after printing "CMD: no result file given ..." unless given. */
-int cp_report_need_file(const char *cmd, int given);
+/** Parse argv (argv[0] is the subcommand), open the files and run: the exit status. */
+int cp_report_run(const cp_report_cmd_t *c, void *ctx, int argc, char **argv);
 
 /** Parse a finite number in [lo, hi] for an option; prints the error and returns -1. */
 int cp_report_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
                            double *out);
 
 /**
- * Expand operands: a directory stands for its collprof_*.h5 files in name
- * order, anything else for itself.  Returns the count (>= 0) or -1 after
- * printing an error; free with cp_report_free_paths().
+ * Write path (standard output when NULL) with write(out, data); 0, or the
+ * exit status 2 after printing why (it could not be created or written).
  */
-int cp_report_expand_paths(char **operands, int n, char ***out);
-void cp_report_free_paths(char **paths, int n);
+int cp_report_write(const char *path, void (*write)(FILE *out, const void *data), const void *data);
 
-/** One file: the operand, or the only result file of a directory.  -1 after an error. */
-int cp_report_single_path(const char *cmd, char *operand, char **out);
-
-/**
- * Open every path; on the first failure prints the error, closes what was
- * opened and returns -1.
- */
-int cp_report_open_all(char **paths, int n, cp_report_file_t ***out);
-void cp_report_close_all(cp_report_file_t **files, int n);
+/** The index of s in names[0..n), or -1 after printing "CMD: OPT 'S' is not one of ...". */
+int cp_report_parse_choice(const char *cmd, const char *opt, const char *s,
+                           const char *const *names, int n, const char *expected);
 
 /* ---- subcommands ---------------------------------------------------------- */
 
