@@ -70,7 +70,8 @@ static void wd_describe(void *arg, int cell, char *buf, size_t len)
     }
     const cp_cell_t *c = &g_run.plan->cells[cell];
     snprintf(buf, len, "%s/%s %s %s count %llu", g_run.plugins[c->plugin].name, c->variant,
-             cp_coll_get(c->op)->name, cp_dtype_info(c->dtype)->name, (unsigned long long)c->count);
+             collprof_op_name(c->op), collprof_dtype_info(c->dtype)->name,
+             (unsigned long long)c->count);
 }
 
 static void wd_timeout(void *arg, int cell, const char *msg)
@@ -84,7 +85,7 @@ static void wd_timeout(void *arg, int cell, const char *msg)
         cp_result_t res;
         collprof_result_row_t row;
         memset(&res, 0, sizeof(res));
-        res.status = CP_CELL_TIMEOUT;
+        res.status = COLLPROF_CELL_TIMEOUT;
         res.nranks = g_run.plan->nranks;
         snprintf(res.reason, sizeof(res.reason), "%s", msg);
         cp_result_row(&g_run.plugins[c->plugin], c, &res, cell, &row);
@@ -165,19 +166,19 @@ static void print_list(const cp_plugin_t *plugins, int n)
         printf("  operations:");
         for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
             if (p->caps.ops & COLLPROF_BIT(op)) {
-                printf(" %s", cp_coll_get((collprof_op_t)op)->name);
+                printf(" %s", collprof_op_name(op));
             }
         }
         printf("\n  dtypes:    ");
         for (int t = 0; t < COLLPROF_DTYPE_COUNT; t++) {
             if (p->caps.dtypes & COLLPROF_BIT(t)) {
-                printf(" %s", cp_dtype_info((collprof_dtype_t)t)->name);
+                printf(" %s", collprof_dtype_info((collprof_dtype_t)t)->name);
             }
         }
         printf("\n  reductions:");
         for (int r = 0; r < COLLPROF_REDOP_COUNT; r++) {
             if (p->caps.redops & COLLPROF_BIT(r)) {
-                printf(" %s", cp_redop_name((collprof_redop_t)r));
+                printf(" %s", collprof_redop_name((collprof_redop_t)r));
             }
         }
         static const char *mem[] = {"host", "pinned", "device"};
@@ -199,8 +200,7 @@ static void print_list(const cp_plugin_t *plugins, int n)
             for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
                 if (var->ops & COLLPROF_BIT(op)) {
                     strncat(ops, ops[0] ? "," : "", sizeof(ops) - strlen(ops) - 1);
-                    strncat(ops, cp_coll_get((collprof_op_t)op)->name,
-                            sizeof(ops) - strlen(ops) - 1);
+                    strncat(ops, collprof_op_name(op), sizeof(ops) - strlen(ops) - 1);
                 }
             }
             printf("    %-24s [%s] %s\n", var->name, ops, var->description);
@@ -452,13 +452,13 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
             const cp_cell_t *c = &plan.cells[i];
             cp_result_t res;
             cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, plan.ncells,
-                   plugins[c->plugin].name, c->variant, cp_coll_get(c->op)->name,
-                   cp_dtype_info(c->dtype)->name, (unsigned long long)c->count);
+                   plugins[c->plugin].name, c->variant, collprof_op_name(c->op),
+                   collprof_dtype_info(c->dtype)->name, (unsigned long long)c->count);
             cp_run_cell(&runner, c, &res);
             cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, plan.ncells,
-                   cp_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
+                   collprof_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
                    (unsigned long long)res.wrong);
-            if (res.status == CP_CELL_WRONG || res.status == CP_CELL_ERROR) {
+            if (res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR) {
                 exit_status = EXIT_FAILED;
             }
             cp_wd_beat(CP_WD_WRITE, i, -1, c->warmup, cp_cell_timeout(opt, 0));

@@ -16,6 +16,12 @@
  *  - Outputs are written only on success.
  *  - Appending a slot bumps COLLPROF_PLUGIN_ABI_VERSION; old fields never
  *    move.
+ *  - Slots marked COLLECTIVE below are called by every rank, in the same
+ *    order, with the same arguments (but buffers): a plugin may communicate
+ *    inside them (the ofi plugin exchanges memory keys in mem_alloc).  The
+ *    core never calls a collective slot on some ranks only: when one rank
+ *    fails locally, the ranks first agree on that over the out-of-band
+ *    channel and then all skip, or all call.  LOCAL slots never communicate.
  *
  * Buffer layout of every operation ("count" is the cell's element count,
  * n the world size, as in nccl-tests: count is the size of the largest
@@ -51,6 +57,7 @@
 #include <stdint.h>
 
 #include <collprof/status.h>
+#include <collprof/vocab.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,53 +66,8 @@ extern "C" {
 #define COLLPROF_PLUGIN_ABI_VERSION 1u
 #define COLLPROF_BACKEND_SYMBOL     "collprof_backend_v1"
 
-/** Operations.  Values are stable: they are stored in result files. */
-typedef enum collprof_op {
-    COLLPROF_OP_ALLREDUCE = 0,
-    COLLPROF_OP_ALLGATHER = 1,
-    COLLPROF_OP_REDUCESCATTER = 2,
-    COLLPROF_OP_ALLTOALL = 3,
-    COLLPROF_OP_ALLTOALLV = 4,
-    COLLPROF_OP_BROADCAST = 5,
-    COLLPROF_OP_REDUCE = 6,
-    COLLPROF_OP_GATHER = 7,
-    COLLPROF_OP_SCATTER = 8,
-    COLLPROF_OP_BARRIER = 9,
-    COLLPROF_OP_SENDRECV = 10,
-    COLLPROF_OP_COUNT
-} collprof_op_t;
-
-/** Element types.  Values are stable. */
-typedef enum collprof_dtype {
-    COLLPROF_DTYPE_INT8 = 0,
-    COLLPROF_DTYPE_UINT8 = 1,
-    COLLPROF_DTYPE_INT32 = 2,
-    COLLPROF_DTYPE_UINT32 = 3,
-    COLLPROF_DTYPE_INT64 = 4,
-    COLLPROF_DTYPE_UINT64 = 5,
-    COLLPROF_DTYPE_FLOAT16 = 6,
-    COLLPROF_DTYPE_BFLOAT16 = 7,
-    COLLPROF_DTYPE_FLOAT32 = 8,
-    COLLPROF_DTYPE_FLOAT64 = 9,
-    COLLPROF_DTYPE_COUNT
-} collprof_dtype_t;
-
-/** Reduction operators.  Values are stable. */
-typedef enum collprof_redop {
-    COLLPROF_REDOP_SUM = 0,
-    COLLPROF_REDOP_PROD = 1,
-    COLLPROF_REDOP_MIN = 2,
-    COLLPROF_REDOP_MAX = 3,
-    COLLPROF_REDOP_COUNT
-} collprof_redop_t;
-
-/** Memory types a backend can operate on. */
-typedef enum collprof_memtype {
-    COLLPROF_MEM_HOST = 0,   /**< pageable host memory */
-    COLLPROF_MEM_PINNED = 1, /**< page-locked / registered host memory */
-    COLLPROF_MEM_DEVICE = 2, /**< accelerator memory */
-    COLLPROF_MEM_COUNT
-} collprof_memtype_t;
+/* Operations, element types, reduction operators and memory kinds: the
+ * enums and their names come from <collprof/vocab.h>. */
 
 #define COLLPROF_BIT(x) (1u << (unsigned)(x))
 
@@ -208,7 +170,8 @@ typedef struct collprof_args {
 /** Backend flags. */
 enum {
     COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0, /**< make the plugin's libraries global (MPI) */
-    COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1 /**< times itself through run_batch */
+    COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1, /**< times itself through run_batch */
+    COLLPROF_BACKEND_ON_REQUEST = 1u << 2    /**< runs only when named (-b NAME), listed always */
 };
 
 typedef struct collprof_backend {
@@ -220,40 +183,43 @@ typedef struct collprof_backend {
     uint32_t flags;
 
     /**
-     * Capabilities.  Callable before init() (for --list) and must not
+     * LOCAL.  Capabilities.  Callable before init() (for --list) and must not
      * start communication.  It may set the library's environment variables
      * and start its tool interface (the MPI plugin sets
      * OMPI_MCA_coll_tuned_use_dynamic_rules and calls MPI_T_init_thread).
      */
     int (*query)(collprof_caps_t *caps);
 
-    /** Set up the library; *ctx is set only on success. */
+    /** COLLECTIVE.  Set up the library; *ctx is set only on success. */
     int (*init)(const collprof_host_t *host, void **ctx);
+    /** COLLECTIVE. */
     int (*finalize)(void *ctx);
 
     /**
-     * Make variant current for op (NULL or "default": the library's own
+     * COLLECTIVE.  Make variant current for op (NULL or "default": the library's own
      * choice).  Called collectively before the cells that use it.
      */
     int (*select_variant)(void *ctx, collprof_op_t op, const char *variant);
 
+    /** COLLECTIVE (every rank allocates the same number of bytes). */
     int (*mem_alloc)(void *ctx, int memtype, size_t bytes, void **ptr);
+    /** COLLECTIVE. */
     int (*mem_free)(void *ctx, int memtype, void *ptr);
-    /** Copy between host and the backend's memory (device memtypes). */
+    /** LOCAL.  Copy between host and the backend's memory (device memtypes). */
     int (*mem_copy)(void *ctx, int memtype, void *dst, const void *src, size_t bytes,
                     int to_device);
 
-    /** Perform one operation; returns when it is complete on this rank. */
+    /** COLLECTIVE.  Perform one operation; returns when it is complete on this rank. */
     int (*run)(void *ctx, const collprof_args_t *args);
 
     /**
-     * Optional (COLLPROF_BACKEND_DEVICE_TIMER): run iters operations back to
+     * COLLECTIVE.  Optional (COLLPROF_BACKEND_DEVICE_TIMER): run iters operations back to
      * back, timing each on the device, and write times_us[iters].
      */
     int (*run_batch)(void *ctx, const collprof_args_t *args, int iters, double *times_us);
 
     /**
-     * Message for the last error on this context (or before init: NULL
+     * LOCAL.  Message for the last error on this context (or before init: NULL
      * ctx).  Meaningful only after a call failed; success does not clear it.
      */
     const char *(*last_error)(void *ctx);

@@ -104,16 +104,6 @@ constexpr uint8_t kSendrecvSlotPrefix = 0x5c;
 char g_err[kErrLen]; /* last_error(NULL) */
 char g_libversion[160];
 
-const char *const op_names[COLLPROF_OP_COUNT] = {
-    "allreduce", "allgather", "reducescatter", "alltoall", "alltoallv", "broadcast",
-    "reduce",    "gather",    "scatter",       "barrier",  "sendrecv",
-};
-
-const char *const dtype_names[COLLPROF_DTYPE_COUNT] = {
-    "int8",   "uint8",   "int32",    "uint32",  "int64",
-    "uint64", "float16", "bfloat16", "float32", "float64",
-};
-
 /* ---- variants ----------------------------------------------------------- */
 
 enum GlVariant {
@@ -615,7 +605,7 @@ template <typename T> int build(GlCtx *g, Cached *c, const collprof_args_t *a)
     }
     default: break;
     }
-    set_error(g, "%s: variant not applicable", op_names[a->op]);
+    set_error(g, "%s: variant not applicable", collprof_op_name(a->op));
     return COLLPROF_ERR_NOT_SUPPORTED;
 }
 
@@ -632,9 +622,7 @@ int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a)
     case COLLPROF_DTYPE_FLOAT32: return build<float>(g, c, a);
     case COLLPROF_DTYPE_FLOAT64: return build<double>(g, c, a);
     default:
-        set_error(g, "dtype %s is not supported by Gloo",
-                  (int)a->dtype >= 0 && a->dtype < COLLPROF_DTYPE_COUNT ? dtype_names[a->dtype]
-                                                                        : "?");
+        set_error(g, "dtype %s is not supported by Gloo", collprof_dtype_name(a->dtype));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
 }
@@ -829,7 +817,7 @@ int gl_select_variant(void *vctx, collprof_op_t op, const char *variant)
     }
     if (const char *why = unusable(op, v, g->nranks)) {
         set_error(g, "%s %s on %d ranks: %s", v == GV_DEFAULT ? "default" : gl_variants[v - 1].name,
-                  op_names[op], g->nranks, why);
+                  collprof_op_name(op), g->nranks, why);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     g->variant[op] = v;
@@ -895,9 +883,7 @@ int gl_run(void *vctx, const collprof_args_t *a)
     }
     if ((int)a->dtype < 0 || a->dtype >= COLLPROF_DTYPE_COUNT ||
         !(kDtypes & COLLPROF_BIT(a->dtype))) {
-        set_error(g, "run: dtype %s is not supported by Gloo",
-                  (int)a->dtype >= 0 && a->dtype < COLLPROF_DTYPE_COUNT ? dtype_names[a->dtype]
-                                                                        : "?");
+        set_error(g, "run: dtype %s is not supported by Gloo", collprof_dtype_name(a->dtype));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     if (is_reduction(a->op) && ((int)a->redop < 0 || a->redop >= COLLPROF_REDOP_COUNT ||
@@ -918,7 +904,7 @@ int gl_run(void *vctx, const collprof_args_t *a)
     case COLLPROF_OP_GATHER:
     case COLLPROF_OP_SCATTER:
         if (a->count % static_cast<size_t>(n) != 0) {
-            set_error(g, "run: %s count %zu is not a multiple of %d ranks", op_names[a->op],
+            set_error(g, "run: %s count %zu is not a multiple of %d ranks", collprof_op_name(a->op),
                       a->count, n);
             return COLLPROF_ERR_INVALID;
         }
@@ -1002,8 +988,8 @@ int gl_run(void *vctx, const collprof_args_t *a)
         slot->fn();
     } catch (const std::exception &e) {
         g->cache[a->op].reset();
-        set_error(g, "Gloo %s (%s, count %zu, variant %s) failed: %s", op_names[a->op],
-                  dtype_names[a->dtype], a->count,
+        set_error(g, "Gloo %s (%s, count %zu, variant %s) failed: %s", collprof_op_name(a->op),
+                  collprof_dtype_name(a->dtype), a->count,
                   g->variant[a->op] == GV_DEFAULT ? "default"
                                                   : gl_variants[g->variant[a->op] - 1].name,
                   e.what());

@@ -71,33 +71,15 @@ typedef struct mpi_be_opvar {
  * coll_tuned_reduce_scatter_algorithm only governs MPI_Reduce_scatter,
  * which collprof does not call, so it is not used as a fallback.
  */
-static const char *const mpi_be_stems[COLLPROF_OP_COUNT] = {
-    [COLLPROF_OP_ALLREDUCE] = "allreduce",
-    [COLLPROF_OP_ALLGATHER] = "allgather",
-    [COLLPROF_OP_REDUCESCATTER] = "reduce_scatter_block",
-    [COLLPROF_OP_ALLTOALL] = "alltoall",
-    [COLLPROF_OP_ALLTOALLV] = "alltoallv",
-    [COLLPROF_OP_BROADCAST] = "bcast",
-    [COLLPROF_OP_REDUCE] = "reduce",
-    [COLLPROF_OP_GATHER] = "gather",
-    [COLLPROF_OP_SCATTER] = "scatter",
-    [COLLPROF_OP_BARRIER] = "barrier",
-    [COLLPROF_OP_SENDRECV] = NULL, /* point to point: nothing to tune */
-};
-
-static const char *const mpi_be_op_names[COLLPROF_OP_COUNT] = {
-    [COLLPROF_OP_ALLREDUCE] = "allreduce",
-    [COLLPROF_OP_ALLGATHER] = "allgather",
-    [COLLPROF_OP_REDUCESCATTER] = "reducescatter",
-    [COLLPROF_OP_ALLTOALL] = "alltoall",
-    [COLLPROF_OP_ALLTOALLV] = "alltoallv",
-    [COLLPROF_OP_BROADCAST] = "broadcast",
-    [COLLPROF_OP_REDUCE] = "reduce",
-    [COLLPROF_OP_GATHER] = "gather",
-    [COLLPROF_OP_SCATTER] = "scatter",
-    [COLLPROF_OP_BARRIER] = "barrier",
-    [COLLPROF_OP_SENDRECV] = "sendrecv",
-};
+static const char *mpi_be_stem(collprof_op_t op)
+{
+    switch (op) {
+    case COLLPROF_OP_REDUCESCATTER: return "reduce_scatter_block";
+    case COLLPROF_OP_BROADCAST: return "bcast";
+    case COLLPROF_OP_SENDRECV: return NULL; /* point to point: nothing to tune */
+    default: return collprof_op_name(op);   /* the other stems are collprof's names */
+    }
+}
 
 static struct {
     int tool_state; /* 0 never tried, 1 MPI_T initialised by us, -1 failed */
@@ -364,7 +346,7 @@ static void mpi_be_discover(void)
     }
     mpi_be.discovered = 1;
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-        mpi_be.opvars[op].stem = mpi_be_stems[op];
+        mpi_be.opvars[op].stem = mpi_be_stem((collprof_op_t)op);
     }
     if (mpi_be_tool_init() != COLLPROF_OK) {
         size_t l = strlen(mpi_be.err);
@@ -377,7 +359,7 @@ static void mpi_be_discover(void)
             /* all or nothing: a half-read table would hide algorithms silently */
             memset(mpi_be.opvars, 0, sizeof(mpi_be.opvars));
             for (int o = 0; o < COLLPROF_OP_COUNT; o++) {
-                mpi_be.opvars[o].stem = mpi_be_stems[o];
+                mpi_be.opvars[o].stem = mpi_be_stem((collprof_op_t)o);
             }
             size_t l = strlen(mpi_be.err);
             snprintf(mpi_be.err + l, sizeof(mpi_be.err) - l,
@@ -511,7 +493,7 @@ static void mpi_be_check_forcing(mpi_be_ctx_t *ctx)
         if (mpi_be_cvar_rw(ctx, cvar, NULL, &v) == COLLPROF_OK && v != 0) {
             mpi_be_log(ctx, COLLPROF_LOG_WARN,
                        "%s=%d is set outside collprof: %s cells that select no variant use it",
-                       cvar, v, mpi_be_op_names[op]);
+                       cvar, v, collprof_op_name(op));
         }
     }
     ctx->err[0] = '\0';
@@ -746,7 +728,7 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
                 snprintf(known + l, sizeof(known) - l, "%s%s", i ? " " : "", ov->algs[i].name);
             }
             mpi_be_set_error(ctx, "variant '%s' is not a coll/tuned %s algorithm here (%s%s)",
-                             variant, mpi_be_op_names[op], ov->nalgs ? "known: " : "none known",
+                             variant, collprof_op_name(op), ov->nalgs ? "known: " : "none known",
                              known);
             return COLLPROF_ERR_NOT_SUPPORTED;
         }
@@ -805,7 +787,7 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
         MPI_Comm_free(&ctx->comm[op]);
     }
     ctx->comm[op] = comm;
-    mpi_be_log(ctx, COLLPROF_LOG_DEBUG, "%s: %s=%d%s on a fresh communicator", mpi_be_op_names[op],
+    mpi_be_log(ctx, COLLPROF_LOG_DEBUG, "%s: %s=%d%s on a fresh communicator", collprof_op_name(op),
                cvar, value, seg_set ? " (segment size 1 MiB)" : "");
     return COLLPROF_OK;
 }
@@ -977,7 +959,7 @@ static int mpi_be_run(void *vctx, const collprof_args_t *a)
     case COLLPROF_OP_SCATTER:
         if (cnt % n != 0) {
             mpi_be_set_error(ctx, "run: %s count %d is not a multiple of %d ranks",
-                             mpi_be_op_names[a->op], cnt, n);
+                             collprof_op_name(a->op), cnt, n);
             return COLLPROF_ERR_INVALID;
         }
         break;

@@ -118,10 +118,6 @@ static int nb_plan_ready;
 static char nb_libversion[160];
 static char nb_global_err[NB_ERR_LEN];
 
-static const char *nb_dtype_names[COLLPROF_DTYPE_COUNT] = {
-    "int8",   "uint8",   "int32",    "uint32",  "int64",
-    "uint64", "float16", "bfloat16", "float32", "float64"};
-
 __attribute__((format(printf, 2, 3))) static void nb_set_error(nb_ctx_t *ctx, const char *fmt, ...)
 {
     char *buf = ctx ? ctx->err : nb_global_err;
@@ -552,7 +548,7 @@ static int nb_issue_p2p(nb_ctx_t *ctx, ncclComm_t comm, const collprof_args_t *a
     int nx = cp_nccl_p2p_plan(a, ctx->rank, ctx->n, ctx->xf, &stage);
     cudaError_t e;
     if (nx < 0) {
-        nb_set_error(ctx, "%s: invalid arguments (root, peers or counts)", cp_nccl_op_name(a->op));
+        nb_set_error(ctx, "%s: invalid arguments (root, peers or counts)", collprof_op_name(a->op));
         return COLLPROF_ERR_INVALID;
     }
     if (stage > 0) {
@@ -592,7 +588,7 @@ static int nb_issue(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot, const c
     const char *send = a->sendbuf;
     char *recv = a->recvbuf;
     ncclResult_t r;
-    const char *call = cp_nccl_op_name(a->op);
+    const char *call = collprof_op_name(a->op);
 
     if (dti < 0 || (roi < 0 && (a->op == COLLPROF_OP_ALLREDUCE || a->op == COLLPROF_OP_REDUCE ||
                                 a->op == COLLPROF_OP_REDUCESCATTER))) {
@@ -928,7 +924,7 @@ static int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev)
             nb_nccl_fail(ctx, comm, "nccl asynchronous error", st);
             char msg[NB_ERR_LEN];
             snprintf(msg, sizeof(msg), "%s: %s after %.3f s; communicator aborted",
-                     cp_nccl_op_name(a->op), ctx->err, nb_now() - t0);
+                     collprof_op_name(a->op), ctx->err, nb_now() - t0);
             nb_abort_slot(ctx, slot);
             nb_set_error(ctx, "%s", msg);
             return COLLPROF_ERR_BACKEND;
@@ -939,9 +935,8 @@ static int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev)
             nb_set_error(ctx,
                          "%s (%s, count %zu): operation %d did not complete within %.0f s "
                          "(%.1f s in all); communicator aborted",
-                         cp_nccl_op_name(a->op),
-                         (unsigned)a->dtype < COLLPROF_DTYPE_COUNT ? nb_dtype_names[a->dtype] : "?",
-                         a->count, k, ctx->timeout_s, now - t0);
+                         collprof_op_name(a->op), collprof_dtype_name(a->dtype), a->count, k,
+                         ctx->timeout_s, now - t0);
             return COLLPROF_ERR_TIMEOUT;
         }
         nb_nap(&spins);
@@ -988,8 +983,7 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
         return rc;
     }
     snprintf(range, sizeof(range), "collprof nccl/%s %s %s count=%zu", v->name,
-             cp_nccl_op_name(a->op),
-             (unsigned)a->dtype < COLLPROF_DTYPE_COUNT ? nb_dtype_names[a->dtype] : "?", a->count);
+             collprof_op_name(a->op), collprof_dtype_name(a->dtype), a->count);
     nvtxRangePushA(range);
     cudaError_t e = cudaEventRecord(ctx->ev[0], ctx->stream);
     if (e != cudaSuccess) {
@@ -1082,7 +1076,7 @@ static int nb_probe_refused(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot,
     if (res == ncclInvalidUsage || res == ncclInvalidArgument) {
         const char *last = ncclGetLastError(comm);
         nb_set_error(ctx, "NCCL has no %s/%s for %s here%s%s", v->algo ? v->algo : "default",
-                     v->proto ? v->proto : "default", cp_nccl_op_name(op),
+                     v->proto ? v->proto : "default", collprof_op_name(op),
                      last && last[0] ? ": " : "", last ? last : "");
         return 1;
     }
@@ -1104,7 +1098,7 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     if (!(v->ops & COLLPROF_BIT(op))) {
-        nb_set_error(ctx, "variant %s does not apply to %s", v->name, cp_nccl_op_name(op));
+        nb_set_error(ctx, "variant %s does not apply to %s", v->name, collprof_op_name(op));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     size_t vi = (size_t)(v - nb_plan.v);
@@ -1112,7 +1106,7 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
         nb_set_error(ctx,
                      "NCCL_ALGO=%s NCCL_PROTO=%s is not available for %s on this machine "
                      "(NCCL refused it when the variant was first selected)",
-                     v->algo, v->proto, cp_nccl_op_name(op));
+                     v->algo, v->proto, collprof_op_name(op));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     int rc = nb_slot_for(ctx, v, &slot);

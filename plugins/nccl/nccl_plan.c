@@ -85,14 +85,6 @@ static const char *ctran_env_of(collprof_op_t op)
     }
 }
 
-const char *cp_nccl_op_name(collprof_op_t op)
-{
-    static const char *names[COLLPROF_OP_COUNT] = {
-        "allreduce", "allgather", "reducescatter", "alltoall", "alltoallv", "broadcast",
-        "reduce",    "gather",    "scatter",       "barrier",  "sendrecv"};
-    return (unsigned)op < COLLPROF_OP_COUNT ? names[op] : "?";
-}
-
 static cp_nccl_variant_t *add(cp_nccl_plan_t *p, const char *name, uint32_t ops)
 {
     if (p->n >= CP_NCCL_MAX_VARS) {

@@ -132,7 +132,4 @@ typedef struct cp_nccl_xfer {
 int cp_nccl_p2p_plan(const collprof_args_t *args, int rank, int n, cp_nccl_xfer_t *out,
                      size_t *stage_elems);
 
-/** "allreduce"... */
-const char *cp_nccl_op_name(collprof_op_t op);
-
 #endif /* CP_NCCL_PLAN_H */

@@ -29,5 +29,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_allgather = {COLLPROF_OP_ALLGATHER, "allgather", "AllGather",
-                                     CP_COLL_SPLIT,         fill,        check};
+const cp_coll_t cp_coll_allgather = {.op = COLLPROF_OP_ALLGATHER, .fill = fill, .check = check};

@@ -25,5 +25,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_allreduce = {COLLPROF_OP_ALLREDUCE, "allreduce", "AllReduce",
-                                     CP_COLL_REDUCES,       fill,        check};
+const cp_coll_t cp_coll_allreduce = {.op = COLLPROF_OP_ALLREDUCE, .fill = fill, .check = check};

@@ -32,5 +32,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_alltoall = {COLLPROF_OP_ALLTOALL, "alltoall", "AllToAll",
-                                    CP_COLL_SPLIT,        fill,       check};
+const cp_coll_t cp_coll_alltoall = {.op = COLLPROF_OP_ALLTOALL, .fill = fill, .check = check};

@@ -50,5 +50,25 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_alltoallv = {
-    COLLPROF_OP_ALLTOALLV, "alltoallv", "AllToAllv", 0, fill, check};
+/* algBW's S: the heaviest rank's bytes (sent or received) */
+static uint64_t bytes(const cp_xfer_t *x)
+{
+    return x->a2av ? x->a2av->max_rank_elems * collprof_dtype_size(x->dtype) : 0;
+}
+
+/* each buffer holds this rank's larger side */
+static uint64_t buffer_elems(const cp_xfer_t *x)
+{
+    if (x->a2av == NULL) {
+        return 1;
+    }
+    uint64_t m =
+        x->a2av->send_total > x->a2av->recv_total ? x->a2av->send_total : x->a2av->recv_total;
+    return m > 0 ? m : 1;
+}
+
+const cp_coll_t cp_coll_alltoallv = {.op = COLLPROF_OP_ALLTOALLV,
+                                     .fill = fill,
+                                     .check = check,
+                                     .bytes = bytes,
+                                     .buffer_elems = buffer_elems};

@@ -15,4 +15,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return 0;
 }
 
-const cp_coll_t cp_coll_barrier = {COLLPROF_OP_BARRIER, "barrier", "Barrier", 0, fill, check};
+const cp_coll_t cp_coll_barrier = {.op = COLLPROF_OP_BARRIER, .fill = fill, .check = check};

@@ -28,5 +28,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_broadcast = {COLLPROF_OP_BROADCAST, "broadcast", "Broadcast",
-                                     CP_COLL_ROOTED,        fill,        check};
+const cp_coll_t cp_coll_broadcast = {.op = COLLPROF_OP_BROADCAST, .fill = fill, .check = check};

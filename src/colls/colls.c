@@ -40,64 +40,44 @@ int cp_coll_from_name(const char *name)
         return COLLPROF_OP_BROADCAST;
     }
     for (int i = 0; i < COLLPROF_OP_COUNT; i++) {
-        if (!strcasecmp(canon, table[i]->name)) {
+        if (!strcasecmp(canon, collprof_op_name(i))) {
             return i;
         }
     }
     return -1;
 }
 
-/*
- * busBW factors, the one table (docs/metrics.md explains them):
- * a ring allreduce moves 2(n-1)/n of the buffer over each rank's link;
- * allgather, reducescatter, alltoall(v), gather and scatter (n-1)/n;
- * broadcast, reduce and sendrecv are bound by one link: 1.
- */
-double cp_coll_busbw_factor(collprof_op_t op, int n)
-{
-    double nd = (double)n;
-    switch (op) {
-    case COLLPROF_OP_ALLREDUCE: return 2.0 * (nd - 1.0) / nd;
-    case COLLPROF_OP_ALLGATHER:
-    case COLLPROF_OP_REDUCESCATTER:
-    case COLLPROF_OP_ALLTOALL:
-    case COLLPROF_OP_ALLTOALLV:
-    case COLLPROF_OP_GATHER:
-    case COLLPROF_OP_SCATTER: return (nd - 1.0) / nd;
-    case COLLPROF_OP_BROADCAST:
-    case COLLPROF_OP_REDUCE:
-    case COLLPROF_OP_SENDRECV: return 1.0;
-    case COLLPROF_OP_BARRIER:
-    default: return 0.0;
-    }
-}
-
 uint64_t cp_coll_bytes(const cp_xfer_t *x)
 {
-    uint64_t sz = cp_dtype_info(x->dtype)->size;
-    switch (x->op) {
-    case COLLPROF_OP_BARRIER: return 0;
-    case COLLPROF_OP_ALLTOALLV: return x->a2av ? x->a2av->max_rank_elems * sz : 0;
-    default: return x->count * sz;
+    const cp_coll_t *c = cp_coll_get(x->op);
+    if (cp_op_flags(x->op) & COLLPROF_OPF_NODATA) {
+        return 0;
     }
+    return c->bytes ? c->bytes(x) : x->count * collprof_dtype_size(x->dtype);
 }
 
 uint64_t cp_coll_buffer_elems(const cp_xfer_t *x)
 {
-    if (x->op == COLLPROF_OP_ALLTOALLV && x->a2av != NULL) {
-        uint64_t m =
-            x->a2av->send_total > x->a2av->recv_total ? x->a2av->send_total : x->a2av->recv_total;
-        return m > 0 ? m : 1;
+    const cp_coll_t *c = cp_coll_get(x->op);
+    if (c->buffer_elems) {
+        return c->buffer_elems(x);
     }
     return x->count > 0 ? x->count : 1;
 }
 
+uint64_t cp_coll_result_at(const cp_xfer_t *x)
+{
+    const cp_coll_t *c = cp_coll_get(x->op);
+    return c->result_at ? c->result_at(x) : 0;
+}
+
 uint64_t cp_coll_effective_count(collprof_op_t op, uint64_t count, int n)
 {
-    if (op == COLLPROF_OP_BARRIER) {
+    unsigned f = cp_op_flags(op);
+    if (f & COLLPROF_OPF_NODATA) {
         return 0;
     }
-    if (table[op]->flags & CP_COLL_SPLIT) {
+    if (f & COLLPROF_OPF_SPLIT) {
         return count / (uint64_t)n * (uint64_t)n;
     }
     return count;

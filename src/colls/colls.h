@@ -1,8 +1,7 @@
 /*
- * One descriptor per operation (one file each in src/colls/): how many
- * bytes it moves for algBW, its busBW factor, how to fill inputs and how
- * to count wrong elements.  The busBW factors live in one table
- * (colls.c) and are documented in docs/metrics.md.
+ * One file per operation in src/colls/: how to fill its inputs and count
+ * wrong elements, and where its bytes or buffers differ from what its row
+ * of COLLPROF_OP_TABLE says.  docs/metrics.md documents the busBW factors.
  */
 #ifndef COLLPROF_COLLS_COLLS_H
 #define COLLPROF_COLLS_COLLS_H
@@ -34,35 +33,44 @@ typedef struct cp_xfer {
     const cp_a2av_t *a2av; /**< alltoallv only */
 } cp_xfer_t;
 
-enum {
-    CP_COLL_REDUCES = 1u << 0, /**< takes a reduction operator */
-    CP_COLL_ROOTED = 1u << 1,  /**< has a root */
-    CP_COLL_SPLIT = 1u << 2    /**< count is split in n blocks: rounded down to a multiple of n */
-};
-
+/*
+ * An operation's logic.  Its facts (name, flags, busBW factor, buffer
+ * shapes) are its row of COLLPROF_OP_TABLE in <collprof/vocab.h>; the
+ * optional hooks override what those facts give.
+ */
 typedef struct cp_coll {
     collprof_op_t op;
-    const char *name;  /**< command-line name: "allreduce" */
-    const char *label; /**< display name: "AllReduce" */
-    unsigned flags;
     /** Write this rank's inputs (into sendbuf, or recvbuf when in place). */
     void (*fill)(const cp_xfer_t *x, void *sendbuf, void *recvbuf);
     /** Count wrong elements of this rank's result. */
     uint64_t (*check)(const cp_xfer_t *x, const void *recvbuf);
+    /** Optional: S of algBW = S / t (default: count x element size). */
+    uint64_t (*bytes)(const cp_xfer_t *x);
+    /** Optional: elements each buffer holds on this rank (default: count). */
+    uint64_t (*buffer_elems)(const cp_xfer_t *x);
+    /** Optional: index of the first element of this rank's result (default 0). */
+    uint64_t (*result_at)(const cp_xfer_t *x);
 } cp_coll_t;
 
 const cp_coll_t *cp_coll_get(collprof_op_t op);
-/** -1 when unknown; accepts "bcast" and "all_reduce"-style spellings. */
+/** -1 when unknown; ignores case, '_' and '-', and accepts "bcast". */
 int cp_coll_from_name(const char *name);
 
-/** busBW = algBW * factor (nccl-tests conventions). */
-double cp_coll_busbw_factor(collprof_op_t op, int n);
+/** Flags (COLLPROF_OPF_*) of op. */
+static inline unsigned cp_op_flags(collprof_op_t op)
+{
+    const collprof_op_info_t *i = collprof_op_info(op);
+    return i != NULL ? i->flags : 0;
+}
 
 /** Bytes S used for algBW = S / t. */
 uint64_t cp_coll_bytes(const cp_xfer_t *x);
 
 /** Elements each of the send and receive buffers must hold on this rank. */
 uint64_t cp_coll_buffer_elems(const cp_xfer_t *x);
+
+/** Index of the first element of this rank's result in the receive buffer. */
+uint64_t cp_coll_result_at(const cp_xfer_t *x);
 
 /** The element count actually used for a requested one (rounded to a multiple of n). */
 uint64_t cp_coll_effective_count(collprof_op_t op, uint64_t count, int n);

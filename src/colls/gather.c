@@ -32,5 +32,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_gather = {
-    COLLPROF_OP_GATHER, "gather", "Gather", CP_COLL_ROOTED | CP_COLL_SPLIT, fill, check};
+const cp_coll_t cp_coll_gather = {.op = COLLPROF_OP_GATHER, .fill = fill, .check = check};

@@ -28,5 +28,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_reduce = {
-    COLLPROF_OP_REDUCE, "reduce", "Reduce", CP_COLL_REDUCES | CP_COLL_ROOTED, fill, check};
+const cp_coll_t cp_coll_reduce = {.op = COLLPROF_OP_REDUCE, .fill = fill, .check = check};

@@ -25,9 +25,5 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_reducescatter = {COLLPROF_OP_REDUCESCATTER,
-                                         "reducescatter",
-                                         "ReduceScatter",
-                                         CP_COLL_REDUCES | CP_COLL_SPLIT,
-                                         fill,
-                                         check};
+const cp_coll_t cp_coll_reducescatter = {
+    .op = COLLPROF_OP_REDUCESCATTER, .fill = fill, .check = check};

@@ -30,5 +30,11 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
+/* in place, this rank's result is its block of the one buffer */
+static uint64_t result_at(const cp_xfer_t *x)
+{
+    return x->in_place ? x->count / (uint64_t)x->n * (uint64_t)x->rank : 0;
+}
+
 const cp_coll_t cp_coll_scatter = {
-    COLLPROF_OP_SCATTER, "scatter", "Scatter", CP_COLL_ROOTED | CP_COLL_SPLIT, fill, check};
+    .op = COLLPROF_OP_SCATTER, .fill = fill, .check = check, .result_at = result_at};

@@ -25,4 +25,4 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     return wrong;
 }
 
-const cp_coll_t cp_coll_sendrecv = {COLLPROF_OP_SENDRECV, "sendrecv", "SendRecv", 0, fill, check};
+const cp_coll_t cp_coll_sendrecv = {.op = COLLPROF_OP_SENDRECV, .fill = fill, .check = check};

@@ -137,11 +137,11 @@ void cp_cli_usage(FILE *f)
 static void spec_defaults(cp_spec_t *s)
 {
     memset(s, 0, sizeof(*s));
-    s->ops[0] = COLLPROF_OP_ALLREDUCE;
-    s->ops[1] = COLLPROF_OP_ALLGATHER;
-    s->ops[2] = COLLPROF_OP_REDUCESCATTER;
-    s->ops[3] = COLLPROF_OP_ALLTOALL;
-    s->nops = 4;
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        if (collprof_op_info(op)->flags & COLLPROF_OPF_DEFAULT) {
+            s->ops[s->nops++] = op;
+        }
+    }
     s->dtypes[0] = COLLPROF_DTYPE_FLOAT32;
     s->ndtypes = 1;
     s->redops[0] = COLLPROF_REDOP_SUM;
@@ -369,7 +369,7 @@ static int lookup_op(const char *n)
 static int lookup_mem(const char *n)
 {
     for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
-        if (!strcmp(n, cp_memtype_name(m))) {
+        if (!strcmp(n, collprof_memtype_name(m))) {
             return m;
         }
     }

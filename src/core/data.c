@@ -6,64 +6,22 @@
 #include <string.h>
 #include <strings.h>
 
-static const cp_dtype_info_t dtypes[COLLPROF_DTYPE_COUNT] = {
-    [COLLPROF_DTYPE_INT8] = {"int8", 1, 0, 127},
-    [COLLPROF_DTYPE_UINT8] = {"uint8", 1, 0, 255},
-    [COLLPROF_DTYPE_INT32] = {"int32", 4, 0, INT64_C(1) << 24},
-    [COLLPROF_DTYPE_UINT32] = {"uint32", 4, 0, INT64_C(1) << 24},
-    [COLLPROF_DTYPE_INT64] = {"int64", 8, 0, INT64_C(1) << 24},
-    [COLLPROF_DTYPE_UINT64] = {"uint64", 8, 0, INT64_C(1) << 24},
-    [COLLPROF_DTYPE_FLOAT16] = {"float16", 2, 1, 2048},
-    [COLLPROF_DTYPE_BFLOAT16] = {"bfloat16", 2, 1, 256},
-    [COLLPROF_DTYPE_FLOAT32] = {"float32", 4, 1, INT64_C(1) << 24},
-    [COLLPROF_DTYPE_FLOAT64] = {"float64", 8, 1, INT64_C(1) << 24},
-};
-
-static const char *redops[COLLPROF_REDOP_COUNT] = {"sum", "prod", "min", "max"};
-
-const cp_dtype_info_t *cp_dtype_info(collprof_dtype_t t)
-{
-    return (unsigned)t < COLLPROF_DTYPE_COUNT ? &dtypes[t] : NULL;
-}
-
 int cp_dtype_from_name(const char *name)
 {
-    static const struct {
-        const char *alias;
-        collprof_dtype_t t;
-    } aliases[] = {{"float", COLLPROF_DTYPE_FLOAT32}, {"double", COLLPROF_DTYPE_FLOAT64},
-                   {"half", COLLPROF_DTYPE_FLOAT16},  {"bf16", COLLPROF_DTYPE_BFLOAT16},
-                   {"fp32", COLLPROF_DTYPE_FLOAT32},  {"fp64", COLLPROF_DTYPE_FLOAT64},
-                   {"fp16", COLLPROF_DTYPE_FLOAT16},  {"char", COLLPROF_DTYPE_INT8},
-                   {"int", COLLPROF_DTYPE_INT32}};
     for (int i = 0; i < COLLPROF_DTYPE_COUNT; i++) {
-        if (!strcasecmp(name, dtypes[i].name)) {
+        const collprof_dtype_info_t *t = collprof_dtype_info(i);
+        if (!strcasecmp(name, t->name) || (t->alias[0][0] && !strcasecmp(name, t->alias[0])) ||
+            (t->alias[1][0] && !strcasecmp(name, t->alias[1]))) {
             return i;
-        }
-    }
-    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
-        if (!strcasecmp(name, aliases[i].alias)) {
-            return (int)aliases[i].t;
         }
     }
     return -1;
 }
 
-const char *cp_redop_name(collprof_redop_t op)
-{
-    return (unsigned)op < COLLPROF_REDOP_COUNT ? redops[op] : "?";
-}
-
-const char *cp_memtype_name(int memtype)
-{
-    static const char *names[] = {"host", "pinned", "device"};
-    return memtype >= 0 && memtype < COLLPROF_MEM_COUNT ? names[memtype] : "?";
-}
-
 int cp_redop_from_name(const char *name)
 {
     for (int i = 0; i < COLLPROF_REDOP_COUNT; i++) {
-        if (!strcasecmp(name, redops[i])) {
+        if (!strcasecmp(name, collprof_redop_name(i))) {
             return i;
         }
     }
@@ -175,7 +133,7 @@ int cp_data_get(collprof_dtype_t t, const void *buf, size_t i, int64_t *v)
  * poison never matches) and is odd, so consecutive elements differ. */
 int64_t cp_data_value(collprof_dtype_t t, int r, uint64_t i)
 {
-    int64_t m = dtypes[t].exact_max - 1;
+    int64_t m = collprof_dtype_info(t)->exact_max - 1;
     if (m > 1000003) {
         m = 1000003;
     }
@@ -185,7 +143,7 @@ int64_t cp_data_value(collprof_dtype_t t, int r, uint64_t i)
 /* Largest per-rank summand so that n of them stay below exact_max - 1. */
 static int64_t sum_bound(collprof_dtype_t t, int n)
 {
-    int64_t m = (dtypes[t].exact_max - 2) / n;
+    int64_t m = (collprof_dtype_info(t)->exact_max - 2) / n;
     return m > 7 ? 7 : m;
 }
 
@@ -205,7 +163,7 @@ int64_t cp_data_contrib(collprof_dtype_t t, collprof_redop_t op, int n, int r, u
     case COLLPROF_REDOP_MIN:
     case COLLPROF_REDOP_MAX:
     default: {
-        int64_t m = dtypes[t].exact_max - 1;
+        int64_t m = collprof_dtype_info(t)->exact_max - 1;
         if (m > 101) {
             m = 101;
         }

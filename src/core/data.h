@@ -17,19 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct cp_dtype_info {
-    const char *name;
-    size_t size;
-    int is_float;
-    int64_t exact_max; /**< values used are < exact_max */
-} cp_dtype_info_t;
+/* Names, sizes and exact limits of the types: <collprof/vocab.h>. */
 
-const cp_dtype_info_t *cp_dtype_info(collprof_dtype_t t);
-/** Lookup by name (also "float"/"double"/"half"/"bf16" aliases); -1 when unknown. */
+/** Lookup by name or alias ("float", "half", "bf16"...), any case; -1 when unknown. */
 int cp_dtype_from_name(const char *name);
-const char *cp_redop_name(collprof_redop_t op);
-/** "host", "pinned", "device" (collprof_memtype_t). */
-const char *cp_memtype_name(int memtype);
+/** -1 when unknown. */
 int cp_redop_from_name(const char *name);
 
 /** Store / load a small integer value at element i. */

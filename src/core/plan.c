@@ -10,20 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *cp_cell_status_name(cp_cell_status_t s)
-{
-    switch (s) {
-    case CP_CELL_OK: return "ok";
-    case CP_CELL_WRONG: return "wrong";
-    case CP_CELL_UNSUPPORTED: return "unsupported";
-    case CP_CELL_ERROR: return "error";
-    case CP_CELL_SKIPPED: return "skipped";
-    case CP_CELL_TIMEOUT: return "timeout";
-    case CP_CELL_PENDING:
-    default: return "pending";
-    }
-}
-
 static int push(cp_plan_t *plan, int *cap, const cp_cell_t *c)
 {
     if (plan->ncells == *cap) {
@@ -68,16 +54,19 @@ static int variant_list(const cp_spec_t *s, const cp_plugin_t *p, const char **o
 
 static void unsupported_reason(const cp_plugin_t *p, const cp_cell_t *c, char *buf, size_t len)
 {
-    const cp_coll_t *coll = cp_coll_get(c->op);
     buf[0] = '\0';
     if (!(p->caps.ops & COLLPROF_BIT(c->op))) {
-        snprintf(buf, len, "%s does not offer %s", p->name, coll->name);
+        snprintf(buf, len, "%s does not offer %s", p->name, collprof_op_name(c->op));
     } else if (!(p->caps.dtypes & COLLPROF_BIT(c->dtype))) {
-        snprintf(buf, len, "%s does not offer dtype %s", p->name, cp_dtype_info(c->dtype)->name);
-    } else if ((coll->flags & CP_COLL_REDUCES) && !(p->caps.redops & COLLPROF_BIT(c->redop))) {
-        snprintf(buf, len, "%s does not offer reduction %s", p->name, cp_redop_name(c->redop));
+        snprintf(buf, len, "%s does not offer dtype %s", p->name,
+                 collprof_dtype_info(c->dtype)->name);
+    } else if ((cp_op_flags(c->op) & COLLPROF_OPF_REDUCES) &&
+               !(p->caps.redops & COLLPROF_BIT(c->redop))) {
+        snprintf(buf, len, "%s does not offer reduction %s", p->name,
+                 collprof_redop_name(c->redop));
     } else if (!(p->caps.memtypes & COLLPROF_BIT(c->memtype))) {
-        snprintf(buf, len, "%s does not offer %s memory", p->name, cp_memtype_name(c->memtype));
+        snprintf(buf, len, "%s does not offer %s memory", p->name,
+                 collprof_memtype_name(c->memtype));
     }
 }
 
@@ -87,7 +76,8 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
     int sel[64], nsel = 0;
     if (s->nbackends == 0) {
         for (int i = 0; i < nplugins && nsel < 64; i++) {
-            if (plugins[i].usable) {
+            /* a backend that runs only on request (self) is left out of the default */
+            if (plugins[i].usable && !(plugins[i].be->flags & COLLPROF_BACKEND_ON_REQUEST)) {
                 sel[nsel++] = i;
             }
         }
@@ -169,7 +159,8 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
         }
         for (int v = 0; v < nv; v++) {
             for (int d = 0; d < s->ndtypes; d++) {
-                const cp_dtype_info_t *dt = cp_dtype_info((collprof_dtype_t)s->dtypes[d]);
+                const collprof_dtype_info_t *dt =
+                    collprof_dtype_info((collprof_dtype_t)s->dtypes[d]);
                 for (int z = 0; z < s->nsizes; z++) {
                     uint64_t req = s->sizes_are_bytes ? s->sizes[z] / dt->size : s->sizes[z];
                     if (req == 0) {
@@ -177,14 +168,14 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
                     }
                     for (int o = 0; o < s->nops; o++) {
                         collprof_op_t op = (collprof_op_t)s->ops[o];
-                        const cp_coll_t *coll = cp_coll_get(op);
+                        const unsigned fl = cp_op_flags(op);
                         if (!cp_plugin_has_variant(p, op, vars[v]) ||
-                            (op == COLLPROF_OP_BARRIER && (z > 0 || d > 0))) {
+                            ((fl & COLLPROF_OPF_NODATA) && (z > 0 || d > 0))) {
                             continue; /* a barrier has no size or dtype: once is enough */
                         }
-                        int nred = (coll->flags & CP_COLL_REDUCES) ? s->nredops : 1;
-                        int nimb = op == COLLPROF_OP_ALLTOALLV ? s->nimb : 1;
-                        int nin = op == COLLPROF_OP_BARRIER ? 1 : s->ninplace;
+                        int nred = (fl & COLLPROF_OPF_REDUCES) ? s->nredops : 1;
+                        int nimb = (fl & COLLPROF_OPF_VARIABLE) ? s->nimb : 1;
+                        int nin = (fl & COLLPROF_OPF_NODATA) ? 1 : s->ninplace;
                         for (int mt = 0; mt < nmem; mt++) {
                             for (int r = 0; r < nred; r++) {
                                 for (int ip = 0; ip < nin; ip++) {
@@ -196,20 +187,21 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
                                         c.op = op;
                                         c.dtype = (collprof_dtype_t)s->dtypes[d];
                                         c.redop = (collprof_redop_t)s->redops[r];
-                                        c.root = (coll->flags & CP_COLL_ROOTED) ? s->root : 0;
-                                        c.in_place = op == COLLPROF_OP_BARRIER ? 0 : s->inplace[ip];
+                                        c.root = (fl & COLLPROF_OPF_ROOTED) ? s->root : 0;
+                                        c.in_place =
+                                            (fl & COLLPROF_OPF_NODATA) ? 0 : s->inplace[ip];
                                         c.memtype = mems[mt];
-                                        c.requested = op == COLLPROF_OP_BARRIER ? 0 : req;
+                                        c.requested = (fl & COLLPROF_OPF_NODATA) ? 0 : req;
                                         c.count = cp_coll_effective_count(op, req, nranks);
-                                        c.imb = op == COLLPROF_OP_ALLTOALLV ? &s->imb[im] : NULL;
+                                        c.imb = (fl & COLLPROF_OPF_VARIABLE) ? &s->imb[im] : NULL;
                                         c.iters = s->iters;
                                         c.warmup = s->warmup;
                                         unsupported_reason(p, &c, c.pre_reason,
                                                            sizeof(c.pre_reason));
                                         if (c.pre_reason[0] != '\0') {
-                                            c.pre_status = CP_CELL_UNSUPPORTED;
-                                        } else if (op != COLLPROF_OP_BARRIER && c.count == 0) {
-                                            c.pre_status = CP_CELL_SKIPPED;
+                                            c.pre_status = COLLPROF_CELL_UNSUPPORTED;
+                                        } else if (!(fl & COLLPROF_OPF_NODATA) && c.count == 0) {
+                                            c.pre_status = COLLPROF_CELL_SKIPPED;
                                             snprintf(c.pre_reason, sizeof(c.pre_reason),
                                                      "%llu elements cannot be split over %d ranks",
                                                      (unsigned long long)req, nranks);
@@ -253,8 +245,8 @@ int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplug
     /* refuse a matrix whose buffers cannot fit: two buffers per rank, all ranks on this node */
     uint64_t biggest = 0;
     for (int i = 0; i < plan->ncells; i++) {
-        uint64_t b = plan->cells[i].count * cp_dtype_info(plan->cells[i].dtype)->size;
-        if (plan->cells[i].op == COLLPROF_OP_ALLTOALLV) {
+        uint64_t b = plan->cells[i].count * collprof_dtype_info(plan->cells[i].dtype)->size;
+        if (cp_op_flags(plan->cells[i].op) & COLLPROF_OPF_VARIABLE) {
             b *= 4; /* skewed traffic can concentrate on one rank */
         }
         biggest = b > biggest ? b : biggest;
@@ -290,15 +282,15 @@ void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f)
             "op", "type", "redop", "inplc", "count", "bytes", "iters", "warmup", "note");
     for (int i = 0; i < plan->ncells; i++) {
         const cp_cell_t *c = &plan->cells[i];
-        const cp_dtype_info_t *dt = cp_dtype_info(c->dtype);
+        const collprof_dtype_info_t *dt = collprof_dtype_info(c->dtype);
         fprintf(f, "  %-8s %-22s %-14s %-9s %-5s %6s %12llu %14llu %6d %6d  %s%s%s%s%s\n",
-                plugins[c->plugin].name, c->variant, cp_coll_get(c->op)->name, dt->name,
-                (cp_coll_get(c->op)->flags & CP_COLL_REDUCES) ? cp_redop_name(c->redop) : "-",
+                plugins[c->plugin].name, c->variant, collprof_op_name(c->op), dt->name,
+                (cp_op_flags(c->op) & COLLPROF_OPF_REDUCES) ? collprof_redop_name(c->redop) : "-",
                 c->in_place ? "in" : "out", (unsigned long long)c->count,
                 (unsigned long long)(c->count * dt->size), c->iters, c->warmup,
-                c->memtype != COLLPROF_MEM_HOST ? cp_memtype_name(c->memtype) : "",
+                c->memtype != COLLPROF_MEM_HOST ? collprof_memtype_name(c->memtype) : "",
                 c->memtype != COLLPROF_MEM_HOST ? " memory " : "", c->imb ? c->imb->label : "",
-                c->pre_status != CP_CELL_PENDING ? (c->imb ? " " : "") : "",
-                c->pre_status != CP_CELL_PENDING ? c->pre_reason : "");
+                c->pre_status != COLLPROF_CELL_PENDING ? (c->imb ? " " : "") : "",
+                c->pre_status != COLLPROF_CELL_PENDING ? c->pre_reason : "");
     }
 }

@@ -12,18 +12,6 @@
 #include "core/cli.h"
 #include "plugin/loader.h"
 
-typedef enum cp_cell_status {
-    CP_CELL_PENDING = 0,
-    CP_CELL_OK,          /**< ran, every element right */
-    CP_CELL_WRONG,       /**< ran, #wrong > 0 */
-    CP_CELL_UNSUPPORTED, /**< the backend does not offer this combination */
-    CP_CELL_ERROR,       /**< the backend failed */
-    CP_CELL_SKIPPED,     /**< not run (backend failed to initialise, size too small) */
-    CP_CELL_TIMEOUT      /**< an operation did not complete within the watchdog timeout */
-} cp_cell_status_t;
-
-const char *cp_cell_status_name(cp_cell_status_t s);
-
 typedef struct cp_cell {
     int plugin; /**< index into the plugin list */
     char variant[64];
@@ -38,7 +26,7 @@ typedef struct cp_cell {
     const cp_imbalance_t *imb; /**< alltoallv only */
     int iters;
     int warmup;
-    cp_cell_status_t pre_status; /**< CP_CELL_PENDING, or decided at plan time */
+    collprof_cell_status_t pre_status; /**< COLLPROF_CELL_PENDING, or decided at plan time */
     char pre_reason[160];
 } cp_cell_t;
 

@@ -126,11 +126,7 @@ static int fault_hang(int rank, int cell)
 
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
 {
-    /* element 0 of the result (for scatter in place: this rank's block) */
-    size_t at = 0;
-    if ((x->op == COLLPROF_OP_SCATTER && x->in_place)) {
-        at = (size_t)(x->count / (uint64_t)x->n) * (size_t)x->rank;
-    }
+    size_t at = (size_t)cp_coll_result_at(x);
     int64_t v = 0;
     cp_data_get(x->dtype, recvbuf, at, &v);
     cp_data_set(x->dtype, recvbuf, at, v + 1);
@@ -165,7 +161,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     cp_plugin_t *p = &r->plugins[cell->plugin];
     const collprof_backend_t *be = p->be;
     const cp_coll_t *coll = cp_coll_get(cell->op);
-    const cp_dtype_info_t *dt = cp_dtype_info(cell->dtype);
+    const collprof_dtype_info_t *dt = collprof_dtype_info(cell->dtype);
     int n = b->nranks, iters = cell->iters;
     cp_a2av_t a2av;
     cell_rec_t rec;
@@ -182,13 +178,13 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     gettimeofday(&tv, NULL);
     res->start_epoch = (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
 
-    if (cell->pre_status != CP_CELL_PENDING) {
+    if (cell->pre_status != COLLPROF_CELL_PENDING) {
         res->status = cell->pre_status;
         snprintf(res->reason, sizeof(res->reason), "%s", cell->pre_reason);
         return;
     }
     if (p->ctx == NULL) {
-        res->status = CP_CELL_SKIPPED;
+        res->status = COLLPROF_CELL_SKIPPED;
         snprintf(res->reason, sizeof(res->reason), "backend %s is not initialised: %.160s", p->name,
                  p->error);
         return;
@@ -220,7 +216,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
         rec.phase = 1;
         snprintf(rec.msg, sizeof(rec.msg), "variant %s: %s", cell->variant, be->last_error(p->ctx));
     }
-    if (rec.status == 0 && cell->op == COLLPROF_OP_ALLTOALLV) {
+    if (rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
         uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
         if (m != NULL) {
             cp_imbalance_matrix(cell->imb, n, cell->count, m);
@@ -249,7 +245,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
             rec.status = rc;
             rec.phase = 1;
             snprintf(rec.msg, sizeof(rec.msg), "allocating 2 x %zu bytes of %s memory: %s", bytes,
-                     cp_memtype_name(memtype), be->last_error(p->ctx));
+                     collprof_memtype_name(memtype), be->last_error(p->ctx));
         } else if (staged) {
             hrecv = cp_alloc_pages(bytes);
             hsend = cell->in_place ? NULL : cp_alloc_pages(bytes);
@@ -268,7 +264,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                     rec.status = rc;
                     rec.phase = 1;
                     snprintf(rec.msg, sizeof(rec.msg), "copying to %s memory: %s",
-                             cp_memtype_name(memtype), be->last_error(p->ctx));
+                             collprof_memtype_name(memtype), be->last_error(p->ctx));
                 }
             }
         } else {
@@ -295,18 +291,20 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
         if (bad >= 0) {
             /* every rank reports the first failing rank's reason */
             int unsupported = !strncmp(agreed, "[unsupported] ", 14);
-            res->status = unsupported ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
+            res->status = unsupported ? COLLPROF_CELL_UNSUPPORTED : COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "rank %d: %s", bad,
                      agreed + (unsupported ? 14 : 0));
         } else {
-            res->status = CP_CELL_ERROR;
+            res->status = COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
         }
         goto out;
     }
     cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s%s)", p->name,
-           cell->variant, coll->name, cell->in_place ? "one in-place" : "send and receive", bytes,
-           cp_memtype_name(memtype), staged ? ", filled and checked through host copies" : "");
+           cell->variant, collprof_op_name(cell->op),
+           cell->in_place ? "one in-place" : "send and receive", bytes,
+           collprof_memtype_name(memtype),
+           staged ? ", filled and checked through host copies" : "");
 
     collprof_args_t args = {.op = cell->op,
                             .dtype = cell->dtype,
@@ -383,7 +381,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     }
 
     /* ---- exact check on a fresh run ---------------------------------- */
-    if (rec.status == 0 && r->opt->check && cell->op != COLLPROF_OP_BARRIER) {
+    if (rec.status == 0 && r->opt->check && !(cp_op_flags(cell->op) & COLLPROF_OPF_NODATA)) {
         cp_wd_beat(CP_WD_CHECK, idx, -1, cell->warmup, tmo);
         void *fs = staged ? hsend : sendbuf, *fr = staged ? hrecv : recvbuf;
         memset(fr, 0xff, bytes);
@@ -407,7 +405,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
             rec.wrong = coll->check(&x, fr);
             cp_log(rec.wrong > 0 ? CP_LOG_WARN : CP_LOG_INFO,
                    "%s/%s %s: verification: %llu wrong elements on this rank", p->name,
-                   cell->variant, coll->name, (unsigned long long)rec.wrong);
+                   cell->variant, collprof_op_name(cell->op), (unsigned long long)rec.wrong);
         }
     }
 
@@ -419,7 +417,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     double *imax = calloc((size_t)iters, sizeof(double));
     double *chunk = calloc((size_t)n * GATHER_CHUNK, sizeof(double));
     if (!recs || !res->samples || !res->rank_mean || !imax || !chunk) {
-        res->status = CP_CELL_ERROR;
+        res->status = COLLPROF_CELL_ERROR;
         snprintf(res->reason, sizeof(res->reason), "out of memory gathering results");
         free(recs);
         free(imax);
@@ -438,19 +436,19 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     }
     free(chunk);
     if (oob != 0) {
-        res->status = CP_CELL_ERROR;
+        res->status = COLLPROF_CELL_ERROR;
         snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
         free(recs);
         free(imax);
         goto out;
     }
-    res->status = CP_CELL_OK;
+    res->status = COLLPROF_CELL_OK;
     for (int q = 0; q < n; q++) {
         const cell_rec_t *rq = &recs[q];
         res->wrong += rq->wrong;
-        if (rq->status != 0 && res->status == CP_CELL_OK) {
-            res->status =
-                rq->status == COLLPROF_ERR_NOT_SUPPORTED ? CP_CELL_UNSUPPORTED : CP_CELL_ERROR;
+        if (rq->status != 0 && res->status == COLLPROF_CELL_OK) {
+            res->status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
+                                                                   : COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q, b->hostnames[q],
                      rq->msg);
         }
@@ -460,8 +458,8 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
         }
         res->rank_mean[q] = s / iters;
     }
-    if (res->status == CP_CELL_OK && res->wrong > 0) {
-        res->status = CP_CELL_WRONG;
+    if (res->status == COLLPROF_CELL_OK && res->wrong > 0) {
+        res->status = COLLPROF_CELL_WRONG;
         snprintf(res->reason, sizeof(res->reason), "%llu wrong elements",
                  (unsigned long long)res->wrong);
     }
@@ -470,9 +468,9 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     res->bytes = cp_coll_bytes(&x);
     if (res->stats.mean > 0) {
         res->algbw = (double)res->bytes / res->stats.mean * 1e-3; /* bytes/us -> GB/s */
-        res->busbw = res->algbw * cp_coll_busbw_factor(cell->op, n);
+        res->busbw = res->algbw * collprof_busbw_factor(cell->op, n);
     }
-    if (cell->op == COLLPROF_OP_ALLTOALLV) {
+    if (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE) {
         res->send_bytes = calloc((size_t)n, sizeof(uint64_t));
         res->recv_bytes = calloc((size_t)n, sizeof(uint64_t));
         if (res->send_bytes && res->recv_bytes) {
@@ -517,16 +515,16 @@ void cp_result_free(cp_result_t *res)
 void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
                    int index, collprof_result_row_t *row)
 {
-    const cp_coll_t *coll = cp_coll_get(cell->op);
-    const cp_dtype_info_t *dt = cp_dtype_info(cell->dtype);
+    const collprof_dtype_info_t *dt = collprof_dtype_info(cell->dtype);
     memset(row, 0, sizeof(*row));
     row->cell = index;
     snprintf(row->backend, sizeof(row->backend), "%s", plugin->name);
     snprintf(row->variant, sizeof(row->variant), "%s", cell->variant);
-    snprintf(row->op, sizeof(row->op), "%s", coll->name);
+    snprintf(row->op, sizeof(row->op), "%s", collprof_op_name(cell->op));
     snprintf(row->dtype, sizeof(row->dtype), "%s", dt->name);
     snprintf(row->redop, sizeof(row->redop), "%s",
-             (coll->flags & CP_COLL_REDUCES) ? cp_redop_name(cell->redop) : "none");
+             (cp_op_flags(cell->op) & COLLPROF_OPF_REDUCES) ? collprof_redop_name(cell->redop)
+                                                            : "none");
     row->root = cell->root;
     row->in_place = cell->in_place;
     if (cell->imb != NULL) {
@@ -545,8 +543,8 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     row->algbw_gbs = res->algbw;
     row->busbw_gbs = res->busbw;
     row->wrong = res->wrong;
-    snprintf(row->status, sizeof(row->status), "%s", cp_cell_status_name(res->status));
+    snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->status));
     snprintf(row->error, sizeof(row->error), "%s", res->reason);
     row->start_time = res->start_epoch;
-    snprintf(row->memory, sizeof(row->memory), "%s", cp_memtype_name(cell->memtype));
+    snprintf(row->memory, sizeof(row->memory), "%s", collprof_memtype_name(cell->memtype));
 }

@@ -16,7 +16,7 @@
 #include "plugin/loader.h"
 
 typedef struct cp_result {
-    cp_cell_status_t status;
+    collprof_cell_status_t status;
     char reason[256];
     int nranks;
     int iters;

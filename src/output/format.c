@@ -16,9 +16,9 @@ static int measured(const collprof_result_row_t *r)
 void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
 {
     int op = cp_coll_from_name(r->op);
-    const cp_coll_t *coll = op >= 0 ? cp_coll_get((collprof_op_t)op) : NULL;
+    const collprof_op_info_t *coll = collprof_op_info(op);
     char extra[200] = "";
-    if (coll && (coll->flags & CP_COLL_REDUCES) && strcmp(r->redop, "sum") != 0) {
+    if (coll && (coll->flags & COLLPROF_OPF_REDUCES) && strcmp(r->redop, "sum") != 0) {
         snprintf(extra, sizeof(extra), "%s", r->redop);
     }
     if (r->in_place) {
@@ -32,7 +32,7 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
         strncat(extra, extra[0] ? ", " : "", sizeof(extra) - strlen(extra) - 1);
         strncat(extra, r->memory, sizeof(extra) - strlen(extra) - 1);
     }
-    if (coll && (coll->flags & CP_COLL_ROOTED) && r->root != 0) {
+    if (coll && (coll->flags & COLLPROF_OPF_ROOTED) && r->root != 0) {
         char rt[32];
         snprintf(rt, sizeof(rt), "%sroot %d", extra[0] ? ", " : "", r->root);
         strncat(extra, rt, sizeof(extra) - strlen(extra) - 1);
@@ -65,7 +65,7 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
 void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len)
 {
     int t = cp_dtype_from_name(r->dtype);
-    uint64_t size = t >= 0 ? cp_dtype_info((collprof_dtype_t)t)->size : 0;
+    uint64_t size = t >= 0 ? collprof_dtype_info((collprof_dtype_t)t)->size : 0;
     char th[32], hb[32];
     snprintf(buf, len, "Tensor Size: %s elements (%s), %s",
              cp_fmt_thousands(r->count, th, sizeof(th)),
@@ -107,10 +107,10 @@ void cp_format_table_header(FILE *f)
 void cp_format_table_row(const collprof_result_row_t *r, FILE *f)
 {
     int op = cp_coll_from_name(r->op);
-    const cp_coll_t *coll = op >= 0 ? cp_coll_get((collprof_op_t)op) : NULL;
+    const collprof_op_info_t *coll = collprof_op_info(op);
     char root[16], size[32], count[32];
     snprintf(root, sizeof(root), "%s", "-");
-    if (coll && (coll->flags & CP_COLL_ROOTED)) {
+    if (coll && (coll->flags & COLLPROF_OPF_ROOTED)) {
         snprintf(root, sizeof(root), "%d", r->root);
     }
     snprintf(size, sizeof(size), "%llu", (unsigned long long)r->bytes);

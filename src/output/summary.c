@@ -32,7 +32,7 @@ struct cp_summary {
 #endif
     const cp_run_info_t *ri;
     cp_format_state_t fmt;
-    int counts[CP_CELL_TIMEOUT + 1]; /* per cp_cell_status_t */
+    int counts[COLLPROF_CELL_TIMEOUT + 1]; /* per collprof_cell_status_t */
     uint64_t wrong;
     char error[256];              /* the first write error, "" when none */
     collprof_result_row_t *study; /* the ofi alltoall rows, for the study table */
@@ -419,10 +419,10 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
     print_study(s);
     fprintf(s->f, "\n== totals ==\n");
     fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
-            s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
-            s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED]);
-    if (s->counts[CP_CELL_TIMEOUT] > 0) {
-        fprintf(s->f, "timeouts:   %d\n", s->counts[CP_CELL_TIMEOUT]);
+            s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG], s->counts[COLLPROF_CELL_ERROR],
+            s->counts[COLLPROF_CELL_UNSUPPORTED], s->counts[COLLPROF_CELL_SKIPPED]);
+    if (s->counts[COLLPROF_CELL_TIMEOUT] > 0) {
+        fprintf(s->f, "timeouts:   %d\n", s->counts[COLLPROF_CELL_TIMEOUT]);
     }
     fprintf(s->f, "#wrong:     %llu\n", (unsigned long long)s->wrong);
     fprintf(s->f, "result:     %s (exit status %d)\n", result, exit_status);
@@ -453,8 +453,8 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
     cp_h5_close(s->h5, "complete");
 #endif
     printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
-           s->counts[CP_CELL_OK], s->counts[CP_CELL_WRONG], s->counts[CP_CELL_ERROR],
-           s->counts[CP_CELL_UNSUPPORTED], s->counts[CP_CELL_SKIPPED], (unsigned long long)s->wrong,
+           s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG], s->counts[COLLPROF_CELL_ERROR],
+           s->counts[COLLPROF_CELL_UNSUPPORTED], s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
            exit_status == 0 ? "PASSED" : "FAILED");
     printf("# summary: %s\n", s->path);
     if (s->h5path[0]) {

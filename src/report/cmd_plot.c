@@ -259,7 +259,7 @@ static void chart_axes(const chart_t *c, axes_t *a)
 static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
 {
     int op = cp_coll_from_name(c->op);
-    const char *label = op >= 0 ? cp_coll_get((collprof_op_t)op)->label : c->op;
+    const char *label = op >= 0 ? collprof_op_info(op)->label : c->op;
     fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", CHART_W, chart_height(c));
     fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
     xml_text(out, label);

@@ -174,7 +174,7 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
         sim_free(&s);
         return 1; /* the runner reports such cells as unsupported */
     }
-    s.bytes = (size_t)(maxelems * cp_dtype_info(t)->size);
+    s.bytes = (size_t)(maxelems * collprof_dtype_info(t)->size);
     for (int r = 0; r < n; r++) {
         s.send[r] = malloc(s.bytes);
         s.recv[r] = malloc(s.bytes);
@@ -190,10 +190,10 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
     }
     int good = wrong == 0;
     /* corrupt one element the check must look at */
-    int victim =
-        (coll->flags & CP_COLL_ROOTED) && op != COLLPROF_OP_SCATTER && op != COLLPROF_OP_BROADCAST
-            ? root
-            : 0;
+    int victim = (cp_op_flags(op) & COLLPROF_OPF_ROOTED) && op != COLLPROF_OP_SCATTER &&
+                         op != COLLPROF_OP_BROADCAST
+                     ? root
+                     : 0;
     uint64_t at =
         (op == COLLPROF_OP_SCATTER && in_place) ? (count / (uint64_t)n) * (uint64_t)victim : 0;
     if (op == COLLPROF_OP_ALLTOALLV) {
@@ -211,6 +211,41 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
     return good && caught;
 }
 
+/* The vocabulary tables: ids run 0, 1, 2... in row order (their rows are
+ * positional), names are unique and round-trip. */
+#define ID_AT(ID, id, ...) id,
+static void vocab_tests(void)
+{
+    static const int op_ids[] = {COLLPROF_OP_TABLE(ID_AT)};
+    static const int dt_ids[] = {COLLPROF_DTYPE_TABLE(ID_AT)};
+    static const int red_ids[] = {COLLPROF_REDOP_TABLE(ID_AT)};
+    static const int mem_ids[] = {COLLPROF_MEM_TABLE(ID_AT)};
+    static const int st_ids[] = {COLLPROF_CELL_STATUS_TABLE(ID_AT)};
+    int bad = 0;
+    for (int i = 0; i < COLLPROF_OP_COUNT; i++) {
+        bad += op_ids[i] != i || collprof_op_from_name(collprof_op_name(i)) != i ||
+               cp_coll_get((collprof_op_t)i) == NULL || (int)cp_coll_get((collprof_op_t)i)->op != i;
+    }
+    for (int i = 0; i < COLLPROF_DTYPE_COUNT; i++) {
+        bad += dt_ids[i] != i || cp_dtype_from_name(collprof_dtype_name(i)) != i;
+    }
+    for (int i = 0; i < COLLPROF_REDOP_COUNT; i++) {
+        bad += red_ids[i] != i || cp_redop_from_name(collprof_redop_name(i)) != i;
+    }
+    for (int i = 0; i < COLLPROF_MEM_COUNT; i++) {
+        bad += mem_ids[i] != i;
+    }
+    for (int i = 0; i < COLLPROF_CELL_STATUS_COUNT; i++) {
+        bad += st_ids[i] != i || collprof_cell_status_from_name(collprof_cell_status_name(i)) != i;
+    }
+    ok(bad == 0, "vocabulary: ids in row order, names round-trip (%d bad)", bad);
+    ok(cp_dtype_from_name("BF16") == COLLPROF_DTYPE_BFLOAT16 &&
+           cp_dtype_from_name("double") == COLLPROF_DTYPE_FLOAT64 && cp_dtype_from_name("x") == -1,
+       "dtype aliases");
+    ok(!strcmp(collprof_op_name(COLLPROF_OP_COUNT), "?") && collprof_op_info(-1) == NULL,
+       "out-of-range ids are refused");
+}
+
 int main(void)
 {
     static const int ns[] = {1, 2, 3, 4, 7};
@@ -222,12 +257,13 @@ int main(void)
     cp_imbalance_parse("moe:1:3", &imbs[3], err, sizeof(err));
 
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-        const cp_coll_t *coll = cp_coll_get((collprof_op_t)op);
         int cases = 0, passed = 0;
         char first_fail[512] = "";
         for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
             for (int t = 0; t < COLLPROF_DTYPE_COUNT; t++) {
-                int nred = (coll->flags & CP_COLL_REDUCES) ? COLLPROF_REDOP_COUNT : 1;
+                int nred = (cp_op_flags((collprof_op_t)op) & COLLPROF_OPF_REDUCES)
+                               ? COLLPROF_REDOP_COUNT
+                               : 1;
                 for (int red = 0; red < nred; red++) {
                     for (int ip = 0; ip < 2; ip++) {
                         int nimb = op == COLLPROF_OP_ALLTOALLV ? 4 : 1;
@@ -245,33 +281,33 @@ int main(void)
                             } else if (!first_fail[0]) {
                                 snprintf(first_fail, sizeof(first_fail),
                                          " (first failure: n=%d %s %s in_place=%d imb=%s: %s)",
-                                         ns[k], cp_dtype_info((collprof_dtype_t)t)->name,
-                                         cp_redop_name((collprof_redop_t)red), ip, imbs[im].label,
-                                         why);
+                                         ns[k], collprof_dtype_info((collprof_dtype_t)t)->name,
+                                         collprof_redop_name((collprof_redop_t)red), ip,
+                                         imbs[im].label, why);
                             }
                         }
                     }
                 }
             }
         }
-        ok(passed == cases, "%s: %d/%d cases exact, corruption caught%s", coll->name, passed, cases,
-           first_fail);
+        ok(passed == cases, "%s: %d/%d cases exact, corruption caught%s", collprof_op_name(op),
+           passed, cases, first_fail);
     }
 
-    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLREDUCE, 4) - 1.5) < 1e-12, "allreduce 2(n-1)/n");
-    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLGATHER, 4) - 0.75) < 1e-12, "allgather (n-1)/n");
-    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_REDUCESCATTER, 8) - 0.875) < 1e-12,
+    ok(fabs(collprof_busbw_factor(COLLPROF_OP_ALLREDUCE, 4) - 1.5) < 1e-12, "allreduce 2(n-1)/n");
+    ok(fabs(collprof_busbw_factor(COLLPROF_OP_ALLGATHER, 4) - 0.75) < 1e-12, "allgather (n-1)/n");
+    ok(fabs(collprof_busbw_factor(COLLPROF_OP_REDUCESCATTER, 8) - 0.875) < 1e-12,
        "reducescatter (n-1)/n");
-    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLTOALL, 2) - 0.5) < 1e-12, "alltoall (n-1)/n");
-    ok(fabs(cp_coll_busbw_factor(COLLPROF_OP_ALLTOALLV, 4) - 0.75) < 1e-12, "alltoallv (n-1)/n");
-    ok(cp_coll_busbw_factor(COLLPROF_OP_GATHER, 4) == 0.75 &&
-           cp_coll_busbw_factor(COLLPROF_OP_SCATTER, 4) == 0.75,
+    ok(fabs(collprof_busbw_factor(COLLPROF_OP_ALLTOALL, 2) - 0.5) < 1e-12, "alltoall (n-1)/n");
+    ok(fabs(collprof_busbw_factor(COLLPROF_OP_ALLTOALLV, 4) - 0.75) < 1e-12, "alltoallv (n-1)/n");
+    ok(collprof_busbw_factor(COLLPROF_OP_GATHER, 4) == 0.75 &&
+           collprof_busbw_factor(COLLPROF_OP_SCATTER, 4) == 0.75,
        "gather/scatter (n-1)/n");
-    ok(cp_coll_busbw_factor(COLLPROF_OP_BROADCAST, 4) == 1 &&
-           cp_coll_busbw_factor(COLLPROF_OP_REDUCE, 4) == 1 &&
-           cp_coll_busbw_factor(COLLPROF_OP_SENDRECV, 4) == 1,
+    ok(collprof_busbw_factor(COLLPROF_OP_BROADCAST, 4) == 1 &&
+           collprof_busbw_factor(COLLPROF_OP_REDUCE, 4) == 1 &&
+           collprof_busbw_factor(COLLPROF_OP_SENDRECV, 4) == 1,
        "broadcast/reduce/sendrecv 1");
-    ok(cp_coll_busbw_factor(COLLPROF_OP_ALLREDUCE, 1) == 0, "one rank moves no bus traffic");
+    ok(collprof_busbw_factor(COLLPROF_OP_ALLREDUCE, 1) == 0, "one rank moves no bus traffic");
 
     cp_xfer_t x = {
         .op = COLLPROF_OP_ALLREDUCE, .dtype = COLLPROF_DTYPE_FLOAT32, .n = 4, .count = 1u << 20};
@@ -286,6 +322,7 @@ int main(void)
            cp_coll_from_name("reduce_scatter") == COLLPROF_OP_REDUCESCATTER &&
            cp_coll_from_name("bcast") == COLLPROF_OP_BROADCAST && cp_coll_from_name("nope") == -1,
        "operation names");
+    vocab_tests();
     for (int i = 0; i < 4; i++) {
         cp_imbalance_free(&imbs[i]);
     }

@@ -10,7 +10,7 @@ int main(void)
 {
     unsigned char buf[64];
     for (int t = 0; t < COLLPROF_DTYPE_COUNT; t++) {
-        const cp_dtype_info_t *d = cp_dtype_info((collprof_dtype_t)t);
+        const collprof_dtype_info_t *d = collprof_dtype_info((collprof_dtype_t)t);
         int good = 1;
         for (int64_t v = 0; v < d->exact_max; v += (d->exact_max > 5000 ? 997 : 1)) {
             int64_t back = -1;

@@ -150,7 +150,7 @@ static long run_cell(const collprof_backend_t *be, void *ctx, const cell_t *c, i
                      char *why, size_t whylen)
 {
     const cp_coll_t *coll = cp_coll_get(c->op);
-    const cp_dtype_info_t *dt = cp_dtype_info(c->dtype);
+    const collprof_dtype_info_t *dt = collprof_dtype_info(c->dtype);
     cp_a2av_t a2av;
     cp_imbalance_t imb;
     char err[256];
@@ -327,9 +327,9 @@ static void rank_main(const char *path)
                 cells++;
                 clean += st == 0 && w == 0;
                 check(st == 0 && w == 0, "%s %s %s: status %d, #wrong %ld %s", c.variant,
-                      cp_coll_get(c.op)->name, ip ? "in place" : "out of place", st, w, why);
+                      collprof_op_name(c.op), ip ? "in place" : "out of place", st, w, why);
                 check(getenv("NCCL_ALGO") == NULL && getenv("NCCL_PROTO") == NULL,
-                      "%s %s: NCCL_ALGO/NCCL_PROTO restored", c.variant, cp_coll_get(c.op)->name);
+                      "%s %s: NCCL_ALGO/NCCL_PROTO restored", c.variant, collprof_op_name(c.op));
             }
         }
     }
@@ -351,9 +351,9 @@ static void rank_main(const char *path)
             char why[512] = "";
             int st = 0;
             long w = run_cell(be, ctx, &c, &st, why, sizeof(why));
-            check(st == 0 && w == 0, "%s %s %s %s: #wrong %ld %s", cp_coll_get(c.op)->name,
-                  cp_dtype_info(c.dtype)->name, cp_redop_name(c.redop), ip ? "in place" : "out", w,
-                  why);
+            check(st == 0 && w == 0, "%s %s %s %s: #wrong %ld %s", collprof_op_name(c.op),
+                  collprof_dtype_info(c.dtype)->name, collprof_redop_name(c.redop),
+                  ip ? "in place" : "out", w, why);
         }
     }
 
@@ -369,7 +369,7 @@ static void rank_main(const char *path)
         rc = be->select_variant(ctx, refused[i].op, refused[i].v);
         check(rc == COLLPROF_ERR_NOT_SUPPORTED && (strstr(be->last_error(ctx), "NCCL has no") ||
                                                    strstr(be->last_error(ctx), "not available")),
-              "%s for %s: unsupported (%s)", refused[i].v, cp_coll_get(refused[i].op)->name,
+              "%s for %s: unsupported (%s)", refused[i].v, collprof_op_name(refused[i].op),
               be->last_error(ctx));
         check(getenv("NCCL_ALGO") == NULL, "%s: NCCL_ALGO restored", refused[i].v);
     }
