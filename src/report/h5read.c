@@ -19,6 +19,8 @@
 
 #include "report/reader.h"
 
+#include <collprof/vocab.h>
+
 #include "core/stats.h"
 
 #include <errno.h>
@@ -63,7 +65,8 @@ void cp_report_column_value(const cp_h5_column_t *c, const void *rec, cp_report_
 
 int cp_report_measured(const collprof_result_row_t *r)
 {
-    return !strcmp(r->status, "ok") || !strcmp(r->status, "wrong");
+    int st = collprof_cell_status_from_name(r->status);
+    return st == COLLPROF_CELL_OK || st == COLLPROF_CELL_WRONG;
 }
 
 const char *cp_report_host(const cp_report_file_t *f, int rank)
@@ -441,17 +444,12 @@ static int read_table(hid_t file, const cp_h5_table_t *tab, int optional, row_ch
     return rc;
 }
 
-static const char *const known_status[] = {"ok",          "wrong",   "error",
-                                           "unsupported", "skipped", "timeout"};
-
 static int check_row(const void *rec, size_t i, const cp_report_file_t *f, char *err, size_t errlen)
 {
     const collprof_result_row_t *r = rec;
-    int known = 0;
+    /* a file holds the statuses of cells that ran or were decided, never "pending" */
+    int known = collprof_cell_status_from_name(r->status) > COLLPROF_CELL_PENDING;
     (void)f;
-    for (size_t k = 0; k < sizeof(known_status) / sizeof(known_status[0]); k++) {
-        known |= !strcmp(r->status, known_status[k]);
-    }
     const char *bad = !known                                        ? "status"
                       : r->cell < 0                                 ? "cell"
                       : r->op[0] == '\0'                            ? "op"
