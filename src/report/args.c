@@ -433,6 +433,19 @@ int cp_report_write(const char *path, void (*write)(FILE *out, const void *data)
     return CP_REPORT_EXIT_OK;
 }
 
+void cp_report_put_escaped(FILE *out, const char *s, const char *const esc[256], int json_controls)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (esc[*p] != NULL) {
+            fputs(esc[*p], out);
+        } else if (json_controls && *p < 0x20) {
+            fprintf(out, "\\u%04x", *p);
+        } else {
+            fputc(*p, out);
+        }
+    }
+}
+
 void cp_report_cell_name(const collprof_result_row_t *r, char *buf, size_t len)
 {
     char label[256], count[32];

@@ -66,23 +66,11 @@ static void csv_field(FILE *out, const char *s)
 
 static void json_string(FILE *out, const char *s)
 {
+    static const char *const esc[256] = {
+        ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t"};
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default:
-            /* the reader has checked the text is UTF-8: other bytes pass unchanged */
-            if (*p < 0x20) {
-                fprintf(out, "\\u%04x", *p);
-            } else {
-                fputc(*p, out);
-            }
-        }
-    }
+    /* the reader has checked the text is UTF-8: other bytes pass unchanged */
+    cp_report_put_escaped(out, s, esc, 1);
     fputc('"', out);
 }
 

@@ -182,16 +182,9 @@ static void label_series(const plot_t *p, chart_t *c)
 
 static void xml_text(FILE *out, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(*s, out);
-        }
-    }
+    static const char *const esc[256] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;"};
+    cp_report_put_escaped(out, s, esc, 0);
 }
 
 static void size_label(int log2b, char *buf, size_t len)

@@ -852,6 +852,13 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
     return 0;
 }
 
+static void free_all(void *const *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(p[i]);
+    }
+}
+
 void cp_report_close(cp_report_file_t *f)
 {
     if (f == NULL) {
@@ -866,14 +873,8 @@ void cp_report_close(cp_report_file_t *f)
         cp_report_cell_t *c = &f->cells[i];
         void *raw[] = {c->iter_max,    c->rank_mean,  c->rank_min,
                        c->rank_median, c->send_bytes, c->recv_bytes};
-        for (size_t k = 0; k < sizeof(raw) / sizeof(raw[0]); k++) {
-            free(raw[k]);
-        }
+        free_all(raw, sizeof(raw) / sizeof(raw[0]));
     }
-    free(f->cells);
-    free(f->rows);
-    free(f->ranks);
-    free(f->backends);
-    free(f->path);
-    free(f);
+    void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->path, f};
+    free_all(owned, sizeof(owned) / sizeof(owned[0]));
 }

@@ -69,6 +69,12 @@ int cp_report_parse_double(const char *cmd, const char *opt, const char *s, doub
  */
 int cp_report_write(const char *path, void (*write)(FILE *out, const void *data), const void *data);
 
+/**
+ * Write s with each byte c that esc[c] names replaced by esc[c], and the
+ * other control characters (below 0x20) as JSON's backslash-u escapes when json_controls.
+ */
+void cp_report_put_escaped(FILE *out, const char *s, const char *const esc[256], int json_controls);
+
 /** The index of s in names[0..n), or -1 after printing "CMD: OPT 'S' is not one of ...". */
 int cp_report_parse_choice(const char *cmd, const char *opt, const char *s,
                            const char *const *names, int n, const char *expected);
