@@ -1,11 +1,15 @@
 /*
- * collprof result schema, version 1: the one list of columns that the HDF5
- * writer, the text summary and collprof-report all use.  docs/hdf5-schema.md
- * describes the file around it.
+ * collprof result schema, version 1: every table, dataset and attribute of
+ * the HDF5 result file, declared once.  The HDF5 writer
+ * (src/output/h5writer.c), the text summary and collprof-report's reader
+ * (src/report/h5read.c) all work from these lists, through the descriptor
+ * tables of src/output/h5schema.h.  docs/hdf5-schema.md describes the file.
  *
- * Each X(name, kind, size, unit, doc) row is one column of /results.
- * kind is one of STR (fixed-size string of `size` bytes, NUL padded),
- * I32, U64 or F64.  Adding a column appends a row and bumps
+ * Each X(name, kind, size, opt, unit, doc) row is one column of a table.
+ * kind is one of STR (fixed-size string of `size` bytes, NUL padded), I32,
+ * I64, U64 or F64.  opt is 1 for a column added after the first files of
+ * schema 1.0 were written: a reader takes a file without it (the field is
+ * left 0 or empty).  Adding a column appends a row with opt 1 and bumps
  * COLLPROF_SCHEMA_VERSION_MINOR; renaming or removing one bumps MAJOR.
  */
 #ifndef COLLPROF_SCHEMA_H
@@ -16,46 +20,151 @@
 #define COLLPROF_SCHEMA_VERSION_MINOR 1
 
 /* clang-format off */
+/* /results: one row per matrix cell, appended as the run goes */
 #define COLLPROF_RESULT_COLUMNS(X)                                                                   \
-    X(cell,         I32, 0,   "",      "index of the cell in the run, names /cells/<cell>")        \
-    X(backend,      STR, 32,  "",      "backend plugin name")                                      \
-    X(variant,      STR, 64,  "",      "variant (algorithm choice); default = library's own")      \
-    X(op,           STR, 16,  "",      "operation")                                                \
-    X(dtype,        STR, 16,  "",      "element type")                                             \
-    X(redop,        STR, 8,   "",      "reduction operator, or none")                              \
-    X(root,         I32, 0,   "",      "root rank of rooted operations, else 0")                   \
-    X(in_place,     I32, 0,   "",      "1 when the operation ran in place")                        \
-    X(imbalance,    STR, 96,  "",      "alltoallv traffic pattern, else empty")                    \
-    X(count,        U64, 0,   "elements", "element count of the largest buffer")                   \
-    X(bytes,        U64, 0,   "B",     "S of algBW = S / time")                                    \
-    X(iterations,   I32, 0,   "",      "timed iterations")                                         \
-    X(warmup,       I32, 0,   "",      "warm-up iterations")                                       \
-    X(time_mean_us, F64, 0,   "us",    "mean over iterations of the max over ranks")               \
-    X(time_min_us,  F64, 0,   "us",    "minimum of the per-iteration maxima")                      \
-    X(time_p50_us,  F64, 0,   "us",    "median (nearest rank) of the per-iteration maxima")        \
-    X(time_p95_us,  F64, 0,   "us",    "95th percentile (nearest rank)")                           \
-    X(time_p99_us,  F64, 0,   "us",    "99th percentile (nearest rank)")                           \
-    X(time_max_us,  F64, 0,   "us",    "maximum of the per-iteration maxima")                      \
-    X(algbw_gbs,    F64, 0,   "GB/s",  "bytes / mean time, 1e9 B/s")                               \
-    X(busbw_gbs,    F64, 0,   "GB/s",  "algBW x the operation's bus factor")                       \
-    X(wrong,        U64, 0,   "",      "elements that differ from the exact result, all ranks")    \
-    X(status,       STR, 16,  "",      "ok, wrong, error, unsupported, skipped, timeout")          \
-    X(error,        STR, 256, "",      "why a cell did not give a result, else empty")             \
-    X(start_time,   F64, 0,   "s",     "cell start, seconds since 1970-01-01 UTC")                 \
-    X(memory,       STR, 8,   "",      "buffer memory: host, pinned or device (added in 1.1)")
+    X(cell,         I32,    0, 0, "",       "index of the cell in the run, names /cells/<cell>")     \
+    X(backend,      STR,   32, 0, "",       "backend plugin name")                                   \
+    X(variant,      STR,   64, 0, "",       "variant (algorithm choice); default = library's own")   \
+    X(op,           STR,   16, 0, "",       "operation")                                             \
+    X(dtype,        STR,   16, 0, "",       "element type")                                          \
+    X(redop,        STR,    8, 0, "",       "reduction operator, or none")                           \
+    X(root,         I32,    0, 0, "",       "root rank of rooted operations, else 0")                \
+    X(in_place,     I32,    0, 0, "",       "1 when the operation ran in place")                     \
+    X(imbalance,    STR,   96, 0, "",       "alltoallv traffic pattern, else empty")                 \
+    X(count,        U64,    0, 0, "elements", "element count of the largest buffer")                 \
+    X(bytes,        U64,    0, 0, "B",      "S of algBW = S / time")                                 \
+    X(iterations,   I32,    0, 0, "",       "timed iterations")                                      \
+    X(warmup,       I32,    0, 0, "",       "warm-up iterations")                                    \
+    X(time_mean_us, F64,    0, 0, "us",     "mean over iterations of the max over ranks")            \
+    X(time_min_us,  F64,    0, 0, "us",     "minimum of the per-iteration maxima")                   \
+    X(time_p50_us,  F64,    0, 0, "us",     "median (nearest rank) of the per-iteration maxima")     \
+    X(time_p95_us,  F64,    0, 0, "us",     "95th percentile (nearest rank)")                        \
+    X(time_p99_us,  F64,    0, 0, "us",     "99th percentile (nearest rank)")                        \
+    X(time_max_us,  F64,    0, 0, "us",     "maximum of the per-iteration maxima")                   \
+    X(algbw_gbs,    F64,    0, 0, "GB/s",   "bytes / mean time, 1e9 B/s")                            \
+    X(busbw_gbs,    F64,    0, 0, "GB/s",   "algBW x the operation's bus factor")                    \
+    X(wrong,        U64,    0, 0, "",       "elements that differ from the exact result, all ranks") \
+    X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout")       \
+    X(error,        STR,  256, 0, "",       "why a cell did not give a result, else empty")          \
+    X(start_time,   F64,    0, 0, "s",      "cell start, seconds since 1970-01-01 UTC")              \
+    X(memory,       STR,    8, 1, "",       "buffer memory: host, pinned or device (added in 1.1)")
+
+/* /ranks: one row per rank */
+#define COLLPROF_RANK_COLUMNS(X)                                                        \
+    X(rank,         I32,    0, 0, "",       "rank in the job, also the row index")      \
+    X(hostname,     STR,   64, 0, "",       "host the rank ran on")                     \
+    X(node_id,      I32,    0, 0, "",       "node index, by order of first appearance") \
+    X(local_rank,   I32,    0, 0, "",       "rank among those on its node")             \
+    X(pid,          I64,    0, 0, "",       "process id")                               \
+    X(cpu_affinity, STR,  256, 0, "",       "CPU list the rank may run on, e.g. 0-3,8") \
+    X(device,       STR,   64, 0, "",       "host, or the accelerator")
+
+/* /backends: one row per backend plugin found */
+#define COLLPROF_BACKEND_COLUMNS(X)                                                                          \
+    X(name,            STR,   32, 0, "",       "backend plugin name")                                        \
+    X(plugin_version,  STR,   32, 0, "",       "version of the plugin")                                      \
+    X(library_version, STR,  128, 0, "",       "version of the library behind it")                           \
+    X(state,           STR,  256, 0, "",       "initialised, not used, or failed: <reason>")                 \
+    X(variants,        STR, 2048, 0, "",       "the variants offered, comma-separated")                      \
+    X(link_gbps,       F64,    0, 1, "Gbit/s", "link rate the backend reported, 0 = none (added after 1.0)")
+
+/* /environment: the variables that shape communication */
+#define COLLPROF_ENV_COLUMNS(X)                                            \
+    X(name,  STR,  128, 0, "",       "variable name")                      \
+    X(value, STR, 1024, 0, "",       "its value (<redacted> for secrets)")
+
+/*
+ * The tables: X(table, columns, row type).  Each is a 1-D dataset of the
+ * compound type of its row, at the root of the file.
+ */
+#define COLLPROF_TABLES(X)                                                                         \
+    X(results, COLLPROF_RESULT_COLUMNS, collprof_result_row_t)                                     \
+    X(ranks, COLLPROF_RANK_COLUMNS, collprof_rank_row_t)                                           \
+    X(backends, COLLPROF_BACKEND_COLUMNS, collprof_backend_row_t)                                  \
+    X(environment, COLLPROF_ENV_COLUMNS, collprof_env_row_t)
+
+/*
+ * Root attributes: X(name, kind, doc), kind STR (variable-length UTF-8
+ * string), I64 or F64 (scalars).  Readers take a file without any of them
+ * but `schema`.  Under Slurm the writer adds string attributes slurm_*
+ * (src/slurm/slurm_meta.c) besides these.
+ */
+#define COLLPROF_ROOT_ATTRS(X)                                                                     \
+    X(schema,               STR, "the schema name, " COLLPROF_SCHEMA_NAME)                         \
+    X(schema_version,       STR, "\"major.minor\"")                                                \
+    X(schema_version_major, I64, "schema major version")                                         \
+    X(schema_version_minor, I64, "schema minor version")                                         \
+    X(collprof_version,     STR, "the collprof that wrote the file")                             \
+    X(created,              STR, "UTC, ISO 8601")                                                \
+    X(command_line,         STR, "argv, joined by spaces")                                       \
+    X(world_size,           I64, "ranks")                                                        \
+    X(node_count,           I64, "nodes")                                                        \
+    X(launcher,             STR, "self, mpirun, slurm, pmix or none")                            \
+    X(pmix_version,         STR, "the PMIx library of the ranks")                                \
+    X(tag,                  STR, "--tag")                                                        \
+    X(timing,               STR, "the measurement policy")                                       \
+    X(check,                STR, "exact or disabled")                                            \
+    X(link_gbps,            F64, "--link-gbps, 0 = not given (absent before collprof 0.2)")      \
+    X(status,               STR, "complete, incomplete (killed or still running) or aborted")
+
+/*
+ * /cells/<cell> (the cell number, COLLPROF_CELL_NAME_FORMAT): the raw data
+ * of a cell that ran.  Datasets X(id, name, kind, dims, doc); the group's
+ * string attributes repeat the row's COLLPROF_CELL_ATTRS columns.
+ */
+#define COLLPROF_CELLS_GROUP       "cells"
+#define COLLPROF_CELL_NAME_FORMAT  "%06d"
+#define COLLPROF_CELL_DATASETS(X)                                                                  \
+    X(SAMPLES,    samples_us,   F64, 2, "[iterations x ranks] every rank's time of each iteration") \
+    X(RANK_MEAN,  rank_mean_us, F64, 1, "[ranks] each rank's mean time")                         \
+    X(SEND_BYTES, send_bytes,   U64, 1, "[ranks] alltoallv only: bytes each rank sent")           \
+    X(RECV_BYTES, recv_bytes,   U64, 1, "[ranks] alltoallv only: bytes each rank received")
+#define COLLPROF_CELL_ATTRS(X) X(backend) X(variant) X(op)
 /* clang-format on */
 
 #include <stdint.h>
 
-/* One /results row in memory; the HDF5 compound type has the same fields. */
-#define COLLPROF_ROW_FIELD_STR(name, size)              char name[size];
-#define COLLPROF_ROW_FIELD_I32(name, size)              int32_t name;
-#define COLLPROF_ROW_FIELD_U64(name, size)              uint64_t name;
-#define COLLPROF_ROW_FIELD_F64(name, size)              double name;
-#define COLLPROF_ROW_FIELD(name, kind, size, unit, doc) COLLPROF_ROW_FIELD_##kind(name, size)
+/* One row of a table in memory; the HDF5 compound type has the same fields. */
+#define COLLPROF_ROW_FIELD_STR(name, size)                   char name[size];
+#define COLLPROF_ROW_FIELD_I32(name, size)                   int32_t name;
+#define COLLPROF_ROW_FIELD_I64(name, size)                   int64_t name;
+#define COLLPROF_ROW_FIELD_U64(name, size)                   uint64_t name;
+#define COLLPROF_ROW_FIELD_F64(name, size)                   double name;
+#define COLLPROF_ROW_FIELD(name, kind, size, opt, unit, doc) COLLPROF_ROW_FIELD_##kind(name, size)
 
 typedef struct collprof_result_row {
     COLLPROF_RESULT_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_result_row_t;
+
+typedef struct collprof_rank_row {
+    COLLPROF_RANK_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_rank_row_t;
+
+typedef struct collprof_backend_row {
+    COLLPROF_BACKEND_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_backend_row_t;
+
+typedef struct collprof_env_row {
+    COLLPROF_ENV_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_env_row_t;
+
+/* The root attributes in memory: strings are borrowed (writer) or owned (reader). */
+#define COLLPROF_ATTR_FIELD_STR(name)        const char *name;
+#define COLLPROF_ATTR_FIELD_I64(name)        long long name;
+#define COLLPROF_ATTR_FIELD_F64(name)        double name;
+#define COLLPROF_ATTR_FIELD(name, kind, doc) COLLPROF_ATTR_FIELD_##kind(name)
+
+typedef struct collprof_root_attrs {
+    COLLPROF_ROOT_ATTRS(COLLPROF_ATTR_FIELD)
+} collprof_root_attrs_t;
+
+/* The kinds of columns, attributes and datasets. */
+typedef enum collprof_kind {
+    COLLPROF_STR,
+    COLLPROF_I32,
+    COLLPROF_I64,
+    COLLPROF_U64,
+    COLLPROF_F64
+} collprof_kind_t;
 
 #endif /* COLLPROF_SCHEMA_H */

@@ -30,27 +30,41 @@ void cp_report_error(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-static int unknown(const cp_report_args_t *a, const char *arg)
+enum { ARG_END = -1, ARG_OPERAND = -2, ARG_ERROR = -3 };
+
+typedef struct args {
+    int argc;
+    char **argv;
+    int next;
+    int only_operands; /* after "--" */
+    const char *cmd;   /* subcommand, for messages */
+} args_t;
+
+static int unknown(const args_t *a, const char *arg)
 {
     cp_report_error("%s: unknown option '%s' (see 'collprof-report %s --help')", a->cmd, arg,
                     a->cmd);
-    return CP_REPORT_ARG_ERROR;
+    return ARG_ERROR;
 }
 
-int cp_report_next_arg(cp_report_args_t *a, const cp_report_opt_t *opts, char **val)
+/*
+ * Next option (its index in opts, value in *val when it takes one), an
+ * operand (ARG_OPERAND, in *val), ARG_END, or ARG_ERROR after printing why.
+ */
+static int next_arg(args_t *a, const cp_report_opt_t *opts, char **val)
 {
     *val = NULL;
     if (a->next >= a->argc) {
-        return CP_REPORT_ARG_END;
+        return ARG_END;
     }
     char *arg = a->argv[a->next++];
     if (a->only_operands || arg[0] != '-' || arg[1] == '\0') { /* "-" is an operand */
         *val = arg;
-        return CP_REPORT_ARG_OPERAND;
+        return ARG_OPERAND;
     }
     if (!strcmp(arg, "--")) {
         a->only_operands = 1;
-        return cp_report_next_arg(a, opts, val);
+        return next_arg(a, opts, val);
     }
     int k = -1;
     char *inline_val = NULL;
@@ -68,7 +82,7 @@ int cp_report_next_arg(cp_report_args_t *a, const cp_report_opt_t *opts, char **
         if (eq != NULL) {
             if (!opts[k].has_arg) {
                 cp_report_error("%s: option '--%s' takes no value", a->cmd, opts[k].name);
-                return CP_REPORT_ARG_ERROR;
+                return ARG_ERROR;
             }
             inline_val = eq + 1;
         }
@@ -92,7 +106,7 @@ int cp_report_next_arg(cp_report_args_t *a, const cp_report_opt_t *opts, char **
         if (inline_val == NULL) {
             if (a->next >= a->argc) {
                 cp_report_error("%s: option '--%s' needs a value", a->cmd, opts[k].name);
-                return CP_REPORT_ARG_ERROR;
+                return ARG_ERROR;
             }
             inline_val = a->argv[a->next++];
         }
@@ -115,23 +129,16 @@ int cp_report_parse_double(const char *cmd, const char *opt, const char *s, doub
     return 0;
 }
 
-int cp_report_one_file(const char *cmd, char **file, char *val)
+int cp_report_parse_choice(const char *cmd, const char *opt, const char *s,
+                           const char *const *names, int n, const char *expected)
 {
-    if (*file != NULL) {
-        cp_report_error("%s: takes one file (extra '%s')", cmd, val);
-        return -1;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(s, names[i])) {
+            return i;
+        }
     }
-    *file = val;
-    return 0;
-}
-
-int cp_report_need_file(const char *cmd, int given)
-{
-    if (!given) {
-        cp_report_error("%s: no result file given (see 'collprof-report %s --help')", cmd, cmd);
-        return -1;
-    }
-    return 0;
+    cp_report_error("%s: %s '%s' is not %s", cmd, opt, s, expected);
+    return -1;
 }
 
 /* ---- operands -------------------------------------------------------------------- */
@@ -166,7 +173,20 @@ static int is_result_name(const char *name)
     return !strncmp(name, "collprof_", 9) && len > 12 && !strcmp(name + len - 3, ".h5");
 }
 
-int cp_report_expand_paths(char **operands, int n, char ***out)
+static void free_paths(char **paths, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(paths[i]);
+    }
+    free(paths);
+}
+
+/*
+ * Expand operands: a directory stands for its collprof_*.h5 files in name
+ * order, anything else for itself.  Returns the count (>= 0) or -1 after
+ * printing an error; free with free_paths().
+ */
+static int expand_paths(char **operands, int n, char ***out)
 {
     char **v = NULL;
     int cnt = 0, cap = 0;
@@ -182,7 +202,7 @@ int cp_report_expand_paths(char **operands, int n, char ***out)
         DIR *d = opendir(operands[i]);
         if (d == NULL) {
             cp_report_error("%s: %s", operands[i], strerror(errno));
-            cp_report_free_paths(v, cnt);
+            free_paths(v, cnt);
             return -1;
         }
         int first = cnt;
@@ -207,7 +227,7 @@ int cp_report_expand_paths(char **operands, int n, char ***out)
         closedir(d);
         if (cnt == first) {
             cp_report_error("%s: no collprof_*.h5 result files in this directory", operands[i]);
-            cp_report_free_paths(v, cnt);
+            free_paths(v, cnt);
             return -1;
         }
         /* timestamps in the names make name order run order */
@@ -217,28 +237,21 @@ int cp_report_expand_paths(char **operands, int n, char ***out)
     return cnt;
 oom:
     cp_report_error("out of memory");
-    cp_report_free_paths(v, cnt);
+    free_paths(v, cnt);
     return -1;
 }
 
-void cp_report_free_paths(char **paths, int n)
-{
-    for (int i = 0; i < n; i++) {
-        free(paths[i]);
-    }
-    free(paths);
-}
-
-int cp_report_single_path(const char *cmd, char *operand, char **out)
+/* One file: the operand, or the only result file of a directory.  -1 after an error. */
+static int single_path(const char *cmd, char *operand, char **out)
 {
     char **found;
-    int n = cp_report_expand_paths(&operand, 1, &found);
+    int n = expand_paths(&operand, 1, &found);
     if (n < 0) {
         return -1;
     }
     if (n != 1) {
         cp_report_error("%s: %s holds %d result files: name one", cmd, operand, n);
-        cp_report_free_paths(found, n);
+        free_paths(found, n);
         return -1;
     }
     *out = found[0];
@@ -246,26 +259,18 @@ int cp_report_single_path(const char *cmd, char *operand, char **out)
     return 0;
 }
 
-int cp_report_open_all(char **paths, int n, cp_report_file_t ***out)
+/* Open one file, or print why not and return -1. */
+static int open_one(const char *path, cp_report_file_t **f)
 {
-    cp_report_file_t **files = calloc((size_t)(n > 0 ? n : 1), sizeof(*files));
-    if (files == NULL) {
-        cp_report_error("out of memory");
+    char err[1024];
+    if (cp_report_open(path, f, err, sizeof(err)) != 0) {
+        cp_report_error("%s: %s", path, err);
         return -1;
     }
-    for (int i = 0; i < n; i++) {
-        char err[1024];
-        if (cp_report_open(paths[i], &files[i], err, sizeof(err)) != 0) {
-            cp_report_error("%s: %s", paths[i], err);
-            cp_report_close_all(files, i);
-            return -1;
-        }
-    }
-    *out = files;
     return 0;
 }
 
-void cp_report_close_all(cp_report_file_t **files, int n)
+static void close_all(cp_report_file_t **files, int n)
 {
     if (files == NULL) {
         return;
@@ -274,6 +279,171 @@ void cp_report_close_all(cp_report_file_t **files, int n)
         cp_report_close(files[i]);
     }
     free(files);
+}
+
+/*
+ * Open every path; on the first failure prints the error, closes what was
+ * opened and returns -1.
+ */
+static int open_all(char **paths, int n, cp_report_file_t ***out)
+{
+    cp_report_file_t **files = calloc((size_t)(n > 0 ? n : 1), sizeof(*files));
+    if (files == NULL) {
+        cp_report_error("out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (open_one(paths[i], &files[i]) != 0) {
+            close_all(files, i);
+            return -1;
+        }
+    }
+    *out = files;
+    return 0;
+}
+
+/* ---- a subcommand's run -------------------------------------------------------- */
+
+#define CONTINUE (-1) /* parse(): go on */
+
+/* The operands of each cp_report_files_t: how many, and what to say when wrong. */
+static const struct {
+    int min, max; /* max 0: any number */
+    const char *too_few, *too_many;
+} operands[] = {
+    [CP_REPORT_FILES_ALL] = {1, 0, "no result file given", NULL},
+    [CP_REPORT_FILES_EACH] = {1, 0, "no result file given", NULL},
+    [CP_REPORT_FILES_ONE] = {1, 1, "no result file given", "takes one file"},
+    [CP_REPORT_FILES_BASE_NEW] = {2, 2, "needs two files, BASE and NEW",
+                                  "takes two files, BASE and NEW"},
+};
+
+/* Parse the command line into ops[0..*n): CONTINUE, or the exit status (--help, or an error). */
+static int parse(const cp_report_cmd_t *c, void *ctx, int argc, char **argv, char **ops, int *n)
+{
+    args_t a = {argc, argv, 1, 0, c->name};
+    char *val;
+    int k;
+    while ((k = next_arg(&a, c->opts, &val)) != ARG_END) {
+        if (k == ARG_ERROR) {
+            return CP_REPORT_EXIT_BAD;
+        } else if (k == 0) {
+            c->usage(stdout);
+            return CP_REPORT_EXIT_OK;
+        } else if (k == ARG_OPERAND && operands[c->files].max > 0 && *n == operands[c->files].max) {
+            cp_report_error("%s: %s (extra '%s')", c->name, operands[c->files].too_many, val);
+            return CP_REPORT_EXIT_BAD;
+        } else if (k == ARG_OPERAND) {
+            ops[(*n)++] = val;
+        } else if (c->option(ctx, k, val) != 0) {
+            return CP_REPORT_EXIT_BAD;
+        }
+    }
+    const char *why = c->check ? c->check(ctx) : NULL;
+    if (why == NULL && *n < operands[c->files].min) {
+        why = operands[c->files].too_few;
+    }
+    if (why != NULL) {
+        cp_report_error("%s: %s (see 'collprof-report %s --help')", c->name, why, c->name);
+        return CP_REPORT_EXIT_BAD;
+    }
+    return CONTINUE;
+}
+
+/* The paths the operands stand for, as c->files says: the count, or -1 after an error. */
+static int resolve(const cp_report_cmd_t *c, char **ops, int n, char ***out)
+{
+    if (c->files == CP_REPORT_FILES_ALL || c->files == CP_REPORT_FILES_EACH) {
+        return expand_paths(ops, n, out);
+    }
+    char **paths = calloc((size_t)n + 1, sizeof(char *));
+    if (paths == NULL) {
+        cp_report_error("out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (single_path(c->name, ops[i], &paths[i]) != 0) {
+            free_paths(paths, i);
+            return -1;
+        }
+    }
+    *out = paths;
+    return n;
+}
+
+/* CP_REPORT_FILES_EACH: a bad file is reported and skipped, the others are still worth it. */
+static int run_each(const cp_report_cmd_t *c, void *ctx, char **paths, int n)
+{
+    int rc = CP_REPORT_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        cp_report_file_t *f;
+        if (open_one(paths[i], &f) != 0) {
+            rc = CP_REPORT_EXIT_BAD;
+            continue;
+        }
+        int r = c->run(ctx, &f, 1);
+        rc = r != CP_REPORT_EXIT_OK ? r : rc;
+        cp_report_close(f);
+    }
+    return rc;
+}
+
+int cp_report_run(const cp_report_cmd_t *c, void *ctx, int argc, char **argv)
+{
+    char **ops = calloc((size_t)argc + 1, sizeof(char *)), **paths = NULL;
+    if (ops == NULL) {
+        cp_report_error("out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    int nops = 0, rc = parse(c, ctx, argc, argv, ops, &nops);
+    int n = rc == CONTINUE ? resolve(c, ops, nops, &paths) : 0;
+    free(ops);
+    if (rc != CONTINUE || n < 0) {
+        return rc != CONTINUE ? rc : CP_REPORT_EXIT_BAD;
+    }
+    cp_report_file_t **files;
+    if (c->files == CP_REPORT_FILES_EACH) {
+        rc = run_each(c, ctx, paths, n);
+    } else if (open_all(paths, n, &files) != 0) {
+        rc = CP_REPORT_EXIT_BAD; /* every file is read before anything is done */
+    } else {
+        rc = c->run(ctx, files, n);
+        close_all(files, n);
+    }
+    free_paths(paths, n);
+    return rc;
+}
+
+int cp_report_write(const char *path, void (*write)(FILE *out, const void *data), const void *data)
+{
+    FILE *out = path ? fopen(path, "w") : stdout;
+    if (out == NULL) {
+        cp_report_error("%s: %s", path, strerror(errno));
+        return CP_REPORT_EXIT_BAD;
+    }
+    write(out, data);
+    if (out != stdout) {
+        int bad = ferror(out);
+        bad |= fclose(out) != 0;
+        if (bad) {
+            cp_report_error("%s: %s", path, strerror(errno));
+            return CP_REPORT_EXIT_BAD;
+        }
+    }
+    return CP_REPORT_EXIT_OK;
+}
+
+void cp_report_put_escaped(FILE *out, const char *s, const char *const esc[256], int json_controls)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (esc[*p] != NULL) {
+            fputs(esc[*p], out);
+        } else if (json_controls && *p < 0x20) {
+            fprintf(out, "\\u%04x", *p);
+        } else {
+            fputc(*p, out);
+        }
+    }
 }
 
 void cp_report_cell_name(const collprof_result_row_t *r, char *buf, size_t len)

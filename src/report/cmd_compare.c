@@ -127,10 +127,12 @@ static void run_compare(const settings_t *s, const cp_report_file_t *base,
         width = (int)strlen(name) > width ? (int)strlen(name) : width;
     }
     printf("# compare BASE %s\n#         NEW  %s\n", base->path, cur->path);
-    if (base->world_size != cur->world_size || base->node_count != cur->node_count) {
+    if (base->root.world_size != cur->root.world_size ||
+        base->root.node_count != cur->root.node_count) {
         /* allowed (a scaling study), but every ratio below mixes two effects */
         printf("# note: BASE ran %lld ranks on %lld node(s), NEW %lld ranks on %lld node(s)\n",
-               base->world_size, base->node_count, cur->world_size, cur->node_count);
+               base->root.world_size, base->root.node_count, cur->root.world_size,
+               cur->root.node_count);
     }
     printf("# verdict: Mann-Whitney rank-sum test of the per-iteration times (max over ranks) at\n"
            "# alpha %g, and a change of the p50 time above %g%%\n",
@@ -165,57 +167,21 @@ static void run_compare(const settings_t *s, const cp_report_file_t *base,
     free(match);
 }
 
-int cp_report_cmd_compare(int argc, char **argv)
+static int option(void *ctx, int k, char *val)
 {
-    static const cp_report_opt_t opts[] = {
-        {"help", 'h', 0}, {"threshold", 0, 1}, {"alpha", 0, 1}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "compare"};
-    settings_t s = {5.0, 0.01};
-    char *operands[2], *val;
-    int nops = 0, k;
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            return CP_REPORT_EXIT_BAD;
-        } else if (k == CP_REPORT_ARG_OPERAND) {
-            if (nops == 2) {
-                cp_report_error("compare: takes two files, BASE and NEW (extra '%s')", val);
-                return CP_REPORT_EXIT_BAD;
-            }
-            operands[nops++] = val;
-        } else if (k == 0) {
-            usage(stdout);
-            return CP_REPORT_EXIT_OK;
-        } else if (k == 1) {
-            if (cp_report_parse_double("compare", "--threshold", val, 0, 1e6, &s.threshold) != 0) {
-                return CP_REPORT_EXIT_BAD;
-            }
-        } else if (cp_report_parse_double("compare", "--alpha", val, 1e-12, 1, &s.alpha) != 0) {
-            return CP_REPORT_EXIT_BAD;
-        }
+    settings_t *s = ctx;
+    if (k == 1) {
+        return cp_report_parse_double("compare", "--threshold", val, 0, 1e6, &s->threshold);
     }
-    if (nops != 2) {
-        cp_report_error("compare: needs two files, BASE and NEW (see 'collprof-report compare "
-                        "--help')");
-        return CP_REPORT_EXIT_BAD;
-    }
-    /* a directory holding a single run stands for that run's file */
-    char *paths[2] = {NULL, NULL};
-    for (int i = 0; i < 2; i++) {
-        if (cp_report_single_path("compare", operands[i], &paths[i]) != 0) {
-            free(paths[0]);
-            return CP_REPORT_EXIT_BAD;
-        }
-    }
-    cp_report_file_t **files;
-    int opened = cp_report_open_all(paths, 2, &files);
-    free(paths[0]);
-    free(paths[1]);
-    if (opened != 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
+    return cp_report_parse_double("compare", "--alpha", val, 1e-12, 1, &s->alpha);
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
     tally_t t;
+    (void)n;
     memset(&t, 0, sizeof(t));
-    run_compare(&s, files[0], files[1], &t);
+    run_compare(ctx, files[0], files[1], &t);
     printf("# %d cells compared: %d regression%s, %d improvement%s, %d within noise", t.compared,
            t.regressions, t.regressions == 1 ? "" : "s", t.improvements,
            t.improvements == 1 ? "" : "s", t.noise);
@@ -226,6 +192,16 @@ int cp_report_cmd_compare(int argc, char **argv)
         printf("; %d only in BASE, %d only in NEW", t.only_base, t.only_new);
     }
     printf("\n");
-    cp_report_close_all(files, 2);
     return t.regressions > 0 ? CP_REPORT_EXIT_REGRESSION : CP_REPORT_EXIT_OK;
+}
+
+int cp_report_cmd_compare(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {
+        {"help", 'h', 0}, {"threshold", 0, 1}, {"alpha", 0, 1}, {NULL, 0, 0}};
+    /* a directory holding a single run stands for that run's file */
+    static const cp_report_cmd_t cmd = {
+        "compare", usage, opts, option, NULL, CP_REPORT_FILES_BASE_NEW, run};
+    settings_t s = {5.0, 0.01};
+    return cp_report_run(&cmd, &s, argc, argv);
 }

@@ -38,9 +38,9 @@ static void fmt_double(double d, char *buf, size_t len)
 
 static void fmt_number(const cp_report_value_t *v, char *buf, size_t len)
 {
-    if (v->kind == CP_REPORT_I32) {
+    if (v->kind == COLLPROF_I32 || v->kind == COLLPROF_I64) {
         snprintf(buf, len, "%lld", v->i);
-    } else if (v->kind == CP_REPORT_U64) {
+    } else if (v->kind == COLLPROF_U64) {
         snprintf(buf, len, "%llu", (unsigned long long)v->u);
     } else {
         fmt_double(v->d, buf, len);
@@ -66,39 +66,27 @@ static void csv_field(FILE *out, const char *s)
 
 static void json_string(FILE *out, const char *s)
 {
+    static const char *const esc[256] = {
+        ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t"};
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default:
-            /* the reader has checked the text is UTF-8: other bytes pass unchanged */
-            if (*p < 0x20) {
-                fprintf(out, "\\u%04x", *p);
-            } else {
-                fputc(*p, out);
-            }
-        }
-    }
+    /* the reader has checked the text is UTF-8: other bytes pass unchanged */
+    cp_report_put_escaped(out, s, esc, 1);
     fputc('"', out);
 }
 
 static void write_csv(FILE *out, cp_report_file_t **files, int n)
 {
-    for (size_t c = 0; c < cp_report_ncolumns; c++) {
-        fprintf(out, "%s,", cp_report_columns[c].name);
+    for (size_t c = 0; c < cp_h5_table_results.ncolumns; c++) {
+        fprintf(out, "%s,", cp_h5_table_results.columns[c].name);
     }
     fprintf(out, "file\n");
     for (int i = 0; i < n; i++) {
         for (size_t r = 0; r < files[i]->nrows; r++) {
-            for (size_t c = 0; c < cp_report_ncolumns; c++) {
+            for (size_t c = 0; c < cp_h5_table_results.ncolumns; c++) {
                 cp_report_value_t v;
                 char num[64];
-                cp_report_column_value(&cp_report_columns[c], &files[i]->rows[r], &v);
-                if (v.kind == CP_REPORT_STR) {
+                cp_report_column_value(&cp_h5_table_results.columns[c], &files[i]->rows[r], &v);
+                if (v.kind == COLLPROF_STR) {
                     csv_field(out, v.s);
                 } else {
                     fmt_number(&v, num, sizeof(num));
@@ -120,13 +108,13 @@ static void write_json(FILE *out, cp_report_file_t **files, int n)
         for (size_t r = 0; r < files[i]->nrows; r++) {
             fputs(first ? "\n  {" : ",\n  {", out);
             first = 0;
-            for (size_t c = 0; c < cp_report_ncolumns; c++) {
+            for (size_t c = 0; c < cp_h5_table_results.ncolumns; c++) {
                 cp_report_value_t v;
                 char num[64];
-                cp_report_column_value(&cp_report_columns[c], &files[i]->rows[r], &v);
-                json_string(out, cp_report_columns[c].name);
+                cp_report_column_value(&cp_h5_table_results.columns[c], &files[i]->rows[r], &v);
+                json_string(out, cp_h5_table_results.columns[c].name);
                 fputs(": ", out);
-                if (v.kind == CP_REPORT_STR) {
+                if (v.kind == COLLPROF_STR) {
                     json_string(out, v.s);
                 } else {
                     fmt_number(&v, num, sizeof(num)); /* the reader refused NaN and inf */
@@ -142,80 +130,56 @@ static void write_json(FILE *out, cp_report_file_t **files, int n)
     fputs(first ? "]\n" : "\n]\n", out);
 }
 
+typedef struct settings {
+    int format; /* 1 csv, 2 json (the option indices) */
+    const char *output;
+} settings_t;
+
+static int option(void *ctx, int k, char *val)
+{
+    settings_t *s = ctx;
+    if (k != 1 && k != 2) {
+        s->output = val;
+    } else if (s->format != 0 && s->format != k) {
+        cp_report_error("export: choose one of --csv and --json");
+        return -1;
+    } else {
+        s->format = k;
+    }
+    return 0;
+}
+
+static const char *check(void *ctx)
+{
+    return ((settings_t *)ctx)->format == 0 ? "--csv or --json is required" : NULL;
+}
+
+typedef struct loaded {
+    int format;
+    cp_report_file_t **files;
+    int n;
+} loaded_t;
+
+static void write_out(FILE *out, const void *data)
+{
+    const loaded_t *l = data;
+    (l->format == 1 ? write_csv : write_json)(out, l->files, l->n);
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    const settings_t *s = ctx;
+    loaded_t l = {s->format, files, n};
+    return cp_report_write(s->output, write_out, &l);
+}
+
 int cp_report_cmd_export(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {
         {"help", 'h', 0}, {"csv", 0, 0}, {"json", 0, 0}, {"output", 'o', 1}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "export"};
-    char **operands = calloc((size_t)argc, sizeof(char *)), *val;
-    const char *output = NULL;
-    int nops = 0, k, format = 0; /* 1 csv, 2 json */
-    if (operands == NULL) {
-        cp_report_error("out of memory");
-        return CP_REPORT_EXIT_BAD;
-    }
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            free(operands);
-            return CP_REPORT_EXIT_BAD;
-        } else if (k == CP_REPORT_ARG_OPERAND) {
-            operands[nops++] = val;
-        } else if (k == 0) {
-            usage(stdout);
-            free(operands);
-            return CP_REPORT_EXIT_OK;
-        } else if (k == 1 || k == 2) {
-            if (format != 0 && format != k) {
-                cp_report_error("export: choose one of --csv and --json");
-                free(operands);
-                return CP_REPORT_EXIT_BAD;
-            }
-            format = k;
-        } else {
-            output = val;
-        }
-    }
-    const char *why = format == 0 ? "export: --csv or --json is required"
-                      : nops == 0 ? "export: no result file given"
-                                  : NULL;
-    if (why != NULL) {
-        cp_report_error("%s (see 'collprof-report export --help')", why);
-        free(operands);
-        return CP_REPORT_EXIT_BAD;
-    }
-    char **paths;
-    cp_report_file_t **files;
-    int n = cp_report_expand_paths(operands, nops, &paths);
-    free(operands);
-    if (n < 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
     /* every file is read before anything is written: no half-written export */
-    if (cp_report_open_all(paths, n, &files) != 0) {
-        cp_report_free_paths(paths, n);
-        return CP_REPORT_EXIT_BAD;
-    }
-    int rc = CP_REPORT_EXIT_OK;
-    FILE *out = output ? fopen(output, "w") : stdout;
-    if (out == NULL) {
-        cp_report_error("%s: %s", output, strerror(errno));
-        rc = CP_REPORT_EXIT_BAD;
-    } else {
-        if (format == 1) {
-            write_csv(out, files, n);
-        } else {
-            write_json(out, files, n);
-        }
-        if (out != stdout) {
-            int bad = ferror(out);
-            bad |= fclose(out) != 0;
-            if (bad) {
-                cp_report_error("%s: %s", output, strerror(errno));
-                rc = CP_REPORT_EXIT_BAD;
-            }
-        }
-    }
-    cp_report_close_all(files, n);
-    cp_report_free_paths(paths, n);
-    return rc;
+    static const cp_report_cmd_t cmd = {"export", usage, opts, option, check, CP_REPORT_FILES_ALL,
+                                        run};
+    settings_t s = {0, NULL};
+    return cp_report_run(&cmd, &s, argc, argv);
 }

@@ -182,16 +182,9 @@ static void label_series(const plot_t *p, chart_t *c)
 
 static void xml_text(FILE *out, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(*s, out);
-        }
-    }
+    static const char *const esc[256] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;"};
+    cp_report_put_escaped(out, s, esc, 0);
 }
 
 static void size_label(int log2b, char *buf, size_t len)
@@ -208,9 +201,27 @@ static int chart_height(const chart_t *c)
     return PLOT_T + PLOT_H + AXIS_H + rows * LEGEND_DY + 12;
 }
 
-static void draw_chart(FILE *out, const chart_t *c)
+/* The axes of one chart: x is log2 of the size in bytes, y busBW from 0. */
+typedef struct axes {
+    int pw;       /* plot width */
+    int xlo, xhi; /* the first and last size tick (log2 bytes) */
+    double xmin, xmax;
+    double ytop, step; /* y from 0 to ytop, ticks every step */
+    int decimals;      /* of the y tick labels */
+} axes_t;
+
+static double ax_x(const axes_t *a, double v)
 {
-    const int pw = CHART_W - PLOT_L - PLOT_R, h = chart_height(c);
+    return PLOT_L + (v - a->xmin) / (a->xmax - a->xmin) * a->pw;
+}
+
+static double ax_y(const axes_t *a, double v)
+{
+    return PLOT_T + PLOT_H - v / a->ytop * PLOT_H;
+}
+
+static void chart_axes(const chart_t *c, axes_t *a)
+{
     double lo = INFINITY, hi = -INFINITY, ymax = 0;
     for (size_t i = 0; i < c->n; i++) {
         for (size_t k = 0; k < c->s[i].n; k++) {
@@ -220,44 +231,48 @@ static void draw_chart(FILE *out, const chart_t *c)
             ymax = c->s[i].pts[k].busbw > ymax ? c->s[i].pts[k].busbw : ymax;
         }
     }
-    int xlo = (int)floor(lo), xhi = (int)ceil(hi);
-    if (xhi - xlo < 2) { /* one size: show it between its neighbours */
-        xlo--;
-        xhi++;
+    a->pw = CHART_W - PLOT_L - PLOT_R;
+    a->xlo = (int)floor(lo);
+    a->xhi = (int)ceil(hi);
+    if (a->xhi - a->xlo < 2) { /* one size: show it between its neighbours */
+        a->xlo--;
+        a->xhi++;
     }
     /* a margin keeps the end points off the frame */
-    double xmin = xlo - 0.25, xmax = xhi + 0.25;
+    a->xmin = a->xlo - 0.25;
+    a->xmax = a->xhi + 0.25;
     /* y from 0 to a round number, ticks at 1, 2 or 5 x 10^k */
-    double raw = (ymax > 0 ? ymax * 1.05 : 1) / 5, mag = pow(10, floor(log10(raw))), step = mag;
-    step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
-    double ytop = ceil((ymax > 0 ? ymax * 1.05 : 1) / step) * step;
-    int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
-#define X(v) (PLOT_L + ((v)-xmin) / (xmax - xmin) * pw)
-#define Y(v) (PLOT_T + PLOT_H - (v) / ytop * PLOT_H)
+    double raw = (ymax > 0 ? ymax * 1.05 : 1) / 5, mag = pow(10, floor(log10(raw)));
+    a->step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
+    a->ytop = ceil((ymax > 0 ? ymax * 1.05 : 1) / a->step) * a->step;
+    a->decimals = a->step >= 1 ? 0 : (int)ceil(-log10(a->step) - 1e-9);
+}
 
+/* The title, the grid with its tick labels, the frame and the axis titles. */
+static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
+{
     int op = cp_coll_from_name(c->op);
     const char *label = op >= 0 ? collprof_op_info(op)->label : c->op;
-    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", CHART_W, h);
+    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", CHART_W, chart_height(c));
     fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
     xml_text(out, label);
     fprintf(out, ": bus bandwidth against message size</text>\n");
-
-    /* grid, ticks and tick labels */
     fprintf(out, "<g font-size=\"12\" fill=\"#333333\">\n");
-    for (double y = 0; y <= ytop + step / 2; y += step) {
+    for (double y = 0; y <= a->ytop + a->step / 2; y += a->step) {
         fprintf(out,
                 "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>"
                 "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n",
-                PLOT_L, PLOT_L + pw, Y(y), Y(y), PLOT_L - 8, Y(y) + 4, decimals, y);
+                PLOT_L, PLOT_L + a->pw, ax_y(a, y), ax_y(a, y), PLOT_L - 8, ax_y(a, y) + 4,
+                a->decimals, y);
     }
-    int every = (xhi - xlo + 11) / 12; /* at most a dozen size labels */
-    for (int k = xlo; k <= xhi; k++) {
+    int every = (a->xhi - a->xlo + 11) / 12; /* at most a dozen size labels */
+    for (int k = a->xlo; k <= a->xhi; k++) {
         char sz[32];
         size_label(k, sz, sizeof(sz));
         fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#e3e3e3\"/>\n",
-                X(k), X(k), PLOT_T, PLOT_T + PLOT_H);
-        if ((k - xlo) % every == 0) {
-            fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", X(k),
+                ax_x(a, k), ax_x(a, k), PLOT_T, PLOT_T + PLOT_H);
+        if ((k - a->xlo) % every == 0) {
+            fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", ax_x(a, k),
                     PLOT_T + PLOT_H + 18, sz);
         }
     }
@@ -265,51 +280,61 @@ static void draw_chart(FILE *out, const chart_t *c)
     fprintf(out,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
             "stroke=\"#444444\"/>\n",
-            PLOT_L, PLOT_T, pw, PLOT_H);
+            PLOT_L, PLOT_T, a->pw, PLOT_H);
     fprintf(out,
             "<text x=\"%d\" y=\"%d\" font-size=\"13\" text-anchor=\"middle\">message size "
             "(bytes, log2 scale)</text>\n",
-            PLOT_L + pw / 2, PLOT_T + PLOT_H + 40);
+            PLOT_L + a->pw / 2, PLOT_T + PLOT_H + 40);
     fprintf(out,
             "<text transform=\"translate(22 %d) rotate(-90)\" font-size=\"13\" "
             "text-anchor=\"middle\">busBW (GB/s)</text>\n",
             PLOT_T + PLOT_H / 2);
+}
 
-    /* the lines, their points (with a tooltip) and the legend */
-    for (size_t i = 0; i < c->n; i++) {
-        const series_t *s = &c->s[i];
-        const char *colour = palette[(size_t)s->colour % N_COLOURS];
-        const char *dash = dashes[(size_t)s->dash % N_DASHES];
-        fprintf(out,
-                "<g stroke=\"%s\" fill=\"%s\">\n<polyline fill=\"none\" stroke-width=\"2\"%s%s%s "
-                "points=\"",
-                colour, colour, dash[0] ? " stroke-dasharray=\"" : "", dash, dash[0] ? "\"" : "");
-        for (size_t k = 0; k < s->n; k++) {
-            fprintf(out, "%s%.1f,%.1f", k ? " " : "", X(log2(s->pts[k].bytes)), Y(s->pts[k].busbw));
-        }
-        fprintf(out, "\"/>\n");
-        for (size_t k = 0; k < s->n; k++) {
-            char th[32];
-            fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>",
-                    X(log2(s->pts[k].bytes)), Y(s->pts[k].busbw));
-            xml_text(out, s->label);
-            fprintf(out, ": %s B, %.3f GB/s</title></circle>\n",
-                    cp_fmt_thousands((uint64_t)s->pts[k].bytes, th, sizeof(th)), s->pts[k].busbw);
-        }
-        int lx = PLOT_L + (int)(i % LEGEND_COLS) * (pw / LEGEND_COLS);
-        int ly = PLOT_T + PLOT_H + AXIS_H + (int)(i / LEGEND_COLS) * LEGEND_DY;
-        fprintf(out,
-                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke-width=\"2\"%s%s%s/>"
-                "<circle cx=\"%d\" cy=\"%d\" r=\"3.5\"/>\n",
-                lx, lx + 28, ly, ly, dash[0] ? " stroke-dasharray=\"" : "", dash,
-                dash[0] ? "\"" : "", lx + 14, ly);
-        fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" stroke=\"none\" fill=\"#222222\">",
-                lx + 36, ly + 4);
-        xml_text(out, s->label);
-        fprintf(out, "</text>\n</g>\n");
+/* Series i: its line, its points (with a tooltip) and its legend entry. */
+static void draw_series(FILE *out, const series_t *s, size_t i, const axes_t *a)
+{
+    const char *colour = palette[(size_t)s->colour % N_COLOURS];
+    const char *dash = dashes[(size_t)s->dash % N_DASHES];
+    const char *dash_open = dash[0] ? " stroke-dasharray=\"" : "",
+               *dash_close = dash[0] ? "\"" : "";
+    fprintf(out,
+            "<g stroke=\"%s\" fill=\"%s\">\n<polyline fill=\"none\" stroke-width=\"2\"%s%s%s "
+            "points=\"",
+            colour, colour, dash_open, dash, dash_close);
+    for (size_t k = 0; k < s->n; k++) {
+        fprintf(out, "%s%.1f,%.1f", k ? " " : "", ax_x(a, log2(s->pts[k].bytes)),
+                ax_y(a, s->pts[k].busbw));
     }
-#undef X
-#undef Y
+    fprintf(out, "\"/>\n");
+    for (size_t k = 0; k < s->n; k++) {
+        char th[32];
+        fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>",
+                ax_x(a, log2(s->pts[k].bytes)), ax_y(a, s->pts[k].busbw));
+        xml_text(out, s->label);
+        fprintf(out, ": %s B, %.3f GB/s</title></circle>\n",
+                cp_fmt_thousands((uint64_t)s->pts[k].bytes, th, sizeof(th)), s->pts[k].busbw);
+    }
+    int lx = PLOT_L + (int)(i % LEGEND_COLS) * (a->pw / LEGEND_COLS);
+    int ly = PLOT_T + PLOT_H + AXIS_H + (int)(i / LEGEND_COLS) * LEGEND_DY;
+    fprintf(out,
+            "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke-width=\"2\"%s%s%s/>"
+            "<circle cx=\"%d\" cy=\"%d\" r=\"3.5\"/>\n",
+            lx, lx + 28, ly, ly, dash_open, dash, dash_close, lx + 14, ly);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" stroke=\"none\" fill=\"#222222\">",
+            lx + 36, ly + 4);
+    xml_text(out, s->label);
+    fprintf(out, "</text>\n</g>\n");
+}
+
+static void draw_chart(FILE *out, const chart_t *c)
+{
+    axes_t a;
+    chart_axes(c, &a);
+    draw_frame(out, c, &a);
+    for (size_t i = 0; i < c->n; i++) {
+        draw_series(out, &c->s[i], i, &a);
+    }
 }
 
 static void describe_files(FILE *out, const plot_t *p, const char *open, const char *close)
@@ -318,21 +343,23 @@ static void describe_files(FILE *out, const plot_t *p, const char *open, const c
         const cp_report_file_t *f = p->files[i];
         fputs(open, out);
         xml_text(out, base_name(f->path));
-        fprintf(out, ": %lld ranks on %lld node(s), created ", f->world_size, f->node_count);
-        xml_text(out, f->created[0] ? f->created : "?");
-        if (f->tag[0]) {
+        fprintf(out, ": %lld ranks on %lld node(s), created ", f->root.world_size,
+                f->root.node_count);
+        xml_text(out, f->root.created[0] ? f->root.created : "?");
+        if (f->root.tag[0]) {
             fputs(", tag ", out);
-            xml_text(out, f->tag);
+            xml_text(out, f->root.tag);
         }
-        if (strcmp(f->status, "complete") != 0) {
+        if (strcmp(f->root.status, "complete") != 0) {
             fputs(" (incomplete run)", out);
         }
         fputs(close, out);
     }
 }
 
-static void write_html(FILE *out, const plot_t *p)
+static void write_html(FILE *out, const void *data)
 {
+    const plot_t *p = data;
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<title>collprof busBW report</title>\n"
           "<style>body{font-family:sans-serif;margin:24px;color:#222;background:#fafafa}"
@@ -357,8 +384,9 @@ static void write_html(FILE *out, const plot_t *p)
     fputs("</body>\n</html>\n", out);
 }
 
-static void write_svg(FILE *out, const plot_t *p)
+static void write_svg(FILE *out, const void *data)
 {
+    const plot_t *p = data;
     int head = 40 + 18 * p->nfiles, total = head;
     for (size_t i = 0; i < p->n; i++) {
         total += chart_height(&p->c[i]) + 16;
@@ -395,57 +423,49 @@ static int has_suffix(const char *s, const char *suffix)
     return a >= b && !strcasecmp(s + a - b, suffix);
 }
 
-int cp_report_cmd_plot(int argc, char **argv)
+typedef struct settings {
+    const char *output;
+    int html;
+} settings_t;
+
+static int option(void *ctx, int k, char *val)
 {
-    static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {"out", 'o', 1}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "plot"};
-    char **operands = calloc((size_t)argc, sizeof(char *)), *val, *output = NULL;
-    int nops = 0, k;
-    if (operands == NULL) {
-        cp_report_error("out of memory");
-        return CP_REPORT_EXIT_BAD;
+    (void)k;
+    ((settings_t *)ctx)->output = val;
+    return 0;
+}
+
+static const char *check(void *ctx)
+{
+    settings_t *s = ctx;
+    if (s->output == NULL) {
+        return "--out is required";
     }
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            free(operands);
-            return CP_REPORT_EXIT_BAD;
-        } else if (k == CP_REPORT_ARG_OPERAND) {
-            operands[nops++] = val;
-        } else if (k == 0) {
-            usage(stdout);
-            free(operands);
-            return CP_REPORT_EXIT_OK;
-        } else {
-            output = val;
+    s->html = has_suffix(s->output, ".html") || has_suffix(s->output, ".htm");
+    return !s->html && !has_suffix(s->output, ".svg") ? "--out must end in .html or .svg" : NULL;
+}
+
+static void free_plot(plot_t *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        for (size_t j = 0; j < p->c[i].n; j++) {
+            free(p->c[i].s[j].pts);
         }
+        free(p->c[i].s);
     }
-    int html = output && (has_suffix(output, ".html") || has_suffix(output, ".htm"));
-    const char *why = output == NULL ? "plot: --out is required"
-                      : !html && !has_suffix(output, ".svg")
-                          ? "plot: --out must end in .html or .svg"
-                      : nops == 0 ? "plot: no result file given"
-                                  : NULL;
-    if (why != NULL) {
-        cp_report_error("%s (see 'collprof-report plot --help')", why);
-        free(operands);
-        return CP_REPORT_EXIT_BAD;
-    }
-    char **paths;
+    free(p->c);
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    const settings_t *s = ctx;
     plot_t p;
     memset(&p, 0, sizeof(p));
-    int n = cp_report_expand_paths(operands, nops, &paths);
-    free(operands);
-    if (n < 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
-    if (cp_report_open_all(paths, n, &p.files) != 0) {
-        cp_report_free_paths(paths, n);
-        return CP_REPORT_EXIT_BAD;
-    }
+    p.files = files;
     p.nfiles = n;
     for (int i = 0; i < n; i++) {
-        for (size_t r = 0; r < p.files[i]->nrows; r++) {
-            const collprof_result_row_t *row = &p.files[i]->rows[r];
+        for (size_t r = 0; r < files[i]->nrows; r++) {
+            const collprof_result_row_t *row = &files[i]->rows[r];
             /* a size of 0 (barrier) has no place on a log axis, nor a bandwidth */
             if (cp_report_measured(row) && row->bytes > 0) {
                 add_row(&p, i, row);
@@ -455,32 +475,16 @@ int cp_report_cmd_plot(int argc, char **argv)
     for (size_t i = 0; i < p.n; i++) {
         label_series(&p, &p.c[i]);
     }
-    int rc = CP_REPORT_EXIT_OK;
-    FILE *out = fopen(output, "w");
-    if (out == NULL) {
-        cp_report_error("%s: %s", output, strerror(errno));
-        rc = CP_REPORT_EXIT_BAD;
-    } else {
-        if (html) {
-            write_html(out, &p);
-        } else {
-            write_svg(out, &p);
-        }
-        int bad = ferror(out);
-        bad |= fclose(out) != 0;
-        if (bad) {
-            cp_report_error("%s: %s", output, strerror(errno));
-            rc = CP_REPORT_EXIT_BAD;
-        }
-    }
-    for (size_t i = 0; i < p.n; i++) {
-        for (size_t j = 0; j < p.c[i].n; j++) {
-            free(p.c[i].s[j].pts);
-        }
-        free(p.c[i].s);
-    }
-    free(p.c);
-    cp_report_close_all(p.files, n);
-    cp_report_free_paths(paths, n);
+    int rc = cp_report_write(s->output, s->html ? write_html : write_svg, &p);
+    free_plot(&p);
     return rc;
+}
+
+int cp_report_cmd_plot(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {"out", 'o', 1}, {NULL, 0, 0}};
+    static const cp_report_cmd_t cmd = {"plot", usage, opts, option, check, CP_REPORT_FILES_ALL,
+                                        run};
+    settings_t s = {NULL, 0};
+    return cp_report_run(&cmd, &s, argc, argv);
 }

@@ -225,55 +225,56 @@ static void print_op(table_t *t, const ref_t *refs, size_t lo, size_t hi, size_t
 static int scale_of(const scale_t *scales, int n, const cp_report_file_t *f)
 {
     for (int s = 0; s < n; s++) {
-        if (scales[s].nodes == f->node_count && scales[s].ranks == f->world_size) {
+        if (scales[s].nodes == f->root.node_count && scales[s].ranks == f->root.world_size) {
             return s;
         }
     }
     return -1;
 }
 
-static int report(cp_report_file_t **files, int nfiles, int metric)
+/* The scale points of the files, sorted by nodes then ranks, with their labels: the count. */
+static int collect_scales(cp_report_file_t **files, int nfiles, scale_t *scales, table_t *t)
 {
-    scale_t *scales = calloc((size_t)nfiles, sizeof(*scales));
-    const char **ops = NULL;
-    ref_t *refs = NULL;
-    size_t nrefs = 0, total = 0, skipped = 0;
-    int nscales = 0, nops = 0, rc = CP_REPORT_EXIT_BAD;
-    table_t t;
-    memset(&t, 0, sizeof(t));
-    for (int i = 0; i < nfiles; i++) {
-        total += files[i]->nrows;
-    }
-    if (scales == NULL || (ops = calloc(total + 1, sizeof(*ops))) == NULL ||
-        (refs = calloc(total + 1, sizeof(*refs))) == NULL) {
-        goto oom;
-    }
-    /* the scale points, sorted by nodes then ranks */
+    int nscales = 0;
     for (int i = 0; i < nfiles; i++) {
         int s = scale_of(scales, nscales, files[i]);
         if (s < 0) {
             s = nscales++;
-            scales[s].nodes = files[i]->node_count;
-            scales[s].ranks = files[i]->world_size;
+            scales[s].nodes = files[i]->root.node_count;
+            scales[s].ranks = files[i]->root.world_size;
         }
         scales[s].files++;
     }
     qsort(scales, (size_t)nscales, sizeof(*scales), cmp_scale);
-    t.colw = 8;
+    t->colw = 8;
     for (int s = 0; s < nscales; s++) {
         snprintf(scales[s].label, sizeof(scales[s].label), "%lldn/%lldr", scales[s].nodes,
                  scales[s].ranks);
-        t.colw = (int)strlen(scales[s].label) > t.colw ? (int)strlen(scales[s].label) : t.colw;
+        t->colw = (int)strlen(scales[s].label) > t->colw ? (int)strlen(scales[s].label) : t->colw;
     }
-    /* every measured row, with its op in run order and its scale point */
-    t.namew = (int)strlen("# efficiency");
+    t->scales = scales;
+    t->nscales = nscales;
+    return nscales;
+}
+
+/*
+ * Every measured row, with its op in run order (ops[], *nops) and its scale
+ * point, sorted by cell then scale point: the count.  *skipped counts the
+ * rows without timings.
+ */
+static size_t collect_refs(cp_report_file_t **files, int nfiles, table_t *t, const char **ops,
+                           ref_t *refs, size_t *skipped)
+{
+    size_t nrefs = 0;
+    int nops = 0;
+    t->namew = (int)strlen("# efficiency");
     for (int i = 0; i < nfiles; i++) {
         const cp_report_file_t *f = files[i];
-        int s = scale_of(scales, nscales, f);
+        int s = scale_of(t->scales, t->nscales, f);
         for (size_t k = 0; k < f->nrows; k++) {
             const collprof_result_row_t *r = &f->rows[k];
             if (!cp_report_measured(r)) {
-                skipped++;
+                (*skipped)++;
                 continue;
             }
             int op = 0;
@@ -283,35 +284,26 @@ static int report(cp_report_file_t **files, int nfiles, int metric)
             if (op == nops) {
                 ops[nops++] = r->op;
             }
-            refs[nrefs].r = r;
-            refs[nrefs].op = op;
-            refs[nrefs].scale = s;
-            refs[nrefs].v = metric_of(r, metric);
-            nrefs++;
+            refs[nrefs++] = (ref_t){r, op, s, metric_of(r, t->metric)};
             char name[512];
             cp_report_cell_name(r, name, sizeof(name));
-            t.namew = (int)strlen(name) > t.namew ? (int)strlen(name) : t.namew;
+            t->namew = (int)strlen(name) > t->namew ? (int)strlen(name) : t->namew;
         }
     }
     qsort(refs, nrefs, sizeof(*refs), cmp_ref);
-    t.metric = metric;
-    t.scales = scales;
-    t.nscales = nscales;
-    if ((t.tmp = malloc(sizeof(double) * (nrefs + 1))) == NULL ||
-        (t.eff = malloc(sizeof(double) * (nrefs + 1) * (size_t)nscales)) == NULL ||
-        (t.neff = calloc((size_t)nscales, sizeof(size_t))) == NULL ||
-        (t.line = malloc(t.cap = (size_t)t.namew + (size_t)nscales * ((size_t)t.colw + 64) + 64)) ==
-            NULL) {
-        goto oom;
-    }
+    return nrefs;
+}
 
+/* The header, one table per op, and the notes. */
+static void print_report(table_t *t, int nfiles, const ref_t *refs, size_t nrefs, size_t skipped)
+{
     printf("# collprof-report scaling: %d file%s, %d scale point%s (nodes n / ranks r)\n", nfiles,
-           nfiles == 1 ? "" : "s", nscales, nscales == 1 ? "" : "s");
-    for (int s = 0; s < nscales; s++) {
-        printf("#   %-*s %d file%s\n", t.colw, scales[s].label, scales[s].files,
-               scales[s].files == 1 ? "" : "s");
+           nfiles == 1 ? "" : "s", t->nscales, t->nscales == 1 ? "" : "s");
+    for (int s = 0; s < t->nscales; s++) {
+        printf("#   %-*s %d file%s\n", t->colw, t->scales[s].label, t->scales[s].files,
+               t->scales[s].files == 1 ? "" : "s");
     }
-    if (metric == METRIC_BUSBW) {
+    if (t->metric == METRIC_BUSBW) {
         printf("# efficiency: median over the op's cells of busBW / busBW in the first column\n");
     }
     for (size_t i = 0; i < nrefs;) {
@@ -322,7 +314,7 @@ static int report(cp_report_file_t **files, int nfiles, int metric)
             j++;
         }
         printf("\n");
-        print_op(&t, refs, i, j, ncells);
+        print_op(t, refs, i, j, ncells);
         i = j;
     }
     if (nrefs == 0) {
@@ -333,6 +325,34 @@ static int report(cp_report_file_t **files, int nfiles, int metric)
             "\n# %zu result%s without timings (error, unsupported, skipped, timeout) not shown\n",
             skipped, skipped == 1 ? "" : "s");
     }
+}
+
+static int report(cp_report_file_t **files, int nfiles, int metric)
+{
+    scale_t *scales = calloc((size_t)nfiles, sizeof(*scales));
+    const char **ops = NULL;
+    ref_t *refs = NULL;
+    size_t total = 0, skipped = 0;
+    int rc = CP_REPORT_EXIT_BAD;
+    table_t t;
+    memset(&t, 0, sizeof(t));
+    t.metric = metric;
+    for (int i = 0; i < nfiles; i++) {
+        total += files[i]->nrows;
+    }
+    if (scales == NULL || (ops = calloc(total + 1, sizeof(*ops))) == NULL ||
+        (refs = calloc(total + 1, sizeof(*refs))) == NULL) {
+        goto oom;
+    }
+    size_t nscales = (size_t)collect_scales(files, nfiles, scales, &t);
+    size_t nrefs = collect_refs(files, nfiles, &t, ops, refs, &skipped);
+    if ((t.tmp = malloc(sizeof(double) * (nrefs + 1))) == NULL ||
+        (t.eff = malloc(sizeof(double) * (nrefs + 1) * nscales)) == NULL ||
+        (t.neff = calloc(nscales, sizeof(size_t))) == NULL ||
+        (t.line = malloc(t.cap = (size_t)t.namew + nscales * ((size_t)t.colw + 64) + 64)) == NULL) {
+        goto oom;
+    }
+    print_report(&t, nfiles, refs, nrefs, skipped);
     rc = CP_REPORT_EXIT_OK;
     goto out;
 oom:
@@ -348,57 +368,27 @@ out:
     return rc;
 }
 
+static int option(void *ctx, int k, char *val)
+{
+    static const char *const metrics[] = {"busbw", "time", "algbw"}; /* METRIC_* */
+    int *metric = ctx;
+    (void)k;
+    *metric =
+        cp_report_parse_choice("scaling", "--metric", val, metrics, 3, "busbw, time or algbw");
+    return *metric < 0 ? -1 : 0;
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    return report(files, n, *(int *)ctx);
+}
+
 int cp_report_cmd_scaling(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {"metric", 0, 1}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "scaling"};
-    char **operands = calloc((size_t)argc, sizeof(char *));
-    int nops = 0, k, metric = METRIC_BUSBW;
-    char *val;
-    if (operands == NULL) {
-        cp_report_error("out of memory");
-        return CP_REPORT_EXIT_BAD;
-    }
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            free(operands);
-            return CP_REPORT_EXIT_BAD;
-        } else if (k == CP_REPORT_ARG_OPERAND) {
-            operands[nops++] = val;
-        } else if (k == 0) {
-            usage(stdout);
-            free(operands);
-            return CP_REPORT_EXIT_OK;
-        } else if (!strcmp(val, "busbw")) {
-            metric = METRIC_BUSBW;
-        } else if (!strcmp(val, "time")) {
-            metric = METRIC_TIME;
-        } else if (!strcmp(val, "algbw")) {
-            metric = METRIC_ALGBW;
-        } else {
-            cp_report_error("scaling: --metric '%s' is not busbw, time or algbw", val);
-            free(operands);
-            return CP_REPORT_EXIT_BAD;
-        }
-    }
-    if (cp_report_need_file("scaling", nops > 0) != 0) {
-        free(operands);
-        return CP_REPORT_EXIT_BAD;
-    }
-    char **paths;
-    int n = cp_report_expand_paths(operands, nops, &paths);
-    free(operands);
-    if (n < 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
     /* all files are read before anything is printed: a bad one leaves no partial table */
-    cp_report_file_t **files;
-    int opened = cp_report_open_all(paths, n, &files);
-    cp_report_free_paths(paths, n);
-    if (opened != 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
-    int rc = report(files, n, metric);
-    cp_report_close_all(files, n);
-    return rc;
+    static const cp_report_cmd_t cmd = {"scaling",           usage, opts, option, NULL,
+                                        CP_REPORT_FILES_ALL, run};
+    int metric = METRIC_BUSBW;
+    return cp_report_run(&cmd, &metric, argc, argv);
 }

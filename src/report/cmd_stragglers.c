@@ -60,90 +60,78 @@ typedef struct acc {
     int cells;
 } acc_t;
 
-static void report(const cp_report_file_t *f, double zmax, double excess, int stat)
+typedef struct tally {
+    const cp_report_file_t *f;
+    double zmax, excess;
+    int stat;
+    int n, nnodes;
+    acc_t *rank, *node;
+    double *tmp;    /* [n] scratch */
+    char *node_hit; /* [nnodes] flagged in this cell */
+    int cells;      /* cells with per-rank times */
+} tally_t;
+
+/* Flag the outliers among one cell's per-rank times m[]: 1 when any was printed. */
+static int flag_cell(tally_t *t, const collprof_result_row_t *r, const cp_report_cell_t *cl,
+                     const double *m)
 {
-    int n = f->nranks, nnodes = 0;
+    int n = t->n, printed = 0;
+    memcpy(t->tmp, m, sizeof(double) * (size_t)n);
+    double med = cp_report_median(t->tmp, (size_t)n), meanad = 0;
     for (int q = 0; q < n; q++) {
-        nnodes = f->ranks[q].node_id + 1 > nnodes ? f->ranks[q].node_id + 1 : nnodes;
+        t->tmp[q] = fabs(m[q] - med);
+        meanad += t->tmp[q] / n;
     }
-    acc_t *rank = calloc((size_t)n + 1, sizeof(*rank));
-    acc_t *node = calloc((size_t)nnodes + 1, sizeof(*node));
-    double *tmp = malloc(sizeof(double) * ((size_t)n + 1));
-    char *node_hit = calloc((size_t)nnodes + 1, 1);
-    if (!rank || !node || !tmp || !node_hit) {
-        cp_report_error("out of memory");
-        exit(CP_REPORT_EXIT_BAD);
-    }
-    printf("# stragglers in %s\n", f->path);
-    printf("# a rank is flagged when its %s time has a robust z-score above %g (median and\n"
-           "# MAD of the cell's per-rank %s times) and is at least %g%% above the median\n",
-           stat_names[stat], zmax, stat_names[stat], excess);
-    int cells = 0, with = 0;
-    for (size_t i = 0; i < f->nrows; i++) {
-        const collprof_result_row_t *r = &f->rows[i];
-        const cp_report_cell_t *cl = &f->cells[i];
-        const double *m = stat == STAT_MIN    ? cl->rank_min
-                          : stat == STAT_MEAN ? cl->rank_mean
-                                              : cl->rank_median;
-        if (!cp_report_measured(r) || m == NULL || n < 2) {
+    double mad = cp_report_median(t->tmp, (size_t)n);
+    double scale = mad > 0 ? mad / CP_REPORT_MAD_SCALE : meanad / CP_REPORT_MEANAD_SCALE;
+    memset(t->node_hit, 0, (size_t)t->nnodes + 1);
+    for (int q = 0; q < n; q++) {
+        double z = scale > 0 ? (m[q] - med) / scale : 0;
+        int nd = t->f->ranks[q].node_id;
+        t->rank[q].cells++;
+        t->rank[q].ratio += med > 0 ? m[q] / med : 1;
+        t->node[nd].cells++;
+        t->node[nd].ratio += med > 0 ? m[q] / med : 1;
+        if (z <= t->zmax || m[q] < med * (1 + t->excess / 100)) {
             continue;
         }
-        memcpy(tmp, m, sizeof(double) * (size_t)n);
-        double med = cp_report_median(tmp, (size_t)n), meanad = 0;
-        for (int q = 0; q < n; q++) {
-            tmp[q] = fabs(m[q] - med);
-            meanad += tmp[q] / n;
+        if (!printed++) {
+            char name[512];
+            cp_report_cell_name(r, name, sizeof(name));
+            printf("%s: median %.1f us, MAD %.1f us\n", name, med, mad);
         }
-        double mad = cp_report_median(tmp, (size_t)n);
-        double scale = mad > 0 ? mad / CP_REPORT_MAD_SCALE : meanad / CP_REPORT_MEANAD_SCALE;
-        cells++;
-        memset(node_hit, 0, (size_t)nnodes + 1);
-        int printed = 0;
-        for (int q = 0; q < n; q++) {
-            double z = scale > 0 ? (m[q] - med) / scale : 0;
-            int nd = f->ranks[q].node_id;
-            rank[q].cells++;
-            rank[q].ratio += med > 0 ? m[q] / med : 1;
-            node[nd].cells++;
-            node[nd].ratio += med > 0 ? m[q] / med : 1;
-            if (z <= zmax || m[q] < med * (1 + excess / 100)) {
-                continue;
-            }
-            if (!printed++) {
-                char name[512];
-                cp_report_cell_name(r, name, sizeof(name));
-                printf("%s: median %.1f us, MAD %.1f us\n", name, med, mad);
-            }
-            printf("  rank %d on %s: %s %.1f us (+%.0f%%, z %.1f)", q, f->ranks[q].hostname,
-                   stat_names[stat], m[q], med > 0 ? (m[q] / med - 1) * 100 : 0, z);
-            if (stat != STAT_MEAN) {
-                printf("; mean %.1f us", cl->rank_mean[q]);
-            }
-            printf("\n");
-            rank[q].flagged++;
-            node_hit[nd] = 1;
+        printf("  rank %d on %s: %s %.1f us (+%.0f%%, z %.1f)", q, t->f->ranks[q].hostname,
+               stat_names[t->stat], m[q], med > 0 ? (m[q] / med - 1) * 100 : 0, z);
+        if (t->stat != STAT_MEAN) {
+            printf("; mean %.1f us", cl->rank_mean[q]);
         }
-        for (int nd = 0; nd < nnodes; nd++) {
-            node[nd].flagged += node_hit[nd];
-        }
-        with += printed > 0;
+        printf("\n");
+        t->rank[q].flagged++;
+        t->node_hit[nd] = 1;
     }
-    printf("# %d of %d cells with per-rank times have stragglers\n", with, cells);
+    for (int nd = 0; nd < t->nnodes; nd++) {
+        t->node[nd].flagged += t->node_hit[nd];
+    }
+    return printed > 0;
+}
 
-    char ratio_head[32];
-    snprintf(ratio_head, sizeof(ratio_head), "%s/median", stat_names[stat]);
+/* How often each rank and each node was flagged, and their times relative to the medians. */
+static void print_tallies(const tally_t *t)
+{
+    const cp_report_file_t *f = t->f;
+    char ratio_head[32], fl[32];
+    snprintf(ratio_head, sizeof(ratio_head), "%s/median", stat_names[t->stat]);
     printf("\n== per rank ==\n%-6s %-24s %8s %14s\n", "rank", "host", "flagged", ratio_head);
-    for (int q = 0; q < n; q++) {
-        char fl[32];
-        snprintf(fl, sizeof(fl), "%d/%d", rank[q].flagged, cells);
+    for (int q = 0; q < t->n; q++) {
+        snprintf(fl, sizeof(fl), "%d/%d", t->rank[q].flagged, t->cells);
         printf("%-6d %-24s %8s %13.2fx\n", q, f->ranks[q].hostname, fl,
-               rank[q].cells ? rank[q].ratio / rank[q].cells : 1.0);
+               t->rank[q].cells ? t->rank[q].ratio / t->rank[q].cells : 1.0);
     }
     printf("\n== per node ==\n%-6s %-24s %6s %8s %14s\n", "node", "host", "ranks", "flagged",
            ratio_head);
-    for (int nd = 0; nd < nnodes; nd++) {
+    for (int nd = 0; nd < t->nnodes; nd++) {
         int cnt = 0, first = -1;
-        for (int q = 0; q < n; q++) {
+        for (int q = 0; q < t->n; q++) {
             if (f->ranks[q].node_id == nd) {
                 cnt++;
                 first = first < 0 ? q : first;
@@ -152,70 +140,83 @@ static void report(const cp_report_file_t *f, double zmax, double excess, int st
         if (cnt == 0) {
             continue;
         }
-        char fl[32];
-        snprintf(fl, sizeof(fl), "%d/%d", node[nd].flagged, cells);
+        snprintf(fl, sizeof(fl), "%d/%d", t->node[nd].flagged, t->cells);
         printf("%-6d %-24s %6d %8s %13.2fx\n", nd, f->ranks[first].hostname, cnt, fl,
-               node[nd].cells ? node[nd].ratio / node[nd].cells : 1.0);
+               t->node[nd].cells ? t->node[nd].ratio / t->node[nd].cells : 1.0);
     }
-    free(rank);
-    free(node);
-    free(tmp);
-    free(node_hit);
+}
+
+static void report(const cp_report_file_t *f, double zmax, double excess, int stat)
+{
+    tally_t t = {f, zmax, excess, stat, f->nranks, 0, NULL, NULL, NULL, NULL, 0};
+    for (int q = 0; q < t.n; q++) {
+        t.nnodes = f->ranks[q].node_id + 1 > t.nnodes ? f->ranks[q].node_id + 1 : t.nnodes;
+    }
+    t.rank = calloc((size_t)t.n + 1, sizeof(*t.rank));
+    t.node = calloc((size_t)t.nnodes + 1, sizeof(*t.node));
+    t.tmp = malloc(sizeof(double) * ((size_t)t.n + 1));
+    t.node_hit = calloc((size_t)t.nnodes + 1, 1);
+    if (!t.rank || !t.node || !t.tmp || !t.node_hit) {
+        cp_report_error("out of memory");
+        exit(CP_REPORT_EXIT_BAD);
+    }
+    printf("# stragglers in %s\n", f->path);
+    printf("# a rank is flagged when its %s time has a robust z-score above %g (median and\n"
+           "# MAD of the cell's per-rank %s times) and is at least %g%% above the median\n",
+           stat_names[stat], zmax, stat_names[stat], excess);
+    int with = 0;
+    for (size_t i = 0; i < f->nrows; i++) {
+        const cp_report_cell_t *cl = &f->cells[i];
+        const double *m = stat == STAT_MIN    ? cl->rank_min
+                          : stat == STAT_MEAN ? cl->rank_mean
+                                              : cl->rank_median;
+        if (!cp_report_measured(&f->rows[i]) || m == NULL || t.n < 2) {
+            continue;
+        }
+        t.cells++;
+        with += flag_cell(&t, &f->rows[i], cl, m);
+    }
+    printf("# %d of %d cells with per-rank times have stragglers\n", with, t.cells);
+    print_tallies(&t);
+    free(t.rank);
+    free(t.node);
+    free(t.tmp);
+    free(t.node_hit);
+}
+
+typedef struct settings {
+    double z, excess;
+    int stat;
+} settings_t;
+
+static int option(void *ctx, int k, char *val)
+{
+    settings_t *s = ctx;
+    if (k == 1) {
+        return cp_report_parse_double("stragglers", "--z", val, 0, 1e9, &s->z);
+    }
+    if (k == 2) {
+        return cp_report_parse_double("stragglers", "--min-excess", val, 0, 1e9, &s->excess);
+    }
+    s->stat = cp_report_parse_choice("stragglers", "--stat", val, stat_names, 3,
+                                     "one of min, mean, median");
+    return s->stat < 0 ? -1 : 0;
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    const settings_t *s = ctx;
+    (void)n;
+    report(files[0], s->z, s->excess, s->stat);
+    return CP_REPORT_EXIT_OK;
 }
 
 int cp_report_cmd_stragglers(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {
         {"help", 'h', 0}, {"z", 0, 1}, {"min-excess", 0, 1}, {"stat", 0, 1}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "stragglers"};
-    double z = 3.5, excess = 20;
-    int stat = STAT_MIN;
-    char *file = NULL, *val;
-    int k;
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            return CP_REPORT_EXIT_BAD;
-        } else if (k == CP_REPORT_ARG_OPERAND) {
-            if (cp_report_one_file("stragglers", &file, val) != 0) {
-                return CP_REPORT_EXIT_BAD;
-            }
-        } else if (k == 0) {
-            usage(stdout);
-            return CP_REPORT_EXIT_OK;
-        } else if (k == 1) {
-            if (cp_report_parse_double("stragglers", "--z", val, 0, 1e9, &z) != 0) {
-                return CP_REPORT_EXIT_BAD;
-            }
-        } else if (k == 2) {
-            if (cp_report_parse_double("stragglers", "--min-excess", val, 0, 1e9, &excess) != 0) {
-                return CP_REPORT_EXIT_BAD;
-            }
-        } else {
-            stat = !strcmp(val, "min")      ? STAT_MIN
-                   : !strcmp(val, "mean")   ? STAT_MEAN
-                   : !strcmp(val, "median") ? STAT_MEDIAN
-                                            : -1;
-            if (stat < 0) {
-                cp_report_error("stragglers: --stat '%s' is not one of min, mean, median", val);
-                return CP_REPORT_EXIT_BAD;
-            }
-        }
-    }
-    if (cp_report_need_file("stragglers", file != NULL) != 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
-    cp_report_file_t *f;
-    char err[1024], *path;
-    if (cp_report_single_path("stragglers", file, &path) != 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
-    if (cp_report_open(path, &f, err, sizeof(err)) != 0) {
-        cp_report_error("%s: %s", path, err);
-        free(path);
-        return CP_REPORT_EXIT_BAD;
-    }
-    free(path);
-    report(f, z, excess, stat);
-    cp_report_close(f);
-    return CP_REPORT_EXIT_OK;
+    static const cp_report_cmd_t cmd = {"stragglers",        usage, opts, option, NULL,
+                                        CP_REPORT_FILES_ONE, run};
+    settings_t s = {3.5, 20, STAT_MIN};
+    return cp_report_run(&cmd, &s, argc, argv);
 }

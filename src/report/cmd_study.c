@@ -36,67 +36,57 @@ static void usage(FILE *f)
                "2 bad usage or a file that cannot be read.\n");
 }
 
-int cp_report_cmd_study(int argc, char **argv)
+typedef struct settings {
+    const char *backend, *op;
+    double link;
+} settings_t;
+
+static int option(void *ctx, int k, char *val)
 {
-    static const cp_report_opt_t opts[] = {
-        {"help", 'h', 0}, {"backend", 0, 1}, {"op", 0, 1}, {"link-gbps", 0, 1}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "study"};
-    const char *backend = "ofi", *op = "alltoall";
-    double link = 0;
-    char *file = NULL, *val;
-    int k;
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            return CP_REPORT_EXIT_BAD;
-        } else if (k == CP_REPORT_ARG_OPERAND) {
-            if (cp_report_one_file("study", &file, val) != 0) {
-                return CP_REPORT_EXIT_BAD;
-            }
-        } else if (k == 0) {
-            usage(stdout);
-            return CP_REPORT_EXIT_OK;
-        } else if (k == 1 || k == 2) {
-            if (val[0] == '\0' || strlen(val) >= 32) {
-                cp_report_error("study: %s '%s' is empty or too long",
-                                k == 1 ? "--backend" : "--op", val);
-                return CP_REPORT_EXIT_BAD;
-            }
-            *(k == 1 ? &backend : &op) = val;
-        } else if (cp_report_parse_double("study", "--link-gbps", val, 1e-6, 1e6, &link) != 0) {
-            return CP_REPORT_EXIT_BAD;
-        }
+    settings_t *s = ctx;
+    if (k == 3) {
+        return cp_report_parse_double("study", "--link-gbps", val, 1e-6, 1e6, &s->link);
     }
-    if (cp_report_need_file("study", file != NULL) != 0) {
-        return CP_REPORT_EXIT_BAD;
+    if (val[0] == '\0' || strlen(val) >= 32) {
+        cp_report_error("study: %s '%s' is empty or too long", k == 1 ? "--backend" : "--op", val);
+        return -1;
     }
-    cp_report_file_t *f;
-    char err[1024], *path;
-    if (cp_report_single_path("study", file, &path) != 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
-    if (cp_report_open(path, &f, err, sizeof(err)) != 0) {
-        cp_report_error("%s: %s", path, err);
-        free(path);
-        return CP_REPORT_EXIT_BAD;
-    }
+    *(k == 1 ? &s->backend : &s->op) = val;
+    return 0;
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    const settings_t *s = ctx;
+    const cp_report_file_t *f = files[0];
     const char *from = "--link-gbps of this command";
+    double link = s->link;
+    (void)n;
     if (!(link > 0)) {
         for (size_t i = 0; i < f->nbackends; i++) {
-            if (!strcmp(f->backends[i].name, backend) && f->backends[i].link_gbps > 0) {
+            if (!strcmp(f->backends[i].name, s->backend) && f->backends[i].link_gbps > 0) {
                 link = f->backends[i].link_gbps;
                 from = "reported by the backend";
             }
         }
     }
-    if (!(link > 0) && f->link_gbps > 0) {
-        link = f->link_gbps;
+    if (!(link > 0) && f->root.link_gbps > 0) {
+        link = f->root.link_gbps;
         from = "the run's --link-gbps";
     }
-    printf("# %s %s study of %s (%lld ranks)\n", backend, op, path, f->world_size);
-    if (cp_study_print(stdout, f->rows, f->nrows, backend, op, link, from) == 0) {
-        printf("no measured %s %s cells in this file\n", backend, op);
+    printf("# %s %s study of %s (%lld ranks)\n", s->backend, s->op, f->path, f->root.world_size);
+    if (cp_study_print(stdout, f->rows, f->nrows, s->backend, s->op, link, from) == 0) {
+        printf("no measured %s %s cells in this file\n", s->backend, s->op);
     }
-    free(path);
-    cp_report_close(f);
     return CP_REPORT_EXIT_OK;
+}
+
+int cp_report_cmd_study(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {
+        {"help", 'h', 0}, {"backend", 0, 1}, {"op", 0, 1}, {"link-gbps", 0, 1}, {NULL, 0, 0}};
+    static const cp_report_cmd_t cmd = {"study", usage, opts, option, NULL, CP_REPORT_FILES_ONE,
+                                        run};
+    settings_t s = {"ofi", "alltoall", 0};
+    return cp_report_run(&cmd, &s, argc, argv);
 }

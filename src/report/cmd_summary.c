@@ -30,8 +30,8 @@ static void usage(FILE *f)
 
 static void print_world(const cp_report_file_t *f)
 {
-    printf("world:      %lld ranks on %lld node(s):", f->world_size, f->node_count);
-    for (long long node = 0; node < f->node_count; node++) {
+    printf("world:      %lld ranks on %lld node(s):", f->root.world_size, f->root.node_count);
+    for (long long node = 0; node < f->root.node_count; node++) {
         int cnt = 0, first = -1;
         for (int r = 0; r < f->nranks; r++) {
             if (f->ranks[r].node_id == node) {
@@ -47,18 +47,18 @@ static void print_world(const cp_report_file_t *f)
 static void print_header(const cp_report_file_t *f)
 {
     printf("# collprof-report summary of %s\n", f->path);
-    printf("schema:     %s %s (written by collprof %s)\n", f->schema, f->schema_version,
-           f->collprof_version[0] ? f->collprof_version : "?");
-    printf("created:    %s\n", f->created);
-    printf("command:    %s\n", f->command_line);
-    if (f->tag[0]) {
-        printf("tag:        %s\n", f->tag);
+    printf("schema:     %s %s (written by collprof %s)\n", f->root.schema, f->root.schema_version,
+           f->root.collprof_version[0] ? f->root.collprof_version : "?");
+    printf("created:    %s\n", f->root.created);
+    printf("command:    %s\n", f->root.command_line);
+    if (f->root.tag[0]) {
+        printf("tag:        %s\n", f->root.tag);
     }
     print_world(f);
-    printf("launcher:   %s%s%s\n", f->launcher, f->pmix_version[0] ? ", PMIx " : "",
-           f->pmix_version);
+    printf("launcher:   %s%s%s\n", f->root.launcher, f->root.pmix_version[0] ? ", PMIx " : "",
+           f->root.pmix_version);
     for (size_t i = 0; i < f->nbackends; i++) {
-        const cp_report_backend_t *b = &f->backends[i];
+        const collprof_backend_row_t *b = &f->backends[i];
         if (!strcmp(b->state, "not used")) {
             continue;
         }
@@ -68,19 +68,19 @@ static void print_header(const cp_report_file_t *f)
                b->library_version[0] ? b->library_version : "?",
                ready ? "" : " NOT INITIALISED: ", ready ? "" : b->state);
     }
-    if (f->timing[0]) {
-        printf("timing:     %s\n", f->timing);
+    if (f->root.timing[0]) {
+        printf("timing:     %s\n", f->root.timing);
     }
-    if (f->check[0]) {
-        printf("check:      %s\n", f->check);
+    if (f->root.check[0]) {
+        printf("check:      %s\n", f->root.check);
     }
-    if (!strcmp(f->status, "complete")) {
+    if (!strcmp(f->root.status, "complete")) {
         printf("status:     complete\n");
-    } else if (!strcmp(f->status, "incomplete")) {
+    } else if (!strcmp(f->root.status, "incomplete")) {
         printf("status:     incomplete: the run was killed or is still running; these are the\n"
                "            cells it completed\n");
     } else {
-        printf("status:     %s\n", f->status[0] ? f->status : "unknown");
+        printf("status:     %s\n", f->root.status[0] ? f->root.status : "unknown");
     }
     printf("\n");
 }
@@ -103,8 +103,8 @@ static void print_study(const cp_report_file_t *f)
             from = "reported by the provider";
         }
     }
-    if (!(link > 0) && f->link_gbps > 0) {
-        link = f->link_gbps;
+    if (!(link > 0) && f->root.link_gbps > 0) {
+        link = f->root.link_gbps;
         from = "--link-gbps";
     }
     printf("\n== RMA-write all-to-all study (ofi alltoall, every variant) ==\n");
@@ -149,57 +149,24 @@ static void print_file(const cp_report_file_t *f)
     printf("#wrong:     %llu\n", nwrong);
 }
 
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    int *printed = ctx;
+    for (int i = 0; i < n; i++) {
+        if ((*printed)++) {
+            printf("\n");
+        }
+        print_file(files[i]);
+        fflush(stdout);
+    }
+    return CP_REPORT_EXIT_OK;
+}
+
 int cp_report_cmd_summary(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {{"help", 'h', 0}, {NULL, 0, 0}};
-    cp_report_args_t a = {argc, argv, 1, 0, "summary"};
-    char **operands = calloc((size_t)argc, sizeof(char *));
-    int nops = 0, k;
-    char *val;
-    if (operands == NULL) {
-        cp_report_error("out of memory");
-        return CP_REPORT_EXIT_BAD;
-    }
-    while ((k = cp_report_next_arg(&a, opts, &val)) != CP_REPORT_ARG_END) {
-        if (k == CP_REPORT_ARG_ERROR) {
-            free(operands);
-            return CP_REPORT_EXIT_BAD;
-        }
-        if (k == CP_REPORT_ARG_OPERAND) {
-            operands[nops++] = val;
-        } else {
-            usage(stdout);
-            free(operands);
-            return CP_REPORT_EXIT_OK;
-        }
-    }
-    if (cp_report_need_file("summary", nops > 0) != 0) {
-        free(operands);
-        return CP_REPORT_EXIT_BAD;
-    }
-    char **paths;
-    int n = cp_report_expand_paths(operands, nops, &paths);
-    free(operands);
-    if (n < 0) {
-        return CP_REPORT_EXIT_BAD;
-    }
-    /* a bad file is reported and skipped: the others are still worth reading */
-    int rc = CP_REPORT_EXIT_OK, printed = 0;
-    for (int i = 0; i < n; i++) {
-        cp_report_file_t *f;
-        char err[1024];
-        if (cp_report_open(paths[i], &f, err, sizeof(err)) != 0) {
-            cp_report_error("%s: %s", paths[i], err);
-            rc = CP_REPORT_EXIT_BAD;
-            continue;
-        }
-        if (printed++) {
-            printf("\n");
-        }
-        print_file(f);
-        fflush(stdout);
-        cp_report_close(f);
-    }
-    cp_report_free_paths(paths, n);
-    return rc;
+    static const cp_report_cmd_t cmd = {"summary", usage, opts, NULL, NULL, CP_REPORT_FILES_EACH,
+                                        run};
+    int printed = 0;
+    return cp_report_run(&cmd, &printed, argc, argv);
 }

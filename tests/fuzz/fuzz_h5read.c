@@ -2,7 +2,7 @@
 #include "config.h"
 
 #include "fuzz_files.h"
-#include "report/report.h"
+#include "report/reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

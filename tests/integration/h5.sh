@@ -23,8 +23,9 @@ ok $? "root attributes, results, cells, ranks, environment present"
 grep -q '"complete"' "$WORK/dump"
 ok $? "a finished run is marked complete"
 
-# every column of the schema header is documented and written
-cols=$(sed -n 's/^ *X(\([a-z0-9_]*\), .*/\1/p' "$COLLPROF_SRCDIR/include/collprof/schema.h")
+# every column and root attribute of the schema header is documented and written
+cols=$(sed '/^#define COLLPROF_TABLES/,/^$/d' "$COLLPROF_SRCDIR/include/collprof/schema.h" |
+    sed -n 's/^ *X(\([a-z0-9_]*\), .*/\1/p')
 missing=
 for c in $cols; do
     grep -q "\`$c\`" "$COLLPROF_SRCDIR/docs/hdf5-schema.md" || missing="$missing doc:$c"

@@ -50,7 +50,8 @@ if mode == "nopandas":
     check("numpy: tables are structured arrays with str columns",
           isinstance(t, np.ndarray) and t.dtype["op"].kind == "U"
           and isinstance(run.ranks["hostname"][0], str), t.dtype)
-names = re.findall(r"^\s*X\((\w+),", open(header).read(), re.M)
+results = re.search(r"^#define COLLPROF_RESULT_COLUMNS.*?\n\n", open(header).read(), re.M | re.S)
+names = re.findall(r"^\s*X\((\w+),", results.group(0) if results else "", re.M)
 cols = list(t.dtype.names if isinstance(t, np.ndarray) else t.columns)
 check("%s: columns are those of schema.h" % tag, names and cols == names,
       "%s != %s" % (cols, names))

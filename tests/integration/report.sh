@@ -140,8 +140,8 @@ diag_rep $r
 
 # ---- export ------------------------------------------------------------------
 # the schema's column list, in order, from the one place that defines it
-columns=$(sed -n 's/^ *X(\([a-z_0-9]*\),.*/\1/p' "$COLLPROF_SRCDIR/include/collprof/schema.h" |
-    tr '\n' ',')file
+columns=$(sed -n '/^#define COLLPROF_RESULT_COLUMNS/,/^$/s/^ *X(\([a-z_0-9]*\),.*/\1/p' \
+    "$COLLPROF_SRCDIR/include/collprof/schema.h" | tr '\n' ',')file
 rep export --csv "$base" "$slow" -o "$WORK/cells.csv"
 [ "$rrc" -eq 0 ] && [ "$(head -n 1 "$WORK/cells.csv")" = "$columns" ] &&
     [ "$(wc -l <"$WORK/cells.csv")" -eq 17 ]

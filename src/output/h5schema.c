@@ -1,0 +1,91 @@
+/*
+ * The descriptor tables of the result file, generated from the X-macro
+ * lists of include/collprof/schema.h, and their HDF5 types.
+ */
+#include "config.h"
+
+#include "output/h5schema.h"
+
+#include <stdio.h>
+
+#define CP_H5_COLUMN(row, name, kind, opt)                                                         \
+    {#name, COLLPROF_##kind, opt, offsetof(row, name), sizeof(((row *)0)->name)},
+
+#define CP_H5_TABLE_DEF(table, columns, type)                                                      \
+    static const cp_h5_column_t table##_columns[] = {columns(CP_H5_COLUMN_OF_##table)};            \
+    const cp_h5_table_t cp_h5_table_##table = {                                                    \
+        #table, table##_columns, sizeof(table##_columns) / sizeof(table##_columns[0]),             \
+        sizeof(type)};
+
+#define CP_H5_COLUMN_OF_results(name, kind, size, opt, unit, doc)                                  \
+    CP_H5_COLUMN(collprof_result_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_ranks(name, kind, size, opt, unit, doc)                                    \
+    CP_H5_COLUMN(collprof_rank_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_backends(name, kind, size, opt, unit, doc)                                 \
+    CP_H5_COLUMN(collprof_backend_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_environment(name, kind, size, opt, unit, doc)                              \
+    CP_H5_COLUMN(collprof_env_row_t, name, kind, opt)
+
+COLLPROF_TABLES(CP_H5_TABLE_DEF)
+
+#define CP_H5_ROOT_ATTR(name, kind, doc)                                                           \
+    {#name, COLLPROF_##kind, offsetof(collprof_root_attrs_t, name)},
+const cp_h5_attr_t cp_h5_root_attrs[CP_H5_NROOT_ATTRS] = {COLLPROF_ROOT_ATTRS(CP_H5_ROOT_ATTR)};
+
+#define CP_H5_CELL_DATASET(id, name, kind, dims, doc) {#name, COLLPROF_##kind, dims},
+const cp_h5_dataset_t cp_h5_cell_datasets[CP_H5_CELL_NDATASETS] = {
+    COLLPROF_CELL_DATASETS(CP_H5_CELL_DATASET)};
+
+void cp_h5_cell_name(int cell, char *buf, size_t len)
+{
+    snprintf(buf, len, COLLPROF_CELL_NAME_FORMAT, cell);
+}
+
+hid_t cp_h5_native(collprof_kind_t kind)
+{
+    switch (kind) {
+    case COLLPROF_I32: return H5T_NATIVE_INT32;
+    case COLLPROF_I64: return H5T_NATIVE_INT64;
+    case COLLPROF_U64: return H5T_NATIVE_UINT64;
+    default: return H5T_NATIVE_DOUBLE;
+    }
+}
+
+hid_t cp_h5_str_type(size_t size, H5T_cset_t cset)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, size);
+    if (size != H5T_VARIABLE) {
+        H5Tset_strpad(t, H5T_STR_NULLTERM);
+    }
+    H5Tset_cset(t, cset);
+    return t;
+}
+
+void cp_h5_insert(hid_t t, const cp_h5_column_t *c, H5T_cset_t cset)
+{
+    if (c->kind != COLLPROF_STR) {
+        H5Tinsert(t, c->name, c->offset, cp_h5_native(c->kind));
+        return;
+    }
+    hid_t s = cp_h5_str_type(c->size, cset);
+    H5Tinsert(t, c->name, c->offset, s);
+    H5Tclose(s);
+}
+
+hid_t cp_h5_row_type(const cp_h5_table_t *tab)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, tab->recsize);
+    for (size_t i = 0; i < tab->ncolumns; i++) {
+        cp_h5_insert(t, &tab->columns[i], H5T_CSET_UTF8);
+    }
+    return t;
+}
+
+void cp_h5_release(hid_t id)
+{
+    /* every id we open has one reference: dropping it closes the object, whatever it is */
+    if (id >= 0) {
+        H5Idec_ref(id);
+    }
+}

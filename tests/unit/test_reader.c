@@ -1,0 +1,94 @@
+/*
+ * libcpreader on the sample result file of each schema version
+ * (tests/data/collprof-<major>.<minor>.h5, written by collprof itself: a
+ * 2-rank run of the mpi backend, allreduce and alltoallv of 1K floats).
+ * Every earlier version must keep reading; a column added later reads as
+ * empty or 0 from a file without it.
+ */
+#include "config.h"
+
+#include "report/reader.h"
+
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static cp_report_file_t *open_sample(const char *version)
+{
+    const char *src = getenv("COLLPROF_SRCDIR");
+    char path[4096], err[1024] = "";
+    snprintf(path, sizeof(path), "%s/tests/data/collprof-%s.h5", src ? src : ".", version);
+    cp_report_file_t *f = NULL;
+    ok(cp_report_open(path, &f, err, sizeof(err)) == 0, "schema %s: %s opens %s", version, path,
+       err);
+    return f;
+}
+
+static void check_common(const cp_report_file_t *f, long long minor)
+{
+    const collprof_root_attrs_t *a = &f->root;
+    ok(!strcmp(a->schema, COLLPROF_SCHEMA_NAME) && a->schema_version_major == 1 &&
+           a->schema_version_minor == minor,
+       "schema %s %lld.%lld", a->schema, a->schema_version_major, a->schema_version_minor);
+    ok(a->world_size == 2 && a->node_count == 1 && f->nranks == 2, "2 ranks on 1 node");
+    ok(!strcmp(a->tag, "sample") && !strcmp(a->status, "complete") && !strcmp(a->check, "exact"),
+       "tag, status, check attributes");
+    ok(f->ranks[1].rank == 1 && f->ranks[1].node_id == 0 && f->ranks[1].local_rank == 1 &&
+           f->ranks[1].pid > 0 && !strcmp(f->ranks[1].device, "host"),
+       "/ranks row 1");
+    int mpi = -1;
+    for (size_t i = 0; i < f->nbackends; i++) {
+        mpi = !strcmp(f->backends[i].name, "mpi") ? (int)i : mpi;
+    }
+    ok(mpi >= 0 && !strcmp(f->backends[mpi].state, "initialised") &&
+           !strncmp(f->backends[mpi].variants, "default", 7),
+       "/backends has mpi, initialised");
+    ok(f->nrows == 2, "2 rows (%zu)", f->nrows);
+    if (f->nrows != 2) {
+        return;
+    }
+    const collprof_result_row_t *ar = &f->rows[0], *av = &f->rows[1];
+    ok(!strcmp(ar->op, "allreduce") && !strcmp(ar->dtype, "float32") && ar->count == 1024 &&
+           ar->bytes == 4096 && ar->iterations == 5 && !strcmp(ar->status, "ok"),
+       "row 0: allreduce of 1,024 float32, 5 iterations, ok");
+    ok(!strcmp(av->op, "alltoallv") && !strcmp(av->imbalance, "uniform") && av->wrong == 0,
+       "row 1: alltoallv, uniform");
+    const cp_report_cell_t *c = &f->cells[0], *v = &f->cells[1];
+    ok(c->iter_max != NULL && c->rank_mean != NULL && c->rank_min != NULL && c->send_bytes == NULL,
+       "cell 0: raw samples, no bytes");
+    double mx = 0;
+    for (int i = 0; i < ar->iterations; i++) {
+        mx = c->iter_max[i] > mx ? c->iter_max[i] : mx;
+    }
+    ok(mx == ar->time_max_us, "cell 0: the max of the per-iteration maxima is time_max_us");
+    ok(v->send_bytes != NULL && v->recv_bytes != NULL && v->send_bytes[0] == 4096 &&
+           v->recv_bytes[1] == 4096,
+       "cell 1: 4096 bytes sent and received per rank");
+}
+
+int main(void)
+{
+    cp_report_file_t *f = open_sample("1.0");
+    if (f != NULL) {
+        check_common(f, 0);
+        ok(f->root.link_gbps == 0 && f->backends[0].link_gbps == 0,
+           "1.0: link_gbps (added later) reads as 0");
+        ok(f->nrows > 0 && f->rows[0].memory[0] == '\0', "1.0: memory (added in 1.1) is empty");
+        cp_report_close(f);
+    }
+    f = open_sample("1.1");
+    if (f != NULL) {
+        check_common(f, 1);
+        ok(f->nrows > 0 && !strcmp(f->rows[0].memory, "host"), "1.1: memory is host");
+        cp_report_close(f);
+    }
+    /* the sample of the current version is the newest there is */
+    char current[32];
+    snprintf(current, sizeof(current), "%d.%d", COLLPROF_SCHEMA_VERSION_MAJOR,
+             COLLPROF_SCHEMA_VERSION_MINOR);
+    f = open_sample(current);
+    ok(f != NULL, "a sample file of the current schema %s exists", current);
+    cp_report_close(f);
+    return tap_done();
+}
