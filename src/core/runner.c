@@ -32,7 +32,16 @@ double cp_current_timeout(void)
     return current_timeout;
 }
 
+const cp_oob_t cp_oob_pmix = {
+    .allgather = cp_oob_allgather, .bcast = cp_oob_bcast, .barrier = cp_oob_barrier};
+
 cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *out)
+{
+    return cp_agree_over(&cp_oob_pmix, n, status, why, out);
+}
+
+cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const char *why,
+                                cp_agreement_t *out)
 {
     cp_agreement_t mine;
     memset(&mine, 0, sizeof(mine));
@@ -41,7 +50,7 @@ cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *o
     cp_agreement_t *all = calloc((size_t)n, sizeof(*all));
     memset(out, 0, sizeof(*out));
     out->rank = -1;
-    if (all == NULL || cp_oob_allgather(&mine, all, sizeof(mine)) != 0) {
+    if (all == NULL || oob->allgather(&mine, all, sizeof(mine)) != 0) {
         free(all);
         out->result = CP_AGREE_OOB_BROKEN;
         out->status = COLLPROF_ERR_BOOTSTRAP;
@@ -76,6 +85,7 @@ typedef struct cell_run {
     const cp_cell_t *cell;
     cp_plugin_t *p;
     const collprof_backend_t *be;
+    const cp_oob_t *oob;
     cp_xfer_t x;
     cp_a2av_t a2av;
     cell_rec_t rec;
@@ -138,7 +148,7 @@ static int upload(cell_run_t *c)
 static int agreed(cell_run_t *c, cp_result_t *res)
 {
     cp_agreement_t a;
-    if (cp_agree(c->n, c->rec.status, c->rec.msg, &a) == CP_AGREE_OK) {
+    if (cp_agree_over(c->oob, c->n, c->rec.status, c->rec.msg, &a) == CP_AGREE_OK) {
         return 0;
     }
     res->status =
@@ -253,7 +263,7 @@ static int run_one(cell_run_t *c, int i, long slow_us, int hang)
         cp_wd_beat(CP_WD_SYNC, idx, i, cell->warmup, c->tmo);
         rc = (c->p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER))
                  ? c->be->run(c->p->ctx, &c->barrier)
-                 : cp_oob_barrier();
+                 : c->oob->barrier();
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -353,7 +363,7 @@ static int gather_samples(cell_run_t *c, cp_result_t *res)
     }
     for (int off = 0; off < iters && oob == 0; off += GATHER_CHUNK) {
         int len = iters - off < GATHER_CHUNK ? iters - off : GATHER_CHUNK;
-        oob = cp_oob_allgather(c->mine + off, chunk, sizeof(double) * (size_t)len);
+        oob = c->oob->allgather(c->mine + off, chunk, sizeof(double) * (size_t)len);
         for (int q = 0; q < n && oob == 0; q++) {
             memcpy(res->samples + (size_t)q * (size_t)iters + (size_t)off,
                    chunk + (size_t)q * (size_t)len, sizeof(double) * (size_t)len);
@@ -434,7 +444,7 @@ static void finish(cell_run_t *c, cp_result_t *res)
         free(recs);
         return;
     }
-    int oob = cp_oob_allgather(&c->rec, recs, sizeof(c->rec));
+    int oob = c->oob->allgather(&c->rec, recs, sizeof(c->rec));
     if (oob == 0) {
         oob = gather_samples(c, res);
     }
@@ -505,6 +515,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     c.cell = cell;
     c.p = &r->plugins[cell->plugin];
     c.be = c.p->be;
+    c.oob = r->oob != NULL ? r->oob : &cp_oob_pmix;
     c.n = r->boot->nranks;
     c.iters = cell->iters;
     c.memtype = cell->memtype;

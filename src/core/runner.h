@@ -31,12 +31,24 @@ typedef struct cp_result {
     double start_epoch;                /**< wall-clock start, seconds since 1970 */
 } cp_result_t;
 
+/* The out-of-band channel the runner agrees and gathers over: the host
+ * table's functions (collective, return collprof_status_t).  cp_oob_pmix in
+ * the product; tests bring their own (tests/unit/oob_shm.h). */
+typedef struct cp_oob {
+    int (*allgather)(const void *in, void *out, size_t len);
+    int (*bcast)(void *buf, size_t len, int root);
+    int (*barrier)(void);
+} cp_oob_t;
+
+extern const cp_oob_t cp_oob_pmix;
+
 typedef struct cp_runner {
     const cp_options_t *opt;
     const cp_boot_t *boot;
     cp_plugin_t *plugins;
     int nplugins;
-    int index; /**< the cell's position in the plan (for the watchdog) */
+    int index;           /**< the cell's position in the plan (for the watchdog) */
+    const cp_oob_t *oob; /**< NULL: cp_oob_pmix */
 } cp_runner_t;
 
 /** The watchdog timeout of a cell whose largest buffer has bytes bytes:
@@ -74,5 +86,8 @@ typedef struct cp_agreement {
  * channel.  *out is filled on every rank with the same answer.
  */
 cp_agree_result_t cp_agree(int nranks, int status, const char *why, cp_agreement_t *out);
+/** The same over another channel. */
+cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int nranks, int status, const char *why,
+                                cp_agreement_t *out);
 
 #endif /* COLLPROF_CORE_RUNNER_H */

@@ -25,10 +25,10 @@
 #include "colls/colls.h"
 #include "core/data.h"
 #include "core/imbalance.h"
+#include "oob_shm.h"
 #include "tap.h"
 
 #define NR       3
-#define OOB_MAX  4096
 #define MAX_RECS 1024
 
 typedef struct rec {
@@ -37,8 +37,6 @@ typedef struct rec {
 } rec_t;
 
 typedef struct shared {
-    volatile unsigned count, gen;
-    char oob[NR][OOB_MAX];
     int nrec[NR];
     rec_t recs[NR][MAX_RECS];
 } shared_t;
@@ -46,53 +44,6 @@ typedef struct shared {
 static shared_t *sh;
 static int my_rank;
 static const char *opt_timeout = "30";
-
-static void sbarrier(void)
-{
-    unsigned gen = __atomic_load_n(&sh->gen, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&sh->count, 1, __ATOMIC_ACQ_REL) == NR) {
-        __atomic_store_n(&sh->count, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&sh->gen, gen + 1, __ATOMIC_RELEASE);
-        return;
-    }
-    while (__atomic_load_n(&sh->gen, __ATOMIC_ACQUIRE) == gen) {
-        usleep(10);
-    }
-}
-
-static int oob_allgather(const void *in, void *out, size_t len)
-{
-    if (len > OOB_MAX) {
-        return -1;
-    }
-    memcpy(sh->oob[my_rank], in, len);
-    sbarrier();
-    for (int r = 0; r < NR; r++) {
-        memcpy((char *)out + (size_t)r * len, sh->oob[r], len);
-    }
-    sbarrier();
-    return 0;
-}
-
-static int oob_bcast(void *buf, size_t len, int root)
-{
-    if (len > OOB_MAX) {
-        return -1;
-    }
-    if (my_rank == root) {
-        memcpy(sh->oob[root], buf, len);
-    }
-    sbarrier();
-    memcpy(buf, sh->oob[root], len);
-    sbarrier();
-    return 0;
-}
-
-static int oob_barrier(void)
-{
-    sbarrier();
-    return 0;
-}
 
 static const char *get_option(const char *key)
 {
@@ -271,9 +222,9 @@ static void rank_main(const char *path)
                             .hostname = "mock",
                             .launcher = "self",
                             .log = host_log,
-                            .oob_allgather = oob_allgather,
-                            .oob_bcast = oob_bcast,
-                            .oob_barrier = oob_barrier,
+                            .oob_allgather = oob_shm_allgather,
+                            .oob_bcast = oob_shm_bcast,
+                            .oob_barrier = oob_shm_barrier,
                             .get_option = get_option};
     void *ctx = NULL;
 
@@ -449,7 +400,7 @@ int main(void)
         return 77;
     }
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED) {
+    if (sh == MAP_FAILED || oob_shm_create(NR) != 0) {
         perror("mmap");
         return 1;
     }
@@ -462,6 +413,7 @@ int main(void)
         pid[r] = fork();
         if (pid[r] == 0) {
             my_rank = r;
+            oob_shm_attach(r);
             alarm(240);
             rank_main(path);
             _exit(0);

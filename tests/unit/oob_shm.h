@@ -1,0 +1,91 @@
+/*
+ * An out-of-band channel for tests of forked ranks on one machine: the
+ * host table's allgather/bcast/barrier over an anonymous shared mapping
+ * made before fork (oob_shm_create), any length (chunked).  Header only:
+ * each test program has one channel, and each forked rank sets its rank
+ * with oob_shm_attach.
+ */
+#ifndef COLLPROF_TESTS_OOB_SHM_H
+#define COLLPROF_TESTS_OOB_SHM_H
+
+#include <collprof/status.h>
+
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define OOB_SHM_SLOT 65536 /* bytes per rank per round */
+
+typedef struct oob_shm {
+    volatile unsigned count, gen;
+    int nranks;
+    char slot[][OOB_SHM_SLOT];
+} oob_shm_t;
+
+static oob_shm_t *oob_shm;
+static int oob_shm_rank;
+
+/* Before fork: the channel for nranks ranks; 0 or -1. */
+static inline int oob_shm_create(int nranks)
+{
+    size_t len = sizeof(oob_shm_t) + (size_t)nranks * OOB_SHM_SLOT;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        return -1;
+    }
+    oob_shm = (oob_shm_t *)p;
+    oob_shm->nranks = nranks;
+    return 0;
+}
+
+/* In each forked rank. */
+static inline void oob_shm_attach(int rank)
+{
+    oob_shm_rank = rank;
+}
+
+static inline int oob_shm_barrier(void)
+{
+    oob_shm_t *s = oob_shm;
+    unsigned gen = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&s->count, 1, __ATOMIC_ACQ_REL) == (unsigned)s->nranks) {
+        __atomic_store_n(&s->count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->gen, gen + 1, __ATOMIC_RELEASE);
+        return COLLPROF_OK;
+    }
+    while (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == gen) {
+        usleep(10);
+    }
+    return COLLPROF_OK;
+}
+
+static inline int oob_shm_allgather(const void *in, void *out, size_t len)
+{
+    for (size_t off = 0; off < len; off += OOB_SHM_SLOT) {
+        size_t c = len - off < OOB_SHM_SLOT ? len - off : OOB_SHM_SLOT;
+        memcpy(oob_shm->slot[oob_shm_rank], (const char *)in + off, c);
+        oob_shm_barrier();
+        for (int r = 0; r < oob_shm->nranks; r++) {
+            memcpy((char *)out + (size_t)r * len + off, oob_shm->slot[r], c);
+        }
+        oob_shm_barrier();
+    }
+    return COLLPROF_OK;
+}
+
+static inline int oob_shm_bcast(void *buf, size_t len, int root)
+{
+    for (size_t off = 0; off < len; off += OOB_SHM_SLOT) {
+        size_t c = len - off < OOB_SHM_SLOT ? len - off : OOB_SHM_SLOT;
+        if (oob_shm_rank == root) {
+            memcpy(oob_shm->slot[root], (char *)buf + off, c);
+        }
+        oob_shm_barrier();
+        memcpy((char *)buf + off, oob_shm->slot[root], c);
+        oob_shm_barrier();
+    }
+    return COLLPROF_OK;
+}
+
+#endif /* COLLPROF_TESTS_OOB_SHM_H */
