@@ -82,3 +82,28 @@ check_clean_run() { # DIR WHAT
                END { exit (n > 0 && bad == 0) ? 0 : 1 }' "$s"
     ok $? "$2: every measured cell has #wrong 0, a numeric time and a numeric busBW"
 }
+
+# ---- Slurm (tests/integration/slurm.sh, nodes.sh) ----
+
+# the job id in the name of the first summary file in directory $1
+# shellcheck disable=SC2012 # our own file names
+job_of() {
+    ls "$1" | sed -n "s/^collprof_.*_j\([0-9]*\).*\.txt$/\1/p" | head -n 1
+}
+
+# wait until every record of job $1 is finished (at most $2 s); state(s) in $job_state
+wait_job() {
+    i=0
+    while [ "$i" -lt $(($2 * 2)) ]; do
+        job_state=$(timeout 10 scontrol show job -o "$1" 2>/dev/null |
+            sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ')
+        case $job_state in
+        "" | *PENDING* | *RUNNING* | *CONFIGURING* | *COMPLETING* | *SUSPENDED* | *REQUEUE*) ;;
+        *) return 0 ;;
+        esac
+        sleep 0.5
+        i=$((i + 1))
+    done
+    timeout 10 scancel "$1" 2>/dev/null
+    return 1
+}

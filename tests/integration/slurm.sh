@@ -41,28 +41,6 @@ SMALL="--counts 4K -n 3 -w 1 --variants default"
 
 ok 0 "local cluster started ($(grep -c CPUs "$SLURM_CONF") node, SLURM_CONF=$SLURM_CONF)"
 
-# the job id of the first summary file matching PATTERN in DIR
-job_of() {
-    ls "$1" | sed -n "s/^collprof_.*_j\([0-9]*\).*\.txt$/\1/p" | head -n 1
-}
-
-# wait until every record of job $1 is finished (at most $2 s); state(s) in $job_state
-wait_job() {
-    i=0
-    while [ "$i" -lt $(($2 * 2)) ]; do
-        job_state=$(timeout 10 scontrol show job -o "$1" 2>/dev/null |
-            sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ')
-        case $job_state in
-        "" | *PENDING* | *RUNNING* | *CONFIGURING* | *COMPLETING* | *SUSPENDED* | *REQUEUE*) ;;
-        *) return 0 ;;
-        esac
-        sleep 0.5
-        i=$((i + 1))
-    done
-    timeout 10 scancel "$1" 2>/dev/null
-    return 1
-}
-
 # ---- 1. srun --mpi=pmix -O -n 4 (more tasks than CPUs), results in the submit directory
 d="$WORK/srun"
 mkdir -p "$d"

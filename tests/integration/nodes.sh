@@ -1,0 +1,255 @@
+#!/bin/sh
+# shellcheck disable=SC2317 # cleanup runs from a trap
+# collprof across virtual nodes: a real 2-node Slurm cluster (contrib/slurm-local --nodes 2: one
+# slurmd per node, each in its own network, UTS and mount namespace on a bridge) runs every CPU
+# backend that was built (mpi, gloo, ofi over tcp;ofi_rxm) with every op exact under
+# `srun --mpi=pmix -N 2 --ntasks-per-node=2`, block and cyclic placement, `salloc -N 2` + srun
+# and `sbatch -N 2`; then shape, link and exec of the harness.  Skips (77) without root, without
+# the Slurm and munge daemons, or when network namespaces are refused.  Every Slurm command is
+# bounded (--immediate and timeout); the cluster is torn down at the end, also on failure.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+
+[ "$(id -u)" -eq 0 ] || skip_all "virtual nodes need root (network namespaces, slurmd)"
+for p in munged slurmctld slurmd srun salloc sbatch scontrol sinfo squeue scancel; do
+    if ! command -v "$p" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$p" ]; then
+        skip_all "$p not found (apt-get install slurmctld slurmd slurm-client munge)"
+    fi
+done
+for p in ip tc unshare nsenter setsid; do
+    command -v "$p" >/dev/null 2>&1 || skip_all "$p not found (iproute2, util-linux)"
+done
+probe=cpprobe$$
+if ! ip netns add "$probe" 2>"$WORK/probe.err"; then
+    skip_all "network namespaces are refused here: $(head -n 1 "$WORK/probe.err")"
+fi
+ip netns delete "$probe"
+BACKENDS=""
+for b in mpi gloo ofi; do
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] && BACKENDS="$BACKENDS $b"
+done
+[ -n "$BACKENDS" ] || skip_all "no CPU backend (mpi, gloo, ofi) was built"
+
+SL="$COLLPROF_SRCDIR/contrib/slurm-local/slurm-local.sh"
+SB="$COLLPROF_SRCDIR/share/collprof/sbatch"
+# munged wants every directory up to its socket searchable by all: not under $WORK (0700)
+COLLPROF_SLURM_DIR=$(mktemp -d /tmp/collprof-nodes-test.XXXXXX)
+export COLLPROF_SLURM_DIR
+chmod 755 "$COLLPROF_SLURM_DIR"
+cleanup() {
+    timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || cat "$WORK/stop.log" >&2
+    rm -rf "$COLLPROF_SLURM_DIR" "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# ---- the cluster
+T0=$(now)
+t=$T0
+rc=0
+timeout -k 5 90 bash "$SL" --nodes 2 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
+if [ "$rc" -ne 0 ] && grep -q 'refused\|need root' "$WORK/start.err"; then
+    skip_all "the virtual nodes did not start: $(tail -n 1 "$WORK/start.err")"
+fi
+ok $rc "2-node cluster started in $(since "$t") s"
+if [ "$rc" -ne 0 ]; then
+    sed 's/^/# /' "$WORK/start.err"
+    done_testing
+fi
+# SLURM_CONF and the interface variables (they replace lib.sh's loopback ones)
+eval "$(grep '^export ' "$WORK/start.out")"
+[ -s "$SLURM_CONF" ] && [ "$GLOO_SOCKET_IFNAME" = cpnet0 ] &&
+    [ "$OMPI_MCA_btl_tcp_if_include" != lo ]
+NETW=$OMPI_MCA_btl_tcp_if_include
+ok $? "start printed SLURM_CONF and the interfaces ($NETW, cpnet0)"
+[ "$(timeout 10 sinfo -h -N -o '%N %T' | sort | tr '\n' ' ')" = "n1 idle n2 idle " ]
+ok $? "sinfo: n1 and n2 idle"
+[ "$(bash "$SL" exec n1 hostname)" = n1 ] && [ "$(bash "$SL" exec n2 hostname)" = n2 ] &&
+    bash "$SL" exec n2 cat /etc/hosts | grep -q ' n1$'
+ok $? "exec: each node has its own hostname and a hosts file that names the others"
+bridge=$(bash "$SL" status 2>/dev/null | sed -n 's/.* on bridge \([^ ,]*\).*/\1/p')
+tag=${bridge%-br}
+[ -n "$tag" ]
+ok $? "status names the bridge ($bridge)"
+
+export COLLPROF="$COLLPROF_BIN"
+SMALL="--ops all --counts 1K,64K -n 3 -w 1 --variants default"
+SRUN="srun --immediate=30 --mpi=pmix"
+
+# the hosts of ranks 0, 1, ... from the HDF5 file next to summary $1 (empty without h5dump)
+rank_hosts() {
+    [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] && [ -e "${1%.txt}.h5" ] || return 0
+    "$CP_H5DUMP" -d /ranks -y -w 0 "${1%.txt}.h5" 2>/dev/null | grep -o '"n[0-9]*"' |
+        tr -d '"' | tr '\n' ' '
+}
+
+# check the run in directory $1 ($2: what) ran 4 ranks 2 per node, ranks on hosts $3
+check_nodes() {
+    s=$(summary_of "$1")
+    grep -q '^world: *4 ranks on 2 node(s): n1 (2) n2 (2)$' "$s" 2>/dev/null
+    ok $? "$2: the summary says 4 ranks on 2 nodes, 2 on n1 and 2 on n2"
+    h=$(rank_hosts "$s")
+    if [ -n "$h" ]; then
+        [ "$h" = "$3" ]
+        ok $? "$2: ranks 0-3 ran on $3(got $h)"
+    fi
+}
+
+# ---- 1. every CPU backend, every op, srun -N 2 --ntasks-per-node=2 (block placement)
+for b in $BACKENDS; do
+    d="$WORK/srun-$b"
+    mkdir -p "$d"
+    opt=""
+    [ "$b" = ofi ] && opt="--ofi-provider tcp;ofi_rxm -v" # -v: the provider and interface
+    t=$(now)
+    rc=0
+    # shellcheck disable=SC2086 # SMALL, SRUN and opt are lists of options
+    timeout -k 10 120 $SRUN -N 2 --ntasks-per-node=2 "$COLLPROF_BIN" --backends "$b" $SMALL \
+        $opt --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+    check_clean_run "$d" "$b on 2 nodes x 2 ($(since "$t") s)"
+    n=$(grep -c -E '^  (AllReduce|AllGather|ReduceScatter|AllToAll|AllToAllv|Broadcast|Reduce|Gather|Scatter|Barrier|SendRecv):' \
+        "$(summary_of "$d")" 2>/dev/null)
+    [ "$n" -eq 21 ]
+    ok $? "$b: all 11 ops measured (21 cells: 10 ops x 2 counts + barrier; got $n)"
+    check_nodes "$d" "$b" "n1 n1 n2 n2 "
+    if [ "$b" = ofi ]; then
+        grep -q "ofi: provider tcp;ofi_rxm, fabric $NETW, domain cpnet0" "$WORK/err"
+        ok $? "ofi: provider tcp;ofi_rxm on the nodes' network and link cpnet0"
+    fi
+done
+
+# one backend for the launcher variants: the quickest that was built
+for b in gloo mpi ofi; do
+    case " $BACKENDS " in *" $b "*) break ;; esac
+done
+ONE="--backends $b"
+
+# rank:host pairs of `srun -N 2 --ntasks-per-node=2 $@`, sorted by rank
+placement() {
+    # shellcheck disable=SC2016,SC2086 # expanded by the task's shell; SRUN is a list
+    timeout -k 5 60 $SRUN -N 2 --ntasks-per-node=2 "$@" sh -c 'echo "$SLURM_PROCID:$(hostname)"' \
+        </dev/null 2>/dev/null | sort -n | tr '\n' ' '
+}
+
+# ---- 2. placement: block (the default) and cyclic
+p=$(placement)
+[ "$p" = "0:n1 1:n1 2:n2 3:n2 " ]
+ok $? "block placement: ranks 0,1 on n1 and 2,3 on n2 (got $p)"
+p=$(placement -m cyclic)
+[ "$p" = "0:n1 1:n2 2:n1 3:n2 " ]
+ok $? "srun -m cyclic: ranks 0,2 on n1 and 1,3 on n2 (got $p)"
+d="$WORK/cyclic"
+mkdir -p "$d"
+t=$(now)
+rc=0
+# shellcheck disable=SC2086 # SMALL, SRUN and ONE are lists of options
+timeout -k 10 120 $SRUN -N 2 --ntasks-per-node=2 -m cyclic "$COLLPROF_BIN" $ONE $SMALL \
+    --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "$b, -m cyclic ($(since "$t") s)"
+check_nodes "$d" "$b, -m cyclic" "n1 n2 n1 n2 "
+
+# ---- 3. salloc -N 2, then srun in the allocation
+d="$WORK/salloc"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2016 # expanded by the inner shell
+timeout -k 10 120 salloc --immediate=30 -N 2 --ntasks-per-node=2 sh -c \
+    'srun --immediate=30 --mpi=pmix "$COLLPROF_BIN" $1 --ops allreduce,alltoall --counts 4K \
+        -n 3 -w 1 --variants default --output-dir "$2"' salloc-step "$ONE" "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "$b, salloc -N 2 + srun"
+check_nodes "$d" "$b, salloc -N 2 + srun" "n1 n1 n2 n2 "
+
+# ---- 4. sbatch -N 2 of the shipped template
+d="$WORK/sbatch"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2086 # ONE is a list of options
+id=$(cd "$d" && COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable -N 2 \
+    --ntasks-per-node=2 "$SB/collprof.sbatch" $ONE --ops allreduce,alltoall --counts 4K -n 3 \
+    -w 1 --variants default) || rc=$?
+ok $rc "sbatch -N 2 collprof.sbatch: submitted (job ${id:-none})"
+job_state=""
+[ -n "$id" ] && wait_job "$id" 120
+ok $? "sbatch: job $id ended within 120 s (state $job_state)"
+timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -q 'JobState=COMPLETED .*ExitCode=0:0'
+ok $? "sbatch: job COMPLETED with exit code 0:0"
+rc=0
+mkdir -p "$d/res"
+mv "$d"/collprof_*_w4_j"$id"_s0.* "$d/res/" 2>/dev/null
+check_clean_run "$d/res" "sbatch -N 2: the job's srun step"
+check_nodes "$d/res" "sbatch -N 2" "n1 n1 n2 n2 "
+
+# ---- 5. the harness: link shaping, link down and up
+host_if=$tag-n2
+bash "$SL" shape n2 50mbit 2>/dev/null && tc qdisc show dev "$host_if" | grep -q 'tbf.*rate 50Mbit' &&
+    bash "$SL" exec n2 tc qdisc show dev cpnet0 | grep -q 'tbf.*rate 50Mbit'
+ok $? "shape n2 50mbit: tbf on both ends of n2's link"
+bash "$SL" shape n2 off 2>/dev/null && ! tc qdisc show dev "$host_if" | grep -q tbf &&
+    ! bash "$SL" exec n2 tc qdisc show dev cpnet0 | grep -q tbf
+ok $? "shape n2 off: no tbf left"
+n2addr=$(bash "$SL" exec n1 sed -n 's/^\([0-9.]*\) n2$/\1/p' /etc/hosts)
+# slurmd listens on SlurmdPort (6818) on every node
+reach() { # can n1 open a TCP connection to n2's slurmd within 2 s?
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    bash "$SL" exec n1 timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/6818"' reach "$n2addr" 2>/dev/null
+}
+reach
+ok $? "n1 reaches n2 ($n2addr) through the bridge"
+bash "$SL" link n2 down 2>/dev/null && ! reach
+ok $? "link n2 down: n1 no longer reaches n2"
+bash "$SL" link n2 up 2>/dev/null
+i=0
+until reach || [ "$i" -ge 10 ]; do
+    sleep 0.2
+    i=$((i + 1))
+done
+reach
+ok $? "link n2 up: n1 reaches n2 again"
+
+# ---- 6. stop: every daemon and namespace gone
+pids=$(bash "$SL" status 2>/dev/null | sed -n 's/.*: running (pid \([0-9]*\))$/\1/p' | tr '\n' ' ')
+t=$(now)
+rc=0
+timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || rc=$?
+ok $rc "2-node cluster stopped in $(since "$t") s"
+! ip netns list | grep -q "^$tag-" && ! ip link show "$bridge" >/dev/null 2>&1
+ok $? "stop: no namespace $tag-* and no bridge $bridge left"
+left=""
+for p in $pids; do # a zombie waiting for PID 1 counts as gone
+    [ -r "/proc/$p/stat" ] && ! sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | grep -q '^[ZX]' &&
+        left="$left $p"
+done
+[ -n "$pids" ] && [ -z "$left" ]
+ok $? "stop: the daemons ($pids) are gone${left:+ (left:$left)}"
+
+# ---- 7. the same harness with 4 nodes: one rank on each
+t=$(now)
+rc=0
+timeout -k 5 90 bash "$SL" --nodes 4 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/start.err"
+ok $rc "4-node cluster started in $(since "$t") s"
+eval "$(grep '^export ' "$WORK/start.out")"
+d="$WORK/four"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2086 # SMALL, SRUN and ONE are lists of options
+timeout -k 10 120 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" $ONE $SMALL --output-dir "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "$b on 4 nodes x 1"
+grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$(summary_of "$d")" \
+    2>/dev/null
+ok $? "$b on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+t=$(now)
+rc=0
+timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || rc=$?
+ok $rc "4-node cluster stopped in $(since "$t") s"
+
+echo "# nodes.sh took $(since "$T0") s"
+done_testing
