@@ -1,5 +1,4 @@
 #!/bin/sh
-# shellcheck disable=SC2317 # cleanup runs from a trap
 # collprof across virtual nodes: a real 2-node Slurm cluster (contrib/slurm-local --nodes 2: one
 # slurmd per node, each in its own network, UTS and mount namespace on a bridge) runs every CPU
 # backend that was built (mpi, gloo, ofi over tcp;ofi_rxm) with every op exact under
@@ -9,12 +8,7 @@
 # bounded (--immediate and timeout); the cluster is torn down at the end, also on failure.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip_all "virtual nodes need root (network namespaces, slurmd)"
-for p in munged slurmctld slurmd srun salloc sbatch scontrol sinfo squeue scancel; do
-    if ! command -v "$p" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$p" ]; then
-        skip_all "$p not found (apt-get install slurmctld slurmd slurm-client munge)"
-    fi
-done
+need_slurm "virtual nodes need root (network namespaces, slurmd)"
 for p in ip tc unshare nsenter setsid; do
     command -v "$p" >/dev/null 2>&1 || skip_all "$p not found (iproute2, util-linux)"
 done
@@ -29,18 +23,7 @@ for b in mpi gloo ofi; do
 done
 [ -n "$BACKENDS" ] || skip_all "no CPU backend (mpi, gloo, ofi) was built"
 
-SL="$COLLPROF_SRCDIR/contrib/slurm-local/slurm-local.sh"
-SB="$COLLPROF_SRCDIR/share/collprof/sbatch"
-# munged wants every directory up to its socket searchable by all: not under $WORK (0700)
-COLLPROF_SLURM_DIR=$(mktemp -d /tmp/collprof-nodes-test.XXXXXX)
-export COLLPROF_SLURM_DIR
-chmod 755 "$COLLPROF_SLURM_DIR"
-cleanup() {
-    timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || cat "$WORK/stop.log" >&2
-    rm -rf "$COLLPROF_SLURM_DIR" "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+slurm_local_setup collprof-nodes-test
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -174,11 +157,7 @@ id=$(cd "$d" && COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable -N 2
     --ntasks-per-node=2 "$SB/collprof.sbatch" $ONE --ops allreduce,alltoall --counts 4K -n 3 \
     -w 1 --variants default) || rc=$?
 ok $rc "sbatch -N 2 collprof.sbatch: submitted (job ${id:-none})"
-job_state=""
-[ -n "$id" ] && wait_job "$id" 120
-ok $? "sbatch: job $id ended within 120 s (state $job_state)"
-timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -q 'JobState=COMPLETED .*ExitCode=0:0'
-ok $? "sbatch: job COMPLETED with exit code 0:0"
+check_job_done "$id" sbatch 120
 rc=0
 mkdir -p "$d/res"
 mv "$d"/collprof_*_w4_j"$id"_s0.* "$d/res/" 2>/dev/null
