@@ -380,7 +380,8 @@ mn_load() {
         NODES=$(sed -n 's/^NODES=\([0-9]*\)$/\1/p' "$CLUSTER")
         NET=$(sed -n 's/^NET=\([0-9.]*\)$/\1/p' "$CLUSTER")
         if [ -z "$NODES" ] || [ -z "$NET" ]; then
-            die "$CLUSTER is damaged: run stop, then start"
+            say "$CLUSTER is damaged: ignored"
+            NODES=0
         fi
     fi
 }
