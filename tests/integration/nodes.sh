@@ -3,7 +3,8 @@
 # slurmd per node, each in its own network, UTS and mount namespace on a bridge) runs every CPU
 # backend that was built (mpi, gloo, ofi over tcp;ofi_rxm) with every op exact under
 # `srun --mpi=pmix -N 2 --ntasks-per-node=2`, block and cyclic placement, `salloc -N 2` + srun
-# and `sbatch -N 2`; then shape, link and exec of the harness.  Skips (77) without root, without
+# and `sbatch -N 2`; then shape, link and exec of the harness; then every backend on 4 nodes x 1
+# rank (a second cluster, started after the first stopped).  Skips (77) without root, without
 # the Slurm and munge daemons, or when network namespaces are refused.  Every Slurm command is
 # bounded (--immediate and timeout); the cluster is torn down at the end, also on failure.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
@@ -207,7 +208,7 @@ done
 [ -n "$pids" ] && [ -z "$left" ]
 ok $? "stop: the daemons ($pids) are gone${left:+ (left:$left)}"
 
-# ---- 7. the same harness with 4 nodes: one rank on each
+# ---- 7. the same harness with 4 nodes: one rank on each, every backend in one run
 t=$(now)
 rc=0
 timeout -k 5 90 bash "$SL" --nodes 4 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
@@ -216,15 +217,22 @@ ok $rc "4-node cluster started in $(since "$t") s"
 eval "$(grep '^export ' "$WORK/start.out")"
 d="$WORK/four"
 mkdir -p "$d"
+all=$(echo "${BACKENDS# }" | tr ' ' ',')
+nb=$(echo "$all" | tr ',' '\n' | wc -l)
+t=$(now)
 rc=0
-# shellcheck disable=SC2086 # SMALL, SRUN and ONE are lists of options
-timeout -k 10 120 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" $ONE $SMALL --output-dir "$d" \
+# shellcheck disable=SC2086 # SRUN is a list of options
+timeout -k 10 180 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$all" --ops all \
+    --counts 4K -n 3 -w 1 --variants default --ofi-provider 'tcp;ofi_rxm' --output-dir "$d" \
     </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
-check_clean_run "$d" "$b on 4 nodes x 1"
-grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$(summary_of "$d")" \
-    2>/dev/null
-ok $? "$b on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+check_clean_run "$d" "$all on 4 nodes x 1 ($(since "$t") s)"
+s=$(summary_of "$d")
+n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
+[ "$n" -eq $((11 * nb)) ]
+ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
+grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$s" 2>/dev/null
+ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
 t=$(now)
 rc=0
 timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || rc=$?
