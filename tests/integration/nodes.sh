@@ -1,12 +1,13 @@
 #!/bin/sh
-# collprof across virtual nodes: a real 2-node Slurm cluster (contrib/slurm-local --nodes 2: one
+# collprof across virtual nodes: a real 4-node Slurm cluster (contrib/slurm-local --nodes 4: one
 # slurmd per node, each in its own network, UTS and mount namespace on a bridge) runs every CPU
 # backend that was built (mpi, gloo, ofi over tcp;ofi_rxm) with every op exact under
-# `srun --mpi=pmix -N 2 --ntasks-per-node=2`, block and cyclic placement, `salloc -N 2` + srun
-# and `sbatch -N 2`; then shape, link and exec of the harness; then every backend on 4 nodes x 1
-# rank (a second cluster, started after the first stopped).  Skips (77) without root, without
-# the Slurm and munge daemons, or when network namespaces are refused.  Every Slurm command is
-# bounded (--immediate and timeout); the cluster is torn down at the end, also on failure.
+# `srun --mpi=pmix -N 2 --ntasks-per-node=2` (on n1 and n2), block and cyclic placement,
+# `salloc -N 2` + srun and `sbatch -N 2`, and all of them in one run on 4 nodes x 1 rank; then
+# shape, link and exec of the harness, and stop.  One cluster start serves every check.  Skips
+# (77) without root, without the Slurm and munge daemons, or when network namespaces are
+# refused.  Every Slurm command is bounded (--immediate and timeout); the cluster is torn down
+# at the end, also on failure.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 
 need_slurm "virtual nodes need root (network namespaces, slurmd)"
@@ -33,23 +34,22 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 T0=$(now)
 t=$T0
 rc=0
-timeout -k 5 90 bash "$SL" --nodes 2 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
+timeout -k 5 90 bash "$SL" --nodes 4 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
 if [ "$rc" -ne 0 ] && grep -q 'refused\|need root' "$WORK/start.err"; then
     skip_all "the virtual nodes did not start: $(tail -n 1 "$WORK/start.err")"
 fi
-ok $rc "2-node cluster started in $(since "$t") s"
+ok $rc "4-node cluster started in $(since "$t") s"
 if [ "$rc" -ne 0 ]; then
     sed 's/^/# /' "$WORK/start.err"
     done_testing
 fi
 # SLURM_CONF and the interface variables (they replace lib.sh's loopback ones)
 eval "$(grep '^export ' "$WORK/start.out")"
-[ -s "$SLURM_CONF" ] && [ "$GLOO_SOCKET_IFNAME" = cpnet0 ] &&
-    [ "$OMPI_MCA_btl_tcp_if_include" != lo ]
 NETW=$OMPI_MCA_btl_tcp_if_include
+[ -s "$SLURM_CONF" ] && [ "$GLOO_SOCKET_IFNAME" = cpnet0 ] && [ "$NETW" != lo ]
 ok $? "start printed SLURM_CONF and the interfaces ($NETW, cpnet0)"
-[ "$(timeout 10 sinfo -h -N -o '%N %T' | sort | tr '\n' ' ')" = "n1 idle n2 idle " ]
-ok $? "sinfo: n1 and n2 idle"
+[ "$(timeout 10 sinfo -h -N -o '%N %T' | sort | tr '\n' ' ')" = "n1 idle n2 idle n3 idle n4 idle " ]
+ok $? "sinfo: n1..n4 idle"
 [ "$(bash "$SL" exec n1 hostname)" = n1 ] && [ "$(bash "$SL" exec n2 hostname)" = n2 ] &&
     bash "$SL" exec n2 cat /etc/hosts | grep -q ' n1$'
 ok $? "exec: each node has its own hostname and a hosts file that names the others"
@@ -61,6 +61,8 @@ ok $? "status names the bridge ($bridge)"
 export COLLPROF="$COLLPROF_BIN"
 SMALL="--ops all --counts 1K,64K -n 3 -w 1 --variants default"
 SRUN="srun --immediate=30 --mpi=pmix"
+# 2 nodes x 2 ranks, always n1 and n2 (the others may still be completing an earlier job)
+N2="-N 2 -w n1,n2 --ntasks-per-node=2"
 
 # the hosts of ranks 0, 1, ... from the HDF5 file next to summary $1 (empty without h5dump)
 rank_hosts() {
@@ -89,8 +91,8 @@ for b in $BACKENDS; do
     [ "$b" = ofi ] && opt="--ofi-provider tcp;ofi_rxm -v" # -v: the provider and interface
     t=$(now)
     rc=0
-    # shellcheck disable=SC2086 # SMALL, SRUN and opt are lists of options
-    timeout -k 10 120 $SRUN -N 2 --ntasks-per-node=2 "$COLLPROF_BIN" --backends "$b" $SMALL \
+    # shellcheck disable=SC2086 # SMALL, SRUN, N2 and opt are lists of options
+    timeout -k 10 120 $SRUN $N2 "$COLLPROF_BIN" --backends "$b" $SMALL \
         $opt --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
     [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
     check_clean_run "$d" "$b on 2 nodes x 2 ($(since "$t") s)"
@@ -113,8 +115,8 @@ ONE="--backends $b"
 
 # rank:host pairs of `srun -N 2 --ntasks-per-node=2 $@`, sorted by rank
 placement() {
-    # shellcheck disable=SC2016,SC2086 # expanded by the task's shell; SRUN is a list
-    timeout -k 5 60 $SRUN -N 2 --ntasks-per-node=2 "$@" sh -c 'echo "$SLURM_PROCID:$(hostname)"' \
+    # shellcheck disable=SC2016,SC2086 # expanded by the task's shell; SRUN and N2 are lists
+    timeout -k 5 60 $SRUN $N2 "$@" sh -c 'echo "$SLURM_PROCID:$(hostname)"' \
         </dev/null 2>/dev/null | sort -n | tr '\n' ' '
 }
 
@@ -129,8 +131,8 @@ d="$WORK/cyclic"
 mkdir -p "$d"
 t=$(now)
 rc=0
-# shellcheck disable=SC2086 # SMALL, SRUN and ONE are lists of options
-timeout -k 10 120 $SRUN -N 2 --ntasks-per-node=2 -m cyclic "$COLLPROF_BIN" $ONE $SMALL \
+# shellcheck disable=SC2086 # SMALL, SRUN, N2 and ONE are lists of options
+timeout -k 10 120 $SRUN $N2 -m cyclic "$COLLPROF_BIN" $ONE $SMALL \
     --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
 check_clean_run "$d" "$b, -m cyclic ($(since "$t") s)"
@@ -140,8 +142,8 @@ check_nodes "$d" "$b, -m cyclic" "n1 n2 n1 n2 "
 d="$WORK/salloc"
 mkdir -p "$d"
 rc=0
-# shellcheck disable=SC2016 # expanded by the inner shell
-timeout -k 10 120 salloc --immediate=30 -N 2 --ntasks-per-node=2 sh -c \
+# shellcheck disable=SC2016,SC2086 # expanded by the inner shell; N2 is a list of options
+timeout -k 10 120 salloc --immediate=30 $N2 sh -c \
     'srun --immediate=30 --mpi=pmix "$COLLPROF_BIN" $1 --ops allreduce,alltoall --counts 4K \
         -n 3 -w 1 --variants default --output-dir "$2"' salloc-step "$ONE" "$d" \
     </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
@@ -153,10 +155,10 @@ check_nodes "$d" "$b, salloc -N 2 + srun" "n1 n1 n2 n2 "
 d="$WORK/sbatch"
 mkdir -p "$d"
 rc=0
-# shellcheck disable=SC2086 # ONE is a list of options
-id=$(cd "$d" && COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable -N 2 \
-    --ntasks-per-node=2 "$SB/collprof.sbatch" $ONE --ops allreduce,alltoall --counts 4K -n 3 \
-    -w 1 --variants default) || rc=$?
+# shellcheck disable=SC2086 # ONE and N2 are lists of options
+id=$(cd "$d" && COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable $N2 \
+    "$SB/collprof.sbatch" $ONE --ops allreduce,alltoall --counts 4K -n 3 -w 1 \
+    --variants default) || rc=$?
 ok $rc "sbatch -N 2 collprof.sbatch: submitted (job ${id:-none})"
 check_job_done "$id" sbatch 120
 rc=0
@@ -165,7 +167,27 @@ mv "$d"/collprof_*_w4_j"$id"_s0.* "$d/res/" 2>/dev/null
 check_clean_run "$d/res" "sbatch -N 2: the job's srun step"
 check_nodes "$d/res" "sbatch -N 2" "n1 n1 n2 n2 "
 
-# ---- 5. the harness: link shaping, link down and up
+# ---- 5. every backend in one run on 4 nodes x 1 rank
+d="$WORK/four"
+mkdir -p "$d"
+all=$(echo "${BACKENDS# }" | tr ' ' ',')
+nb=$(echo "$all" | tr ',' '\n' | wc -l)
+t=$(now)
+rc=0
+# shellcheck disable=SC2086 # SRUN is a list of options
+timeout -k 10 180 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$all" --ops all \
+    --counts 4K -n 3 -w 1 --variants default --ofi-provider 'tcp;ofi_rxm' --output-dir "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "$all on 4 nodes x 1 ($(since "$t") s)"
+s=$(summary_of "$d")
+n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
+[ "$n" -eq $((11 * nb)) ]
+ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
+grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$s" 2>/dev/null
+ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+
+# ---- 6. the harness: link shaping, link down and up
 host_if=$tag-n2
 bash "$SL" shape n2 50mbit 2>/dev/null && tc qdisc show dev "$host_if" | grep -q 'tbf.*rate 50Mbit' &&
     bash "$SL" exec n2 tc qdisc show dev cpnet0 | grep -q 'tbf.*rate 50Mbit'
@@ -192,51 +214,30 @@ done
 reach
 ok $? "link n2 up: n1 reaches n2 again"
 
-# ---- 6. stop: every daemon and namespace gone
-pids=$(bash "$SL" status 2>/dev/null | sed -n 's/.*: running (pid \([0-9]*\))$/\1/p' | tr '\n' ' ')
-t=$(now)
-rc=0
-timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || rc=$?
-ok $rc "2-node cluster stopped in $(since "$t") s"
-! ip netns list | grep -q "^$tag-" && ! ip link show "$bridge" >/dev/null 2>&1
-ok $? "stop: no namespace $tag-* and no bridge $bridge left"
-left=""
-for p in $pids; do # a zombie waiting for PID 1 counts as gone
-    [ -r "/proc/$p/stat" ] && ! sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | grep -q '^[ZX]' &&
-        left="$left $p"
-done
-[ -n "$pids" ] && [ -z "$left" ]
-ok $? "stop: the daemons ($pids) are gone${left:+ (left:$left)}"
-
-# ---- 7. the same harness with 4 nodes: one rank on each, every backend in one run
-t=$(now)
-rc=0
-timeout -k 5 90 bash "$SL" --nodes 4 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
-[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/start.err"
-ok $rc "4-node cluster started in $(since "$t") s"
-eval "$(grep '^export ' "$WORK/start.out")"
-d="$WORK/four"
-mkdir -p "$d"
-all=$(echo "${BACKENDS# }" | tr ' ' ',')
-nb=$(echo "$all" | tr ',' '\n' | wc -l)
-t=$(now)
-rc=0
-# shellcheck disable=SC2086 # SRUN is a list of options
-timeout -k 10 180 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$all" --ops all \
-    --counts 4K -n 3 -w 1 --variants default --ofi-provider 'tcp;ofi_rxm' --output-dir "$d" \
-    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
-[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
-check_clean_run "$d" "$all on 4 nodes x 1 ($(since "$t") s)"
-s=$(summary_of "$d")
-n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
-[ "$n" -eq $((11 * nb)) ]
-ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
-grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$s" 2>/dev/null
-ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+# ---- 7. stop: every daemon and namespace gone
+# pid:name of every daemon now
+daemons=$(bash "$SL" status 2>/dev/null |
+    sed -n 's/^\(.*\): running (pid \([0-9]*\))$/\2:\1/p' | tr ' ' '_' | tr '\n' ' ')
 t=$(now)
 rc=0
 timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || rc=$?
 ok $rc "4-node cluster stopped in $(since "$t") s"
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/stop.log"
+! ip netns list | grep -q "^$tag-" && ! ip link show "$bridge" >/dev/null 2>&1
+ok $? "stop: no namespace $tag-* and no bridge $bridge left"
+# still there: the pid runs the same program and is no zombie (PID 1 reaps orphans slowly)
+left=""
+for pd in $daemons; do
+    p=${pd%%:*}
+    st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)
+    case $st in
+    "" | Z | X) ;;
+    *) case ${pd#*:} in "$(cat "/proc/$p/comm" 2>/dev/null)"*) left="$left $pd($st)" ;; esac ;;
+    esac
+done
+[ -n "$daemons" ] && [ -z "$left" ]
+ok $? "stop: the daemons are gone ($daemons)${left:+; left:$left}"
+[ -z "$left" ] || sed 's/^/# /' "$WORK/stop.log"
 
 echo "# nodes.sh took $(since "$T0") s"
 done_testing
