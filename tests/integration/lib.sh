@@ -82,3 +82,66 @@ check_clean_run() { # DIR WHAT
                END { exit (n > 0 && bad == 0) ? 0 : 1 }' "$s"
     ok $? "$2: every measured cell has #wrong 0, a numeric time and a numeric busBW"
 }
+
+# ---- Slurm (tests/integration/slurm.sh, nodes.sh) ----
+
+# skip unless the Slurm and munge programs are installed and we are root ($1: why root)
+need_slurm() {
+    for p in munged slurmctld slurmd srun salloc sbatch scontrol sinfo squeue scancel; do
+        if ! command -v "$p" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$p" ]; then
+            skip_all "$p not found (apt-get install slurmctld slurmd slurm-client munge)"
+        fi
+    done
+    [ "$(id -u)" -eq 0 ] || skip_all "$1"
+}
+
+# a fresh directory /tmp/$1.XXXXXX for contrib/slurm-local (COLLPROF_SLURM_DIR), stopped and
+# removed with $WORK at exit; SL is the script, SB the directory of the sbatch templates
+slurm_local_setup() {
+    SL="$COLLPROF_SRCDIR/contrib/slurm-local/slurm-local.sh"
+    # shellcheck disable=SC2034 # for the tests that source this file
+    SB="$COLLPROF_SRCDIR/share/collprof/sbatch"
+    # munged wants every directory up to its socket searchable by all: not under $WORK (0700)
+    COLLPROF_SLURM_DIR=$(mktemp -d "/tmp/$1.XXXXXX")
+    export COLLPROF_SLURM_DIR
+    chmod 755 "$COLLPROF_SLURM_DIR"
+    trap slurm_local_cleanup EXIT
+    trap 'exit 130' INT TERM HUP
+}
+
+slurm_local_cleanup() {
+    timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || cat "$WORK/stop.log" >&2
+    rm -rf "$COLLPROF_SLURM_DIR" "$WORK"
+}
+
+# the job id in the name of the first summary file in directory $1
+# shellcheck disable=SC2012 # our own file names
+job_of() {
+    ls "$1" | sed -n "s/^collprof_.*_j\([0-9]*\).*\.txt$/\1/p" | head -n 1
+}
+
+# wait until every record of job $1 is finished (at most $2 s); state(s) in $job_state
+wait_job() {
+    i=0
+    while [ "$i" -lt $(($2 * 2)) ]; do
+        job_state=$(timeout 10 scontrol show job -o "$1" 2>/dev/null |
+            sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ')
+        case $job_state in
+        "" | *PENDING* | *RUNNING* | *CONFIGURING* | *COMPLETING* | *SUSPENDED* | *REQUEUE*) ;;
+        *) return 0 ;;
+        esac
+        sleep 0.5
+        i=$((i + 1))
+    done
+    timeout 10 scancel "$1" 2>/dev/null
+    return 1
+}
+
+# job $1 ($2: what) ends within $3 s, COMPLETED with exit code 0:0
+check_job_done() {
+    job_state=""
+    [ -n "$1" ] && wait_job "$1" "$3"
+    ok $? "$2: job $1 ended within $3 s (state $job_state)"
+    timeout 10 scontrol show job -o "$1" 2>/dev/null | grep -q 'JobState=COMPLETED .*ExitCode=0:0'
+    ok $? "$2: job COMPLETED with exit code 0:0"
+}

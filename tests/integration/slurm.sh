@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC2012,SC2317 # ls of our own file names; cleanup runs from a trap
+# shellcheck disable=SC2012 # ls of our own file names
 # collprof under a real single-node Slurm cluster on loopback (contrib/slurm-local): srun
 # --mpi=pmix, two steps in one salloc, the sbatch template, a job-array campaign with its
 # collection job, and the refusal of srun --mpi=none.  Skips (77) without the Slurm and munge
@@ -7,27 +7,10 @@
 # (--immediate and timeout); the cluster is stopped at the end, also when a test fails.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 
-for p in munged slurmctld slurmd srun salloc sbatch scontrol sinfo squeue scancel; do
-    if ! command -v "$p" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$p" ]; then
-        skip_all "$p not found (apt-get install slurmctld slurmd slurm-client munge)"
-    fi
-done
-[ "$(id -u)" -eq 0 ] || skip_all "a local Slurm cluster needs root (slurmd, SlurmUser=root)"
+need_slurm "a local Slurm cluster needs root (slurmd, SlurmUser=root)"
 command -v ss >/dev/null 2>&1 || skip_all "ss (iproute2) not found: needed to pick free ports"
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ] || skip_all "the MPI backend was not built"
-
-SL="$COLLPROF_SRCDIR/contrib/slurm-local/slurm-local.sh"
-SB="$COLLPROF_SRCDIR/share/collprof/sbatch"
-# munged wants every directory up to its socket searchable by all: not under $WORK (0700)
-COLLPROF_SLURM_DIR=$(mktemp -d /tmp/collprof-slurm-test.XXXXXX)
-export COLLPROF_SLURM_DIR
-chmod 755 "$COLLPROF_SLURM_DIR"
-cleanup() {
-    timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || cat "$WORK/stop.log" >&2
-    rm -rf "$COLLPROF_SLURM_DIR" "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+slurm_local_setup collprof-slurm-test
 
 if ! timeout -k 5 90 bash "$SL" start >"$WORK/start.out" 2>"$WORK/start.err"; then
     skip_all "the local Slurm cluster did not start: $(tail -n 1 "$WORK/start.err")"
@@ -40,28 +23,6 @@ export COLLPROF="$COLLPROF_BIN"
 SMALL="--counts 4K -n 3 -w 1 --variants default"
 
 ok 0 "local cluster started ($(grep -c CPUs "$SLURM_CONF") node, SLURM_CONF=$SLURM_CONF)"
-
-# the job id of the first summary file matching PATTERN in DIR
-job_of() {
-    ls "$1" | sed -n "s/^collprof_.*_j\([0-9]*\).*\.txt$/\1/p" | head -n 1
-}
-
-# wait until every record of job $1 is finished (at most $2 s); state(s) in $job_state
-wait_job() {
-    i=0
-    while [ "$i" -lt $(($2 * 2)) ]; do
-        job_state=$(timeout 10 scontrol show job -o "$1" 2>/dev/null |
-            sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | sort -u | tr '\n' ' ')
-        case $job_state in
-        "" | *PENDING* | *RUNNING* | *CONFIGURING* | *COMPLETING* | *SUSPENDED* | *REQUEUE*) ;;
-        *) return 0 ;;
-        esac
-        sleep 0.5
-        i=$((i + 1))
-    done
-    timeout 10 scancel "$1" 2>/dev/null
-    return 1
-}
 
 # ---- 1. srun --mpi=pmix -O -n 4 (more tasks than CPUs), results in the submit directory
 d="$WORK/srun"
@@ -153,11 +114,7 @@ rc=0
 # shellcheck disable=SC2086 # SMALL is a list of options
 id=$(cd "$d" && timeout 30 sbatch --parsable -O -n 4 "$SB/collprof.sbatch" $SMALL) || rc=$?
 ok $rc "sbatch collprof.sbatch: submitted (job ${id:-none})"
-job_state=""
-[ -n "$id" ] && wait_job "$id" 120
-ok $? "sbatch: job $id ended within 120 s (state $job_state)"
-timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -q 'JobState=COMPLETED .*ExitCode=0:0'
-ok $? "sbatch: job COMPLETED with exit code 0:0"
+check_job_done "$id" sbatch 120
 [ -s "$d/collprof-$id.out" ]
 ok $? "sbatch: job log collprof-$id.out in the submit directory"
 rc=0

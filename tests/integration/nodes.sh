@@ -1,0 +1,252 @@
+#!/bin/sh
+# collprof across virtual nodes: a real 4-node Slurm cluster (contrib/slurm-local --nodes 4: one
+# slurmd per node, each in its own network, UTS and mount namespace on a bridge) runs every CPU
+# backend that was built (mpi, gloo, ofi over tcp;ofi_rxm) with every op exact under
+# `srun --mpi=pmix -N 2 --ntasks-per-node=2` (on n1 and n2), block and cyclic placement,
+# `salloc -N 2` + srun and `sbatch -N 2`, and all of them in one run on 4 nodes x 1 rank; then
+# shape, link and exec of the harness, and stop.  One cluster start serves every check.  Skips
+# (77) without root, without the Slurm and munge daemons, or when network namespaces are
+# refused.  Every Slurm command is bounded (--immediate and timeout); the cluster is torn down
+# at the end, also on failure.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+
+need_slurm "virtual nodes need root (network namespaces, slurmd)"
+for p in ip tc unshare nsenter setsid; do
+    command -v "$p" >/dev/null 2>&1 || skip_all "$p not found (iproute2, util-linux)"
+done
+probe=cpprobe$$
+if ! ip netns add "$probe" 2>"$WORK/probe.err"; then
+    skip_all "network namespaces are refused here: $(head -n 1 "$WORK/probe.err")"
+fi
+ip netns delete "$probe"
+BACKENDS=""
+for b in mpi gloo ofi; do
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] && BACKENDS="$BACKENDS $b"
+done
+[ -n "$BACKENDS" ] || skip_all "no CPU backend (mpi, gloo, ofi) was built"
+
+slurm_local_setup collprof-nodes-test
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# ---- the cluster
+T0=$(now)
+t=$T0
+rc=0
+timeout -k 5 90 bash "$SL" --nodes 4 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
+if [ "$rc" -ne 0 ] && grep -q 'refused\|need root' "$WORK/start.err"; then
+    skip_all "the virtual nodes did not start: $(tail -n 1 "$WORK/start.err")"
+fi
+ok $rc "4-node cluster started in $(since "$t") s"
+if [ "$rc" -ne 0 ]; then
+    sed 's/^/# /' "$WORK/start.err"
+    done_testing
+fi
+# SLURM_CONF and the interface variables (they replace lib.sh's loopback ones)
+eval "$(grep '^export ' "$WORK/start.out")"
+NETW=$OMPI_MCA_btl_tcp_if_include
+[ -s "$SLURM_CONF" ] && [ "$GLOO_SOCKET_IFNAME" = cpnet0 ] && [ "$NETW" != lo ]
+ok $? "start printed SLURM_CONF and the interfaces ($NETW, cpnet0)"
+[ "$(timeout 10 sinfo -h -N -o '%N %T' | sort | tr '\n' ' ')" = "n1 idle n2 idle n3 idle n4 idle " ]
+ok $? "sinfo: n1..n4 idle"
+[ "$(bash "$SL" exec n1 hostname)" = n1 ] && [ "$(bash "$SL" exec n2 hostname)" = n2 ] &&
+    bash "$SL" exec n2 cat /etc/hosts | grep -q ' n1$'
+ok $? "exec: each node has its own hostname and a hosts file that names the others"
+bridge=$(bash "$SL" status 2>/dev/null | sed -n 's/.* on bridge \([^ ,]*\).*/\1/p')
+tag=${bridge%-br}
+[ -n "$tag" ]
+ok $? "status names the bridge ($bridge)"
+
+export COLLPROF="$COLLPROF_BIN"
+# two counts (one below and one above the eager/inject sizes), and on 4 nodes every backend;
+# under sanitizers (2-3x slower) a representative subset: one count, one backend on 4 nodes
+counts=1K,64K
+cells=21
+if [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ]; then
+    counts=4K
+    cells=11
+fi
+SMALL="--ops all --counts $counts -n 3 -w 1 --variants default"
+SRUN="srun --immediate=30 --mpi=pmix"
+# 2 nodes x 2 ranks, always n1 and n2 (the others may still be completing an earlier job)
+N2="-N 2 -w n1,n2 --ntasks-per-node=2"
+
+# the hosts of ranks 0, 1, ... from the HDF5 file next to summary $1 (empty without h5dump)
+rank_hosts() {
+    [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] && [ -e "${1%.txt}.h5" ] || return 0
+    "$CP_H5DUMP" -d /ranks -y -w 0 "${1%.txt}.h5" 2>/dev/null | grep -o '"n[0-9]*"' |
+        tr -d '"' | tr '\n' ' '
+}
+
+# check the run in directory $1 ($2: what) ran 4 ranks 2 per node, ranks on hosts $3
+check_nodes() {
+    s=$(summary_of "$1")
+    grep -q '^world: *4 ranks on 2 node(s): n1 (2) n2 (2)$' "$s" 2>/dev/null
+    ok $? "$2: the summary says 4 ranks on 2 nodes, 2 on n1 and 2 on n2"
+    h=$(rank_hosts "$s")
+    if [ -n "$h" ]; then
+        [ "$h" = "$3" ]
+        ok $? "$2: ranks 0-3 ran on $3(got $h)"
+    fi
+}
+
+# ---- 1. every CPU backend, every op, srun -N 2 --ntasks-per-node=2 (block placement)
+for b in $BACKENDS; do
+    d="$WORK/srun-$b"
+    mkdir -p "$d"
+    opt=""
+    [ "$b" = ofi ] && opt="--ofi-provider tcp;ofi_rxm -v" # -v: the provider and interface
+    t=$(now)
+    rc=0
+    # shellcheck disable=SC2086 # SMALL, SRUN, N2 and opt are lists of options
+    timeout -k 10 120 $SRUN $N2 "$COLLPROF_BIN" --backends "$b" $SMALL \
+        $opt --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+    check_clean_run "$d" "$b on 2 nodes x 2 ($(since "$t") s)"
+    n=$(grep -c -E '^  (AllReduce|AllGather|ReduceScatter|AllToAll|AllToAllv|Broadcast|Reduce|Gather|Scatter|Barrier|SendRecv):' \
+        "$(summary_of "$d")" 2>/dev/null)
+    [ "$n" -eq "$cells" ]
+    ok $? "$b: all 11 ops measured ($cells cells: 10 ops x counts $counts + barrier; got $n)"
+    check_nodes "$d" "$b" "n1 n1 n2 n2 "
+    if [ "$b" = ofi ]; then
+        grep -q "ofi: provider tcp;ofi_rxm, fabric $NETW, domain cpnet0" "$WORK/err"
+        ok $? "ofi: provider tcp;ofi_rxm on the nodes' network and link cpnet0"
+    fi
+done
+
+# one backend for the launcher variants: the quickest that was built
+for b in gloo mpi ofi; do
+    case " $BACKENDS " in *" $b "*) break ;; esac
+done
+ONE="--backends $b"
+
+# rank:host pairs of `srun -N 2 --ntasks-per-node=2 $@`, sorted by rank
+placement() {
+    # shellcheck disable=SC2016,SC2086 # expanded by the task's shell; SRUN and N2 are lists
+    timeout -k 5 60 $SRUN $N2 "$@" sh -c 'echo "$SLURM_PROCID:$(hostname)"' \
+        </dev/null 2>/dev/null | sort -n | tr '\n' ' '
+}
+
+# ---- 2. placement: block (the default) and cyclic
+p=$(placement)
+[ "$p" = "0:n1 1:n1 2:n2 3:n2 " ]
+ok $? "block placement: ranks 0,1 on n1 and 2,3 on n2 (got $p)"
+p=$(placement -m cyclic)
+[ "$p" = "0:n1 1:n2 2:n1 3:n2 " ]
+ok $? "srun -m cyclic: ranks 0,2 on n1 and 1,3 on n2 (got $p)"
+d="$WORK/cyclic"
+mkdir -p "$d"
+t=$(now)
+rc=0
+# shellcheck disable=SC2086 # SMALL, SRUN, N2 and ONE are lists of options
+timeout -k 10 120 $SRUN $N2 -m cyclic "$COLLPROF_BIN" $ONE $SMALL \
+    --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "$b, -m cyclic ($(since "$t") s)"
+check_nodes "$d" "$b, -m cyclic" "n1 n2 n1 n2 "
+
+# ---- 3. salloc -N 2, then srun in the allocation
+d="$WORK/salloc"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2016,SC2086 # expanded by the inner shell; N2 is a list of options
+timeout -k 10 120 salloc --immediate=30 $N2 sh -c \
+    'srun --immediate=30 --mpi=pmix "$COLLPROF_BIN" $1 --ops allreduce,alltoall --counts 4K \
+        -n 3 -w 1 --variants default --output-dir "$2"' salloc-step "$ONE" "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "$b, salloc -N 2 + srun"
+check_nodes "$d" "$b, salloc -N 2 + srun" "n1 n1 n2 n2 "
+
+# ---- 4. sbatch -N 2 of the shipped template
+d="$WORK/sbatch"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2086 # ONE and N2 are lists of options
+id=$(cd "$d" && COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable $N2 \
+    "$SB/collprof.sbatch" $ONE --ops allreduce,alltoall --counts 4K -n 3 -w 1 \
+    --variants default) || rc=$?
+ok $rc "sbatch -N 2 collprof.sbatch: submitted (job ${id:-none})"
+check_job_done "$id" sbatch 120
+rc=0
+mkdir -p "$d/res"
+mv "$d"/collprof_*_w4_j"$id"_s0.* "$d/res/" 2>/dev/null
+check_clean_run "$d/res" "sbatch -N 2: the job's srun step"
+check_nodes "$d/res" "sbatch -N 2" "n1 n1 n2 n2 "
+
+# ---- 5. every backend (under sanitizers the quickest) in one run on 4 nodes x 1 rank
+d="$WORK/four"
+mkdir -p "$d"
+all=$(echo "${BACKENDS# }" | tr ' ' ',')
+[ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && all=$b
+nb=$(echo "$all" | tr ',' '\n' | wc -l)
+t=$(now)
+rc=0
+# shellcheck disable=SC2086 # SRUN is a list of options
+timeout -k 10 180 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$all" --ops all \
+    --counts 4K -n 3 -w 1 --variants default --ofi-provider 'tcp;ofi_rxm' --output-dir "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "$all on 4 nodes x 1 ($(since "$t") s)"
+s=$(summary_of "$d")
+n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
+[ "$n" -eq $((11 * nb)) ]
+ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
+grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$s" 2>/dev/null
+ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+
+# ---- 6. the harness: link shaping, link down and up
+host_if=$tag-n2
+bash "$SL" shape n2 50mbit 2>/dev/null && tc qdisc show dev "$host_if" | grep -q 'tbf.*rate 50Mbit' &&
+    bash "$SL" exec n2 tc qdisc show dev cpnet0 | grep -q 'tbf.*rate 50Mbit'
+ok $? "shape n2 50mbit: tbf on both ends of n2's link"
+bash "$SL" shape n2 off 2>/dev/null && ! tc qdisc show dev "$host_if" | grep -q tbf &&
+    ! bash "$SL" exec n2 tc qdisc show dev cpnet0 | grep -q tbf
+ok $? "shape n2 off: no tbf left"
+n2addr=$(bash "$SL" exec n1 sed -n 's/^\([0-9.]*\) n2$/\1/p' /etc/hosts)
+# slurmd listens on SlurmdPort (6818) on every node
+reach() { # can n1 open a TCP connection to n2's slurmd within 2 s?
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    bash "$SL" exec n1 timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/6818"' reach "$n2addr" 2>/dev/null
+}
+reach
+ok $? "n1 reaches n2 ($n2addr) through the bridge"
+bash "$SL" link n2 down 2>/dev/null && ! reach
+ok $? "link n2 down: n1 no longer reaches n2"
+bash "$SL" link n2 up 2>/dev/null
+i=0
+until reach || [ "$i" -ge 10 ]; do
+    sleep 0.2
+    i=$((i + 1))
+done
+reach
+ok $? "link n2 up: n1 reaches n2 again"
+
+# ---- 7. stop: every daemon and namespace gone
+# pid:name of every daemon now
+daemons=$(bash "$SL" status 2>/dev/null |
+    sed -n 's/^\(.*\): running (pid \([0-9]*\))$/\2:\1/p' | tr ' ' '_' | tr '\n' ' ')
+t=$(now)
+rc=0
+timeout -k 5 60 bash "$SL" stop >"$WORK/stop.log" 2>&1 || rc=$?
+ok $rc "4-node cluster stopped in $(since "$t") s"
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/stop.log"
+! ip netns list | grep -q "^$tag-" && ! ip link show "$bridge" >/dev/null 2>&1
+ok $? "stop: no namespace $tag-* and no bridge $bridge left"
+# still there: the pid runs the same program and is no zombie (PID 1 reaps orphans slowly)
+left=""
+for pd in $daemons; do
+    p=${pd%%:*}
+    st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)
+    case $st in
+    "" | Z | X) ;;
+    *) case ${pd#*:} in "$(cat "/proc/$p/comm" 2>/dev/null)"*) left="$left $pd($st)" ;; esac ;;
+    esac
+done
+[ -n "$daemons" ] && [ -z "$left" ]
+ok $? "stop: the daemons are gone ($daemons)${left:+; left:$left}"
+[ -z "$left" ] || sed 's/^/# /' "$WORK/stop.log"
+
+echo "# nodes.sh took $(since "$T0") s"
+done_testing
