@@ -1,0 +1,207 @@
+/*
+ * The cell runner (cp_run_cell) driven without PMIx or MPI: 3 forked ranks
+ * agree and gather over the shared-memory channel of oob_shm.h and run the
+ * self backend (collprof_self.so from COLLPROF_PLUGIN_PATH).  Every
+ * operation in and out of place, a variant the backend lacks (typed
+ * "unsupported" on every rank), an asymmetric in-place alltoallv, and the
+ * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank).
+ */
+#include "config.h"
+
+#include "colls/colls.h"
+#include "core/imbalance.h"
+#include "core/runner.h"
+#include "oob_shm.h"
+#include "tap.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define NR 3
+
+/* per rank: the outcome of each case, for rank 0's parent to print */
+typedef struct outcome {
+    int ncases;
+    struct {
+        int ok;
+        char what[200];
+    } c[64];
+} outcome_t;
+
+static outcome_t *outs;
+static int me;
+
+__attribute__((format(printf, 2, 3))) static void record(int cond, const char *fmt, ...)
+{
+    outcome_t *o = &outs[me];
+    if (o->ncases >= 64) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->c[o->ncases].what, sizeof(o->c[0].what), fmt, ap);
+    va_end(ap);
+    o->c[o->ncases++].ok = cond;
+}
+
+static void host_log(int level, const char *fmt, ...)
+{
+    (void)level, (void)fmt;
+}
+
+static const char *no_option(const char *key)
+{
+    (void)key;
+    return NULL;
+}
+
+static cp_cell_t make_cell(collprof_op_t op, int in_place, const char *variant)
+{
+    cp_cell_t c;
+    memset(&c, 0, sizeof(c));
+    snprintf(c.variant, sizeof(c.variant), "%s", variant);
+    c.op = op;
+    c.dtype = COLLPROF_DTYPE_FLOAT32;
+    c.redop = COLLPROF_REDOP_SUM;
+    c.root = (cp_op_flags(op) & COLLPROF_OPF_ROOTED) ? 1 : 0;
+    c.in_place = (cp_op_flags(op) & COLLPROF_OPF_NODATA) ? 0 : in_place;
+    c.memtype = COLLPROF_MEM_HOST;
+    c.count = cp_coll_effective_count(op, 3000, NR);
+    c.requested = c.count;
+    c.iters = 3;
+    c.warmup = 1;
+    return c;
+}
+
+static void run_cases(cp_runner_t *r, const cp_imbalance_t *imb)
+{
+    cp_result_t res;
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        for (int ip = 0; ip < 2; ip++) {
+            cp_cell_t c = make_cell((collprof_op_t)op, ip, "default");
+            c.imb = (cp_op_flags(c.op) & COLLPROF_OPF_VARIABLE) ? &imb[0] : NULL;
+            cp_run_cell(r, &c, &res);
+            record(res.status == COLLPROF_CELL_OK && res.wrong == 0 && res.samples != NULL &&
+                       res.stats.mean > 0,
+                   "%s %s: %s, #wrong %llu %s", collprof_op_name(op), ip ? "in place" : "out",
+                   collprof_cell_status_name(res.status), (unsigned long long)res.wrong,
+                   res.reason);
+            cp_result_free(&res);
+        }
+    }
+    cp_cell_t c = make_cell(COLLPROF_OP_ALLREDUCE, 0, "nope");
+    cp_run_cell(r, &c, &res);
+    record(res.status == COLLPROF_CELL_UNSUPPORTED && strstr(res.reason, "rank 0") != NULL,
+           "a missing variant is unsupported on every rank (%s)", res.reason);
+    cp_result_free(&res);
+    c = make_cell(COLLPROF_OP_ALLTOALLV, 1, "default");
+    c.imb = &imb[1];
+    cp_run_cell(r, &c, &res);
+    record(res.status == COLLPROF_CELL_UNSUPPORTED, "asymmetric in-place alltoallv: %s (%s)",
+           collprof_cell_status_name(res.status), res.reason);
+    cp_result_free(&res);
+    setenv("COLLPROF_FAULT", "wrong:1", 1);
+    c = make_cell(COLLPROF_OP_ALLGATHER, 0, "default");
+    cp_run_cell(r, &c, &res);
+    unsetenv("COLLPROF_FAULT");
+    record(res.status == COLLPROF_CELL_WRONG && res.wrong == 1,
+           "one element corrupted on rank 1 is counted on every rank: %s, #wrong %llu",
+           collprof_cell_status_name(res.status), (unsigned long long)res.wrong);
+    cp_result_free(&res);
+}
+
+static int rank_main(const collprof_backend_t *be)
+{
+    static char hosts[NR][256] = {"h0", "h1", "h2"};
+    collprof_host_t host = {.size = sizeof(host),
+                            .rank = me,
+                            .nranks = NR,
+                            .local_rank = me,
+                            .local_size = NR,
+                            .nnodes = 1,
+                            .hostname = "h",
+                            .launcher = "test",
+                            .log = host_log,
+                            .oob_allgather = oob_shm_allgather,
+                            .oob_bcast = oob_shm_bcast,
+                            .oob_barrier = oob_shm_barrier,
+                            .get_option = no_option};
+    cp_plugin_t p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.name, sizeof(p.name), "%s", be->name);
+    p.be = be;
+    p.caps.size = sizeof(p.caps);
+    if (be->query(&p.caps) != COLLPROF_OK || be->init(&host, &p.ctx) != COLLPROF_OK) {
+        record(0, "self backend init: %s", be->last_error(NULL));
+        return 1;
+    }
+    cp_options_t opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.check = 1;
+    opt.sync_barrier = 1;
+    opt.timeout_s = 0;
+    cp_boot_t boot;
+    memset(&boot, 0, sizeof(boot));
+    boot.rank = me;
+    boot.nranks = NR;
+    boot.hostnames = hosts;
+    cp_oob_t oob = {oob_shm_allgather, oob_shm_bcast, oob_shm_barrier};
+    cp_runner_t r = {.opt = &opt, .boot = &boot, .plugins = &p, .nplugins = 1, .oob = &oob};
+    cp_imbalance_t imb[2];
+    char err[256];
+    cp_imbalance_parse("uniform", &imb[0], err, sizeof(err));
+    cp_imbalance_parse("linear", &imb[1], err, sizeof(err));
+    run_cases(&r, imb);
+    cp_imbalance_free(&imb[0]);
+    cp_imbalance_free(&imb[1]);
+    be->finalize(p.ctx);
+    return 0;
+}
+
+int main(void)
+{
+    const char *dir = getenv("COLLPROF_PLUGIN_PATH");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/collprof_self.so", dir ? dir : ".");
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const collprof_backend_t *be = dl ? dlsym(dl, COLLPROF_BACKEND_SYMBOL) : NULL;
+    if (be == NULL) {
+        printf("1..0 # SKIP no self backend at %s\n", path);
+        return 77;
+    }
+    outs = mmap(NULL, sizeof(outcome_t) * NR, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                -1, 0);
+    if (outs == MAP_FAILED || oob_shm_create(NR) != 0) {
+        perror("mmap");
+        return 1;
+    }
+    pid_t pids[NR];
+    for (int r = 0; r < NR; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            me = r;
+            oob_shm_attach(r);
+            alarm(120);
+            _exit(rank_main(be));
+        }
+    }
+    int failed = 0;
+    for (int r = 0; r < NR; r++) {
+        int st = 0;
+        waitpid(pids[r], &st, 0);
+        failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    ok(failed == 0, "3 ranks exited 0");
+    for (int k = 0; k < outs[0].ncases; k++) {
+        int all = 1;
+        for (int r = 0; r < NR; r++) {
+            all &= k < outs[r].ncases && outs[r].c[k].ok;
+        }
+        ok(all, "%s", outs[0].c[k].what);
+    }
+    return tap_done();
+}
