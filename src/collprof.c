@@ -291,7 +291,7 @@ static int init_backends(cp_plugin_t *plugins, int n, const cp_plan_t *plan, con
     int usable = 0;
     for (int i = 0; i < n; i++) {
         cp_plugin_t *p = &plugins[i];
-        if (!(plan->plugins_used & (1u << (unsigned)i))) {
+        if (!cp_plan_uses(plan, i)) {
             continue;
         }
         cp_log(CP_LOG_INFO, "backend %s: initialising (%s)", p->name,

@@ -184,7 +184,7 @@ static int write_backends(hid_t file, const cp_run_info_t *ri)
                  p->caps.library_version ? p->caps.library_version : "");
         if (p->ctx != NULL) {
             snprintf(r->state, sizeof(r->state), "initialised");
-        } else if (!(ri->plan->plugins_used & (1u << (unsigned)i)) && p->usable) {
+        } else if (!cp_plan_uses(ri->plan, i) && p->usable) {
             snprintf(r->state, sizeof(r->state), "not used");
         } else {
             snprintf(r->state, sizeof(r->state), "failed: %.240s", p->error);

@@ -248,7 +248,7 @@ static void print_header(cp_summary_t *s)
     }
     for (int i = 0; i < ri->nplugins; i++) {
         const cp_plugin_t *p = &ri->plugins[i];
-        if (!(ri->plan->plugins_used & (1u << (unsigned)i))) {
+        if (!cp_plan_uses(ri->plan, i)) {
             continue;
         }
         char link[64] = "";
