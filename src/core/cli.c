@@ -329,15 +329,11 @@ int cp_matrix_load(const char *path, const cp_spec_t *base, cp_options_t *opt, c
     }
     char line[8192];
     int lineno = 0, rc = -1;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
+    int got;
+    while ((got = cp_read_line(f, line, sizeof(line), &lineno)) != 0) {
+        if (got < 0) {
             snprintf(err, errlen, "%s:%d: line too long", path, lineno);
             goto out;
-        }
-        char *hash = strchr(line, '#');
-        if (hash != NULL) {
-            *hash = '\0';
         }
         char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
         if (tok == NULL) {
