@@ -117,25 +117,26 @@ static int env_is_stale_mpirun(const char *var)
     return 0;
 }
 
-/* A copy of environ without the variables of an enclosing launch. */
-char **cp_launch_env_clone(void)
+/* A copy of src; filter: without the variables of an enclosing launch. */
+static char **env_copy(char *const *src, int filter)
 {
     size_t n = 0;
-    while (environ[n] != NULL) {
+    while (src[n] != NULL) {
         n++;
     }
     char **env = calloc(n + 1, sizeof(*env));
     if (env == NULL) {
         return NULL;
     }
-    const char *launched = getenv("OMPI_MCA_orte_launch");
-    int under_mpirun = getenv("OMPI_COMM_WORLD_SIZE") != NULL || launched != NULL;
+    int under_mpirun = filter && (getenv("OMPI_COMM_WORLD_SIZE") != NULL ||
+                                  getenv("OMPI_MCA_orte_launch") != NULL);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (env_is_stale_pmix(environ[i]) || (under_mpirun && env_is_stale_mpirun(environ[i]))) {
+        if (filter &&
+            (env_is_stale_pmix(src[i]) || (under_mpirun && env_is_stale_mpirun(src[i])))) {
             continue;
         }
-        env[k] = strdup(environ[i]);
+        env[k] = strdup(src[i]);
         if (env[k] == NULL) {
             cp_launch_env_free(env);
             return NULL;
@@ -144,6 +145,16 @@ char **cp_launch_env_clone(void)
     }
     env[k] = NULL;
     return env;
+}
+
+char **cp_launch_env_clone(void)
+{
+    return env_copy(environ, 1);
+}
+
+char **cp_launch_env_dup(char *const *src)
+{
+    return env_copy(src, 0);
 }
 
 /* Set name=value in env (replacing, or only when absent if !overwrite). */
@@ -195,27 +206,6 @@ int cp_launch_env_put(char ***envp, const char *entry)
     int rc = cp_launch_env_set(envp, name, eq + 1, 1);
     free(name);
     return rc;
-}
-
-/* A copy of a NULL-terminated environment array. */
-char **cp_launch_env_dup(char *const *src)
-{
-    size_t n = 0;
-    while (src[n] != NULL) {
-        n++;
-    }
-    char **env = calloc(n + 1, sizeof(*env));
-    if (env == NULL) {
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        env[i] = strdup(src[i]);
-        if (env[i] == NULL) {
-            cp_launch_env_free(env);
-            return NULL;
-        }
-    }
-    return env;
 }
 
 /*

@@ -128,6 +128,8 @@ int cp_launch_job_init(cp_launch_job_t *job, const cp_launch_opts_t *opts, int n
 /** Block the signals the loop takes through a signalfd. */
 int cp_launch_signals_take(cp_launch_job_t *job);
 void cp_launch_signals_restore(cp_launch_job_t *job);
+/** Set the disposition of sigs[0..n-1] to handler (SIG_IGN, SIG_DFL); async-signal-safe. */
+void cp_launch_signals_set(void (*handler)(int), const int *sigs, size_t n);
 /**
  * Fork and exec: the child gets default signal handling, the mask given,
  * and dies with deathsig when the launcher dies.  Returns the pid or -1.

@@ -245,15 +245,22 @@ static int rank_of(const pmix_proc_t *proc)
     return (int)proc->rank;
 }
 
-static pmix_status_t srv_client_connected(const pmix_proc_t *proc, void *server_object,
-                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
+/* Tell the launcher of a client's event and release the client. */
+static pmix_status_t notify(int type, const pmix_proc_t *proc, pmix_op_cbfunc_t cbfunc,
+                            void *cbdata)
 {
-    (void)server_object;
-    server_send(CP_LAUNCH_MSG_CONNECTED, rank_of(proc), 0, NULL, 0);
+    server_send(type, rank_of(proc), 0, NULL, 0);
     if (cbfunc != NULL) {
         cbfunc(PMIX_SUCCESS, cbdata);
     }
     return PMIX_SUCCESS;
+}
+
+static pmix_status_t srv_client_connected(const pmix_proc_t *proc, void *server_object,
+                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)server_object;
+    return notify(CP_LAUNCH_MSG_CONNECTED, proc, cbfunc, cbdata);
 }
 
 /* Runs before the client's PMIx_Finalize returns, so the launcher hears of
@@ -262,11 +269,7 @@ static pmix_status_t srv_client_finalized(const pmix_proc_t *proc, void *server_
                                           pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
     (void)server_object;
-    server_send(CP_LAUNCH_MSG_FINALIZED, rank_of(proc), 0, NULL, 0);
-    if (cbfunc != NULL) {
-        cbfunc(PMIX_SUCCESS, cbdata);
-    }
-    return PMIX_SUCCESS;
+    return notify(CP_LAUNCH_MSG_FINALIZED, proc, cbfunc, cbdata);
 }
 
 /* Whatever subset the client names, the job cannot go on without it: the
@@ -420,13 +423,9 @@ static int register_rank(const char *nspace, int r)
 void cp_launch_server_main(pid_t launcher, int np, const char *nspace, const char *host,
                            const char *dir, int evfd, int cmdfd)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = SIG_IGN;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sigaction(SIGPIPE, &sa, NULL); /* writes to dead clients */
+    /* SIGPIPE: writes to dead clients */
+    static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    cp_launch_signals_set(SIG_IGN, ignored, sizeof(ignored) / sizeof(ignored[0]));
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -94,6 +94,16 @@ void cp_launch_signals_restore(cp_launch_job_t *job)
     sigaction(SIGCHLD, &job->oldchld, NULL);
 }
 
+void cp_launch_signals_set(void (*handler)(int), const int *sigs, size_t n)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    for (size_t i = 0; i < n; i++) {
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 /*
  * Fork and exec (async-signal-safe calls only in the child).  The child
  * gets default signal handling, the caller's original mask, and dies with
@@ -107,14 +117,8 @@ pid_t cp_launch_spawn(const char *path, char *const argv[], char *const envp[],
     if (pid != 0) {
         return pid;
     }
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGPIPE, &dfl, NULL);
-    sigaction(SIGCHLD, &dfl, NULL);
-    sigaction(SIGINT, &dfl, NULL);
-    sigaction(SIGTERM, &dfl, NULL);
-    sigaction(SIGHUP, &dfl, NULL);
+    static const int reset[] = {SIGPIPE, SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+    cp_launch_signals_set(SIG_DFL, reset, sizeof(reset) / sizeof(reset[0]));
     sigprocmask(SIG_SETMASK, mask, NULL);
     prctl(PR_SET_PDEATHSIG, deathsig);
     if (getppid() != parent) {
