@@ -240,6 +240,41 @@ static int build_sweep(cp_spec_t *s, uint64_t minb, uint64_t maxb, long factor, 
     return 0;
 }
 
+/* The vocabularies whose names the command line takes. */
+enum { NAMES_OPS, NAMES_DTYPES, NAMES_REDOPS, NAMES_MEMS };
+
+static int keep_any(int i)
+{
+    (void)i;
+    return 1;
+}
+
+static int keep_default_op(int op)
+{
+    return (collprof_op_info(op)->flags & COLLPROF_OPF_DEFAULT) != 0;
+}
+
+/* The names of one vocabulary that keep() accepts, joined by sep, into buf. */
+static const char *join_names(int which, int (*keep)(int), const char *sep, char *buf, size_t len)
+{
+    const char *(*name)(int) = which == NAMES_OPS      ? collprof_op_name
+                               : which == NAMES_DTYPES ? collprof_dtype_name
+                               : which == NAMES_REDOPS ? collprof_redop_name
+                                                       : collprof_memtype_name;
+    int count = which == NAMES_OPS      ? COLLPROF_OP_COUNT
+                : which == NAMES_DTYPES ? COLLPROF_DTYPE_COUNT
+                : which == NAMES_REDOPS ? COLLPROF_REDOP_COUNT
+                                        : COLLPROF_MEM_COUNT;
+    buf[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        size_t o = strlen(buf);
+        if (keep(i) && o < len) {
+            snprintf(buf + o, len - o, "%s%s", o > 0 ? sep : "", name(i));
+        }
+    }
+    return buf;
+}
+
 static int lookup_op(const char *n)
 {
     return cp_coll_from_name(n);
@@ -257,29 +292,31 @@ static int lookup_mem(const char *n)
 
 int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, size_t errlen)
 {
+    char choices[512];
     if (!strcmp(key, "mem") || !strcmp(key, "memory")) {
         if (!strcmp(value, "auto")) {
             s->nmems = 0;
             return 0;
         }
-        return parse_names("memory type", value, lookup_mem, COLLPROF_MEM_COUNT,
-                           "host, pinned, device, auto", s->mems, &s->nmems, err, errlen);
+        join_names(NAMES_MEMS, keep_any, ", ", choices, sizeof(choices) - 8);
+        strcat(choices, ", auto");
+        return parse_names("memory type", value, lookup_mem, COLLPROF_MEM_COUNT, choices, s->mems,
+                           &s->nmems, err, errlen);
     }
     if (!strcmp(key, "ops")) {
         return parse_names("operation", value, lookup_op, COLLPROF_OP_COUNT,
-                           "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, "
-                           "reduce, gather, scatter, barrier, sendrecv",
-                           s->ops, &s->nops, err, errlen);
+                           join_names(NAMES_OPS, keep_any, ", ", choices, sizeof(choices)), s->ops,
+                           &s->nops, err, errlen);
     }
     if (!strcmp(key, "dtypes") || !strcmp(key, "dtype")) {
         return parse_names("dtype", value, cp_dtype_from_name, COLLPROF_DTYPE_COUNT,
-                           "int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32, "
-                           "float64",
+                           join_names(NAMES_DTYPES, keep_any, ", ", choices, sizeof(choices)),
                            s->dtypes, &s->ndtypes, err, errlen);
     }
     if (!strcmp(key, "redops") || !strcmp(key, "redop")) {
         return parse_names("reduction", value, cp_redop_from_name, COLLPROF_REDOP_COUNT,
-                           "sum, prod, min, max", s->redops, &s->nredops, err, errlen);
+                           join_names(NAMES_REDOPS, keep_any, ", ", choices, sizeof(choices)),
+                           s->redops, &s->nredops, err, errlen);
     }
     if (!strcmp(key, "counts")) {
         return parse_sizes("counts", value, s, err, errlen);
@@ -406,7 +443,8 @@ struct cli_opt {
     cli_handler_t handle; /* parses arg into the destination */
     const char *key;      /* cp_spec_set key, or the handler's word */
     size_t off, cap;      /* destination field in cp_options_t and its size */
-    const char *help;     /* help text; '\n' starts an indented continuation line */
+    const char *help;     /* help text, '\n' starting an indented continuation line;
+                           * NULL: the names of key's vocabulary and the default */
 };
 
 #define OPT_FIELD(f) offsetof(cp_options_t, f), sizeof(((cp_options_t *)0)->f)
@@ -600,20 +638,15 @@ static const cli_opt_t cli_opts[] = {
     SECTION("The matrix (each list is comma-separated; 'all' selects everything):"),
     SPEC("backends", 0, "LIST", "backends", "backends to run (default: all that load)"),
     SPEC("variants", 0, "LIST", "variants", "variants, e.g. default,ring (default: all)"),
-    SPEC("ops", 0, "LIST", "ops",
-         "allreduce,allgather,reducescatter,alltoall,alltoallv,\n"
-         "broadcast,reduce,gather,scatter,barrier,sendrecv\n"
-         "(default: allreduce,allgather,reducescatter,alltoall)"),
+    SPEC("ops", 0, "LIST", "ops", NULL),
     {"counts", 0, "LIST", h_counts, "counts", 0, 0,
      "element counts, K/M/G suffixes (default: 1M,4M,16M)"},
     {"minbytes", 'b', "SIZE", h_sweep_bound, NULL, 0, 0,
      "byte sweep start, as in nccl-tests (replaces --counts)"},
     {"maxbytes", 'e', "SIZE", h_sweep_bound, NULL, 0, 0, "byte sweep end"},
     {"stepfactor", 'f', "F", h_sweep_factor, NULL, 0, 0, "byte sweep multiplier (default: 2)"},
-    SPEC("dtype", 'd', "LIST", "dtypes",
-         "int8,uint8,int32,uint32,int64,uint64,float16,bfloat16,\n"
-         "float32,float64 (default: float32)"),
-    SPEC("redop", 'o', "LIST", "redops", "sum,prod,min,max (default: sum)"),
+    SPEC("dtype", 'd', "LIST", "dtypes", NULL),
+    SPEC("redop", 'o', "LIST", "redops", NULL),
     SPEC("root", 'r', "N", "root", "root rank of rooted operations (default: 0)"),
     SPEC("inplace", 0, "MODE", "inplace", "out, in or both (default: out)"),
     SPEC("imbalance", 0, "LIST", "imbalance",
@@ -665,10 +698,54 @@ static const cli_opt_t cli_opts[] = {
 /* getopt_long's value for a long-only option: OPT_LONG + its row */
 #define OPT_LONG 256
 
+/* Width of the help text of an option's vocabulary list. */
+#define NAMES_WIDTH 54
+
+/* Membership in the default spec, for the "(default: ...)" of a vocabulary. */
+static cp_spec_t default_spec;
+static int names_which;
+
+static int keep_default(int i)
+{
+    const int *v = names_which == NAMES_DTYPES ? default_spec.dtypes : default_spec.redops;
+    int n = names_which == NAMES_DTYPES ? default_spec.ndtypes : default_spec.nredops;
+    for (int k = 0; k < n; k++) {
+        if (v[k] == i) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* "a,b,c,...\n... (default: x)": a vocabulary's names wrapped at NAMES_WIDTH. */
+static void names_help(int which, char *buf, size_t len)
+{
+    char all[1024], dflt[512], *save = NULL;
+    size_t line = 0;
+    spec_defaults(&default_spec);
+    names_which = which;
+    join_names(which, keep_any, ",", all, sizeof(all));
+    join_names(which, which == NAMES_OPS ? keep_default_op : keep_default, ",", dflt, sizeof(dflt));
+    buf[0] = '\0';
+    for (char *tok = strtok_r(all, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        size_t o = strlen(buf), w = strlen(tok) + (save != NULL && *save != '\0');
+        if (line > 0 && line + w > NAMES_WIDTH) {
+            snprintf(buf + o, len - o, "\n");
+            o++;
+            line = 0;
+        }
+        snprintf(buf + o, len - o, "%s%s", tok, w > strlen(tok) ? "," : "");
+        line += w;
+    }
+    size_t o = strlen(buf);
+    int fits = line + strlen(dflt) + 11 <= NAMES_WIDTH; /* " (default: " + ")" */
+    snprintf(buf + o, len - o, "%s(default: %s)", fits ? " " : "\n", dflt);
+}
+
 /* One option's --help entry: "  -x, --name ARG" padded to the text column. */
 static void usage_option(FILE *f, const cli_opt_t *o)
 {
-    char left[64];
+    char left[64], names[2048];
     int n = 0;
     if (o->short_name != 0) {
         n = snprintf(left, sizeof(left), "-%c, ", o->short_name);
@@ -676,6 +753,13 @@ static void usage_option(FILE *f, const cli_opt_t *o)
     snprintf(left + n, sizeof(left) - (size_t)n, "--%s%s%s", o->name, o->arg ? " " : "",
              o->arg ? o->arg : "");
     const char *text = o->help;
+    if (text == NULL) {
+        names_help(!strcmp(o->key, "ops")      ? NAMES_OPS
+                   : !strcmp(o->key, "dtypes") ? NAMES_DTYPES
+                                               : NAMES_REDOPS,
+                   names, sizeof(names));
+        text = names;
+    }
     size_t first = strcspn(text, "\n");
     fprintf(f, "  %-22s %.*s\n", left, (int)first, text);
     for (text += first; *text == '\n'; text += first) {
