@@ -255,7 +255,7 @@ static int run_launcher(char **argv, cp_options_t *opt)
     int nplugins = 0, nonly = 0, rc;
     char(*only)[64] = only_backends(opt, &nonly);
     cp_plan_t plan;
-    cp_launch_opts_t lo = {.mode = opt->launch_mode, .verbose = opt->verbose};
+    cp_launch_opts_t lo = {.mode = opt->launch_mode};
 
     if (cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {
         cp_log(CP_LOG_ERROR, "out of memory loading plugins");

@@ -26,7 +26,6 @@ typedef struct cp_boot {
     char hostname[256];
     const char *launcher;  /**< "self", "mpirun", "slurm", "pmix", "none" */
     char pmix_version[64]; /**< "" when PMIx is not in use */
-    char nspace[256];      /**< PMIx namespace, "" when none */
     /* per rank, gathered at init (index = rank) */
     char (*hostnames)[256];
     int *node_ids;
@@ -43,9 +42,6 @@ int cp_boot_init(cp_boot_t *boot);
 
 /** Release PMIx (PMIx_Finalize) and the tables. */
 void cp_boot_finalize(cp_boot_t *boot);
-
-/** Ask the launcher to kill the whole job (PMIx_Abort), then _exit(status). */
-void cp_boot_abort(int status, const char *msg) __attribute__((noreturn));
 
 /* Out-of-band collectives over PMIx.  Collective: every rank calls them in
  * the same order, with the same len (and root).  Return collprof_status_t.
@@ -68,14 +64,12 @@ int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeou
 int cp_boot_have_pmix_env(void);
 
 typedef enum cp_launch_mode {
-    CP_LAUNCH_AUTO = 0, /**< the embedded PMIx server (it also runs Open MPI 4.1 jobs) */
-    CP_LAUNCH_EMBEDDED, /**< always the embedded PMIx server */
-    CP_LAUNCH_MPIRUN    /**< re-exec under mpirun */
+    CP_LAUNCH_EMBEDDED = 0, /**< the embedded PMIx server (it also runs Open MPI 4.1 jobs) */
+    CP_LAUNCH_MPIRUN        /**< re-exec under mpirun */
 } cp_launch_mode_t;
 
 typedef struct cp_launch_opts {
     cp_launch_mode_t mode;
-    int verbose;
     double timeout_s; /**< 0: none; else terminate the job after this many seconds */
 } cp_launch_opts_t;
 
@@ -86,11 +80,11 @@ typedef struct cp_launch_opts {
  * after the first failure) when one dies abnormally.  Returns the exit
  * status for the launcher process: 0 when every rank exited 0, else the
  * first non-zero rank status (128+signal for a signal); the status a rank
- * passed to cp_boot_abort (PMIx_Abort, MPI_Abort); 124 when opts->timeout_s
+ * passed to PMIx_Abort (MPI_Abort); 124 when opts->timeout_s
  * ran out.  Call it before starting any thread: it blocks SIGCHLD, SIGINT,
  * SIGTERM and SIGHUP in the calling thread while it runs.  In embedded mode
  * the ranks also get the Open MPI settings for direct launch (OMPI_MCA_schizo,
- * OMPI_MCA_ess, session and shared-memory directories; see launch.c).
+ * OMPI_MCA_ess, session and shared-memory directories; see launch_env.c).
  */
 int cp_launch_self(int np, char **argv, const cp_launch_opts_t *opts);
 

@@ -223,6 +223,85 @@ static void short_version(char *buf, size_t size)
     snprintf(buf, size, "%.*s", (int)n, v);
 }
 
+/* Launchers that do not publish local rank/size: derive them from the node ids. */
+static void derive_local(cp_boot_t *b)
+{
+    int lr = 0, ls = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        if (b->node_ids[r] == b->node_id) {
+            lr += r < b->rank;
+            ls++;
+        }
+    }
+    if (b->local_rank < 0) {
+        b->local_rank = lr;
+        for (int r = 0; r < b->nranks; r++) {
+            if (b->local_ranks[r] < 0) {
+                int k = 0;
+                for (int q = 0; q < r; q++) {
+                    k += b->node_ids[q] == b->node_ids[r];
+                }
+                b->local_ranks[r] = k;
+            }
+        }
+    }
+    if (b->local_size < 1) {
+        b->local_size = ls;
+    }
+}
+
+/* This rank's identity from the PMIx server (PMIx is up). */
+static int read_identity(cp_boot_t *b, const pmix_proc_t *proc)
+{
+    long v;
+    if (get_int(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, 0, &v) != 0) {
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    if (v < 1 || v > INT32_MAX || (long)proc->rank >= v) {
+        cp_log(CP_LOG_ERROR, "PMIx reports job size %ld for rank %u", v, (unsigned)proc->rank);
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    b->rank = (int)proc->rank;
+    b->nranks = (int)v;
+    my_rank = b->rank;
+    my_nranks = b->nranks;
+    b->local_rank = get_int(proc->rank, PMIX_LOCAL_RANK, 1, &v) == 0 ? (int)v : -1;
+    b->local_size = get_int(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, 1, &v) == 0 ? (int)v : -1;
+    if (get_hostname(b->hostname, sizeof(b->hostname)) != 0) {
+        local_hostname(b->hostname, sizeof(b->hostname));
+    }
+    b->launcher = detect_launcher();
+    short_version(b->pmix_version, sizeof(b->pmix_version));
+    return COLLPROF_OK;
+}
+
+/* Allgather every rank's host, local rank and pid into the per-rank tables. */
+static int gather_tables(cp_boot_t *b)
+{
+    if (alloc_tables(b, b->nranks) != 0) {
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    peer_info_t mine;
+    memset(&mine, 0, sizeof(mine));
+    snprintf(mine.hostname, sizeof(mine.hostname), "%s", b->hostname);
+    mine.local_rank = b->local_rank;
+    mine.pid = (int32_t)getpid();
+    peer_info_t *all = calloc((size_t)b->nranks, sizeof(*all));
+    if (all == NULL) {
+        cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", b->nranks);
+        free_tables(b);
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    int ret = cp_oob_allgather(&mine, all, sizeof(mine));
+    if (ret == COLLPROF_OK) {
+        fill_tables(b, all);
+    } else {
+        free_tables(b);
+    }
+    free(all);
+    return ret;
+}
+
 int cp_boot_init(cp_boot_t *boot)
 {
     if (boot == NULL) {
@@ -253,87 +332,22 @@ int cp_boot_init(cp_boot_t *boot)
     my_proc = proc;
     pmix_up = 1;
 
-    int ret = COLLPROF_ERR_BOOTSTRAP;
-    long v;
-    if (get_int(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, 0, &v) != 0) {
-        goto finalize_pmix;
+    int ret = read_identity(&b, &proc);
+    if (ret == COLLPROF_OK) {
+        ret = gather_tables(&b);
     }
-    if (v < 1 || v > INT32_MAX || (long)proc.rank >= v) {
-        cp_log(CP_LOG_ERROR, "PMIx reports job size %ld for rank %u", v, (unsigned)proc.rank);
-        goto finalize_pmix;
-    }
-    b.rank = (int)proc.rank;
-    b.nranks = (int)v;
-    my_rank = b.rank;
-    my_nranks = b.nranks;
-    b.local_rank = get_int(proc.rank, PMIX_LOCAL_RANK, 1, &v) == 0 ? (int)v : -1;
-    b.local_size = get_int(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, 1, &v) == 0 ? (int)v : -1;
-    if (get_hostname(b.hostname, sizeof(b.hostname)) != 0) {
-        local_hostname(b.hostname, sizeof(b.hostname));
-    }
-    b.launcher = detect_launcher();
-    short_version(b.pmix_version, sizeof(b.pmix_version));
-    snprintf(b.nspace, sizeof(b.nspace), "%s", proc.nspace);
-
-    if (alloc_tables(&b, b.nranks) != 0) {
-        ret = COLLPROF_ERR_NO_MEMORY;
-        goto finalize_pmix;
-    }
-    peer_info_t mine;
-    memset(&mine, 0, sizeof(mine));
-    snprintf(mine.hostname, sizeof(mine.hostname), "%s", b.hostname);
-    mine.local_rank = b.local_rank;
-    mine.pid = (int32_t)getpid();
-    peer_info_t *all = calloc((size_t)b.nranks, sizeof(*all));
-    if (all == NULL) {
-        cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", b.nranks);
-        ret = COLLPROF_ERR_NO_MEMORY;
-        goto free_tables;
-    }
-    ret = cp_oob_allgather(&mine, all, sizeof(mine));
     if (ret != COLLPROF_OK) {
-        free(all);
-        goto free_tables;
+        PMIx_Finalize(NULL, 0);
+        pmix_up = 0;
+        my_rank = 0;
+        my_nranks = 1;
+        return ret;
     }
-    fill_tables(&b, all);
-    free(all);
-
-    /* launchers that do not publish local rank/size: derive them */
     if (b.local_rank < 0 || b.local_size < 1) {
-        int lr = 0, ls = 0;
-        for (int r = 0; r < b.nranks; r++) {
-            if (b.node_ids[r] == b.node_id) {
-                lr += r < b.rank;
-                ls++;
-            }
-        }
-        if (b.local_rank < 0) {
-            b.local_rank = lr;
-            for (int r = 0; r < b.nranks; r++) {
-                if (b.local_ranks[r] < 0) {
-                    int k = 0;
-                    for (int q = 0; q < r; q++) {
-                        k += b.node_ids[q] == b.node_ids[r];
-                    }
-                    b.local_ranks[r] = k;
-                }
-            }
-        }
-        if (b.local_size < 1) {
-            b.local_size = ls;
-        }
+        derive_local(&b);
     }
     *boot = b;
     return COLLPROF_OK;
-
-free_tables:
-    free_tables(&b);
-finalize_pmix:
-    PMIx_Finalize(NULL, 0);
-    pmix_up = 0;
-    my_rank = 0;
-    my_nranks = 1;
-    return ret;
 }
 
 void cp_boot_finalize(cp_boot_t *boot)
@@ -350,18 +364,6 @@ void cp_boot_finalize(cp_boot_t *boot)
     if (boot != NULL) {
         free_tables(boot);
     }
-}
-
-void cp_boot_abort(int status, const char *msg)
-{
-    if (msg != NULL && msg[0] != '\0') {
-        cp_log(CP_LOG_ERROR, "aborting the job: %s", msg);
-    }
-    fflush(NULL);
-    if (pmix_up) {
-        PMIx_Abort(status, msg != NULL ? msg : "collprof abort", NULL, 0);
-    }
-    _exit(status);
 }
 
 /* ---------------------------------------------------------------------- */

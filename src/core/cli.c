@@ -7,132 +7,11 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum {
-    OPT_NP = 256,
-    OPT_BACKENDS,
-    OPT_OPS,
-    OPT_COUNTS,
-    OPT_VARIANTS,
-    OPT_MATRIX,
-    OPT_OUTDIR,
-    OPT_TAG,
-    OPT_LIST,
-    OPT_DRYRUN,
-    OPT_INPLACE,
-    OPT_IMBALANCE,
-    OPT_SYNC,
-    OPT_LAUNCHER,
-    OPT_TIMEOUT,
-    OPT_MEM,
-    OPT_OFI_PROVIDER,
-    OPT_OFI_CHANNELS,
-    OPT_LINK_GBPS
-};
-
-static const struct option long_opts[] = {
-    {"np", required_argument, NULL, OPT_NP},
-    {"backends", required_argument, NULL, OPT_BACKENDS},
-    {"ops", required_argument, NULL, OPT_OPS},
-    {"counts", required_argument, NULL, OPT_COUNTS},
-    {"minbytes", required_argument, NULL, 'b'},
-    {"maxbytes", required_argument, NULL, 'e'},
-    {"stepfactor", required_argument, NULL, 'f'},
-    {"iters", required_argument, NULL, 'n'},
-    {"warmup", required_argument, NULL, 'w'},
-    {"check", required_argument, NULL, 'c'},
-    {"dtype", required_argument, NULL, 'd'},
-    {"redop", required_argument, NULL, 'o'},
-    {"root", required_argument, NULL, 'r'},
-    {"variants", required_argument, NULL, OPT_VARIANTS},
-    {"matrix", required_argument, NULL, OPT_MATRIX},
-    {"output-dir", required_argument, NULL, OPT_OUTDIR},
-    {"tag", required_argument, NULL, OPT_TAG},
-    {"list", no_argument, NULL, OPT_LIST},
-    {"dry-run", no_argument, NULL, OPT_DRYRUN},
-    {"inplace", required_argument, NULL, OPT_INPLACE},
-    {"imbalance", required_argument, NULL, OPT_IMBALANCE},
-    {"sync", required_argument, NULL, OPT_SYNC},
-    {"launcher", required_argument, NULL, OPT_LAUNCHER},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"mem", required_argument, NULL, OPT_MEM},
-    {"backend-opt", required_argument, NULL, 'B'},
-    {"ofi-provider", required_argument, NULL, OPT_OFI_PROVIDER},
-    {"ofi-channels", required_argument, NULL, OPT_OFI_CHANNELS},
-    {"link-gbps", required_argument, NULL, OPT_LINK_GBPS},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
-
-void cp_cli_usage(FILE *f)
-{
-    fputs("Usage: collprof [OPTIONS]\n"
-          "Profile collective communication on every backend that loads, check every result\n"
-          "exactly, print an nccl-tests-style table and write a timestamped text summary.\n"
-          "\n"
-          "Launching (ranks bootstrap through PMIx):\n"
-          "  --np N                 self-launch N local ranks (embedded PMIx server)\n"
-          "  --launcher MODE        auto (default), embedded or mpirun, for --np\n"
-          "  (or run under: mpirun -np N collprof ... | srun --mpi=pmix -n N collprof ...)\n"
-          "\n"
-          "The matrix (each list is comma-separated; 'all' selects everything):\n"
-          "  --backends LIST        backends to run (default: all that load)\n"
-          "  --variants LIST        variants, e.g. default,ring (default: all)\n"
-          "  --ops LIST             allreduce,allgather,reducescatter,alltoall,alltoallv,\n"
-          "                         broadcast,reduce,gather,scatter,barrier,sendrecv\n"
-          "                         (default: allreduce,allgather,reducescatter,alltoall)\n"
-          "  --counts LIST          element counts, K/M/G suffixes (default: 1M,4M,16M)\n"
-          "  -b, --minbytes SIZE    byte sweep start, as in nccl-tests (replaces --counts)\n"
-          "  -e, --maxbytes SIZE    byte sweep end\n"
-          "  -f, --stepfactor F     byte sweep multiplier (default: 2)\n"
-          "  -d, --dtype LIST       int8,uint8,int32,uint32,int64,uint64,float16,bfloat16,\n"
-          "                         float32,float64 (default: float32)\n"
-          "  -o, --redop LIST       sum,prod,min,max (default: sum)\n"
-          "  -r, --root N           root rank of rooted operations (default: 0)\n"
-          "  --inplace MODE         out, in or both (default: out)\n"
-          "  --imbalance LIST       alltoallv traffic: uniform, linear, spread:S,\n"
-          "                         moe[:HOT[:BIAS]], file:PATH (default: uniform)\n"
-          "  --mem LIST             buffer memory: host, pinned, device, or auto (default:\n"
-          "                         auto, the backend's own: device for nccl, else host)\n"
-          "  --matrix FILE          read the matrix from FILE (see collprof(1))\n"
-          "\n"
-          "Measurement:\n"
-          "  -n, --iters N          timed iterations per cell (default: 20)\n"
-          "  -w, --warmup N         warm-up iterations per cell (default: 5)\n"
-          "  -c, --check 0|1        verify every result exactly (default: 1)\n"
-          "  --sync barrier|none    barrier before each iteration (default: barrier)\n"
-          "  --timeout SECONDS      watchdog: longest one operation (or any other step) may\n"
-          "                         take before the run stops with a report of the ranks\n"
-          "                         that did not arrive (default: 60 s + 1 s per 10 MB of\n"
-          "                         the cell's largest buffer; 0: no watchdog)\n"
-          "  -B, --backend-opt K=V  option for a backend plugin (the last one of a key wins)\n"
-          "  --ofi-provider NAME    libfabric provider, e.g. shm or 'tcp;ofi_rxm' (default:\n"
-          "                         $FI_PROVIDER, else shm on one node, tcp;ofi_rxm on more)\n"
-          "  --ofi-channels N       libfabric endpoints (channels), 1..64 (default: 4)\n"
-          "  --link-gbps X          link rate in Gbit/s for 'BusBW as % of link rate' when\n"
-          "                         the provider reports none (recorded with the run)\n"
-          "\n"
-          "Output:\n"
-          "  --output-dir DIR       where the summary goes (default: $SLURM_SUBMIT_DIR\n"
-          "                         under Slurm, else the current directory)\n"
-          "  --tag TEXT             label recorded in the summary\n"
-          "  --list                 list backends, operations, dtypes and variants\n"
-          "  --dry-run              print the plan and exit without communicating\n"
-          "  -v, --verbose          timestamped per-rank progress (twice: debug)\n"
-          "  -h, --help             this help\n"
-          "  -V, --version          version\n"
-          "\n"
-          "Exit status: 0 success, 1 a wrong result or a failed operation, 2 bad input,\n"
-          "124 an operation timed out, 128+N stopped by signal N (results so far kept).\n"
-          "See collprof(1) for details.\n",
-          f);
-}
 
 static void spec_defaults(cp_spec_t *s)
 {
@@ -361,6 +240,41 @@ static int build_sweep(cp_spec_t *s, uint64_t minb, uint64_t maxb, long factor, 
     return 0;
 }
 
+/* The vocabularies whose names the command line takes. */
+enum { NAMES_OPS, NAMES_DTYPES, NAMES_REDOPS, NAMES_MEMS };
+
+static int keep_any(int i)
+{
+    (void)i;
+    return 1;
+}
+
+static int keep_default_op(int op)
+{
+    return (collprof_op_info(op)->flags & COLLPROF_OPF_DEFAULT) != 0;
+}
+
+/* The names of one vocabulary that keep() accepts, joined by sep, into buf. */
+static const char *join_names(int which, int (*keep)(int), const char *sep, char *buf, size_t len)
+{
+    const char *(*name)(int) = which == NAMES_OPS      ? collprof_op_name
+                               : which == NAMES_DTYPES ? collprof_dtype_name
+                               : which == NAMES_REDOPS ? collprof_redop_name
+                                                       : collprof_memtype_name;
+    int count = which == NAMES_OPS      ? COLLPROF_OP_COUNT
+                : which == NAMES_DTYPES ? COLLPROF_DTYPE_COUNT
+                : which == NAMES_REDOPS ? COLLPROF_REDOP_COUNT
+                                        : COLLPROF_MEM_COUNT;
+    buf[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        size_t o = strlen(buf);
+        if (keep(i) && o < len) {
+            snprintf(buf + o, len - o, "%s%s", o > 0 ? sep : "", name(i));
+        }
+    }
+    return buf;
+}
+
 static int lookup_op(const char *n)
 {
     return cp_coll_from_name(n);
@@ -378,29 +292,31 @@ static int lookup_mem(const char *n)
 
 int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, size_t errlen)
 {
+    char choices[512];
     if (!strcmp(key, "mem") || !strcmp(key, "memory")) {
         if (!strcmp(value, "auto")) {
             s->nmems = 0;
             return 0;
         }
-        return parse_names("memory type", value, lookup_mem, COLLPROF_MEM_COUNT,
-                           "host, pinned, device, auto", s->mems, &s->nmems, err, errlen);
+        join_names(NAMES_MEMS, keep_any, ", ", choices, sizeof(choices) - 8);
+        strcat(choices, ", auto");
+        return parse_names("memory type", value, lookup_mem, COLLPROF_MEM_COUNT, choices, s->mems,
+                           &s->nmems, err, errlen);
     }
     if (!strcmp(key, "ops")) {
         return parse_names("operation", value, lookup_op, COLLPROF_OP_COUNT,
-                           "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, "
-                           "reduce, gather, scatter, barrier, sendrecv",
-                           s->ops, &s->nops, err, errlen);
+                           join_names(NAMES_OPS, keep_any, ", ", choices, sizeof(choices)), s->ops,
+                           &s->nops, err, errlen);
     }
     if (!strcmp(key, "dtypes") || !strcmp(key, "dtype")) {
         return parse_names("dtype", value, cp_dtype_from_name, COLLPROF_DTYPE_COUNT,
-                           "int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32, "
-                           "float64",
+                           join_names(NAMES_DTYPES, keep_any, ", ", choices, sizeof(choices)),
                            s->dtypes, &s->ndtypes, err, errlen);
     }
     if (!strcmp(key, "redops") || !strcmp(key, "redop")) {
         return parse_names("reduction", value, cp_redop_from_name, COLLPROF_REDOP_COUNT,
-                           "sum, prod, min, max", s->redops, &s->nredops, err, errlen);
+                           join_names(NAMES_REDOPS, keep_any, ", ", choices, sizeof(choices)),
+                           s->redops, &s->nredops, err, errlen);
     }
     if (!strcmp(key, "counts")) {
         return parse_sizes("counts", value, s, err, errlen);
@@ -450,15 +366,11 @@ int cp_matrix_load(const char *path, const cp_spec_t *base, cp_options_t *opt, c
     }
     char line[8192];
     int lineno = 0, rc = -1;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
+    int got;
+    while ((got = cp_read_line(f, line, sizeof(line), &lineno)) != 0) {
+        if (got < 0) {
             snprintf(err, errlen, "%s:%d: line too long", path, lineno);
             goto out;
-        }
-        char *hash = strchr(line, '#');
-        if (hash != NULL) {
-            *hash = '\0';
         }
         char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
         if (tok == NULL) {
@@ -505,165 +417,483 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The options: one table drives getopt_long, the parsing and --help. */
+
+/* What the parse keeps besides opt: the base spec and the byte sweep. */
+typedef struct cli_state {
+    cp_options_t *opt;
+    cp_spec_t base;
+    uint64_t minb, maxb;
+    long factor;
+    int have_counts, have_sweep;
+    const char *spelled; /* the option as written, e.g. "--tag=x" */
+} cli_state_t;
+
+typedef struct cli_opt cli_opt_t;
+typedef int (*cli_handler_t)(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
+                             size_t len);
+
+/* One option.  Rows without a handler are --help text: a section heading
+ * (name NULL) or a note line under the option above (name ""). */
+struct cli_opt {
+    const char *name;     /* long name */
+    int short_name;       /* 0: none */
+    const char *arg;      /* value placeholder for --help; NULL: takes no value */
+    cli_handler_t handle; /* parses arg into the destination */
+    const char *key;      /* cp_spec_set key, or the handler's word */
+    size_t off, cap;      /* destination field in cp_options_t and its size */
+    const char *help;     /* help text, '\n' starting an indented continuation line;
+                           * NULL: the names of key's vocabulary and the default */
+};
+
+#define OPT_FIELD(f) offsetof(cp_options_t, f), sizeof(((cp_options_t *)0)->f)
+
+static int *opt_int(cli_state_t *st, const cli_opt_t *o)
+{
+    return (int *)(void *)((char *)st->opt + o->off);
+}
+
+/* A matrix key: the same parser as a --matrix file line. */
+static int h_spec(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    return cp_spec_set(&st->base, o->key, arg, why, len);
+}
+
+static int h_counts(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    st->have_counts = 1;
+    return h_spec(st, o, arg, why, len);
+}
+
+static int h_sweep_bound(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
+                         size_t len)
+{
+    st->have_sweep = 1;
+    return cp_parse_size(arg, o->short_name == 'b' ? &st->minb : &st->maxb, why, len);
+}
+
+static int h_sweep_factor(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
+                          size_t len)
+{
+    (void)o;
+    st->have_sweep = 1;
+    if (cp_parse_int(arg, 2, 1024, &st->factor) != 0) {
+        snprintf(why, len, "-f: '%s' is not a whole number in 2..1024", arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* An int option; key is "NAME LO HI". */
+static int h_int(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    char what[16];
+    long lo, hi;
+    if (sscanf(o->key, "%15s %ld %ld", what, &lo, &hi) != 3) {
+        return -1;
+    }
+    return parse_count_opt(what, arg, lo, hi, opt_int(st, o), why, len);
+}
+
+static int h_flag(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)arg;
+    (void)why;
+    (void)len;
+    *opt_int(st, o) = 1;
+    return 0;
+}
+
+static int h_more(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)arg;
+    (void)why;
+    (void)len;
+    (*opt_int(st, o))++;
+    return 0;
+}
+
+static int h_string(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    if (arg[0] == '\0' || strlen(arg) >= o->cap) {
+        snprintf(why, len, "%s: value is empty or too long", st->spelled);
+        return -1;
+    }
+    snprintf((char *)st->opt + o->off, o->cap, "%s", arg);
+    return 0;
+}
+
+/* A number in (0, 1e6], or in [0, 1e6] when zero_ok. */
+static int parse_real(const char *arg, int zero_ok, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno != 0 || !(zero_ok ? v >= 0 : v > 0.0) || v > 1e6) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int h_timeout(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    if (parse_real(arg, 1, &st->opt->timeout_s) != 0) {
+        snprintf(why, len, "--timeout: '%s' is not a number of seconds in 0..1000000 (0: none)",
+                 arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int h_link_gbps(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    if (parse_real(arg, 0, &st->opt->link_gbps) != 0) {
+        snprintf(why, len, "--link-gbps: '%s' is not a number in (0, 1e6]", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int h_sync(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    if (strcmp(arg, "barrier") != 0 && strcmp(arg, "none") != 0) {
+        snprintf(why, len, "--sync: '%s' is not barrier or none", arg);
+        return -1;
+    }
+    st->opt->sync_barrier = !strcmp(arg, "barrier");
+    return 0;
+}
+
+/* "auto" is kept as a spelling of "embedded" (see NEWS). */
+static int h_launcher(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    if (!strcmp(arg, "embedded") || !strcmp(arg, "auto")) {
+        st->opt->launch_mode = CP_LAUNCH_EMBEDDED;
+    } else if (!strcmp(arg, "mpirun")) {
+        st->opt->launch_mode = CP_LAUNCH_MPIRUN;
+    } else {
+        snprintf(why, len, "--launcher: '%s' is not embedded or mpirun", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int h_backend_opt(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
+                         size_t len)
+{
+    cp_options_t *opt = st->opt;
+    (void)o;
+    if (strchr(arg, '=') == NULL || arg[0] == '=' || strlen(arg) >= 256 ||
+        opt->nbackend_opts >= 32) {
+        snprintf(why, len, "-B: '%s' is not KEY=VALUE (at most 32, 255 chars)", arg);
+        return -1;
+    }
+    snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s", arg);
+    return 0;
+}
+
+/* First-class spellings of -B ofi-provider=NAME / -B ofi-channels=N. */
+static int h_ofi(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    cp_options_t *opt = st->opt;
+    long v;
+    if (!strcmp(o->key, "ofi-channels") && cp_parse_int(arg, 1, CP_OFI_MAX_CHANNELS, &v) != 0) {
+        snprintf(why, len, "--ofi-channels: '%s' is not a whole number in 1..%d", arg,
+                 CP_OFI_MAX_CHANNELS);
+        return -1;
+    }
+    if (arg[0] == '\0' || strlen(arg) + strlen(o->key) + 1 >= 256 || opt->nbackend_opts >= 32) {
+        snprintf(why, len, "%s: '%s' is empty or too long (or over 32 options)", st->spelled, arg);
+        return -1;
+    }
+    snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s=%s", o->key, arg);
+    return 0;
+}
+
+#define SECTION(title)                                                                             \
+    {                                                                                              \
+        NULL, 0, NULL, NULL, NULL, 0, 0, title                                                     \
+    }
+#define NOTE(text)                                                                                 \
+    {                                                                                              \
+        "", 0, NULL, NULL, NULL, 0, 0, text                                                        \
+    }
+#define SPEC(name, s, arg, key, help)                                                              \
+    {                                                                                              \
+        name, s, arg, h_spec, key, 0, 0, help                                                      \
+    }
+
+static const cli_opt_t cli_opts[] = {
+    SECTION("Launching (ranks bootstrap through PMIx):"),
+    {"np", 0, "N", h_int, "--np 1 1024", OPT_FIELD(np),
+     "self-launch N local ranks (embedded PMIx server)"},
+    {"launcher", 0, "MODE", h_launcher, NULL, 0, 0, "embedded (default) or mpirun, for --np"},
+    NOTE("(or run under: mpirun -np N collprof ... | srun --mpi=pmix -n N collprof ...)"),
+    SECTION("The matrix (each list is comma-separated; 'all' selects everything):"),
+    SPEC("backends", 0, "LIST", "backends", "backends to run (default: all that load)"),
+    SPEC("variants", 0, "LIST", "variants", "variants, e.g. default,ring (default: all)"),
+    SPEC("ops", 0, "LIST", "ops", NULL),
+    {"counts", 0, "LIST", h_counts, "counts", 0, 0,
+     "element counts, K/M/G suffixes (default: 1M,4M,16M)"},
+    {"minbytes", 'b', "SIZE", h_sweep_bound, NULL, 0, 0,
+     "byte sweep start, as in nccl-tests (replaces --counts)"},
+    {"maxbytes", 'e', "SIZE", h_sweep_bound, NULL, 0, 0, "byte sweep end"},
+    {"stepfactor", 'f', "F", h_sweep_factor, NULL, 0, 0, "byte sweep multiplier (default: 2)"},
+    SPEC("dtype", 'd', "LIST", "dtypes", NULL),
+    SPEC("redop", 'o', "LIST", "redops", NULL),
+    SPEC("root", 'r', "N", "root", "root rank of rooted operations (default: 0)"),
+    SPEC("inplace", 0, "MODE", "inplace", "out, in or both (default: out)"),
+    SPEC("imbalance", 0, "LIST", "imbalance",
+         "alltoallv traffic: uniform, linear, spread:S,\n"
+         "moe[:HOT[:BIAS]], file:PATH (default: uniform)"),
+    SPEC("mem", 0, "LIST", "mem",
+         "buffer memory: host, pinned, device, or auto (default:\n"
+         "auto, the backend's own: device for nccl, else host)"),
+    {"matrix", 0, "FILE", h_string, NULL, OPT_FIELD(matrix_file),
+     "read the matrix from FILE (see collprof(1))"},
+    SECTION("Measurement:"),
+    SPEC("iters", 'n', "N", "iters", "timed iterations per cell (default: 20)"),
+    SPEC("warmup", 'w', "N", "warmup", "warm-up iterations per cell (default: 5)"),
+    {"check", 'c', "0|1", h_int, "-c 0 1", OPT_FIELD(check),
+     "verify every result exactly (default: 1)"},
+    {"sync", 0, "barrier|none", h_sync, NULL, 0, 0,
+     "barrier before each iteration (default: barrier)"},
+    {"timeout", 0, "SECONDS", h_timeout, NULL, 0, 0,
+     "watchdog: longest one operation (or any other step) may\n"
+     "take before the run stops with a report of the ranks\n"
+     "that did not arrive (default: 60 s + 1 s per 10 MB of\n"
+     "the cell's largest buffer; 0: no watchdog)"},
+    {"backend-opt", 'B', "K=V", h_backend_opt, NULL, 0, 0,
+     "option for a backend plugin (the last one of a key wins)"},
+    {"ofi-provider", 0, "NAME", h_ofi, "ofi-provider", 0, 0,
+     "libfabric provider, e.g. shm or 'tcp;ofi_rxm' (default:\n"
+     "$FI_PROVIDER, else shm on one node, tcp;ofi_rxm on more)"},
+    {"ofi-channels", 0, "N", h_ofi, "ofi-channels", 0, 0,
+     "libfabric endpoints (channels), 1..64 (default: 4)"},
+    {"link-gbps", 0, "X", h_link_gbps, NULL, 0, 0,
+     "link rate in Gbit/s for 'BusBW as % of link rate' when\n"
+     "the provider reports none (recorded with the run)"},
+    SECTION("Output:"),
+    {"output-dir", 0, "DIR", h_string, NULL, OPT_FIELD(output_dir),
+     "where the summary goes (default: $SLURM_SUBMIT_DIR\n"
+     "under Slurm, else the current directory)"},
+    {"tag", 0, "TEXT", h_string, NULL, OPT_FIELD(tag), "label recorded in the summary"},
+    {"list", 0, NULL, h_flag, NULL, OPT_FIELD(list),
+     "list backends, operations, dtypes and variants"},
+    {"dry-run", 0, NULL, h_flag, NULL, OPT_FIELD(dry_run),
+     "print the plan and exit without communicating"},
+    {"verbose", 'v', NULL, h_more, NULL, OPT_FIELD(verbose),
+     "timestamped per-rank progress (twice: debug)"},
+    {"help", 'h', NULL, h_flag, NULL, OPT_FIELD(help), "this help"},
+    {"version", 'V', NULL, h_flag, NULL, OPT_FIELD(version), "version"},
+};
+
+#define N_CLI_OPTS (sizeof(cli_opts) / sizeof(cli_opts[0]))
+/* getopt_long's value for a long-only option: OPT_LONG + its row */
+#define OPT_LONG 256
+
+/* Width of the help text of an option's vocabulary list. */
+#define NAMES_WIDTH 54
+
+/* Membership in the default spec, for the "(default: ...)" of a vocabulary. */
+static cp_spec_t default_spec;
+static int names_which;
+
+static int keep_default(int i)
+{
+    const int *v = names_which == NAMES_DTYPES ? default_spec.dtypes : default_spec.redops;
+    int n = names_which == NAMES_DTYPES ? default_spec.ndtypes : default_spec.nredops;
+    for (int k = 0; k < n; k++) {
+        if (v[k] == i) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* "a,b,c,...\n... (default: x)": a vocabulary's names wrapped at NAMES_WIDTH. */
+static void names_help(int which, char *buf, size_t len)
+{
+    char all[1024], dflt[512], *save = NULL;
+    size_t line = 0;
+    spec_defaults(&default_spec);
+    names_which = which;
+    join_names(which, keep_any, ",", all, sizeof(all));
+    join_names(which, which == NAMES_OPS ? keep_default_op : keep_default, ",", dflt, sizeof(dflt));
+    buf[0] = '\0';
+    for (char *tok = strtok_r(all, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        size_t o = strlen(buf), w = strlen(tok) + (save != NULL && *save != '\0');
+        if (line > 0 && line + w > NAMES_WIDTH) {
+            snprintf(buf + o, len - o, "\n");
+            o++;
+            line = 0;
+        }
+        snprintf(buf + o, len - o, "%s%s", tok, w > strlen(tok) ? "," : "");
+        line += w;
+    }
+    size_t o = strlen(buf);
+    int fits = line + strlen(dflt) + 11 <= NAMES_WIDTH; /* " (default: " + ")" */
+    snprintf(buf + o, len - o, "%s(default: %s)", fits ? " " : "\n", dflt);
+}
+
+/* One option's --help entry: "  -x, --name ARG" padded to the text column. */
+static void usage_option(FILE *f, const cli_opt_t *o)
+{
+    char left[64], names[2048];
+    int n = 0;
+    if (o->short_name != 0) {
+        n = snprintf(left, sizeof(left), "-%c, ", o->short_name);
+    }
+    snprintf(left + n, sizeof(left) - (size_t)n, "--%s%s%s", o->name, o->arg ? " " : "",
+             o->arg ? o->arg : "");
+    const char *text = o->help;
+    if (text == NULL) {
+        names_help(!strcmp(o->key, "ops")      ? NAMES_OPS
+                   : !strcmp(o->key, "dtypes") ? NAMES_DTYPES
+                                               : NAMES_REDOPS,
+                   names, sizeof(names));
+        text = names;
+    }
+    size_t first = strcspn(text, "\n");
+    fprintf(f, "  %-22s %.*s\n", left, (int)first, text);
+    for (text += first; *text == '\n'; text += first) {
+        text++;
+        first = strcspn(text, "\n");
+        fprintf(f, "%25s%.*s\n", "", (int)first, text);
+    }
+}
+
+void cp_cli_usage(FILE *f)
+{
+    fputs("Usage: collprof [OPTIONS]\n"
+          "Profile collective communication on every backend that loads, check every result\n"
+          "exactly, print an nccl-tests-style table and write a timestamped text summary.\n",
+          f);
+    for (size_t i = 0; i < N_CLI_OPTS; i++) {
+        if (cli_opts[i].name == NULL) {
+            fprintf(f, "\n%s\n", cli_opts[i].help);
+        } else if (cli_opts[i].handle == NULL) {
+            fprintf(f, "  %s\n", cli_opts[i].help);
+        } else {
+            usage_option(f, &cli_opts[i]);
+        }
+    }
+    fputs("\n"
+          "Exit status: 0 success, 1 a wrong result or a failed operation, 2 bad input,\n"
+          "124 an operation timed out, 128+N stopped by signal N (results so far kept).\n"
+          "See collprof(1) for details.\n",
+          f);
+}
+
+/* getopt_long's tables from cli_opts; longs has N_CLI_OPTS + 1 entries. */
+static void getopt_tables(struct option *longs, char *shorts)
+{
+    size_t k = 0, s = 0;
+    shorts[s++] = ':';
+    for (size_t i = 0; i < N_CLI_OPTS; i++) {
+        const cli_opt_t *o = &cli_opts[i];
+        if (o->handle == NULL) {
+            continue;
+        }
+        int has_arg = o->arg != NULL ? required_argument : no_argument;
+        longs[k++] = (struct option){o->name, has_arg, NULL,
+                                     o->short_name ? o->short_name : OPT_LONG + (int)i};
+        if (o->short_name != 0) {
+            shorts[s++] = (char)o->short_name;
+            if (has_arg) {
+                shorts[s++] = ':';
+            }
+        }
+    }
+    longs[k] = (struct option){NULL, 0, NULL, 0};
+    shorts[s] = '\0';
+}
+
+/* The row getopt_long's return value c names; NULL for ':' and '?'. */
+static const cli_opt_t *find_opt(int c)
+{
+    if (c >= OPT_LONG && c < OPT_LONG + (int)N_CLI_OPTS) {
+        return &cli_opts[c - OPT_LONG];
+    }
+    for (size_t i = 0; i < N_CLI_OPTS; i++) {
+        if (cli_opts[i].handle != NULL && cli_opts[i].short_name == c) {
+            return &cli_opts[i];
+        }
+    }
+    return NULL;
+}
+
+/* After the options: the byte sweep, then the matrix file or the one spec. */
+static int finish_specs(cli_state_t *st, char *err, size_t errlen)
+{
+    cp_options_t *opt = st->opt;
+    if (st->have_counts && st->have_sweep) {
+        snprintf(err, errlen, "use either --counts or -b/-e/-f, not both");
+        return -1;
+    }
+    if (st->have_sweep) {
+        if (st->minb == 0) {
+            st->minb = st->maxb ? st->maxb : UINT64_C(32) << 20;
+        }
+        if (st->maxb == 0) {
+            st->maxb = st->minb;
+        }
+        if (build_sweep(&st->base, st->minb, st->maxb, st->factor, err, errlen) != 0) {
+            return -1;
+        }
+    }
+    if (opt->matrix_file[0] != '\0') {
+        if (cp_matrix_load(opt->matrix_file, &st->base, opt, err, errlen) != 0) {
+            return -1;
+        }
+        spec_free(&st->base);
+        return 0;
+    }
+    opt->specs = malloc(sizeof(cp_spec_t));
+    if (opt->specs == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    opt->specs[0] = st->base; /* takes ownership of base's file weights */
+    st->base.nimb = 0;
+    opt->nspecs = 1;
+    return 0;
+}
+
 int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t errlen)
 {
-    cp_spec_t base;
-    uint64_t minb = 0, maxb = 0;
-    long factor = 2;
-    int have_counts = 0, have_sweep = 0;
+    struct option longs[N_CLI_OPTS + 1];
+    char shorts[2 * N_CLI_OPTS + 2];
+    cli_state_t st = {.opt = opt, .factor = 2};
 
     memset(opt, 0, sizeof(*opt));
     opt->check = 1;
     opt->sync_barrier = 1;
     opt->timeout_s = -1; /* derived per cell */
-    spec_defaults(&base);
+    spec_defaults(&st.base);
+    getopt_tables(longs, shorts);
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":b:e:f:n:w:c:d:o:r:B:vhV", long_opts, NULL)) != -1) {
-        char why[1024];
-        int rc = 0;
-        why[0] = '\0';
-        switch (c) {
-        case OPT_NP:
-            rc = parse_count_opt("--np", optarg, 1, 1024, &opt->np, why, sizeof(why));
-            break;
-        case OPT_BACKENDS: rc = cp_spec_set(&base, "backends", optarg, why, sizeof(why)); break;
-        case OPT_OPS: rc = cp_spec_set(&base, "ops", optarg, why, sizeof(why)); break;
-        case OPT_COUNTS:
-            rc = cp_spec_set(&base, "counts", optarg, why, sizeof(why));
-            have_counts = 1;
-            break;
-        case 'b':
-        case 'e':
-            rc = cp_parse_size(optarg, c == 'b' ? &minb : &maxb, why, sizeof(why));
-            have_sweep = 1;
-            break;
-        case 'f':
-            if (cp_parse_int(optarg, 2, 1024, &factor) != 0) {
-                snprintf(why, sizeof(why), "-f: '%s' is not a whole number in 2..1024", optarg);
-                rc = -1;
-            }
-            have_sweep = 1;
-            break;
-        case 'n': rc = cp_spec_set(&base, "iters", optarg, why, sizeof(why)); break;
-        case 'w': rc = cp_spec_set(&base, "warmup", optarg, why, sizeof(why)); break;
-        case 'c': rc = parse_count_opt("-c", optarg, 0, 1, &opt->check, why, sizeof(why)); break;
-        case 'd': rc = cp_spec_set(&base, "dtypes", optarg, why, sizeof(why)); break;
-        case 'o': rc = cp_spec_set(&base, "redops", optarg, why, sizeof(why)); break;
-        case 'r': rc = cp_spec_set(&base, "root", optarg, why, sizeof(why)); break;
-        case OPT_VARIANTS: rc = cp_spec_set(&base, "variants", optarg, why, sizeof(why)); break;
-        case OPT_INPLACE: rc = cp_spec_set(&base, "inplace", optarg, why, sizeof(why)); break;
-        case OPT_IMBALANCE: rc = cp_spec_set(&base, "imbalance", optarg, why, sizeof(why)); break;
-        case OPT_MEM: rc = cp_spec_set(&base, "mem", optarg, why, sizeof(why)); break;
-        case OPT_MATRIX:
-        case OPT_OUTDIR:
-        case OPT_TAG: {
-            char *dst = c == OPT_MATRIX   ? opt->matrix_file
-                        : c == OPT_OUTDIR ? opt->output_dir
-                                          : opt->tag;
-            size_t cap = c == OPT_TAG ? sizeof(opt->tag) : sizeof(opt->output_dir);
-            if (optarg[0] == '\0' || strlen(optarg) >= cap) {
-                snprintf(why, sizeof(why), "%s: value is empty or too long", argv[optind - 1]);
-                rc = -1;
-            } else {
-                snprintf(dst, cap, "%s", optarg);
-            }
-            break;
+    while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        const cli_opt_t *o = find_opt(c);
+        st.spelled = argv[optind - 1];
+        if (c == ':') {
+            snprintf(err, errlen, "option '%s' needs a value", st.spelled);
+            goto fail;
         }
-        case OPT_LIST: opt->list = 1; break;
-        case OPT_DRYRUN: opt->dry_run = 1; break;
-        case OPT_SYNC:
-            if (!strcmp(optarg, "barrier") || !strcmp(optarg, "none")) {
-                opt->sync_barrier = !strcmp(optarg, "barrier");
-            } else {
-                snprintf(why, sizeof(why), "--sync: '%s' is not barrier or none", optarg);
-                rc = -1;
-            }
-            break;
-        case OPT_TIMEOUT: {
-            char *end = NULL;
-            errno = 0;
-            double t = strtod(optarg, &end);
-            if (errno != 0 || end == optarg || *end != '\0' || !(t >= 0 && t <= 1e6)) {
-                snprintf(why, sizeof(why),
-                         "--timeout: '%s' is not a number of seconds in 0..1000000 (0: none)",
-                         optarg);
-                rc = -1;
-            } else {
-                opt->timeout_s = t;
-            }
-            break;
+        if (o == NULL) {
+            snprintf(err, errlen, "unknown option '%s' (see collprof --help)", st.spelled);
+            goto fail;
         }
-        case OPT_LAUNCHER:
-            if (!strcmp(optarg, "auto")) {
-                opt->launch_mode = CP_LAUNCH_AUTO;
-            } else if (!strcmp(optarg, "embedded")) {
-                opt->launch_mode = CP_LAUNCH_EMBEDDED;
-            } else if (!strcmp(optarg, "mpirun")) {
-                opt->launch_mode = CP_LAUNCH_MPIRUN;
-            } else {
-                snprintf(why, sizeof(why), "--launcher: '%s' is not auto, embedded or mpirun",
-                         optarg);
-                rc = -1;
-            }
-            break;
-        case 'B':
-            if (strchr(optarg, '=') == NULL || optarg[0] == '=' || strlen(optarg) >= 256 ||
-                opt->nbackend_opts >= 32) {
-                snprintf(why, sizeof(why), "-B: '%s' is not KEY=VALUE (at most 32, 255 chars)",
-                         optarg);
-                rc = -1;
-            } else {
-                snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s", optarg);
-            }
-            break;
-        case OPT_OFI_PROVIDER:
-        case OPT_OFI_CHANNELS: {
-            /* first-class spellings of -B ofi-provider=NAME / -B ofi-channels=N */
-            const char *key = c == OPT_OFI_PROVIDER ? "ofi-provider" : "ofi-channels";
-            long v;
-            if (c == OPT_OFI_CHANNELS && cp_parse_int(optarg, 1, CP_OFI_MAX_CHANNELS, &v) != 0) {
-                snprintf(why, sizeof(why), "--ofi-channels: '%s' is not a whole number in 1..%d",
-                         optarg, CP_OFI_MAX_CHANNELS);
-                rc = -1;
-            } else if (optarg[0] == '\0' || strlen(optarg) + strlen(key) + 1 >= 256 ||
-                       opt->nbackend_opts >= 32) {
-                snprintf(why, sizeof(why), "%s: '%s' is empty or too long (or over 32 options)",
-                         argv[optind - 1], optarg);
-                rc = -1;
-            } else {
-                snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s=%s", key, optarg);
-            }
-            break;
-        }
-        case OPT_LINK_GBPS: {
-            char *end = NULL;
-            errno = 0;
-            double v = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || errno != 0 || !(v > 0.0) || v > 1e6) {
-                snprintf(why, sizeof(why), "--link-gbps: '%s' is not a number in (0, 1e6]", optarg);
-                rc = -1;
-            } else {
-                opt->link_gbps = v;
-            }
-            break;
-        }
-        case 'v': opt->verbose++; break;
-        case 'h': opt->help = 1; break;
-        case 'V': opt->version = 1; break;
-        case ':':
-            snprintf(why, sizeof(why), "option '%s' needs a value", argv[optind - 1]);
-            rc = -1;
-            break;
-        case '?':
-        default:
-            snprintf(why, sizeof(why), "unknown option '%s' (see collprof --help)",
-                     argv[optind - 1]);
-            rc = -1;
-            break;
-        }
-        if (rc != 0) {
+        char why[1024] = "";
+        if (o->handle(&st, o, optarg, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "%s", why);
             goto fail;
         }
@@ -672,38 +902,12 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
         snprintf(err, errlen, "unexpected argument '%s' (see collprof --help)", argv[optind]);
         goto fail;
     }
-    if (have_counts && have_sweep) {
-        snprintf(err, errlen, "use either --counts or -b/-e/-f, not both");
+    if (finish_specs(&st, err, errlen) != 0) {
         goto fail;
-    }
-    if (have_sweep) {
-        if (minb == 0) {
-            minb = maxb ? maxb : UINT64_C(32) << 20;
-        }
-        if (maxb == 0) {
-            maxb = minb;
-        }
-        if (build_sweep(&base, minb, maxb, factor, err, errlen) != 0) {
-            goto fail;
-        }
-    }
-    if (opt->matrix_file[0] != '\0') {
-        if (cp_matrix_load(opt->matrix_file, &base, opt, err, errlen) != 0) {
-            goto fail;
-        }
-        spec_free(&base);
-    } else {
-        opt->specs = malloc(sizeof(cp_spec_t));
-        if (opt->specs == NULL) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
-        opt->specs[0] = base; /* takes ownership of base's file weights */
-        opt->nspecs = 1;
     }
     return 0;
 fail:
-    spec_free(&base);
+    spec_free(&st.base);
     cp_cli_free(opt);
     return -1;
 }

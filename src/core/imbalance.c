@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "core/imbalance.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,6 +21,63 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
+/* A growing array of weights. */
+typedef struct weights {
+    double *w;
+    size_t n, cap;
+} weights_t;
+
+/* Append one line's weights; returns how many, or -1 with err set. */
+static int parse_row(char *line, weights_t *ws, const char *path, int lineno, char *err,
+                     size_t errlen)
+{
+    int c = 0;
+    for (char *tok = strtok(line, " \t\r\n,"); tok != NULL; tok = strtok(NULL, " \t\r\n,")) {
+        double v;
+        if (parse_double(tok, 0.0, 1e18, &v) != 0) {
+            snprintf(err, errlen, "%s:%d: '%s' is not a non-negative number", path, lineno, tok);
+            return -1;
+        }
+        if (ws->n == ws->cap) {
+            size_t cap = ws->cap ? ws->cap * 2 : 64;
+            double *grown = realloc(ws->w, cap * sizeof(double));
+            if (grown == NULL) {
+                snprintf(err, errlen, "out of memory reading '%s'", path);
+                return -1;
+            }
+            ws->w = grown;
+            ws->cap = cap;
+        }
+        ws->w[ws->n++] = v;
+        c++;
+    }
+    return c;
+}
+
+/* The whole matrix read: square, and not all zero. */
+static int check_matrix(const weights_t *ws, int rows, int cols, const char *path, char *err,
+                        size_t errlen)
+{
+    if (rows == 0) {
+        snprintf(err, errlen, "%s: no rows (expected an n x n matrix of weights)", path);
+        return -1;
+    }
+    if (rows != cols) {
+        snprintf(err, errlen, "%s: matrix is %d x %d; it must be square (one row per rank)", path,
+                 rows, cols);
+        return -1;
+    }
+    double total = 0;
+    for (size_t i = 0; i < ws->n; i++) {
+        total += ws->w[i];
+    }
+    if (total <= 0) {
+        snprintf(err, errlen, "%s: all weights are zero", path);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * Traffic-matrix file: '#' starts a comment, blank lines are ignored, and
  * every other line is one source rank's row of non-negative weights
@@ -32,39 +90,17 @@ static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t er
         snprintf(err, errlen, "cannot read traffic matrix '%s': %s", path, strerror(errno));
         return -1;
     }
-    double *w = NULL;
-    size_t nw = 0, cap = 0;
-    int rows = 0, cols = -1, lineno = 0, rc = -1;
+    weights_t ws = {NULL, 0, 0};
+    int rows = 0, cols = -1, lineno = 0, rc = -1, got;
     char line[65536];
-    while (fgets(line, sizeof(line), f) != NULL) {
-        lineno++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
+    while ((got = cp_read_line(f, line, sizeof(line), &lineno)) != 0) {
+        if (got < 0) {
             snprintf(err, errlen, "%s:%d: line too long", path, lineno);
             goto out;
         }
-        char *hash = strchr(line, '#');
-        if (hash != NULL) {
-            *hash = '\0';
-        }
-        int c = 0;
-        for (char *tok = strtok(line, " \t\r\n,"); tok != NULL; tok = strtok(NULL, " \t\r\n,")) {
-            double v;
-            if (parse_double(tok, 0.0, 1e18, &v) != 0) {
-                snprintf(err, errlen, "%s:%d: '%s' is not a non-negative number", path, lineno,
-                         tok);
-                goto out;
-            }
-            if (nw == cap) {
-                cap = cap ? cap * 2 : 64;
-                double *nwp = realloc(w, cap * sizeof(double));
-                if (nwp == NULL) {
-                    snprintf(err, errlen, "out of memory reading '%s'", path);
-                    goto out;
-                }
-                w = nwp;
-            }
-            w[nw++] = v;
-            c++;
+        int c = parse_row(line, &ws, path, lineno, err, errlen);
+        if (c < 0) {
+            goto out;
         }
         if (c == 0) {
             continue;
@@ -75,8 +111,7 @@ static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t er
             goto out;
         }
         cols = c;
-        rows++;
-        if (rows > 65536) {
+        if (++rows > 65536) {
             snprintf(err, errlen, "%s: more than 65536 rows", path);
             goto out;
         }
@@ -85,29 +120,15 @@ static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t er
         snprintf(err, errlen, "cannot read traffic matrix '%s': %s", path, strerror(errno));
         goto out;
     }
-    if (rows == 0) {
-        snprintf(err, errlen, "%s: no rows (expected an n x n matrix of weights)", path);
+    if (check_matrix(&ws, rows, cols, path, err, errlen) != 0) {
         goto out;
     }
-    if (rows != cols) {
-        snprintf(err, errlen, "%s: matrix is %d x %d; it must be square (one row per rank)", path,
-                 rows, cols);
-        goto out;
-    }
-    double total = 0;
-    for (size_t i = 0; i < nw; i++) {
-        total += w[i];
-    }
-    if (total <= 0) {
-        snprintf(err, errlen, "%s: all weights are zero", path);
-        goto out;
-    }
-    imb->weights = w;
+    imb->weights = ws.w;
     imb->file_n = rows;
-    w = NULL;
+    ws.w = NULL;
     rc = 0;
 out:
-    free(w);
+    free(ws.w);
     fclose(f);
     return rc;
 }

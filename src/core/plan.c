@@ -70,32 +70,29 @@ static void unsupported_reason(const cp_plugin_t *p, const cp_cell_t *c, char *b
     }
 }
 
-static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplugins, int nranks,
-                       cp_plan_t *plan, int *cap, char *err, size_t errlen)
+/* The plugins spec s selects, in order, into sel (room for max(nplugins, nbackends)). */
+static int select_backends(const cp_spec_t *s, const cp_plugin_t *plugins, int nplugins, int *sel,
+                           char *err, size_t errlen)
 {
-    int sel[64], nsel = 0;
-    if (s->nbackends == 0) {
-        for (int i = 0; i < nplugins && nsel < 64; i++) {
-            /* a backend that runs only on request (self) is left out of the default */
-            if (plugins[i].usable && !(plugins[i].be->flags & COLLPROF_BACKEND_ON_REQUEST)) {
-                sel[nsel++] = i;
-            }
+    int nsel = 0;
+    for (int i = 0; s->nbackends == 0 && i < nplugins; i++) {
+        /* a backend that runs only on request (self) is left out of the default */
+        if (plugins[i].usable && !(plugins[i].be->flags & COLLPROF_BACKEND_ON_REQUEST)) {
+            sel[nsel++] = i;
         }
-    } else {
-        for (int b = 0; b < s->nbackends; b++) {
-            int i = find_plugin(plugins, nplugins, s->backends[b]);
-            if (i < 0 || (plugins[i].be == NULL && plugins[i].error[0] != '\0' &&
-                          strstr(plugins[i].error, "no collprof_") == plugins[i].error)) {
-                char avail[512];
-                cp_plugins_available(avail, sizeof(avail));
-                snprintf(err, errlen,
-                         "unknown backend '%s' (available: %s; plugins are read from %s)",
-                         s->backends[b], avail[0] ? avail : "none", cp_plugins_search_path());
-                return -1;
-            }
-            if (plugins[i].usable) {
-                sel[nsel++] = i;
-            }
+    }
+    for (int b = 0; b < s->nbackends; b++) {
+        int i = find_plugin(plugins, nplugins, s->backends[b]);
+        if (i < 0 || (plugins[i].be == NULL && plugins[i].error[0] != '\0' &&
+                      strstr(plugins[i].error, "no collprof_") == plugins[i].error)) {
+            char avail[512];
+            cp_plugins_available(avail, sizeof(avail));
+            snprintf(err, errlen, "unknown backend '%s' (available: %s; plugins are read from %s)",
+                     s->backends[b], avail[0] ? avail : "none", cp_plugins_search_path());
+            return -1;
+        }
+        if (plugins[i].usable) {
+            sel[nsel++] = i;
         }
     }
     if (nsel == 0 && s->nbackends > 0) { /* every named one failed to load: say why */
@@ -110,7 +107,13 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
                  cp_plugins_search_path());
         return -1;
     }
-    /* every named variant must exist somewhere in the selection */
+    return nsel;
+}
+
+/* Every named variant must exist somewhere in the selection. */
+static int check_variants(const cp_spec_t *s, const cp_plugin_t *plugins, const int *sel, int nsel,
+                          char *err, size_t errlen)
+{
     for (int v = 0; v < s->nvariants; v++) {
         int found = 0;
         char offered[1024] = "default";
@@ -127,100 +130,214 @@ static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplug
         if (!found) {
             snprintf(err, errlen,
                      "unknown variant '%.64s' for the selected backends and operations (offered: "
-                     "%.700s; "
-                     "see collprof --list)",
+                     "%.700s; see collprof --list)",
                      s->variants[v], offered);
             return -1;
         }
     }
+    return 0;
+}
+
+/*
+ * The matrix of one spec as one odometer over its dimensions, outermost
+ * first; the run order of the cells is this order.  Inner lengths depend on
+ * the outer positions (a backend's variants and memory, an op's reductions,
+ * in-place modes and traffic patterns); a zero length skips the position.
+ */
+enum {
+    DIM_BACKEND,
+    DIM_VARIANT,
+    DIM_DTYPE,
+    DIM_SIZE,
+    DIM_OP,
+    DIM_MEM, /* 0 when the op makes no cell here (the first dimension under it) */
+    DIM_REDOP,
+    DIM_INPLACE,
+    DIM_IMB,
+    DIM_COUNT
+};
+
+typedef struct matrix_it {
+    const cp_spec_t *s;
+    const cp_plugin_t *plugins;
+    const int *sel;
+    int nsel;
+    int idx[DIM_COUNT], len[DIM_COUNT];
+    /* per backend */
+    const char *vars[256];
+    int nvars;
+    int mems[COLLPROF_MEM_COUNT], nmems;
+} matrix_it_t;
+
+static const cp_plugin_t *it_plugin(const matrix_it_t *it)
+{
+    return &it->plugins[it->sel[it->idx[DIM_BACKEND]]];
+}
+
+static collprof_op_t it_op(const matrix_it_t *it)
+{
+    return (collprof_op_t)it->s->ops[it->idx[DIM_OP]];
+}
+
+/* A backend's variants and memory types (nmems == 0 in the spec: its own). */
+static void it_backend(matrix_it_t *it)
+{
+    const cp_spec_t *s = it->s;
+    const cp_plugin_t *p = it_plugin(it);
+    it->nvars = variant_list(s, p, it->vars, 256);
+    it->nmems = s->nmems;
+    memcpy(it->mems, s->mems, sizeof(it->mems));
+    if (it->nmems == 0) { /* the backend's own: host where it can, else what it has */
+        it->nmems = 1;
+        it->mems[0] = COLLPROF_MEM_HOST;
+        for (int m = COLLPROF_MEM_COUNT - 1; m >= 0; m--) {
+            if (p->caps.memtypes & COLLPROF_BIT(m)) {
+                it->mems[0] = m;
+            }
+        }
+    }
+}
+
+/* Length of dimension d at the current outer position. */
+static int dim_len(matrix_it_t *it, int d)
+{
+    const cp_spec_t *s = it->s;
+    unsigned fl = d > DIM_OP ? cp_op_flags(it_op(it)) : 0;
+    switch (d) {
+    case DIM_BACKEND: return it->nsel;
+    case DIM_VARIANT: it_backend(it); return it->nvars;
+    case DIM_DTYPE: return s->ndtypes;
+    case DIM_SIZE: return s->nsizes;
+    case DIM_OP: return s->nops;
+    case DIM_MEM:
+        if (!cp_plugin_has_variant(it_plugin(it), it_op(it), it->vars[it->idx[DIM_VARIANT]]) ||
+            ((fl & COLLPROF_OPF_NODATA) && (it->idx[DIM_SIZE] > 0 || it->idx[DIM_DTYPE] > 0))) {
+            return 0; /* a barrier has no size or dtype: once is enough */
+        }
+        return it->nmems;
+    case DIM_REDOP: return (fl & COLLPROF_OPF_REDUCES) ? s->nredops : 1;
+    case DIM_INPLACE: return (fl & COLLPROF_OPF_NODATA) ? 1 : s->ninplace;
+    case DIM_IMB: return (fl & COLLPROF_OPF_VARIABLE) ? s->nimb : 1;
+    default: return 0;
+    }
+}
+
+/*
+ * Advance to the next complete position: increment dimension d (none when
+ * d < 0: the first position) and restart every dimension inside it.
+ * Returns 0 when the matrix is exhausted.
+ */
+static int it_step(matrix_it_t *it, int d)
+{
+    for (;;) {
+        if (d >= 0 && ++it->idx[d] >= it->len[d]) {
+            if (d == 0) {
+                return 0;
+            }
+            d--; /* carry */
+            continue;
+        }
+        int e = d + 1;
+        for (; e < DIM_COUNT; e++) {
+            it->idx[e] = 0;
+            it->len[e] = dim_len(it, e);
+            if (it->len[e] == 0) {
+                break;
+            }
+        }
+        if (e == DIM_COUNT) {
+            return 1;
+        }
+        if (e == 0) {
+            return 0;
+        }
+        d = e - 1; /* nothing inside this position: the next one */
+    }
+}
+
+/* The cell at the iterator's position. */
+static void it_cell(const matrix_it_t *it, int nranks, cp_cell_t *c)
+{
+    const cp_spec_t *s = it->s;
+    const int *ix = it->idx;
+    collprof_op_t op = it_op(it);
+    const unsigned fl = cp_op_flags(op);
+    const collprof_dtype_info_t *dt =
+        collprof_dtype_info((collprof_dtype_t)s->dtypes[ix[DIM_DTYPE]]);
+    uint64_t req = s->sizes[ix[DIM_SIZE]];
+    if (s->sizes_are_bytes) {
+        req /= dt->size;
+    }
+    if (req == 0) {
+        req = 1;
+    }
+    memset(c, 0, sizeof(*c));
+    c->plugin = it->sel[ix[DIM_BACKEND]];
+    snprintf(c->variant, sizeof(c->variant), "%s", it->vars[ix[DIM_VARIANT]]);
+    c->op = op;
+    c->dtype = (collprof_dtype_t)s->dtypes[ix[DIM_DTYPE]];
+    c->redop = (collprof_redop_t)s->redops[ix[DIM_REDOP]];
+    c->root = (fl & COLLPROF_OPF_ROOTED) ? s->root : 0;
+    c->in_place = (fl & COLLPROF_OPF_NODATA) ? 0 : s->inplace[ix[DIM_INPLACE]];
+    c->memtype = it->mems[ix[DIM_MEM]];
+    c->requested = (fl & COLLPROF_OPF_NODATA) ? 0 : req;
+    c->count = cp_coll_effective_count(op, req, nranks);
+    c->imb = (fl & COLLPROF_OPF_VARIABLE) ? &s->imb[ix[DIM_IMB]] : NULL;
+    c->iters = s->iters;
+    c->warmup = s->warmup;
+    unsupported_reason(it_plugin(it), c, c->pre_reason, sizeof(c->pre_reason));
+    if (c->pre_reason[0] != '\0') {
+        c->pre_status = COLLPROF_CELL_UNSUPPORTED;
+    } else if (!(fl & COLLPROF_OPF_NODATA) && c->count == 0) {
+        c->pre_status = COLLPROF_CELL_SKIPPED;
+        snprintf(c->pre_reason, sizeof(c->pre_reason),
+                 "%llu elements cannot be split over %d ranks", (unsigned long long)req, nranks);
+    }
+}
+
+/* Check spec s and append its cells to the plan. */
+static int expand_spec(const cp_spec_t *s, const cp_plugin_t *plugins, int nplugins, int nranks,
+                       cp_plan_t *plan, int *cap, char *err, size_t errlen)
+{
+    int room = nplugins > s->nbackends ? nplugins : s->nbackends;
+    int *sel = malloc(sizeof(*sel) * (size_t)(room > 0 ? room : 1));
+    int ret = -1;
+    if (sel == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int nsel = select_backends(s, plugins, nplugins, sel, err, errlen);
+    if (nsel < 0 || check_variants(s, plugins, sel, nsel, err, errlen) != 0) {
+        goto out;
+    }
     if (s->root >= nranks) {
         snprintf(err, errlen, "root %d does not exist in a job of %d ranks", s->root, nranks);
-        return -1;
+        goto out;
     }
     for (int i = 0; i < s->nimb; i++) {
         if (cp_imbalance_validate(&s->imb[i], nranks, err, errlen) != 0) {
-            return -1;
+            goto out;
         }
     }
-    for (int k = 0; k < nsel; k++) {
-        const cp_plugin_t *p = &plugins[sel[k]];
-        const char *vars[256];
-        int nv = variant_list(s, p, vars, 256);
-        int mems[COLLPROF_MEM_COUNT], nmem = s->nmems;
-        memcpy(mems, s->mems, sizeof(mems));
-        if (nmem == 0) { /* the backend's own: host where it can, else what it has */
-            nmem = 1;
-            mems[0] = COLLPROF_MEM_HOST;
-            for (int m = COLLPROF_MEM_COUNT - 1; m >= 0; m--) {
-                if (p->caps.memtypes & COLLPROF_BIT(m)) {
-                    mems[0] = m;
-                }
-            }
+    matrix_it_t it = {.s = s, .plugins = plugins, .sel = sel, .nsel = nsel};
+    for (int more = it_step(&it, -1); more; more = it_step(&it, DIM_COUNT - 1)) {
+        cp_cell_t c;
+        it_cell(&it, nranks, &c);
+        if (push(plan, cap, &c) != 0) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
         }
-        for (int v = 0; v < nv; v++) {
-            for (int d = 0; d < s->ndtypes; d++) {
-                const collprof_dtype_info_t *dt =
-                    collprof_dtype_info((collprof_dtype_t)s->dtypes[d]);
-                for (int z = 0; z < s->nsizes; z++) {
-                    uint64_t req = s->sizes_are_bytes ? s->sizes[z] / dt->size : s->sizes[z];
-                    if (req == 0) {
-                        req = 1;
-                    }
-                    for (int o = 0; o < s->nops; o++) {
-                        collprof_op_t op = (collprof_op_t)s->ops[o];
-                        const unsigned fl = cp_op_flags(op);
-                        if (!cp_plugin_has_variant(p, op, vars[v]) ||
-                            ((fl & COLLPROF_OPF_NODATA) && (z > 0 || d > 0))) {
-                            continue; /* a barrier has no size or dtype: once is enough */
-                        }
-                        int nred = (fl & COLLPROF_OPF_REDUCES) ? s->nredops : 1;
-                        int nimb = (fl & COLLPROF_OPF_VARIABLE) ? s->nimb : 1;
-                        int nin = (fl & COLLPROF_OPF_NODATA) ? 1 : s->ninplace;
-                        for (int mt = 0; mt < nmem; mt++) {
-                            for (int r = 0; r < nred; r++) {
-                                for (int ip = 0; ip < nin; ip++) {
-                                    for (int im = 0; im < nimb; im++) {
-                                        cp_cell_t c;
-                                        memset(&c, 0, sizeof(c));
-                                        c.plugin = sel[k];
-                                        snprintf(c.variant, sizeof(c.variant), "%s", vars[v]);
-                                        c.op = op;
-                                        c.dtype = (collprof_dtype_t)s->dtypes[d];
-                                        c.redop = (collprof_redop_t)s->redops[r];
-                                        c.root = (fl & COLLPROF_OPF_ROOTED) ? s->root : 0;
-                                        c.in_place =
-                                            (fl & COLLPROF_OPF_NODATA) ? 0 : s->inplace[ip];
-                                        c.memtype = mems[mt];
-                                        c.requested = (fl & COLLPROF_OPF_NODATA) ? 0 : req;
-                                        c.count = cp_coll_effective_count(op, req, nranks);
-                                        c.imb = (fl & COLLPROF_OPF_VARIABLE) ? &s->imb[im] : NULL;
-                                        c.iters = s->iters;
-                                        c.warmup = s->warmup;
-                                        unsupported_reason(p, &c, c.pre_reason,
-                                                           sizeof(c.pre_reason));
-                                        if (c.pre_reason[0] != '\0') {
-                                            c.pre_status = COLLPROF_CELL_UNSUPPORTED;
-                                        } else if (!(fl & COLLPROF_OPF_NODATA) && c.count == 0) {
-                                            c.pre_status = COLLPROF_CELL_SKIPPED;
-                                            snprintf(c.pre_reason, sizeof(c.pre_reason),
-                                                     "%llu elements cannot be split over %d ranks",
-                                                     (unsigned long long)req, nranks);
-                                        }
-                                        if (push(plan, cap, &c) != 0) {
-                                            snprintf(err, errlen, "out of memory");
-                                            return -1;
-                                        }
-                                        plan->plugins_used |= 1u << (unsigned)sel[k];
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        plan->plugins_used[c.plugin] = 1;
     }
-    return 0;
+    ret = 0;
+out:
+    free(sel);
+    return ret;
+}
+
+int cp_plan_uses(const cp_plan_t *plan, int plugin)
+{
+    return plugin >= 0 && plugin < plan->nplugins && plan->plugins_used[plugin];
 }
 
 int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
@@ -229,6 +346,12 @@ int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplug
     int cap = 0;
     memset(plan, 0, sizeof(*plan));
     plan->nranks = nranks;
+    plan->plugins_used = calloc(nplugins > 0 ? (size_t)nplugins : 1, 1);
+    if (plan->plugins_used == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    plan->nplugins = nplugins;
     for (int i = 0; i < opt->nspecs; i++) {
         char why[1024];
         if (expand_spec(&opt->specs[i], plugins, nplugins, nranks, plan, &cap, why, sizeof(why)) !=
@@ -269,14 +392,10 @@ int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplug
     return 0;
 }
 
-int cp_plan_uses(const cp_plan_t *plan, int i)
-{
-    return i >= 0 && i < 32 && (plan->plugins_used & (1u << (unsigned)i)) != 0;
-}
-
 void cp_plan_free(cp_plan_t *plan)
 {
     free(plan->cells);
+    free(plan->plugins_used);
     memset(plan, 0, sizeof(*plan));
 }
 

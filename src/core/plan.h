@@ -34,7 +34,8 @@ typedef struct cp_plan {
     cp_cell_t *cells;
     int ncells;
     int nranks;
-    uint32_t plugins_used; /**< bit i: plugin i has cells */
+    unsigned char *plugins_used; /**< nplugins flags: plugin i has cells (see cp_plan_uses) */
+    int nplugins;
 } cp_plan_t;
 
 /**
@@ -45,8 +46,9 @@ typedef struct cp_plan {
 int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
                   cp_plan_t *plan, char *err, size_t errlen);
 void cp_plan_free(cp_plan_t *plan);
-/** Does the plan have cells on plugin index i? */
-int cp_plan_uses(const cp_plan_t *plan, int i);
+
+/** True when the plan has cells for plugin i (any number of plugins). */
+int cp_plan_uses(const cp_plan_t *plan, int plugin);
 
 /** Print the plan (--dry-run). */
 void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f);

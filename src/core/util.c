@@ -32,25 +32,12 @@ int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
         v = v * 10 + d;
         p++;
     }
+    static const char units[] = "KMGT"; /* powers of 1024 */
+    const char *u = *p != '\0' ? strchr(units, toupper((unsigned char)*p)) : NULL;
     uint64_t mult = 1;
-    switch (toupper((unsigned char)*p)) {
-    case 'K':
-        mult = UINT64_C(1) << 10;
+    if (u != NULL) {
+        mult = UINT64_C(1) << (10 * (unsigned)(u - units + 1));
         p++;
-        break;
-    case 'M':
-        mult = UINT64_C(1) << 20;
-        p++;
-        break;
-    case 'G':
-        mult = UINT64_C(1) << 30;
-        p++;
-        break;
-    case 'T':
-        mult = UINT64_C(1) << 40;
-        p++;
-        break;
-    default: break;
     }
     if (mult > 1 && toupper((unsigned char)*p) == 'B') {
         p++;
@@ -69,6 +56,22 @@ int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
     }
     *out = v * mult;
     return 0;
+}
+
+int cp_read_line(FILE *f, char *line, size_t size, int *lineno)
+{
+    if (fgets(line, (int)size, f) == NULL) {
+        return 0;
+    }
+    (*lineno)++;
+    if (strchr(line, '\n') == NULL && !feof(f)) {
+        return -1;
+    }
+    char *hash = strchr(line, '#');
+    if (hash != NULL) {
+        *hash = '\0';
+    }
+    return 1;
 }
 
 int cp_parse_int(const char *s, long lo, long hi, long *out)

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Largest count or byte size collprof accepts (1 Ti elements / bytes). */
 #define CP_MAX_SIZE (UINT64_C(1) << 40)
@@ -18,6 +19,11 @@ int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
 
 /** Parse a non-negative int (no suffix) in [lo, hi]; -1 on failure. */
 int cp_parse_int(const char *s, long lo, long hi, long *out);
+
+/** Read one line of a text file into line, counting *lineno, with any '#'
+ * comment cut off.  Returns 1, 0 at the end (or on a read error: check
+ * ferror), or -1 when the line does not fit. */
+int cp_read_line(FILE *f, char *line, size_t size, int *lineno);
 
 /**
  * Split a comma-separated list in place into at most max tokens (empty

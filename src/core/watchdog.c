@@ -219,12 +219,11 @@ static void append(char *msg, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
-                  void (*describe)(void *arg, int cell, char *buf, size_t len), void *arg,
-                  char *msg, size_t len)
+/* The rank furthest ahead (-1: none answered) and the longest stall. */
+static int find_front(const cp_wd_rec_t *recs, int n, double *stalled)
 {
     int front = -1;
-    double stalled = 0;
+    *stalled = 0;
     for (int q = 0; q < n; q++) {
         if (!recs[q].valid) {
             continue;
@@ -232,10 +231,74 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
         if (front < 0 || pos_cmp(position(&recs[q]), position(&recs[front])) > 0) {
             front = q;
         }
-        if (recs[q].stalled_s > stalled) {
-            stalled = recs[q].stalled_s;
+        if (recs[q].stalled_s > *stalled) {
+            *stalled = recs[q].stalled_s;
         }
     }
+    return front;
+}
+
+/* " Did not arrive: rank q (host) last seen ...;" for the nbehind ranks behind f. */
+static void explain_behind(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
+                           const cp_wd_rec_t *f, int nbehind, char *msg, size_t len)
+{
+    pos_t fp = position(f);
+    append(msg, len, " Did not arrive:");
+    int shown = 0, last = -1; /* last: the rank furthest behind */
+    for (int q = 0; q < n; q++) {
+        if (recs[q].valid && (last < 0 || pos_cmp(position(&recs[q]), position(&recs[last])) < 0)) {
+            last = q;
+        }
+    }
+    for (int q = 0; q < n; q++) {
+        if (!recs[q].valid || pos_cmp(position(&recs[q]), fp) == 0) {
+            continue;
+        }
+        if (shown == 8) {
+            append(msg, len, " and %d more;", nbehind - shown);
+            break;
+        }
+        char w[160];
+        where(&recs[q], recs[q].cell != f->cell, w, sizeof(w));
+        int furthest = nbehind > 1 && pos_cmp(position(&recs[q]), position(&recs[last])) == 0;
+        append(msg, len, " rank %d (%s) last seen %s%s;", q, hosts ? hosts[q] : "?", w,
+               furthest ? " (furthest behind)" : "");
+        shown++;
+    }
+    msg[strlen(msg) - 1] = '.';
+}
+
+/* The ranks at the front (waiting) and those that did not answer (silent). */
+static void explain_rest(const int *waiting, int nwait, const int *silent, int nsilent, int n,
+                         int nbehind, const char *fw, const char (*hosts)[256], char *msg,
+                         size_t len)
+{
+    char list[256];
+    if (nwait > 0) {
+        cp_wd_ranks(waiting, nwait, list, sizeof(list));
+        if (nbehind == 0 && nsilent == 0) {
+            append(msg, len, " All %d ranks are %s: the backend did not complete it.", n, fw);
+        } else {
+            append(msg, len, " Waiting (%s): rank%s %s.", fw, nwait > 1 ? "s" : "", list);
+        }
+    }
+    if (nsilent > 0) {
+        cp_wd_ranks(silent, nsilent, list, sizeof(list));
+        append(msg, len, " No answer (dead, or PMIx unreachable): rank%s %s",
+               nsilent > 1 ? "s" : "", list);
+        if (hosts != NULL) {
+            append(msg, len, " on %s%s", hosts[silent[0]], nsilent > 1 ? " ..." : "");
+        }
+        append(msg, len, ".");
+    }
+}
+
+int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
+                  void (*describe)(void *arg, int cell, char *buf, size_t len), void *arg,
+                  char *msg, size_t len)
+{
+    double stalled;
+    int front = find_front(recs, n, &stalled);
     msg[0] = '\0';
     if (front < 0) {
         snprintf(msg, len, "no progress, and no rank answered the watchdog");
@@ -273,50 +336,9 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
         snprintf(msg, len, "no progress for %.1f s.", stalled);
     }
     if (nbehind > 0) {
-        append(msg, len, " Did not arrive:");
-        int shown = 0, last = -1; /* last: the rank furthest behind */
-        for (int q = 0; q < n; q++) {
-            if (recs[q].valid &&
-                (last < 0 || pos_cmp(position(&recs[q]), position(&recs[last])) < 0)) {
-                last = q;
-            }
-        }
-        for (int q = 0; q < n; q++) {
-            if (!recs[q].valid || pos_cmp(position(&recs[q]), fp) == 0) {
-                continue;
-            }
-            if (shown == 8) {
-                append(msg, len, " and %d more;", nbehind - shown);
-                break;
-            }
-            char w[160];
-            where(&recs[q], recs[q].cell != f->cell, w, sizeof(w));
-            int furthest = nbehind > 1 && pos_cmp(position(&recs[q]), position(&recs[last])) == 0;
-            append(msg, len, " rank %d (%s) last seen %s%s;", q, hosts ? hosts[q] : "?", w,
-                   furthest ? " (furthest behind)" : "");
-            shown++;
-        }
-        msg[strlen(msg) - 1] = '.';
+        explain_behind(recs, n, hosts, f, nbehind, msg, len);
     }
-    if (nwait > 0) {
-        char list[256];
-        cp_wd_ranks(waiting, nwait, list, sizeof(list));
-        if (nbehind == 0 && nsilent == 0) {
-            append(msg, len, " All %d ranks are %s: the backend did not complete it.", n, fw);
-        } else {
-            append(msg, len, " Waiting (%s): rank%s %s.", fw, nwait > 1 ? "s" : "", list);
-        }
-    }
-    if (nsilent > 0) {
-        char list[256];
-        cp_wd_ranks(silent, nsilent, list, sizeof(list));
-        append(msg, len, " No answer (dead, or PMIx unreachable): rank%s %s",
-               nsilent > 1 ? "s" : "", list);
-        if (hosts != NULL) {
-            append(msg, len, " on %s%s", hosts[silent[0]], nsilent > 1 ? " ..." : "");
-        }
-        append(msg, len, ".");
-    }
+    explain_rest(waiting, nwait, silent, nsilent, n, nbehind, fw, hosts, msg, len);
     free(waiting);
     free(silent);
     return cell;

@@ -39,6 +39,45 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One table row: the measured cells of size bytes, one per variant. */
+static void print_row(FILE *f, const collprof_result_row_t *rows, size_t n, const char *backend,
+                      const char *op, uint64_t bytes, const char *const *var, int nv,
+                      double link_gbps)
+{
+    char sz[32];
+    uint64_t count = 0;
+    const collprof_result_row_t *cell[STUDY_MAX];
+    for (int v = 0; v < nv; v++) {
+        cell[v] = NULL;
+        for (size_t i = 0; i < n && cell[v] == NULL; i++) {
+            const collprof_result_row_t *r = &rows[i];
+            if (r->bytes == bytes && !strcmp(r->variant, var[v]) && !strcmp(r->backend, backend) &&
+                !strcmp(r->op, op) && measured(r)) {
+                cell[v] = r;
+                count = count ? count : r->count;
+            }
+        }
+    }
+    fmt_size(bytes, sz, sizeof(sz));
+    fprintf(f, "| %s | %llu |", sz, (unsigned long long)count);
+    for (int v = 0; v < nv; v++) {
+        const collprof_result_row_t *r = cell[v];
+        if (r == NULL) {
+            fprintf(f, " - | - | - |");
+            continue;
+        }
+        double pct = cp_study_link_pct(r->busbw_gbs, link_gbps);
+        char p[32];
+        if (pct < 0) {
+            snprintf(p, sizeof(p), "n/a");
+        } else {
+            snprintf(p, sizeof(p), "%.1f%%", pct);
+        }
+        fprintf(f, " %.2f | %.2f (%s) | %.1f |", r->algbw_gbs, r->busbw_gbs, p, r->time_mean_us);
+    }
+    fprintf(f, "\n");
+}
+
 int cp_study_print(FILE *f, const collprof_result_row_t *rows, size_t n, const char *backend,
                    const char *op, double link_gbps, const char *link_from)
 {
@@ -86,39 +125,7 @@ int cp_study_print(FILE *f, const collprof_result_row_t *rows, size_t n, const c
     }
     fprintf(f, "\n");
     for (int s = 0; s < ns; s++) {
-        char sz[32];
-        uint64_t count = 0;
-        const collprof_result_row_t *cell[STUDY_MAX];
-        for (int v = 0; v < nv; v++) {
-            cell[v] = NULL;
-            for (size_t i = 0; i < n && cell[v] == NULL; i++) {
-                const collprof_result_row_t *r = &rows[i];
-                if (r->bytes == size[s] && !strcmp(r->variant, var[v]) &&
-                    !strcmp(r->backend, backend) && !strcmp(r->op, op) && measured(r)) {
-                    cell[v] = r;
-                    count = count ? count : r->count;
-                }
-            }
-        }
-        fmt_size(size[s], sz, sizeof(sz));
-        fprintf(f, "| %s | %llu |", sz, (unsigned long long)count);
-        for (int v = 0; v < nv; v++) {
-            const collprof_result_row_t *r = cell[v];
-            if (r == NULL) {
-                fprintf(f, " - | - | - |");
-                continue;
-            }
-            double pct = cp_study_link_pct(r->busbw_gbs, link_gbps);
-            char p[32];
-            if (pct < 0) {
-                snprintf(p, sizeof(p), "n/a");
-            } else {
-                snprintf(p, sizeof(p), "%.1f%%", pct);
-            }
-            fprintf(f, " %.2f | %.2f (%s) | %.1f |", r->algbw_gbs, r->busbw_gbs, p,
-                    r->time_mean_us);
-        }
-        fprintf(f, "\n");
+        print_row(f, rows, n, backend, op, size[s], var, nv, link_gbps);
     }
     return ns;
 }

@@ -206,11 +206,10 @@ static int create_exclusive(const char *dir, const char *base, char *path, size_
     return -1;
 }
 
-static void print_header(cp_summary_t *s)
+/* Header lines about the job: command, tag, world, launcher, Slurm. */
+static void print_job(FILE *f, const cp_run_info_t *ri)
 {
-    const cp_run_info_t *ri = s->ri;
     const cp_boot_t *b = ri->boot;
-    FILE *f = s->f;
     char iso[64];
     cp_utc_iso(iso, sizeof(iso));
     fprintf(f, "# collprof %s text summary\n", PACKAGE_VERSION);
@@ -246,6 +245,11 @@ static void print_header(cp_summary_t *s)
     for (int i = 0; i < nkv; i++) {
         fprintf(f, "slurm:      %s = %s\n", kv[i].key + 6, kv[i].value);
     }
+}
+
+/* Header lines about the backends in use and the link rate. */
+static void print_backends(FILE *f, const cp_run_info_t *ri)
+{
     for (int i = 0; i < ri->nplugins; i++) {
         const cp_plugin_t *p = &ri->plugins[i];
         if (!cp_plan_uses(ri->plan, i)) {
@@ -263,6 +267,11 @@ static void print_header(cp_summary_t *s)
         fprintf(f, "link:       %g Gbit/s (--link-gbps; used where a backend reports none)\n",
                 ri->opt->link_gbps);
     }
+}
+
+/* Header lines about how figures are measured, and the environment captured. */
+static void print_method(FILE *f, const cp_run_info_t *ri)
+{
     fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
             ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
                                   : "iterations back to back (skew included)");
@@ -288,8 +297,17 @@ static void print_header(cp_summary_t *s)
             fprintf(f, "env:        %s=%s\n", name, value);
         }
     }
-    fprintf(f, "\n");
-    fflush(f);
+}
+
+static void print_header(cp_summary_t *s)
+{
+    const cp_run_info_t *ri = s->ri;
+    const cp_boot_t *b = ri->boot;
+    print_job(s->f, ri);
+    print_backends(s->f, ri);
+    print_method(s->f, ri);
+    fprintf(s->f, "\n");
+    fflush(s->f);
 
     printf("# collprof %s: %d ranks on %d node(s), launcher %s\n", PACKAGE_VERSION, b->nranks,
            b->nnodes, b->launcher);
@@ -419,8 +437,9 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
     print_study(s);
     fprintf(s->f, "\n== totals ==\n");
     fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
-            s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG], s->counts[COLLPROF_CELL_ERROR],
-            s->counts[COLLPROF_CELL_UNSUPPORTED], s->counts[COLLPROF_CELL_SKIPPED]);
+            s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
+            s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
+            s->counts[COLLPROF_CELL_SKIPPED]);
     if (s->counts[COLLPROF_CELL_TIMEOUT] > 0) {
         fprintf(s->f, "timeouts:   %d\n", s->counts[COLLPROF_CELL_TIMEOUT]);
     }
@@ -453,8 +472,9 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
     cp_h5_close(s->h5, "complete");
 #endif
     printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
-           s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG], s->counts[COLLPROF_CELL_ERROR],
-           s->counts[COLLPROF_CELL_UNSUPPORTED], s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
+           s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
+           s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
+           s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
            exit_status == 0 ? "PASSED" : "FAILED");
     printf("# summary: %s\n", s->path);
     if (s->h5path[0]) {

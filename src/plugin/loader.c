@@ -143,6 +143,56 @@ void cp_plugins_available(char *buf, size_t len)
     }
 }
 
+/* Append a zeroed entry named name; NULL when out of memory (list unchanged). */
+static cp_plugin_t *add_plugin(cp_plugin_t **list, int *n, const char *name)
+{
+    cp_plugin_t *grown = realloc(*list, sizeof(*grown) * (size_t)(*n + 1));
+    if (grown == NULL) {
+        return NULL;
+    }
+    *list = grown;
+    cp_plugin_t *p = &grown[(*n)++];
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    return p;
+}
+
+static int find_name(const cp_plugin_t *list, int n, const char *name)
+{
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(list[i].name, name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Add the wanted plugins of directory dir not seen yet (the first directory wins). */
+static int scan_dir(const char *dir, char (*only)[64], int nonly, cp_plugin_t **list, int *n)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        cp_log(CP_LOG_DEBUG, "plugin directory %s: cannot open", dir);
+        return 0;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char name[64];
+        if (!plugin_name(e->d_name, name, sizeof(name)) || !wanted(name, only, nonly) ||
+            find_name(*list, *n, name)) {
+            continue;
+        }
+        cp_plugin_t *p = add_plugin(list, n, name);
+        if (p == NULL) {
+            closedir(d);
+            return -1;
+        }
+        snprintf(p->path, sizeof(p->path), "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    return 0;
+}
+
 int cp_plugins_load(char (*only)[64], int nonly, cp_plugin_t **out, int *nout)
 {
     cp_plugin_t *list = NULL;
@@ -154,39 +204,10 @@ int cp_plugins_load(char (*only)[64], int nonly, cp_plugin_t **out, int *nout)
         if (dir[0] != '/') {
             cp_log(CP_LOG_WARN, "ignoring relative plugin directory '%s' in COLLPROF_PLUGIN_PATH",
                    dir);
-            continue;
+        } else if (scan_dir(dir, only, nonly, &list, &n) != 0) {
+            cp_plugins_unload(list, n);
+            return -1;
         }
-        DIR *d = opendir(dir);
-        if (d == NULL) {
-            cp_log(CP_LOG_DEBUG, "plugin directory %s: cannot open", dir);
-            continue;
-        }
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            char name[64];
-            if (!plugin_name(e->d_name, name, sizeof(name)) || !wanted(name, only, nonly)) {
-                continue;
-            }
-            int dup = 0;
-            for (int i = 0; i < n; i++) {
-                dup |= !strcmp(list[i].name, name);
-            }
-            if (dup) { /* the first directory in the path wins */
-                continue;
-            }
-            cp_plugin_t *grown = realloc(list, sizeof(*list) * (size_t)(n + 1));
-            if (grown == NULL) {
-                closedir(d);
-                cp_plugins_unload(list, n);
-                return -1;
-            }
-            list = grown;
-            cp_plugin_t *p = &list[n++];
-            memset(p, 0, sizeof(*p));
-            snprintf(p->name, sizeof(p->name), "%s", name);
-            snprintf(p->path, sizeof(p->path), "%s/%s", dir, e->d_name);
-        }
-        closedir(d);
     }
     /* load in name order so every rank and every run sees the same order */
     for (int i = 0; i < n; i++) {
@@ -202,23 +223,16 @@ int cp_plugins_load(char (*only)[64], int nonly, cp_plugin_t **out, int *nout)
         load_one(&list[i]);
     }
     for (int k = 0; k < nonly; k++) { /* requested but not present */
-        int found = 0;
-        for (int i = 0; i < n; i++) {
-            found |= !strcmp(list[i].name, only[k]);
+        if (find_name(list, n, only[k])) {
+            continue;
         }
-        if (!found) {
-            cp_plugin_t *grown = realloc(list, sizeof(*list) * (size_t)(n + 1));
-            if (grown == NULL) {
-                cp_plugins_unload(list, n);
-                return -1;
-            }
-            list = grown;
-            cp_plugin_t *p = &list[n++];
-            memset(p, 0, sizeof(*p));
-            snprintf(p->name, sizeof(p->name), "%s", only[k]);
-            snprintf(p->error, sizeof(p->error), "no collprof_%s.so in %s", only[k],
-                     cp_plugins_search_path());
+        cp_plugin_t *p = add_plugin(&list, &n, only[k]);
+        if (p == NULL) {
+            cp_plugins_unload(list, n);
+            return -1;
         }
+        snprintf(p->error, sizeof(p->error), "no collprof_%s.so in %s", only[k],
+                 cp_plugins_search_path());
     }
     *out = list;
     *nout = n;

@@ -1,26 +1,11 @@
 #include "config.h"
 
 #include "slurm/slurm_check.h"
+#include "boot/boot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Same list as cp_boot_have_pmix_env(): what a PMIx server gives its clients. */
-static int have_pmix_env(void)
-{
-    static const char *const vars[] = {
-        "PMIX_NAMESPACE",   "PMIX_SERVER_URI41", "PMIX_SERVER_URI4",
-        "PMIX_SERVER_URI3", "PMIX_SERVER_URI21", "PMIX_SERVER_URI2",
-    };
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-        if (v != NULL && v[0] != '\0') {
-            return 1;
-        }
-    }
-    return 0;
-}
 
 /* A non-negative decimal environment value, or -1. */
 static long env_count(const char *name)
@@ -37,7 +22,7 @@ static long env_count(const char *name)
 int cp_slurm_check_launch(char *err, size_t len)
 {
     if (getenv("SLURM_JOB_ID") == NULL || getenv("SLURM_STEP_ID") == NULL ||
-        getenv("COLLPROF_SELF_LAUNCHED") != NULL || have_pmix_env()) {
+        getenv("COLLPROF_SELF_LAUNCHED") != NULL || cp_boot_have_pmix_env()) {
         return 0;
     }
     /* the step's task count; SLURM_NTASKS is the job's when the step does not say */

@@ -48,18 +48,23 @@ static void test_meta(void)
     ok(cp_slurm_meta(kv, CP_SLURM_META_MAX) == 0, "no SLURM_JOB_ID: no facts");
 
     /* no libslurm lookup here: the configuration does not exist */
-    setenv("SLURM_CONF", "/nonexistent/slurm.conf", 1);
-    setenv("SLURM_JOB_ID", "1234", 1);
-    setenv("SLURM_STEPID", "3", 1);
-    setenv("SLURM_ARRAY_JOB_ID", "1200", 1);
-    setenv("SLURM_ARRAY_TASK_ID", "34", 1);
-    setenv("SLURM_JOB_PARTITION", "debug", 1);
-    setenv("SLURM_JOB_ACCOUNT", "", 1);
-    setenv("SLURM_NODELIST", "node[01-04]", 1);
-    setenv("SLURM_JOB_NODELIST", "node[01-08]", 1);
-    setenv("SLURM_CPUS_ON_NODE", "64", 1);
-    setenv("SLURM_GPUS_ON_NODE", "4", 1);
-    setenv("SLURM_CLUSTER_NAME", "big", 1);
+    static const char *const job_env[][2] = {
+        {"SLURM_CONF", "/nonexistent/slurm.conf"},
+        {"SLURM_JOB_ID", "1234"},
+        {"SLURM_STEPID", "3"},
+        {"SLURM_ARRAY_JOB_ID", "1200"},
+        {"SLURM_ARRAY_TASK_ID", "34"},
+        {"SLURM_JOB_PARTITION", "debug"},
+        {"SLURM_JOB_ACCOUNT", ""},
+        {"SLURM_NODELIST", "node[01-04]"},
+        {"SLURM_JOB_NODELIST", "node[01-08]"},
+        {"SLURM_CPUS_ON_NODE", "64"},
+        {"SLURM_GPUS_ON_NODE", "4"},
+        {"SLURM_CLUSTER_NAME", "big"},
+    };
+    for (size_t i = 0; i < sizeof(job_env) / sizeof(job_env[0]); i++) {
+        setenv(job_env[i][0], job_env[i][1], 1);
+    }
     int n = cp_slurm_meta(kv, CP_SLURM_META_MAX);
     ok(n == 11, "11 facts (got %d)", n);
     ok(!strcmp(kv[0].key, "slurm_job_id") && !strcmp(kv[0].value, "1234"), "job id first");
