@@ -282,7 +282,7 @@ struct GlCtx {
     char err[kErrLen] = "";
 };
 
-COLLPROF_DEFINE_SET_ERROR(set_error, GlCtx, err, g_err)
+COLLPROF_DEFINE_SET_ERROR(set_error, GlCtx, err, g_err);
 
 /* ---- reductions ------------------------------------------------------------ */
 
@@ -695,14 +695,8 @@ const char *unusable(collprof_op_t op, GlVariant v, int n)
 
 int gl_query(collprof_caps_t *caps)
 {
-    if (!caps) {
-        set_error(nullptr, "query: caps is NULL");
-        return COLLPROF_ERR_INVALID;
-    }
-    if (caps->size < COLLPROF_CAPS_SIZE_V1) {
-        set_error(nullptr, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
-                  static_cast<size_t>(COLLPROF_CAPS_SIZE_V1));
-        return COLLPROF_ERR_ABI;
+    if (int rc = collprof_check_caps(caps, g_err, sizeof(g_err))) {
+        return rc;
     }
     if (!g_libversion[0]) {
         const char *pkg = CP_GLOO_PKG_VERSION;
@@ -903,19 +897,7 @@ int check_args(GlCtx *g, const collprof_args_t *a)
                   a->count);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
-    const unsigned flags = collprof_op_info(a->op)->flags;
-    if ((flags & COLLPROF_OPF_SPLIT) && a->count % static_cast<size_t>(n) != 0) {
-        set_error(g, "run: %s count %zu is not a multiple of %d ranks", collprof_op_name(a->op),
-                  a->count, n);
-        return COLLPROF_ERR_INVALID;
-    }
-    if ((flags & COLLPROF_OPF_ROOTED) && (a->root < 0 || a->root >= n)) {
-        set_error(g, "run: root %d outside 0..%d", a->root, n - 1);
-        return COLLPROF_ERR_INVALID;
-    }
-    if (a->op == COLLPROF_OP_SENDRECV &&
-        (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n)) {
-        set_error(g, "run: sendrecv peers %d/%d outside 0..%d", a->peer_send, a->peer_recv, n - 1);
+    if (collprof_check_layout(a, n, g->err, sizeof(g->err)) != COLLPROF_OK) {
         return COLLPROF_ERR_INVALID;
     }
     if (a->op == COLLPROF_OP_ALLTOALLV &&
@@ -1019,7 +1001,7 @@ int gl_run(void *vctx, const collprof_args_t *a)
     return COLLPROF_OK;
 }
 
-COLLPROF_DEFINE_LAST_ERROR(gl_last_error, GlCtx, err, g_err)
+COLLPROF_DEFINE_LAST_ERROR(gl_last_error, GlCtx, err, g_err);
 
 } // namespace
 
@@ -1028,14 +1010,5 @@ COLLPROF_PLUGIN_ENTRY = {
                           "Gloo collectives over tcp (option-style API; algorithm classes as "
                           "variants)"),
     .flags = 0,
-    .query = gl_query,
-    .init = gl_init,
-    .finalize = gl_finalize,
-    .select_variant = gl_select_variant,
-    .mem_alloc = gl_mem_alloc,
-    .mem_free = gl_mem_free,
-    .mem_copy = collprof_no_mem_copy,
-    .run = gl_run,
-    .run_batch = collprof_no_run_batch,
-    .last_error = gl_last_error,
+    COLLPROF_BACKEND_SLOTS(gl, collprof_no_mem_copy, collprof_no_run_batch),
 };

@@ -109,10 +109,10 @@ typedef struct mpi_be_ctx {
     char err[MPI_BE_ERR_LEN];
 } mpi_be_ctx_t;
 
-static COLLPROF_DEFINE_SET_ERROR(mpi_be_set_error, mpi_be_ctx_t, err, mpi_be.err)
+static COLLPROF_DEFINE_SET_ERROR(mpi_be_set_error, mpi_be_ctx_t, err, mpi_be.err);
 
-    __attribute__((format(printf, 3, 4))) static void mpi_be_log(const mpi_be_ctx_t *ctx, int level,
-                                                                 const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void mpi_be_log(const mpi_be_ctx_t *ctx, int level,
+                                                             const char *fmt, ...)
 {
     char buf[MPI_BE_ERR_LEN];
     va_list ap;
@@ -365,14 +365,9 @@ static void mpi_be_discover(void)
 static int mpi_be_query(collprof_caps_t *caps)
 {
     collprof_caps_t c;
-    if (!caps) {
-        mpi_be_set_error(NULL, "query: caps is NULL");
-        return COLLPROF_ERR_INVALID;
-    }
-    if (caps->size < COLLPROF_CAPS_SIZE_V1) {
-        mpi_be_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
-                         (size_t)COLLPROF_CAPS_SIZE_V1);
-        return COLLPROF_ERR_ABI;
+    int rc = collprof_check_caps(caps, mpi_be.err, sizeof(mpi_be.err));
+    if (rc != COLLPROF_OK) {
+        return rc;
     }
     mpi_be_library_version();
     mpi_be_discover();
@@ -969,22 +964,7 @@ static int mpi_be_prepare(mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_ca
     c->sbuf = c->ip ? MPI_IN_PLACE : a->sendbuf;
     c->rbuf = a->recvbuf;
     c->mine = (char *)a->recvbuf + (size_t)ctx->rank * (size_t)c->blk * esize;
-    if ((flags & COLLPROF_OPF_SPLIT) && c->cnt % n != 0) {
-        mpi_be_set_error(ctx, "run: %s count %d is not a multiple of %d ranks",
-                         collprof_op_name(a->op), c->cnt, n);
-        return COLLPROF_ERR_INVALID;
-    }
-    if ((flags & COLLPROF_OPF_ROOTED) && (c->root < 0 || c->root >= n)) {
-        mpi_be_set_error(ctx, "run: root %d outside 0..%d", c->root, n - 1);
-        return COLLPROF_ERR_INVALID;
-    }
-    if (a->op == COLLPROF_OP_SENDRECV &&
-        (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n)) {
-        mpi_be_set_error(ctx, "run: sendrecv peers %d/%d outside 0..%d", a->peer_send, a->peer_recv,
-                         n - 1);
-        return COLLPROF_ERR_INVALID;
-    }
-    return COLLPROF_OK;
+    return collprof_check_layout(a, n, ctx->err, sizeof(ctx->err));
 }
 
 /* reduce, gather and scatter: in place, the root and the others call differently */
@@ -1080,21 +1060,12 @@ static int mpi_be_run(void *vctx, const collprof_args_t *a)
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, rc);
 }
 
-static COLLPROF_DEFINE_LAST_ERROR(mpi_be_last_error, mpi_be_ctx_t, err, mpi_be.err)
+static COLLPROF_DEFINE_LAST_ERROR(mpi_be_last_error, mpi_be_ctx_t, err, mpi_be.err);
 
-    COLLPROF_PLUGIN_ENTRY = {
-        COLLPROF_BACKEND_HEAD(
-            "mpi", PACKAGE_VERSION,
-            "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)"),
-        .flags = COLLPROF_BACKEND_RTLD_GLOBAL,
-        .query = mpi_be_query,
-        .init = mpi_be_init,
-        .finalize = mpi_be_finalize,
-        .select_variant = mpi_be_select_variant,
-        .mem_alloc = mpi_be_mem_alloc,
-        .mem_free = mpi_be_mem_free,
-        .mem_copy = collprof_no_mem_copy,
-        .run = mpi_be_run,
-        .run_batch = collprof_no_run_batch,
-        .last_error = mpi_be_last_error,
+COLLPROF_PLUGIN_ENTRY = {
+    COLLPROF_BACKEND_HEAD(
+        "mpi", PACKAGE_VERSION,
+        "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)"),
+    .flags = COLLPROF_BACKEND_RTLD_GLOBAL,
+    COLLPROF_BACKEND_SLOTS(mpi_be, collprof_no_mem_copy, collprof_no_run_batch),
 };

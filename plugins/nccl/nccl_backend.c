@@ -118,9 +118,9 @@ static int nb_plan_ready;
 static char nb_libversion[160];
 static char nb_global_err[NB_ERR_LEN];
 
-static COLLPROF_DEFINE_SET_ERROR(nb_set_error, nb_ctx_t, err, nb_global_err)
+static COLLPROF_DEFINE_SET_ERROR(nb_set_error, nb_ctx_t, err, nb_global_err);
 
-    static int nb_cuda_fail(nb_ctx_t *ctx, const char *call, cudaError_t e)
+static int nb_cuda_fail(nb_ctx_t *ctx, const char *call, cudaError_t e)
 {
     nb_set_error(ctx, "%s failed: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
     return cp_nccl_cuda_status((int)e);
@@ -203,10 +203,9 @@ static void nb_prepare_plan(void)
 
 static int nb_query(collprof_caps_t *caps)
 {
-    if (caps->size < COLLPROF_CAPS_SIZE_V1) { /* fields appended later are left alone */
-        nb_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
-                     (size_t)COLLPROF_CAPS_SIZE_V1);
-        return COLLPROF_ERR_ABI;
+    int rc = collprof_check_caps(caps, nb_global_err, sizeof(nb_global_err));
+    if (rc != COLLPROF_OK) { /* fields appended later are left alone */
+        return rc;
     }
     nb_prepare_plan();
     caps->library_version = nb_libversion;
@@ -1389,20 +1388,11 @@ static int nb_finalize(void *vctx)
     return COLLPROF_OK;
 }
 
-static COLLPROF_DEFINE_LAST_ERROR(nb_last_error, nb_ctx_t, err, nb_global_err)
+static COLLPROF_DEFINE_LAST_ERROR(nb_last_error, nb_ctx_t, err, nb_global_err);
 
-    COLLPROF_PLUGIN_ENTRY = {
-        COLLPROF_BACKEND_HEAD("nccl", PACKAGE_VERSION,
-                              "NCCL collectives on CUDA device buffers, timed with CUDA events"),
-        .flags = COLLPROF_BACKEND_DEVICE_TIMER,
-        .query = nb_query,
-        .init = nb_init,
-        .finalize = nb_finalize,
-        .select_variant = nb_select_variant,
-        .mem_alloc = nb_mem_alloc,
-        .mem_free = nb_mem_free,
-        .mem_copy = nb_mem_copy,
-        .run = nb_run,
-        .run_batch = nb_run_batch,
-        .last_error = nb_last_error,
+COLLPROF_PLUGIN_ENTRY = {
+    COLLPROF_BACKEND_HEAD("nccl", PACKAGE_VERSION,
+                          "NCCL collectives on CUDA device buffers, timed with CUDA events"),
+    .flags = COLLPROF_BACKEND_DEVICE_TIMER,
+    COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
 };

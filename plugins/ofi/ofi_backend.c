@@ -104,7 +104,7 @@ static const collprof_variant_t ofi_variants[] = {
      OFI_VOPS},
 };
 
-COLLPROF_DEFINE_SET_ERROR(ofi_set_error, ofi_ctx_t, err, ofi_global_err)
+COLLPROF_DEFINE_SET_ERROR(ofi_set_error, ofi_ctx_t, err, ofi_global_err);
 
 int ofi_fail(ofi_ctx_t *ctx, const char *call, long rc)
 {
@@ -124,10 +124,9 @@ double ofi_now(void)
 static int ofi_query(collprof_caps_t *caps)
 {
     uint32_t v = fi_version();
-    if (caps == NULL || caps->size < COLLPROF_CAPS_SIZE_V1) {
-        ofi_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu",
-                      caps ? caps->size : 0, (size_t)COLLPROF_CAPS_SIZE_V1);
-        return COLLPROF_ERR_ABI;
+    int rc = collprof_check_caps(caps, ofi_global_err, sizeof(ofi_global_err));
+    if (rc != COLLPROF_OK) {
+        return rc;
     }
     snprintf(ofi_libversion, sizeof(ofi_libversion), "libfabric %u.%u", FI_MAJOR(v), FI_MINOR(v));
     caps->library_version = ofi_libversion;
@@ -176,20 +175,11 @@ static int ofi_select_variant(void *vctx, collprof_op_t op, const char *variant)
     return COLLPROF_OK;
 }
 
-static COLLPROF_DEFINE_LAST_ERROR(ofi_last_error, ofi_ctx_t, err, ofi_global_err)
+static COLLPROF_DEFINE_LAST_ERROR(ofi_last_error, ofi_ctx_t, err, ofi_global_err);
 
-    COLLPROF_PLUGIN_ENTRY = {
-        COLLPROF_BACKEND_HEAD("ofi", PACKAGE_VERSION,
-                              "libfabric (OFI) RMA-write collectives over shm / tcp;ofi_rxm"),
-        .flags = 0,
-        .query = ofi_query,
-        .init = ofi_init,
-        .finalize = ofi_finalize,
-        .select_variant = ofi_select_variant,
-        .mem_alloc = ofi_mem_alloc,
-        .mem_free = ofi_mem_free,
-        .mem_copy = ofi_mem_copy,
-        .run = ofi_run,
-        .run_batch = collprof_no_run_batch,
-        .last_error = ofi_last_error,
+COLLPROF_PLUGIN_ENTRY = {
+    COLLPROF_BACKEND_HEAD("ofi", PACKAGE_VERSION,
+                          "libfabric (OFI) RMA-write collectives over shm / tcp;ofi_rxm"),
+    .flags = 0,
+    COLLPROF_BACKEND_SLOTS(ofi, ofi_mem_copy, collprof_no_run_batch),
 };

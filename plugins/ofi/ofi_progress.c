@@ -74,15 +74,19 @@ static int ofi_check_time(ofi_ctx_t *ctx, double t0, const char *what)
     return COLLPROF_OK;
 }
 
+/* one round of progress while waiting (since t0) for what */
+static int ofi_wait_more(ofi_ctx_t *ctx, double t0, const char *what)
+{
+    int rc = ofi_progress(ctx);
+    return rc == COLLPROF_OK ? ofi_check_time(ctx, t0, what) : rc;
+}
+
 /* wait until `need` more completions of kind from peer arrived, and consume them */
 int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need)
 {
     double t0 = ofi_now();
     while (ctx->cnt[kind][peer] - ctx->used[kind][peer] < need) {
-        int rc = ofi_progress(ctx);
-        if (rc == COLLPROF_OK) {
-            rc = ofi_check_time(ctx, t0, "data from a peer");
-        }
+        int rc = ofi_wait_more(ctx, t0, "data from a peer");
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -95,10 +99,7 @@ int ofi_wait_tx(ofi_ctx_t *ctx)
 {
     double t0 = ofi_now();
     while (ctx->tx_done < ctx->tx_posted) {
-        int rc = ofi_progress(ctx);
-        if (rc == COLLPROF_OK) {
-            rc = ofi_check_time(ctx, t0, "local write completions");
-        }
+        int rc = ofi_wait_more(ctx, t0, "local write completions");
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -127,10 +128,7 @@ static int ofi_write1(ofi_ctx_t *ctx, int ch, int peer, const void *src, void *d
         if (r != -FI_EAGAIN) {
             return ofi_fail(ctx, "fi_writedata", (long)r);
         }
-        int rc = ofi_progress(ctx);
-        if (rc == COLLPROF_OK) {
-            rc = ofi_check_time(ctx, t0, "room in the transmit queue");
-        }
+        int rc = ofi_wait_more(ctx, t0, "room in the transmit queue");
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -158,10 +156,7 @@ int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload)
         if (r != -FI_EAGAIN) {
             return ofi_fail(ctx, "fi_inject_writedata", (long)r);
         }
-        int rc = ofi_progress(ctx);
-        if (rc == COLLPROF_OK) {
-            rc = ofi_check_time(ctx, t0, "room to send a control message");
-        }
+        int rc = ofi_wait_more(ctx, t0, "room to send a control message");
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -261,10 +256,7 @@ int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
             left--;
         }
         if (left > 0) {
-            int rc = ofi_progress(ctx);
-            if (rc == COLLPROF_OK) {
-                rc = ofi_check_time(ctx, t0, "peers to be ready");
-            }
+            int rc = ofi_wait_more(ctx, t0, "peers to be ready");
             if (rc != COLLPROF_OK) {
                 return rc;
             }
