@@ -62,7 +62,6 @@
 
 #ifdef CP_OFI_HAVE_CUDA
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #endif
 
 #ifndef PACKAGE_VERSION

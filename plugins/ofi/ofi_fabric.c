@@ -6,16 +6,15 @@
 #include <string.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
 #include "ofi_internal.h"
-#include <rdma/fi_cm.h>
-#include <rdma/fi_endpoint.h>
 
 #ifdef CP_OFI_HAVE_CUDA
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #endif
 
 /* ---- provider selection ---------------------------------------------------- */

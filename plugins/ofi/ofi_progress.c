@@ -4,13 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
 #include "ofi_internal.h"
-#include <sched.h>
 
 /* ---- completions ------------------------------------------------------------ */
 
