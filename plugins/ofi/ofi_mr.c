@@ -241,6 +241,51 @@ typedef struct ofi_xbuf {
     uint64_t addr, key, saddr, skey;
 } ofi_xbuf_t;
 
+/* b's buffer of bytes and its scratch, allocated and registered; what to publish in *mine */
+static int ofi_buf_open(ofi_ctx_t *ctx, ofi_buf_t *b, int dev, size_t bytes, ofi_xbuf_t *mine)
+{
+    int rc;
+    b->len = bytes;
+    /* room for n uneven reduction slots: n * (count/n + 1) elements */
+    b->scrlen = (bytes + (size_t)ctx->n * 16u + 4095u) & ~(size_t)4095;
+    b->peer = calloc((size_t)ctx->n, sizeof(*b->peer));
+    b->dev = dev;
+    if (b->peer == NULL || ofi_alloc(ctx, dev, bytes, (void **)&b->base) != 0 ||
+        ofi_alloc(ctx, dev, b->scrlen, (void **)&b->scr) != 0) {
+        ofi_set_error(ctx, "out of %s memory for %zu bytes and their scratch",
+                      dev ? "device" : "host", bytes);
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    rc = ofi_reg(ctx, b->base, bytes, dev, &b->mr, &b->desc);
+    if (rc == COLLPROF_OK) {
+        rc = ofi_reg(ctx, b->scr, b->scrlen, dev, &b->smr, &b->sdesc);
+    }
+    if (rc == COLLPROF_OK) {
+        mine->ok = 1;
+        mine->addr = ctx->virt ? (uint64_t)(uintptr_t)b->base : 0;
+        mine->saddr = ctx->virt ? (uint64_t)(uintptr_t)b->scr : 0;
+        mine->key = fi_mr_key(b->mr);
+        mine->skey = fi_mr_key(b->smr);
+    }
+    return rc;
+}
+
+/* every rank's keys (all[n]) into b's view of its peers */
+static int ofi_buf_connect(ofi_ctx_t *ctx, ofi_buf_t *b, const ofi_xbuf_t *all)
+{
+    for (int q = 0; q < ctx->n; q++) {
+        if (!all[q].ok) {
+            ofi_set_error(ctx, "rank %d could not allocate or register its buffer", q);
+            return COLLPROF_ERR_NO_MEMORY;
+        }
+        b->peer[q].addr = all[q].addr;
+        b->peer[q].key = all[q].key;
+        b->peer[q].saddr = all[q].saddr;
+        b->peer[q].skey = all[q].skey;
+    }
+    return COLLPROF_OK;
+}
+
 int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
 {
     ofi_ctx_t *ctx = vctx;
@@ -255,9 +300,6 @@ int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
                                : "only host (and, with FI_HMEM, device) memory is supported");
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
-    if (bytes == 0) {
-        bytes = 1;
-    }
     memset(&mine, 0, sizeof(mine));
     b = calloc(1, sizeof(*b));
     all = calloc((size_t)ctx->n, sizeof(*all));
@@ -265,29 +307,7 @@ int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
         rc = COLLPROF_ERR_NO_MEMORY;
         ofi_set_error(ctx, "out of memory");
     } else {
-        b->len = bytes;
-        /* room for n uneven reduction slots: n * (count/n + 1) elements */
-        b->scrlen = (bytes + (size_t)ctx->n * 16u + 4095u) & ~(size_t)4095;
-        b->peer = calloc((size_t)ctx->n, sizeof(*b->peer));
-        b->dev = dev;
-        if (b->peer == NULL || ofi_alloc(ctx, dev, bytes, (void **)&b->base) != 0 ||
-            ofi_alloc(ctx, dev, b->scrlen, (void **)&b->scr) != 0) {
-            rc = COLLPROF_ERR_NO_MEMORY;
-            ofi_set_error(ctx, "out of %s memory for %zu bytes and their scratch",
-                          dev ? "device" : "host", bytes);
-        } else {
-            rc = ofi_reg(ctx, b->base, bytes, dev, &b->mr, &b->desc);
-            if (rc == COLLPROF_OK) {
-                rc = ofi_reg(ctx, b->scr, b->scrlen, dev, &b->smr, &b->sdesc);
-            }
-        }
-    }
-    if (rc == COLLPROF_OK) {
-        mine.ok = 1;
-        mine.addr = ctx->virt ? (uint64_t)(uintptr_t)b->base : 0;
-        mine.saddr = ctx->virt ? (uint64_t)(uintptr_t)b->scr : 0;
-        mine.key = fi_mr_key(b->mr);
-        mine.skey = fi_mr_key(b->smr);
+        rc = ofi_buf_open(ctx, b, dev, bytes == 0 ? 1 : bytes, &mine);
     }
     /* collective whatever happened locally, so that no rank is left waiting */
     if (all == NULL) { /* cannot take part: out of memory for n small records */
@@ -299,16 +319,8 @@ int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
         rc = COLLPROF_ERR_BOOTSTRAP;
         ofi_set_error(ctx, "oob_allgather of buffer keys failed (%d)", orc);
     }
-    for (int q = 0; q < ctx->n && rc == COLLPROF_OK; q++) {
-        if (!all[q].ok) {
-            rc = COLLPROF_ERR_NO_MEMORY;
-            ofi_set_error(ctx, "rank %d could not allocate or register its buffer", q);
-            break;
-        }
-        b->peer[q].addr = all[q].addr;
-        b->peer[q].key = all[q].key;
-        b->peer[q].saddr = all[q].saddr;
-        b->peer[q].skey = all[q].skey;
+    if (rc == COLLPROF_OK) {
+        rc = ofi_buf_connect(ctx, b, all);
     }
     free(all);
     if (rc != COLLPROF_OK) {
