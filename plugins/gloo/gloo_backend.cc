@@ -56,7 +56,6 @@
 #include <vector>
 
 #include <gloo/allgather.h>
-#include <gloo/allgather_ring.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_bcube.h>
 #include <gloo/allreduce_halving_doubling.h>
@@ -81,7 +80,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
 
-#include <collprof/plugin.h>
+#include <collprof/plugin_util.h>
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
@@ -122,7 +121,7 @@ enum GlVariant {
 const collprof_variant_t gl_variants[] = {
     /* AllgatherRing is left out: collprof's exact check found a wrong block
      * in some runs on 2, 3 and 4 ranks with Debian's Gloo 0.5.0 (a race in
-     * the class, not yet understood); the code path is kept in build(). */
+     * the class, not yet understood). */
     {"ring", "Gloo AllreduceRing (whole-buffer ring, n-1 steps)",
      COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)},
     {"ring_chunked",
@@ -283,14 +282,7 @@ struct GlCtx {
     char err[kErrLen] = "";
 };
 
-__attribute__((format(printf, 2, 3))) void set_error(GlCtx *ctx, const char *fmt, ...)
-{
-    char *buf = ctx ? ctx->err : g_err;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, kErrLen, fmt, ap);
-    va_end(ap);
-}
+COLLPROF_DEFINE_SET_ERROR(set_error, GlCtx, err, g_err);
 
 /* ---- reductions ------------------------------------------------------------ */
 
@@ -318,295 +310,318 @@ template <typename T> const gloo::ReductionFunction<T> *class_reduce(collprof_re
     }
 }
 
-/* ---- builders: one per dtype instantiation ---------------------------------- */
+/* ---- builders: one per operation, instantiated per dtype ----------------------- */
 
-template <typename T> std::shared_ptr<void> hold(T *p)
+/* What every builder needs: the arguments, typed, and where the result goes. */
+template <typename T> struct Build {
+    GlCtx *g;
+    Cached *c;
+    const collprof_args_t *a;
+    std::shared_ptr<gloo::Context> base;
+    int n, rank;
+    size_t count, blk;
+    bool ip;
+    T *rbuf, *sbuf;
+    GlVariant v;
+
+    Build(GlCtx *g_, Cached *c_, const collprof_args_t *a_)
+        : g(g_), c(c_), a(a_), base(g_->ctx), n(g_->nranks), rank(g_->rank), count(a_->count),
+          blk(a_->count / static_cast<size_t>(g_->nranks)), ip(a_->in_place != 0),
+          rbuf(static_cast<T *>(a_->recvbuf)),
+          sbuf(ip ? rbuf : static_cast<T *>(const_cast<void *>(a_->sendbuf))),
+          v(g_->variant[a_->op])
+    {
+    }
+    int cnt() const
+    {
+        return static_cast<int>(count);
+    }
+    /* c->fn becomes one run of an algorithm class (kept alive by c) */
+    int run_alg(std::shared_ptr<gloo::Algorithm> alg) const
+    {
+        c->holders.push_back(alg);
+        gloo::Algorithm *p = alg.get();
+        c->fn = [p]() { p->run(); };
+        return COLLPROF_OK;
+    }
+    /* c->fn becomes one call f(*o) of an option-style function */
+    template <typename O, typename F> int run_opts(std::shared_ptr<O> o, F f) const
+    {
+        c->holders.push_back(o);
+        c->fn = [o, f]() { f(*o); };
+        return COLLPROF_OK;
+    }
+    /* a zeroed scratch buffer of `bytes`, owned by the cache entry */
+    T *scratch(size_t bytes) const
+    {
+        c->scratch.assign(bytes, 0);
+        return reinterpret_cast<T *>(c->scratch.data());
+    }
+};
+
+template <typename T> int not_applicable(const Build<T> &b)
 {
-    return std::shared_ptr<void>(std::shared_ptr<T>(p));
+    set_error(b.g, "%s: variant not applicable", collprof_op_name(b.a->op));
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+
+template <typename T> int build_allreduce(const Build<T> &b)
+{
+    if (b.v == GV_DEFAULT || b.v == GV_OPT_BCUBE) {
+        auto o = std::make_shared<gloo::AllreduceOptions>(b.base);
+        if (!b.ip) {
+            o->setInput(b.sbuf, b.count);
+        }
+        o->setOutput(b.rbuf, b.count);
+        o->setReduceFunction(opt_reduce<T>(b.a->redop));
+        o->setAlgorithm(b.v == GV_OPT_BCUBE ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                            : gloo::AllreduceOptions::Algorithm::RING);
+        return b.run_opts(o, [](gloo::AllreduceOptions &x) { gloo::allreduce(x); });
+    }
+    std::vector<T *> ptrs{b.rbuf};
+    auto fn = class_reduce<T>(b.a->redop);
+    std::shared_ptr<gloo::Algorithm> alg;
+    switch (b.v) {
+    case GV_RING: alg = std::make_shared<gloo::AllreduceRing<T>>(b.base, ptrs, b.cnt(), fn); break;
+    case GV_RING_CHUNKED:
+        alg = std::make_shared<gloo::AllreduceRingChunked<T>>(b.base, ptrs, b.cnt(), fn);
+        break;
+    case GV_HALVING_DOUBLING:
+        alg = std::make_shared<gloo::AllreduceHalvingDoubling<T>>(b.base, ptrs, b.cnt(), fn);
+        break;
+    case GV_BCUBE:
+        alg = std::make_shared<gloo::AllreduceBcube<T>>(b.base, ptrs, b.cnt(), fn);
+        break;
+    default: return not_applicable(b);
+    }
+    b.run_alg(alg);
+    if (!b.ip) {
+        /* the classes reduce in place: start from a copy of the input */
+        gloo::Algorithm *p = alg.get();
+        T *rbuf = b.rbuf, *sbuf = b.sbuf;
+        size_t bytes = b.count * sizeof(T);
+        b.c->fn = [p, rbuf, sbuf, bytes]() {
+            memcpy(static_cast<void *>(rbuf), sbuf, bytes);
+            p->run();
+        };
+    }
+    return COLLPROF_OK;
+}
+
+template <typename T> int build_allgather(const Build<T> &b)
+{
+    auto o = std::make_shared<gloo::AllgatherOptions>(b.base);
+    if (!b.ip) { /* in place: no input, this rank's block already sits in recvbuf */
+        o->setInput(b.sbuf, b.blk);
+    }
+    o->setOutput(b.rbuf, b.count);
+    return b.run_opts(o, [](gloo::AllgatherOptions &x) { gloo::allgather(x); });
+}
+
+template <typename T> int build_reducescatter(const Build<T> &b)
+{
+    const size_t count = b.count, blk = b.blk, es = sizeof(T);
+    T *work = b.ip ? b.rbuf : b.scratch(count * es);
+    std::vector<T *> ptrs{work};
+    std::vector<int> recvElems(static_cast<size_t>(b.n), static_cast<int>(blk));
+    auto alg = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
+        b.base, ptrs, b.cnt(), recvElems, class_reduce<T>(b.a->redop));
+    b.run_alg(alg); /* in place: the result lands in the first count/n */
+    if (!b.ip) {
+        gloo::Algorithm *p = alg.get();
+        T *rbuf = b.rbuf, *sbuf = b.sbuf;
+        b.c->fn = [p, work, rbuf, sbuf, count, blk, es]() {
+            memcpy(static_cast<void *>(work), sbuf, count * es);
+            p->run();
+            memcpy(static_cast<void *>(rbuf), work, blk * es);
+        };
+    }
+    return COLLPROF_OK;
+}
+
+/* c->fn: f(*o), after copying `bytes` of recvbuf to in when in place (Gloo needs distinct
+ * input and output) */
+template <typename T, typename O, typename F>
+int run_staged(const Build<T> &b, std::shared_ptr<O> o, T *in, size_t bytes, F f)
+{
+    b.run_opts(o, f);
+    if (b.ip) {
+        T *rbuf = b.rbuf;
+        b.c->fn = [o, f, in, rbuf, bytes]() {
+            memcpy(static_cast<void *>(in), rbuf, bytes);
+            f(*o);
+        };
+    }
+    return COLLPROF_OK;
+}
+
+template <typename T> int build_alltoall(const Build<T> &b)
+{
+    auto o = std::make_shared<gloo::AlltoallOptions>(b.base);
+    T *in = b.ip ? b.scratch(b.count * sizeof(T)) : b.sbuf;
+    o->setInput(in, b.count);
+    o->setOutput(b.rbuf, b.count);
+    return run_staged(b, o, in, b.count * sizeof(T),
+                      [](gloo::AlltoallOptions &x) { gloo::alltoall(x); });
+}
+
+template <typename T> int build_alltoallv(const Build<T> &b)
+{
+    /* Gloo takes per-rank counts and packs blocks back to back:
+     * displacements must be the prefix sums of the counts. */
+    const collprof_args_t *a = b.a;
+    const size_t *sc = b.ip ? a->recvcounts : a->sendcounts;
+    const size_t *sd = b.ip ? a->rdispls : a->sdispls;
+    std::vector<int64_t> sce, rce;
+    size_t stot = 0, rtot = 0;
+    for (int i = 0; i < b.n; i++) {
+        if (sd[i] != stot || a->rdispls[i] != rtot) {
+            set_error(b.g,
+                      "alltoallv: Gloo needs packed displacements (prefix sums of the "
+                      "counts); rank %d has sdispls[%d]=%zu rdispls[%d]=%zu",
+                      b.rank, i, sd[i], i, a->rdispls[i]);
+            return COLLPROF_ERR_NOT_SUPPORTED;
+        }
+        sce.push_back(static_cast<int64_t>(sc[i]));
+        rce.push_back(static_cast<int64_t>(a->recvcounts[i]));
+        stot += sc[i];
+        rtot += a->recvcounts[i];
+    }
+    auto o = std::make_shared<gloo::AlltoallvOptions>(b.base);
+    T *in = b.ip ? b.scratch(std::max<size_t>(stot, 1) * sizeof(T)) : b.sbuf;
+    o->setInput(in, sce);
+    o->setOutput(b.rbuf, rce);
+    return run_staged(b, o, in, stot * sizeof(T),
+                      [](gloo::AlltoallvOptions &x) { gloo::alltoallv(x); });
+}
+
+template <typename T> int build_broadcast(const Build<T> &b)
+{
+    /* one buffer: the root's input is in recvbuf */
+    if (b.v == GV_ONE_TO_ALL) {
+        std::vector<T *> ptrs{b.rbuf};
+        return b.run_alg(
+            std::make_shared<gloo::BroadcastOneToAll<T>>(b.base, ptrs, b.count, b.a->root, 0));
+    }
+    auto o = std::make_shared<gloo::BroadcastOptions>(b.base);
+    o->setOutput(b.rbuf, b.count);
+    o->setRoot(b.a->root);
+    return b.run_opts(o, [](gloo::BroadcastOptions &x) { gloo::broadcast(x); });
+}
+
+template <typename T> int build_reduce(const Build<T> &b)
+{
+    auto o = std::make_shared<gloo::ReduceOptions>(b.base);
+    if (!b.ip) {
+        o->setInput(b.sbuf, b.count);
+    }
+    /* every rank needs the output: Gloo's ring reduce-scatters through it */
+    o->setOutput(b.rbuf, b.count);
+    o->setRoot(b.a->root);
+    o->setReduceFunction(opt_reduce<T>(b.a->redop));
+    return b.run_opts(o, [](gloo::ReduceOptions &x) { gloo::reduce(x); });
+}
+
+template <typename T> int build_gather(const Build<T> &b)
+{
+    auto o = std::make_shared<gloo::GatherOptions>(b.base);
+    /* in place (every rank): this rank's block of recvbuf is the input */
+    o->setInput(b.ip ? b.rbuf + static_cast<size_t>(b.rank) * b.blk : b.sbuf, b.blk);
+    if (b.rank == b.a->root) {
+        o->setOutput(b.rbuf, b.count);
+    }
+    o->setRoot(b.a->root);
+    return b.run_opts(o, [](gloo::GatherOptions &x) { gloo::gather(x); });
+}
+
+template <typename T> int build_scatter(const Build<T> &b)
+{
+    auto o = std::make_shared<gloo::ScatterOptions>(b.base);
+    if (b.rank == b.a->root) {
+        std::vector<T *> ins;
+        for (int i = 0; i < b.n; i++) {
+            ins.push_back(b.sbuf + static_cast<size_t>(i) * b.blk);
+        }
+        o->setInputs(ins, b.blk);
+    }
+    /* in place: every rank receives its block at rank*count/n (the root's
+     * block is copied onto itself) */
+    o->setOutput(b.ip ? b.rbuf + static_cast<size_t>(b.rank) * b.blk : b.rbuf, b.blk);
+    o->setRoot(b.a->root);
+    return b.run_opts(o, [](gloo::ScatterOptions &x) { gloo::scatter(x); });
+}
+
+template <typename T> int build_barrier(const Build<T> &b)
+{
+    if (b.v == GV_ALL_TO_ALL) {
+        return b.run_alg(std::make_shared<gloo::BarrierAllToAll>(b.base));
+    }
+    if (b.v == GV_ALL_TO_ONE) {
+        return b.run_alg(std::make_shared<gloo::BarrierAllToOne>(b.base, 0));
+    }
+    auto o = std::make_shared<gloo::BarrierOptions>(b.base);
+    return b.run_opts(o, [](gloo::BarrierOptions &x) { gloo::barrier(x); });
+}
+
+template <typename T> int build_sendrecv(const Build<T> &b)
+{
+    const int ps = b.a->peer_send, pr = b.a->peer_recv, rank = b.rank;
+    const size_t bytes = b.count * sizeof(T);
+    const bool ip = b.ip;
+    T *rbuf = b.rbuf, *sbuf = b.sbuf;
+    if ((ps == rank) != (pr == rank)) {
+        set_error(b.g, "sendrecv: Gloo has no pair to self (send %d, recv %d on rank %d)", ps, pr,
+                  rank);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    if (ps == rank) {
+        b.c->fn = [rbuf, sbuf, bytes]() {
+            if (rbuf != sbuf) {
+                memcpy(static_cast<void *>(rbuf), sbuf, bytes);
+            }
+        };
+        return COLLPROF_OK;
+    }
+    void *src = ip ? static_cast<void *>(b.scratch(std::max<size_t>(bytes, 1))) : sbuf;
+    auto &ctx = b.g->ctx;
+    std::shared_ptr<gloo::transport::UnboundBuffer> sb(ctx->createUnboundBuffer(src, bytes));
+    std::shared_ptr<gloo::transport::UnboundBuffer> rb(ctx->createUnboundBuffer(rbuf, bytes));
+    b.c->holders.push_back(sb);
+    b.c->holders.push_back(rb);
+    const uint64_t slot = gloo::Slot::build(kSendrecvSlotPrefix, 0);
+    auto timeout = ctx->getTimeout();
+    gloo::transport::UnboundBuffer *s = sb.get(), *r = rb.get();
+    b.c->fn = [s, r, src, rbuf, bytes, ip, ps, pr, slot, timeout]() {
+        if (ip) {
+            memcpy(src, rbuf, bytes);
+        }
+        r->recv(pr, slot);
+        s->send(ps, slot);
+        s->waitSend(timeout);
+        r->waitRecv(timeout);
+    };
+    return COLLPROF_OK;
 }
 
 /* Build c->fn for args a.  Throws on Gloo errors; returns a status for
  * combinations it refuses (message in ctx->err). */
 template <typename T> int build(GlCtx *g, Cached *c, const collprof_args_t *a)
 {
-    auto &ctx = g->ctx;
-    std::shared_ptr<gloo::Context> base = ctx;
-    const int n = g->nranks, rank = g->rank;
-    const size_t count = a->count, blk = count / static_cast<size_t>(n);
-    const size_t es = sizeof(T);
-    const bool ip = a->in_place != 0;
-    T *rbuf = static_cast<T *>(a->recvbuf);
-    T *sbuf = ip ? rbuf : static_cast<T *>(const_cast<void *>(a->sendbuf));
-    const GlVariant v = g->variant[a->op];
-    const auto cnt = static_cast<int>(count);
-    auto chain = [c](std::function<void()> f) { c->fn = std::move(f); };
-
+    const Build<T> b(g, c, a);
     switch (a->op) {
-    case COLLPROF_OP_ALLREDUCE: {
-        if (v == GV_DEFAULT || v == GV_OPT_BCUBE) {
-            auto o = std::make_shared<gloo::AllreduceOptions>(base);
-            if (!ip) {
-                o->setInput(sbuf, count);
-            }
-            o->setOutput(rbuf, count);
-            o->setReduceFunction(opt_reduce<T>(a->redop));
-            o->setAlgorithm(v == GV_OPT_BCUBE ? gloo::AllreduceOptions::Algorithm::BCUBE
-                                              : gloo::AllreduceOptions::Algorithm::RING);
-            c->holders.push_back(o);
-            chain([o]() { gloo::allreduce(*o); });
-            return COLLPROF_OK;
-        }
-        std::vector<T *> ptrs{rbuf};
-        auto fn = class_reduce<T>(a->redop);
-        std::shared_ptr<gloo::Algorithm> alg;
-        switch (v) {
-        case GV_RING: alg = std::make_shared<gloo::AllreduceRing<T>>(base, ptrs, cnt, fn); break;
-        case GV_RING_CHUNKED:
-            alg = std::make_shared<gloo::AllreduceRingChunked<T>>(base, ptrs, cnt, fn);
-            break;
-        case GV_HALVING_DOUBLING:
-            alg = std::make_shared<gloo::AllreduceHalvingDoubling<T>>(base, ptrs, cnt, fn);
-            break;
-        case GV_BCUBE: alg = std::make_shared<gloo::AllreduceBcube<T>>(base, ptrs, cnt, fn); break;
-        default: break;
-        }
-        if (!alg) {
-            break;
-        }
-        c->holders.push_back(alg);
-        gloo::Algorithm *p = alg.get();
-        if (ip) {
-            chain([p]() { p->run(); });
-        } else {
-            /* the classes reduce in place: start from a copy of the input */
-            chain([p, rbuf, sbuf, count, es]() {
-                memcpy(static_cast<void *>(rbuf), sbuf, count * es);
-                p->run();
-            });
-        }
-        return COLLPROF_OK;
+    case COLLPROF_OP_ALLREDUCE: return build_allreduce(b);
+    case COLLPROF_OP_ALLGATHER: return build_allgather(b);
+    case COLLPROF_OP_REDUCESCATTER: return build_reducescatter(b);
+    case COLLPROF_OP_ALLTOALL: return build_alltoall(b);
+    case COLLPROF_OP_ALLTOALLV: return build_alltoallv(b);
+    case COLLPROF_OP_BROADCAST: return build_broadcast(b);
+    case COLLPROF_OP_REDUCE: return build_reduce(b);
+    case COLLPROF_OP_GATHER: return build_gather(b);
+    case COLLPROF_OP_SCATTER: return build_scatter(b);
+    case COLLPROF_OP_BARRIER: return build_barrier(b);
+    case COLLPROF_OP_SENDRECV: return build_sendrecv(b);
+    default: return not_applicable(b);
     }
-    case COLLPROF_OP_ALLGATHER: {
-        if (v == GV_RING) {
-            std::vector<const T *> in{ip ? rbuf + static_cast<size_t>(rank) * blk : sbuf};
-            auto alg =
-                std::make_shared<gloo::AllgatherRing<T>>(base, in, rbuf, static_cast<int>(blk));
-            c->holders.push_back(alg);
-            gloo::Algorithm *p = alg.get();
-            chain([p]() { p->run(); });
-            return COLLPROF_OK;
-        }
-        auto o = std::make_shared<gloo::AllgatherOptions>(base);
-        if (!ip) { /* in place: no input, this rank's block already sits in recvbuf */
-            o->setInput(sbuf, blk);
-        }
-        o->setOutput(rbuf, count);
-        c->holders.push_back(o);
-        chain([o]() { gloo::allgather(*o); });
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_REDUCESCATTER: {
-        T *work = rbuf;
-        if (!ip) {
-            c->scratch.assign(count * es, 0);
-            work = reinterpret_cast<T *>(c->scratch.data());
-        }
-        std::vector<T *> ptrs{work};
-        std::vector<int> recvElems(static_cast<size_t>(n), static_cast<int>(blk));
-        auto alg = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
-            base, ptrs, cnt, recvElems, class_reduce<T>(a->redop));
-        c->holders.push_back(alg);
-        gloo::Algorithm *p = alg.get();
-        if (ip) {
-            chain([p]() { p->run(); }); /* result lands in the first count/n */
-        } else {
-            chain([p, work, rbuf, sbuf, count, blk, es]() {
-                memcpy(static_cast<void *>(work), sbuf, count * es);
-                p->run();
-                memcpy(static_cast<void *>(rbuf), work, blk * es);
-            });
-        }
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_ALLTOALL: {
-        auto o = std::make_shared<gloo::AlltoallOptions>(base);
-        T *in = sbuf;
-        if (ip) {
-            c->scratch.assign(count * es, 0);
-            in = reinterpret_cast<T *>(c->scratch.data());
-        }
-        o->setInput(in, count);
-        o->setOutput(rbuf, count);
-        c->holders.push_back(o);
-        if (ip) {
-            chain([o, in, rbuf, count, es]() {
-                memcpy(static_cast<void *>(in), rbuf, count * es);
-                gloo::alltoall(*o);
-            });
-        } else {
-            chain([o]() { gloo::alltoall(*o); });
-        }
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_ALLTOALLV: {
-        /* Gloo takes per-rank counts and packs blocks back to back:
-         * displacements must be the prefix sums of the counts. */
-        const size_t *sc = ip ? a->recvcounts : a->sendcounts;
-        const size_t *sd = ip ? a->rdispls : a->sdispls;
-        std::vector<int64_t> sce, rce;
-        size_t stot = 0, rtot = 0;
-        for (int i = 0; i < n; i++) {
-            if (sd[i] != stot || a->rdispls[i] != rtot) {
-                set_error(g,
-                          "alltoallv: Gloo needs packed displacements (prefix sums of the "
-                          "counts); rank %d has sdispls[%d]=%zu rdispls[%d]=%zu",
-                          rank, i, sd[i], i, a->rdispls[i]);
-                return COLLPROF_ERR_NOT_SUPPORTED;
-            }
-            sce.push_back(static_cast<int64_t>(sc[i]));
-            rce.push_back(static_cast<int64_t>(a->recvcounts[i]));
-            stot += sc[i];
-            rtot += a->recvcounts[i];
-        }
-        auto o = std::make_shared<gloo::AlltoallvOptions>(base);
-        T *in = sbuf;
-        if (ip) {
-            c->scratch.assign(std::max<size_t>(stot, 1) * es, 0);
-            in = reinterpret_cast<T *>(c->scratch.data());
-        }
-        o->setInput(in, sce);
-        o->setOutput(rbuf, rce);
-        c->holders.push_back(o);
-        if (ip) {
-            chain([o, in, rbuf, stot, es]() {
-                memcpy(static_cast<void *>(in), rbuf, stot * es);
-                gloo::alltoallv(*o);
-            });
-        } else {
-            chain([o]() { gloo::alltoallv(*o); });
-        }
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_BROADCAST: {
-        /* one buffer: the root's input is in recvbuf */
-        if (v == GV_ONE_TO_ALL) {
-            std::vector<T *> ptrs{rbuf};
-            auto alg = std::make_shared<gloo::BroadcastOneToAll<T>>(base, ptrs, count, a->root, 0);
-            c->holders.push_back(alg);
-            gloo::Algorithm *p = alg.get();
-            chain([p]() { p->run(); });
-            return COLLPROF_OK;
-        }
-        auto o = std::make_shared<gloo::BroadcastOptions>(base);
-        o->setOutput(rbuf, count);
-        o->setRoot(a->root);
-        c->holders.push_back(o);
-        chain([o]() { gloo::broadcast(*o); });
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_REDUCE: {
-        auto o = std::make_shared<gloo::ReduceOptions>(base);
-        if (!ip) {
-            o->setInput(sbuf, count);
-        }
-        /* every rank needs the output: Gloo's ring reduce-scatters through it */
-        o->setOutput(rbuf, count);
-        o->setRoot(a->root);
-        o->setReduceFunction(opt_reduce<T>(a->redop));
-        c->holders.push_back(o);
-        chain([o]() { gloo::reduce(*o); });
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_GATHER: {
-        auto o = std::make_shared<gloo::GatherOptions>(base);
-        /* in place (every rank): this rank's block of recvbuf is the input */
-        o->setInput(ip ? rbuf + static_cast<size_t>(rank) * blk : sbuf, blk);
-        if (rank == a->root) {
-            o->setOutput(rbuf, count);
-        }
-        o->setRoot(a->root);
-        c->holders.push_back(o);
-        chain([o]() { gloo::gather(*o); });
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_SCATTER: {
-        auto o = std::make_shared<gloo::ScatterOptions>(base);
-        if (rank == a->root) {
-            std::vector<T *> ins;
-            for (int i = 0; i < n; i++) {
-                ins.push_back(sbuf + static_cast<size_t>(i) * blk);
-            }
-            o->setInputs(ins, blk);
-        }
-        /* in place: every rank receives its block at rank*count/n (the root's
-         * block is copied onto itself) */
-        o->setOutput(ip ? rbuf + static_cast<size_t>(rank) * blk : rbuf, blk);
-        o->setRoot(a->root);
-        c->holders.push_back(o);
-        chain([o]() { gloo::scatter(*o); });
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_BARRIER: {
-        if (v == GV_ALL_TO_ALL || v == GV_ALL_TO_ONE) {
-            std::shared_ptr<gloo::Algorithm> alg;
-            if (v == GV_ALL_TO_ALL) {
-                alg = std::make_shared<gloo::BarrierAllToAll>(base);
-            } else {
-                alg = std::make_shared<gloo::BarrierAllToOne>(base, 0);
-            }
-            c->holders.push_back(alg);
-            gloo::Algorithm *p = alg.get();
-            chain([p]() { p->run(); });
-            return COLLPROF_OK;
-        }
-        auto o = std::make_shared<gloo::BarrierOptions>(base);
-        c->holders.push_back(o);
-        chain([o]() { gloo::barrier(*o); });
-        return COLLPROF_OK;
-    }
-    case COLLPROF_OP_SENDRECV: {
-        const int ps = a->peer_send, pr = a->peer_recv;
-        const size_t bytes = count * es;
-        if ((ps == rank) != (pr == rank)) {
-            set_error(g, "sendrecv: Gloo has no pair to self (send %d, recv %d on rank %d)", ps, pr,
-                      rank);
-            return COLLPROF_ERR_NOT_SUPPORTED;
-        }
-        if (ps == rank) {
-            chain([rbuf, sbuf, bytes]() {
-                if (rbuf != sbuf) {
-                    memcpy(static_cast<void *>(rbuf), sbuf, bytes);
-                }
-            });
-            return COLLPROF_OK;
-        }
-        void *src = sbuf;
-        if (ip) {
-            c->scratch.assign(std::max<size_t>(bytes, 1), 0);
-            src = c->scratch.data();
-        }
-        std::shared_ptr<gloo::transport::UnboundBuffer> sb(ctx->createUnboundBuffer(src, bytes));
-        std::shared_ptr<gloo::transport::UnboundBuffer> rb(ctx->createUnboundBuffer(rbuf, bytes));
-        c->holders.push_back(sb);
-        c->holders.push_back(rb);
-        const uint64_t slot = gloo::Slot::build(kSendrecvSlotPrefix, 0);
-        auto timeout = ctx->getTimeout();
-        gloo::transport::UnboundBuffer *s = sb.get(), *r = rb.get();
-        chain([s, r, src, rbuf, bytes, ip, ps, pr, slot, timeout]() {
-            if (ip) {
-                memcpy(src, rbuf, bytes);
-            }
-            r->recv(pr, slot);
-            s->send(ps, slot);
-            s->waitSend(timeout);
-            r->waitRecv(timeout);
-        });
-        return COLLPROF_OK;
-    }
-    default: break;
-    }
-    set_error(g, "%s: variant not applicable", collprof_op_name(a->op));
-    return COLLPROF_ERR_NOT_SUPPORTED;
 }
 
 int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a)
@@ -647,8 +662,7 @@ constexpr uint32_t kRedops = COLLPROF_BIT(COLLPROF_REDOP_SUM) | COLLPROF_BIT(COL
 
 bool is_reduction(collprof_op_t op)
 {
-    return op == COLLPROF_OP_ALLREDUCE || op == COLLPROF_OP_REDUCESCATTER ||
-           op == COLLPROF_OP_REDUCE;
+    return (collprof_op_info(op)->flags & COLLPROF_OPF_REDUCES) != 0;
 }
 
 /* Why variant v cannot run op on n ranks, or NULL. Depends only on values
@@ -681,14 +695,8 @@ const char *unusable(collprof_op_t op, GlVariant v, int n)
 
 int gl_query(collprof_caps_t *caps)
 {
-    if (!caps) {
-        set_error(nullptr, "query: caps is NULL");
-        return COLLPROF_ERR_INVALID;
-    }
-    if (caps->size < COLLPROF_CAPS_SIZE_V1) {
-        set_error(nullptr, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
-                  static_cast<size_t>(COLLPROF_CAPS_SIZE_V1));
-        return COLLPROF_ERR_ABI;
+    if (int rc = collprof_check_caps(caps, g_err, sizeof(g_err))) {
+        return rc;
     }
     if (!g_libversion[0]) {
         const char *pkg = CP_GLOO_PKG_VERSION;
@@ -866,17 +874,10 @@ int gl_mem_free(void *vctx, int memtype, void *ptr)
     return COLLPROF_OK;
 }
 
-int gl_run(void *vctx, const collprof_args_t *a)
+/* Why args a cannot run here (message set), or COLLPROF_OK. */
+int check_args(GlCtx *g, const collprof_args_t *a)
 {
-    GlCtx *g = static_cast<GlCtx *>(vctx);
-    if (!g || !a) {
-        set_error(g, "run: ctx or args is NULL");
-        return COLLPROF_ERR_INVALID;
-    }
-    if ((int)a->op < 0 || a->op >= COLLPROF_OP_COUNT) {
-        set_error(g, "run: unknown op %d", (int)a->op);
-        return COLLPROF_ERR_INVALID;
-    }
+    const int n = g->nranks;
     if (a->memtype != COLLPROF_MEM_HOST) {
         set_error(g, "run: memory type %d is not offered (host only)", a->memtype);
         return COLLPROF_ERR_NOT_SUPPORTED;
@@ -891,51 +892,25 @@ int gl_run(void *vctx, const collprof_args_t *a)
         set_error(g, "run: redop %d is not supported", (int)a->redop);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
-    const int n = g->nranks;
     if (a->count > static_cast<size_t>(std::numeric_limits<int>::max())) {
         set_error(g, "run: count %zu exceeds INT_MAX (Gloo's algorithm classes take int counts)",
                   a->count);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
-    switch (a->op) {
-    case COLLPROF_OP_ALLGATHER:
-    case COLLPROF_OP_REDUCESCATTER:
-    case COLLPROF_OP_ALLTOALL:
-    case COLLPROF_OP_GATHER:
-    case COLLPROF_OP_SCATTER:
-        if (a->count % static_cast<size_t>(n) != 0) {
-            set_error(g, "run: %s count %zu is not a multiple of %d ranks", collprof_op_name(a->op),
-                      a->count, n);
-            return COLLPROF_ERR_INVALID;
-        }
-        break;
-    case COLLPROF_OP_BROADCAST:
-    case COLLPROF_OP_REDUCE:
-        if (a->root < 0 || a->root >= n) {
-            set_error(g, "run: root %d outside 0..%d", a->root, n - 1);
-            return COLLPROF_ERR_INVALID;
-        }
-        break;
-    case COLLPROF_OP_SENDRECV:
-        if (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n) {
-            set_error(g, "run: sendrecv peers %d/%d outside 0..%d", a->peer_send, a->peer_recv,
-                      n - 1);
-            return COLLPROF_ERR_INVALID;
-        }
-        break;
-    case COLLPROF_OP_ALLTOALLV:
-        if (!a->recvcounts || !a->rdispls || (!a->in_place && (!a->sendcounts || !a->sdispls))) {
-            set_error(g, "run: alltoallv without counts or displacements");
-            return COLLPROF_ERR_INVALID;
-        }
-        break;
-    default: break;
-    }
-    if ((a->op == COLLPROF_OP_GATHER || a->op == COLLPROF_OP_SCATTER) &&
-        (a->root < 0 || a->root >= n)) {
-        set_error(g, "run: root %d outside 0..%d", a->root, n - 1);
+    if (collprof_check_layout(a, n, g->err, sizeof(g->err)) != COLLPROF_OK) {
         return COLLPROF_ERR_INVALID;
     }
+    if (a->op == COLLPROF_OP_ALLTOALLV &&
+        (!a->recvcounts || !a->rdispls || (!a->in_place && (!a->sendcounts || !a->sdispls)))) {
+        set_error(g, "run: alltoallv without counts or displacements");
+        return COLLPROF_ERR_INVALID;
+    }
+    return COLLPROF_OK;
+}
+
+CacheKey key_of(const GlCtx *g, const collprof_args_t *a)
+{
+    const int n = g->nranks;
     CacheKey key;
     key.op = a->op;
     key.variant = g->variant[a->op];
@@ -957,35 +932,63 @@ int gl_run(void *vctx, const collprof_args_t *a)
     if (a->op == COLLPROF_OP_SENDRECV) {
         key.root = a->peer_send * n + a->peer_recv;
     }
+    return key;
+}
 
+/* g->cache[a->op] built for key (throws on Gloo errors) */
+int cached_op(GlCtx *g, const collprof_args_t *a, const CacheKey &key)
+{
+    auto &slot = g->cache[a->op];
+    if (slot && slot->key == key) {
+        return COLLPROF_OK;
+    }
+    slot.reset();
+    std::unique_ptr<Cached> c(new Cached);
+    c->key = key;
+    /* Algorithm classes take context slots at construction and may
+     * leave notifications in flight on them between runs, so a new
+     * algorithm gets fresh slots.  Every rank rebuilds when the
+     * rank-independent part of the key changes, so slot_top moves
+     * alike everywhere; a rebuild because only this rank's buffers
+     * moved reuses the slots of the algorithm its peers still run. */
+    const bool local_only = g->last_global[a->op].sameGlobal(key);
+    const int start = local_only ? g->last_slot[a->op] : g->slot_top;
+    g->ctx->resetSlot(start);
+    int rc = build_dispatch(g, c.get(), a);
+    if (!local_only) {
+        g->slot_top = std::max(g->slot_top, g->ctx->currentSlot());
+        g->last_global[a->op] = key;
+        g->last_slot[a->op] = start;
+    }
+    g->ctx->resetSlot(g->slot_top);
+    if (rc == COLLPROF_OK) {
+        slot = std::move(c);
+    }
+    return rc;
+}
+
+int gl_run(void *vctx, const collprof_args_t *a)
+{
+    GlCtx *g = static_cast<GlCtx *>(vctx);
+    if (!g || !a) {
+        set_error(g, "run: ctx or args is NULL");
+        return COLLPROF_ERR_INVALID;
+    }
+    if ((int)a->op < 0 || a->op >= COLLPROF_OP_COUNT) {
+        set_error(g, "run: unknown op %d", (int)a->op);
+        return COLLPROF_ERR_INVALID;
+    }
+    int rc = check_args(g, a);
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    const CacheKey key = key_of(g, a);
     try {
-        auto &slot = g->cache[a->op];
-        if (!slot || !(slot->key == key)) {
-            slot.reset();
-            std::unique_ptr<Cached> c(new Cached);
-            c->key = key;
-            /* Algorithm classes take context slots at construction and may
-             * leave notifications in flight on them between runs, so a new
-             * algorithm gets fresh slots.  Every rank rebuilds when the
-             * rank-independent part of the key changes, so slot_top moves
-             * alike everywhere; a rebuild because only this rank's buffers
-             * moved reuses the slots of the algorithm its peers still run. */
-            const bool local_only = g->last_global[a->op].sameGlobal(key);
-            const int start = local_only ? g->last_slot[a->op] : g->slot_top;
-            g->ctx->resetSlot(start);
-            int rc = build_dispatch(g, c.get(), a);
-            if (!local_only) {
-                g->slot_top = std::max(g->slot_top, g->ctx->currentSlot());
-                g->last_global[a->op] = key;
-                g->last_slot[a->op] = start;
-            }
-            g->ctx->resetSlot(g->slot_top);
-            if (rc != COLLPROF_OK) {
-                return rc;
-            }
-            slot = std::move(c);
+        rc = cached_op(g, a, key);
+        if (rc != COLLPROF_OK) {
+            return rc;
         }
-        slot->fn();
+        g->cache[a->op]->fn();
     } catch (const std::exception &e) {
         g->cache[a->op].reset();
         set_error(g, "Gloo %s (%s, count %zu, variant %s) failed: %s", collprof_op_name(a->op),
@@ -998,29 +1001,14 @@ int gl_run(void *vctx, const collprof_args_t *a)
     return COLLPROF_OK;
 }
 
-const char *gl_last_error(void *vctx)
-{
-    const GlCtx *g = static_cast<const GlCtx *>(vctx);
-    return g ? g->err : g_err;
-}
+COLLPROF_DEFINE_LAST_ERROR(gl_last_error, GlCtx, err, g_err);
 
 } // namespace
 
-extern "C" __attribute__((visibility("default"))) const collprof_backend_t collprof_backend_v1 = {
-    .size = sizeof(collprof_backend_t),
-    .abi_version = COLLPROF_PLUGIN_ABI_VERSION,
-    .name = "gloo",
-    .version = PACKAGE_VERSION,
-    .description = "Gloo collectives over tcp (option-style API; algorithm classes as variants)",
+COLLPROF_PLUGIN_ENTRY = {
+    COLLPROF_BACKEND_HEAD("gloo", PACKAGE_VERSION,
+                          "Gloo collectives over tcp (option-style API; algorithm classes as "
+                          "variants)"),
     .flags = 0,
-    .query = gl_query,
-    .init = gl_init,
-    .finalize = gl_finalize,
-    .select_variant = gl_select_variant,
-    .mem_alloc = gl_mem_alloc,
-    .mem_free = gl_mem_free,
-    .mem_copy = collprof_no_mem_copy,
-    .run = gl_run,
-    .run_batch = collprof_no_run_batch,
-    .last_error = gl_last_error,
+    COLLPROF_BACKEND_SLOTS(gl, collprof_no_mem_copy, collprof_no_run_batch),
 };

@@ -34,7 +34,7 @@
 
 #include <mpi.h>
 
-#include <collprof/plugin.h>
+#include <collprof/plugin_util.h>
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
@@ -109,15 +109,7 @@ typedef struct mpi_be_ctx {
     char err[MPI_BE_ERR_LEN];
 } mpi_be_ctx_t;
 
-__attribute__((format(printf, 2, 3))) static void mpi_be_set_error(mpi_be_ctx_t *ctx,
-                                                                   const char *fmt, ...)
-{
-    char *buf = ctx ? ctx->err : mpi_be.err;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, MPI_BE_ERR_LEN, fmt, ap);
-    va_end(ap);
-}
+static COLLPROF_DEFINE_SET_ERROR(mpi_be_set_error, mpi_be_ctx_t, err, mpi_be.err);
 
 __attribute__((format(printf, 3, 4))) static void mpi_be_log(const mpi_be_ctx_t *ctx, int level,
                                                              const char *fmt, ...)
@@ -373,14 +365,9 @@ static void mpi_be_discover(void)
 static int mpi_be_query(collprof_caps_t *caps)
 {
     collprof_caps_t c;
-    if (!caps) {
-        mpi_be_set_error(NULL, "query: caps is NULL");
-        return COLLPROF_ERR_INVALID;
-    }
-    if (caps->size < COLLPROF_CAPS_SIZE_V1) {
-        mpi_be_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
-                         (size_t)COLLPROF_CAPS_SIZE_V1);
-        return COLLPROF_ERR_ABI;
+    int rc = collprof_check_caps(caps, mpi_be.err, sizeof(mpi_be.err));
+    if (rc != COLLPROF_OK) {
+        return rc;
     }
     mpi_be_library_version();
     mpi_be_discover();
@@ -499,21 +486,25 @@ static void mpi_be_check_forcing(mpi_be_ctx_t *ctx)
     ctx->err[0] = '\0';
 }
 
-static int mpi_be_init(const collprof_host_t *host, void **ctxp)
+/* MPI cannot be started twice: a failed init or a finalize leaves nothing to retry. */
+static int mpi_be_stop_mpi(void)
 {
-    mpi_be_ctx_t *ctx;
-    int flag = 0, provided = 0, rc, size = 0, rank = -1, ret = COLLPROF_ERR_BACKEND;
+    int rc = MPI_SUCCESS;
+    if (mpi_be.tool_state > 0) {
+        MPI_T_finalize();
+        mpi_be.tool_state = 0;
+    }
+    if (mpi_be.mpi_owned) {
+        rc = MPI_Finalize();
+        mpi_be.mpi_owned = 0;
+    }
+    return rc;
+}
 
-    if (!host || !ctxp) {
-        mpi_be_set_error(NULL, "init: host or ctx is NULL");
-        return COLLPROF_ERR_INVALID;
-    }
-    if (host->size < sizeof(collprof_host_t) || host->nranks < 1 || host->rank < 0 ||
-        host->rank >= host->nranks) {
-        mpi_be_set_error(NULL, "init: bad host table (size %zu, rank %d of %d)", host->size,
-                         host->rank, host->nranks);
-        return COLLPROF_ERR_INVALID;
-    }
+/* MPI started (unless the process already did) and matching the job; *provided: thread level */
+static int mpi_be_start_mpi(const collprof_host_t *host, int *provided)
+{
+    int flag = 0, rc, size = 0, rank = -1;
     MPI_Finalized(&flag);
     if (flag) {
         mpi_be_set_error(NULL, "MPI was already finalized in this process and cannot restart");
@@ -526,7 +517,7 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
     if (!flag) {
         /* SERIALIZED: the core may call us from a thread other than the one
          * that called init, but never from two at once. */
-        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, provided);
         if (rc != MPI_SUCCESS) {
             mpi_be_set_error(NULL, "MPI_Init_thread failed (%d)", rc);
             return COLLPROF_ERR_BACKEND;
@@ -535,35 +526,71 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
     }
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (size != host->nranks || rank != host->rank) {
-        if (size == 1 && host->nranks > 1) {
-            mpi_be_set_error(NULL,
-                             "MPI world has 1 rank but the job has %d: Open MPI started as a "
-                             "singleton; run under mpirun or srun --mpi=pmix",
-                             host->nranks);
-        } else {
-            mpi_be_set_error(NULL, "MPI world is rank %d of %d but the job says rank %d of %d",
-                             rank, size, host->rank, host->nranks);
-        }
-        goto err_finalize;
+    if (size == host->nranks && rank == host->rank) {
+        return COLLPROF_OK;
     }
-    ctx = calloc(1, sizeof(*ctx));
+    if (size == 1 && host->nranks > 1) {
+        mpi_be_set_error(NULL,
+                         "MPI world has 1 rank but the job has %d: Open MPI started as a "
+                         "singleton; run under mpirun or srun --mpi=pmix",
+                         host->nranks);
+    } else {
+        mpi_be_set_error(NULL, "MPI world is rank %d of %d but the job says rank %d of %d", rank,
+                         size, host->rank, host->nranks);
+    }
+    mpi_be_stop_mpi();
+    return COLLPROF_ERR_BACKEND;
+}
+
+/* A context for the job's rank and size, with its alltoallv arrays; NULL when out of memory. */
+static mpi_be_ctx_t *mpi_be_ctx_new(const collprof_host_t *host)
+{
+    mpi_be_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    size_t n = (size_t)host->nranks;
     if (!ctx) {
-        mpi_be_set_error(NULL, "init: out of memory");
-        ret = COLLPROF_ERR_NO_MEMORY;
-        goto err_finalize;
+        return NULL;
     }
     ctx->host = host;
-    ctx->rank = rank;
-    ctx->nranks = size;
-    ctx->a2av_scounts = calloc((size_t)size, sizeof(int));
-    ctx->a2av_sdispls = calloc((size_t)size, sizeof(int));
-    ctx->a2av_rcounts = calloc((size_t)size, sizeof(int));
-    ctx->a2av_rdispls = calloc((size_t)size, sizeof(int));
+    ctx->rank = host->rank;
+    ctx->nranks = host->nranks;
+    ctx->a2av_scounts = calloc(n, sizeof(int));
+    ctx->a2av_sdispls = calloc(n, sizeof(int));
+    ctx->a2av_rcounts = calloc(n, sizeof(int));
+    ctx->a2av_rdispls = calloc(n, sizeof(int));
     if (!ctx->a2av_scounts || !ctx->a2av_sdispls || !ctx->a2av_rcounts || !ctx->a2av_rdispls) {
+        mpi_be_ctx_free(ctx);
+        return NULL;
+    }
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        ctx->comm[op] = MPI_COMM_WORLD;
+    }
+    return ctx;
+}
+
+static int mpi_be_init(const collprof_host_t *host, void **ctxp)
+{
+    mpi_be_ctx_t *ctx;
+    int provided = 0, rc;
+
+    if (!host || !ctxp) {
+        mpi_be_set_error(NULL, "init: host or ctx is NULL");
+        return COLLPROF_ERR_INVALID;
+    }
+    if (host->size < sizeof(collprof_host_t) || host->nranks < 1 || host->rank < 0 ||
+        host->rank >= host->nranks) {
+        mpi_be_set_error(NULL, "init: bad host table (size %zu, rank %d of %d)", host->size,
+                         host->rank, host->nranks);
+        return COLLPROF_ERR_INVALID;
+    }
+    rc = mpi_be_start_mpi(host, &provided);
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    ctx = mpi_be_ctx_new(host);
+    if (!ctx) {
         mpi_be_set_error(NULL, "init: out of memory");
-        ret = COLLPROF_ERR_NO_MEMORY;
-        goto err_free_ctx;
+        mpi_be_stop_mpi();
+        return COLLPROF_ERR_NO_MEMORY;
     }
     /* Report errors instead of aborting the job: the core records them per cell.
      * Our duplicates inherit the handler. */
@@ -571,10 +598,9 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
     if (rc != MPI_SUCCESS) {
         mpi_be_mpi_error(ctx, "MPI_Comm_set_errhandler", rc);
         mpi_be_set_error(NULL, "%s", ctx->err);
-        goto err_free_ctx;
-    }
-    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-        ctx->comm[op] = MPI_COMM_WORLD;
+        mpi_be_ctx_free(ctx);
+        mpi_be_stop_mpi();
+        return COLLPROF_ERR_BACKEND;
     }
     mpi_be_check_forcing(ctx);
     if (!ctx->forcing_ok) {
@@ -584,26 +610,12 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
                provided, mpi_be.nvariants);
     *ctxp = ctx;
     return COLLPROF_OK;
-
-err_free_ctx:
-    mpi_be_ctx_free(ctx);
-err_finalize:
-    /* MPI cannot be started twice: a failed init leaves nothing to retry. */
-    if (mpi_be.tool_state > 0) {
-        MPI_T_finalize();
-        mpi_be.tool_state = 0;
-    }
-    if (mpi_be.mpi_owned) {
-        MPI_Finalize();
-        mpi_be.mpi_owned = 0;
-    }
-    return ret;
 }
 
 static int mpi_be_finalize(void *vctx)
 {
     mpi_be_ctx_t *ctx = vctx;
-    int ret = COLLPROF_OK, rc;
+    int rc;
     if (!ctx) {
         mpi_be_set_error(NULL, "finalize: ctx is NULL");
         return COLLPROF_ERR_INVALID;
@@ -614,19 +626,12 @@ static int mpi_be_finalize(void *vctx)
         }
     }
     mpi_be_ctx_free(ctx);
-    if (mpi_be.tool_state > 0) {
-        MPI_T_finalize();
-        mpi_be.tool_state = 0;
+    rc = mpi_be_stop_mpi();
+    if (rc != MPI_SUCCESS) {
+        mpi_be_set_error(NULL, "MPI_Finalize failed (%d)", rc);
+        return COLLPROF_ERR_BACKEND;
     }
-    if (mpi_be.mpi_owned) {
-        rc = MPI_Finalize();
-        mpi_be.mpi_owned = 0;
-        if (rc != MPI_SUCCESS) {
-            mpi_be_set_error(NULL, "MPI_Finalize failed (%d)", rc);
-            ret = COLLPROF_ERR_BACKEND;
-        }
-    }
-    return ret;
+    return COLLPROF_OK;
 }
 
 /* ---- variants --------------------------------------------------------- */
@@ -699,15 +704,90 @@ static const mpi_be_alg_t *mpi_be_find_alg(collprof_op_t op, const char *name)
     return NULL;
 }
 
+/* ctx->comm[op] becomes comm (MPI_COMM_WORLD: the library's choice), freeing our old duplicate */
+static void mpi_be_set_comm(mpi_be_ctx_t *ctx, collprof_op_t op, MPI_Comm comm)
+{
+    if (ctx->comm[op] != MPI_COMM_WORLD) {
+        MPI_Comm_free(&ctx->comm[op]);
+    }
+    ctx->comm[op] = comm;
+}
+
+/* The coll/tuned algorithm a named variant stands for (*alg), or why it cannot be forced. */
+static int mpi_be_resolve_variant(mpi_be_ctx_t *ctx, collprof_op_t op, const char *variant,
+                                  const mpi_be_alg_t **alg)
+{
+    const mpi_be_opvar_t *ov = &mpi_be.opvars[op];
+    char name[MPI_BE_NAME_LEN];
+    const char *why;
+    mpi_be_normalise(name, sizeof(name), variant);
+    *alg = mpi_be_find_alg(op, name);
+    if (!*alg) {
+        char known[384] = "";
+        for (int i = 0; i < ov->nalgs; i++) {
+            size_t l = strlen(known);
+            snprintf(known + l, sizeof(known) - l, "%s%s", i ? " " : "", ov->algs[i].name);
+        }
+        mpi_be_set_error(ctx, "variant '%s' is not a coll/tuned %s algorithm here (%s%s)", variant,
+                         collprof_op_name(op), ov->nalgs ? "known: " : "none known", known);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    if (!ctx->forcing_ok) {
+        mpi_be_set_error(ctx, "variant '%s' cannot be forced: %s", name, ctx->forcing_why);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    why = mpi_be_unusable(op, name, ctx->nranks);
+    if (why) {
+        mpi_be_set_error(ctx, "variant '%s' cannot run on %d ranks: %s", name, ctx->nranks, why);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    return COLLPROF_OK;
+}
+
+/* Write cvar = value, confirm, duplicate MPI_COMM_WORLD (the new module captures it), restore. */
+static int mpi_be_force(mpi_be_ctx_t *ctx, collprof_op_t op, const char *cvar,
+                        const mpi_be_alg_t *alg, int value)
+{
+    int old = 0, back = -1, rc, st, seg_set, seg_old = 0, ignored;
+    MPI_Comm comm;
+    st = mpi_be_cvar_rw(ctx, cvar, NULL, &old);
+    if (st != COLLPROF_OK) {
+        return st;
+    }
+    st = mpi_be_cvar_rw(ctx, cvar, &value, &back);
+    if (st != COLLPROF_OK) {
+        return st;
+    }
+    if (back != value) {
+        mpi_be_cvar_rw(ctx, cvar, &old, &ignored);
+        mpi_be_set_error(ctx, "%s reads back %d after writing %d", cvar, back, value);
+        return COLLPROF_ERR_BACKEND;
+    }
+    seg_set = mpi_be_segsize_push(ctx, op, alg, &seg_old);
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    st = mpi_be_cvar_rw(ctx, cvar, &old, &back);
+    if (seg_set) {
+        mpi_be_cvar_rw(ctx, MPI_BE_SEGRING_CVAR, &seg_old, &ignored);
+    }
+    if (rc != MPI_SUCCESS) {
+        return mpi_be_mpi_error(ctx, "MPI_Comm_dup", rc);
+    }
+    if (st != COLLPROF_OK) {
+        MPI_Comm_free(&comm);
+        return st;
+    }
+    mpi_be_set_comm(ctx, op, comm);
+    mpi_be_log(ctx, COLLPROF_LOG_DEBUG, "%s: %s=%d%s on a fresh communicator", collprof_op_name(op),
+               cvar, value, seg_set ? " (segment size 1 MiB)" : "");
+    return COLLPROF_OK;
+}
+
 static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *variant)
 {
     mpi_be_ctx_t *ctx = vctx;
     const mpi_be_opvar_t *ov;
     const mpi_be_alg_t *alg = NULL;
-    char name[MPI_BE_NAME_LEN], cvar[96];
-    const char *why;
-    int value = 0, old = 0, back = -1, rc, st, seg_set, seg_old = 0;
-    MPI_Comm comm;
+    char cvar[96];
 
     if (!ctx) {
         mpi_be_set_error(NULL, "select_variant: ctx is NULL");
@@ -719,77 +799,18 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
     }
     ov = &mpi_be.opvars[op];
     if (variant && variant[0] != '\0' && strcmp(variant, "default") != 0) {
-        mpi_be_normalise(name, sizeof(name), variant);
-        alg = mpi_be_find_alg(op, name);
-        if (!alg) {
-            char known[384] = "";
-            for (int i = 0; i < ov->nalgs; i++) {
-                size_t l = strlen(known);
-                snprintf(known + l, sizeof(known) - l, "%s%s", i ? " " : "", ov->algs[i].name);
-            }
-            mpi_be_set_error(ctx, "variant '%s' is not a coll/tuned %s algorithm here (%s%s)",
-                             variant, collprof_op_name(op), ov->nalgs ? "known: " : "none known",
-                             known);
-            return COLLPROF_ERR_NOT_SUPPORTED;
+        int st = mpi_be_resolve_variant(ctx, op, variant, &alg);
+        if (st != COLLPROF_OK) {
+            return st;
         }
-        if (!ctx->forcing_ok) {
-            mpi_be_set_error(ctx, "variant '%s' cannot be forced: %s", name, ctx->forcing_why);
-            return COLLPROF_ERR_NOT_SUPPORTED;
-        }
-        why = mpi_be_unusable(op, name, ctx->nranks);
-        if (why) {
-            mpi_be_set_error(ctx, "variant '%s' cannot run on %d ranks: %s", name, ctx->nranks,
-                             why);
-            return COLLPROF_ERR_NOT_SUPPORTED;
-        }
-        value = alg->value;
     }
     if (!ov->found || !ctx->forcing_ok) {
         /* Nothing to force: the library's choice on MPI_COMM_WORLD. */
-        if (ctx->comm[op] != MPI_COMM_WORLD) {
-            MPI_Comm_free(&ctx->comm[op]);
-            ctx->comm[op] = MPI_COMM_WORLD;
-        }
+        mpi_be_set_comm(ctx, op, MPI_COMM_WORLD);
         return COLLPROF_OK;
     }
-
-    /* Write, confirm, duplicate (the new module captures it), restore. */
     snprintf(cvar, sizeof(cvar), "coll_tuned_%s_algorithm", ov->stem);
-    st = mpi_be_cvar_rw(ctx, cvar, NULL, &old);
-    if (st != COLLPROF_OK) {
-        return st;
-    }
-    st = mpi_be_cvar_rw(ctx, cvar, &value, &back);
-    if (st != COLLPROF_OK) {
-        return st;
-    }
-    if (back != value) {
-        int ignored;
-        mpi_be_cvar_rw(ctx, cvar, &old, &ignored);
-        mpi_be_set_error(ctx, "%s reads back %d after writing %d", cvar, back, value);
-        return COLLPROF_ERR_BACKEND;
-    }
-    seg_set = mpi_be_segsize_push(ctx, op, alg, &seg_old);
-    rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    st = mpi_be_cvar_rw(ctx, cvar, &old, &back);
-    if (seg_set) {
-        int ignored;
-        mpi_be_cvar_rw(ctx, MPI_BE_SEGRING_CVAR, &seg_old, &ignored);
-    }
-    if (rc != MPI_SUCCESS) {
-        return mpi_be_mpi_error(ctx, "MPI_Comm_dup", rc);
-    }
-    if (st != COLLPROF_OK) {
-        MPI_Comm_free(&comm);
-        return st;
-    }
-    if (ctx->comm[op] != MPI_COMM_WORLD) {
-        MPI_Comm_free(&ctx->comm[op]);
-    }
-    ctx->comm[op] = comm;
-    mpi_be_log(ctx, COLLPROF_LOG_DEBUG, "%s: %s=%d%s on a fresh communicator", collprof_op_name(op),
-               cvar, value, seg_set ? " (segment size 1 MiB)" : "");
-    return COLLPROF_OK;
+    return mpi_be_force(ctx, op, cvar, alg, alg ? alg->value : 0);
 }
 
 /* ---- memory ----------------------------------------------------------- */
@@ -898,18 +919,127 @@ static int mpi_be_run_alltoallv(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Alltoallv", rc);
 }
 
+/* One run(): the arguments in MPI's terms. */
+typedef struct mpi_be_call {
+    MPI_Datatype dt;
+    MPI_Op mop; /* MPI_OP_NULL unless the op reduces */
+    MPI_Comm comm;
+    int cnt, blk, ip, root;
+    const void *sbuf; /* sendbuf, or MPI_IN_PLACE */
+    void *rbuf;
+    char *mine; /* this rank's block of the in-place buffer */
+    const char *call;
+} mpi_be_call_t;
+
+/* The checks every run() makes, then c filled in; the message is set on failure. */
+static int mpi_be_prepare(mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_call_t *c)
+{
+    size_t esize = 0;
+    const int n = ctx->nranks;
+    const unsigned flags = collprof_op_info(a->op)->flags;
+    if (a->memtype != COLLPROF_MEM_HOST) {
+        mpi_be_set_error(ctx, "run: memory type %d is not offered (host only)", a->memtype);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    c->dt = mpi_be_dtype(a->dtype, &esize);
+    if (c->dt == MPI_DATATYPE_NULL) {
+        mpi_be_set_error(ctx, "run: dtype %d has no MPI equivalent", (int)a->dtype);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    c->mop = (flags & COLLPROF_OPF_REDUCES) ? mpi_be_redop(a->redop) : MPI_OP_NULL;
+    if ((flags & COLLPROF_OPF_REDUCES) && c->mop == MPI_OP_NULL) {
+        mpi_be_set_error(ctx, "run: redop %d is not offered", (int)a->redop);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    if (a->count > INT_MAX) {
+        mpi_be_set_error(ctx, "run: count %zu exceeds INT_MAX; MPI-3 bindings take int counts",
+                         a->count);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    c->cnt = (int)a->count;
+    c->blk = c->cnt / n;
+    c->ip = a->in_place;
+    c->root = a->root;
+    c->comm = ctx->comm[a->op];
+    c->sbuf = c->ip ? MPI_IN_PLACE : a->sendbuf;
+    c->rbuf = a->recvbuf;
+    c->mine = (char *)a->recvbuf + (size_t)ctx->rank * (size_t)c->blk * esize;
+    return collprof_check_layout(a, n, ctx->err, sizeof(ctx->err));
+}
+
+/* reduce, gather and scatter: in place, the root and the others call differently */
+static int mpi_be_issue_rooted(const mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_call_t *c)
+{
+    const int at_root = ctx->rank == c->root;
+    switch (a->op) {
+    case COLLPROF_OP_REDUCE:
+        /* MPI_IN_PLACE is legal only at the root; the others send their buffer. */
+        c->call = "MPI_Reduce";
+        if (c->ip && !at_root) {
+            return MPI_Reduce(a->recvbuf, NULL, c->cnt, c->dt, c->mop, c->root, c->comm);
+        }
+        return MPI_Reduce(c->sbuf, c->rbuf, c->cnt, c->dt, c->mop, c->root, c->comm);
+    case COLLPROF_OP_GATHER:
+        c->call = "MPI_Gather";
+        if (c->ip && !at_root) {
+            /* in place on every rank: a non-root sends its own block of recvbuf */
+            return MPI_Gather(c->mine, c->blk, c->dt, NULL, c->blk, c->dt, c->root, c->comm);
+        }
+        return MPI_Gather(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->root, c->comm);
+    default: /* scatter */
+        c->call = "MPI_Scatter";
+        if (!c->ip) {
+            return MPI_Scatter(a->sendbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->root, c->comm);
+        }
+        if (at_root) { /* the root's block stays where it is */
+            return MPI_Scatter(a->recvbuf, c->blk, c->dt, MPI_IN_PLACE, c->blk, c->dt, c->root,
+                               c->comm);
+        }
+        return MPI_Scatter(NULL, c->blk, c->dt, c->mine, c->blk, c->dt, c->root, c->comm);
+    }
+}
+
+/* The MPI call for a->op (its name in c->call); an MPI return code. */
+static int mpi_be_issue(const mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_call_t *c)
+{
+    switch (a->op) {
+    case COLLPROF_OP_ALLREDUCE:
+        c->call = "MPI_Allreduce";
+        return MPI_Allreduce(c->sbuf, c->rbuf, c->cnt, c->dt, c->mop, c->comm);
+    case COLLPROF_OP_ALLGATHER:
+        /* in place: this rank's block already sits at rank*blk of recvbuf */
+        c->call = "MPI_Allgather";
+        return MPI_Allgather(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->comm);
+    case COLLPROF_OP_REDUCESCATTER:
+        /* in place: the whole buffer is the input, the result lands in block 0 */
+        c->call = "MPI_Reduce_scatter_block";
+        return MPI_Reduce_scatter_block(c->sbuf, c->rbuf, c->blk, c->dt, c->mop, c->comm);
+    case COLLPROF_OP_ALLTOALL:
+        c->call = "MPI_Alltoall";
+        return MPI_Alltoall(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->comm);
+    case COLLPROF_OP_BROADCAST:
+        /* one buffer: the root's input is in recvbuf */
+        c->call = "MPI_Bcast";
+        return MPI_Bcast(c->rbuf, c->cnt, c->dt, c->root, c->comm);
+    case COLLPROF_OP_BARRIER: c->call = "MPI_Barrier"; return MPI_Barrier(c->comm);
+    case COLLPROF_OP_SENDRECV:
+        if (c->ip) {
+            c->call = "MPI_Sendrecv_replace";
+            return MPI_Sendrecv_replace(c->rbuf, c->cnt, c->dt, a->peer_send, MPI_BE_TAG,
+                                        a->peer_recv, MPI_BE_TAG, c->comm, MPI_STATUS_IGNORE);
+        }
+        c->call = "MPI_Sendrecv";
+        return MPI_Sendrecv(a->sendbuf, c->cnt, c->dt, a->peer_send, MPI_BE_TAG, c->rbuf, c->cnt,
+                            c->dt, a->peer_recv, MPI_BE_TAG, c->comm, MPI_STATUS_IGNORE);
+    default: return mpi_be_issue_rooted(ctx, a, c);
+    }
+}
+
 static int mpi_be_run(void *vctx, const collprof_args_t *a)
 {
     mpi_be_ctx_t *ctx = vctx;
-    MPI_Datatype dt;
-    MPI_Op mop = MPI_OP_NULL;
-    MPI_Comm comm;
-    size_t esize = 0;
-    int n, cnt, blk, ip, root, rc = MPI_SUCCESS;
-    const char *call = "?";
-    const void *sbuf;
-    void *rbuf;
-    char *mine; /* this rank's block of the in-place buffer */
+    mpi_be_call_t c;
+    int rc;
 
     if (!ctx || !a) {
         mpi_be_set_error(ctx, "run: ctx or args is NULL");
@@ -919,167 +1049,23 @@ static int mpi_be_run(void *vctx, const collprof_args_t *a)
         mpi_be_set_error(ctx, "run: unknown op %d", (int)a->op);
         return COLLPROF_ERR_INVALID;
     }
-    if (a->memtype != COLLPROF_MEM_HOST) {
-        mpi_be_set_error(ctx, "run: memory type %d is not offered (host only)", a->memtype);
-        return COLLPROF_ERR_NOT_SUPPORTED;
+    rc = mpi_be_prepare(ctx, a, &c);
+    if (rc != COLLPROF_OK) {
+        return rc;
     }
-    dt = mpi_be_dtype(a->dtype, &esize);
-    if (dt == MPI_DATATYPE_NULL) {
-        mpi_be_set_error(ctx, "run: dtype %d has no MPI equivalent", (int)a->dtype);
-        return COLLPROF_ERR_NOT_SUPPORTED;
+    if (a->op == COLLPROF_OP_ALLTOALLV) {
+        return mpi_be_run_alltoallv(ctx, a, c.dt, c.comm);
     }
-    if (a->op == COLLPROF_OP_ALLREDUCE || a->op == COLLPROF_OP_REDUCESCATTER ||
-        a->op == COLLPROF_OP_REDUCE) {
-        mop = mpi_be_redop(a->redop);
-        if (mop == MPI_OP_NULL) {
-            mpi_be_set_error(ctx, "run: redop %d is not offered", (int)a->redop);
-            return COLLPROF_ERR_NOT_SUPPORTED;
-        }
-    }
-    if (a->count > INT_MAX) {
-        mpi_be_set_error(ctx, "run: count %zu exceeds INT_MAX; MPI-3 bindings take int counts",
-                         a->count);
-        return COLLPROF_ERR_NOT_SUPPORTED;
-    }
-    n = ctx->nranks;
-    cnt = (int)a->count;
-    blk = cnt / n;
-    ip = a->in_place;
-    root = a->root;
-    comm = ctx->comm[a->op];
-    sbuf = ip ? MPI_IN_PLACE : a->sendbuf;
-    rbuf = a->recvbuf;
-    mine = (char *)a->recvbuf + (size_t)ctx->rank * (size_t)blk * esize;
-
-    switch (a->op) {
-    case COLLPROF_OP_ALLGATHER:
-    case COLLPROF_OP_REDUCESCATTER:
-    case COLLPROF_OP_ALLTOALL:
-    case COLLPROF_OP_GATHER:
-    case COLLPROF_OP_SCATTER:
-        if (cnt % n != 0) {
-            mpi_be_set_error(ctx, "run: %s count %d is not a multiple of %d ranks",
-                             collprof_op_name(a->op), cnt, n);
-            return COLLPROF_ERR_INVALID;
-        }
-        break;
-    default: break;
-    }
-    switch (a->op) {
-    case COLLPROF_OP_BROADCAST:
-    case COLLPROF_OP_REDUCE:
-    case COLLPROF_OP_GATHER:
-    case COLLPROF_OP_SCATTER:
-        if (root < 0 || root >= n) {
-            mpi_be_set_error(ctx, "run: root %d outside 0..%d", root, n - 1);
-            return COLLPROF_ERR_INVALID;
-        }
-        break;
-    case COLLPROF_OP_SENDRECV:
-        if (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n) {
-            mpi_be_set_error(ctx, "run: sendrecv peers %d/%d outside 0..%d", a->peer_send,
-                             a->peer_recv, n - 1);
-            return COLLPROF_ERR_INVALID;
-        }
-        break;
-    default: break;
-    }
-
-    switch (a->op) {
-    case COLLPROF_OP_ALLREDUCE:
-        call = "MPI_Allreduce";
-        rc = MPI_Allreduce(sbuf, rbuf, cnt, dt, mop, comm);
-        break;
-    case COLLPROF_OP_ALLGATHER:
-        /* in place: this rank's block already sits at rank*blk of recvbuf */
-        call = "MPI_Allgather";
-        rc = MPI_Allgather(sbuf, blk, dt, rbuf, blk, dt, comm);
-        break;
-    case COLLPROF_OP_REDUCESCATTER:
-        /* in place: the whole buffer is the input, the result lands in block 0 */
-        call = "MPI_Reduce_scatter_block";
-        rc = MPI_Reduce_scatter_block(sbuf, rbuf, blk, dt, mop, comm);
-        break;
-    case COLLPROF_OP_ALLTOALL:
-        call = "MPI_Alltoall";
-        rc = MPI_Alltoall(sbuf, blk, dt, rbuf, blk, dt, comm);
-        break;
-    case COLLPROF_OP_ALLTOALLV: return mpi_be_run_alltoallv(ctx, a, dt, comm);
-    case COLLPROF_OP_BROADCAST:
-        /* one buffer: the root's input is in recvbuf */
-        call = "MPI_Bcast";
-        rc = MPI_Bcast(rbuf, cnt, dt, root, comm);
-        break;
-    case COLLPROF_OP_REDUCE:
-        /* MPI_IN_PLACE is legal only at the root; the others send their buffer. */
-        call = "MPI_Reduce";
-        if (ip && ctx->rank != root) {
-            rc = MPI_Reduce(a->recvbuf, NULL, cnt, dt, mop, root, comm);
-        } else {
-            rc = MPI_Reduce(sbuf, rbuf, cnt, dt, mop, root, comm);
-        }
-        break;
-    case COLLPROF_OP_GATHER:
-        call = "MPI_Gather";
-        if (ip && ctx->rank != root) {
-            /* in place on every rank: a non-root sends its own block of recvbuf */
-            rc = MPI_Gather(mine, blk, dt, NULL, blk, dt, root, comm);
-        } else {
-            rc = MPI_Gather(sbuf, blk, dt, rbuf, blk, dt, root, comm);
-        }
-        break;
-    case COLLPROF_OP_SCATTER:
-        call = "MPI_Scatter";
-        if (!ip) {
-            rc = MPI_Scatter(a->sendbuf, blk, dt, rbuf, blk, dt, root, comm);
-        } else if (ctx->rank == root) {
-            /* the root's block stays where it is */
-            rc = MPI_Scatter(a->recvbuf, blk, dt, MPI_IN_PLACE, blk, dt, root, comm);
-        } else {
-            rc = MPI_Scatter(NULL, blk, dt, mine, blk, dt, root, comm);
-        }
-        break;
-    case COLLPROF_OP_BARRIER:
-        call = "MPI_Barrier";
-        rc = MPI_Barrier(comm);
-        break;
-    case COLLPROF_OP_SENDRECV:
-        if (ip) {
-            call = "MPI_Sendrecv_replace";
-            rc = MPI_Sendrecv_replace(rbuf, cnt, dt, a->peer_send, MPI_BE_TAG, a->peer_recv,
-                                      MPI_BE_TAG, comm, MPI_STATUS_IGNORE);
-        } else {
-            call = "MPI_Sendrecv";
-            rc = MPI_Sendrecv(a->sendbuf, cnt, dt, a->peer_send, MPI_BE_TAG, rbuf, cnt, dt,
-                              a->peer_recv, MPI_BE_TAG, comm, MPI_STATUS_IGNORE);
-        }
-        break;
-    default: mpi_be_set_error(ctx, "run: unknown op %d", (int)a->op); return COLLPROF_ERR_INVALID;
-    }
-    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, call, rc);
+    rc = mpi_be_issue(ctx, a, &c);
+    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, rc);
 }
 
-static const char *mpi_be_last_error(void *vctx)
-{
-    const mpi_be_ctx_t *ctx = vctx;
-    return ctx ? ctx->err : mpi_be.err;
-}
+static COLLPROF_DEFINE_LAST_ERROR(mpi_be_last_error, mpi_be_ctx_t, err, mpi_be.err);
 
-__attribute__((visibility("default"))) const collprof_backend_t collprof_backend_v1 = {
-    .size = sizeof(collprof_backend_t),
-    .abi_version = COLLPROF_PLUGIN_ABI_VERSION,
-    .name = "mpi",
-    .version = PACKAGE_VERSION,
-    .description = "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)",
+COLLPROF_PLUGIN_ENTRY = {
+    COLLPROF_BACKEND_HEAD(
+        "mpi", PACKAGE_VERSION,
+        "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)"),
     .flags = COLLPROF_BACKEND_RTLD_GLOBAL,
-    .query = mpi_be_query,
-    .init = mpi_be_init,
-    .finalize = mpi_be_finalize,
-    .select_variant = mpi_be_select_variant,
-    .mem_alloc = mpi_be_mem_alloc,
-    .mem_free = mpi_be_mem_free,
-    .mem_copy = collprof_no_mem_copy,
-    .run = mpi_be_run,
-    .run_batch = collprof_no_run_batch,
-    .last_error = mpi_be_last_error,
+    COLLPROF_BACKEND_SLOTS(mpi_be, collprof_no_mem_copy, collprof_no_run_batch),
 };

@@ -1,7 +1,7 @@
 dnl NCCL backend: needs the CUDA runtime (headers + -lcudart; no driver at
 dnl build time, and never -lcuda) and NCCL (nccl.h + -lnccl).  Their headers
 dnl come in with -isystem: nccl.h is not -Wstrict-prototypes clean.
-dnl   --with-cuda[=DIR]  default: /usr/local/cuda, then the default paths
+dnl   --with-cuda[=DIR]  default: /usr/local/cuda (CP_CUDA_RUNTIME, config/cp_cuda.m4)
 dnl   --with-nccl[=DIR]  default: the CUDA directory, then the default paths
 dnl Detects the optional entry points of the linked NCCL (ncclAlltoAll,
 dnl ncclGather, ncclScatter, ncclCommRegister, ncclGroupSimulateEnd) and
@@ -13,17 +13,10 @@ AC_DEFUN([CP_NCCL_CONFIGURE], [
   NCCL_CPPFLAGS= NCCL_LIBS=
   cp_cuda_happy=no
   AS_IF([test "x$cp_with_cuda" != xno && test "x$cp_with_nccl" != xno], [
-    dnl candidate CUDA prefix
-    AS_CASE([$cp_with_cuda],
-      [guess|yes], [cp_cuda_dir=/usr/local/cuda],
-      [cp_cuda_dir=$cp_with_cuda])
-    cp_cuda_libdir=
-    AS_IF([test -d "$cp_cuda_dir/include"], [NCCL_CPPFLAGS="-isystem $cp_cuda_dir/include"])
-    for cp_d in "$cp_cuda_dir/lib64" "$cp_cuda_dir/lib"; do
-      AS_IF([test -z "$cp_cuda_libdir" && test -d "$cp_d"], [cp_cuda_libdir=$cp_d])
-    done
-    AS_IF([test -n "$cp_cuda_libdir"],
-          [NCCL_LIBS="-L$cp_cuda_libdir -Wl,-rpath,$cp_cuda_libdir"])
+    CP_CUDA_RUNTIME([$cp_with_cuda], [NCCL backend])
+    cp_cuda_happy=$cp_cuda_rt_ok
+    NCCL_CPPFLAGS=$CP_CUDA_RT_CPPFLAGS
+    NCCL_LIBS=$CP_CUDA_RT_LDFLAGS
     AS_CASE([$cp_with_nccl],
       [guess|yes], [],
       [NCCL_CPPFLAGS="-isystem $cp_with_nccl/include $NCCL_CPPFLAGS"
@@ -32,12 +25,6 @@ AC_DEFUN([CP_NCCL_CONFIGURE], [
        done])
     CPPFLAGS="$CPPFLAGS $NCCL_CPPFLAGS"
     LIBS="$NCCL_LIBS -lcudart $LIBS"
-    AC_CHECK_HEADER([cuda_runtime.h], [
-      AC_MSG_CHECKING([whether CUDA runtime programs link (-lcudart)])
-      AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <cuda_runtime.h>]],
-                       [[int n = 0; return (int)cudaGetDeviceCount(&n);]])],
-        [AC_MSG_RESULT([yes]); cp_cuda_happy=yes],
-        [AC_MSG_RESULT([no])])])
     AS_IF([test "x$cp_cuda_happy" != xyes],
           [CP_DEP_FAIL([cuda], [no usable CUDA runtime (cuda_runtime.h and -lcudart) was found])
            CP_DEP_FAIL([nccl], [the CUDA runtime it needs (cuda_runtime.h and -lcudart) was not found (--with-cuda=DIR)])],

@@ -48,7 +48,7 @@
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
-#include <collprof/plugin.h>
+#include <collprof/plugin_util.h>
 
 #include "nccl_plan.h"
 
@@ -118,14 +118,7 @@ static int nb_plan_ready;
 static char nb_libversion[160];
 static char nb_global_err[NB_ERR_LEN];
 
-__attribute__((format(printf, 2, 3))) static void nb_set_error(nb_ctx_t *ctx, const char *fmt, ...)
-{
-    char *buf = ctx ? ctx->err : nb_global_err;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, NB_ERR_LEN, fmt, ap);
-    va_end(ap);
-}
+static COLLPROF_DEFINE_SET_ERROR(nb_set_error, nb_ctx_t, err, nb_global_err);
 
 static int nb_cuda_fail(nb_ctx_t *ctx, const char *call, cudaError_t e)
 {
@@ -210,10 +203,9 @@ static void nb_prepare_plan(void)
 
 static int nb_query(collprof_caps_t *caps)
 {
-    if (caps->size < COLLPROF_CAPS_SIZE_V1) { /* fields appended later are left alone */
-        nb_set_error(NULL, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
-                     (size_t)COLLPROF_CAPS_SIZE_V1);
-        return COLLPROF_ERR_ABI;
+    int rc = collprof_check_caps(caps, nb_global_err, sizeof(nb_global_err));
+    if (rc != COLLPROF_OK) { /* fields appended later are left alone */
+        return rc;
     }
     nb_prepare_plan();
     caps->library_version = nb_libversion;
@@ -578,20 +570,99 @@ static int nb_issue_p2p(nb_ctx_t *ctx, ncclComm_t comm, const collprof_args_t *a
     return nb_settle(ctx, -1, comm, ncclGroupEnd(), "ncclGroupEnd (send/recv)");
 }
 
+/* in place reducescatter: NCCL's result lands at rank*count/n; collprof wants it at 0 */
+static int nb_issue_rs_inplace(nb_ctx_t *ctx, ncclComm_t comm, const collprof_args_t *a,
+                               ncclDataType_t dt, ncclRedOp_t ro, size_t blk, size_t es)
+{
+    const char *call = "ncclReduceScatter";
+    char *recv = a->recvbuf;
+    ncclResult_t r = ncclReduceScatter(recv, recv + (size_t)ctx->rank * blk * es, blk, dt, ro, comm,
+                                       ctx->stream);
+    if (r == ncclInProgress) {
+        int rc = nb_settle(ctx, -1, comm, r, call);
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+        r = ncclSuccess;
+    }
+    if (r == ncclSuccess && ctx->rank != 0 && blk > 0) {
+        cudaError_t e = cudaMemcpyAsync(recv, recv + (size_t)ctx->rank * blk * es, blk * es,
+                                        cudaMemcpyDeviceToDevice, ctx->stream);
+        if (e != cudaSuccess) {
+            return nb_cuda_fail(ctx, "cudaMemcpyAsync (in-place reducescatter)", e);
+        }
+    }
+    return r == ncclSuccess ? COLLPROF_OK : nb_nccl_fail(ctx, comm, call, r);
+}
+
+/* the one NCCL call of a collective (*call: its name); NOT_SUPPORTED when NCCL has none */
+static int nb_issue_coll(nb_ctx_t *ctx, ncclComm_t comm, const collprof_args_t *a, const char *send,
+                         ncclDataType_t dt, ncclRedOp_t ro, const char **call, ncclResult_t *r)
+{
+    size_t es = cp_nccl_dtype_size(a->dtype), blk = a->count / (size_t)ctx->n;
+    char *recv = a->recvbuf, *mine = recv + (size_t)ctx->rank * blk * es;
+    switch (a->op) {
+    case COLLPROF_OP_ALLREDUCE:
+        *r = ncclAllReduce(send, recv, a->count, dt, ro, comm, ctx->stream);
+        *call = "ncclAllReduce";
+        break;
+    case COLLPROF_OP_ALLGATHER:
+        /* in place: this rank's block at rank*count/n, NCCL's convention too */
+        *r = ncclAllGather(a->in_place ? mine : send, recv, blk, dt, comm, ctx->stream);
+        *call = "ncclAllGather";
+        break;
+    case COLLPROF_OP_REDUCESCATTER:
+        *r = ncclReduceScatter(send, recv, blk, dt, ro, comm, ctx->stream);
+        *call = "ncclReduceScatter";
+        break;
+    case COLLPROF_OP_BROADCAST:
+        *r = ncclBroadcast(recv, recv, a->count, dt, a->root, comm, ctx->stream);
+        *call = "ncclBroadcast";
+        break;
+    case COLLPROF_OP_REDUCE:
+        *r = ncclReduce(send, recv, a->count, dt, ro, a->root, comm, ctx->stream);
+        *call = "ncclReduce";
+        break;
+#ifdef HAVE_NCCLALLTOALL
+    case COLLPROF_OP_ALLTOALL:
+        *r = ncclAlltoAll(send, recv, blk, dt, comm, ctx->stream);
+        *call = "ncclAlltoAll";
+        break;
+#endif
+#ifdef HAVE_NCCLGATHER
+    case COLLPROF_OP_GATHER:
+        /* in place: the block at rank*count/n (on the root, NCCL's in-place form) */
+        *r = ncclGather(a->in_place ? mine : send, recv, blk, dt, a->root, comm, ctx->stream);
+        *call = "ncclGather";
+        break;
+#endif
+#ifdef HAVE_NCCLSCATTER
+    case COLLPROF_OP_SCATTER:
+        *r = ncclScatter(send, a->in_place ? mine : recv, blk, dt, a->root, comm, ctx->stream);
+        *call = "ncclScatter";
+        break;
+#endif
+    case COLLPROF_OP_BARRIER:
+        *r = ncclAllReduce(ctx->scratch, ctx->scratch, 1, ncclFloat32, ncclSum, comm, ctx->stream);
+        *call = "ncclAllReduce (barrier)";
+        break;
+    default: nb_set_error(ctx, "%s: not offered", *call); return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    return COLLPROF_OK;
+}
+
 /* enqueue one operation on the stream (no waiting) */
 static int nb_issue(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot, const collprof_args_t *a)
 {
     ncclComm_t comm = ctx->comms[slot].comm;
     int dti = cp_nccl_dtype(a->dtype), roi = cp_nccl_redop(a->redop);
-    size_t es = cp_nccl_dtype_size(a->dtype), n = (size_t)ctx->n;
-    size_t blk = a->count / n;
+    size_t es = cp_nccl_dtype_size(a->dtype);
     const char *send = a->sendbuf;
-    char *recv = a->recvbuf;
-    ncclResult_t r;
+    ncclResult_t r = ncclSuccess;
     const char *call = collprof_op_name(a->op);
+    const collprof_op_info_t *oi = collprof_op_info(a->op);
 
-    if (dti < 0 || (roi < 0 && (a->op == COLLPROF_OP_ALLREDUCE || a->op == COLLPROF_OP_REDUCE ||
-                                a->op == COLLPROF_OP_REDUCESCATTER))) {
+    if (dti < 0 || (roi < 0 && oi != NULL && (oi->flags & COLLPROF_OPF_REDUCES))) {
         nb_set_error(ctx, "%s: dtype or reduction not offered by NCCL", call);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
@@ -600,83 +671,22 @@ static int nb_issue(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot, const c
     if (cp_nccl_uses_p2p(&nb_plan, v, a->op)) {
         return nb_issue_p2p(ctx, comm, a, dt, es);
     }
-    switch (a->op) {
-    case COLLPROF_OP_ALLREDUCE:
-        r = ncclAllReduce(send, recv, a->count, dt, ro, comm, ctx->stream);
-        call = "ncclAllReduce";
-        break;
-    case COLLPROF_OP_ALLGATHER:
-        /* in place: this rank's block at rank*count/n, NCCL's convention too */
-        r = ncclAllGather(a->in_place ? recv + (size_t)ctx->rank * blk * es : send, recv, blk, dt,
-                          comm, ctx->stream);
-        call = "ncclAllGather";
-        break;
-    case COLLPROF_OP_REDUCESCATTER:
-        call = "ncclReduceScatter";
-        if (!a->in_place) {
-            r = ncclReduceScatter(send, recv, blk, dt, ro, comm, ctx->stream);
-            break;
-        }
-        /* NCCL's in-place result lands at rank*count/n; collprof wants it at 0 */
-        r = ncclReduceScatter(recv, recv + (size_t)ctx->rank * blk * es, blk, dt, ro, comm,
-                              ctx->stream);
-        if (r == ncclInProgress) {
-            int rc = nb_settle(ctx, -1, comm, r, call);
-            if (rc != COLLPROF_OK) {
-                return rc;
-            }
-            r = ncclSuccess;
-        }
-        if (r == ncclSuccess && ctx->rank != 0 && blk > 0) {
-            cudaError_t e = cudaMemcpyAsync(recv, recv + (size_t)ctx->rank * blk * es, blk * es,
-                                            cudaMemcpyDeviceToDevice, ctx->stream);
-            if (e != cudaSuccess) {
-                return nb_cuda_fail(ctx, "cudaMemcpyAsync (in-place reducescatter)", e);
-            }
-        }
-        break;
-    case COLLPROF_OP_BROADCAST:
-        r = ncclBroadcast(recv, recv, a->count, dt, a->root, comm, ctx->stream);
-        call = "ncclBroadcast";
-        break;
-    case COLLPROF_OP_REDUCE:
-        r = ncclReduce(send, recv, a->count, dt, ro, a->root, comm, ctx->stream);
-        call = "ncclReduce";
-        break;
+    if (a->op == COLLPROF_OP_REDUCESCATTER && a->in_place) {
+        return nb_issue_rs_inplace(ctx, comm, a, dt, ro, a->count / (size_t)ctx->n, es);
+    }
 #ifdef HAVE_NCCLALLTOALL
-    case COLLPROF_OP_ALLTOALL:
-        if (a->in_place) {
-            cudaError_t e = cudaMemcpyAsync(ctx->stage.ptr, recv, a->count * es,
-                                            cudaMemcpyDeviceToDevice, ctx->stream);
-            if (e != cudaSuccess) {
-                return nb_cuda_fail(ctx, "cudaMemcpyAsync (staging)", e);
-            }
-            send = ctx->stage.ptr;
+    if (a->op == COLLPROF_OP_ALLTOALL && a->in_place) {
+        cudaError_t e = cudaMemcpyAsync(ctx->stage.ptr, a->recvbuf, a->count * es,
+                                        cudaMemcpyDeviceToDevice, ctx->stream);
+        if (e != cudaSuccess) {
+            return nb_cuda_fail(ctx, "cudaMemcpyAsync (staging)", e);
         }
-        r = ncclAlltoAll(send, recv, blk, dt, comm, ctx->stream);
-        call = "ncclAlltoAll";
-        break;
+        send = ctx->stage.ptr;
+    }
 #endif
-#ifdef HAVE_NCCLGATHER
-    case COLLPROF_OP_GATHER:
-        /* in place: the block at rank*count/n (on the root, NCCL's in-place form) */
-        r = ncclGather(a->in_place ? recv + (size_t)ctx->rank * blk * es : send, recv, blk, dt,
-                       a->root, comm, ctx->stream);
-        call = "ncclGather";
-        break;
-#endif
-#ifdef HAVE_NCCLSCATTER
-    case COLLPROF_OP_SCATTER:
-        r = ncclScatter(send, a->in_place ? recv + (size_t)ctx->rank * blk * es : recv, blk, dt,
-                        a->root, comm, ctx->stream);
-        call = "ncclScatter";
-        break;
-#endif
-    case COLLPROF_OP_BARRIER:
-        r = ncclAllReduce(ctx->scratch, ctx->scratch, 1, ncclFloat32, ncclSum, comm, ctx->stream);
-        call = "ncclAllReduce (barrier)";
-        break;
-    default: nb_set_error(ctx, "%s: not offered", call); return COLLPROF_ERR_NOT_SUPPORTED;
+    int rc = nb_issue_coll(ctx, comm, a, send, dt, ro, &call, &r);
+    if (rc != COLLPROF_OK) {
+        return rc;
     }
     if (r == ncclInProgress) {
         return nb_settle(ctx, -1, comm, r, call);
@@ -1378,27 +1388,11 @@ static int nb_finalize(void *vctx)
     return COLLPROF_OK;
 }
 
-static const char *nb_last_error(void *vctx)
-{
-    nb_ctx_t *ctx = vctx;
-    return ctx != NULL ? ctx->err : nb_global_err;
-}
+static COLLPROF_DEFINE_LAST_ERROR(nb_last_error, nb_ctx_t, err, nb_global_err);
 
-__attribute__((visibility("default"))) const collprof_backend_t collprof_backend_v1 = {
-    .size = sizeof(collprof_backend_t),
-    .abi_version = COLLPROF_PLUGIN_ABI_VERSION,
-    .name = "nccl",
-    .version = PACKAGE_VERSION,
-    .description = "NCCL collectives on CUDA device buffers, timed with CUDA events",
+COLLPROF_PLUGIN_ENTRY = {
+    COLLPROF_BACKEND_HEAD("nccl", PACKAGE_VERSION,
+                          "NCCL collectives on CUDA device buffers, timed with CUDA events"),
     .flags = COLLPROF_BACKEND_DEVICE_TIMER,
-    .query = nb_query,
-    .init = nb_init,
-    .finalize = nb_finalize,
-    .select_variant = nb_select_variant,
-    .mem_alloc = nb_mem_alloc,
-    .mem_free = nb_mem_free,
-    .mem_copy = nb_mem_copy,
-    .run = nb_run,
-    .run_batch = nb_run_batch,
-    .last_error = nb_last_error,
+    COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
 };

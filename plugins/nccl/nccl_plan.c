@@ -391,94 +391,103 @@ static int xfer(cp_nccl_xfer_t *out, int k, int peer, int is_send, int buf, size
     return k + 1;
 }
 
+static int plan_alltoall(const collprof_args_t *a, int n, size_t blk, cp_nccl_xfer_t *out,
+                         size_t *stage_elems)
+{
+    int k = 0;
+    if (a->in_place) {
+        *stage_elems = blk * (size_t)n;
+    }
+    for (int p = 0; p < n; p++) {
+        k = xfer(out, k, p, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND, (size_t)p * blk,
+                 blk);
+        k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, (size_t)p * blk, blk);
+    }
+    return k;
+}
+
+static int plan_alltoallv(const collprof_args_t *a, int n, cp_nccl_xfer_t *out, size_t *stage_elems)
+{
+    int k = 0;
+    if (a->recvcounts == NULL || a->rdispls == NULL ||
+        (!a->in_place && (a->sendcounts == NULL || a->sdispls == NULL))) {
+        return -1;
+    }
+    for (int p = 0; p < n; p++) {
+        /* in place: recvcounts/rdispls describe both sides */
+        size_t sc = a->in_place ? a->recvcounts[p] : a->sendcounts[p];
+        size_t so = a->in_place ? a->rdispls[p] : a->sdispls[p];
+        if (a->in_place && so + sc > *stage_elems) {
+            *stage_elems = so + sc;
+        }
+        if (sc > 0) {
+            k = xfer(out, k, p, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND, so, sc);
+        }
+        if (a->recvcounts[p] > 0) {
+            k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, a->rdispls[p], a->recvcounts[p]);
+        }
+    }
+    return k;
+}
+
+/*
+ * gather (to_root) and scatter, mirror images: a non-root rank makes one
+ * transfer with the root; the root one with every rank (its own block
+ * through the send/recv pair unless in place, where it already sits).
+ */
+static int plan_rooted(const collprof_args_t *a, int rank, int n, size_t blk, int to_root,
+                       cp_nccl_xfer_t *out)
+{
+    int k = 0;
+    if (a->root < 0 || a->root >= n) {
+        return -1;
+    }
+    if (rank != a->root) {
+        /* in place: this rank's block sits at rank*blk of its one buffer */
+        int buf = to_root && !a->in_place ? CP_NCCL_BUF_SEND : CP_NCCL_BUF_RECV;
+        return xfer(out, k, a->root, to_root, buf, a->in_place ? (size_t)rank * blk : 0, blk);
+    }
+    for (int p = 0; p < n; p++) {
+        if (p == rank) {
+            if (a->in_place) {
+                continue; /* already in place */
+            }
+            k = xfer(out, k, p, to_root, to_root ? CP_NCCL_BUF_SEND : CP_NCCL_BUF_RECV, 0, blk);
+        }
+        k = xfer(out, k, p, !to_root, to_root ? CP_NCCL_BUF_RECV : CP_NCCL_BUF_SEND,
+                 (size_t)p * blk, blk);
+    }
+    return k;
+}
+
+static int plan_sendrecv(const collprof_args_t *a, int n, cp_nccl_xfer_t *out, size_t *stage_elems)
+{
+    int k = 0;
+    if (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n) {
+        return -1;
+    }
+    if (a->in_place) {
+        *stage_elems = a->count;
+    }
+    k = xfer(out, k, a->peer_send, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND, 0,
+             a->count);
+    return xfer(out, k, a->peer_recv, 0, CP_NCCL_BUF_RECV, 0, a->count);
+}
+
 int cp_nccl_p2p_plan(const collprof_args_t *a, int rank, int n, cp_nccl_xfer_t *out,
                      size_t *stage_elems)
 {
-    int k = 0;
     size_t blk = n > 0 ? a->count / (size_t)n : 0;
     *stage_elems = 0;
     if (n <= 0 || rank < 0 || rank >= n) {
         return -1;
     }
     switch (a->op) {
-    case COLLPROF_OP_ALLTOALL:
-        if (a->in_place) {
-            *stage_elems = blk * (size_t)n;
-        }
-        for (int p = 0; p < n; p++) {
-            k = xfer(out, k, p, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND,
-                     (size_t)p * blk, blk);
-            k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, (size_t)p * blk, blk);
-        }
-        return k;
-    case COLLPROF_OP_ALLTOALLV:
-        if (a->recvcounts == NULL || a->rdispls == NULL ||
-            (!a->in_place && (a->sendcounts == NULL || a->sdispls == NULL))) {
-            return -1;
-        }
-        for (int p = 0; p < n; p++) {
-            /* in place: recvcounts/rdispls describe both sides */
-            size_t sc = a->in_place ? a->recvcounts[p] : a->sendcounts[p];
-            size_t so = a->in_place ? a->rdispls[p] : a->sdispls[p];
-            if (a->in_place && so + sc > *stage_elems) {
-                *stage_elems = so + sc;
-            }
-            if (sc > 0) {
-                k = xfer(out, k, p, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND, so, sc);
-            }
-            if (a->recvcounts[p] > 0) {
-                k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, a->rdispls[p], a->recvcounts[p]);
-            }
-        }
-        return k;
-    case COLLPROF_OP_GATHER:
-        if (a->root < 0 || a->root >= n) {
-            return -1;
-        }
-        if (rank != a->root) {
-            /* in place: this rank's block sits at rank*blk of its one buffer */
-            return xfer(out, k, a->root, 1, a->in_place ? CP_NCCL_BUF_RECV : CP_NCCL_BUF_SEND,
-                        a->in_place ? (size_t)rank * blk : 0, blk);
-        }
-        for (int p = 0; p < n; p++) {
-            if (p == rank) {
-                if (a->in_place) {
-                    continue; /* already in place */
-                }
-                k = xfer(out, k, p, 1, CP_NCCL_BUF_SEND, 0, blk);
-            }
-            k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, (size_t)p * blk, blk);
-        }
-        return k;
-    case COLLPROF_OP_SCATTER:
-        if (a->root < 0 || a->root >= n) {
-            return -1;
-        }
-        if (rank != a->root) {
-            return xfer(out, k, a->root, 0, CP_NCCL_BUF_RECV, a->in_place ? (size_t)rank * blk : 0,
-                        blk);
-        }
-        for (int p = 0; p < n; p++) {
-            if (p == rank) {
-                if (a->in_place) {
-                    continue;
-                }
-                k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, 0, blk);
-            }
-            k = xfer(out, k, p, 1, CP_NCCL_BUF_SEND, (size_t)p * blk, blk);
-        }
-        return k;
-    case COLLPROF_OP_SENDRECV:
-        if (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n) {
-            return -1;
-        }
-        if (a->in_place) {
-            *stage_elems = a->count;
-        }
-        k = xfer(out, k, a->peer_send, 1, a->in_place ? CP_NCCL_BUF_STAGE : CP_NCCL_BUF_SEND, 0,
-                 a->count);
-        k = xfer(out, k, a->peer_recv, 0, CP_NCCL_BUF_RECV, 0, a->count);
-        return k;
+    case COLLPROF_OP_ALLTOALL: return plan_alltoall(a, n, blk, out, stage_elems);
+    case COLLPROF_OP_ALLTOALLV: return plan_alltoallv(a, n, out, stage_elems);
+    case COLLPROF_OP_GATHER: return plan_rooted(a, rank, n, blk, 1, out);
+    case COLLPROF_OP_SCATTER: return plan_rooted(a, rank, n, blk, 0, out);
+    case COLLPROF_OP_SENDRECV: return plan_sendrecv(a, n, out, stage_elems);
     default: return -1;
     }
 }

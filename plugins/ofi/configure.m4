@@ -29,8 +29,8 @@ AC_DEFUN([CP_OFI_CONFIGURE], [
 ])
 
 dnl Device memory (FI_HMEM) for the ofi backend through the CUDA runtime.
-dnl Its own option and variables (--with-ofi-cuda, CP_OFI_CUDA_*), so that it
-dnl never clashes with another plugin's CUDA check.  Default: use
+dnl Its own option and variables (--with-ofi-cuda, CP_OFI_CUDA_*); the check
+dnl itself is the one the nccl plugin uses too (CP_CUDA_RUNTIME).  Default: use
 dnl /usr/local/cuda when cuda_runtime_api.h and -lcudart are there.  Only the
 dnl runtime API is linked (never -lcuda: the driver may be absent; the
 dnl plugin dlopens libcuda.so.1 for the dma-buf export at run time).
@@ -42,25 +42,13 @@ AC_DEFUN([CP_OFI_CUDA_CONFIGURE], [
     [cp_ofi_cuda=$withval], [cp_ofi_cuda=check])
   CP_OFI_CUDA_CPPFLAGS= CP_OFI_CUDA_LIBS=
   AS_IF([test "x$cp_ofi_cuda" != xno], [
-    AS_CASE([$cp_ofi_cuda], [check|yes], [cp_ofi_cuda_dir=/usr/local/cuda],
-            [cp_ofi_cuda_dir=$cp_ofi_cuda])
-    cp_ofi_cuda_libdir=$cp_ofi_cuda_dir/lib64
-    AS_IF([test -d "$cp_ofi_cuda_libdir"], [], [cp_ofi_cuda_libdir=$cp_ofi_cuda_dir/lib])
-    cp_ofi_cuda_save_CPPFLAGS=$CPPFLAGS cp_ofi_cuda_save_LIBS=$LIBS
-    CPPFLAGS="$CPPFLAGS -I$cp_ofi_cuda_dir/include"
-    LIBS="-L$cp_ofi_cuda_libdir -lcudart $LIBS"
-    AC_MSG_CHECKING([for the CUDA runtime in $cp_ofi_cuda_dir (ofi device memory)])
-    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <cuda_runtime_api.h>]],
-                     [[int n = 0; return (int)cudaGetDeviceCount(&n) + n;]])],
-      [cp_ofi_cuda_ok=yes], [cp_ofi_cuda_ok=no])
-    AC_MSG_RESULT([$cp_ofi_cuda_ok])
-    CPPFLAGS=$cp_ofi_cuda_save_CPPFLAGS LIBS=$cp_ofi_cuda_save_LIBS
-    AS_IF([test "x$cp_ofi_cuda_ok" = xyes], [
-      CP_OFI_CUDA_CPPFLAGS="-DCP_OFI_HAVE_CUDA=1 -I$cp_ofi_cuda_dir/include"
-      CP_OFI_CUDA_LIBS="-L$cp_ofi_cuda_libdir -Wl,-rpath,$cp_ofi_cuda_libdir -lcudart -ldl"
-      cp_ofi_note=" (device memory through CUDA in $cp_ofi_cuda_dir)"
+    CP_CUDA_RUNTIME([$cp_ofi_cuda], [ofi device memory])
+    AS_IF([test "x$cp_cuda_rt_ok" = xyes], [
+      CP_OFI_CUDA_CPPFLAGS="-DCP_OFI_HAVE_CUDA=1 $CP_CUDA_RT_CPPFLAGS"
+      CP_OFI_CUDA_LIBS="$CP_CUDA_RT_LDFLAGS -lcudart -ldl"
+      cp_ofi_note=" (device memory through CUDA in $cp_cuda_rt_dir)"
     ], [test "x$cp_ofi_cuda" != xcheck], [
-      AC_MSG_ERROR([--with-ofi-cuda was given but no CUDA runtime (cuda_runtime_api.h, -lcudart) was found in $cp_ofi_cuda_dir])
+      AC_MSG_ERROR([--with-ofi-cuda was given but no CUDA runtime (cuda_runtime_api.h, -lcudart) was found in $cp_cuda_rt_dir])
     ])
   ])
   AC_SUBST([CP_OFI_CUDA_CPPFLAGS])

@@ -4,7 +4,7 @@
  */
 #include "config.h"
 
-#include <collprof/plugin.h>
+#include "stub_plugin.h"
 
 static const collprof_variant_t variants[] = {
     {"failinit_variant", "a variant of the failing test backend",
@@ -13,45 +13,7 @@ static const collprof_variant_t variants[] = {
 
 static int fi_query(collprof_caps_t *caps)
 {
-    caps->library_version = "none (test plugin)";
-    caps->ops = COLLPROF_BIT(COLLPROF_OP_ALLREDUCE);
-    caps->dtypes = COLLPROF_BIT(COLLPROF_DTYPE_FLOAT32);
-    caps->redops = COLLPROF_BIT(COLLPROF_REDOP_SUM);
-    caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
-    caps->variants = variants;
-    caps->nvariants = 1;
-    return COLLPROF_OK;
-}
-
-static int fi_init(const collprof_host_t *host, void **ctx)
-{
-    (void)host;
-    (void)ctx;
-    return COLLPROF_ERR_BACKEND;
-}
-
-static int fi_finalize(void *ctx)
-{
-    (void)ctx;
-    return COLLPROF_OK;
-}
-
-static int fi_mem_alloc(void *ctx, int memtype, size_t bytes, void **ptr)
-{
-    (void)ctx, (void)memtype, (void)bytes, (void)ptr;
-    return COLLPROF_ERR_NOT_SUPPORTED;
-}
-
-static int fi_mem_free(void *ctx, int memtype, void *ptr)
-{
-    (void)ctx, (void)memtype, (void)ptr;
-    return COLLPROF_ERR_NOT_SUPPORTED;
-}
-
-static int fi_run(void *ctx, const collprof_args_t *args)
-{
-    (void)ctx, (void)args;
-    return COLLPROF_ERR_NOT_SUPPORTED;
+    return stub_query(caps, "none (test plugin)", variants, 1);
 }
 
 static const char *fi_last_error(void *ctx)
@@ -60,21 +22,4 @@ static const char *fi_last_error(void *ctx)
     return "simulated initialisation failure (test plugin)";
 }
 
-__attribute__((visibility("default"))) const collprof_backend_t collprof_backend_v1 = {
-    .size = sizeof(collprof_backend_t),
-    .abi_version = COLLPROF_PLUGIN_ABI_VERSION,
-    .name = "failinit",
-    .version = "0",
-    .description = "test plugin whose initialisation always fails",
-    .flags = 0,
-    .query = fi_query,
-    .init = fi_init,
-    .finalize = fi_finalize,
-    .select_variant = collprof_no_select_variant,
-    .mem_alloc = fi_mem_alloc,
-    .mem_free = fi_mem_free,
-    .mem_copy = collprof_no_mem_copy,
-    .run = fi_run,
-    .run_batch = collprof_no_run_batch,
-    .last_error = fi_last_error,
-};
+STUB_PLUGIN("failinit", "test plugin whose initialisation always fails", fi_query, fi_last_error);

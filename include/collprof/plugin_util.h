@@ -1,0 +1,170 @@
+/*
+ * collprof plugin helpers: the set-up boilerplate every backend repeats,
+ * written once.  Header-only and optional (a plugin still needs nothing but
+ * <collprof/plugin.h>); C and C++.
+ *
+ *   COLLPROF_PLUGIN_ENTRY = {COLLPROF_BACKEND_HEAD("name", version, "description"),
+ *                            .flags = ..., .query = ..., ...};
+ *       exports collprof_backend_v1 (default visibility, C linkage) and
+ *       fills the fields every entry struct starts with.
+ *
+ *   static COLLPROF_DEFINE_SET_ERROR(fn, ctx_t, field, global);
+ *   static COLLPROF_DEFINE_LAST_ERROR(fn, ctx_t, field, global);
+ *       the printf-style error setter and the last_error slot over a
+ *       per-context buffer ctx->field and a buffer for calls without a
+ *       context (query, a failed init): global.  Both are char arrays.
+ *
+ *   .flags = ..., COLLPROF_BACKEND_SLOTS(prefix, mem_copy, run_batch)
+ *       the slots, named prefix_query, prefix_init, ... (see the macro).
+ *
+ *   collprof_check_caps(caps, err, len), collprof_check_layout(args, n, err, len)
+ *       query()'s check of the caps struct;
+ *       run()'s checks that follow from the op's facts (count, root, peers).
+ *
+ *   collprof_unsup_mem_alloc, collprof_unsup_mem_free, collprof_unsup_run
+ *       "not supported" slots for backends that never get that far (test
+ *       plugins), alongside plugin.h's collprof_no_* stubs.
+ */
+#ifndef COLLPROF_PLUGIN_UTIL_H
+#define COLLPROF_PLUGIN_UTIL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <collprof/plugin.h>
+
+#ifdef __cplusplus
+#define COLLPROF_EXTERN_C extern "C"
+#else
+#define COLLPROF_EXTERN_C
+#endif
+
+/** The definition of the one exported symbol; follow it with = {...}. */
+#define COLLPROF_PLUGIN_ENTRY                                                                      \
+    COLLPROF_EXTERN_C __attribute__((visibility("default")))                                       \
+    const collprof_backend_t collprof_backend_v1
+
+/** The designated initialisers every entry struct starts with. */
+#define COLLPROF_BACKEND_HEAD(name_, version_, description_)                                       \
+    .size = sizeof(collprof_backend_t), .abi_version = COLLPROF_PLUGIN_ABI_VERSION,                \
+    .name = (name_), .version = (version_), .description = (description_)
+
+/**
+ * The slots, in declaration order (C++ needs it): those a backend names
+ * after itself (p##_query, p##_init, p##_finalize, p##_select_variant,
+ * p##_mem_alloc, p##_mem_free, p##_run, p##_last_error), and mem_copy and
+ * run_batch, which are often a collprof_no_* stub.
+ */
+#define COLLPROF_BACKEND_SLOTS(p, mem_copy_, run_batch_)                                           \
+    .query = p##_query, .init = p##_init, .finalize = p##_finalize,                                \
+    .select_variant = p##_select_variant, .mem_alloc = p##_mem_alloc, .mem_free = p##_mem_free,    \
+    .mem_copy = (mem_copy_), .run = p##_run, .run_batch = (run_batch_),                            \
+    .last_error = p##_last_error
+
+/** vsnprintf into buf[len], always terminated. */
+static inline void collprof_errbuf_vset(char *buf, size_t len, const char *fmt, va_list ap)
+{
+    if (buf != NULL && len > 0) {
+        vsnprintf(buf, len, fmt, ap);
+    }
+}
+
+/**
+ * void fn(ctx_t *ctx, const char *fmt, ...): into ctx->field, or global
+ * without ctx.  Write `static COLLPROF_DEFINE_SET_ERROR(...);` for a static one (the
+ * expansion ends with a redeclaration, so it takes a semicolon like any declaration).
+ */
+#define COLLPROF_DEFINE_SET_ERROR(fn, ctx_t, field, global)                                        \
+    __attribute__((format(printf, 2, 3))) void fn(ctx_t *ctx, const char *fmt, ...)                \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, fmt);                                                                         \
+        if (ctx != NULL) {                                                                         \
+            collprof_errbuf_vset(ctx->field, sizeof(ctx->field), fmt, ap);                         \
+        } else {                                                                                   \
+            collprof_errbuf_vset(global, sizeof(global), fmt, ap);                                 \
+        }                                                                                          \
+        va_end(ap);                                                                                \
+    }                                                                                              \
+    void fn(ctx_t *ctx, const char *fmt, ...)
+
+/** const char *fn(void *vctx): the last_error slot over the same buffers (static: as above). */
+#define COLLPROF_DEFINE_LAST_ERROR(fn, ctx_t, field, global)                                       \
+    const char *fn(void *vctx)                                                                     \
+    {                                                                                              \
+        const ctx_t *ctx = (const ctx_t *)vctx;                                                    \
+        return ctx != NULL ? ctx->field : (global);                                                \
+    }                                                                                              \
+    const char *fn(void *vctx)
+
+/**
+ * query()'s check of the caller's struct: NULL (COLLPROF_ERR_INVALID) or
+ * smaller than ABI 1's (COLLPROF_ERR_ABI), with the message in err[len];
+ * else COLLPROF_OK.
+ */
+static inline int collprof_check_caps(const collprof_caps_t *caps, char *err, size_t len)
+{
+    if (caps == NULL) {
+        snprintf(err, len, "query: caps is NULL");
+        return COLLPROF_ERR_INVALID;
+    }
+    if (caps->size < COLLPROF_CAPS_SIZE_V1) {
+        snprintf(err, len, "query: caps->size %zu is smaller than ABI 1's %zu", caps->size,
+                 (size_t)COLLPROF_CAPS_SIZE_V1);
+        return COLLPROF_ERR_ABI;
+    }
+    return COLLPROF_OK;
+}
+
+/**
+ * The checks of a run()'s arguments that follow from the op's facts alone
+ * (vocab.h): a split count divisible by the n ranks, a root in 0..n-1, the
+ * sendrecv peers in 0..n-1.  COLLPROF_ERR_INVALID with the message in
+ * err[len], else COLLPROF_OK.  op must be a valid id.
+ */
+static inline int collprof_check_layout(const collprof_args_t *a, int n, char *err, size_t len)
+{
+    const unsigned flags = collprof_op_info(a->op)->flags;
+    if ((flags & COLLPROF_OPF_SPLIT) && a->count % (size_t)n != 0) {
+        snprintf(err, len, "run: %s count %zu is not a multiple of %d ranks",
+                 collprof_op_name(a->op), a->count, n);
+        return COLLPROF_ERR_INVALID;
+    }
+    if ((flags & COLLPROF_OPF_ROOTED) && (a->root < 0 || a->root >= n)) {
+        snprintf(err, len, "run: root %d outside 0..%d", a->root, n - 1);
+        return COLLPROF_ERR_INVALID;
+    }
+    if (a->op == COLLPROF_OP_SENDRECV &&
+        (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n)) {
+        snprintf(err, len, "run: sendrecv peers %d/%d outside 0..%d", a->peer_send, a->peer_recv,
+                 n - 1);
+        return COLLPROF_ERR_INVALID;
+    }
+    return COLLPROF_OK;
+}
+
+static inline int collprof_unsup_mem_alloc(void *ctx, int memtype, size_t bytes, void **ptr)
+{
+    (void)ctx, (void)memtype, (void)bytes, (void)ptr;
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+
+static inline int collprof_unsup_mem_free(void *ctx, int memtype, void *ptr)
+{
+    (void)ctx, (void)memtype, (void)ptr;
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+
+static inline int collprof_unsup_run(void *ctx, const collprof_args_t *args)
+{
+    (void)ctx, (void)args;
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+
+static inline int collprof_ok_finalize(void *ctx)
+{
+    (void)ctx;
+    return COLLPROF_OK;
+}
+
+#endif /* COLLPROF_PLUGIN_UTIL_H */

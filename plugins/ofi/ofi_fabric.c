@@ -1,0 +1,544 @@
+/* init/finalize of the ofi backend: options, provider, fabric, endpoints, address exchange */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "ofi_internal.h"
+
+#ifdef CP_OFI_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* ---- provider selection ---------------------------------------------------- */
+
+struct fi_info *ofi_hints(const char *prov)
+{
+    struct fi_info *h = fi_allocinfo();
+    if (h == NULL) {
+        return NULL;
+    }
+    h->caps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+    h->mode = 0; /* we support no mode bits (no FI_CONTEXT, no FI_RX_CQ_DATA) */
+    h->ep_attr->type = FI_EP_RDM;
+    h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    h->domain_attr->threading = FI_THREAD_DOMAIN;
+    if (prov != NULL) {
+        h->fabric_attr->prov_name = strdup(prov);
+    }
+    return h;
+}
+
+int ofi_usable(const struct fi_info *i)
+{
+    return i->domain_attr->cq_data_size >= 4 && i->ep_attr->type == FI_EP_RDM;
+}
+
+/* "shm, tcp;ofi_rxm, ..." : the providers that offer what we need here, good ones first */
+static void ofi_list_providers(char *out, size_t len)
+{
+    static const char *const good[] = {"shm", "tcp;ofi_rxm", "verbs;ofi_rxm", "efa", "psm3", "cxi"};
+    struct fi_info *h = ofi_hints(NULL), *list = NULL;
+    size_t o = 0;
+    out[0] = '\0';
+    if (h != NULL &&
+        fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, h, &list) == 0) {
+        /* pass 0: the well-tried ones, pass 1: the rest */
+        for (int pass = 0; pass < 2; pass++) {
+            for (struct fi_info *i = list; i != NULL; i = i->next) {
+                const char *p = i->fabric_attr->prov_name;
+                int dup = 0, known = 0;
+                if (!ofi_usable(i)) {
+                    continue;
+                }
+                for (size_t g = 0; g < sizeof(good) / sizeof(good[0]); g++) {
+                    known |= !strcmp(good[g], p);
+                }
+                if (known != (pass == 0)) {
+                    continue;
+                }
+                for (struct fi_info *j = list; j != i; j = j->next) {
+                    dup |= ofi_usable(j) && !strcmp(j->fabric_attr->prov_name, p);
+                }
+                if (!dup && o + strlen(p) + 16 < len) {
+                    int slow = !strcmp(p, "sockets") || !strcmp(p, "udp;ofi_rxd");
+                    o += (size_t)snprintf(out + o, len - o, "%s%s%s", o ? ", " : "", p,
+                                          slow ? " (slow)" : "");
+                }
+            }
+        }
+    }
+    if (o == 0) {
+        snprintf(out, len, "none");
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(h);
+}
+
+/* Gbit/s from an entry's NIC link attributes (speed in bit/s), 0 when not reported */
+double ofi_info_link_gbps(const struct fi_info *i)
+{
+    if (i == NULL || i->nic == NULL || i->nic->link_attr == NULL) {
+        return 0.0;
+    }
+    return (double)i->nic->link_attr->speed / 1e9;
+}
+
+/*
+ * Before init (--list): the link of the first usable entry of $FI_PROVIDER,
+ * else of shm (the one-node default).  After init, query reports the
+ * provider actually opened instead.
+ */
+double ofi_default_link_gbps(void)
+{
+    const char *prov = getenv("FI_PROVIDER");
+    struct fi_info *h = ofi_hints(prov != NULL && prov[0] != '\0' ? prov : "shm"), *list = NULL;
+    double g = 0.0;
+    if (h != NULL &&
+        fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, h, &list) == 0) {
+        for (struct fi_info *i = list; i != NULL; i = i->next) {
+            if (ofi_usable(i)) {
+                g = ofi_info_link_gbps(i);
+                break;
+            }
+        }
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(h);
+    return g;
+}
+
+/* ---- init / finalize ------------------------------------------------------------ */
+
+static void ofi_teardown(ofi_ctx_t *ctx)
+{
+    while (ctx->bufs != NULL) {
+        ofi_buf_t *b = ctx->bufs;
+        ctx->bufs = b->next;
+        ofi_buf_free(b);
+    }
+    for (int c = 0; c < OFI_MAX_CH; c++) {
+        if (ctx->ep[c] != NULL) {
+            fi_close(&ctx->ep[c]->fid);
+        }
+    }
+    for (int c = 0; c < OFI_MAX_CH; c++) {
+        if (ctx->cq[c] != NULL) {
+            fi_close(&ctx->cq[c]->fid);
+        }
+    }
+    if (ctx->av != NULL) {
+        fi_close(&ctx->av->fid);
+    }
+    if (ctx->ctrl_mr != NULL) {
+        fi_close(&ctx->ctrl_mr->fid);
+    }
+    if (ctx->domain != NULL) {
+        fi_close(&ctx->domain->fid);
+    }
+    if (ctx->fabric != NULL) {
+        fi_close(&ctx->fabric->fid);
+    }
+    if (ctx->info != NULL) {
+        fi_freeinfo(ctx->info);
+    }
+    for (int k = 0; k < K_NKINDS; k++) {
+        free(ctx->cnt[k]);
+        free(ctx->used[k]);
+    }
+    free(ctx->ctrl);
+    free(ctx->addr);
+    free(ctx->peer_ctrl_addr);
+    free(ctx->peer_ctrl_key);
+    free(ctx->got_ready);
+    free(ctx->rpayload);
+    free(ctx->sends);
+    free(ctx);
+}
+
+/* what each rank publishes at init: this header, then nch ofi_xaddr_t */
+typedef struct ofi_xinit {
+    int32_t ok;
+    int32_t nch;
+    uint64_t ctrl_addr, ctrl_key;
+} ofi_xinit_t;
+
+typedef struct ofi_xaddr {
+    uint64_t len;
+    char addr[OFI_ADDR_MAX];
+} ofi_xaddr_t;
+
+static size_t ofi_xlen(int nch)
+{
+    return sizeof(ofi_xinit_t) + (size_t)nch * sizeof(ofi_xaddr_t);
+}
+
+static ofi_xaddr_t *ofi_xaddr(void *x, int c)
+{
+    return (ofi_xaddr_t *)(void *)((char *)x + sizeof(ofi_xinit_t)) + c;
+}
+
+/*
+ * Provider name and channel count from the options; the same on every rank
+ * (same options), so the exchange record has the same size everywhere even
+ * when this fails.
+ */
+static int ofi_options(ofi_ctx_t *ctx)
+{
+    const collprof_host_t *h = ctx->host;
+    const char *prov = h->get_option ? h->get_option("ofi-provider") : NULL;
+    const char *chs = h->get_option ? h->get_option("ofi-channels") : NULL;
+
+    if (prov == NULL || prov[0] == '\0') {
+        prov = getenv("FI_PROVIDER");
+    }
+    if (prov == NULL || prov[0] == '\0') {
+        prov = h->nnodes <= 1 ? "shm" : "tcp;ofi_rxm";
+    }
+    snprintf(ctx->prov, sizeof(ctx->prov), "%s", prov);
+    ctx->nch = OFI_DEF_CH;
+    if (chs != NULL) {
+        char *end = NULL;
+        long v = strtol(chs, &end, 10);
+        if (end == chs || *end != '\0' || v < 1 || v > OFI_MAX_CH) {
+            ofi_set_error(ctx, "ofi-channels=%s: expected 1..%d", chs, OFI_MAX_CH);
+            return COLLPROF_ERR_INVALID;
+        }
+        ctx->nch = (int)v;
+    }
+    return COLLPROF_OK;
+}
+
+/* *pick: the first usable entry for the provider, with FI_HMEM when hmem; NULL if none
+ * (*r: fi_getinfo's code) */
+static int ofi_try_provider(ofi_ctx_t *ctx, const char *node, uint64_t flags, int hmem, int *r,
+                            struct fi_info **pick)
+{
+    struct fi_info *hints = ofi_hints(ctx->prov);
+    *pick = NULL;
+    if (hints == NULL) {
+        ofi_set_error(ctx, "fi_allocinfo failed");
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    if (hmem) {
+        hints->caps |= FI_HMEM;
+        hints->domain_attr->mr_mode |= FI_MR_HMEM;
+    }
+    fi_freeinfo(ctx->info);
+    ctx->info = NULL;
+    *r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, NULL, flags, hints,
+                    &ctx->info);
+    fi_freeinfo(hints);
+    for (struct fi_info *i = (*r == 0 ? ctx->info : NULL); i != NULL; i = i->next) {
+        if (ofi_usable(i) && (!hmem || (i->caps & FI_HMEM))) {
+            ctx->hmem = hmem;
+            *pick = i;
+            break;
+        }
+    }
+    return COLLPROF_OK;
+}
+
+/* ctx->info becomes the provider entry to open; with a GPU, FI_HMEM is asked for first
+ * (a provider without it still runs host memory) */
+static int ofi_pick_provider(ofi_ctx_t *ctx)
+{
+    const collprof_host_t *h = ctx->host;
+    const char *node = NULL;
+    uint64_t flags = 0;
+    struct fi_info *pick = NULL;
+    int r = 0;
+
+    /* one node and a socket provider: keep the traffic on loopback */
+    if (h->nnodes <= 1 && strcmp(ctx->prov, "shm") != 0 && getenv("FI_TCP_IFACE") == NULL &&
+        getenv("FI_SOCKETS_IFACE") == NULL) {
+        node = "127.0.0.1";
+        flags = FI_SOURCE;
+    }
+    for (int hmem = ofi_gpu_count() > 0; hmem >= 0 && pick == NULL; hmem--) {
+        int rc = ofi_try_provider(ctx, node, flags, hmem, &r, &pick);
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+        if (pick == NULL && hmem && h->log != NULL && h->rank == 0) {
+            h->log(COLLPROF_LOG_INFO, "ofi: provider '%s' has no FI_HMEM: host memory only",
+                   ctx->prov);
+        }
+    }
+    if (pick == NULL) {
+        char list[512];
+        ofi_list_providers(list, sizeof(list));
+        ofi_set_error(ctx,
+                      "provider '%s' unusable (no RDM RMA write with CQ data; %s); usable "
+                      "providers: %s (--ofi-provider NAME)",
+                      ctx->prov, r != 0 ? fi_strerror(-r) : "no suitable entry", list);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    pick = fi_dupinfo(pick);
+    fi_freeinfo(ctx->info);
+    ctx->info = pick;
+    if (pick == NULL) {
+        ofi_set_error(ctx, "fi_dupinfo failed");
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    return COLLPROF_OK;
+}
+
+/* one GPU per local rank, round robin (with FI_HMEM only) */
+static int ofi_pick_device(ofi_ctx_t *ctx)
+{
+#ifdef CP_OFI_HAVE_CUDA
+    if (ctx->hmem) {
+        int dev = ctx->host->local_rank % ofi_gpu_count();
+        cudaError_t ce = cudaSetDevice(dev);
+        if (ce == cudaSuccess) {
+            ce = cudaGetDevice(&ctx->cuda_dev);
+        }
+        if (ce != cudaSuccess) {
+            ofi_set_error(ctx, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(ce));
+            return COLLPROF_ERR_BACKEND;
+        }
+        ctx->dmabuf = 1;
+    }
+#else
+    (void)ctx;
+#endif
+    return COLLPROF_OK;
+}
+
+/* fabric, domain and address vector of the picked provider */
+static int ofi_open_domain(ofi_ctx_t *ctx)
+{
+    const struct fi_info *pick = ctx->info;
+    struct fi_av_attr ava;
+    int r;
+    ctx->mr_mode = pick->domain_attr->mr_mode;
+    ctx->virt = (ctx->mr_mode & FI_MR_VIRT_ADDR) != 0 || (ctx->mr_mode & FI_MR_BASIC) != 0;
+    ctx->inject = pick->tx_attr->inject_size;
+    ctx->chunk =
+        pick->ep_attr->max_msg_size < OFI_CHUNK_MAX ? pick->ep_attr->max_msg_size : OFI_CHUNK_MAX;
+    ctx->next_key = 1;
+    if ((r = fi_fabric(pick->fabric_attr, &ctx->fabric, NULL)) != 0) {
+        return ofi_fail(ctx, "fi_fabric", r);
+    }
+    if ((r = fi_domain(ctx->fabric, ctx->info, &ctx->domain, NULL)) != 0) {
+        return ofi_fail(ctx, "fi_domain", r);
+    }
+    memset(&ava, 0, sizeof(ava));
+    ava.type = pick->domain_attr->av_type != FI_AV_UNSPEC ? pick->domain_attr->av_type : FI_AV_MAP;
+    ava.count = (size_t)ctx->n * (size_t)ctx->nch;
+    if ((r = fi_av_open(ctx->domain, &ava, &ctx->av, NULL)) != 0) {
+        return ofi_fail(ctx, "fi_av_open", r);
+    }
+    return COLLPROF_OK;
+}
+
+/* channel c: its CQ and endpoint, enabled; its address goes into the exchange record */
+static int ofi_open_channel(ofi_ctx_t *ctx, int c, void *mine)
+{
+    struct fi_cq_attr cqa;
+    size_t al = OFI_ADDR_MAX;
+    int r;
+    memset(&cqa, 0, sizeof(cqa));
+    cqa.format = FI_CQ_FORMAT_DATA;
+    cqa.wait_obj = FI_WAIT_NONE;
+    if ((r = fi_cq_open(ctx->domain, &cqa, &ctx->cq[c], NULL)) != 0) {
+        return ofi_fail(ctx, "fi_cq_open", r);
+    }
+    if ((r = fi_endpoint(ctx->domain, ctx->info, &ctx->ep[c], NULL)) != 0) {
+        return ofi_fail(ctx, "fi_endpoint", r);
+    }
+    if ((r = fi_ep_bind(ctx->ep[c], &ctx->cq[c]->fid, FI_TRANSMIT | FI_RECV)) != 0) {
+        return ofi_fail(ctx, "fi_ep_bind(cq)", r);
+    }
+    if ((r = fi_ep_bind(ctx->ep[c], &ctx->av->fid, 0)) != 0) {
+        return ofi_fail(ctx, "fi_ep_bind(av)", r);
+    }
+    if ((r = fi_enable(ctx->ep[c])) != 0) {
+        return ofi_fail(ctx, "fi_enable", r);
+    }
+    if ((r = fi_getname(&ctx->ep[c]->fid, ofi_xaddr(mine, c)->addr, &al)) != 0) {
+        return ofi_fail(ctx, "fi_getname", r);
+    }
+    ofi_xaddr(mine, c)->len = al;
+    return COLLPROF_OK;
+}
+
+/* the registered control area the peers' READY and BARRIER payloads land in */
+static int ofi_open_ctrl(ofi_ctx_t *ctx, void *mine)
+{
+    size_t len = (size_t)ctx->n * 16u;
+    ofi_xinit_t *x = mine;
+    if (posix_memalign((void **)&ctx->ctrl, 4096, len) != 0) {
+        ctx->ctrl = NULL;
+        ofi_set_error(ctx, "out of memory");
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    memset(ctx->ctrl, 0, len);
+    int r = ofi_reg(ctx, ctx->ctrl, len, 0, &ctx->ctrl_mr, &ctx->ctrl_desc);
+    if (r != COLLPROF_OK) {
+        return r;
+    }
+    x->ctrl_addr = ctx->virt ? (uint64_t)(uintptr_t)ctx->ctrl : 0;
+    x->ctrl_key = fi_mr_key(ctx->ctrl_mr);
+    return COLLPROF_OK;
+}
+
+/* everything local: provider, domain, endpoints, control area */
+static int ofi_setup(ofi_ctx_t *ctx, void *mine)
+{
+    int rc = ofi_pick_provider(ctx);
+    if (rc == COLLPROF_OK) {
+        rc = ofi_pick_device(ctx);
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_open_domain(ctx);
+    }
+    for (int c = 0; c < ctx->nch && rc == COLLPROF_OK; c++) {
+        rc = ofi_open_channel(ctx, c, mine);
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_open_ctrl(ctx, mine);
+    }
+    if (rc == COLLPROF_OK) {
+        ofi_xinit_t *x = mine;
+        x->nch = ctx->nch;
+        x->ok = 1;
+    }
+    return rc;
+}
+
+/* a context with its per-peer arrays (*oom: some are missing); NULL when out of memory */
+static ofi_ctx_t *ofi_ctx_new(const collprof_host_t *host, int *oom)
+{
+    ofi_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    size_t n = (size_t)host->nranks;
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ctx->host = host;
+    ctx->rank = host->rank;
+    ctx->n = host->nranks;
+    ctx->nch = 1;
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        ctx->mode[op] = M_RR;
+    }
+    ctx->addr = calloc(n * OFI_MAX_CH, sizeof(fi_addr_t));
+    ctx->peer_ctrl_addr = calloc(n, sizeof(uint64_t));
+    ctx->peer_ctrl_key = calloc(n, sizeof(uint64_t));
+    ctx->got_ready = calloc(n, 1);
+    ctx->rpayload = calloc(n, sizeof(uint64_t));
+    ctx->sends = calloc(n * 2u + 2u, sizeof(ofi_send_t));
+    *oom = !ctx->addr || !ctx->peer_ctrl_addr || !ctx->peer_ctrl_key || !ctx->got_ready ||
+           !ctx->rpayload || !ctx->sends;
+    for (int k = 0; k < K_NKINDS; k++) {
+        ctx->cnt[k] = calloc(n, sizeof(uint64_t));
+        ctx->used[k] = calloc(n, sizeof(uint64_t));
+        *oom |= !ctx->cnt[k] || !ctx->used[k];
+    }
+    return ctx;
+}
+
+/* every rank's record (all, xlen bytes each): control area keys and endpoint addresses */
+static int ofi_connect(ofi_ctx_t *ctx, char *all, size_t xlen)
+{
+    for (int q = 0; q < ctx->n; q++) {
+        const ofi_xinit_t *xq = (const ofi_xinit_t *)(const void *)(all + (size_t)q * xlen);
+        if (!xq->ok || xq->nch != ctx->nch) {
+            ofi_set_error(ctx, "rank %d could not set up libfabric provider '%s'", q, ctx->prov);
+            return COLLPROF_ERR_BACKEND;
+        }
+        ctx->peer_ctrl_addr[q] = xq->ctrl_addr;
+        ctx->peer_ctrl_key[q] = xq->ctrl_key;
+        for (int c = 0; c < ctx->nch; c++) {
+            fi_addr_t *fa = &ctx->addr[(size_t)q * (size_t)ctx->nch + (size_t)c];
+            const void *addr = ofi_xaddr(all + (size_t)q * xlen, c)->addr;
+            int r = fi_av_insert(ctx->av, addr, 1, fa, 0, NULL);
+            if (r != 1) {
+                return ofi_fail(ctx, "fi_av_insert", r < 0 ? r : -FI_EINVAL);
+            }
+        }
+    }
+    return COLLPROF_OK;
+}
+
+static void ofi_log_setup(const ofi_ctx_t *ctx)
+{
+    const collprof_host_t *host = ctx->host;
+    if (host->log != NULL && host->rank == 0) {
+        host->log(COLLPROF_LOG_INFO,
+                  "ofi: provider %s, fabric %s, domain %s, %d channel(s), mr_mode 0x%llx, "
+                  "inject %zu, link %.1f Gbit/s (0 = not reported)",
+                  ctx->info->fabric_attr->prov_name, ctx->info->fabric_attr->name,
+                  ctx->info->domain_attr->name, ctx->nch, (unsigned long long)ctx->mr_mode,
+                  ctx->inject, ofi_link_in_use);
+    }
+}
+
+int ofi_init(const collprof_host_t *host, void **out)
+{
+    int oom = 0;
+    ofi_ctx_t *ctx = host != NULL ? ofi_ctx_new(host, &oom) : NULL;
+    char *mine = NULL, *all = NULL;
+    int rc;
+    size_t xlen;
+    if (ctx == NULL) {
+        ofi_set_error(NULL, "out of memory");
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    rc = ofi_options(ctx); /* sets nch (also when it fails) */
+    if (oom) {             /* still takes part in the exchange, to say so */
+        rc = COLLPROF_ERR_NO_MEMORY;
+        ofi_set_error(ctx, "out of memory");
+    }
+    xlen = ofi_xlen(ctx->nch);
+    mine = calloc(1, xlen);
+    all = calloc((size_t)ctx->n, xlen);
+    if (all == NULL || mine == NULL) { /* cannot take part in the exchange at all */
+        ofi_set_error(NULL, "out of memory");
+        free(mine);
+        free(all);
+        ofi_teardown(ctx);
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_setup(ctx, mine);
+    }
+    /* always collective, so a rank that failed locally never strands the others */
+    int orc = host->oob_allgather(mine, all, xlen);
+    if (orc != 0 && rc == COLLPROF_OK) {
+        rc = COLLPROF_ERR_BOOTSTRAP;
+        ofi_set_error(ctx, "oob_allgather of endpoint addresses failed (%d)", orc);
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_connect(ctx, all, xlen);
+    }
+    free(all);
+    free(mine);
+    if (rc != COLLPROF_OK) {
+        snprintf(ofi_global_err, sizeof(ofi_global_err), "%s", ctx->err);
+        ofi_teardown(ctx);
+        return rc;
+    }
+    ofi_link_in_use = ofi_info_link_gbps(ctx->info);
+    ofi_hmem_in_use = ctx->hmem;
+    ofi_log_setup(ctx);
+    *out = ctx;
+    return COLLPROF_OK;
+}
+
+int ofi_finalize(void *vctx)
+{
+    ofi_ctx_t *ctx = vctx;
+    if (ctx != NULL) {
+        ofi_teardown(ctx);
+    }
+    return COLLPROF_OK;
+}

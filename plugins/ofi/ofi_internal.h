@@ -1,0 +1,175 @@
+/*
+ * Private header of the libfabric (OFI) backend: the context, the buffer
+ * registrations and what the files of the plugin call in each other.
+ *
+ *   ofi_backend.c   entry struct, query, variants, errors
+ *   ofi_fabric.c    init/finalize: options, provider, fabric, endpoints, address exchange
+ *   ofi_mr.c        memory: allocation, registration (host, CUDA, dma-buf), mem_* slots
+ *   ofi_progress.c  completions, waiting, posting writes and control messages
+ *   ofi_ops.c       run(): one schedule of RMA writes per operation
+ *   ofi_reduce.c    host reductions and the reduce-scatter phase
+ */
+#ifndef CP_OFI_INTERNAL_H
+#define CP_OFI_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <collprof/plugin_util.h>
+
+#define OFI_ERR_LEN            768
+#define OFI_MAX_CH             64 /* collprof --ofi-channels checks 1..64 too */
+#define OFI_ADDR_MAX           256
+#define OFI_DEF_CH             4
+#define OFI_CHUNK_MAX          ((size_t)1 << 30)
+#define OFI_WAIT_LIMIT_S       120.0
+#define OFI_CQ_BATCH           32
+#define OFI_SPINS_BEFORE_YIELD 64
+
+/* completion kinds carried in the immediate data */
+enum { K_READY = 1, K_DATA = 2, K_DATA2 = 3, K_BARRIER = 4, K_NKINDS = 5 };
+
+/* channel modes (variants) */
+enum { M_SINGLE = 0, M_MULTI = 1, M_RR = 2 };
+
+/* what the backend offers (query) */
+#define OFI_VOPS                                                                                   \
+    (COLLPROF_BIT(COLLPROF_OP_ALLREDUCE) | COLLPROF_BIT(COLLPROF_OP_ALLGATHER) |                   \
+     COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER) | COLLPROF_BIT(COLLPROF_OP_ALLTOALL) |                \
+     COLLPROF_BIT(COLLPROF_OP_ALLTOALLV) | COLLPROF_BIT(COLLPROF_OP_BROADCAST) |                   \
+     COLLPROF_BIT(COLLPROF_OP_REDUCE) | COLLPROF_BIT(COLLPROF_OP_GATHER) |                         \
+     COLLPROF_BIT(COLLPROF_OP_SCATTER) | COLLPROF_BIT(COLLPROF_OP_SENDRECV))
+#define OFI_DTYPES                                                                                 \
+    (COLLPROF_BIT(COLLPROF_DTYPE_INT8) | COLLPROF_BIT(COLLPROF_DTYPE_UINT8) |                      \
+     COLLPROF_BIT(COLLPROF_DTYPE_INT32) | COLLPROF_BIT(COLLPROF_DTYPE_UINT32) |                    \
+     COLLPROF_BIT(COLLPROF_DTYPE_INT64) | COLLPROF_BIT(COLLPROF_DTYPE_UINT64) |                    \
+     COLLPROF_BIT(COLLPROF_DTYPE_FLOAT32) | COLLPROF_BIT(COLLPROF_DTYPE_FLOAT64))
+
+/* remote view of one peer's buffer and of its companion scratch */
+typedef struct ofi_rbuf {
+    uint64_t addr, key;   /* address to use in fi_write (0-based unless FI_MR_VIRT_ADDR) */
+    uint64_t saddr, skey; /* companion scratch */
+} ofi_rbuf_t;
+
+typedef struct ofi_buf {
+    struct ofi_buf *next;
+    char *base;
+    size_t len;
+    char *scr;
+    size_t scrlen;
+    struct fid_mr *mr, *smr;
+    void *desc, *sdesc;
+    ofi_rbuf_t *peer; /* [nranks] */
+    int dev;          /* base and scr are device memory */
+} ofi_buf_t;
+
+/* one write (or a striped set of writes) to post in a run */
+typedef struct ofi_send {
+    int peer;
+    int kind;
+    int need_ready; /* wait for the peer's READY of this call first */
+    int to_scratch; /* target: the peer's companion scratch, else its buffer */
+    int add_payload;
+    const char *src;
+    void *desc;
+    size_t len;
+    uint64_t roff;
+    int posted;
+} ofi_send_t;
+
+typedef struct ofi_ctx {
+    const collprof_host_t *host;
+    int rank, n, nch;
+    char prov[64];
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_ep *ep[OFI_MAX_CH];
+    struct fid_cq *cq[OFI_MAX_CH];
+    fi_addr_t *addr; /* [n * nch] */
+    uint64_t mr_mode;
+    int virt;
+    uint64_t next_key;
+    size_t chunk; /* largest single write */
+    size_t inject;
+    /* control area: [0, n) READY payload slots written by peers, [n, 2n) our sources */
+    uint64_t *ctrl;
+    struct fid_mr *ctrl_mr;
+    void *ctrl_desc;
+    uint64_t *peer_ctrl_addr, *peer_ctrl_key;
+    /* completion accounting */
+    uint64_t *cnt[K_NKINDS], *used[K_NKINDS];
+    uint64_t tx_posted, tx_done;
+    unsigned idle;      /* empty progress rounds in a row */
+    char *got_ready;    /* [n] this call */
+    uint64_t *rpayload; /* [n] READY payload of this call */
+    ofi_send_t *sends;  /* [2n + 2] */
+    int mode[COLLPROF_OP_COUNT];
+    ofi_buf_t *bufs;
+    int hmem;     /* the provider took FI_HMEM: device buffers can be registered */
+    int cuda_dev; /* this rank's CUDA device */
+    int dmabuf;   /* still worth trying dma-buf registration */
+    int cur_dev;  /* the current run() is on device memory */
+    int copy_err; /* a cudaMemcpy in the current run() failed */
+    char err[OFI_ERR_LEN];
+} ofi_ctx_t;
+
+/* state shared by the files of the plugin (ofi_backend.c) */
+extern char ofi_global_err[OFI_ERR_LEN];
+extern double ofi_link_in_use; /* link rate of the provider in use, Gbit/s; < 0 = no init yet */
+extern int ofi_hmem_in_use;    /* device memory usable with the provider in use; < 0 = no init */
+
+/* Bytes per element of a dtype the backend supports, else 0. */
+static inline size_t ofi_dtsize(collprof_dtype_t dt)
+{
+    return (unsigned)dt < COLLPROF_DTYPE_COUNT && (OFI_DTYPES & COLLPROF_BIT(dt))
+               ? collprof_dtype_size(dt)
+               : 0;
+}
+
+/* ofi_backend.c */
+__attribute__((format(printf, 2, 3))) void ofi_set_error(ofi_ctx_t *ctx, const char *fmt, ...);
+int ofi_fail(ofi_ctx_t *ctx, const char *call, long rc);
+double ofi_now(void);
+int ofi_gpu_count(void);
+
+/* ofi_fabric.c */
+struct fi_info *ofi_hints(const char *prov);
+int ofi_usable(const struct fi_info *i);
+double ofi_info_link_gbps(const struct fi_info *i);
+double ofi_default_link_gbps(void);
+int ofi_init(const collprof_host_t *host, void **out);
+int ofi_finalize(void *vctx);
+
+/* ofi_mr.c */
+ofi_buf_t *ofi_find(ofi_ctx_t *ctx, const void *p);
+int ofi_reg(ofi_ctx_t *ctx, void *p, size_t len, int dev, struct fid_mr **mr, void **desc);
+void ofi_buf_free(ofi_buf_t *b);
+void ofi_copy(ofi_ctx_t *ctx, void *dst, const void *src, size_t len);
+int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr);
+int ofi_mem_free(void *vctx, int memtype, void *ptr);
+int ofi_mem_copy(void *vctx, int memtype, void *dst, const void *src, size_t bytes, int to_device);
+
+/* ofi_progress.c */
+int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need);
+int ofi_wait_tx(ofi_ctx_t *ctx);
+int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload);
+ofi_send_t *ofi_add(ofi_ctx_t *ctx, int *ns, int peer, int kind, const void *src, void *desc,
+                    size_t len, uint64_t roff);
+int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns);
+int ofi_expect(ofi_ctx_t *ctx, int mode, int kind, int peer, size_t len);
+int ofi_ready_all(ofi_ctx_t *ctx, const int *only, uint64_t payload);
+
+/* ofi_reduce.c */
+void ofi_split(size_t count, int n, int r, size_t *off, size_t *len);
+int ofi_rs_phase(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_buf_t *rb, const char *in,
+                 void *indesc, int even, char *out, int mode);
+
+/* ofi_ops.c */
+int ofi_run(void *vctx, const collprof_args_t *a);
+
+#endif /* CP_OFI_INTERNAL_H */

@@ -1,0 +1,286 @@
+/* completions, waiting and posting of the ofi backend's RMA writes */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "ofi_internal.h"
+
+/* ---- completions ------------------------------------------------------------ */
+
+static int ofi_progress(ofi_ctx_t *ctx)
+{
+    struct fi_cq_data_entry e[OFI_CQ_BATCH];
+    int got = 0;
+    for (int c = 0; c < ctx->nch; c++) {
+        for (;;) {
+            ssize_t r = fi_cq_read(ctx->cq[c], e, OFI_CQ_BATCH);
+            if (r == -FI_EAGAIN) {
+                break;
+            }
+            if (r == -FI_EAVAIL) {
+                struct fi_cq_err_entry ee;
+                char buf[128];
+                memset(&ee, 0, sizeof(ee));
+                fi_cq_readerr(ctx->cq[c], &ee, 0);
+                ofi_set_error(
+                    ctx, "completion error on channel %d: %s (%s)", c, fi_strerror(ee.err),
+                    fi_cq_strerror(ctx->cq[c], ee.prov_errno, ee.err_data, buf, sizeof(buf)));
+                return COLLPROF_ERR_BACKEND;
+            }
+            if (r < 0) {
+                return ofi_fail(ctx, "fi_cq_read", (long)r);
+            }
+            got = 1;
+            for (ssize_t k = 0; k < r; k++) {
+                if (e[k].flags & FI_REMOTE_CQ_DATA) {
+                    unsigned kind = (unsigned)(e[k].data >> 24) & 0xffu;
+                    unsigned src = (unsigned)e[k].data & 0xffffffu;
+                    if (kind == 0 || kind >= K_NKINDS || src >= (unsigned)ctx->n) {
+                        ofi_set_error(ctx, "unexpected remote CQ data 0x%llx",
+                                      (unsigned long long)e[k].data);
+                        return COLLPROF_ERR_BACKEND;
+                    }
+                    ctx->cnt[kind][src]++;
+                } else {
+                    ctx->tx_done++;
+                }
+            }
+        }
+    }
+    /* ranks may outnumber cores (and share them with the launcher and PMIx):
+     * after a while without news, let the peer we wait for run */
+    if (got) {
+        ctx->idle = 0;
+    } else if (++ctx->idle >= OFI_SPINS_BEFORE_YIELD) {
+        ctx->idle = 0;
+        sched_yield();
+    }
+    return COLLPROF_OK;
+}
+
+static int ofi_check_time(ofi_ctx_t *ctx, double t0, const char *what)
+{
+    if (ofi_now() - t0 > OFI_WAIT_LIMIT_S) {
+        ofi_set_error(ctx, "timed out after %.0f s waiting for %s", OFI_WAIT_LIMIT_S, what);
+        return COLLPROF_ERR_TIMEOUT;
+    }
+    return COLLPROF_OK;
+}
+
+/* one round of progress while waiting (since t0) for what */
+static int ofi_wait_more(ofi_ctx_t *ctx, double t0, const char *what)
+{
+    int rc = ofi_progress(ctx);
+    return rc == COLLPROF_OK ? ofi_check_time(ctx, t0, what) : rc;
+}
+
+/* wait until `need` more completions of kind from peer arrived, and consume them */
+int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need)
+{
+    double t0 = ofi_now();
+    while (ctx->cnt[kind][peer] - ctx->used[kind][peer] < need) {
+        int rc = ofi_wait_more(ctx, t0, "data from a peer");
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+    }
+    ctx->used[kind][peer] += need;
+    return COLLPROF_OK;
+}
+
+int ofi_wait_tx(ofi_ctx_t *ctx)
+{
+    double t0 = ofi_now();
+    while (ctx->tx_done < ctx->tx_posted) {
+        int rc = ofi_wait_more(ctx, t0, "local write completions");
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+    }
+    return COLLPROF_OK;
+}
+
+static uint64_t ofi_imm(const ofi_ctx_t *ctx, int kind)
+{
+    return ((uint64_t)kind << 24) | (uint64_t)ctx->rank;
+}
+
+/* one fi_writedata, retried while the provider says EAGAIN */
+static int ofi_write1(ofi_ctx_t *ctx, int ch, int peer, const void *src, void *desc, size_t len,
+                      uint64_t raddr, uint64_t key, int kind)
+{
+    double t0 = ofi_now();
+    for (;;) {
+        ssize_t r =
+            fi_writedata(ctx->ep[ch], src, len, desc, ofi_imm(ctx, kind),
+                         ctx->addr[(size_t)peer * (size_t)ctx->nch + (size_t)ch], raddr, key, NULL);
+        if (r == 0) {
+            ctx->tx_posted++;
+            return COLLPROF_OK;
+        }
+        if (r != -FI_EAGAIN) {
+            return ofi_fail(ctx, "fi_writedata", (long)r);
+        }
+        int rc = ofi_wait_more(ctx, t0, "room in the transmit queue");
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+    }
+}
+
+/* a small control write (READY, BARRIER) with an 8-byte payload into the peer's slot */
+int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload)
+{
+    uint64_t raddr = ctx->peer_ctrl_addr[peer] + (uint64_t)ctx->rank * 8u;
+    uint64_t *src = &ctx->ctrl[ctx->n + peer];
+    double t0 = ofi_now();
+    *src = payload;
+    if (ctx->inject < 8) {
+        return ofi_write1(ctx, 0, peer, src, ctx->ctrl_desc, 8, raddr, ctx->peer_ctrl_key[peer],
+                          kind);
+    }
+    for (;;) {
+        ssize_t r = fi_inject_writedata(ctx->ep[0], src, 8, ofi_imm(ctx, kind),
+                                        ctx->addr[(size_t)peer * (size_t)ctx->nch], raddr,
+                                        ctx->peer_ctrl_key[peer]);
+        if (r == 0) {
+            return COLLPROF_OK;
+        }
+        if (r != -FI_EAGAIN) {
+            return ofi_fail(ctx, "fi_inject_writedata", (long)r);
+        }
+        int rc = ofi_wait_more(ctx, t0, "room to send a control message");
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+    }
+}
+
+/*
+ * A block of len bytes to peer, spread over the channels as the mode says.
+ * With post == 0 only counts the writes (the target's expectation); both
+ * sides compute the same number from the same length.
+ */
+static long ofi_block(ofi_ctx_t *ctx, int mode, int peer, const char *src, void *desc, size_t len,
+                      uint64_t raddr, uint64_t key, int kind, int post)
+{
+    size_t part = len, step;
+    long nw = 0;
+    int ch = 0;
+    if (len == 0) {
+        return 0;
+    }
+    if (mode == M_MULTI && ctx->nch > 1) {
+        part = (len + (size_t)ctx->nch - 1) / (size_t)ctx->nch;
+        part = (part + 63) & ~(size_t)63;
+    } else if (mode == M_RR) {
+        ch = (peer + ctx->rank) % ctx->nch;
+    }
+    for (size_t off = 0; off < len; off += step) {
+        step = len - off < part ? len - off : part;
+        for (size_t o2 = 0; o2 < step;) {
+            size_t s = step - o2 < ctx->chunk ? step - o2 : ctx->chunk;
+            if (post) {
+                int rc =
+                    ofi_write1(ctx, ch, peer, src + off + o2, desc, s, raddr + off + o2, key, kind);
+                if (rc != COLLPROF_OK) {
+                    return rc;
+                }
+            }
+            nw++;
+            o2 += s;
+        }
+        if (mode == M_MULTI) {
+            ch = (ch + 1) % ctx->nch;
+        }
+    }
+    return nw;
+}
+
+/* ---- the exchange engine --------------------------------------------------------- */
+
+ofi_send_t *ofi_add(ofi_ctx_t *ctx, int *ns, int peer, int kind, const void *src, void *desc,
+                    size_t len, uint64_t roff)
+{
+    ofi_send_t *s = &ctx->sends[(*ns)++];
+    memset(s, 0, sizeof(*s));
+    s->peer = peer;
+    s->kind = kind;
+    s->need_ready = (kind == K_DATA);
+    s->src = src;
+    s->desc = desc;
+    s->len = len;
+    s->roff = roff;
+    return s;
+}
+
+/*
+ * Post sends[0..ns) (each as soon as its peer is READY when it needs to be)
+ * into the peers' view of buffer b, then wait for every local completion.
+ * Incoming data are waited for by the caller.
+ */
+int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
+{
+    int left = ns;
+    double t0 = ofi_now();
+    while (left > 0) {
+        for (int i = 0; i < ns; i++) {
+            ofi_send_t *s = &ctx->sends[i];
+            int q = s->peer;
+            if (s->posted) {
+                continue;
+            }
+            if (s->need_ready && !ctx->got_ready[q]) {
+                if (ctx->cnt[K_READY][q] == ctx->used[K_READY][q]) {
+                    continue;
+                }
+                ctx->used[K_READY][q]++;
+                ctx->got_ready[q] = 1;
+                ctx->rpayload[q] = __atomic_load_n(&ctx->ctrl[q], __ATOMIC_ACQUIRE);
+            }
+            uint64_t roff = s->roff + (s->add_payload ? ctx->rpayload[q] : 0);
+            uint64_t raddr = (s->to_scratch ? b->peer[q].saddr : b->peer[q].addr) + roff;
+            uint64_t key = s->to_scratch ? b->peer[q].skey : b->peer[q].key;
+            long r = ofi_block(ctx, mode, q, s->src, s->desc, s->len, raddr, key, s->kind, 1);
+            if (r < 0) {
+                return (int)r;
+            }
+            s->posted = 1;
+            left--;
+        }
+        if (left > 0) {
+            int rc = ofi_wait_more(ctx, t0, "peers to be ready");
+            if (rc != COLLPROF_OK) {
+                return rc;
+            }
+        }
+    }
+    return COLLPROF_OK;
+}
+
+int ofi_expect(ofi_ctx_t *ctx, int mode, int kind, int peer, size_t len)
+{
+    long nw = ofi_block(ctx, mode, peer, NULL, NULL, len, 0, 0, kind, 0);
+    return nw > 0 ? ofi_wait_from(ctx, kind, peer, (uint64_t)nw) : COLLPROF_OK;
+}
+
+int ofi_ready_all(ofi_ctx_t *ctx, const int *only, uint64_t payload)
+{
+    for (int q = 0; q < ctx->n; q++) {
+        if (q == ctx->rank || (only != NULL && *only != q)) {
+            continue;
+        }
+        int rc = ofi_signal(ctx, q, K_READY, payload);
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+    }
+    return COLLPROF_OK;
+}
