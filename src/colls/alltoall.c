@@ -19,17 +19,7 @@ static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)
 
 static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 {
-    uint64_t blk = x->count / (uint64_t)x->n, wrong = 0;
-    for (int s = 0; s < x->n; s++) {
-        for (uint64_t j = 0; j < blk; j++) {
-            int64_t v;
-            if (cp_data_get(x->dtype, recvbuf, (uint64_t)s * blk + j, &v) != 0 ||
-                v != cp_data_value(x->dtype, s, (uint64_t)x->rank * blk + j)) {
-                wrong++;
-            }
-        }
-    }
-    return wrong;
+    return cp_coll_check_blocks(x, recvbuf, (uint64_t)x->rank * (x->count / (uint64_t)x->n));
 }
 
 const cp_coll_t cp_coll_alltoall = {.op = COLLPROF_OP_ALLTOALL, .fill = fill, .check = check};

@@ -75,6 +75,17 @@ uint64_t cp_coll_result_at(const cp_xfer_t *x);
 /** The element count actually used for a requested one (rounded to a multiple of n). */
 uint64_t cp_coll_effective_count(collprof_op_t op, uint64_t count, int n);
 
+/* Shared fill and check steps. */
+/** Every rank contributes count elements to a reduction. */
+void cp_coll_fill_contrib(const cp_xfer_t *x, void *sendbuf, void *recvbuf);
+/** Wrong elements among len reduced ones, element j holding result first + j. */
+uint64_t cp_coll_check_reduced(const cp_xfer_t *x, const void *recvbuf, uint64_t first,
+                               uint64_t len);
+/** Each rank contributes its block of count/n elements (in place: at its offset). */
+void cp_coll_fill_block(const cp_xfer_t *x, void *sendbuf, void *recvbuf);
+/** Wrong elements of n blocks, block s holding rank s's values from src_off on. */
+uint64_t cp_coll_check_blocks(const cp_xfer_t *x, const void *recvbuf, uint64_t src_off);
+
 extern const cp_coll_t cp_coll_allreduce, cp_coll_allgather, cp_coll_reducescatter,
     cp_coll_alltoall, cp_coll_alltoallv, cp_coll_broadcast, cp_coll_reduce, cp_coll_gather,
     cp_coll_scatter, cp_coll_barrier, cp_coll_sendrecv;

@@ -25,7 +25,7 @@ ok() { # ok COND-EXIT-STATUS DESCRIPTION
 
 skip_all() {
     echo "1..0 # SKIP $1"
-    exit 77
+    exit 0
 }
 
 done_testing() {

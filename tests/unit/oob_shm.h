@@ -8,6 +8,7 @@
 #ifndef COLLPROF_TESTS_OOB_SHM_H
 #define COLLPROF_TESTS_OOB_SHM_H
 
+#include <collprof/plugin.h>
 #include <collprof/status.h>
 
 #include <stddef.h>
@@ -86,6 +87,27 @@ static inline int oob_shm_bcast(void *buf, size_t len, int root)
         oob_shm_barrier();
     }
     return COLLPROF_OK;
+}
+
+/* The host table of this rank: every rank on one node, the channel above. */
+static inline collprof_host_t oob_shm_host(void (*log)(int, const char *, ...),
+                                           const char *(*get_option)(const char *))
+{
+    collprof_host_t h = {.size = sizeof(h),
+                         .rank = oob_shm_rank,
+                         .nranks = oob_shm->nranks,
+                         .local_rank = oob_shm_rank,
+                         .local_size = oob_shm->nranks,
+                         .node_id = 0,
+                         .nnodes = 1,
+                         .hostname = "localhost",
+                         .launcher = "test",
+                         .log = log,
+                         .oob_allgather = oob_shm_allgather,
+                         .oob_bcast = oob_shm_bcast,
+                         .oob_barrier = oob_shm_barrier,
+                         .get_option = get_option};
+    return h;
 }
 
 #endif /* COLLPROF_TESTS_OOB_SHM_H */

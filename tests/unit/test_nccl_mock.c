@@ -212,20 +212,7 @@ static void rank_main(const char *path)
     check(be->query(&caps) == 0 && caps.memtypes == COLLPROF_BIT(COLLPROF_MEM_DEVICE) &&
               (be->flags & COLLPROF_BACKEND_DEVICE_TIMER),
           "query: device memory, device timer");
-    collprof_host_t host = {.size = sizeof(host),
-                            .rank = my_rank,
-                            .nranks = NR,
-                            .local_rank = my_rank,
-                            .local_size = NR,
-                            .node_id = 0,
-                            .nnodes = 1,
-                            .hostname = "mock",
-                            .launcher = "self",
-                            .log = host_log,
-                            .oob_allgather = oob_shm_allgather,
-                            .oob_bcast = oob_shm_bcast,
-                            .oob_barrier = oob_shm_barrier,
-                            .get_option = get_option};
+    collprof_host_t host = oob_shm_host(host_log, get_option);
     void *ctx = NULL;
 
     /* no GPU on one rank only: every rank fails, nobody hangs */
@@ -397,7 +384,7 @@ int main(void)
     }
     if (access(path, R_OK) != 0) {
         printf("1..0 # SKIP %s not built\n", path);
-        return 77;
+        return 0; /* "1..0 # SKIP": the TAP driver counts it as skipped */
     }
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED || oob_shm_create(NR) != 0) {

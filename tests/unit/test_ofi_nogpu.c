@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "oob_shm.h"
 #include "tap.h"
 
 #include <collprof/plugin.h>
@@ -14,20 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int oob_allgather(const void *in, void *out, size_t len)
-{
-    memcpy(out, in, len); /* one rank */
-    return 0;
-}
-static int oob_bcast(void *buf, size_t len, int root)
-{
-    (void)buf, (void)len, (void)root;
-    return 0;
-}
-static int oob_barrier(void)
-{
-    return 0;
-}
 static const char *get_option(const char *key)
 {
     return !strcmp(key, "ofi-provider") ? "shm" : NULL;
@@ -45,13 +32,16 @@ static void host_log(int level, const char *fmt, ...)
 
 int main(void)
 {
+    if (oob_shm_create(1) != 0) {
+        return 1;
+    }
     const char *dir = getenv("COLLPROF_PLUGIN_PATH");
     char path[4096];
     snprintf(path, sizeof(path), "%s/collprof_ofi.so", dir ? dir : ".");
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (dl == NULL) {
         printf("1..0 # SKIP no ofi plugin at %s\n", path);
-        return 77;
+        return 0; /* "1..0 # SKIP": the TAP driver counts it as skipped */
     }
     const collprof_backend_t *be = dlsym(dl, COLLPROF_BACKEND_SYMBOL);
     ok(be != NULL, "collprof_backend_v1 found");
@@ -76,20 +66,7 @@ int main(void)
     ok(be->query(&old.c) == COLLPROF_OK && old.c.link_gbps == -7,
        "caps->size without link_gbps: the plugin does not write it");
 
-    collprof_host_t host = {.size = sizeof(host),
-                            .rank = 0,
-                            .nranks = 1,
-                            .local_rank = 0,
-                            .local_size = 1,
-                            .node_id = 0,
-                            .nnodes = 1,
-                            .hostname = "localhost",
-                            .launcher = "none",
-                            .log = host_log,
-                            .oob_allgather = oob_allgather,
-                            .oob_bcast = oob_bcast,
-                            .oob_barrier = oob_barrier,
-                            .get_option = get_option};
+    collprof_host_t host = oob_shm_host(host_log, get_option);
     void *ctx = NULL;
     int rc = be->init(&host, &ctx);
     ok(rc == COLLPROF_OK, "one-rank init on shm (%d: %s)", rc, rc ? be->last_error(NULL) : "ok");

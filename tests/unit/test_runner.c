@@ -117,19 +117,7 @@ static void run_cases(cp_runner_t *r, const cp_imbalance_t *imb)
 static int rank_main(const collprof_backend_t *be)
 {
     static char hosts[NR][256] = {"h0", "h1", "h2"};
-    collprof_host_t host = {.size = sizeof(host),
-                            .rank = me,
-                            .nranks = NR,
-                            .local_rank = me,
-                            .local_size = NR,
-                            .nnodes = 1,
-                            .hostname = "h",
-                            .launcher = "test",
-                            .log = host_log,
-                            .oob_allgather = oob_shm_allgather,
-                            .oob_bcast = oob_shm_bcast,
-                            .oob_barrier = oob_shm_barrier,
-                            .get_option = no_option};
+    collprof_host_t host = oob_shm_host(host_log, no_option);
     cp_plugin_t p;
     memset(&p, 0, sizeof(p));
     snprintf(p.name, sizeof(p.name), "%s", be->name);
@@ -171,7 +159,7 @@ int main(void)
     const collprof_backend_t *be = dl ? dlsym(dl, COLLPROF_BACKEND_SYMBOL) : NULL;
     if (be == NULL) {
         printf("1..0 # SKIP no self backend at %s\n", path);
-        return 77;
+        return 0; /* "1..0 # SKIP": the TAP driver counts it as skipped */
     }
     outs = mmap(NULL, sizeof(outcome_t) * NR, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                 -1, 0);
