@@ -61,37 +61,14 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { usage >&2; exit 2; }
 
-prev=
-has_outdir=0
-for a in "$@"; do
-    if [ "$prev" = "--output-dir" ] && [ -z "$outdir" ]; then outdir=$a; fi
-    [ "$a" = "--output-dir" ] && has_outdir=1
-    prev=$a
-done
-outdir=${outdir:-.}
-
+. "$(dirname "$0")/common.sh"
+prof_outdir "$@"
 ncu=${NCU:-ncu}
 collprof=${COLLPROF_BIN:-collprof}
-if ! command -v "$ncu" >/dev/null 2>&1; then
-    echo "$prog: error: $ncu not found: install Nsight Compute or set NCU=/path/to/ncu" >&2
-    exit 127
-fi
-if ! command -v "$collprof" >/dev/null 2>&1; then
-    echo "$prog: error: $collprof not found: put collprof in PATH or set COLLPROF_BIN" >&2
-    exit 127
-fi
-rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-}}}
-name="collprof_ncu_$(date -u +%Y%m%dT%H%M%SZ)${rank:+_r$rank}"
+prof_need "$ncu" "install Nsight Compute or set NCU=/path/to/ncu"
+prof_name ncu
 
 # shellcheck disable=SC2086 # $extra: options split on purpose
-set -- "$ncu" --target-processes all --replay-mode application --set basic --nvtx \
+prof_run ncu-rep "$ncu" --target-processes all --replay-mode application --set basic --nvtx \
     --kernel-name "regex:$kernels" --launch-count "$count" $extra -o "$outdir/$name" \
     "$collprof" "$@"
-[ "$has_outdir" -eq 1 ] || set -- "$@" --output-dir "$outdir"
-if [ "$dry" -eq 1 ]; then
-    echo "$@"
-    exit 0
-fi
-mkdir -p "$outdir"
-echo "$prog: report: $outdir/$name.ncu-rep" >&2
-exec "$@"

@@ -52,37 +52,13 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { usage >&2; exit 2; }
 
-# collprof's own --output-dir, if the job names one
-prev=
-for a in "$@"; do
-    [ "$prev" = "--output-dir" ] && [ -z "$outdir" ] && outdir=$a
-    prev=$a
-done
-outdir=${outdir:-.}
-has_outdir=0
-for a in "$@"; do [ "$a" = "--output-dir" ] && has_outdir=1; done
-
+. "$(dirname "$0")/common.sh"
+prof_outdir "$@"
 nsys=${NSYS:-nsys}
 collprof=${COLLPROF_BIN:-collprof}
-if ! command -v "$nsys" >/dev/null 2>&1; then
-    echo "$prog: error: $nsys not found: install Nsight Systems or set NSYS=/path/to/nsys" >&2
-    exit 127
-fi
-if ! command -v "$collprof" >/dev/null 2>&1; then
-    echo "$prog: error: $collprof not found: put collprof in PATH or set COLLPROF_BIN" >&2
-    exit 127
-fi
-rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-}}}
-name="collprof_nsys_$(date -u +%Y%m%dT%H%M%SZ)${rank:+_r$rank}"
+prof_need "$nsys" "install Nsight Systems or set NSYS=/path/to/nsys"
+prof_name nsys
 
 # shellcheck disable=SC2086 # $extra: options split on purpose
-set -- "$nsys" profile --trace=cuda,nvtx,osrt --cuda-memory-usage=true --sample=none \
+prof_run nsys-rep "$nsys" profile --trace=cuda,nvtx,osrt --cuda-memory-usage=true --sample=none \
     --cpuctxsw=none --force-overwrite=false $extra -o "$outdir/$name" "$collprof" "$@"
-[ "$has_outdir" -eq 1 ] || set -- "$@" --output-dir "$outdir"
-if [ "$dry" -eq 1 ]; then
-    echo "$@"
-    exit 0
-fi
-mkdir -p "$outdir"
-echo "$prog: report: $outdir/$name.nsys-rep" >&2
-exec "$@"
