@@ -47,15 +47,8 @@ on loopback (OMPI_MCA_*_if_include=lo, FI_TCP_IFACE=lo, GLOO_SOCKET_IFNAME=lo).
 EOF
 }
 
-die() {
-    printf 'backends.sh: %s\n' "$*" >&2
-    exit 1
-}
-
-bad_usage() {
-    printf 'backends.sh: %s (see --help)\n' "$*" >&2
-    exit 2
-}
+NAME=backends.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 NP=4
 ITERS=20
@@ -104,17 +97,7 @@ MC_SRC=$HERE/memcpy_bw.c
 [ -r "$MC_SRC" ] || die "$MC_SRC is missing"
 
 # ---- collprof, collprof-report and the plugins --------------------------------
-if [ -z "$COLLPROF_BIN" ]; then
-    if [ -x ./collprof ]; then
-        COLLPROF_BIN=./collprof
-    else
-        COLLPROF_BIN=$(command -v collprof 2>/dev/null) ||
-            die "no collprof: run from the build tree, or pass --collprof PATH"
-    fi
-fi
-[ -x "$COLLPROF_BIN" ] || die "$COLLPROF_BIN is not executable"
-COLLPROF_BIN=$(cd "$(dirname "$COLLPROF_BIN")" && pwd)/$(basename "$COLLPROF_BIN")
-BUILD_DIR=$(dirname "$COLLPROF_BIN")
+find_collprof
 REPORT_BIN=$BUILD_DIR/collprof-report
 [ -x "$REPORT_BIN" ] || REPORT_BIN=$(command -v collprof-report 2>/dev/null) ||
     die "no collprof-report next to $COLLPROF_BIN or on PATH (it needs HDF5)"

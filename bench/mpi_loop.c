@@ -41,20 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 enum { OP_ALLREDUCE, OP_ALLTOALL };
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* nearest rank, as collprof's cp_stats_percentile */
 static double percentile(const double *sorted, int len, double q)

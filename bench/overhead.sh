@@ -45,15 +45,8 @@ loopback (OMPI_MCA_oob_tcp_if_include=lo, OMPI_MCA_btl_tcp_if_include=lo).
 EOF
 }
 
-die() {
-    printf 'overhead.sh: %s\n' "$*" >&2
-    exit 1
-}
-
-bad_usage() {
-    printf 'overhead.sh: %s (see --help)\n' "$*" >&2
-    exit 2
-}
+NAME=overhead.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 ROUNDS=5
 ITERS=50
@@ -124,17 +117,7 @@ MPICC=${MPICC:-mpicc}
 command -v "$MPIRUN" >/dev/null 2>&1 || die "$MPIRUN not found (set MPIRUN)"
 
 # ---- collprof and its plugins ----------------------------------------------
-if [ -z "$COLLPROF_BIN" ]; then
-    if [ -x ./collprof ]; then
-        COLLPROF_BIN=./collprof
-    else
-        COLLPROF_BIN=$(command -v collprof 2>/dev/null) ||
-            die "no collprof: run from the build tree, or pass --collprof PATH"
-    fi
-fi
-[ -x "$COLLPROF_BIN" ] || die "$COLLPROF_BIN is not executable"
-COLLPROF_BIN=$(cd "$(dirname "$COLLPROF_BIN")" && pwd)/$(basename "$COLLPROF_BIN")
-BUILD_DIR=$(dirname "$COLLPROF_BIN")
+find_collprof
 if [ -z "$PLUGIN_PATH" ] && [ -e "$BUILD_DIR/.libs/collprof_mpi.so" ]; then
     PLUGIN_PATH=$BUILD_DIR/.libs
 fi

@@ -1,0 +1,27 @@
+# Shared by the bench/ scripts (sourced; POSIX sh).  Before sourcing: NAME.
+
+die() {
+    printf '%s: %s\n' "$NAME" "$*" >&2
+    exit 1
+}
+
+bad_usage() {
+    printf '%s: %s (see --help)\n' "$NAME" "$*" >&2
+    exit 2
+}
+
+# COLLPROF_BIN as an absolute path (./collprof, else the one on PATH, unless
+# already set) and BUILD_DIR, the folder it is in.
+find_collprof() {
+    if [ -z "$COLLPROF_BIN" ]; then
+        if [ -x ./collprof ]; then
+            COLLPROF_BIN=./collprof
+        else
+            COLLPROF_BIN=$(command -v collprof 2>/dev/null) ||
+                die "no collprof: run from the build tree, or pass --collprof PATH"
+        fi
+    fi
+    [ -x "$COLLPROF_BIN" ] || die "$COLLPROF_BIN is not executable"
+    COLLPROF_BIN=$(cd "$(dirname "$COLLPROF_BIN")" && pwd)/$(basename "$COLLPROF_BIN")
+    BUILD_DIR=$(dirname "$COLLPROF_BIN")
+}
