@@ -37,31 +37,23 @@ Example:
 USAGE
 }
 
-outdir=
-dry=0
-extra=
+. "$(dirname "$0")/common.sh"
 kernels=ncclDevKernel
 count=20
 while [ $# -gt 0 ]; do
+    prof_opt ncu "$@"
+    if [ "$shifted" -gt 0 ]; then shift "$shifted"; continue; fi
     case $1 in
-    -h | --help) usage; exit 0 ;;
-    --output-dir) [ $# -ge 2 ] || { echo "$prog: --output-dir needs a directory" >&2; exit 2; }
-        outdir=$2; shift 2 ;;
-    --kernels) [ $# -ge 2 ] || { echo "$prog: --kernels needs a regex" >&2; exit 2; }
-        kernels=$2; shift 2 ;;
-    --count) [ $# -ge 2 ] || { echo "$prog: --count needs a number" >&2; exit 2; }
+    --kernels) prof_arg "$@"; kernels=$2; shift 2 ;;
+    --count) prof_arg "$@"
         case $2 in '' | *[!0-9]*) echo "$prog: --count: not a number: $2" >&2; exit 2 ;; esac
         count=$2; shift 2 ;;
-    --ncu-opt) [ $# -ge 2 ] || { echo "$prog: --ncu-opt needs a value" >&2; exit 2; }
-        extra="$extra $2"; shift 2 ;;
-    --dry-run) dry=1; shift ;;
     --) shift; break ;;
     *) break ;;
     esac
 done
 [ $# -gt 0 ] || { usage >&2; exit 2; }
 
-. "$(dirname "$0")/common.sh"
 prof_outdir "$@"
 ncu=${NCU:-ncu}
 collprof=${COLLPROF_BIN:-collprof}

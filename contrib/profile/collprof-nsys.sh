@@ -35,24 +35,17 @@ Example:
 USAGE
 }
 
-outdir=
-dry=0
-extra=
+. "$(dirname "$0")/common.sh"
 while [ $# -gt 0 ]; do
+    prof_opt nsys "$@"
+    if [ "$shifted" -gt 0 ]; then shift "$shifted"; continue; fi
     case $1 in
-    -h | --help) usage; exit 0 ;;
-    --output-dir) [ $# -ge 2 ] || { echo "$prog: --output-dir needs a directory" >&2; exit 2; }
-        outdir=$2; shift 2 ;;
-    --nsys-opt) [ $# -ge 2 ] || { echo "$prog: --nsys-opt needs a value" >&2; exit 2; }
-        extra="$extra $2"; shift 2 ;;
-    --dry-run) dry=1; shift ;;
     --) shift; break ;;
     *) break ;;
     esac
 done
 [ $# -gt 0 ] || { usage >&2; exit 2; }
 
-. "$(dirname "$0")/common.sh"
 prof_outdir "$@"
 nsys=${NSYS:-nsys}
 collprof=${COLLPROF_BIN:-collprof}

@@ -1,5 +1,29 @@
 # Shared by collprof-nsys.sh and collprof-ncu.sh (sourced; POSIX sh).
-# Before sourcing: prog, outdir (may be empty), dry.
+# Before sourcing: prog and a usage function.
+
+outdir=
+dry=0
+extra=
+
+# prof_arg OPTION [VALUE]: VALUE must be there.
+prof_arg() {
+    [ $# -ge 2 ] || { echo "$prog: $1 needs a value" >&2; exit 2; }
+}
+
+# prof_opt TOOL ARGS...: one of the options both wrappers take (--help,
+# --output-dir DIR, --TOOL-opt OPT, --dry-run); sets shifted to the number
+# of arguments it used, 0 when $1 is not one of them.
+prof_opt() {
+    tool=$1
+    shift
+    shifted=0
+    case $1 in
+    -h | --help) usage; exit 0 ;;
+    --output-dir) prof_arg "$@"; outdir=$2; shifted=2 ;;
+    --"$tool"-opt) prof_arg "$@"; extra="$extra $2"; shifted=2 ;;
+    --dry-run) dry=1; shifted=1 ;;
+    esac
+}
 
 # The output directory: the wrapper's own, else collprof's --output-dir, else ".".
 # Sets outdir and has_outdir (1 when collprof's arguments name one).
