@@ -81,12 +81,6 @@ while [ $# -gt 0 ]; do
 done
 EXTRA=("$@")
 
-is_uint() {
-    case $1 in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac
-}
-at_least() { # value minimum
-    is_uint "$1" && [ "$1" -ge "$2" ]
-}
 at_least "$NP" 2 || bad_usage "--np must be at least 2"
 at_least "$ITERS" 1 || bad_usage "--iters must be a positive integer"
 at_least "$WARMUP" 0 || bad_usage "--warmup must be a non-negative integer"

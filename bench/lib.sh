@@ -10,6 +10,12 @@ bad_usage() {
     exit 2
 }
 
+# at_least VALUE MINIMUM: VALUE is a whole number >= MINIMUM
+at_least() {
+    case $1 in '' | *[!0-9]*) return 1 ;; esac
+    [ "$1" -ge "$2" ]
+}
+
 # COLLPROF_BIN as an absolute path (./collprof, else the one on PATH, unless
 # already set) and BUILD_DIR, the folder it is in.
 find_collprof() {
