@@ -13,7 +13,9 @@
 
 #include <stddef.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define OOB_SHM_SLOT 65536 /* bytes per rank per round */
@@ -87,6 +89,30 @@ static inline int oob_shm_bcast(void *buf, size_t len, int root)
         oob_shm_barrier();
     }
     return COLLPROF_OK;
+}
+
+/* Fork the channel's ranks: each attaches, gets an alarm of alarm_s seconds
+ * and exits with fn(rank, arg); status[r] is rank r's wait status. */
+static inline void oob_shm_fork(int (*fn)(int rank, void *arg), void *arg, unsigned alarm_s,
+                                int *status)
+{
+    pid_t pid[64];
+    int n = oob_shm->nranks < 64 ? oob_shm->nranks : 64;
+    fflush(stdout);
+    for (int r = 0; r < n; r++) {
+        pid[r] = fork();
+        if (pid[r] == 0) {
+            oob_shm_attach(r);
+            alarm(alarm_s);
+            _exit(fn(r, arg));
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        status[r] = -1;
+        if (pid[r] > 0) {
+            waitpid(pid[r], &status[r], 0);
+        }
+    }
 }
 
 /* The host table of this rank: every rank on one node, the channel above. */

@@ -376,6 +376,13 @@ static void rank_main(const char *path)
     }
 }
 
+static int rank_entry(int rank, void *path)
+{
+    my_rank = rank;
+    rank_main(path);
+    return 0;
+}
+
 int main(void)
 {
     const char *path = getenv("CP_NCCL_MOCK_PLUGIN");
@@ -394,22 +401,11 @@ int main(void)
     memset(sh, 0, sizeof(*sh));
     unsetenv("NCCL_ALGO");
     unsetenv("NCCL_PROTO");
-    fflush(stdout);
-    pid_t pid[NR];
+    int st[NR];
+    oob_shm_fork(rank_entry, (void *)path, 240, st);
     for (int r = 0; r < NR; r++) {
-        pid[r] = fork();
-        if (pid[r] == 0) {
-            my_rank = r;
-            oob_shm_attach(r);
-            alarm(240);
-            rank_main(path);
-            _exit(0);
-        }
-    }
-    for (int r = 0; r < NR; r++) {
-        int st = 0;
-        waitpid(pid[r], &st, 0);
-        ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "rank %d exited cleanly (status 0x%x)", r, st);
+        ok(WIFEXITED(st[r]) && WEXITSTATUS(st[r]) == 0, "rank %d exited cleanly (status 0x%x)", r,
+           st[r]);
     }
     for (int k = 0; k < sh->nrec[0]; k++) {
         ok(sh->recs[0][k].ok, "%s", sh->recs[0][k].what);

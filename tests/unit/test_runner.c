@@ -150,6 +150,12 @@ static int rank_main(const collprof_backend_t *be)
     return 0;
 }
 
+static int rank_entry(int rank, void *be)
+{
+    me = rank;
+    return rank_main(be);
+}
+
 int main(void)
 {
     const char *dir = getenv("COLLPROF_PLUGIN_PATH");
@@ -167,21 +173,10 @@ int main(void)
         perror("mmap");
         return 1;
     }
-    pid_t pids[NR];
+    int st[NR], failed = 0;
+    oob_shm_fork(rank_entry, (void *)be, 120, st);
     for (int r = 0; r < NR; r++) {
-        pids[r] = fork();
-        if (pids[r] == 0) {
-            me = r;
-            oob_shm_attach(r);
-            alarm(120);
-            _exit(rank_main(be));
-        }
-    }
-    int failed = 0;
-    for (int r = 0; r < NR; r++) {
-        int st = 0;
-        waitpid(pids[r], &st, 0);
-        failed += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+        failed += !WIFEXITED(st[r]) || WEXITSTATUS(st[r]) != 0;
     }
     ok(failed == 0, "3 ranks exited 0");
     for (int k = 0; k < outs[0].ncases; k++) {
