@@ -137,6 +137,12 @@ typedef struct collprof_caps {
      * fi_info->nic->link_attr->speed / 1e9).
      */
     double link_gbps;
+    /**
+     * The listed variant that "default" runs, or NULL when "default" is the
+     * library's own choice and no listed variant.  The core then plans one
+     * cell, "default", where both would run (an alias makes no second cell).
+     */
+    const char *default_variant;
 } collprof_caps_t;
 
 /** sizeof(collprof_caps_t) before any append: the least a plugin accepts in caps->size. */
@@ -169,7 +175,7 @@ typedef struct collprof_args {
 
 /** Backend flags. */
 enum {
-    COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0, /**< make the plugin's libraries global (MPI) */
+    COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0,  /**< make the plugin's libraries global (MPI) */
     COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1, /**< times itself through run_batch */
     COLLPROF_BACKEND_ON_REQUEST = 1u << 2    /**< runs only when named (-b NAME), listed always */
 };

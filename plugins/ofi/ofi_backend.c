@@ -143,6 +143,9 @@ static int ofi_query(collprof_caps_t *caps)
     if (COLLPROF_CAPS_HAS(caps, link_gbps)) {
         caps->link_gbps = ofi_link_in_use >= 0 ? ofi_link_in_use : ofi_default_link_gbps();
     }
+    if (COLLPROF_CAPS_HAS(caps, default_variant)) {
+        caps->default_variant = "roundrobin";
+    }
     return COLLPROF_OK;
 }
 

@@ -35,19 +35,40 @@ static int find_plugin(const cp_plugin_t *plugins, int n, const char *name)
     return -1;
 }
 
+/* Does the list hold "default" and is v the variant that "default" runs? */
+static int default_alias(const cp_plugin_t *p, const char *v, const char **list, int n)
+{
+    const char *d = COLLPROF_CAPS_HAS(&p->caps, default_variant) ? p->caps.default_variant : NULL;
+    if (d == NULL || strcmp(v, d) != 0) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(list[i], "default")) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Variant names to try for plugin p under spec s: "default" then the plugin's own. */
 static int variant_list(const cp_spec_t *s, const cp_plugin_t *p, const char **out, int max)
 {
-    int n = 0;
+    const char *want[256];
+    int nwant = 0, n = 0;
     if (s->nvariants == 0) {
-        out[n++] = "default";
-        for (size_t i = 0; i < p->caps.nvariants && n < max; i++) {
-            out[n++] = p->caps.variants[i].name;
+        want[nwant++] = "default";
+        for (size_t i = 0; i < p->caps.nvariants && nwant < 256; i++) {
+            want[nwant++] = p->caps.variants[i].name;
         }
-        return n;
+    } else {
+        for (int i = 0; i < s->nvariants && nwant < 256; i++) {
+            want[nwant++] = s->variants[i];
+        }
     }
-    for (int i = 0; i < s->nvariants && n < max; i++) {
-        out[n++] = s->variants[i];
+    for (int i = 0; i < nwant && n < max; i++) {
+        if (!default_alias(p, want[i], want, nwant)) {
+            out[n++] = want[i];
+        }
     }
     return n;
 }

@@ -24,10 +24,12 @@ for prov in shm "tcp;ofi_rxm"; do
         [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 5
         check_clean_run "$d" "ofi $prov --np $np, every op and variant, in and out of place"
         s=$(summary_of "$d")
-        for v in single multichannel roundrobin; do
+        for v in single multichannel default; do
             grep -q "^== ofi / $v" "$s" 2>/dev/null || grep -q "ofi *$v *alltoall" "$WORK/out"
             ok $? "ofi $prov --np $np: alltoall measured with variant $v"
         done
+        ! grep -q "^== ofi / roundrobin" "$s" 2>/dev/null
+        ok $? "ofi $prov --np $np: roundrobin is the default, measured once"
     done
 done
 
