@@ -184,7 +184,9 @@ static void setup_traffic(cell_run_t *c)
                  "in-place alltoallv needs symmetric traffic; %s is not", cell->imb->label);
         }
     }
-    c->mine = calloc((size_t)c->iters, sizeof(double));
+    /* room for the warm-up batch too, which a device backend times into the same array */
+    int nsamples = c->iters > c->cell->warmup ? c->iters : c->cell->warmup;
+    c->mine = calloc((size_t)nsamples, sizeof(double));
     if (c->mine == NULL) {
         fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for samples");
     }

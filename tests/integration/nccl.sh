@@ -90,6 +90,11 @@ if [ -e "$mock/collprof_nccl.so" ]; then
         --backends nccl --ops allgather --counts 3K -n 2 -w 1 --variants default --output-dir "$d"
     [ "$rc" -eq 1 ]
     ok $? "stand-in: a corrupted element in the downloaded result is caught (exit $rc)"
+    # more warm-up than timed iterations: the warm-up batch has room for its samples
+    # (it overflowed the array of -n samples: caught under the sanitizers)
+    COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends nccl \
+        --ops allreduce --counts 1K -n 1 -w 8 --variants default --output-dir "$d"
+    ok "$rc" "stand-in: -w 8 -n 1 runs clean (exit $rc)"
 fi
 
 # the profiler wrappers: usage, and a clear error when the tool is missing
