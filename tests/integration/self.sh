@@ -12,17 +12,24 @@ cp_run --list
 [ $rc -eq 0 ] && grep -q '^ *self\b' "$WORK/out"
 ok $? "--list shows the self backend"
 
+# every dtype and redop on the reducing ops, through 4 KiB slots (several chunks each)
+d="$WORK/red"
+mkdir -p "$d"
+cp_run --np 3 --backends self --ops allreduce,reducescatter,reduce -d all -o all --inplace both \
+    --counts 4099 -n 2 -w 1 -B self-slot-kib=4 --output-dir "$d"
+check_clean_run "$d" "--np 3, reducing ops x every dtype and redop, in and out of place"
+
 d="$WORK/all"
 mkdir -p "$d"
-# a 1 KiB slot: 4099 elements of every type take several chunks per operation
-cp_run --np 3 --backends self --ops all -d all -o all --inplace both --counts 1K,4099 -n 3 -w 1 \
-    -B self-slot-kib=1 --output-dir "$d"
-check_clean_run "$d" "--np 3, every op, dtype and redop, in and out of place"
+# every op on 1-, 2- and 8-byte types; 4099 elements of 2 bytes take 3 chunks of 4 KiB
+cp_run --np 3 --backends self --ops all -d int8,bfloat16,float16,float64 -o sum --inplace both \
+    --counts 1K,4099 -n 2 -w 1 -B self-slot-kib=4 --output-dir "$d"
+check_clean_run "$d" "--np 3, every op, in and out of place"
 
 d="$WORK/a2av"
 mkdir -p "$d"
 cp_run --np 4 --backends self --ops alltoallv,alltoall --imbalance uniform,linear,spread:1,moe:1:4 \
-    --inplace both --counts 1K,64K -d int32,float16 -n 3 -w 1 -B self-slot-kib=4 --output-dir "$d"
+    --inplace both --counts 1K,64K -d int32 -n 2 -w 1 -B self-slot-kib=4 --output-dir "$d"
 check_clean_run "$d" "--np 4, alltoallv traffic patterns"
 
 d="$WORK/big"
