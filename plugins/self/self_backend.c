@@ -498,7 +498,7 @@ static size_t self_slot_bytes(const collprof_host_t *h)
 }
 
 /* Rank 0: a fresh segment of len bytes; its name in name, "" on failure. */
-static void self_create(const collprof_host_t *h, size_t len, char *name)
+static void self_create(size_t len, char *name)
 {
     int fd = -1;
     for (int i = 0; i < 16 && fd < 0; i++) {
@@ -522,7 +522,6 @@ static void self_create(const collprof_host_t *h, size_t len, char *name)
         name[0] = '\0';
     }
     close(fd);
-    (void)h;
 }
 
 static void *self_map(const char *name, size_t len)
@@ -554,7 +553,7 @@ static int self_attach(const collprof_host_t *h, self_ctx_t *ctx)
     char name[SELF_NAME_LEN] = "";
     int mine, *all, bad = 0;
     if (h->rank == 0) {
-        self_create(h, ctx->seglen, name);
+        self_create(ctx->seglen, name);
     }
     if (h->oob_bcast(name, sizeof(name), 0) != COLLPROF_OK) {
         self_set_error(NULL, "init: out-of-band broadcast of the segment name failed");
