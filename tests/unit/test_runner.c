@@ -142,7 +142,7 @@ static int rank_main(const collprof_backend_t *be)
     cp_imbalance_t imb[2];
     char err[256];
     cp_imbalance_parse("uniform", &imb[0], err, sizeof(err));
-    cp_imbalance_parse("linear", &imb[1], err, sizeof(err));
+    cp_imbalance_parse("moe:1:4", &imb[1], err, sizeof(err));
     run_cases(&r, imb);
     cp_imbalance_free(&imb[0]);
     cp_imbalance_free(&imb[1]);
