@@ -18,6 +18,12 @@
 #include <stdio.h>
 
 #include <collprof/schema.h>
+#include <collprof/vocab.h>
+
+/* The rows the study is made of, for the summary and collprof-report: one
+ * place until backends declare their studies (issue 12, part 3). */
+#define CP_STUDY_BACKEND "ofi"
+#define CP_STUDY_OP      collprof_op_name(COLLPROF_OP_ALLTOALL)
 
 /**
  * Print the table of the measured (ok or wrong) rows of backend/op in

@@ -41,10 +41,6 @@ struct cp_summary {
     int nquiet;
 };
 
-/* The RMA-write all-to-all study (src/output/study.h) of these backend/op rows. */
-#define CP_STUDY_BACKEND "ofi"
-#define CP_STUDY_OP      "alltoall"
-
 static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
 {
     if (strcmp(row->backend, CP_STUDY_BACKEND) != 0 || strcmp(row->op, CP_STUDY_OP) != 0) {

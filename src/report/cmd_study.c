@@ -87,6 +87,6 @@ int cp_report_cmd_study(int argc, char **argv)
         {"help", 'h', 0}, {"backend", 0, 1}, {"op", 0, 1}, {"link-gbps", 0, 1}, {NULL, 0, 0}};
     static const cp_report_cmd_t cmd = {"study", usage, opts, option, NULL, CP_REPORT_FILES_ONE,
                                         run};
-    settings_t s = {"ofi", "alltoall", 0};
+    settings_t s = {CP_STUDY_BACKEND, CP_STUDY_OP, 0};
     return cp_report_run(&cmd, &s, argc, argv);
 }

@@ -92,13 +92,13 @@ static void print_study(const cp_report_file_t *f)
     const char *from = NULL;
     int any = 0;
     for (size_t i = 0; i < f->nrows && !any; i++) {
-        any = !strcmp(f->rows[i].backend, "ofi") && !strcmp(f->rows[i].op, "alltoall");
+        any = !strcmp(f->rows[i].backend, CP_STUDY_BACKEND) && !strcmp(f->rows[i].op, CP_STUDY_OP);
     }
     if (!any) {
         return;
     }
     for (size_t i = 0; i < f->nbackends; i++) {
-        if (!strcmp(f->backends[i].name, "ofi") && f->backends[i].link_gbps > 0) {
+        if (!strcmp(f->backends[i].name, CP_STUDY_BACKEND) && f->backends[i].link_gbps > 0) {
             link = f->backends[i].link_gbps;
             from = "reported by the provider";
         }
@@ -108,7 +108,7 @@ static void print_study(const cp_report_file_t *f)
         from = "--link-gbps";
     }
     printf("\n== RMA-write all-to-all study (ofi alltoall, every variant) ==\n");
-    cp_study_print(stdout, f->rows, f->nrows, "ofi", "alltoall", link, from);
+    cp_study_print(stdout, f->rows, f->nrows, CP_STUDY_BACKEND, CP_STUDY_OP, link, from);
 }
 
 static void print_file(const cp_report_file_t *f)
