@@ -348,7 +348,9 @@ typedef struct rank_run {
     cp_plan_t plan;
     char (*affinity)[256];
     cp_summary_t *sum;
-    int ready; /* backends initialised */
+    collprof_host_t host; /* what the plugins hold from init to finalize */
+    cp_run_info_t ri;     /* what the summary holds until it is closed */
+    int ready;            /* backends initialised */
 } rank_run_t;
 
 /* Boot, load plugins, build the plan; the ranks agree on any input error
@@ -407,21 +409,21 @@ static int rank_prepare(rank_run_t *rr)
 static int rank_open(rank_run_t *rr, int argc, char **argv)
 {
     cp_boot_t *b = &rr->boot;
-    collprof_host_t host = {.size = sizeof(host),
-                            .rank = b->rank,
-                            .nranks = b->nranks,
-                            .local_rank = b->local_rank,
-                            .local_size = b->local_size,
-                            .node_id = b->node_id,
-                            .nnodes = b->nnodes,
-                            .hostname = b->hostname,
-                            .launcher = b->launcher,
-                            .log = host_log,
-                            .oob_allgather = cp_oob_allgather,
-                            .oob_bcast = cp_oob_bcast,
-                            .oob_barrier = cp_oob_barrier,
-                            .get_option = host_get_option};
-    rr->ready = init_backends(rr->plugins, rr->nplugins, &rr->plan, b, &host);
+    rr->host = (collprof_host_t){.size = sizeof(rr->host),
+                                 .rank = b->rank,
+                                 .nranks = b->nranks,
+                                 .local_rank = b->local_rank,
+                                 .local_size = b->local_size,
+                                 .node_id = b->node_id,
+                                 .nnodes = b->nnodes,
+                                 .hostname = b->hostname,
+                                 .launcher = b->launcher,
+                                 .log = host_log,
+                                 .oob_allgather = cp_oob_allgather,
+                                 .oob_bcast = cp_oob_bcast,
+                                 .oob_barrier = cp_oob_barrier,
+                                 .get_option = host_get_option};
+    rr->ready = init_backends(rr->plugins, rr->nplugins, &rr->plan, b, &rr->host);
     char mine[256], err[2048] = "";
     rr->affinity = calloc((size_t)b->nranks, sizeof(*rr->affinity));
     cpu_affinity(mine, sizeof(mine));
@@ -429,17 +431,17 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
         free(rr->affinity);
         rr->affinity = NULL;
     }
-    cp_run_info_t ri = {.opt = rr->opt,
-                        .affinity = (const char(*)[256])rr->affinity,
-                        .boot = b,
-                        .plugins = rr->plugins,
-                        .nplugins = rr->nplugins,
-                        .plan = &rr->plan,
-                        .argc = argc,
-                        .argv = argv};
+    rr->ri = (cp_run_info_t){.opt = rr->opt,
+                             .affinity = (const char(*)[256])rr->affinity,
+                             .boot = b,
+                             .plugins = rr->plugins,
+                             .nplugins = rr->nplugins,
+                             .plan = &rr->plan,
+                             .argc = argc,
+                             .argv = argv};
     int out_ok = 1;
     cp_wd_lock();
-    if (b->rank == 0 && cp_summary_open(&ri, &rr->sum, err, sizeof(err)) != 0) {
+    if (b->rank == 0 && cp_summary_open(&rr->ri, &rr->sum, err, sizeof(err)) != 0) {
         out_ok = 0;
     }
     g_run.sum = rr->sum;
