@@ -82,8 +82,15 @@ static void self_barrier(self_ctx_t *ctx)
         __atomic_store_n(&b->gen, g + 1, __ATOMIC_RELEASE);
         return;
     }
-    while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g) {
-        sched_yield(); /* more ranks than cores is the common case here */
+    /* yield first (more ranks than cores is common); then sleep, so that a
+     * rank waiting long leaves the cores to others */
+    for (unsigned spins = 0; __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; spins++) {
+        if (spins < 256) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
     }
 }
 
