@@ -271,7 +271,7 @@ static int run_one(cell_run_t *c, int i, long slow_us, int hang)
         }
     }
     if (i == cell->warmup + c->iters / 2) {
-        if (cp_fault_exit(me) && idx == 0) {
+        if (cp_fault_exit(me)) {
             cp_fault_exit_now(me);
         }
         if (hang) {
