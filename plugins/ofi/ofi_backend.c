@@ -120,8 +120,9 @@ double ofi_now(void)
 
 /* ---- query ---------------------------------------------------------------- */
 
-static int ofi_query(collprof_caps_t *caps)
+static int ofi_query(void *ctx, collprof_caps_t *caps)
 {
+    (void)ctx; /* after init the plugin's own state says what is in use */
     uint32_t v = fi_version();
     int rc = collprof_check_caps(caps, ofi_global_err, sizeof(ofi_global_err));
     if (rc != COLLPROF_OK) {
@@ -179,9 +180,22 @@ static int ofi_select_variant(void *vctx, collprof_op_t op, const char *variant)
 
 static COLLPROF_DEFINE_LAST_ERROR(ofi_last_error, ofi_ctx_t, err, ofi_global_err);
 
+#define OFI_STR_(x) #x
+#define OFI_STR(x)  OFI_STR_(x)
+static const collprof_option_t ofi_options_decl[] = {
+    {"ofi-provider", COLLPROF_OPT_STRING, NULL, 0, 0, NULL,
+     "libfabric provider (default: FI_PROVIDER, else shm on one node, tcp;ofi_rxm across nodes)",
+     COLLPROF_OPTF_LONG},
+    {"ofi-channels", COLLPROF_OPT_INT, OFI_STR(OFI_DEF_CH), 1, OFI_MAX_CH, NULL,
+     "endpoints per peer of the multichannel and roundrobin variants", COLLPROF_OPTF_LONG},
+};
+
 COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD("ofi", PACKAGE_VERSION,
                           "libfabric (OFI) RMA-write collectives over shm / tcp;ofi_rxm"),
     .flags = 0,
     COLLPROF_BACKEND_SLOTS(ofi, ofi_mem_copy, collprof_no_run_batch),
+    /* the RMA-write all-to-all schedules, side by side */
+    COLLPROF_BACKEND_EXTRAS(ofi_options_decl, COLLPROF_NROWS(ofi_options_decl),
+                            COLLPROF_BIT(COLLPROF_OP_ALLTOALL), collprof_no_describe),
 };

@@ -101,7 +101,8 @@ static void load_one(cp_plugin_t *p)
         return;
     }
     if (!be->query || !be->init || !be->finalize || !be->select_variant || !be->mem_alloc ||
-        !be->mem_free || !be->mem_copy || !be->run || !be->run_batch || !be->last_error) {
+        !be->mem_free || !be->mem_copy || !be->run || !be->run_batch || !be->last_error ||
+        !be->describe || (be->noptions > 0 && be->options == NULL)) {
         snprintf(p->error, sizeof(p->error),
                  "%s leaves a slot NULL (use the collprof_no_* stubs): refusing it", p->path);
         return;
@@ -111,7 +112,7 @@ static void load_one(cp_plugin_t *p)
     }
     p->be = be;
     p->caps.size = sizeof(p->caps);
-    int rc = be->query(&p->caps);
+    int rc = be->query(NULL, &p->caps);
     if (rc != COLLPROF_OK) {
         const char *why = be->last_error(NULL);
         snprintf(p->error, sizeof(p->error), "query failed: %s%s%s", collprof_status_string(rc),
