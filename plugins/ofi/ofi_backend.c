@@ -70,10 +70,6 @@
 
 char ofi_global_err[OFI_ERR_LEN];
 static char ofi_libversion[64];
-/* link rate of the provider in use (set by init), Gbit/s; < 0 = no init yet */
-double ofi_link_in_use = -1.0;
-/* device memory usable with the provider in use (set by init); < 0 = no init yet */
-int ofi_hmem_in_use = -1;
 static int ofi_ngpus = -1; /* cached cudaGetDeviceCount, 0 on any error */
 
 /* GPUs the CUDA runtime sees; 0 without CUDA support, a driver or a device */
@@ -120,9 +116,9 @@ double ofi_now(void)
 
 /* ---- query ---------------------------------------------------------------- */
 
-static int ofi_query(void *ctx, collprof_caps_t *caps)
+static int ofi_query(void *vctx, collprof_caps_t *caps)
 {
-    (void)ctx; /* after init the plugin's own state says what is in use */
+    const ofi_ctx_t *ctx = vctx; /* after init: the provider in use */
     uint32_t v = fi_version();
     int rc = collprof_check_caps(caps, ofi_global_err, sizeof(ofi_global_err));
     if (rc != COLLPROF_OK) {
@@ -136,13 +132,13 @@ static int ofi_query(void *ctx, collprof_caps_t *caps)
                    COLLPROF_BIT(COLLPROF_REDOP_MIN) | COLLPROF_BIT(COLLPROF_REDOP_MAX);
     caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     /* before init: a GPU is seen; after init: the provider took FI_HMEM too */
-    if (ofi_hmem_in_use >= 0 ? ofi_hmem_in_use : ofi_gpu_count() > 0) {
+    if (ctx != NULL ? ctx->hmem : ofi_gpu_count() > 0) {
         caps->memtypes |= COLLPROF_BIT(COLLPROF_MEM_DEVICE);
     }
     caps->variants = ofi_variants;
     caps->nvariants = sizeof(ofi_variants) / sizeof(ofi_variants[0]);
     if (COLLPROF_CAPS_HAS(caps, link_gbps)) {
-        caps->link_gbps = ofi_link_in_use >= 0 ? ofi_link_in_use : ofi_default_link_gbps();
+        caps->link_gbps = ctx != NULL ? ofi_info_link_gbps(ctx->info) : ofi_default_link_gbps();
     }
     if (COLLPROF_CAPS_HAS(caps, default_variant)) {
         caps->default_variant = "roundrobin";

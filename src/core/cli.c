@@ -671,7 +671,8 @@ static const cli_opt_t cli_opts[] = {
          "moe[:HOT[:BIAS]], file:PATH (default: uniform)"),
     SPEC("mem", 0, "LIST", "mem",
          "buffer memory: host, pinned, device, or auto (default:\n"
-         "auto, the backend's own: device for nccl, else host)"),
+         "auto, the backend's own: host where it offers host\n"
+         "memory, else its first kind, e.g. device)"),
     {"matrix", 0, "FILE", h_string, NULL, OPT_FIELD(matrix_file),
      "read the matrix from FILE (see collprof(1))"},
     SECTION("Measurement:"),

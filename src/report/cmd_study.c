@@ -1,6 +1,6 @@
 /*
  * `study`: the study table of one run (by default the first study a backend
- * declared, e.g. the ofi backend's RMA-write alltoall schedules): one row per
+ * declared, e.g. a libfabric backend's RMA-write alltoall schedules): one row per
  * size, one column group per variant with algBW, busBW and its share of the
  * link rate, and latency.
  * The same table (src/output/study.c) ends the run's text summary.

@@ -85,9 +85,9 @@ int main(void)
         }
         memset(&caps, 0, sizeof(caps));
         caps.size = sizeof(caps);
-        ok(be->query(NULL, &caps) == COLLPROF_OK &&
+        ok(be->query(ctx, &caps) == COLLPROF_OK &&
                !(caps.memtypes & COLLPROF_BIT(COLLPROF_MEM_DEVICE)),
-           "query after init: still no device memory");
+           "query with the context after init: still no device memory");
         ok(be->finalize(ctx) == COLLPROF_OK, "finalize");
     }
     return tap_done();
