@@ -484,6 +484,7 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
         free(rr->affinity);
         rr->affinity = NULL;
     }
+    cp_oob_log_stats("start-up");
     rr->ri = (cp_run_info_t){.opt = rr->opt,
                              .affinity = (const char(*)[256])rr->affinity,
                              .boot = b,
