@@ -524,6 +524,18 @@ static int h_string(cli_state_t *st, const cli_opt_t *o, const char *arg, char *
     return 0;
 }
 
+/* Free text that goes into the summary and the file as it is: one printable line. */
+static int h_text(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    char clean[1024];
+    cp_text_sanitize(arg, clean, sizeof(clean));
+    if (strcmp(clean, arg) != 0) {
+        snprintf(why, len, "--%s: control characters or invalid UTF-8 in '%s'", o->name, clean);
+        return -1;
+    }
+    return h_string(st, o, arg, why, len);
+}
+
 /* A number in (0, 1e6], or in [0, 1e6] when zero_ok. */
 static int parse_real(const char *arg, int zero_ok, double *out)
 {
@@ -697,7 +709,7 @@ static const cli_opt_t cli_opts[] = {
     {"output-dir", 0, "DIR", h_string, NULL, OPT_FIELD(output_dir),
      "where the summary goes (default: $SLURM_SUBMIT_DIR\n"
      "under Slurm, else the current directory)"},
-    {"tag", 0, "TEXT", h_string, NULL, OPT_FIELD(tag), "label recorded in the summary"},
+    {"tag", 0, "TEXT", h_text, NULL, OPT_FIELD(tag), "label recorded in the summary"},
     {"list", 0, NULL, h_flag, NULL, OPT_FIELD(list),
      "list backends, operations, dtypes, variants, options"},
     {"help-backend", 0, "NAME", h_string, NULL, OPT_FIELD(help_backend),

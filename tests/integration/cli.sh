@@ -45,7 +45,12 @@ printf '1 2\n3 4\n5 6\n' >"$WORK/notsquare.tm"
 printf 'ops=allreduce\nops=allreduce counts=1K,,2K\n' >"$WORK/bad.matrix"
 bad_cases="$bad_cases
 --imbalance file:$WORK/notsquare.tm --ops alltoallv|must be square
---matrix $WORK/bad.matrix|bad.matrix:2: counts"
+--matrix $WORK/bad.matrix|bad.matrix:2: counts
+-B nosuch=1|no backend takes this option
+-B self-slot-kib=0|self-slot-kib=0: expected a whole number
+--nosuch 3|unknown option '--nosuch'
+--tag $(printf 'a\033[31mb')|--tag: control characters
+--tag $(printf 'a\377b')|--tag: control characters or invalid UTF-8"
 
 echo "$bad_cases" >"$WORK/cases"
 
