@@ -359,9 +359,9 @@ int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, siz
 int cp_matrix_load(const char *path, const cp_spec_t *base, cp_options_t *opt, char *err,
                    size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = cp_fopen_regular(path, "matrix file", err, errlen);
+    int cap = opt->nspecs;
     if (f == NULL) {
-        snprintf(err, errlen, "cannot read matrix file '%s': %s", path, strerror(errno));
         return -1;
     }
     char line[8192];
@@ -376,12 +376,20 @@ int cp_matrix_load(const char *path, const cp_spec_t *base, cp_options_t *opt, c
         if (tok == NULL) {
             continue;
         }
-        cp_spec_t *grown = realloc(opt->specs, sizeof(cp_spec_t) * (size_t)(opt->nspecs + 1));
-        if (grown == NULL) {
-            snprintf(err, errlen, "out of memory");
+        if (opt->nspecs >= CP_MAX_SPECS) {
+            snprintf(err, errlen, "%s:%d: more than %d blocks; split the matrix over several runs",
+                     path, lineno, CP_MAX_SPECS);
             goto out;
         }
-        opt->specs = grown;
+        if (opt->nspecs == cap) {
+            cap = cap ? 2 * cap : 16;
+            cp_spec_t *grown = realloc(opt->specs, sizeof(cp_spec_t) * (size_t)cap);
+            if (grown == NULL) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            opt->specs = grown;
+        }
         cp_spec_t *s = &opt->specs[opt->nspecs];
         if (spec_copy(s, base) != 0) {
             snprintf(err, errlen, "out of memory");
