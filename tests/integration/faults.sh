@@ -247,6 +247,20 @@ cp_run --np 2 --backends self --ops barrier -n 1 -w 0 --output-dir "$d"
     [ -n "$(find "$d" -name 'collprof_*_w2_2.h5' -type f)" ]
 ok $? "names taken by links are skipped; the linked file is untouched (exit $rc)"
 
+# a launcher killed with SIGKILL leaves its private directories; the next run removes them
+# when their launcher is provably gone, and keeps those of a live one
+tmp=$(mktemp -d /tmp/cpst.XXXXXX)
+sh -c 'exit 0' &
+dead=$!
+wait "$dead"
+mkdir "$tmp/collprof.$dead.abc123" "$tmp/collprof.$$.def456"
+touch "$tmp/collprof.$dead.abc123/pmix.sock"
+TMPDIR=$tmp cp_run --np 2 --backends self --ops barrier -n 1 -w 0 --output-dir "$d"
+[ "$rc" -eq 0 ] && [ ! -e "$tmp/collprof.$dead.abc123" ] && [ -d "$tmp/collprof.$$.def456" ] &&
+    [ "$(ls "$tmp")" = "collprof.$$.def456" ]
+ok $? "a dead launcher's directory is removed, a live one's kept, the run's own cleaned ($(ls "$tmp" | tr '\n' ' '))"
+rm -rf "$tmp"
+
 # ---- bad --timeout values ----------------------------------------------------
 for v in abc -1 1e9 ""; do
     cp_run --timeout "$v" --dry-run
