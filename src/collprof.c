@@ -82,28 +82,34 @@ static void wd_describe(void *arg, int cell, char *buf, size_t len)
              (unsigned long long)c->count);
 }
 
+/* A row for the cell the run stopped in, unless it is written already (or none). */
+static void record_stopped(int cell, collprof_cell_status_t status, const char *msg)
+{
+    if (cell >= g_run.done && g_run.plan != NULL && cell < g_run.plan->ncells) {
+        const cp_cell_t *c = &g_run.plan->cells[cell];
+        cp_result_t res;
+        collprof_result_row_t row;
+        memset(&res, 0, sizeof(res));
+        res.status = status;
+        res.nranks = g_run.plan->nranks;
+        snprintf(res.reason, sizeof(res.reason), "%s", msg);
+        cp_result_row(&g_run.plugins[c->plugin], c, &res, cell, &row);
+        cp_summary_cell(g_run.sum, &row, &res);
+    }
+}
+
 static void wd_timeout(void *arg, int cell, const char *msg)
 {
     (void)arg;
     if (g_run.sum == NULL) {
         return;
     }
-    if (cell >= 0 && g_run.plan != NULL && cell < g_run.plan->ncells) {
-        const cp_cell_t *c = &g_run.plan->cells[cell];
-        cp_result_t res;
-        collprof_result_row_t row;
-        memset(&res, 0, sizeof(res));
-        res.status = COLLPROF_CELL_TIMEOUT;
-        res.nranks = g_run.plan->nranks;
-        snprintf(res.reason, sizeof(res.reason), "%s", msg);
-        cp_result_row(&g_run.plugins[c->plugin], c, &res, cell, &row);
-        cp_summary_cell(g_run.sum, &row, &res);
-    }
+    record_stopped(cell, COLLPROF_CELL_TIMEOUT, msg);
     cp_summary_stop(g_run.sum, CP_EXIT_TIMEOUT, "an operation timed out (see the timeout row)");
     g_run.sum = NULL;
 }
 
-static void wd_signal(void *arg, int sig)
+static void wd_signal(void *arg, int sig, int cell)
 {
     (void)arg;
     char why[128];
@@ -111,6 +117,7 @@ static void wd_signal(void *arg, int sig)
              strsignal(sig), g_run.done, g_run.plan ? g_run.plan->ncells : 0);
     fprintf(stderr, "collprof: %s; completed cells are kept\n", why);
     if (g_run.sum != NULL) {
+        record_stopped(cell, COLLPROF_CELL_INCOMPLETE, why);
         cp_summary_stop(g_run.sum, 128 + sig, why);
         g_run.sum = NULL;
     }

@@ -354,7 +354,10 @@ static void take_signal(int sig)
     if (rank == 0) {
         /* for good: the main thread writes no more */
         if (lock_for_good() && wd.hooks.on_signal != NULL) {
-            wd.hooks.on_signal(wd.hooks.arg, sig);
+            pthread_mutex_lock(&wd.mu);
+            int cell = wd.cell;
+            pthread_mutex_unlock(&wd.mu);
+            wd.hooks.on_signal(wd.hooks.arg, sig, cell);
         }
         if (n > 1) {
             int one = 1;

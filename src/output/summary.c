@@ -33,7 +33,7 @@ struct cp_summary {
 #endif
     const cp_run_info_t *ri;
     cp_format_state_t fmt;
-    int counts[COLLPROF_CELL_TIMEOUT + 1]; /* per collprof_cell_status_t */
+    int counts[COLLPROF_CELL_STATUS_COUNT]; /* per collprof_cell_status_t */
     uint64_t wrong;
     char error[256];              /* the first write error, "" when none */
     collprof_result_row_t *study; /* the rows of the studies backends declare */
