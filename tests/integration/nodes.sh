@@ -59,6 +59,7 @@ tag=${bridge%-br}
 ok $? "status names the bridge ($bridge)"
 
 export COLLPROF="$COLLPROF_BIN"
+COLLPROF_REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 # two counts (one below and one above the eager/inject sizes), and on 4 nodes every backend;
 # under sanitizers (2-3x slower) a representative subset: one count, one backend on 4 nodes
 counts=1K,64K
@@ -82,8 +83,12 @@ rank_hosts() {
 # check the run in directory $1 ($2: what) ran 4 ranks 2 per node, ranks on hosts $3
 check_nodes() {
     s=$(summary_of "$1")
-    grep -q '^world: *4 ranks on 2 node(s): n1 (2) n2 (2)$' "$s" 2>/dev/null
-    ok $? "$2: the summary says 4 ranks on 2 nodes, 2 on n1 and 2 on n2"
+    case $3 in
+    "n1 n2 n1 n2 ") where="n1 ranks 0,2, n2 ranks 1,3" ;;
+    *) where="n1 ranks 0-1, n2 ranks 2-3" ;;
+    esac
+    grep -q "^world: *4 ranks on 2 nodes: $where\$" "$s" 2>/dev/null
+    ok $? "$2: the summary says 4 ranks on 2 nodes: $where"
     h=$(rank_hosts "$s")
     if [ -n "$h" ]; then
         [ "$h" = "$3" ]
@@ -145,6 +150,13 @@ timeout -k 10 120 $SRUN $N2 -m cyclic "$COLLPROF_BIN" $ONE $SMALL \
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
 check_clean_run "$d" "$b, -m cyclic ($(since "$t") s)"
 check_nodes "$d" "$b, -m cyclic" "n1 n2 n1 n2 "
+# collprof-report rebuilds the same line from the HDF5 file's ranks table
+s=$(summary_of "$d")
+if [ -x "$COLLPROF_REPORT" ] && [ -e "${s%.txt}.h5" ]; then
+    "$COLLPROF_REPORT" summary "${s%.txt}.h5" 2>/dev/null | grep '^world:' >"$WORK/rworld"
+    grep '^world:' "$s" | cmp -s - "$WORK/rworld"
+    ok $? "collprof-report summary: the same world line ($(cat "$WORK/rworld"))"
+fi
 
 # ---- 3. salloc -N 2, then srun in the allocation
 d="$WORK/salloc"
@@ -175,6 +187,32 @@ mv "$d"/collprof_*_w4_j"$id"_s0.* "$d/res/" 2>/dev/null
 check_clean_run "$d/res" "sbatch -N 2: the job's srun step"
 check_nodes "$d/res" "sbatch -N 2" "n1 n1 n2 n2 "
 
+# ---- 4b. a job array of two 2-node jobs (they may run side by side on n1,n2 and n3,n4)
+d="$WORK/array"
+mkdir -p "$d"
+t=$(now)
+rc=0
+# shellcheck disable=SC2086 # ONE is a list of options
+id=$(cd "$d" && COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable --array=0-1 -N 2 \
+    --ntasks-per-node=2 "$SB/collprof.sbatch" $ONE --ops allreduce --counts 4K -n 3 -w 1 \
+    --variants default) || rc=$?
+ok $rc "sbatch --array=0-1 -N 2 collprof.sbatch: submitted (job ${id:-none})"
+job_state=""
+[ -n "$id" ] && wait_job "$id" 120
+ok $? "job array $id: both tasks ended within 120 s ($(since "$t") s, state $job_state)"
+n=$(timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -c 'JobState=COMPLETED .*ExitCode=0:0')
+[ "$n" -eq 2 ]
+ok $? "job array $id: both tasks COMPLETED with exit code 0:0 (got $n)"
+for task in 0 1; do
+    rc=0
+    mkdir -p "$d/a$task"
+    mv "$d"/collprof_*_w4_j*_a"$task"_s0.* "$d/a$task/" 2>/dev/null
+    check_clean_run "$d/a$task" "job array task $task"
+    grep -q '^world: *4 ranks on 2 nodes: n[1-4] ranks 0-1, n[1-4] ranks 2-3$' \
+        "$(summary_of "$d/a$task")" 2>/dev/null
+    ok $? "job array task $task: the summary says 4 ranks on 2 nodes, 2 on each"
+done
+
 # ---- 5. every backend (under sanitizers the quickest) in one run on 4 nodes x 1 rank
 d="$WORK/four"
 mkdir -p "$d"
@@ -193,7 +231,7 @@ s=$(summary_of "$d")
 n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
 [ "$n" -eq $((11 * nb)) ]
 ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
-grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$s" 2>/dev/null
+grep -q '^world: *4 ranks on 4 nodes: n1 rank 0, n2 rank 1, n3 rank 2, n4 rank 3$' "$s" 2>/dev/null
 ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
 
 # ---- 6. the harness: link shaping, link down and up
