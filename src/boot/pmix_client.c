@@ -58,11 +58,13 @@ static const char *detect_launcher(void)
     if (env_is("COLLPROF_SELF_LAUNCHED", "1")) {
         return env_is("COLLPROF_LAUNCHER", "mpirun") ? "self+mpirun" : "self";
     }
-    if (getenv("SLURM_JOB_ID") != NULL && getenv("SLURM_STEP_ID") != NULL) {
-        return "slurm";
-    }
+    /* mpirun first: in a Slurm allocation it starts its daemons with srun, so
+     * its ranks inherit the daemons' SLURM_STEP_ID too */
     if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
         return "mpirun";
+    }
+    if (getenv("SLURM_JOB_ID") != NULL && getenv("SLURM_STEP_ID") != NULL) {
+        return "slurm";
     }
     return "pmix";
 }

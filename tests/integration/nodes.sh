@@ -213,6 +213,39 @@ for task in 0 1; do
     ok $? "job array task $task: the summary says 4 ranks on 2 nodes, 2 on each"
 done
 
+# ---- 4c. mpirun across the nodes, the mpi backend: from a host list, the harness's rsh agent
+# entering each node's namespaces (as ssh would log in), and in an allocation, where Open MPI
+# starts its daemons with srun (not under sanitizers: the same ranks, another launch path)
+mpirun_check() { # DIR WHAT: the run in DIR was started by mpirun, 2 ranks on each of n1, n2
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+    check_clean_run "$1" "$2"
+    check_nodes "$1" "$2" "n1 n1 n2 n2 "
+    grep -q '^launcher: *mpirun' "$(summary_of "$1")" 2>/dev/null
+    ok $? "$2: the summary names the launcher mpirun"
+}
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ] && [ "${BACKENDS#* mpi}" != "$BACKENDS" ]; then
+    MPIRUN="$CP_MPIRUN --allow-run-as-root --bind-to none -x COLLPROF_PLUGIN_PATH"
+    MPI1="--backends mpi --ops allreduce,alltoall --counts 4K -n 3 -w 1 --variants default"
+    d="$WORK/mpirun-rsh"
+    mkdir -p "$d"
+    t=$(now)
+    rc=0
+    # shellcheck disable=SC2086 # MPIRUN and MPI1 are lists of options
+    timeout -k 10 120 $MPIRUN --mca plm_rsh_agent "bash $SL rsh" --host n1:2,n2:2 -np 4 \
+        "$COLLPROF_BIN" $MPI1 --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    mpirun_check "$d" "mpirun --host n1:2,n2:2, rsh agent ($(since "$t") s)"
+    if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
+        d="$WORK/mpirun-salloc"
+        mkdir -p "$d"
+        t=$(now)
+        rc=0
+        # shellcheck disable=SC2086 # N2, MPIRUN and MPI1 are lists of options
+        timeout -k 10 120 salloc --immediate=30 $N2 $MPIRUN "$COLLPROF_BIN" $MPI1 \
+            --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+        mpirun_check "$d" "salloc -N 2 + mpirun ($(since "$t") s)"
+    fi
+fi
+
 # ---- 5. every backend (under sanitizers the quickest) in one run on 4 nodes x 1 rank
 d="$WORK/four"
 mkdir -p "$d"
