@@ -503,6 +503,16 @@ int cp_oob_post(const char *key, const void *buf, size_t len)
     return put_commit(key, buf, len);
 }
 
+void cp_oob_abort(int status, const char *msg)
+{
+    if (!pmix_up) {
+        return;
+    }
+    alarm(5); /* the default action ends us if the server does not answer */
+    PMIx_Abort(status, msg, NULL, 0);
+    alarm(0);
+}
+
 int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeout_s)
 {
     if (!pmix_up) {
