@@ -102,6 +102,7 @@ for b in $BACKENDS; do
     mkdir -p "$d"
     opt=""
     [ "$b" = ofi ] && opt="--ofi-provider tcp;ofi_rxm -v" # -v: the provider and interface
+    [ "$b" = gloo ] && opt="-v"                           # -v: the interface and why
     t=$(now)
     rc=0
     # shellcheck disable=SC2086 # SMALL, SRUN, N2 and opt are lists of options
@@ -117,6 +118,11 @@ for b in $BACKENDS; do
     if [ "$b" = ofi ]; then
         grep -q "ofi: provider tcp;ofi_rxm, fabric $NETW, domain cpnet0" "$WORK/err"
         ok $? "ofi: provider tcp;ofi_rxm on the nodes' network and link cpnet0"
+    fi
+    if [ "$b" = gloo ]; then
+        grep -q 'gloo: full mesh of 4 ranks on .*iface=cpnet0.*(interface of GLOO_SOCKET_IFNAME;' \
+            "$WORK/err"
+        ok $? "gloo: the device is on cpnet0, as GLOO_SOCKET_IFNAME says"
     fi
 done
 
@@ -266,6 +272,78 @@ n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
 ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
 grep -q '^world: *4 ranks on 4 nodes: n1 rank 0, n2 rank 1, n3 rank 2, n4 rank 3$' "$s" 2>/dev/null
 ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+
+# ---- 5b. faults across nodes: a rank on n2 stopped (SIGSTOP), then n2's link down mid-run.
+# The watchdog (--timeout 3) reports within --timeout + 5 s, naming n2 and its ranks; the
+# files keep every completed cell; srun returns (once the link is back) and no rank is left.
+FT=3
+slack=0
+[ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && slack=5
+FARGS="--backends $b --ops allreduce --counts 1K,2K,4K,8K,16K,32K -n 300 -w 2 --variants default"
+franks() { pgrep -f "^$COLLPROF_BIN $FARGS --timeout $FT" 2>/dev/null; }
+# fault_run NAME ACTION UNDO: ACTION after two cells, UNDO once rank 0 has reported
+fault_run() {
+    d="$WORK/fault-$1"
+    mkdir -p "$d"
+    # shellcheck disable=SC2086 # SRUN, N2 and FARGS are lists of options
+    timeout -k 5 120 $SRUN $N2 "$COLLPROF_BIN" $FARGS --timeout "$FT" --output-dir "$d" \
+        </dev/null >"$WORK/fout" 2>"$WORK/ferr" &
+    fpid=$!
+    i=0
+    until [ "$(grep -c ' ms | AlgBW' "$(summary_of "$d")" 2>/dev/null)" -ge 2 ] ||
+        [ "$i" -ge 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    t=$(now)
+    $2
+    i=0
+    until grep -q '^collprof: error: timeout' "$WORK/ferr" || [ "$i" -ge 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    reported=$(since "$t")
+    $3
+    rc=0
+    wait "$fpid" || rc=$?
+    ended=$(since "$t")
+    awk -v r="$reported" -v lim=$((FT + 5 + slack)) 'BEGIN { exit !(r <= lim) }'
+    ok $? "$1: rank 0 reported the hang ${reported} s after the fault (at most $FT + 5 s)"
+    [ "$rc" -eq 124 ]
+    ok $? "$1: srun returned with status 124 (got $rc, ${ended} s after the fault)"
+    grep -q "No answer (stopped, dead, or cut off from PMIx): $4\\.\$" "$WORK/ferr"
+    ok $? "$1: the message names $4"
+    [ "$rc" -eq 124 ] || sed 's/^/# /' "$WORK/ferr" | head -n 20
+    s=$(summary_of "$d")
+    n=$(grep -c ' ms | AlgBW' "$s" 2>/dev/null)
+    [ "${n:-0}" -ge 2 ] && grep -q '^result: *INCOMPLETE: an operation timed out' "$s"
+    ok $? "$1: the summary keeps the $n completed cells and says INCOMPLETE"
+    if [ -x "$COLLPROF_REPORT" ] && [ -n "$s" ] && [ -e "${s%.txt}.h5" ]; then
+        "$COLLPROF_REPORT" summary "${s%.txt}.h5" >"$WORK/rsum" 2>&1
+        [ "$(grep -c ' ms | AlgBW' "$WORK/rsum")" -eq "$n" ] &&
+            grep -q 'status: *incomplete' "$WORK/rsum"
+        ok $? "$1: the HDF5 file holds the same $n cells, status incomplete"
+    fi
+    sleep 1
+    left=$(franks | tr '\n' ' ')
+    [ -z "$left" ]
+    ok $? "$1: no rank left on any node${left:+ (left: $left)}"
+    for p in $left; do kill -KILL "$p" 2>/dev/null; done
+}
+victim=""
+stop_rank3() { # the rank 3 process, on n2 (the nodes share the PID namespace)
+    for p in $(franks); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'SLURM_PROCID=3' && victim=$p
+    done
+    [ -n "$victim" ] && kill -STOP "$victim"
+}
+cont_rank3() { [ -z "$victim" ] || kill -CONT "$victim" 2>/dev/null; }
+n2_down() { bash "$SL" link n2 down 2>/dev/null; }
+n2_up() { bash "$SL" link n2 up 2>/dev/null; }
+if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
+    fault_run "SIGSTOP of rank 3 on n2" stop_rank3 cont_rank3 "rank 3 on n2"
+fi
+fault_run "n2's link down" n2_down n2_up "ranks 2-3 on n2"
 
 # ---- 6. the harness: link shaping, link down and up
 host_if=$tag-n2
