@@ -331,14 +331,18 @@ fault_run() {
     for p in $left; do kill -KILL "$p" 2>/dev/null; done
 }
 victim=""
+# shellcheck disable=SC2317 # the actions below are called through fault_run's arguments
 stop_rank3() { # the rank 3 process, on n2 (the nodes share the PID namespace)
     for p in $(franks); do
         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'SLURM_PROCID=3' && victim=$p
     done
     [ -n "$victim" ] && kill -STOP "$victim"
 }
+# shellcheck disable=SC2317
 cont_rank3() { [ -z "$victim" ] || kill -CONT "$victim" 2>/dev/null; }
+# shellcheck disable=SC2317
 n2_down() { bash "$SL" link n2 down 2>/dev/null; }
+# shellcheck disable=SC2317
 n2_up() { bash "$SL" link n2 up 2>/dev/null; }
 if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
     fault_run "SIGSTOP of rank 3 on n2" stop_rank3 cont_rank3 "rank 3 on n2"
