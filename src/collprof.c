@@ -32,6 +32,9 @@
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
+/* seconds a backend's own timeout ("timeout" option) adds to the watchdog's */
+#define LIBRARY_TIMEOUT_MARGIN_S 5
+
 static const cp_options_t *g_opt;
 static const cp_plugin_t *g_plugins; /* the rank's, for the declared defaults */
 static int g_nplugins;
@@ -44,11 +47,15 @@ static const char *host_get_option(const char *key)
     if (v != NULL) {
         return v;
     }
-    if (!strcmp(key, "timeout")) { /* the watchdog's: the cell's, else --timeout */
+    /* the watchdog's (the cell's, else --timeout) plus a margin: the watchdog
+     * must fire first, as it names the ranks that did not arrive; a library
+     * that gave up at the same moment would send its ranks on to the next
+     * step and the watchdog would see the hang there, a timeout later */
+    if (!strcmp(key, "timeout")) {
         static char buf[32];
         double t = cp_current_timeout() > 0 ? cp_current_timeout() : g_opt->timeout_s;
         if (t > 0) {
-            snprintf(buf, sizeof(buf), "%.0f", t < 1 ? 1 : t);
+            snprintf(buf, sizeof(buf), "%.0f", (t < 1 ? 1 : t) + LIBRARY_TIMEOUT_MARGIN_S);
             return buf;
         }
     }

@@ -9,6 +9,7 @@
 #include "core/util.h"
 #include "output/format.h"
 #include "output/study.h"
+#include "output/world.h"
 #include "slurm/slurm_meta.h"
 #ifdef CP_HAVE_HDF5
 #include "output/h5writer.h"
@@ -241,6 +242,14 @@ static int create_exclusive(const char *dir, const char *base, char *path, size_
     return -1;
 }
 
+/* cp_world_node_fn over the boot tables. */
+static int boot_node_of(const void *arg, int rank, const char **host)
+{
+    const cp_boot_t *b = arg;
+    *host = b->hostnames[rank];
+    return b->node_ids[rank];
+}
+
 /* Header lines about the job: command, tag, world, launcher, Slurm. */
 static void print_job(FILE *f, const cp_run_info_t *ri)
 {
@@ -257,18 +266,7 @@ static void print_job(FILE *f, const cp_run_info_t *ri)
     if (ri->opt->tag[0]) {
         fprintf(f, "tag:        %s\n", ri->opt->tag);
     }
-    fprintf(f, "world:      %d ranks on %d node(s):", b->nranks, b->nnodes);
-    for (int node = 0; node < b->nnodes; node++) {
-        int cnt = 0, first = -1;
-        for (int r = 0; r < b->nranks; r++) {
-            if (b->node_ids[r] == node) {
-                cnt++;
-                first = first < 0 ? r : first;
-            }
-        }
-        fprintf(f, " %s (%d)", first >= 0 ? b->hostnames[first] : "?", cnt);
-    }
-    fprintf(f, "\n");
+    cp_world_print(f, "world:      ", b->nranks, b->nnodes, boot_node_of, b);
     fprintf(f, "launcher:   %s%s%s\n", b->launcher, b->pmix_version[0] ? ", PMIx " : "",
             b->pmix_version);
     const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
