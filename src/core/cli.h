@@ -62,6 +62,8 @@ typedef struct cp_options {
     char tag[256];
     char matrix_file[4096];
     double link_gbps;           /**< --link-gbps, 0 when not given */
+    int link_sweep;             /**< --link-sweep: every pair of nodes instead of the matrix */
+    uint64_t sweep_bytes[2];    /**< --sweep-sizes: latency and bandwidth message, bytes */
     char backend_opts[32][256]; /**< -B key=value, --ofi-provider, --ofi-channels */
     int nbackend_opts;
     cp_spec_t *specs; /**< the blocks to run */

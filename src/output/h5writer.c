@@ -324,6 +324,16 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
     return rc ? -1 : 0;
 }
 
+int cp_h5_links(cp_h5_t *h, const collprof_link_row_t *rows, size_t n)
+{
+    hid_t t = cp_h5_row_type(&cp_h5_table_links);
+    int rc = write_records(h->file, cp_h5_table_links.name, t, rows, n);
+    cp_h5_release(t);
+    rc |= H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0;
+    h->broken |= rc != 0;
+    return rc ? -1 : 0;
+}
+
 void cp_h5_close(cp_h5_t *h, const char *status)
 {
     if (h == NULL) {

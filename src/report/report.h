@@ -88,6 +88,7 @@ int cp_report_cmd_stragglers(int argc, char **argv);
 int cp_report_cmd_plot(int argc, char **argv);
 int cp_report_cmd_scaling(int argc, char **argv);
 int cp_report_cmd_study(int argc, char **argv);
+int cp_report_cmd_links(int argc, char **argv);
 
 /* ---- text helpers (args.c) ------------------------------------------------ */
 
