@@ -201,6 +201,119 @@ static int report(const cp_report_file_t *f, double thr, int stat)
     return flagged > 0 ? CP_REPORT_EXIT_REGRESSION : CP_REPORT_EXIT_OK;
 }
 
+/* ---- heatmaps for plot ---------------------------------------------------- */
+
+#define MAP_CELL 56 /* px per node */
+#define MAP_TOP  56
+#define MAP_LEFT 90
+
+int cp_report_links_nmaps(const cp_report_file_t *f)
+{
+    int k = 0;
+    for (size_t i = 0; i < f->nlinks; i++) {
+        k += first_of_backend(f->links, i);
+    }
+    return k;
+}
+
+int cp_report_links_map_height(const cp_report_file_t *f)
+{
+    nodes_t nd;
+    int n = load_nodes(f, &nd) == 0 ? nd.n : 0;
+    free(nd.names);
+    return MAP_TOP + n * MAP_CELL + 40;
+}
+
+/* Light (slow) to dark blue (fast): the colour of v against the fastest link, hi. */
+static void map_colour(double v, double hi, char *buf, size_t len)
+{
+    double x = hi > 0 ? v / hi : 0;
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    snprintf(buf, len, "#%02x%02x%02x", (int)(255 - 215 * x), (int)(245 - 145 * x),
+             (int)(240 - 60 * x));
+}
+
+/* The cells of one matrix: colour, value, and a red frame round the slow links. */
+static void map_cells(FILE *out, const nodes_t *nd, const double *m, const cp_links_verdict_t *v)
+{
+    int n = nd->n;
+    double hi = 0;
+    for (int i = 0; i < n * n; i++) {
+        hi = m[i] > hi ? m[i] : hi;
+    }
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            char col[16] = "#eeeeee";
+            int x = MAP_LEFT + b * MAP_CELL, y = MAP_TOP + a * MAP_CELL, slow = v->slow[a * n + b];
+            if (a != b && m[a * n + b] > 0) {
+                map_colour(m[a * n + b], hi, col, sizeof(col));
+            }
+            fprintf(out,
+                    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
+                    "stroke=\"%s\" stroke-width=\"%d\"/>\n",
+                    x, y, MAP_CELL - 2, MAP_CELL - 2, col, slow ? "#d62728" : "#ffffff",
+                    slow ? 3 : 1);
+            if (a != b && m[a * n + b] > 0) {
+                fprintf(out,
+                        "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" "
+                        "fill=\"%s\">%.2f</text>\n",
+                        x + MAP_CELL / 2 - 1, y + MAP_CELL / 2 + 4,
+                        m[a * n + b] > hi / 2 ? "#ffffff" : "#222222", m[a * n + b]);
+            }
+        }
+    }
+}
+
+/* The node names along both sides. */
+static void map_labels(FILE *out, const nodes_t *nd)
+{
+    for (int a = 0; a < nd->n; a++) {
+        fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"end\">", MAP_LEFT - 8,
+                MAP_TOP + a * MAP_CELL + MAP_CELL / 2 + 4);
+        cp_report_xml_text(out, nd->names[a]);
+        fprintf(out,
+                "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" "
+                "text-anchor=\"middle\">",
+                MAP_LEFT + a * MAP_CELL + MAP_CELL / 2, MAP_TOP - 8);
+        cp_report_xml_text(out, nd->names[a]);
+        fprintf(out, "</text>\n");
+    }
+}
+
+void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width)
+{
+    size_t i = 0;
+    for (int seen = -1; i < f->nlinks; i++) {
+        seen += first_of_backend(f->links, i);
+        if (seen == k) {
+            break;
+        }
+    }
+    nodes_t nd;
+    double *m = NULL;
+    cp_links_verdict_t v;
+    if (i == f->nlinks || load_nodes(f, &nd) != 0) {
+        return;
+    }
+    m = calloc((size_t)nd.n * (size_t)nd.n + 1, sizeof(double));
+    if (m != NULL) {
+        bw_matrix(f, f->links[i].backend, STAT_BEST, nd.n, m);
+    }
+    if (m != NULL && cp_links_analyse(m, nd.n, 0.5, &v) == 0) {
+        fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width,
+                cp_report_links_map_height(f));
+        fprintf(out, "<text x=\"16\" y=\"28\" font-size=\"18\" font-weight=\"bold\">");
+        cp_report_xml_text(out, f->links[i].backend);
+        fprintf(out, ": link bandwidth between nodes, GB/s of the fastest iteration "
+                     "(red frame: below 0.5x the median)</text>\n");
+        map_labels(out, &nd);
+        map_cells(out, &nd, m, &v);
+        cp_links_verdict_free(&v);
+    }
+    free(m);
+    free(nd.names);
+}
+
 typedef struct settings {
     double threshold;
     int stat;

@@ -94,6 +94,10 @@ ok $? "n3 throttled: links exits 1 and names n3 on each of $judged (rc $rc)"
 ! grep -q 'suspect node n[124]' "$WORK/links" && ! grep 'slow link$' "$WORK/links" | grep -v -q n3
 ok $? "n3 throttled: no other node, and no link without n3, is flagged"
 [ "$rc" -eq 1 ] || sed 's/^/# /' "$WORK/links"
+"$REPORT" plot "$h5" -o "$WORK/links.svg" >/dev/null 2>&1 &&
+    [ "$(grep -c 'link bandwidth between nodes' "$WORK/links.svg")" -eq "$nb" ] &&
+    grep -q 'stroke="#d62728"' "$WORK/links.svg"
+ok $? "plot: one heatmap per backend, the slow links framed in red"
 
 # ---- 4. stragglers names n3 from sendrecv, alltoall and scatter
 if [ "$sanitized" != 1 ]; then
