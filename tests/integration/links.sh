@@ -98,6 +98,16 @@ ok $? "n3 throttled: no other node, and no link without n3, is flagged"
     [ "$(grep -c 'link bandwidth between nodes' "$WORK/links.svg")" -eq "$nb" ] &&
     grep -q 'stroke="#d62728"' "$WORK/links.svg"
 ok $? "plot: one heatmap per backend, the slow links framed in red"
+if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then
+    "$CP_H5DUMP" -d /links "$h5" >"$WORK/dump" 2>&1
+    missing=
+    for c in $(sed -n '/^#define COLLPROF_LINK_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \
+        "$COLLPROF_SRCDIR/include/collprof/schema.h"); do
+        grep -q "\"$c\"" "$WORK/dump" || missing="$missing $c"
+    done
+    [ -z "$missing" ] && [ "$(grep -c '"bandwidth"' "$WORK/dump")" -eq $((6 * nb)) ]
+    ok $? "/links: every column, 6 bandwidth rows per backend${missing:+ (missing:$missing)}"
+fi
 
 # ---- 4. stragglers names n3 from sendrecv, alltoall and scatter
 if [ "$sanitized" != 1 ]; then
