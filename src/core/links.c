@@ -2,6 +2,8 @@
 
 #include "core/links.h"
 
+#include "core/stats.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,21 +38,6 @@ int cp_links_partner(int nnodes, int round, int node)
         other = ((2 * round - node) % seats + seats) % seats;
     }
     return other < nnodes ? other : -1;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double cp_links_median(double *v, size_t n)
-{
-    if (n == 0) {
-        return 0;
-    }
-    qsort(v, n, sizeof(double), by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static int measured(double x)
@@ -88,7 +75,7 @@ static void judge_links(const double *bw, cp_links_verdict_t *v, double *tmp)
                     }
                 }
             }
-            double ref = cp_links_median(tmp, k);
+            double ref = cp_stats_median(tmp, k);
             int slow = n >= 3 && k > 0 && x < v->threshold * ref;
             v->link_ref[a * n + b] = v->link_ref[b * n + a] = ref;
             v->slow[a * n + b] = v->slow[b * n + a] = (unsigned char)slow;
@@ -112,7 +99,7 @@ static void judge_nodes(const double *bw, cp_links_verdict_t *v, double *tmp)
                 tmp[k++] = bw[a * n + b];
             }
         }
-        v->node_bw[a] = cp_links_median(tmp, k);
+        v->node_bw[a] = cp_stats_median(tmp, k);
     }
     for (int a = 0; a < n; a++) {
         size_t k = 0;
@@ -121,7 +108,7 @@ static void judge_nodes(const double *bw, cp_links_verdict_t *v, double *tmp)
                 tmp[k++] = v->node_bw[b];
             }
         }
-        v->node_ref[a] = cp_links_median(tmp, k);
+        v->node_ref[a] = cp_stats_median(tmp, k);
         int sus = n >= 3 && k > 0 && v->node_links[a] > 0 &&
                   v->node_bw[a] < v->threshold * v->node_ref[a];
         v->suspect[a] = (unsigned char)sus;

@@ -49,9 +49,6 @@ typedef struct cp_links_verdict {
 int cp_links_analyse(const double *bw, int n, double threshold, cp_links_verdict_t *v);
 void cp_links_verdict_free(cp_links_verdict_t *v);
 
-/** Median of v[0..n) (mean of the middle two when n is even; 0 when n is 0); sorts v. */
-double cp_links_median(double *v, size_t n);
-
 /* ---- the /links rows as matrices ---------------------------------------- */
 
 /** 1 when rows[i] is the first row of its (backend, kind): the start of a matrix. */

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "core/links.h"
+#include "core/stats.h"
 
 #include "tap.h"
 
@@ -122,7 +123,7 @@ static void test_analysis(void)
 static void test_median(void)
 {
     double a[] = {3, 1, 2}, b[] = {4, 1, 3, 2};
-    ok(cp_links_median(a, 3) == 2 && cp_links_median(b, 4) == 2.5 && cp_links_median(a, 0) == 0,
+    ok(cp_stats_median(a, 3) == 2 && cp_stats_median(b, 4) == 2.5 && cp_stats_median(a, 0) == 0,
        "median of odd, even and empty");
 }
 
