@@ -545,11 +545,16 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
 #ifdef CP_HAVE_HDF5
     cp_h5_close(s->h5, "complete");
 #endif
-    printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
-           s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
-           s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
-           s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
-           exit_status == 0 ? "PASSED" : "FAILED");
+    if (s->ri->opt->link_sweep) {
+        printf("# links: %d measured, %d not ok: %s\n", s->nlinks, s->links_failed,
+               exit_status == 0 ? "PASSED" : "FAILED");
+    } else {
+        printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
+               s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
+               s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
+               s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
+               exit_status == 0 ? "PASSED" : "FAILED");
+    }
     printf("# summary: %s\n", s->path);
     if (s->h5path[0]) {
         printf("# results: %s\n", s->h5path);

@@ -87,6 +87,7 @@ typedef struct tally {
     int blame_cells; /* of those, sendrecv, alltoall and scatter cells */
     int *blame;      /* [nnodes] blame in the current cell */
     int *order;      /* [n] scratch */
+    int *ends;       /* [nrows] the slow end of each blame cell, -1 none, -2 not one */
 } tally_t;
 
 /* Flag the outliers among one cell's per-rank times m[]: 1 when any was printed. */
@@ -191,9 +192,20 @@ static void blame_cell(tally_t *t, const collprof_result_row_t *r, const double 
     }
     t->blame_cells++;
     int nd = slow_end(t, r, m);
+    t->ends[r - t->f->rows] = nd;
     if (nd >= 0) {
         t->node[nd].blamed++;
     }
+}
+
+static const char *node_host(const tally_t *t, int nd)
+{
+    for (int q = 0; q < t->n; q++) {
+        if (t->f->ranks[q].node_id == nd) {
+            return t->f->ranks[q].hostname;
+        }
+    }
+    return "?";
 }
 
 /* The nodes that were the slow end of most sendrecv, alltoall and scatter cells. */
@@ -205,12 +217,16 @@ static void print_suspects(const tally_t *t)
                t->nnodes);
         return;
     }
+    for (size_t i = 0; i < t->f->nrows; i++) {
+        if (t->ends[i] != -2) {
+            char name[512];
+            cp_report_cell_name(&t->f->rows[i], name, sizeof(name));
+            printf("  %s: slow end %s\n", name, t->ends[i] >= 0 ? node_host(t, t->ends[i]) : "-");
+        }
+    }
     int named = 0;
     for (int nd = 0; nd < t->nnodes; nd++) {
-        const char *host = "?";
-        for (int q = 0; q < t->n; q++) {
-            host = t->f->ranks[q].node_id == nd ? t->f->ranks[q].hostname : host;
-        }
+        const char *host = node_host(t, nd);
         if (2 * t->node[nd].blamed > t->blame_cells) {
             printf("%s: the slow end of %d of %d cells: suspect node %s\n", host,
                    t->node[nd].blamed, t->blame_cells, host);
@@ -255,7 +271,8 @@ static void print_tallies(const tally_t *t)
 
 static void report(const cp_report_file_t *f, double zmax, double excess, int stat)
 {
-    tally_t t = {f, zmax, excess, stat, f->nranks, 0, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL};
+    tally_t t = {f,    zmax, excess, stat, f->nranks, 0,    NULL, NULL,
+                 NULL, NULL, 0,      0,    NULL,      NULL, NULL};
     for (int q = 0; q < t.n; q++) {
         t.nnodes = f->ranks[q].node_id + 1 > t.nnodes ? f->ranks[q].node_id + 1 : t.nnodes;
     }
@@ -265,7 +282,11 @@ static void report(const cp_report_file_t *f, double zmax, double excess, int st
     t.node_hit = calloc((size_t)t.nnodes + 1, 1);
     t.blame = calloc((size_t)t.nnodes + 1, sizeof(int));
     t.order = calloc((size_t)t.n + 1, sizeof(int));
-    if (!t.rank || !t.node || !t.tmp || !t.node_hit || !t.blame || !t.order) {
+    t.ends = malloc(sizeof(int) * (f->nrows + 1));
+    for (size_t i = 0; t.ends != NULL && i < f->nrows; i++) {
+        t.ends[i] = -2;
+    }
+    if (!t.rank || !t.node || !t.tmp || !t.node_hit || !t.blame || !t.order || !t.ends) {
         cp_report_error("out of memory");
         exit(CP_REPORT_EXIT_BAD);
     }
@@ -291,6 +312,7 @@ static void report(const cp_report_file_t *f, double zmax, double excess, int st
     print_suspects(&t);
     free(t.blame);
     free(t.order);
+    free(t.ends);
     free(t.rank);
     free(t.node);
     free(t.tmp);
