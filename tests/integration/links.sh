@@ -48,6 +48,7 @@ run4() {
         --ofi-provider 'tcp;ofi_rxm' --output-dir "$d" "$@" </dev/null >"$WORK/out" \
         2>"$WORK/err" || rc=$?
     [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+    # shellcheck disable=SC2012 # our own file names
     h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
 }
 
@@ -57,7 +58,8 @@ sweep() { # DIR BACKENDS WHAT
     run4 "$1" --link-sweep --backends "$2" --sweep-sizes 8,1M -n 20 -w 2
     ok $rc "$3: --link-sweep on $2 exit 0 ($(since "$t") s)"
     s=$(summary_of "$1")
-    grep -q '^result: *PASSED' "$s" 2>/dev/null && grep -q '^links: *[0-9]* measured.*, 0 not ok' "$s"
+    grep -q '^result: *PASSED' "$s" 2>/dev/null &&
+        grep -q '^links: *[0-9]* measured.*, 0 not ok' "$s"
     ok $? "$3: PASSED, every link ok and exact"
     want=$(($(echo "$2" | tr ',' '\n' | wc -l) * 2))
     n=$(grep -c -E '^[a-z]+ (bandwidth|latency), (1048576|8) B each way' "$s" 2>/dev/null)
@@ -67,6 +69,7 @@ sweep() { # DIR BACKENDS WHAT
 
 # ---- 1. one node: nothing to sweep
 rc=0
+# shellcheck disable=SC2086 # SRUN is a list of options
 timeout -k 10 60 $SRUN -N 1 -n 2 -w n1 "$COLLPROF_BIN" --link-sweep --backends "${judged%%,*}" \
     --output-dir "$WORK" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q 'no link between nodes to measure' "$WORK/err"
@@ -97,7 +100,8 @@ rc=0
 # shellcheck disable=SC2086 # THR is a list of options
 "$REPORT" links $THR "$h5" >"$WORK/links" 2>&1 || rc=$?
 nb=$(echo "$judged" | tr ',' '\n' | wc -l)
-[ "$rc" -eq 1 ] && [ "$(grep -c ': n3: 3 of 3 links at .* suspect node n3$' "$WORK/links")" -eq "$nb" ]
+n=$(grep -c ': n3: 3 of 3 links at .* suspect node n3$' "$WORK/links")
+[ "$rc" -eq 1 ] && [ "$n" -eq "$nb" ]
 ok $? "n3 throttled: links exits 1 and names n3 on each of $judged (rc $rc)"
 ! grep -q 'suspect node n[124]' "$WORK/links" && ! grep 'slow link$' "$WORK/links" | grep -v -q n3
 ok $? "n3 throttled: no other node, and no link without n3, is flagged"
@@ -109,6 +113,7 @@ ok $? "plot: one heatmap per backend, the slow links framed in red"
 if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then
     "$CP_H5DUMP" -d /links "$h5" >"$WORK/dump" 2>&1
     missing=
+    # shellcheck disable=SC2013 # column names are single words
     for c in $(sed -n '/^#define COLLPROF_LINK_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \
         "$COLLPROF_SRCDIR/include/collprof/schema.h"); do
         grep -q "\"$c\"" "$WORK/dump" || missing="$missing $c"
