@@ -707,9 +707,9 @@ static const cli_opt_t cli_opts[] = {
     {"link-sweep", 0, NULL, h_flag, NULL, OPT_FIELD(link_sweep),
      "measure every pair of nodes instead of the matrix:\n"
      "node x node bandwidth and latency (see collprof(1))"},
-    {"sweep-sizes", 0, "SMALL,LARGE", h_sweep_sizes, NULL, 0, 0,
-     "link sweep messages: latency at SMALL, bandwidth at\n"
-     "LARGE bytes (default: 8,4M)"},
+    {"sweep-sizes", 0, "S,L", h_sweep_sizes, NULL, 0, 0,
+     "link sweep messages: latency at S, bandwidth at L\n"
+     "bytes (default: 8,4M)"},
     {"link-gbps", 0, "X", h_link_gbps, NULL, 0, 0,
      "link rate in Gbit/s for 'BusBW as % of link rate' when\n"
      "the provider reports none (recorded with the run)"},
