@@ -37,7 +37,7 @@ sanitized=${CP_TIMING_UNRELIABLE:-0}
 [ "$sanitized" = 1 ] && judged=$calm
 THR="--threshold 0.15"
 
-# collprof on 4 nodes x 1 rank into directory $1 (rest: options); rc, and h5 = its file
+# collprof on 4 nodes x $PER ranks into directory $1 (rest: options); rc, and h5 = its file
 run4() {
     d=$1
     shift
