@@ -12,6 +12,7 @@
 
 #include "boot/boot.h"
 #include "colls/colls.h"
+#include "core/bopts.h"
 #include "core/cli.h"
 #include "core/data.h"
 #include "core/log.h"
@@ -33,15 +34,16 @@
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
 static const cp_options_t *g_opt;
+static const cp_plugin_t *g_plugins; /* the rank's, for the declared defaults */
+static int g_nplugins;
 
+/* The user's value (checked against the declarations), else the watchdog's
+ * timeout, else the default a plugin declares. */
 static const char *host_get_option(const char *key)
 {
-    size_t kl = strlen(key);
-    /* the last one wins: --ofi-provider after -B ofi-provider=... and the other way round */
-    for (int i = g_opt->nbackend_opts - 1; i >= 0; i--) {
-        if (!strncmp(g_opt->backend_opts[i], key, kl) && g_opt->backend_opts[i][kl] == '=') {
-            return g_opt->backend_opts[i] + kl + 1;
-        }
+    const char *v = cp_bopts_given(g_opt, key);
+    if (v != NULL) {
+        return v;
     }
     if (!strcmp(key, "timeout")) { /* the watchdog's: the cell's, else --timeout */
         static char buf[32];
@@ -49,6 +51,12 @@ static const char *host_get_option(const char *key)
         if (t > 0) {
             snprintf(buf, sizeof(buf), "%.0f", t < 1 ? 1 : t);
             return buf;
+        }
+    }
+    for (int i = 0; i < g_nplugins; i++) {
+        const collprof_option_t *o = cp_bopt_find(g_plugins[i].be, key);
+        if (o != NULL && o->def != NULL) {
+            return o->def;
         }
     }
     return NULL;
@@ -150,7 +158,21 @@ static void cpu_affinity(char *buf, size_t len)
     }
 }
 
-static void print_list(const cp_plugin_t *plugins, int n)
+/* --list: the names; --help-backend: each with its range, default and help */
+static void print_options(const collprof_backend_t *be, int full)
+{
+    if (full) {
+        cp_bopts_print(stdout, be);
+        return;
+    }
+    printf("  options:   ");
+    for (size_t i = 0; i < be->noptions; i++) {
+        printf(" %s%s", be->options[i].flags & COLLPROF_OPTF_LONG ? "--" : "", be->options[i].name);
+    }
+    printf("%s\n", be->noptions ? "  (collprof --help-backend NAME)" : " none");
+}
+
+static void print_list(const cp_plugin_t *plugins, int n, int full)
 {
     printf("collprof %s backends (plugins from %s):\n", PACKAGE_VERSION, cp_plugins_search_path());
     if (n == 0) {
@@ -206,6 +228,7 @@ static void print_list(const cp_plugin_t *plugins, int n)
             }
             printf("    %-24s [%s] %s\n", var->name, ops, var->description);
         }
+        print_options(p->be, full);
     }
 }
 
@@ -248,6 +271,32 @@ static void report_unusable(const cp_plugin_t *plugins, int n, const cp_options_
     }
 }
 
+/* --list, or --help-backend NAME */
+static int list_backends(const cp_options_t *opt)
+{
+    cp_plugin_t *plugins = NULL;
+    int n = 0, full = opt->help_backend[0] != '\0';
+    char only[1][64];
+    snprintf(only[0], sizeof(only[0]), "%s", opt->help_backend);
+    cp_log_setup(-1, 0, NULL, opt->verbose);
+    if (cp_plugins_load(full ? only : NULL, full, &plugins, &n) != 0) {
+        return EXIT_FAILED;
+    }
+    int rc = EXIT_OK;
+    if (full && (n != 1 || plugins[0].be == NULL)) {
+        char avail[1024];
+        cp_plugins_available(avail, sizeof(avail));
+        fprintf(stderr, "collprof: error: --help-backend: no backend '%s' loads (%s; found: %s)\n",
+                opt->help_backend, n == 1 ? plugins[0].error : "not found",
+                avail[0] ? avail : "none");
+        rc = EXIT_USAGE;
+    } else {
+        print_list(plugins, n, full);
+    }
+    cp_plugins_unload(plugins, n);
+    return rc;
+}
+
 /* The launcher process of --np N: check everything, then start the ranks. */
 static int run_launcher(char **argv, cp_options_t *opt)
 {
@@ -267,7 +316,8 @@ static int run_launcher(char **argv, cp_options_t *opt)
         cp_log(CP_LOG_ERROR, "out of memory loading plugins");
         return EXIT_FAILED;
     }
-    if (cp_plan_build(opt, plugins, nplugins, opt->np, &plan, err, sizeof(err)) != 0) {
+    if (cp_bopts_check(opt, plugins, nplugins, err, sizeof(err)) != 0 ||
+        cp_plan_build(opt, plugins, nplugins, opt->np, &plan, err, sizeof(err)) != 0) {
         cp_log(CP_LOG_ERROR, "%s", err);
         rc = EXIT_USAGE;
         goto unload;
@@ -316,7 +366,7 @@ static int init_backend(cp_plugin_t *p, const cp_boot_t *b, collprof_host_t *hos
     collprof_caps_t caps;
     memset(&caps, 0, sizeof(caps));
     caps.size = sizeof(caps);
-    if (p->be->query(&caps) == COLLPROF_OK) {
+    if (p->be->query(ctx, &caps) == COLLPROF_OK) {
         p->caps = caps;
     }
     cp_log(CP_LOG_INFO, "backend %s: ready", p->name);
@@ -384,10 +434,13 @@ static int rank_prepare(rank_run_t *rr)
         snprintf(err, sizeof(err), "out of memory loading plugins");
         status = EXIT_FAILED;
     }
-    if (status == 0 && cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
-                                     sizeof(err)) != 0) {
+    if (status == 0 && (cp_bopts_check(rr->opt, rr->plugins, rr->nplugins, err, sizeof(err)) != 0 ||
+                        cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
+                                      sizeof(err)) != 0)) {
         status = EXIT_USAGE;
     }
+    g_plugins = rr->plugins;
+    g_nplugins = rr->nplugins;
     if (status == 0 && rr->opt->link_sweep && b->nnodes < 2) {
         snprintf(err, sizeof(err),
                  "--link-sweep: all %d ranks run on one node (%s): there is no link between "
@@ -444,6 +497,7 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
         free(rr->affinity);
         rr->affinity = NULL;
     }
+    cp_oob_log_stats("start-up");
     rr->ri = (cp_run_info_t){.opt = rr->opt,
                              .affinity = (const char(*)[256])rr->affinity,
                              .boot = b,
@@ -643,15 +697,8 @@ int main(int argc, char **argv)
         printf("collprof %s (plugin ABI %u, PMIx %s)\n", PACKAGE_VERSION,
                COLLPROF_PLUGIN_ABI_VERSION, PMIx_Get_version());
         rc = EXIT_OK;
-    } else if (opt.list) {
-        cp_plugin_t *plugins = NULL;
-        int n = 0;
-        cp_log_setup(-1, 0, NULL, opt.verbose);
-        rc = cp_plugins_load(NULL, 0, &plugins, &n) == 0 ? EXIT_OK : EXIT_FAILED;
-        if (rc == EXIT_OK) {
-            print_list(plugins, n);
-            cp_plugins_unload(plugins, n);
-        }
+    } else if (opt.list || opt.help_backend[0] != '\0') {
+        rc = list_backends(&opt);
     } else if (cp_slurm_check_launch(err, sizeof(err)) != 0) {
         if (env_rank() <= 0) {
             fprintf(stderr, "collprof: error: %s\n", err);

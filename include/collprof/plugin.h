@@ -1,8 +1,9 @@
 /*
- * collprof backend plugin ABI, version 1.
+ * collprof backend plugin ABI, version 2 (see NEWS for what changed from 1).
  *
  * A backend is a shared object collprof_<name>.so that exports exactly one
- * symbol, COLLPROF_BACKEND_SYMBOL ("collprof_backend_v1"), of type
+ * symbol, COLLPROF_BACKEND_SYMBOL ("collprof_backend_v1": the name stays, so
+ * that a plugin built for an older ABI is told to be rebuilt), of type
  * collprof_backend_t.  The core dlopens it, checks size/abi_version/name,
  * and drives it through the slots below.  A plugin never calls core
  * symbols: everything it needs from the core (rank, size, logging,
@@ -63,7 +64,7 @@
 extern "C" {
 #endif
 
-#define COLLPROF_PLUGIN_ABI_VERSION 1u
+#define COLLPROF_PLUGIN_ABI_VERSION 2u
 #define COLLPROF_BACKEND_SYMBOL     "collprof_backend_v1"
 
 /* Operations, element types, reduction operators and memory kinds: the
@@ -101,9 +102,55 @@ typedef struct collprof_host {
     /** buf on root is copied into buf on every rank. */
     int (*oob_bcast)(void *buf, size_t len, int root);
     int (*oob_barrier)(void);
-    /** Value of a backend option ("--<backend>-<key>" style), or NULL. */
+    /**
+     * The value of one of the backend's declared options (collprof_option_t),
+     * already checked against the declaration: the user's (-B KEY=VALUE),
+     * else the declared default (NULL when that is NULL).  Besides those,
+     * "timeout" answers the watchdog's limit in whole seconds (NULL when off).
+     */
     const char *(*get_option)(const char *key);
 } collprof_host_t;
+
+/** Kinds of backend option values. */
+typedef enum collprof_opt_type {
+    COLLPROF_OPT_STRING = 0, /**< any non-empty text */
+    COLLPROF_OPT_INT = 1,    /**< a whole number in [min, max] */
+    COLLPROF_OPT_CHOICE = 2  /**< one of the comma-separated choices */
+} collprof_opt_type_t;
+
+/** Option flags. */
+enum {
+    /** also spelled --NAME VALUE on the command line (the core has no option of that name) */
+    COLLPROF_OPTF_LONG = 1u << 0
+};
+
+/**
+ * One option a backend takes (-B NAME=VALUE).  The core lists them
+ * (--list, --help-backend NAME), checks every -B against them before any
+ * rank starts, and records each backend's effective values in the summary
+ * and the result file.
+ */
+typedef struct collprof_option {
+    const char *name; /**< lower case, [a-z0-9-], e.g. "ofi-provider" */
+    collprof_opt_type_t type;
+    const char *def;     /**< the default as text, or NULL: none (the library decides) */
+    long long min, max;  /**< COLLPROF_OPT_INT: the inclusive range */
+    const char *choices; /**< COLLPROF_OPT_CHOICE: "a,b,c" */
+    const char *help;    /**< one line, no trailing period */
+    unsigned flags;      /**< COLLPROF_OPTF_* */
+} collprof_option_t;
+
+/**
+ * What this rank measures with, for the result file (describe()).  The
+ * caller zeroes it and sets size; empty strings mean "not known".
+ */
+typedef struct collprof_provenance {
+    size_t size;         /**< sizeof(collprof_provenance_t), set by the caller */
+    char timer[64];      /**< run_batch's clock, e.g. "cudaEventElapsedTime"; "" without one */
+    char memory[64];     /**< how buffers of the memtype are allocated, e.g. "cudaMalloc" */
+    char device[64];     /**< "host" or the accelerator, e.g. "cuda:0 NVIDIA H100 80GB HBM3" */
+    char transport[128]; /**< provider and interface in use, e.g. "tcp;ofi_rxm on lo" */
+} collprof_provenance_t;
 
 /** A named way to perform some operations ("ring", "bruck", ...). */
 typedef struct collprof_variant {
@@ -189,12 +236,15 @@ typedef struct collprof_backend {
     uint32_t flags;
 
     /**
-     * LOCAL.  Capabilities.  Callable before init() (for --list) and must not
-     * start communication.  It may set the library's environment variables
-     * and start its tool interface (the MPI plugin sets
-     * OMPI_MCA_coll_tuned_use_dynamic_rules and calls MPI_T_init_thread).
+     * LOCAL.  Capabilities.  Called with ctx NULL before init() (for --list
+     * and the plan) and must then not start communication; it may set the
+     * library's environment variables and start its tool interface (the MPI
+     * plugin sets OMPI_MCA_coll_tuned_use_dynamic_rules and calls
+     * MPI_T_init_thread).  Called again with the context after a successful
+     * init(): the answer may then depend on what init() found (GPUs, the
+     * provider in use, its link rate).
      */
-    int (*query)(collprof_caps_t *caps);
+    int (*query)(void *ctx, collprof_caps_t *caps);
 
     /** COLLECTIVE.  Set up the library; *ctx is set only on success. */
     int (*init)(const collprof_host_t *host, void **ctx);
@@ -229,6 +279,24 @@ typedef struct collprof_backend {
      * ctx).  Meaningful only after a call failed; success does not clear it.
      */
     const char *(*last_error)(void *ctx);
+
+    /* ---- ABI 2 ---- */
+    /** The options the backend takes (-B NAME=VALUE); NULL when none. */
+    const collprof_option_t *options;
+    size_t noptions;
+    /**
+     * COLLPROF_BIT(op) of the ops whose variants the backend wants compared
+     * side by side in a study table of the summary and `collprof-report
+     * study` (the ofi plugin: alltoall, its RMA-write schedules); 0: none.
+     */
+    uint32_t study_ops;
+    /**
+     * LOCAL, after init().  What this rank's cells on memtype are measured
+     * with: run_batch's timer, the memory, the device, the transport.
+     * collprof_no_describe when the backend has nothing to add: the core
+     * then records its own host timer and allocation.
+     */
+    int (*describe)(void *ctx, int memtype, collprof_provenance_t *out);
 } collprof_backend_t;
 
 /*
@@ -253,6 +321,12 @@ static inline int collprof_no_run_batch(void *ctx, const collprof_args_t *args, 
                                         double *times_us)
 {
     (void)ctx, (void)args, (void)iters, (void)times_us;
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+
+static inline int collprof_no_describe(void *ctx, int memtype, collprof_provenance_t *out)
+{
+    (void)ctx, (void)memtype, (void)out;
     return COLLPROF_ERR_NOT_SUPPORTED;
 }
 

@@ -14,8 +14,10 @@
  *       per-context buffer ctx->field and a buffer for calls without a
  *       context (query, a failed init): global.  Both are char arrays.
  *
- *   .flags = ..., COLLPROF_BACKEND_SLOTS(prefix, mem_copy, run_batch)
- *       the slots, named prefix_query, prefix_init, ... (see the macro).
+ *   .flags = ..., COLLPROF_BACKEND_SLOTS(prefix, mem_copy, run_batch),
+ *   COLLPROF_BACKEND_EXTRAS(options, noptions, study_ops, describe)
+ *       the slots, named prefix_query, prefix_init, ... (see the macro),
+ *       then the option table, the study ops and the describe slot.
  *
  *   collprof_check_caps(caps, err, len), collprof_check_layout(args, n, err, len)
  *       query()'s check of the caps struct;
@@ -60,6 +62,18 @@
     .select_variant = p##_select_variant, .mem_alloc = p##_mem_alloc, .mem_free = p##_mem_free,    \
     .mem_copy = (mem_copy_), .run = p##_run, .run_batch = (run_batch_),                            \
     .last_error = p##_last_error
+
+/**
+ * The ABI 2 fields that follow the slots: the option table (a static array,
+ * or NULL), the study ops and the describe slot.  Write
+ * COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, collprof_no_describe) for none.
+ */
+#define COLLPROF_BACKEND_EXTRAS(options_, noptions_, study_ops_, describe_)                        \
+    .options = (options_), .noptions = (noptions_), .study_ops = (study_ops_),                     \
+    .describe = (describe_)
+
+/** The number of rows of a static array (an option table). */
+#define COLLPROF_NROWS(a) (sizeof(a) / sizeof((a)[0]))
 
 /** vsnprintf into buf[len], always terminated. */
 static inline void collprof_errbuf_vset(char *buf, size_t len, const char *fmt, va_list ap)

@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 1
+#define COLLPROF_SCHEMA_VERSION_MINOR 2
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -66,7 +66,9 @@
     X(library_version, STR,  128, 0, "",       "version of the library behind it")                           \
     X(state,           STR,  256, 0, "",       "initialised, not used, or failed: <reason>")                 \
     X(variants,        STR, 2048, 0, "",       "the variants offered, comma-separated")                      \
-    X(link_gbps,       F64,    0, 1, "Gbit/s", "link rate the backend reported, 0 = none (added after 1.0)")
+    X(link_gbps,       F64,    0, 1, "Gbit/s", "link rate the backend reported, 0 = none (added after 1.0)") \
+    X(options,         STR, 1024, 1, "",       "effective options, NAME=VALUE, defaults marked (added in 1.2)") \
+    X(study,           STR,   64, 1, "",       "ops whose variants it compares in a study table (added in 1.2)")
 
 /* /environment: the variables that shape communication */
 #define COLLPROF_ENV_COLUMNS(X)                                            \

@@ -693,7 +693,7 @@ const char *unusable(collprof_op_t op, GlVariant v, int n)
 
 /* ---- slots ------------------------------------------------------------------ */
 
-int gl_query(collprof_caps_t *caps)
+int gl_query(void *, collprof_caps_t *caps)
 {
     if (int rc = collprof_check_caps(caps, g_err, sizeof(g_err))) {
         return rc;
@@ -1005,10 +1005,20 @@ COLLPROF_DEFINE_LAST_ERROR(gl_last_error, GlCtx, err, g_err);
 
 } // namespace
 
+const collprof_option_t gl_options[] = {
+    {"iface", COLLPROF_OPT_STRING, nullptr, 0, 0, nullptr,
+     "network interface to use (default: loopback on one node, else the host name's address)", 0},
+    {"hostname", COLLPROF_OPT_STRING, nullptr, 0, 0, nullptr,
+     "address or host name to bind to (iface wins when both are given)", 0},
+    {"timeout", COLLPROF_OPT_INT, nullptr, 1, 1000000, nullptr,
+     "seconds before a stuck operation fails (default: collprof's --timeout)", 0},
+};
+
 COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD("gloo", PACKAGE_VERSION,
                           "Gloo collectives over tcp (option-style API; algorithm classes as "
                           "variants)"),
     .flags = 0,
     COLLPROF_BACKEND_SLOTS(gl, collprof_no_mem_copy, collprof_no_run_batch),
+    COLLPROF_BACKEND_EXTRAS(gl_options, COLLPROF_NROWS(gl_options), 0, collprof_no_describe),
 };

@@ -362,8 +362,9 @@ static void mpi_be_discover(void)
     mpi_be_build_variants();
 }
 
-static int mpi_be_query(collprof_caps_t *caps)
+static int mpi_be_query(void *ctx, collprof_caps_t *caps)
 {
+    (void)ctx; /* the same answer before and after init */
     collprof_caps_t c;
     int rc = collprof_check_caps(caps, mpi_be.err, sizeof(mpi_be.err));
     if (rc != COLLPROF_OK) {
@@ -1068,4 +1069,5 @@ COLLPROF_PLUGIN_ENTRY = {
         "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)"),
     .flags = COLLPROF_BACKEND_RTLD_GLOBAL,
     COLLPROF_BACKEND_SLOTS(mpi_be, collprof_no_mem_copy, collprof_no_run_batch),
+    COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, collprof_no_describe),
 };

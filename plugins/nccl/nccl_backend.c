@@ -201,8 +201,9 @@ static void nb_prepare_plan(void)
     nb_plan_ready = 1;
 }
 
-static int nb_query(collprof_caps_t *caps)
+static int nb_query(void *ctx, collprof_caps_t *caps)
 {
+    (void)ctx; /* the same answer before and after init */
     int rc = collprof_check_caps(caps, nb_global_err, sizeof(nb_global_err));
     if (rc != COLLPROF_OK) { /* fields appended later are left alone */
         return rc;
@@ -1390,9 +1391,21 @@ static int nb_finalize(void *vctx)
 
 static COLLPROF_DEFINE_LAST_ERROR(nb_last_error, nb_ctx_t, err, nb_global_err);
 
+#define NB_STR_(x) #x
+#define NB_STR(x)  NB_STR_(x)
+static const collprof_option_t nb_options[] = {
+    {"nccl-device", COLLPROF_OPT_INT, NULL, 0, 1023, NULL,
+     "CUDA device of every rank (default: the rank's local rank)", 0},
+    {"nccl-max-comms", COLLPROF_OPT_INT, NB_STR(NB_DEF_COMMS), 1, NB_MAX_COMMS, NULL,
+     "communicators kept open at once (one per variant)", 0},
+    {"timeout", COLLPROF_OPT_INT, NULL, 1, 1000000, NULL,
+     "seconds before a stuck operation aborts the communicator (default: collprof's --timeout)", 0},
+};
+
 COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD("nccl", PACKAGE_VERSION,
                           "NCCL collectives on CUDA device buffers, timed with CUDA events"),
     .flags = COLLPROF_BACKEND_DEVICE_TIMER,
     COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
+    COLLPROF_BACKEND_EXTRAS(nb_options, COLLPROF_NROWS(nb_options), 0, collprof_no_describe),
 };

@@ -70,10 +70,6 @@
 
 char ofi_global_err[OFI_ERR_LEN];
 static char ofi_libversion[64];
-/* link rate of the provider in use (set by init), Gbit/s; < 0 = no init yet */
-double ofi_link_in_use = -1.0;
-/* device memory usable with the provider in use (set by init); < 0 = no init yet */
-int ofi_hmem_in_use = -1;
 static int ofi_ngpus = -1; /* cached cudaGetDeviceCount, 0 on any error */
 
 /* GPUs the CUDA runtime sees; 0 without CUDA support, a driver or a device */
@@ -120,8 +116,9 @@ double ofi_now(void)
 
 /* ---- query ---------------------------------------------------------------- */
 
-static int ofi_query(collprof_caps_t *caps)
+static int ofi_query(void *vctx, collprof_caps_t *caps)
 {
+    const ofi_ctx_t *ctx = vctx; /* after init: the provider in use */
     uint32_t v = fi_version();
     int rc = collprof_check_caps(caps, ofi_global_err, sizeof(ofi_global_err));
     if (rc != COLLPROF_OK) {
@@ -135,13 +132,13 @@ static int ofi_query(collprof_caps_t *caps)
                    COLLPROF_BIT(COLLPROF_REDOP_MIN) | COLLPROF_BIT(COLLPROF_REDOP_MAX);
     caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     /* before init: a GPU is seen; after init: the provider took FI_HMEM too */
-    if (ofi_hmem_in_use >= 0 ? ofi_hmem_in_use : ofi_gpu_count() > 0) {
+    if (ctx != NULL ? ctx->hmem : ofi_gpu_count() > 0) {
         caps->memtypes |= COLLPROF_BIT(COLLPROF_MEM_DEVICE);
     }
     caps->variants = ofi_variants;
     caps->nvariants = sizeof(ofi_variants) / sizeof(ofi_variants[0]);
     if (COLLPROF_CAPS_HAS(caps, link_gbps)) {
-        caps->link_gbps = ofi_link_in_use >= 0 ? ofi_link_in_use : ofi_default_link_gbps();
+        caps->link_gbps = ctx != NULL ? ofi_info_link_gbps(ctx->info) : ofi_default_link_gbps();
     }
     if (COLLPROF_CAPS_HAS(caps, default_variant)) {
         caps->default_variant = "roundrobin";
@@ -179,9 +176,22 @@ static int ofi_select_variant(void *vctx, collprof_op_t op, const char *variant)
 
 static COLLPROF_DEFINE_LAST_ERROR(ofi_last_error, ofi_ctx_t, err, ofi_global_err);
 
+#define OFI_STR_(x) #x
+#define OFI_STR(x)  OFI_STR_(x)
+static const collprof_option_t ofi_options_decl[] = {
+    {"ofi-provider", COLLPROF_OPT_STRING, NULL, 0, 0, NULL,
+     "libfabric provider (default: FI_PROVIDER, else shm on one node, tcp;ofi_rxm across nodes)",
+     COLLPROF_OPTF_LONG},
+    {"ofi-channels", COLLPROF_OPT_INT, OFI_STR(OFI_DEF_CH), 1, OFI_MAX_CH, NULL,
+     "endpoints per peer of the multichannel and roundrobin variants", COLLPROF_OPTF_LONG},
+};
+
 COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD("ofi", PACKAGE_VERSION,
                           "libfabric (OFI) RMA-write collectives over shm / tcp;ofi_rxm"),
     .flags = 0,
     COLLPROF_BACKEND_SLOTS(ofi, ofi_mem_copy, collprof_no_run_batch),
+    /* the RMA-write all-to-all schedules, side by side */
+    COLLPROF_BACKEND_EXTRAS(ofi_options_decl, COLLPROF_NROWS(ofi_options_decl),
+                            COLLPROF_BIT(COLLPROF_OP_ALLTOALL), collprof_no_describe),
 };

@@ -478,7 +478,7 @@ static void ofi_log_setup(const ofi_ctx_t *ctx)
                   "inject %zu, link %.1f Gbit/s (0 = not reported)",
                   ctx->info->fabric_attr->prov_name, ctx->info->fabric_attr->name,
                   ctx->info->domain_attr->name, ctx->nch, (unsigned long long)ctx->mr_mode,
-                  ctx->inject, ofi_link_in_use);
+                  ctx->inject, ofi_info_link_gbps(ctx->info));
     }
 }
 
@@ -527,8 +527,6 @@ int ofi_init(const collprof_host_t *host, void **out)
         ofi_teardown(ctx);
         return rc;
     }
-    ofi_link_in_use = ofi_info_link_gbps(ctx->info);
-    ofi_hmem_in_use = ctx->hmem;
     ofi_log_setup(ctx);
     *out = ctx;
     return COLLPROF_OK;

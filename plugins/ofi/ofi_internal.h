@@ -120,8 +120,6 @@ typedef struct ofi_ctx {
 
 /* state shared by the files of the plugin (ofi_backend.c) */
 extern char ofi_global_err[OFI_ERR_LEN];
-extern double ofi_link_in_use; /* link rate of the provider in use, Gbit/s; < 0 = no init yet */
-extern int ofi_hmem_in_use;    /* device memory usable with the provider in use; < 0 = no init */
 
 /* Bytes per element of a dtype the backend supports, else 0. */
 static inline size_t ofi_dtsize(collprof_dtype_t dt)

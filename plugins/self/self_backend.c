@@ -461,8 +461,9 @@ static int self_run(void *vctx, const collprof_args_t *a)
     return COLLPROF_OK;
 }
 
-static int self_query(collprof_caps_t *caps)
+static int self_query(void *ctx, collprof_caps_t *caps)
 {
+    (void)ctx; /* the same answer before and after init */
     if (!caps) {
         self_set_error(NULL, "query: caps is NULL");
         return COLLPROF_ERR_INVALID;
@@ -681,6 +682,13 @@ static const char *self_last_error(void *vctx)
     return ctx ? ctx->err : self_err;
 }
 
+#define SELF_STR_(x) #x
+#define SELF_STR(x)  SELF_STR_(x)
+static const collprof_option_t self_options[] = {
+    {"self-slot-kib", COLLPROF_OPT_INT, SELF_STR(SELF_SLOT_KIB), 1, 1ll << 22, NULL,
+     "KiB of shared memory each rank exchanges per step", 0},
+};
+
 __attribute__((visibility("default"))) const collprof_backend_t collprof_backend_v1 = {
     .size = sizeof(collprof_backend_t),
     .abi_version = COLLPROF_PLUGIN_ABI_VERSION,
@@ -698,4 +706,8 @@ __attribute__((visibility("default"))) const collprof_backend_t collprof_backend
     .run = self_run,
     .run_batch = collprof_no_run_batch,
     .last_error = self_last_error,
+    .options = self_options,
+    .noptions = sizeof(self_options) / sizeof(self_options[0]),
+    .study_ops = 0,
+    .describe = collprof_no_describe,
 };

@@ -53,6 +53,18 @@ int cp_oob_allgather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);
 int cp_oob_barrier(void);
 
+/** What this rank's out-of-band exchanges have cost so far (logged with -v at the end). */
+typedef struct cp_oob_stats {
+    unsigned long fences;         /**< PMIx fences (allgather, bcast, barrier) */
+    double fence_s;               /**< seconds spent in them */
+    unsigned long puts;           /**< values this rank published */
+    unsigned long long put_bytes; /**< their bytes */
+    unsigned long long got_bytes; /**< bytes read from other ranks */
+} cp_oob_stats_t;
+void cp_oob_stats(cp_oob_stats_t *out);
+/** Log them at -v: "oob (WHEN): N fences (S s in them), ...". */
+void cp_oob_log_stats(const char *when);
+
 /* Key-value exchange without a fence, for the watchdog: thread-safe, never
  * waits for all ranks.  post publishes buf under key; fetch polls rank's
  * value of key until it appears (exactly len bytes) or timeout_s passes

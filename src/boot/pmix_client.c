@@ -23,7 +23,8 @@ static int pmix_up;         /* PMIx_Init succeeded and not finalized */
 static pmix_proc_t my_proc; /* namespace and rank */
 static int my_rank;
 static int my_nranks = 1;
-static unsigned long oob_seq; /* makes every OOB key fresh */
+static unsigned long oob_seq;    /* makes every OOB key fresh */
+static cp_oob_stats_t oob_stats; /* what this rank's exchanges cost */
 
 /* What each rank contributes to the init allgather. */
 typedef struct peer_info {
@@ -353,6 +354,7 @@ int cp_boot_init(cp_boot_t *boot)
 void cp_boot_finalize(cp_boot_t *boot)
 {
     if (pmix_up) {
+        cp_oob_log_stats("run");
         pmix_status_t rc = PMIx_Finalize(NULL, 0);
         if (rc != PMIX_SUCCESS) {
             cp_log(CP_LOG_WARN, "PMIx_Finalize: %s", PMIx_Error_string(rc));
@@ -382,6 +384,8 @@ static int put_commit(const char *key, const void *buf, size_t len)
     val.data.bo.bytes = (char *)buf;
     val.data.bo.size = len;
     pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &val); /* copies the bytes */
+    oob_stats.puts++;
+    oob_stats.put_bytes += len;
     if (rc != PMIX_SUCCESS) {
         cp_log(CP_LOG_ERROR, "PMIx_Put(%s) failed: %s", key, PMIx_Error_string(rc));
         return COLLPROF_ERR_BOOTSTRAP;
@@ -401,8 +405,11 @@ static int fence(int collect)
     pmix_info_t info;
     bool yes = true;
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    double t0 = cp_now_us();
     pmix_status_t rc = PMIx_Fence(&all, 1, collect ? &info : NULL, collect ? 1 : 0);
     PMIX_INFO_DESTRUCT(&info);
+    oob_stats.fences++;
+    oob_stats.fence_s += (cp_now_us() - t0) * 1e-6;
     if (rc != PMIX_SUCCESS) {
         cp_log(CP_LOG_ERROR, "PMIx_Fence failed: %s", PMIx_Error_string(rc));
         return COLLPROF_ERR_BOOTSTRAP;
@@ -430,9 +437,23 @@ static int get_bytes(int rank, const char *key, void *dst, size_t len)
         ret = COLLPROF_ERR_BOOTSTRAP;
     } else {
         memcpy(dst, val->data.bo.bytes, len);
+        oob_stats.got_bytes += len;
     }
     PMIX_VALUE_RELEASE(val);
     return ret;
+}
+
+void cp_oob_stats(cp_oob_stats_t *out)
+{
+    *out = oob_stats;
+}
+
+void cp_oob_log_stats(const char *when)
+{
+    cp_log(CP_LOG_INFO,
+           "oob (%s): %lu fences (%.3f s in them), %lu puts of %llu bytes, %llu bytes read", when,
+           oob_stats.fences, oob_stats.fence_s, oob_stats.puts, oob_stats.put_bytes,
+           oob_stats.got_bytes);
 }
 
 int cp_oob_allgather(const void *in, void *out, size_t len)

@@ -598,21 +598,38 @@ static int h_backend_opt(cli_state_t *st, const cli_opt_t *o, const char *arg, c
     return 0;
 }
 
-/* First-class spellings of -B ofi-provider=NAME / -B ofi-channels=N. */
-static int h_ofi(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+/*
+ * An option the core does not know, --NAME VALUE or --NAME=VALUE: kept as a
+ * backend option that some backend must declare COLLPROF_OPTF_LONG (checked
+ * once the plugins are loaded, bopts.c).  *used: 1 when VALUE was the next
+ * argument (one that starts with '-' is not taken).
+ */
+#define CP_OPT_NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+static int defer_long(cli_state_t *st, const char *next, int *used, char *why, size_t len)
 {
+    if (next != NULL && next[0] == '-') {
+        next = NULL; /* an option, not a value: write --NAME=-1 for such a value */
+    }
     cp_options_t *opt = st->opt;
-    long v;
-    if (!strcmp(o->key, "ofi-channels") && cp_parse_int(arg, 1, CP_OFI_MAX_CHANNELS, &v) != 0) {
-        snprintf(why, len, "--ofi-channels: '%s' is not a whole number in 1..%d", arg,
-                 CP_OFI_MAX_CHANNELS);
+    const char *name = st->spelled + 2, *eq = strchr(name, '=');
+    size_t nl = eq ? (size_t)(eq - name) : strlen(name);
+    const char *value = eq ? eq + 1 : next;
+    *used = eq == NULL && next != NULL;
+    if (strncmp(st->spelled, "--", 2) != 0 || nl == 0 || strspn(name, CP_OPT_NAME_CHARS) < nl) {
+        snprintf(why, len, "unknown option '%s' (see collprof --help)", st->spelled);
         return -1;
     }
-    if (arg[0] == '\0' || strlen(arg) + strlen(o->key) + 1 >= 256 || opt->nbackend_opts >= 32) {
-        snprintf(why, len, "%s: '%s' is empty or too long (or over 32 options)", st->spelled, arg);
+    if (value == NULL) { /* a backend's option takes a value: so this is none */
+        snprintf(why, len, "unknown option '--%.*s' (see collprof --help)", (int)nl, name);
         return -1;
     }
-    snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s=%s", o->key, arg);
+    if (nl + strlen(value) + 1 >= 256 || opt->nbackend_opts >= 32) {
+        snprintf(why, len, "--%.*s: too long (or over 32 backend options)", (int)nl, name);
+        return -1;
+    }
+    opt->backend_opt_long[opt->nbackend_opts] = 1;
+    snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%.*s=%s", (int)nl, name, value);
     return 0;
 }
 
@@ -682,7 +699,8 @@ static const cli_opt_t cli_opts[] = {
          "moe[:HOT[:BIAS]], file:PATH (default: uniform)"),
     SPEC("mem", 0, "LIST", "mem",
          "buffer memory: host, pinned, device, or auto (default:\n"
-         "auto, the backend's own: device for nccl, else host)"),
+         "auto, the backend's own: host where it offers host\n"
+         "memory, else its first kind, e.g. device)"),
     {"matrix", 0, "FILE", h_string, NULL, OPT_FIELD(matrix_file),
      "read the matrix from FILE (see collprof(1))"},
     SECTION("Measurement:"),
@@ -697,19 +715,15 @@ static const cli_opt_t cli_opts[] = {
      "take before the run stops with a report of the ranks\n"
      "that did not arrive (default: 60 s + 1 s per 10 MB of\n"
      "the cell's largest buffer; 0: no watchdog)"},
-    {"backend-opt", 'B', "K=V", h_backend_opt, NULL, 0, 0,
-     "option for a backend plugin (the last one of a key wins)"},
-    {"ofi-provider", 0, "NAME", h_ofi, "ofi-provider", 0, 0,
-     "libfabric provider, e.g. shm or 'tcp;ofi_rxm' (default:\n"
-     "$FI_PROVIDER, else shm on one node, tcp;ofi_rxm on more)"},
-    {"ofi-channels", 0, "N", h_ofi, "ofi-channels", 0, 0,
-     "libfabric endpoints (channels), 1..64 (default: 4)"},
     {"link-sweep", 0, NULL, h_flag, NULL, OPT_FIELD(link_sweep),
      "measure every pair of nodes instead of the matrix:\n"
      "node x node bandwidth and latency (see collprof(1))"},
     {"sweep-sizes", 0, "S,L", h_sweep_sizes, NULL, 0, 0,
      "link sweep messages: latency at S, bandwidth at L\n"
      "bytes (default: 8,4M)"},
+    {"backend-opt", 'B', "K=V", h_backend_opt, NULL, 0, 0,
+     "option for a backend plugin (the last one of a key wins)"},
+    NOTE("(a backend's options marked --NAME in --help-backend also take --NAME VALUE)"),
     {"link-gbps", 0, "X", h_link_gbps, NULL, 0, 0,
      "link rate in Gbit/s for 'BusBW as % of link rate' when\n"
      "the provider reports none (recorded with the run)"},
@@ -719,7 +733,9 @@ static const cli_opt_t cli_opts[] = {
      "under Slurm, else the current directory)"},
     {"tag", 0, "TEXT", h_string, NULL, OPT_FIELD(tag), "label recorded in the summary"},
     {"list", 0, NULL, h_flag, NULL, OPT_FIELD(list),
-     "list backends, operations, dtypes and variants"},
+     "list backends, operations, dtypes, variants, options"},
+    {"help-backend", 0, "NAME", h_string, NULL, OPT_FIELD(help_backend),
+     "a backend's operations, variants and options, in full"},
     {"dry-run", 0, NULL, h_flag, NULL, OPT_FIELD(dry_run),
      "print the plan and exit without communicating"},
     {"verbose", 'v', NULL, h_more, NULL, OPT_FIELD(verbose),
@@ -863,7 +879,6 @@ static const cli_opt_t *find_opt(int c)
     return NULL;
 }
 
-/* After the options: the byte sweep, then the matrix file or the one spec. */
 /*
  * --link-sweep: the spec becomes its own (sendrecv of float32 at the two
  * sizes, out of place, the default variant); the backends, memory,
@@ -894,6 +909,8 @@ static int sweep_spec(cli_state_t *st, char *err, size_t errlen)
     return 0;
 }
 
+/* After the options: the link sweep's spec, the byte sweep, then the matrix file or the one
+ * spec. */
 static int finish_specs(cli_state_t *st, char *err, size_t errlen)
 {
     cp_options_t *opt = st->opt;
@@ -957,11 +974,16 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
             snprintf(err, errlen, "option '%s' needs a value", st.spelled);
             goto fail;
         }
-        if (o == NULL) {
-            snprintf(err, errlen, "unknown option '%s' (see collprof --help)", st.spelled);
-            goto fail;
-        }
         char why[1024] = "";
+        if (o == NULL) {
+            int used = 0;
+            if (defer_long(&st, optind < argc ? argv[optind] : NULL, &used, why, sizeof(why))) {
+                snprintf(err, errlen, "%s", why);
+                goto fail;
+            }
+            optind += used;
+            continue;
+        }
         if (o->handle(&st, o, optarg, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "%s", why);
             goto fail;

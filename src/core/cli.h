@@ -17,8 +17,6 @@
 
 #define CP_MAX_LIST 64
 #define CP_MAX_IMB  8
-/** --ofi-channels accepts 1..CP_OFI_MAX_CHANNELS (the ofi plugin's own limit). */
-#define CP_OFI_MAX_CHANNELS 64
 
 /** One block of the matrix: the command line, or one line of --matrix. */
 typedef struct cp_spec {
@@ -64,9 +62,11 @@ typedef struct cp_options {
     double link_gbps;           /**< --link-gbps, 0 when not given */
     int link_sweep;             /**< --link-sweep: every pair of nodes instead of the matrix */
     uint64_t sweep_bytes[2];    /**< --sweep-sizes: latency and bandwidth message, bytes */
-    char backend_opts[32][256]; /**< -B key=value, --ofi-provider, --ofi-channels */
+    char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */
+    unsigned char backend_opt_long[32]; /**< 1: spelled --key (a backend must declare it so) */
     int nbackend_opts;
-    cp_spec_t *specs; /**< the blocks to run */
+    char help_backend[64]; /**< --help-backend NAME */
+    cp_spec_t *specs;      /**< the blocks to run */
     int nspecs;
 } cp_options_t;
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,12 +167,141 @@ void cp_utc_iso(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+    size_t n = s[0] < 0x80             ? 1
+               : (s[0] & 0xe0) == 0xc0 ? 2
+               : (s[0] & 0xf0) == 0xe0 ? 3
+               : (s[0] & 0xf8) == 0xf0 ? 4
+                                       : 0;
+    if (n == 2 && s[0] < 0xc2) {
+        return 0; /* overlong */
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+size_t cp_text_sanitize(const char *in, char *out, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t o = 0;
+    if (len == 0) {
+        return 0;
+    }
+    while (*s != '\0') {
+        size_t n = utf8_len(s);
+        char esc[8] = "";
+        if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7f))) {
+            snprintf(esc, sizeof(esc), *s == '\n' ? "\\n" : *s == '\t' ? "\\t" : "\\x%02x", *s);
+            n = 1;
+        }
+        size_t w = esc[0] ? strlen(esc) : n;
+        if (o + w >= len) {
+            break; /* cut before a whole character or escape, never inside one */
+        }
+        memcpy(out + o, esc[0] ? esc : (const char *)s, w);
+        o += w;
+        s += n;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Does s contain word, in any case? */
+static int has_word(const char *s, const char *word)
+{
+    size_t wl = strlen(word);
+    for (; *s != '\0'; s++) {
+        if (!strncasecmp(s, word, wl)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int name_is_secret(const char *name)
+{
+    static const char *const words[] = {"TOKEN", "KEY",  "SECRET", "PASS",   "PWD",
+                                        "CRED",  "AUTH", "JWT",    "COOKIE", "PRIVATE"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (has_word(name, words[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A value that is itself a credential: a JWT or a token of a well-known service. */
+static int value_is_secret(const char *v)
+{
+    static const char *const prefixes[] = {"ghp_",   "gho_",  "ghs_",  "ghu_", "github_pat_",
+                                           "glpat-", "xoxb-", "xoxp-", "AKIA", "sk-"};
+    for (const char *p = v; *p != '\0'; p++) {
+        if (!strncmp(p, "eyJ", 3) && strchr(p, '.') != NULL) {
+            return 1; /* base64url of '{"': a JSON web token */
+        }
+        for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+            size_t pl = strlen(prefixes[i]);
+            if ((p == v || !isalnum((unsigned char)p[-1])) && !strncmp(p, prefixes[i], pl) &&
+                strspn(p + pl,
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") >= 12) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/*
+ * Copy v into out[len], replacing the password of every URL
+ * ("scheme://user:PASSWORD@host") and the value of every "password=",
+ * "passwd=", "pwd=", "token=" or "secret=" inside it by <redacted>.
+ */
+static void redact_inside(const char *v, char *out, size_t len)
+{
+    static const char *const keys[] = {"password=", "passwd=", "pwd=", "token=", "secret="};
+    size_t o = 0;
+    while (*v != '\0' && o + 1 < len) {
+        const char *cut = NULL; /* where a secret starts; it ends at a delimiter */
+        const char *end = NULL;
+        if (!strncmp(v, "://", 3)) {
+            size_t host = strcspn(v + 3, "/ ");
+            const char *at = memchr(v + 3, '@', host), *colon = memchr(v + 3, ':', host);
+            if (at != NULL && colon != NULL && colon < at) {
+                cut = colon + 1;
+                end = at;
+            }
+        }
+        for (size_t i = 0; cut == NULL && i < sizeof(keys) / sizeof(keys[0]); i++) {
+            size_t kl = strlen(keys[i]);
+            if (!strncasecmp(v, keys[i], kl)) {
+                cut = v + kl;
+                end = cut + strcspn(cut, ",; &");
+            }
+        }
+        if (cut == NULL) {
+            out[o++] = *v++;
+            continue;
+        }
+        int n = snprintf(out + o, len - o, "%.*s<redacted>", (int)(cut - v), v);
+        o = n > 0 && o + (size_t)n < len ? o + (size_t)n : len - 1;
+        v = end;
+    }
+    out[o] = '\0';
+}
+
 const char *cp_env_captured(const char *kv, char *name, size_t len)
 {
-    static const char *prefixes[] = {"NCCL_", "FI_",    "OMPI_", "UCX_",      "GLOO_",
-                                     "PMIX_", "SLURM_", "CUDA_", "COLLPROF_", "GLIBC_TUNABLES",
+    static const char *prefixes[] = {"NCCL_",     "FI_",    "OMPI_", "UCX_",      "GLOO_",
+                                     "PMIX_MCA_", "SLURM_", "CUDA_", "COLLPROF_", "GLIBC_TUNABLES",
                                      NULL};
-    static const char *secrets[] = {"TOKEN", "KEY", "SECRET", "PASS", "CRED", NULL};
+    static __thread char value[4096];
+    char redacted[4096];
     const char *eq = strchr(kv, '=');
     if (eq == NULL) {
         return NULL;
@@ -187,12 +317,12 @@ const char *cp_env_captured(const char *kv, char *name, size_t len)
     }
     memcpy(name, kv, nl);
     name[nl] = '\0';
-    for (int i = 0; secrets[i]; i++) {
-        if (strstr(name, secrets[i]) != NULL) {
-            return "<redacted>";
-        }
+    if (name_is_secret(name) || value_is_secret(eq + 1)) {
+        return "<redacted>";
     }
-    return eq + 1;
+    redact_inside(eq + 1, redacted, sizeof(redacted));
+    cp_text_sanitize(redacted, value, sizeof(value));
+    return value;
 }
 
 void *cp_alloc_pages(size_t bytes)

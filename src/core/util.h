@@ -50,11 +50,24 @@ void cp_utc_iso(char *buf, size_t len);
 
 /**
  * Environment capture for result files: for "NAME=value" whose name has a
- * prefix that shapes communication (NCCL_, FI_, OMPI_, UCX_, GLOO_, PMIX_,
- * SLURM_, CUDA_, COLLPROF_, GLIBC_TUNABLES), copy the name into name[] and
- * return the value, or "<redacted>" when the name looks secret (TOKEN,
- * KEY, SECRET, PASS, CRED).  NULL for every other variable.
+ * prefix that shapes communication (NCCL_, FI_, OMPI_, UCX_, GLOO_,
+ * PMIX_MCA_, SLURM_, CUDA_, COLLPROF_, GLIBC_TUNABLES; not the launcher's
+ * other PMIX_ variables), copy the name into name[] and return the value
+ * as printable text (cp_text_sanitize), valid until the next call on this
+ * thread.  Secrets are "<redacted>": the whole value when the name contains
+ * TOKEN, KEY, SECRET, PASS, PWD, CRED, AUTH, JWT, COOKIE or PRIVATE in any
+ * case, or the value is a JSON web token or a well-known service token;
+ * only the secret part for a password in a URL (scheme://user:PASSWORD@)
+ * and for password=, passwd=, pwd=, token=, secret= inside the value.
+ * NULL for every other variable.
  */
 const char *cp_env_captured(const char *kv, char *name, size_t len);
+
+/**
+ * Copy in to out[len] as one line of valid UTF-8: control characters become
+ * \n, \t or \xNN, and so do the bytes of invalid UTF-8; a cut at the end
+ * of out never splits a character or an escape.  Returns the length.
+ */
+size_t cp_text_sanitize(const char *in, char *out, size_t len);
 
 #endif /* COLLPROF_CORE_UTIL_H */

@@ -98,29 +98,6 @@ static int write_ranks(hid_t file, const cp_run_info_t *ri)
     return write_table(file, &cp_h5_table_ranks, recs, (size_t)b->nranks);
 }
 
-static void backend_row(const cp_run_info_t *ri, int i, collprof_backend_row_t *r)
-{
-    const cp_plugin_t *p = &ri->plugins[i];
-    snprintf(r->name, sizeof(r->name), "%s", p->name);
-    snprintf(r->plugin_version, sizeof(r->plugin_version), "%s", p->be ? p->be->version : "");
-    snprintf(r->library_version, sizeof(r->library_version), "%s",
-             p->caps.library_version ? p->caps.library_version : "");
-    if (p->ctx != NULL) {
-        snprintf(r->state, sizeof(r->state), "initialised");
-    } else if (!cp_plan_uses(ri->plan, i) && p->usable) {
-        snprintf(r->state, sizeof(r->state), "not used");
-    } else {
-        snprintf(r->state, sizeof(r->state), "failed: %.240s", p->error);
-    }
-    r->link_gbps = p->caps.link_gbps > 0 ? p->caps.link_gbps : 0.0;
-    snprintf(r->variants, sizeof(r->variants), "default");
-    for (size_t v = 0; v < p->caps.nvariants; v++) {
-        strncat(r->variants, ",", sizeof(r->variants) - strlen(r->variants) - 1);
-        strncat(r->variants, p->caps.variants[v].name,
-                sizeof(r->variants) - strlen(r->variants) - 1);
-    }
-}
-
 static int write_backends(hid_t file, const cp_run_info_t *ri)
 {
     collprof_backend_row_t *recs = calloc((size_t)ri->nplugins + 1, sizeof(*recs));
@@ -128,7 +105,7 @@ static int write_backends(hid_t file, const cp_run_info_t *ri)
         return -1;
     }
     for (int i = 0; i < ri->nplugins; i++) {
-        backend_row(ri, i, &recs[i]);
+        cp_run_backend_row(ri, i, &recs[i]);
     }
     return write_table(file, &cp_h5_table_backends, recs, (size_t)ri->nplugins);
 }

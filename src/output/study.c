@@ -129,3 +129,57 @@ int cp_study_print(FILE *f, const collprof_result_row_t *rows, size_t n, const c
     }
     return ns;
 }
+
+/* The next op name of a comma-separated list at *list into buf; 0 at the end. */
+static int next_op(const char **list, char *buf, size_t len)
+{
+    size_t l = strcspn(*list, ",");
+    if (l == 0) {
+        return 0;
+    }
+    snprintf(buf, len, "%.*s", (int)l, *list);
+    *list += l + ((*list)[l] == ',');
+    return 1;
+}
+
+int cp_study_print_all(FILE *f, const collprof_result_row_t *rows, size_t n,
+                       const collprof_backend_row_t *backends, size_t nbackends,
+                       double run_link_gbps)
+{
+    int tables = 0;
+    for (size_t b = 0; b < nbackends; b++) {
+        const collprof_backend_row_t *be = &backends[b];
+        const char *list = be->study;
+        char op[32];
+        while (next_op(&list, op, sizeof(op))) {
+            int any = 0;
+            for (size_t i = 0; i < n && !any; i++) {
+                any = !strcmp(rows[i].backend, be->name) && !strcmp(rows[i].op, op);
+            }
+            if (!any) {
+                continue;
+            }
+            double link = be->link_gbps > 0 ? be->link_gbps : run_link_gbps;
+            const char *from = be->link_gbps > 0   ? "reported by the provider"
+                               : run_link_gbps > 0 ? "--link-gbps"
+                                                   : NULL;
+            fprintf(f, "\n== %s %s study (every variant side by side) ==\n", be->name, op);
+            cp_study_print(f, rows, n, be->name, op, link, from);
+            tables++;
+        }
+    }
+    return tables;
+}
+
+int cp_study_first(const collprof_backend_row_t *backends, size_t nbackends, const char **backend,
+                   char *op_buf, size_t op_len)
+{
+    for (size_t b = 0; b < nbackends; b++) {
+        const char *list = backends[b].study;
+        if (next_op(&list, op_buf, op_len)) {
+            *backend = backends[b].name;
+            return 0;
+        }
+    }
+    return -1;
+}

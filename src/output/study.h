@@ -20,10 +20,11 @@
 #include <collprof/schema.h>
 #include <collprof/vocab.h>
 
-/* The rows the study is made of, for the summary and collprof-report: one
- * place until backends declare their studies (issue 12, part 3). */
-#define CP_STUDY_BACKEND "ofi"
-#define CP_STUDY_OP      collprof_op_name(COLLPROF_OP_ALLTOALL)
+/*
+ * Which studies a file holds: a backend declares the ops whose variants it
+ * wants side by side (collprof_backend_t.study_ops), recorded in the study
+ * column of /backends (schema 1.2; earlier files declare none).
+ */
 
 /**
  * Print the table of the measured (ok or wrong) rows of backend/op in
@@ -34,6 +35,23 @@
  */
 int cp_study_print(FILE *f, const collprof_result_row_t *rows, size_t n, const char *backend,
                    const char *op, double link_gbps, const char *link_from);
+
+/**
+ * Every study the backends declare, each under a "== BACKEND OP study ..."
+ * heading, for the summary and `collprof-report summary`.  The link rate is
+ * the backend's, else run_link_gbps (--link-gbps, <= 0 when not given).
+ * Returns the number of tables printed.
+ */
+int cp_study_print_all(FILE *f, const collprof_result_row_t *rows, size_t n,
+                       const collprof_backend_row_t *backends, size_t nbackends,
+                       double run_link_gbps);
+
+/**
+ * The first study backends declare: *backend and *op point into the row
+ * (op is copied into op_buf); 0, or -1 when none does.
+ */
+int cp_study_first(const collprof_backend_row_t *backends, size_t nbackends, const char **backend,
+                   char *op_buf, size_t op_len);
 
 /** BusBW as a percentage of a link of link_gbps Gbit/s; < 0 when link_gbps <= 0. */
 double cp_study_link_pct(double busbw_gbs, double link_gbps);

@@ -3,6 +3,7 @@
 #include "output/summary.h"
 
 #include "colls/colls.h"
+#include "core/bopts.h"
 #include "core/data.h"
 #include "core/links.h"
 #include "core/log.h"
@@ -36,16 +37,61 @@ struct cp_summary {
     int counts[COLLPROF_CELL_TIMEOUT + 1]; /* per collprof_cell_status_t */
     uint64_t wrong;
     char error[256];              /* the first write error, "" when none */
-    collprof_result_row_t *study; /* the ofi alltoall rows, for the study table */
+    collprof_result_row_t *study; /* the rows of the studies backends declare */
     size_t nstudy, capstudy;
     char quiet[16][32]; /* backends whose skipped cells the console shows once */
     int nquiet;
     int nlinks, links_failed; /* link sweep rows written, and those not ok */
 };
 
+void cp_run_backend_row(const cp_run_info_t *ri, int i, collprof_backend_row_t *r)
+{
+    const cp_plugin_t *p = &ri->plugins[i];
+    snprintf(r->name, sizeof(r->name), "%s", p->name);
+    snprintf(r->plugin_version, sizeof(r->plugin_version), "%s", p->be ? p->be->version : "");
+    snprintf(r->library_version, sizeof(r->library_version), "%s",
+             p->caps.library_version ? p->caps.library_version : "");
+    if (p->ctx != NULL) {
+        snprintf(r->state, sizeof(r->state), "initialised");
+    } else if (!cp_plan_uses(ri->plan, i) && p->usable) {
+        snprintf(r->state, sizeof(r->state), "not used");
+    } else {
+        snprintf(r->state, sizeof(r->state), "failed: %.240s", p->error);
+    }
+    r->link_gbps = p->caps.link_gbps > 0 ? p->caps.link_gbps : 0.0;
+    snprintf(r->variants, sizeof(r->variants), "default");
+    for (size_t v = 0; v < p->caps.nvariants; v++) {
+        strncat(r->variants, ",", sizeof(r->variants) - strlen(r->variants) - 1);
+        strncat(r->variants, p->caps.variants[v].name,
+                sizeof(r->variants) - strlen(r->variants) - 1);
+    }
+    cp_bopts_effective(ri->opt, p->be, r->options, sizeof(r->options));
+    r->study[0] = '\0';
+    for (int op = 0; p->be != NULL && op < COLLPROF_OP_COUNT; op++) {
+        if (p->be->study_ops & COLLPROF_BIT(op)) {
+            strncat(r->study, r->study[0] ? "," : "", sizeof(r->study) - strlen(r->study) - 1);
+            strncat(r->study, collprof_op_name(op), sizeof(r->study) - strlen(r->study) - 1);
+        }
+    }
+}
+
+/* Does a backend in use declare a study of row's op? */
+static int is_study_row(const cp_run_info_t *ri, const collprof_result_row_t *row)
+{
+    int op = collprof_op_from_name(row->op);
+    for (int i = 0; op >= 0 && i < ri->nplugins; i++) {
+        const cp_plugin_t *p = &ri->plugins[i];
+        if (p->be != NULL && !strcmp(p->name, row->backend) &&
+            (p->be->study_ops & COLLPROF_BIT(op))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
 {
-    if (strcmp(row->backend, CP_STUDY_BACKEND) != 0 || strcmp(row->op, CP_STUDY_OP) != 0) {
+    if (!is_study_row(s->ri, row)) {
         return;
     }
     if (s->nstudy == s->capstudy) {
@@ -60,27 +106,20 @@ static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
     s->study[s->nstudy++] = *row;
 }
 
+/* The study tables the backends in use declare, as collprof-report summary prints them. */
 static void print_study(cp_summary_t *s)
 {
     const cp_run_info_t *ri = s->ri;
-    double link = 0;
-    const char *from = NULL;
-    for (int i = 0; i < ri->nplugins; i++) {
-        if (!strcmp(ri->plugins[i].name, CP_STUDY_BACKEND) && ri->plugins[i].caps.link_gbps > 0) {
-            link = ri->plugins[i].caps.link_gbps;
-            from = "reported by the provider";
-        }
-    }
-    if (!(link > 0) && ri->opt->link_gbps > 0) {
-        link = ri->opt->link_gbps;
-        from = "--link-gbps";
-    }
-    if (s->nstudy == 0) {
+    collprof_backend_row_t *rows = calloc((size_t)ri->nplugins + 1, sizeof(*rows));
+    if (rows == NULL || s->nstudy == 0) {
+        free(rows);
         return;
     }
-    fprintf(s->f, "\n== RMA-write all-to-all study (%s %s, every variant) ==\n", CP_STUDY_BACKEND,
-            CP_STUDY_OP);
-    cp_study_print(s->f, s->study, s->nstudy, CP_STUDY_BACKEND, CP_STUDY_OP, link, from);
+    for (int i = 0; i < ri->nplugins; i++) {
+        cp_run_backend_row(ri, i, &rows[i]);
+    }
+    cp_study_print_all(s->f, s->study, s->nstudy, rows, (size_t)ri->nplugins, ri->opt->link_gbps);
+    free(rows);
 }
 
 /*
@@ -260,6 +299,11 @@ static void print_backends(FILE *f, const cp_run_info_t *ri)
         fprintf(f, "backend:    %s %s (%s%s)%s%s\n", p->name, p->be ? p->be->version : "?",
                 p->caps.library_version ? p->caps.library_version : "?", link,
                 p->ctx ? "" : " NOT INITIALISED: ", p->ctx ? "" : p->error);
+        char eff[1024];
+        cp_bopts_effective(ri->opt, p->be, eff, sizeof(eff));
+        if (eff[0] != '\0') {
+            fprintf(f, "  options:  %s\n", eff);
+        }
     }
     if (ri->opt->link_gbps > 0) {
         fprintf(f, "link:       %g Gbit/s (--link-gbps; used where a backend reports none)\n",

@@ -28,6 +28,9 @@ typedef struct cp_run_info {
     const char (*affinity)[256]; /**< per rank CPU list, e.g. "0-3" (may be NULL) */
 } cp_run_info_t;
 
+/** Row i of /backends: plugin i of ri, its state, variants, effective options, study. */
+void cp_run_backend_row(const cp_run_info_t *ri, int i, collprof_backend_row_t *r);
+
 typedef struct cp_summary cp_summary_t;
 
 /** The output directory: --output-dir, else $SLURM_SUBMIT_DIR, else ".". */

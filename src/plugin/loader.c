@@ -6,10 +6,13 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PREFIX "collprof_"
 #define SUFFIX ".so"
@@ -74,8 +77,64 @@ static void promote_dependencies(void *handle)
     }
 }
 
+/*
+ * May code at path run in this process?  Only when nobody but root and the
+ * invoking user could have put it there: the file and its directory are
+ * owned by one of them and writable by nobody else; every directory above
+ * may be writable by others only with the sticky bit (as /tmp), where they
+ * cannot rename what they do not own.  Symbolic links are resolved first.
+ * 0, or -1 with why.
+ */
+/* One step of cp_plugin_path_trusted: path, strict for the file and its directory. */
+static int trusted_one(const char *path, int strict, char *why, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(why, len, "cannot stat %s", path);
+        return -1;
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        snprintf(why, len, "%s is owned by uid %u, neither root nor you", path,
+                 (unsigned)st.st_uid);
+        return -1;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (strict || !(st.st_mode & S_ISVTX))) {
+        snprintf(why, len, "%s is writable by %s (mode %04o)", path,
+                 st.st_mode & S_IWOTH ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
+int cp_plugin_path_trusted(const char *path, char *why, size_t len)
+{
+    char cur[PATH_MAX];
+    if (realpath(path, cur) == NULL) {
+        snprintf(why, len, "cannot resolve %s", path);
+        return -1;
+    }
+    for (int depth = 0;; depth++) { /* "/a/b/x.so", "/a/b", "/a", "/" */
+        if (trusted_one(cur[0] ? cur : "/", depth < 2, why, len) != 0) {
+            return -1;
+        }
+        char *slash = strrchr(cur, '/');
+        if (cur[0] == '\0' || slash == NULL) {
+            return 0;
+        }
+        *slash = '\0';
+    }
+}
+
 static void load_one(cp_plugin_t *p)
 {
+    char untrusted[PATH_MAX + 128];
+    if (cp_plugin_path_trusted(p->path, untrusted, sizeof(untrusted)) != 0) {
+        snprintf(p->error, sizeof(p->error),
+                 "refusing to load %s: %s (plugins and their directories must be owned by root "
+                 "or you and writable only by their owner)",
+                 p->path, untrusted);
+        return;
+    }
     dlerror();
     p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
     if (p->dl == NULL) {
@@ -101,7 +160,8 @@ static void load_one(cp_plugin_t *p)
         return;
     }
     if (!be->query || !be->init || !be->finalize || !be->select_variant || !be->mem_alloc ||
-        !be->mem_free || !be->mem_copy || !be->run || !be->run_batch || !be->last_error) {
+        !be->mem_free || !be->mem_copy || !be->run || !be->run_batch || !be->last_error ||
+        !be->describe || (be->noptions > 0 && be->options == NULL)) {
         snprintf(p->error, sizeof(p->error),
                  "%s leaves a slot NULL (use the collprof_no_* stubs): refusing it", p->path);
         return;
@@ -111,7 +171,7 @@ static void load_one(cp_plugin_t *p)
     }
     p->be = be;
     p->caps.size = sizeof(p->caps);
-    int rc = be->query(&p->caps);
+    int rc = be->query(NULL, &p->caps);
     if (rc != COLLPROF_OK) {
         const char *why = be->last_error(NULL);
         snprintf(p->error, sizeof(p->error), "query failed: %s%s%s", collprof_status_string(rc),

@@ -36,6 +36,14 @@ void cp_plugins_available(char *buf, size_t len);
 /** The directories searched, for messages ("A:B" or the install dir). */
 const char *cp_plugins_search_path(void);
 
+/**
+ * May the code at path be loaded?  The file and its directory must be owned
+ * by root or the invoking user and writable only by their owner; the
+ * directories above may be writable by others only with the sticky bit.
+ * 0, or -1 with why.
+ */
+int cp_plugin_path_trusted(const char *path, char *why, size_t len);
+
 /** Is v (or "default") a variant of plugin p for op? */
 int cp_plugin_has_variant(const cp_plugin_t *p, collprof_op_t op, const char *v);
 

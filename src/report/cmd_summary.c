@@ -85,30 +85,10 @@ static void print_header(const cp_report_file_t *f)
     printf("\n");
 }
 
-/* the RMA-write all-to-all study, as src/output/summary.c appends it to the run's summary */
+/* the studies the backends declared, as src/output/summary.c appends them to the run's summary */
 static void print_study(const cp_report_file_t *f)
 {
-    double link = 0;
-    const char *from = NULL;
-    int any = 0;
-    for (size_t i = 0; i < f->nrows && !any; i++) {
-        any = !strcmp(f->rows[i].backend, CP_STUDY_BACKEND) && !strcmp(f->rows[i].op, CP_STUDY_OP);
-    }
-    if (!any) {
-        return;
-    }
-    for (size_t i = 0; i < f->nbackends; i++) {
-        if (!strcmp(f->backends[i].name, CP_STUDY_BACKEND) && f->backends[i].link_gbps > 0) {
-            link = f->backends[i].link_gbps;
-            from = "reported by the provider";
-        }
-    }
-    if (!(link > 0) && f->root.link_gbps > 0) {
-        link = f->root.link_gbps;
-        from = "--link-gbps";
-    }
-    printf("\n== RMA-write all-to-all study (ofi alltoall, every variant) ==\n");
-    cp_study_print(stdout, f->rows, f->nrows, CP_STUDY_BACKEND, CP_STUDY_OP, link, from);
+    cp_study_print_all(stdout, f->rows, f->nrows, f->backends, f->nbackends, f->root.link_gbps);
 }
 
 static void print_file(const cp_report_file_t *f)

@@ -26,7 +26,7 @@ static const struct {
      "busBW against message size, one chart per operation"},
     {"scaling", cp_report_cmd_scaling, "FILE|DIR... [--metric busbw|time|algbw]",
      "one table per operation across scale points (nodes/ranks)"},
-    {"study", cp_report_cmd_study, "FILE [--backend ofi] [--op alltoall] [--link-gbps X]",
+    {"study", cp_report_cmd_study, "FILE [--backend NAME] [--op OP] [--link-gbps X]",
      "the RMA-write all-to-all study: per size, each variant's BW, BusBW (% of link), latency"},
     {"links", cp_report_cmd_links, "FILE [--threshold X] [--stat best|mean]",
      "the link sweep's node x node matrices; names slow links and suspect nodes"},

@@ -55,6 +55,33 @@ if [ -e "$CP_TEST_PLUGINS/collprof_failinit.so" ]; then
     ok $? "relative plugin directories are refused"
 fi
 
+# plugins others could have written are never loaded, not even for --list
+pl="$WORK/plugins"
+mkdir -p "$pl"
+chmod 755 "$pl"
+cp "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" "$pl/"
+chmod 777 "$pl"
+COLLPROF_PLUGIN_PATH="$pl" cp_run --list
+grep -q "^self: NOT AVAILABLE: refusing to load .*: $pl is writable by others (mode 0777)" "$WORK/out"
+ok $? "a plugin in a world-writable directory is refused, with the reason"
+chmod 755 "$pl"
+chmod 666 "$pl/collprof_self.so"
+COLLPROF_PLUGIN_PATH="$pl" cp_run --np 2 --backends self --ops barrier --output-dir "$pl"
+[ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/err")" -eq 1 ] &&
+    grep -q "collprof_self.so is writable by others (mode 0666)" "$WORK/err"
+ok $? "a world-writable plugin is refused before launch: one line, exit 2"
+chmod 644 "$pl/collprof_self.so"
+if [ "$(id -u)" = 0 ]; then
+    chown 65534 "$pl/collprof_self.so"
+    COLLPROF_PLUGIN_PATH="$pl" cp_run --list
+    grep -q "collprof_self.so is owned by uid 65534, neither root nor you" "$WORK/out"
+    ok $? "a plugin owned by another user is refused"
+    chown 0 "$pl/collprof_self.so"
+fi
+COLLPROF_PLUGIN_PATH="$pl" cp_run --list
+grep -q "^self [0-9]" "$WORK/out"
+ok $? "the same plugin loads once its file and directory are safe"
+
 # a rank that dies mid-run must not leave the others waiting
 d="$WORK/dead"
 mkdir -p "$d"

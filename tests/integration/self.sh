@@ -55,6 +55,32 @@ ok $? "--backends self plans self cells"
 d="$WORK/slot"
 mkdir -p "$d"
 cp_run --np 2 --backends self --ops allreduce --counts 1K -B self-slot-kib=zero --output-dir "$d"
-[ $rc -ne 0 ] && grep -q 'self-slot-kib' "$WORK/out" "$WORK/err" "$d"/* 2>/dev/null
-ok $? "a bad self-slot-kib is reported"
+[ $rc -eq 2 ] && [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q 'self-slot-kib=zero' "$WORK/err" &&
+    [ -z "$(ls "$d")" ]
+ok $? "a bad self-slot-kib: one line before any rank starts, exit 2, no output"
+
+# backend options: declared by the plugin, listed, checked, recorded
+cp_run --help-backend self
+[ $rc -eq 0 ] && grep -q "self-slot-kib=VALUE *(1\.\.4194304; default 1024)" "$WORK/out"
+ok $? "--help-backend self: the option, its range and default"
+cp_run --help-backend nosuch
+[ $rc -eq 2 ] && [ "$(wc -l <"$WORK/err")" -eq 1 ]
+ok $? "--help-backend of an unknown backend: one line, exit 2"
+for bad in "-B nosuch=1" "--nosuch 1" "--self-slot-kib 8"; do
+    # shellcheck disable=SC2086 # split on purpose
+    cp_run --np 2 --backends self --ops barrier $bad --output-dir "$d"
+    [ $rc -eq 2 ] && [ "$(wc -l <"$WORK/err")" -eq 1 ] && [ -z "$(ls "$d")" ]
+    ok $? "$bad: one-line error, exit 2, no output ($(head -c 100 "$WORK/err"))"
+done
+cp_run --np 2 --backends self --ops barrier -B self-slot-kib=64 --output-dir "$d"
+grep -q "^  options:  self-slot-kib=64$" "$d"/collprof_*.txt
+ok $? "the summary records the effective option"
+if command -v h5dump >/dev/null 2>&1; then
+    h5dump -d /backends "$d"/collprof_*.h5 2>/dev/null | grep -q '"self-slot-kib=64"'
+    ok $? "the HDF5 file records the effective option (/backends options)"
+fi
+rm -f "$d"/*
+cp_run --np 2 --backends self --ops barrier --output-dir "$d"
+grep -q "^  options:  self-slot-kib=1024 (default)$" "$d"/collprof_*.txt
+ok $? "a default is marked as such"
 done_testing

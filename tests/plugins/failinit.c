@@ -11,8 +11,9 @@ static const collprof_variant_t variants[] = {
      COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)},
 };
 
-static int fi_query(collprof_caps_t *caps)
+static int fi_query(void *ctx, collprof_caps_t *caps)
 {
+    (void)ctx;
     return stub_query(caps, "none (test plugin)", variants, 1);
 }
 

@@ -9,8 +9,9 @@
 
 int cp_gone_answer(void);
 
-static int nl_query(collprof_caps_t *caps)
+static int nl_query(void *ctx, collprof_caps_t *caps)
 {
+    (void)ctx;
     return stub_query(caps, cp_gone_answer() == 42 ? "libcpgone (test plugin)" : "?", NULL, 0);
 }
 

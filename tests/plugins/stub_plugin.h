@@ -44,6 +44,7 @@ static inline int stub_init(const collprof_host_t *host, void **ctx)
         .run = collprof_unsup_run,                                                                 \
         .run_batch = collprof_no_run_batch,                                                        \
         .last_error = last_error_,                                                                 \
+        COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, collprof_no_describe),                                 \
     }
 
 #endif /* CP_TEST_STUB_PLUGIN_H */

@@ -209,7 +209,7 @@ static void rank_main(const char *path)
         return;
     }
     collprof_caps_t caps = {.size = sizeof(caps)};
-    check(be->query(&caps) == 0 && caps.memtypes == COLLPROF_BIT(COLLPROF_MEM_DEVICE) &&
+    check(be->query(NULL, &caps) == 0 && caps.memtypes == COLLPROF_BIT(COLLPROF_MEM_DEVICE) &&
               (be->flags & COLLPROF_BACKEND_DEVICE_TIMER),
           "query: device memory, device timer");
     collprof_host_t host = oob_shm_host(host_log, get_option);

@@ -51,7 +51,7 @@ int main(void)
     collprof_caps_t caps;
     memset(&caps, 0, sizeof(caps));
     caps.size = sizeof(caps);
-    ok(be->query(&caps) == COLLPROF_OK, "query");
+    ok(be->query(NULL, &caps) == COLLPROF_OK, "query");
     ok(!(caps.memtypes & COLLPROF_BIT(COLLPROF_MEM_DEVICE)),
        "no GPU here: device memory is not offered (memtypes 0x%x)", caps.memtypes);
     ok(caps.link_gbps >= 0, "link_gbps written (%g)", caps.link_gbps);
@@ -63,7 +63,7 @@ int main(void)
     memset(&old, 0, sizeof(old));
     old.c.size = offsetof(collprof_caps_t, link_gbps);
     old.c.link_gbps = -7;
-    ok(be->query(&old.c) == COLLPROF_OK && old.c.link_gbps == -7,
+    ok(be->query(NULL, &old.c) == COLLPROF_OK && old.c.link_gbps == -7,
        "caps->size without link_gbps: the plugin does not write it");
 
     collprof_host_t host = oob_shm_host(host_log, get_option);
@@ -85,8 +85,9 @@ int main(void)
         }
         memset(&caps, 0, sizeof(caps));
         caps.size = sizeof(caps);
-        ok(be->query(&caps) == COLLPROF_OK && !(caps.memtypes & COLLPROF_BIT(COLLPROF_MEM_DEVICE)),
-           "query after init: still no device memory");
+        ok(be->query(ctx, &caps) == COLLPROF_OK &&
+               !(caps.memtypes & COLLPROF_BIT(COLLPROF_MEM_DEVICE)),
+           "query with the context after init: still no device memory");
         ok(be->finalize(ctx) == COLLPROF_OK, "finalize");
     }
     return tap_done();

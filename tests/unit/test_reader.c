@@ -44,8 +44,9 @@ static void check_common(const cp_report_file_t *f, long long minor)
     ok(mpi >= 0 && !strcmp(f->backends[mpi].state, "initialised") &&
            !strncmp(f->backends[mpi].variants, "default", 7),
        "/backends has mpi, initialised");
-    ok(f->nrows == 2, "2 rows (%zu)", f->nrows);
-    if (f->nrows != 2) {
+    /* mpi's two cells first (the 1.2 sample has ofi's after them) */
+    ok(f->nrows == (minor >= 2 ? 4 : 2), "%d rows (%zu)", minor >= 2 ? 4 : 2, f->nrows);
+    if (f->nrows < 2) {
         return;
     }
     const collprof_result_row_t *ar = &f->rows[0], *av = &f->rows[1];
@@ -81,6 +82,20 @@ int main(void)
     if (f != NULL) {
         check_common(f, 1);
         ok(f->nrows > 0 && !strcmp(f->rows[0].memory, "host"), "1.1: memory is host");
+        ok(f->backends[0].options[0] == '\0' && f->backends[0].study[0] == '\0',
+           "1.1: /backends options and study (added in 1.2) are empty");
+        cp_report_close(f);
+    }
+    f = open_sample("1.2");
+    if (f != NULL) {
+        check_common(f, 2);
+        int ofi = -1;
+        for (size_t i = 0; i < f->nbackends; i++) {
+            ofi = strstr(f->backends[i].options, "ofi-channels=") ? (int)i : ofi;
+        }
+        ok(ofi >= 0 && !strcmp(f->backends[ofi].study, "alltoall") &&
+               strstr(f->backends[ofi].options, "(default)") != NULL,
+           "1.2: a backend's effective options and its study");
         cp_report_close(f);
     }
     /* the sample of the current version is the newest there is */

@@ -123,7 +123,7 @@ static int rank_main(const collprof_backend_t *be)
     snprintf(p.name, sizeof(p.name), "%s", be->name);
     p.be = be;
     p.caps.size = sizeof(p.caps);
-    if (be->query(&p.caps) != COLLPROF_OK || be->init(&host, &p.ctx) != COLLPROF_OK) {
+    if (be->query(NULL, &p.caps) != COLLPROF_OK || be->init(&host, &p.ctx) != COLLPROF_OK) {
         record(0, "self backend init: %s", be->last_error(NULL));
         return 1;
     }

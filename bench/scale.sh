@@ -1,0 +1,118 @@
+#!/bin/sh
+# bench/scale.sh: how collprof's start-up (and, when this collprof has it, a link sweep) grows
+# with the node count, on a virtual Slurm cluster of this machine (contrib/slurm-local --nodes N:
+# real slurmctld and slurmd, one network namespace per node).  For each node count it starts a
+# cluster, runs one barrier cell under `srun --mpi=pmix -N K --ntasks-per-node R`, and prints
+#
+#   nodes ranks | cluster start s | launch to first op s | run s | fences  fence s  put B  read B | sweep s
+#
+# "launch to first op" is from srun's start to rank 0's first cell (its -v log line); fences and
+# bytes are rank 0's out-of-band (PMIx) exchanges up to then (boot, plan, backend start-up).  It is a benchmark: exit 0
+# whatever the figures, 1 when something failed to run, 2 on bad usage.  Needs root.
+#
+# Usage: bench/scale.sh [--nodes "4 8 16"] [--ranks-per-node 4] [--backend ofi] [--collprof PATH]
+# shellcheck disable=SC2034 # read by lib.sh
+NAME=scale.sh
+. "$(dirname "$0")/lib.sh"
+
+NODES="4 8 16"
+RPN=4
+BACKEND=ofi
+usage() {
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+}
+while [ $# -gt 0 ]; do
+    case $1 in
+    --nodes)
+        NODES=$2
+        shift
+        ;;
+    --ranks-per-node)
+        at_least "$2" 1 || bad_usage "--ranks-per-node: '$2' is not a whole number >= 1"
+        RPN=$2
+        shift
+        ;;
+    --backend)
+        BACKEND=$2
+        shift
+        ;;
+    --collprof)
+        COLLPROF_BIN=$2
+        shift
+        ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *) bad_usage "unknown option '$1'" ;;
+    esac
+    shift
+done
+for n in $NODES; do
+    at_least "$n" 2 || bad_usage "--nodes: '$n' is not a whole number >= 2"
+done
+[ "$(id -u)" = 0 ] || die "virtual nodes need root (network namespaces, slurmd)"
+find_collprof
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+SL=$SRC/contrib/slurm-local/slurm-local.sh
+[ -f "$SL" ] || die "no $SL"
+export COLLPROF_PLUGIN_PATH="${COLLPROF_PLUGIN_PATH:-$BUILD_DIR/.libs}"
+WORK=$(mktemp -d /tmp/collprof-scale.XXXXXX)
+chmod 755 "$WORK" # munged wants every directory up to its socket searchable
+export COLLPROF_SLURM_DIR="$WORK/slurm" COLLPROF_SLURM_CPUS="$RPN"
+trap 'bash "$SL" purge >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT INT TERM
+
+now() { date +%s.%N; }
+# seconds from $1 to $2
+diff_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+# the epoch seconds of a -v log line's "[2026-11-23T13:15:02.715Z ..." stamp
+stamp_s() {
+    t=$(sed -n 's/^\[\([0-9T:.-]*\)Z .*/\1/p' | head -n 1)
+    [ -n "$t" ] && date -u -d "$(echo "$t" | tr T ' ')" +%s.%N
+}
+sweep_supported() { "$COLLPROF_BIN" --help 2>/dev/null | grep -q -- '--link-sweep'; }
+
+echo "# collprof scale benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(nproc) CPUs"
+echo "# policy: every node is a namespace of this one machine (shared CPUs and memory);"
+echo "# $RPN ranks per node, backend $BACKEND, one barrier cell (-n 1 -w 0), loadavg at start"
+echo "# $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-6s %-6s | %-8s | %-9s | %-7s | %-7s %-8s %-8s %-9s | %s\n' nodes ranks start_s \
+    first_op_s run_s fences fence_s put_B read_B sweep_s
+status=0
+for n in $NODES; do
+    t=$(now)
+    if ! timeout -k 5 300 bash "$SL" --nodes "$n" start >"$WORK/start.out" 2>"$WORK/start.err"; then
+        sed 's/^/# /' "$WORK/start.err" >&2
+        die "the $n-node cluster did not start"
+    fi
+    start_s=$(diff_s "$t" "$(now)")
+    eval "$(grep '^export ' "$WORK/start.out")"
+    d=$WORK/run$n
+    mkdir -p "$d"
+    t=$(now)
+    timeout -k 5 600 srun --immediate=60 --mpi=pmix -N "$n" --ntasks-per-node="$RPN" \
+        "$COLLPROF_BIN" --backends "$BACKEND" --ops barrier --counts 1 -n 1 -w 0 -v \
+        --output-dir "$d" >"$d/out" 2>"$d/err" || status=1
+    end=$(now)
+    first=$(grep ' r0/[0-9]* [^]]*\] cell 1/' "$d/err" | stamp_s)
+    oob=$(grep ' r0/[0-9]* [^]]*\] oob (start-up): ' "$d/err" | head -n 1)
+    fences=$(echo "$oob" | sed -n 's/.*oob: \([0-9]*\) fences (\([0-9.]*\) s.*/\1 \2/p')
+    bytes=$(echo "$oob" | sed -n 's/.* puts of \([0-9]*\) bytes, \([0-9]*\) bytes read.*/\1 \2/p')
+    sweep=-
+    if sweep_supported; then
+        ts=$(now)
+        timeout -k 5 600 srun --immediate=60 --mpi=pmix -N "$n" --ntasks-per-node="$RPN" \
+            "$COLLPROF_BIN" --backends "$BACKEND" --link-sweep --output-dir "$d" \
+            >"$d/sweep.out" 2>"$d/sweep.err" && sweep=$(diff_s "$ts" "$(now)")
+    fi
+    # shellcheck disable=SC2086 # fences and bytes are two fields each
+    printf '%-6s %-6s | %-8s | %-9s | %-7s | %-7s %-8s %-8s %-9s | %s\n' "$n" $((n * RPN)) \
+        "$start_s" "${first:+$(diff_s "$t" "$first")}" "$(diff_s "$t" "$end")" \
+        ${fences:-- -} ${bytes:-- -} "$sweep"
+    [ -n "$first" ] || {
+        tail -n 3 "$d/err" | sed 's/^/# /'
+        status=1
+    }
+    bash "$SL" stop >/dev/null 2>&1
+done
+[ "$status" = 0 ] || die "some run failed (see the lines marked #)"

@@ -1,0 +1,65 @@
+/* What the result files capture of the environment (src/core/util.c): which variables, which
+ * secrets are redacted (by name and by value), and that every value is one printable line. */
+#include "config.h"
+
+#include "core/util.h"
+#include "tap.h"
+
+#include <string.h>
+
+/* the captured value of kv, or "(none)" */
+static const char *cap(const char *kv)
+{
+    static char name[128];
+    const char *v = cp_env_captured(kv, name, sizeof(name));
+    return v ? v : "(none)";
+}
+
+static void check(const char *kv, const char *want)
+{
+    const char *got = cap(kv);
+    ok(!strcmp(got, want), "%s -> %s (got %s)", kv, want, got);
+}
+
+int main(void)
+{
+    /* what is captured */
+    check("NCCL_ALGO=Ring", "Ring");
+    check("FI_PROVIDER=tcp;ofi_rxm", "tcp;ofi_rxm");
+    check("HOME=/root", "(none)");
+    check("PMIX_SERVER_URI41=pmix-server.123;tcp4://127.0.0.1:4000", "(none)");
+    check("PMIX_NAMESPACE=slurm.pmix.12.0", "(none)");
+    check("PMIX_MCA_gds=hash", "hash");
+    /* secrets by name, in any case */
+    check("COLLPROF_API_TOKEN=x", "<redacted>");
+    check("SLURM_JWT=abc", "<redacted>");
+    check("OMPI_MCA_btl_tcp_password=hunter2", "<redacted>");
+    check("FI_PSM3_PWD=abc", "<redacted>");
+    check("UCX_AUTH_MODE=x", "<redacted>");
+    check("SLURM_COOKIE=1", "<redacted>");
+    check("CUDA_PRIVATE_DIR=/x", "<redacted>");
+    /* secrets by value */
+    check("SLURM_EXPORT_X=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln", "<redacted>");
+    check("COLLPROF_X=ghp_abcdefghijklmnopqrstuvwxyz0123", "<redacted>");
+    check("COLLPROF_X=AKIAABCDEFGHIJKLMNOP", "<redacted>");
+    check("NCCL_DEBUG=INFO", "INFO");
+    check("COLLPROF_URL=https://alice:hunter2@example.org/x",
+          "https://alice:<redacted>@example.org/x");
+    check("COLLPROF_URL=https://example.org/a:b@c", "https://example.org/a:b@c");
+    check("OMPI_MCA_x=user=bob,Password=hunter2,port=1", "user=bob,Password=<redacted>,port=1");
+    check("COLLPROF_DB=host=h token=abc dbname=d", "host=h token=<redacted> dbname=d");
+    /* one printable line of valid UTF-8 */
+    check("COLLPROF_TAG=a\nresult: PASSED", "a\\nresult: PASSED");
+    check("COLLPROF_TAG=\x1b[31mred", "\\x1b[31mred");
+    check("COLLPROF_TAG=caf\xc3\xa9", "caf\xc3\xa9");
+    check("COLLPROF_TAG=bad\xff\xc3", "bad\\xff\\xc3");
+
+    char out[8];
+    size_t n = cp_text_sanitize("ab\xc3\xa9\xc3\xa9", out, sizeof(out));
+    ok(n == 6 && !strcmp(out, "ab\xc3\xa9\xc3\xa9"), "a cut keeps whole characters (%zu)", n);
+    n = cp_text_sanitize("abcde\xc3\xa9", out, 7);
+    ok(n == 5 && !strcmp(out, "abcde"), "a character that does not fit is left out whole");
+    n = cp_text_sanitize("abcd\n", out, 6);
+    ok(n == 4 && !strcmp(out, "abcd"), "an escape that does not fit is left out whole");
+    return tap_done();
+}
