@@ -74,6 +74,9 @@ static void local_hostname(char *buf, size_t size)
         snprintf(buf, size, "localhost");
     }
     buf[size - 1] = '\0';
+    char raw[256];
+    snprintf(raw, sizeof(raw), "%s", buf);
+    cp_text_sanitize(raw, buf, size); /* the kernel takes any bytes; our files take one line */
 }
 
 /* Integer value of any PMIx integer type; -1 when it is not one. */
@@ -139,7 +142,7 @@ static int get_hostname(char *buf, size_t size)
     int ret = -1;
     if (rc == PMIX_SUCCESS && val != NULL) {
         if (val->type == PMIX_STRING && val->data.string != NULL && val->data.string[0] != '\0') {
-            snprintf(buf, size, "%s", val->data.string);
+            cp_text_sanitize(val->data.string, buf, size); /* one printable line */
             ret = 0;
         }
         PMIX_VALUE_RELEASE(val);

@@ -359,9 +359,9 @@ int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, siz
 int cp_matrix_load(const char *path, const cp_spec_t *base, cp_options_t *opt, char *err,
                    size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = cp_fopen_regular(path, "matrix file", err, errlen);
+    int cap = opt->nspecs;
     if (f == NULL) {
-        snprintf(err, errlen, "cannot read matrix file '%s': %s", path, strerror(errno));
         return -1;
     }
     char line[8192];
@@ -376,12 +376,20 @@ int cp_matrix_load(const char *path, const cp_spec_t *base, cp_options_t *opt, c
         if (tok == NULL) {
             continue;
         }
-        cp_spec_t *grown = realloc(opt->specs, sizeof(cp_spec_t) * (size_t)(opt->nspecs + 1));
-        if (grown == NULL) {
-            snprintf(err, errlen, "out of memory");
+        if (opt->nspecs >= CP_MAX_SPECS) {
+            snprintf(err, errlen, "%s:%d: more than %d blocks; split the matrix over several runs",
+                     path, lineno, CP_MAX_SPECS);
             goto out;
         }
-        opt->specs = grown;
+        if (opt->nspecs == cap) {
+            cap = cap ? 2 * cap : 16;
+            cp_spec_t *grown = realloc(opt->specs, sizeof(cp_spec_t) * (size_t)cap);
+            if (grown == NULL) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            opt->specs = grown;
+        }
         cp_spec_t *s = &opt->specs[opt->nspecs];
         if (spec_copy(s, base) != 0) {
             snprintf(err, errlen, "out of memory");
@@ -522,6 +530,18 @@ static int h_string(cli_state_t *st, const cli_opt_t *o, const char *arg, char *
     }
     snprintf((char *)st->opt + o->off, o->cap, "%s", arg);
     return 0;
+}
+
+/* Free text that goes into the summary and the file as it is: one printable line. */
+static int h_text(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    char clean[1024];
+    cp_text_sanitize(arg, clean, sizeof(clean));
+    if (strcmp(clean, arg) != 0) {
+        snprintf(why, len, "--%s: control characters or invalid UTF-8 in '%s'", o->name, clean);
+        return -1;
+    }
+    return h_string(st, o, arg, why, len);
 }
 
 /* A number in (0, 1e6], or in [0, 1e6] when zero_ok. */
@@ -731,7 +751,7 @@ static const cli_opt_t cli_opts[] = {
     {"output-dir", 0, "DIR", h_string, NULL, OPT_FIELD(output_dir),
      "where the summary goes (default: $SLURM_SUBMIT_DIR\n"
      "under Slurm, else the current directory)"},
-    {"tag", 0, "TEXT", h_string, NULL, OPT_FIELD(tag), "label recorded in the summary"},
+    {"tag", 0, "TEXT", h_text, NULL, OPT_FIELD(tag), "label recorded in the summary"},
     {"list", 0, NULL, h_flag, NULL, OPT_FIELD(list),
      "list backends, operations, dtypes, variants, options"},
     {"help-backend", 0, "NAME", h_string, NULL, OPT_FIELD(help_backend),

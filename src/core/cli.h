@@ -17,6 +17,8 @@
 
 #define CP_MAX_LIST 64
 #define CP_MAX_IMB  8
+/** Blocks (lines) a matrix file may hold: each is a few KiB, and a run of more is unreadable. */
+#define CP_MAX_SPECS 4096
 
 /** One block of the matrix: the command line, or one line of --matrix. */
 typedef struct cp_spec {

@@ -85,9 +85,8 @@ static int check_matrix(const weights_t *ws, int rows, int cols, const char *pat
  */
 static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = cp_fopen_regular(path, "traffic matrix", err, errlen);
     if (f == NULL) {
-        snprintf(err, errlen, "cannot read traffic matrix '%s': %s", path, strerror(errno));
         return -1;
     }
     weights_t ws = {NULL, 0, 0};
@@ -111,8 +110,8 @@ static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t er
             goto out;
         }
         cols = c;
-        if (++rows > 65536) {
-            snprintf(err, errlen, "%s: more than 65536 rows", path);
+        if (++rows > 65536 || (double)rows * cols > (double)(1 << 24)) {
+            snprintf(err, errlen, "%s: more than 65536 rows or 16,777,216 entries", path);
             goto out;
         }
     }

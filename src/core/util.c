@@ -4,6 +4,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,4 +341,27 @@ void cp_free_pages(void *p, size_t bytes)
 {
     (void)bytes;
     free(p);
+}
+
+/* A regular file opened for reading, never blocking on a FIFO; NULL with err. */
+FILE *cp_fopen_regular(const char *path, const char *what, char *err, size_t errlen)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot read %s '%s': %s", what, path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "cannot read %s '%s': not a regular file", what, path);
+        close(fd);
+        return NULL;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot read %s '%s': %s", what, path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }

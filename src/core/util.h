@@ -64,6 +64,12 @@ void cp_utc_iso(char *buf, size_t len);
 const char *cp_env_captured(const char *kv, char *name, size_t len);
 
 /**
+ * Open path for reading when it is a regular file (a FIFO or device is
+ * refused without blocking); NULL with "cannot read WHAT 'PATH': why".
+ */
+FILE *cp_fopen_regular(const char *path, const char *what, char *err, size_t errlen);
+
+/**
  * Copy in to out[len] as one line of valid UTF-8: control characters become
  * \n, \t or \xNN, and so do the bytes of invalid UTF-8; a cut at the end
  * of out never splits a character or an escape.  Returns the length.

@@ -60,8 +60,28 @@ static int write_records(hid_t loc, const char *name, hid_t type, const void *re
 }
 
 /* A table of the schema, then free(recs). */
+/* Make every string column of row one line of valid UTF-8 that fits its field
+ * (cp_text_sanitize): what any reader can take, whatever a host name, a tag or a
+ * library's message held. */
+static void sanitize_row(const cp_h5_table_t *tab, void *row)
+{
+    for (size_t c = 0; c < tab->ncolumns; c++) {
+        const cp_h5_column_t *col = &tab->columns[c];
+        if (col->kind != COLLPROF_STR) {
+            continue;
+        }
+        char *field = (char *)row + col->offset, text[4096];
+        snprintf(text, sizeof(text), "%.*s", (int)col->size, field); /* may lack its NUL */
+        memset(field, 0, col->size);
+        cp_text_sanitize(text, field, col->size);
+    }
+}
+
 static int write_table(hid_t file, const cp_h5_table_t *tab, void *recs, size_t n)
 {
+    for (size_t i = 0; i < n; i++) {
+        sanitize_row(tab, (char *)recs + i * tab->recsize);
+    }
     hid_t t = cp_h5_row_type(tab);
     int rc = write_records(file, tab->name, t, recs, n);
     cp_h5_release(t);
@@ -286,7 +306,9 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
     }
     hid_t fs = H5Dget_space(h->results), ms = H5Screate_simple(1, one, NULL);
     H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, one, NULL);
-    rc |= H5Dwrite(h->results, h->row_type, ms, fs, H5P_DEFAULT, row) < 0;
+    collprof_result_row_t clean = *row;
+    sanitize_row(&cp_h5_table_results, &clean);
+    rc |= H5Dwrite(h->results, h->row_type, ms, fs, H5P_DEFAULT, &clean) < 0;
     cp_h5_release(ms);
     cp_h5_release(fs);
     h->nrows++;

@@ -37,6 +37,11 @@
  * slack only allows for another writer summing in another order. */
 #define CP_REPORT_STATS_RTOL 1e-9
 
+/* A dataset may unpack to at most this many times the bytes the file stores for it, plus
+ * CP_REPORT_SLACK: a small hostile file cannot claim millions of rows and take gigabytes. */
+#define CP_REPORT_MAX_EXPANSION 1024.0
+#define CP_REPORT_SLACK         (4.0 * 1024 * 1024)
+
 /* ---- values, for generic code ---------------------------------------------- */
 
 void cp_report_column_value(const cp_h5_column_t *c, const void *rec, cp_report_value_t *v)
@@ -343,6 +348,22 @@ static hid_t mem_type(hid_t ftype, const cp_h5_table_t *tab, char *err, size_t e
     return t;
 }
 
+/* Would elems elements of ft in d unpack to far more than the file stores of d? */
+static int size_plausible(hid_t d, hid_t ft, hsize_t elems, const char *what, char *err,
+                          size_t errlen)
+{
+    double stored = (double)H5Dget_storage_size(d);
+    double logical = (double)elems * (double)H5Tget_size(ft);
+    if (logical > stored * CP_REPORT_MAX_EXPANSION + CP_REPORT_SLACK) {
+        snprintf(err, errlen,
+                 "corrupted: %s claims %llu elements (%.0f bytes) but the file stores %.0f bytes "
+                 "of it",
+                 what, (unsigned long long)elems, logical, stored);
+        return -1;
+    }
+    return 0;
+}
+
 /* Read all dims[0] records of dataset d into *out (calloc'd). */
 static int read_records(hid_t d, hid_t ft, hid_t sp, const cp_h5_table_t *tab, void **out,
                         size_t *n, char *err, size_t errlen)
@@ -353,8 +374,12 @@ static int read_records(hid_t d, hid_t ft, hid_t sp, const cp_h5_table_t *tab, v
     if (mt < 0) {
         return -1;
     }
+    char what[64];
+    snprintf(what, sizeof(what), "/%s", tab->name);
     if (H5Sget_simple_extent_ndims(sp) != 1 || H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
         snprintf(err, errlen, "/%s is not a 1-D table", tab->name);
+    } else if (size_plausible(d, ft, dims[0], what, err, errlen) != 0) {
+        /* err says why */
     } else if (dims[0] > 0 && (*out = calloc((size_t)dims[0], tab->recsize)) == NULL) {
         snprintf(err, errlen, "corrupted: /%s claims %llu rows", tab->name,
                  (unsigned long long)dims[0]);
@@ -579,6 +604,8 @@ static void *read_array(hid_t grp, const char *cell, int id, hsize_t d0, hsize_t
         H5Eclear2(H5E_DEFAULT);
         snprintf(err, errlen, "corrupted: /cells/%s/%s does not have the shape of its row", cell,
                  ds->name);
+    } else if (size_plausible(d, ft, d0 * (d1 ? d1 : 1), ds->name, err, errlen) != 0) {
+        /* err says why */
     } else if ((buf = calloc((size_t)d0 * (size_t)(d1 ? d1 : 1) + 1, sizeof(double))) == NULL) {
         snprintf(err, errlen, "out of memory reading /cells/%s/%s", cell, ds->name);
     } else if (H5Dread(d, cp_h5_native(ds->kind), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
@@ -821,6 +848,10 @@ static int probe(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "is a directory");
         return -1;
     }
+    if (!S_ISREG(st.st_mode)) { /* opening a FIFO would wait for a writer forever */
+        snprintf(err, errlen, "not a regular file (a FIFO, device or socket)");
+        return -1;
+    }
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         snprintf(err, errlen, "%s", strerror(errno));
@@ -844,6 +875,10 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
 {
     /* our own one-line errors replace HDF5's stack dumps */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    /* a result file has no external links: one could lead to a FIFO (a hang) or to any file */
+    if (H5Lis_registered(H5L_TYPE_EXTERNAL) > 0) {
+        H5Lunregister(H5L_TYPE_EXTERNAL);
+    }
     if (probe(path, err, errlen) != 0) {
         return -1;
     }

@@ -43,9 +43,19 @@ bad_cases='--ops allreduce,nope|unknown operation
 
 printf '1 2\n3 4\n5 6\n' >"$WORK/notsquare.tm"
 printf 'ops=allreduce\nops=allreduce counts=1K,,2K\n' >"$WORK/bad.matrix"
+mkfifo "$WORK/fifo.matrix"
+yes ops=allreduce | head -n 5000 >"$WORK/big.matrix"
 bad_cases="$bad_cases
 --imbalance file:$WORK/notsquare.tm --ops alltoallv|must be square
---matrix $WORK/bad.matrix|bad.matrix:2: counts"
+--matrix $WORK/bad.matrix|bad.matrix:2: counts
+-B nosuch=1|no backend takes this option
+-B self-slot-kib=0|self-slot-kib=0: expected a whole number
+--nosuch 3|unknown option '--nosuch'
+--tag $(printf 'a\033[31mb')|--tag: control characters
+--tag $(printf 'a\377b')|--tag: control characters or invalid UTF-8
+--matrix $WORK/fifo.matrix|not a regular file
+--imbalance file:$WORK/fifo.matrix --ops alltoallv|not a regular file
+--matrix $WORK/big.matrix|big.matrix:4097: more than 4096 blocks"
 
 echo "$bad_cases" >"$WORK/cases"
 

@@ -3,7 +3,10 @@
  * (tests/data/collprof-<major>.<minor>.h5, written by collprof itself: a
  * 2-rank run of the mpi backend, allreduce and alltoallv of 1K floats).
  * Every earlier version must keep reading; a column added later reads as
- * empty or 0 from a file without it.
+ * empty or 0 from a file without it.  Then hostile files made from the
+ * current sample: a FIFO operand, an external link to a FIFO, a table that
+ * claims a million rows in a few bytes.  Each must fail at once with a
+ * reason (an alarm turns a hang into a failure).
  */
 #include "config.h"
 
@@ -11,8 +14,14 @@
 
 #include "tap.h"
 
+#include "output/h5schema.h"
+
+#include <hdf5.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static cp_report_file_t *open_sample(const char *version)
 {
@@ -68,8 +77,84 @@ static void check_common(const cp_report_file_t *f, long long minor)
        "cell 1: 4096 bytes sent and received per rank");
 }
 
+/* A copy of the current sample at dst whose /environment is replaced by what make() writes. */
+static hid_t sample_copy(const char *dst)
+{
+    const char *src = getenv("COLLPROF_SRCDIR");
+    char path[4096], cmd[8400];
+    snprintf(path, sizeof(path), "%s/tests/data/collprof-%d.%d.h5", src ? src : ".",
+             COLLPROF_SCHEMA_VERSION_MAJOR, COLLPROF_SCHEMA_VERSION_MINOR);
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod u+w '%s'", path, dst, dst);
+    if (system(cmd) != 0) {
+        return H5I_INVALID_HID;
+    }
+    hid_t f = H5Fopen(dst, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f >= 0) {
+        H5Ldelete(f, "environment", H5P_DEFAULT);
+    }
+    return f;
+}
+
+/* Open path: it must fail (within the alarm) with an error that contains want. */
+static void refused(const char *path, const char *want, const char *what)
+{
+    cp_report_file_t *f = NULL;
+    char err[1024] = "";
+    alarm(20);
+    int rc = cp_report_open(path, &f, err, sizeof(err));
+    alarm(0);
+    ok(rc != 0 && strstr(err, want) != NULL, "%s: refused (%s)", what, err);
+    if (rc == 0) {
+        cp_report_close(f);
+    }
+}
+
+static char dir[] = "/tmp/cp_reader_XXXXXX", fifo[64], elink[64], huge[64];
+
+/* Before any cp_report_open: it turns external links off for the whole process. */
+static void make_hostile_files(void)
+{
+    if (mkdtemp(dir) == NULL) {
+        ok(0, "mkdtemp");
+        return;
+    }
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    snprintf(elink, sizeof(elink), "%s/elink.h5", dir);
+    snprintf(huge, sizeof(huge), "%s/huge.h5", dir);
+    ok(mkfifo(fifo, 0600) == 0, "mkfifo");
+    hid_t f = sample_copy(elink);
+    ok(f >= 0 && H5Lcreate_external(fifo, "/x", f, "environment", H5P_DEFAULT, H5P_DEFAULT) >= 0,
+       "a copy whose /environment is an external link to a FIFO");
+    H5Fclose(f);
+
+    f = sample_copy(huge);
+    hsize_t rows = 1000000, chunk = 4096;
+    hid_t sp = H5Screate_simple(1, &rows, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, &chunk);
+    H5Pset_deflate(dcpl, 9);
+    hid_t t = cp_h5_row_type(&cp_h5_table_environment);
+    hid_t d = f >= 0 ? H5Dcreate2(f, "environment", t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    ok(d >= 0, "a copy whose /environment claims a million rows and stores none");
+    H5Dclose(d);
+    H5Tclose(t);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    H5Fclose(f);
+}
+
+static void hostile_files(void)
+{
+    refused(fifo, "not a regular file", "a FIFO operand");
+    refused(elink, "environment", "an external link to a FIFO");
+    refused(huge, "claims 1000000 elements", "a million empty rows");
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ok(system(cmd) == 0, "clean up");
+}
+
 int main(void)
 {
+    make_hostile_files();
     cp_report_file_t *f = open_sample("1.0");
     if (f != NULL) {
         check_common(f, 0);
@@ -105,5 +190,6 @@ int main(void)
     f = open_sample(current);
     ok(f != NULL, "a sample file of the current schema %s exists", current);
     cp_report_close(f);
+    hostile_files();
     return tap_done();
 }
