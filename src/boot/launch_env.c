@@ -10,7 +10,10 @@
 #include "boot/launch_int.h"
 #include "core/log.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <ftw.h>
 #include <sched.h>
 #include <stdio.h>
@@ -288,10 +291,41 @@ void cp_launch_self_exe(char *buf, size_t size)
     snprintf(buf, size, "/proc/self/exe");
 }
 
-/* mkdtemp base/collprof.XXXXXX into dir. */
+/*
+ * Remove base/collprof.<pid>.XXXXXX directories that a launcher killed
+ * with SIGKILL left behind: only real directories of this user whose
+ * launcher pid no longer exists (a pid in use again keeps its directory:
+ * the next sweep gets it).
+ */
+static void sweep_stale(const char *base)
+{
+    DIR *d = opendir(base);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        long pid = 0;
+        int used = 0;
+        char path[PATH_MAX];
+        struct stat st;
+        if (sscanf(e->d_name, "collprof.%ld.%*6[A-Za-z0-9]%n", &pid, &used) != 1 ||
+            e->d_name[used] != '\0' || used == 0 || pid <= 0 ||
+            (size_t)snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= sizeof(path) ||
+            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+            continue;
+        }
+        cp_log(CP_LOG_INFO, "removing %s, left by launcher %ld that is gone", path, pid);
+        cp_launch_remove_tree(path);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+}
+
+/* mkdtemp base/collprof.<pid>.XXXXXX into dir, after removing those of dead launchers. */
 int cp_launch_private_dir(const char *base, char *dir, size_t size)
 {
-    if ((size_t)snprintf(dir, size, "%s/collprof.XXXXXX", base) >= size) {
+    sweep_stale(base);
+    if ((size_t)snprintf(dir, size, "%s/collprof.%ld.XXXXXX", base, (long)getpid()) >= size) {
         return -1;
     }
     if (mkdtemp(dir) == NULL) {
@@ -304,7 +338,7 @@ int cp_launch_tmp_dir(char *dir, size_t size)
 {
     const char *base = getenv("TMPDIR");
     /* PMIx puts Unix socket paths in here: keep them short (sun_path is 108) */
-    if (base == NULL || base[0] == '\0' || strlen(base) > 48) {
+    if (base == NULL || base[0] == '\0' || strlen(base) > 40) {
         base = "/tmp";
     }
     if (cp_launch_private_dir(base, dir, size) != 0) {

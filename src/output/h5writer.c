@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -212,8 +213,15 @@ int cp_h5_open(const char *path, const cp_run_info_t *ri, cp_h5_t **out, char *e
      * crashes closing the file again; every file is closed explicitly */
     H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* we report errors ourselves */
-    /* the empty file was created exclusively by the caller: truncating it is safe */
-    h->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    /*
+     * The caller reserved the name with an empty file (O_EXCL).  Never open
+     * it again by name: in a directory others can write, it may have become
+     * a link to someone else's file.  Remove whatever is there and create
+     * anew with O_EXCL (H5F_ACC_EXCL), which follows no link: the worst an
+     * intruder can do is make this fail.
+     */
+    unlink(path);
+    h->file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     if (h->file < 0) {
         snprintf(err, errlen, "cannot create HDF5 file %s", path);
         free(h);

@@ -214,7 +214,7 @@ static int create_exclusive(const char *dir, const char *base, char *path, size_
         }
         snprintf(path, len, "%s/%s%s.txt", dir, base, suffix);
         snprintf(h5path, h5len, "%s/%s%s.h5", dir, base, suffix);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0) {
             if (errno == EEXIST) {
                 continue;
@@ -222,7 +222,7 @@ static int create_exclusive(const char *dir, const char *base, char *path, size_
             return -1;
         }
 #ifdef CP_HAVE_HDF5
-        int h5fd = open(h5path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int h5fd = open(h5path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (h5fd < 0) {
             int e = errno;
             close(fd);

@@ -232,6 +232,35 @@ ok $? "result files are created with the user's umask (077 gives 600)"
 grep -q 'COLLPROF_API_TOKEN=<redacted>' "$s" && ! grep -q -r hunter2 "$d"
 ok $? "secrets in captured variables are redacted in the summary and the HDF5 file"
 
+# output files follow no link planted under their names (issue 15, D1)
+d="$WORK/planted"
+mkdir -p "$d"
+echo precious >"$WORK/victim"
+now=$(date -u +%s)
+for t in 0 1 2 3 4 5 6 7 8 9; do
+    stamp=$(date -u -d "@$((now + t))" +%Y%m%dT%H%M%SZ)
+    ln -s "$WORK/victim" "$d/collprof_${stamp}_w2.txt"
+    ln -s "$WORK/victim" "$d/collprof_${stamp}_w2.h5"
+done
+cp_run --np 2 --backends self --ops barrier -n 1 -w 0 --output-dir "$d"
+[ "$rc" -eq 0 ] && [ "$(cat "$WORK/victim")" = precious ] &&
+    [ -n "$(find "$d" -name 'collprof_*_w2_2.h5' -type f)" ]
+ok $? "names taken by links are skipped; the linked file is untouched (exit $rc)"
+
+# a launcher killed with SIGKILL leaves its private directories; the next run removes them
+# when their launcher is provably gone, and keeps those of a live one
+tmp=$(mktemp -d /tmp/cpst.XXXXXX)
+sh -c 'exit 0' &
+dead=$!
+wait "$dead"
+mkdir "$tmp/collprof.$dead.abc123" "$tmp/collprof.$$.def456"
+touch "$tmp/collprof.$dead.abc123/pmix.sock"
+TMPDIR=$tmp cp_run --np 2 --backends self --ops barrier -n 1 -w 0 --output-dir "$d"
+[ "$rc" -eq 0 ] && [ ! -e "$tmp/collprof.$dead.abc123" ] && [ -d "$tmp/collprof.$$.def456" ] &&
+    [ "$(ls "$tmp")" = "collprof.$$.def456" ]
+ok $? "a dead launcher's directory is removed, a live one's kept, the run's own cleaned ($(ls "$tmp" | tr '\n' ' '))"
+rm -rf "$tmp"
+
 # ---- bad --timeout values ----------------------------------------------------
 for v in abc -1 1e9 ""; do
     cp_run --timeout "$v" --dry-run
