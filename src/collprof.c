@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/plan.h"
 #include "core/runner.h"
+#include "core/sweep.h"
 #include "core/watchdog.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
@@ -320,6 +321,11 @@ static int run_launcher(char **argv, cp_options_t *opt)
     cp_plan_t plan;
     cp_launch_opts_t lo = {.mode = opt->launch_mode};
 
+    if (opt->link_sweep && !opt->dry_run) {
+        cp_log(CP_LOG_ERROR, "--link-sweep: --np starts every rank on this node: there is no "
+                             "link between nodes to measure (run under srun -N 2 or more)");
+        return EXIT_USAGE;
+    }
     if (cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {
         cp_log(CP_LOG_ERROR, "out of memory loading plugins");
         return EXIT_FAILED;
@@ -449,6 +455,13 @@ static int rank_prepare(rank_run_t *rr)
     }
     g_plugins = rr->plugins;
     g_nplugins = rr->nplugins;
+    if (status == 0 && rr->opt->link_sweep && b->nnodes < 2) {
+        snprintf(err, sizeof(err),
+                 "--link-sweep: all %d ranks run on one node (%s): there is no link between "
+                 "nodes to measure (run on 2 or more nodes)",
+                 b->nranks, b->hostname);
+        status = EXIT_USAGE;
+    }
     if (status == 0 && b->rank == 0 && !rr->opt->dry_run &&
         cp_output_dir_check(cp_output_dir(rr->opt), err, sizeof(err)) != 0) {
         status = EXIT_USAGE;
@@ -546,6 +559,15 @@ static int record_cell(rank_run_t *rr, int i, const cp_result_t *res)
     return rc;
 }
 
+/* 1 (after saying so on rank 0) when no backend could be initialised. */
+static int no_backend(const rank_run_t *rr)
+{
+    if (rr->ready == 0 && rr->boot.rank == 0) {
+        fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
+    }
+    return rr->ready == 0;
+}
+
 /* Every cell of the plan; *stopped when rank 0 could not write.  Returns the exit status. */
 static int run_cells(rank_run_t *rr, int *stopped)
 {
@@ -573,14 +595,33 @@ static int run_cells(rank_run_t *rr, int *stopped)
             stop_run = 0; /* the next cell's agreement reports the broken channel */
         }
     }
-    if (rr->ready == 0) {
-        if (rr->boot.rank == 0) {
-            fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
-        }
-        exit_status = EXIT_FAILED;
-    }
     *stopped = stop_run;
-    return stop_run ? EXIT_FAILED : exit_status;
+    return stop_run || no_backend(rr) ? EXIT_FAILED : exit_status;
+}
+
+/* The link sweep: every round of each cell (backend x size), then the /links table. */
+static int run_sweep(rank_run_t *rr, int *stopped)
+{
+    int exit_status = EXIT_OK;
+    cp_sweep_rows_t rows = {NULL, 0, 0};
+    cp_runner_t runner = {
+        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    for (int i = 0; i < rr->plan.ncells; i++) {
+        runner.index = i;
+        int rc =
+            cp_sweep_cell(&runner, &rr->plan.cells[i], &rows, rr->boot.rank == 0 ? stdout : NULL);
+        if (rc != 0) {
+            exit_status = EXIT_FAILED;
+        }
+        g_run.done = i + 1;
+    }
+    cp_wd_lock();
+    if (rr->sum != NULL && cp_summary_links(rr->sum, rows.rows, rows.nrows) != 0) {
+        *stopped = 1;
+    }
+    cp_wd_unlock();
+    cp_sweep_rows_free(&rows);
+    return *stopped || no_backend(rr) ? EXIT_FAILED : exit_status;
 }
 
 /* Rank 0 closes its outputs (the footer says whether the run was stopped). */
@@ -619,7 +660,9 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     int exit_status = rank_prepare(&rr);
     if (exit_status < 0) {
         int stopped = 0;
-        exit_status = rank_open(&rr, argc, argv) != 0 ? EXIT_FAILED : run_cells(&rr, &stopped);
+        exit_status = rank_open(&rr, argc, argv) != 0 ? EXIT_FAILED
+                      : opt->link_sweep               ? run_sweep(&rr, &stopped)
+                                                      : run_cells(&rr, &stopped);
         close_outputs(&rr, exit_status, stopped);
         cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
         finalize_backends(rr.plugins, rr.nplugins);

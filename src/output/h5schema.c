@@ -26,6 +26,9 @@
 #define CP_H5_COLUMN_OF_environment(name, kind, size, opt, unit, doc)                              \
     CP_H5_COLUMN(collprof_env_row_t, name, kind, opt)
 
+#define CP_H5_COLUMN_OF_links(name, kind, size, opt, unit, doc)                                    \
+    CP_H5_COLUMN(collprof_link_row_t, name, kind, opt)
+
 COLLPROF_TABLES(CP_H5_TABLE_DEF)
 
 #define CP_H5_ROOT_ATTR(name, kind, doc)                                                           \

@@ -128,6 +128,14 @@ static void print_file(const cp_report_file_t *f)
     if (timeout > 0) { /* the run's own summary has no such line: it predates timeouts */
         printf("timeouts:   %d\n", timeout);
     }
+    if (f->nlinks > 0) {
+        size_t bad = 0;
+        for (size_t i = 0; i < f->nlinks; i++) {
+            bad += strcmp(f->links[i].status, "ok") != 0;
+        }
+        /* as the run's own totals say it; collprof-report links prints the matrices */
+        printf("links:      %zu measured (pairs x sizes x backends), %zu not ok\n", f->nlinks, bad);
+    }
     printf("#wrong:     %llu\n", nwrong);
 }
 

@@ -9,42 +9,13 @@
 # refused.  Every Slurm command is bounded (--immediate and timeout); the cluster is torn down
 # at the end, also on failure.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+. "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
-need_slurm "virtual nodes need root (network namespaces, slurmd)"
-for p in ip tc unshare nsenter setsid; do
-    command -v "$p" >/dev/null 2>&1 || skip_all "$p not found (iproute2, util-linux)"
-done
-probe=cpprobe$$
-if ! ip netns add "$probe" 2>"$WORK/probe.err"; then
-    skip_all "network namespaces are refused here: $(head -n 1 "$WORK/probe.err")"
-fi
-ip netns delete "$probe"
-BACKENDS=""
-for b in mpi gloo ofi; do
-    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] && BACKENDS="$BACKENDS $b"
-done
-[ -n "$BACKENDS" ] || skip_all "no CPU backend (mpi, gloo, ofi) was built"
-
-slurm_local_setup collprof-nodes-test
-
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+need_virtual_nodes
 
 # ---- the cluster
 T0=$(now)
-t=$T0
-rc=0
-timeout -k 5 90 bash "$SL" --nodes 4 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
-if [ "$rc" -ne 0 ] && grep -q 'refused\|need root' "$WORK/start.err"; then
-    skip_all "the virtual nodes did not start: $(tail -n 1 "$WORK/start.err")"
-fi
-ok $rc "4-node cluster started in $(since "$t") s"
-if [ "$rc" -ne 0 ]; then
-    sed 's/^/# /' "$WORK/start.err"
-    done_testing
-fi
-# SLURM_CONF and the interface variables (they replace lib.sh's loopback ones)
-eval "$(grep '^export ' "$WORK/start.out")"
+cluster_start 4 collprof-nodes-test
 NETW=$OMPI_MCA_btl_tcp_if_include
 [ -s "$SLURM_CONF" ] && [ "$GLOO_SOCKET_IFNAME" = cpnet0 ] && [ "$NETW" != lo ]
 ok $? "start printed SLURM_CONF and the interfaces ($NETW, cpnet0)"
