@@ -96,7 +96,7 @@ for n in $NODES; do
     end=$(now)
     first=$(grep ' r0/[0-9]* [^]]*\] cell 1/' "$d/err" | stamp_s)
     oob=$(grep ' r0/[0-9]* [^]]*\] oob (start-up): ' "$d/err" | head -n 1)
-    fences=$(echo "$oob" | sed -n 's/.*oob: \([0-9]*\) fences (\([0-9.]*\) s.*/\1 \2/p')
+    fences=$(echo "$oob" | sed -n 's/.*oob ([a-z-]*): \([0-9]*\) fences (\([0-9.]*\) s.*/\1 \2/p')
     bytes=$(echo "$oob" | sed -n 's/.* puts of \([0-9]*\) bytes, \([0-9]*\) bytes read.*/\1 \2/p')
     sweep=-
     if sweep_supported; then
