@@ -682,6 +682,20 @@ static const char *self_last_error(void *vctx)
     return ctx ? ctx->err : self_err;
 }
 
+static int self_describe(void *vctx, int memtype, collprof_provenance_t *out)
+{
+    const self_ctx_t *ctx = vctx;
+    if (ctx == NULL || out == NULL || memtype != COLLPROF_MEM_HOST) {
+        self_set_error(vctx, "describe: host memory only");
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    snprintf(out->memory, sizeof(out->memory), "posix_memalign, %d-byte aligned", SELF_PAGE);
+    snprintf(out->device, sizeof(out->device), "host");
+    snprintf(out->transport, sizeof(out->transport), "POSIX shared memory, %zu KiB slot per rank",
+             ctx->slot / 1024);
+    return COLLPROF_OK;
+}
+
 #define SELF_STR_(x) #x
 #define SELF_STR(x)  SELF_STR_(x)
 static const collprof_option_t self_options[] = {
@@ -709,5 +723,5 @@ __attribute__((visibility("default"))) const collprof_backend_t collprof_backend
     .options = self_options,
     .noptions = sizeof(self_options) / sizeof(self_options[0]),
     .study_ops = 0,
-    .describe = collprof_no_describe,
+    .describe = self_describe,
 };

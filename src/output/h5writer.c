@@ -5,6 +5,7 @@
 #include "output/h5schema.h"
 
 #include "core/log.h"
+#include "core/prov.h"
 #include "core/util.h"
 #include "slurm/slurm_meta.h"
 
@@ -114,7 +115,7 @@ static int write_ranks(hid_t file, const cp_run_info_t *ri)
         recs[r].pid = b->pids[r];
         snprintf(recs[r].cpu_affinity, sizeof(recs[r].cpu_affinity), "%s",
                  ri->affinity ? ri->affinity[r] : "");
-        snprintf(recs[r].device, sizeof(recs[r].device), "host");
+        cp_prov_rank(ri->plugins, ri->nplugins, r, &recs[r]);
     }
     return write_table(file, &cp_h5_table_ranks, recs, (size_t)b->nranks);
 }
@@ -298,6 +299,12 @@ static int write_cell(hid_t cells, const collprof_result_row_t *row, const cp_re
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {
         *rc |= write_cell_array(g, CP_H5_CELL_SEND_BYTES, r->send_bytes, (size_t)r->nranks);
         *rc |= write_cell_array(g, CP_H5_CELL_RECV_BYTES, r->recv_bytes, (size_t)r->nranks);
+    }
+    if (r->prov != NULL && r->prov->differ) { /* the row says "per rank" */
+        hid_t t = cp_h5_row_type(&cp_h5_table_provenance);
+        *rc |= write_records(g, cp_h5_table_provenance.name, t, r->prov->ranks,
+                             (size_t)r->prov->nranks);
+        cp_h5_release(t);
     }
     cp_h5_release(g);
     return 0;
