@@ -197,6 +197,25 @@ out:
     return wrong;
 }
 
+/* what the core records for nccl cells: CUDA events, cudaMalloc, this rank's GPU */
+static void check_describe(const collprof_backend_t *be, void *ctx)
+{
+    collprof_provenance_t pv;
+    char dev[64];
+    memset(&pv, 0, sizeof(pv));
+    pv.size = sizeof(pv);
+    int rc = be->describe(ctx, COLLPROF_MEM_DEVICE, &pv);
+    snprintf(dev, sizeof(dev), "cuda:%d mock GPU %d (0000:00:00.0)", my_rank, my_rank);
+    check(rc == COLLPROF_OK && !strcmp(pv.timer, "cudaEventElapsedTime") &&
+              !strncmp(pv.memory, "cudaMalloc", 10) && !strcmp(pv.device, dev),
+          "describe(device): timer %s, memory %s, device %s", pv.timer, pv.memory, pv.device);
+    memset(&pv, 0, sizeof(pv));
+    pv.size = sizeof(pv);
+    check(be->describe(ctx, COLLPROF_MEM_HOST, &pv) == COLLPROF_ERR_NOT_SUPPORTED &&
+              pv.timer[0] == '\0' && pv.memory[0] == '\0',
+          "describe(host): not supported, nothing claimed");
+}
+
 static void rank_main(const char *path)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -238,6 +257,7 @@ static void rank_main(const char *path)
     void *p = NULL;
     check(be->mem_alloc(ctx, COLLPROF_MEM_HOST, 64, &p) == COLLPROF_ERR_NOT_SUPPORTED && !p,
           "host memory refused");
+    check_describe(be, ctx);
 
     static const char *variants[] = {"default", "graph",   "reg+graph", "p2p",
                                      "p2p+reg", "ring-ll", "tree-ll",   "reg"};
