@@ -115,4 +115,24 @@ if command -v h5dump >/dev/null 2>&1; then
     ! h5dump -d /cells/000000/provenance "$d"/collprof_*.h5 >/dev/null 2>&1
     ok $? "no per-rank provenance where the ranks agree"
 fi
+# where the ranks differ (a test plugin: self with a device per rank), the row says so and
+# /cells/<cell>/provenance keeps each rank's value
+if [ -e "$CP_TEST_PLUGINS/collprof_perrank.so" ]; then
+    d="$WORK/perrank"
+    mkdir -p "$d"
+    COLLPROF_PLUGIN_PATH="$CP_TEST_PLUGINS:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends perrank \
+        --ops allreduce --counts 1K -n 2 -w 1 --output-dir "$d"
+    [ "$rc" -eq 0 ] && grep -q "^  measured: host memory: timer CLOCK_MONOTONIC; .*; device per rank$" \
+        "$(summary_of "$d")"
+    ok $? "ranks on different devices: the summary says 'device per rank'"
+    if [ -x "$REPORT" ]; then
+        "$REPORT" summary "$d" >"$WORK/psum" 2>&1 && grep -q "device per rank$" "$WORK/psum"
+        ok $? "collprof-report reads the per-rank provenance back"
+    fi
+    if command -v h5dump >/dev/null 2>&1; then
+        h5dump -d /cells/000000/provenance "$d"/collprof_*.h5 >"$WORK/pprov" 2>&1 &&
+            grep -q '"fake:0"' "$WORK/pprov" && grep -q '"fake:1"' "$WORK/pprov"
+        ok $? "/cells/000000/provenance: each rank's device"
+    fi
+fi
 done_testing
