@@ -367,21 +367,13 @@ static void rank_main(const char *path)
     if (init_all(be, &p.ctx) != 0) {
         return;
     }
-    cp_options_t opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.check = 1;
-    cp_boot_t boot;
-    memset(&boot, 0, sizeof(boot));
-    boot.rank = my_rank;
-    boot.nranks = NR;
-    boot.hostnames = hosts;
-    cp_oob_t oob = {oob_shm_allgather, oob_shm_bcast, oob_shm_barrier};
-    cp_runner_t r = {.opt = &opt, .boot = &boot, .plugins = &p, .nplugins = 1, .oob = &oob};
-    run_matrix(&r);
-    run_more(&r);
+    oob_shm_runner_t k;
+    oob_shm_runner(&k, &p, hosts);
+    run_matrix(&k.r);
+    run_more(&k.r);
     check_refused(be, p.ctx);
     check_evicted(be, p.ctx, stats);
-    check_hang(&r, hang);
+    check_hang(&k.r, hang);
 }
 
 static int rank_entry(int rank, void *path)
