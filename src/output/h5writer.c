@@ -301,10 +301,11 @@ static int write_cell(hid_t cells, const collprof_result_row_t *row, const cp_re
         *rc |= write_cell_array(g, CP_H5_CELL_RECV_BYTES, r->recv_bytes, (size_t)r->nranks);
     }
     if (r->prov != NULL && r->prov->differ) { /* the row says "per rank" */
-        hid_t t = cp_h5_row_type(&cp_h5_table_provenance);
-        *rc |= write_records(g, cp_h5_table_provenance.name, t, r->prov->ranks,
-                             (size_t)r->prov->nranks);
-        cp_h5_release(t);
+        size_t n = (size_t)r->prov->nranks, len = n * sizeof(*r->prov->ranks);
+        void *recs = malloc(len); /* write_table sanitizes and frees its copy */
+        *rc |= recs == NULL
+                   ? -1
+                   : write_table(g, &cp_h5_table_provenance, memcpy(recs, r->prov->ranks, len), n);
     }
     cp_h5_release(g);
     return 0;
