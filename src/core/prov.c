@@ -2,6 +2,7 @@
 
 #include "core/prov.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
