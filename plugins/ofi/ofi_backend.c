@@ -203,8 +203,13 @@ static int ofi_describe(void *vctx, int memtype, collprof_provenance_t *out)
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     const struct fi_info *i = ctx->info;
+#ifdef FI_MR_DMABUF
+    const char *devmem = "cudaMalloc, fi_mr_regattr (dma-buf, else FI_HMEM_CUDA)";
+#else
+    const char *devmem = "cudaMalloc, fi_mr_regattr FI_HMEM_CUDA";
+#endif
     snprintf(out->memory, sizeof(out->memory), "%s",
-             dev ? "cudaMalloc, fi_mr_regattr FI_HMEM_CUDA" : "posix_memalign 4096, fi_mr_reg");
+             dev ? devmem : "posix_memalign 4096, fi_mr_reg");
     if (dev) {
         ofi_describe_gpu(ctx, out->device, sizeof(out->device));
     } else {
