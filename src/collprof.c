@@ -19,6 +19,7 @@
 #include "core/plan.h"
 #include "core/prov.h"
 #include "core/runner.h"
+#include "core/sweep.h"
 #include "core/watchdog.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
@@ -33,6 +34,9 @@
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
+/* seconds a backend's own timeout ("timeout" option) adds to the watchdog's */
+#define LIBRARY_TIMEOUT_MARGIN_S 5
+
 static const cp_options_t *g_opt;
 static const cp_plugin_t *g_plugins; /* the rank's, for the declared defaults */
 static int g_nplugins;
@@ -45,11 +49,15 @@ static const char *host_get_option(const char *key)
     if (v != NULL) {
         return v;
     }
-    if (!strcmp(key, "timeout")) { /* the watchdog's: the cell's, else --timeout */
+    /* the watchdog's (the cell's, else --timeout) plus a margin: the watchdog
+     * must fire first, as it names the ranks that did not arrive; a library
+     * that gave up at the same moment would send its ranks on to the next
+     * step and the watchdog would see the hang there, a timeout later */
+    if (!strcmp(key, "timeout")) {
         static char buf[32];
         double t = cp_current_timeout() > 0 ? cp_current_timeout() : g_opt->timeout_s;
         if (t > 0) {
-            snprintf(buf, sizeof(buf), "%.0f", t < 1 ? 1 : t);
+            snprintf(buf, sizeof(buf), "%.0f", (t < 1 ? 1 : t) + LIBRARY_TIMEOUT_MARGIN_S);
             return buf;
         }
     }
@@ -83,28 +91,34 @@ static void wd_describe(void *arg, int cell, char *buf, size_t len)
              (unsigned long long)c->count);
 }
 
+/* A row for the cell the run stopped in, unless it is written already (or none). */
+static void record_stopped(int cell, collprof_cell_status_t status, const char *msg)
+{
+    if (cell >= g_run.done && g_run.plan != NULL && cell < g_run.plan->ncells) {
+        const cp_cell_t *c = &g_run.plan->cells[cell];
+        cp_result_t res;
+        collprof_result_row_t row;
+        memset(&res, 0, sizeof(res));
+        res.status = status;
+        res.nranks = g_run.plan->nranks;
+        snprintf(res.reason, sizeof(res.reason), "%s", msg);
+        cp_result_row(&g_run.plugins[c->plugin], c, &res, cell, &row);
+        cp_summary_cell(g_run.sum, &row, &res);
+    }
+}
+
 static void wd_timeout(void *arg, int cell, const char *msg)
 {
     (void)arg;
     if (g_run.sum == NULL) {
         return;
     }
-    if (cell >= 0 && g_run.plan != NULL && cell < g_run.plan->ncells) {
-        const cp_cell_t *c = &g_run.plan->cells[cell];
-        cp_result_t res;
-        collprof_result_row_t row;
-        memset(&res, 0, sizeof(res));
-        res.status = COLLPROF_CELL_TIMEOUT;
-        res.nranks = g_run.plan->nranks;
-        snprintf(res.reason, sizeof(res.reason), "%s", msg);
-        cp_result_row(&g_run.plugins[c->plugin], c, &res, cell, &row);
-        cp_summary_cell(g_run.sum, &row, &res);
-    }
+    record_stopped(cell, COLLPROF_CELL_TIMEOUT, msg);
     cp_summary_stop(g_run.sum, CP_EXIT_TIMEOUT, "an operation timed out (see the timeout row)");
     g_run.sum = NULL;
 }
 
-static void wd_signal(void *arg, int sig)
+static void wd_signal(void *arg, int sig, int cell)
 {
     (void)arg;
     char why[128];
@@ -112,6 +126,7 @@ static void wd_signal(void *arg, int sig)
              strsignal(sig), g_run.done, g_run.plan ? g_run.plan->ncells : 0);
     fprintf(stderr, "collprof: %s; completed cells are kept\n", why);
     if (g_run.sum != NULL) {
+        record_stopped(cell, COLLPROF_CELL_INCOMPLETE, why);
         cp_summary_stop(g_run.sum, 128 + sig, why);
         g_run.sum = NULL;
     }
@@ -307,6 +322,11 @@ static int run_launcher(char **argv, cp_options_t *opt)
     cp_plan_t plan;
     cp_launch_opts_t lo = {.mode = opt->launch_mode};
 
+    if (opt->link_sweep && !opt->dry_run) {
+        cp_log(CP_LOG_ERROR, "--link-sweep: --np starts every rank on this node: there is no "
+                             "link between nodes to measure (run under srun -N 2 or more)");
+        return EXIT_USAGE;
+    }
     if (cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {
         cp_log(CP_LOG_ERROR, "out of memory loading plugins");
         return EXIT_FAILED;
@@ -436,6 +456,13 @@ static int rank_prepare(rank_run_t *rr)
     }
     g_plugins = rr->plugins;
     g_nplugins = rr->nplugins;
+    if (status == 0 && rr->opt->link_sweep && b->nnodes < 2) {
+        snprintf(err, sizeof(err),
+                 "--link-sweep: all %d ranks run on one node (%s): there is no link between "
+                 "nodes to measure (run on 2 or more nodes)",
+                 b->nranks, b->hostname);
+        status = EXIT_USAGE;
+    }
     if (status == 0 && b->rank == 0 && !rr->opt->dry_run &&
         cp_output_dir_check(cp_output_dir(rr->opt), err, sizeof(err)) != 0) {
         status = EXIT_USAGE;
@@ -539,6 +566,15 @@ static int record_cell(rank_run_t *rr, int i, const cp_result_t *res)
     return rc;
 }
 
+/* 1 (after saying so on rank 0) when no backend could be initialised. */
+static int no_backend(const rank_run_t *rr)
+{
+    if (rr->ready == 0 && rr->boot.rank == 0) {
+        fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
+    }
+    return rr->ready == 0;
+}
+
 /* Every cell of the plan; *stopped when rank 0 could not write.  Returns the exit status. */
 static int run_cells(rank_run_t *rr, int *stopped)
 {
@@ -566,14 +602,33 @@ static int run_cells(rank_run_t *rr, int *stopped)
             stop_run = 0; /* the next cell's agreement reports the broken channel */
         }
     }
-    if (rr->ready == 0) {
-        if (rr->boot.rank == 0) {
-            fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
-        }
-        exit_status = EXIT_FAILED;
-    }
     *stopped = stop_run;
-    return stop_run ? EXIT_FAILED : exit_status;
+    return stop_run || no_backend(rr) ? EXIT_FAILED : exit_status;
+}
+
+/* The link sweep: every round of each cell (backend x size), then the /links table. */
+static int run_sweep(rank_run_t *rr, int *stopped)
+{
+    int exit_status = EXIT_OK;
+    cp_sweep_rows_t rows = {NULL, 0, 0};
+    cp_runner_t runner = {
+        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    for (int i = 0; i < rr->plan.ncells; i++) {
+        runner.index = i;
+        int rc =
+            cp_sweep_cell(&runner, &rr->plan.cells[i], &rows, rr->boot.rank == 0 ? stdout : NULL);
+        if (rc != 0) {
+            exit_status = EXIT_FAILED;
+        }
+        g_run.done = i + 1;
+    }
+    cp_wd_lock();
+    if (rr->sum != NULL && cp_summary_links(rr->sum, rows.rows, rows.nrows) != 0) {
+        *stopped = 1;
+    }
+    cp_wd_unlock();
+    cp_sweep_rows_free(&rows);
+    return *stopped || no_backend(rr) ? EXIT_FAILED : exit_status;
 }
 
 /* Rank 0 closes its outputs (the footer says whether the run was stopped). */
@@ -612,7 +667,9 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     int exit_status = rank_prepare(&rr);
     if (exit_status < 0) {
         int stopped = 0;
-        exit_status = rank_open(&rr, argc, argv) != 0 ? EXIT_FAILED : run_cells(&rr, &stopped);
+        exit_status = rank_open(&rr, argc, argv) != 0 ? EXIT_FAILED
+                      : opt->link_sweep               ? run_sweep(&rr, &stopped)
+                                                      : run_cells(&rr, &stopped);
         close_outputs(&rr, exit_status, stopped);
         cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
         finalize_backends(rr.plugins, rr.nplugins);

@@ -682,6 +682,7 @@ usage() {
     cat >&2 <<USAGE
 usage: $0 [--nodes N] start|status|stop|env|purge|cleanup
        $0 shape NODE RATE|off | link NODE down|up | exec NODE CMD...   (N >= 2)
+       $0 rsh NODE CMDLINE...   (Open MPI's rsh agent: mpirun --mca plm_rsh_agent "$0 rsh")
 directory: \$COLLPROF_SLURM_DIR, now $DIR; nodes: --nodes or \$COLLPROF_SLURM_NODES (default 1)
 USAGE
     exit 2
@@ -758,6 +759,15 @@ exec)
     mn_in "$1"
     shift
     exec "${RUN_IN[@]}" --wd="$PWD" -- "$@"
+    ;;
+rsh)
+    # as ssh would: the words after NODE are one command line for the node's shell
+    [ $# -ge 2 ] || usage
+    mn_need
+    mn_check_node "$1"
+    mn_in "$1"
+    shift
+    exec "${RUN_IN[@]}" --wd="$PWD" -- sh -c "$*"
     ;;
 *) usage ;;
 esac

@@ -79,6 +79,28 @@
     X(name,  STR,  128, 0, "",       "variable name")                      \
     X(value, STR, 1024, 0, "",       "its value (<redacted> for secrets)")
 
+/* /links: the link sweep (collprof --link-sweep), one row per backend x message size x
+ * pair of nodes; absent from files of other runs and from files before 1.2.  Read as a
+ * matrix: for one backend and kind, row (node_a, node_b) is the link between them. */
+#define COLLPROF_LINK_COLUMNS(X)                                                                         \
+    X(backend,      STR,   32, 0, "",       "backend plugin name")                                       \
+    X(kind,         STR,   16, 0, "",       "bandwidth (the large message) or latency (the small one)")  \
+    X(bytes,        U64,    0, 0, "B",      "message size, sent each way at once")                       \
+    X(node_a,       I32,    0, 0, "",       "node index of one end (node_a < node_b)")                   \
+    X(node_b,       I32,    0, 0, "",       "node index of the other end")                               \
+    X(rank_a,       I32,    0, 0, "",       "the rank that ran on node_a (its local rank 0)")            \
+    X(rank_b,       I32,    0, 0, "",       "the rank that ran on node_b")                               \
+    X(round,        I32,    0, 0, "",       "round of the schedule the pair ran in")                     \
+    X(iterations,   I32,    0, 0, "",       "timed iterations")                                          \
+    X(time_mean_us, F64,    0, 0, "us",     "mean over iterations of the max over the two ranks")        \
+    X(time_min_us,  F64,    0, 0, "us",     "minimum of those maxima")                                   \
+    X(time_p50_us,  F64,    0, 0, "us",     "median (nearest rank) of those maxima")                     \
+    X(bw_gbs,       F64,    0, 0, "GB/s",   "bytes / mean time, each direction, 1e9 B/s")                \
+    X(bw_best_gbs,  F64,    0, 0, "GB/s",   "bytes / the fastest iteration: what the link can do")       \
+    X(wrong,        U64,    0, 0, "",       "wrong elements in the round (all ranks)")                   \
+    X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout")           \
+    X(error,        STR,  256, 0, "",       "why the pair gave no result, else empty")
+
 /*
  * The tables: X(table, columns, row type).  Each is a 1-D dataset of the
  * compound type of its row, at the root of the file.
@@ -87,7 +109,8 @@
     X(results, COLLPROF_RESULT_COLUMNS, collprof_result_row_t)                                     \
     X(ranks, COLLPROF_RANK_COLUMNS, collprof_rank_row_t)                                           \
     X(backends, COLLPROF_BACKEND_COLUMNS, collprof_backend_row_t)                                  \
-    X(environment, COLLPROF_ENV_COLUMNS, collprof_env_row_t)
+    X(environment, COLLPROF_ENV_COLUMNS, collprof_env_row_t)                                      \
+    X(links, COLLPROF_LINK_COLUMNS, collprof_link_row_t)
 
 /*
  * Root attributes: X(name, kind, doc), kind STR (variable-length UTF-8
@@ -171,6 +194,10 @@ typedef struct collprof_env_row {
 typedef struct collprof_provenance_row {
     COLLPROF_PROVENANCE_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_provenance_row_t;
+
+typedef struct collprof_link_row {
+    COLLPROF_LINK_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_link_row_t;
 
 /* The root attributes in memory: strings are borrowed (writer) or owned (reader). */
 #define COLLPROF_ATTR_FIELD_STR(name)        const char *name;

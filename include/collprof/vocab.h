@@ -110,7 +110,8 @@ typedef enum collprof_shape {
     X(UNSUPPORTED, 3, "unsupported", "the backend does not offer this combination")                  \
     X(ERROR,       4, "error",       "the backend failed")                                           \
     X(SKIPPED,     5, "skipped",     "not run (backend failed to initialise, size too small)")       \
-    X(TIMEOUT,     6, "timeout",     "an operation did not complete within the watchdog timeout")
+    X(TIMEOUT,     6, "timeout",     "an operation did not complete within the watchdog timeout")    \
+    X(INCOMPLETE,  7, "incomplete",  "the run stopped while it ran (a signal, a full disk)")
 /* clang-format on */
 
 /* ---- the enums ---------------------------------------------------------- */

@@ -14,9 +14,11 @@
  * calls (lengths, then the address table) and connect pair i to the address
  * rank i created for us.  Every rank makes the same two OOB calls.
  *
- * The tcp device listens on 127.0.0.1 when the job is on one node (loopback
- * only, as the project requires) and on the host name otherwise; the
- * backend options hostname=, iface= and timeout= (seconds) override that.
+ * The tcp device listens on the interface GLOO_SOCKET_IFNAME names, else on
+ * 127.0.0.1 when the job is on one node (loopback only, as the project
+ * requires) and on the host name's address otherwise; the backend options
+ * hostname= and iface= override all of that (gl_device_attr), timeout=
+ * (seconds) sets Gloo's timeout.
  *
  * Variants.  "default" is Gloo's option-style API (gloo::allreduce,
  * gloo::allgather, ...; allreduce's UNSPECIFIED algorithm is its ring), or
@@ -52,6 +54,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -279,6 +282,7 @@ struct GlCtx {
     CacheKey last_global[COLLPROF_OP_COUNT];
     int last_slot[COLLPROF_OP_COUNT] = {};
     int slot_top = 0;
+    const char *why = ""; /* how the device's interface was chosen */
     char err[kErrLen] = "";
 };
 
@@ -719,6 +723,37 @@ int gl_query(void *, collprof_caps_t *caps)
     return COLLPROF_OK;
 }
 
+/*
+ * The tcp device's interface or address, in this order: the backend options
+ * iface= and hostname= (-B), GLOO_SOCKET_IFNAME (as PyTorch reads it: the
+ * first of a comma-separated list), loopback when the job is on one node,
+ * else this node's host name.  Returns how it was chosen, for the log and
+ * for errors.
+ */
+static const char *gl_device_attr(const collprof_host_t *host, const char *iface,
+                                  const char *hostname, gloo::transport::tcp::attr &attr)
+{
+    const char *env = getenv("GLOO_SOCKET_IFNAME");
+    if (iface && iface[0]) {
+        attr.iface = iface;
+        return "interface of -B iface=";
+    }
+    if (hostname && hostname[0]) {
+        attr.hostname = hostname;
+        return "address of -B hostname=";
+    }
+    if (env && env[0]) {
+        attr.iface = std::string(env, strcspn(env, ","));
+        return "interface of GLOO_SOCKET_IFNAME";
+    }
+    if (host->nnodes <= 1) {
+        attr.hostname = "127.0.0.1"; /* one node: keep all traffic on loopback */
+        return "one node: loopback";
+    }
+    attr.hostname = host->hostname ? host->hostname : "";
+    return "address of this node's host name";
+}
+
 int gl_init(const collprof_host_t *host, void **ctxp)
 {
     if (!host || !ctxp) {
@@ -746,16 +781,13 @@ int gl_init(const collprof_host_t *host, void **ctxp)
     std::string msg;
     try {
         gloo::transport::tcp::attr attr;
-        if (iface && iface[0]) {
-            attr.iface = iface;
-        } else if (hostname && hostname[0]) {
-            attr.hostname = hostname;
-        } else if (host->nnodes <= 1) {
-            attr.hostname = "127.0.0.1"; /* one node: keep all traffic on loopback */
-        } else {
-            attr.hostname = host->hostname ? host->hostname : "";
+        const char *why = gl_device_attr(host, iface, hostname, attr);
+        try {
+            g->dev = gloo::transport::tcp::CreateDevice(attr);
+        } catch (const std::exception &e) {
+            throw std::runtime_error(std::string(why) + ": " + e.what());
         }
-        g->dev = gloo::transport::tcp::CreateDevice(attr);
+        g->why = why;
         g->ctx = std::make_shared<MeshContext>(g->rank, g->nranks);
         if (tmo && tmo[0]) {
             long s = strtol(tmo, nullptr, 10);
@@ -777,8 +809,9 @@ int gl_init(const collprof_host_t *host, void **ctxp)
         return rc;
     }
     if (host->log) {
-        host->log(COLLPROF_LOG_DEBUG, "gloo: full mesh of %d ranks on %s (timeout %lld ms)",
-                  g->nranks, g->dev->str().c_str(),
+        host->log(g->rank == 0 ? COLLPROF_LOG_INFO : COLLPROF_LOG_DEBUG,
+                  "gloo: full mesh of %d ranks on %s (%s; timeout %lld ms)", g->nranks,
+                  g->dev->str().c_str(), g->why,
                   static_cast<long long>(g->ctx->getTimeout().count()));
     }
     *ctxp = g;

@@ -14,6 +14,19 @@
 
 /* ---- completions ------------------------------------------------------------ */
 
+/*
+ * A completion that brings a peer's write (its immediate data), not one of
+ * ours.  FI_REMOTE_CQ_DATA alone does not tell: the sockets provider sets it
+ * on the initiator's own completion of fi_writedata too (with FI_WRITE, and
+ * without FI_REMOTE_WRITE), which counted as data from ourselves and left
+ * the write waited for forever.
+ */
+static int ofi_is_incoming(uint64_t flags)
+{
+    int ours = (flags & FI_WRITE) && !(flags & FI_REMOTE_WRITE);
+    return (flags & FI_REMOTE_CQ_DATA) && !ours;
+}
+
 static int ofi_progress(ofi_ctx_t *ctx)
 {
     struct fi_cq_data_entry e[OFI_CQ_BATCH];
@@ -39,7 +52,7 @@ static int ofi_progress(ofi_ctx_t *ctx)
             }
             got = 1;
             for (ssize_t k = 0; k < r; k++) {
-                if (e[k].flags & FI_REMOTE_CQ_DATA) {
+                if (ofi_is_incoming(e[k].flags)) {
                     unsigned kind = (unsigned)(e[k].data >> 24) & 0xffu;
                     unsigned src = (unsigned)e[k].data & 0xffffffu;
                     if (kind == 0 || kind >= K_NKINDS || src >= (unsigned)ctx->n) {

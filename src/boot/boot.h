@@ -70,6 +70,12 @@ void cp_oob_log_stats(const char *when);
  * value of key until it appears (exactly len bytes) or timeout_s passes
  * (COLLPROF_ERR_TIMEOUT).  Without PMIx, post does nothing and fetch fails. */
 int cp_oob_post(const char *key, const void *buf, size_t len);
+/* Ask the launcher to end every rank of the job (PMIx_Abort), for the
+ * watchdog when ranks are stopped or cut off and would keep it waiting.
+ * Bounded: a server that does not answer within a few seconds ends this
+ * process (SIGALRM).  Returns only when PMIx is not in use or the call
+ * failed. */
+void cp_oob_abort(int status, const char *msg);
 int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeout_s);
 
 /** True when this process runs under a PMIx server (per the environment). */

@@ -12,10 +12,12 @@
 
 #include <pmix.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Module state: PMIx is process-wide, so is this. */
@@ -59,11 +61,13 @@ static const char *detect_launcher(void)
     if (env_is("COLLPROF_SELF_LAUNCHED", "1")) {
         return env_is("COLLPROF_LAUNCHER", "mpirun") ? "self+mpirun" : "self";
     }
-    if (getenv("SLURM_JOB_ID") != NULL && getenv("SLURM_STEP_ID") != NULL) {
-        return "slurm";
-    }
+    /* mpirun first: in a Slurm allocation it starts its daemons with srun, so
+     * its ranks inherit the daemons' SLURM_STEP_ID too */
     if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
         return "mpirun";
+    }
+    if (getenv("SLURM_JOB_ID") != NULL && getenv("SLURM_STEP_ID") != NULL) {
+        return "slurm";
     }
     return "pmix";
 }
@@ -525,6 +529,107 @@ int cp_oob_post(const char *key, const void *buf, size_t len)
     return put_commit(key, buf, len);
 }
 
+void cp_oob_abort(int status, const char *msg)
+{
+    if (!pmix_up) {
+        return;
+    }
+    alarm(5); /* the default action ends us if the server does not answer */
+    PMIx_Abort(status, msg, NULL, 0);
+    alarm(0);
+}
+
+/*
+ * One PMIx_Get_nb of a key of another rank, waited for at most wait_s.  A
+ * blocking PMIx_Get does not return while the server cannot reach the
+ * rank's node (a link down), whatever PMIX_TIMEOUT says; the watchdog must
+ * go on all the same.  A request given up on stays with PMIx: its callback
+ * frees it.
+ */
+typedef struct fetch_req {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, abandoned;
+    pmix_status_t status;
+    size_t size; /* of data; SIZE_MAX: not a byte object */
+    void *data;
+} fetch_req_t;
+
+static void fetch_req_free(fetch_req_t *r)
+{
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r->data);
+    free(r);
+}
+
+static void fetch_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+    fetch_req_t *r = cbdata;
+    pthread_mutex_lock(&r->mu);
+    if (r->abandoned) {
+        pthread_mutex_unlock(&r->mu);
+        fetch_req_free(r);
+        return;
+    }
+    r->status = status;
+    r->size = SIZE_MAX;
+    if (status == PMIX_SUCCESS && kv != NULL && kv->type == PMIX_BYTE_OBJECT) {
+        r->data = malloc(kv->data.bo.size ? kv->data.bo.size : 1);
+        if (r->data != NULL) {
+            memcpy(r->data, kv->data.bo.bytes, kv->data.bo.size);
+            r->size = kv->data.bo.size;
+        }
+    }
+    r->done = 1;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Returns PMIX_SUCCESS with len bytes in dst, PMIX_ERR_TIMEOUT, or PMIx's status. */
+static pmix_status_t get_bounded(const pmix_proc_t *proc, const char *key, void *dst, size_t len,
+                                 double wait_s)
+{
+    fetch_req_t *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return PMIX_ERR_NOMEM;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    pmix_info_t info;
+    int secs = 1;
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &secs, PMIX_INT);
+    pmix_status_t rc = PMIx_Get_nb(proc, key, &info, 1, fetch_cb, r);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS) {
+        fetch_req_free(r);
+        return rc;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long long ns = until.tv_nsec + (long long)(wait_s * 1e9);
+    until.tv_sec += (time_t)(ns / 1000000000LL);
+    until.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_mutex_lock(&r->mu);
+    while (!r->done && pthread_cond_timedwait(&r->cv, &r->mu, &until) == 0) {
+    }
+    if (!r->done) {
+        r->abandoned = 1; /* the callback frees it */
+        pthread_mutex_unlock(&r->mu);
+        return PMIX_ERR_TIMEOUT;
+    }
+    pthread_mutex_unlock(&r->mu);
+    rc = r->status;
+    if (rc == PMIX_SUCCESS) {
+        rc = r->size == len ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
+        if (rc == PMIX_SUCCESS) {
+            memcpy(dst, r->data, len);
+        }
+    }
+    fetch_req_free(r);
+    return rc;
+}
+
 int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeout_s)
 {
     if (!pmix_up) {
@@ -534,22 +639,13 @@ int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeou
     PMIX_PROC_LOAD(&proc, my_proc.nspace, (pmix_rank_t)rank);
     double deadline = cp_now_us() * 1e-6 + timeout_s;
     for (;;) {
-        pmix_info_t info;
-        int secs = 1;
-        PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &secs, PMIX_INT);
-        pmix_value_t *val = NULL;
-        pmix_status_t rc = PMIx_Get(&proc, key, &info, 1, &val);
-        PMIX_INFO_DESTRUCT(&info);
-        if (rc == PMIX_SUCCESS && val != NULL) {
-            int ok = val->type == PMIX_BYTE_OBJECT && val->data.bo.size == len;
-            if (ok) {
-                memcpy(dst, val->data.bo.bytes, len);
-            }
-            PMIX_VALUE_RELEASE(val);
-            return ok ? COLLPROF_OK : COLLPROF_ERR_BOOTSTRAP;
+        double left = deadline - cp_now_us() * 1e-6;
+        pmix_status_t rc = get_bounded(&proc, key, dst, len, left > 0.5 ? left : 0.5);
+        if (rc == PMIX_SUCCESS) {
+            return COLLPROF_OK;
         }
-        if (val != NULL) {
-            PMIX_VALUE_RELEASE(val);
+        if (rc == PMIX_ERR_BAD_PARAM) {
+            return COLLPROF_ERR_BOOTSTRAP;
         }
         if (cp_now_us() * 1e-6 >= deadline) {
             return COLLPROF_ERR_TIMEOUT;

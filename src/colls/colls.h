@@ -31,6 +31,8 @@ typedef struct cp_xfer {
     int n;
     uint64_t count;
     const cp_a2av_t *a2av; /**< alltoallv only */
+    int paired;            /**< sendrecv: 1 when peer is this rank's partner (link sweep) */
+    int peer;              /**< sendrecv with paired: the rank sent to and received from */
 } cp_xfer_t;
 
 /*

@@ -3,7 +3,8 @@
 #include "colls/colls.h"
 #include "core/data.h"
 
-/* Ring exchange: rank r sends count elements to r+1 and receives from r-1. */
+/* Ring exchange: rank r sends count elements to r+1 and receives from r-1;
+ * or, paired (the link sweep), both ways with x->peer. */
 static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)
 {
     void *in = x->in_place ? recvbuf : sendbuf;
@@ -14,7 +15,7 @@ static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)
 
 static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 {
-    int from = (x->rank - 1 + x->n) % x->n;
+    int from = x->paired ? x->peer : (x->rank - 1 + x->n) % x->n;
     uint64_t wrong = 0;
     for (uint64_t i = 0; i < x->count; i++) {
         int64_t v;

@@ -653,6 +653,34 @@ static int defer_long(cli_state_t *st, const char *next, int *used, char *why, s
     return 0;
 }
 
+/* --sweep-sizes SMALL,LARGE */
+static int h_sweep_sizes(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
+                         size_t len)
+{
+    char buf[128], *comma;
+    uint64_t *v = st->opt->sweep_bytes;
+    (void)o;
+    snprintf(buf, sizeof(buf), "%s", arg);
+    comma = strchr(buf, ',');
+    if (comma == NULL) {
+        snprintf(why, len, "--sweep-sizes: '%s' is not SMALL,LARGE (e.g. 8,4M)", arg);
+        return -1;
+    }
+    *comma = '\0';
+    if (cp_parse_size(buf, &v[0], why, len) != 0 ||
+        cp_parse_size(comma + 1, &v[1], why, len) != 0) {
+        return -1;
+    }
+    if (v[0] % 4 != 0 || v[1] % 4 != 0 || v[0] >= v[1]) {
+        snprintf(why, len,
+                 "--sweep-sizes: '%s': both sizes must be multiples of 4 bytes (float32) and "
+                 "SMALL below LARGE",
+                 arg);
+        return -1;
+    }
+    return 0;
+}
+
 #define SECTION(title)                                                                             \
     {                                                                                              \
         NULL, 0, NULL, NULL, NULL, 0, 0, title                                                     \
@@ -707,6 +735,12 @@ static const cli_opt_t cli_opts[] = {
      "take before the run stops with a report of the ranks\n"
      "that did not arrive (default: 60 s + 1 s per 10 MB of\n"
      "the cell's largest buffer; 0: no watchdog)"},
+    {"link-sweep", 0, NULL, h_flag, NULL, OPT_FIELD(link_sweep),
+     "measure every pair of nodes instead of the matrix:\n"
+     "node x node bandwidth and latency (see collprof(1))"},
+    {"sweep-sizes", 0, "S,L", h_sweep_sizes, NULL, 0, 0,
+     "link sweep messages: latency at S, bandwidth at L\n"
+     "bytes (default: 8,4M)"},
     {"backend-opt", 'B', "K=V", h_backend_opt, NULL, 0, 0,
      "option for a backend plugin (the last one of a key wins)"},
     NOTE("(a backend's options marked --NAME in --help-backend also take --NAME VALUE)"),
@@ -865,10 +899,44 @@ static const cli_opt_t *find_opt(int c)
     return NULL;
 }
 
-/* After the options: the byte sweep, then the matrix file or the one spec. */
+/*
+ * --link-sweep: the spec becomes its own (sendrecv of float32 at the two
+ * sizes, out of place, the default variant); the backends, memory,
+ * iterations and warm-up given stay.
+ */
+static int sweep_spec(cli_state_t *st, char *err, size_t errlen)
+{
+    cp_options_t *opt = st->opt;
+    cp_spec_t *s = &st->base;
+    if (opt->matrix_file[0] != '\0' || st->have_counts || st->have_sweep) {
+        snprintf(err, errlen,
+                 "--link-sweep sets its own sizes (--sweep-sizes): it takes no "
+                 "--matrix, --counts or -b/-e/-f");
+        return -1;
+    }
+    s->ops[0] = COLLPROF_OP_SENDRECV;
+    s->nops = 1;
+    s->dtypes[0] = COLLPROF_DTYPE_FLOAT32;
+    s->ndtypes = 1;
+    s->sizes[0] = opt->sweep_bytes[0];
+    s->sizes[1] = opt->sweep_bytes[1];
+    s->nsizes = 2;
+    s->sizes_are_bytes = 1;
+    s->inplace[0] = 0;
+    s->ninplace = 1;
+    snprintf(s->variants[0], sizeof(s->variants[0]), "default");
+    s->nvariants = 1;
+    return 0;
+}
+
+/* After the options: the link sweep's spec, the byte sweep, then the matrix file or the one
+ * spec. */
 static int finish_specs(cli_state_t *st, char *err, size_t errlen)
 {
     cp_options_t *opt = st->opt;
+    if (opt->link_sweep && sweep_spec(st, err, errlen) != 0) {
+        return -1;
+    }
     if (st->have_counts && st->have_sweep) {
         snprintf(err, errlen, "use either --counts or -b/-e/-f, not both");
         return -1;
@@ -912,6 +980,8 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     opt->check = 1;
     opt->sync_barrier = 1;
     opt->timeout_s = -1; /* derived per cell */
+    opt->sweep_bytes[0] = 8;
+    opt->sweep_bytes[1] = UINT64_C(4) << 20;
     spec_defaults(&st.base);
     getopt_tables(longs, shorts);
     optind = 1;

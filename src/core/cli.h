@@ -62,11 +62,13 @@ typedef struct cp_options {
     char tag[256];
     char matrix_file[4096];
     double link_gbps;           /**< --link-gbps, 0 when not given */
+    int link_sweep;             /**< --link-sweep: every pair of nodes instead of the matrix */
+    uint64_t sweep_bytes[2];    /**< --sweep-sizes: latency and bandwidth message, bytes */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */
     unsigned char backend_opt_long[32]; /**< 1: spelled --key (a backend must declare it so) */
     int nbackend_opts;
     char help_backend[64]; /**< --help-backend NAME */
-    cp_spec_t *specs; /**< the blocks to run */
+    cp_spec_t *specs;      /**< the blocks to run */
     int nspecs;
 } cp_options_t;
 

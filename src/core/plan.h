@@ -26,6 +26,8 @@ typedef struct cp_cell {
     const cp_imbalance_t *imb; /**< alltoallv only */
     int iters;
     int warmup;
+    int sweep; /**< a link-sweep round (src/core/sweep.c): sendrecv with peer, not the ring */
+    int peer;  /**< sweep: the rank this rank exchanges with (itself when it sits out) */
     collprof_cell_status_t pre_status; /**< COLLPROF_CELL_PENDING, or decided at plan time */
     char pre_reason[160];
 } cp_cell_t;

@@ -250,8 +250,8 @@ static void setup_buffers(cell_run_t *c)
                                 .sdispls = c->a2av.sdispls,
                                 .recvcounts = c->a2av.recvcounts,
                                 .rdispls = c->a2av.rdispls,
-                                .peer_send = (me + 1) % c->n,
-                                .peer_recv = (me - 1 + c->n) % c->n};
+                                .peer_send = cell->sweep ? cell->peer : (me + 1) % c->n,
+                                .peer_recv = cell->sweep ? cell->peer : (me - 1 + c->n) % c->n};
     c->barrier = c->args;
     c->barrier.op = COLLPROF_OP_BARRIER;
 }
@@ -532,7 +532,9 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                       .in_place = cell->in_place,
                       .rank = r->boot->rank,
                       .n = c.n,
-                      .count = cell->count};
+                      .count = cell->count,
+                      .paired = cell->sweep,
+                      .peer = cell->peer};
     uint64_t largest = cell->count * collprof_dtype_size(cell->dtype) * (uint64_t)(c.n > 1 ? 2 : 1);
     c.tmo = current_timeout = cp_cell_timeout(r->opt, largest);
     cp_wd_beat(CP_WD_SETUP, r->index, -1, cell->warmup, c.tmo);

@@ -58,8 +58,9 @@ typedef struct cp_runner {
  *  --timeout when given (0: none), else 60 s + 1 s per 10 MB. */
 double cp_cell_timeout(const cp_options_t *opt, uint64_t bytes);
 
-/** The timeout of the cell running now, in seconds (what plugins read as
- *  their "timeout" option); 0 when none. */
+/** The timeout of the cell running now, in seconds (plugins read it, plus
+ *  a margin that lets the watchdog fire first, as their "timeout" option);
+ *  0 when none. */
 double cp_current_timeout(void);
 
 /** Collective over all ranks.  res is filled on every rank. */

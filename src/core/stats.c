@@ -23,6 +23,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double cp_stats_median(double *v, size_t n)
+{
+    if (n == 0) {
+        return 0;
+    }
+    qsort(v, n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double cp_stats_percentile(const double *sorted, int len, double q)
 {
     int k = (int)ceil(q * (double)len) - 1;

@@ -19,8 +19,11 @@
 
 /* How often the thread looks at the beat (and waits for a signal). */
 #define TICK_NS 200000000L
-/* Longest rank 0 waits for the records of the other stalled ranks. */
-#define COLLECT_MAX_S 30.0
+/* Longest rank 0 waits for the records of the other stalled ranks: they
+ * stall on the same missing peer and report within a tick or two of each
+ * other; a stopped rank, or one on a node cut off, never does, and the run
+ * must end within --timeout + 5 s all the same. */
+#define COLLECT_MAX_S 2.0
 /* How long the other ranks wait for rank 0 to close the outputs. */
 #define CLOSE_WAIT_S 20.0
 /* After a signal, how long the other ranks give rank 0 to close. */
@@ -268,6 +271,48 @@ static void explain_behind(const cp_wd_rec_t *recs, int n, const char (*hosts)[2
     msg[strlen(msg) - 1] = '.';
 }
 
+/* " rank 3 on n2, ranks 4-7 on n3." : the silent ranks grouped by host, in
+ * rank order of each host's first; past SILENT_HOSTS hosts, a count. */
+#define SILENT_HOSTS 4
+static void explain_silent(const int *silent, int nsilent, const char (*hosts)[256], char *msg,
+                           size_t len)
+{
+    int *mine = calloc((size_t)nsilent, sizeof(int)), *done = calloc((size_t)nsilent, sizeof(int));
+    int nhosts = 0, left = nsilent;
+    char list[256];
+    for (int i = 0; i < nsilent && mine != NULL && done != NULL; i++) {
+        if (done[i]) {
+            continue;
+        }
+        int n = 0;
+        for (int j = i; j < nsilent; j++) {
+            if (!done[j] && (hosts == NULL || !strcmp(hosts[silent[j]], hosts[silent[i]]))) {
+                mine[n++] = silent[j];
+                done[j] = 1;
+            }
+        }
+        if (nhosts == SILENT_HOSTS) {
+            append(msg, len, " and %d more rank%s on other nodes,", left, left > 1 ? "s" : "");
+            break;
+        }
+        cp_wd_ranks(mine, n, list, sizeof(list));
+        append(msg, len, " rank%s %s", n > 1 ? "s" : "", list);
+        if (hosts != NULL) {
+            append(msg, len, " on %s", hosts[silent[i]]);
+        }
+        append(msg, len, ",");
+        nhosts++;
+        left -= n;
+    }
+    free(mine);
+    free(done);
+    if (msg[0] != '\0' && msg[strlen(msg) - 1] == ',') {
+        msg[strlen(msg) - 1] = '.';
+    } else {
+        append(msg, len, ".");
+    }
+}
+
 /* The ranks at the front (waiting) and those that did not answer (silent). */
 static void explain_rest(const int *waiting, int nwait, const int *silent, int nsilent, int n,
                          int nbehind, const char *fw, const char (*hosts)[256], char *msg,
@@ -283,13 +328,8 @@ static void explain_rest(const int *waiting, int nwait, const int *silent, int n
         }
     }
     if (nsilent > 0) {
-        cp_wd_ranks(silent, nsilent, list, sizeof(list));
-        append(msg, len, " No answer (dead, or PMIx unreachable): rank%s %s",
-               nsilent > 1 ? "s" : "", list);
-        if (hosts != NULL) {
-            append(msg, len, " on %s%s", hosts[silent[0]], nsilent > 1 ? " ..." : "");
-        }
-        append(msg, len, ".");
+        append(msg, len, " No answer (stopped, dead, or cut off from PMIx):");
+        explain_silent(silent, nsilent, hosts, msg, len);
     }
 }
 
@@ -354,7 +394,10 @@ static void take_signal(int sig)
     if (rank == 0) {
         /* for good: the main thread writes no more */
         if (lock_for_good() && wd.hooks.on_signal != NULL) {
-            wd.hooks.on_signal(wd.hooks.arg, sig);
+            pthread_mutex_lock(&wd.mu);
+            int cell = wd.cell;
+            pthread_mutex_unlock(&wd.mu);
+            wd.hooks.on_signal(wd.hooks.arg, sig, cell);
         }
         if (n > 1) {
             int one = 1;
@@ -365,6 +408,30 @@ static void take_signal(int sig)
         cp_oob_fetch(0, KEY_DONE, &one, sizeof(one), SIGNAL_WAIT_S);
     }
     _exit(128 + sig);
+}
+
+/* The records of ranks 1..n-1 into recs (COLLECT_MAX_S in all); returns
+ * how many did not answer.  The fetches go in parallel rounds: one rank
+ * that never answers must not use up the time of the others. */
+static int collect_records(cp_wd_rec_t *recs, int n)
+{
+    double deadline = now_s() + COLLECT_MAX_S;
+    int missing = n - 1;
+    for (int q = 1; q < n; q++) {
+        recs[q].valid = 0;
+    }
+    while (missing > 0) {
+        for (int q = 1; q < n && now_s() < deadline; q++) {
+            if (!recs[q].valid && cp_oob_fetch(q, KEY_REC, &recs[q], sizeof(recs[q]), 0) == 0) {
+                missing--;
+            }
+        }
+        if (missing == 0 || now_s() >= deadline) {
+            break;
+        }
+        usleep(100000);
+    }
+    return missing;
 }
 
 static void take_timeout(void)
@@ -378,7 +445,6 @@ static void take_timeout(void)
     mine.iter = wd.iter;
     mine.warmup = wd.warmup;
     mine.stalled_s = now_s() - wd.last_s;
-    double timeout = wd.timeout_s;
     const cp_boot_t *b = wd.boot;
     pthread_mutex_unlock(&wd.mu);
 
@@ -402,15 +468,7 @@ static void take_timeout(void)
         _exit(CP_EXIT_TIMEOUT);
     }
     recs[0] = mine;
-    /* the others stall within about one timeout of us */
-    double wait = timeout < COLLECT_MAX_S ? timeout + 5.0 : COLLECT_MAX_S;
-    double deadline = now_s() + wait;
-    for (int q = 1; q < n; q++) {
-        double left = deadline - now_s();
-        if (cp_oob_fetch(q, KEY_REC, &recs[q], sizeof(recs[q]), left > 0 ? left : 0) != 0) {
-            recs[q].valid = 0;
-        }
-    }
+    int nsilent = collect_records(recs, n);
     int cell = cp_wd_explain(recs, n, b ? (const char(*)[256])b->hostnames : NULL,
                              wd.hooks.describe, wd.hooks.arg, msg, 4096);
     fprintf(stderr, "collprof: error: timeout: %s\n", msg);
@@ -421,6 +479,11 @@ static void take_timeout(void)
     if (n > 1) {
         int one = 1;
         cp_oob_post(KEY_DONE, &one, sizeof(one));
+    }
+    if (nsilent > 0) {
+        /* a stopped or cut-off rank would keep the launcher (srun) waiting:
+         * have it end the whole job */
+        cp_oob_abort(CP_EXIT_TIMEOUT, "collprof: timeout; ranks did not answer the watchdog");
     }
     _exit(CP_EXIT_TIMEOUT);
 }

@@ -61,7 +61,7 @@ typedef struct cp_wd_hooks {
     void (*on_timeout)(void *arg, int cell, const char *msg);
     /** Rank 0, watchdog thread, writer lock held: close the outputs as
      *  incomplete after signal sig. */
-    void (*on_signal)(void *arg, int sig);
+    void (*on_signal)(void *arg, int sig, int cell);
     /** A cell for messages: "mpi/default allreduce float32 count 1048576". */
     void (*describe)(void *arg, int cell, char *buf, size_t len);
     void *arg;

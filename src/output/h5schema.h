@@ -29,7 +29,7 @@ typedef struct cp_h5_table {
     size_t recsize; /**< sizeof the row struct */
 } cp_h5_table_t;
 
-/* cp_h5_table_results, cp_h5_table_ranks, cp_h5_table_backends, cp_h5_table_environment */
+/* cp_h5_table_results, _ranks, _backends, _environment, _links */
 #define CP_H5_TABLE_DECL(table, columns, type) extern const cp_h5_table_t cp_h5_table_##table;
 COLLPROF_TABLES(CP_H5_TABLE_DECL)
 /* cp_h5_table_provenance: a table inside /cells/<cell> */

@@ -20,6 +20,8 @@ typedef struct cp_h5 cp_h5_t;
 int cp_h5_open(const char *path, const cp_run_info_t *ri, cp_h5_t **out, char *err, size_t errlen);
 /** Append a cell and flush. */
 int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *r);
+/** Write the /links table (the link sweep) and flush. */
+int cp_h5_links(cp_h5_t *h, const collprof_link_row_t *rows, size_t n);
 /** Set the final status ("complete", "incomplete", "aborted") and close. */
 void cp_h5_close(cp_h5_t *h, const char *status);
 

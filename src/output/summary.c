@@ -5,11 +5,13 @@
 #include "colls/colls.h"
 #include "core/bopts.h"
 #include "core/data.h"
+#include "core/links.h"
 #include "core/log.h"
 #include "core/prov.h"
 #include "core/util.h"
 #include "output/format.h"
 #include "output/study.h"
+#include "output/world.h"
 #include "slurm/slurm_meta.h"
 #ifdef CP_HAVE_HDF5
 #include "output/h5writer.h"
@@ -34,13 +36,14 @@ struct cp_summary {
 #endif
     const cp_run_info_t *ri;
     cp_format_state_t fmt;
-    int counts[COLLPROF_CELL_TIMEOUT + 1]; /* per collprof_cell_status_t */
+    int counts[COLLPROF_CELL_STATUS_COUNT]; /* per collprof_cell_status_t */
     uint64_t wrong;
     char error[256];              /* the first write error, "" when none */
     collprof_result_row_t *study; /* the rows of the studies backends declare */
     size_t nstudy, capstudy;
     char quiet[16][32]; /* backends whose skipped cells the console shows once */
     int nquiet;
+    int nlinks, links_failed; /* link sweep rows written, and those not ok */
 };
 
 void cp_run_backend_row(const cp_run_info_t *ri, int i, collprof_backend_row_t *r)
@@ -242,6 +245,14 @@ static int create_exclusive(const char *dir, const char *base, char *path, size_
     return -1;
 }
 
+/* cp_world_node_fn over the boot tables. */
+static int boot_node_of(const void *arg, int rank, const char **host)
+{
+    const cp_boot_t *b = arg;
+    *host = b->hostnames[rank];
+    return b->node_ids[rank];
+}
+
 /* Header lines about the job: command, tag, world, launcher, Slurm. */
 static void print_job(FILE *f, const cp_run_info_t *ri)
 {
@@ -258,18 +269,7 @@ static void print_job(FILE *f, const cp_run_info_t *ri)
     if (ri->opt->tag[0]) {
         fprintf(f, "tag:        %s\n", ri->opt->tag);
     }
-    fprintf(f, "world:      %d ranks on %d node(s):", b->nranks, b->nnodes);
-    for (int node = 0; node < b->nnodes; node++) {
-        int cnt = 0, first = -1;
-        for (int r = 0; r < b->nranks; r++) {
-            if (b->node_ids[r] == node) {
-                cnt++;
-                first = first < 0 ? r : first;
-            }
-        }
-        fprintf(f, " %s (%d)", first >= 0 ? b->hostnames[first] : "?", cnt);
-    }
-    fprintf(f, "\n");
+    cp_world_print(f, "world:      ", b->nranks, b->nnodes, boot_node_of, b);
     fprintf(f, "launcher:   %s%s%s\n", b->launcher, b->pmix_version[0] ? ", PMIx " : "",
             b->pmix_version);
     const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
@@ -374,7 +374,9 @@ static void print_header(cp_summary_t *s)
            b->nnodes, b->launcher);
     printf("# time = mean over iterations of the max over ranks; %s\n",
            ri->opt->sync_barrier ? "barrier before each iteration" : "back to back");
-    cp_format_table_header(stdout);
+    if (!ri->opt->link_sweep) {
+        cp_format_table_header(stdout);
+    }
     fflush(stdout);
 }
 
@@ -490,6 +492,76 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     return s->error[0] ? -1 : 0;
 }
 
+/* The matrices of one (backend, kind) of the link sweep on f. */
+static void print_link_matrix(FILE *f, const collprof_link_row_t *rows, size_t n, size_t first,
+                              const char *const *names, int nnodes, double *m)
+{
+    const collprof_link_row_t *r = &rows[first];
+    int bw = !strcmp(r->kind, "bandwidth");
+    cp_links_matrix(rows, n, r->backend, r->kind, !bw, nnodes, m);
+    fprintf(f, "\n%s %s, %llu B each way at once: %s\n", r->backend, r->kind,
+            (unsigned long long)r->bytes,
+            bw ? "bandwidth in GB/s (bytes / mean time)" : "mean time in us");
+    cp_links_print(f, names, nnodes, m, bw ? 2 : 1, NULL);
+    for (size_t i = first; i < n; i++) {
+        if (!strcmp(rows[i].backend, r->backend) && !strcmp(rows[i].kind, r->kind) &&
+            strcmp(rows[i].status, "ok") != 0) {
+            fprintf(f, "  %s-%s: %s%s%s\n", names[rows[i].node_a], names[rows[i].node_b],
+                    rows[i].status, rows[i].error[0] ? ": " : "", rows[i].error);
+        }
+    }
+}
+
+/* The link sweep's matrices on f. */
+static void print_links(FILE *f, const cp_run_info_t *ri, const collprof_link_row_t *rows, size_t n)
+{
+    const cp_boot_t *b = ri->boot;
+    const char **names = calloc((size_t)b->nnodes + 1, sizeof(char *));
+    double *m = calloc((size_t)b->nnodes * (size_t)b->nnodes + 1, sizeof(double));
+    if (names == NULL || m == NULL) {
+        free(names);
+        free(m);
+        return;
+    }
+    for (int q = b->nranks - 1; q >= 0; q--) {
+        names[b->node_ids[q]] = b->hostnames[q]; /* the first rank of each node wins */
+    }
+    fprintf(f, "\n== link sweep: %d nodes, %d rounds, one pair per node at a time ==\n", b->nnodes,
+            cp_links_rounds(b->nnodes));
+    for (size_t i = 0; i < n; i++) {
+        if (cp_links_first_of(rows, i)) {
+            print_link_matrix(f, rows, n, i, names, b->nnodes, m);
+        }
+    }
+    fprintf(f, "(collprof-report links FILE.h5 names the slow links and nodes)\n");
+    free(names);
+    free(m);
+}
+
+int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n)
+{
+#ifdef CP_HAVE_HDF5
+    errno = 0;
+    if (s->h5 != NULL && cp_h5_links(s->h5, rows, n) != 0) {
+        write_error(s, "writing", s->h5path);
+        cp_h5_close(s->h5, "incomplete");
+        s->h5 = NULL;
+    }
+#endif
+    for (size_t i = 0; i < n; i++) {
+        s->nlinks++;
+        s->links_failed += strcmp(rows[i].status, "ok") != 0;
+    }
+    print_links(s->f, s->ri, rows, n);
+    print_links(stdout, s->ri, rows, n);
+    errno = 0;
+    if (fflush(s->f) != 0 || ferror(s->f)) {
+        write_error(s, "writing", s->path);
+    }
+    fflush(stdout);
+    return s->error[0] ? -1 : 0;
+}
+
 /* The totals block of the text summary. */
 static void totals(cp_summary_t *s, const char *result, int exit_status)
 {
@@ -503,6 +575,10 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
             s->counts[COLLPROF_CELL_SKIPPED]);
     if (s->counts[COLLPROF_CELL_TIMEOUT] > 0) {
         fprintf(s->f, "timeouts:   %d\n", s->counts[COLLPROF_CELL_TIMEOUT]);
+    }
+    if (s->ri->opt->link_sweep) {
+        fprintf(s->f, "links:      %d measured (pairs x sizes x backends), %d not ok\n", s->nlinks,
+                s->links_failed);
     }
     fprintf(s->f, "#wrong:     %llu\n", (unsigned long long)s->wrong);
     fprintf(s->f, "result:     %s (exit status %d)\n", result, exit_status);
@@ -532,11 +608,16 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
 #ifdef CP_HAVE_HDF5
     cp_h5_close(s->h5, "complete");
 #endif
-    printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
-           s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
-           s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
-           s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
-           exit_status == 0 ? "PASSED" : "FAILED");
+    if (s->ri->opt->link_sweep) {
+        printf("# links: %d measured, %d not ok: %s\n", s->nlinks, s->links_failed,
+               exit_status == 0 ? "PASSED" : "FAILED");
+    } else {
+        printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
+               s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
+               s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
+               s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
+               exit_status == 0 ? "PASSED" : "FAILED");
+    }
     printf("# summary: %s\n", s->path);
     if (s->h5path[0]) {
         printf("# results: %s\n", s->h5path);

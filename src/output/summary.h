@@ -44,6 +44,9 @@ int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size
 /** One finished cell: its row, and the result for per-rank details.
  *  -1 when a file could not be written (cp_summary_error says why). */
 int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r);
+/** The link sweep's rows (the /links table, the matrices in both summaries);
+ *  -1 when a file could not be written. */
+int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n);
 /** Footer, close.  exit_status is what collprof will return. */
 void cp_summary_close(cp_summary_t *s, int exit_status);
 /** Footer saying the run stopped early (why), close; the HDF5 file keeps

@@ -453,3 +453,10 @@ void cp_report_cell_name(const collprof_result_row_t *r, char *buf, size_t len)
     snprintf(buf, len, "%s/%s %s %s %s", r->backend, r->variant, label, r->dtype,
              cp_fmt_thousands(r->count, count, sizeof(count)));
 }
+
+void cp_report_xml_text(FILE *out, const char *s)
+{
+    static const char *const esc[256] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;"};
+    cp_report_put_escaped(out, s, esc, 0);
+}

@@ -6,6 +6,8 @@
  * are powers of two.  The output is plain SVG, inline in a small HTML page
  * or standalone: no script, no font or stylesheet from the network, so it
  * can be mailed, attached to a ticket or opened on an air-gapped cluster.
+ * A file with a link sweep (collprof --link-sweep) also gets one heatmap
+ * per backend of its node x node bandwidth matrix (cmd_links.c).
  */
 #include "config.h"
 
@@ -36,7 +38,9 @@ static void usage(FILE *f)
     fprintf(f, "Usage: collprof-report plot FILE|DIR... --out report.html|report.svg\n"
                "Draw busBW (GB/s) against message size (bytes, log2 axis): one chart per\n"
                "operation, one line per backend/variant (and per file when several are\n"
-               "given).  OUT ending in .html gives a page with inline SVG, .svg a single\n"
+               "given); and for a link sweep (collprof --link-sweep), a heatmap of the\n"
+               "node x node bandwidth per backend, slow links framed in red.\n"
+               "OUT ending in .html gives a page with inline SVG, .svg a single\n"
                "SVG image; either is self-contained (no scripts, nothing fetched).\n"
                "\n"
                "  -o, --out OUT  the file to write (required)\n"
@@ -182,9 +186,7 @@ static void label_series(const plot_t *p, chart_t *c)
 
 static void xml_text(FILE *out, const char *s)
 {
-    static const char *const esc[256] = {
-        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;"};
-    cp_report_put_escaped(out, s, esc, 0);
+    cp_report_xml_text(out, s);
 }
 
 static void size_label(int log2b, char *buf, size_t len)
@@ -357,6 +359,34 @@ static void describe_files(FILE *out, const plot_t *p, const char *open, const c
     }
 }
 
+/* The link sweep heatmaps of every file: one <svg> each (html), or <g>s from y down (svg);
+ * returns y below the last (out NULL: only that). */
+static int draw_maps(FILE *out, const plot_t *p, int html, int y)
+{
+    for (int i = 0; i < p->nfiles; i++) {
+        const cp_report_file_t *f = p->files[i];
+        int h = cp_report_links_map_height(f);
+        for (int k = 0; k < cp_report_links_nmaps(f); k++) {
+            if (out == NULL) {
+                y += h + 16;
+                continue;
+            }
+            if (html) {
+                fprintf(out,
+                        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                        "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" role=\"img\">\n",
+                        CHART_W, h, CHART_W, h);
+            } else {
+                fprintf(out, "<g transform=\"translate(0 %d)\">\n", y);
+            }
+            cp_report_links_map(out, f, k, CHART_W);
+            fputs(html ? "</svg>\n" : "</g>\n", out);
+            y += h + 16;
+        }
+    }
+    return y;
+}
+
 static void write_html(FILE *out, const void *data)
 {
     const plot_t *p = data;
@@ -369,7 +399,7 @@ static void write_html(FILE *out, const void *data)
           out);
     describe_files(out, p, "<li>", "</li>\n");
     fputs("</ul>\n", out);
-    if (p->n == 0) {
+    if (p->n == 0 && draw_maps(NULL, p, 1, 0) == 0) { /* no chart and no heatmap */
         fputs("<p>No measured cell with a non-zero size: nothing to plot.</p>\n", out);
     }
     for (size_t i = 0; i < p->n; i++) {
@@ -381,6 +411,7 @@ static void write_html(FILE *out, const void *data)
         draw_chart(out, &p->c[i]);
         fputs("</svg>\n", out);
     }
+    draw_maps(out, p, 1, 0);
     fputs("</body>\n</html>\n", out);
 }
 
@@ -391,6 +422,7 @@ static void write_svg(FILE *out, const void *data)
     for (size_t i = 0; i < p->n; i++) {
         total += chart_height(&p->c[i]) + 16;
     }
+    total = draw_maps(NULL, p, 0, total);
     fprintf(out,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
@@ -414,6 +446,7 @@ static void write_svg(FILE *out, const void *data)
         fputs("</g>\n", out);
         y += chart_height(&p->c[i]) + 16;
     }
+    draw_maps(out, p, 0, y);
     fputs("</svg>\n", out);
 }
 

@@ -15,6 +15,18 @@
  * (/cells/<cell>/rank_mean_us, --stat mean) mix both: on an oversubscribed
  * node the waiting ranks' means grow as much as the straggler's, and the
  * straggler is lost (seen on 4 ranks on 2 cores).
+ *
+ * A slow node or link: in an allreduce or a broadcast every rank waits for
+ * the slowest, so per-rank times cannot name it.  In sendrecv (the ring),
+ * alltoall and scatter they can.  In each such cell the slowest rank (in
+ * the ring the two slowest: the node's own rank and the one it sends to),
+ * when at least --min-excess above the median, blames the nodes its traffic
+ * crosses: its own, and in the ring that of the rank it receives from (a
+ * send may complete into the socket's buffers; a receive is done when the
+ * data arrived).  A scatter's root, which waits for every transfer, is no
+ * candidate.  The node blamed most in a cell is the cell's slow end, and a
+ * node that is the slow end of more than half of those cells is named a
+ * suspect node.
  */
 #include "config.h"
 
@@ -41,7 +53,9 @@ static void usage(FILE *f)
                "robust z-score above Z (from the median and the median absolute deviation\n"
                "of the cell's per-rank times) and at least PCT percent above the median.\n"
                "Then how many cells flagged each rank and each host, and each rank's and\n"
-               "node's time relative to the cell medians.\n"
+               "node's time relative to the cell medians.  Last, the node that is the slow\n"
+               "end of most sendrecv, alltoall and scatter cells (3 nodes or more), named\n"
+               "a suspect node when it is that of more than half of them.\n"
                "\n"
                "  --z Z             robust z-score threshold (default 3.5)\n"
                "  --min-excess PCT  smallest excess over the median that counts (default 20)\n"
@@ -55,6 +69,7 @@ static void usage(FILE *f)
 }
 
 typedef struct acc {
+    int blamed;   /* node: cells in which it was the slow end */
     int flagged;  /* cells in which this rank (node: any of its ranks) was flagged */
     double ratio; /* sum over cells of mean / median */
     int cells;
@@ -66,9 +81,13 @@ typedef struct tally {
     int stat;
     int n, nnodes;
     acc_t *rank, *node;
-    double *tmp;    /* [n] scratch */
-    char *node_hit; /* [nnodes] flagged in this cell */
-    int cells;      /* cells with per-rank times */
+    double *tmp;     /* [n] scratch */
+    char *node_hit;  /* [nnodes] flagged in this cell */
+    int cells;       /* cells with per-rank times */
+    int blame_cells; /* of those, sendrecv, alltoall and scatter cells */
+    int *blame;      /* [nnodes] blame in the current cell */
+    int *order;      /* [n] scratch */
+    int *ends;       /* [nrows] the slow end of each blame cell, -1 none, -2 not one */
 } tally_t;
 
 /* Flag the outliers among one cell's per-rank times m[]: 1 when any was printed. */
@@ -115,6 +134,110 @@ static int flag_cell(tally_t *t, const collprof_result_row_t *r, const cp_report
     return printed > 0;
 }
 
+static const double *sort_times;
+
+static int by_time(const void *a, const void *b)
+{
+    double x = sort_times[*(const int *)a], y = sort_times[*(const int *)b];
+    return (x > y) - (x < y);
+}
+
+/* Ranks whose time can name a slow node of cell r: 1 for candidates (not a scatter's root). */
+static int candidates(const tally_t *t, const collprof_result_row_t *r, const double *m)
+{
+    int k = 0;
+    for (int q = 0; q < t->n; q++) {
+        if (!(!strcmp(r->op, "scatter") && q == r->root) && m[q] > 0) {
+            t->order[k++] = q;
+        }
+    }
+    sort_times = m;
+    qsort(t->order, (size_t)k, sizeof(int), by_time);
+    return k;
+}
+
+/* The node cell r's slowest ranks blame most (sendrecv, alltoall, scatter), or -1. */
+static int slow_end(tally_t *t, const collprof_result_row_t *r, const double *m)
+{
+    int ring = !strcmp(r->op, "sendrecv"), n = t->n;
+    int k = candidates(t, r, m), top = ring ? 2 : 1;
+    if (k < 3) {
+        return -1;
+    }
+    double med = k % 2 ? m[t->order[k / 2]] : (m[t->order[k / 2 - 1]] + m[t->order[k / 2]]) / 2;
+    memset(t->blame, 0, sizeof(int) * (size_t)t->nnodes);
+    for (int i = k - top; i < k; i++) {
+        int q = t->order[i];
+        if (m[q] < med * (1 + t->excess / 100)) {
+            return -1; /* not clearly slower than the others */
+        }
+        t->blame[t->f->ranks[q].node_id]++;
+        if (ring) { /* a ring rank is done when its receive is: the sender's link counts */
+            t->blame[t->f->ranks[(q - 1 + n) % n].node_id]++;
+        }
+    }
+    int best = 0, ties = 0;
+    for (int nd = 1; nd < t->nnodes; nd++) {
+        ties = t->blame[nd] == t->blame[best] ? ties + 1 : t->blame[nd] > t->blame[best] ? 0 : ties;
+        best = t->blame[nd] > t->blame[best] ? nd : best;
+    }
+    return ties == 0 && t->blame[best] > 0 ? best : -1;
+}
+
+static void blame_cell(tally_t *t, const collprof_result_row_t *r, const double *m)
+{
+    if (t->nnodes < 3 || (strcmp(r->op, "sendrecv") != 0 && strcmp(r->op, "alltoall") != 0 &&
+                          strcmp(r->op, "scatter") != 0)) {
+        return;
+    }
+    t->blame_cells++;
+    int nd = slow_end(t, r, m);
+    t->ends[r - t->f->rows] = nd;
+    if (nd >= 0) {
+        t->node[nd].blamed++;
+    }
+}
+
+static const char *node_host(const tally_t *t, int nd)
+{
+    for (int q = 0; q < t->n; q++) {
+        if (t->f->ranks[q].node_id == nd) {
+            return t->f->ranks[q].hostname;
+        }
+    }
+    return "?";
+}
+
+/* The nodes that were the slow end of most sendrecv, alltoall and scatter cells. */
+static void print_suspects(const tally_t *t)
+{
+    printf("\n== suspect nodes (sendrecv, alltoall and scatter cells) ==\n");
+    if (t->nnodes < 3) {
+        printf("# needs 3 nodes or more: with %d every node is at an end of every slow transfer\n",
+               t->nnodes);
+        return;
+    }
+    for (size_t i = 0; i < t->f->nrows; i++) {
+        if (t->ends[i] != -2) {
+            char name[512];
+            cp_report_cell_name(&t->f->rows[i], name, sizeof(name));
+            printf("  %s: slow end %s\n", name, t->ends[i] >= 0 ? node_host(t, t->ends[i]) : "-");
+        }
+    }
+    int named = 0;
+    for (int nd = 0; nd < t->nnodes; nd++) {
+        const char *host = node_host(t, nd);
+        if (2 * t->node[nd].blamed > t->blame_cells) {
+            printf("%s: the slow end of %d of %d cells: suspect node %s\n", host,
+                   t->node[nd].blamed, t->blame_cells, host);
+            named++;
+        }
+    }
+    if (named == 0) {
+        printf("# no node is the slow end of more than half of the %d cells\n", t->blame_cells);
+    }
+}
+
 /* How often each rank and each node was flagged, and their times relative to the medians. */
 static void print_tallies(const tally_t *t)
 {
@@ -148,7 +271,8 @@ static void print_tallies(const tally_t *t)
 
 static void report(const cp_report_file_t *f, double zmax, double excess, int stat)
 {
-    tally_t t = {f, zmax, excess, stat, f->nranks, 0, NULL, NULL, NULL, NULL, 0};
+    tally_t t = {f,    zmax, excess, stat, f->nranks, 0,    NULL, NULL,
+                 NULL, NULL, 0,      0,    NULL,      NULL, NULL};
     for (int q = 0; q < t.n; q++) {
         t.nnodes = f->ranks[q].node_id + 1 > t.nnodes ? f->ranks[q].node_id + 1 : t.nnodes;
     }
@@ -156,7 +280,13 @@ static void report(const cp_report_file_t *f, double zmax, double excess, int st
     t.node = calloc((size_t)t.nnodes + 1, sizeof(*t.node));
     t.tmp = malloc(sizeof(double) * ((size_t)t.n + 1));
     t.node_hit = calloc((size_t)t.nnodes + 1, 1);
-    if (!t.rank || !t.node || !t.tmp || !t.node_hit) {
+    t.blame = calloc((size_t)t.nnodes + 1, sizeof(int));
+    t.order = calloc((size_t)t.n + 1, sizeof(int));
+    t.ends = malloc(sizeof(int) * (f->nrows + 1));
+    for (size_t i = 0; t.ends != NULL && i < f->nrows; i++) {
+        t.ends[i] = -2;
+    }
+    if (!t.rank || !t.node || !t.tmp || !t.node_hit || !t.blame || !t.order || !t.ends) {
         cp_report_error("out of memory");
         exit(CP_REPORT_EXIT_BAD);
     }
@@ -175,9 +305,14 @@ static void report(const cp_report_file_t *f, double zmax, double excess, int st
         }
         t.cells++;
         with += flag_cell(&t, &f->rows[i], cl, m);
+        blame_cell(&t, &f->rows[i], m);
     }
     printf("# %d of %d cells with per-rank times have stragglers\n", with, t.cells);
     print_tallies(&t);
+    print_suspects(&t);
+    free(t.blame);
+    free(t.order);
+    free(t.ends);
     free(t.rank);
     free(t.node);
     free(t.tmp);

@@ -11,6 +11,7 @@
 
 #include "output/format.h"
 #include "output/study.h"
+#include "output/world.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,20 +29,21 @@ static void usage(FILE *f)
                "printed) or bad usage.\n");
 }
 
+/* cp_world_node_fn over the file's ranks table. */
+static int file_node_of(const void *arg, int rank, const char **host)
+{
+    const cp_report_file_t *f = arg;
+    *host = f->ranks[rank].hostname;
+    return f->ranks[rank].node_id;
+}
+
 static void print_world(const cp_report_file_t *f)
 {
-    printf("world:      %lld ranks on %lld node(s):", f->root.world_size, f->root.node_count);
-    for (long long node = 0; node < f->root.node_count; node++) {
-        int cnt = 0, first = -1;
-        for (int r = 0; r < f->nranks; r++) {
-            if (f->ranks[r].node_id == node) {
-                cnt++;
-                first = first < 0 ? r : first;
-            }
-        }
-        printf(" %s (%d)", first >= 0 ? f->ranks[first].hostname : "?", cnt);
+    if (f->nranks != f->root.world_size) { /* no ranks table: the counts alone */
+        printf("world:      %lld ranks on %lld nodes\n", f->root.world_size, f->root.node_count);
+        return;
     }
-    printf("\n");
+    cp_world_print(stdout, "world:      ", f->nranks, (int)f->root.node_count, file_node_of, f);
 }
 
 /* The run's 'measured' lines of a backend, from the first row of each memory kind that has them. */
@@ -143,6 +145,14 @@ static void print_file(const cp_report_file_t *f)
            unsupported, skipped);
     if (timeout > 0) { /* the run's own summary has no such line: it predates timeouts */
         printf("timeouts:   %d\n", timeout);
+    }
+    if (f->nlinks > 0) {
+        size_t bad = 0;
+        for (size_t i = 0; i < f->nlinks; i++) {
+            bad += strcmp(f->links[i].status, "ok") != 0;
+        }
+        /* as the run's own totals say it; collprof-report links prints the matrices */
+        printf("links:      %zu measured (pairs x sizes x backends), %zu not ok\n", f->nlinks, bad);
     }
     printf("#wrong:     %llu\n", nwrong);
 }

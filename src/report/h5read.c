@@ -548,6 +548,28 @@ static int read_backends(hid_t file, cp_report_file_t *f, char *err, size_t errl
     return rc;
 }
 
+static int check_link(const void *rec, size_t i, const cp_report_file_t *f, char *err,
+                      size_t errlen)
+{
+    const collprof_link_row_t *r = rec;
+    long long nodes = f->root.node_count > 0 ? f->root.node_count : 1 << 20;
+    if (r->node_a < 0 || r->node_b <= r->node_a || r->node_b >= nodes ||
+        collprof_cell_status_from_name(r->status) <= COLLPROF_CELL_PENDING) {
+        snprintf(err, errlen, "corrupted: /links row %zu", i);
+        return -1;
+    }
+    return 0;
+}
+
+/* The link sweep, optional: only a collprof --link-sweep run writes it. */
+static int read_links(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+{
+    void *recs;
+    int rc = read_table(file, &cp_h5_table_links, 1, check_link, f, &recs, &f->nlinks, err, errlen);
+    f->links = recs;
+    return rc;
+}
+
 /* /environment is not shown, but it is read so that damage to it is noticed too. */
 static int check_environment(hid_t file, char *err, size_t errlen)
 {
@@ -898,6 +920,7 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
              : read_results(file, f, err, errlen) != 0     ? -1
              : read_ranks(file, f, err, errlen) != 0       ? -1
              : read_backends(file, f, err, errlen) != 0    ? -1
+             : read_links(file, f, err, errlen) != 0       ? -1
              : check_environment(file, err, errlen) != 0   ? -1
              : read_cells(file, f, err, errlen) != 0       ? -1
                                                            : 0;
@@ -936,6 +959,6 @@ void cp_report_close(cp_report_file_t *f)
                        c->send_bytes, c->recv_bytes, c->prov};
         free_all(raw, sizeof(raw) / sizeof(raw[0]));
     }
-    void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->path, f};
+    void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->links, f->path, f};
     free_all(owned, sizeof(owned) / sizeof(owned[0]));
 }

@@ -28,6 +28,8 @@ static const struct {
      "one table per operation across scale points (nodes/ranks)"},
     {"study", cp_report_cmd_study, "FILE [--backend NAME] [--op OP] [--link-gbps X]",
      "the RMA-write all-to-all study: per size, each variant's BW, BusBW (% of link), latency"},
+    {"links", cp_report_cmd_links, "FILE [--threshold X] [--stat best|mean]",
+     "the link sweep's node x node matrices; names slow links and suspect nodes"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -45,8 +47,9 @@ static void usage(FILE *f)
                "  -h, --help       this help ('collprof-report COMMAND --help' for a command)\n"
                "  -V, --version    version\n"
                "\n"
-               "Exit status: 0 success, 1 compare found a significant regression,\n"
-               "2 bad usage or a file that cannot be read.  See collprof-report(1).\n");
+               "Exit status: 0 success, 1 compare found a significant regression or links a\n"
+               "slow link or node, 2 bad usage or a file that cannot be read.  See\n"
+               "collprof-report(1).\n");
 }
 
 int main(int argc, char **argv)

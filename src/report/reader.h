@@ -55,6 +55,8 @@ typedef struct cp_report_file {
     int nranks;
     collprof_backend_row_t *backends; /**< link_gbps 0 when the file has none */
     size_t nbackends;
+    collprof_link_row_t *links; /**< the link sweep (/links, from 1.2); NULL when none */
+    size_t nlinks;
 } cp_report_file_t;
 
 /**

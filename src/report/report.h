@@ -75,6 +75,9 @@ int cp_report_write(const char *path, void (*write)(FILE *out, const void *data)
  */
 void cp_report_put_escaped(FILE *out, const char *s, const char *const esc[256], int json_controls);
 
+/** s as XML character data (&, <, >, quotes escaped). */
+void cp_report_xml_text(FILE *out, const char *s);
+
 /** The index of s in names[0..n), or -1 after printing "CMD: OPT 'S' is not one of ...". */
 int cp_report_parse_choice(const char *cmd, const char *opt, const char *s,
                            const char *const *names, int n, const char *expected);
@@ -88,6 +91,16 @@ int cp_report_cmd_stragglers(int argc, char **argv);
 int cp_report_cmd_plot(int argc, char **argv);
 int cp_report_cmd_scaling(int argc, char **argv);
 int cp_report_cmd_study(int argc, char **argv);
+int cp_report_cmd_links(int argc, char **argv);
+
+/* ---- the link sweep's heatmaps (cmd_links.c, drawn by plot) --------------- */
+
+/** Heatmaps of f: one per backend of its link sweep (0 when it has none). */
+int cp_report_links_nmaps(const cp_report_file_t *f);
+/** Height in px of each heatmap of f (they all have its node count). */
+int cp_report_links_map_height(const cp_report_file_t *f);
+/** Heatmap k of f as SVG elements from (0, 0), width px wide: bandwidth of the best iteration. */
+void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width);
 
 /* ---- text helpers (args.c) ------------------------------------------------ */
 

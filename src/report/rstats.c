@@ -12,6 +12,8 @@
 
 #include "report/report.h"
 
+#include "core/stats.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -23,11 +25,7 @@ static int cmp_double(const void *a, const void *b)
 
 double cp_report_median(double *v, size_t n)
 {
-    if (n == 0) {
-        return 0;
-    }
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return cp_stats_median(v, n);
 }
 
 typedef struct tagged {

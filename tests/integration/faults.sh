@@ -191,6 +191,8 @@ if [ -x "${COLLPROF_REPORT:-}" ]; then
     [ "$rrc" -eq 0 ] && grep -q 'status: *incomplete' "$WORK/rsum" &&
         [ "$(grep -c ' ms | AlgBW' "$WORK/rsum")" -eq "$n" ]
     ok $? "SIGTERM: the HDF5 file holds the same $n cells, status incomplete"
+    grep -q 'incomplete: stopped by signal 15' "$WORK/rsum"
+    ok $? "SIGTERM: the cell that was running is in the HDF5 file as incomplete"
 fi
 sleep 1
 ! pgrep -f "collprof --np 3 --backends mpi --ops allreduce,allgather" >/dev/null

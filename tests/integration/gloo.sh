@@ -79,4 +79,18 @@ if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ] && [ -n "${CP_MPIRUN:-}"
     grep -q '^== mpi / default ==' "$s" && grep -q '^== gloo / default ==' "$s"
     ok $? "both backends are in one summary"
 fi
+
+# the interface: GLOO_SOCKET_IFNAME is honoured (a missing one is named), -B iface= wins over it
+cp_run --np 2 --backends gloo --ops allreduce --counts 1K -n 2 -w 1 -v --output-dir "$WORK" \
+    -B iface=lo
+grep -q 'gloo: full mesh of 2 ranks on .*iface=lo.*addr=\[127.0.0.1\] (interface of -B iface=' \
+    "$WORK/err"
+ok $? "gloo -B iface=lo: the device is on lo, chosen by the option (-v says so)"
+GLOO_SOCKET_IFNAME=cpnone0 cp_run --np 2 --backends gloo --ops allreduce --counts 1K -n 2 -w 1 \
+    --output-dir "$WORK"
+[ "$rc" -ne 0 ] && grep -q 'interface of GLOO_SOCKET_IFNAME: .*cpnone0' "$WORK/err"
+ok $? "GLOO_SOCKET_IFNAME=cpnone0: gloo refuses, naming the variable and the interface"
+GLOO_SOCKET_IFNAME=cpnone0 cp_run --np 2 --backends gloo --ops allreduce --counts 1K -n 2 -w 1 \
+    --output-dir "$WORK" -B iface=lo
+ok $rc "GLOO_SOCKET_IFNAME=cpnone0 -B iface=lo: the option wins, the run passes"
 done_testing

@@ -8,7 +8,7 @@ d="$WORK/single"
 mkdir -p "$d"
 cp_run --backends mpi --ops allreduce,allgather --counts 4K -n 2 -w 0 --variants default --output-dir "$d"
 [ "$rc" -eq 0 ] && grep -q 'running as a single rank' "$WORK/err" &&
-    grep -q '^world: *1 ranks' "$(summary_of "$d")"
+    grep -q '^world: *1 rank on 1 node: ' "$(summary_of "$d")"
 ok $? "no launcher: one rank, with a warning"
 
 # pre-create the names of the next seconds: they must survive untouched

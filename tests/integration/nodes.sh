@@ -9,42 +9,13 @@
 # refused.  Every Slurm command is bounded (--immediate and timeout); the cluster is torn down
 # at the end, also on failure.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+. "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
-need_slurm "virtual nodes need root (network namespaces, slurmd)"
-for p in ip tc unshare nsenter setsid; do
-    command -v "$p" >/dev/null 2>&1 || skip_all "$p not found (iproute2, util-linux)"
-done
-probe=cpprobe$$
-if ! ip netns add "$probe" 2>"$WORK/probe.err"; then
-    skip_all "network namespaces are refused here: $(head -n 1 "$WORK/probe.err")"
-fi
-ip netns delete "$probe"
-BACKENDS=""
-for b in mpi gloo ofi; do
-    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] && BACKENDS="$BACKENDS $b"
-done
-[ -n "$BACKENDS" ] || skip_all "no CPU backend (mpi, gloo, ofi) was built"
-
-slurm_local_setup collprof-nodes-test
-
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+need_virtual_nodes
 
 # ---- the cluster
 T0=$(now)
-t=$T0
-rc=0
-timeout -k 5 90 bash "$SL" --nodes 4 start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
-if [ "$rc" -ne 0 ] && grep -q 'refused\|need root' "$WORK/start.err"; then
-    skip_all "the virtual nodes did not start: $(tail -n 1 "$WORK/start.err")"
-fi
-ok $rc "4-node cluster started in $(since "$t") s"
-if [ "$rc" -ne 0 ]; then
-    sed 's/^/# /' "$WORK/start.err"
-    done_testing
-fi
-# SLURM_CONF and the interface variables (they replace lib.sh's loopback ones)
-eval "$(grep '^export ' "$WORK/start.out")"
+cluster_start 4 collprof-nodes-test
 NETW=$OMPI_MCA_btl_tcp_if_include
 [ -s "$SLURM_CONF" ] && [ "$GLOO_SOCKET_IFNAME" = cpnet0 ] && [ "$NETW" != lo ]
 ok $? "start printed SLURM_CONF and the interfaces ($NETW, cpnet0)"
@@ -59,6 +30,7 @@ tag=${bridge%-br}
 ok $? "status names the bridge ($bridge)"
 
 export COLLPROF="$COLLPROF_BIN"
+COLLPROF_REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 # two counts (one below and one above the eager/inject sizes), and on 4 nodes every backend;
 # under sanitizers (2-3x slower) a representative subset: one count, one backend on 4 nodes
 counts=1K,64K
@@ -82,8 +54,12 @@ rank_hosts() {
 # check the run in directory $1 ($2: what) ran 4 ranks 2 per node, ranks on hosts $3
 check_nodes() {
     s=$(summary_of "$1")
-    grep -q '^world: *4 ranks on 2 node(s): n1 (2) n2 (2)$' "$s" 2>/dev/null
-    ok $? "$2: the summary says 4 ranks on 2 nodes, 2 on n1 and 2 on n2"
+    case $3 in
+    "n1 n2 n1 n2 ") where="n1 ranks 0,2, n2 ranks 1,3" ;;
+    *) where="n1 ranks 0-1, n2 ranks 2-3" ;;
+    esac
+    grep -q "^world: *4 ranks on 2 nodes: $where\$" "$s" 2>/dev/null
+    ok $? "$2: the summary says 4 ranks on 2 nodes: $where"
     h=$(rank_hosts "$s")
     if [ -n "$h" ]; then
         [ "$h" = "$3" ]
@@ -97,6 +73,7 @@ for b in $BACKENDS; do
     mkdir -p "$d"
     opt=""
     [ "$b" = ofi ] && opt="--ofi-provider tcp;ofi_rxm -v" # -v: the provider and interface
+    [ "$b" = gloo ] && opt="-v"                           # -v: the interface and why
     t=$(now)
     rc=0
     # shellcheck disable=SC2086 # SMALL, SRUN, N2 and opt are lists of options
@@ -112,6 +89,11 @@ for b in $BACKENDS; do
     if [ "$b" = ofi ]; then
         grep -q "ofi: provider tcp;ofi_rxm, fabric $NETW, domain cpnet0" "$WORK/err"
         ok $? "ofi: provider tcp;ofi_rxm on the nodes' network and link cpnet0"
+    fi
+    if [ "$b" = gloo ]; then
+        grep -q 'gloo: full mesh of 4 ranks on .*iface=cpnet0.*(interface of GLOO_SOCKET_IFNAME;' \
+            "$WORK/err"
+        ok $? "gloo: the device is on cpnet0, as GLOO_SOCKET_IFNAME says"
     fi
 done
 
@@ -145,6 +127,13 @@ timeout -k 10 120 $SRUN $N2 -m cyclic "$COLLPROF_BIN" $ONE $SMALL \
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
 check_clean_run "$d" "$b, -m cyclic ($(since "$t") s)"
 check_nodes "$d" "$b, -m cyclic" "n1 n2 n1 n2 "
+# collprof-report rebuilds the same line from the HDF5 file's ranks table
+s=$(summary_of "$d")
+if [ -x "$COLLPROF_REPORT" ] && [ -e "${s%.txt}.h5" ]; then
+    "$COLLPROF_REPORT" summary "${s%.txt}.h5" 2>/dev/null | grep '^world:' >"$WORK/rworld"
+    grep '^world:' "$s" | cmp -s - "$WORK/rworld"
+    ok $? "collprof-report summary: the same world line ($(cat "$WORK/rworld"))"
+fi
 
 # ---- 3. salloc -N 2, then srun in the allocation
 d="$WORK/salloc"
@@ -175,6 +164,65 @@ mv "$d"/collprof_*_w4_j"$id"_s0.* "$d/res/" 2>/dev/null
 check_clean_run "$d/res" "sbatch -N 2: the job's srun step"
 check_nodes "$d/res" "sbatch -N 2" "n1 n1 n2 n2 "
 
+# ---- 4b. a job array of two 2-node jobs (they may run side by side on n1,n2 and n3,n4)
+d="$WORK/array"
+mkdir -p "$d"
+t=$(now)
+rc=0
+# shellcheck disable=SC2086 # ONE is a list of options
+id=$(cd "$d" && COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable --array=0-1 -N 2 \
+    --ntasks-per-node=2 "$SB/collprof.sbatch" $ONE --ops allreduce --counts 4K -n 3 -w 1 \
+    --variants default) || rc=$?
+ok $rc "sbatch --array=0-1 -N 2 collprof.sbatch: submitted (job ${id:-none})"
+job_state=""
+[ -n "$id" ] && wait_job "$id" 120
+ok $? "job array $id: both tasks ended within 120 s ($(since "$t") s, state $job_state)"
+n=$(timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -c 'JobState=COMPLETED .*ExitCode=0:0')
+[ "$n" -eq 2 ]
+ok $? "job array $id: both tasks COMPLETED with exit code 0:0 (got $n)"
+for task in 0 1; do
+    rc=0
+    mkdir -p "$d/a$task"
+    mv "$d"/collprof_*_w4_j*_a"$task"_s0.* "$d/a$task/" 2>/dev/null
+    check_clean_run "$d/a$task" "job array task $task"
+    grep -q '^world: *4 ranks on 2 nodes: n[1-4] ranks 0-1, n[1-4] ranks 2-3$' \
+        "$(summary_of "$d/a$task")" 2>/dev/null
+    ok $? "job array task $task: the summary says 4 ranks on 2 nodes, 2 on each"
+done
+
+# ---- 4c. mpirun across the nodes, the mpi backend: from a host list, the harness's rsh agent
+# entering each node's namespaces (as ssh would log in), and in an allocation, where Open MPI
+# starts its daemons with srun (not under sanitizers: the same ranks, another launch path)
+mpirun_check() { # DIR WHAT: the run in DIR was started by mpirun, 2 ranks on each of n1, n2
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+    check_clean_run "$1" "$2"
+    check_nodes "$1" "$2" "n1 n1 n2 n2 "
+    grep -q '^launcher: *mpirun' "$(summary_of "$1")" 2>/dev/null
+    ok $? "$2: the summary names the launcher mpirun"
+}
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ] && [ "${BACKENDS#* mpi}" != "$BACKENDS" ]; then
+    MPIRUN="$CP_MPIRUN --allow-run-as-root --bind-to none -x COLLPROF_PLUGIN_PATH"
+    MPI1="--backends mpi --ops allreduce,alltoall --counts 4K -n 3 -w 1 --variants default"
+    d="$WORK/mpirun-rsh"
+    mkdir -p "$d"
+    t=$(now)
+    rc=0
+    # shellcheck disable=SC2086 # MPIRUN and MPI1 are lists of options
+    timeout -k 10 120 $MPIRUN --mca plm_rsh_agent "bash $SL rsh" --host n1:2,n2:2 -np 4 \
+        "$COLLPROF_BIN" $MPI1 --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    mpirun_check "$d" "mpirun --host n1:2,n2:2, rsh agent ($(since "$t") s)"
+    if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
+        d="$WORK/mpirun-salloc"
+        mkdir -p "$d"
+        t=$(now)
+        rc=0
+        # shellcheck disable=SC2086 # N2, MPIRUN and MPI1 are lists of options
+        timeout -k 10 120 salloc --immediate=30 $N2 $MPIRUN "$COLLPROF_BIN" $MPI1 \
+            --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+        mpirun_check "$d" "salloc -N 2 + mpirun ($(since "$t") s)"
+    fi
+fi
+
 # ---- 5. every backend (under sanitizers the quickest) in one run on 4 nodes x 1 rank
 d="$WORK/four"
 mkdir -p "$d"
@@ -193,8 +241,84 @@ s=$(summary_of "$d")
 n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
 [ "$n" -eq $((11 * nb)) ]
 ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
-grep -q '^world: *4 ranks on 4 node(s): n1 (1) n2 (1) n3 (1) n4 (1)$' "$s" 2>/dev/null
+grep -q '^world: *4 ranks on 4 nodes: n1 rank 0, n2 rank 1, n3 rank 2, n4 rank 3$' "$s" 2>/dev/null
 ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+
+# ---- 5b. faults across nodes: a rank on n2 stopped (SIGSTOP), then n2's link down mid-run.
+# The watchdog (--timeout 3) reports within --timeout + 5 s, naming n2 and its ranks; the
+# files keep every completed cell; srun returns (once the link is back) and no rank is left.
+FT=3
+slack=0
+[ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && slack=5
+FARGS="--backends $b --ops allreduce --counts 1K,2K,4K,8K,16K,32K -n 300 -w 2 --variants default"
+franks() { pgrep -f "^$COLLPROF_BIN $FARGS --timeout $FT" 2>/dev/null; }
+# fault_run NAME ACTION UNDO: ACTION after two cells, UNDO once rank 0 has reported
+fault_run() {
+    d="$WORK/fault-$1"
+    mkdir -p "$d"
+    # shellcheck disable=SC2086 # SRUN, N2 and FARGS are lists of options
+    timeout -k 5 120 $SRUN $N2 "$COLLPROF_BIN" $FARGS --timeout "$FT" --output-dir "$d" \
+        </dev/null >"$WORK/fout" 2>"$WORK/ferr" &
+    fpid=$!
+    i=0
+    until [ "$(grep -c ' ms | AlgBW' "$(summary_of "$d")" 2>/dev/null)" -ge 2 ] ||
+        [ "$i" -ge 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    t=$(now)
+    $2
+    i=0
+    until grep -q '^collprof: error: timeout' "$WORK/ferr" || [ "$i" -ge 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    reported=$(since "$t")
+    $3
+    rc=0
+    wait "$fpid" || rc=$?
+    ended=$(since "$t")
+    awk -v r="$reported" -v lim=$((FT + 5 + slack)) 'BEGIN { exit !(r <= lim) }'
+    ok $? "$1: rank 0 reported the hang ${reported} s after the fault (at most $FT + 5 s)"
+    [ "$rc" -eq 124 ]
+    ok $? "$1: srun returned with status 124 (got $rc, ${ended} s after the fault)"
+    grep -q "No answer (stopped, dead, or cut off from PMIx): $4\\.\$" "$WORK/ferr"
+    ok $? "$1: the message names $4"
+    [ "$rc" -eq 124 ] || sed 's/^/# /' "$WORK/ferr" | head -n 20
+    s=$(summary_of "$d")
+    n=$(grep -c ' ms | AlgBW' "$s" 2>/dev/null)
+    [ "${n:-0}" -ge 2 ] && grep -q '^result: *INCOMPLETE: an operation timed out' "$s"
+    ok $? "$1: the summary keeps the $n completed cells and says INCOMPLETE"
+    if [ -x "$COLLPROF_REPORT" ] && [ -n "$s" ] && [ -e "${s%.txt}.h5" ]; then
+        "$COLLPROF_REPORT" summary "${s%.txt}.h5" >"$WORK/rsum" 2>&1
+        [ "$(grep -c ' ms | AlgBW' "$WORK/rsum")" -eq "$n" ] &&
+            grep -q 'status: *incomplete' "$WORK/rsum"
+        ok $? "$1: the HDF5 file holds the same $n cells, status incomplete"
+    fi
+    sleep 1
+    left=$(franks | tr '\n' ' ')
+    [ -z "$left" ]
+    ok $? "$1: no rank left on any node${left:+ (left: $left)}"
+    for p in $left; do kill -KILL "$p" 2>/dev/null; done
+}
+victim=""
+# shellcheck disable=SC2317 # the actions below are called through fault_run's arguments
+stop_rank3() { # the rank 3 process, on n2 (the nodes share the PID namespace)
+    for p in $(franks); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'SLURM_PROCID=3' && victim=$p
+    done
+    [ -n "$victim" ] && kill -STOP "$victim"
+}
+# shellcheck disable=SC2317
+cont_rank3() { [ -z "$victim" ] || kill -CONT "$victim" 2>/dev/null; }
+# shellcheck disable=SC2317
+n2_down() { bash "$SL" link n2 down 2>/dev/null; }
+# shellcheck disable=SC2317
+n2_up() { bash "$SL" link n2 up 2>/dev/null; }
+if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
+    fault_run "SIGSTOP of rank 3 on n2" stop_rank3 cont_rank3 "rank 3 on n2"
+fi
+fault_run "n2's link down" n2_down n2_up "ranks 2-3 on n2"
 
 # ---- 6. the harness: link shaping, link down and up
 host_if=$tag-n2

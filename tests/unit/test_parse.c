@@ -47,6 +47,31 @@ static const char *write_tmp(const char *text)
     return path;
 }
 
+/* --link-sweep: its own spec (sendrecv float32 at the two sizes), and what it refuses. */
+static void test_link_sweep(void)
+{
+    cp_options_t opt;
+    char err[1024];
+    ok(cli("--link-sweep --backends gloo -n 7", &opt, err, sizeof(err)) == 0 && opt.link_sweep &&
+           opt.specs[0].nops == 1 && opt.specs[0].ops[0] == COLLPROF_OP_SENDRECV &&
+           opt.specs[0].sizes_are_bytes && opt.specs[0].nsizes == 2 && opt.specs[0].sizes[0] == 8 &&
+           opt.specs[0].sizes[1] == (4u << 20) && opt.specs[0].iters == 7 &&
+           opt.specs[0].nbackends == 1,
+       "--link-sweep: sendrecv at 8 B and 4 MiB, -n and --backends kept");
+    cp_cli_free(&opt);
+    ok(cli("--link-sweep --sweep-sizes 64,1M", &opt, err, sizeof(err)) == 0 &&
+           opt.specs[0].sizes[0] == 64 && opt.specs[0].sizes[1] == (1u << 20),
+       "--sweep-sizes 64,1M");
+    cp_cli_free(&opt);
+    ok(cli("--link-sweep --counts 1M", &opt, err, sizeof(err)) == -1 &&
+           strstr(err, "--link-sweep sets its own sizes") != NULL,
+       "--link-sweep with --counts refused: %s", err);
+    ok(cli("--sweep-sizes 4M,8", &opt, err, sizeof(err)) == -1 &&
+           cli("--sweep-sizes 6,4M", &opt, err, sizeof(err)) == -1 &&
+           cli("--sweep-sizes 8", &opt, err, sizeof(err)) == -1,
+       "--sweep-sizes: S below L, multiples of 4, two of them");
+}
+
 int main(void)
 {
     cp_options_t opt;
@@ -70,6 +95,7 @@ int main(void)
     ok(parse_bad("4M "), "trailing space rejected");
     ok(parse_bad("+4"), "sign rejected");
 
+    test_link_sweep();
     ok(cli("", &opt, err, sizeof(err)) == 0, "no options");
     ok(opt.nspecs == 1 && opt.specs[0].nops == 4 && opt.specs[0].nsizes == 3 &&
            opt.specs[0].sizes[0] == (1u << 20) && opt.specs[0].sizes[2] == (16u << 20) &&

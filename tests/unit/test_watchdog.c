@@ -64,8 +64,26 @@ int main(void)
     ok(cell == 5, "the cell the job waits in is 5 (%d)", cell);
     ok(strstr(msg, "rank 0 (n0) last seen in cell 4, writing results") != NULL,
        "rank 0 behind, in the previous cell: %s", msg);
-    ok(strstr(msg, "No answer (dead, or PMIx unreachable): rank 3 on n3.") != NULL,
+    ok(strstr(msg, "No answer (stopped, dead, or cut off from PMIx): rank 3 on n3.") != NULL,
        "silent rank named with its host");
+
+    /* a node cut off: its ranks grouped under its name */
+    cp_wd_rec_t g[4] = {rec(CP_WD_OP, 2, 4), rec(CP_WD_OP, 2, 4), rec(CP_WD_OP, 2, 4),
+                        rec(CP_WD_OP, 2, 4)};
+    g[1].valid = g[3].valid = 0;
+    static const char two[4][256] = {"n1", "n2", "n1", "n2"};
+    cp_wd_explain(g, 4, two, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "Waiting (in the operation, iteration 3): ranks 0,2. No answer (stopped, dead, "
+                   "or cut off from PMIx): ranks 1,3 on n2.") != NULL,
+       "a silent node: %s", msg);
+    static const char four[6][256] = {"n1", "n2", "n3", "n3", "n4", "n5"};
+    cp_wd_rec_t h[6];
+    memset(h, 0, sizeof(h));
+    h[0] = rec(CP_WD_OP, 2, 4);
+    cp_wd_explain(h, 6, four, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "No answer (stopped, dead, or cut off from PMIx): rank 1 on n2, ranks 2-3 on "
+                   "n3, rank 4 on n4, rank 5 on n5.") != NULL,
+       "silent ranks on four nodes: %s", msg);
 
     /* ranks drifting apart (broadcast without barriers): the one furthest behind is marked */
     cp_wd_rec_t f[3] = {rec(CP_WD_OP, 0, 8), rec(CP_WD_OP_DONE, 0, 7), rec(CP_WD_OP, 0, 9)};

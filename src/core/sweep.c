@@ -1,0 +1,166 @@
+#include "config.h"
+
+#include "core/sweep.h"
+
+#include "colls/colls.h"
+#include "core/links.h"
+#include "core/log.h"
+#include "core/stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *cp_sweep_kind(const cp_options_t *opt, const cp_cell_t *cell)
+{
+    uint64_t bytes = cell->count * collprof_dtype_size(cell->dtype);
+    return bytes >= opt->sweep_bytes[1] ? "bandwidth" : "latency";
+}
+
+void cp_sweep_rows_free(cp_sweep_rows_t *out)
+{
+    free(out->rows);
+    memset(out, 0, sizeof(*out));
+}
+
+/* The rank with local rank 0 on each node ([nnodes]), -1 where none. */
+static int *node_leaders(const cp_boot_t *b)
+{
+    int *lead = malloc(sizeof(int) * (size_t)(b->nnodes > 0 ? b->nnodes : 1));
+    for (int nd = 0; lead != NULL && nd < b->nnodes; nd++) {
+        lead[nd] = -1;
+    }
+    for (int q = 0; lead != NULL && q < b->nranks; q++) {
+        int nd = b->node_ids[q];
+        if (nd >= 0 && nd < b->nnodes && lead[nd] < 0 && b->local_ranks[q] == 0) {
+            lead[nd] = q;
+        }
+    }
+    return lead;
+}
+
+/* This rank's partner in round: the partner node's leader, or itself. */
+static int my_peer(const cp_boot_t *b, const int *lead, int round)
+{
+    if (b->local_rank != 0 || lead[b->node_id] != b->rank) {
+        return b->rank;
+    }
+    int other = cp_links_partner(b->nnodes, round, b->node_id);
+    return other >= 0 && lead[other] >= 0 ? lead[other] : b->rank;
+}
+
+static collprof_link_row_t *next_row(cp_sweep_rows_t *out)
+{
+    if (out->nrows == out->cap) {
+        size_t cap = out->cap ? 2 * out->cap : 16;
+        collprof_link_row_t *g = realloc(out->rows, cap * sizeof(*g));
+        if (g == NULL) {
+            return NULL;
+        }
+        out->rows = g;
+        out->cap = cap;
+    }
+    collprof_link_row_t *row = &out->rows[out->nrows++];
+    memset(row, 0, sizeof(*row));
+    return row;
+}
+
+/* The figures of pair (ra, rb) from the round's samples: per iteration, the slower rank. */
+static void pair_figures(const cp_result_t *res, int ra, int rb, collprof_link_row_t *row)
+{
+    int iters = res->iters;
+    double *m = malloc(sizeof(double) * (size_t)(iters > 0 ? iters : 1));
+    if (m == NULL || res->samples == NULL || iters < 1) {
+        free(m);
+        return;
+    }
+    for (int i = 0; i < iters; i++) {
+        double a = res->samples[(size_t)ra * (size_t)iters + (size_t)i];
+        double b = res->samples[(size_t)rb * (size_t)iters + (size_t)i];
+        m[i] = a > b ? a : b;
+    }
+    cp_stats_t st;
+    cp_stats_compute(m, iters, &st);
+    free(m);
+    row->time_mean_us = st.mean;
+    row->time_min_us = st.min;
+    row->time_p50_us = st.p50;
+    row->bw_gbs = st.mean > 0 ? (double)row->bytes / st.mean * 1e-3 : 0;
+    row->bw_best_gbs = st.min > 0 ? (double)row->bytes / st.min * 1e-3 : 0;
+}
+
+/* One row per pair of the round; the progress line on rank 0. */
+static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, int round,
+                      const cp_result_t *res, cp_sweep_rows_t *out, FILE *progress)
+{
+    const cp_boot_t *b = r->boot;
+    const cp_plugin_t *p = &r->plugins[cell->plugin];
+    int measured = res->status == COLLPROF_CELL_OK || res->status == COLLPROF_CELL_WRONG;
+    for (int na = 0; na < b->nnodes; na++) {
+        int nb = cp_links_partner(b->nnodes, round, na);
+        if (nb <= na || lead[na] < 0 || lead[nb] < 0) {
+            continue;
+        }
+        collprof_link_row_t *row = next_row(out);
+        if (row == NULL) {
+            return -1;
+        }
+        snprintf(row->backend, sizeof(row->backend), "%s", p->name);
+        snprintf(row->kind, sizeof(row->kind), "%s", cp_sweep_kind(r->opt, cell));
+        row->bytes = cell->count * collprof_dtype_size(cell->dtype);
+        row->node_a = na;
+        row->node_b = nb;
+        row->rank_a = lead[na];
+        row->rank_b = lead[nb];
+        row->round = round;
+        row->iterations = cell->iters;
+        row->wrong = res->wrong;
+        snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->status));
+        snprintf(row->error, sizeof(row->error), "%s", res->reason);
+        if (measured) {
+            pair_figures(res, lead[na], lead[nb], row);
+        }
+        if (progress != NULL) {
+            fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", b->hostnames[lead[na]],
+                    b->hostnames[lead[nb]], row->bw_gbs, row->time_mean_us, measured ? "" : " ",
+                    measured ? "" : row->status);
+        }
+    }
+    return 0;
+}
+
+int cp_sweep_cell(cp_runner_t *r, const cp_cell_t *cell, cp_sweep_rows_t *out, FILE *progress)
+{
+    const cp_boot_t *b = r->boot;
+    int rounds = cp_links_rounds(b->nnodes), worst = 0;
+    int *lead = node_leaders(b);
+    if (lead == NULL) {
+        return -1;
+    }
+    for (int k = 0; k < rounds; k++) {
+        cp_cell_t c = *cell;
+        c.sweep = 1;
+        c.peer = my_peer(b, lead, k);
+        cp_result_t res;
+        cp_log(CP_LOG_INFO, "link sweep %s %s round %d/%d: exchanging with rank %d",
+               r->plugins[cell->plugin].name, cp_sweep_kind(r->opt, cell), k + 1, rounds, c.peer);
+        cp_run_cell(r, &c, &res);
+        if (progress != NULL) {
+            fprintf(progress, "# link sweep %s %s %llu B, round %d/%d:", r->plugins[c.plugin].name,
+                    cp_sweep_kind(r->opt, cell),
+                    (unsigned long long)(c.count * collprof_dtype_size(c.dtype)), k + 1, rounds);
+        }
+        int rc = round_rows(r, cell, lead, k, &res, out, progress);
+        if (progress != NULL) {
+            fprintf(progress, "%s%s\n", res.reason[0] ? " -- " : "", res.reason);
+            fflush(progress);
+        }
+        worst |= res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR;
+        cp_result_free(&res);
+        if (rc != 0) {
+            worst = -1;
+            break;
+        }
+    }
+    free(lead);
+    return worst;
+}

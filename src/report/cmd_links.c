@@ -1,0 +1,353 @@
+/*
+ * `links FILE`: the link sweep of a collprof --link-sweep run (/links): the
+ * node x node bandwidth and latency matrices, and the slow links and nodes
+ * named in plain words.
+ *
+ * A link is slow when its bandwidth is below --threshold times the median
+ * of the other links; a node is suspect when its median link bandwidth is
+ * below --threshold times the median of the other nodes' (src/core/links.c).
+ * One slow node makes all of its links slow while every other node keeps
+ * most of its links fast, so the node is named and the others are not.
+ *
+ * Which bandwidth: by default the best iteration's (--stat best), as
+ * stragglers does: a throttled or broken link is slow every time, while a
+ * rank that lost its core to a neighbour for a moment is slow only then.
+ */
+#include "config.h"
+
+#include "report/report.h"
+
+#include "core/links.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STAT_BEST, STAT_MEAN };
+static const char *const stat_names[] = {"best", "mean"};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: collprof-report links FILE [--threshold X] [--stat best|mean]\n"
+               "Print the link sweep of FILE (a collprof --link-sweep run): per backend, the\n"
+               "node x node bandwidth and latency matrices; then name every link whose\n"
+               "bandwidth is below X times the median of the other links, and every node\n"
+               "whose median link bandwidth is below X times the median of the other\n"
+               "nodes' (a suspect node).  Needs 3 nodes or more to tell a node apart.\n"
+               "\n"
+               "  --threshold X  fraction of the median below which a link or node is\n"
+               "                 slow, in (0, 1] (default 0.5)\n"
+               "  --stat S       best: bytes / the fastest iteration (default: a slow link\n"
+               "                 is slow every time, a busy CPU only now and then); mean:\n"
+               "                 bytes / the mean time, the figures of the text summary\n"
+               "  -h, --help     this help\n"
+               "\n"
+               "Exit status: 0 nothing flagged, 1 a slow link or node (the status compare\n"
+               "gives a regression), 2 bad usage, a file that cannot be read or one without\n"
+               "link sweep data.\n");
+}
+
+/* The file's nodes: count and names (the host of the node's first rank). */
+typedef struct nodes {
+    int n;
+    const char **names;
+} nodes_t;
+
+static int load_nodes(const cp_report_file_t *f, nodes_t *nd)
+{
+    nd->n = (int)f->root.node_count;
+    for (size_t i = 0; i < f->nlinks; i++) {
+        nd->n = f->links[i].node_b + 1 > nd->n ? f->links[i].node_b + 1 : nd->n;
+    }
+    for (int q = 0; q < f->nranks; q++) {
+        nd->n = f->ranks[q].node_id + 1 > nd->n ? f->ranks[q].node_id + 1 : nd->n;
+    }
+    nd->names = calloc((size_t)nd->n + 1, sizeof(char *));
+    if (nd->names == NULL) {
+        return -1;
+    }
+    for (int q = f->nranks - 1; q >= 0; q--) {
+        nd->names[f->ranks[q].node_id] = f->ranks[q].hostname;
+    }
+    for (int i = 0; i < nd->n; i++) {
+        nd->names[i] = nd->names[i] != NULL ? nd->names[i] : "?";
+    }
+    return 0;
+}
+
+/* The bandwidth matrix of backend by --stat. */
+static void bw_matrix(const cp_report_file_t *f, const char *backend, int stat, int n, double *m)
+{
+    memset(m, 0, sizeof(double) * (size_t)n * (size_t)n);
+    for (size_t i = 0; i < f->nlinks; i++) {
+        const collprof_link_row_t *r = &f->links[i];
+        if (!strcmp(r->backend, backend) && !strcmp(r->kind, "bandwidth") &&
+            (!strcmp(r->status, "ok") || !strcmp(r->status, "wrong"))) {
+            double v = stat == STAT_BEST ? r->bw_best_gbs : r->bw_gbs;
+            m[r->node_a * n + r->node_b] = m[r->node_b * n + r->node_a] = v;
+        }
+    }
+}
+
+/* The flags of one backend in words; the number of things flagged. */
+static int say_verdict(const char *backend, const nodes_t *nd, const cp_links_verdict_t *v,
+                       const double *m)
+{
+    int n = nd->n;
+    for (int a = 0; a < n; a++) {
+        for (int b = a + 1; b < n; b++) {
+            if (v->slow[a * n + b]) {
+                printf("%s: link %s-%s: %.3f GB/s, %.2gx the median of the other links (%.3f "
+                       "GB/s): slow link\n",
+                       backend, nd->names[a], nd->names[b], m[a * n + b],
+                       m[a * n + b] / v->link_ref[a * n + b], v->link_ref[a * n + b]);
+            }
+        }
+    }
+    for (int a = 0; a < n; a++) {
+        if (v->suspect[a]) {
+            printf("%s: %s: %d of %d links at %.2gx the median bandwidth: suspect node %s\n",
+                   backend, nd->names[a], v->node_slow_links[a], v->node_links[a],
+                   v->node_bw[a] / v->node_ref[a], nd->names[a]);
+        }
+    }
+    if (v->nslow_links + v->nsuspects == 0) {
+        printf("%s: no slow link or node (%d links, threshold %gx the median)\n", backend,
+               v->measured, v->threshold);
+    }
+    return v->nslow_links + v->nsuspects;
+}
+
+/* One (backend, kind) matrix as the summary prints it, with the slow links starred. */
+static void print_matrix(const cp_report_file_t *f, size_t first, const nodes_t *nd, int stat,
+                         double *m, const unsigned char *mark)
+{
+    const collprof_link_row_t *r = &f->links[first];
+    int bw = !strcmp(r->kind, "bandwidth");
+    if (bw) {
+        bw_matrix(f, r->backend, stat, nd->n, m);
+    } else {
+        cp_links_matrix(f->links, f->nlinks, r->backend, r->kind, 1, nd->n, m);
+    }
+    printf("\n%s %s, %llu B each way at once: %s\n", r->backend, r->kind,
+           (unsigned long long)r->bytes,
+           !bw                 ? "mean time in us"
+           : stat == STAT_BEST ? "GB/s of the fastest iteration (* slow link)"
+                               : "GB/s of the mean time (* slow link)");
+    cp_links_print(stdout, nd->names, nd->n, m, bw ? 2 : 1, bw ? mark : NULL);
+}
+
+/* Matrices and verdict of one backend; the number of things flagged, -1 out of memory. */
+static int one_backend(const cp_report_file_t *f, size_t first, const nodes_t *nd, double thr,
+                       int stat, double *m)
+{
+    const char *backend = f->links[first].backend;
+    cp_links_verdict_t v;
+    bw_matrix(f, backend, stat, nd->n, m);
+    if (cp_links_analyse(m, nd->n, thr, &v) != 0) {
+        return -1;
+    }
+    for (size_t i = first; i < f->nlinks; i++) {
+        if (!strcmp(f->links[i].backend, backend) && cp_links_first_of(f->links, i)) {
+            print_matrix(f, i, nd, stat, m, v.slow);
+        }
+    }
+    bw_matrix(f, backend, stat, nd->n, m);
+    printf("\n");
+    int flagged = say_verdict(backend, nd, &v, m);
+    cp_links_verdict_free(&v);
+    return flagged;
+}
+
+/* 1 when rows[i] is the first row of its backend. */
+static int first_of_backend(const collprof_link_row_t *rows, size_t i)
+{
+    for (size_t j = 0; j < i; j++) {
+        if (!strcmp(rows[j].backend, rows[i].backend)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int report(const cp_report_file_t *f, double thr, int stat)
+{
+    nodes_t nd;
+    if (load_nodes(f, &nd) != 0) {
+        cp_report_error("out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    double *m = calloc((size_t)nd.n * (size_t)nd.n + 1, sizeof(double));
+    int flagged = 0, rc = m == NULL ? -1 : 0;
+    printf("# link sweep in %s: %d nodes, %d rounds of one pair per node\n", f->path, nd.n,
+           cp_links_rounds(nd.n));
+    if (nd.n < 3) {
+        printf("# with %d nodes there is one link and nothing to compare it with: nothing can "
+               "be flagged\n",
+               nd.n);
+    }
+    for (size_t i = 0; i < f->nlinks && rc >= 0; i++) {
+        if (first_of_backend(f->links, i)) {
+            rc = one_backend(f, i, &nd, thr, stat, m);
+            flagged += rc > 0 ? rc : 0;
+        }
+    }
+    free(m);
+    free(nd.names);
+    if (rc < 0) {
+        cp_report_error("out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    return flagged > 0 ? CP_REPORT_EXIT_REGRESSION : CP_REPORT_EXIT_OK;
+}
+
+/* ---- heatmaps for plot ---------------------------------------------------- */
+
+#define MAP_CELL 56 /* px per node */
+#define MAP_TOP  56
+#define MAP_LEFT 90
+
+int cp_report_links_nmaps(const cp_report_file_t *f)
+{
+    int k = 0;
+    for (size_t i = 0; i < f->nlinks; i++) {
+        k += first_of_backend(f->links, i);
+    }
+    return k;
+}
+
+int cp_report_links_map_height(const cp_report_file_t *f)
+{
+    nodes_t nd;
+    int n = load_nodes(f, &nd) == 0 ? nd.n : 0;
+    free(nd.names);
+    return MAP_TOP + n * MAP_CELL + 40;
+}
+
+/* Light (slow) to dark blue (fast): the colour of v against the fastest link, hi. */
+static void map_colour(double v, double hi, char *buf, size_t len)
+{
+    double x = hi > 0 ? v / hi : 0;
+    x = x < 0 ? 0 : x > 1 ? 1 : x;
+    snprintf(buf, len, "#%02x%02x%02x", (int)(255 - 215 * x), (int)(245 - 145 * x),
+             (int)(240 - 60 * x));
+}
+
+/* The cells of one matrix: colour, value, and a red frame round the slow links. */
+static void map_cells(FILE *out, const nodes_t *nd, const double *m, const cp_links_verdict_t *v)
+{
+    int n = nd->n;
+    double hi = 0;
+    for (int i = 0; i < n * n; i++) {
+        hi = m[i] > hi ? m[i] : hi;
+    }
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            char col[16] = "#eeeeee";
+            int x = MAP_LEFT + b * MAP_CELL, y = MAP_TOP + a * MAP_CELL, slow = v->slow[a * n + b];
+            if (a != b && m[a * n + b] > 0) {
+                map_colour(m[a * n + b], hi, col, sizeof(col));
+            }
+            fprintf(out,
+                    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
+                    "stroke=\"%s\" stroke-width=\"%d\"/>\n",
+                    x, y, MAP_CELL - 2, MAP_CELL - 2, col, slow ? "#d62728" : "#ffffff",
+                    slow ? 3 : 1);
+            if (a != b && m[a * n + b] > 0) {
+                fprintf(out,
+                        "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" "
+                        "fill=\"%s\">%.2f</text>\n",
+                        x + MAP_CELL / 2 - 1, y + MAP_CELL / 2 + 4,
+                        m[a * n + b] > hi / 2 ? "#ffffff" : "#222222", m[a * n + b]);
+            }
+        }
+    }
+}
+
+/* The node names along both sides. */
+static void map_labels(FILE *out, const nodes_t *nd)
+{
+    for (int a = 0; a < nd->n; a++) {
+        fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"end\">", MAP_LEFT - 8,
+                MAP_TOP + a * MAP_CELL + MAP_CELL / 2 + 4);
+        cp_report_xml_text(out, nd->names[a]);
+        fprintf(out,
+                "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" "
+                "text-anchor=\"middle\">",
+                MAP_LEFT + a * MAP_CELL + MAP_CELL / 2, MAP_TOP - 8);
+        cp_report_xml_text(out, nd->names[a]);
+        fprintf(out, "</text>\n");
+    }
+}
+
+void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width)
+{
+    size_t i = 0;
+    for (int seen = -1; i < f->nlinks; i++) {
+        seen += first_of_backend(f->links, i);
+        if (seen == k) {
+            break;
+        }
+    }
+    nodes_t nd;
+    double *m = NULL;
+    cp_links_verdict_t v;
+    if (i == f->nlinks || load_nodes(f, &nd) != 0) {
+        return;
+    }
+    m = calloc((size_t)nd.n * (size_t)nd.n + 1, sizeof(double));
+    if (m != NULL) {
+        bw_matrix(f, f->links[i].backend, STAT_BEST, nd.n, m);
+    }
+    if (m != NULL && cp_links_analyse(m, nd.n, 0.5, &v) == 0) {
+        fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width,
+                cp_report_links_map_height(f));
+        fprintf(out, "<text x=\"16\" y=\"28\" font-size=\"18\" font-weight=\"bold\">");
+        cp_report_xml_text(out, f->links[i].backend);
+        fprintf(out, ": link bandwidth between nodes, GB/s of the fastest iteration "
+                     "(red frame: below 0.5x the median)</text>\n");
+        map_labels(out, &nd);
+        map_cells(out, &nd, m, &v);
+        cp_links_verdict_free(&v);
+    }
+    free(m);
+    free(nd.names);
+}
+
+typedef struct settings {
+    double threshold;
+    int stat;
+} settings_t;
+
+static int option(void *ctx, int k, char *val)
+{
+    settings_t *s = ctx;
+    if (k == 1) {
+        return cp_report_parse_double("links", "--threshold", val, 1e-9, 1, &s->threshold);
+    }
+    s->stat = cp_report_parse_choice("links", "--stat", val, stat_names, 2, "best or mean");
+    return s->stat < 0 ? -1 : 0;
+}
+
+static int run(void *ctx, cp_report_file_t **files, int n)
+{
+    const settings_t *s = ctx;
+    (void)n;
+    if (files[0]->nlinks == 0) {
+        cp_report_error("links: %s has no link sweep data (/links): run collprof --link-sweep "
+                        "on 2 or more nodes",
+                        files[0]->path);
+        return CP_REPORT_EXIT_BAD;
+    }
+    return report(files[0], s->threshold, s->stat);
+}
+
+int cp_report_cmd_links(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {
+        {"help", 'h', 0}, {"threshold", 0, 1}, {"stat", 0, 1}, {NULL, 0, 0}};
+    static const cp_report_cmd_t cmd = {"links", usage, opts, option, NULL, CP_REPORT_FILES_ONE,
+                                        run};
+    settings_t s = {0.5, STAT_BEST};
+    return cp_report_run(&cmd, &s, argc, argv);
+}

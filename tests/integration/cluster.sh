@@ -1,0 +1,43 @@
+# The virtual cluster of the multi-node tests (nodes.sh, links.sh): contrib/slurm-local with N
+# nodes, each in its own network, UTS and mount namespace on a bridge.  Sourced after lib.sh.
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# skip (77) unless root with the Slurm and munge daemons, iproute2, util-linux and network
+# namespaces; BACKENDS: the CPU backends that were built (skip when none)
+need_virtual_nodes() {
+    need_slurm "virtual nodes need root (network namespaces, slurmd)"
+    for p in ip tc unshare nsenter setsid; do
+        command -v "$p" >/dev/null 2>&1 || skip_all "$p not found (iproute2, util-linux)"
+    done
+    probe=cpprobe$$
+    if ! ip netns add "$probe" 2>"$WORK/probe.err"; then
+        skip_all "network namespaces are refused here: $(head -n 1 "$WORK/probe.err")"
+    fi
+    ip netns delete "$probe"
+    BACKENDS=""
+    for b in mpi gloo ofi; do
+        [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] && BACKENDS="$BACKENDS $b"
+    done
+    [ -n "$BACKENDS" ] || skip_all "no CPU backend (mpi, gloo, ofi) was built"
+}
+
+# start an N-node cluster in /tmp/NAME.XXXXXX, stopped at exit (one TAP line); skips when the
+# namespaces are refused, ends the test when it fails; then SLURM_CONF and the interface
+# variables of the nodes' network are exported (they replace lib.sh's loopback ones)
+cluster_start() { # N NAME
+    slurm_local_setup "$2"
+    t=$(now)
+    rc=0
+    timeout -k 5 90 bash "$SL" --nodes "$1" start >"$WORK/start.out" 2>"$WORK/start.err" || rc=$?
+    if [ "$rc" -ne 0 ] && grep -q 'refused\|need root' "$WORK/start.err"; then
+        skip_all "the virtual nodes did not start: $(tail -n 1 "$WORK/start.err")"
+    fi
+    ok $rc "$1-node cluster started in $(since "$t") s"
+    if [ "$rc" -ne 0 ]; then
+        sed 's/^/# /' "$WORK/start.err"
+        done_testing
+    fi
+    eval "$(grep '^export ' "$WORK/start.out")"
+}
