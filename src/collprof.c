@@ -17,6 +17,7 @@
 #include "core/data.h"
 #include "core/log.h"
 #include "core/plan.h"
+#include "core/prov.h"
 #include "core/runner.h"
 #include "core/sweep.h"
 #include "core/watchdog.h"
@@ -504,6 +505,12 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
                                  .oob_barrier = cp_oob_barrier,
                                  .get_option = host_get_option};
     rr->ready = init_backends(rr->plugins, rr->nplugins, &rr->plan, b, &rr->host);
+    /* what every rank's cells will be measured with, before the first cell */
+    if (cp_prov_gather(rr->plugins, rr->nplugins, &rr->plan, &cp_oob_pmix, b->rank, b->nranks) !=
+        0) {
+        cp_log(CP_LOG_WARN, "the provenance of the backends could not be gathered: the result "
+                            "file records none");
+    }
     char mine[256], err[2048] = "";
     rr->affinity = calloc((size_t)b->nranks, sizeof(*rr->affinity));
     cpu_affinity(mine, sizeof(mine));
@@ -667,6 +674,7 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
         cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
         finalize_backends(rr.plugins, rr.nplugins);
     }
+    cp_prov_free(rr.plugins, rr.nplugins);
     cp_plugins_unload(rr.plugins, rr.nplugins);
     cp_plan_free(&rr.plan);
     free(rr.affinity);

@@ -47,7 +47,10 @@
     X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout")       \
     X(error,        STR,  256, 0, "",       "why a cell did not give a result, else empty")          \
     X(start_time,   F64,    0, 0, "s",      "cell start, seconds since 1970-01-01 UTC")              \
-    X(memory,       STR,    8, 1, "",       "buffer memory: host, pinned or device (added in 1.1)")
+    X(memory,       STR,    8, 1, "",       "buffer memory: host, pinned or device (added in 1.1)")  \
+    X(timer,        STR,   64, 1, "",       "clock of the samples (added in 1.2)")                   \
+    X(allocation,   STR,   64, 1, "",       "how the backend allocated the buffers (added in 1.2)")  \
+    X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \
@@ -57,7 +60,8 @@
     X(local_rank,   I32,    0, 0, "",       "rank among those on its node")             \
     X(pid,          I64,    0, 0, "",       "process id")                               \
     X(cpu_affinity, STR,  256, 0, "",       "CPU list the rank may run on, e.g. 0-3,8") \
-    X(device,       STR,   64, 0, "",       "host, or the accelerator")
+    X(device,       STR,   64, 0, "",       "host, or the accelerators its backends used")  \
+    X(transport,    STR,  256, 1, "",       "per backend, what it communicated over (added in 1.2)")
 
 /* /backends: one row per backend plugin found */
 #define COLLPROF_BACKEND_COLUMNS(X)                                                                          \
@@ -145,6 +149,20 @@
     X(SEND_BYTES, send_bytes,   U64, 1, "[ranks] alltoallv only: bytes each rank sent")           \
     X(RECV_BYTES, recv_bytes,   U64, 1, "[ranks] alltoallv only: bytes each rank received")
 #define COLLPROF_CELL_ATTRS(X) X(backend) X(variant) X(op)
+
+/*
+ * /cells/<cell>/provenance, added in 1.2: one row per rank, written only
+ * where the ranks' timer, allocation or device differ (the /results row
+ * then says "per rank" in those columns).  A table of the same kind as
+ * those above, but inside the cell's group: X(table, columns, row type).
+ */
+#define COLLPROF_PROVENANCE_COLUMNS(X)                                                             \
+    X(rank,       I32,    0, 0, "",       "rank")                                                  \
+    X(timer,      STR,   64, 0, "",       "clock of its samples")                                  \
+    X(allocation, STR,   64, 0, "",       "how its buffers were allocated")                        \
+    X(device,     STR,   64, 0, "",       "host, or its accelerator")                              \
+    X(transport,  STR,  128, 0, "",       "what it communicated over")
+#define COLLPROF_CELL_TABLES(X) X(provenance, COLLPROF_PROVENANCE_COLUMNS, collprof_provenance_row_t)
 /* clang-format on */
 
 #include <stdint.h>
@@ -172,6 +190,10 @@ typedef struct collprof_backend_row {
 typedef struct collprof_env_row {
     COLLPROF_ENV_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_env_row_t;
+
+typedef struct collprof_provenance_row {
+    COLLPROF_PROVENANCE_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_provenance_row_t;
 
 typedef struct collprof_link_row {
     COLLPROF_LINK_COLUMNS(COLLPROF_ROW_FIELD)

@@ -1036,6 +1036,41 @@ int gl_run(void *vctx, const collprof_args_t *a)
 
 COLLPROF_DEFINE_LAST_ERROR(gl_last_error, GlCtx, err, g_err);
 
+/* The value of "key" in the device's own description "tcp, pci=, iface=lo, ..., addr=[...]". */
+std::string device_field(const std::string &s, const std::string &key)
+{
+    size_t at = s.find(key);
+    if (at == std::string::npos) {
+        return "";
+    }
+    at += key.size();
+    size_t end = s.find(',', at);
+    return s.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+/* The transport is the interface and address the tcp device actually bound. */
+int gl_describe(void *vctx, int memtype, collprof_provenance_t *out)
+{
+    GlCtx *g = static_cast<GlCtx *>(vctx);
+    if (!g || !out || memtype != COLLPROF_MEM_HOST) {
+        set_error(g, "describe: host memory only");
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    snprintf(out->memory, sizeof(out->memory), "posix_memalign, 64-byte aligned");
+    snprintf(out->device, sizeof(out->device), "host");
+    try {
+        const std::string s = g->dev ? g->dev->str() : std::string();
+        const std::string iface = device_field(s, "iface="), addr = device_field(s, "addr=");
+        if (!addr.empty() || !iface.empty()) {
+            snprintf(out->transport, sizeof(out->transport), "tcp on %s%s%s", iface.c_str(),
+                     iface.empty() || addr.empty() ? "" : " ", addr.c_str());
+        }
+    } catch (const std::exception &) {
+        out->transport[0] = '\0'; /* not known */
+    }
+    return COLLPROF_OK;
+}
+
 } // namespace
 
 const collprof_option_t gl_options[] = {
@@ -1053,5 +1088,5 @@ COLLPROF_PLUGIN_ENTRY = {
                           "variants)"),
     .flags = 0,
     COLLPROF_BACKEND_SLOTS(gl, collprof_no_mem_copy, collprof_no_run_batch),
-    COLLPROF_BACKEND_EXTRAS(gl_options, COLLPROF_NROWS(gl_options), 0, collprof_no_describe),
+    COLLPROF_BACKEND_EXTRAS(gl_options, COLLPROF_NROWS(gl_options), 0, gl_describe),
 };

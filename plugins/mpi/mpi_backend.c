@@ -1063,11 +1063,66 @@ static int mpi_be_run(void *vctx, const collprof_args_t *a)
 
 static COLLPROF_DEFINE_LAST_ERROR(mpi_be_last_error, mpi_be_ctx_t, err, mpi_be.err);
 
+/* ---- provenance ------------------------------------------------------- */
+
+/* A string control variable bound to no object into buf ("" when absent, empty or unreadable). */
+static void mpi_be_cvar_str(const char *name, char *buf, size_t len)
+{
+    char vname[128], desc[16];
+    int nlen = sizeof(vname), dlen = sizeof(desc), verbosity, bind, scope, n = 0;
+    int idx = mpi_be_cvar_index(name);
+    MPI_Datatype dt;
+    MPI_T_enum et;
+    MPI_T_cvar_handle h;
+    buf[0] = '\0';
+    if (idx < 0 ||
+        MPI_T_cvar_get_info(idx, vname, &nlen, &verbosity, &dt, &et, desc, &dlen, &bind, &scope) !=
+            MPI_SUCCESS ||
+        dt != MPI_CHAR || bind != MPI_T_BIND_NO_OBJECT ||
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &n) != MPI_SUCCESS) {
+        return;
+    }
+    char *v = n > 0 ? calloc((size_t)n + 1, 1) : NULL;
+    if (v != NULL && MPI_T_cvar_read(h, v) == MPI_SUCCESS) {
+        snprintf(buf, len, "%s", v);
+    }
+    free(v);
+    MPI_T_cvar_handle_free(&h);
+}
+
+/*
+ * Open MPI names the components it selects nowhere cheap to read, so the
+ * transport is what its MCA variables restrict the choice to (pml, btl,
+ * btl_tcp_if_include), as set; "" when none is set.
+ */
+static int mpi_be_describe(void *vctx, int memtype, collprof_provenance_t *out)
+{
+    static const char *vars[] = {"pml", "btl", "btl_tcp_if_include"};
+    mpi_be_ctx_t *ctx = vctx;
+    if (ctx == NULL || out == NULL || memtype != COLLPROF_MEM_HOST) {
+        mpi_be_set_error(ctx, "describe: host memory only");
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    snprintf(out->memory, sizeof(out->memory), "posix_memalign, 4096-byte aligned");
+    snprintf(out->device, sizeof(out->device), "host");
+    out->transport[0] = '\0';
+    for (size_t i = 0; mpi_be.tool_state > 0 && i < sizeof(vars) / sizeof(vars[0]); i++) {
+        char v[96];
+        mpi_be_cvar_str(vars[i], v, sizeof(v));
+        size_t at = strlen(out->transport);
+        if (v[0] != '\0' && at < sizeof(out->transport)) {
+            snprintf(out->transport + at, sizeof(out->transport) - at, "%s%s=%s", at ? " " : "MCA ",
+                     vars[i], v);
+        }
+    }
+    return COLLPROF_OK;
+}
+
 COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD(
         "mpi", PACKAGE_VERSION,
         "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)"),
     .flags = COLLPROF_BACKEND_RTLD_GLOBAL,
     COLLPROF_BACKEND_SLOTS(mpi_be, collprof_no_mem_copy, collprof_no_run_batch),
-    COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, collprof_no_describe),
+    COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, mpi_be_describe),
 };

@@ -1391,6 +1391,32 @@ static int nb_finalize(void *vctx)
 
 static COLLPROF_DEFINE_LAST_ERROR(nb_last_error, nb_ctx_t, err, nb_global_err);
 
+/*
+ * run_batch times every operation between two CUDA events on the stream;
+ * mem_alloc takes device memory from cudaMalloc (the reg variants register
+ * it with each communicator); the device is the one init set.  NCCL does
+ * not tell its transport (P2P, SHM, NET) through its API: left unknown.
+ */
+static int nb_describe(void *vctx, int memtype, collprof_provenance_t *out)
+{
+    nb_ctx_t *ctx = vctx;
+    struct cudaDeviceProp prop;
+    if (ctx == NULL || out == NULL || memtype != COLLPROF_MEM_DEVICE) {
+        nb_set_error(ctx, "describe: device memory only");
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    snprintf(out->timer, sizeof(out->timer), "cudaEventElapsedTime");
+    snprintf(out->memory, sizeof(out->memory), "cudaMalloc (ncclCommRegister by reg variants)");
+    if (cudaGetDeviceProperties(&prop, ctx->dev) == cudaSuccess) {
+        snprintf(out->device, sizeof(out->device), "cuda:%d %.32s (%04x:%02x:%02x.0)", ctx->dev,
+                 prop.name, (unsigned)prop.pciDomainID, (unsigned)prop.pciBusID,
+                 (unsigned)prop.pciDeviceID);
+    } else {
+        snprintf(out->device, sizeof(out->device), "cuda:%d", ctx->dev);
+    }
+    return COLLPROF_OK;
+}
+
 #define NB_STR_(x) #x
 #define NB_STR(x)  NB_STR_(x)
 static const collprof_option_t nb_options[] = {
@@ -1407,5 +1433,5 @@ COLLPROF_PLUGIN_ENTRY = {
                           "NCCL collectives on CUDA device buffers, timed with CUDA events"),
     .flags = COLLPROF_BACKEND_DEVICE_TIMER,
     COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
-    COLLPROF_BACKEND_EXTRAS(nb_options, COLLPROF_NROWS(nb_options), 0, collprof_no_describe),
+    COLLPROF_BACKEND_EXTRAS(nb_options, COLLPROF_NROWS(nb_options), 0, nb_describe),
 };

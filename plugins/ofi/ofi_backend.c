@@ -176,6 +176,57 @@ static int ofi_select_variant(void *vctx, collprof_op_t op, const char *variant)
 
 static COLLPROF_DEFINE_LAST_ERROR(ofi_last_error, ofi_ctx_t, err, ofi_global_err);
 
+/* ---- provenance ------------------------------------------------------------ */
+
+/* "cuda:0 <name> (<pci bus id>)" of this rank's device */
+static void ofi_describe_gpu(const ofi_ctx_t *ctx, char *buf, size_t len)
+{
+#ifdef CP_OFI_HAVE_CUDA
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, ctx->cuda_dev) == cudaSuccess) {
+        snprintf(buf, len, "cuda:%d %.32s (%04x:%02x:%02x.0)", ctx->cuda_dev, prop.name,
+                 (unsigned)prop.pciDomainID, (unsigned)prop.pciBusID, (unsigned)prop.pciDeviceID);
+        return;
+    }
+#endif
+    snprintf(buf, len, "cuda:%d", ctx->cuda_dev);
+}
+
+/* The provider actually opened, its domain (the interface for tcp) and fabric. */
+static int ofi_describe(void *vctx, int memtype, collprof_provenance_t *out)
+{
+    ofi_ctx_t *ctx = vctx;
+    int dev = memtype == COLLPROF_MEM_DEVICE;
+    if (ctx == NULL || out == NULL || ctx->info == NULL ||
+        (memtype != COLLPROF_MEM_HOST && !(dev && ctx->hmem))) {
+        ofi_set_error(ctx, "describe: host memory (or device memory with FI_HMEM) only");
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    const struct fi_info *i = ctx->info;
+#ifdef FI_MR_DMABUF
+    const char *devmem = "cudaMalloc, fi_mr_regattr (dma-buf, else FI_HMEM_CUDA)";
+#else
+    const char *devmem = "cudaMalloc, fi_mr_regattr FI_HMEM_CUDA";
+#endif
+    snprintf(out->memory, sizeof(out->memory), "%s",
+             dev ? devmem : "posix_memalign 4096, fi_mr_reg");
+    if (dev) {
+        ofi_describe_gpu(ctx, out->device, sizeof(out->device));
+    } else {
+        snprintf(out->device, sizeof(out->device), "host");
+    }
+    /* "tcp;ofi_rxm on lo (fabric 127.0.0.0/8)"; "shm" where the three names agree */
+    const char *prov =
+        i->fabric_attr && i->fabric_attr->prov_name ? i->fabric_attr->prov_name : "?";
+    const char *dom = i->domain_attr && i->domain_attr->name ? i->domain_attr->name : prov;
+    const char *fab = i->fabric_attr && i->fabric_attr->name ? i->fabric_attr->name : dom;
+    int same_dom = !strcmp(dom, prov), same_fab = !strcmp(fab, dom) || !strcmp(fab, prov);
+    snprintf(out->transport, sizeof(out->transport), "%.40s%s%.40s%s%.30s%s", prov,
+             same_dom ? "" : " on ", same_dom ? "" : dom, same_fab ? "" : " (fabric ",
+             same_fab ? "" : fab, same_fab ? "" : ")");
+    return COLLPROF_OK;
+}
+
 #define OFI_STR_(x) #x
 #define OFI_STR(x)  OFI_STR_(x)
 static const collprof_option_t ofi_options_decl[] = {
@@ -193,5 +244,5 @@ COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_SLOTS(ofi, ofi_mem_copy, collprof_no_run_batch),
     /* the RMA-write all-to-all schedules, side by side */
     COLLPROF_BACKEND_EXTRAS(ofi_options_decl, COLLPROF_NROWS(ofi_options_decl),
-                            COLLPROF_BIT(COLLPROF_OP_ALLTOALL), collprof_no_describe),
+                            COLLPROF_BIT(COLLPROF_OP_ALLTOALL), ofi_describe),
 };

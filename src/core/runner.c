@@ -6,6 +6,7 @@
 #include "core/data.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/prov.h"
 #include "core/util.h"
 #include "core/watchdog.h"
 
@@ -511,6 +512,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     if (decided(r, cell, res)) {
         return;
     }
+    res->prov = r->plugins[cell->plugin].prov[cell->memtype];
     cell_run_t c;
     memset(&c, 0, sizeof(c));
     c.r = r;
@@ -600,4 +602,7 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     snprintf(row->error, sizeof(row->error), "%s", res->reason);
     row->start_time = res->start_epoch;
     snprintf(row->memory, sizeof(row->memory), "%s", collprof_memtype_name(cell->memtype));
+    if (res->prov != NULL) {
+        cp_prov_row(res->prov, row);
+    }
 }

@@ -29,6 +29,9 @@ typedef struct cp_result {
     double *rank_mean;                 /**< [rank], us */
     uint64_t *send_bytes, *recv_bytes; /**< alltoallv: per rank */
     double start_epoch;                /**< wall-clock start, seconds since 1970 */
+    /** what the cell was measured with (borrowed from its plugin); NULL for a cell decided
+     *  before it ran, or when the provenance could not be gathered */
+    const struct cp_prov *prov;
 } cp_result_t;
 
 /* The out-of-band channel the runner agrees and gathers over: the host

@@ -62,6 +62,17 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
     }
 }
 
+static const char *or_unknown(const char *s)
+{
+    return s[0] ? s : "not reported";
+}
+
+void cp_format_provenance(const collprof_result_row_t *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "  measured: %s memory: timer %s; buffers %s; device %s", r->memory,
+             or_unknown(r->timer), or_unknown(r->allocation), or_unknown(r->device));
+}
+
 void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len)
 {
     int t = cp_dtype_from_name(r->dtype);

@@ -17,6 +17,15 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len);
 /** Summary-file line of one cell (no newline). */
 void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t len);
 
+/**
+ * The header line of what a backend's cells on one memory kind were
+ * measured with, from a row's memory, timer, allocation and device (no
+ * newline): "  measured: host memory: timer CLOCK_MONOTONIC; buffers ...;
+ * device host".  The run's summary prints it from the provenance it
+ * gathered, collprof-report summary from the file's rows: the same text.
+ */
+void cp_format_provenance(const collprof_result_row_t *r, char *buf, size_t len);
+
 /** "Tensor Size: 1,048,576 elements (4.00 MB), float32" for the row's count and dtype. */
 void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len);
 

@@ -26,10 +26,13 @@
 #define CP_H5_COLUMN_OF_environment(name, kind, size, opt, unit, doc)                              \
     CP_H5_COLUMN(collprof_env_row_t, name, kind, opt)
 
+#define CP_H5_COLUMN_OF_provenance(name, kind, size, opt, unit, doc)                               \
+    CP_H5_COLUMN(collprof_provenance_row_t, name, kind, opt)
 #define CP_H5_COLUMN_OF_links(name, kind, size, opt, unit, doc)                                    \
     CP_H5_COLUMN(collprof_link_row_t, name, kind, opt)
 
 COLLPROF_TABLES(CP_H5_TABLE_DEF)
+COLLPROF_CELL_TABLES(CP_H5_TABLE_DEF)
 
 #define CP_H5_ROOT_ATTR(name, kind, doc)                                                           \
     {#name, COLLPROF_##kind, offsetof(collprof_root_attrs_t, name)},

@@ -5,6 +5,7 @@
 #include "output/h5schema.h"
 
 #include "core/log.h"
+#include "core/prov.h"
 #include "core/util.h"
 #include "slurm/slurm_meta.h"
 
@@ -114,7 +115,7 @@ static int write_ranks(hid_t file, const cp_run_info_t *ri)
         recs[r].pid = b->pids[r];
         snprintf(recs[r].cpu_affinity, sizeof(recs[r].cpu_affinity), "%s",
                  ri->affinity ? ri->affinity[r] : "");
-        snprintf(recs[r].device, sizeof(recs[r].device), "host");
+        cp_prov_rank(ri->plugins, ri->nplugins, r, &recs[r]);
     }
     return write_table(file, &cp_h5_table_ranks, recs, (size_t)b->nranks);
 }
@@ -298,6 +299,13 @@ static int write_cell(hid_t cells, const collprof_result_row_t *row, const cp_re
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {
         *rc |= write_cell_array(g, CP_H5_CELL_SEND_BYTES, r->send_bytes, (size_t)r->nranks);
         *rc |= write_cell_array(g, CP_H5_CELL_RECV_BYTES, r->recv_bytes, (size_t)r->nranks);
+    }
+    if (r->prov != NULL && r->prov->differ) { /* the row says "per rank" */
+        size_t n = (size_t)r->prov->nranks, len = n * sizeof(*r->prov->ranks);
+        void *recs = malloc(len); /* write_table sanitizes and frees its copy */
+        *rc |= recs == NULL
+                   ? -1
+                   : write_table(g, &cp_h5_table_provenance, memcpy(recs, r->prov->ranks, len), n);
     }
     cp_h5_release(g);
     return 0;

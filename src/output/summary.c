@@ -7,6 +7,7 @@
 #include "core/data.h"
 #include "core/links.h"
 #include "core/log.h"
+#include "core/prov.h"
 #include "core/util.h"
 #include "output/format.h"
 #include "output/study.h"
@@ -282,6 +283,23 @@ static void print_job(FILE *f, const cp_run_info_t *ri)
     }
 }
 
+/* What a backend's cells are measured with, per memory kind, as the file's rows say it. */
+static void print_provenance(FILE *f, const cp_plugin_t *p)
+{
+    for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
+        if (p->prov[m] == NULL) {
+            continue;
+        }
+        collprof_result_row_t row;
+        char line[512];
+        memset(&row, 0, sizeof(row));
+        snprintf(row.memory, sizeof(row.memory), "%s", collprof_memtype_name(m));
+        cp_prov_row(p->prov[m], &row);
+        cp_format_provenance(&row, line, sizeof(line));
+        fprintf(f, "%s\n", line);
+    }
+}
+
 /* Header lines about the backends in use and the link rate. */
 static void print_backends(FILE *f, const cp_run_info_t *ri)
 {
@@ -302,6 +320,7 @@ static void print_backends(FILE *f, const cp_run_info_t *ri)
         if (eff[0] != '\0') {
             fprintf(f, "  options:  %s\n", eff);
         }
+        print_provenance(f, p);
     }
     if (ri->opt->link_gbps > 0) {
         fprintf(f, "link:       %g Gbit/s (--link-gbps; used where a backend reports none)\n",
@@ -316,15 +335,17 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
             ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
                                   : "iterations back to back (skew included)");
     fprintf(f,
-            "            each rank times each blocking call with CLOCK_MONOTONIC; an iteration's\n"
-            "            time is the max over ranks; 'time' is the mean of those, p50/p95/p99\n"
-            "            nearest-rank\n");
+            "            each rank times each iteration with the timer its backend's 'measured'\n"
+            "            line names (CLOCK_MONOTONIC around each blocking call, or the backend's\n"
+            "            device timer); an iteration's time is the max over ranks; 'time' is the\n"
+            "            mean of those, p50/p95/p99 nearest-rank\n");
     fprintf(
         f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
            "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
            "            others 1); see docs/metrics.md\n");
-    fprintf(f, "buffers:    page-aligned host memory, pages touched before timing, the same\n"
-               "            buffers every iteration (no cache rotation)\n");
+    fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
+               "            before timing, the same buffers every iteration (no cache rotation);\n"
+               "            device memory is filled and checked through host copies\n");
     fprintf(
         f, "check:      %s\n",
         ri->opt->check

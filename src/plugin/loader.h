@@ -19,6 +19,8 @@ typedef struct cp_plugin {
     char error[512]; /**< why it failed to load, query or init */
     void *ctx;       /**< after a successful init */
     int usable;      /**< loaded and queried */
+    /** after init, per memory kind the plan runs it on: what its cells are measured with */
+    struct cp_prov *prov[COLLPROF_MEM_COUNT];
 } cp_plugin_t;
 
 /**

@@ -46,6 +46,23 @@ static void print_world(const cp_report_file_t *f)
     cp_world_print(stdout, "world:      ", f->nranks, (int)f->root.node_count, file_node_of, f);
 }
 
+/* The run's 'measured' lines of a backend, from the first row of each memory kind that has them. */
+static void print_provenance(const cp_report_file_t *f, const char *backend)
+{
+    for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
+        for (size_t i = 0; i < f->nrows; i++) {
+            const collprof_result_row_t *r = &f->rows[i];
+            if (!strcmp(r->backend, backend) && !strcmp(r->memory, collprof_memtype_name(m)) &&
+                r->timer[0] != '\0') {
+                char line[512];
+                cp_format_provenance(r, line, sizeof(line));
+                printf("%s\n", line);
+                break;
+            }
+        }
+    }
+}
+
 static void print_header(const cp_report_file_t *f)
 {
     printf("# collprof-report summary of %s\n", f->path);
@@ -69,6 +86,7 @@ static void print_header(const cp_report_file_t *f)
                b->plugin_version[0] ? b->plugin_version : "?",
                b->library_version[0] ? b->library_version : "?",
                ready ? "" : " NOT INITIALISED: ", ready ? "" : b->state);
+        print_provenance(f, b->name);
     }
     if (f->root.timing[0]) {
         printf("timing:     %s\n", f->root.timing);

@@ -768,6 +768,29 @@ static int load_cell(hid_t grp, const char *name, const collprof_result_row_t *r
     return rc == 0 ? load_bytes(grp, name, n, c, err, errlen) : -1;
 }
 
+/* /cells/<name>/provenance when the cell has it: one row per rank, in rank order. */
+static int load_provenance(hid_t grp, const char *name, int nranks, cp_report_cell_t *c, char *err,
+                           size_t errlen)
+{
+    void *recs = NULL;
+    size_t n = 0;
+    if (read_table(grp, &cp_h5_table_provenance, 1, NULL, NULL, &recs, &n, err, errlen) != 0) {
+        return -1;
+    }
+    c->prov = recs;
+    for (size_t q = 0; c->prov != NULL && q < n; q++) {
+        if (c->prov[q].rank != (int32_t)q) {
+            n = 0; /* reported below */
+        }
+    }
+    if (c->prov != NULL && n != (size_t)nranks) {
+        snprintf(err, errlen, "corrupted: /cells/%s/%s is not one row per rank", name,
+                 cp_h5_table_provenance.name);
+        return -1;
+    }
+    return 0;
+}
+
 /* /cells/<name> when it exists: absent groups are fine (cells that never ran, or the last
  * cell of a killed run) */
 static int read_cell(hid_t cells, const collprof_result_row_t *r, int nranks, cp_report_cell_t *c,
@@ -788,6 +811,9 @@ static int read_cell(hid_t cells, const collprof_result_row_t *r, int nranks, cp
         return -1;
     }
     int rc = load_cell(g, name, r, nranks, c, err, errlen);
+    if (rc == 0) {
+        rc = load_provenance(g, name, nranks, c, err, errlen);
+    }
     cp_h5_release(g);
     return rc;
 }
@@ -929,8 +955,8 @@ void cp_report_close(cp_report_file_t *f)
     }
     for (size_t i = 0; f->cells != NULL && i < f->nrows; i++) {
         cp_report_cell_t *c = &f->cells[i];
-        void *raw[] = {c->iter_max,    c->rank_mean,  c->rank_min,
-                       c->rank_median, c->send_bytes, c->recv_bytes};
+        void *raw[] = {c->iter_max,   c->rank_mean,  c->rank_min, c->rank_median,
+                       c->send_bytes, c->recv_bytes, c->prov};
         free_all(raw, sizeof(raw) / sizeof(raw[0]));
     }
     void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->links, f->path, f};

@@ -37,6 +37,9 @@ typedef struct cp_report_cell {
     double *rank_median;  /**< [nranks] each rank's median time (us) */
     uint64_t *send_bytes; /**< [nranks] alltoallv only */
     uint64_t *recv_bytes; /**< [nranks] alltoallv only */
+    /** [nranks] each rank's timer, allocation, device and transport, where they differ
+     *  (the row then says "per rank"); NULL otherwise and before 1.2 */
+    collprof_provenance_row_t *prov;
 } cp_report_cell_t;
 
 typedef struct cp_report_file {

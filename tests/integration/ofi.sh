@@ -103,6 +103,15 @@ if [ -x "$REPORT" ] && [ -n "$h5" ]; then
     sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' "$s" >"$WORK/sum_txt"
     grep -q "ofi alltoall study" "$WORK/sum_h5" && cmp -s "$WORK/sum_h5" "$WORK/sum_txt"
     ok $? "collprof-report summary rebuilds the study section of the run's summary"
+    "$REPORT" summary "$h5" 2>&1 | grep '^  measured:' >"$WORK/meas_h5"
+    grep '^  measured:' "$s" >"$WORK/meas_txt"
+    grep -q "^  measured: host memory: timer CLOCK_MONOTONIC; buffers posix_memalign 4096, fi_mr_reg; device host$" \
+        "$WORK/meas_txt" && cmp -s "$WORK/meas_h5" "$WORK/meas_txt"
+    ok $? "collprof-report summary rebuilds the 'measured' lines of the run's summary"
+    if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then
+        [ "$("$CP_H5DUMP" -d /ranks "$h5" 2>/dev/null | grep -c '^ *"ofi: shm"$')" -eq 2 ]
+        ok $? "/ranks transport: the provider in use (--ofi-provider shm) on both ranks"
+    fi
     "$REPORT" study "$h5" --link-gbps 200 --backend ofi --op alltoall >"$WORK/study2" 2>&1 &&
         grep -q "link rate: 200 Gbit/s" "$WORK/study2" && ! cmp -s "$WORK/study.out" "$WORK/study2"
     ok $? "collprof-report study --link-gbps 200 overrides the run's rate"

@@ -83,4 +83,56 @@ rm -f "$d"/*
 cp_run --np 2 --backends self --ops barrier --output-dir "$d"
 grep -q "^  options:  self-slot-kib=1024 (default)$" "$d"/collprof_*.txt
 ok $? "a default is marked as such"
+
+# provenance: self cells are timed by collprof on the host, in host memory the plugin allocated
+d="$WORK/prov"
+mkdir -p "$d"
+cp_run --np 2 --backends self --ops allreduce --counts 1K -n 2 -w 1 --output-dir "$d"
+txt=$(summary_of "$d")
+measured="  measured: host memory: timer CLOCK_MONOTONIC; buffers posix_memalign, 4096-byte aligned; device host"
+[ "$rc" -eq 0 ] && grep -qxF "$measured" "$txt" && ! grep -q "page-aligned host memory" "$txt"
+ok $? "the summary says what self cells were measured with, and nothing more"
+REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
+if [ -x "$REPORT" ]; then
+    "$REPORT" summary "$d" 2>&1 | grep '^  measured:' >"$WORK/m_h5"
+    grep '^  measured:' "$txt" >"$WORK/m_txt"
+    [ -s "$WORK/m_txt" ] && cmp -s "$WORK/m_h5" "$WORK/m_txt"
+    ok $? "collprof-report summary rebuilds the 'measured' lines from the file"
+    "$REPORT" export --csv "$d" >"$WORK/csv" 2>&1
+    /usr/bin/python3 - "$WORK/csv" <<'P'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows and all(r["timer"] == "CLOCK_MONOTONIC" and r["device"] == "host" and
+                    r["allocation"].startswith("posix_memalign") for r in rows), rows
+P
+    ok $? "every /results row: timer CLOCK_MONOTONIC, device host, the plugin's allocation"
+fi
+if command -v h5dump >/dev/null 2>&1; then
+    h5dump -d /ranks "$d"/collprof_*.h5 >"$WORK/ranks" 2>&1
+    [ "$(grep -c '^ *"host",$' "$WORK/ranks")" -eq 2 ] &&
+        [ "$(grep -c '"self: POSIX shared memory, 1024 KiB slot per rank"' "$WORK/ranks")" -eq 2 ]
+    ok $? "/ranks: device host and the self transport on both ranks"
+    ! h5dump -d /cells/000000/provenance "$d"/collprof_*.h5 >/dev/null 2>&1
+    ok $? "no per-rank provenance where the ranks agree"
+fi
+# where the ranks differ (a test plugin: self with a device per rank), the row says so and
+# /cells/<cell>/provenance keeps each rank's value
+if [ -e "$CP_TEST_PLUGINS/collprof_perrank.so" ]; then
+    d="$WORK/perrank"
+    mkdir -p "$d"
+    COLLPROF_PLUGIN_PATH="$CP_TEST_PLUGINS:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends perrank \
+        --ops allreduce --counts 1K -n 2 -w 1 --output-dir "$d"
+    [ "$rc" -eq 0 ] && grep -q "^  measured: host memory: timer CLOCK_MONOTONIC; .*; device per rank$" \
+        "$(summary_of "$d")"
+    ok $? "ranks on different devices: the summary says 'device per rank'"
+    if [ -x "$REPORT" ]; then
+        "$REPORT" summary "$d" >"$WORK/psum" 2>&1 && grep -q "device per rank$" "$WORK/psum"
+        ok $? "collprof-report reads the per-rank provenance back"
+    fi
+    if command -v h5dump >/dev/null 2>&1; then
+        h5dump -d /cells/000000/provenance "$d"/collprof_*.h5 >"$WORK/pprov" 2>&1 &&
+            grep -q '"fake:0"' "$WORK/pprov" && grep -q '"fake:1"' "$WORK/pprov"
+        ok $? "/cells/000000/provenance: each rank's device"
+    fi
+fi
 done_testing

@@ -136,4 +136,27 @@ static inline collprof_host_t oob_shm_host(void (*log)(int, const char *, ...),
     return h;
 }
 
+#ifdef COLLPROF_CORE_RUNNER_H
+/* The core's cell runner over this channel, for one plugin (tests that link libcpcore and
+ * include core/runner.h first): the exact check on, no watchdog, every rank on one node. */
+typedef struct oob_shm_runner {
+    cp_options_t opt;
+    cp_boot_t boot;
+    cp_oob_t oob;
+    cp_runner_t r;
+} oob_shm_runner_t;
+
+static inline void oob_shm_runner(oob_shm_runner_t *k, cp_plugin_t *p, char (*hosts)[256])
+{
+    memset(k, 0, sizeof(*k));
+    k->opt.check = 1;
+    k->boot.rank = oob_shm_rank;
+    k->boot.nranks = oob_shm->nranks;
+    k->boot.hostnames = hosts;
+    k->oob = (cp_oob_t){oob_shm_allgather, oob_shm_bcast, oob_shm_barrier};
+    k->r = (cp_runner_t){
+        .opt = &k->opt, .boot = &k->boot, .plugins = p, .nplugins = 1, .oob = &k->oob};
+}
+#endif
+
 #endif /* COLLPROF_TESTS_OOB_SHM_H */

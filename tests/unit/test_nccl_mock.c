@@ -1,9 +1,10 @@
 /*
- * The NCCL plugin driven the way the core drives a device backend, on 3
- * forked ranks, against the CUDA/NCCL stand-in of tests/nccl_mock (no GPU):
- * mem_alloc(DEVICE), fill on the host, mem_copy in, run_batch (warm-up and
- * timed), fresh inputs, run, mem_copy back, exact check with the core's own
- * fill/check code.  Every operation in and out of place, non-zero root,
+ * The NCCL plugin driven by the core's own cell driver (cp_run_cell, over
+ * the shared-memory channel of oob_shm.h) on 3 forked ranks, against the
+ * CUDA/NCCL stand-in of tests/nccl_mock (no GPU): mem_alloc(DEVICE), fill
+ * on the host, mem_copy in, run_batch (warm-up and timed), fresh inputs,
+ * run, mem_copy back, exact check.  What describe() tells the core.  Every
+ * operation in and out of place, non-zero root,
  * variants default/graph/reg+graph/p2p/ring-ll/tree-ll, refused forced
  * algorithms, communicator eviction (nccl-max-comms=2), environment restore,
  * the no-GPU init failure and a timeout that aborts the communicator.
@@ -25,6 +26,7 @@
 #include "colls/colls.h"
 #include "core/data.h"
 #include "core/imbalance.h"
+#include "core/runner.h"
 #include "oob_shm.h"
 #include "tap.h"
 
@@ -44,6 +46,7 @@ typedef struct shared {
 static shared_t *sh;
 static int my_rank;
 static const char *opt_timeout = "30";
+static collprof_host_t host; /* what the plugin holds from init to finalize */
 
 static const char *get_option(const char *key)
 {
@@ -93,187 +96,88 @@ typedef struct cell {
     collprof_dtype_t dtype;
     collprof_redop_t redop;
     int in_place;
-    int no_select; /* run on the variant selected earlier (the core always selects) */
 } cell_t;
 
-/* one cell as the core runs it on device memory; returns #wrong or -1 */
-static long run_cell(const collprof_backend_t *be, void *ctx, const cell_t *c, int *status,
-                     char *why, size_t whylen)
+/* one cell through the core's own driver (cp_run_cell) on device memory; returns #wrong or -1 */
+static long run_cell(cp_runner_t *r, const cell_t *c, collprof_cell_status_t *status, char *why,
+                     size_t whylen)
 {
-    const cp_coll_t *coll = cp_coll_get(c->op);
-    const collprof_dtype_info_t *dt = collprof_dtype_info(c->dtype);
-    cp_a2av_t a2av;
     cp_imbalance_t imb;
+    cp_result_t res;
     char err[256];
-    uint64_t count = cp_coll_effective_count(c->op, 3000, NR);
-    memset(&a2av, 0, sizeof(a2av));
-    cp_xfer_t x = {.op = c->op,
-                   .dtype = c->dtype,
-                   .redop = c->redop,
-                   .root = 1,
-                   .in_place = c->in_place,
-                   .rank = my_rank,
-                   .n = NR,
-                   .count = count,
-                   .a2av = NULL};
+    cp_cell_t cell;
+    memset(&cell, 0, sizeof(cell));
+    snprintf(cell.variant, sizeof(cell.variant), "%s", c->variant);
+    cell.op = c->op;
+    cell.dtype = c->dtype;
+    cell.redop = c->redop;
+    cell.root = (cp_op_flags(c->op) & COLLPROF_OPF_ROOTED) ? 1 : 0;
+    cell.in_place = c->in_place;
+    cell.memtype = COLLPROF_MEM_DEVICE;
+    cell.count = cell.requested = cp_coll_effective_count(c->op, 3000, NR);
+    cell.iters = 3;
+    cell.warmup = 2;
     if (c->op == COLLPROF_OP_ALLTOALLV) {
-        uint64_t *m = calloc(NR * NR, sizeof(uint64_t));
         cp_imbalance_parse(c->in_place ? "uniform" : "linear", &imb, err, sizeof(err));
-        cp_imbalance_matrix(&imb, NR, count, m);
-        cp_a2av_build(&a2av, m, NR, my_rank);
-        cp_imbalance_free(&imb);
-        x.a2av = &a2av;
+        cell.imb = &imb;
     }
-    size_t bytes = (size_t)(cp_coll_buffer_elems(&x) * dt->size);
-    void *hs = calloc(1, bytes + 1), *hr = calloc(1, bytes + 1), *ds = NULL, *dr = NULL;
+    cp_run_cell(r, &cell, &res);
+    *status = res.status;
+    snprintf(why, whylen, "%s", res.reason);
     long wrong = -1;
-    double times[4] = {-1, -1, -1, -1};
-    *status = c->no_select ? COLLPROF_OK : be->select_variant(ctx, c->op, c->variant);
-    if (*status != COLLPROF_OK) {
-        snprintf(why, whylen, "%s", be->last_error(ctx));
-        goto out;
-    }
-    if ((*status = be->mem_alloc(ctx, COLLPROF_MEM_DEVICE, bytes, &dr)) != 0 ||
-        (!c->in_place && (*status = be->mem_alloc(ctx, COLLPROF_MEM_DEVICE, bytes, &ds)) != 0)) {
-        snprintf(why, whylen, "mem_alloc: %s", be->last_error(ctx));
-        goto out;
-    }
-    collprof_args_t args = {.op = c->op,
-                            .dtype = c->dtype,
-                            .redop = c->redop,
-                            .root = 1,
-                            .in_place = c->in_place,
-                            .memtype = COLLPROF_MEM_DEVICE,
-                            .sendbuf = c->in_place ? dr : ds,
-                            .recvbuf = dr,
-                            .count = count,
-                            .sendcounts = a2av.sendcounts,
-                            .sdispls = a2av.sdispls,
-                            .recvcounts = a2av.recvcounts,
-                            .rdispls = a2av.rdispls,
-                            .peer_send = (my_rank + 1) % NR,
-                            .peer_recv = (my_rank - 1 + NR) % NR};
-    for (int pass = 0; pass < 2; pass++) {
-        memset(hr, 0xff, bytes);
-        coll->fill(&x, c->in_place ? hr : hs, hr);
-        if (!c->in_place) {
-            be->mem_copy(ctx, COLLPROF_MEM_DEVICE, ds, hs, bytes, 1);
+    if (res.samples != NULL) { /* every rank's 3 timed iterations, from run_batch */
+        int timed = 1;
+        for (int k = 0; k < NR * 3; k++) {
+            timed &= res.samples[k] >= 0;
         }
-        be->mem_copy(ctx, COLLPROF_MEM_DEVICE, dr, hr, bytes, 1);
-        if (pass == 0) { /* warm-up and timed batches */
-            *status = be->run_batch(ctx, &args, 2, times);
-            if (*status == 0) {
-                *status = be->run_batch(ctx, &args, 3, times);
-            }
-        } else {
-            *status = be->run(ctx, &args);
-        }
-        if (*status != COLLPROF_OK) {
-            snprintf(why, whylen, "%s: %s", pass ? "run" : "run_batch", be->last_error(ctx));
-            goto out;
+        wrong = timed ? (long)res.wrong : -1;
+        if (!timed) {
+            snprintf(why, whylen, "run_batch left a sample unset");
         }
     }
-    if (times[0] < 0 || times[1] < 0 || times[2] < 0 || times[3] != -1) {
-        snprintf(why, whylen, "run_batch times: %g %g %g %g", times[0], times[1], times[2],
-                 times[3]);
-        *status = COLLPROF_ERR_BACKEND;
-        goto out;
-    }
-    memset(hr, 0x5a, bytes);
-    be->mem_copy(ctx, COLLPROF_MEM_DEVICE, hr, dr, bytes, 0);
-    wrong = c->op == COLLPROF_OP_BARRIER ? 0 : (long)coll->check(&x, hr);
-out:
-    if (dr != NULL) {
-        be->mem_free(ctx, COLLPROF_MEM_DEVICE, dr);
-    }
-    if (ds != NULL) {
-        be->mem_free(ctx, COLLPROF_MEM_DEVICE, ds);
-    }
-    free(hs);
-    free(hr);
-    if (x.a2av != NULL) {
-        cp_a2av_free(&a2av);
+    cp_result_free(&res);
+    if (cell.imb != NULL) {
+        cp_imbalance_free(&imb);
     }
     return wrong;
 }
 
-static void rank_main(const char *path)
+/* every op of every variant it applies to, in and out of place */
+static void run_matrix(cp_runner_t *r)
 {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const collprof_backend_t *be = h ? dlsym(h, COLLPROF_BACKEND_SYMBOL) : NULL;
-    void (*stats)(unsigned long *) = h ? (void (*)(unsigned long *))dlsym(h, "cpmock_stats") : NULL;
-    void (*hang)(int) = h ? (void (*)(int))dlsym(h, "cpmock_hang_after") : NULL;
-    check(be != NULL && stats != NULL && hang != NULL, "mock plugin loads (%s)",
-          be ? path : dlerror());
-    if (be == NULL || stats == NULL || hang == NULL) {
-        return;
-    }
-    collprof_caps_t caps = {.size = sizeof(caps)};
-    check(be->query(NULL, &caps) == 0 && caps.memtypes == COLLPROF_BIT(COLLPROF_MEM_DEVICE) &&
-              (be->flags & COLLPROF_BACKEND_DEVICE_TIMER),
-          "query: device memory, device timer");
-    collprof_host_t host = oob_shm_host(host_log, get_option);
-    void *ctx = NULL;
-
-    /* no GPU on one rank only: every rank fails, nobody hangs */
-    if (my_rank == 2) {
-        setenv("CPMOCK_NO_GPU", "1", 1);
-    }
-    int rc = be->init(&host, &ctx);
-    unsetenv("CPMOCK_NO_GPU");
-    check(rc == COLLPROF_ERR_NO_DEVICE && ctx == NULL,
-          "init with no GPU on rank 2 fails on every rank (%d)", rc);
-    check(strstr(be->last_error(NULL), "no usable GPU: CUDA driver version is insufficient") !=
-              NULL,
-          "init failure message: %s", be->last_error(NULL));
-
-    unsetenv("NCCL_SOCKET_IFNAME");
-    rc = be->init(&host, &ctx);
-    check(rc == COLLPROF_OK && ctx != NULL, "init (%s)", rc ? be->last_error(NULL) : "ok");
-    if (rc != COLLPROF_OK) {
-        return;
-    }
-    check(getenv("NCCL_SOCKET_IFNAME") && !strcmp(getenv("NCCL_SOCKET_IFNAME"), "lo"),
-          "one node: NCCL_SOCKET_IFNAME=lo");
-    void *p = NULL;
-    check(be->mem_alloc(ctx, COLLPROF_MEM_HOST, 64, &p) == COLLPROF_ERR_NOT_SUPPORTED && !p,
-          "host memory refused");
-
     static const char *variants[] = {"default", "graph",   "reg+graph", "p2p",
                                      "p2p+reg", "ring-ll", "tree-ll",   "reg"};
+    const collprof_caps_t *caps = &r->plugins[0].caps;
     int cells = 0, clean = 0;
     for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
         for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-            for (int ip = 0; ip < 2; ip++) {
-                cell_t c = {variants[v],
-                            (collprof_op_t)op,
-                            COLLPROF_DTYPE_FLOAT32,
-                            COLLPROF_REDOP_SUM,
-                            ip,
-                            0};
-                int found = 0;
-                for (size_t k = 0; k < caps.nvariants; k++) {
-                    found |= !strcmp(caps.variants[k].name, c.variant) &&
-                             (caps.variants[k].ops & COLLPROF_BIT(op));
-                }
-                if ((!found && strcmp(c.variant, "default")) || (op == COLLPROF_OP_BARRIER && ip)) {
-                    continue;
-                }
+            int found = !strcmp(variants[v], "default");
+            for (size_t k = 0; k < caps->nvariants; k++) {
+                found |= !strcmp(caps->variants[k].name, variants[v]) &&
+                         (caps->variants[k].ops & COLLPROF_BIT(op));
+            }
+            for (int ip = 0; found && ip < 2 - (op == COLLPROF_OP_BARRIER); ip++) {
+                cell_t c = {variants[v], (collprof_op_t)op, COLLPROF_DTYPE_FLOAT32,
+                            COLLPROF_REDOP_SUM, ip};
                 char why[512] = "";
-                int st = 0;
-                long w = run_cell(be, ctx, &c, &st, why, sizeof(why));
+                collprof_cell_status_t st;
+                long w = run_cell(r, &c, &st, why, sizeof(why));
                 cells++;
-                clean += st == 0 && w == 0;
-                check(st == 0 && w == 0, "%s %s %s: status %d, #wrong %ld %s", c.variant,
-                      collprof_op_name(c.op), ip ? "in place" : "out of place", st, w, why);
+                clean += st == COLLPROF_CELL_OK && w == 0;
+                check(st == COLLPROF_CELL_OK && w == 0, "%s %s %s: %s, #wrong %ld %s", c.variant,
+                      collprof_op_name(c.op), ip ? "in place" : "out of place",
+                      collprof_cell_status_name(st), w, why);
                 check(getenv("NCCL_ALGO") == NULL && getenv("NCCL_PROTO") == NULL,
                       "%s %s: NCCL_ALGO/NCCL_PROTO restored", c.variant, collprof_op_name(c.op));
             }
         }
     }
     check(cells > 100 && clean == cells, "%d of %d cells exact", clean, cells);
+}
 
-    /* other dtypes and reductions */
+/* other dtypes and reductions */
+static void run_more(cp_runner_t *r)
+{
     static const struct {
         collprof_op_t op;
         collprof_dtype_t dt;
@@ -285,17 +189,20 @@ static void rank_main(const char *path)
                 {COLLPROF_OP_ALLTOALLV, COLLPROF_DTYPE_UINT8, COLLPROF_REDOP_SUM}};
     for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
         for (int ip = 0; ip < 2; ip++) {
-            cell_t c = {"default", more[i].op, more[i].dt, more[i].r, ip, 0};
+            cell_t c = {"default", more[i].op, more[i].dt, more[i].r, ip};
             char why[512] = "";
-            int st = 0;
-            long w = run_cell(be, ctx, &c, &st, why, sizeof(why));
-            check(st == 0 && w == 0, "%s %s %s %s: #wrong %ld %s", collprof_op_name(c.op),
-                  collprof_dtype_info(c.dtype)->name, collprof_redop_name(c.redop),
-                  ip ? "in place" : "out", w, why);
+            collprof_cell_status_t st;
+            long w = run_cell(r, &c, &st, why, sizeof(why));
+            check(st == COLLPROF_CELL_OK && w == 0, "%s %s %s %s: #wrong %ld %s",
+                  collprof_op_name(c.op), collprof_dtype_info(c.dtype)->name,
+                  collprof_redop_name(c.redop), ip ? "in place" : "out", w, why);
         }
     }
+}
 
-    /* forced algorithms the (mock) machine lacks: unsupported, agreed, cached */
+/* forced algorithms the (mock) machine lacks: unsupported, agreed, cached */
+static void check_refused(const collprof_backend_t *be, void *ctx)
+{
     static const struct {
         const char *v;
         collprof_op_t op;
@@ -304,7 +211,7 @@ static void rank_main(const char *path)
                    {"collnetdirect-simple+graph", COLLPROF_OP_REDUCESCATTER},
                    {"nvls-simple", COLLPROF_OP_ALLREDUCE}};
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        rc = be->select_variant(ctx, refused[i].op, refused[i].v);
+        int rc = be->select_variant(ctx, refused[i].op, refused[i].v);
         check(rc == COLLPROF_ERR_NOT_SUPPORTED && (strstr(be->last_error(ctx), "NCCL has no") ||
                                                    strstr(be->last_error(ctx), "not available")),
               "%s for %s: unsupported (%s)", refused[i].v, collprof_op_name(refused[i].op),
@@ -315,65 +222,158 @@ static void rank_main(const char *path)
           "tree-ll does not apply to alltoall");
     check(be->select_variant(ctx, COLLPROF_OP_ALLREDUCE, "nosuch") == COLLPROF_ERR_NOT_SUPPORTED,
           "unknown variant refused");
+}
 
-    /* a variant whose communicator was evicted meanwhile (2 kept) is re-created */
+/* a variant whose communicator was evicted meanwhile (2 kept) is re-created by run() itself */
+static void check_evicted(const collprof_backend_t *be, void *ctx, void (*stats)(unsigned long *))
+{
     unsigned long s[5], before;
+    void *buf = NULL;
+    size_t count = 64 * NR;
     stats(s);
     before = s[4];
-    rc = be->select_variant(ctx, COLLPROF_OP_ALLREDUCE, "ring-ll");
+    int rc = be->select_variant(ctx, COLLPROF_OP_ALLREDUCE, "ring-ll");
     rc |= be->select_variant(ctx, COLLPROF_OP_ALLGATHER, "ring-simple");
     rc |= be->select_variant(ctx, COLLPROF_OP_BROADCAST, "ring-ll128");
     check(rc == 0, "three variants selected for three ops");
-    {
-        cell_t c = {"ring-ll", COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_FLOAT32, COLLPROF_REDOP_SUM, 1,
-                    1};
-        char why[512] = "";
-        int st = 0;
-        long w = run_cell(be, ctx, &c, &st, why, sizeof(why));
-        stats(s);
-        check(st == 0 && w == 0 && s[4] > before,
-              "evicted ring-ll re-created for allreduce without a new selection (%d %ld %s)", st, w,
-              why);
+    rc = be->mem_alloc(ctx, COLLPROF_MEM_DEVICE, count * sizeof(float), &buf);
+    collprof_args_t a = {.op = COLLPROF_OP_ALLREDUCE,
+                         .dtype = COLLPROF_DTYPE_FLOAT32,
+                         .redop = COLLPROF_REDOP_SUM,
+                         .in_place = 1,
+                         .memtype = COLLPROF_MEM_DEVICE,
+                         .sendbuf = buf,
+                         .recvbuf = buf,
+                         .count = count};
+    if (rc == COLLPROF_OK) {
+        rc = be->run(ctx, &a);
+        be->mem_free(ctx, COLLPROF_MEM_DEVICE, buf);
     }
     stats(s);
+    check(rc == 0 && s[4] > before,
+          "evicted ring-ll re-created for allreduce without a new selection (%d %s)", rc,
+          rc ? be->last_error(ctx) : "");
     check(s[1] > 0, "graphs replayed (%lu launches)", s[1]);
     check(s[2] > 0 && s[2] == s[3], "every registration undone (%lu registered, %lu deregistered)",
           s[2], s[3]);
     check(s[4] >= 4, "communicators re-created after eviction (%lu inits with 2 kept)", s[4]);
+}
 
-    /* a hang: timeout, communicator aborted, the next call fails fast */
+/* a hang: timeout, communicator aborted, the next call fails fast */
+static void check_hang(cp_runner_t *r, void (*hang)(int))
+{
+    cp_plugin_t *p = &r->plugins[0];
+    const collprof_backend_t *be = p->be;
     opt_timeout = "1";
-    rc = be->finalize(ctx);
-    check(rc == COLLPROF_OK, "finalize");
-    ctx = NULL;
-    rc = be->init(&host, &ctx);
+    check(be->finalize(p->ctx) == COLLPROF_OK, "finalize");
+    p->ctx = NULL;
+    int rc = be->init(&host, &p->ctx);
     check(rc == COLLPROF_OK, "init again with timeout=1");
-    if (rc == COLLPROF_OK) {
-        cell_t c = {"default", COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_FLOAT32, COLLPROF_REDOP_SUM, 0,
-                    0};
-        char why[512] = "";
-        int st = 0;
-        hang(2); /* the 2nd operation from now never completes, on every rank */
-        run_cell(be, ctx, &c, &st, why, sizeof(why));
-        check(st == COLLPROF_ERR_TIMEOUT && strstr(why, "did not complete within 1 s") &&
-                  strstr(why, "aborted"),
-              "hang: timeout, communicator aborted (%d: %s)", st, why);
-        collprof_args_t a = {.op = COLLPROF_OP_ALLREDUCE,
-                             .dtype = COLLPROF_DTYPE_FLOAT32,
-                             .memtype = COLLPROF_MEM_DEVICE};
-        st = be->run(ctx, &a);
-        check(st == COLLPROF_ERR_BACKEND && strstr(be->last_error(ctx), "aborted"),
-              "after the abort, without a new selection: fails at once (%d: %s)", st,
-              be->last_error(ctx));
-        st = 0;
-        why[0] = '\0';
-        long w = run_cell(be, ctx, &c, &st, why, sizeof(why));
-        check(st == 0 && w == 0,
-              "the next cell selects the variant again: a fresh communicator "
-              "(%d %ld %s)",
-              st, w, why);
-        be->finalize(ctx);
+    if (rc != COLLPROF_OK) {
+        return;
     }
+    cell_t c = {"default", COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_FLOAT32, COLLPROF_REDOP_SUM, 0};
+    char why[512] = "";
+    collprof_cell_status_t st;
+    hang(2); /* the 2nd operation from now never completes, on every rank */
+    run_cell(r, &c, &st, why, sizeof(why));
+    check(st == COLLPROF_CELL_ERROR && strstr(why, "did not complete within 1 s") &&
+              strstr(why, "aborted"),
+          "hang: timeout, communicator aborted (%s: %s)", collprof_cell_status_name(st), why);
+    collprof_args_t a = {.op = COLLPROF_OP_ALLREDUCE,
+                         .dtype = COLLPROF_DTYPE_FLOAT32,
+                         .memtype = COLLPROF_MEM_DEVICE};
+    rc = be->run(p->ctx, &a);
+    check(rc == COLLPROF_ERR_BACKEND && strstr(be->last_error(p->ctx), "aborted"),
+          "after the abort, without a new selection: fails at once (%d: %s)", rc,
+          be->last_error(p->ctx));
+    why[0] = '\0';
+    long w = run_cell(r, &c, &st, why, sizeof(why));
+    check(st == COLLPROF_CELL_OK && w == 0,
+          "the next cell selects the variant again: a fresh communicator (%s %ld %s)",
+          collprof_cell_status_name(st), w, why);
+    be->finalize(p->ctx);
+}
+
+/* what the core records for nccl cells: CUDA events, cudaMalloc, this rank's GPU */
+static void check_describe(const collprof_backend_t *be, void *ctx)
+{
+    collprof_provenance_t pv;
+    char dev[64];
+    memset(&pv, 0, sizeof(pv));
+    pv.size = sizeof(pv);
+    int rc = be->describe(ctx, COLLPROF_MEM_DEVICE, &pv);
+    snprintf(dev, sizeof(dev), "cuda:%d mock GPU %d (0000:00:00.0)", my_rank, my_rank);
+    check(rc == COLLPROF_OK && !strcmp(pv.timer, "cudaEventElapsedTime") &&
+              !strncmp(pv.memory, "cudaMalloc", 10) && !strcmp(pv.device, dev),
+          "describe(device): timer %s, memory %s, device %s", pv.timer, pv.memory, pv.device);
+    memset(&pv, 0, sizeof(pv));
+    pv.size = sizeof(pv);
+    check(be->describe(ctx, COLLPROF_MEM_HOST, &pv) == COLLPROF_ERR_NOT_SUPPORTED &&
+              pv.timer[0] == '\0' && pv.memory[0] == '\0',
+          "describe(host): not supported, nothing claimed");
+}
+
+/* init fails on every rank when one has no GPU; then a real init; 0 when it worked */
+static int init_all(const collprof_backend_t *be, void **ctx)
+{
+    /* no GPU on one rank only: every rank fails, nobody hangs */
+    if (my_rank == 2) {
+        setenv("CPMOCK_NO_GPU", "1", 1);
+    }
+    int rc = be->init(&host, ctx);
+    unsetenv("CPMOCK_NO_GPU");
+    check(rc == COLLPROF_ERR_NO_DEVICE && *ctx == NULL,
+          "init with no GPU on rank 2 fails on every rank (%d)", rc);
+    check(strstr(be->last_error(NULL), "no usable GPU: CUDA driver version is insufficient") !=
+              NULL,
+          "init failure message: %s", be->last_error(NULL));
+    unsetenv("NCCL_SOCKET_IFNAME");
+    rc = be->init(&host, ctx);
+    check(rc == COLLPROF_OK && *ctx != NULL, "init (%s)", rc ? be->last_error(NULL) : "ok");
+    if (rc != COLLPROF_OK) {
+        return -1;
+    }
+    check(getenv("NCCL_SOCKET_IFNAME") && !strcmp(getenv("NCCL_SOCKET_IFNAME"), "lo"),
+          "one node: NCCL_SOCKET_IFNAME=lo");
+    void *p = NULL;
+    check(be->mem_alloc(*ctx, COLLPROF_MEM_HOST, 64, &p) == COLLPROF_ERR_NOT_SUPPORTED && !p,
+          "host memory refused");
+    check_describe(be, *ctx);
+    return 0;
+}
+
+static void rank_main(const char *path)
+{
+    static char hosts[NR][256] = {"h0", "h1", "h2"};
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const collprof_backend_t *be = h ? dlsym(h, COLLPROF_BACKEND_SYMBOL) : NULL;
+    void (*stats)(unsigned long *) = h ? (void (*)(unsigned long *))dlsym(h, "cpmock_stats") : NULL;
+    void (*hang)(int) = h ? (void (*)(int))dlsym(h, "cpmock_hang_after") : NULL;
+    check(be != NULL && stats != NULL && hang != NULL, "mock plugin loads (%s)",
+          be ? path : dlerror());
+    if (be == NULL || stats == NULL || hang == NULL) {
+        return;
+    }
+    cp_plugin_t p;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.name, sizeof(p.name), "%s", be->name);
+    p.be = be;
+    p.caps.size = sizeof(p.caps);
+    check(be->query(NULL, &p.caps) == 0 && p.caps.memtypes == COLLPROF_BIT(COLLPROF_MEM_DEVICE) &&
+              (be->flags & COLLPROF_BACKEND_DEVICE_TIMER),
+          "query: device memory, device timer");
+    host = oob_shm_host(host_log, get_option);
+    if (init_all(be, &p.ctx) != 0) {
+        return;
+    }
+    oob_shm_runner_t k;
+    oob_shm_runner(&k, &p, hosts);
+    run_matrix(&k.r);
+    run_more(&k.r);
+    check_refused(be, p.ctx);
+    check_evicted(be, p.ctx, stats);
+    check_hang(&k.r, hang);
 }
 
 static int rank_entry(int rank, void *path)

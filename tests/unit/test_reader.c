@@ -6,7 +6,8 @@
  * empty or 0 from a file without it.  Then hostile files made from the
  * current sample: a FIFO operand, an external link to a FIFO, a table that
  * claims a million rows in a few bytes.  Each must fail at once with a
- * reason (an alarm turns a hang into a failure).
+ * reason (an alarm turns a hang into a failure).  The 1.2 sample adds the
+ * ofi backend and the provenance columns.
  */
 #include "config.h"
 
@@ -152,6 +153,24 @@ static void hostile_files(void)
     ok(system(cmd) == 0, "clean up");
 }
 
+/* 1.2: what every cell was measured with; mpi and ofi on host memory, timed by collprof */
+static void check_provenance_1_2(const cp_report_file_t *f)
+{
+    int good = f->nrows == 4;
+    for (size_t i = 0; i < f->nrows; i++) {
+        const collprof_result_row_t *r = &f->rows[i];
+        good &= !strcmp(r->timer, "CLOCK_MONOTONIC") && !strcmp(r->device, "host") &&
+                !strncmp(r->allocation, "posix_memalign", 14) && f->cells[i].prov == NULL;
+    }
+    ok(good, "1.2: every row timed by CLOCK_MONOTONIC in posix_memalign'd host memory, the "
+             "ranks agreeing (no /cells/<cell>/provenance)");
+    for (int q = 0; q < f->nranks; q++) {
+        ok(!strcmp(f->ranks[q].device, "host") && strstr(f->ranks[q].transport, "mpi: ") &&
+               strstr(f->ranks[q].transport, "ofi: shm"),
+           "1.2: /ranks %d: device %s, transport %s", q, f->ranks[q].device, f->ranks[q].transport);
+    }
+}
+
 int main(void)
 {
     make_hostile_files();
@@ -161,6 +180,9 @@ int main(void)
         ok(f->root.link_gbps == 0 && f->backends[0].link_gbps == 0,
            "1.0: link_gbps (added later) reads as 0");
         ok(f->nrows > 0 && f->rows[0].memory[0] == '\0', "1.0: memory (added in 1.1) is empty");
+        ok(f->nrows > 0 && f->rows[0].timer[0] == '\0' && f->ranks[0].transport[0] == '\0' &&
+               f->cells[0].prov == NULL,
+           "1.0: timer, transport, per-rank provenance (added in 1.2) are absent");
         cp_report_close(f);
     }
     f = open_sample("1.1");
@@ -169,6 +191,10 @@ int main(void)
         ok(f->nrows > 0 && !strcmp(f->rows[0].memory, "host"), "1.1: memory is host");
         ok(f->backends[0].options[0] == '\0' && f->backends[0].study[0] == '\0',
            "1.1: /backends options and study (added in 1.2) are empty");
+        ok(f->rows[0].timer[0] == '\0' && f->rows[0].allocation[0] == '\0' &&
+               f->rows[0].device[0] == '\0' && f->ranks[1].transport[0] == '\0',
+           "1.1: /results timer, allocation, device and /ranks transport (added in 1.2) are "
+           "empty");
         cp_report_close(f);
     }
     f = open_sample("1.2");
@@ -181,6 +207,7 @@ int main(void)
         ok(ofi >= 0 && !strcmp(f->backends[ofi].study, "alltoall") &&
                strstr(f->backends[ofi].options, "(default)") != NULL,
            "1.2: a backend's effective options and its study");
+        check_provenance_1_2(f);
         cp_report_close(f);
     }
     /* the sample of the current version is the newest there is */

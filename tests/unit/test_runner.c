@@ -4,12 +4,14 @@
  * self backend (collprof_self.so from COLLPROF_PLUGIN_PATH).  Every
  * operation in and out of place, a variant the backend lacks (typed
  * "unsupported" on every rank), an asymmetric in-place alltoallv, and the
- * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank).
+ * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank);
+ * the provenance the core gathers and records (cp_prov_*).
  */
 #include "config.h"
 
 #include "colls/colls.h"
 #include "core/imbalance.h"
+#include "core/prov.h"
 #include "core/runner.h"
 #include "oob_shm.h"
 #include "tap.h"
@@ -114,6 +116,67 @@ static void run_cases(cp_runner_t *r, const cp_imbalance_t *imb)
     cp_result_free(&res);
 }
 
+/* a device backend whose ranks sit on different GPUs, timed by its run_batch */
+static int fake_describe(void *ctx, int memtype, collprof_provenance_t *out)
+{
+    (void)ctx;
+    if (memtype != COLLPROF_MEM_DEVICE) {
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    snprintf(out->timer, sizeof(out->timer), "fakeEventTimer");
+    snprintf(out->memory, sizeof(out->memory), "fakeMalloc");
+    snprintf(out->device, sizeof(out->device), "fake:%d", me);
+    snprintf(out->transport, sizeof(out->transport), "fake link");
+    return COLLPROF_OK;
+}
+
+/* Provenance gathered as collprof does after init; the row of a cell that ran records it. */
+static void prov_cases(cp_runner_t *r, cp_plugin_t *p)
+{
+    collprof_backend_t dev = *p->be, quiet = *p->be;
+    dev.flags |= COLLPROF_BACKEND_DEVICE_TIMER;
+    dev.describe = fake_describe;
+    quiet.flags |= COLLPROF_BACKEND_DEVICE_TIMER;
+    quiet.describe = collprof_no_describe;
+    cp_plugin_t pl[3] = {*p, *p, *p};
+    pl[1].be = &dev;
+    pl[2].be = &quiet;
+    cp_cell_t cells[3] = {make_cell(COLLPROF_OP_ALLREDUCE, 0, "default"),
+                          make_cell(COLLPROF_OP_ALLREDUCE, 0, "default"),
+                          make_cell(COLLPROF_OP_ALLREDUCE, 0, "default")};
+    cells[1].plugin = 1, cells[1].memtype = COLLPROF_MEM_DEVICE;
+    cells[2].plugin = 2, cells[2].memtype = COLLPROF_MEM_DEVICE;
+    cp_plan_t plan = {.cells = cells, .ncells = 3};
+    int rc = cp_prov_gather(pl, 3, &plan, r->oob, me, NR);
+    cp_runner_t r1 = *r;
+    r1.plugins = pl;
+    cp_result_t res;
+    collprof_result_row_t row;
+    cp_run_cell(&r1, &cells[0], &res);
+    cp_result_row(&pl[0], &cells[0], &res, 0, &row);
+    cp_result_free(&res);
+    record(rc == 0 && !strcmp(row.timer, CP_PROV_HOST_TIMER) && !strcmp(row.device, "host") &&
+               !strncmp(row.allocation, "posix_memalign", 14) && !pl[0].prov[0]->differ,
+           "self cell: timer %s, allocation %s, device %s", row.timer, row.allocation, row.device);
+    const cp_prov_t *d = pl[1].prov[COLLPROF_MEM_DEVICE];
+    record(d != NULL && d->differ && !strcmp(d->timer, "fakeEventTimer") &&
+               !strcmp(d->device, CP_PROV_PER_RANK) && !strcmp(d->ranks[2].device, "fake:2"),
+           "device timer and a GPU per rank: timer %s, device %s", d ? d->timer : "-",
+           d ? d->device : "-");
+    const cp_prov_t *q = pl[2].prov[COLLPROF_MEM_DEVICE];
+    record(q != NULL && !q->differ && q->timer[0] == '\0' && q->device[0] == '\0' &&
+               q->allocation[0] == '\0',
+           "a device backend that does not describe: nothing claimed");
+    collprof_rank_row_t rr;
+    memset(&rr, 0, sizeof(rr));
+    cp_prov_rank(pl, 3, 1, &rr);
+    record(!strcmp(rr.device, "fake:1; not reported") &&
+               !strcmp(rr.transport, "self: POSIX shared memory, 1024 KiB slot per rank; "
+                                     "self: fake link"),
+           "/ranks row 1: device %s, transport %s", rr.device, rr.transport);
+    cp_prov_free(pl, 3);
+}
+
 static int rank_main(const collprof_backend_t *be)
 {
     static char hosts[NR][256] = {"h0", "h1", "h2"};
@@ -127,23 +190,15 @@ static int rank_main(const collprof_backend_t *be)
         record(0, "self backend init: %s", be->last_error(NULL));
         return 1;
     }
-    cp_options_t opt;
-    memset(&opt, 0, sizeof(opt));
-    opt.check = 1;
-    opt.sync_barrier = 1;
-    opt.timeout_s = 0;
-    cp_boot_t boot;
-    memset(&boot, 0, sizeof(boot));
-    boot.rank = me;
-    boot.nranks = NR;
-    boot.hostnames = hosts;
-    cp_oob_t oob = {oob_shm_allgather, oob_shm_bcast, oob_shm_barrier};
-    cp_runner_t r = {.opt = &opt, .boot = &boot, .plugins = &p, .nplugins = 1, .oob = &oob};
+    oob_shm_runner_t k;
+    oob_shm_runner(&k, &p, hosts);
+    k.opt.sync_barrier = 1;
     cp_imbalance_t imb[2];
     char err[256];
     cp_imbalance_parse("uniform", &imb[0], err, sizeof(err));
     cp_imbalance_parse("moe:1:4", &imb[1], err, sizeof(err));
-    run_cases(&r, imb);
+    run_cases(&k.r, imb);
+    prov_cases(&k.r, &p);
     cp_imbalance_free(&imb[0]);
     cp_imbalance_free(&imb[1]);
     be->finalize(p.ctx);

@@ -1,0 +1,158 @@
+#include "config.h"
+
+#include "core/prov.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* This rank's facts: the backend's describe(), then what the core decides itself. */
+static void prov_local(const cp_plugin_t *p, int memtype, int rank, collprof_provenance_row_t *out)
+{
+    collprof_provenance_t d;
+    memset(&d, 0, sizeof(d));
+    d.size = sizeof(d);
+    if (p->be->describe(p->ctx, memtype, &d) != COLLPROF_OK) {
+        memset(&d, 0, sizeof(d)); /* nothing to add: every field "not known" */
+    }
+    memset(out, 0, sizeof(*out));
+    out->rank = rank;
+    /* the runner times with run_batch exactly when the backend has a device timer */
+    if (p->be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
+        snprintf(out->timer, sizeof(out->timer), "%.*s", (int)sizeof(d.timer), d.timer);
+    } else {
+        snprintf(out->timer, sizeof(out->timer), "%s", CP_PROV_HOST_TIMER);
+    }
+    snprintf(out->allocation, sizeof(out->allocation), "%.*s", (int)sizeof(d.memory), d.memory);
+    if (d.device[0] != '\0') {
+        snprintf(out->device, sizeof(out->device), "%.*s", (int)sizeof(d.device), d.device);
+    } else if (memtype != COLLPROF_MEM_DEVICE) {
+        snprintf(out->device, sizeof(out->device), "host"); /* host memory, host clock */
+    }
+    snprintf(out->transport, sizeof(out->transport), "%.*s", (int)sizeof(d.transport), d.transport);
+}
+
+/* One column over the ranks: the common value, or CP_PROV_PER_RANK; 1 when they differ. */
+static int merge(const cp_prov_t *pv, size_t off, char *out, size_t len)
+{
+    const char *first = (const char *)&pv->ranks[0] + off;
+    for (int q = 1; q < pv->nranks; q++) {
+        if (strcmp(first, (const char *)&pv->ranks[q] + off) != 0) {
+            snprintf(out, len, "%s", CP_PROV_PER_RANK);
+            return 1;
+        }
+    }
+    snprintf(out, len, "%s", first);
+    return 0;
+}
+
+/* Collective: every rank's facts for p on memtype. */
+static cp_prov_t *prov_one(const cp_plugin_t *p, int memtype, const cp_oob_t *oob, int rank,
+                           int nranks)
+{
+    collprof_provenance_row_t mine;
+    prov_local(p, memtype, rank, &mine);
+    cp_prov_t *pv = calloc(1, sizeof(*pv));
+    collprof_provenance_row_t *all = calloc((size_t)nranks, sizeof(*all));
+    /* as cp_agree_over: only a rank out of memory for the answer stays out of the exchange */
+    if (all == NULL || oob->allgather(&mine, all, sizeof(mine)) != 0 || pv == NULL) {
+        free(pv);
+        free(all);
+        return NULL;
+    }
+    pv->nranks = nranks;
+    pv->ranks = all;
+    pv->differ =
+        merge(pv, offsetof(collprof_provenance_row_t, timer), pv->timer, sizeof(pv->timer));
+    pv->differ |= merge(pv, offsetof(collprof_provenance_row_t, allocation), pv->allocation,
+                        sizeof(pv->allocation));
+    pv->differ |=
+        merge(pv, offsetof(collprof_provenance_row_t, device), pv->device, sizeof(pv->device));
+    return pv;
+}
+
+/* Does the plan run a cell of plugin i on memtype? */
+static int plan_runs(const cp_plan_t *plan, int i, int memtype)
+{
+    for (int c = 0; c < plan->ncells; c++) {
+        const cp_cell_t *cell = &plan->cells[c];
+        if (cell->plugin == i && cell->memtype == memtype &&
+            cell->pre_status == COLLPROF_CELL_PENDING) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cp_prov_gather(cp_plugin_t *plugins, int nplugins, const cp_plan_t *plan, const cp_oob_t *oob,
+                   int rank, int nranks)
+{
+    int rc = 0;
+    /* every rank makes the same exchanges, whatever failed before */
+    for (int i = 0; i < nplugins; i++) {
+        for (int m = 0; m < COLLPROF_MEM_COUNT && plugins[i].ctx != NULL; m++) {
+            if (plan_runs(plan, i, m)) {
+                plugins[i].prov[m] = prov_one(&plugins[i], m, oob, rank, nranks);
+                rc |= plugins[i].prov[m] != NULL ? 0 : -1;
+            }
+        }
+    }
+    return rc;
+}
+
+void cp_prov_free(cp_plugin_t *plugins, int nplugins)
+{
+    for (int i = 0; i < nplugins; i++) {
+        for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
+            if (plugins[i].prov[m] != NULL) {
+                free(plugins[i].prov[m]->ranks);
+                free(plugins[i].prov[m]);
+                plugins[i].prov[m] = NULL;
+            }
+        }
+    }
+}
+
+void cp_prov_row(const cp_prov_t *pv, collprof_result_row_t *row)
+{
+    snprintf(row->timer, sizeof(row->timer), "%s", pv->timer);
+    snprintf(row->allocation, sizeof(row->allocation), "%s", pv->allocation);
+    snprintf(row->device, sizeof(row->device), "%s", pv->device);
+}
+
+/* Append "sep text" to buf[len] unless text is empty or already there. */
+static void add_once(char *buf, size_t len, const char *sep, const char *text)
+{
+    if (text[0] == '\0' || strstr(buf, text) != NULL) {
+        return;
+    }
+    strncat(buf, buf[0] ? sep : "", len - strlen(buf) - 1);
+    strncat(buf, text, len - strlen(buf) - 1);
+}
+
+void cp_prov_rank(const cp_plugin_t *plugins, int nplugins, int r, collprof_rank_row_t *row)
+{
+    char dev[sizeof(row->device)] = "";
+    row->transport[0] = '\0';
+    for (int i = 0; i < nplugins; i++) {
+        int said = 0;
+        for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
+            const cp_prov_t *pv = plugins[i].prov[m];
+            if (pv == NULL || r >= pv->nranks) {
+                continue;
+            }
+            const collprof_provenance_row_t *q = &pv->ranks[r];
+            const char *d = q->device[0] ? q->device : "not reported";
+            if (strcmp(d, "host") != 0) {
+                add_once(dev, sizeof(dev), "; ", d);
+            }
+            if (!said && q->transport[0] != '\0') {
+                char t[sizeof(row->transport)];
+                snprintf(t, sizeof(t), "%s: %s", plugins[i].name, q->transport);
+                add_once(row->transport, sizeof(row->transport), "; ", t);
+                said = 1;
+            }
+        }
+    }
+    snprintf(row->device, sizeof(row->device), "%s", dev[0] ? dev : "host");
+}
