@@ -61,13 +61,17 @@ static const char *host_get_option(const char *key)
             return buf;
         }
     }
+    /* keys are one name space and the caller is not known: a default only
+     * when every plugin that declares the key declares the same one */
+    const char *def = NULL;
     for (int i = 0; i < g_nplugins; i++) {
         const collprof_option_t *o = cp_bopt_find(g_plugins[i].be, key);
-        if (o != NULL && o->def != NULL) {
-            return o->def;
+        if (o != NULL && (o->def == NULL || (def != NULL && strcmp(def, o->def) != 0))) {
+            return NULL;
         }
+        def = o != NULL ? o->def : def;
     }
-    return NULL;
+    return def;
 }
 
 /* ---- what the watchdog needs to close the outputs (rank 0) ---------- */

@@ -105,7 +105,8 @@ typedef struct collprof_host {
     /**
      * The value of one of the backend's declared options (collprof_option_t),
      * already checked against the declaration: the user's (-B KEY=VALUE),
-     * else the declared default (NULL when that is NULL).  Besides those,
+     * else the declared default when every backend that declares the name
+     * declares the same one (else NULL: the plugin applies its own).  Besides those,
      * "timeout" answers the watchdog's limit in whole seconds (NULL when off).
      */
     const char *(*get_option)(const char *key);
