@@ -19,6 +19,7 @@
 #include "core/plan.h"
 #include "core/prov.h"
 #include "core/runner.h"
+#include "core/split.h"
 #include "core/sweep.h"
 #include "core/watchdog.h"
 #include "output/summary.h"
@@ -426,7 +427,28 @@ typedef struct rank_run {
     collprof_host_t host; /* what the plugins hold from init to finalize */
     cp_run_info_t ri;     /* what the summary holds until it is closed */
     int ready;            /* backends initialised */
+    unsigned split;       /* the --split kinds with cells */
 } rank_run_t;
+
+/* The --split kinds that can tell something on this job's layout; rank 0 says why the others
+ * run no cells. */
+static unsigned split_kinds(const cp_options_t *opt, const cp_boot_t *b)
+{
+    unsigned kinds = 0;
+    char why[160];
+    for (int k = CP_SPLIT_NODE; k < CP_SPLIT_KINDS; k++) {
+        if (!(opt->split & COLLPROF_BIT(k))) {
+            continue;
+        }
+        if (cp_split_pointless(b, k, why, sizeof(why)) == NULL) {
+            kinds |= COLLPROF_BIT(k);
+        } else if (b->rank == 0) {
+            fprintf(stderr, "collprof: warning: --split %s: %s; no %s cells\n", cp_split_name(k),
+                    why, cp_split_name(k));
+        }
+    }
+    return kinds;
+}
 
 /* Boot, load plugins, build the plan; the ranks agree on any input error
  * before a backend communicates.  Returns -1 to go on, else an exit status. */
@@ -449,13 +471,16 @@ static int rank_prepare(rank_run_t *rr)
            b->nranks, b->hostname, b->local_rank, b->node_id, b->nnodes, b->launcher);
     int nonly = 0;
     char(*only)[64] = only_backends(rr->opt, &nonly);
+    rr->split = split_kinds(rr->opt, b);
     if (status == 0 && cp_plugins_load(only, nonly, &rr->plugins, &rr->nplugins) != 0) {
         snprintf(err, sizeof(err), "out of memory loading plugins");
         status = EXIT_FAILED;
     }
-    if (status == 0 && (cp_bopts_check(rr->opt, rr->plugins, rr->nplugins, err, sizeof(err)) != 0 ||
-                        cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
-                                      sizeof(err)) != 0)) {
+    if (status == 0 &&
+        (cp_bopts_check(rr->opt, rr->plugins, rr->nplugins, err, sizeof(err)) != 0 ||
+         cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
+                       sizeof(err)) != 0 ||
+         cp_plan_split(rr->split, rr->plugins, b, &rr->plan, err, sizeof(err)) != 0)) {
         status = EXIT_USAGE;
     }
     g_plugins = rr->plugins;
@@ -509,6 +534,7 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
                                  .oob_barrier = cp_oob_barrier,
                                  .get_option = host_get_option};
     rr->ready = init_backends(rr->plugins, rr->nplugins, &rr->plan, b, &rr->host);
+    cp_split_start(rr->plugins, rr->nplugins, rr->plan.plugins_used, rr->split, b, &rr->host);
     /* what every rank's cells will be measured with, before the first cell */
     if (cp_prov_gather(rr->plugins, rr->nplugins, &rr->plan, &cp_oob_pmix, b->rank, b->nranks) !=
         0) {
@@ -676,6 +702,7 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
                                                       : run_cells(&rr, &stopped);
         close_outputs(&rr, exit_status, stopped);
         cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
+        cp_split_stop(rr.plugins, rr.nplugins);
         finalize_backends(rr.plugins, rr.nplugins);
     }
     cp_prov_free(rr.plugins, rr.nplugins);

@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 2
+#define COLLPROF_SCHEMA_VERSION_MINOR 3
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -50,7 +50,9 @@
     X(memory,       STR,    8, 1, "",       "buffer memory: host, pinned or device (added in 1.1)")  \
     X(timer,        STR,   64, 1, "",       "clock of the samples (added in 1.2)")                   \
     X(allocation,   STR,   64, 1, "",       "how the backend allocated the buffers (added in 1.2)")  \
-    X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")
+    X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")              \
+    X(split,        STR,    8, 1, "",       "node or cross group (--split), empty: every rank (1.3)") \
+    X(group_ranks,  I32,    0, 1, "",       "ranks in rank 0's group of a split cell, else 0 (1.3)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \

@@ -37,6 +37,12 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
         snprintf(rt, sizeof(rt), "%sroot %d", extra[0] ? ", " : "", r->root);
         strncat(extra, rt, sizeof(extra) - strlen(extra) - 1);
     }
+    if (r->split[0] != '\0') {
+        char sp[64];
+        snprintf(sp, sizeof(sp), "%s%s groups of %d", extra[0] ? ", " : "", r->split,
+                 r->group_ranks);
+        strncat(extra, sp, sizeof(extra) - strlen(extra) - 1);
+    }
     const char *name = coll ? coll->label : r->op;
     if (extra[0]) {
         snprintf(buf, len, "%s (%s)", name, extra);
@@ -129,10 +135,14 @@ void cp_format_table_row(const collprof_result_row_t *r, FILE *f)
     fprintf(f, TABLE_FMT, r->backend, r->variant, r->op, size, count, r->dtype, r->redop, root);
     if (measured(r)) {
         int other_mem = r->memory[0] != '\0' && strcmp(r->memory, "host") != 0;
-        fprintf(f, "%10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s%s%s%s%s\n", r->time_mean_us,
+        char split[32] = "";
+        if (r->split[0] != '\0') {
+            snprintf(split, sizeof(split), " %s/%d", r->split, r->group_ranks);
+        }
+        fprintf(f, "%10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s%s%s%s%s%s\n", r->time_mean_us,
                 r->algbw_gbs, r->busbw_gbs, (unsigned long long)r->wrong, r->time_p50_us,
                 r->time_p99_us, r->in_place ? " in-place" : "", other_mem ? " " : "",
-                other_mem ? r->memory : "", r->imbalance[0] ? " " : "", r->imbalance);
+                other_mem ? r->memory : "", r->imbalance[0] ? " " : "", r->imbalance, split);
     } else {
         fprintf(f, " %s: %s\n", r->status, r->error);
     }
