@@ -143,6 +143,8 @@ void cp_format_table_row(const collprof_result_row_t *r, FILE *f)
                 r->algbw_gbs, r->busbw_gbs, (unsigned long long)r->wrong, r->time_p50_us,
                 r->time_p99_us, r->in_place ? " in-place" : "", other_mem ? " " : "",
                 other_mem ? r->memory : "", r->imbalance[0] ? " " : "", r->imbalance, split);
+    } else if (r->split[0] != '\0') {
+        fprintf(f, " %s/%d %s: %s\n", r->split, r->group_ranks, r->status, r->error);
     } else {
         fprintf(f, " %s: %s\n", r->status, r->error);
     }
