@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
@@ -348,7 +350,9 @@ static int run_launcher(char **argv, cp_options_t *opt)
         rc = EXIT_OK;
         goto free_plan;
     }
-    if (cp_output_dir_check(cp_output_dir(opt), err, sizeof(err)) != 0) {
+    if (cp_output_dir_check(cp_output_dir(opt), "--output-dir", err, sizeof(err)) != 0 ||
+        (opt->log_dir[0] != '\0' &&
+         cp_output_dir_check(opt->log_dir, "--log-dir", err, sizeof(err)) != 0)) {
         cp_log(CP_LOG_ERROR, "%s", err);
         rc = EXIT_USAGE;
         goto free_plan;
@@ -411,6 +415,7 @@ static void finalize_backends(cp_plugin_t *plugins, int n)
         if (plugins[i].ctx != NULL) {
             plugins[i].be->finalize(plugins[i].ctx);
             plugins[i].ctx = NULL;
+            cp_log(CP_LOG_DEBUG, "backend %s: finalized", plugins[i].name);
         }
     }
 }
@@ -448,6 +453,26 @@ static unsigned split_kinds(const cp_options_t *opt, const cp_boot_t *b)
         }
     }
     return kinds;
+}
+
+/* Collective (--log-dir): rank 0 names the run, and each rank opens its log when open is set;
+ * 0, or -1 with a one-line reason in err. */
+static int open_rank_log(const cp_boot_t *b, const char *dir, int open, char *err, size_t len)
+{
+    char run[96] = "";
+    if (b->rank == 0) {
+        time_t now = time(NULL);
+        struct tm tm;
+        char ts[32];
+        gmtime_r(&now, &tm);
+        strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+        snprintf(run, sizeof(run), "%s_p%ld", ts, (long)getpid());
+    }
+    if (cp_oob_bcast(run, sizeof(run), 0) != 0) {
+        snprintf(err, len, "--log-dir: the run's name could not be shared");
+        return -1;
+    }
+    return open ? cp_log_file_open(dir, run, b->rank, err, len) : 0;
 }
 
 /* Boot, load plugins, build the plan; the ranks agree on any input error
@@ -493,7 +518,11 @@ static int rank_prepare(rank_run_t *rr)
         status = EXIT_USAGE;
     }
     if (status == 0 && b->rank == 0 && !rr->opt->dry_run &&
-        cp_output_dir_check(cp_output_dir(rr->opt), err, sizeof(err)) != 0) {
+        cp_output_dir_check(cp_output_dir(rr->opt), "--output-dir", err, sizeof(err)) != 0) {
+        status = EXIT_USAGE;
+    }
+    if (rr->opt->log_dir[0] != '\0' && !rr->opt->dry_run &&
+        open_rank_log(b, rr->opt->log_dir, status == 0, err, sizeof(err)) != 0) {
         status = EXIT_USAGE;
     }
     cp_agreement_t a;
@@ -709,6 +738,8 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     cp_plugins_unload(rr.plugins, rr.nplugins);
     cp_plan_free(&rr.plan);
     free(rr.affinity);
+    cp_log(CP_LOG_DEBUG, "finished: exit status %d", exit_status);
+    cp_log_file_close();
     cp_boot_finalize(&rr.boot);
     cp_wd_stop();
     return exit_status;

@@ -63,7 +63,8 @@
     X(pid,          I64,    0, 0, "",       "process id")                               \
     X(cpu_affinity, STR,  256, 0, "",       "CPU list the rank may run on, e.g. 0-3,8") \
     X(device,       STR,   64, 0, "",       "host, or the accelerators its backends used")  \
-    X(transport,    STR,  256, 1, "",       "per backend, what it communicated over (added in 1.2)")
+    X(transport,    STR,  256, 1, "",       "per backend, what it communicated over (added in 1.2)") \
+    X(log,          STR,  256, 1, "",       "--log-dir: the rank's own log file, else empty (1.3)")
 
 /* /backends: one row per backend plugin found */
 #define COLLPROF_BACKEND_COLUMNS(X)                                                                          \

@@ -778,6 +778,9 @@ static const cli_opt_t cli_opts[] = {
      "where the summary goes (default: $SLURM_SUBMIT_DIR\n"
      "under Slurm, else the current directory)"},
     {"tag", 0, "TEXT", h_text, NULL, OPT_FIELD(tag), "label recorded in the summary"},
+    {"log-dir", 0, "DIR", h_string, NULL, OPT_FIELD(log_dir),
+     "also write one log per rank to DIR: every step with an\n"
+     "ISO-8601 timestamp, whatever -v says (default: none)"},
     {"list", 0, NULL, h_flag, NULL, OPT_FIELD(list),
      "list backends, operations, dtypes, variants, options"},
     {"help-backend", 0, "NAME", h_string, NULL, OPT_FIELD(help_backend),

@@ -59,6 +59,7 @@ typedef struct cp_options {
     cp_launch_mode_t launch_mode;
     double timeout_s;      /**< --timeout: -1 derived per cell, 0 none, else seconds */
     char output_dir[4096]; /**< "" = default */
+    char log_dir[4096];    /**< --log-dir: one log per rank there ("" = none) */
     char tag[256];
     char matrix_file[4096];
     double link_gbps;           /**< --link-gbps, 0 when not given */

@@ -114,6 +114,8 @@ __attribute__((format(printf, 4, 5))) static void fail(cell_run_t *c, int status
     va_end(ap);
     c->rec.status = status;
     c->rec.phase = phase;
+    cp_log(CP_LOG_DEBUG, "%s/%s %s: failed on this rank (%s): %s", c->p->name, c->cell->variant,
+           collprof_op_name(c->cell->op), collprof_status_string(status), c->rec.msg);
 }
 
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
@@ -561,6 +563,8 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                    cell->in_place ? "one in-place" : "send and receive", c.bytes,
                    collprof_memtype_name(c.memtype),
                    c.staged ? ", filled and checked through host copies" : "");
+            cp_log(CP_LOG_DEBUG, "%s/%s %s: %d warm-up and %d timed iterations", c.p->name,
+                   cell->variant, collprof_op_name(cell->op), cell->warmup, c.iters);
             run_timed(&c);
             run_check(&c);
             finish(&c, res);

@@ -149,3 +149,14 @@ void cp_format_table_row(const collprof_result_row_t *r, FILE *f)
         fprintf(f, " %s: %s\n", r->status, r->error);
     }
 }
+
+void cp_format_logs_line(const char *rank0_log, char *buf, size_t len)
+{
+    const char *tail = "_r0.log";
+    size_t n = strlen(rank0_log), t = strlen(tail);
+    if (n > t && !strcmp(rank0_log + n - t, tail)) {
+        snprintf(buf, len, "logs:       %.*s_r*.log (one per rank)", (int)(n - t), rank0_log);
+    } else {
+        snprintf(buf, len, "logs:       %s (rank 0's)", rank0_log);
+    }
+}
