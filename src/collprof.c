@@ -15,6 +15,7 @@
 #include "core/bopts.h"
 #include "core/cli.h"
 #include "core/data.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/plan.h"
 #include "core/prov.h"
@@ -432,6 +433,7 @@ typedef struct rank_run {
     collprof_host_t host; /* what the plugins hold from init to finalize */
     cp_run_info_t ri;     /* what the summary holds until it is closed */
     int ready;            /* backends initialised */
+    cp_limits_t limits;   /* the memory-copy limit per buffer size (rank 0) */
     unsigned split;       /* the --split kinds with cells */
 } rank_run_t;
 
@@ -577,6 +579,9 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
         free(rr->affinity);
         rr->affinity = NULL;
     }
+    if (!rr->opt->link_sweep && cp_limits_measure(&rr->plan, b, &rr->limits) != 0) {
+        cp_log(CP_LOG_WARN, "the memory-copy limit could not be measured");
+    }
     cp_oob_log_stats("start-up");
     rr->ri = (cp_run_info_t){.opt = rr->opt,
                              .affinity = (const char(*)[256])rr->affinity,
@@ -616,6 +621,10 @@ static int record_cell(rank_run_t *rr, int i, const cp_result_t *res)
     }
     collprof_result_row_t row;
     cp_result_row(&rr->plugins[c->plugin], c, res, i, &row);
+    if (c->memtype == COLLPROF_MEM_HOST) {
+        cp_limits_of(&rr->limits, c->count * collprof_dtype_size(c->dtype), &row.copy1_gbs,
+                     &row.copy_gbs);
+    }
     cp_wd_lock();
     if (cp_summary_cell(rr->sum, &row, res) != 0) {
         rc = -1;
@@ -734,6 +743,7 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
         cp_split_stop(rr.plugins, rr.nplugins);
         finalize_backends(rr.plugins, rr.nplugins);
     }
+    cp_limits_free(&rr.limits);
     cp_prov_free(rr.plugins, rr.nplugins);
     cp_plugins_unload(rr.plugins, rr.nplugins);
     cp_plan_free(&rr.plan);

@@ -52,7 +52,9 @@
     X(allocation,   STR,   64, 1, "",       "how the backend allocated the buffers (added in 1.2)")  \
     X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")              \
     X(split,        STR,    8, 1, "",       "node or cross group (--split), empty: every rank (1.3)") \
-    X(group_ranks,  I32,    0, 1, "",       "ranks in rank 0's group of a split cell, else 0 (1.3)")
+    X(group_ranks,  I32,    0, 1, "",       "ranks in rank 0's group of a split cell, else 0 (1.3)") \
+    X(copy_gbs,     F64,    0, 1, "GB/s",   "memcpy rate at this size, one thread per local rank (1.3)") \
+    X(copy1_gbs,    F64,    0, 1, "GB/s",   "memcpy rate at this size, one thread (1.3)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \

@@ -57,11 +57,16 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
     cp_format_label(r, label, sizeof(label));
     strncat(label, ":", sizeof(label) - strlen(label) - 1);
     if (measured(r)) {
+        char limit[96] = "";
+        if (r->copy_gbs > 0) {
+            snprintf(limit, sizeof(limit), " | BusBW %.0f%% of copy %.2f GB/s",
+                     100.0 * r->busbw_gbs / r->copy_gbs, r->copy_gbs);
+        }
         snprintf(buf, len,
                  "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | "
-                 "p50 %.3f ms | p99 %.3f ms%s",
+                 "p50 %.3f ms | p99 %.3f ms%s%s",
                  label, r->time_mean_us / 1e3, r->algbw_gbs, r->busbw_gbs,
-                 (unsigned long long)r->wrong, r->time_p50_us / 1e3, r->time_p99_us / 1e3,
+                 (unsigned long long)r->wrong, r->time_p50_us / 1e3, r->time_p99_us / 1e3, limit,
                  !strcmp(r->status, "wrong") ? " | WRONG" : "");
     } else {
         snprintf(buf, len, "  %-24s %s: %s", label, r->status, r->error);

@@ -348,6 +348,13 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
         f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
            "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
            "            others 1); see docs/metrics.md\n");
+    if (!ri->opt->link_sweep) {
+        fprintf(f,
+                "limit:      'BusBW N%% of copy R': R = host memcpy rate at the cell's size, with one\n"
+                "            thread per rank of %s's node copying at once, measured before the cells;\n"
+                "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
+                ri->boot->hostnames[0]);
+    }
     fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
                "            before timing, the same buffers every iteration (no cache rotation);\n"
                "            device memory is filled and checked through host copies\n");
