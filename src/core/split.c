@@ -126,9 +126,10 @@ static void group_init(cp_plugin_t *p, int kind, const cp_boot_t *b)
     int rc = COLLPROF_OK;
     char why[480] = "";
     if (!(p->be->flags & COLLPROF_BACKEND_GROUPS)) {
-        snprintf(p->gerror[kind], sizeof(p->gerror[kind]),
-                 "backend %s cannot run on a group of the ranks (it runs on the whole job only)",
-                 p->name);
+        /* (the plan already decided its split cells; the message is built apart from p, which
+         * it quotes) */
+        snprintf(why, sizeof(why), "backend %s runs on the whole job only", p->name);
+        snprintf(p->gerror[kind], sizeof(p->gerror[kind]), "%s", why);
         return; /* the same on every rank: nothing to agree on */
     }
     cp_log(CP_LOG_INFO, "backend %s: initialising the %s group (%d of %d ranks)", p->name,
