@@ -11,17 +11,18 @@ cp_run --backends mpi --ops allreduce,allgather --counts 4K -n 2 -w 0 --variants
     grep -q '^world: *1 rank on 1 node: ' "$(summary_of "$d")"
 ok $? "no launcher: one rank, with a warning"
 
-# pre-create the names of the next seconds: they must survive untouched
+# pre-create the names of the next minute (runs under sanitizers on a loaded machine take many
+# seconds): they must survive untouched, and each run must take another name
 d="$WORK/collide"
 mkdir -p "$d"
 now=$(date -u +%s)
-for k in 0 1 2 3 4 5; do
+for k in $(seq 0 59); do
     ts=$(date -u -d "@$((now + k))" +%Y%m%dT%H%M%SZ)
     echo precious >"$d/collprof_${ts}_w2.txt"
 done
 cp_run --np 2 --ops allreduce --counts 4K -n 2 -w 0 --variants default --output-dir "$d"
 cp_run --np 2 --ops allreduce --counts 4K -n 2 -w 0 --variants default --output-dir "$d"
-[ "$(grep -l '^precious$' "$d"/*.txt | wc -l)" -eq 6 ]
+[ "$(grep -l '^precious$' "$d"/*.txt | wc -l)" -eq 60 ]
 ok $? "existing files are never overwritten"
 [ "$(grep -l '^result: *PASSED' "$d"/*.txt | wc -l)" -eq 2 ] && ls "$d" | grep -q '_w2_2\.txt$'
 ok $? "runs in the same second get distinct names"
