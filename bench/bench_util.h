@@ -4,14 +4,14 @@
 
 #include <time.h>
 
-static double now_us(void)
+__attribute__((unused)) static double now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static int cmp_double(const void *a, const void *b)
+__attribute__((unused)) static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
