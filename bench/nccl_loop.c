@@ -97,33 +97,6 @@ static double percentile(const double *sorted, int len, double q)
     return sorted[k < 0 ? 0 : k >= len ? len - 1 : k];
 }
 
-static int parse_size(const char *s, long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || v <= 0) {
-        return -1;
-    }
-    switch (*end) {
-    case 'K':
-        v <<= 10;
-        end++;
-        break;
-    case 'M':
-        v <<= 20;
-        end++;
-        break;
-    case 'G':
-        v <<= 30;
-        end++;
-        break;
-    default: break;
-    }
-    *out = v;
-    return *end == '\0' ? 0 : -1;
-}
-
 #define CUDA_OK(rank, call)                                                                        \
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
@@ -300,7 +273,7 @@ static int parse_args(int argc, char **argv, cfg_t *c)
         return 2;
     }
     while ((opt = getopt(argc, argv, "g:o:b:e:f:n:w:h")) != -1) {
-        int bad = optarg != NULL && opt != 'o' && parse_size(optarg, &v) != 0;
+        int bad = optarg != NULL && opt != 'o' && bench_parse_count(optarg, &v) != 0;
         switch (bad ? '?' : opt) {
         case 'g': c->g = (int)v; break;
         case 'o':
