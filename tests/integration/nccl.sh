@@ -105,6 +105,14 @@ if [ -e "$mock/collprof_nccl.so" ]; then
     [ "$rc" -eq 0 ] && grep -q 'AllReduce (device): .*#wrong: 0' "$s" &&
         [ "$(grep -c 'unsupported: .*not applicable on a single rank: NCCL runs a one-rank' "$s")" -eq 2 ]
     ok $? "stand-in, one rank: forced algorithms unsupported as not applicable, default measured"
+    # refusals on non-blocking communicators arrive late and stick: the probe must not
+    # poison the variant's other operations (collnetdirect has allreduce only here)
+    mkdir -p "$d/nb"
+    COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 3 --backends nccl \
+        --ops allreduce,reducescatter --counts 3K -n 2 -w 1 -B nccl-blocking=0 \
+        --variants collnetdirect-simple,nvls-simple,ring-simple --output-dir "$d/nb"
+    [ "$rc" -eq 0 ] && grep -q '^# cells: 3 ok, 0 wrong, 0 error, 3 unsupported' "$WORK/out"
+    ok $? "stand-in, non-blocking: 3 refusals unsupported, the other cells exact, no error"
     # bench/nccl_loop.c built against the stand-in, and bench/nccl_compare.sh
     # reading both programs' output (the comparison itself needs a GPU)
     loop="$(dirname "$COLLPROF_BIN")/bench/nccl_loop_mock"
