@@ -10,6 +10,11 @@ bad_usage() {
     exit 2
 }
 
+# need_arg OPTION ARGS-LEFT: the option has a value after it
+need_arg() {
+    [ "$2" -ge 2 ] || bad_usage "$1 needs a value"
+}
+
 # at_least VALUE MINIMUM: VALUE is a whole number >= MINIMUM
 at_least() {
     case $1 in '' | *[!0-9]*) return 1 ;; esac

@@ -64,39 +64,6 @@ static double percentile(const double *sorted, int len, double q)
     return sorted[k];
 }
 
-static int parse_count(const char *s, long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || v <= 0) {
-        return -1;
-    }
-    switch (*end) {
-    case 'K':
-    case 'k':
-        v *= 1024LL;
-        end++;
-        break;
-    case 'M':
-    case 'm':
-        v *= 1024LL * 1024LL;
-        end++;
-        break;
-    case 'G':
-    case 'g':
-        v *= 1024LL * 1024LL * 1024LL;
-        end++;
-        break;
-    default: break;
-    }
-    if (*end != '\0') {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int parse_int(const char *s, int min, int *out)
 {
     char *end = NULL;
@@ -234,7 +201,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o': ops = optarg; break;
         case 'c':
-            if (parse_count(optarg, &count) != 0 || count > 2147483647LL) {
+            if (bench_parse_count(optarg, &count) != 0 || count > 2147483647LL) {
                 fprintf(stderr, "mpi_loop: bad count '%s'\n", optarg);
                 return 2;
             }

@@ -63,10 +63,6 @@ COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 LOOP_BIN=${MPI_LOOP:-}
 
-need_arg() {
-    [ "$2" -ge 2 ] || bad_usage "$1 needs a value"
-}
-
 while [ $# -gt 0 ]; do
     case $1 in
     -r | --rounds) need_arg "$1" $#; ROUNDS=$2; shift 2 ;;

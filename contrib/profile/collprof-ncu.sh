@@ -14,13 +14,17 @@ collprof's output directory: collprof_ncu_<UTC time>[_r<rank>].ncu-rep
 NCCL kernels wait for their peers, so ncu's default kernel replay (one kernel
 rerun many times on one rank) would deadlock a collective.  This wrapper uses
 application replay (every metric pass reruns the whole job) with the "basic"
-section set, and profiles only kernels whose name matches ncclDevKernel.
+section set, and profiles only kernels whose name matches the filter: by
+default what NCCL launches, its collective kernels (ncclDevKernel_*) and the
+reductions of single-rank communicators (oneRank*).  A single-rank collective
+that needs no arithmetic (sum, min, max on one rank, a broadcast) is a device
+copy, not a kernel: ncu shows nothing for it (collprof-nsys.sh does).
 Keep the job small: few cells, few iterations (-n 3 -w 1).
 
 Options:
   --output-dir DIR   where the report and collprof's results go (default:
                      collprof's --output-dir if given, else the current directory)
-  --kernels REGEX    kernel name filter (default: ncclDevKernel)
+  --kernels REGEX    kernel name filter (default: nccl|oneRank)
   --count N          profile at most N kernel launches per process (default: 20)
   --ncu-opt OPT      extra option for ncu (repeatable), e.g. "--set full"
   --dry-run          print the command instead of running it
@@ -38,7 +42,7 @@ USAGE
 }
 
 . "$(dirname "$0")/common.sh"
-kernels=ncclDevKernel
+kernels='nccl|oneRank'
 count=20
 while [ $# -gt 0 ]; do
     prof_opt ncu "$@"

@@ -43,7 +43,7 @@ AC_DEFUN([CP_NCCL_CONFIGURE], [
       AS_IF([test "x$cp_nccl_happy" != xyes],
             [CP_DEP_FAIL([nccl], [no usable NCCL >= 2.14 (include/nccl.h with ncclConfig_t and -lnccl) was found])])
       AS_IF([test "x$cp_nccl_happy" = xyes], [
-        AC_CHECK_FUNCS([ncclAlltoAll ncclGather ncclScatter ncclCommRegister ncclGroupSimulateEnd])
+        AC_CHECK_FUNCS([ncclAlltoAll ncclGather ncclScatter ncclCommRegister ncclGroupSimulateEnd ncclMemAlloc])
         AC_CHECK_HEADER([nvtx3/nvToolsExt.h], [], [
           cp_nccl_happy=no
           CP_DEP_FAIL([nccl], [the CUDA toolkit has no NVTX3 headers (nvtx3/nvToolsExt.h)])])

@@ -14,12 +14,19 @@
  * 0 through host->oob_bcast.  select_variant is called collectively and in
  * the same order on every rank, so creation and eviction stay in step.
  *
- * Communicators are non-blocking (config.blocking = 0): every NCCL call
- * that returns ncclInProgress is polled with ncclCommGetAsyncError under
- * the per-operation timeout (host option "timeout", seconds, default 300),
- * and so is completion on the stream (cudaEventQuery).  On an asynchronous
- * error or a timeout the communicator is aborted (ncclCommAbort) and the
- * call fails with a message naming the operation and the time waited.
+ * Communicators are blocking by default, as nccl-tests times them: on a
+ * non-blocking one NCCL 2.28 hands every collective to a thread of its own,
+ * which the timing would include.  -B nccl-blocking=0 makes them
+ * non-blocking (initialisation and connection set-up can then be aborted on
+ * a timeout too); every call that returns ncclInProgress is then polled
+ * with ncclCommGetAsyncError.  Completion on the stream is polled with
+ * cudaEventQuery under the per-operation timeout (host option "timeout",
+ * seconds, read for every cell; 300 without one), never with a sleep while
+ * a batch is timed.  On an asynchronous error or a timeout the
+ * communicator is aborted (ncclCommAbort, after its CUDA graphs are
+ * destroyed) and the call fails with a message naming the operation and
+ * the time waited; a communicator that saw any NCCL error is aborted and
+ * dropped from the cache, so the next cell starts on a fresh one.
  *
  * Timing (COLLPROF_BACKEND_DEVICE_TIMER): run_batch records a CUDA event
  * before the first operation and after each one, with no host
@@ -63,6 +70,8 @@
 #define NB_DEF_TIMEOUT_S    300.0
 #define NB_PROBE_PER_RANK   256
 #define NB_SPINS_BEFORE_NAP 64
+#define NB_REFUSAL          "no algorithm/protocol available"
+#define NB_LIBVERSION_FIT   128 /* the schema's library_version column */
 
 enum { NB_EVICTED = 1, NB_ABORTED = 2 };
 
@@ -71,6 +80,7 @@ typedef struct nb_comm {
     char key[CP_NCCL_KEY_LEN];
     const char *vname; /* the variant that created it (for messages) */
     ncclComm_t comm;
+    int broken; /* an NCCL call on it failed: aborted and dropped at the next chance */
     unsigned long used;
 } nb_comm_t;
 
@@ -78,6 +88,7 @@ typedef struct nb_buf {
     struct nb_buf *next;
     char *ptr;
     size_t bytes;
+    int nccl_mem;            /* from ncclMemAlloc (else cudaMalloc) */
     void *reg[NB_MAX_COMMS]; /* ncclCommRegister handle per communicator slot */
 } nb_buf_t;
 
@@ -93,6 +104,9 @@ typedef struct nb_graph {
 typedef struct nb_ctx {
     const collprof_host_t *host;
     int rank, n, dev, max_comms;
+    int blocking;  /* communicators are created blocking (the default) */
+    int spin;      /* operations are running: poll without sleeping */
+    int alloc_reg; /* the cell selected registers its buffers: ncclMemAlloc them */
     double timeout_s;
     cudaStream_t stream;
     cudaEvent_t *ev;
@@ -115,7 +129,7 @@ typedef struct nb_ctx {
 
 static cp_nccl_plan_t nb_plan;
 static int nb_plan_ready;
-static char nb_libversion[160];
+static char nb_libversion[512];
 static char nb_global_err[NB_ERR_LEN];
 
 static COLLPROF_DEFINE_SET_ERROR(nb_set_error, nb_ctx_t, err, nb_global_err);
@@ -129,6 +143,11 @@ static int nb_cuda_fail(nb_ctx_t *ctx, const char *call, cudaError_t e)
 static int nb_nccl_fail(nb_ctx_t *ctx, ncclComm_t comm, const char *call, ncclResult_t r)
 {
     const char *last = comm != NULL ? ncclGetLastError(comm) : NULL;
+    for (int s = 0; comm != NULL && s < NB_MAX_COMMS; s++) {
+        if (ctx != NULL && ctx->comms[s].live && ctx->comms[s].comm == comm) {
+            ctx->comms[s].broken = 1; /* its errors may stick: never reused (B5) */
+        }
+    }
     nb_set_error(ctx, "%s failed: %s%s%s", call, ncclGetErrorString(r), last && last[0] ? ": " : "",
                  last ? last : "");
     return cp_nccl_status((int)r);
@@ -141,9 +160,23 @@ static double nb_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void nb_nap(unsigned *spins)
+/*
+ * The per-operation timeout: -B timeout=S, else what the core answers for
+ * the running cell (its watchdog's limit plus a margin), read again for
+ * every cell; NB_DEF_TIMEOUT_S when there is none.
+ */
+static void nb_read_timeout(nb_ctx_t *ctx)
 {
-    if (++*spins > NB_SPINS_BEFORE_NAP) {
+    const char *tmo = ctx->host->get_option ? ctx->host->get_option("timeout") : NULL;
+    char *end = NULL;
+    double t = tmo != NULL ? strtod(tmo, &end) : 0.0;
+    ctx->timeout_s = end != tmo && end != NULL && *end == '\0' && t > 0 ? t : NB_DEF_TIMEOUT_S;
+}
+
+/* between two polls: a short sleep after a while, except while a batch is timed */
+static void nb_nap(const nb_ctx_t *ctx, unsigned *spins)
+{
+    if (!ctx->spin && ++*spins > NB_SPINS_BEFORE_NAP) {
         struct timespec ts = {0, 20000};
         nanosleep(&ts, NULL);
     }
@@ -161,6 +194,7 @@ static void nb_prepare_plan(void)
     unsigned f = 0;
     int ncclx = 0, code = 0, cudart = 0;
     Dl_info info;
+    const char *lib = NULL;
     if (nb_plan_ready) {
         return;
     }
@@ -178,6 +212,7 @@ static void nb_prepare_plan(void)
 #endif
     /* the library that actually provides ncclGetVersion, as loaded */
     if (dladdr((void *)(uintptr_t)ncclGetVersion, &info) != 0 && info.dli_fname != NULL) {
+        lib = info.dli_fname;
         void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
         ncclx = cp_nccl_detect_ncclx(nb_has_symbol, h);
         if (h != NULL) {
@@ -196,8 +231,15 @@ static void nb_prepare_plan(void)
     if (cudaRuntimeGetVersion(&cudart) != cudaSuccess) {
         cudart = CUDART_VERSION;
     }
-    snprintf(nb_libversion, sizeof(nb_libversion), "%s %s (CUDA runtime %d.%d)",
-             ncclx ? "NCCLX" : "NCCL", ver, cudart / 1000, (cudart % 1000) / 10);
+    /* which library answered: the file (whole path when it fits the schema's 128) */
+    const char *base = lib != NULL && strrchr(lib, '/') ? strrchr(lib, '/') + 1 : lib;
+    int len = snprintf(nb_libversion, sizeof(nb_libversion), "%s %s (CUDA runtime %d.%d) %s",
+                       ncclx ? "NCCLX" : "NCCL", ver, cudart / 1000, (cudart % 1000) / 10,
+                       lib != NULL ? lib : "");
+    if (len >= NB_LIBVERSION_FIT) {
+        snprintf(nb_libversion, sizeof(nb_libversion), "%s %s (CUDA runtime %d.%d) %s",
+                 ncclx ? "NCCLX" : "NCCL", ver, cudart / 1000, (cudart % 1000) / 10, base);
+    }
     nb_plan_ready = 1;
 }
 
@@ -261,9 +303,11 @@ static void nb_forget_slot(nb_ctx_t *ctx, int slot, int why)
         }
     }
     ctx->comms[slot].live = 0;
+    ctx->comms[slot].broken = 0;
     ctx->comms[slot].comm = NULL;
 }
 
+/* graphs that replay NCCL kernels of the communicator go first (B11) */
 static void nb_abort_slot(nb_ctx_t *ctx, int slot)
 {
     if (slot >= 0 && ctx->comms[slot].live) {
@@ -271,6 +315,40 @@ static void nb_abort_slot(nb_ctx_t *ctx, int slot)
         ncclCommAbort(ctx->comms[slot].comm);
         nb_forget_slot(ctx, slot, NB_ABORTED);
     }
+}
+
+/*
+ * Collective: every communicator an NCCL error was seen on, on any rank, is
+ * aborted and forgotten everywhere (B5), so that the ranks' caches stay in
+ * step and the next selection creates a fresh one together.
+ */
+static int nb_drop_broken(nb_ctx_t *ctx)
+{
+    uint32_t mine = 0, mask = 0, *all = calloc((size_t)ctx->n, sizeof(*all));
+    for (int s = 0; s < NB_MAX_COMMS; s++) {
+        mine |= ctx->comms[s].live && ctx->comms[s].broken ? 1u << s : 0;
+    }
+    if (all == NULL || ctx->host->oob_allgather(&mine, all, sizeof(mine)) != 0) {
+        free(all);
+        nb_set_error(ctx, "out-of-band allgather failed (communicators in error)");
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    for (int q = 0; q < ctx->n; q++) {
+        mask |= all[q];
+    }
+    free(all);
+    for (int s = 0; s < NB_MAX_COMMS; s++) {
+        if ((mask & (1u << s)) && ctx->comms[s].live) {
+            if (ctx->host->log != NULL && ctx->rank == 0) {
+                ctx->host->log(COLLPROF_LOG_INFO,
+                               "nccl: communicator of %s aborted after an error; the next "
+                               "selection creates a fresh one",
+                               ctx->comms[s].vname);
+            }
+            nb_abort_slot(ctx, s);
+        }
+    }
+    return COLLPROF_OK;
 }
 
 /*
@@ -292,14 +370,15 @@ static int nb_settle(nb_ctx_t *ctx, int slot, ncclComm_t comm, ncclResult_t r, c
         }
         double el = nb_now() - t0;
         if (el > ctx->timeout_s) {
-            ncclCommAbort(comm);
             for (int s = 0; slot < 0 && s < NB_MAX_COMMS; s++) {
                 if (ctx->comms[s].live && ctx->comms[s].comm == comm) {
                     slot = s; /* the caller did not say, but it is a cached one */
                 }
             }
             if (slot >= 0) {
-                nb_forget_slot(ctx, slot, NB_ABORTED);
+                nb_abort_slot(ctx, slot); /* its graphs first, then the communicator */
+            } else {
+                ncclCommAbort(comm);
             }
             nb_set_error(ctx,
                          "%s did not complete within %.0f s (waited %.1f s); communicator "
@@ -307,7 +386,7 @@ static int nb_settle(nb_ctx_t *ctx, int slot, ncclComm_t comm, ncclResult_t r, c
                          what, ctx->timeout_s, el);
             return COLLPROF_ERR_TIMEOUT;
         }
-        nb_nap(&spins);
+        nb_nap(ctx, &spins);
     }
     if (r != ncclSuccess) {
         return nb_nccl_fail(ctx, comm, what, r);
@@ -429,7 +508,7 @@ static int nb_comm_create(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot)
         rc = COLLPROF_ERR_NO_MEMORY;
     } else {
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-        config.blocking = 0;
+        config.blocking = ctx->blocking;
         config.commName = v->name;
         ncclResult_t r = ncclCommInitRankConfig(&comm, ctx->n, msg.id, ctx->rank, &config);
         if (r == ncclSuccess || r == ncclInProgress) {
@@ -950,7 +1029,7 @@ static int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev)
                          ctx->timeout_s, now - t0);
             return COLLPROF_ERR_TIMEOUT;
         }
-        nb_nap(&spins);
+        nb_nap(ctx, &spins);
     }
     cudaError_t e = cudaStreamSynchronize(ctx->stream);
     return e == cudaSuccess ? COLLPROF_OK : nb_cuda_fail(ctx, "cudaStreamSynchronize", e);
@@ -966,6 +1045,7 @@ static int nb_run(void *vctx, const collprof_args_t *a)
     if (rc == COLLPROF_OK) {
         rc = nb_events(ctx, 1);
     }
+    ctx->spin = 1; /* operations are polled, never slept on */
     if (rc == COLLPROF_OK) {
         rc = nb_launch(ctx, v, slot, g, a);
     }
@@ -973,6 +1053,7 @@ static int nb_run(void *vctx, const collprof_args_t *a)
         cudaError_t e = cudaEventRecord(ctx->ev[0], ctx->stream);
         rc = e == cudaSuccess ? nb_wait(ctx, slot, a, 1) : nb_cuda_fail(ctx, "cudaEventRecord", e);
     }
+    ctx->spin = 0;
     return rc;
 }
 
@@ -996,6 +1077,7 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
     snprintf(range, sizeof(range), "collprof nccl/%s %s %s count=%zu", v->name,
              collprof_op_name(a->op), collprof_dtype_name(a->dtype), a->count);
     nvtxRangePushA(range);
+    ctx->spin = 1; /* no sleep between launches or while the batch completes */
     cudaError_t e = cudaEventRecord(ctx->ev[0], ctx->stream);
     if (e != cudaSuccess) {
         rc = nb_cuda_fail(ctx, "cudaEventRecord", e);
@@ -1018,9 +1100,11 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
             nb_wait(ctx, slot, a, issued);
             nb_set_error(ctx, "%s", keep);
         }
+        ctx->spin = 0;
         return rc;
     }
     rc = nb_wait(ctx, slot, a, iters + 1);
+    ctx->spin = 0;
     if (rc != COLLPROF_OK) {
         return rc;
     }
@@ -1038,62 +1122,122 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
 /* ---- variants --------------------------------------------------------------- */
 
 #ifdef HAVE_NCCLGROUPSIMULATEEND
+/* the probe's one collective, in the open group; ncclSuccess or NCCL's answer */
+static ncclResult_t nb_probe_issue(nb_ctx_t *ctx, ncclComm_t comm, collprof_op_t op)
+{
+    size_t cnt = NB_PROBE_PER_RANK * (size_t)ctx->n;
+    char *s = ctx->scratch, *r = ctx->scratch + cnt * sizeof(float);
+    switch (op) {
+    case COLLPROF_OP_ALLREDUCE:
+        return ncclAllReduce(s, r, cnt, ncclFloat32, ncclSum, comm, ctx->stream);
+    case COLLPROF_OP_ALLGATHER:
+        return ncclAllGather(s, r, NB_PROBE_PER_RANK, ncclFloat32, comm, ctx->stream);
+    case COLLPROF_OP_REDUCESCATTER:
+        return ncclReduceScatter(s, r, NB_PROBE_PER_RANK, ncclFloat32, ncclSum, comm, ctx->stream);
+    case COLLPROF_OP_BROADCAST: return ncclBroadcast(s, r, cnt, ncclFloat32, 0, comm, ctx->stream);
+    case COLLPROF_OP_REDUCE:
+        return ncclReduce(s, r, cnt, ncclFloat32, ncclSum, 0, comm, ctx->stream);
+    default: return ncclSuccess;
+    }
+}
+
 /*
- * Whether NCCL has the forced algorithm/protocol for op on this machine:
- * ncclGroupSimulateEnd runs NCCL's algorithm selection without launching.
- * Returns 1 if NCCL said no (message in ctx->err), 0 otherwise (including
- * when the probe itself could not run: then the operation will tell).
+ * Whether NCCL has the forced algorithm/protocol of v for op on this
+ * machine, asked through ncclGroupSimulateEnd on the variant's
+ * communicator.  On a blocking communicator NCCL 2.28 only simulates and
+ * answers at once, without an error sticking to it; on a non-blocking one
+ * it launches the probe for real (on the zeroed scratch buffer) and a
+ * refusal arrives later as an asynchronous error that sticks.  So the
+ * variant's environment is set again for the whole probe (NCCL reads it
+ * when it refuses: ncclInvalidUsage while it is set, ncclInternalError
+ * after), and a communicator that saw any error is marked broken and
+ * dropped by the caller.  Returns 1 if NCCL refused (message in ctx->err),
+ * -1 on another failure (message in ctx->err), 0 when usable.
  */
 static int nb_probe_refused(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot, collprof_op_t op)
 {
     ncclComm_t comm = ctx->comms[slot].comm;
-    size_t cnt = NB_PROBE_PER_RANK * (size_t)ctx->n;
-    char *s = ctx->scratch, *r = ctx->scratch + cnt * sizeof(float);
-    ncclResult_t res;
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-    if (ncclGroupStart() != ncclSuccess) {
-        return 0;
+    cp_nccl_env_saved_t saved;
+    if (cp_nccl_env_push(v, &saved) != 0) {
+        nb_set_error(ctx, "cannot set the environment of variant %s", v->name);
+        return -1;
     }
-    switch (op) {
-    case COLLPROF_OP_ALLREDUCE:
-        res = ncclAllReduce(s, r, cnt, ncclFloat32, ncclSum, comm, ctx->stream);
-        break;
-    case COLLPROF_OP_ALLGATHER:
-        res = ncclAllGather(s, r, NB_PROBE_PER_RANK, ncclFloat32, comm, ctx->stream);
-        break;
-    case COLLPROF_OP_REDUCESCATTER:
-        res = ncclReduceScatter(s, r, NB_PROBE_PER_RANK, ncclFloat32, ncclSum, comm, ctx->stream);
-        break;
-    case COLLPROF_OP_BROADCAST:
-        res = ncclBroadcast(s, r, cnt, ncclFloat32, 0, comm, ctx->stream);
-        break;
-    case COLLPROF_OP_REDUCE:
-        res = ncclReduce(s, r, cnt, ncclFloat32, ncclSum, 0, comm, ctx->stream);
-        break;
-    default: ncclGroupEnd(); return 0;
-    }
-    if (res != ncclSuccess && res != ncclInProgress) {
-        ncclGroupEnd();
-        return 0;
-    }
-    res = ncclGroupSimulateEnd(&sim);
-    if (res == ncclInProgress) {
-        res = ncclSuccess;
-        int rc = nb_settle(ctx, slot, comm, ncclInProgress, "ncclGroupSimulateEnd");
-        if (rc == COLLPROF_ERR_NOT_SUPPORTED || rc == COLLPROF_ERR_INVALID) {
-            res = ncclInvalidUsage;
+    ncclResult_t res = ncclGroupStart();
+    if (res == ncclSuccess) {
+        res = nb_probe_issue(ctx, comm, op);
+        if (res != ncclSuccess && res != ncclInProgress) {
+            ncclGroupEnd();
+        } else {
+            res = ncclGroupSimulateEnd(&sim);
         }
     }
-    if (res == ncclInvalidUsage || res == ncclInvalidArgument) {
-        const char *last = ncclGetLastError(comm);
-        nb_set_error(ctx, "NCCL has no %s/%s for %s here%s%s", v->algo ? v->algo : "default",
-                     v->proto ? v->proto : "default", collprof_op_name(op),
-                     last && last[0] ? ": " : "", last ? last : "");
-        return 1;
+    double t0 = nb_now();
+    while (res == ncclInProgress && nb_now() - t0 <= ctx->timeout_s) { /* NCCL's thread */
+        if (ncclCommGetAsyncError(comm, &res) != ncclSuccess) {
+            res = ncclInternalError;
+        }
     }
-    return 0;
+    if (res == ncclInProgress) {
+        cp_nccl_env_pop(&saved);
+        ctx->comms[slot].broken = 1;
+        nb_set_error(ctx, "variant probe: no answer from NCCL within %.0f s", ctx->timeout_s);
+        return -1;
+    }
+    if (res == ncclSuccess && !ctx->blocking) { /* it launched: wait for it, still with env */
+        int rc = nb_events(ctx, 1);
+        if (rc == COLLPROF_OK) {
+            cudaEventRecord(ctx->ev[0], ctx->stream);
+            collprof_args_t a = {.op = op};
+            rc = nb_wait(ctx, slot, &a, 1);
+        }
+        cp_nccl_env_pop(&saved);
+        return rc == COLLPROF_OK ? 0 : -1;
+    }
+    cp_nccl_env_pop(&saved);
+    if (res == ncclSuccess) {
+        return 0;
+    }
+    const char *last = ncclGetLastError(comm);
+    int refused = res == ncclInvalidUsage || res == ncclInvalidArgument ||
+                  (last != NULL && strstr(last, NB_REFUSAL) != NULL);
+    nb_nccl_fail(ctx, comm, "ncclGroupSimulateEnd (variant probe)", res); /* marks it broken */
+    if (!ctx->blocking) {
+        ctx->comms[slot].broken = 1; /* a refusal sticks to a non-blocking communicator */
+    } else if (refused) {
+        ctx->comms[slot].broken = 0; /* a blocking one only simulated: still healthy */
+    }
+    if (!refused) {
+        return -1;
+    }
+    nb_set_error(ctx, "NCCL has no %s/%s for %s here: %s", v->algo ? v->algo : "default",
+                 v->proto ? v->proto : "default", collprof_op_name(op),
+                 last && last[0] ? last : ncclGetErrorString(res));
+    return 1;
 }
 #endif
+
+/*
+ * Why v cannot be measured as named for op, or NULL.  A single-rank NCCL
+ * collective is a device copy with no algorithm selected, so a forced
+ * algorithm would only lend its name to that copy.  NCCLX reads its CTran
+ * variables once per process and takes per-communicator choices only
+ * through its C++ config hints, which this C plugin does not set: a CTran
+ * variant would measure whatever the process started with.
+ */
+static const char *nb_not_applicable(const nb_ctx_t *ctx, const cp_nccl_variant_t *v)
+{
+    if (v->ctran_algo != NULL) {
+        return "not measurable as named: NCCLX reads its CTran algorithm variables once per "
+               "process and selects per communicator only through C++ config hints, which "
+               "collprof does not set";
+    }
+    if (ctx->n == 1 && (v->algo != NULL || v->proto != NULL)) {
+        return "not applicable on a single rank: NCCL runs a one-rank collective as a device "
+               "copy and selects no algorithm or protocol";
+    }
+    return NULL;
+}
 
 static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
 {
@@ -1112,6 +1256,12 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
         nb_set_error(ctx, "variant %s does not apply to %s", v->name, collprof_op_name(op));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
+    const char *na = nb_not_applicable(ctx, v);
+    if (na != NULL) { /* the same on every rank: no communication */
+        nb_set_error(ctx, "%s", na);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    nb_read_timeout(ctx); /* the running cell's */
     size_t vi = (size_t)(v - nb_plan.v);
     if (ctx->probed[vi][op] == 2) { /* every rank knows it: no communication */
         nb_set_error(ctx,
@@ -1120,7 +1270,10 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
                      v->algo, v->proto, collprof_op_name(op));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
-    int rc = nb_slot_for(ctx, v, &slot);
+    int rc = nb_drop_broken(ctx); /* after an earlier error: a fresh communicator */
+    if (rc == COLLPROF_OK) {
+        rc = nb_slot_for(ctx, v, &slot);
+    }
     if (rc != COLLPROF_OK) {
         return rc;
     }
@@ -1129,9 +1282,19 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
         int refused = nb_probe_refused(ctx, v, slot, op);
         char why[NB_ERR_LEN];
         snprintf(why, sizeof(why), "%s", refused ? ctx->err : "");
-        rc = nb_agree_all(ctx, refused ? COLLPROF_ERR_NOT_SUPPORTED : 0, why);
+        rc = nb_agree_all(ctx,
+                          refused > 0   ? COLLPROF_ERR_NOT_SUPPORTED
+                          : refused < 0 ? COLLPROF_ERR_BACKEND
+                                        : 0,
+                          why);
         ctx->probed[vi][op] = rc == COLLPROF_ERR_NOT_SUPPORTED ? 2 : rc == COLLPROF_OK ? 1 : 0;
+        /* a refusal must not follow the variant's other operations: a fresh one if it stuck */
+        int dropped = nb_drop_broken(ctx);
+        rc = rc != COLLPROF_OK ? rc : dropped;
         if (rc != COLLPROF_OK) {
+            return rc;
+        }
+        if (!ctx->comms[slot].live && (rc = nb_slot_for(ctx, v, &slot)) != COLLPROF_OK) {
             return rc;
         }
     }
@@ -1139,10 +1302,26 @@ static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
     ctx->cur_v[op] = v;
     ctx->cur_slot[op] = slot;
     ctx->lost[op] = 0;
+    ctx->alloc_reg = v->reg; /* the cell's buffers come next */
     return COLLPROF_OK;
 }
 
 /* ---- memory ----------------------------------------------------------------- */
+
+/* the memory and its record, with the allocator that made it */
+static int nb_buf_free(nb_ctx_t *ctx, nb_buf_t *b)
+{
+#ifdef HAVE_NCCLMEMALLOC
+    if (b->nccl_mem) {
+        ncclResult_t r = ncclMemFree(b->ptr);
+        free(b);
+        return r == ncclSuccess ? COLLPROF_OK : nb_nccl_fail(ctx, NULL, "ncclMemFree", r);
+    }
+#endif
+    cudaError_t e = cudaFree(b->ptr);
+    free(b);
+    return e == cudaSuccess ? COLLPROF_OK : nb_cuda_fail(ctx, "cudaFree", e);
+}
 
 static int nb_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
 {
@@ -1156,7 +1335,21 @@ static int nb_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
         nb_set_error(ctx, "out of memory");
         return COLLPROF_ERR_NO_MEMORY;
     }
-    cudaError_t e = cudaMalloc((void **)&b->ptr, bytes > 0 ? bytes : 1);
+#ifdef HAVE_NCCLMEMALLOC
+    /*
+     * Registration pays off on memory NCCL can map for its peers (cuMem):
+     * +reg variants take their buffers from ncclMemAlloc, others from cudaMalloc.
+     */
+    if (ctx->alloc_reg) {
+        ncclResult_t r = ncclMemAlloc((void **)&b->ptr, bytes > 0 ? bytes : 1);
+        if (r != ncclSuccess) {
+            free(b);
+            return nb_nccl_fail(ctx, NULL, "ncclMemAlloc", r);
+        }
+        b->nccl_mem = 1;
+    }
+#endif
+    cudaError_t e = b->nccl_mem ? cudaSuccess : cudaMalloc((void **)&b->ptr, bytes > 0 ? bytes : 1);
     if (e != cudaSuccess) {
         free(b);
         return nb_cuda_fail(ctx, "cudaMalloc", e);
@@ -1185,9 +1378,7 @@ static int nb_mem_free(void *vctx, int memtype, void *ptr)
             }
         }
         *pp = b->next;
-        cudaError_t e = cudaFree(b->ptr);
-        free(b);
-        return e == cudaSuccess ? COLLPROF_OK : nb_cuda_fail(ctx, "cudaFree", e);
+        return nb_buf_free(ctx, b);
     }
     nb_set_error(ctx, "mem_free: %p was not allocated by this backend", ptr);
     return COLLPROF_ERR_INVALID;
@@ -1234,8 +1425,7 @@ static void nb_teardown(nb_ctx_t *ctx)
     while (ctx->bufs != NULL) {
         nb_buf_t *b = ctx->bufs;
         ctx->bufs = b->next;
-        cudaFree(b->ptr);
-        free(b);
+        nb_buf_free(ctx, b);
     }
     if (ctx->stage.ptr != NULL) {
         cudaFree(ctx->stage.ptr);
@@ -1271,17 +1461,18 @@ static int nb_local_setup(nb_ctx_t *ctx)
     const collprof_host_t *h = ctx->host;
     const char *devopt = h->get_option ? h->get_option("nccl-device") : NULL;
     const char *comms = h->get_option ? h->get_option("nccl-max-comms") : NULL;
-    const char *tmo = h->get_option ? h->get_option("timeout") : NULL;
+    const char *blk = h->get_option ? h->get_option("nccl-blocking") : NULL;
     int count = 0; /* left unwritten by some failures */
     long v;
 
-    ctx->timeout_s = NB_DEF_TIMEOUT_S;
-    if (tmo != NULL) {
-        char *end = NULL;
-        double t = strtod(tmo, &end);
-        if (end != tmo && *end == '\0' && t > 0) {
-            ctx->timeout_s = t;
+    nb_read_timeout(ctx);
+    ctx->blocking = 1;
+    if (blk != NULL) {
+        if (nb_parse_int(blk, 0, 1, &v) != 0) {
+            nb_set_error(ctx, "nccl-blocking=%s: expected 0 or 1", blk);
+            return COLLPROF_ERR_INVALID;
         }
+        ctx->blocking = (int)v;
     }
     ctx->max_comms = NB_DEF_COMMS;
     if (comms != NULL) {
@@ -1297,19 +1488,19 @@ static int nb_local_setup(nb_ctx_t *ctx)
                      e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device found");
         return COLLPROF_ERR_NO_DEVICE;
     }
-    ctx->dev = h->local_rank;
+    /*
+     * The visible devices in turn: with one per task (CUDA_VISIBLE_DEVICES set
+     * per rank, Slurm's --gpus-per-task or --gpu-bind) every rank takes its
+     * device 0; with all of a node's visible, local rank i takes device i.
+     * Two ranks on one GPU are refused by NCCL itself ("duplicate GPU").
+     */
+    ctx->dev = h->local_rank >= 0 ? h->local_rank % count : 0;
     if (devopt != NULL) {
         if (nb_parse_int(devopt, 0, count - 1, &v) != 0) {
             nb_set_error(ctx, "nccl-device=%s: expected 0..%d", devopt, count - 1);
             return COLLPROF_ERR_INVALID;
         }
         ctx->dev = (int)v;
-    } else if (ctx->dev >= count) {
-        nb_set_error(ctx,
-                     "no usable GPU: local rank %d has no device of its own (%d visible; NCCL "
-                     "needs one GPU per rank, or set -B nccl-device=N)",
-                     ctx->dev, count);
-        return COLLPROF_ERR_NO_DEVICE;
     }
     if ((e = cudaSetDevice(ctx->dev)) != cudaSuccess) {
         nb_cuda_fail(ctx, "cudaSetDevice", e);
@@ -1330,6 +1521,30 @@ static int nb_local_setup(nb_ctx_t *ctx)
         return nb_cuda_fail(ctx, "cudaDeviceSynchronize", e);
     }
     return COLLPROF_OK;
+}
+
+/* which physical GPU this rank drives: the visible index, its bus id and UUID */
+static void nb_log_device(const nb_ctx_t *ctx)
+{
+    struct cudaDeviceProp prop;
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (ctx->host->log == NULL || cudaGetDeviceProperties(&prop, ctx->dev) != cudaSuccess) {
+        return;
+    }
+    char uuid[40];
+    const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+    snprintf(uuid, sizeof(uuid),
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+             u[15]);
+    ctx->host->log(COLLPROF_LOG_INFO,
+                   "nccl: %s; local rank %d on device %d of the visible ones "
+                   "(CUDA_VISIBLE_DEVICES=%s): %s (%.1f GiB), PCI %04x:%02x:%02x.0, GPU-%s; %s "
+                   "communicators; timeout %.0f s",
+                   nb_libversion, ctx->host->local_rank, ctx->dev, vis ? vis : "unset", prop.name,
+                   (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
+                   (unsigned)prop.pciDomainID, (unsigned)prop.pciBusID, (unsigned)prop.pciDeviceID,
+                   uuid, ctx->blocking ? "blocking" : "non-blocking", ctx->timeout_s);
 }
 
 static int nb_init(const collprof_host_t *host, void **out)
@@ -1371,14 +1586,7 @@ static int nb_init(const collprof_host_t *host, void **out)
         nb_teardown(ctx);
         return rc;
     }
-    if (host->log != NULL) {
-        struct cudaDeviceProp prop;
-        if (cudaGetDeviceProperties(&prop, ctx->dev) == cudaSuccess) {
-            host->log(COLLPROF_LOG_INFO, "nccl: %s, device %d: %s (%.1f GiB), timeout %.0f s",
-                      nb_libversion, ctx->dev, prop.name,
-                      (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), ctx->timeout_s);
-        }
-    }
+    nb_log_device(ctx);
     *out = ctx;
     return COLLPROF_OK;
 }
@@ -1406,7 +1614,11 @@ static int nb_describe(void *vctx, int memtype, collprof_provenance_t *out)
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     snprintf(out->timer, sizeof(out->timer), "cudaEventElapsedTime");
+#ifdef HAVE_NCCLMEMALLOC
+    snprintf(out->memory, sizeof(out->memory), "cudaMalloc; +reg: ncclMemAlloc, ncclCommRegister");
+#else
     snprintf(out->memory, sizeof(out->memory), "cudaMalloc (ncclCommRegister by reg variants)");
+#endif
     if (cudaGetDeviceProperties(&prop, ctx->dev) == cudaSuccess) {
         snprintf(out->device, sizeof(out->device), "cuda:%d %.32s (%04x:%02x:%02x.0)", ctx->dev,
                  prop.name, (unsigned)prop.pciDomainID, (unsigned)prop.pciBusID,
@@ -1421,9 +1633,13 @@ static int nb_describe(void *vctx, int memtype, collprof_provenance_t *out)
 #define NB_STR(x)  NB_STR_(x)
 static const collprof_option_t nb_options[] = {
     {"nccl-device", COLLPROF_OPT_INT, NULL, 0, 1023, NULL,
-     "CUDA device of every rank (default: the rank's local rank)", 0},
+     "CUDA device of every rank (default: local rank modulo the visible devices)", 0},
     {"nccl-max-comms", COLLPROF_OPT_INT, NB_STR(NB_DEF_COMMS), 1, NB_MAX_COMMS, NULL,
      "communicators kept open at once (one per variant)", 0},
+    {"nccl-blocking", COLLPROF_OPT_INT, "1", 0, 1, NULL,
+     "1: blocking communicators (as nccl-tests); 0: non-blocking (abortable set-up, but NCCL "
+     "hands every collective to a thread, which the timing includes)",
+     0},
     {"timeout", COLLPROF_OPT_INT, NULL, 1, 1000000, NULL,
      "seconds before a stuck operation aborts the communicator (default: collprof's --timeout)", 0},
 };

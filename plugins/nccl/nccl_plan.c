@@ -292,8 +292,23 @@ void cp_nccl_version_string(int code, char *buf, size_t len)
 
 int cp_nccl_detect_ncclx(int (*has_symbol)(const char *sym, void *arg), void *arg)
 {
-    /* entry points NCCLX adds and upstream NCCL does not have */
-    static const char *ncclx_only[] = {"ncclCommDump", "ncclAllToAllv", "ncclCommDumpAll", NULL};
+    /*
+     * Entry points NCCLX adds and upstream NCCL does not have, under the
+     * names its library exports: ncclAllToAllv has C linkage; ncclCommDump
+     * (comm, std::unordered_map<std::string, std::string>&) and ncclCommDumpAll
+     * (a map of such maps) are C++ functions, exported mangled (Itanium ABI,
+     * libstdc++'s __cxx11 strings).  The plain names are kept for a build
+     * that declares them extern "C".
+     */
+    static const char *ncclx_only[] = {
+        "ncclAllToAllv",
+        "_Z12ncclCommDumpP8ncclCommRSt13unordered_mapINSt7__cxx1112basic_stringIcSt11char_"
+        "traitsIcESaIcEEES7_St4hashIS7_ESt8equal_toIS7_ESaISt4pairIKS7_S7_EEE",
+        "_Z15ncclCommDumpAllRSt13unordered_mapINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcE"
+        "EES_IS5_S5_St4hashIS5_ESt8equal_toIS5_ESaISt4pairIKS5_S5_EEES7_S9_SaISA_ISB_SE_EEE",
+        "ncclCommDump",
+        "ncclCommDumpAll",
+        NULL};
     for (int i = 0; ncclx_only[i] != NULL; i++) {
         if (has_symbol(ncclx_only[i], arg)) {
             return 1;

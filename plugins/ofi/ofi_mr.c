@@ -181,7 +181,8 @@ static int ofi_alloc(ofi_ctx_t *ctx, int dev, size_t len, void **p)
             (void)cudaGetLastError();
             return -1;
         }
-        if (cudaMemset(d, 0, len) != cudaSuccess) {
+        /* the memset is asynchronous: done before the NIC or the host touches it */
+        if (cudaMemset(d, 0, len) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
             cudaFree(d);
             return -1;
         }
@@ -200,12 +201,20 @@ static int ofi_alloc(ofi_ctx_t *ctx, int dev, size_t len, void **p)
     return 0;
 }
 
-/* a copy inside run(): on device memory through CUDA (errors noted in ctx->copy_err) */
+/*
+ * A copy inside run(): on device memory through CUDA (errors noted in
+ * ctx->copy_err).  A device-to-device cudaMemcpy may return before the copy
+ * has landed, and the NIC reads the buffer without CUDA's ordering: the
+ * device is synchronised before the caller posts a transfer from it.
+ */
 void ofi_copy(ofi_ctx_t *ctx, void *dst, const void *src, size_t len)
 {
 #ifdef CP_OFI_HAVE_CUDA
     if (ctx->cur_dev) {
         cudaError_t e = cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice);
+        if (e == cudaSuccess) {
+            e = cudaDeviceSynchronize();
+        }
         if (e != cudaSuccess && !ctx->copy_err) {
             ctx->copy_err = 1;
             ofi_set_error(ctx, "cudaMemcpy (device to device): %s", cudaGetErrorString(e));
@@ -225,6 +234,10 @@ int ofi_mem_copy(void *vctx, int memtype, void *dst, const void *src, size_t byt
     if (memtype == COLLPROF_MEM_DEVICE && ctx != NULL && ctx->hmem) {
         cudaError_t e = cudaMemcpy(dst, src, bytes,
                                    to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+        /* from pageable memory, cudaMemcpy may return before the DMA has landed */
+        if (e == cudaSuccess && to_device) {
+            e = cudaDeviceSynchronize();
+        }
         if (e != cudaSuccess) {
             ofi_set_error(ctx, "cudaMemcpy (%s): %s", to_device ? "to device" : "to host",
                           cudaGetErrorString(e));

@@ -87,14 +87,46 @@ if [ -e "$mock/collprof_nccl.so" ]; then
     [ "$(grep -c '^  [A-Za-z]* (.*device): ' "$s")" -ge 100 ] && ! grep -q 'unsupported:' "$s"
     ok $? "stand-in: the cells ran on device memory, none unsupported"
     COLLPROF_FAULT=wrong:1 COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 3 \
-        --backends nccl --ops allgather --counts 3K -n 2 -w 1 --variants default --output-dir "$d"
+        --backends nccl --ops allgather --counts 3K -n 2 -w 5 --variants default --output-dir "$d"
     [ "$rc" -eq 1 ]
     ok $? "stand-in: a corrupted element in the downloaded result is caught (exit $rc)"
-    # more warm-up than timed iterations: the warm-up batch has room for its samples
-    # (it overflowed the array of -n samples: caught under the sanitizers)
+    # more warm-up than timed iterations (-w 5 -n 2 above, -w 8 -n 1 here): the warm-up
+    # batch has room for its samples (it overflowed the array of -n samples, issue 14 B3:
+    # caught under the sanitizers)
     COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends nccl \
         --ops allreduce --counts 1K -n 1 -w 8 --variants default --output-dir "$d"
     ok "$rc" "stand-in: -w 8 -n 1 runs clean (exit $rc)"
+    # one rank: NCCL runs a device copy and selects no algorithm, so a forced
+    # algorithm is not applicable there (it is not measured under its name)
+    mkdir -p "$d/one"
+    COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --backends nccl --ops allreduce \
+        --counts 1K -n 2 -w 1 --variants default,ring-ll,nvls-simple --output-dir "$d/one"
+    s=$(summary_of "$d/one")
+    [ "$rc" -eq 0 ] && grep -q 'AllReduce (device): .*#wrong: 0' "$s" &&
+        [ "$(grep -c 'unsupported: .*not applicable on a single rank: NCCL runs a one-rank' "$s")" -eq 2 ]
+    ok $? "stand-in, one rank: forced algorithms unsupported as not applicable, default measured"
+    # refusals on non-blocking communicators arrive late and stick: the probe must not
+    # poison the variant's other operations (collnetdirect has allreduce only here)
+    mkdir -p "$d/nb"
+    COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 3 --backends nccl \
+        --ops allreduce,reducescatter --counts 3K -n 2 -w 1 -B nccl-blocking=0 \
+        --variants collnetdirect-simple,nvls-simple,ring-simple --output-dir "$d/nb"
+    [ "$rc" -eq 0 ] && grep -q '^# cells: 3 ok, 0 wrong, 0 error, 3 unsupported' "$WORK/out"
+    ok $? "stand-in, non-blocking: 3 refusals unsupported, the other cells exact, no error"
+    # bench/nccl_loop.c built against the stand-in, and bench/nccl_compare.sh
+    # reading both programs' output (the comparison itself needs a GPU)
+    loop="$(dirname "$COLLPROF_BIN")/bench/nccl_loop_mock"
+    if [ -x "$loop" ]; then
+        "$loop" -g 2 -o allreduce,allgather -b 8 -e 1K -f 128 -n 2 -w 1 >"$WORK/loop" 2>&1
+        [ $? -eq 0 ] && [ "$(grep -c '^op all.* ranks 2 iters 2 .*mean_us [0-9.]* ' "$WORK/loop")" -eq 4 ]
+        ok $? "bench/nccl_loop on the stand-in: one line per op and size"
+        bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --np 2 --nccl-loop "$loop" \
+            --plugin-path "$mock" --collprof "$COLLPROF_BIN" -b 8 -e 1K -f 128 -n 2 -w 1 -r 1 \
+            >"$WORK/cmp" 2>&1
+        [ $? -eq 0 ] && [ "$(grep -c '^allreduce  *[0-9]*  *[0-9.]*  *[0-9.]*  *[0-9.]*' "$WORK/cmp")" -eq 2 ] &&
+            grep -q '^worst ratio [0-9.]* over 2 cells' "$WORK/cmp"
+        ok $? "bench/nccl_compare.sh: both programs side by side per size ($(tail -n 1 "$WORK/cmp"))"
+    fi
 fi
 
 # the profiler wrappers: usage, and a clear error when the tool is missing

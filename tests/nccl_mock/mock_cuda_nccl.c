@@ -12,8 +12,30 @@
  * A stream executes every operation when it is submitted (or records it while
  * captured); cudaEventQuery answers "done" unless a hang was injected.
  * Reductions: sum/prod/min/max on int8..uint64, float32, float64 (no 16-bit
- * floats).  Forced algorithms NVLS, NVLSTree, CollNet* and PAT are refused by
- * ncclGroupSimulateEnd and by the collectives, as on a machine without them.
+ * floats).
+ *
+ * Forced algorithms NVLS, NVLSTree, CollNetChain and PAT are refused, as on
+ * a machine without them, and CollNetDirect for everything but allreduce (a
+ * CollNet plugin with allreduce only), the way NCCL 2.28 refuses them
+ * (enqueue.cc, group.cc):
+ *  - the error is decided when the algorithm is selected, and its code
+ *    depends on the environment at that moment: ncclInvalidUsage while
+ *    NCCL_ALGO or NCCL_PROTO is set, ncclInternalError otherwise; the last
+ *    error reads "no algorithm/protocol available";
+ *  - on a blocking communicator the call that selects (a collective, a
+ *    group end, ncclGroupSimulateEnd) fails at once and the communicator
+ *    stays usable; ncclGroupSimulateEnd only simulates;
+ *  - on a non-blocking communicator every collective and every group end
+ *    (ncclGroupSimulateEnd included: its non-blocking path launches for
+ *    real) returns ncclInProgress; the selection happens later, on NCCL's
+ *    thread (here: at the first ncclCommGetAsyncError), and its error sticks
+ *    to the communicator: ncclCommGetAsyncError and every later call on it
+ *    return it until it is aborted;
+ *  - a single-rank communicator selects no algorithm at all (the collective
+ *    is a device copy), so nothing is refused there.
+ * Non-blocking collectives also take MOCK_NB_POLLS polls of
+ * ncclCommGetAsyncError to complete (NCCL's per-collective thread), and the
+ * plugin's nanosleep calls are counted, so that a sleep in a timed path shows.
  *
  * Not a model of NCCL's performance or of its error behaviour beyond that.
  */
@@ -32,10 +54,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#define MOCK_SLOT   (2u << 20)
-#define MOCK_MBOX   (1u << 20)
-#define MOCK_HDR    4096u
-#define MOCK_MAXOPS 4096
+#define MOCK_SLOT     (2u << 20)
+#define MOCK_MBOX     (1u << 20)
+#define MOCK_HDR      4096u
+#define MOCK_MAXOPS   4096
+#define MOCK_NB_POLLS 100 /* more than a plugin's spins before it would nap */
 
 struct CUstream_st {
     int dummy;
@@ -58,7 +81,9 @@ typedef struct mop {
 } mop_t;
 
 struct ncclComm {
-    int rank, n, polls, aborted, forced_missing;
+    int rank, n, polls, aborted, blocking;
+    int pending_refusal;    /* a refused selection not yet made (non-blocking) */
+    ncclResult_t async_err; /* sticky, as comm->asyncResult */
     char name[64];
     char *base;
     size_t len;
@@ -87,19 +112,30 @@ static mop_t *g_cap;
 static int g_ncap;
 static int g_hang_after = -1; /* collectives left before this rank's stream hangs */
 static int g_stuck;
-static unsigned long g_ops_done, g_graph_launches, g_registers, g_deregisters, g_inits;
+static unsigned long g_ops_done, g_graph_launches, g_registers, g_deregisters, g_inits, g_naps;
+static unsigned long g_memallocs, g_memfrees;
 static char g_last_global[256];
 
 /* statistics for the test driver (exported from the test plugin) */
-__attribute__((visibility("default"))) void cpmock_stats(unsigned long out[5]);
+__attribute__((visibility("default"))) void cpmock_stats(unsigned long out[8]);
 __attribute__((visibility("default"))) void cpmock_hang_after(int nops);
-void cpmock_stats(unsigned long out[5])
+void cpmock_stats(unsigned long out[8])
 {
     out[0] = g_ops_done;
     out[1] = g_graph_launches;
     out[2] = g_registers;
     out[3] = g_deregisters;
     out[4] = g_inits;
+    out[5] = g_naps;
+    out[6] = g_memallocs;
+    out[7] = g_memfrees;
+}
+
+/* the plugin's sleeps (hidden symbols bind inside the test plugin): counted */
+int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    g_naps++;
+    return clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem);
 }
 void cpmock_hang_after(int nops)
 {
@@ -327,6 +363,9 @@ static ncclResult_t submit(const mop_t *m)
     if (m->c != NULL && m->c->aborted) {
         return ncclInvalidUsage;
     }
+    if (m->c != NULL && m->c->async_err != ncclSuccess) {
+        return m->c->async_err; /* sticky until the communicator is aborted */
+    }
     if (g_group_depth > 0) {
         if (g_ngroup >= MOCK_MAXOPS) {
             return ncclInternalError;
@@ -343,14 +382,48 @@ static ncclResult_t submit(const mop_t *m)
     return ncclSuccess;
 }
 
-static int missing_algo(struct ncclComm *c)
+/* whether the forced algorithm is one this machine lacks for kind (one rank selects none) */
+static int missing_algo(const struct ncclComm *c, int kind)
 {
-    static const char *missing[] = {"NVLS",         "NVLSTree", "CollNetDirect",
-                                    "CollNetChain", "PAT",      NULL};
-    for (int i = 0; missing[i]; i++) {
+    static const char *missing[] = {"NVLS", "NVLSTree", "CollNetChain", "PAT", NULL};
+    if (c->n > 1 && !strcasecmp(c->algo, "CollNetDirect")) {
+        return kind != K_AR;
+    }
+    for (int i = 0; c->n > 1 && missing[i]; i++) {
         if (!strcasecmp(c->algo, missing[i])) {
-            snprintf(c->last, sizeof(c->last),
-                     "Error : no algorithm/protocol available (mock: NCCL_ALGO=%s)", c->algo);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the refusal, as NCCL decides it: the environment is read now, not at init */
+static ncclResult_t refuse(struct ncclComm *c)
+{
+    const char *a = getenv("NCCL_ALGO"), *p = getenv("NCCL_PROTO");
+    snprintf(c->last, sizeof(c->last),
+             "Error : no algorithm/protocol available for this collective (mock: communicator "
+             "created with NCCL_ALGO=%s; NCCL_ALGO is %s now)",
+             c->algo, a ? a : "unset");
+    return a != NULL || p != NULL ? ncclInvalidUsage : ncclInternalError;
+}
+
+/* a refused selection on c: at once when blocking, later and sticky when not */
+static ncclResult_t refused_on(struct ncclComm *c)
+{
+    if (c->blocking) {
+        return refuse(c);
+    }
+    c->pending_refusal = 1;
+    c->polls = 1;
+    return ncclInProgress;
+}
+
+static int group_refused(void)
+{
+    for (int i = 0; i < g_ngroup; i++) {
+        if (g_group[i].kind <= K_RED && g_group[i].c != NULL &&
+            missing_algo(g_group[i].c, g_group[i].kind)) {
             return 1;
         }
     }
@@ -370,10 +443,21 @@ static ncclResult_t coll(int kind, struct ncclComm *c, const void *s, void *r, s
         snprintf(c->last, sizeof(c->last), "mock: %zu elements too many", count);
         return ncclInvalidArgument;
     }
-    if (kind <= K_RED && missing_algo(c) && g_group_depth == 0) {
-        return ncclInvalidUsage;
+    if (g_group_depth > 0 || g_capturing != NULL) {
+        return submit(&m);
     }
-    return submit(&m);
+    if (c->async_err != ncclSuccess) {
+        return c->async_err;
+    }
+    if (kind <= K_RED && missing_algo(c, kind)) {
+        return refused_on(c);
+    }
+    ncclResult_t res = submit(&m);
+    if (res == ncclSuccess && !c->blocking) {
+        c->polls = MOCK_NB_POLLS; /* NCCL's thread launches it */
+        return ncclInProgress;
+    }
+    return res;
 }
 
 /* ---- NCCL ------------------------------------------------------------------ */
@@ -386,7 +470,13 @@ ncclResult_t ncclGetVersion(int *v)
 
 const char *ncclGetErrorString(ncclResult_t r)
 {
-    return r == ncclSuccess ? "no error" : "mock NCCL error";
+    switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclInternalError: return "internal error (mock)";
+    case ncclInvalidUsage: return "invalid usage (mock)";
+    case ncclInvalidArgument: return "invalid argument (mock)";
+    default: return "mock NCCL error";
+    }
 }
 
 const char *ncclGetLastError(ncclComm_t c)
@@ -418,6 +508,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int n, ncclUniqueId id, int
     }
     c->rank = rank;
     c->n = n;
+    /* NCCL_CONFIG_INITIALIZER leaves it undefined: blocking by default */
+    c->blocking = config->blocking != 0;
     snprintf(c->name, sizeof(c->name), "%s", id.internal);
     snprintf(c->algo, sizeof(c->algo), "%s", a ? a : "");
     snprintf(c->proto, sizeof(c->proto), "%s", p ? p : "");
@@ -451,7 +543,14 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int n, ncclUniqueId id, int
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *st)
 {
-    if (c->polls > 0) {
+    if (c->pending_refusal) { /* NCCL's thread selects now, with today's environment */
+        c->pending_refusal = 0;
+        c->polls = 0;
+        c->async_err = refuse(c);
+    }
+    if (c->async_err != ncclSuccess) {
+        *st = c->async_err;
+    } else if (c->polls > 0) {
         c->polls--;
         *st = ncclInProgress;
     } else {
@@ -501,6 +600,20 @@ ncclResult_t ncclCommRegister(const ncclComm_t c, void *buf, size_t size, void *
     return ncclSuccess;
 }
 
+ncclResult_t ncclMemAlloc(void **p, size_t bytes)
+{
+    *p = malloc(bytes > 0 ? bytes : 1);
+    g_memallocs += *p != NULL;
+    return *p != NULL ? ncclSuccess : ncclSystemError;
+}
+
+ncclResult_t ncclMemFree(void *p)
+{
+    g_memfrees += p != NULL;
+    free(p);
+    return ncclSuccess;
+}
+
 ncclResult_t ncclCommDeregister(const ncclComm_t c, void *handle)
 {
     if (handle == NULL || c->regs <= 0) {
@@ -535,6 +648,14 @@ ncclResult_t ncclGroupEnd(void)
         return ncclSuccess;
     }
     struct ncclComm *c = g_group[0].c;
+    if (c != NULL && c->async_err != ncclSuccess) {
+        g_ngroup = 0;
+        return c->async_err;
+    }
+    if (c != NULL && g_capturing == NULL && group_refused()) {
+        g_ngroup = 0;
+        return refused_on(c);
+    }
     if (g_capturing != NULL) {
         g_cap = realloc(g_cap, (size_t)(g_ncap + g_ngroup) * sizeof(*g_cap));
         memcpy(g_cap + g_ncap, g_group, (size_t)g_ngroup * sizeof(*g_cap));
@@ -543,7 +664,7 @@ ncclResult_t ncclGroupEnd(void)
         exec_list(g_group, g_ngroup);
     }
     g_ngroup = 0;
-    if (c == NULL) {
+    if (c == NULL || c->blocking) {
         return ncclSuccess;
     }
     c->polls = 1; /* a non-blocking communicator: one ncclInProgress to poll away */
@@ -552,19 +673,21 @@ ncclResult_t ncclGroupEnd(void)
 
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *sim)
 {
-    int refused = 0;
     if (g_group_depth <= 0) {
         return ncclInvalidUsage;
     }
-    g_group_depth = 0;
-    for (int i = 0; i < g_ngroup; i++) {
-        refused |= g_group[i].kind <= K_RED && missing_algo(g_group[i].c);
+    struct ncclComm *c = g_ngroup > 0 ? g_group[0].c : NULL;
+    if (c != NULL && !c->blocking) {
+        /* NCCL 2.28's non-blocking group path launches without simulating */
+        return ncclGroupEnd();
     }
+    int refused = group_refused();
+    g_group_depth = 0;
     g_ngroup = 0;
     if (sim != NULL) {
         sim->estimatedTime = 1.0f;
     }
-    return refused ? ncclInvalidUsage : ncclSuccess;
+    return refused ? refuse(c) : ncclSuccess;
 }
 
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t dt, ncclRedOp_t op,

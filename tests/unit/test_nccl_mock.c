@@ -7,7 +7,12 @@
  * operation in and out of place, non-zero root,
  * variants default/graph/reg+graph/p2p/ring-ll/tree-ll, refused forced
  * algorithms, communicator eviction (nccl-max-comms=2), environment restore,
- * the no-GPU init failure and a timeout that aborts the communicator.
+ * the no-GPU init failure and a timeout that aborts the communicator.  The
+ * stand-in refuses as NCCL 2.28 does (at once on blocking communicators,
+ * later and sticky on non-blocking ones), so the tests also check that a
+ * refused probe leaves the variant's other operations working, on blocking
+ * and non-blocking communicators, and that nothing sleeps while operations
+ * run.
  */
 #include "config.h"
 
@@ -46,7 +51,8 @@ typedef struct shared {
 static shared_t *sh;
 static int my_rank;
 static const char *opt_timeout = "30";
-static collprof_host_t host; /* what the plugin holds from init to finalize */
+static const char *opt_blocking; /* NULL: the plugin's default */
+static collprof_host_t host;     /* what the plugin holds from init to finalize */
 
 static const char *get_option(const char *key)
 {
@@ -55,6 +61,9 @@ static const char *get_option(const char *key)
     }
     if (!strcmp(key, "nccl-max-comms")) {
         return "2";
+    }
+    if (!strcmp(key, "nccl-blocking")) {
+        return opt_blocking;
     }
     return NULL;
 }
@@ -220,6 +229,11 @@ static void check_refused(const collprof_backend_t *be, void *ctx)
     }
     check(be->select_variant(ctx, COLLPROF_OP_ALLTOALL, "tree-ll") == COLLPROF_ERR_NOT_SUPPORTED,
           "tree-ll does not apply to alltoall");
+    int rc = be->select_variant(ctx, COLLPROF_OP_ALLGATHER, "collnetdirect-simple");
+    check(rc == COLLPROF_ERR_NOT_SUPPORTED &&
+              strstr(be->last_error(ctx), "no algorithm/protocol available") != NULL,
+          "collnetdirect-simple for allgather: unsupported with NCCL's reason (%s)",
+          be->last_error(ctx));
     check(be->select_variant(ctx, COLLPROF_OP_ALLREDUCE, "nosuch") == COLLPROF_ERR_NOT_SUPPORTED,
           "unknown variant refused");
 }
@@ -227,7 +241,7 @@ static void check_refused(const collprof_backend_t *be, void *ctx)
 /* a variant whose communicator was evicted meanwhile (2 kept) is re-created by run() itself */
 static void check_evicted(const collprof_backend_t *be, void *ctx, void (*stats)(unsigned long *))
 {
-    unsigned long s[5], before;
+    unsigned long s[8], before;
     void *buf = NULL;
     size_t count = 64 * NR;
     stats(s);
@@ -257,6 +271,64 @@ static void check_evicted(const collprof_backend_t *be, void *ctx, void (*stats)
     check(s[2] > 0 && s[2] == s[3], "every registration undone (%lu registered, %lu deregistered)",
           s[2], s[3]);
     check(s[4] >= 4, "communicators re-created after eviction (%lu inits with 2 kept)", s[4]);
+#ifdef HAVE_NCCLMEMALLOC
+    check(s[6] > 0 && s[6] == s[7], "+reg buffers from ncclMemAlloc, all freed (%lu, %lu)", s[6],
+          s[7]);
+#endif
+}
+
+/* the stand-in's CollNetDirect has allreduce only: refused elsewhere, exact there */
+static void check_after_refusal(cp_runner_t *r, const char *mode)
+{
+    const collprof_backend_t *be = r->plugins[0].be;
+    void *ctx = r->plugins[0].ctx;
+    int rc = be->select_variant(ctx, COLLPROF_OP_REDUCESCATTER, "collnetdirect-simple");
+    check(rc == COLLPROF_ERR_NOT_SUPPORTED && strstr(be->last_error(ctx), "NCCL has no"),
+          "%s: collnetdirect-simple refused for reducescatter (%s)", mode, be->last_error(ctx));
+    cell_t c = {"collnetdirect-simple", COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_FLOAT32,
+                COLLPROF_REDOP_SUM, 0};
+    char why[512] = "";
+    collprof_cell_status_t st;
+    long w = run_cell(r, &c, &st, why, sizeof(why));
+    check(st == COLLPROF_CELL_OK && w == 0,
+          "%s: after the refusal, collnetdirect-simple allreduce runs exact (%s %ld %s)", mode,
+          collprof_cell_status_name(st), w, why);
+    c.variant = "default";
+    w = run_cell(r, &c, &st, why, sizeof(why));
+    check(st == COLLPROF_CELL_OK && w == 0, "%s: default allreduce still exact (%s %ld %s)", mode,
+          collprof_cell_status_name(st), w, why);
+}
+
+/* non-blocking communicators: refusals arrive late and stick; nothing sleeps in operations */
+static void check_nonblocking(cp_runner_t *r, void (*stats)(unsigned long *))
+{
+    cp_plugin_t *p = &r->plugins[0];
+    const collprof_backend_t *be = p->be;
+    unsigned long s0[8], s1[8];
+    check(be->finalize(p->ctx) == COLLPROF_OK, "finalize");
+    p->ctx = NULL;
+    opt_blocking = "0";
+    int rc = be->init(&host, &p->ctx);
+    opt_blocking = NULL;
+    check(rc == COLLPROF_OK, "init with nccl-blocking=0 (%s)", rc ? be->last_error(NULL) : "ok");
+    if (rc != COLLPROF_OK) {
+        return;
+    }
+    rc = be->select_variant(p->ctx, COLLPROF_OP_ALLREDUCE, "nvls-simple");
+    check(rc == COLLPROF_ERR_NOT_SUPPORTED && strstr(be->last_error(p->ctx), "NCCL has no"),
+          "non-blocking: nvls-simple refused for allreduce (%s)", be->last_error(p->ctx));
+    check(getenv("NCCL_ALGO") == NULL, "non-blocking: NCCL_ALGO restored after the probe");
+    check_after_refusal(r, "non-blocking");
+    stats(s0);
+    cell_t c = {"ring-simple", COLLPROF_OP_ALLGATHER, COLLPROF_DTYPE_FLOAT32, COLLPROF_REDOP_SUM,
+                1};
+    char why[512] = "";
+    collprof_cell_status_t st;
+    long w = run_cell(r, &c, &st, why, sizeof(why));
+    stats(s1);
+    check(st == COLLPROF_CELL_OK && w == 0, "non-blocking: ring-simple allgather exact (%s %ld %s)",
+          collprof_cell_status_name(st), w, why);
+    check(s1[5] == s0[5], "non-blocking: no sleep while operations ran (%lu naps)", s1[5] - s0[5]);
 }
 
 /* a hang: timeout, communicator aborted, the next call fails fast */
@@ -372,7 +444,9 @@ static void rank_main(const char *path)
     run_matrix(&k.r);
     run_more(&k.r);
     check_refused(be, p.ctx);
+    check_after_refusal(&k.r, "blocking");
     check_evicted(be, p.ctx, stats);
+    check_nonblocking(&k.r, stats);
     check_hang(&k.r, hang);
 }
 

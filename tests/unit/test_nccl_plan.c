@@ -166,6 +166,15 @@ static void test_versions(void)
     const char *ncclx[] = {"ncclAllReduce", "ncclCommDump", NULL};
     ok(!cp_nccl_detect_ncclx(fake_syms, plain), "plain NCCL symbols: not NCCLX");
     ok(cp_nccl_detect_ncclx(fake_syms, ncclx), "ncclCommDump present: NCCLX");
+    /* NCCLX's ncclCommDump is a C++ function: exported under its mangled name */
+    const char *mangled[] = {"ncclAllReduce",
+                             "_Z12ncclCommDumpP8ncclCommRSt13unordered_mapINSt7__cxx1112basic_"
+                             "stringIcSt11char_traitsIcESaIcEEES7_St4hashIS7_ESt8equal_toIS7_"
+                             "ESaISt4pairIKS7_S7_EEE",
+                             NULL};
+    ok(cp_nccl_detect_ncclx(fake_syms, mangled), "ncclCommDump under its C++ name: NCCLX");
+    const char *a2av[] = {"ncclAllReduce", "ncclAllToAllv", NULL};
+    ok(cp_nccl_detect_ncclx(fake_syms, a2av), "ncclAllToAllv (C linkage): NCCLX");
 }
 
 static void test_maps(void)

@@ -1,0 +1,179 @@
+#!/bin/bash
+# collprof's nccl backend against a plain loop of the same NCCL calls
+# (bench/nccl_loop.c), side by side on the GPUs of this machine: a byte
+# sweep per op, both timed with CUDA events, interleaved over several
+# launches.  Prints per op and size the median-of-rounds mean time of each
+# and ratio = collprof / plain (the goal: within 1.05 at every size).
+# Needs a GPU; see bench/README.md and docs/nccl.md.  Exit status: 0 ran
+# (whatever the ratios), 1 failed to run, 2 bad usage.
+set -u
+
+usage() {
+    cat <<'EOF'
+Usage: bench/nccl_compare.sh [OPTIONS]
+Times NCCL collectives through collprof (--backends nccl --variants default,
+out of place, float32 sum) and through bench/nccl_loop.c over a byte sweep,
+interleaved over R rounds of one launch each, and prints per op and size the
+median-of-rounds means and ratio = collprof / plain.
+
+  -r, --rounds R         launches of each program (default: 3)
+  -n, --iters N          timed iterations per op, size and launch (default: 50)
+  -w, --warmup W         warm-up iterations (default: 10)
+  -b, --minbytes SIZE    sweep start, K/M/G suffixes (default: 8)
+  -e, --maxbytes SIZE    sweep end (default: 256M)
+  -f, --stepfactor F     sweep multiplier (default: 2)
+      --np N             ranks, one GPU each (default: 1)
+      --ops LIST         allreduce,allgather,reducescatter,broadcast (default: allreduce)
+      --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, or on PATH)
+      --plugin-path DIR  COLLPROF_PLUGIN_PATH (default: the environment's, or
+                         .libs next to a build-tree collprof)
+      --nccl-loop PATH   the plain loop (default: $NCCL_LOOP, bench/nccl_loop in
+                         collprof's build tree, else compiled here with $CC
+                         against $CUDA_HOME, default /usr/local/cuda, and
+                         $NCCL_HOME when set)
+      --keep             keep the raw outputs (their directory is printed)
+  -h, --help             this help
+EOF
+}
+
+NAME=nccl_compare.sh
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+
+ROUNDS=3 ITERS=50 WARMUP=10 MINB=8 MAXB=256M FACTOR=2 NP=1 OPS=allreduce KEEP=0
+COLLPROF_BIN=${COLLPROF:-}
+PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
+LOOP_BIN=${NCCL_LOOP:-}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    -r | --rounds) need_arg "$1" $#; ROUNDS=$2; shift 2 ;;
+    -n | --iters) need_arg "$1" $#; ITERS=$2; shift 2 ;;
+    -w | --warmup) need_arg "$1" $#; WARMUP=$2; shift 2 ;;
+    -b | --minbytes) need_arg "$1" $#; MINB=$2; shift 2 ;;
+    -e | --maxbytes) need_arg "$1" $#; MAXB=$2; shift 2 ;;
+    -f | --stepfactor) need_arg "$1" $#; FACTOR=$2; shift 2 ;;
+    --np) need_arg "$1" $#; NP=$2; shift 2 ;;
+    --ops) need_arg "$1" $#; OPS=$2; shift 2 ;;
+    --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
+    --plugin-path) need_arg "$1" $#; PLUGIN_PATH=$2; shift 2 ;;
+    --nccl-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) bad_usage "unknown argument '$1'" ;;
+    esac
+done
+
+at_least "$ROUNDS" 1 || bad_usage "--rounds must be a positive integer"
+at_least "$ITERS" 1 || bad_usage "--iters must be a positive integer"
+at_least "$WARMUP" 0 || bad_usage "--warmup must be a non-negative integer"
+at_least "$NP" 1 || bad_usage "--np must be a positive integer"
+at_least "$FACTOR" 2 || bad_usage "--stepfactor must be an integer of at least 2"
+for s in "$MINB" "$MAXB"; do
+    case ${s%[KMG]} in '' | *[!0-9]*) bad_usage "bad size '$s'" ;; esac
+done
+for op in ${OPS//,/ }; do
+    case $op in allreduce | allgather | reducescatter | broadcast) ;;
+    *) bad_usage "--ops: '$op' is not allreduce, allgather, reducescatter or broadcast" ;; esac
+done
+
+HERE=$(cd "$(dirname "$0")" && pwd) || die "cannot find the script's directory"
+find_collprof
+if [ -z "$PLUGIN_PATH" ] && [ -e "$BUILD_DIR/.libs/collprof_nccl.so" ]; then
+    PLUGIN_PATH=$BUILD_DIR/.libs
+fi
+[ -n "$PLUGIN_PATH" ] && export COLLPROF_PLUGIN_PATH="$PLUGIN_PATH"
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/collprof-nccl.XXXXXX") || die "mktemp failed"
+if [ "$KEEP" = 1 ]; then
+    echo "raw outputs in $TMP"
+else
+    trap 'rm -rf "$TMP"' EXIT
+fi
+
+# ---- the plain loop -----------------------------------------------------------
+if [ -z "$LOOP_BIN" ] && [ -x "$BUILD_DIR/bench/nccl_loop" ]; then
+    LOOP_BIN=$BUILD_DIR/bench/nccl_loop
+fi
+if [ -z "$LOOP_BIN" ]; then
+    cuda=${CUDA_HOME:-/usr/local/cuda}
+    inc="-I$cuda/include" lib="-L$cuda/lib64 -Wl,-rpath,$cuda/lib64"
+    if [ -n "${NCCL_HOME:-}" ]; then
+        inc="-I$NCCL_HOME/include $inc" lib="-L$NCCL_HOME/lib -Wl,-rpath,$NCCL_HOME/lib $lib"
+    fi
+    LOOP_BIN=$TMP/nccl_loop
+    # shellcheck disable=SC2086 # flags split on purpose
+    "${CC:-cc}" -O2 -Wall $inc -o "$LOOP_BIN" "$HERE/nccl_loop.c" $lib -lnccl -lcudart ||
+        die "cannot build $HERE/nccl_loop.c (set CUDA_HOME, NCCL_HOME or --nccl-loop)"
+fi
+[ -x "$LOOP_BIN" ] || die "$LOOP_BIN is not executable"
+
+# "OP BYTES MEAN" lines from collprof's table (columns found from its header)
+parse_collprof() {
+    awk '/^# backend/ { for (i = 1; i <= NF; i++) { if ($i == "time(us)") m = i - 1; if ($i == "size(B)") b = i - 1 } }
+        m && b && $1 == "nccl" && $2 == "default" && $m ~ /^[0-9.]+$/ { print $3, $b, $m }' "$1"
+}
+
+# the same from nccl_loop's key-value lines
+parse_loop() {
+    awk '$1 == "op" { for (i = 3; i < NF; i++) { if ($i == "bytes") b = $(i + 1); if ($i == "mean_us") m = $(i + 1) }
+        print $2, b, m }' "$1"
+}
+
+# "ROUND PROGRAM OP INDEX BYTES MEAN", INDEX the position in the op's sweep
+number() { # round program
+    awk -v r="$1" -v p="$2" '{ print r, p, $1, ++k[$1], $2, $3 }'
+}
+
+launch=()
+[ "$NP" -gt 1 ] && launch=(--np "$NP")
+for r in $(seq 1 "$ROUNDS"); do
+    out=$TMP/loop.$r
+    "$LOOP_BIN" -g "$NP" -o "$OPS" -b "$MINB" -e "$MAXB" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" \
+        >"$out" 2>&1 || { cat "$out" >&2; die "nccl_loop failed in round $r (output above)"; }
+    parse_loop "$out" | number "$r" plain >>"$TMP/times"
+    out=$TMP/collprof.$r
+    mkdir -p "$out.d"
+    "$COLLPROF_BIN" "${launch[@]}" --backends nccl --variants default --ops "$OPS" \
+        -b "$MINB" -e "$MAXB" -f "$FACTOR" --dtype float32 --redop sum --inplace out \
+        -n "$ITERS" -w "$WARMUP" --output-dir "$out.d" >"$out" 2>&1 ||
+        { cat "$out" >&2; die "collprof failed in round $r (output above)"; }
+    parse_collprof "$out" | number "$r" collprof >>"$TMP/times"
+done
+
+# per op and position in the sweep: each program's median over rounds, then the ratio
+awk -v rounds="$ROUNDS" '
+    function median(key,   n, i, j, t, v) {
+        n = cnt[key]
+        for (i = 1; i <= n; i++) v[i] = val[key, i]
+        for (i = 2; i <= n; i++)
+            for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+        return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    {
+        cell = $3 SUBSEP $4
+        key = $2 SUBSEP cell
+        val[key, ++cnt[key]] = $6
+        bytes[key] = $5
+        if (!(cell in seen)) { seen[cell] = 1; order[++no] = cell }
+    }
+    END {
+        printf "%-14s %12s %14s %14s %8s\n", "op", "bytes", "plain(us)", "collprof(us)", "ratio"
+        worst = 0
+        for (k = 1; k <= no; k++) {
+            split(order[k], f, SUBSEP)
+            p = "plain" SUBSEP order[k]; c = "collprof" SUBSEP order[k]
+            b = (p in bytes) ? bytes[p] : bytes[c]
+            if ((p in bytes) && (c in bytes) && bytes[p] != bytes[c]) b = bytes[p] "/" bytes[c]
+            if (!(p in cnt) || !(c in cnt)) {
+                printf "%-14s %12s %14s %14s %8s\n", f[1], b, (p in cnt) ? median(p) : "-",
+                       (c in cnt) ? median(c) : "-", "n/a"
+                continue
+            }
+            mp = median(p); mc = median(c); ratio = mp > 0 ? mc / mp : 0
+            worst = ratio > worst ? ratio : worst
+            flag = ratio > 1.05 ? "  > 5 %" : ""
+            printf "%-14s %12s %14.2f %14.2f %8.3f%s\n", f[1], b, mp, mc, ratio, flag
+        }
+        printf "worst ratio %.3f over %d cells, medians of %d round(s)\n", worst, no, rounds
+    }' "$TMP/times"
