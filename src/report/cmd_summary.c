@@ -9,6 +9,7 @@
 
 #include "report/report.h"
 
+#include "output/best.h"
 #include "output/format.h"
 #include "output/study.h"
 #include "output/world.h"
@@ -111,7 +112,18 @@ static void print_study(const cp_report_file_t *f)
     cp_study_print_all(stdout, f->rows, f->nrows, f->backends, f->nbackends, f->root.link_gbps);
 }
 
-static void print_file(const cp_report_file_t *f)
+/* which backend and variant wins, as src/output/summary.c ends the run's summary with it */
+static void print_best(cp_report_file_t *f)
+{
+    size_t n;
+    cp_best_cell_t *cells = cp_report_best_cells(&f, 1, &n);
+    if (cells != NULL) {
+        cp_best_print_summary(stdout, cells, n);
+        free(cells);
+    }
+}
+
+static void print_file(cp_report_file_t *f)
 {
     cp_format_state_t st;
     int ok = 0, wrong = 0, error = 0, unsupported = 0, skipped = 0, timeout = 0;
@@ -140,6 +152,7 @@ static void print_file(const cp_report_file_t *f)
         nwrong += r->wrong;
     }
     print_study(f);
+    print_best(f);
     printf("\n== totals ==\n");
     printf("cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n", ok, wrong, error,
            unsupported, skipped);
