@@ -435,11 +435,22 @@ static void cand_cols(char *name, char *time, const cp_best_cand_t *c, int with_
     snprintf(time, TAB_CELL, "%.1f", c->row->time_mean_us);
 }
 
-static void set_header(tab_row_t v, const char *const *h)
+/* Start t with its header line; right: the right-aligned columns (bits). */
+static void tab_start(tab_t *t, const char *const *head, unsigned right)
 {
     for (int c = 0; c < TAB_COLS; c++) {
-        snprintf(v[c], TAB_CELL, "%s", h[c]);
+        snprintf(t->row[0][c], TAB_CELL, "%s", head[c]);
     }
+    t->n = 1;
+    t->right = right;
+}
+
+/* A new line of t about the cell of row, its columns 0-3 filled. */
+static char (*tab_add(tab_t *t, const collprof_result_row_t *row))[TAB_CELL]
+{
+    char(*v)[TAB_CELL] = t->row[t->n++];
+    cell_cols(v, row);
+    return v;
 }
 
 static void print_rows(FILE *f, const cp_best_t *b, tab_t *t)
@@ -454,17 +465,14 @@ static void print_rows(FILE *f, const cp_best_t *b, tab_t *t)
         fprintf(f, "every cell was measured by one backend/variant only: nothing to compare\n");
         return;
     }
-    set_header(t->row[0], head);
-    t->n = 1;
-    t->right = 1u << 2 | 1u << 3 | 1u << 5 | 1u << 6 | 1u << 8;
+    tab_start(t, head, 1u << 2 | 1u << 3 | 1u << 5 | 1u << 6 | 1u << 8);
     for (size_t i = 0; i < b->nrows; i++) {
         const cp_best_row_t *r = &b->rows[i];
-        tab_row_t *v = &t->row[t->n++];
-        cell_cols(*v, r->d.fast.row);
-        cand_cols((*v)[4], (*v)[5], &r->d.fast, 1);
-        snprintf((*v)[6], TAB_CELL, "%.2f", r->d.fast.row->busbw_gbs);
-        cand_cols((*v)[7], (*v)[8], &r->d.slow, 1);
-        cp_best_row_verdict(r, (*v)[9], TAB_CELL);
+        char(*v)[TAB_CELL] = tab_add(t, r->d.fast.row);
+        cand_cols(v[4], v[5], &r->d.fast, 1);
+        snprintf(v[6], TAB_CELL, "%.2f", r->d.fast.row->busbw_gbs);
+        cand_cols(v[7], v[8], &r->d.slow, 1);
+        cp_best_row_verdict(r, v[9], TAB_CELL);
     }
     tab_print(f, t);
 }
@@ -479,18 +487,15 @@ static void print_pairs(FILE *f, const cp_best_t *b, tab_t *t)
                 b->nbackends < 2 ? "one backend" : "no cell was measured by two backends");
         return;
     }
-    set_header(t->row[0], head);
-    t->n = 1;
-    t->right = 1u << 2 | 1u << 3 | 1u << 6 | 1u << 8;
+    tab_start(t, head, 1u << 2 | 1u << 3 | 1u << 6 | 1u << 8);
     for (size_t i = 0; i < b->npairs; i++) {
         const cp_best_pair_t *p = &b->pairs[i];
         int a_fast = !strcmp(p->d.fast.row->backend, p->a);
-        tab_row_t *v = &t->row[t->n++];
-        cell_cols(*v, p->d.fast.row);
-        snprintf((*v)[4], TAB_CELL, "%s vs %s", p->a, p->b);
-        cand_cols((*v)[5], (*v)[6], a_fast ? &p->d.fast : &p->d.slow, 1);
-        cand_cols((*v)[7], (*v)[8], a_fast ? &p->d.slow : &p->d.fast, 1);
-        cp_best_pair_verdict(p, (*v)[9], TAB_CELL);
+        char(*v)[TAB_CELL] = tab_add(t, p->d.fast.row);
+        snprintf(v[4], TAB_CELL, "%s vs %s", p->a, p->b);
+        cand_cols(v[5], v[6], a_fast ? &p->d.fast : &p->d.slow, 1);
+        cand_cols(v[7], v[8], a_fast ? &p->d.slow : &p->d.fast, 1);
+        cp_best_pair_verdict(p, v[9], TAB_CELL);
     }
     tab_print(f, t);
 }
@@ -505,17 +510,14 @@ static void print_gains(FILE *f, const cp_best_t *b, tab_t *t)
         fprintf(f, "no backend ran a cell in two variants or more: nothing to compare\n");
         return;
     }
-    set_header(t->row[0], head);
-    t->n = 1;
-    t->right = 1u << 2 | 1u << 3 | 1u << 6 | 1u << 8;
+    tab_start(t, head, 1u << 2 | 1u << 3 | 1u << 6 | 1u << 8);
     for (size_t i = 0; i < b->ngains; i++) {
         const cp_best_gain_t *g = &b->gains[i];
-        tab_row_t *v = &t->row[t->n++];
-        cell_cols(*v, g->d.fast.row);
-        snprintf((*v)[4], TAB_CELL, "%s", g->d.fast.row->backend);
-        cand_cols((*v)[5], (*v)[6], &g->d.fast, 0);
-        cand_cols((*v)[7], (*v)[8], &g->d.slow, 0);
-        cp_best_gain_verdict(g, (*v)[9], TAB_CELL);
+        char(*v)[TAB_CELL] = tab_add(t, g->d.fast.row);
+        snprintf(v[4], TAB_CELL, "%s", g->d.fast.row->backend);
+        cand_cols(v[5], v[6], &g->d.fast, 0);
+        cand_cols(v[7], v[8], &g->d.slow, 0);
+        cp_best_gain_verdict(g, v[9], TAB_CELL);
     }
     tab_print(f, t);
 }
