@@ -1,8 +1,10 @@
 /*
  * `summary`: the text summary of a run, rebuilt from its HDF5 file.  The
  * cell lines come from the same src/output/format.c functions the run
- * used, and the per-rank bytes line is printed as src/output/summary.c
- * prints it, so those lines match the run's .txt summary byte for byte.
+ * used, the tables of which backend wins from src/output/best.c (with the
+ * p5 from the raw samples, as the run takes it from its own), and the
+ * per-rank bytes line is printed as src/output/summary.c prints it, so
+ * those lines match the run's .txt summary byte for byte.
  * The header is shorter: it shows what the file's attributes record.
  */
 #include "config.h"
@@ -22,7 +24,8 @@ static void usage(FILE *f)
     fprintf(f, "Usage: collprof-report summary FILE|DIR...\n"
                "Print the text summary of each result file (a DIR stands for its\n"
                "collprof_*.h5 files, in name order): a header from the file's attributes,\n"
-               "the per-cell lines of collprof's own text summary, and the totals.\n"
+               "the per-cell lines of collprof's own text summary, the tables of which\n"
+               "backend and variant wins (see 'collprof-report best'), and the totals.\n"
                "\n"
                "  -h, --help   this help\n"
                "\n"
