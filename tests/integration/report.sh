@@ -1,9 +1,10 @@
 #!/bin/sh
-# collprof-report on real result files: summary round trip, compare (self
-# and an injected regression), export, stragglers (an injected slow rank),
-# plot (rendered by headless Chromium when installed), and every kind of
-# bad input.  Injected slowdowns are large (+2000 us on cells of ~20-300
-# us) because timings on a shared 2-core machine vary a lot between runs.
+# collprof-report on real result files: summary round trip, best (a real
+# mpi+self run), compare (self and an injected regression), export,
+# stragglers (an injected slow rank), plot (rendered by headless Chromium
+# when installed), and every kind of bad input.  Injected slowdowns are
+# large (+2000 us on cells of ~20-300 us) because timings on a shared
+# 2-core machine vary a lot between runs.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 [ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
