@@ -25,4 +25,10 @@ export OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component
 export CP_TIMEOUT=${CP_TIMEOUT:-600}
 # and too noisy for the tests that judge speed (collprof-report compare)
 export CP_TIMING_UNRELIABLE=1
-make -j"$(nproc)" check
+rc=0
+make -j"$(nproc)" check || rc=$?
+# where the time went (each test's log ends with "# took N s")
+echo "slowest tests under the sanitizers:"
+grep -H '^# took' tests/*.log tests/*/*.log 2>/dev/null | sed 's/:# took / /' | sort -k2 -n -r |
+    head -n 8 | sed 's/^/  /'
+exit "$rc"

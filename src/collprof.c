@@ -15,10 +15,12 @@
 #include "core/bopts.h"
 #include "core/cli.h"
 #include "core/data.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/plan.h"
 #include "core/prov.h"
 #include "core/runner.h"
+#include "core/split.h"
 #include "core/sweep.h"
 #include "core/watchdog.h"
 #include "output/summary.h"
@@ -31,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
@@ -347,7 +351,9 @@ static int run_launcher(char **argv, cp_options_t *opt)
         rc = EXIT_OK;
         goto free_plan;
     }
-    if (cp_output_dir_check(cp_output_dir(opt), err, sizeof(err)) != 0) {
+    if (cp_output_dir_check(cp_output_dir(opt), "--output-dir", err, sizeof(err)) != 0 ||
+        (opt->log_dir[0] != '\0' &&
+         cp_output_dir_check(opt->log_dir, "--log-dir", err, sizeof(err)) != 0)) {
         cp_log(CP_LOG_ERROR, "%s", err);
         rc = EXIT_USAGE;
         goto free_plan;
@@ -410,6 +416,7 @@ static void finalize_backends(cp_plugin_t *plugins, int n)
         if (plugins[i].ctx != NULL) {
             plugins[i].be->finalize(plugins[i].ctx);
             plugins[i].ctx = NULL;
+            cp_log(CP_LOG_DEBUG, "backend %s: finalized", plugins[i].name);
         }
     }
 }
@@ -426,7 +433,49 @@ typedef struct rank_run {
     collprof_host_t host; /* what the plugins hold from init to finalize */
     cp_run_info_t ri;     /* what the summary holds until it is closed */
     int ready;            /* backends initialised */
+    cp_limits_t limits;   /* the memory-copy limit per buffer size (rank 0) */
+    unsigned split;       /* the --split kinds with cells */
 } rank_run_t;
+
+/* The --split kinds that can tell something on this job's layout; rank 0 says why the others
+ * run no cells. */
+static unsigned split_kinds(const cp_options_t *opt, const cp_boot_t *b)
+{
+    unsigned kinds = 0;
+    char why[160];
+    for (int k = CP_SPLIT_NODE; k < CP_SPLIT_KINDS; k++) {
+        if (!(opt->split & COLLPROF_BIT(k))) {
+            continue;
+        }
+        if (cp_split_pointless(b, k, why, sizeof(why)) == NULL) {
+            kinds |= COLLPROF_BIT(k);
+        } else if (b->rank == 0) {
+            fprintf(stderr, "collprof: warning: --split %s: %s; no %s cells\n", cp_split_name(k),
+                    why, cp_split_name(k));
+        }
+    }
+    return kinds;
+}
+
+/* Collective (--log-dir): rank 0 names the run, and each rank opens its log when open is set;
+ * 0, or -1 with a one-line reason in err. */
+static int open_rank_log(const cp_boot_t *b, const char *dir, int open, char *err, size_t len)
+{
+    char run[96] = "";
+    if (b->rank == 0) {
+        time_t now = time(NULL);
+        struct tm tm;
+        char ts[32];
+        gmtime_r(&now, &tm);
+        strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm);
+        snprintf(run, sizeof(run), "%s_p%ld", ts, (long)getpid());
+    }
+    if (cp_oob_bcast(run, sizeof(run), 0) != 0) {
+        snprintf(err, len, "--log-dir: the run's name could not be shared");
+        return -1;
+    }
+    return open ? cp_log_file_open(dir, run, b->rank, err, len) : 0;
+}
 
 /* Boot, load plugins, build the plan; the ranks agree on any input error
  * before a backend communicates.  Returns -1 to go on, else an exit status. */
@@ -449,13 +498,16 @@ static int rank_prepare(rank_run_t *rr)
            b->nranks, b->hostname, b->local_rank, b->node_id, b->nnodes, b->launcher);
     int nonly = 0;
     char(*only)[64] = only_backends(rr->opt, &nonly);
+    rr->split = split_kinds(rr->opt, b);
     if (status == 0 && cp_plugins_load(only, nonly, &rr->plugins, &rr->nplugins) != 0) {
         snprintf(err, sizeof(err), "out of memory loading plugins");
         status = EXIT_FAILED;
     }
-    if (status == 0 && (cp_bopts_check(rr->opt, rr->plugins, rr->nplugins, err, sizeof(err)) != 0 ||
-                        cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
-                                      sizeof(err)) != 0)) {
+    if (status == 0 &&
+        (cp_bopts_check(rr->opt, rr->plugins, rr->nplugins, err, sizeof(err)) != 0 ||
+         cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
+                       sizeof(err)) != 0 ||
+         cp_plan_split(rr->split, rr->plugins, b, &rr->plan, err, sizeof(err)) != 0)) {
         status = EXIT_USAGE;
     }
     g_plugins = rr->plugins;
@@ -468,7 +520,11 @@ static int rank_prepare(rank_run_t *rr)
         status = EXIT_USAGE;
     }
     if (status == 0 && b->rank == 0 && !rr->opt->dry_run &&
-        cp_output_dir_check(cp_output_dir(rr->opt), err, sizeof(err)) != 0) {
+        cp_output_dir_check(cp_output_dir(rr->opt), "--output-dir", err, sizeof(err)) != 0) {
+        status = EXIT_USAGE;
+    }
+    if (rr->opt->log_dir[0] != '\0' && !rr->opt->dry_run &&
+        open_rank_log(b, rr->opt->log_dir, status == 0, err, sizeof(err)) != 0) {
         status = EXIT_USAGE;
     }
     cp_agreement_t a;
@@ -509,6 +565,7 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
                                  .oob_barrier = cp_oob_barrier,
                                  .get_option = host_get_option};
     rr->ready = init_backends(rr->plugins, rr->nplugins, &rr->plan, b, &rr->host);
+    cp_split_start(rr->plugins, rr->nplugins, rr->plan.plugins_used, rr->split, b, &rr->host);
     /* what every rank's cells will be measured with, before the first cell */
     if (cp_prov_gather(rr->plugins, rr->nplugins, &rr->plan, &cp_oob_pmix, b->rank, b->nranks) !=
         0) {
@@ -521,6 +578,9 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
     if (rr->affinity != NULL && cp_oob_allgather(mine, rr->affinity, sizeof(mine)) != 0) {
         free(rr->affinity);
         rr->affinity = NULL;
+    }
+    if (!rr->opt->link_sweep && cp_limits_measure(&rr->plan, b, &rr->limits) != 0) {
+        cp_log(CP_LOG_WARN, "the memory-copy limit could not be measured");
     }
     cp_oob_log_stats("start-up");
     rr->ri = (cp_run_info_t){.opt = rr->opt,
@@ -561,6 +621,10 @@ static int record_cell(rank_run_t *rr, int i, const cp_result_t *res)
     }
     collprof_result_row_t row;
     cp_result_row(&rr->plugins[c->plugin], c, res, i, &row);
+    if (c->memtype == COLLPROF_MEM_HOST) {
+        cp_limits_of(&rr->limits, c->count * collprof_dtype_size(c->dtype), &row.copy1_gbs,
+                     &row.copy_gbs);
+    }
     cp_wd_lock();
     if (cp_summary_cell(rr->sum, &row, res) != 0) {
         rc = -1;
@@ -676,12 +740,16 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
                                                       : run_cells(&rr, &stopped);
         close_outputs(&rr, exit_status, stopped);
         cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
+        cp_split_stop(rr.plugins, rr.nplugins);
         finalize_backends(rr.plugins, rr.nplugins);
     }
+    cp_limits_free(&rr.limits);
     cp_prov_free(rr.plugins, rr.nplugins);
     cp_plugins_unload(rr.plugins, rr.nplugins);
     cp_plan_free(&rr.plan);
     free(rr.affinity);
+    cp_log(CP_LOG_DEBUG, "finished: exit status %d", exit_status);
+    cp_log_file_close();
     cp_boot_finalize(&rr.boot);
     cp_wd_stop();
     return exit_status;

@@ -110,6 +110,17 @@ typedef struct collprof_host {
      * "timeout" answers the watchdog's limit in whole seconds (NULL when off).
      */
     const char *(*get_option)(const char *key);
+    /**
+     * Split cells (collprof --split): this host may stand for a group of
+     * the job's ranks (the ranks of one node, or one rank per node).  Then
+     * rank and nranks are the group's, the oob_* functions are collective
+     * over the group only, local_rank, node_id and hostname stay this
+     * process's, and world_ranks[i] is the job rank of group rank i
+     * (ascending).  NULL for the whole job.  Given only to backends with
+     * COLLPROF_BACKEND_GROUPS; check size before reading (added in 2.1).
+     */
+    const int *world_ranks;
+    int world_nranks; /**< ranks in the whole job */
 } collprof_host_t;
 
 /** Kinds of backend option values. */
@@ -225,7 +236,10 @@ typedef struct collprof_args {
 enum {
     COLLPROF_BACKEND_RTLD_GLOBAL = 1u << 0,  /**< make the plugin's libraries global (MPI) */
     COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1, /**< times itself through run_batch */
-    COLLPROF_BACKEND_ON_REQUEST = 1u << 2    /**< runs only when named (-b NAME), listed always */
+    COLLPROF_BACKEND_ON_REQUEST = 1u << 2,   /**< runs only when named (-b NAME), listed always */
+    /** init() may be called again, on one host per group, for split cells (host->world_ranks);
+     *  the contexts live side by side and are finalized before the whole job's */
+    COLLPROF_BACKEND_GROUPS = 1u << 3
 };
 
 typedef struct collprof_backend {

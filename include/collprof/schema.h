@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 2
+#define COLLPROF_SCHEMA_VERSION_MINOR 3
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -50,7 +50,11 @@
     X(memory,       STR,    8, 1, "",       "buffer memory: host, pinned or device (added in 1.1)")  \
     X(timer,        STR,   64, 1, "",       "clock of the samples (added in 1.2)")                   \
     X(allocation,   STR,   64, 1, "",       "how the backend allocated the buffers (added in 1.2)")  \
-    X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")
+    X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")              \
+    X(split,        STR,    8, 1, "",       "node or cross group (--split), empty: every rank (1.3)") \
+    X(group_ranks,  I32,    0, 1, "",       "ranks in rank 0's group of a split cell, else 0 (1.3)") \
+    X(copy_gbs,     F64,    0, 1, "GB/s",   "memcpy rate at this size, one thread per local rank (1.3)") \
+    X(copy1_gbs,    F64,    0, 1, "GB/s",   "memcpy rate at this size, one thread (1.3)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \
@@ -61,7 +65,8 @@
     X(pid,          I64,    0, 0, "",       "process id")                               \
     X(cpu_affinity, STR,  256, 0, "",       "CPU list the rank may run on, e.g. 0-3,8") \
     X(device,       STR,   64, 0, "",       "host, or the accelerators its backends used")  \
-    X(transport,    STR,  256, 1, "",       "per backend, what it communicated over (added in 1.2)")
+    X(transport,    STR,  256, 1, "",       "per backend, what it communicated over (added in 1.2)") \
+    X(log,          STR,  256, 1, "",       "--log-dir: the rank's own log file, else empty (1.3)")
 
 /* /backends: one row per backend plugin found */
 #define COLLPROF_BACKEND_COLUMNS(X)                                                                          \

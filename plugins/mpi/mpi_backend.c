@@ -102,7 +102,8 @@ typedef struct mpi_be_ctx {
     int nranks;
     int forcing_ok; /* coll_tuned_use_dynamic_rules is on and MPI_T works */
     char forcing_why[160];
-    MPI_Comm comm[COLLPROF_OP_COUNT]; /* MPI_COMM_WORLD or our duplicate */
+    MPI_Comm base; /* MPI_COMM_WORLD, or the group's communicator (split cells) */
+    MPI_Comm comm[COLLPROF_OP_COUNT]; /* base or our duplicate */
     /* alltoallv arguments converted to int, sized nranks at init so that
      * run() never allocates inside the timed region */
     int *a2av_scounts, *a2av_sdispls, *a2av_rcounts, *a2av_rdispls;
@@ -502,6 +503,35 @@ static int mpi_be_stop_mpi(void)
     return rc;
 }
 
+/* The host stands for a group of the job's ranks (split cells). */
+static int mpi_be_group(const collprof_host_t *host)
+{
+    return host->size >= offsetof(collprof_host_t, world_nranks) + sizeof(int) &&
+           host->world_ranks != NULL;
+}
+
+/* The group's communicator as ctx->base: collective over the group only. */
+static int mpi_be_group_comm(mpi_be_ctx_t *ctx, const collprof_host_t *host)
+{
+    MPI_Group world, group;
+    int rc = MPI_Comm_group(MPI_COMM_WORLD, &world);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Group_incl(world, host->nranks, host->world_ranks, &group);
+        MPI_Group_free(&world);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, 0x5c17, &ctx->base);
+        MPI_Group_free(&group);
+    }
+    if (rc != MPI_SUCCESS) {
+        return mpi_be_mpi_error(ctx, "MPI_Comm_create_group", rc);
+    }
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        ctx->comm[op] = ctx->base;
+    }
+    return COLLPROF_OK;
+}
+
 /* MPI started (unless the process already did) and matching the job; *provided: thread level */
 static int mpi_be_start_mpi(const collprof_host_t *host, int *provided)
 {
@@ -528,6 +558,9 @@ static int mpi_be_start_mpi(const collprof_host_t *host, int *provided)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (size == host->nranks && rank == host->rank) {
+        return COLLPROF_OK;
+    }
+    if (mpi_be_group(host) && size == host->world_nranks && rank == host->world_ranks[host->rank]) {
         return COLLPROF_OK;
     }
     if (size == 1 && host->nranks > 1) {
@@ -562,6 +595,7 @@ static mpi_be_ctx_t *mpi_be_ctx_new(const collprof_host_t *host)
         mpi_be_ctx_free(ctx);
         return NULL;
     }
+    ctx->base = MPI_COMM_WORLD;
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
         ctx->comm[op] = MPI_COMM_WORLD;
     }
@@ -587,20 +621,33 @@ static int mpi_be_init(const collprof_host_t *host, void **ctxp)
     if (rc != COLLPROF_OK) {
         return rc;
     }
+    const int group = mpi_be_group(host);
     ctx = mpi_be_ctx_new(host);
     if (!ctx) {
         mpi_be_set_error(NULL, "init: out of memory");
-        mpi_be_stop_mpi();
+        if (!group) {
+            mpi_be_stop_mpi();
+        }
         return COLLPROF_ERR_NO_MEMORY;
     }
     /* Report errors instead of aborting the job: the core records them per cell.
      * Our duplicates inherit the handler. */
     rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS && group && (rc = mpi_be_group_comm(ctx, host)) == COLLPROF_OK) {
+        rc = MPI_Comm_set_errhandler(ctx->base, MPI_ERRORS_RETURN);
+    }
     if (rc != MPI_SUCCESS) {
-        mpi_be_mpi_error(ctx, "MPI_Comm_set_errhandler", rc);
+        if (ctx->err[0] == '\0') {
+            mpi_be_mpi_error(ctx, "MPI_Comm_set_errhandler", rc);
+        }
         mpi_be_set_error(NULL, "%s", ctx->err);
+        if (ctx->base != MPI_COMM_WORLD) {
+            MPI_Comm_free(&ctx->base);
+        }
         mpi_be_ctx_free(ctx);
-        mpi_be_stop_mpi();
+        if (!group) {
+            mpi_be_stop_mpi();
+        }
         return COLLPROF_ERR_BACKEND;
     }
     mpi_be_check_forcing(ctx);
@@ -622,9 +669,14 @@ static int mpi_be_finalize(void *vctx)
         return COLLPROF_ERR_INVALID;
     }
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-        if (ctx->comm[op] != MPI_COMM_WORLD) {
+        if (ctx->comm[op] != ctx->base) {
             MPI_Comm_free(&ctx->comm[op]);
         }
+    }
+    if (ctx->base != MPI_COMM_WORLD) { /* a group's: MPI stays up for the job's context */
+        MPI_Comm_free(&ctx->base);
+        mpi_be_ctx_free(ctx);
+        return COLLPROF_OK;
     }
     mpi_be_ctx_free(ctx);
     rc = mpi_be_stop_mpi();
@@ -705,10 +757,10 @@ static const mpi_be_alg_t *mpi_be_find_alg(collprof_op_t op, const char *name)
     return NULL;
 }
 
-/* ctx->comm[op] becomes comm (MPI_COMM_WORLD: the library's choice), freeing our old duplicate */
+/* ctx->comm[op] becomes comm (ctx->base: the library's choice), freeing our old duplicate */
 static void mpi_be_set_comm(mpi_be_ctx_t *ctx, collprof_op_t op, MPI_Comm comm)
 {
-    if (ctx->comm[op] != MPI_COMM_WORLD) {
+    if (ctx->comm[op] != ctx->base) {
         MPI_Comm_free(&ctx->comm[op]);
     }
     ctx->comm[op] = comm;
@@ -765,7 +817,7 @@ static int mpi_be_force(mpi_be_ctx_t *ctx, collprof_op_t op, const char *cvar,
         return COLLPROF_ERR_BACKEND;
     }
     seg_set = mpi_be_segsize_push(ctx, op, alg, &seg_old);
-    rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    rc = MPI_Comm_dup(ctx->base, &comm);
     st = mpi_be_cvar_rw(ctx, cvar, &old, &back);
     if (seg_set) {
         mpi_be_cvar_rw(ctx, MPI_BE_SEGRING_CVAR, &seg_old, &ignored);
@@ -806,8 +858,8 @@ static int mpi_be_select_variant(void *vctx, collprof_op_t op, const char *varia
         }
     }
     if (!ov->found || !ctx->forcing_ok) {
-        /* Nothing to force: the library's choice on MPI_COMM_WORLD. */
-        mpi_be_set_comm(ctx, op, MPI_COMM_WORLD);
+        /* Nothing to force: the library's choice on the base communicator. */
+        mpi_be_set_comm(ctx, op, ctx->base);
         return COLLPROF_OK;
     }
     snprintf(cvar, sizeof(cvar), "coll_tuned_%s_algorithm", ov->stem);
@@ -1122,7 +1174,7 @@ COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD(
         "mpi", PACKAGE_VERSION,
         "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)"),
-    .flags = COLLPROF_BACKEND_RTLD_GLOBAL,
+    .flags = COLLPROF_BACKEND_RTLD_GLOBAL | COLLPROF_BACKEND_GROUPS,
     COLLPROF_BACKEND_SLOTS(mpi_be, collprof_no_mem_copy, collprof_no_run_batch),
     COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, mpi_be_describe),
 };

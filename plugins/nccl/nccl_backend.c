@@ -1431,7 +1431,7 @@ static const collprof_option_t nb_options[] = {
 COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD("nccl", PACKAGE_VERSION,
                           "NCCL collectives on CUDA device buffers, timed with CUDA events"),
-    .flags = COLLPROF_BACKEND_DEVICE_TIMER,
+    .flags = COLLPROF_BACKEND_DEVICE_TIMER | COLLPROF_BACKEND_GROUPS,
     COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
     COLLPROF_BACKEND_EXTRAS(nb_options, COLLPROF_NROWS(nb_options), 0, nb_describe),
 };

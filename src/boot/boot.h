@@ -53,6 +53,21 @@ int cp_oob_allgather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);
 int cp_oob_barrier(void);
 
+/* The same over a group of the job's ranks (split cells): only its members
+ * call them, in the same order.  ranks: the members' job ranks, ascending;
+ * me: this rank's index in ranks; tag: unique per group among the groups
+ * this rank belongs to (it names the keys); seq starts at 0. */
+typedef struct cp_oob_group {
+    const int *ranks;
+    int n;
+    int me;
+    unsigned long seq;
+    char tag[32];
+} cp_oob_group_t;
+int cp_oob_group_allgather(cp_oob_group_t *g, const void *in, void *out, size_t len);
+int cp_oob_group_bcast(cp_oob_group_t *g, void *buf, size_t len, int root);
+int cp_oob_group_barrier(cp_oob_group_t *g);
+
 /** What this rank's out-of-band exchanges have cost so far (logged with -v at the end). */
 typedef struct cp_oob_stats {
     unsigned long fences;         /**< PMIx fences (allgather, bcast, barrier) */

@@ -661,3 +661,82 @@ int cp_oob_barrier(void)
     }
     return fence(0);
 }
+
+/* ---------------------------------------------------------------------- */
+/* Out-of-band collectives over a group (split cells).  No fence: Slurm's
+ * PMIx plugin (22.05) mixes up fences of disjoint sets of ranks that run at
+ * once ("unexpected contrib"), so each member publishes its part under a
+ * fresh key and reads the others' as they appear (bounded, like the
+ * watchdog's exchange). */
+
+#define GROUP_WAIT_S 300.0 /* the watchdog ends a run that hangs before this */
+
+static void group_key(cp_oob_group_t *g, char *key, size_t size)
+{
+    snprintf(key, size, "cp.g.%s.%lu", g->tag, g->seq++);
+}
+
+/* Member i's value of key into dst. */
+static int group_get(cp_oob_group_t *g, int i, const char *key, void *dst, size_t len)
+{
+    int rc = cp_oob_fetch(g->ranks[i], key, dst, len, GROUP_WAIT_S);
+    if (rc != COLLPROF_OK) {
+        cp_log(CP_LOG_ERROR, "group %s: rank %d did not publish %s within %.0f s", g->tag,
+               g->ranks[i], key, GROUP_WAIT_S);
+        return rc;
+    }
+    oob_stats.got_bytes += len;
+    return COLLPROF_OK;
+}
+
+int cp_oob_group_allgather(cp_oob_group_t *g, const void *in, void *out, size_t len)
+{
+    char key[96];
+    group_key(g, key, sizeof(key));
+    if (len == 0) {
+        return COLLPROF_OK;
+    }
+    if (in == NULL || out == NULL) {
+        return COLLPROF_ERR_INVALID;
+    }
+    char *dst = out;
+    memmove(dst + (size_t)g->me * len, in, len);
+    if (!pmix_up || g->n == 1) {
+        return COLLPROF_OK;
+    }
+    int ret = put_commit(key, in, len);
+    for (int i = 0; i < g->n && ret == COLLPROF_OK; i++) {
+        if (i != g->me) {
+            ret = group_get(g, i, key, dst + (size_t)i * len, len);
+        }
+    }
+    return ret;
+}
+
+int cp_oob_group_bcast(cp_oob_group_t *g, void *buf, size_t len, int root)
+{
+    char key[96];
+    group_key(g, key, sizeof(key));
+    if (root < 0 || root >= g->n) {
+        cp_log(CP_LOG_ERROR, "OOB broadcast from group rank %d of %d", root, g->n);
+        return COLLPROF_ERR_INVALID;
+    }
+    if (len == 0 || !pmix_up || g->n == 1) {
+        return COLLPROF_OK;
+    }
+    if (buf == NULL) {
+        return COLLPROF_ERR_INVALID;
+    }
+    return g->me == root ? put_commit(key, buf, len) : group_get(g, root, key, buf, len);
+}
+
+int cp_oob_group_barrier(cp_oob_group_t *g)
+{
+    unsigned char one = 1, *all = malloc((size_t)g->n);
+    if (all == NULL) {
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    int rc = cp_oob_group_allgather(g, &one, all, 1);
+    free(all);
+    return rc;
+}

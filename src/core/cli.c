@@ -4,6 +4,7 @@
 
 #include "colls/colls.h"
 #include "core/data.h"
+#include "core/split.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -589,6 +590,27 @@ static int h_sync(cli_state_t *st, const cli_opt_t *o, const char *arg, char *wh
     return 0;
 }
 
+/* --split node,cross (or none) */
+static int h_split(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    char buf[256], *save = NULL;
+    (void)o;
+    snprintf(buf, sizeof(buf), "%s", arg);
+    st->opt->split = 0;
+    for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "none")) {
+            continue;
+        }
+        int k = cp_split_from_name(t);
+        if (k <= CP_SPLIT_WORLD) {
+            snprintf(why, len, "--split: '%s' is not node, cross or none", t);
+            return -1;
+        }
+        st->opt->split |= COLLPROF_BIT(k);
+    }
+    return 0;
+}
+
 /* "auto" is kept as a spelling of "embedded" (see NEWS). */
 static int h_launcher(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
@@ -738,6 +760,10 @@ static const cli_opt_t cli_opts[] = {
     {"link-sweep", 0, NULL, h_flag, NULL, OPT_FIELD(link_sweep),
      "measure every pair of nodes instead of the matrix:\n"
      "node x node bandwidth and latency (see collprof(1))"},
+    {"split", 0, "LIST", h_split, NULL, 0, 0,
+     "also run each cell on node (the ranks of each node) and\n"
+     "cross (one rank per node) groups, every group at once\n"
+     "(nccl-tests' split communicators; default: none)"},
     {"sweep-sizes", 0, "S,L", h_sweep_sizes, NULL, 0, 0,
      "link sweep messages: latency at S, bandwidth at L\n"
      "bytes (default: 8,4M)"},
@@ -752,6 +778,9 @@ static const cli_opt_t cli_opts[] = {
      "where the summary goes (default: $SLURM_SUBMIT_DIR\n"
      "under Slurm, else the current directory)"},
     {"tag", 0, "TEXT", h_text, NULL, OPT_FIELD(tag), "label recorded in the summary"},
+    {"log-dir", 0, "DIR", h_string, NULL, OPT_FIELD(log_dir),
+     "also write one log per rank to DIR: every step with an\n"
+     "ISO-8601 timestamp, whatever -v says (default: none)"},
     {"list", 0, NULL, h_flag, NULL, OPT_FIELD(list),
      "list backends, operations, dtypes, variants, options"},
     {"help-backend", 0, "NAME", h_string, NULL, OPT_FIELD(help_backend),
@@ -935,6 +964,10 @@ static int finish_specs(cli_state_t *st, char *err, size_t errlen)
 {
     cp_options_t *opt = st->opt;
     if (opt->link_sweep && sweep_spec(st, err, errlen) != 0) {
+        return -1;
+    }
+    if (opt->link_sweep && opt->split != 0) {
+        snprintf(err, errlen, "--link-sweep measures pairs of nodes: it takes no --split");
         return -1;
     }
     if (st->have_counts && st->have_sweep) {

@@ -59,11 +59,13 @@ typedef struct cp_options {
     cp_launch_mode_t launch_mode;
     double timeout_s;      /**< --timeout: -1 derived per cell, 0 none, else seconds */
     char output_dir[4096]; /**< "" = default */
+    char log_dir[4096];    /**< --log-dir: one log per rank there ("" = none) */
     char tag[256];
     char matrix_file[4096];
     double link_gbps;           /**< --link-gbps, 0 when not given */
     int link_sweep;             /**< --link-sweep: every pair of nodes instead of the matrix */
     uint64_t sweep_bytes[2];    /**< --sweep-sizes: latency and bandwidth message, bytes */
+    unsigned split;             /**< --split: COLLPROF_BIT(cp_split_t) of the extra groupings */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */
     unsigned char backend_opt_long[32]; /**< 1: spelled --key (a backend must declare it so) */
     int nbackend_opts;

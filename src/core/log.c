@@ -2,8 +2,11 @@
 
 #include "core/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -11,6 +14,9 @@ static int log_rank = -1;
 static int log_nranks = 0;
 static char log_host[64] = "";
 static int log_verbosity = 0;
+static FILE *log_file;     /* --log-dir: every message, every level */
+static char log_dir[4096]; /* where the per-rank logs are ("" without --log-dir) */
+static char log_run[96];   /* the run's part of their names */
 
 void cp_log_setup(int rank, int nranks, const char *hostname, int verbosity)
 {
@@ -27,24 +33,39 @@ int cp_log_verbosity(void)
     return log_verbosity;
 }
 
+/* "2026-11-22T00:15:30.123Z" */
+static void iso_now(char *buf, size_t len)
+{
+    struct timeval tv;
+    struct tm tm;
+    char ts[40];
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03ldZ", ts, (long)(tv.tv_usec / 1000));
+}
+
 void cp_vlog(int level, const char *prefix, const char *fmt, va_list ap)
 {
     /* INFO needs --verbose, DEBUG needs -vv; errors and warnings always print. */
-    if (level >= CP_LOG_INFO && level - 1 > log_verbosity) {
+    int console = !(level >= CP_LOG_INFO && level - 1 > log_verbosity);
+    if (!console && log_file == NULL) {
         return;
     }
-    char msg[2048];
+    char msg[2048], ts[48];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     const char *tag = level == CP_LOG_ERROR ? "error: " : level == CP_LOG_WARN ? "warning: " : "";
+    iso_now(ts, sizeof(ts));
+    if (log_file != NULL) {
+        fprintf(log_file, "%s %s%s%s\n", ts, prefix ? prefix : "", tag, msg);
+        fflush(log_file);
+    }
+    if (!console) {
+        return;
+    }
     if (log_verbosity > 0 || level >= CP_LOG_INFO) {
-        struct timeval tv;
-        struct tm tm;
-        char ts[40];
-        gettimeofday(&tv, NULL);
-        gmtime_r(&tv.tv_sec, &tm);
-        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-        fprintf(stderr, "[%s.%03ldZ r%d/%d %s] %s%s%s\n", ts, (long)(tv.tv_usec / 1000), log_rank,
-                log_nranks, log_host, prefix ? prefix : "", tag, msg);
+        fprintf(stderr, "[%s r%d/%d %s] %s%s%s\n", ts, log_rank, log_nranks, log_host,
+                prefix ? prefix : "", tag, msg);
     } else if (log_rank >= 0 && log_nranks > 1) {
         fprintf(stderr, "collprof[%d]: %s%s%s\n", log_rank, prefix ? prefix : "", tag, msg);
     } else {
@@ -63,14 +84,63 @@ void cp_log(int level, const char *fmt, ...)
 
 void cp_error_once(const char *fmt, ...)
 {
-    if (log_rank > 0) {
-        return;
-    }
     va_list ap;
     va_start(ap, fmt);
     char msg[2048];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (log_file != NULL) {
+        char ts[48];
+        iso_now(ts, sizeof(ts));
+        fprintf(log_file, "%s error: %s\n", ts, msg);
+        fflush(log_file);
+    }
+    if (log_rank > 0) {
+        return;
+    }
     fprintf(stderr, "collprof: error: %s\n", msg);
     fflush(stderr);
+}
+
+int cp_log_path(int rank, char *buf, size_t len)
+{
+    if (log_dir[0] == '\0') {
+        return -1;
+    }
+    snprintf(buf, len, "%s/collprof_%s_r%d.log", log_dir, log_run, rank);
+    return 0;
+}
+
+int cp_log_file_open(const char *dir, const char *run, int rank, char *err, size_t errlen)
+{
+    char path[4300];
+    snprintf(log_dir, sizeof(log_dir), "%s", dir);
+    snprintf(log_run, sizeof(log_run), "%s", run);
+    cp_log_path(rank, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 || (log_file = fdopen(fd, "w")) == NULL) {
+        snprintf(err, errlen, "--log-dir: cannot create %s: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        log_dir[0] = '\0';
+        return -1;
+    }
+    char ts[48];
+    iso_now(ts, sizeof(ts));
+    fprintf(log_file, "%s collprof %s: rank %d of %d on %s, log of run %s\n", ts, PACKAGE_VERSION,
+            rank, log_nranks, log_host, run);
+    fflush(log_file);
+    return 0;
+}
+
+void cp_log_file_close(void)
+{
+    if (log_file != NULL) {
+        char ts[48];
+        iso_now(ts, sizeof(ts));
+        fprintf(log_file, "%s end of log\n", ts);
+        fclose(log_file);
+        log_file = NULL;
+    }
 }

@@ -7,6 +7,7 @@
 #define COLLPROF_CORE_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum { CP_LOG_ERROR = 0, CP_LOG_WARN = 1, CP_LOG_INFO = 2, CP_LOG_DEBUG = 3 };
 
@@ -23,5 +24,16 @@ void cp_error_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /** Current verbosity (0 quiet, 1 --verbose, 2 -vv). */
 int cp_log_verbosity(void);
+
+/**
+ * --log-dir: this rank also writes every message, whatever the verbosity,
+ * with an ISO-8601 timestamp, to DIR/collprof_<run>_r<rank>.log (created
+ * exclusively, links not followed).  run names the run, the same on every
+ * rank.  Returns 0, or -1 with a one-line reason in err.
+ */
+int cp_log_file_open(const char *dir, const char *run, int rank, char *err, size_t errlen);
+/** The log path of rank (also another rank's); 0, or -1 when there are no per-rank logs. */
+int cp_log_path(int rank, char *buf, size_t len);
+void cp_log_file_close(void);
 
 #endif /* COLLPROF_CORE_LOG_H */

@@ -4,6 +4,7 @@
 
 #include "colls/colls.h"
 #include "core/data.h"
+#include "core/split.h"
 #include "core/util.h"
 
 #include <stdlib.h>
@@ -306,6 +307,7 @@ static void it_cell(const matrix_it_t *it, int nranks, cp_cell_t *c)
     c->imb = (fl & COLLPROF_OPF_VARIABLE) ? &s->imb[ix[DIM_IMB]] : NULL;
     c->iters = s->iters;
     c->warmup = s->warmup;
+    c->group_n = nranks;
     unsupported_reason(it_plugin(it), c, c->pre_reason, sizeof(c->pre_reason));
     if (c->pre_reason[0] != '\0') {
         c->pre_status = COLLPROF_CELL_UNSUPPORTED;
@@ -413,6 +415,73 @@ int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplug
     return 0;
 }
 
+/* Cell c run on a group of gn ranks of kind instead of the whole job. */
+static void split_cell(cp_cell_t *c, int kind, int gn, int me, const cp_plugin_t *p)
+{
+    const unsigned fl = cp_op_flags(c->op);
+    char why[160] = "";
+    c->split = kind;
+    c->group_n = gn;
+    c->group_rank = me;
+    if (!(fl & COLLPROF_OPF_NODATA)) {
+        c->count = cp_coll_effective_count(c->op, c->requested, gn);
+    }
+    if (c->pre_status != COLLPROF_CELL_PENDING) {
+        return;
+    }
+    if (!(p->be->flags & COLLPROF_BACKEND_GROUPS)) {
+        c->pre_status = COLLPROF_CELL_UNSUPPORTED;
+        snprintf(c->pre_reason, sizeof(c->pre_reason),
+                 "backend %s runs on the whole job only (no %s groups)", p->name,
+                 cp_split_name(kind));
+    } else if ((fl & COLLPROF_OPF_ROOTED) && c->root >= gn) {
+        c->pre_status = COLLPROF_CELL_UNSUPPORTED;
+        snprintf(c->pre_reason, sizeof(c->pre_reason), "root %d is outside a %s group of %d ranks",
+                 c->root, cp_split_name(kind), gn);
+    } else if (c->imb != NULL && cp_imbalance_validate(c->imb, gn, why, sizeof(why)) != 0) {
+        c->pre_status = COLLPROF_CELL_UNSUPPORTED;
+        snprintf(c->pre_reason, sizeof(c->pre_reason), "%s group: %s", cp_split_name(kind), why);
+    } else if (!(fl & COLLPROF_OPF_NODATA) && c->count == 0) {
+        c->pre_status = COLLPROF_CELL_SKIPPED;
+        snprintf(c->pre_reason, sizeof(c->pre_reason),
+                 "%llu elements cannot be split over a group of %d ranks",
+                 (unsigned long long)c->requested, gn);
+    }
+}
+
+int cp_plan_split(unsigned kinds, const cp_plugin_t *plugins, const struct cp_boot *b,
+                  cp_plan_t *plan, char *err, size_t errlen)
+{
+    int gn[CP_SPLIT_KINDS] = {b->nranks, 0, 0}, me[CP_SPLIT_KINDS] = {b->rank, 0, 0}, cap = 0;
+    if (kinds == 0 || plan->ncells == 0) {
+        return 0;
+    }
+    for (int k = CP_SPLIT_NODE; k < CP_SPLIT_KINDS; k++) {
+        free(cp_split_members(b, k, &gn[k], &me[k]));
+    }
+    cp_plan_t out = *plan;
+    out.cells = NULL;
+    out.ncells = 0;
+    for (int i = 0; i < plan->ncells; i++) {
+        int bad = push(&out, &cap, &plan->cells[i]) != 0;
+        for (int k = CP_SPLIT_NODE; k < CP_SPLIT_KINDS && !bad; k++) {
+            if (kinds & COLLPROF_BIT(k)) {
+                cp_cell_t c = plan->cells[i];
+                split_cell(&c, k, gn[k], me[k], &plugins[c.plugin]);
+                bad = push(&out, &cap, &c) != 0;
+            }
+        }
+        if (bad || gn[CP_SPLIT_NODE] == 0 || gn[CP_SPLIT_CROSS] == 0) {
+            free(out.cells);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    free(plan->cells);
+    *plan = out;
+    return 0;
+}
+
 void cp_plan_free(cp_plan_t *plan)
 {
     free(plan->cells);
@@ -428,11 +497,12 @@ void cp_plan_print(const cp_plan_t *plan, const cp_plugin_t *plugins, FILE *f)
     for (int i = 0; i < plan->ncells; i++) {
         const cp_cell_t *c = &plan->cells[i];
         const collprof_dtype_info_t *dt = collprof_dtype_info(c->dtype);
-        fprintf(f, "  %-8s %-22s %-14s %-9s %-5s %6s %12llu %14llu %6d %6d  %s%s%s%s%s\n",
+        fprintf(f, "  %-8s %-22s %-14s %-9s %-5s %6s %12llu %14llu %6d %6d  %s%s%s%s%s%s%s\n",
                 plugins[c->plugin].name, c->variant, collprof_op_name(c->op), dt->name,
                 (cp_op_flags(c->op) & COLLPROF_OPF_REDUCES) ? collprof_redop_name(c->redop) : "-",
                 c->in_place ? "in" : "out", (unsigned long long)c->count,
                 (unsigned long long)(c->count * dt->size), c->iters, c->warmup,
+                c->split ? cp_split_name(c->split) : "", c->split ? " split " : "",
                 c->memtype != COLLPROF_MEM_HOST ? collprof_memtype_name(c->memtype) : "",
                 c->memtype != COLLPROF_MEM_HOST ? " memory " : "", c->imb ? c->imb->label : "",
                 c->pre_status != COLLPROF_CELL_PENDING ? (c->imb ? " " : "") : "",

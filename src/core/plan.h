@@ -26,8 +26,11 @@ typedef struct cp_cell {
     const cp_imbalance_t *imb; /**< alltoallv only */
     int iters;
     int warmup;
-    int sweep; /**< a link-sweep round (src/core/sweep.c): sendrecv with peer, not the ring */
-    int peer;  /**< sweep: the rank this rank exchanges with (itself when it sits out) */
+    int sweep;      /**< a link-sweep round (src/core/sweep.c): sendrecv with peer, not the ring */
+    int peer;       /**< sweep: the rank this rank exchanges with (itself when it sits out) */
+    int split;      /**< cp_split_t: the whole job, or this rank's node or cross group (--split) */
+    int group_n;    /**< ranks of this rank's group (the job's for CP_SPLIT_WORLD) */
+    int group_rank; /**< this rank's place in it (split cells) */
     collprof_cell_status_t pre_status; /**< COLLPROF_CELL_PENDING, or decided at plan time */
     char pre_reason[160];
 } cp_cell_t;
@@ -48,6 +51,17 @@ typedef struct cp_plan {
 int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
                   cp_plan_t *plan, char *err, size_t errlen);
 void cp_plan_free(cp_plan_t *plan);
+
+struct cp_boot;
+/**
+ * --split: after each cell, the same cell on this rank's group of each kind
+ * in kinds (COLLPROF_BIT(cp_split_t), see src/core/split.h).  Their counts
+ * are rounded for the group's size; a backend that cannot run on groups, or
+ * a root or traffic pattern the group cannot hold decides the cell at plan
+ * time.  Returns 0, or -1 (out of memory) with err.
+ */
+int cp_plan_split(unsigned kinds, const cp_plugin_t *plugins, const struct cp_boot *b,
+                  cp_plan_t *plan, char *err, size_t errlen);
 
 /** True when the plan has cells for plugin i (any number of plugins). */
 int cp_plan_uses(const cp_plan_t *plan, int plugin);

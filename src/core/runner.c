@@ -7,6 +7,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/prov.h"
+#include "core/split.h"
 #include "core/util.h"
 #include "core/watchdog.h"
 
@@ -87,6 +88,8 @@ typedef struct cell_run {
     cp_plugin_t *p;
     const collprof_backend_t *be;
     const cp_oob_t *oob;
+    void *ctx;     /* the backend's context: the job's, or this rank's group's (split cells) */
+    int gn, grank; /* the operation's size and this rank's place in it */
     cp_xfer_t x;
     cp_a2av_t a2av;
     cell_rec_t rec;
@@ -111,6 +114,8 @@ __attribute__((format(printf, 4, 5))) static void fail(cell_run_t *c, int status
     va_end(ap);
     c->rec.status = status;
     c->rec.phase = phase;
+    cp_log(CP_LOG_DEBUG, "%s/%s %s: failed on this rank (%s): %s", c->p->name, c->cell->variant,
+           collprof_op_name(c->cell->op), collprof_status_string(status), c->rec.msg);
 }
 
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
@@ -126,7 +131,7 @@ static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
 static int stage_copy(cell_run_t *c, void *dst, const void *src, int to_device)
 {
     if (c->memtype == COLLPROF_MEM_DEVICE) {
-        return c->be->mem_copy(c->p->ctx, c->memtype, dst, src, c->bytes, to_device);
+        return c->be->mem_copy(c->ctx, c->memtype, dst, src, c->bytes, to_device);
     }
     memcpy(dst, src, c->bytes);
     return COLLPROF_OK;
@@ -166,16 +171,16 @@ static int agreed(cell_run_t *c, cp_result_t *res)
 static void setup_traffic(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
-    int rc = c->be->select_variant(c->p->ctx, cell->op, cell->variant);
+    int rc = c->be->select_variant(c->ctx, cell->op, cell->variant);
     if (rc != COLLPROF_OK) {
-        fail(c, rc, 1, "variant %s: %s", cell->variant, c->be->last_error(c->p->ctx));
+        fail(c, rc, 1, "variant %s: %s", cell->variant, c->be->last_error(c->ctx));
     }
     if (c->rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
-        uint64_t *m = calloc((size_t)c->n * (size_t)c->n, sizeof(uint64_t));
+        uint64_t *m = calloc((size_t)c->gn * (size_t)c->gn, sizeof(uint64_t));
         if (m != NULL) {
-            cp_imbalance_matrix(cell->imb, c->n, cell->count, m);
+            cp_imbalance_matrix(cell->imb, c->gn, cell->count, m);
         }
-        if (m == NULL || cp_a2av_build(&c->a2av, m, c->n, c->r->boot->rank) != 0) {
+        if (m == NULL || cp_a2av_build(&c->a2av, m, c->gn, c->grank) != 0) {
             fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for the traffic matrix");
             return;
         }
@@ -216,7 +221,7 @@ static void setup_host_copies(cell_run_t *c)
     }
     if (upload(c) != COLLPROF_OK) {
         fail(c, COLLPROF_ERR_BACKEND, 1, "copying to %s memory: %s",
-             collprof_memtype_name(c->memtype), c->be->last_error(c->p->ctx));
+             collprof_memtype_name(c->memtype), c->be->last_error(c->ctx));
     }
 }
 
@@ -225,18 +230,18 @@ static void setup_buffers(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     c->bytes = (size_t)(cp_coll_buffer_elems(&c->x) * collprof_dtype_size(cell->dtype));
-    int rc = c->be->mem_alloc(c->p->ctx, c->memtype, c->bytes, &c->recvbuf);
+    int rc = c->be->mem_alloc(c->ctx, c->memtype, c->bytes, &c->recvbuf);
     if (!cell->in_place) { /* the second allocation on every rank, whatever the first gave */
-        int rc2 = c->be->mem_alloc(c->p->ctx, c->memtype, c->bytes, &c->sendbuf);
+        int rc2 = c->be->mem_alloc(c->ctx, c->memtype, c->bytes, &c->sendbuf);
         rc = rc != COLLPROF_OK ? rc : rc2;
     }
     if (rc != COLLPROF_OK) {
         fail(c, rc, 1, "allocating 2 x %zu bytes of %s memory: %s", c->bytes,
-             collprof_memtype_name(c->memtype), c->be->last_error(c->p->ctx));
+             collprof_memtype_name(c->memtype), c->be->last_error(c->ctx));
         return;
     }
     setup_host_copies(c);
-    int me = c->r->boot->rank;
+    int me = c->grank;
     c->args = (collprof_args_t){.op = cell->op,
                                 .dtype = cell->dtype,
                                 .redop = cell->redop,
@@ -250,8 +255,8 @@ static void setup_buffers(cell_run_t *c)
                                 .sdispls = c->a2av.sdispls,
                                 .recvcounts = c->a2av.recvcounts,
                                 .rdispls = c->a2av.rdispls,
-                                .peer_send = cell->sweep ? cell->peer : (me + 1) % c->n,
-                                .peer_recv = cell->sweep ? cell->peer : (me - 1 + c->n) % c->n};
+                                .peer_send = cell->sweep ? cell->peer : (me + 1) % c->gn,
+                                .peer_recv = cell->sweep ? cell->peer : (me - 1 + c->gn) % c->gn};
     c->barrier = c->args;
     c->barrier.op = COLLPROF_OP_BARRIER;
 }
@@ -264,9 +269,8 @@ static int run_one(cell_run_t *c, int i, long slow_us, int hang)
     int rc;
     if (c->r->opt->sync_barrier) {
         cp_wd_beat(CP_WD_SYNC, idx, i, cell->warmup, c->tmo);
-        rc = (c->p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER))
-                 ? c->be->run(c->p->ctx, &c->barrier)
-                 : c->oob->barrier();
+        rc = (c->p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER)) ? c->be->run(c->ctx, &c->barrier)
+                                                                  : c->oob->barrier();
         if (rc != COLLPROF_OK) {
             return rc;
         }
@@ -281,7 +285,7 @@ static int run_one(cell_run_t *c, int i, long slow_us, int hang)
     }
     cp_wd_beat(CP_WD_OP, idx, i, cell->warmup, c->tmo);
     double t0 = cp_now_us();
-    rc = c->be->run(c->p->ctx, &c->args);
+    rc = c->be->run(c->ctx, &c->args);
     if (slow_us > 0) {
         cp_fault_spin(slow_us);
     }
@@ -300,7 +304,7 @@ static void run_timed(cell_run_t *c)
     const int idx = c->r->index, me = c->r->boot->rank;
     long slow_us = cp_fault_slow_us(me);
     int hang = cp_fault_hang(me, idx);
-    c->x.rank = me;
+    c->x.rank = c->grank;
     cp_coll_get(cell->op)->fill(&c->x, c->staged ? c->hsend : c->sendbuf,
                                 c->staged ? c->hrecv : c->recvbuf);
     int rc = upload(c);
@@ -309,10 +313,10 @@ static void run_timed(cell_run_t *c)
     } else if (c->be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
         /* one beat for the whole batch: the backend watches its own stream */
         cp_wd_beat(CP_WD_OP, idx, 0, cell->warmup, c->tmo * (double)(cell->warmup + c->iters + 1));
-        rc = cell->warmup > 0 ? c->be->run_batch(c->p->ctx, &c->args, cell->warmup, c->mine)
+        rc = cell->warmup > 0 ? c->be->run_batch(c->ctx, &c->args, cell->warmup, c->mine)
                               : COLLPROF_OK;
         if (rc == COLLPROF_OK) {
-            rc = c->be->run_batch(c->p->ctx, &c->args, c->iters, c->mine);
+            rc = c->be->run_batch(c->ctx, &c->args, c->iters, c->mine);
         }
     } else {
         for (int i = 0; i < cell->warmup + c->iters && rc == COLLPROF_OK; i++) {
@@ -320,7 +324,7 @@ static void run_timed(cell_run_t *c)
         }
     }
     if (rc != COLLPROF_OK) {
-        fail(c, rc, 2, "%s", c->be->last_error(c->p->ctx));
+        fail(c, rc, 2, "%s", c->be->last_error(c->ctx));
     }
 }
 
@@ -338,13 +342,13 @@ static void run_check(cell_run_t *c)
     coll->fill(&c->x, fs, fr);
     int rc = upload(c);
     if (rc == COLLPROF_OK) {
-        rc = c->be->run(c->p->ctx, &c->args);
+        rc = c->be->run(c->ctx, &c->args);
     }
     if (rc == COLLPROF_OK && c->staged) {
         rc = stage_copy(c, c->hrecv, c->recvbuf, 0);
     }
     if (rc != COLLPROF_OK) {
-        fail(c, rc, 3, "%s", c->be->last_error(c->p->ctx));
+        fail(c, rc, 3, "%s", c->be->last_error(c->ctx));
         return;
     }
     if (cp_fault_wrong(c->r->boot->rank)) {
@@ -416,9 +420,10 @@ static int compute_figures(cell_run_t *c, cp_result_t *res)
     res->bytes = cp_coll_bytes(&c->x);
     if (res->stats.mean > 0) {
         res->algbw = (double)res->bytes / res->stats.mean * 1e-3; /* bytes/us -> GB/s */
-        res->busbw = res->algbw * collprof_busbw_factor(c->cell->op, n);
+        res->busbw = res->algbw * collprof_busbw_factor(c->cell->op, c->gn);
     }
-    if (!(cp_op_flags(c->cell->op) & COLLPROF_OPF_VARIABLE)) {
+    /* per-rank traffic of split cells: each rank knows its own group's only */
+    if (!(cp_op_flags(c->cell->op) & COLLPROF_OPF_VARIABLE) || c->cell->split) {
         return 0;
     }
     size_t esz = collprof_dtype_size(c->cell->dtype);
@@ -468,10 +473,10 @@ static void finish(cell_run_t *c, cp_result_t *res)
 static void release(cell_run_t *c)
 {
     if (c->sendbuf != NULL) {
-        c->be->mem_free(c->p->ctx, c->memtype, c->sendbuf);
+        c->be->mem_free(c->ctx, c->memtype, c->sendbuf);
     }
     if (c->recvbuf != NULL) {
-        c->be->mem_free(c->p->ctx, c->memtype, c->recvbuf);
+        c->be->mem_free(c->ctx, c->memtype, c->recvbuf);
     }
     if (c->hsend != NULL) {
         cp_free_pages(c->hsend, c->bytes);
@@ -498,6 +503,12 @@ static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res
                  p->error);
         return 1;
     }
+    if (cell->split && p->gctx[cell->split] == NULL) {
+        res->status = COLLPROF_CELL_SKIPPED;
+        snprintf(res->reason, sizeof(res->reason), "backend %s: %.200s", p->name,
+                 p->gerror[cell->split][0] ? p->gerror[cell->split] : "no group context");
+        return 1;
+    }
     return 0;
 }
 
@@ -521,6 +532,9 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     c.be = c.p->be;
     c.oob = r->oob != NULL ? r->oob : &cp_oob_pmix;
     c.n = r->boot->nranks;
+    c.ctx = cell->split ? c.p->gctx[cell->split] : c.p->ctx;
+    c.gn = cell->split ? cell->group_n : c.n;
+    c.grank = cell->split ? cell->group_rank : r->boot->rank;
     c.iters = cell->iters;
     c.memtype = cell->memtype;
     /* device memory is filled and checked through host copies ("staged") */
@@ -530,8 +544,8 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                       .redop = cell->redop,
                       .root = cell->root,
                       .in_place = cell->in_place,
-                      .rank = r->boot->rank,
-                      .n = c.n,
+                      .rank = c.grank,
+                      .n = c.gn,
                       .count = cell->count,
                       .paired = cell->sweep,
                       .peer = cell->peer};
@@ -549,6 +563,8 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                    cell->in_place ? "one in-place" : "send and receive", c.bytes,
                    collprof_memtype_name(c.memtype),
                    c.staged ? ", filled and checked through host copies" : "");
+            cp_log(CP_LOG_DEBUG, "%s/%s %s: %d warm-up and %d timed iterations", c.p->name,
+                   cell->variant, collprof_op_name(cell->op), cell->warmup, c.iters);
             run_timed(&c);
             run_check(&c);
             finish(&c, res);
@@ -602,6 +618,10 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     snprintf(row->error, sizeof(row->error), "%s", res->reason);
     row->start_time = res->start_epoch;
     snprintf(row->memory, sizeof(row->memory), "%s", collprof_memtype_name(cell->memtype));
+    if (cell->split) {
+        snprintf(row->split, sizeof(row->split), "%s", cp_split_name(cell->split));
+        row->group_ranks = cell->group_n;
+    }
     if (res->prov != NULL) {
         cp_prov_row(res->prov, row);
     }

@@ -37,6 +37,12 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
         snprintf(rt, sizeof(rt), "%sroot %d", extra[0] ? ", " : "", r->root);
         strncat(extra, rt, sizeof(extra) - strlen(extra) - 1);
     }
+    if (r->split[0] != '\0') {
+        char sp[64];
+        snprintf(sp, sizeof(sp), "%s%s groups of %d", extra[0] ? ", " : "", r->split,
+                 r->group_ranks);
+        strncat(extra, sp, sizeof(extra) - strlen(extra) - 1);
+    }
     const char *name = coll ? coll->label : r->op;
     if (extra[0]) {
         snprintf(buf, len, "%s (%s)", name, extra);
@@ -51,11 +57,16 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
     cp_format_label(r, label, sizeof(label));
     strncat(label, ":", sizeof(label) - strlen(label) - 1);
     if (measured(r)) {
+        char limit[96] = "";
+        if (r->copy_gbs > 0) {
+            snprintf(limit, sizeof(limit), " | BusBW %.0f%% of copy %.2f GB/s",
+                     100.0 * r->busbw_gbs / r->copy_gbs, r->copy_gbs);
+        }
         snprintf(buf, len,
                  "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | "
-                 "p50 %.3f ms | p99 %.3f ms%s",
+                 "p50 %.3f ms | p99 %.3f ms%s%s",
                  label, r->time_mean_us / 1e3, r->algbw_gbs, r->busbw_gbs,
-                 (unsigned long long)r->wrong, r->time_p50_us / 1e3, r->time_p99_us / 1e3,
+                 (unsigned long long)r->wrong, r->time_p50_us / 1e3, r->time_p99_us / 1e3, limit,
                  !strcmp(r->status, "wrong") ? " | WRONG" : "");
     } else {
         snprintf(buf, len, "  %-24s %s: %s", label, r->status, r->error);
@@ -129,11 +140,28 @@ void cp_format_table_row(const collprof_result_row_t *r, FILE *f)
     fprintf(f, TABLE_FMT, r->backend, r->variant, r->op, size, count, r->dtype, r->redop, root);
     if (measured(r)) {
         int other_mem = r->memory[0] != '\0' && strcmp(r->memory, "host") != 0;
-        fprintf(f, "%10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s%s%s%s%s\n", r->time_mean_us,
+        char split[32] = "";
+        if (r->split[0] != '\0') {
+            snprintf(split, sizeof(split), " %s/%d", r->split, r->group_ranks);
+        }
+        fprintf(f, "%10.1f %9.2f %9.2f %7llu %10.1f %10.1f%s%s%s%s%s%s\n", r->time_mean_us,
                 r->algbw_gbs, r->busbw_gbs, (unsigned long long)r->wrong, r->time_p50_us,
                 r->time_p99_us, r->in_place ? " in-place" : "", other_mem ? " " : "",
-                other_mem ? r->memory : "", r->imbalance[0] ? " " : "", r->imbalance);
+                other_mem ? r->memory : "", r->imbalance[0] ? " " : "", r->imbalance, split);
+    } else if (r->split[0] != '\0') {
+        fprintf(f, " %s/%d %s: %s\n", r->split, r->group_ranks, r->status, r->error);
     } else {
         fprintf(f, " %s: %s\n", r->status, r->error);
+    }
+}
+
+void cp_format_logs_line(const char *rank0_log, char *buf, size_t len)
+{
+    const char *tail = "_r0.log";
+    size_t n = strlen(rank0_log), t = strlen(tail);
+    if (n > t && !strcmp(rank0_log + n - t, tail)) {
+        snprintf(buf, len, "logs:       %.*s_r*.log (one per rank)", (int)(n - t), rank0_log);
+    } else {
+        snprintf(buf, len, "logs:       %s (rank 0's)", rank0_log);
     }
 }

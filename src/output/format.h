@@ -25,6 +25,8 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
  * gathered, collprof-report summary from the file's rows: the same text.
  */
 void cp_format_provenance(const collprof_result_row_t *r, char *buf, size_t len);
+/** "logs:       DIR/collprof_RUN_r*.log (one per rank)" from rank 0's log path (--log-dir). */
+void cp_format_logs_line(const char *rank0_log, char *buf, size_t len);
 
 /** "Tensor Size: 1,048,576 elements (4.00 MB), float32" for the row's count and dtype. */
 void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len);

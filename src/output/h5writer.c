@@ -116,6 +116,7 @@ static int write_ranks(hid_t file, const cp_run_info_t *ri)
         snprintf(recs[r].cpu_affinity, sizeof(recs[r].cpu_affinity), "%s",
                  ri->affinity ? ri->affinity[r] : "");
         cp_prov_rank(ri->plugins, ri->nplugins, r, &recs[r]);
+        cp_log_path(r, recs[r].log, sizeof(recs[r].log));
     }
     return write_table(file, &cp_h5_table_ranks, recs, (size_t)b->nranks);
 }

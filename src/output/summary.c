@@ -218,19 +218,19 @@ const char *cp_output_dir(const cp_options_t *opt)
     return (s != NULL && s[0] != '\0') ? s : ".";
 }
 
-int cp_output_dir_check(const char *dir, char *err, size_t errlen)
+int cp_output_dir_check(const char *dir, const char *option, char *err, size_t errlen)
 {
+    const char *what = !strcmp(option, "--log-dir") ? "log" : "output";
     struct stat st;
     if (stat(dir, &st) != 0) {
         snprintf(err, errlen,
-                 "output directory '%s' does not exist (%s): create it or choose another with "
-                 "--output-dir",
-                 dir, strerror(errno));
+                 "%s directory '%s' does not exist (%s): create it or choose another with %s", what,
+                 dir, strerror(errno), option);
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen,
-                 "output directory '%s' is not a directory: choose another with --output-dir", dir);
+        snprintf(err, errlen, "%s directory '%s' is not a directory: choose another with %s", what,
+                 dir, option);
         return -1;
     }
     /* access() says yes to root everywhere; only creating a file tells the truth */
@@ -238,8 +238,8 @@ int cp_output_dir_check(const char *dir, char *err, size_t errlen)
     snprintf(probe, sizeof(probe), "%s/.collprof-probe-XXXXXX", dir);
     int fd = access(dir, W_OK | X_OK) == 0 ? mkstemp(probe) : -1;
     if (fd < 0) {
-        snprintf(err, errlen,
-                 "output directory '%s' is not writable: choose another with --output-dir", dir);
+        snprintf(err, errlen, "%s directory '%s' is not writable: choose another with %s", what,
+                 dir, option);
         return -1;
     }
     close(fd);
@@ -315,6 +315,11 @@ static void print_job(FILE *f, const cp_run_info_t *ri)
         fprintf(f, "tag:        %s\n", ri->opt->tag);
     }
     cp_world_print(f, "world:      ", b->nranks, b->nnodes, boot_node_of, b);
+    char log0[4400], line[4500];
+    if (cp_log_path(0, log0, sizeof(log0)) == 0) {
+        cp_format_logs_line(log0, line, sizeof(line));
+        fprintf(f, "%s\n", line);
+    }
     fprintf(f, "launcher:   %s%s%s\n", b->launcher, b->pmix_version[0] ? ", PMIx " : "",
             b->pmix_version);
     const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
@@ -388,6 +393,13 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
         f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
            "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
            "            others 1); see docs/metrics.md\n");
+    if (!ri->opt->link_sweep) {
+        fprintf(f,
+                "limit:      'BusBW N%% of copy R': R = host memcpy rate at the cell's size, with one\n"
+                "            thread per rank of %s's node copying at once, measured before the cells;\n"
+                "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
+                ri->boot->hostnames[0]);
+    }
     fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
                "            before timing, the same buffers every iteration (no cache rotation);\n"
                "            device memory is filled and checked through host copies\n");

@@ -37,7 +37,7 @@ typedef struct cp_summary cp_summary_t;
 const char *cp_output_dir(const cp_options_t *opt);
 
 /** 0 when dir is an existing writable directory, else -1 and a reason. */
-int cp_output_dir_check(const char *dir, char *err, size_t errlen);
+int cp_output_dir_check(const char *dir, const char *option, char *err, size_t errlen);
 
 /** Create the summary file and print both headers.  -1 and a reason on failure. */
 int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size_t errlen);

@@ -42,7 +42,8 @@ static int same_cell(const collprof_result_row_t *a, const collprof_result_row_t
     return !strcmp(a->backend, b->backend) && !strcmp(a->variant, b->variant) &&
            !strcmp(a->op, b->op) && !strcmp(a->dtype, b->dtype) && !strcmp(a->redop, b->redop) &&
            a->root == b->root && a->in_place == b->in_place &&
-           !strcmp(a->imbalance, b->imbalance) && a->count == b->count;
+           !strcmp(a->imbalance, b->imbalance) && a->count == b->count &&
+           !strcmp(a->split, b->split);
 }
 
 typedef struct tally {

@@ -108,7 +108,8 @@ static int same_line(const collprof_result_row_t *a, const collprof_result_row_t
 {
     return !strcmp(a->backend, b->backend) && !strcmp(a->variant, b->variant) &&
            !strcmp(a->dtype, b->dtype) && !strcmp(a->redop, b->redop) && a->root == b->root &&
-           a->in_place == b->in_place && !strcmp(a->imbalance, b->imbalance);
+           a->in_place == b->in_place && !strcmp(a->imbalance, b->imbalance) &&
+           !strcmp(a->split, b->split);
 }
 
 static void add_row(plot_t *p, int file, const collprof_result_row_t *r)

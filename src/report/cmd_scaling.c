@@ -87,7 +87,7 @@ static int cmp_cell(const ref_t *a, const ref_t *b)
     if (x->in_place != y->in_place) {
         return x->in_place < y->in_place ? -1 : 1;
     }
-    if ((c = strcmp(x->imbalance, y->imbalance)) != 0) {
+    if ((c = strcmp(x->imbalance, y->imbalance)) != 0 || (c = strcmp(x->split, y->split)) != 0) {
         return c;
     }
     return x->count < y->count ? -1 : x->count > y->count;

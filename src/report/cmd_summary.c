@@ -48,6 +48,11 @@ static void print_world(const cp_report_file_t *f)
         return;
     }
     cp_world_print(stdout, "world:      ", f->nranks, (int)f->root.node_count, file_node_of, f);
+    if (f->ranks[0].log[0] != '\0') {
+        char line[512];
+        cp_format_logs_line(f->ranks[0].log, line, sizeof(line));
+        printf("%s\n", line);
+    }
 }
 
 /* The run's 'measured' lines of a backend, from the first row of each memory kind that has them. */

@@ -70,4 +70,39 @@ ok $? "--mem host,device on mpi: one measured host cell, one unsupported device 
 cp_run --mem gpu --dry-run
 [ "$rc" -eq 2 ] && grep -q "unknown memory type 'gpu'" "$WORK/err"
 ok $? "--mem gpu: one-line error, exit 2"
+# --log-dir: one log per rank, every step timestamped, whatever -v says
+d="$WORK/logs"
+mkdir -p "$d"
+cp_run --np 2 --backends mpi --ops allreduce --counts 4K -n 2 -w 1 --variants default \
+    --log-dir "$d" --output-dir "$d"
+n=0
+for f in "$d"/collprof_*_r0.log "$d"/collprof_*_r1.log; do
+    [ -s "$f" ] &&
+        ! grep -v -q -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z ' "$f" &&
+        grep -q 'backend mpi: initialising' "$f" && grep -q 'allocated and touched' "$f" &&
+        grep -q '1 warm-up and 2 timed iterations' "$f" && grep -q 'verification: 0 wrong' "$f" &&
+        grep -q 'backend mpi: finalized' "$f" && grep -q 'finished: exit status 0' "$f" &&
+        n=$((n + 1))
+done
+[ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && ! grep -q '^\[20' "$WORK/err"
+ok $? "--log-dir: 2 logs, every line ISO-8601, start-up to finalize; the console stays quiet"
+s=$(summary_of "$d")
+l=$(grep '^logs:' "$s")
+case $l in *"$d"/collprof_*_r\*.log*) true ;; *) false ;; esac
+ok $? "--log-dir: the summary names the logs ($l)"
+if [ -x "${COLLPROF_REPORT:-}" ] || [ -x "$(dirname "$COLLPROF_BIN")/collprof-report" ]; then
+    rep=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
+    [ "$("$rep" summary "${s%.txt}.h5" 2>/dev/null | grep '^logs:')" = "$l" ]
+    ok $? "--log-dir: the result file records them (collprof-report summary prints the same line)"
+fi
+cp_run --np 2 --ops allreduce --counts 4K -n 2 --log-dir "$WORK/nowhere"
+[ "$rc" -eq 2 ] && [ "$(grep -c . "$WORK/err")" -eq 1 ] && grep -q 'log directory .* --log-dir' "$WORK/err"
+ok $? "--log-dir: a missing directory is one line and exit status 2"
+
+# the memory-copy limit beside busBW
+s=$(summary_of "$d")
+grep -q '^limit: ' "$s" &&
+    grep -q -E 'AllReduce: .* \| BusBW [0-9]+% of copy [0-9]+\.[0-9]+ GB/s$' "$s"
+ok $? "the summary prints busBW as a percentage of the measured memory-copy rate"
+
 done_testing

@@ -135,6 +135,38 @@ if [ -x "$COLLPROF_REPORT" ] && [ -e "${s%.txt}.h5" ]; then
     ok $? "collprof-report summary: the same world line ($(cat "$WORK/rworld"))"
 fi
 
+# ---- 2b. --split node,cross: each cell again on the ranks of each node and on one rank per node
+# (cyclic placement: n1's node group is ranks 0 and 2), every backend in one run
+d="$WORK/split"
+mkdir -p "$d"
+SPLIT_BACKENDS=$BACKENDS
+# under sanitizers one backend through the host's group channel and MPI's own groups
+[ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && SPLIT_BACKENDS=$(echo $BACKENDS | tr ' ' '\n' | grep -v ofi)
+nb=$(echo $SPLIT_BACKENDS | wc -w)
+t=$(now)
+rc=0
+# shellcheck disable=SC2086 # SRUN and N2 are lists of options
+timeout -k 10 180 $SRUN $N2 -m cyclic "$COLLPROF_BIN" --backends "$(echo $SPLIT_BACKENDS | tr ' ' ,)" \
+    --ofi-provider 'tcp;ofi_rxm' --ops allreduce,alltoall,alltoallv --counts 4K -n 3 -w 1 \
+    --variants default --split node,cross -v --output-dir "$d" </dev/null >"$WORK/out" \
+    2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
+check_clean_run "$d" "--split node,cross, $nb backends ($(since "$t") s)"
+s=$(summary_of "$d")
+for k in node cross; do
+    n=$(grep -c -E "^  (AllReduce|AllToAll|AllToAllv) \($k groups of 2\): +[0-9.]+ ms" "$s" 2>/dev/null)
+    [ "$n" -eq $((3 * nb)) ]
+    ok $? "--split: 3 ops x $nb backends measured on $k groups of 2 ranks (got $n)"
+done
+grep -q "initialising the node group (2 of 4 ranks)" "$WORK/err" &&
+    grep -q "initialising the cross group (2 of 4 ranks)" "$WORK/err"
+ok $? "--split: every backend started on its node group and its cross group of 2 ranks"
+if [ -x "$COLLPROF_REPORT" ] && [ -e "${s%.txt}.h5" ]; then
+    "$COLLPROF_REPORT" summary "${s%.txt}.h5" 2>/dev/null | grep 'groups of 2' >"$WORK/rsplit"
+    grep 'groups of 2' "$s" | cmp -s - "$WORK/rsplit" && [ -s "$WORK/rsplit" ]
+    ok $? "--split: the HDF5 file records the split (collprof-report summary prints the same lines)"
+fi
+
 # ---- 3. salloc -N 2, then srun in the allocation
 d="$WORK/salloc"
 mkdir -p "$d"
@@ -261,7 +293,7 @@ fault_run() {
         </dev/null >"$WORK/fout" 2>"$WORK/ferr" &
     fpid=$!
     i=0
-    until [ "$(grep -c ' ms | AlgBW' "$(summary_of "$d")" 2>/dev/null)" -ge 2 ] ||
+    until [ "$(grep -c ' ms | AlgBW' "$(summary_of "$d")" 2>/dev/null || echo 0)" -ge 2 ] ||
         [ "$i" -ge 300 ]; do
         sleep 0.1
         i=$((i + 1))

@@ -144,6 +144,8 @@ int main(void)
         {"--matrix /nonexistent/m", "cannot read matrix file"},
         {"-c 2", "-c"},
         {"--sync maybe", "--sync"},
+        {"--split nodes", "--split"},
+        {"--split node --link-sweep", "--link-sweep"},
         {"extra", "unexpected argument"},
         {"--np", "needs a value"},
     };

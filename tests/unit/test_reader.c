@@ -210,6 +210,22 @@ int main(void)
         check_provenance_1_2(f);
         cp_report_close(f);
     }
+    f = open_sample("1.3"); /* 2 nodes x 2 ranks, mpi allreduce with --split node,cross */
+    if (f != NULL) {
+        int good = f->nrows == 3 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0;
+        for (size_t i = 1; i < f->nrows && good; i++) {
+            good = !strcmp(f->rows[i].split, i == 1 ? "node" : "cross") &&
+                   f->rows[i].group_ranks == 2 && !strcmp(f->rows[i].status, "ok");
+        }
+        ok(good, "1.3: a cell on every rank, then on node and cross groups of 2 ranks");
+        cp_report_close(f);
+    }
+    f = open_sample("1.2");
+    if (f != NULL) {
+        ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,
+           "1.2: no split column: every cell on every rank");
+        cp_report_close(f);
+    }
     /* the sample of the current version is the newest there is */
     char current[32];
     snprintf(current, sizeof(current), "%d.%d", COLLPROF_SCHEMA_VERSION_MAJOR,
