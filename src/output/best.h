@@ -10,8 +10,9 @@
  *   variant: every /results column is part of a cell's identity except
  *   those that name it (cell, backend, variant), measure it (every F64
  *   column, wrong, status, error) or say how it was measured (iterations,
- *   warmup, timer, allocation, device).  A column the schema gains later
- *   is part of the identity unless it is added to that list.
+ *   warmup, timer, allocation, device).  So split and group_ranks (schema
+ *   1.3) are, and copy_gbs is not; a column the schema gains later is part
+ *   of the identity unless it is an F64 or is added to that list.
  * - A candidate is one backend/variant on one such cell.  Its time is the
  *   cell's mean (over iterations of the max over ranks), and its noise
  *   range runs from the 5th to the 95th percentile of those per-iteration

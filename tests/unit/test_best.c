@@ -211,6 +211,11 @@ static void test_helpers(void)
     c.time_mean_us = 1;
     c.iterations = 3;
     ok(cp_best_key_cmp(&a, &c) == 0, "backend, variant and measurements are not the cell");
+    c.copy_gbs = 3.5; /* a measurement added later (an F64 column) */
+    ok(cp_best_key_cmp(&a, &c) == 0, "a later measurement column is not the cell either");
+    snprintf(c.split, sizeof(c.split), "node");
+    ok(cp_best_key_cmp(&a, &c) != 0, "a later dimension (split) is part of the cell");
+    c = a;
     snprintf(c.memory, sizeof(c.memory), "device");
     ok(cp_best_key_cmp(&a, &c) != 0, "memory is part of the cell");
 }
