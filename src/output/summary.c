@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/prov.h"
 #include "core/util.h"
+#include "output/best.h"
 #include "output/format.h"
 #include "output/study.h"
 #include "output/world.h"
@@ -41,6 +42,9 @@ struct cp_summary {
     char error[256];              /* the first write error, "" when none */
     collprof_result_row_t *study; /* the rows of the studies backends declare */
     size_t nstudy, capstudy;
+    collprof_result_row_t *ok; /* the ok rows, for the tables of which backend wins */
+    double *ok_p5;             /* [nok] the p5 of each one's per-iteration times */
+    size_t nok, capok;
     char quiet[16][32]; /* backends whose skipped cells the console shows once */
     int nquiet;
     int nlinks, links_failed; /* link sweep rows written, and those not ok */
@@ -106,6 +110,47 @@ static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
         s->capstudy = cap;
     }
     s->study[s->nstudy++] = *row;
+}
+
+/* An ok row and the p5 of its per-iteration times, for the tables of which backend wins. */
+static void keep_ok_row(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
+{
+    if (strcmp(row->status, "ok") != 0) {
+        return;
+    }
+    if (s->nok == s->capok) {
+        size_t cap = s->capok ? s->capok * 2 : 64;
+        collprof_result_row_t *g = realloc(s->ok, cap * sizeof(*g));
+        s->ok = g ? g : s->ok;
+        double *p = g ? realloc(s->ok_p5, cap * sizeof(*p)) : NULL;
+        if (p == NULL) {
+            return; /* the tables are a convenience: collprof-report best has the file */
+        }
+        s->ok_p5 = p;
+        s->capok = cap;
+    }
+    double *iter_max = r->samples ? malloc(sizeof(double) * ((size_t)r->iters + 1)) : NULL;
+    s->ok_p5[s->nok] = -1;
+    if (iter_max != NULL) {
+        cp_stats_iter_max(r->samples, r->nranks, r->iters, iter_max);
+        s->ok_p5[s->nok] = cp_best_p5(iter_max, r->iters);
+    }
+    free(iter_max);
+    s->ok[s->nok++] = *row;
+}
+
+/* The tables of which backend and variant wins, as collprof-report summary prints them. */
+static void print_best(cp_summary_t *s)
+{
+    cp_best_cell_t *cells = calloc(s->nok + 1, sizeof(*cells));
+    if (cells == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < s->nok; i++) {
+        cells[i] = (cp_best_cell_t){&s->ok[i], s->ok_p5[i]};
+    }
+    cp_best_print_summary(s->f, cells, s->nok);
+    free(cells);
 }
 
 /* The study tables the backends in use declare, as collprof-report summary prints them. */
@@ -485,6 +530,7 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
 #endif
     cp_format_summary_row(&s->fmt, row, f);
     keep_study_row(s, row);
+    keep_ok_row(s, row, r);
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {
         fprintf(f, "    bytes sent/received per rank:");
         for (int q = 0; q < r->nranks; q++) {
@@ -580,6 +626,7 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
     char iso[64];
     cp_utc_iso(iso, sizeof(iso));
     print_study(s);
+    print_best(s);
     fprintf(s->f, "\n== totals ==\n");
     fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
             s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
@@ -610,6 +657,8 @@ void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why)
             s->h5path[0] ? " and " : "", s->h5path);
     fflush(stdout);
     free(s->study);
+    free(s->ok);
+    free(s->ok_p5);
     free(s);
 }
 
@@ -636,6 +685,8 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
     }
     fflush(stdout);
     free(s->study);
+    free(s->ok);
+    free(s->ok_p5);
     free(s);
 }
 

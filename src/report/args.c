@@ -460,3 +460,48 @@ void cp_report_xml_text(FILE *out, const char *s)
         ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;"};
     cp_report_put_escaped(out, s, esc, 0);
 }
+
+void cp_report_fmt_double(double d, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.15g", d);
+    if (strtod(buf, NULL) != d) {
+        snprintf(buf, len, "%.17g", d);
+    }
+}
+
+void cp_report_fmt_value(const cp_report_value_t *v, char *buf, size_t len)
+{
+    if (v->kind == COLLPROF_I32 || v->kind == COLLPROF_I64) {
+        snprintf(buf, len, "%lld", v->i);
+    } else if (v->kind == COLLPROF_U64) {
+        snprintf(buf, len, "%llu", (unsigned long long)v->u);
+    } else {
+        cp_report_fmt_double(v->d, buf, len);
+    }
+}
+
+void cp_report_csv_field(FILE *out, const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"') {
+            fputc('"', out);
+        }
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+void cp_report_json_string(FILE *out, const char *s)
+{
+    static const char *const esc[256] = {
+        ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t"};
+    fputc('"', out);
+    /* the reader has checked the text is UTF-8: other bytes pass unchanged */
+    cp_report_put_escaped(out, s, esc, 1);
+    fputc('"', out);
+}

@@ -27,53 +27,6 @@ static void usage(FILE *f)
                "nothing is written).\n");
 }
 
-/* Doubles as the shortest of %.15g and %.17g that reads back as the same value. */
-static void fmt_double(double d, char *buf, size_t len)
-{
-    snprintf(buf, len, "%.15g", d);
-    if (strtod(buf, NULL) != d) {
-        snprintf(buf, len, "%.17g", d);
-    }
-}
-
-static void fmt_number(const cp_report_value_t *v, char *buf, size_t len)
-{
-    if (v->kind == COLLPROF_I32 || v->kind == COLLPROF_I64) {
-        snprintf(buf, len, "%lld", v->i);
-    } else if (v->kind == COLLPROF_U64) {
-        snprintf(buf, len, "%llu", (unsigned long long)v->u);
-    } else {
-        fmt_double(v->d, buf, len);
-    }
-}
-
-/* RFC 4180: quote a field holding a comma, a quote or a line break; double the quotes. */
-static void csv_field(FILE *out, const char *s)
-{
-    if (strpbrk(s, ",\"\r\n") == NULL) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"') {
-            fputc('"', out);
-        }
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
-static void json_string(FILE *out, const char *s)
-{
-    static const char *const esc[256] = {
-        ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t"};
-    fputc('"', out);
-    /* the reader has checked the text is UTF-8: other bytes pass unchanged */
-    cp_report_put_escaped(out, s, esc, 1);
-    fputc('"', out);
-}
-
 static void write_csv(FILE *out, cp_report_file_t **files, int n)
 {
     for (size_t c = 0; c < cp_h5_table_results.ncolumns; c++) {
@@ -87,14 +40,14 @@ static void write_csv(FILE *out, cp_report_file_t **files, int n)
                 char num[64];
                 cp_report_column_value(&cp_h5_table_results.columns[c], &files[i]->rows[r], &v);
                 if (v.kind == COLLPROF_STR) {
-                    csv_field(out, v.s);
+                    cp_report_csv_field(out, v.s);
                 } else {
-                    fmt_number(&v, num, sizeof(num));
+                    cp_report_fmt_value(&v, num, sizeof(num));
                     fputs(num, out);
                 }
                 fputc(',', out);
             }
-            csv_field(out, files[i]->path);
+            cp_report_csv_field(out, files[i]->path);
             fputc('\n', out);
         }
     }
@@ -112,18 +65,18 @@ static void write_json(FILE *out, cp_report_file_t **files, int n)
                 cp_report_value_t v;
                 char num[64];
                 cp_report_column_value(&cp_h5_table_results.columns[c], &files[i]->rows[r], &v);
-                json_string(out, cp_h5_table_results.columns[c].name);
+                cp_report_json_string(out, cp_h5_table_results.columns[c].name);
                 fputs(": ", out);
                 if (v.kind == COLLPROF_STR) {
-                    json_string(out, v.s);
+                    cp_report_json_string(out, v.s);
                 } else {
-                    fmt_number(&v, num, sizeof(num)); /* the reader refused NaN and inf */
+                    cp_report_fmt_value(&v, num, sizeof(num)); /* the reader refused NaN and inf */
                     fputs(num, out);
                 }
                 fputs(", ", out);
             }
             fputs("\"file\": ", out);
-            json_string(out, files[i]->path);
+            cp_report_json_string(out, files[i]->path);
             fputc('}', out);
         }
     }

@@ -40,6 +40,8 @@ static void usage(FILE *f)
                "operation, one line per backend/variant (and per file when several are\n"
                "given); and for a link sweep (collprof --link-sweep), a heatmap of the\n"
                "node x node bandwidth per backend, slow links framed in red.\n"
+               "Where files have one world size, the fastest backend/variant of each\n"
+               "cell is ringed (as 'collprof-report best' decides it; ties are not).\n"
                "OUT ending in .html gives a page with inline SVG, .svg a single\n"
                "SVG image; either is self-contained (no scripts, nothing fetched).\n"
                "\n"
@@ -60,6 +62,7 @@ static const char *const dashes[] = {"", "7 4", "2 3", "10 3 2 3"};
 typedef struct point {
     double bytes, busbw;
     const collprof_result_row_t *row;
+    int winner; /* the fastest backend/variant of its cell, not a tie (collprof-report best) */
 } point_t;
 
 typedef struct series {
@@ -73,6 +76,7 @@ typedef struct series {
 
 typedef struct chart {
     char op[16];
+    int winners; /* points marked as the fastest of their cell */
     series_t *s;
     size_t n, cap;
 } chart_t;
@@ -133,7 +137,7 @@ static void add_row(plot_t *p, int file, const collprof_result_row_t *r)
     }
     series_t *s = &c->s[si];
     s->pts = grow(s->pts, &s->cap, s->n, sizeof(*s->pts));
-    s->pts[s->n++] = (point_t){(double)r->bytes, r->busbw_gbs, r};
+    s->pts[s->n++] = (point_t){(double)r->bytes, r->busbw_gbs, r, 0};
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -251,6 +255,43 @@ static void chart_axes(const chart_t *c, axes_t *a)
     a->decimals = a->step >= 1 ? 0 : (int)ceil(-log10(a->step) - 1e-9);
 }
 
+/*
+ * Mark the points that are the fastest backend/variant of their cell, as
+ * `collprof-report best` decides it (src/output/best.c: ok cells, ties not
+ * marked), when every file has the same world size.
+ */
+static void mark_winners(plot_t *p)
+{
+    size_t ncells;
+    cp_best_t b;
+    for (int i = 1; i < p->nfiles; i++) {
+        if (p->files[i]->root.world_size != p->files[0]->root.world_size) {
+            return; /* times of different world sizes are not compared */
+        }
+    }
+    cp_best_cell_t *cells = cp_report_best_cells(p->files, p->nfiles, &ncells);
+    if (cells == NULL || cp_best_compute(cells, ncells, &b) != 0) {
+        free(cells);
+        return; /* the marks are a convenience */
+    }
+    for (size_t r = 0; r < b.nrows; r++) {
+        const cp_best_duel_t *d = &b.rows[r].d;
+        for (size_t ci = 0; d->slow.row != NULL && !d->tie && ci < p->n; ci++) {
+            chart_t *c = &p->c[ci];
+            for (size_t si = 0; si < c->n; si++) {
+                for (size_t k = 0; k < c->s[si].n; k++) {
+                    if (c->s[si].pts[k].row == d->fast.row) {
+                        c->s[si].pts[k].winner = 1;
+                        c->winners++;
+                    }
+                }
+            }
+        }
+    }
+    cp_best_free(&b);
+    free(cells);
+}
+
 /* The title, the grid with its tick labels, the frame and the axis titles. */
 static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
 {
@@ -260,6 +301,12 @@ static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
     fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
     xml_text(out, label);
     fprintf(out, ": bus bandwidth against message size</text>\n");
+    if (c->winners > 0) {
+        fprintf(out,
+                "<text x=\"%d\" y=\"28\" font-size=\"12\" text-anchor=\"end\" "
+                "fill=\"#333333\">ringed: the fastest at that size (ties not ringed)</text>\n",
+                PLOT_L + a->pw);
+    }
     fprintf(out, "<g font-size=\"12\" fill=\"#333333\">\n");
     for (double y = 0; y <= a->ytop + a->step / 2; y += a->step) {
         fprintf(out,
@@ -317,6 +364,14 @@ static void draw_series(FILE *out, const series_t *s, size_t i, const axes_t *a)
         xml_text(out, s->label);
         fprintf(out, ": %s B, %.3f GB/s</title></circle>\n",
                 cp_fmt_thousands((uint64_t)s->pts[k].bytes, th, sizeof(th)), s->pts[k].busbw);
+        if (s->pts[k].winner) {
+            fprintf(out,
+                    "<circle class=\"winner\" cx=\"%.1f\" cy=\"%.1f\" r=\"7.5\" fill=\"none\" "
+                    "stroke=\"#222222\" stroke-width=\"1.5\"><title>fastest at this size: ",
+                    ax_x(a, log2(s->pts[k].bytes)), ax_y(a, s->pts[k].busbw));
+            xml_text(out, s->label);
+            fprintf(out, "</title></circle>\n");
+        }
     }
     int lx = PLOT_L + (int)(i % LEGEND_COLS) * (a->pw / LEGEND_COLS);
     int ly = PLOT_T + PLOT_H + AXIS_H + (int)(i / LEGEND_COLS) * LEGEND_DY;
@@ -509,6 +564,7 @@ static int run(void *ctx, cp_report_file_t **files, int n)
     for (size_t i = 0; i < p.n; i++) {
         label_series(&p, &p.c[i]);
     }
+    mark_winners(&p);
     int rc = cp_report_write(s->output, s->html ? write_html : write_svg, &p);
     free_plot(&p);
     return rc;

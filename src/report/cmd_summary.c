@@ -1,14 +1,17 @@
 /*
  * `summary`: the text summary of a run, rebuilt from its HDF5 file.  The
  * cell lines come from the same src/output/format.c functions the run
- * used, and the per-rank bytes line is printed as src/output/summary.c
- * prints it, so those lines match the run's .txt summary byte for byte.
+ * used, the tables of which backend wins from src/output/best.c (with the
+ * p5 from the raw samples, as the run takes it from its own), and the
+ * per-rank bytes line is printed as src/output/summary.c prints it, so
+ * those lines match the run's .txt summary byte for byte.
  * The header is shorter: it shows what the file's attributes record.
  */
 #include "config.h"
 
 #include "report/report.h"
 
+#include "output/best.h"
 #include "output/format.h"
 #include "output/study.h"
 #include "output/world.h"
@@ -21,7 +24,8 @@ static void usage(FILE *f)
     fprintf(f, "Usage: collprof-report summary FILE|DIR...\n"
                "Print the text summary of each result file (a DIR stands for its\n"
                "collprof_*.h5 files, in name order): a header from the file's attributes,\n"
-               "the per-cell lines of collprof's own text summary, and the totals.\n"
+               "the per-cell lines of collprof's own text summary, the tables of which\n"
+               "backend and variant wins (see 'collprof-report best'), and the totals.\n"
                "\n"
                "  -h, --help   this help\n"
                "\n"
@@ -116,7 +120,18 @@ static void print_study(const cp_report_file_t *f)
     cp_study_print_all(stdout, f->rows, f->nrows, f->backends, f->nbackends, f->root.link_gbps);
 }
 
-static void print_file(const cp_report_file_t *f)
+/* which backend and variant wins, as src/output/summary.c ends the run's summary with it */
+static void print_best(cp_report_file_t *f)
+{
+    size_t n;
+    cp_best_cell_t *cells = cp_report_best_cells(&f, 1, &n);
+    if (cells != NULL) {
+        cp_best_print_summary(stdout, cells, n);
+        free(cells);
+    }
+}
+
+static void print_file(cp_report_file_t *f)
 {
     cp_format_state_t st;
     int ok = 0, wrong = 0, error = 0, unsupported = 0, skipped = 0, timeout = 0;
@@ -145,6 +160,7 @@ static void print_file(const cp_report_file_t *f)
         nwrong += r->wrong;
     }
     print_study(f);
+    print_best(f);
     printf("\n== totals ==\n");
     printf("cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n", ok, wrong, error,
            unsupported, skipped);

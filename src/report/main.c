@@ -28,6 +28,8 @@ static const struct {
      "one table per operation across scale points (nodes/ranks)"},
     {"study", cp_report_cmd_study, "FILE [--backend NAME] [--op OP] [--link-gbps X]",
      "the RMA-write all-to-all study: per size, each variant's BW, BusBW (% of link), latency"},
+    {"best", cp_report_cmd_best, "FILE|DIR... [--csv|--json] [-o OUT]",
+     "which backend/variant is fastest per cell; backend vs backend; variant vs default"},
     {"links", cp_report_cmd_links, "FILE [--threshold X] [--stat best|mean]",
      "the link sweep's node x node matrices; names slow links and suspect nodes"},
 };

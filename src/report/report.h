@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "output/best.h"
 #include "report/reader.h"
 
 /* exit statuses: 1 is reserved for "compare found a regression" */
@@ -75,6 +76,15 @@ int cp_report_write(const char *path, void (*write)(FILE *out, const void *data)
  */
 void cp_report_put_escaped(FILE *out, const char *s, const char *const esc[256], int json_controls);
 
+/** Doubles as the shortest of %.15g and %.17g that reads back as the same value. */
+void cp_report_fmt_double(double d, char *buf, size_t len);
+/** A number column's value as text (integers as such, doubles as cp_report_fmt_double). */
+void cp_report_fmt_value(const cp_report_value_t *v, char *buf, size_t len);
+/** s as a CSV field (RFC 4180: quoted when it holds a comma, a quote or a line break). */
+void cp_report_csv_field(FILE *out, const char *s);
+/** s as a JSON string, quotes included. */
+void cp_report_json_string(FILE *out, const char *s);
+
 /** s as XML character data (&, <, >, quotes escaped). */
 void cp_report_xml_text(FILE *out, const char *s);
 
@@ -92,6 +102,16 @@ int cp_report_cmd_plot(int argc, char **argv);
 int cp_report_cmd_scaling(int argc, char **argv);
 int cp_report_cmd_study(int argc, char **argv);
 int cp_report_cmd_links(int argc, char **argv);
+int cp_report_cmd_best(int argc, char **argv);
+
+/* ---- which backend and variant wins (cmd_best.c, also for summary and plot) ---- */
+
+/**
+ * The results of files[0..n) as src/output/best.h takes them: every row
+ * (borrowed) with the p5 of its per-iteration times from the raw samples.
+ * Free with free(); NULL after printing "out of memory".
+ */
+cp_best_cell_t *cp_report_best_cells(cp_report_file_t *const *files, int n, size_t *count);
 
 /* ---- the link sweep's heatmaps (cmd_links.c, drawn by plot) --------------- */
 

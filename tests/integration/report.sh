@@ -1,9 +1,10 @@
 #!/bin/sh
-# collprof-report on real result files: summary round trip, compare (self
-# and an injected regression), export, stragglers (an injected slow rank),
-# plot (rendered by headless Chromium when installed), and every kind of
-# bad input.  Injected slowdowns are large (+2000 us on cells of ~20-300
-# us) because timings on a shared 2-core machine vary a lot between runs.
+# collprof-report on real result files: summary round trip, best (a real
+# mpi+self run), compare (self and an injected regression), export,
+# stragglers (an injected slow rank), plot (rendered by headless Chromium
+# when installed), and every kind of bad input.  Injected slowdowns are
+# large (+2000 us on cells of ~20-300 us) because timings on a shared
+# 2-core machine vary a lot between runs.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 [ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
@@ -85,6 +86,51 @@ ok $? "summary: per-rank bytes of alltoallv and the file's status"
 rep summary "$WORK/base" "$WORK/slow"
 [ "$rrc" -eq 0 ] && [ "$(grep -c '^# collprof-report summary of ' "$WORK/rout")" -eq 2 ]
 ok $? "summary: directories stand for their result files"
+
+# ---- best: a real two-backend run ------------------------------------------------
+mkdir -p "$WORK/two"
+rc=0
+timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 2 --backends mpi,self --ops allreduce \
+    --counts 1K,4K -n 5 -w 1 --variants default,ring --output-dir "$WORK/two" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+two=$(h5_of "$WORK/two")
+rep best "$two"
+cp "$WORK/rout" "$WORK/best_txt"
+[ "$rc" -eq 0 ] && [ "$rrc" -eq 0 ] && grep -q '^== fastest backend/variant per cell' "$WORK/rout" &&
+    [ "$(grep -c '^  AllReduce .* mpi vs self ' "$WORK/rout")" -eq 2 ] &&
+    [ "$(grep -c -E '^  AllReduce .* mpi +(ring +[0-9.]+ +default|default +[0-9.]+ +ring) ' "$WORK/rout")" -eq 2 ]
+r=$?
+ok $r "best: mpi and self, per cell, backend vs backend, ring vs default (exit $rc/$rrc)"
+diag_rep $r
+# the run's summary ends with the very same tables (one module prints both)
+tables() { sed -n '/^== fastest backend/,/^== totals/p' "$1" | grep -v -e '^== totals' -e '^$'; }
+tables "${two%.h5}.txt" >"$WORK/best_run"
+tables "$WORK/best_txt" >"$WORK/best_rep"
+[ -s "$WORK/best_run" ] && cmp -s "$WORK/best_run" "$WORK/best_rep"
+ok $? "best: the run's text summary ends with the same tables"
+rep best --csv "$two"
+[ "$rrc" -eq 0 ] && [ "$(wc -l <"$WORK/rout")" -eq 7 ] && head -n 1 "$WORK/rout" | grep -q '^table,backends,op,' &&
+    [ "$(grep -c '^pair,mpi vs self,allreduce,' "$WORK/rout")" -eq 2 ]
+ok $? "best --csv: a header, 2 best, 2 pair and 2 gain records (exit $rrc)"
+rep best --json "$two"
+if [ -n "$PY" ]; then
+    "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["world_size"] == 2 and len(d["best"]) == 2 and len(d["backend_vs_backend"]) == 2
+assert all(r["ratio"] >= 1 and r["fast_time_us"] <= r["slow_time_us"] for r in d["best"])' "$WORK/rout"
+    ok $? "best --json: parses; 2 cells, ratios >= 1 (exit $rrc)"
+else
+    echo "ok $((tap_n += 1)) # SKIP no python3 to parse the JSON"
+fi
+rep best "$two" "$base"
+[ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] && [ ! -s "$WORK/rout" ] &&
+    grep -q "^collprof-report: error: best: .* has 2 ranks, .* has 4: only runs of one world size" "$WORK/rerr"
+ok $? "best: files of different world sizes are refused, one line, exit 2 (exit $rrc)"
+# one ring per cell whose winner is outside the noise (none when every cell is a tie)
+wins=$(sed -n '/^== fastest backend/,/^== backend vs/p' "$WORK/best_txt" | grep -c -E '  [0-9.]+x faster$')
+rep plot "$two" --out "$WORK/two.svg"
+[ "$rrc" -eq 0 ] && [ "$(grep -c 'class="winner"' "$WORK/two.svg")" -eq "$wins" ]
+ok $? "plot: the fastest of each cell is ringed where best names one ($wins; exit $rrc)"
 
 # ---- compare -----------------------------------------------------------------
 rep compare "$base" "$base"
@@ -370,7 +416,7 @@ rep compare "$base" "$base" --alpha 2
 [ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ]
 ok $? "bad option value: one-line error, exit 2"
 rc=0
-for c in "" summary compare export stragglers plot scaling; do
+for c in "" summary compare export stragglers plot scaling best; do
     rep $c --help
     [ "$rrc" -eq 0 ] && grep -q '^Usage: collprof-report' "$WORK/rout" || rc=1
 done
