@@ -218,6 +218,9 @@ int main(void)
                    f->rows[i].group_ranks == 2 && !strcmp(f->rows[i].status, "ok");
         }
         ok(good, "1.3: a cell on every rank, then on node and cross groups of 2 ranks");
+        ok(f->rows[0].copy_gbs > 0 && f->rows[0].copy1_gbs > 0 && f->nranks == 4 &&
+               strstr(f->ranks[3].log, "_r3.log") != NULL,
+           "1.3: the memory-copy limit of each cell, and each rank's log (%s)", f->ranks[3].log);
         cp_report_close(f);
     }
     f = open_sample("1.2");
