@@ -59,8 +59,9 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
     if (measured(r)) {
         char limit[96] = "";
         if (r->copy_gbs > 0) {
-            snprintf(limit, sizeof(limit), " | BusBW %.0f%% of copy %.2f GB/s",
-                     100.0 * r->busbw_gbs / r->copy_gbs, r->copy_gbs);
+            double pct = 100.0 * r->busbw_gbs / r->copy_gbs;
+            snprintf(limit, sizeof(limit), " | BusBW %.*f%% of copy %.2f GB/s", pct < 10 ? 1 : 0,
+                     pct, r->copy_gbs);
         }
         snprintf(buf, len,
                  "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | "
