@@ -458,7 +458,9 @@ static void writer_resumed(int sig, int cell, double stalled)
     }
 }
 
-static void take_signal(int sig)
+/* gap: how long the thread was away before it took sig (long: the process
+ * was stopped meanwhile, whatever the main thread did once resumed). */
+static void take_signal(int sig, double gap)
 {
     const cp_boot_t *b = wd.boot;
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
@@ -469,8 +471,8 @@ static void take_signal(int sig)
             int cell = wd.cell;
             double stalled = now_s() - wd.last_s, tmo = wd.timeout_s;
             pthread_mutex_unlock(&wd.mu);
-            if (tmo > 0 && stalled > tmo + FROZEN_S) {
-                writer_resumed(sig, cell, stalled);
+            if (tmo > 0 && (stalled > tmo + FROZEN_S || gap > tmo + FROZEN_S)) {
+                writer_resumed(sig, cell, stalled > gap ? stalled : gap);
             } else if (wd.hooks.on_signal != NULL) {
                 wd.hooks.on_signal(wd.hooks.arg, sig, cell);
             }
@@ -657,9 +659,10 @@ static void *wd_main(void *unused)
     signal_set(&set);
     const struct timespec tick = {0, TICK_NS};
     while (!wd.stop) {
+        double t0 = now_s();
         int sig = sigtimedwait(&set, NULL, &tick);
         if (sig > 0) {
-            take_signal(sig);
+            take_signal(sig, now_s() - t0);
         }
         pthread_mutex_lock(&wd.mu);
         int stalled = wd.timeout_s > 0 && now_s() - wd.last_s > wd.timeout_s;
