@@ -189,7 +189,8 @@ stop_rank_case() {
     ok $res "$what, rank $r stopped: one report names rank $r on $host alone"
     [ $res -eq 0 ] || sed 's/^/# /' "$d/err"
     s=$(summary_of "$d")
-    "$COLLPROF_REPORT" export --csv "${s%.txt}.h5" >"$d/csv" 2>&1
+    "${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}" export --csv "${s%.txt}.h5" \
+        >"$d/csv" 2>&1
     rows=$(grep -c ',timeout,' "$d/csv")
     # a stopped rank 0 writes the timeout row when the launcher wakes it to end
     # it: --np does; mpirun and srun may kill it first (STOP_ROW=maybe)
