@@ -598,6 +598,19 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
     _exit(CP_EXIT_TIMEOUT);
 }
 
+/* Rank 0, frozen: 1 when a rank that reported in its place has said so
+ * (the lowest that answered: one of the first few, unless many stopped). */
+static int deputy_reported(int n)
+{
+    for (int q = 1; q < n && q <= 8; q++) {
+        int one;
+        if (cp_oob_fetch(q, KEY_DONE, &one, sizeof(one), 0) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void take_timeout(void)
 {
     const cp_boot_t *b;
@@ -615,7 +628,7 @@ static void take_timeout(void)
         _exit(CP_EXIT_TIMEOUT);
     }
     recs[rank] = mine;
-    if (rank == 0 && frozen && n > 1) {
+    if (rank == 0 && frozen && n > 1 && deputy_reported(n)) {
         /* rank 0 is the rank that was stopped: another has reported */
         if (lock_for_good()) {
             writer_resumed(0, mine.cell, mine.stalled_s);
@@ -625,6 +638,10 @@ static void take_timeout(void)
         _exit(CP_EXIT_TIMEOUT);
     }
     if (rank == 0) {
+        if (frozen) {
+            cp_log(CP_LOG_WARN, "watchdog: this rank itself was stopped or starved for %.1f s",
+                   late);
+        }
         report_timeout(recs, n, 0, collect_records(recs, n, 0, COLLECT_MAX_S, 0), b);
     }
     char w[160];
