@@ -38,7 +38,7 @@
 #define KEY_FILES "cp.wd.files"
 /* How long a rank waits for rank 0's record before it takes rank 0 for
  * stopped and the lowest rank that answers reports in its place. */
-#define DEPUTY_WAIT_S (COLLECT_MAX_S + 0.5)
+#define DEPUTY_WAIT_S COLLECT_MAX_S
 
 static struct {
     pthread_mutex_t mu; /* the beat */
