@@ -546,6 +546,15 @@ static int rank_prepare(rank_run_t *rr)
     return -1;
 }
 
+/* The outputs' names, for a rank that reports a timeout when rank 0 is stopped. */
+static void publish_files(const cp_summary_t *sum)
+{
+    char files[CP_WD_FILES_LEN];
+    const char *h5 = cp_summary_h5_path(sum);
+    snprintf(files, sizeof(files), "%s%s%s", cp_summary_path(sum), h5 ? " and " : "", h5 ? h5 : "");
+    cp_wd_publish_files(files);
+}
+
 /* Backends up, affinity gathered, outputs open (rank 0); -1 when the outputs failed. */
 static int rank_open(rank_run_t *rr, int argc, char **argv)
 {
@@ -595,6 +604,8 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
     cp_wd_lock();
     if (b->rank == 0 && cp_summary_open(&rr->ri, &rr->sum, err, sizeof(err)) != 0) {
         out_ok = 0;
+    } else if (b->rank == 0 && b->nranks > 1 && rr->sum != NULL) {
+        publish_files(rr->sum);
     }
     g_run.sum = rr->sum;
     g_run.plan = &rr->plan;

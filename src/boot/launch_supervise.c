@@ -152,6 +152,34 @@ static void signal_children(cp_launch_job_t *job, int sig, int spare)
     }
 }
 
+/* Process pid's state and parent from /proc/pid/stat; 0 when unreadable. */
+static char proc_stat(long pid, long *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+    const char *rp = strrchr(buf, ')');
+    char state;
+    if (rp == NULL || sscanf(rp + 1, " %c %ld", &state, ppid) != 2) {
+        return 0;
+    }
+    return state;
+}
+
+/* 'T' when pid is stopped (SIGSTOP, a debugger), else its state or 0. */
+static char proc_state(pid_t pid)
+{
+    long ppid;
+    return proc_stat((long)pid, &ppid);
+}
+
 /* Send sig to the children of pid (mpirun's ranks), found through /proc. */
 static void signal_grandchildren(pid_t parent, int sig)
 {
@@ -166,20 +194,8 @@ static void signal_grandchildren(pid_t parent, int sig)
         if (pid <= 0 || *end != '\0') {
             continue;
         }
-        char path[64], buf[512];
-        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
-        const char *rp = strrchr(buf, ')');
-        char state;
         long ppid;
-        if (rp != NULL && sscanf(rp + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
+        if (proc_stat(pid, &ppid) != 0 && ppid == parent) {
             kill((pid_t)pid, sig);
         }
     }
@@ -245,8 +261,20 @@ static void on_abort(cp_launch_job_t *job, int rank, int status, const char *msg
     job->stop_starting = 1;
     cp_log(CP_LOG_ERROR, "rank %d called abort with status %d%s%s", rank, status,
            msg[0] != '\0' ? ": " : "", msg);
-    signal_children(job, SIGKILL, rank);
-    arm_kill(job, GRACE_S);
+    /* a stopped rank (rank 0 above all: it writes the results) is woken
+     * and asked to end, so that it can close its outputs; SIGKILL follows */
+    int stopped = 0;
+    for (int i = 0; i < job->nstarted; i++) {
+        cp_launch_child_t *c = &job->children[i];
+        if (i != rank && c->alive && !job->mpirun && proc_state(c->pid) == 'T') {
+            kill(c->pid, SIGTERM);
+            kill(c->pid, SIGCONT);
+            stopped = 1;
+        } else if (i != rank && c->alive) {
+            kill(c->pid, SIGKILL);
+        }
+    }
+    arm_kill(job, stopped ? GRACE_SHORT_S : GRACE_S);
 }
 
 /* Read and act on one frame; -1 when the server process has gone. */

@@ -29,8 +29,16 @@
 /* After a signal, how long the other ranks give rank 0 to close. */
 #define SIGNAL_WAIT_S 2.0
 
-#define KEY_REC  "cp.wd.rec"
-#define KEY_DONE "cp.wd.done"
+/* A stall found this much later than its timeout: the process itself was
+ * stopped (the watchdog looks every tick). */
+#define FROZEN_S 1.5
+
+#define KEY_REC   "cp.wd.rec"
+#define KEY_DONE  "cp.wd.done"
+#define KEY_FILES "cp.wd.files"
+/* How long a rank waits for rank 0's record before it takes rank 0 for
+ * stopped and the lowest rank that answers reports in its place. */
+#define DEPUTY_WAIT_S COLLECT_MAX_S
 
 static struct {
     pthread_mutex_t mu; /* the beat */
@@ -333,6 +341,40 @@ static void explain_rest(const int *waiting, int nwait, const int *silent, int n
     }
 }
 
+/* " Waiting: ranks 0,3 in the operation, iteration 5; rank 1 in the operation,
+ * iteration 4." : with ranks that do not answer, those that do are waiting
+ * for them wherever they are (a collective left half done by a stopped rank
+ * leaves its peers at different places): none is blamed. */
+static void explain_groups(const cp_wd_rec_t *recs, int n, int cell, char *msg, size_t len)
+{
+    int *mine = calloc((size_t)n, sizeof(int)), *done = calloc((size_t)n, sizeof(int));
+    int groups = 0;
+    char list[256], w[160];
+    append(msg, len, " Waiting:");
+    for (int q = 0; q < n && mine != NULL && done != NULL; q++) {
+        if (!recs[q].valid || done[q]) {
+            continue;
+        }
+        int m = 0;
+        for (int j = q; j < n; j++) {
+            if (recs[j].valid && !done[j] && pos_cmp(position(&recs[j]), position(&recs[q])) == 0) {
+                mine[m++] = j;
+                done[j] = 1;
+            }
+        }
+        if (groups++ == 8) {
+            append(msg, len, " and others;");
+            break;
+        }
+        cp_wd_ranks(mine, m, list, sizeof(list));
+        where(&recs[q], recs[q].cell != cell, w, sizeof(w));
+        append(msg, len, " rank%s %s %s;", m > 1 ? "s" : "", list, w);
+    }
+    free(mine);
+    free(done);
+    msg[strlen(msg) - 1] = '.';
+}
+
 int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
                   void (*describe)(void *arg, int cell, char *buf, size_t len), void *arg,
                   char *msg, size_t len)
@@ -375,10 +417,15 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
     } else {
         snprintf(msg, len, "no progress for %.1f s.", stalled);
     }
-    if (nbehind > 0) {
-        explain_behind(recs, n, hosts, f, nbehind, msg, len);
+    if (nbehind > 0 && nsilent > 0) {
+        explain_groups(recs, n, cell, msg, len);
+        explain_rest(waiting, 0, silent, nsilent, n, nbehind, fw, hosts, msg, len);
+    } else {
+        if (nbehind > 0) {
+            explain_behind(recs, n, hosts, f, nbehind, msg, len);
+        }
+        explain_rest(waiting, nwait, silent, nsilent, n, nbehind, fw, hosts, msg, len);
     }
-    explain_rest(waiting, nwait, silent, nsilent, n, nbehind, fw, hosts, msg, len);
     free(waiting);
     free(silent);
     return cell;
@@ -387,17 +434,48 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
 /* ---------------------------------------------------------------------- */
 /* The thread. */
 
-static void take_signal(int sig)
+/* Rank 0, resumed after it was stopped past its timeout (sig: the signal
+ * that the launcher ending the job woke it with, or 0): the cell it was in
+ * timed out, whoever reported it.  Writer lock held. */
+static void writer_resumed(int sig, int cell, double stalled)
+{
+    char desc[256] = "?", msg[768], how[96] = "";
+    if (cell >= 0 && wd.hooks.describe != NULL) {
+        wd.hooks.describe(wd.hooks.arg, cell, desc, sizeof(desc));
+    }
+    if (sig > 0) {
+        snprintf(how, sizeof(how), ", then ended by signal %d (%s)", sig, strsignal(sig));
+    }
+    snprintf(msg, sizeof(msg),
+             "cell %d (%s) timed out: no progress for %.1f s; rank 0 was stopped or frozen%s", cell,
+             desc, stalled, how);
+    fprintf(stderr,
+            "collprof: error: timeout: rank 0 resumed after %.1f s without progress (it was "
+            "stopped or frozen): the cell it was in is recorded as timed out\n",
+            stalled);
+    if (wd.hooks.on_timeout != NULL) {
+        wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
+    }
+}
+
+/* gap: how long the thread was away before it took sig (long: the process
+ * was stopped meanwhile, whatever the main thread did once resumed). */
+static void take_signal(int sig, double gap)
 {
     const cp_boot_t *b = wd.boot;
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
     if (rank == 0) {
         /* for good: the main thread writes no more */
-        if (lock_for_good() && wd.hooks.on_signal != NULL) {
+        if (lock_for_good()) {
             pthread_mutex_lock(&wd.mu);
             int cell = wd.cell;
+            double stalled = now_s() - wd.last_s, tmo = wd.timeout_s;
             pthread_mutex_unlock(&wd.mu);
-            wd.hooks.on_signal(wd.hooks.arg, sig, cell);
+            if (tmo > 0 && (stalled > tmo + FROZEN_S || gap > tmo + FROZEN_S)) {
+                writer_resumed(sig, cell, stalled > gap ? stalled : gap);
+            } else if (wd.hooks.on_signal != NULL) {
+                wd.hooks.on_signal(wd.hooks.arg, sig, cell);
+            }
         }
         if (n > 1) {
             int one = 1;
@@ -410,19 +488,21 @@ static void take_signal(int sig)
     _exit(128 + sig);
 }
 
-/* The records of ranks 1..n-1 into recs (COLLECT_MAX_S in all); returns
- * how many did not answer.  The fetches go in parallel rounds: one rank
- * that never answers must not use up the time of the others. */
-static int collect_records(cp_wd_rec_t *recs, int n)
+/* The records of every rank but me into recs (wait_s in all; until0: only
+ * until rank 0's is in); returns how many did not answer.  The fetches go
+ * in parallel rounds: one rank that never answers must not use up the time
+ * of the others. */
+static int collect_records(cp_wd_rec_t *recs, int n, int me, double wait_s, int until0)
 {
-    double deadline = now_s() + COLLECT_MAX_S;
-    int missing = n - 1;
-    for (int q = 1; q < n; q++) {
-        recs[q].valid = 0;
+    double deadline = now_s() + wait_s;
+    int missing = 0;
+    for (int q = 0; q < n; q++) {
+        missing += q != me && !recs[q].valid;
     }
-    while (missing > 0) {
-        for (int q = 1; q < n && now_s() < deadline; q++) {
-            if (!recs[q].valid && cp_oob_fetch(q, KEY_REC, &recs[q], sizeof(recs[q]), 0) == 0) {
+    while (missing > 0 && !(until0 && recs[0].valid)) {
+        for (int q = 0; q < n && now_s() < deadline; q++) {
+            if (q != me && !recs[q].valid &&
+                cp_oob_fetch(q, KEY_REC, &recs[q], sizeof(recs[q]), 0) == 0) {
                 missing--;
             }
         }
@@ -434,7 +514,8 @@ static int collect_records(cp_wd_rec_t *recs, int n)
     return missing;
 }
 
-static void take_timeout(void)
+/* This rank's position, as its record. */
+static cp_wd_rec_t my_record(const cp_boot_t **boot, double *late_s)
 {
     cp_wd_rec_t mine;
     memset(&mine, 0, sizeof(mine));
@@ -445,35 +526,64 @@ static void take_timeout(void)
     mine.iter = wd.iter;
     mine.warmup = wd.warmup;
     mine.stalled_s = now_s() - wd.last_s;
-    const cp_boot_t *b = wd.boot;
+    *late_s = mine.stalled_s - wd.timeout_s;
+    *boot = wd.boot;
     pthread_mutex_unlock(&wd.mu);
+    return mine;
+}
 
-    int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
-    if (n > 1) {
-        cp_oob_post(KEY_REC, &mine, sizeof(mine));
+/* A rank other than 0: wait for rank 0's record.  When it comes, rank 0
+ * reports (-1).  When it does not (rank 0 is stopped or cut off), the
+ * lowest rank that answers reports instead: the rank that reports. */
+static int find_reporter(cp_wd_rec_t *recs, int n, int me)
+{
+    /* the others stalled when we did: their records come in meanwhile */
+    collect_records(recs, n, me, DEPUTY_WAIT_S, 1);
+    if (recs[0].valid) {
+        return -1;
     }
-    if (rank != 0) {
-        char w[160];
-        where(&mine, 1, w, sizeof(w));
-        cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s (%s); reporting to rank 0",
-               mine.stalled_s, w);
-        int one;
-        cp_oob_fetch(0, KEY_DONE, &one, sizeof(one), COLLECT_MAX_S + CLOSE_WAIT_S);
-        _exit(CP_EXIT_TIMEOUT);
+    int low = 0;
+    while (low < n && !recs[low].valid) {
+        low++;
     }
-    cp_wd_rec_t *recs = calloc((size_t)n, sizeof(*recs));
+    return low;
+}
+
+/* What the reporter adds when rank 0, which writes the outputs, is silent. */
+static void writer_lost(const cp_boot_t *b, int cell, char *msg, size_t len)
+{
+    char files[CP_WD_FILES_LEN] = "";
+    cp_oob_fetch(0, KEY_FILES, files, sizeof(files), 0);
+    files[sizeof(files) - 1] = '\0';
+    append(msg, len,
+           " Rank 0 (%s), which writes the result files, does not answer: unless it resumes to "
+           "close them, they hold ",
+           b->hostnames[0]);
+    if (cell > 0) {
+        append(msg, len, "only the cells before cell %d, with no row for this one", cell);
+    } else {
+        append(msg, len, "no row for this cell");
+    }
+    append(msg, len, "%s%s.", files[0] ? ": " : "", files);
+}
+
+/* The reporting rank (0, or the lowest that answers when 0 does not):
+ * the message, the outputs closed (rank 0), the others released. */
+static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const cp_boot_t *b)
+{
     char *msg = malloc(4096);
-    if (recs == NULL || msg == NULL) {
-        cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s; out of memory", mine.stalled_s);
+    if (msg == NULL) {
+        cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s; out of memory", recs[me].stalled_s);
         _exit(CP_EXIT_TIMEOUT);
     }
-    recs[0] = mine;
-    int nsilent = collect_records(recs, n);
     int cell = cp_wd_explain(recs, n, b ? (const char(*)[256])b->hostnames : NULL,
                              wd.hooks.describe, wd.hooks.arg, msg, 4096);
+    if (me != 0) {
+        writer_lost(b, cell, msg, 4096);
+    }
     fprintf(stderr, "collprof: error: timeout: %s\n", msg);
     fflush(stderr);
-    if (lock_for_good() && wd.hooks.on_timeout != NULL) {
+    if (me == 0 && lock_for_good() && wd.hooks.on_timeout != NULL) {
         wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
     }
     if (n > 1) {
@@ -488,6 +598,77 @@ static void take_timeout(void)
     _exit(CP_EXIT_TIMEOUT);
 }
 
+/* Rank 0, frozen: 1 when a rank that reported in its place has said so
+ * (the lowest that answered: one of the first few, unless many stopped). */
+static int deputy_reported(int n)
+{
+    for (int q = 1; q < n && q <= 8; q++) {
+        int one;
+        if (cp_oob_fetch(q, KEY_DONE, &one, sizeof(one), 0) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void take_timeout(void)
+{
+    const cp_boot_t *b;
+    double late;
+    cp_wd_rec_t mine = my_record(&b, &late);
+    /* the watchdog looks every tick: so late, the whole process was stopped */
+    int frozen = late > FROZEN_S;
+    int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
+    if (n > 1) {
+        cp_oob_post(KEY_REC, &mine, sizeof(mine));
+    }
+    cp_wd_rec_t *recs = calloc((size_t)n, sizeof(*recs));
+    if (recs == NULL) {
+        cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s; out of memory", mine.stalled_s);
+        _exit(CP_EXIT_TIMEOUT);
+    }
+    recs[rank] = mine;
+    if (rank == 0 && frozen && n > 1 && deputy_reported(n)) {
+        /* rank 0 is the rank that was stopped: another has reported */
+        if (lock_for_good()) {
+            writer_resumed(0, mine.cell, mine.stalled_s);
+        }
+        int one = 1;
+        cp_oob_post(KEY_DONE, &one, sizeof(one));
+        _exit(CP_EXIT_TIMEOUT);
+    }
+    if (rank == 0) {
+        if (frozen) {
+            cp_log(CP_LOG_WARN, "watchdog: this rank itself was stopped or starved for %.1f s",
+                   late);
+        }
+        report_timeout(recs, n, 0, collect_records(recs, n, 0, COLLECT_MAX_S, 0), b);
+    }
+    char w[160];
+    where(&mine, 1, w, sizeof(w));
+    cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s (%s)%s; reporting to rank 0",
+           mine.stalled_s, w, frozen ? ": this rank was stopped or frozen and has resumed" : "");
+    int reporter = find_reporter(recs, n, rank);
+    if (reporter != rank) {
+        int one;
+        cp_oob_fetch(reporter < 0 ? 0 : reporter, KEY_DONE, &one, sizeof(one),
+                     COLLECT_MAX_S + CLOSE_WAIT_S);
+        _exit(CP_EXIT_TIMEOUT);
+    }
+    int nsilent = 0;
+    for (int q = 0; q < n; q++) {
+        nsilent += !recs[q].valid;
+    }
+    report_timeout(recs, n, rank, nsilent, b);
+}
+
+void cp_wd_publish_files(const char *files)
+{
+    char buf[CP_WD_FILES_LEN];
+    snprintf(buf, sizeof(buf), "%s", files);
+    cp_oob_post(KEY_FILES, buf, sizeof(buf));
+}
+
 static void *wd_main(void *unused)
 {
     (void)unused;
@@ -495,9 +676,10 @@ static void *wd_main(void *unused)
     signal_set(&set);
     const struct timespec tick = {0, TICK_NS};
     while (!wd.stop) {
+        double t0 = now_s();
         int sig = sigtimedwait(&set, NULL, &tick);
         if (sig > 0) {
-            take_signal(sig);
+            take_signal(sig, now_s() - t0);
         }
         pthread_mutex_lock(&wd.mu);
         int stalled = wd.timeout_s > 0 && now_s() - wd.last_s > wd.timeout_s;

@@ -86,6 +86,11 @@ void cp_wd_beat(cp_wd_phase_t phase, int cell, int iter, int warmup, double time
 void cp_wd_lock(void);
 void cp_wd_unlock(void);
 
+/** Rank 0, once its outputs are open: their names, for the rank that
+ *  reports a timeout in its place when rank 0 itself is stopped. */
+#define CP_WD_FILES_LEN 1024
+void cp_wd_publish_files(const char *files);
+
 /** Stop the thread (end of a normal run). */
 void cp_wd_stop(void);
 

@@ -510,6 +510,30 @@ static int room_for(cp_summary_t *s, const cp_result_t *r)
     return 0;
 }
 
+/* No room for a cell's raw data: its row alone (a few KiB), marked
+ * incomplete, so that the file names the cell the run stopped in as the
+ * text summary does; nothing when even that could fill the disk. */
+#define ROW_ONLY_ROOM (128.0 * 1024)
+static void h5_row_only(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
+{
+    struct statvfs v;
+    if (statvfs(s->h5path, &v) != 0 || (double)v.f_bavail * (double)v.f_frsize < ROW_ONLY_ROOM) {
+        return;
+    }
+    collprof_result_row_t lean = *row;
+    cp_result_t bare = *r;
+    bare.samples = NULL;
+    bare.rank_mean = NULL;
+    snprintf(lean.status, sizeof(lean.status), "%s",
+             collprof_cell_status_name(COLLPROF_CELL_INCOMPLETE));
+    snprintf(lean.error, sizeof(lean.error),
+             "not stored: the file system is full (the text summary has its figures)");
+    if (cp_h5_cell(s->h5, &lean, &bare) != 0) {
+        cp_h5_close(s->h5, "incomplete");
+        s->h5 = NULL;
+    }
+}
+
 int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
 {
     FILE *f = s->f;
@@ -521,6 +545,7 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     errno = 0;
     if (s->h5 != NULL && s->error[0] == '\0' && !room_for(s, r)) {
         /* reported by the caller, which stops the run */
+        h5_row_only(s, row, r);
     } else if (s->h5 != NULL && cp_h5_cell(s->h5, row, r) != 0) {
         write_error(s, "writing", s->h5path);
         cp_log(CP_LOG_ERROR, "writing cell %d to %s failed", row->cell, s->h5path);

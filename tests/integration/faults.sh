@@ -216,6 +216,9 @@ if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=1m collprof-test "$full" 2>/de
         n=$(grep -c ' ms | AlgBW' "$WORK/rsum")
         [ "$rrc" -eq 0 ] && [ "$n" -ge 1 ] && grep -q 'status: *incomplete' "$WORK/rsum"
         ok $? "full disk: the HDF5 file is readable with its $n completed cells (exit $rrc)"
+        grep -q 'incomplete: not stored: the file system is full' "$WORK/rsum" &&
+            [ "$((n + 1))" -eq "$(grep -c ' ms | AlgBW' "$s")" ]
+        ok $? "full disk: the cell the run stopped in is in the HDF5 file as incomplete"
     fi
     umount "$full"
 else
@@ -257,10 +260,26 @@ dead=$!
 wait "$dead"
 mkdir "$tmp/collprof.$dead.abc123" "$tmp/collprof.$$.def456"
 touch "$tmp/collprof.$dead.abc123/pmix.sock"
+# the same in /dev/shm: the launcher's private directory (Open MPI's segments), and the
+# self backend's segment of a rank 0 killed between creating and unlinking it
+shm=
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    shm=/dev/shm
+    mkdir "$shm/collprof.$dead.Xyz789"
+    touch "$shm/collprof.$dead.Xyz789/vader_segment.0" "$shm/collprof-self-$dead-123-0" \
+        "$shm/collprof-self-$$-456-0"
+fi
 TMPDIR=$tmp cp_run --np 2 --backends self --ops barrier -n 1 -w 0 --output-dir "$d"
 [ "$rc" -eq 0 ] && [ ! -e "$tmp/collprof.$dead.abc123" ] && [ -d "$tmp/collprof.$$.def456" ] &&
     [ "$(ls "$tmp")" = "collprof.$$.def456" ]
 ok $? "a dead launcher's directory is removed, a live one's kept, the run's own cleaned ($(ls "$tmp" | tr '\n' ' '))"
+if [ -n "$shm" ]; then
+    [ ! -e "$shm/collprof.$dead.Xyz789" ] && [ ! -e "$shm/collprof-self-$dead-123-0" ] &&
+        [ -e "$shm/collprof-self-$$-456-0" ]
+    ok $? "/dev/shm: a dead launcher's directory and a dead rank's segment are removed, a live one's kept"
+    rm -f "$shm/collprof-self-$$-456-0" "$shm/collprof-self-$dead-123-0"
+    rm -rf "$shm/collprof.$dead.Xyz789"
+fi
 rm -rf "$tmp"
 
 # ---- bad --timeout values ----------------------------------------------------

@@ -145,3 +145,65 @@ check_job_done() {
     timeout 10 scontrol show job -o "$1" 2>/dev/null | grep -q 'JobState=COMPLETED .*ExitCode=0:0'
     ok $? "$2: job COMPLETED with exit code 0:0"
 }
+
+# stop_rank_case WHAT RANK CMD...: run the collprof launch CMD on six mpi cells
+# with --timeout $STOP_TMO, SIGSTOP the process of rank RANK once the first cell
+# is written, and check: exit 124 within --timeout + 5 s of the stop; one report
+# naming that rank alone with its host (and, for rank 0, by the lowest rank that
+# answers); the completed cell and a timeout row in the text and HDF5 files; no
+# process left.  The stop-to-end time is printed as a TAP comment.
+STOP_TMO=${STOP_TMO:-2}
+STOP_ROW=yes
+stop_rank_case() {
+    local what=$1 r=$2 d p victim t0 t1 el s host rows need res
+    shift 2
+    d=$(mktemp -d "$WORK/stop.XXXXXX")
+    timeout -k 5 60 "$@" --backends mpi --variants default --ops allreduce \
+        --counts 1K,2K,4K,8K,16K,32K -n 300 -w 2 --timeout "$STOP_TMO" --output-dir "$d" </dev/null >"$d/out" 2>"$d/err" &
+    pid=$!
+    for _ in $(seq 300); do
+        [ "$(grep -c 'ms | AlgBW' "$(summary_of "$d")" 2>/dev/null)" -ge 1 ] 2>/dev/null && break
+        sleep 0.1
+    done
+    victim=
+    for p in $(pgrep -f -- "--output-dir $d"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMIX_RANK=$r" && victim=$p
+    done
+    t0=$(date +%s.%N)
+    [ -n "$victim" ] && kill -STOP "$victim"
+    rc=0
+    wait $pid || rc=$?
+    t1=$(date +%s.%N)
+    el=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
+    echo "# $what, rank $r stopped: the run ended ${el} s after the stop (--timeout $STOP_TMO)"
+    [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null
+    [ -n "$victim" ] && [ "$rc" -eq 124 ] && awk "BEGIN { exit !($el <= $STOP_TMO + 5) }"
+    ok $? "$what, rank $r stopped: exit 124 within --timeout + 5 s (exit $rc after $el s)"
+    host=${STOP_HOST:-$(hostname)}
+    [ "$(grep -c "collprof: error: timeout: cell [1-9]" "$d/err")" -eq 1 ] &&
+        grep -q "No answer (stopped, dead, or cut off from PMIx): rank $r on $host\." "$d/err" &&
+        ! grep -q 'Did not arrive' "$d/err" &&
+        { [ "$r" -ne 0 ] ||
+            grep -q "Rank 0 ($host), which writes the result files, does not answer" "$d/err"; }
+    res=$?
+    ok $res "$what, rank $r stopped: one report names rank $r on $host alone"
+    [ $res -eq 0 ] || sed 's/^/# /' "$d/err"
+    s=$(summary_of "$d")
+    "${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}" export --csv "${s%.txt}.h5" \
+        >"$d/csv" 2>&1
+    rows=$(grep -c ',timeout,' "$d/csv")
+    # a stopped rank 0 writes the timeout row when the launcher wakes it to end
+    # it: --np does; mpirun and srun may kill it first (STOP_ROW=maybe)
+    need=yes
+    [ "$r" -eq 0 ] && [ "$STOP_ROW" = maybe ] && need=maybe
+    [ -n "$s" ] && grep -q 'AllReduce: .*#wrong: 0' "$s" && [ "$(grep -c ',ok,' "$d/csv")" -ge 1 ] &&
+        { [ "$need" = maybe ] || { [ "$rows" -eq 1 ] && grep -q '^timeouts: *1$' "$s"; }; }
+    res=$?
+    ok $res "$what, rank $r stopped: the files keep the completed cell ($rows timeout row, $need needed)"
+    [ $res -eq 0 ] || sed 's/^/# /' "$d/err"
+    sleep 0.5
+    ! pgrep -f -- "--output-dir $d" >/dev/null
+    ok $? "$what, rank $r stopped: no process left"
+    [ -n "$victim" ] && kill -KILL "$victim" 2>/dev/null
+    return 0
+}

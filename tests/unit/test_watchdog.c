@@ -62,10 +62,24 @@ int main(void)
     c[3].valid = 0;
     cell = cp_wd_explain(c, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
     ok(cell == 5, "the cell the job waits in is 5 (%d)", cell);
-    ok(strstr(msg, "rank 0 (n0) last seen in cell 4, writing results") != NULL,
-       "rank 0 behind, in the previous cell: %s", msg);
+    ok(strstr(msg, "Waiting: rank 0 in cell 4, writing results; ranks 1-2 setting up the "
+                   "cell.") != NULL &&
+           strstr(msg, "Did not arrive") == NULL,
+       "with a silent rank, rank 0 behind in the previous cell waits, unblamed: %s", msg);
     ok(strstr(msg, "No answer (stopped, dead, or cut off from PMIx): rank 3 on n3.") != NULL,
        "silent rank named with its host");
+
+    /* a stopped rank leaves a collective half done: its peers are at different
+     * places, and none of them is blamed (issue 15) */
+    cp_wd_rec_t s4[4] = {rec(CP_WD_OP_DONE, 2, 9), rec(CP_WD_OP, 2, 8), rec(CP_WD_OP, 2, 8),
+                         rec(CP_WD_OP_DONE, 2, 9)};
+    s4[2].valid = 0;
+    cp_wd_explain(s4, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "Waiting: ranks 0,3 past the operation of iteration 8; rank 1 in the "
+                   "operation, iteration 7. No answer (stopped, dead, or cut off from PMIx): "
+                   "rank 2 on n2.") != NULL &&
+           strstr(msg, "Did not arrive") == NULL,
+       "a stopped middle rank: only it is named: %s", msg);
 
     /* a node cut off: its ranks grouped under its name */
     cp_wd_rec_t g[4] = {rec(CP_WD_OP, 2, 4), rec(CP_WD_OP, 2, 4), rec(CP_WD_OP, 2, 4),
