@@ -394,11 +394,12 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
            "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
            "            others 1); see docs/metrics.md\n");
     if (!ri->opt->link_sweep) {
-        fprintf(f,
-                "limit:      'BusBW N%% of copy R': R = host memcpy rate at the cell's size, with one\n"
-                "            thread per rank of %s's node copying at once, measured before the cells;\n"
-                "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
-                ri->boot->hostnames[0]);
+        fprintf(
+            f,
+            "limit:      'BusBW N%% of copy R': R = host memcpy rate at the cell's size, with one\n"
+            "            thread per rank of %s's node copying at once, measured before the cells;\n"
+            "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
+            ri->boot->hostnames[0]);
     }
     fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
                "            before timing, the same buffers every iteration (no cache rotation);\n"
