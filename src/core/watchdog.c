@@ -460,6 +460,8 @@ static void writer_resumed(int sig, int cell, double stalled)
 
 /* gap: how long the thread was away before it took sig (long: the process
  * was stopped meanwhile, whatever the main thread did once resumed). */
+static int deputy_reported(int n);
+
 static void take_signal(int sig, double gap)
 {
     const cp_boot_t *b = wd.boot;
@@ -471,7 +473,10 @@ static void take_signal(int sig, double gap)
             int cell = wd.cell;
             double stalled = now_s() - wd.last_s, tmo = wd.timeout_s;
             pthread_mutex_unlock(&wd.mu);
-            if (tmo > 0 && (stalled > tmo + FROZEN_S || gap > tmo + FROZEN_S)) {
+            /* woken by the launcher ending the job: past its limit, and (on a loaded machine
+             * the stall can be short of the margin) another rank has reported in its place */
+            if (tmo > 0 && (stalled > tmo + FROZEN_S || gap > tmo + FROZEN_S ||
+                            (stalled > tmo && n > 1 && deputy_reported(n)))) {
                 writer_resumed(sig, cell, stalled > gap ? stalled : gap);
             } else if (wd.hooks.on_signal != NULL) {
                 wd.hooks.on_signal(wd.hooks.arg, sig, cell);
