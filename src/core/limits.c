@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define COPY_MIN_US 5000.0 /* each timed round copies at least this long */
-#define COPY_ROUNDS 3       /* the best of these rounds counts */
+#define COPY_ROUNDS 3      /* the best of these rounds counts */
 
 typedef struct copier {
     size_t bytes;
