@@ -680,11 +680,24 @@ static void *wd_main(void *unused)
     sigset_t set;
     signal_set(&set);
     const struct timespec tick = {0, TICK_NS};
+    /* the longest the thread was away lately: a stop can end the tick's wait
+     * (EAGAIN) before the signal that woke the process is taken */
+    double last = now_s(), away = 0.0, away_at = 0.0;
     while (!wd.stop) {
         double t0 = now_s();
+        if (t0 - last > FROZEN_S) {
+            away = t0 - last;
+            away_at = t0;
+        }
         int sig = sigtimedwait(&set, NULL, &tick);
+        last = now_s();
+        if (sig <= 0 && last - t0 > FROZEN_S) { /* the wait outlived its tick: stopped in it */
+            away = last - t0;
+            away_at = last;
+        }
         if (sig > 0) {
-            take_signal(sig, now_s() - t0);
+            double gap = last - t0;
+            take_signal(sig, last - away_at < 5.0 && away > gap ? away : gap);
         }
         pthread_mutex_lock(&wd.mu);
         int stalled = wd.timeout_s > 0 && now_s() - wd.last_s > wd.timeout_s;

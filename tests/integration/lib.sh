@@ -158,7 +158,9 @@ stop_rank_case() {
     local what=$1 r=$2 d p victim t0 t1 el s host rows need res
     shift 2
     d=$(mktemp -d "$WORK/stop.XXXXXX")
-    timeout -k 5 60 "$@" --backends mpi --variants default --ops allreduce \
+    # every iteration at least 1 ms (COLLPROF_FAULT slow): on an idle machine the six cells
+    # would otherwise end before the stop lands
+    COLLPROF_FAULT=slow:all:1000 timeout -k 5 60 "$@" --backends mpi --variants default --ops allreduce \
         --counts 1K,2K,4K,8K,16K,32K -n 300 -w 2 --timeout "$STOP_TMO" --output-dir "$d" </dev/null >"$d/out" 2>"$d/err" &
     pid=$!
     for _ in $(seq 300); do

@@ -14,5 +14,5 @@ for np_rank in "2 0" "4 0" "4 2" "4 3"; do
 done
 STOP_ROW=maybe
 stop_rank_case "mpirun -np 3" 0 "$CP_MPIRUN" --allow-run-as-root --oversubscribe \
-    --bind-to none -np 3 -x COLLPROF_PLUGIN_PATH "$COLLPROF_BIN"
+    --bind-to none -np 3 -x COLLPROF_PLUGIN_PATH -x COLLPROF_FAULT "$COLLPROF_BIN"
 done_testing
