@@ -45,6 +45,25 @@ static void iso_now(char *buf, size_t len)
     snprintf(buf, len, "%s.%03ldZ", ts, (long)(tv.tv_usec / 1000));
 }
 
+/* One timestamped line in this rank's log (--log-dir), when there is one. */
+__attribute__((format(printf, 1, 2))) static void file_line(const char *fmt, ...)
+{
+    if (log_file == NULL) {
+        return;
+    }
+    char ts[48];
+    va_list ap;
+    iso_now(ts, sizeof(ts));
+    flockfile(log_file); /* one line, whichever thread writes (the watchdog's too) */
+    fprintf(log_file, "%s ", ts);
+    va_start(ap, fmt);
+    vfprintf(log_file, fmt, ap);
+    va_end(ap);
+    fputc('\n', log_file);
+    fflush(log_file);
+    funlockfile(log_file);
+}
+
 void cp_vlog(int level, const char *prefix, const char *fmt, va_list ap)
 {
     /* INFO needs --verbose, DEBUG needs -vv; errors and warnings always print. */
@@ -55,15 +74,12 @@ void cp_vlog(int level, const char *prefix, const char *fmt, va_list ap)
     char msg[2048], ts[48];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     const char *tag = level == CP_LOG_ERROR ? "error: " : level == CP_LOG_WARN ? "warning: " : "";
-    iso_now(ts, sizeof(ts));
-    if (log_file != NULL) {
-        fprintf(log_file, "%s %s%s%s\n", ts, prefix ? prefix : "", tag, msg);
-        fflush(log_file);
-    }
+    file_line("%s%s%s", prefix ? prefix : "", tag, msg);
     if (!console) {
         return;
     }
     if (log_verbosity > 0 || level >= CP_LOG_INFO) {
+        iso_now(ts, sizeof(ts));
         fprintf(stderr, "[%s r%d/%d %s] %s%s%s\n", ts, log_rank, log_nranks, log_host,
                 prefix ? prefix : "", tag, msg);
     } else if (log_rank >= 0 && log_nranks > 1) {
@@ -89,12 +105,7 @@ void cp_error_once(const char *fmt, ...)
     char msg[2048];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (log_file != NULL) {
-        char ts[48];
-        iso_now(ts, sizeof(ts));
-        fprintf(log_file, "%s error: %s\n", ts, msg);
-        fflush(log_file);
-    }
+    file_line("error: %s", msg);
     if (log_rank > 0) {
         return;
     }
@@ -126,20 +137,15 @@ int cp_log_file_open(const char *dir, const char *run, int rank, char *err, size
         log_dir[0] = '\0';
         return -1;
     }
-    char ts[48];
-    iso_now(ts, sizeof(ts));
-    fprintf(log_file, "%s collprof %s: rank %d of %d on %s, log of run %s\n", ts, PACKAGE_VERSION,
-            rank, log_nranks, log_host, run);
-    fflush(log_file);
+    file_line("collprof %s: rank %d of %d on %s, log of run %s", PACKAGE_VERSION, rank, log_nranks,
+              log_host, run);
     return 0;
 }
 
 void cp_log_file_close(void)
 {
     if (log_file != NULL) {
-        char ts[48];
-        iso_now(ts, sizeof(ts));
-        fprintf(log_file, "%s end of log\n", ts);
+        file_line("end of log");
         fclose(log_file);
         log_file = NULL;
     }

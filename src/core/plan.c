@@ -457,7 +457,7 @@ int cp_plan_split(unsigned kinds, const cp_plugin_t *plugins, const struct cp_bo
         return 0;
     }
     for (int k = CP_SPLIT_NODE; k < CP_SPLIT_KINDS; k++) {
-        free(cp_split_members(b, k, &gn[k], &me[k]));
+        cp_split_place(b, k, &gn[k], &me[k]);
     }
     cp_plan_t out = *plan;
     out.cells = NULL;
@@ -471,7 +471,7 @@ int cp_plan_split(unsigned kinds, const cp_plugin_t *plugins, const struct cp_bo
                 bad = push(&out, &cap, &c) != 0;
             }
         }
-        if (bad || gn[CP_SPLIT_NODE] == 0 || gn[CP_SPLIT_CROSS] == 0) {
+        if (bad) {
             free(out.cells);
             snprintf(err, errlen, "out of memory");
             return -1;

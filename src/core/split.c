@@ -32,23 +32,32 @@ static int group_key(const cp_boot_t *b, int kind, int r)
     return kind == CP_SPLIT_NODE ? b->node_ids[r] : kind == CP_SPLIT_CROSS ? b->local_ranks[r] : 0;
 }
 
+void cp_split_place(const cp_boot_t *b, int kind, int *n, int *me)
+{
+    int mine = group_key(b, kind, b->rank);
+    *n = 0;
+    *me = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        if (group_key(b, kind, r) == mine) {
+            *me = r == b->rank ? *n : *me;
+            (*n)++;
+        }
+    }
+}
+
 int *cp_split_members(const cp_boot_t *b, int kind, int *n, int *me)
 {
     int *ranks = malloc(sizeof(int) * (size_t)b->nranks);
     if (ranks == NULL) {
         return NULL;
     }
-    int mine = group_key(b, kind, b->rank);
-    *n = 0;
-    *me = 0;
+    int mine = group_key(b, kind, b->rank), k = 0;
     for (int r = 0; r < b->nranks; r++) {
         if (group_key(b, kind, r) == mine) {
-            if (r == b->rank) {
-                *me = *n;
-            }
-            ranks[(*n)++] = r;
+            ranks[k++] = r;
         }
     }
+    cp_split_place(b, kind, n, me);
     return ranks;
 }
 

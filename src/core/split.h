@@ -28,6 +28,8 @@ const char *cp_split_name(int kind);
 /** The kind named s, or -1. */
 int cp_split_from_name(const char *s);
 
+/** The size of this rank's group of kind (*n) and this rank's index in it (*me). */
+void cp_split_place(const cp_boot_t *b, int kind, int *n, int *me);
 /** This rank's group of kind: *n members (job ranks, ascending) in a new
  *  array, *me this rank's index in it; NULL when out of memory. */
 int *cp_split_members(const cp_boot_t *b, int kind, int *n, int *me);

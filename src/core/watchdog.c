@@ -680,24 +680,20 @@ static void *wd_main(void *unused)
     sigset_t set;
     signal_set(&set);
     const struct timespec tick = {0, TICK_NS};
-    /* the longest the thread was away lately: a stop can end the tick's wait
-     * (EAGAIN) before the signal that woke the process is taken */
+    /* how long the thread was away lately: a stop anywhere in the loop (the
+     * tick's wait may run out during it) shows as a long span between two
+     * returns of the wait, before the signal that woke the process is taken */
     double last = now_s(), away = 0.0, away_at = 0.0;
     while (!wd.stop) {
-        double t0 = now_s();
-        if (t0 - last > FROZEN_S) {
-            away = t0 - last;
-            away_at = t0;
-        }
         int sig = sigtimedwait(&set, NULL, &tick);
-        last = now_s();
-        if (sig <= 0 && last - t0 > FROZEN_S) { /* the wait outlived its tick: stopped in it */
-            away = last - t0;
-            away_at = last;
+        double t = now_s(), span = t - last;
+        last = t;
+        if (span > FROZEN_S) {
+            away = span;
+            away_at = t;
         }
         if (sig > 0) {
-            double gap = last - t0;
-            take_signal(sig, last - away_at < 5.0 && away > gap ? away : gap);
+            take_signal(sig, t - away_at < 5.0 ? away : span);
         }
         pthread_mutex_lock(&wd.mu);
         int stalled = wd.timeout_s > 0 && now_s() - wd.last_s > wd.timeout_s;
