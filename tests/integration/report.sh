@@ -142,36 +142,73 @@ rep compare "$base" "$base"
 r=$?
 ok $r "compare: a file against itself is within noise everywhere, exit 0 (exit $rrc)"
 diag_rep $r
-# The timing checks.  A run that shared the two cores with other tests can
-# be blurred beyond any injected slowdown; then a fresh pair of runs, at
-# most twice more: the tool is the same each time, only the machine varies.
+# The verdicts.  Two real runs on a 2-core machine shared with other tests
+# can differ by more than any injected slowdown (seen in CI: 4 ranks beside
+# another test's busy ranks took milliseconds per 4 KB operation), so the
+# verdicts are checked on a copy of the clean file whose every timing is
+# larger by 2000 us plus the widest spread of any cell (so that every
+# shifted sample is slower than every clean one, even under sanitizers):
+# compare's statistics on real file structure, exactly.
+# Without h5py, the real slowed run, with fresh pairs of runs when blurred.
 regression_seen() {
     rep compare "$1" "$2"
     [ "$rrc" -eq 1 ] && [ "$(grep -c '^[^#].* regression$' "$WORK/rout")" -eq 8 ] &&
         grep -q '^# 8 cells compared: 8 regressions' "$WORK/rout"
 }
-attempt=1
-while :; do
+# copy FILE to OUT with US microseconds plus the widest spread of a cell
+# added to every time of every cell
+shift_times() { # FILE OUT US
+    cp "$1" "$2" && "$PY" - "$2" "$3" <<'PYEOF'
+import h5py, sys
+us = float(sys.argv[2])
+with h5py.File(sys.argv[1], "r+") as f:
+    res = f["results"][...]
+    us += max(float(x) for x in res["time_max_us"] - res["time_min_us"])
+    mean = res["time_mean_us"].copy()
+    for col in res.dtype.names:
+        if col.startswith("time_") and col.endswith("_us"):
+            res[col] += us
+    for col in ("algbw_gbs", "busbw_gbs"):
+        res[col] = res[col] * mean / res["time_mean_us"]
+    f["results"][...] = res
+    for name in f["cells"]:
+        for ds in ("samples_us", "rank_mean_us"):
+            if ds in f["cells"][name]:
+                d = f["cells"][name][ds]
+                d[...] = d[...] + us
+PYEOF
+}
+timing_runs=real
+if have_py h5py && have_py numpy; then
+    shift_times "$base" "$WORK/shifted.h5" 2000
+    slow=$WORK/shifted.h5
+    timing_runs=derived
     regression_seen "$base" "$slow"
     r=$?
-    if [ "$r" -eq 0 ] || [ "$attempt" -ge 3 ]; then
-        break
-    fi
-    echo "# compare, attempt $attempt: blurred by a busy machine, running both again"
-    sed 's/^/#   /' "$WORK/rout"
-    attempt=$((attempt + 1))
-    run_into "$WORK/base$attempt"
-    base=$(h5_of "$WORK/base$attempt")
-    run_into "$WORK/slow$attempt" slow:all:2000
-    slow=$(h5_of "$WORK/slow$attempt")
-done
-# under sanitizers every operation is slow and noisy: the verdicts are not a
-# fair test there (the commands still run, and must not crash or leak)
-if [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && [ "$r" -ne 0 ]; then
+else
+    attempt=1
+    while :; do
+        regression_seen "$base" "$slow"
+        r=$?
+        if [ "$r" -eq 0 ] || [ "$attempt" -ge 3 ]; then
+            break
+        fi
+        echo "# compare, attempt $attempt: blurred by a busy machine, running both again"
+        sed 's/^/#   /' "$WORK/rout"
+        attempt=$((attempt + 1))
+        run_into "$WORK/base$attempt"
+        base=$(h5_of "$WORK/base$attempt")
+        run_into "$WORK/slow$attempt" slow:all:2000
+        slow=$(h5_of "$WORK/slow$attempt")
+    done
+fi
+# under sanitizers every operation is slow and noisy: the verdicts on real
+# runs are not a fair test there (the commands still run, and must not crash)
+if [ "$timing_runs" = real ] && [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && [ "$r" -ne 0 ]; then
     echo "ok $((tap_n += 1)) # SKIP timing verdicts under sanitizers (exit $rrc)"
     r=0
 else
-    ok $r "compare: +2000 us on every rank is a regression in every cell, exit 1 (exit $rrc)"
+    ok $r "compare: every sample slower ($timing_runs run) is a regression in every cell, exit 1 (exit $rrc)"
 fi
 diag_rep $r
 rep compare "$base" "$slow" --threshold 1e6
@@ -180,7 +217,7 @@ ok $? "compare: nothing counts below --threshold (exit $rrc)"
 rep compare "$slow" "$base"
 [ "$rrc" -eq 0 ] && [ "$(grep -c '^[^#].* improvement$' "$WORK/rout")" -eq 8 ]
 r=$?
-if [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && [ "$r" -ne 0 ]; then
+if [ "$timing_runs" = real ] && [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && [ "$r" -ne 0 ]; then
     echo "ok $((tap_n += 1)) # SKIP timing verdicts under sanitizers (exit $rrc)"
 else
     ok $r "compare: the other way round, improvements, exit 0 (exit $rrc)"
