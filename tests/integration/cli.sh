@@ -22,24 +22,24 @@ cp_run --np 4 --dry-run --ops all --counts 1K --output-dir "$WORK/dry"
 ok $? "--dry-run prints the plan and writes nothing"
 
 # bad input: ARGS | text expected on stderr
-bad_cases='--ops allreduce,nope|unknown operation
+bad_cases='*--ops allreduce,nope|unknown operation
 -d float128|unknown dtype
 --counts 4Q|unknown suffix
 --counts -1|not a positive number
 --counts 0|zero
---counts 99999999999999999999999|too large
+*--counts 99999999999999999999999|too large
 --counts 2T|too large
 --np 0|--np
 -n 0|iters
 --backends nope|unknown backend
 --variants nope|unknown variant
 --root 9|root 9 does not exist
---matrix /nonexistent/matrix|cannot read matrix file
+*--matrix /nonexistent/matrix|cannot read matrix file
 --imbalance file:/nonexistent/tm --ops alltoallv|cannot read traffic matrix
 --output-dir /nonexistent/dir|does not exist
---output-dir /proc|not writable
+*--output-dir /proc|not writable
 --counts 64G|more than this machine
---frobnicate|unknown option'
+*--frobnicate|unknown option'
 
 printf '1 2\n3 4\n5 6\n' >"$WORK/notsquare.tm"
 printf 'ops=allreduce\nops=allreduce counts=1K,,2K\n' >"$WORK/bad.matrix"
@@ -48,14 +48,14 @@ yes ops=allreduce | head -n 5000 >"$WORK/big.matrix"
 bad_cases="$bad_cases
 --imbalance file:$WORK/notsquare.tm --ops alltoallv|must be square
 --matrix $WORK/bad.matrix|bad.matrix:2: counts
--B nosuch=1|no backend takes this option
+*-B nosuch=1|no backend takes this option
 -B self-slot-kib=0|self-slot-kib=0: expected a whole number
 --nosuch 3|unknown option '--nosuch'
 --tag $(printf 'a\033[31mb')|--tag: control characters
---tag $(printf 'a\377b')|--tag: control characters or invalid UTF-8
+*--tag $(printf 'a\377b')|--tag: control characters or invalid UTF-8
 --matrix $WORK/fifo.matrix|not a regular file
 --imbalance file:$WORK/fifo.matrix --ops alltoallv|not a regular file
---matrix $WORK/big.matrix|big.matrix:4097: more than 4096 blocks"
+*--matrix $WORK/big.matrix|big.matrix:4097: more than 4096 blocks"
 
 echo "$bad_cases" >"$WORK/cases"
 
@@ -81,8 +81,16 @@ if [ -n "${CP_MPIRUN:-}" ] && [ -x "${CP_MPIRUN:-/nonexistent}" ] &&
     [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ]; then
     modes="$modes mpirun"
 fi
+# Every case as a single rank and from --np; under mpirun (each case a
+# launch of 2 ranks, seconds under the sanitizers) the cases marked '*',
+# one of each kind: the ranks share the same parser, what mpirun adds is
+# that every rank refuses alike and the launch ends with one line
 for mode in $modes; do
     while IFS='|' read -r args expect; do
+        case $args in
+        \**) args=${args#\*} ;;
+        *) [ "$mode" = mpirun ] && continue ;;
+        esac
         check_bad "$mode" "$args" "$expect"
     done <"$WORK/cases"
 done
