@@ -343,8 +343,10 @@ void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width)
     }
     size_t nn = (size_t)nd.n * (size_t)nd.n + 1;
     double *m = calloc(3 * nn, sizeof(double));
-    map_t mp = {f->links[i].backend, &nd, m, m + nn, m + 2 * nn, 0, 0};
+    map_t mp = {f->links[i].backend, &nd, m, NULL, NULL, 0, 0};
     if (m != NULL) {
+        mp.mean = m + nn;
+        mp.lat = m + 2 * nn;
         bw_matrix(f, mp.backend, STAT_MEAN, nd.n, mp.mean);
         cp_links_matrix(f->links, f->nlinks, mp.backend, "latency", 1, nd.n, mp.lat);
         mp.bw_bytes = kind_bytes(f, mp.backend, "bandwidth");
