@@ -3,11 +3,18 @@
  *
  * One chart per operation, one line per backend/variant (and per file,
  * when several are given), on a log2 size axis because collprof's sizes
- * are powers of two.  The output is plain SVG, inline in a small HTML page
- * or standalone: no script, no font or stylesheet from the network, so it
- * can be mailed, attached to a ticket or opened on an air-gapped cluster.
- * A file with a link sweep (collprof --link-sweep) also gets one heatmap
- * per backend of its node x node bandwidth matrix (cmd_links.c).
+ * are powers of two.  Around each line a band spans the busBW of the p5
+ * to the p95 of the per-iteration times; the fastest backend/variant of
+ * each cell is ringed.  The output is plain SVG, inline in an HTML page or
+ * standalone, with each point's values in its <title>: no font,
+ * stylesheet or script from the network, so it can be mailed, attached
+ * to a ticket or opened on an air-gapped cluster.  The HTML page adds a
+ * small script of its own (plot_script.c): legend entries that hide and
+ * show their line, a log busBW axis, switches for the bands and rings,
+ * and tooltips at once; without it the page shows the same static
+ * pictures.  The standalone SVG has no script.  A file with a link sweep
+ * (collprof --link-sweep) also gets one heatmap per backend of its node x
+ * node bandwidth matrix (cmd_links.c).
  */
 #include "config.h"
 
@@ -42,8 +49,13 @@ static void usage(FILE *f)
                "node x node bandwidth per backend, slow links framed in red.\n"
                "Where files have one world size, the fastest backend/variant of each\n"
                "cell is ringed (as 'collprof-report best' decides it; ties are not).\n"
-               "OUT ending in .html gives a page with inline SVG, .svg a single\n"
-               "SVG image; either is self-contained (no scripts, nothing fetched).\n"
+               "The shaded band around a line spans the busBW of the p5 to the p95 of\n"
+               "the per-iteration times; pointing at a point shows its values.\n"
+               "OUT ending in .html gives a page with inline SVG and a small script of\n"
+               "its own: click a legend entry to hide or show its line, switch the\n"
+               "busBW axis to log, the bands and the rings off (without script the\n"
+               "same pictures, static).  OUT ending in .svg gives a single static SVG\n"
+               "image.  Either is self-contained: nothing is fetched.\n"
                "\n"
                "  -o, --out OUT  the file to write (required)\n"
                "  -h, --help     this help\n"
@@ -63,6 +75,9 @@ typedef struct point {
     double bytes, busbw;
     const collprof_result_row_t *row;
     int winner; /* the fastest backend/variant of its cell, not a tie (collprof-report best) */
+    /* the band: busBW lo..hi from the times t_hi_us..t_lo_us, what names where they come from */
+    double lo, hi, t_lo_us, t_hi_us;
+    const char *what;
 } point_t;
 
 typedef struct series {
@@ -112,7 +127,29 @@ static int same_line(const collprof_result_row_t *a, const collprof_result_row_t
            !strcmp(a->split, b->split);
 }
 
-static void add_row(plot_t *p, int file, const collprof_result_row_t *r)
+/*
+ * The band around a point: the busBW of the p95 and of the p5 of the
+ * per-iteration times (the minimum where the raw samples are absent), the
+ * noise range `best` judges by.  Where rows come to carry an interval
+ * across repeats (--repeats), this is the one place to take it instead
+ * and to name it in what: the band, the tooltip and the chart's note
+ * follow.
+ */
+static void point_band(const cp_report_cell_t *cell, point_t *pt)
+{
+    const collprof_result_row_t *r = pt->row;
+    double p5 = cp_best_p5(cell->iter_max, r->iterations);
+    pt->what = p5 >= 0 ? "p5-p95 of the iterations" : "min-p95 of the iterations";
+    pt->t_lo_us = p5 >= 0 ? p5 : r->time_min_us;
+    pt->t_hi_us = r->time_p95_us;
+    /* busBW is in inverse proportion to the time it came from (the mean) */
+    double k = pt->busbw * r->time_mean_us;
+    pt->hi = pt->t_lo_us > 0 ? k / pt->t_lo_us : pt->busbw;
+    pt->lo = pt->t_hi_us > 0 ? k / pt->t_hi_us : pt->busbw;
+}
+
+static void add_row(plot_t *p, int file, const collprof_result_row_t *r,
+                    const cp_report_cell_t *cell)
 {
     size_t ci = 0, si = 0;
     while (ci < p->n && strcmp(p->c[ci].op, r->op) != 0) {
@@ -137,7 +174,12 @@ static void add_row(plot_t *p, int file, const collprof_result_row_t *r)
     }
     series_t *s = &c->s[si];
     s->pts = grow(s->pts, &s->cap, s->n, sizeof(*s->pts));
-    s->pts[s->n++] = (point_t){(double)r->bytes, r->busbw_gbs, r, 0};
+    point_t *pt = &s->pts[s->n++];
+    memset(pt, 0, sizeof(*pt));
+    pt->bytes = (double)r->bytes;
+    pt->busbw = r->busbw_gbs;
+    pt->row = r;
+    point_band(cell, pt);
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -235,7 +277,7 @@ static void chart_axes(const chart_t *c, axes_t *a)
             double lx = log2(c->s[i].pts[k].bytes);
             lo = lx < lo ? lx : lo;
             hi = lx > hi ? lx : hi;
-            ymax = c->s[i].pts[k].busbw > ymax ? c->s[i].pts[k].busbw : ymax;
+            ymax = fmax(ymax, fmax(c->s[i].pts[k].busbw, c->s[i].pts[k].hi)); /* bands too */
         }
     }
     a->pw = CHART_W - PLOT_L - PLOT_R;
@@ -292,22 +334,40 @@ static void mark_winners(plot_t *p)
     free(cells);
 }
 
-/* The title, the grid with its tick labels, the frame and the axis titles. */
-static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
+static const char *op_label(const char *op)
 {
-    int op = cp_coll_from_name(c->op);
-    const char *label = op >= 0 ? collprof_op_info(op)->label : c->op;
+    int k = cp_coll_from_name(op);
+    return k >= 0 ? collprof_op_info(k)->label : op;
+}
+
+/* The title and the notes above the plot: what the rings and the bands mean. */
+static void draw_title(FILE *out, const chart_t *c, const axes_t *a)
+{
     fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", CHART_W, chart_height(c));
-    fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
-    xml_text(out, label);
+    fprintf(out, "<text x=\"%d\" y=\"26\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
+    xml_text(out, op_label(c->op));
     fprintf(out, ": bus bandwidth against message size</text>\n");
     if (c->winners > 0) {
         fprintf(out,
-                "<text x=\"%d\" y=\"28\" font-size=\"12\" text-anchor=\"end\" "
+                "<text x=\"%d\" y=\"26\" font-size=\"12\" text-anchor=\"end\" "
                 "fill=\"#333333\">ringed: the fastest at that size (ties not ringed)</text>\n",
                 PLOT_L + a->pw);
     }
-    fprintf(out, "<g font-size=\"12\" fill=\"#333333\">\n");
+    if (c->n > 0 && c->s[0].n > 0) {
+        fprintf(out,
+                "<text x=\"%d\" y=\"42\" font-size=\"11\" fill=\"#555555\">shaded: busBW of "
+                "the ",
+                PLOT_L);
+        xml_text(out, c->s[0].pts[0].what);
+        fprintf(out, "' times; line and points: of the mean time</text>\n");
+    }
+}
+
+/* The title, the grid with its tick labels, the frame and the axis titles. */
+static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
+{
+    draw_title(out, c, a);
+    fprintf(out, "<g class=\"ygrid\" font-size=\"12\" fill=\"#333333\">\n");
     for (double y = 0; y <= a->ytop + a->step / 2; y += a->step) {
         fprintf(out,
                 "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>"
@@ -315,6 +375,7 @@ static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
                 PLOT_L, PLOT_L + a->pw, ax_y(a, y), ax_y(a, y), PLOT_L - 8, ax_y(a, y) + 4,
                 a->decimals, y);
     }
+    fprintf(out, "</g>\n<g font-size=\"12\" fill=\"#333333\">\n");
     int every = (a->xhi - a->xlo + 11) / 12; /* at most a dozen size labels */
     for (int k = a->xlo; k <= a->xhi; k++) {
         char sz[32];
@@ -336,39 +397,76 @@ static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
             "(bytes, log2 scale)</text>\n",
             PLOT_L + a->pw / 2, PLOT_T + PLOT_H + 40);
     fprintf(out,
-            "<text transform=\"translate(22 %d) rotate(-90)\" font-size=\"13\" "
+            "<text class=\"ytitle\" transform=\"translate(22 %d) rotate(-90)\" font-size=\"13\" "
             "text-anchor=\"middle\">busBW (GB/s)</text>\n",
             PLOT_T + PLOT_H / 2);
 }
 
-/* Series i: its line, its points (with a tooltip) and its legend entry. */
-static void draw_series(FILE *out, const series_t *s, size_t i, const axes_t *a)
+/* The values of a point for people, in its <title>: a tooltip, also without script. */
+static void point_title(FILE *out, const chart_t *c, const series_t *s, const point_t *pt)
 {
+    char bytes[32], count[32];
+    fputs("<title>", out);
+    xml_text(out, op_label(c->op));
+    fputs(", ", out);
+    xml_text(out, s->label);
+    fprintf(out, "\n%s B, %s elements of ", cp_fmt_thousands(pt->row->bytes, bytes, sizeof(bytes)),
+            cp_fmt_thousands(pt->row->count, count, sizeof(count)));
+    xml_text(out, pt->row->dtype);
+    fprintf(out, "\ntime %.2f us (mean; ", pt->row->time_mean_us);
+    xml_text(out, pt->what);
+    fprintf(out, ": %.2f-%.2f us)\nbusBW %.4g GB/s (%.4g-%.4g), algBW %.4g GB/s", pt->t_lo_us,
+            pt->t_hi_us, pt->busbw, pt->lo, pt->hi, pt->row->algbw_gbs);
+    if (pt->winner) {
+        fputs("\nthe fastest at this size", out);
+    }
+    fputs("</title>", out);
+}
+
+/* The band of a line: up along the p5 side, back along the p95 side. */
+static void draw_band(FILE *out, const series_t *s, const axes_t *a)
+{
+    fprintf(out, "<polygon class=\"band\" stroke=\"none\" fill-opacity=\"0.15\" points=\"");
+    for (size_t k = 0; k < 2 * s->n; k++) {
+        const point_t *pt = &s->pts[k < s->n ? k : 2 * s->n - 1 - k];
+        fprintf(out, "%s%.1f,%.1f", k ? " " : "", ax_x(a, log2(pt->bytes)),
+                ax_y(a, k < s->n ? pt->hi : pt->lo));
+    }
+    fprintf(out, "\"/>\n");
+}
+
+/* Line i of chart c: its band, line, points and rings, then its legend entry. */
+static void draw_series(FILE *out, const chart_t *c, size_t i, const axes_t *a)
+{
+    const series_t *s = &c->s[i];
     const char *colour = palette[(size_t)s->colour % N_COLOURS];
     const char *dash = dashes[(size_t)s->dash % N_DASHES];
     const char *dash_open = dash[0] ? " stroke-dasharray=\"" : "",
                *dash_close = dash[0] ? "\"" : "";
-    fprintf(out,
-            "<g stroke=\"%s\" fill=\"%s\">\n<polyline fill=\"none\" stroke-width=\"2\"%s%s%s "
-            "points=\"",
-            colour, colour, dash_open, dash, dash_close);
+    fprintf(out, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">\n", colour, colour);
+    draw_band(out, s, a);
+    fprintf(out, "<polyline class=\"line\" fill=\"none\" stroke-width=\"2\"%s%s%s points=\"",
+            dash_open, dash, dash_close);
     for (size_t k = 0; k < s->n; k++) {
         fprintf(out, "%s%.1f,%.1f", k ? " " : "", ax_x(a, log2(s->pts[k].bytes)),
                 ax_y(a, s->pts[k].busbw));
     }
     fprintf(out, "\"/>\n");
     for (size_t k = 0; k < s->n; k++) {
-        char th[32];
-        fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\"><title>",
-                ax_x(a, log2(s->pts[k].bytes)), ax_y(a, s->pts[k].busbw));
-        xml_text(out, s->label);
-        fprintf(out, ": %s B, %.3f GB/s</title></circle>\n",
-                cp_fmt_thousands((uint64_t)s->pts[k].bytes, th, sizeof(th)), s->pts[k].busbw);
-        if (s->pts[k].winner) {
+        const point_t *pt = &s->pts[k];
+        double x = ax_x(a, log2(pt->bytes)), y = ax_y(a, pt->busbw);
+        fprintf(out,
+                "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" data-v=\"%.6g\" "
+                "data-lo=\"%.6g\" data-hi=\"%.6g\">",
+                x, y, pt->busbw, pt->lo, pt->hi);
+        point_title(out, c, s, pt);
+        fputs("</circle>\n", out);
+        if (pt->winner) {
             fprintf(out,
-                    "<circle class=\"winner\" cx=\"%.1f\" cy=\"%.1f\" r=\"7.5\" fill=\"none\" "
-                    "stroke=\"#222222\" stroke-width=\"1.5\"><title>fastest at this size: ",
-                    ax_x(a, log2(s->pts[k].bytes)), ax_y(a, s->pts[k].busbw));
+                    "<circle class=\"winner\" cx=\"%.1f\" cy=\"%.1f\" r=\"7.5\" data-v=\"%.6g\" "
+                    "fill=\"none\" stroke=\"#222222\" stroke-width=\"1.5\"><title>fastest at this "
+                    "size: ",
+                    x, y, pt->busbw);
             xml_text(out, s->label);
             fprintf(out, "</title></circle>\n");
         }
@@ -376,23 +474,31 @@ static void draw_series(FILE *out, const series_t *s, size_t i, const axes_t *a)
     int lx = PLOT_L + (int)(i % LEGEND_COLS) * (a->pw / LEGEND_COLS);
     int ly = PLOT_T + PLOT_H + AXIS_H + (int)(i / LEGEND_COLS) * LEGEND_DY;
     fprintf(out,
+            "</g>\n<g class=\"key\" data-s=\"%zu\" stroke=\"%s\" fill=\"%s\">"
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
+            "fill-opacity=\"0\" stroke=\"none\"/>"
             "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke-width=\"2\"%s%s%s/>"
             "<circle cx=\"%d\" cy=\"%d\" r=\"3.5\"/>\n",
-            lx, lx + 28, ly, ly, dash_open, dash, dash_close, lx + 14, ly);
+            i, colour, colour, lx - 2, ly - LEGEND_DY / 2, a->pw / LEGEND_COLS - 8, LEGEND_DY, lx,
+            lx + 28, ly, ly, dash_open, dash, dash_close, lx + 14, ly);
     fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" stroke=\"none\" fill=\"#222222\">",
             lx + 36, ly + 4);
     xml_text(out, s->label);
     fprintf(out, "</text>\n</g>\n");
 }
 
+/* One chart in a g.chart whose data-* attributes tell the page's script its geometry. */
 static void draw_chart(FILE *out, const chart_t *c)
 {
     axes_t a;
     chart_axes(c, &a);
+    fprintf(out, "<g class=\"chart\" data-plot=\"%d %d %d %d\" data-ytop=\"%.17g\">\n", PLOT_L,
+            PLOT_T, a.pw, PLOT_H, a.ytop);
     draw_frame(out, c, &a);
     for (size_t i = 0; i < c->n; i++) {
-        draw_series(out, &c->s[i], i, &a);
+        draw_series(out, c, i, &a);
     }
+    fputs("</g>\n", out);
 }
 
 static void describe_files(FILE *out, const plot_t *p, const char *open, const char *close)
@@ -450,7 +556,13 @@ static void write_html(FILE *out, const void *data)
           "<title>collprof busBW report</title>\n"
           "<style>body{font-family:sans-serif;margin:24px;color:#222;background:#fafafa}"
           "svg{display:block;margin:16px 0;background:#fff;border:1px solid #ddd}"
-          "li{margin:2px 0}</style>\n</head>\n<body>\n"
+          "li{margin:2px 0}.key{cursor:pointer}.key:focus{outline:1px dotted #444}"
+          ".cp-nobands .band,.cp-norings .winner{display:none}"
+          "#cp-controls label{margin-right:18px}"
+          "#cp-tip{position:fixed;max-width:460px;padding:6px 8px;background:#fff;"
+          "border:1px solid #888;border-radius:3px;font-size:12px;white-space:pre-line;"
+          "pointer-events:none;box-shadow:0 1px 4px rgba(0,0,0,.25)}</style>\n"
+          "</head>\n<body>\n"
           "<h1>collprof busBW report</h1>\n<ul>\n",
           out);
     describe_files(out, p, "<li>", "</li>\n");
@@ -468,7 +580,7 @@ static void write_html(FILE *out, const void *data)
         fputs("</svg>\n", out);
     }
     draw_maps(out, p, 1, 0);
-    fputs("</body>\n</html>\n", out);
+    fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", cp_report_plot_script);
 }
 
 static void write_svg(FILE *out, const void *data)
@@ -557,7 +669,7 @@ static int run(void *ctx, cp_report_file_t **files, int n)
             const collprof_result_row_t *row = &files[i]->rows[r];
             /* a size of 0 (barrier) has no place on a log axis, nor a bandwidth */
             if (cp_report_measured(row) && row->bytes > 0) {
-                add_row(&p, i, row);
+                add_row(&p, i, row, &files[i]->cells[r]);
             }
         }
     }

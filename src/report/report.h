@@ -122,6 +122,11 @@ int cp_report_links_map_height(const cp_report_file_t *f);
 /** Heatmap k of f as SVG elements from (0, 0), width px wide: bandwidth of the best iteration. */
 void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width);
 
+/* ---- the HTML page's script (plot_script.c) -------------------------------- */
+
+/** JavaScript that makes plot's inline SVG interactive (what it expects: plot_script.c). */
+extern const char cp_report_plot_script[];
+
 /* ---- text helpers (args.c) ------------------------------------------------ */
 
 /** "mpi/default AllReduce (max) float32 4,096": a cell for people. */

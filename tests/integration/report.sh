@@ -2,7 +2,8 @@
 # collprof-report on real result files: summary round trip, best (a real
 # mpi+self run), compare (self and an injected regression), export,
 # stragglers (an injected slow rank), plot (rendered by headless Chromium
-# when installed), and every kind of bad input.  Injected slowdowns are
+# when installed, its script run once through every switch; a sample file
+# of tests/data gives it a link sweep), and every kind of bad input.  Injected slowdowns are
 # large (+2000 us on cells of ~20-300 us) because timings on a shared
 # 2-core machine vary a lot between runs.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
@@ -287,10 +288,18 @@ rep stragglers "$base"
 ok $? "stragglers: exit 0 and a per-node table on a clean run"
 
 # ---- plot ----------------------------------------------------------------------
-rep plot "$base" "$slow" --out "$WORK/report.html"
-[ "$rrc" -eq 0 ] && [ "$(grep -c '<svg ' "$WORK/report.html")" -eq 3 ] &&
-    ! grep -q -i -E '<script|https?://[^w]' "$WORK/report.html"
-ok $? "plot: an HTML page with one inline SVG per op, no script, nothing fetched (exit $rrc)"
+# with a link sweep: gloo and ofi on a 4-node virtual cluster (links.sh's), n3 throttled
+links="$COLLPROF_SRCDIR/tests/data/collprof-1.3-links.h5"
+rep plot "$base" "$slow" "$links" --out "$WORK/report.html"
+[ "$rrc" -eq 0 ] && [ "$(grep -c '<svg ' "$WORK/report.html")" -eq 5 ] &&
+    [ "$(grep -c -i '<script' "$WORK/report.html")" -eq 1 ] &&
+    ! grep -q -i -E 'https?://[^w]|(src|href)=' "$WORK/report.html"
+ok $? "plot: an HTML page, an inline SVG per op and per heatmap, one inline script, nothing fetched (exit $rrc)"
+[ "$(grep -c 'class="heatmap"' "$WORK/report.html")" -eq 2 ] &&
+    [ "$(grep -c '<rect class="cell".*<title>n[1-4] - n[1-4], [a-z]*$' "$WORK/report.html")" -eq 24 ] &&
+    [ "$(grep -c '^slow link: below' "$WORK/report.html")" -eq 12 ] &&
+    [ "$(grep -c '<polygon class="band"' "$WORK/report.html")" -eq "$(grep -c '<g class="key"' "$WORK/report.html")" ]
+ok $? "plot: two heatmaps of 12 links with their values, n3's framed as slow; a band per line"
 rep plot "$base" --out "$WORK/report.svg"
 if have_py xml.etree.ElementTree; then
     "$PY" -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$WORK/report.svg"
@@ -298,14 +307,17 @@ if have_py xml.etree.ElementTree; then
 else
     r=0
 fi
-[ "$rrc" -eq 0 ] && [ "$r" -eq 0 ] && grep -q 'busBW (GB/s)' "$WORK/report.svg"
-ok $? "plot: a standalone SVG that parses as XML (exit $rrc)"
+[ "$rrc" -eq 0 ] && [ "$r" -eq 0 ] && grep -q 'busBW (GB/s)' "$WORK/report.svg" &&
+    ! grep -q -i '<script' "$WORK/report.svg"
+ok $? "plot: a standalone SVG that parses as XML, without script (exit $rrc)"
 if [ -x /usr/bin/chromium ]; then
     rm -f "$WORK/shot.png"
+    # #selftest: the page's script flips every switch once and logs the outcome on the console
     timeout -k 5 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
         --no-first-run --disable-background-networking --disable-component-update --disable-sync \
         --user-data-dir="$(mktemp -d "$WORK/chromium.XXXXXX")" --screenshot="$WORK/shot.png" \
-        --window-size=1200,900 "file://$WORK/report.html" >/dev/null 2>&1
+        --enable-logging=stderr --v=0 --window-size=1200,900 "file://$WORK/report.html#selftest" \
+        >/dev/null 2>"$WORK/chromium.err"
     if [ -n "$PY" ]; then
         # PNG dimensions from the IHDR chunk; colours from the inflated scanlines
         "$PY" - "$WORK/shot.png" <<'EOF'
@@ -329,8 +341,15 @@ EOF
     fi
     [ -s "$WORK/shot.png" ] && [ "$r" -eq 0 ]
     ok $? "plot: headless Chromium renders the page (a 1200x900 screenshot, not blank)"
+    grep ':CONSOLE' "$WORK/chromium.err" >"$WORK/console"
+    grep -q '"collprof plot: ready 3 charts, [1-9][0-9]* points, 2 heatmaps; selftest ok"' \
+        "$WORK/console" && ! grep -q -i 'uncaught\|error' "$WORK/console"
+    r=$?
+    ok $r "plot: the page's script runs without errors; toggles, log axis and tooltips work"
+    [ "$r" -eq 0 ] || sed 's/^/# /' "$WORK/console"
 else
-    echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium not installed"
+    echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium not installed: the page is not rendered"
+    echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium not installed: the script is not run"
 fi
 
 # ---- scaling ---------------------------------------------------------------------
