@@ -110,6 +110,7 @@ ok $? "srun: a hung rank is named by the watchdog, the cell is a timeout row (ex
 # ---- 3c. rank 0 (the writer) stopped under srun: the lowest rank that answers reports
 # (stop.sh has the other ranks and launchers); slurmstepd may kill rank 0 before it writes
 STOP_ROW=maybe
+STOP_EXITS="124 137"
 STOP_HOST=$(grep -m 1 -o 'NodeName=[^ ]*' "$SLURM_CONF" | cut -d= -f2)
 stop_rank_case "srun --mpi=pmix -O -n 4" 0 timeout -k 10 60 srun --immediate=60 --mpi=pmix -O \
     -n 4 "$COLLPROF_BIN"
