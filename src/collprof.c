@@ -134,7 +134,9 @@ static void wd_signal(void *arg, int sig, int cell)
              strsignal(sig), g_run.done, g_run.plan ? g_run.plan->ncells : 0);
     fprintf(stderr, "collprof: %s; completed cells are kept\n", why);
     if (g_run.sum != NULL) {
-        record_stopped(cell, COLLPROF_CELL_INCOMPLETE, why);
+        /* between cells (rank 0 writing cell k or agreeing to go on) the stop falls on the
+         * next cell, which the other ranks may have begun */
+        record_stopped(cell < g_run.done ? g_run.done : cell, COLLPROF_CELL_INCOMPLETE, why);
         cp_summary_stop(g_run.sum, 128 + sig, why);
         g_run.sum = NULL;
     }
