@@ -302,7 +302,7 @@ static void run_timed(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     const int idx = c->r->index, me = c->r->boot->rank;
-    long slow_us = cp_fault_slow_us(me);
+    long slow_us = cp_fault_slow_us(me) + cp_fault_slow_repeat_us(c->r->repeat);
     int hang = cp_fault_hang(me, idx);
     c->x.rank = c->grank;
     cp_coll_get(cell->op)->fill(&c->x, c->staged ? c->hsend : c->sendbuf,
@@ -532,7 +532,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     c.be = c.p->be;
     c.oob = r->oob != NULL ? r->oob : &cp_oob_pmix;
     c.n = r->boot->nranks;
-    c.ctx = cell->split ? c.p->gctx[cell->split] : c.p->ctx;
+    c.ctx = r->ctx != NULL ? r->ctx : cell->split ? c.p->gctx[cell->split] : c.p->ctx;
     c.gn = cell->split ? cell->group_n : c.n;
     c.grank = cell->split ? cell->group_rank : r->boot->rank;
     c.iters = cell->iters;
@@ -579,6 +579,10 @@ void cp_result_free(cp_result_t *res)
     free(res->rank_mean);
     free(res->send_bytes);
     free(res->recv_bytes);
+    free(res->rep_p50);
+    free(res->rep_iters);
+    res->rep_p50 = NULL;
+    res->rep_iters = NULL;
     res->samples = res->rank_mean = NULL;
     res->send_bytes = res->recv_bytes = NULL;
 }
@@ -603,7 +607,7 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     }
     row->count = cell->count;
     row->bytes = res->bytes ? res->bytes : cell->count * dt->size;
-    row->iterations = cell->iters;
+    row->iterations = res->iters > 0 ? res->iters : cell->iters;
     row->warmup = cell->warmup;
     row->time_mean_us = res->stats.mean;
     row->time_min_us = res->stats.min;
@@ -614,6 +618,16 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     row->algbw_gbs = res->algbw;
     row->busbw_gbs = res->busbw;
     row->wrong = res->wrong;
+    row->repeats = res->repeats;
+    row->rep_p50_us = res->repeats > 0 ? res->ci.median : 0;
+    row->ci_lo_us = res->ci.lo;
+    row->ci_hi_us = res->ci.hi;
+    row->ci_level = res->ci.coverage;
+    row->bimodal = res->bimodal;
+    row->mode_lo_us = res->modes.lo;
+    row->mode_lo_n = res->modes.lo_n;
+    row->mode_hi_us = res->modes.hi;
+    row->mode_hi_n = res->modes.hi_n;
     snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->status));
     snprintf(row->error, sizeof(row->error), "%s", res->reason);
     row->start_time = res->start_epoch;

@@ -29,6 +29,13 @@ typedef struct cp_result {
     double *rank_mean;                 /**< [rank], us */
     uint64_t *send_bytes, *recv_bytes; /**< alltoallv: per rank */
     double start_epoch;                /**< wall-clock start, seconds since 1970 */
+    /* repeats (src/core/repeat.c): iters is then the sum of theirs, samples all of them */
+    int repeats;         /**< repeats run; 0 for a cell that never ran, 1 for a single run */
+    double *rep_p50;     /**< [repeats] each repeat's p50 (us); NULL unless it ran */
+    uint64_t *rep_iters; /**< [repeats] each repeat's timed iterations */
+    cp_median_ci_t ci;   /**< the median of rep_p50 and its interval */
+    int bimodal;         /**< the repeats form two clusters ... */
+    cp_modes_t modes;    /**< ... these */
     /** what the cell was measured with (borrowed from its plugin); NULL for a cell decided
      *  before it ran, or when the provenance could not be gathered */
     const struct cp_prov *prov;
@@ -52,6 +59,8 @@ typedef struct cp_runner {
     int nplugins;
     int index;           /**< the cell's position in the plan (for the watchdog) */
     const cp_oob_t *oob; /**< NULL: cp_oob_pmix */
+    int repeat;          /**< the repeat running now (--repeats), from 0 */
+    void *ctx; /**< a fresh context of the cell's backend for this repeat; NULL: its own */
 } cp_runner_t;
 
 /** The watchdog timeout of a cell whose largest buffer has bytes bytes:
