@@ -8,6 +8,7 @@
 #include "core/links.h"
 #include "core/log.h"
 #include "core/prov.h"
+#include "core/repeat.h"
 #include "core/util.h"
 #include "output/best.h"
 #include "output/format.h"
@@ -535,6 +536,19 @@ static void h5_row_only(cp_summary_t *s, const collprof_result_row_t *row, const
     }
 }
 
+/* A cell whose repeats stopped at --max-time before --target-ci was reached says so. */
+static void target_note(const cp_options_t *opt, const cp_result_t *r, FILE *f)
+{
+    if (opt->target_ci_pct <= 0 || r->repeats == 0 || r->status != COLLPROF_CELL_OK) {
+        return;
+    }
+    double pct = cp_repeat_ci_pct(&r->ci);
+    if (r->ci.coverage < CP_STATS_CI_LEVEL || pct < 0 || pct > opt->target_ci_pct) {
+        fprintf(f, "    --target-ci %g%% not reached within --max-time %g s (%d repeats)\n",
+                opt->target_ci_pct, opt->max_time_s, r->repeats);
+    }
+}
+
 int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
 {
     FILE *f = s->f;
@@ -555,6 +569,7 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     }
 #endif
     cp_format_summary_row(&s->fmt, row, f);
+    target_note(s->ri->opt, r, f);
     keep_study_row(s, row);
     keep_ok_row(s, row, r);
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {

@@ -171,6 +171,33 @@ static void check_provenance_1_2(const cp_report_file_t *f)
     }
 }
 
+/* 1.4: self allreduce, --repeats 4 with the first two repeats slowed by 20 ms per operation */
+static void check_repeats_1_4(void)
+{
+    cp_report_file_t *f = open_sample("1.4");
+    if (f == NULL) {
+        return;
+    }
+    const collprof_result_row_t *r = &f->rows[0];
+    const cp_report_cell_t *c = &f->cells[0];
+    ok(f->nrows == 1 && r->repeats == 4 && c->rep_p50 != NULL && c->rep_iters != NULL,
+       "1.4: 4 repeats, each one's p50 and iterations");
+    uint64_t sum = 0;
+    for (int k = 0; c->rep_iters != NULL && k < 4; k++) {
+        sum += c->rep_iters[k];
+    }
+    ok(sum == (uint64_t)r->iterations && r->iterations == 16,
+       "1.4: iterations counts every repeat's (%d)", r->iterations);
+    ok(r->ci_level == 0.875 && r->ci_lo_us <= r->rep_p50_us && r->rep_p50_us <= r->ci_hi_us,
+       "1.4: [min, max] of 4 repeats covers 87.5 %% around the median of their p50s");
+    ok(r->bimodal == 1 && r->mode_lo_n == 2 && r->mode_hi_n == 2 && r->mode_hi_us >= 20000 &&
+           c->rep_p50 != NULL && c->rep_p50[0] >= 20000 && c->rep_p50[1] >= 20000 &&
+           c->rep_p50[2] < 20000,
+       "1.4: bimodal, the two slowed repeats first (modes %.1f and %.1f us)", r->mode_lo_us,
+       r->mode_hi_us);
+    cp_report_close(f);
+}
+
 int main(void)
 {
     make_hostile_files();
@@ -223,6 +250,13 @@ int main(void)
            "1.3: the memory-copy limit of each cell, and each rank's log (%s)", f->ranks[3].log);
         cp_report_close(f);
     }
+    f = open_sample("1.3");
+    if (f != NULL) {
+        ok(f->rows[0].repeats == 0 && f->rows[0].ci_level == 0 && f->cells[0].rep_p50 == NULL,
+           "1.3: no repeats columns: read as 0, no per-repeat data");
+        cp_report_close(f);
+    }
+    check_repeats_1_4();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,
