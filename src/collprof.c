@@ -678,6 +678,23 @@ static void run_repeat(rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c, 
     }
 }
 
+/*
+ * Where the repeats of cell c keep its buffers (NULL: each allocates its own): unless
+ * --fresh-buffers, when they run on the backend's own context (split cells, backends that start
+ * one context only) or on fresh ones that can use its buffers (COLLPROF_BACKEND_SHARED_BUFFERS);
+ * the buffers of a backend that ties them to a context (registered memory) come with each one.
+ */
+static cp_kept_bufs_t *keep_buffers(const rank_run_t *rr, const cp_cell_t *c, cp_kept_bufs_t *k)
+{
+    const cp_plugin_t *p = &rr->plugins[c->plugin];
+    int fresh = c->split == 0 && (p->be->flags & COLLPROF_BACKEND_GROUPS);
+    if (rr->opt->fresh_buffers || (fresh && !(p->be->flags & COLLPROF_BACKEND_SHARED_BUFFERS))) {
+        return NULL;
+    }
+    k->ctx = c->split ? p->gctx[c->split] : p->ctx;
+    return k->ctx != NULL ? k : NULL;
+}
+
 /* Cell c, repeated as --repeats, --min-time, --target-ci and --max-time say: the merged
  * result in *res (one run when the run does not repeat). */
 static void run_repeats(rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c, cp_result_t *res)
@@ -691,6 +708,8 @@ static void run_repeats(rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c,
         cp_repeat_finish(res);
         return;
     }
+    cp_kept_bufs_t keep = {.ctx = NULL};
+    runner->keep = keep_buffers(rr, c, &keep);
     double t0 = cp_now_us();
     int more = 1;
     for (int k = 0; more; k++) {
@@ -709,6 +728,10 @@ static void run_repeats(rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c,
         if (cp_oob_bcast(&more, sizeof(more), 0) != 0) {
             more = 0; /* the next cell's agreement reports the broken channel */
         }
+    }
+    if (runner->keep != NULL) {
+        cp_kept_bufs_free(&rr->plugins[c->plugin], c->memtype, runner->keep);
+        runner->keep = NULL;
     }
     cp_repeat_finish(res);
 }

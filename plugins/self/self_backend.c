@@ -752,7 +752,8 @@ __attribute__((visibility("default"))) const collprof_backend_t collprof_backend
     .version = PACKAGE_VERSION,
     .description = "collprof's own shared-memory collectives, no library (overhead baseline)",
     /* GROUPS: a second context beside the first is a second segment (collprof --repeats) */
-    .flags = COLLPROF_BACKEND_ON_REQUEST | COLLPROF_BACKEND_GROUPS,
+    .flags =
+        COLLPROF_BACKEND_ON_REQUEST | COLLPROF_BACKEND_GROUPS | COLLPROF_BACKEND_SHARED_BUFFERS,
     .query = self_query,
     .init = self_init,
     .finalize = self_finalize,

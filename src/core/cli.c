@@ -598,6 +598,10 @@ static int check_repeats(cp_options_t *opt, char *err, size_t errlen)
                  opt->max_time_s);
         return -1;
     }
+    if (opt->fresh_buffers && opt->repeats == 1 && !adaptive) {
+        snprintf(err, errlen, "--fresh-buffers needs --repeats, --min-time or --target-ci");
+        return -1;
+    }
     if ((opt->repeats > 1 || adaptive) && opt->link_sweep) {
         snprintf(err, errlen, "--repeats, --min-time and --target-ci do not apply to --link-sweep");
         return -1;
@@ -797,6 +801,9 @@ static const cli_opt_t cli_opts[] = {
      "run each cell R times, each on fresh communicators, and\n"
      "report the median of the repeats' p50s with its 95 %\n"
      "interval (from 6 repeats) and bimodal cells (default: 1)"},
+    {"fresh-buffers", 0, NULL, h_flag, NULL, OPT_FIELD(fresh_buffers),
+     "with repeats: new buffers for every repeat too (default:\n"
+     "the cell's buffers, where its backend can share them)"},
     {"min-time", 0, "SECONDS", h_adaptive, NULL, OPT_FIELD(min_time_s),
      "repeat each cell until its repeats took SECONDS"},
     {"target-ci", 0, "PCT", h_adaptive, NULL, OPT_FIELD(target_ci_pct),

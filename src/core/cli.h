@@ -66,6 +66,7 @@ typedef struct cp_options {
     double min_time_s;     /**< --min-time: repeat a cell until it ran this long (0: no) */
     double target_ci_pct;  /**< --target-ci: repeat until the interval is this narrow (0: no) */
     double max_time_s;     /**< --max-time: no further repeat past this (0: none) */
+    int fresh_buffers;     /**< --fresh-buffers: new buffers for every repeat too */
     char output_dir[4096]; /**< "" = default */
     char log_dir[4096];    /**< --log-dir: one log per rank there ("" = none) */
     char tag[256];

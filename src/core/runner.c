@@ -89,6 +89,8 @@ typedef struct cell_run {
     const collprof_backend_t *be;
     const cp_oob_t *oob;
     void *ctx;     /* the backend's context: the job's, or this rank's group's (split cells) */
+    void *actx;    /* the context that allocates the buffers (kept ones: another) */
+    int kept;      /* the buffers are r->keep's, not freed here: 1 allocated now, 2 reused */
     int gn, grank; /* the operation's size and this rank's place in it */
     cp_xfer_t x;
     cp_a2av_t a2av;
@@ -230,10 +232,24 @@ static void setup_buffers(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     c->bytes = (size_t)(cp_coll_buffer_elems(&c->x) * collprof_dtype_size(cell->dtype));
-    int rc = c->be->mem_alloc(c->ctx, c->memtype, c->bytes, &c->recvbuf);
-    if (!cell->in_place) { /* the second allocation on every rank, whatever the first gave */
-        int rc2 = c->be->mem_alloc(c->ctx, c->memtype, c->bytes, &c->sendbuf);
-        rc = rc != COLLPROF_OK ? rc : rc2;
+    cp_kept_bufs_t *k = c->r->keep;
+    c->actx = k != NULL ? k->ctx : c->ctx;
+    int rc = COLLPROF_OK;
+    if (k != NULL && k->have) { /* a later repeat: the first one's buffers */
+        c->recvbuf = k->recvbuf;
+        c->sendbuf = k->sendbuf;
+        c->kept = 2;
+    } else {
+        rc = c->be->mem_alloc(c->actx, c->memtype, c->bytes, &c->recvbuf);
+        if (!cell->in_place) { /* the second allocation on every rank, whatever the first gave */
+            int rc2 = c->be->mem_alloc(c->actx, c->memtype, c->bytes, &c->sendbuf);
+            rc = rc != COLLPROF_OK ? rc : rc2;
+        }
+    }
+    if (k != NULL && !k->have && rc == COLLPROF_OK) { /* kept for the next repeats */
+        *k = (cp_kept_bufs_t){
+            .ctx = k->ctx, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf, .have = 1};
+        c->kept = 1;
     }
     if (rc != COLLPROF_OK) {
         fail(c, rc, 1, "allocating 2 x %zu bytes of %s memory: %s", c->bytes,
@@ -472,11 +488,11 @@ static void finish(cell_run_t *c, cp_result_t *res)
 /* Collective (mem_free on every rank that allocated, which is every rank). */
 static void release(cell_run_t *c)
 {
-    if (c->sendbuf != NULL) {
-        c->be->mem_free(c->ctx, c->memtype, c->sendbuf);
+    if (c->sendbuf != NULL && !c->kept) {
+        c->be->mem_free(c->actx, c->memtype, c->sendbuf);
     }
-    if (c->recvbuf != NULL) {
-        c->be->mem_free(c->ctx, c->memtype, c->recvbuf);
+    if (c->recvbuf != NULL && !c->kept) {
+        c->be->mem_free(c->actx, c->memtype, c->recvbuf);
     }
     if (c->hsend != NULL) {
         cp_free_pages(c->hsend, c->bytes);
@@ -558,9 +574,10 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     if (agreed(&c, res) == 0) {
         setup_buffers(&c);
         if (agreed(&c, res) == 0) {
-            cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s%s)",
+            cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes %s and touched (%s%s)",
                    c.p->name, cell->variant, collprof_op_name(cell->op),
                    cell->in_place ? "one in-place" : "send and receive", c.bytes,
+                   c.kept == 2 ? "kept from the first repeat" : "allocated",
                    collprof_memtype_name(c.memtype),
                    c.staged ? ", filled and checked through host copies" : "");
             cp_log(CP_LOG_DEBUG, "%s/%s %s: %d warm-up and %d timed iterations", c.p->name,
@@ -585,6 +602,17 @@ void cp_result_free(cp_result_t *res)
     res->rep_iters = NULL;
     res->samples = res->rank_mean = NULL;
     res->send_bytes = res->recv_bytes = NULL;
+}
+
+void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k)
+{
+    if (k->sendbuf != NULL) {
+        p->be->mem_free(k->ctx, memtype, k->sendbuf);
+    }
+    if (k->recvbuf != NULL) {
+        p->be->mem_free(k->ctx, memtype, k->recvbuf);
+    }
+    memset(k, 0, sizeof(*k));
 }
 
 void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,

@@ -380,6 +380,31 @@ static void print_backends(FILE *f, const cp_run_info_t *ri)
 }
 
 /* Header lines about how figures are measured, and the environment captured. */
+/* The repeats policy (--repeats, --min-time, --target-ci, --max-time, --fresh-buffers). */
+static void print_repeats(FILE *f, const cp_options_t *o)
+{
+    if (!cp_repeat_on(o)) {
+        return;
+    }
+    fprintf(f, "repeats:    each cell %d time%s", o->repeats, o->repeats == 1 ? "" : "s");
+    if (o->min_time_s > 0) {
+        fprintf(f, ", and on until its repeats took %g s", o->min_time_s);
+    }
+    if (o->target_ci_pct > 0) {
+        fprintf(f, ", and on until its 95%% interval is %g%% of the median wide", o->target_ci_pct);
+    }
+    if (o->max_time_s > 0) {
+        fprintf(f, "; none started after %g s in the cell", o->max_time_s);
+    }
+    fprintf(
+        f,
+        ";\n            each on a fresh context of its backend (new communicators), %s;\n"
+        "            figure: the median of the repeats' p50s with its interval (docs/metrics.md)\n",
+        o->fresh_buffers ? "with new buffers"
+                         : "on the cell's buffers\n            where the backend can share "
+                           "them (mpi, gloo, self), else new ones");
+}
+
 static void print_method(FILE *f, const cp_run_info_t *ri)
 {
     fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
@@ -405,6 +430,7 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
     fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
                "            before timing, the same buffers every iteration (no cache rotation);\n"
                "            device memory is filled and checked through host copies\n");
+    print_repeats(f, ri->opt);
     fprintf(
         f, "check:      %s\n",
         ri->opt->check
