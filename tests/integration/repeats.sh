@@ -1,6 +1,7 @@
 #!/bin/sh
-# collprof --repeats, --min-time, --target-ci, --max-time: every repeat of
-# a cell in the file and the summaries (self and mpi, 2 ranks), a bimodal
+# collprof --repeats, --min-time, --target-ci, --max-time, --fresh-buffers:
+# every repeat of a cell in the file and the summaries (self and mpi, 2
+# ranks), buffers kept across repeats or not, a bimodal
 # cell made deterministic by slowing some repeats only (COLLPROF_FAULT=
 # slowrep), the stopping rules, collprof-report compare from the repeats'
 # intervals, and bad input.  Assertions use injected delays of tens of ms,
@@ -72,6 +73,34 @@ else
     ok 0 "# SKIP mpirun or the MPI backend is missing"
 fi
 
+# ---- buffers: kept from the first repeat, or new ones with --fresh-buffers
+touched() { grep -c "r0/2 .*allreduce: send and receive buffers of 4096 bytes $1 and touched" \
+    "$WORK/err"; }
+run_self "$WORK/s6" -n 5 --repeats 6 --fresh-buffers -v
+[ "$rc" -eq 0 ] && [ "$(col "$h5" repeats)" = 6 ] && [ "$(col "$h5" ci_level)" = 0.96875 ] &&
+    [ "$(touched allocated)" = 6 ] && [ "$(touched "kept from the first repeat")" = 0 ] &&
+    grep -q "^repeats:    each cell 6 times;" "$txt" && grep -q "with new buffers;" "$txt"
+s=$?
+diag $s
+ok $s "self --repeats 6 --fresh-buffers: 6 allocations, a 95% interval"
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ] &&
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ]; then
+    d="$WORK/m3"
+    mkdir -p "$d"
+    cp_run --np 2 --backends mpi --ops allreduce --variants default --counts 1K -n 5 -w 1 \
+        --repeats 3 --output-dir "$d" -v
+    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+    txt=$(summary_of "$d")
+    [ "$rc" -eq 0 ] && [ "$(col "$h5" repeats)" = 3 ] && [ "$(col "$h5" ci_level)" = 0.75 ] &&
+        [ "$(touched allocated)" = 1 ] && [ "$(touched "kept from the first repeat")" = 2 ] &&
+        grep -q "repeats 3: p50 .* too few repeats for a 95% interval" "$txt"
+    s=$?
+    diag $s
+    ok $s "mpi --repeats 3: fresh communicators on the first repeat's buffers"
+else
+    ok 0 "# SKIP mpirun or the MPI backend is missing"
+fi
+
 # ---- a bimodal cell: repeats 0 and 2 of 5 slowed by 300 ms per operation (the rule needs the
 # gap to be 3 times the slow cluster's range: far above what a loaded machine adds)
 export COLLPROF_FAULT=slowrep:0,2:300000
@@ -130,11 +159,12 @@ rep compare "$base" "$base"
 [ "$rrc" -eq 0 ] && grep -q "ci97%  within noise" "$WORK/rout"
 ok $? "compare: the same intervals: within noise"
 rep compare "$WORK/r3" "$base"
-[ "$rrc" -eq 0 ] && grep -q "ci75%  within noise" "$WORK/rout"
-ok $? "compare: 3 repeats against 6: the lower coverage shown"
+# (the verdict between two unslowed runs is up to the machine: only the coverage is asserted)
+[ "$rrc" -le 1 ] && grep -Eq "ci75%  (within noise|regression|improvement)" "$WORK/rout"
+ok $? "compare: 3 repeats against 6: the lower coverage of the two shown"
 
 # ---- bad input: one line, exit 2, no file
-for args in "--repeats 0" "--repeats 1001" "--target-ci 0" "--target-ci 101" "--min-time -1" \
+for args in "--fresh-buffers" "--repeats 0" "--repeats 1001" "--target-ci 0" "--target-ci 101" "--min-time -1" \
     "--min-time 10 --max-time 5" "--max-time x"; do
     d="$WORK/bad"
     rm -rf "$d"
