@@ -110,9 +110,32 @@ static void refused(const char *path, const char *want, const char *what)
     }
 }
 
-static char dir[] = "/tmp/cp_reader_XXXXXX", fifo[64], elink[64], huge[64];
+static char dir[] = "/tmp/cp_reader_XXXXXX", fifo[64], elink[64], huge[64], tampered[64];
 
 /* Before any cp_report_open: it turns external links off for the whole process. */
+/* A copy of the 1.4 sample whose first repeat's p50 no longer matches its samples. */
+static void make_tampered_repeats(void)
+{
+    const char *src = getenv("COLLPROF_SRCDIR");
+    char cmd[8400];
+    snprintf(tampered, sizeof(tampered), "%s/tampered.h5", dir);
+    snprintf(cmd, sizeof(cmd), "cp '%s/tests/data/collprof-1.4.h5' '%s' && chmod u+w '%s'",
+             src ? src : ".", tampered, tampered);
+    hid_t f = system(cmd) == 0 ? H5Fopen(tampered, H5F_ACC_RDWR, H5P_DEFAULT) : -1;
+    hid_t d = f >= 0 ? H5Dopen2(f, "cells/000000/repeat_p50_us", H5P_DEFAULT) : -1;
+    double p50[4] = {0, 0, 0, 0};
+    int done = d >= 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, p50) >= 0;
+    p50[2] *= 2;
+    done = done && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, p50) >= 0;
+    ok(done, "a copy of the 1.4 sample with the p50 of its third repeat doubled");
+    if (d >= 0) {
+        H5Dclose(d);
+    }
+    if (f >= 0) {
+        H5Fclose(f);
+    }
+}
+
 static void make_hostile_files(void)
 {
     if (mkdtemp(dir) == NULL) {
@@ -141,6 +164,7 @@ static void make_hostile_files(void)
     H5Pclose(dcpl);
     H5Sclose(sp);
     H5Fclose(f);
+    make_tampered_repeats();
 }
 
 static void hostile_files(void)
@@ -148,6 +172,8 @@ static void hostile_files(void)
     refused(fifo, "not a regular file", "a FIFO operand");
     refused(elink, "environment", "an external link to a FIFO");
     refused(huge, "claims 1000000 elements", "a million empty rows");
+    refused(tampered, "the repeats of cell 0 in /results do not match /cells/000000",
+            "a repeat's p50 that its samples do not give");
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     ok(system(cmd) == 0, "clean up");
