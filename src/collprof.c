@@ -663,6 +663,7 @@ static void run_repeat(rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c, 
     char why[320];
     /* split cells repeat on their group's context; a cell decided before it runs on none */
     if (c->split == 0 && c->pre_status == COLLPROF_CELL_PENDING && p->ctx != NULL) {
+        cp_wd_beat(CP_WD_SETUP, runner->index, -1, c->warmup, cp_cell_timeout(rr->opt, 0));
         runner->ctx = cp_split_fresh(p, &rr->boot, &rr->host, why, sizeof(why));
         static unsigned char warned[CP_MAX_LIST];
         if (runner->ctx == NULL && rr->boot.rank == 0 && c->plugin < CP_MAX_LIST &&

@@ -5,7 +5,8 @@
  * operation in and out of place, a variant the backend lacks (typed
  * "unsupported" on every rank), an asymmetric in-place alltoallv, and the
  * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank);
- * the provenance the core gathers and records (cp_prov_*).
+ * the provenance the core gathers and records (cp_prov_*); repeats on fresh
+ * contexts sharing the first one's buffers, merged (core/repeat.h).
  */
 #include "config.h"
 
