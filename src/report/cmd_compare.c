@@ -8,6 +8,11 @@
  * by tens of percent between launches.  Size: the p50 time must change by
  * more than --threshold percent, because with many iterations even a 1%
  * shift is "significant" and nobody wants to hear about it.
+ *
+ * Where both files repeated the cell (collprof --repeats, schema 1.4), the
+ * iterations of one launch are no longer the unit of noise: the repeats
+ * are.  Significance then means disjoint intervals of the median of the
+ * repeats' p50s (docs/metrics.md), and size a change of that median.
  */
 #include "config.h"
 
