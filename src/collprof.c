@@ -19,9 +19,11 @@
 #include "core/log.h"
 #include "core/plan.h"
 #include "core/prov.h"
+#include "core/repeat.h"
 #include "core/runner.h"
 #include "core/split.h"
 #include "core/sweep.h"
+#include "core/util.h"
 #include "core/watchdog.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
@@ -656,6 +658,87 @@ static int no_backend(const rank_run_t *rr)
     return rr->ready == 0;
 }
 
+/* One repeat of cell c (cp_run_cell) on a fresh context of its backend where it can start one. */
+static void run_repeat(rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c, cp_result_t *one)
+{
+    cp_plugin_t *p = &rr->plugins[c->plugin];
+    char why[320];
+    /* split cells repeat on their group's context; a cell decided before it runs on none */
+    if (c->split == 0 && c->pre_status == COLLPROF_CELL_PENDING && p->ctx != NULL) {
+        cp_wd_beat(CP_WD_SETUP, runner->index, -1, c->warmup, cp_cell_timeout(rr->opt, 0));
+        runner->ctx = cp_split_fresh(p, &rr->boot, &rr->host, why, sizeof(why));
+        static unsigned char warned[CP_MAX_LIST];
+        if (runner->ctx == NULL && rr->boot.rank == 0 && c->plugin < CP_MAX_LIST &&
+            !warned[c->plugin]) {
+            warned[c->plugin] = 1;
+            cp_log(CP_LOG_WARN, "--repeats: %s; its repeats share one context", why);
+        }
+    }
+    cp_run_cell(runner, c, one);
+    if (runner->ctx != NULL) {
+        p->be->finalize(runner->ctx);
+        runner->ctx = NULL;
+    }
+}
+
+/*
+ * Where the repeats of cell c keep its buffers (NULL: each allocates its own): unless
+ * --fresh-buffers, when they run on the backend's own context (split cells, backends that start
+ * one context only) or on fresh ones that can use its buffers (COLLPROF_BACKEND_SHARED_BUFFERS);
+ * the buffers of a backend that ties them to a context (registered memory) come with each one.
+ */
+static cp_kept_bufs_t *keep_buffers(const rank_run_t *rr, const cp_cell_t *c, cp_kept_bufs_t *k)
+{
+    const cp_plugin_t *p = &rr->plugins[c->plugin];
+    int fresh = c->split == 0 && (p->be->flags & COLLPROF_BACKEND_GROUPS);
+    if (rr->opt->fresh_buffers || (fresh && !(p->be->flags & COLLPROF_BACKEND_SHARED_BUFFERS))) {
+        return NULL;
+    }
+    k->ctx = c->split ? p->gctx[c->split] : p->ctx;
+    return k->ctx != NULL ? k : NULL;
+}
+
+/* Cell c, repeated as --repeats, --min-time, --target-ci and --max-time say: the merged
+ * result in *res (one run when the run does not repeat). */
+static void run_repeats(rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c, cp_result_t *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (!cp_repeat_on(rr->opt)) { /* one run on the backend's own context */
+        cp_result_t one;
+        runner->repeat = 0;
+        cp_run_cell(runner, c, &one);
+        cp_repeat_add(res, &one);
+        cp_repeat_finish(res);
+        return;
+    }
+    cp_kept_bufs_t keep = {.ctx = NULL};
+    runner->keep = keep_buffers(rr, c, &keep);
+    double t0 = cp_now_us();
+    int more = 1;
+    for (int k = 0; more; k++) {
+        cp_result_t one;
+        runner->repeat = k;
+        run_repeat(rr, runner, c, &one);
+        double p50 = one.stats.p50;
+        int ran = one.samples != NULL;
+        cp_repeat_add(res, &one);
+        if (ran) {
+            cp_log(CP_LOG_INFO, "cell %d/%d: repeat %d%s%d: p50 %.2f us", runner->index + 1,
+                   rr->plan.ncells, k + 1, rr->opt->repeats > k + 1 ? "/" : " of at least ",
+                   rr->opt->repeats, p50);
+        }
+        more = cp_repeat_more(rr->opt, res, (cp_now_us() - t0) * 1e-6);
+        if (cp_oob_bcast(&more, sizeof(more), 0) != 0) {
+            more = 0; /* the next cell's agreement reports the broken channel */
+        }
+    }
+    if (runner->keep != NULL) {
+        cp_kept_bufs_free(&rr->plugins[c->plugin], c->memtype, runner->keep);
+        runner->keep = NULL;
+    }
+    cp_repeat_finish(res);
+}
+
 /* Every cell of the plan; *stopped when rank 0 could not write.  Returns the exit status. */
 static int run_cells(rank_run_t *rr, int *stopped)
 {
@@ -669,7 +752,7 @@ static int run_cells(rank_run_t *rr, int *stopped)
         cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, rr->plan.ncells,
                rr->plugins[c->plugin].name, c->variant, collprof_op_name(c->op),
                collprof_dtype_name(c->dtype), (unsigned long long)c->count);
-        cp_run_cell(&runner, c, &res);
+        run_repeats(rr, &runner, c, &res);
         cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, rr->plan.ncells,
                collprof_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
                (unsigned long long)res.wrong);

@@ -238,8 +238,13 @@ enum {
     COLLPROF_BACKEND_DEVICE_TIMER = 1u << 1, /**< times itself through run_batch */
     COLLPROF_BACKEND_ON_REQUEST = 1u << 2,   /**< runs only when named (-b NAME), listed always */
     /** init() may be called again, on one host per group, for split cells (host->world_ranks);
-     *  the contexts live side by side and are finalized before the whole job's */
-    COLLPROF_BACKEND_GROUPS = 1u << 3
+     *  the contexts live side by side and are finalized before the whole job's.  --repeats
+     *  uses it too: one more context per repeat, on a group of every rank, finalized after it */
+    COLLPROF_BACKEND_GROUPS = 1u << 3,
+    /** buffers from mem_alloc() on one context may be used by the plugin's other contexts in
+     *  the same process (plain host memory, nothing registered with a context): collprof
+     *  --repeats then keeps a cell's buffers across the fresh contexts of its repeats */
+    COLLPROF_BACKEND_SHARED_BUFFERS = 1u << 4
 };
 
 typedef struct collprof_backend {

@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 3
+#define COLLPROF_SCHEMA_VERSION_MINOR 4
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -54,7 +54,17 @@
     X(split,        STR,    8, 1, "",       "node or cross group (--split), empty: every rank (1.3)") \
     X(group_ranks,  I32,    0, 1, "",       "ranks in rank 0's group of a split cell, else 0 (1.3)") \
     X(copy_gbs,     F64,    0, 1, "GB/s",   "memcpy rate at this size, one thread per local rank (1.3)") \
-    X(copy1_gbs,    F64,    0, 1, "GB/s",   "memcpy rate at this size, one thread (1.3)")
+    X(copy1_gbs,    F64,    0, 1, "GB/s",   "memcpy rate at this size, one thread (1.3)") \
+    X(repeats,      I32,    0, 1, "",       "runs of the cell (--repeats), 1 for one; 0: before 1.4") \
+    X(rep_p50_us,   F64,    0, 1, "us",     "median of the repeats' p50s: the cell's figure (1.4)") \
+    X(ci_lo_us,     F64,    0, 1, "us",     "interval of rep_p50_us, lower end; 0: none (1.4)") \
+    X(ci_hi_us,     F64,    0, 1, "us",     "interval of rep_p50_us, upper end; 0: none (1.4)") \
+    X(ci_level,     F64,    0, 1, "",       "the interval's exact coverage, e.g. 0.96875 (1.4)") \
+    X(bimodal,      I32,    0, 1, "",       "1 when the repeats form two clusters (1.4)")         \
+    X(mode_lo_us,   F64,    0, 1, "us",     "bimodal: the faster cluster's median p50 (1.4)")    \
+    X(mode_lo_n,    I32,    0, 1, "",       "bimodal: repeats in the faster cluster (1.4)")      \
+    X(mode_hi_us,   F64,    0, 1, "us",     "bimodal: the slower cluster's median p50 (1.4)")    \
+    X(mode_hi_n,    I32,    0, 1, "",       "bimodal: repeats in the slower cluster (1.4)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \
@@ -152,7 +162,9 @@
     X(SAMPLES,    samples_us,   F64, 2, "[iterations x ranks] every rank's time of each iteration") \
     X(RANK_MEAN,  rank_mean_us, F64, 1, "[ranks] each rank's mean time")                         \
     X(SEND_BYTES, send_bytes,   U64, 1, "[ranks] alltoallv only: bytes each rank sent")           \
-    X(RECV_BYTES, recv_bytes,   U64, 1, "[ranks] alltoallv only: bytes each rank received")
+    X(RECV_BYTES, recv_bytes,   U64, 1, "[ranks] alltoallv only: bytes each rank received")  \
+    X(REP_P50,    repeat_p50_us, F64, 1, "[repeats] each repeat's p50 (1.4; repeats > 1 only)")  \
+    X(REP_ITERS,  repeat_iterations, U64, 1, "[repeats] each repeat's timed iterations, in the order of samples_us (1.4)")
 #define COLLPROF_CELL_ATTRS(X) X(backend) X(variant) X(op)
 
 /*

@@ -1174,7 +1174,8 @@ COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD(
         "mpi", PACKAGE_VERSION,
         "MPI collectives (Open MPI coll/tuned algorithms as variants, via MPI_T)"),
-    .flags = COLLPROF_BACKEND_RTLD_GLOBAL | COLLPROF_BACKEND_GROUPS,
+    .flags =
+        COLLPROF_BACKEND_RTLD_GLOBAL | COLLPROF_BACKEND_GROUPS | COLLPROF_BACKEND_SHARED_BUFFERS,
     COLLPROF_BACKEND_SLOTS(mpi_be, collprof_no_mem_copy, collprof_no_run_batch),
     COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, mpi_be_describe),
 };

@@ -751,7 +751,9 @@ __attribute__((visibility("default"))) const collprof_backend_t collprof_backend
     .name = SELF_ENTRY_NAME,
     .version = PACKAGE_VERSION,
     .description = "collprof's own shared-memory collectives, no library (overhead baseline)",
-    .flags = COLLPROF_BACKEND_ON_REQUEST,
+    /* GROUPS: a second context beside the first is a second segment (collprof --repeats) */
+    .flags =
+        COLLPROF_BACKEND_ON_REQUEST | COLLPROF_BACKEND_GROUPS | COLLPROF_BACKEND_SHARED_BUFFERS,
     .query = self_query,
     .init = self_init,
     .finalize = self_finalize,

@@ -569,6 +569,46 @@ static int h_timeout(cli_state_t *st, const cli_opt_t *o, const char *arg, char 
     return 0;
 }
 
+/* --min-time, --max-time (seconds) and --target-ci (percent) */
+static int h_adaptive(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    double *dst = (double *)(void *)((char *)st->opt + o->off);
+    int pct = !strcmp(o->name, "target-ci");
+    if (parse_real(arg, 0, dst) != 0 || (pct && *dst > 100)) {
+        snprintf(why, len, "--%s: '%s' is not a number %s", o->name, arg,
+                 pct ? "of percent in (0, 100]" : "of seconds in (0, 1000000]");
+        return -1;
+    }
+    return 0;
+}
+
+/* The repeat options together; 0, or -1 and a reason. */
+static int check_repeats(cp_options_t *opt, char *err, size_t errlen)
+{
+    int adaptive = opt->min_time_s > 0 || opt->target_ci_pct > 0;
+    if (opt->repeats == 0) {
+        opt->repeats = 1;
+    }
+    if (opt->max_time_s == 0 && adaptive) {
+        opt->max_time_s =
+            opt->min_time_s > CP_DEFAULT_MAX_TIME ? opt->min_time_s : CP_DEFAULT_MAX_TIME;
+    }
+    if (opt->max_time_s > 0 && opt->min_time_s > opt->max_time_s) {
+        snprintf(err, errlen, "--min-time %g is longer than --max-time %g", opt->min_time_s,
+                 opt->max_time_s);
+        return -1;
+    }
+    if (opt->fresh_buffers && opt->repeats == 1 && !adaptive) {
+        snprintf(err, errlen, "--fresh-buffers needs --repeats, --min-time or --target-ci");
+        return -1;
+    }
+    if ((opt->repeats > 1 || adaptive) && opt->link_sweep) {
+        snprintf(err, errlen, "--repeats, --min-time and --target-ci do not apply to --link-sweep");
+        return -1;
+    }
+    return 0;
+}
+
 static int h_link_gbps(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     (void)o;
@@ -757,6 +797,22 @@ static const cli_opt_t cli_opts[] = {
      "take before the run stops with a report of the ranks\n"
      "that did not arrive (default: 60 s + 1 s per 10 MB of\n"
      "the cell's largest buffer; 0: no watchdog)"},
+    {"repeats", 0, "R", h_int, "--repeats 1 1000", OPT_FIELD(repeats),
+     "run each cell R times, each on fresh communicators, and\n"
+     "report the median of the repeats' p50s with its 95 %\n"
+     "interval (from 6 repeats) and bimodal cells (default: 1)"},
+    {"fresh-buffers", 0, NULL, h_flag, NULL, OPT_FIELD(fresh_buffers),
+     "with repeats: new buffers for every repeat too (default:\n"
+     "the cell's buffers, where its backend can share them)"},
+    {"min-time", 0, "SECONDS", h_adaptive, NULL, OPT_FIELD(min_time_s),
+     "repeat each cell until its repeats took SECONDS"},
+    {"target-ci", 0, "PCT", h_adaptive, NULL, OPT_FIELD(target_ci_pct),
+     "repeat each cell until its 95 % interval is at most PCT\n"
+     "percent of the median wide (6 repeats or more)"},
+    {"max-time", 0, "SECONDS", h_adaptive, NULL, OPT_FIELD(max_time_s),
+     "start no further repeat of a cell after SECONDS in it\n"
+     "(default: none; 60, or --min-time if longer, with\n"
+     "--min-time or --target-ci)"},
     {"link-sweep", 0, NULL, h_flag, NULL, OPT_FIELD(link_sweep),
      "measure every pair of nodes instead of the matrix:\n"
      "node x node bandwidth and latency (see collprof(1))"},
@@ -1046,7 +1102,7 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
         snprintf(err, errlen, "unexpected argument '%s' (see collprof --help)", argv[optind]);
         goto fail;
     }
-    if (finish_specs(&st, err, errlen) != 0) {
+    if (check_repeats(opt, err, errlen) != 0 || finish_specs(&st, err, errlen) != 0) {
         goto fail;
     }
     return 0;

@@ -19,6 +19,10 @@
 #define CP_MAX_IMB  8
 /** Blocks (lines) a matrix file may hold: each is a few KiB, and a run of more is unreadable. */
 #define CP_MAX_SPECS 4096
+/** Repeats of one cell at most (--repeats, and the adaptive ones). */
+#define CP_MAX_REPEATS 1000
+/** --max-time when --min-time or --target-ci is given without it, seconds. */
+#define CP_DEFAULT_MAX_TIME 60.0
 
 /** One block of the matrix: the command line, or one line of --matrix. */
 typedef struct cp_spec {
@@ -58,6 +62,11 @@ typedef struct cp_options {
     int sync_barrier; /**< --sync barrier|none */
     cp_launch_mode_t launch_mode;
     double timeout_s;      /**< --timeout: -1 derived per cell, 0 none, else seconds */
+    int repeats;           /**< --repeats: runs of each cell, each on fresh communicators */
+    double min_time_s;     /**< --min-time: repeat a cell until it ran this long (0: no) */
+    double target_ci_pct;  /**< --target-ci: repeat until the interval is this narrow (0: no) */
+    double max_time_s;     /**< --max-time: no further repeat past this (0: none) */
+    int fresh_buffers;     /**< --fresh-buffers: new buffers for every repeat too */
     char output_dir[4096]; /**< "" = default */
     char log_dir[4096];    /**< --log-dir: one log per rank there ("" = none) */
     char tag[256];

@@ -55,6 +55,24 @@ long cp_fault_slow_us(int rank)
     return us > 0 ? us : 0;
 }
 
+long cp_fault_slow_repeat_us(int repeat)
+{
+    const char *a = fault_args("slowrep");
+    if (a == NULL || *a == '\0') {
+        return 0;
+    }
+    /* LIST[:USEC]: repeat indices separated by commas */
+    const char *colon = strchr(a, ':');
+    long us = colon != NULL ? atol(colon + 1) : 2000;
+    for (const char *p = a; p != NULL && (colon == NULL || p < colon);
+         p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (atoi(p) == repeat) {
+            return us > 0 ? us : 0;
+        }
+    }
+    return 0;
+}
+
 int cp_fault_hang(int rank, int cell)
 {
     const char *a = fault_args("hang");

@@ -5,6 +5,9 @@
  *   exit[:RANK]             die in the middle of the first cell's timed loop
  *   slow[:RANK|all[:USEC]]  add USEC (default 2000) to each timed operation
  *   hang[:RANK[:CELL]]      stop for good in the middle of cell CELL (default 0)
+ *   slowrep:LIST[:USEC]     add USEC (default 2000) to each timed operation of every
+ *                           rank in the repeats (--repeats) LIST names, e.g. 0,2
+ *                           (counted from 0): a cell with two modes, for tests
  * RANK defaults to 0 (slow: every rank).  COLLPROF_TEST_STAGED=1 fills and
  * checks host memory through host copies, as device memory is.
  */
@@ -17,6 +20,8 @@ int cp_fault_wrong(int rank);
 int cp_fault_exit(int rank);
 /** Microseconds "slow" adds to each timed operation of rank (0: none). */
 long cp_fault_slow_us(int rank);
+/** Microseconds "slowrep" adds to each timed operation of repeat (0: none). */
+long cp_fault_slow_repeat_us(int repeat);
 /** Does "hang" apply to rank in cell? */
 int cp_fault_hang(int rank, int cell);
 /** Busy-wait us microseconds (sleeping overshoots by milliseconds here). */

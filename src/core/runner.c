@@ -89,6 +89,8 @@ typedef struct cell_run {
     const collprof_backend_t *be;
     const cp_oob_t *oob;
     void *ctx;     /* the backend's context: the job's, or this rank's group's (split cells) */
+    void *actx;    /* the context that allocates the buffers (kept ones: another) */
+    int kept;      /* the buffers are r->keep's, not freed here: 1 allocated now, 2 reused */
     int gn, grank; /* the operation's size and this rank's place in it */
     cp_xfer_t x;
     cp_a2av_t a2av;
@@ -230,10 +232,24 @@ static void setup_buffers(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     c->bytes = (size_t)(cp_coll_buffer_elems(&c->x) * collprof_dtype_size(cell->dtype));
-    int rc = c->be->mem_alloc(c->ctx, c->memtype, c->bytes, &c->recvbuf);
-    if (!cell->in_place) { /* the second allocation on every rank, whatever the first gave */
-        int rc2 = c->be->mem_alloc(c->ctx, c->memtype, c->bytes, &c->sendbuf);
-        rc = rc != COLLPROF_OK ? rc : rc2;
+    cp_kept_bufs_t *k = c->r->keep;
+    c->actx = k != NULL ? k->ctx : c->ctx;
+    int rc = COLLPROF_OK;
+    if (k != NULL && k->have) { /* a later repeat: the first one's buffers */
+        c->recvbuf = k->recvbuf;
+        c->sendbuf = k->sendbuf;
+        c->kept = 2;
+    } else {
+        rc = c->be->mem_alloc(c->actx, c->memtype, c->bytes, &c->recvbuf);
+        if (!cell->in_place) { /* the second allocation on every rank, whatever the first gave */
+            int rc2 = c->be->mem_alloc(c->actx, c->memtype, c->bytes, &c->sendbuf);
+            rc = rc != COLLPROF_OK ? rc : rc2;
+        }
+    }
+    if (k != NULL && !k->have && rc == COLLPROF_OK) { /* kept for the next repeats */
+        *k = (cp_kept_bufs_t){
+            .ctx = k->ctx, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf, .have = 1};
+        c->kept = 1;
     }
     if (rc != COLLPROF_OK) {
         fail(c, rc, 1, "allocating 2 x %zu bytes of %s memory: %s", c->bytes,
@@ -302,7 +318,7 @@ static void run_timed(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     const int idx = c->r->index, me = c->r->boot->rank;
-    long slow_us = cp_fault_slow_us(me);
+    long slow_us = cp_fault_slow_us(me) + cp_fault_slow_repeat_us(c->r->repeat);
     int hang = cp_fault_hang(me, idx);
     c->x.rank = c->grank;
     cp_coll_get(cell->op)->fill(&c->x, c->staged ? c->hsend : c->sendbuf,
@@ -472,11 +488,11 @@ static void finish(cell_run_t *c, cp_result_t *res)
 /* Collective (mem_free on every rank that allocated, which is every rank). */
 static void release(cell_run_t *c)
 {
-    if (c->sendbuf != NULL) {
-        c->be->mem_free(c->ctx, c->memtype, c->sendbuf);
+    if (c->sendbuf != NULL && !c->kept) {
+        c->be->mem_free(c->actx, c->memtype, c->sendbuf);
     }
-    if (c->recvbuf != NULL) {
-        c->be->mem_free(c->ctx, c->memtype, c->recvbuf);
+    if (c->recvbuf != NULL && !c->kept) {
+        c->be->mem_free(c->actx, c->memtype, c->recvbuf);
     }
     if (c->hsend != NULL) {
         cp_free_pages(c->hsend, c->bytes);
@@ -532,7 +548,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     c.be = c.p->be;
     c.oob = r->oob != NULL ? r->oob : &cp_oob_pmix;
     c.n = r->boot->nranks;
-    c.ctx = cell->split ? c.p->gctx[cell->split] : c.p->ctx;
+    c.ctx = r->ctx != NULL ? r->ctx : cell->split ? c.p->gctx[cell->split] : c.p->ctx;
     c.gn = cell->split ? cell->group_n : c.n;
     c.grank = cell->split ? cell->group_rank : r->boot->rank;
     c.iters = cell->iters;
@@ -558,9 +574,10 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     if (agreed(&c, res) == 0) {
         setup_buffers(&c);
         if (agreed(&c, res) == 0) {
-            cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes allocated and touched (%s%s)",
+            cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes %s and touched (%s%s)",
                    c.p->name, cell->variant, collprof_op_name(cell->op),
                    cell->in_place ? "one in-place" : "send and receive", c.bytes,
+                   c.kept == 2 ? "kept from the first repeat" : "allocated",
                    collprof_memtype_name(c.memtype),
                    c.staged ? ", filled and checked through host copies" : "");
             cp_log(CP_LOG_DEBUG, "%s/%s %s: %d warm-up and %d timed iterations", c.p->name,
@@ -579,8 +596,23 @@ void cp_result_free(cp_result_t *res)
     free(res->rank_mean);
     free(res->send_bytes);
     free(res->recv_bytes);
+    free(res->rep_p50);
+    free(res->rep_iters);
+    res->rep_p50 = NULL;
+    res->rep_iters = NULL;
     res->samples = res->rank_mean = NULL;
     res->send_bytes = res->recv_bytes = NULL;
+}
+
+void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k)
+{
+    if (k->sendbuf != NULL) {
+        p->be->mem_free(k->ctx, memtype, k->sendbuf);
+    }
+    if (k->recvbuf != NULL) {
+        p->be->mem_free(k->ctx, memtype, k->recvbuf);
+    }
+    memset(k, 0, sizeof(*k));
 }
 
 void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
@@ -603,7 +635,7 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     }
     row->count = cell->count;
     row->bytes = res->bytes ? res->bytes : cell->count * dt->size;
-    row->iterations = cell->iters;
+    row->iterations = res->iters > 0 ? res->iters : cell->iters;
     row->warmup = cell->warmup;
     row->time_mean_us = res->stats.mean;
     row->time_min_us = res->stats.min;
@@ -614,6 +646,16 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     row->algbw_gbs = res->algbw;
     row->busbw_gbs = res->busbw;
     row->wrong = res->wrong;
+    row->repeats = res->repeats;
+    row->rep_p50_us = res->repeats > 0 ? res->ci.median : 0;
+    row->ci_lo_us = res->ci.lo;
+    row->ci_hi_us = res->ci.hi;
+    row->ci_level = res->ci.coverage;
+    row->bimodal = res->bimodal;
+    row->mode_lo_us = res->modes.lo;
+    row->mode_lo_n = res->modes.lo_n;
+    row->mode_hi_us = res->modes.hi;
+    row->mode_hi_n = res->modes.hi_n;
     snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->status));
     snprintf(row->error, sizeof(row->error), "%s", res->reason);
     row->start_time = res->start_epoch;

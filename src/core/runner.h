@@ -29,6 +29,13 @@ typedef struct cp_result {
     double *rank_mean;                 /**< [rank], us */
     uint64_t *send_bytes, *recv_bytes; /**< alltoallv: per rank */
     double start_epoch;                /**< wall-clock start, seconds since 1970 */
+    /* repeats (src/core/repeat.c): iters is then the sum of theirs, samples all of them */
+    int repeats;         /**< repeats run; 0 for a cell that never ran, 1 for a single run */
+    double *rep_p50;     /**< [repeats] each repeat's p50 (us); NULL unless it ran */
+    uint64_t *rep_iters; /**< [repeats] each repeat's timed iterations */
+    cp_median_ci_t ci;   /**< the median of rep_p50 and its interval */
+    int bimodal;         /**< the repeats form two clusters ... */
+    cp_modes_t modes;    /**< ... these */
     /** what the cell was measured with (borrowed from its plugin); NULL for a cell decided
      *  before it ran, or when the provenance could not be gathered */
     const struct cp_prov *prov;
@@ -45,6 +52,14 @@ typedef struct cp_oob {
 
 extern const cp_oob_t cp_oob_pmix;
 
+/* A cell's buffers kept across its repeats (collprof --repeats without --fresh-buffers): the
+ * first repeat allocates them from ctx, the others run on them, the caller frees them. */
+typedef struct cp_kept_bufs {
+    void *ctx; /**< the context that allocates them: the backend's own (or its group's) */
+    void *sendbuf, *recvbuf;
+    int have; /**< allocated */
+} cp_kept_bufs_t;
+
 typedef struct cp_runner {
     const cp_options_t *opt;
     const cp_boot_t *boot;
@@ -52,6 +67,9 @@ typedef struct cp_runner {
     int nplugins;
     int index;           /**< the cell's position in the plan (for the watchdog) */
     const cp_oob_t *oob; /**< NULL: cp_oob_pmix */
+    int repeat;          /**< the repeat running now (--repeats), from 0 */
+    void *ctx; /**< a fresh context of the cell's backend for this repeat; NULL: its own */
+    cp_kept_bufs_t *keep; /**< buffers kept across repeats; NULL: the run's own */
 } cp_runner_t;
 
 /** The watchdog timeout of a cell whose largest buffer has bytes bytes:
@@ -66,6 +84,8 @@ double cp_current_timeout(void);
 /** Collective over all ranks.  res is filled on every rank. */
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res);
 void cp_result_free(cp_result_t *res);
+/** Free kept buffers (on every rank that has them; memtype: the cell's). */
+void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k);
 
 /** The schema row of a finished cell (index = its position in the plan). */
 void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,

@@ -79,6 +79,10 @@ const char *cp_split_pointless(const cp_boot_t *b, int kind, char *buf, size_t l
 
 /* ---- the group hosts --------------------------------------------------- */
 
+/* The host of fresh contexts for repeats (cp_split_fresh): every rank, world_ranks 0..n-1. */
+static collprof_host_t fresh_host;
+static int *fresh_ranks;
+
 /* What the plugins' group contexts hold: one group per kind on this rank. */
 static struct {
     cp_oob_group_t g;
@@ -199,4 +203,44 @@ void cp_split_stop(cp_plugin_t *plugins, int n)
         free(groups[k].ranks);
         groups[k].ranks = NULL;
     }
+    free(fresh_ranks);
+    fresh_ranks = NULL;
+}
+
+/* ---- fresh contexts for repeats ---------------------------------------- */
+
+void *cp_split_fresh(cp_plugin_t *p, const cp_boot_t *b, const collprof_host_t *world, char *why,
+                     size_t len)
+{
+    why[0] = '\0';
+    if (!(p->be->flags & COLLPROF_BACKEND_GROUPS) || p->ctx == NULL) {
+        snprintf(why, len, "backend %s cannot start a second context", p->name);
+        return NULL; /* the same on every rank */
+    }
+    if (fresh_ranks == NULL) {
+        fresh_ranks = malloc(sizeof(int) * (size_t)b->nranks);
+        for (int r = 0; fresh_ranks != NULL && r < b->nranks; r++) {
+            fresh_ranks[r] = r;
+        }
+    }
+    fresh_host = *world;
+    fresh_host.world_ranks = fresh_ranks;
+    fresh_host.world_nranks = b->nranks;
+    void *ctx = NULL;
+    int rc = fresh_ranks != NULL ? p->be->init(&fresh_host, &ctx) : COLLPROF_ERR_NO_MEMORY;
+    char mine[480] = "";
+    if (rc != COLLPROF_OK) {
+        snprintf(mine, sizeof(mine), "%s: %s", collprof_status_string(rc),
+                 fresh_ranks != NULL ? p->be->last_error(NULL) : "out of memory");
+    }
+    cp_agreement_t a;
+    if (cp_agree(b->nranks, rc, mine, &a) != CP_AGREE_OK) {
+        snprintf(why, len, "backend %s: a fresh context failed on rank %d: %.200s", p->name, a.rank,
+                 a.msg);
+        if (rc == COLLPROF_OK) {
+            p->be->finalize(ctx);
+        }
+        return NULL;
+    }
+    return ctx;
 }

@@ -51,4 +51,16 @@ void cp_split_start(cp_plugin_t *plugins, int n, const unsigned char *used, unsi
 /** Finalize the group contexts (before the whole job's). */
 void cp_split_stop(cp_plugin_t *plugins, int n);
 
+/**
+ * Collective over the job (collprof --repeats): a fresh context of plugin p
+ * for every rank of the job -- new communicators, connections, buffers --
+ * through a host that is world's with world_ranks 0..n-1, as a group that
+ * holds every rank.  NULL when p has no COLLPROF_BACKEND_GROUPS or no
+ * context of its own, or when init failed on some rank (agreed, and said
+ * once in why): the caller then runs on p's own context.  Finalize it with
+ * p->be->finalize() on every rank.
+ */
+void *cp_split_fresh(cp_plugin_t *p, const cp_boot_t *b, const collprof_host_t *world, char *why,
+                     size_t len);
+
 #endif /* COLLPROF_CORE_SPLIT_H */

@@ -95,6 +95,54 @@ void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t l
              cp_fmt_bytes(r->count * size, hb, sizeof(hb)), r->dtype);
 }
 
+/* A duration in us as "41.2 us", "4.10 ms" or "1.25 s". */
+static void duration(double us, char *buf, size_t len)
+{
+    if (us < 10) {
+        snprintf(buf, len, "%.2f us", us);
+    } else if (us < 1000) {
+        snprintf(buf, len, "%.1f us", us);
+    } else if (us < 1e6) {
+        snprintf(buf, len, "%.2f ms", us / 1e3);
+    } else {
+        snprintf(buf, len, "%.2f s", us / 1e6);
+    }
+}
+
+void cp_format_repeats(const collprof_result_row_t *r, char *buf, size_t len)
+{
+    char med[32], lo[32], hi[32];
+    buf[0] = '\0';
+    if (r->repeats < 2) {
+        return;
+    }
+    duration(r->rep_p50_us, med, sizeof(med));
+    duration(r->ci_lo_us, lo, sizeof(lo));
+    duration(r->ci_hi_us, hi, sizeof(hi));
+    if (r->ci_level >= CP_FORMAT_CI_LEVEL) {
+        snprintf(buf, len, "    repeats %d: p50 %s, 95%% interval %s .. %s (%.0f%% coverage)",
+                 r->repeats, med, lo, hi, r->ci_level * 100);
+    } else {
+        snprintf(buf, len,
+                 "    repeats %d: p50 %s, range %s .. %s covers %.2g%%: too few repeats for a 95%% "
+                 "interval (6 needed)",
+                 r->repeats, med, lo, hi, r->ci_level * 100);
+    }
+}
+
+void cp_format_bimodal(const collprof_result_row_t *r, char *buf, size_t len)
+{
+    char a[32], b[32];
+    buf[0] = '\0';
+    if (!r->bimodal) {
+        return;
+    }
+    duration(r->mode_lo_us, a, sizeof(a));
+    duration(r->mode_hi_us, b, sizeof(b));
+    snprintf(buf, len, "    bimodal: %s (%d repeat%s) and %s (%d)", a, r->mode_lo_n,
+             r->mode_lo_n == 1 ? "" : "s", b, r->mode_hi_n);
+}
+
 void cp_format_summary_row(cp_format_state_t *st, const collprof_result_row_t *r, FILE *f)
 {
     char line[1024];
@@ -114,6 +162,14 @@ void cp_format_summary_row(cp_format_state_t *st, const collprof_result_row_t *r
     }
     cp_format_summary_line(r, line, sizeof(line));
     fprintf(f, "%s\n", line);
+    cp_format_repeats(r, line, sizeof(line));
+    if (line[0] != '\0') {
+        fprintf(f, "%s\n", line);
+    }
+    cp_format_bimodal(r, line, sizeof(line));
+    if (line[0] != '\0') {
+        fprintf(f, "%s\n", line);
+    }
 }
 
 #define TABLE_FMT "  %-7s %-20s %-14s %12s %11s %-8s %-5s %4s "

@@ -28,6 +28,14 @@ void cp_format_provenance(const collprof_result_row_t *r, char *buf, size_t len)
 /** "logs:       DIR/collprof_RUN_r*.log (one per rank)" from rank 0's log path (--log-dir). */
 void cp_format_logs_line(const char *rank0_log, char *buf, size_t len);
 
+/** The coverage an interval of the repeats must reach to be called a 95 % interval. */
+#define CP_FORMAT_CI_LEVEL 0.95
+/** A row's repeats (repeats >= 2; else ""): "    repeats 6: p50 41.2 us, 95% interval
+ *  40.1 us .. 43.0 us (97% coverage)", or the range and its real coverage below 6 repeats. */
+void cp_format_repeats(const collprof_result_row_t *r, char *buf, size_t len);
+/** "    bimodal: 4.10 ms (3 repeats) and 8.90 ms (2)" for a bimodal row, else "". */
+void cp_format_bimodal(const collprof_result_row_t *r, char *buf, size_t len);
+
 /** "Tensor Size: 1,048,576 elements (4.00 MB), float32" for the row's count and dtype. */
 void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len);
 

@@ -301,6 +301,10 @@ static int write_cell(hid_t cells, const collprof_result_row_t *row, const cp_re
         *rc |= write_cell_array(g, CP_H5_CELL_SEND_BYTES, r->send_bytes, (size_t)r->nranks);
         *rc |= write_cell_array(g, CP_H5_CELL_RECV_BYTES, r->recv_bytes, (size_t)r->nranks);
     }
+    if (r->repeats > 1 && r->rep_p50 != NULL && r->rep_iters != NULL) {
+        *rc |= write_cell_array(g, CP_H5_CELL_REP_P50, r->rep_p50, (size_t)r->repeats);
+        *rc |= write_cell_array(g, CP_H5_CELL_REP_ITERS, r->rep_iters, (size_t)r->repeats);
+    }
     if (r->prov != NULL && r->prov->differ) { /* the row says "per rank" */
         size_t n = (size_t)r->prov->nranks, len = n * sizeof(*r->prov->ranks);
         void *recs = malloc(len); /* write_table sanitizes and frees its copy */

@@ -8,6 +8,7 @@
 #include "core/links.h"
 #include "core/log.h"
 #include "core/prov.h"
+#include "core/repeat.h"
 #include "core/util.h"
 #include "output/best.h"
 #include "output/format.h"
@@ -379,6 +380,31 @@ static void print_backends(FILE *f, const cp_run_info_t *ri)
 }
 
 /* Header lines about how figures are measured, and the environment captured. */
+/* The repeats policy (--repeats, --min-time, --target-ci, --max-time, --fresh-buffers). */
+static void print_repeats(FILE *f, const cp_options_t *o)
+{
+    if (!cp_repeat_on(o)) {
+        return;
+    }
+    fprintf(f, "repeats:    each cell %d time%s", o->repeats, o->repeats == 1 ? "" : "s");
+    if (o->min_time_s > 0) {
+        fprintf(f, ", and on until its repeats took %g s", o->min_time_s);
+    }
+    if (o->target_ci_pct > 0) {
+        fprintf(f, ", and on until its 95%% interval is %g%% of the median wide", o->target_ci_pct);
+    }
+    if (o->max_time_s > 0) {
+        fprintf(f, "; none started after %g s in the cell", o->max_time_s);
+    }
+    fprintf(
+        f,
+        ";\n            each on a fresh context of its backend (new communicators), %s;\n"
+        "            figure: the median of the repeats' p50s with its interval (docs/metrics.md)\n",
+        o->fresh_buffers ? "with new buffers"
+                         : "on the cell's buffers\n            where the backend can share "
+                           "them (mpi, gloo, self), else new ones");
+}
+
 static void print_method(FILE *f, const cp_run_info_t *ri)
 {
     fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
@@ -404,6 +430,7 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
     fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
                "            before timing, the same buffers every iteration (no cache rotation);\n"
                "            device memory is filled and checked through host copies\n");
+    print_repeats(f, ri->opt);
     fprintf(
         f, "check:      %s\n",
         ri->opt->check
@@ -535,6 +562,19 @@ static void h5_row_only(cp_summary_t *s, const collprof_result_row_t *row, const
     }
 }
 
+/* A cell whose repeats stopped at --max-time before --target-ci was reached says so. */
+static void target_note(const cp_options_t *opt, const cp_result_t *r, FILE *f)
+{
+    if (opt->target_ci_pct <= 0 || r->repeats == 0 || r->status != COLLPROF_CELL_OK) {
+        return;
+    }
+    double pct = cp_repeat_ci_pct(&r->ci);
+    if (r->ci.coverage < CP_STATS_CI_LEVEL || pct < 0 || pct > opt->target_ci_pct) {
+        fprintf(f, "    --target-ci %g%% not reached within --max-time %g s (%d repeats)\n",
+                opt->target_ci_pct, opt->max_time_s, r->repeats);
+    }
+}
+
 int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
 {
     FILE *f = s->f;
@@ -555,6 +595,7 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     }
 #endif
     cp_format_summary_row(&s->fmt, row, f);
+    target_note(s->ri->opt, r, f);
     keep_study_row(s, row);
     keep_ok_row(s, row, r);
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {

@@ -8,6 +8,11 @@
  * by tens of percent between launches.  Size: the p50 time must change by
  * more than --threshold percent, because with many iterations even a 1%
  * shift is "significant" and nobody wants to hear about it.
+ *
+ * Where both files repeated the cell (collprof --repeats, schema 1.4), the
+ * iterations of one launch are no longer the unit of noise: the repeats
+ * are.  Significance then means disjoint intervals of the median of the
+ * repeats' p50s (docs/metrics.md), and size a change of that median.
  */
 #include "config.h"
 
@@ -28,6 +33,10 @@ static void usage(FILE *f)
                "                more than PCT percent\n"
                "  improvement   significantly faster, p50 time fell by more than PCT percent\n"
                "  within noise  anything else\n"
+               "Where both files repeated a cell (collprof --repeats), the verdict comes from\n"
+               "the intervals of the median of the repeats' p50s instead of the test: a\n"
+               "regression when NEW's interval lies wholly above BASE's and that median grew\n"
+               "by more than PCT percent (an improvement: wholly below, fell by more).\n"
                "\n"
                "  --threshold PCT  smallest change of the p50 time that counts (default 5)\n"
                "  --alpha A        significance level of the test (default 0.01)\n"
@@ -48,6 +57,7 @@ static int same_cell(const collprof_result_row_t *a, const collprof_result_row_t
 
 typedef struct tally {
     int compared, regressions, improvements, noise, other, only_base, only_new;
+    int by_interval; /* verdicts from the repeats' intervals */
 } tally_t;
 
 typedef struct settings {
@@ -64,12 +74,46 @@ static void ratio_str(double num, double den, char *buf, size_t len)
     }
 }
 
+/* A row of a run with repeats (schema 1.4): the median of its repeats' p50s has an interval. */
+static int has_interval(const collprof_result_row_t *r)
+{
+    return r->repeats >= 2 && r->ci_level > 0 && r->rep_p50_us > 0;
+}
+
+/*
+ * Both runs repeated the cell: NEW is slower when its interval lies wholly
+ * above BASE's (faster: wholly below) and the median of its repeats' p50s
+ * moved by more than the threshold.  The "p-value" column then shows the
+ * lower coverage of the two intervals ("ci97%").
+ */
+static const char *interval_verdict(const settings_t *s, const collprof_result_row_t *rb,
+                                    const collprof_result_row_t *rn, char *pv, size_t len,
+                                    tally_t *t)
+{
+    double cover = rb->ci_level < rn->ci_level ? rb->ci_level : rn->ci_level;
+    double change = rn->rep_p50_us / rb->rep_p50_us - 1;
+    snprintf(pv, len, "ci%.0f%%", cover * 100);
+    t->compared++;
+    t->by_interval++;
+    if (rn->ci_lo_us > rb->ci_hi_us && change * 100 > s->threshold) {
+        t->regressions++;
+        return "regression";
+    }
+    if (rn->ci_hi_us < rb->ci_lo_us && -change * 100 > s->threshold) {
+        t->improvements++;
+        return "improvement";
+    }
+    t->noise++;
+    return "within noise";
+}
+
 static void compare_one(const settings_t *s, const collprof_result_row_t *rb,
                         const cp_report_cell_t *cb, const collprof_result_row_t *rn,
                         const cp_report_cell_t *cn, int width, tally_t *t)
 {
     char name[512], bw[16], p50[16], pv[16] = "-";
     const char *verdict;
+    double tb = rb->time_p50_us, tn = rn->time_p50_us;
     cp_report_cell_name(rb, name, sizeof(name));
     ratio_str(rn->busbw_gbs, rb->busbw_gbs, bw, sizeof(bw));
     ratio_str(rn->time_p50_us, rb->time_p50_us, p50, sizeof(p50));
@@ -77,6 +121,11 @@ static void compare_one(const settings_t *s, const collprof_result_row_t *rb,
         verdict = !cp_report_measured(rb) ? "not comparable: BASE has no timings"
                                           : "not comparable: NEW has no timings";
         t->other++;
+    } else if (has_interval(rb) && has_interval(rn)) {
+        verdict = interval_verdict(s, rb, rn, pv, sizeof(pv), t);
+        ratio_str(rn->rep_p50_us, rb->rep_p50_us, p50, sizeof(p50));
+        tb = rb->rep_p50_us;
+        tn = rn->rep_p50_us;
     } else if (cb->iter_max == NULL || cn->iter_max == NULL) {
         verdict = "not comparable: no raw samples";
         t->other++;
@@ -98,7 +147,7 @@ static void compare_one(const settings_t *s, const collprof_result_row_t *rb,
         t->compared++;
     }
     printf("%-*s %9.2f %9.2f %8s %11.1f %11.1f %8s %8s  %s\n", width, name, rb->busbw_gbs,
-           rn->busbw_gbs, bw, rb->time_p50_us, rn->time_p50_us, p50, pv, verdict);
+           rn->busbw_gbs, bw, tb, tn, p50, pv, verdict);
 }
 
 static void run_compare(const settings_t *s, const cp_report_file_t *base,
@@ -135,9 +184,12 @@ static void run_compare(const settings_t *s, const cp_report_file_t *base,
                base->root.world_size, base->root.node_count, cur->root.world_size,
                cur->root.node_count);
     }
-    printf("# verdict: Mann-Whitney rank-sum test of the per-iteration times (max over ranks) at\n"
-           "# alpha %g, and a change of the p50 time above %g%%\n",
-           s->alpha, s->threshold);
+    printf(
+        "# verdict: Mann-Whitney rank-sum test of the per-iteration times (max over ranks) at\n"
+        "# alpha %g, and a change of the p50 time above %g%%; where both runs repeated the cell\n"
+        "# (--repeats), disjoint intervals of the median of the repeats' p50s (p-value column:\n"
+        "# ciN%%, the lower coverage of the two) and a change of that median above %g%%\n",
+        s->alpha, s->threshold, s->threshold);
     printf("%-*s %9s %9s %8s %11s %11s %8s %8s  %s\n", width, "# cell", "busBW", "busBW", "busBW",
            "p50(us)", "p50(us)", "p50", "p-value", "verdict");
     printf("%-*s %9s %9s %8s %11s %11s %8s %8s\n", width, "#", "BASE", "NEW", "NEW/BASE", "BASE",
@@ -186,6 +238,9 @@ static int run(void *ctx, cp_report_file_t **files, int n)
     printf("# %d cells compared: %d regression%s, %d improvement%s, %d within noise", t.compared,
            t.regressions, t.regressions == 1 ? "" : "s", t.improvements,
            t.improvements == 1 ? "" : "s", t.noise);
+    if (t.by_interval) {
+        printf(" (%d from the repeats' intervals)", t.by_interval);
+    }
     if (t.other) {
         printf("; %d not comparable", t.other);
     }

@@ -475,14 +475,16 @@ static int check_row(const void *rec, size_t i, const cp_report_file_t *f, char 
     /* a file holds the statuses of cells that ran or were decided, never "pending" */
     int known = collprof_cell_status_from_name(r->status) > COLLPROF_CELL_PENDING;
     (void)f;
-    const char *bad = !known                                        ? "status"
-                      : r->cell < 0                                 ? "cell"
-                      : r->op[0] == '\0'                            ? "op"
-                      : r->iterations < 0                           ? "iterations"
-                      : r->warmup < 0                               ? "warmup"
-                      : (r->in_place & ~1) != 0                     ? "in_place"
-                      : r->iterations == 0 && cp_report_measured(r) ? "iterations"
-                                                                    : NULL;
+    const char *bad = !known                                         ? "status"
+                      : r->cell < 0                                  ? "cell"
+                      : r->op[0] == '\0'                             ? "op"
+                      : r->iterations < 0                            ? "iterations"
+                      : r->warmup < 0                                ? "warmup"
+                      : (r->in_place & ~1) != 0                      ? "in_place"
+                      : r->iterations == 0 && cp_report_measured(r)  ? "iterations"
+                      : r->repeats < 0 || r->repeats > r->iterations ? "repeats"
+                      : r->bimodal && r->repeats < 4                 ? "bimodal"
+                                                                     : NULL;
     if (bad != NULL) {
         snprintf(err, errlen, "corrupted: /results row %zu, column '%s' is out of range", i, bad);
         return -1;
@@ -735,6 +737,70 @@ static int load_bytes(hid_t grp, const char *name, hsize_t n, cp_report_cell_t *
     return 0;
 }
 
+/* The repeats' figures (median of their p50s, interval, modes) must be those of their
+ * p50s, and each p50 that of its repeat's slice of the samples. */
+static int check_repeat_figures(const collprof_result_row_t *r, const cp_report_cell_t *c,
+                                const char *name, char *err, size_t errlen)
+{
+    int n = r->repeats;
+    double *v = malloc(sizeof(double) * ((size_t)r->iterations + 1));
+    if (v == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int bad = 0;
+    uint64_t at = 0;
+    for (int k = 0; k < n && !bad; k++) {
+        uint64_t len = c->rep_iters[k];
+        bad = len == 0 || at + len > (uint64_t)r->iterations;
+        if (!bad) {
+            memcpy(v, c->iter_max + at, sizeof(double) * len);
+            cp_stats_t st;
+            cp_stats_compute(v, (int)len, &st);
+            bad = !near(st.p50, c->rep_p50[k]);
+            at += len;
+        }
+    }
+    bad = bad || at != (uint64_t)r->iterations;
+    cp_median_ci_t ci;
+    cp_modes_t m;
+    int bimodal = 0;
+    if (!bad) {
+        memcpy(v, c->rep_p50, sizeof(double) * (size_t)n);
+        cp_stats_median(v, (size_t)n);
+        cp_stats_median_ci(v, n, &ci);
+        bimodal = cp_stats_bimodal(v, n, &m);
+        bad = !near(ci.median, r->rep_p50_us) || !near(ci.lo, r->ci_lo_us) ||
+              !near(ci.hi, r->ci_hi_us) || !near(ci.coverage, r->ci_level) ||
+              bimodal != r->bimodal || !near(m.lo, r->mode_lo_us) || !near(m.hi, r->mode_hi_us);
+    }
+    free(v);
+    if (bad) {
+        snprintf(err, errlen,
+                 "corrupted: the repeats of cell %d in /results do not match /cells/%s", r->cell,
+                 name);
+        return -1;
+    }
+    return 0;
+}
+
+/* repeat_p50_us and repeat_iterations of a cell with repeats (schema 1.4). */
+static int load_repeats(hid_t grp, const char *name, const collprof_result_row_t *r,
+                        cp_report_cell_t *c, char *err, size_t errlen)
+{
+    if (r->repeats < 2) {
+        return 0;
+    }
+    c->rep_p50 = read_array(grp, name, CP_H5_CELL_REP_P50, (hsize_t)r->repeats, 0, err, errlen);
+    c->rep_iters = c->rep_p50 ? read_array(grp, name, CP_H5_CELL_REP_ITERS, (hsize_t)r->repeats, 0,
+                                           err, errlen)
+                              : NULL;
+    if (c->rep_p50 == NULL || c->rep_iters == NULL) {
+        return -1;
+    }
+    return cp_report_measured(r) ? check_repeat_figures(r, c, name, err, errlen) : 0;
+}
+
 /*
  * Check a cell's raw data against its row and keep what the subcommands
  * need: the per-iteration maxima and the per-rank means (and bytes).
@@ -764,6 +830,9 @@ static int load_cell(hid_t grp, const char *name, const collprof_result_row_t *r
     free(samples);
     if (rc == 0 && cp_report_measured(r)) {
         rc = check_row_stats(r, c, name, err, errlen);
+    }
+    if (rc == 0) {
+        rc = load_repeats(grp, name, r, c, err, errlen);
     }
     return rc == 0 ? load_bytes(grp, name, n, c, err, errlen) : -1;
 }
@@ -955,8 +1024,8 @@ void cp_report_close(cp_report_file_t *f)
     }
     for (size_t i = 0; f->cells != NULL && i < f->nrows; i++) {
         cp_report_cell_t *c = &f->cells[i];
-        void *raw[] = {c->iter_max,   c->rank_mean,  c->rank_min, c->rank_median,
-                       c->send_bytes, c->recv_bytes, c->prov};
+        void *raw[] = {c->iter_max,   c->rank_mean, c->rank_min, c->rank_median, c->send_bytes,
+                       c->recv_bytes, c->prov,      c->rep_p50,  c->rep_iters};
         free_all(raw, sizeof(raw) / sizeof(raw[0]));
     }
     void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->links, f->path, f};

@@ -40,6 +40,10 @@ typedef struct cp_report_cell {
     /** [nranks] each rank's timer, allocation, device and transport, where they differ
      *  (the row then says "per rank"); NULL otherwise and before 1.2 */
     collprof_provenance_row_t *prov;
+    /** [row.repeats] each repeat's p50 (us) and timed iterations, in the order of the
+     *  samples, checked against the row; NULL unless row.repeats > 1 (schema 1.4) */
+    double *rep_p50;
+    uint64_t *rep_iters;
 } cp_report_cell_t;
 
 typedef struct cp_report_file {

@@ -110,9 +110,32 @@ static void refused(const char *path, const char *want, const char *what)
     }
 }
 
-static char dir[] = "/tmp/cp_reader_XXXXXX", fifo[64], elink[64], huge[64];
+static char dir[] = "/tmp/cp_reader_XXXXXX", fifo[64], elink[64], huge[64], tampered[64];
 
 /* Before any cp_report_open: it turns external links off for the whole process. */
+/* A copy of the 1.4 sample whose first repeat's p50 no longer matches its samples. */
+static void make_tampered_repeats(void)
+{
+    const char *src = getenv("COLLPROF_SRCDIR");
+    char cmd[8400];
+    snprintf(tampered, sizeof(tampered), "%s/tampered.h5", dir);
+    snprintf(cmd, sizeof(cmd), "cp '%s/tests/data/collprof-1.4.h5' '%s' && chmod u+w '%s'",
+             src ? src : ".", tampered, tampered);
+    hid_t f = system(cmd) == 0 ? H5Fopen(tampered, H5F_ACC_RDWR, H5P_DEFAULT) : -1;
+    hid_t d = f >= 0 ? H5Dopen2(f, "cells/000000/repeat_p50_us", H5P_DEFAULT) : -1;
+    double p50[4] = {0, 0, 0, 0};
+    int done = d >= 0 && H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, p50) >= 0;
+    p50[2] *= 2;
+    done = done && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, p50) >= 0;
+    ok(done, "a copy of the 1.4 sample with the p50 of its third repeat doubled");
+    if (d >= 0) {
+        H5Dclose(d);
+    }
+    if (f >= 0) {
+        H5Fclose(f);
+    }
+}
+
 static void make_hostile_files(void)
 {
     if (mkdtemp(dir) == NULL) {
@@ -141,6 +164,7 @@ static void make_hostile_files(void)
     H5Pclose(dcpl);
     H5Sclose(sp);
     H5Fclose(f);
+    make_tampered_repeats();
 }
 
 static void hostile_files(void)
@@ -148,6 +172,8 @@ static void hostile_files(void)
     refused(fifo, "not a regular file", "a FIFO operand");
     refused(elink, "environment", "an external link to a FIFO");
     refused(huge, "claims 1000000 elements", "a million empty rows");
+    refused(tampered, "the repeats of cell 0 in /results do not match /cells/000000",
+            "a repeat's p50 that its samples do not give");
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     ok(system(cmd) == 0, "clean up");
@@ -169,6 +195,33 @@ static void check_provenance_1_2(const cp_report_file_t *f)
                strstr(f->ranks[q].transport, "ofi: shm"),
            "1.2: /ranks %d: device %s, transport %s", q, f->ranks[q].device, f->ranks[q].transport);
     }
+}
+
+/* 1.4: self allreduce, --repeats 4 with the first two repeats slowed by 20 ms per operation */
+static void check_repeats_1_4(void)
+{
+    cp_report_file_t *f = open_sample("1.4");
+    if (f == NULL) {
+        return;
+    }
+    const collprof_result_row_t *r = &f->rows[0];
+    const cp_report_cell_t *c = &f->cells[0];
+    ok(f->nrows == 1 && r->repeats == 4 && c->rep_p50 != NULL && c->rep_iters != NULL,
+       "1.4: 4 repeats, each one's p50 and iterations");
+    uint64_t sum = 0;
+    for (int k = 0; c->rep_iters != NULL && k < 4; k++) {
+        sum += c->rep_iters[k];
+    }
+    ok(sum == (uint64_t)r->iterations && r->iterations == 16,
+       "1.4: iterations counts every repeat's (%d)", r->iterations);
+    ok(r->ci_level == 0.875 && r->ci_lo_us <= r->rep_p50_us && r->rep_p50_us <= r->ci_hi_us,
+       "1.4: [min, max] of 4 repeats covers 87.5 %% around the median of their p50s");
+    ok(r->bimodal == 1 && r->mode_lo_n == 2 && r->mode_hi_n == 2 && r->mode_hi_us >= 20000 &&
+           c->rep_p50 != NULL && c->rep_p50[0] >= 20000 && c->rep_p50[1] >= 20000 &&
+           c->rep_p50[2] < 20000,
+       "1.4: bimodal, the two slowed repeats first (modes %.1f and %.1f us)", r->mode_lo_us,
+       r->mode_hi_us);
+    cp_report_close(f);
 }
 
 int main(void)
@@ -223,6 +276,13 @@ int main(void)
            "1.3: the memory-copy limit of each cell, and each rank's log (%s)", f->ranks[3].log);
         cp_report_close(f);
     }
+    f = open_sample("1.3");
+    if (f != NULL) {
+        ok(f->rows[0].repeats == 0 && f->rows[0].ci_level == 0 && f->cells[0].rep_p50 == NULL,
+           "1.3: no repeats columns: read as 0, no per-repeat data");
+        cp_report_close(f);
+    }
+    check_repeats_1_4();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,

@@ -5,13 +5,15 @@
  * operation in and out of place, a variant the backend lacks (typed
  * "unsupported" on every rank), an asymmetric in-place alltoallv, and the
  * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank);
- * the provenance the core gathers and records (cp_prov_*).
+ * the provenance the core gathers and records (cp_prov_*); repeats on fresh
+ * contexts sharing the first one's buffers, merged (core/repeat.h).
  */
 #include "config.h"
 
 #include "colls/colls.h"
 #include "core/imbalance.h"
 #include "core/prov.h"
+#include "core/repeat.h"
 #include "core/runner.h"
 #include "oob_shm.h"
 #include "tap.h"
@@ -177,6 +179,51 @@ static void prov_cases(cp_runner_t *r, cp_plugin_t *p)
     cp_prov_free(pl, 3);
 }
 
+/*
+ * Three repeats of one cell as collprof --repeats runs them: the second and third on fresh
+ * contexts of the backend, all three on the buffers the first allocated from the backend's own
+ * context; merged, every repeat's iterations are in the result and its p50 in rep_p50.
+ */
+static void repeat_cases(cp_runner_t *r, cp_plugin_t *p, const collprof_host_t *host)
+{
+    cp_cell_t c = make_cell(COLLPROF_OP_ALLREDUCE, 0, "default");
+    cp_kept_bufs_t keep = {.ctx = p->ctx};
+    cp_result_t acc, one;
+    memset(&acc, 0, sizeof(acc));
+    int fresh_ok = 1, same = 1;
+    void *first = NULL;
+    r->keep = &keep;
+    for (int k = 0; k < 3; k++) {
+        r->repeat = k;
+        r->ctx = NULL;
+        if (k > 0 && p->be->init(host, &r->ctx) != COLLPROF_OK) {
+            fresh_ok = 0;
+        }
+        cp_run_cell(r, &c, &one);
+        first = k == 0 ? keep.recvbuf : first;
+        same &= keep.have && keep.recvbuf == first;
+        cp_repeat_add(&acc, &one);
+        if (r->ctx != NULL) {
+            p->be->finalize(r->ctx);
+        }
+    }
+    r->ctx = NULL;
+    r->keep = NULL;
+    cp_kept_bufs_free(p, c.memtype, &keep);
+    cp_repeat_finish(&acc);
+    record(fresh_ok && same && acc.status == COLLPROF_CELL_OK && acc.wrong == 0,
+           "3 repeats, 2 on fresh contexts, on the first one's buffers: %s, #wrong %llu %s",
+           collprof_cell_status_name(acc.status), (unsigned long long)acc.wrong, acc.reason);
+    int sliced = acc.repeats == 3 && acc.iters == 9 && acc.rep_iters != NULL;
+    for (int k = 0; sliced && k < 3; k++) {
+        sliced = acc.rep_iters[k] == 3 && acc.rep_p50[k] > 0;
+    }
+    record(sliced && acc.ci.n == 3 && acc.ci.k == 1 && acc.ci.coverage == 0.75 &&
+               acc.ci.lo <= acc.ci.median && acc.ci.median <= acc.ci.hi,
+           "merged: 9 iterations of 3 repeats, the median of their p50s in [min, max] at 75%%");
+    cp_result_free(&acc);
+}
+
 static int rank_main(const collprof_backend_t *be)
 {
     static char hosts[NR][256] = {"h0", "h1", "h2"};
@@ -199,6 +246,7 @@ static int rank_main(const collprof_backend_t *be)
     cp_imbalance_parse("moe:1:4", &imb[1], err, sizeof(err));
     run_cases(&k.r, imb);
     prov_cases(&k.r, &p);
+    repeat_cases(&k.r, &p, &host);
     cp_imbalance_free(&imb[0]);
     cp_imbalance_free(&imb[1]);
     be->finalize(p.ctx);
