@@ -27,7 +27,7 @@ typedef struct cp_result {
     double busbw;                      /**< GB/s */
     double *samples;                   /**< [rank * iters + i], us (NULL unless it ran) */
     double *rank_mean;                 /**< [rank], us */
-    uint64_t *send_bytes, *recv_bytes; /**< alltoallv: per rank */
+    uint64_t *send_bytes, *recv_bytes; /**< alltoallv, allgatherv: per rank */
     double start_epoch;                /**< wall-clock start, seconds since 1970 */
     /** what the cell was measured with (borrowed from its plugin); NULL for a cell decided
      *  before it ran, or when the provenance could not be gathered */
