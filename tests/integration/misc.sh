@@ -52,9 +52,12 @@ ok $? "allgatherv from a traffic-matrix file: exact in and out of place (exit $r
 grep -A1 'AllGatherv (file:tm.txt):' "$s" |
     grep -q 'r0 201084/122880 r1 100536/122880 r2 67020/122880'
 ok $? "allgatherv per-rank bytes: its block to every rank, the whole output received"
-grep -q 'AllGatherv (file:tm.txt): .*AlgBW: *[0-9.]* GB/s' "$s" &&
-    h5dump -d /results "$d"/*.h5 2>/dev/null | grep -q '"allgatherv"'
-ok $? "allgatherv is recorded by name in the result file"
+"${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}" export --csv "${s%.txt}.h5" \
+    >"$WORK/agv.csv" 2>&1
+# S = the whole gathered output, 30720 float32
+[ "$(grep -c '^[0-9]*,mpi,default,allgatherv,float32,none,0,[01],file:tm.txt,30720,122880,' \
+    "$WORK/agv.csv")" -eq 2 ]
+ok $? "allgatherv, its pattern, count and bytes (the whole output) are in the result file"
 COLLPROF_FAULT=wrong:2 cp_run --np 3 --backends mpi --ops allgatherv --counts 3K -n 2 -w 1 \
     --variants default --imbalance moe:1:4 --output-dir "$d"
 [ "$rc" -eq 1 ] && grep -q '#wrong: 1 ' "$(ls -t "$d"/*.txt | head -n 1)"
