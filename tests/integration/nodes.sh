@@ -81,7 +81,7 @@ for b in $BACKENDS; do
         $opt --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
     [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
     check_clean_run "$d" "$b on 2 nodes x 2 ($(since "$t") s)"
-    n=$(grep -c -E '^  (AllReduce|AllGather|ReduceScatter|AllToAll|AllToAllv|Broadcast|Reduce|Gather|Scatter|Barrier|SendRecv):' \
+    n=$(grep -c -E '^  (AllReduce|AllGather|ReduceScatter|AllToAll|AllToAllv|Broadcast|Reduce|Gather|Scatter|Barrier|SendRecv|AllGatherv):' \
         "$(summary_of "$d")" 2>/dev/null)
     [ "$n" -eq "$cells" ]
     ok $? "$b: all 12 ops measured ($cells cells: 11 ops x counts $counts + barrier; got $n)"
