@@ -16,7 +16,9 @@
  *    last_error().
  *  - Outputs are written only on success.
  *  - Appending a slot bumps COLLPROF_PLUGIN_ABI_VERSION; old fields never
- *    move.
+ *    move.  Appending an operation (a row of <collprof/vocab.h>) does not:
+ *    the core asks a plugin only for the ops its query() sets, so a plugin
+ *    built before an op was added (allgatherv, id 11) never sees it.
  *  - Slots marked COLLECTIVE below are called by every rank, in the same
  *    order, with the same arguments (but buffers): a plugin may communicate
  *    inside them (the ofi plugin exchanges memory keys in mem_alloc).  The
@@ -34,6 +36,10 @@
  *   reducescatter  count                count/n
  *   alltoall       count (count/n each) count (count/n each)
  *   alltoallv      sendcounts[]         recvcounts[]  (displacements given)
+ *   allgatherv     recvcounts[rank]     recvcounts[]: rank r's block of
+ *                                       recvcounts[r] at rdispls[r]
+ *                                       (only recvcounts and rdispls
+ *                                       are meaningful)
  *   broadcast      -                    count  (one buffer: the root's input
  *                                             is in recvbuf; sendbuf is unused)
  *   reduce         count                count  (root only)
@@ -47,7 +53,8 @@
  * allreduce, reduce, broadcast, reducescatter (result in the first
  * count/n), alltoall, alltoallv (recvcounts/rdispls describe both sides;
  * only symmetric traffic): the whole buffer; allgather and gather: this
- * rank's block at offset rank*count/n (for gather on every rank); scatter:
+ * rank's block at offset rank*count/n (for gather on every rank);
+ * allgatherv: this rank's block at rdispls[rank]; scatter:
  * the root's whole buffer, and every other rank receives its block at
  * offset rank*count/n; sendrecv: the whole buffer is sent and replaced.
  */
@@ -222,7 +229,7 @@ typedef struct collprof_args {
     const void *sendbuf;
     void *recvbuf;
     size_t count; /**< the cell's element count (see the table above) */
-    /* alltoallv: per-peer element counts and displacements (elements) */
+    /* alltoallv, allgatherv: per-peer element counts and displacements (elements) */
     const size_t *sendcounts;
     const size_t *sdispls;
     const size_t *recvcounts;

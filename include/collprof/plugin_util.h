@@ -148,6 +148,10 @@ static inline int collprof_check_layout(const collprof_args_t *a, int n, char *e
         snprintf(err, len, "run: root %d outside 0..%d", a->root, n - 1);
         return COLLPROF_ERR_INVALID;
     }
+    if ((flags & COLLPROF_OPF_VARIABLE) && (a->recvcounts == NULL || a->rdispls == NULL)) {
+        snprintf(err, len, "run: %s counts or displacements missing", collprof_op_name(a->op));
+        return COLLPROF_ERR_INVALID;
+    }
     if (a->op == COLLPROF_OP_SENDRECV &&
         (a->peer_send < 0 || a->peer_send >= n || a->peer_recv < 0 || a->peer_recv >= n)) {
         snprintf(err, len, "run: sendrecv peers %d/%d outside 0..%d", a->peer_send, a->peer_recv,

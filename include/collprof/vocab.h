@@ -30,7 +30,7 @@ enum {
     COLLPROF_OPF_ROOTED = 1u << 1,   /**< has a root rank */
     COLLPROF_OPF_SPLIT = 1u << 2,    /**< count is split in n blocks (rounded down to a multiple) */
     COLLPROF_OPF_NODATA = 1u << 3,   /**< moves no data: no sizes, buffers, check or in-place */
-    COLLPROF_OPF_VARIABLE = 1u << 4, /**< per-peer counts from a traffic matrix */
+    COLLPROF_OPF_VARIABLE = 1u << 4, /**< per-peer or per-rank counts (--imbalance) */
     COLLPROF_OPF_DEFAULT = 1u << 5   /**< in the default matrix */
 };
 
@@ -48,7 +48,7 @@ typedef enum collprof_shape {
     COLLPROF_SHAPE_FULL,     /**< count on every rank */
     COLLPROF_SHAPE_BLOCK,    /**< count/n on every rank */
     COLLPROF_SHAPE_ROOT,     /**< count on the root only */
-    COLLPROF_SHAPE_VAR       /**< per-peer counts and displacements */
+    COLLPROF_SHAPE_VAR       /**< per-peer (per-rank) counts and displacements */
 } collprof_shape_t;
 
 /*
@@ -74,7 +74,8 @@ typedef enum collprof_shape {
     X(SCATTER,       8,  "scatter",       "Scatter",       COLLPROF_OPF_ROOTED | COLLPROF_OPF_SPLIT,   \
       SPLIT, ROOT,  BLOCK)                                                                           \
     X(BARRIER,       9,  "barrier",       "Barrier",       COLLPROF_OPF_NODATA, NONE, NONE, NONE)      \
-    X(SENDRECV,      10, "sendrecv",      "SendRecv",      0, ONE, FULL, FULL)
+    X(SENDRECV,      10, "sendrecv",      "SendRecv",      0, ONE, FULL, FULL)                         \
+    X(ALLGATHERV,    11, "allgatherv",    "AllGatherv",    COLLPROF_OPF_VARIABLE, SPLIT, VAR, VAR)
 
 /* X(ID, id, name, size in bytes, is_float, exact_max, alias, alias) */
 #define COLLPROF_DTYPE_TABLE(X)                                                                      \

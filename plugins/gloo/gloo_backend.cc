@@ -59,6 +59,7 @@
 #include <vector>
 
 #include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_bcube.h>
 #include <gloo/allreduce_halving_doubling.h>
@@ -249,7 +250,7 @@ struct CacheKey {
     size_t count = 0;
     const void *sendbuf = nullptr;
     void *recvbuf = nullptr;
-    std::vector<size_t> a2av; /* alltoallv counts and displacements */
+    std::vector<size_t> a2av; /* alltoallv/allgatherv counts and displacements */
     /* the part that is the same on every rank */
     bool sameGlobal(const CacheKey &o) const
     {
@@ -499,6 +500,31 @@ template <typename T> int build_alltoallv(const Build<T> &b)
                       [](gloo::AlltoallvOptions &x) { gloo::alltoallv(x); });
 }
 
+template <typename T> int build_allgatherv(const Build<T> &b)
+{
+    /* Gloo packs rank r's block of counts[r] right after rank r-1's */
+    const collprof_args_t *a = b.a;
+    std::vector<size_t> counts;
+    size_t tot = 0;
+    for (int i = 0; i < b.n; i++) {
+        if (a->rdispls[i] != tot) {
+            set_error(b.g,
+                      "allgatherv: Gloo needs packed displacements (prefix sums of the counts); "
+                      "rdispls[%d]=%zu",
+                      i, a->rdispls[i]);
+            return COLLPROF_ERR_NOT_SUPPORTED;
+        }
+        counts.push_back(a->recvcounts[i]);
+        tot += a->recvcounts[i];
+    }
+    auto o = std::make_shared<gloo::AllgathervOptions>(b.base);
+    if (!b.ip) { /* in place: no input, this rank's block already sits at its offset */
+        o->setInput(b.sbuf, a->recvcounts[b.rank]);
+    }
+    o->setOutput(b.rbuf, counts);
+    return b.run_opts(o, [](gloo::AllgathervOptions &x) { gloo::allgatherv(x); });
+}
+
 template <typename T> int build_broadcast(const Build<T> &b)
 {
     /* one buffer: the root's input is in recvbuf */
@@ -618,6 +644,7 @@ template <typename T> int build(GlCtx *g, Cached *c, const collprof_args_t *a)
     case COLLPROF_OP_REDUCESCATTER: return build_reducescatter(b);
     case COLLPROF_OP_ALLTOALL: return build_alltoall(b);
     case COLLPROF_OP_ALLTOALLV: return build_alltoallv(b);
+    case COLLPROF_OP_ALLGATHERV: return build_allgatherv(b);
     case COLLPROF_OP_BROADCAST: return build_broadcast(b);
     case COLLPROF_OP_REDUCE: return build_reduce(b);
     case COLLPROF_OP_GATHER: return build_gather(b);
@@ -646,13 +673,13 @@ int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a)
     }
 }
 
-constexpr uint32_t kOps = COLLPROF_BIT(COLLPROF_OP_ALLREDUCE) |
-                          COLLPROF_BIT(COLLPROF_OP_ALLGATHER) |
-                          COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER) |
-                          COLLPROF_BIT(COLLPROF_OP_ALLTOALL) | COLLPROF_BIT(COLLPROF_OP_ALLTOALLV) |
-                          COLLPROF_BIT(COLLPROF_OP_BROADCAST) | COLLPROF_BIT(COLLPROF_OP_REDUCE) |
-                          COLLPROF_BIT(COLLPROF_OP_GATHER) | COLLPROF_BIT(COLLPROF_OP_SCATTER) |
-                          COLLPROF_BIT(COLLPROF_OP_BARRIER) | COLLPROF_BIT(COLLPROF_OP_SENDRECV);
+constexpr uint32_t kOps =
+    COLLPROF_BIT(COLLPROF_OP_ALLREDUCE) | COLLPROF_BIT(COLLPROF_OP_ALLGATHER) |
+    COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER) | COLLPROF_BIT(COLLPROF_OP_ALLTOALL) |
+    COLLPROF_BIT(COLLPROF_OP_ALLTOALLV) | COLLPROF_BIT(COLLPROF_OP_BROADCAST) |
+    COLLPROF_BIT(COLLPROF_OP_REDUCE) | COLLPROF_BIT(COLLPROF_OP_GATHER) |
+    COLLPROF_BIT(COLLPROF_OP_SCATTER) | COLLPROF_BIT(COLLPROF_OP_BARRIER) |
+    COLLPROF_BIT(COLLPROF_OP_SENDRECV) | COLLPROF_BIT(COLLPROF_OP_ALLGATHERV);
 
 constexpr uint32_t kDtypes =
     COLLPROF_BIT(COLLPROF_DTYPE_INT8) | COLLPROF_BIT(COLLPROF_DTYPE_UINT8) |
@@ -958,6 +985,12 @@ CacheKey key_of(const GlCtx *g, const collprof_args_t *a)
         for (int i = 0; i < n; i++) {
             key.a2av.push_back(a->in_place ? 0 : a->sendcounts[i]);
             key.a2av.push_back(a->in_place ? 0 : a->sdispls[i]);
+            key.a2av.push_back(a->recvcounts[i]);
+            key.a2av.push_back(a->rdispls[i]);
+        }
+    }
+    if (a->op == COLLPROF_OP_ALLGATHERV) {
+        for (int i = 0; i < n; i++) {
             key.a2av.push_back(a->recvcounts[i]);
             key.a2av.push_back(a->rdispls[i]);
         }

@@ -104,7 +104,7 @@ typedef struct mpi_be_ctx {
     char forcing_why[160];
     MPI_Comm base; /* MPI_COMM_WORLD, or the group's communicator (split cells) */
     MPI_Comm comm[COLLPROF_OP_COUNT]; /* base or our duplicate */
-    /* alltoallv arguments converted to int, sized nranks at init so that
+    /* alltoallv/allgatherv arguments converted to int, sized nranks at init so that
      * run() never allocates inside the timed region */
     int *a2av_scounts, *a2av_sdispls, *a2av_rcounts, *a2av_rdispls;
     char err[MPI_BE_ERR_LEN];
@@ -269,6 +269,12 @@ static int mpi_be_discover_op(collprof_op_t op)
             continue;
         }
         mpi_be_normalise(a->name, sizeof(a->name), item);
+        if (!strcmp(a->name, "default")) {
+            /* allgatherv's 1 "default" is a gatherv to rank 0 then a bcast; collprof's
+             * "default" is the decision rules' choice, so it needs another name */
+            snprintf(a->name, sizeof(a->name), "%s",
+                     op == COLLPROF_OP_ALLGATHERV ? "gatherv_bcast" : "basic_default");
+        }
         a->value = value;
         ov->nalgs++;
     }
@@ -707,8 +713,9 @@ static const char *mpi_be_unusable(collprof_op_t op, const char *alg, int nranks
     if (!strcmp(alg, "two_proc") && nranks != 2) {
         return "two_proc is Open MPI's 2-rank special case";
     }
-    if (op == COLLPROF_OP_ALLGATHER) {
-        if (!strcmp(alg, "recursive_doubling") && !mpi_be_is_pow2(nranks)) {
+    if (op == COLLPROF_OP_ALLGATHER || op == COLLPROF_OP_ALLGATHERV) {
+        if (op == COLLPROF_OP_ALLGATHER && !strcmp(alg, "recursive_doubling") &&
+            !mpi_be_is_pow2(nranks)) {
             return "Open MPI silently runs bruck instead when the size is not a power of two";
         }
         if (!strcmp(alg, "neighbor") && nranks % 2 != 0) {
@@ -936,8 +943,8 @@ static int mpi_be_a2av_convert(mpi_be_ctx_t *ctx, const size_t *in, int *out, co
 {
     for (int i = 0; i < ctx->nranks; i++) {
         if (in[i] > INT_MAX) {
-            mpi_be_set_error(ctx, "alltoallv %s[%d] = %zu exceeds INT_MAX (MPI-3 int counts)", what,
-                             i, in[i]);
+            mpi_be_set_error(ctx, "%s[%d] = %zu exceeds INT_MAX (MPI-3 int counts)", what, i,
+                             in[i]);
             return COLLPROF_ERR_NOT_SUPPORTED;
         }
         out[i] = (int)in[i];
@@ -970,6 +977,21 @@ static int mpi_be_run_alltoallv(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI
                            ctx->a2av_rcounts, ctx->a2av_rdispls, dt, comm);
     }
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Alltoallv", rc);
+}
+
+/* allgatherv: rank r's block of recvcounts[r] at rdispls[r]; in place, ours is already there */
+static int mpi_be_run_allgatherv(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_Datatype dt,
+                                 MPI_Comm comm)
+{
+    int st;
+    if ((st = mpi_be_a2av_convert(ctx, a->recvcounts, ctx->a2av_rcounts, "recvcounts")) ||
+        (st = mpi_be_a2av_convert(ctx, a->rdispls, ctx->a2av_rdispls, "rdispls"))) {
+        return st;
+    }
+    const void *sbuf = a->in_place ? MPI_IN_PLACE : a->sendbuf;
+    int rc = MPI_Allgatherv(sbuf, ctx->a2av_rcounts[ctx->rank], dt, a->recvbuf, ctx->a2av_rcounts,
+                            ctx->a2av_rdispls, dt, comm);
+    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Allgatherv", rc);
 }
 
 /* One run(): the arguments in MPI's terms. */
@@ -1108,6 +1130,9 @@ static int mpi_be_run(void *vctx, const collprof_args_t *a)
     }
     if (a->op == COLLPROF_OP_ALLTOALLV) {
         return mpi_be_run_alltoallv(ctx, a, c.dt, c.comm);
+    }
+    if (a->op == COLLPROF_OP_ALLGATHERV) {
+        return mpi_be_run_allgatherv(ctx, a, c.dt, c.comm);
     }
     rc = mpi_be_issue(ctx, a, &c);
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, rc);

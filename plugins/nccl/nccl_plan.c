@@ -17,7 +17,8 @@
 
 #define OPS_ALL                                                                                    \
     (OPB(ALLREDUCE) | OPB(ALLGATHER) | OPB(REDUCESCATTER) | OPB(ALLTOALL) | OPB(ALLTOALLV) |       \
-     OPB(BROADCAST) | OPB(REDUCE) | OPB(GATHER) | OPB(SCATTER) | OPB(BARRIER) | OPB(SENDRECV))
+     OPB(BROADCAST) | OPB(REDUCE) | OPB(GATHER) | OPB(SCATTER) | OPB(BARRIER) | OPB(SENDRECV) |    \
+     OPB(ALLGATHERV))
 #define OPS_P2P (OPB(ALLTOALL) | OPB(GATHER) | OPB(SCATTER))
 
 enum { PR_LL = 1, PR_LL128 = 2, PR_SIMPLE = 4, PR_ALL = 7 };
@@ -224,6 +225,7 @@ int cp_nccl_uses_p2p(const cp_nccl_plan_t *p, const cp_nccl_variant_t *v, collpr
 {
     switch (op) {
     case COLLPROF_OP_ALLTOALLV:
+    case COLLPROF_OP_ALLGATHERV:
     case COLLPROF_OP_SENDRECV: return 1;
     case COLLPROF_OP_ALLTOALL: return v->p2p || !(p->features & CP_NCCL_HAVE_ALLTOALL);
     case COLLPROF_OP_GATHER: return v->p2p || !(p->features & CP_NCCL_HAVE_GATHER);
@@ -446,6 +448,35 @@ static int plan_alltoallv(const collprof_args_t *a, int n, cp_nccl_xfer_t *out, 
 }
 
 /*
+ * allgatherv as torch sends uneven all-gathers: every rank sends its block
+ * to every rank (itself too, unless in place, where the block already sits
+ * at rdispls[rank] and goes out from there) and receives rank p's block at
+ * rdispls[p].  Empty blocks make no transfer.
+ */
+static int plan_allgatherv(const collprof_args_t *a, int rank, int n, cp_nccl_xfer_t *out)
+{
+    int k = 0;
+    if (a->recvcounts == NULL || a->rdispls == NULL) {
+        return -1;
+    }
+    size_t mine = a->recvcounts[rank];
+    int sbuf = a->in_place ? CP_NCCL_BUF_RECV : CP_NCCL_BUF_SEND;
+    size_t soff = a->in_place ? a->rdispls[rank] : 0;
+    for (int p = 0; p < n; p++) {
+        if (p == rank && a->in_place) {
+            continue;
+        }
+        if (mine > 0) {
+            k = xfer(out, k, p, 1, sbuf, soff, mine);
+        }
+        if (a->recvcounts[p] > 0) {
+            k = xfer(out, k, p, 0, CP_NCCL_BUF_RECV, a->rdispls[p], a->recvcounts[p]);
+        }
+    }
+    return k;
+}
+
+/*
  * gather (to_root) and scatter, mirror images: a non-root rank makes one
  * transfer with the root; the root one with every rank (its own block
  * through the send/recv pair unless in place, where it already sits).
@@ -500,6 +531,7 @@ int cp_nccl_p2p_plan(const collprof_args_t *a, int rank, int n, cp_nccl_xfer_t *
     switch (a->op) {
     case COLLPROF_OP_ALLTOALL: return plan_alltoall(a, n, blk, out, stage_elems);
     case COLLPROF_OP_ALLTOALLV: return plan_alltoallv(a, n, out, stage_elems);
+    case COLLPROF_OP_ALLGATHERV: return plan_allgatherv(a, rank, n, out);
     case COLLPROF_OP_GATHER: return plan_rooted(a, rank, n, blk, 1, out);
     case COLLPROF_OP_SCATTER: return plan_rooted(a, rank, n, blk, 0, out);
     case COLLPROF_OP_SENDRECV: return plan_sendrecv(a, n, out, stage_elems);

@@ -129,6 +129,38 @@ static int ofi_op_allgather(ofi_ctx_t *ctx, ofi_call_t *c)
     return ofi_exchange(ctx, c, ns, c->send);
 }
 
+/*
+ * allgatherv: this rank's block of recvcounts[me] to every peer, at
+ * rdispls[me] there (every rank knows every displacement).  An empty block
+ * is still "sent" (no write) so that it takes the peer's READY.
+ */
+static int ofi_op_allgatherv(ofi_ctx_t *ctx, ofi_call_t *c)
+{
+    const collprof_args_t *a = c->a;
+    if (a->recvcounts == NULL || a->rdispls == NULL) {
+        ofi_set_error(ctx, "allgatherv without counts or displacements");
+        return COLLPROF_ERR_INVALID;
+    }
+    size_t esz = c->esz, at = a->rdispls[c->me] * esz, mine = a->recvcounts[c->me] * esz;
+    void *desc = a->in_place ? c->rb->desc : c->sdesc;
+    const char *src = a->in_place ? c->recv + at : c->send;
+    int n = c->n, me = c->me, ns = 0, rc;
+    for (int i = 1; i < n; i++) {
+        ofi_add(ctx, &ns, (me + i) % n, K_DATA, src, desc, mine, at);
+    }
+    rc = ofi_ready_all(ctx, NULL, 0);
+    if (!a->in_place && mine > 0) {
+        ofi_copy(ctx, c->recv + at, c->send, mine);
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_post_all(ctx, c->mode, c->rb, ns);
+    }
+    for (int q = 0; q < n && rc == COLLPROF_OK; q++) {
+        rc = q == me ? COLLPROF_OK : ofi_expect(ctx, c->mode, K_DATA, q, a->recvcounts[q] * esz);
+    }
+    return rc;
+}
+
 /* a non-root rank of a rooted op: READY to the root, then its `bytes` */
 static int ofi_from_root(ofi_ctx_t *ctx, const ofi_call_t *c, size_t bytes)
 {
@@ -243,11 +275,17 @@ static int ofi_op_allreduce(ofi_ctx_t *ctx, ofi_call_t *c)
 }
 
 static const ofi_op_fn ofi_ops[COLLPROF_OP_COUNT] = {
-    [COLLPROF_OP_ALLTOALL] = ofi_op_alltoall,   [COLLPROF_OP_ALLTOALLV] = ofi_op_alltoallv,
-    [COLLPROF_OP_ALLGATHER] = ofi_op_allgather, [COLLPROF_OP_BROADCAST] = ofi_op_broadcast,
-    [COLLPROF_OP_GATHER] = ofi_op_gather,       [COLLPROF_OP_SCATTER] = ofi_op_scatter,
-    [COLLPROF_OP_SENDRECV] = ofi_op_sendrecv,   [COLLPROF_OP_REDUCESCATTER] = ofi_op_reducescatter,
-    [COLLPROF_OP_ALLREDUCE] = ofi_op_allreduce, [COLLPROF_OP_REDUCE] = ofi_op_allreduce,
+    [COLLPROF_OP_ALLTOALL] = ofi_op_alltoall,
+    [COLLPROF_OP_ALLTOALLV] = ofi_op_alltoallv,
+    [COLLPROF_OP_ALLGATHER] = ofi_op_allgather,
+    [COLLPROF_OP_BROADCAST] = ofi_op_broadcast,
+    [COLLPROF_OP_GATHER] = ofi_op_gather,
+    [COLLPROF_OP_SCATTER] = ofi_op_scatter,
+    [COLLPROF_OP_SENDRECV] = ofi_op_sendrecv,
+    [COLLPROF_OP_REDUCESCATTER] = ofi_op_reducescatter,
+    [COLLPROF_OP_ALLREDUCE] = ofi_op_allreduce,
+    [COLLPROF_OP_REDUCE] = ofi_op_allreduce,
+    [COLLPROF_OP_ALLGATHERV] = ofi_op_allgatherv,
 };
 
 static int ofi_barrier(ofi_ctx_t *ctx)

@@ -301,6 +301,33 @@ static void self_op_gather(self_ctx_t *ctx, const self_op_t *o, int root)
     }
 }
 
+/*
+ * allgatherv: rank q's block of recvcounts[q] lands at rdispls[q].  Every
+ * rank holds the same counts, so all run the same number of rounds.
+ */
+static void self_op_allgatherv(self_ctx_t *ctx, const self_op_t *o)
+{
+    const collprof_args_t *a = o->a;
+    int n = ctx->n, r = ctx->rank;
+    size_t e = o->esz, cap = ctx->slot / e, most = 0;
+    const unsigned char *src = a->in_place ? o->dst + a->rdispls[r] * e : o->src;
+    for (int q = 0; q < n; q++) {
+        most = a->recvcounts[q] > most ? a->recvcounts[q] : most;
+    }
+    for (size_t off = 0; off < most; off += cap) {
+        size_t mine = a->recvcounts[r] > off ? self_min(cap, a->recvcounts[r] - off) : 0;
+        memcpy(self_slot(ctx, r), src + off * e, mine * e);
+        self_barrier(ctx);
+        for (int q = 0; q < n; q++) {
+            size_t c = a->recvcounts[q] > off ? self_min(cap, a->recvcounts[q] - off) : 0;
+            if (q != r || !a->in_place) {
+                memcpy(o->dst + (a->rdispls[q] + off) * e, self_slot(ctx, q), c * e);
+            }
+        }
+        self_barrier(ctx);
+    }
+}
+
 /* the root fills every rank's slot with that rank's block */
 static void self_op_scatter(self_ctx_t *ctx, const self_op_t *o)
 {
@@ -452,6 +479,7 @@ static int self_run(void *vctx, const collprof_args_t *a)
     case COLLPROF_OP_REDUCE: self_op_reduce(ctx, &o, a->root); break;
     case COLLPROF_OP_REDUCESCATTER: self_op_reducescatter(ctx, &o); break;
     case COLLPROF_OP_ALLGATHER: self_op_gather(ctx, &o, -1); break;
+    case COLLPROF_OP_ALLGATHERV: self_op_allgatherv(ctx, &o); break;
     case COLLPROF_OP_GATHER: self_op_gather(ctx, &o, a->root); break;
     case COLLPROF_OP_SCATTER: self_op_scatter(ctx, &o); break;
     case COLLPROF_OP_BROADCAST: self_op_broadcast(ctx, &o); break;

@@ -18,6 +18,7 @@ static const cp_coll_t *const table[COLLPROF_OP_COUNT] = {
     [COLLPROF_OP_SCATTER] = &cp_coll_scatter,
     [COLLPROF_OP_BARRIER] = &cp_coll_barrier,
     [COLLPROF_OP_SENDRECV] = &cp_coll_sendrecv,
+    [COLLPROF_OP_ALLGATHERV] = &cp_coll_allgatherv,
 };
 
 const cp_coll_t *cp_coll_get(collprof_op_t op)

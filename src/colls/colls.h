@@ -9,7 +9,10 @@
 #include <collprof/plugin.h>
 #include <stdint.h>
 
-/** alltoallv traffic for one cell: matrix[s*n+d] = elements rank s sends to d. */
+/**
+ * alltoallv and allgatherv traffic for one cell: matrix[s*n+d] = elements
+ * rank s sends to d (allgatherv: rank s's count, in every column).
+ */
 typedef struct cp_a2av {
     int n;
     uint64_t *matrix;
@@ -30,7 +33,7 @@ typedef struct cp_xfer {
     int rank;
     int n;
     uint64_t count;
-    const cp_a2av_t *a2av; /**< alltoallv only */
+    const cp_a2av_t *a2av; /**< alltoallv and allgatherv only */
     int paired;            /**< sendrecv: 1 when peer is this rank's partner (link sweep) */
     int peer;              /**< sendrecv with paired: the rank sent to and received from */
 } cp_xfer_t;
@@ -90,6 +93,6 @@ uint64_t cp_coll_check_blocks(const cp_xfer_t *x, const void *recvbuf, uint64_t 
 
 extern const cp_coll_t cp_coll_allreduce, cp_coll_allgather, cp_coll_reducescatter,
     cp_coll_alltoall, cp_coll_alltoallv, cp_coll_broadcast, cp_coll_reduce, cp_coll_gather,
-    cp_coll_scatter, cp_coll_barrier, cp_coll_sendrecv;
+    cp_coll_scatter, cp_coll_barrier, cp_coll_sendrecv, cp_coll_allgatherv;
 
 #endif /* COLLPROF_COLLS_COLLS_H */

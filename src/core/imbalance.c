@@ -262,6 +262,70 @@ void cp_imbalance_matrix(const cp_imbalance_t *imb, int n, uint64_t count, uint6
     }
 }
 
+static double rank_weight(const cp_imbalance_t *imb, int n, int r)
+{
+    switch (imb->kind) {
+    case CP_IMB_LINEAR: return 1.0 + (double)r;
+    case CP_IMB_SPREAD:
+        return n > 1 ? 1.0 - imb->spread + imb->spread * 2.0 * (double)r / (double)(n - 1) : 1.0;
+    case CP_IMB_MOE: return r < imb->hot ? imb->bias : 1.0;
+    case CP_IMB_FILE: {
+        double row = 0;
+        for (int d = 0; d < n; d++) {
+            row += imb->weights[(size_t)r * (size_t)n + (size_t)d];
+        }
+        return row;
+    }
+    case CP_IMB_UNIFORM:
+    default: return 1.0;
+    }
+}
+
+void cp_imbalance_counts(const cp_imbalance_t *imb, int n, uint64_t count, uint64_t *counts)
+{
+    double total = 0;
+    for (int r = 0; r < n; r++) {
+        total += rank_weight(imb, n, r);
+    }
+    uint64_t given = 0;
+    for (int r = 0; r < n; r++) {
+        double w = rank_weight(imb, n, r);
+        counts[r] = total > 0 ? (uint64_t)floor((double)count * w / total) : 0;
+        counts[r] = counts[r] > count - given ? count - given : counts[r];
+        given += counts[r];
+    }
+    /* the leftovers (fewer than n, barring rounding) one each to the weighted ranks */
+    while (given < count && total > 0) {
+        for (int r = 0; r < n && given < count; r++) {
+            if (rank_weight(imb, n, r) > 0) {
+                counts[r]++;
+                given++;
+            }
+        }
+    }
+}
+
+int cp_imbalance_op_matrix(collprof_op_t op, const cp_imbalance_t *imb, int n, uint64_t count,
+                           uint64_t *matrix)
+{
+    if (op == COLLPROF_OP_ALLTOALLV) {
+        cp_imbalance_matrix(imb, n, count, matrix);
+        return 0;
+    }
+    if (op != COLLPROF_OP_ALLGATHERV) {
+        return -1;
+    }
+    /* row s of the matrix is a scratch for the counts until it is filled */
+    cp_imbalance_counts(imb, n, count, matrix);
+    for (int s = n - 1; s >= 0; s--) {
+        uint64_t c = matrix[s];
+        for (int d = 0; d < n; d++) {
+            matrix[(size_t)s * (size_t)n + (size_t)d] = c;
+        }
+    }
+    return 0;
+}
+
 int cp_a2av_build(cp_a2av_t *a, uint64_t *matrix, int n, int rank)
 {
     memset(a, 0, sizeof(*a));

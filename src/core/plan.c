@@ -392,8 +392,8 @@ int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplug
     uint64_t biggest = 0;
     for (int i = 0; i < plan->ncells; i++) {
         uint64_t b = plan->cells[i].count * collprof_dtype_info(plan->cells[i].dtype)->size;
-        if (cp_op_flags(plan->cells[i].op) & COLLPROF_OPF_VARIABLE) {
-            b *= 4; /* skewed traffic can concentrate on one rank */
+        if (plan->cells[i].op == COLLPROF_OP_ALLTOALLV) {
+            b *= 4; /* skewed traffic can concentrate on one rank (allgatherv's is count) */
         }
         biggest = b > biggest ? b : biggest;
     }

@@ -23,7 +23,7 @@ typedef struct cp_cell {
     int memtype;               /**< collprof_memtype_t of both buffers */
     uint64_t count;            /**< elements actually used */
     uint64_t requested;        /**< elements asked for (before rounding to a multiple of n) */
-    const cp_imbalance_t *imb; /**< alltoallv only */
+    const cp_imbalance_t *imb; /**< alltoallv and allgatherv only */
     int iters;
     int warmup;
     int sweep;      /**< a link-sweep round (src/core/sweep.c): sendrecv with peer, not the ring */

@@ -169,7 +169,7 @@ static int agreed(cell_run_t *c, cp_result_t *res)
     return -1;
 }
 
-/* Local: the variant's selection result and the alltoallv traffic. */
+/* Local: the variant's selection result and the alltoallv/allgatherv traffic. */
 static void setup_traffic(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
@@ -180,14 +180,14 @@ static void setup_traffic(cell_run_t *c)
     if (c->rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
         uint64_t *m = calloc((size_t)c->gn * (size_t)c->gn, sizeof(uint64_t));
         if (m != NULL) {
-            cp_imbalance_matrix(cell->imb, c->gn, cell->count, m);
+            cp_imbalance_op_matrix(cell->op, cell->imb, c->gn, cell->count, m);
         }
         if (m == NULL || cp_a2av_build(&c->a2av, m, c->gn, c->grank) != 0) {
             fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for the traffic matrix");
             return;
         }
         c->x.a2av = &c->a2av;
-        if (cell->in_place && !c->a2av.symmetric) {
+        if (cell->op == COLLPROF_OP_ALLTOALLV && cell->in_place && !c->a2av.symmetric) {
             fail(c, COLLPROF_ERR_NOT_SUPPORTED, 1,
                  "in-place alltoallv needs symmetric traffic; %s is not", cell->imb->label);
         }

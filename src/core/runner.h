@@ -27,7 +27,7 @@ typedef struct cp_result {
     double busbw;                      /**< GB/s */
     double *samples;                   /**< [rank * iters + i], us (NULL unless it ran) */
     double *rank_mean;                 /**< [rank], us */
-    uint64_t *send_bytes, *recv_bytes; /**< alltoallv: per rank */
+    uint64_t *send_bytes, *recv_bytes; /**< alltoallv, allgatherv: per rank */
     double start_epoch;                /**< wall-clock start, seconds since 1970 */
     /* repeats (src/core/repeat.c): iters is then the sum of theirs, samples all of them */
     int repeats;         /**< repeats run; 0 for a cell that never ran, 1 for a single run */

@@ -704,7 +704,7 @@ static int check_row_stats(const collprof_result_row_t *r, const cp_report_cell_
     return 0;
 }
 
-/* send_bytes and recv_bytes, when the cell has them (alltoallv). */
+/* send_bytes and recv_bytes, when the cell has them (alltoallv, allgatherv). */
 static int load_bytes(hid_t grp, const char *name, hsize_t n, cp_report_cell_t *c, char *err,
                       size_t errlen)
 {

@@ -35,8 +35,8 @@ typedef struct cp_report_cell {
     double *rank_mean;    /**< [nranks] each rank's mean time (us), from rank_mean_us */
     double *rank_min;     /**< [nranks] each rank's fastest iteration (us) */
     double *rank_median;  /**< [nranks] each rank's median time (us) */
-    uint64_t *send_bytes; /**< [nranks] alltoallv only */
-    uint64_t *recv_bytes; /**< [nranks] alltoallv only */
+    uint64_t *send_bytes; /**< [nranks] alltoallv and allgatherv only */
+    uint64_t *recv_bytes; /**< [nranks] alltoallv and allgatherv only */
     /** [nranks] each rank's timer, allocation, device and transport, where they differ
      *  (the row then says "per rank"); NULL otherwise and before 1.2 */
     collprof_provenance_row_t *prov;

@@ -23,6 +23,8 @@ for np in 2 4; do
     ok $? "gloo --np $np: no cell reported unsupported"
 done
 
+check_allgatherv_specs 3 "gloo --np 3" --backends gloo --variants default
+
 # every dtype Gloo has and every reduction, on an odd world (3 ranks)
 d="$WORK/dtypes"
 mkdir -p "$d"

@@ -83,6 +83,28 @@ check_clean_run() { # DIR WHAT
     ok $? "$2: every measured cell has #wrong 0, a numeric time and a numeric busBW"
 }
 
+# allgatherv with every --imbalance spec (a file where rank 1 contributes nothing among them),
+# in and out of place, one variant: every cell measured and exact, none unsupported.
+# check_allgatherv_specs NP WHAT COLLPROF-ARGS... (--backends, --variants, -B ...)
+check_allgatherv_specs() {
+    local np=$1 what=$2 d s n
+    shift 2
+    d="$WORK/agv_${np}_$(echo "$what" | tr -c 'a-z0-9\n' '_')"
+    mkdir -p "$d"
+    # rank r's weight is the sum of row r: r+1, but 0 for rank 1
+    awk -v n="$np" 'BEGIN { for (r = 0; r < n; r++) { w = r == 1 ? 0 : r + 1; line = w
+                            for (c = 1; c < n; c++) line = line " 0"; print line } }' \
+        >"$d/weights.tm"
+    cp_run --np "$np" --ops allgatherv --inplace both --counts 3001 -d int32 -n 2 -w 1 \
+        --imbalance "uniform,linear,spread:1,moe:1:4,file:$d/weights.tm" --output-dir "$d" "$@"
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 5
+    check_clean_run "$d" "$what: allgatherv, every imbalance spec, in and out of place"
+    s=$(summary_of "$d")
+    n=$(grep -c 'AllGatherv.* ms | AlgBW.*#wrong: 0 ' "$s" 2>/dev/null)
+    [ "$n" -eq 10 ] && ! grep -q 'unsupported:' "$s"
+    ok $? "$what: allgatherv, 10 cells measured and exact, none unsupported (got $n)"
+}
+
 # ---- Slurm (tests/integration/slurm.sh, nodes.sh) ----
 
 # skip unless the Slurm and munge programs are installed and we are root ($1: why root)

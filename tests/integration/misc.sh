@@ -40,6 +40,29 @@ ok $? "alltoallv in place with asymmetric traffic is unsupported, not wrong"
 grep -A1 'AllToAllv (file:tm.txt):' "$s" | grep -q 'r0 201072/100536 r1 100536/67024 r2 67024/201072'
 ok $? "per-rank bytes follow the traffic matrix"
 
+# allgatherv from the same file: rank r's block in proportion to its row's sum (6, 3, 2 of 11)
+d="$WORK/agv"
+mkdir -p "$d"
+cp_run --np 3 --backends mpi --ops allgatherv --counts 30K --inplace both -n 3 -w 1 \
+    --variants default --imbalance "file:$WORK/tm.txt" --output-dir "$d"
+s=$(summary_of "$d")
+[ "$rc" -eq 0 ] && [ "$(grep -c 'AllGatherv.* ms | AlgBW.*#wrong: 0 ' "$s")" -eq 2 ]
+ok $? "allgatherv from a traffic-matrix file: exact in and out of place (exit $rc)"
+# 16757 + 8378 + 5585 = 30720 float32 (the leftover element to rank 0), each sent to 3 ranks
+grep -A1 'AllGatherv (file:tm.txt):' "$s" |
+    grep -q 'r0 201084/122880 r1 100536/122880 r2 67020/122880'
+ok $? "allgatherv per-rank bytes: its block to every rank, the whole output received"
+"${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}" export --csv "${s%.txt}.h5" \
+    >"$WORK/agv.csv" 2>&1
+# S = the whole gathered output, 30720 float32
+[ "$(grep -c '^[0-9]*,mpi,default,allgatherv,float32,none,0,[01],file:tm.txt,30720,122880,' \
+    "$WORK/agv.csv")" -eq 2 ]
+ok $? "allgatherv, its pattern, count and bytes (the whole output) are in the result file"
+COLLPROF_FAULT=wrong:2 cp_run --np 3 --backends mpi --ops allgatherv --counts 3K -n 2 -w 1 \
+    --variants default --imbalance moe:1:4 --output-dir "$d"
+[ "$rc" -eq 1 ] && grep -q '#wrong: 1 ' "$(ls -t "$d"/*.txt | head -n 1)"
+ok $? "allgatherv: a corrupted element on rank 2 is caught (exit $rc)"
+
 d="$WORK/matrix"
 mkdir -p "$d"
 cp_run --np 2 --matrix "$COLLPROF_SRCDIR/share/collprof/matrices/quick.matrix" -n 2 -w 0 \

@@ -34,10 +34,10 @@ COLLPROF_REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 # two counts (one below and one above the eager/inject sizes), and on 4 nodes every backend;
 # under sanitizers (2-3x slower) a representative subset: one count, one backend on 4 nodes
 counts=1K,64K
-cells=21
+cells=23
 if [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ]; then
     counts=4K
-    cells=11
+    cells=12
 fi
 SMALL="--ops all --counts $counts -n 3 -w 1 --variants default"
 SRUN="srun --immediate=30 --mpi=pmix"
@@ -81,10 +81,10 @@ for b in $BACKENDS; do
         $opt --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
     [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
     check_clean_run "$d" "$b on 2 nodes x 2 ($(since "$t") s)"
-    n=$(grep -c -E '^  (AllReduce|AllGather|ReduceScatter|AllToAll|AllToAllv|Broadcast|Reduce|Gather|Scatter|Barrier|SendRecv):' \
+    n=$(grep -c -E '^  (AllReduce|AllGather|ReduceScatter|AllToAll|AllToAllv|Broadcast|Reduce|Gather|Scatter|Barrier|SendRecv|AllGatherv):' \
         "$(summary_of "$d")" 2>/dev/null)
     [ "$n" -eq "$cells" ]
-    ok $? "$b: all 11 ops measured ($cells cells: 10 ops x counts $counts + barrier; got $n)"
+    ok $? "$b: all 12 ops measured ($cells cells: 11 ops x counts $counts + barrier; got $n)"
     check_nodes "$d" "$b" "n1 n1 n2 n2 "
     if [ "$b" = ofi ]; then
         grep -q "ofi: provider tcp;ofi_rxm, fabric $NETW, domain cpnet0" "$WORK/err"
@@ -147,16 +147,17 @@ t=$(now)
 rc=0
 # shellcheck disable=SC2086 # SRUN and N2 are lists of options
 timeout -k 10 180 $SRUN $N2 -m cyclic "$COLLPROF_BIN" --backends "$(echo $SPLIT_BACKENDS | tr ' ' ,)" \
-    --ofi-provider 'tcp;ofi_rxm' --ops allreduce,alltoall,alltoallv --counts 4K -n 3 -w 1 \
+    --ofi-provider 'tcp;ofi_rxm' --ops allreduce,alltoall,alltoallv,allgatherv --counts 4K -n 3 -w 1 \
     --variants default --split node,cross -v --output-dir "$d" </dev/null >"$WORK/out" \
     2>"$WORK/err" || rc=$?
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
 check_clean_run "$d" "--split node,cross, $nb backends ($(since "$t") s)"
 s=$(summary_of "$d")
 for k in node cross; do
-    n=$(grep -c -E "^  (AllReduce|AllToAll|AllToAllv) \($k groups of 2\): +[0-9.]+ ms" "$s" 2>/dev/null)
-    [ "$n" -eq $((3 * nb)) ]
-    ok $? "--split: 3 ops x $nb backends measured on $k groups of 2 ranks (got $n)"
+    n=$(grep -c -E "^  (AllReduce|AllToAll|AllToAllv|AllGatherv) \($k groups of 2\): +[0-9.]+ ms" \
+        "$s" 2>/dev/null)
+    [ "$n" -eq $((4 * nb)) ]
+    ok $? "--split: 4 ops x $nb backends measured on $k groups of 2 ranks (got $n)"
 done
 grep -q "initialising the node group (2 of 4 ranks)" "$WORK/err" &&
     grep -q "initialising the cross group (2 of 4 ranks)" "$WORK/err"
@@ -271,8 +272,8 @@ timeout -k 10 180 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$al
 check_clean_run "$d" "$all on 4 nodes x 1 ($(since "$t") s)"
 s=$(summary_of "$d")
 n=$(grep -c -E ' ms \| AlgBW' "$s" 2>/dev/null)
-[ "$n" -eq $((11 * nb)) ]
-ok $? "$all on 4 nodes: all 11 ops on each backend (got $n cells)"
+[ "$n" -eq $((12 * nb)) ]
+ok $? "$all on 4 nodes: all 12 ops on each backend (got $n cells)"
 grep -q '^world: *4 ranks on 4 nodes: n1 rank 0, n2 rank 1, n3 rank 2, n4 rank 3$' "$s" 2>/dev/null
 ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
 

@@ -48,6 +48,10 @@ check_clean_run "$d" "FI_PROVIDER=sockets --np 2, $sops"
 grep -q 'ofi: provider sockets,' "$WORK/err"
 ok $? "FI_PROVIDER=sockets: the sockets provider is the one in use"
 
+check_allgatherv_specs 4 "ofi shm --np 4" --backends ofi --ofi-provider shm --variants default
+check_allgatherv_specs 2 "ofi tcp --np 2" --backends ofi --ofi-provider 'tcp;ofi_rxm' \
+    --variants multichannel
+
 # reductions over every dtype and operator, uneven counts, rooted ops off rank 0
 d="$WORK/dtypes"
 mkdir -p "$d"

@@ -40,6 +40,9 @@ cp_run --np 4 --backends self --ops alltoallv,alltoall --imbalance uniform,linea
     --inplace both --counts "$a2av_counts" -d int32 -n 2 -w 1 -B self-slot-kib=4 --output-dir "$d"
 check_clean_run "$d" "--np 4, alltoallv traffic patterns"
 
+check_allgatherv_specs 4 "self --np 4, 4 KiB slots" --backends self -B self-slot-kib=4
+check_allgatherv_specs 2 "self --np 2" --backends self
+
 d="$WORK/big"
 mkdir -p "$d"
 cp_run --np 2 --backends self --ops allreduce,allgather,broadcast,sendrecv --counts 1M -d float64 \

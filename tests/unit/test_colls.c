@@ -120,6 +120,14 @@ static void reference(sim_t *s)
                 }
             }
             break;
+        case COLLPROF_OP_ALLGATHERV:
+            for (int q = 0; q < n; q++) {
+                uint64_t from = x->in_place ? s->a2av[q].rdispls[q] : 0;
+                for (uint64_t j = 0; j < s->a2av[r].recvcounts[q]; j++) {
+                    cp_data_set(t, out, s->a2av[r].rdispls[q] + j, get(x, s->snap[q], from + j));
+                }
+            }
+            break;
         case COLLPROF_OP_SENDRECV:
             for (uint64_t i = 0; i < cnt; i++) {
                 cp_data_set(t, out, i, get(x, s->snap[(r - 1 + n) % n], i));
@@ -161,9 +169,9 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
                          .rank = r,
                          .n = n,
                          .count = count};
-        if (op == COLLPROF_OP_ALLTOALLV) {
+        if (cp_op_flags(op) & COLLPROF_OPF_VARIABLE) {
             uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
-            cp_imbalance_matrix(imb, n, count, m);
+            cp_imbalance_op_matrix(op, imb, n, count, m);
             cp_a2av_build(&s.a2av[r], m, n, r);
             x->a2av = &s.a2av[r];
         }
@@ -196,7 +204,7 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
                      : 0;
     uint64_t at =
         (op == COLLPROF_OP_SCATTER && in_place) ? (count / (uint64_t)n) * (uint64_t)victim : 0;
-    if (op == COLLPROF_OP_ALLTOALLV) {
+    if (cp_op_flags(op) & COLLPROF_OPF_VARIABLE) {
         at = s.a2av[victim].recvcounts[0] ? s.a2av[victim].rdispls[0] : s.a2av[victim].rdispls[1];
     }
     cp_data_set(t, s.recv[victim], at, get(&s.x[victim], s.recv[victim], at) + 1);
@@ -209,6 +217,28 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
              (unsigned long long)wrong2);
     sim_free(&s);
     return good && caught;
+}
+
+/* allgatherv's S is the whole gathered output; each buffer holds it; rank 0 is hot. */
+static void allgatherv_bytes(const cp_imbalance_t *moe)
+{
+    uint64_t *m = calloc(16, sizeof(uint64_t));
+    cp_a2av_t a;
+    cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, moe, 4, 1000, m);
+    cp_a2av_build(&a, m, 4, 2);
+    cp_xfer_t x = {.op = COLLPROF_OP_ALLGATHERV,
+                   .dtype = COLLPROF_DTYPE_FLOAT64,
+                   .rank = 2,
+                   .n = 4,
+                   .count = 1000,
+                   .a2av = &a};
+    ok(cp_coll_bytes(&x) == 8000 && cp_coll_buffer_elems(&x) == 1000,
+       "allgatherv S = gathered total x 8 bytes, buffers of the total");
+    ok(a.recvcounts[0] == 501 && a.recvcounts[1] == 167 && a.recvcounts[3] == 166 &&
+           a.rdispls[3] == 834 && a.sendcounts[0] == a.recvcounts[2],
+       "allgatherv moe:1:3 on 4 ranks: counts %zu %zu %zu %zu", a.recvcounts[0], a.recvcounts[1],
+       a.recvcounts[2], a.recvcounts[3]);
+    cp_a2av_free(&a);
 }
 
 /* The vocabulary tables: ids run 0, 1, 2... in row order (their rows are
@@ -266,10 +296,10 @@ int main(void)
                                : 1;
                 for (int red = 0; red < nred; red++) {
                     for (int ip = 0; ip < 2; ip++) {
-                        int nimb = op == COLLPROF_OP_ALLTOALLV ? 4 : 1;
+                        int var = cp_op_flags((collprof_op_t)op) & COLLPROF_OPF_VARIABLE;
+                        int nimb = var ? 4 : 1;
                         for (int im = 0; im < nimb; im++) {
-                            if (op == COLLPROF_OP_ALLTOALLV && imbs[im].kind == CP_IMB_MOE &&
-                                ns[k] < 2) {
+                            if (var && imbs[im].kind == CP_IMB_MOE && ns[k] < 2) {
                                 continue;
                             }
                             char why[128];
@@ -300,6 +330,7 @@ int main(void)
        "reducescatter (n-1)/n");
     ok(fabs(collprof_busbw_factor(COLLPROF_OP_ALLTOALL, 2) - 0.5) < 1e-12, "alltoall (n-1)/n");
     ok(fabs(collprof_busbw_factor(COLLPROF_OP_ALLTOALLV, 4) - 0.75) < 1e-12, "alltoallv (n-1)/n");
+    ok(fabs(collprof_busbw_factor(COLLPROF_OP_ALLGATHERV, 4) - 0.75) < 1e-12, "allgatherv (n-1)/n");
     ok(collprof_busbw_factor(COLLPROF_OP_GATHER, 4) == 0.75 &&
            collprof_busbw_factor(COLLPROF_OP_SCATTER, 4) == 0.75,
        "gather/scatter (n-1)/n");
@@ -314,6 +345,7 @@ int main(void)
     ok(cp_coll_bytes(&x) == 4u << 20, "allreduce S = count x 4 bytes");
     x.op = COLLPROF_OP_BARRIER;
     ok(cp_coll_bytes(&x) == 0, "barrier moves no bytes");
+    allgatherv_bytes(&imbs[3]);
     ok(cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 10, 4) == 8 &&
            cp_coll_effective_count(COLLPROF_OP_ALLREDUCE, 10, 4) == 10 &&
            cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 3, 4) == 0,

@@ -1,4 +1,4 @@
-/* alltoallv traffic generators and the traffic-matrix file. */
+/* alltoallv traffic generators, allgatherv's per-rank counts and the traffic-matrix file. */
 #include "config.h"
 
 #include "core/imbalance.h"
@@ -36,6 +36,66 @@ static int gen(const char *spec, int n, uint64_t count, uint64_t *m)
     cp_imbalance_matrix(&imb, n, count, m);
     cp_imbalance_free(&imb);
     return 0;
+}
+
+/* allgatherv counts of spec on n ranks for count elements, as text "a b c ..." */
+static int counts(const char *spec, int n, uint64_t count, char *out, size_t len)
+{
+    cp_imbalance_t imb;
+    char err[256];
+    uint64_t c[8], m[64], sum = 0;
+    if (cp_imbalance_parse(spec, &imb, err, sizeof(err)) != 0 || n > 8) {
+        return -1;
+    }
+    cp_imbalance_counts(&imb, n, count, c);
+    /* the matrix sends rank s's count to every rank */
+    int rows_ok = cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, &imb, n, count, m) == 0;
+    cp_imbalance_free(&imb);
+    out[0] = '\0';
+    for (int r = 0; r < n; r++) {
+        sum += c[r];
+        for (int d = 0; d < n; d++) {
+            rows_ok &= m[r * n + d] == c[r];
+        }
+        snprintf(out + strlen(out), len - strlen(out), "%s%llu", r ? " " : "",
+                 (unsigned long long)c[r]);
+    }
+    return sum == count && rows_ok ? 0 : -1;
+}
+
+static void counts_tests(void)
+{
+    static const char *const cases[][4] = {
+        {"uniform", "4", "1000", "250 250 250 250"},
+        {"uniform", "3", "1000", "334 333 333"}, /* the leftover goes to rank 0 */
+        {"linear", "4", "1000", "100 200 300 400"},
+        {"spread:1", "3", "999", "0 333 666"}, /* rank 0 contributes nothing */
+        {"spread:0.5", "3", "600", "100 200 300"},
+        {"moe:1:4", "4", "700", "400 100 100 100"},
+        {"moe:2:2", "3", "10", "4 4 2"},
+        {"linear", "1", "7", "7"},
+        {"spread:1", "2", "5", "0 5"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char got[128];
+        int rc = counts(cases[i][0], atoi(cases[i][1]), strtoull(cases[i][2], NULL, 10), got,
+                        sizeof(got));
+        ok(rc == 0 && !strcmp(got, cases[i][3]), "allgatherv %s on %s ranks, %s elements: %s",
+           cases[i][0], cases[i][1], cases[i][2], got);
+    }
+    ok(cp_imbalance_op_matrix(COLLPROF_OP_ALLREDUCE, NULL, 2, 10, NULL) == -1,
+       "no traffic matrix for allreduce");
+
+    /* file: rank r's weight is the sum of its row */
+    char path[] = "/tmp/cp_test_tmv_XXXXXX", spec[64], got[128];
+    int fd = mkstemp(path);
+    const char *text = "1 0 0\n2 2 2\n0 0 0\n";
+    ok(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "write 3x3 file");
+    close(fd);
+    snprintf(spec, sizeof(spec), "file:%s", path);
+    ok(counts(spec, 3, 700, got, sizeof(got)) == 0 && !strcmp(got, "100 600 0"),
+       "allgatherv from a file: row sums 1 6 0 give %s", got);
+    unlink(path);
 }
 
 int main(void)
@@ -115,5 +175,6 @@ int main(void)
     ok(cp_imbalance_parse("moe:3", &imb, err, sizeof(err)) == 0 &&
            cp_imbalance_validate(&imb, 2, err, sizeof(err)) == -1,
        "moe with more hot ranks than the job is refused");
+    counts_tests();
     return tap_done();
 }

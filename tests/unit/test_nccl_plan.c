@@ -87,8 +87,9 @@ static void test_variants(void)
        "alltoall: p2p variant groups send/recv, default uses ncclAlltoAll");
     ok(cp_nccl_uses_p2p(&p, d, COLLPROF_OP_ALLTOALLV) &&
            cp_nccl_uses_p2p(&p, d, COLLPROF_OP_SENDRECV) &&
+           cp_nccl_uses_p2p(&p, d, COLLPROF_OP_ALLGATHERV) &&
            !cp_nccl_uses_p2p(&p, d, COLLPROF_OP_ALLREDUCE),
-       "alltoallv and sendrecv always p2p, allreduce never");
+       "alltoallv, allgatherv and sendrecv always p2p, allreduce never");
 
     /* an older NCCL: no native alltoall/gather/scatter, no registration */
     static cp_nccl_plan_t old;
@@ -258,6 +259,30 @@ static void test_p2p(void)
     nx = cp_nccl_p2p_plan(&a, 0, 3, x, &stage);
     ok(nx == 4 && stage == 5 && find_x(x, nx, 1, 1, CP_NCCL_BUF_STAGE, 2, 3),
        "in-place alltoallv: recvcounts/rdispls on both sides, staged");
+
+    /* allgatherv on 3 ranks: blocks of 2, 0 and 4 at 0, 2, 2 */
+    size_t gc[3] = {2, 0, 4}, gd[3] = {0, 2, 2};
+    memset(&a, 0, sizeof(a));
+    a.op = COLLPROF_OP_ALLGATHERV;
+    a.count = 6;
+    a.recvcounts = gc, a.rdispls = gd;
+    nx = cp_nccl_p2p_plan(&a, 2, 3, x, &stage);
+    ok(nx == 5 && stage == 0 && find_x(x, nx, 0, 1, CP_NCCL_BUF_SEND, 0, 4) &&
+           find_x(x, nx, 2, 1, CP_NCCL_BUF_SEND, 0, 4) &&
+           find_x(x, nx, 2, 0, CP_NCCL_BUF_RECV, 2, 4) &&
+           find_x(x, nx, 0, 0, CP_NCCL_BUF_RECV, 0, 2) &&
+           !find_x(x, nx, 1, 0, CP_NCCL_BUF_RECV, 2, 0),
+       "allgatherv: its block to every rank (self too), block p at rdispls[p], empty skipped");
+    nx = cp_nccl_p2p_plan(&a, 1, 3, x, &stage);
+    ok(nx == 2 && !find_x(x, nx, 0, 1, CP_NCCL_BUF_SEND, 0, 0),
+       "allgatherv: a rank with an empty block only receives");
+    a.in_place = 1;
+    nx = cp_nccl_p2p_plan(&a, 2, 3, x, &stage);
+    ok(nx == 3 && stage == 0 && find_x(x, nx, 1, 1, CP_NCCL_BUF_RECV, 2, 4) &&
+           !find_x(x, nx, 2, 0, CP_NCCL_BUF_RECV, 2, 4),
+       "in-place allgatherv: sends from its block at rdispls[rank], nothing to self");
+    a.recvcounts = NULL;
+    ok(cp_nccl_p2p_plan(&a, 2, 3, x, &stage) == -1, "allgatherv without counts is refused");
 
     memset(&a, 0, sizeof(a));
     a.op = COLLPROF_OP_GATHER;

@@ -104,9 +104,10 @@ int main(void)
        "default matrix: 4 ops x 1M,4M,16M float32, all backends and variants");
     cp_cli_free(&opt);
 
-    ok(cli("--ops all -d all -o all", &opt, err, sizeof(err)) == 0 && opt.specs[0].nops == 11 &&
-           opt.specs[0].ndtypes == 10 && opt.specs[0].nredops == 4,
-       "all ops, dtypes, redops");
+    ok(cli("--ops all -d all -o all", &opt, err, sizeof(err)) == 0 && opt.specs[0].nops == 12 &&
+           opt.specs[0].ops[11] == COLLPROF_OP_ALLGATHERV && opt.specs[0].ndtypes == 10 &&
+           opt.specs[0].nredops == 4,
+       "all ops (allgatherv among them), dtypes, redops");
     cp_cli_free(&opt);
 
     ok(cli("-b 4 -e 1M -f 4", &opt, err, sizeof(err)) == 0 && opt.specs[0].sizes_are_bytes &&
