@@ -182,11 +182,13 @@ stop_rank_case() {
     d=$(mktemp -d "$WORK/stop.XXXXXX")
     # every iteration at least 1 ms (COLLPROF_FAULT slow): on an idle machine the six cells
     # would otherwise end before the stop lands
-    COLLPROF_FAULT=slow:all:1000 timeout -k 5 60 "$@" --backends mpi --variants default --ops allreduce \
+    COLLPROF_FAULT=slow:all:1000 timeout -k 5 150 "$@" --backends mpi --variants default --ops allreduce \
         --counts 1K,2K,4K,8K,16K,32K -n 300 -w 2 --timeout "$STOP_TMO" --output-dir "$d" </dev/null >"$d/out" 2>"$d/err" &
     pid=$!
-    for _ in $(seq 300); do
+    # (a launch on a loaded machine can take half a minute before cell 0 ends)
+    for _ in $(seq 1200); do
         [ "$(grep -c 'ms | AlgBW' "$(summary_of "$d")" 2>/dev/null)" -ge 1 ] 2>/dev/null && break
+        kill -0 $pid 2>/dev/null || break
         sleep 0.1
     done
     victim=
