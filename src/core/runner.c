@@ -765,4 +765,7 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     if (res->prov != NULL) {
         cp_prov_row(res->prov, row);
     }
+    if (cp_op_flags(cell->op) & COLLPROF_OPF_NONBLOCKING) { /* host timed on every backend */
+        snprintf(row->timer, sizeof(row->timer), "%s", CP_PROV_HOST_TIMER);
+    }
 }

@@ -26,16 +26,17 @@ static int seen_backend(const collprof_result_row_t *rows, size_t i)
 static void print_backend(FILE *f, const collprof_result_row_t *rows, size_t n, const char *be)
 {
     fprintf(f, "\nbackend %s\n", be);
-    fprintf(f, "  %-11s %-16s %-7s %12s %11s %12s %10s %12s %11s\n", "op", "variant", "memory",
-            "size(B)", "count", "overall(us)", "comm(us)", "compute(us)", "overlap(%)");
+    fprintf(f, "  %-11s %-16s %-7s %-8s %12s %11s %12s %10s %12s %11s\n", "op", "variant", "memory",
+            "type", "size(B)", "count", "overall(us)", "comm(us)", "compute(us)", "overlap(%)");
     for (size_t i = 0; i < n; i++) {
         const collprof_result_row_t *r = &rows[i];
         if (!cp_overlap_row(r) || strcmp(r->backend, be) != 0) {
             continue;
         }
-        fprintf(f, "  %-11s %-16s %-7s %12llu %11llu %12.1f %10.1f %12.1f %11.1f\n", r->op,
-                r->variant, r->memory, (unsigned long long)r->bytes, (unsigned long long)r->count,
-                r->overall_us, r->comm_us, r->compute_us, r->overlap_pct);
+        fprintf(f, "  %-11s %-16s %-7s %-8s %12llu %11llu %12.1f %10.1f %12.1f %11.1f\n", r->op,
+                r->variant, r->memory, r->dtype, (unsigned long long)r->bytes,
+                (unsigned long long)r->count, r->overall_us, r->comm_us, r->compute_us,
+                r->overlap_pct);
     }
 }
 
