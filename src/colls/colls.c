@@ -19,11 +19,11 @@ static const cp_coll_t *const table[COLLPROF_OP_COUNT] = {
     [COLLPROF_OP_BARRIER] = &cp_coll_barrier,
     [COLLPROF_OP_SENDRECV] = &cp_coll_sendrecv,
     [COLLPROF_OP_ALLGATHERV] = &cp_coll_allgatherv,
-    /* non-blocking: the data, check and bytes of the blocking twin */
-    [COLLPROF_OP_IALLREDUCE] = &cp_coll_allreduce,
-    [COLLPROF_OP_IALLGATHER] = &cp_coll_allgather,
-    [COLLPROF_OP_IALLTOALL] = &cp_coll_alltoall,
-    [COLLPROF_OP_IBROADCAST] = &cp_coll_broadcast,
+    /* non-blocking: the data and check of the blocking twin, under their own id */
+    [COLLPROF_OP_IALLREDUCE] = &cp_coll_iallreduce,
+    [COLLPROF_OP_IALLGATHER] = &cp_coll_iallgather,
+    [COLLPROF_OP_IALLTOALL] = &cp_coll_ialltoall,
+    [COLLPROF_OP_IBROADCAST] = &cp_coll_ibroadcast,
 };
 
 const cp_coll_t *cp_coll_get(collprof_op_t op)

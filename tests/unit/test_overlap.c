@@ -80,8 +80,10 @@ static void test_vocab(void)
                a->send == b->send && a->recv == b->recv,
            "%s: non-blocking, not in the default matrix, otherwise the facts of %s", t[i].name,
            collprof_op_name(t[i].twin));
-        ok(cp_coll_get(t[i].op) == cp_coll_get(t[i].twin), "%s: the data and check of %s",
-           t[i].name, collprof_op_name(t[i].twin));
+        ok(cp_coll_get(t[i].op)->op == t[i].op &&
+               cp_coll_get(t[i].op)->fill == cp_coll_get(t[i].twin)->fill &&
+               cp_coll_get(t[i].op)->check == cp_coll_get(t[i].twin)->check,
+           "%s: the data and check of %s", t[i].name, collprof_op_name(t[i].twin));
     }
     ok(cp_coll_from_name("ibcast") == COLLPROF_OP_IBROADCAST &&
            cp_coll_from_name("I_AllReduce") == COLLPROF_OP_IALLREDUCE,
