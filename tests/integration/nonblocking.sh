@@ -32,6 +32,11 @@ check_nb() {
           if (!(o > 0 && c > 0 && p > 0 && l >= 0 && l <= 100)) { bad++; print "# bad: " $0 } }
         END { exit (n == want && !bad) ? 0 : 1 }' "$WORK/csv"
     ok $? "$what: /results has $want ok i-op rows with overall, comm, compute > 0, overlap in [0,100]"
+    sed -n '/^== non-blocking operations/,/^== fastest/p' "$s" >"$WORK/nb_run"
+    "$REPORT" summary "$d" 2>/dev/null | sed -n '/^== non-blocking operations/,/^== fastest/p' \
+        >"$WORK/nb_report"
+    [ -s "$WORK/nb_run" ] && cmp -s "$WORK/nb_run" "$WORK/nb_report"
+    ok $? "$what: collprof-report summary prints the same overlap table from the file"
 }
 
 # --ops all is the blocking ops only; --ops nonblocking the four i-ops
