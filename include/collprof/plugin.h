@@ -18,7 +18,10 @@
  *  - Appending a slot bumps COLLPROF_PLUGIN_ABI_VERSION; old fields never
  *    move.  Appending an operation (a row of <collprof/vocab.h>) does not:
  *    the core asks a plugin only for the ops its query() sets, so a plugin
- *    built before an op was added (allgatherv, id 11) never sees it.
+ *    built before an op was added (allgatherv, id 11; the non-blocking
+ *    iallreduce..ibroadcast, ids 12-15) never sees it.  A plugin whose
+ *    query() sets every bit below COLLPROF_OP_COUNT takes on each new op
+ *    when rebuilt: it must then run it (or clear its bit).
  *  - Slots marked COLLECTIVE below are called by every rank, in the same
  *    order, with the same arguments (but buffers): a plugin may communicate
  *    inside them (the ofi plugin exchanges memory keys in mem_alloc).  The
@@ -47,6 +50,8 @@
  *   scatter        count (root only)    count/n
  *   barrier        -                    -
  *   sendrecv       count to peer_send   count from peer_recv
+ *   iallreduce, iallgather, ialltoall, ibroadcast: as allreduce, allgather,
+ *                  alltoall, broadcast (see overlap in collprof_args_t)
  *
  * In-place (args->in_place): sendbuf == recvbuf, one buffer of count
  * elements.  The input sits where MPI's MPI_IN_PLACE convention puts it:
@@ -237,6 +242,20 @@ typedef struct collprof_args {
     /* sendrecv */
     int peer_send;
     int peer_recv;
+    /*
+     * Appended for the non-blocking operations (COLLPROF_OPF_NONBLOCKING:
+     * iallreduce, iallgather, ialltoall, ibroadcast; no ABI bump): a plugin
+     * reads them only for such an op, which the core asks of a plugin only
+     * when its query() sets the op's bit, so older plugins never see them.
+     * The op's buffers are those of its blocking twin (collprof_op_blocking).
+     * run() posts the operation (MPI_Iallreduce; an NCCL call on the stream),
+     * calls overlap(overlap_arg) once on the calling thread when overlap is
+     * not NULL, then waits until the operation is complete on this rank.
+     * The core times run() and, inside overlap(), a calibrated host
+     * computation: what a rank computes while its collective progresses.
+     */
+    void (*overlap)(void *arg);
+    void *overlap_arg;
 } collprof_args_t;
 
 /** Backend flags. */

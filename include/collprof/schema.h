@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 4
+#define COLLPROF_SCHEMA_VERSION_MINOR 5
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -64,7 +64,11 @@
     X(mode_lo_us,   F64,    0, 1, "us",     "bimodal: the faster cluster's median p50 (1.4)")    \
     X(mode_lo_n,    I32,    0, 1, "",       "bimodal: repeats in the faster cluster (1.4)")      \
     X(mode_hi_us,   F64,    0, 1, "us",     "bimodal: the slower cluster's median p50 (1.4)")    \
-    X(mode_hi_n,    I32,    0, 1, "",       "bimodal: repeats in the slower cluster (1.4)")
+    X(mode_hi_n,    I32,    0, 1, "",       "bimodal: repeats in the slower cluster (1.4)")      \
+    X(overall_us,   F64,    0, 1, "us",     "non-blocking op: post + overlapped compute + wait (1.5)") \
+    X(comm_us,      F64,    0, 1, "us",     "non-blocking op: post + wait, nothing overlapped (1.5)") \
+    X(compute_us,   F64,    0, 1, "us",     "non-blocking op: the calibrated host compute (1.5)") \
+    X(overlap_pct,  F64,    0, 1, "%",      "non-blocking op: OSU's overlap, 0..100; else 0 (1.5)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \

@@ -31,7 +31,10 @@ enum {
     COLLPROF_OPF_SPLIT = 1u << 2,    /**< count is split in n blocks (rounded down to a multiple) */
     COLLPROF_OPF_NODATA = 1u << 3,   /**< moves no data: no sizes, buffers, check or in-place */
     COLLPROF_OPF_VARIABLE = 1u << 4, /**< per-peer or per-rank counts (--imbalance) */
-    COLLPROF_OPF_DEFAULT = 1u << 5   /**< in the default matrix */
+    COLLPROF_OPF_DEFAULT = 1u << 5,  /**< in the default matrix */
+    /** posted, overlapped with a host computation, then waited for (OSU's osu_i* method):
+     *  the buffers, data and check of its blocking twin (collprof_op_blocking) */
+    COLLPROF_OPF_NONBLOCKING = 1u << 6
 };
 
 /** busBW = algBW x factor (nccl-tests conventions; docs/metrics.md). */
@@ -75,7 +78,15 @@ typedef enum collprof_shape {
       SPLIT, ROOT,  BLOCK)                                                                           \
     X(BARRIER,       9,  "barrier",       "Barrier",       COLLPROF_OPF_NODATA, NONE, NONE, NONE)      \
     X(SENDRECV,      10, "sendrecv",      "SendRecv",      0, ONE, FULL, FULL)                         \
-    X(ALLGATHERV,    11, "allgatherv",    "AllGatherv",    COLLPROF_OPF_VARIABLE, SPLIT, VAR, VAR)
+    X(ALLGATHERV,    11, "allgatherv",    "AllGatherv",    COLLPROF_OPF_VARIABLE, SPLIT, VAR, VAR)     \
+    X(IALLREDUCE,    12, "iallreduce",    "IAllReduce",    COLLPROF_OPF_REDUCES | COLLPROF_OPF_NONBLOCKING, \
+      RING2, FULL,  FULL)                                                                            \
+    X(IALLGATHER,    13, "iallgather",    "IAllGather",    COLLPROF_OPF_SPLIT | COLLPROF_OPF_NONBLOCKING, \
+      SPLIT, BLOCK, FULL)                                                                            \
+    X(IALLTOALL,     14, "ialltoall",     "IAllToAll",     COLLPROF_OPF_SPLIT | COLLPROF_OPF_NONBLOCKING, \
+      SPLIT, FULL,  FULL)                                                                            \
+    X(IBROADCAST,    15, "ibroadcast",    "IBroadcast",    COLLPROF_OPF_ROOTED | COLLPROF_OPF_NONBLOCKING, \
+      ONE,   NONE,  FULL)
 
 /* X(ID, id, name, size in bytes, is_float, exact_max, alias, alias) */
 #define COLLPROF_DTYPE_TABLE(X)                                                                      \
@@ -239,6 +250,21 @@ static inline int collprof_cell_status_from_name(const char *name)
         }
     }
     return -1;
+}
+
+/**
+ * The blocking operation a non-blocking one (COLLPROF_OPF_NONBLOCKING) posts
+ * and waits for (iallreduce: allreduce); op itself for every other one.
+ */
+static inline int collprof_op_blocking(int op)
+{
+    switch (op) {
+    case COLLPROF_OP_IALLREDUCE: return COLLPROF_OP_ALLREDUCE;
+    case COLLPROF_OP_IALLGATHER: return COLLPROF_OP_ALLGATHER;
+    case COLLPROF_OP_IALLTOALL: return COLLPROF_OP_ALLTOALL;
+    case COLLPROF_OP_IBROADCAST: return COLLPROF_OP_BROADCAST;
+    default: return op;
+    }
 }
 
 /** busBW factor of op on n ranks (nccl-tests conventions). */

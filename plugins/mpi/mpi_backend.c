@@ -73,6 +73,9 @@ typedef struct mpi_be_opvar {
  */
 static const char *mpi_be_stem(collprof_op_t op)
 {
+    if (collprof_op_info(op)->flags & COLLPROF_OPF_NONBLOCKING) {
+        return NULL; /* libnbc's schedules, not coll/tuned's: "default" only */
+    }
     switch (op) {
     case COLLPROF_OP_REDUCESCATTER: return "reduce_scatter_block";
     case COLLPROF_OP_BROADCAST: return "bcast";
@@ -1110,6 +1113,44 @@ static int mpi_be_issue(const mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_b
     }
 }
 
+/* The non-blocking call for a->op, posted into *req; an MPI return code. */
+static int mpi_be_post(const collprof_args_t *a, mpi_be_call_t *c, MPI_Request *req)
+{
+    switch (a->op) {
+    case COLLPROF_OP_IALLREDUCE:
+        c->call = "MPI_Iallreduce";
+        return MPI_Iallreduce(c->sbuf, c->rbuf, c->cnt, c->dt, c->mop, c->comm, req);
+    case COLLPROF_OP_IALLGATHER:
+        c->call = "MPI_Iallgather";
+        return MPI_Iallgather(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->comm, req);
+    case COLLPROF_OP_IALLTOALL:
+        c->call = "MPI_Ialltoall";
+        return MPI_Ialltoall(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->comm, req);
+    default: /* ibroadcast: one buffer, the root's input is in recvbuf */
+        c->call = "MPI_Ibcast";
+        return MPI_Ibcast(c->rbuf, c->cnt, c->dt, c->root, c->comm, req);
+    }
+}
+
+/*
+ * A non-blocking op: post it, run the core's computation (a->overlap) while
+ * it is in flight, then MPI_Wait.  No MPI_Test in between: the library
+ * progresses it on its own or not at all, which is what the overlap shows.
+ */
+static int mpi_be_run_nonblocking(mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_call_t *c)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = mpi_be_post(a, c, &req);
+    if (rc != MPI_SUCCESS) {
+        return mpi_be_mpi_error(ctx, c->call, rc);
+    }
+    if (a->overlap != NULL) {
+        a->overlap(a->overlap_arg);
+    }
+    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Wait", rc);
+}
+
 static int mpi_be_run(void *vctx, const collprof_args_t *a)
 {
     mpi_be_ctx_t *ctx = vctx;
@@ -1133,6 +1174,9 @@ static int mpi_be_run(void *vctx, const collprof_args_t *a)
     }
     if (a->op == COLLPROF_OP_ALLGATHERV) {
         return mpi_be_run_allgatherv(ctx, a, c.dt, c.comm);
+    }
+    if (collprof_op_info(a->op)->flags & COLLPROF_OPF_NONBLOCKING) {
+        return mpi_be_run_nonblocking(ctx, a, &c);
     }
     rc = mpi_be_issue(ctx, a, &c);
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, rc);

@@ -1035,12 +1035,21 @@ static int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev)
     return e == cudaSuccess ? COLLPROF_OK : nb_cuda_fail(ctx, "cudaStreamSynchronize", e);
 }
 
-static int nb_run(void *vctx, const collprof_args_t *a)
+/*
+ * run(): the operation on the stream, then the wait.  A non-blocking op
+ * (iallreduce...) is its blocking twin enqueued the same way, with the
+ * core's host computation (a->overlap) between the enqueue and the wait:
+ * NCCL calls are asynchronous to the host, so the GPU works meanwhile.
+ */
+static int nb_run(void *vctx, const collprof_args_t *ia)
 {
     nb_ctx_t *ctx = vctx;
     const cp_nccl_variant_t *v = NULL;
     nb_graph_t *g = NULL;
     int slot = -1;
+    collprof_args_t twin = *ia;
+    const collprof_args_t *a = &twin;
+    twin.op = (collprof_op_t)collprof_op_blocking((int)ia->op);
     int rc = nb_prepare(ctx, a, 0, &v, &slot, &g);
     if (rc == COLLPROF_OK) {
         rc = nb_events(ctx, 1);
@@ -1051,6 +1060,10 @@ static int nb_run(void *vctx, const collprof_args_t *a)
     }
     if (rc == COLLPROF_OK) {
         cudaError_t e = cudaEventRecord(ctx->ev[0], ctx->stream);
+        if (e == cudaSuccess && (collprof_op_info((int)ia->op)->flags & COLLPROF_OPF_NONBLOCKING) &&
+            ia->overlap != NULL) {
+            ia->overlap(ia->overlap_arg);
+        }
         rc = e == cudaSuccess ? nb_wait(ctx, slot, a, 1) : nb_cuda_fail(ctx, "cudaEventRecord", e);
     }
     ctx->spin = 0;
@@ -1239,8 +1252,10 @@ static const char *nb_not_applicable(const nb_ctx_t *ctx, const cp_nccl_variant_
     return NULL;
 }
 
-static int nb_select_variant(void *vctx, collprof_op_t op, const char *name)
+static int nb_select_variant(void *vctx, collprof_op_t iop, const char *name)
 {
+    /* a non-blocking op runs its blocking twin, on the twin's selection */
+    const collprof_op_t op = (collprof_op_t)collprof_op_blocking((int)iop);
     nb_ctx_t *ctx = vctx;
     const cp_nccl_variant_t *v = cp_nccl_plan_find(&nb_plan, name);
     int slot = -1;

@@ -474,7 +474,8 @@ static int self_run(void *vctx, const collprof_args_t *a)
     o.esz = collprof_dtype_size((int)a->dtype);
     o.dst = a->recvbuf;
     o.src = a->in_place ? (const unsigned char *)a->recvbuf : (const unsigned char *)a->sendbuf;
-    switch (a->op) {
+    /* a non-blocking op completes inside the "post": nothing is left to overlap */
+    switch ((collprof_op_t)collprof_op_blocking((int)a->op)) {
     case COLLPROF_OP_ALLREDUCE: self_op_reduce(ctx, &o, -1); break;
     case COLLPROF_OP_REDUCE: self_op_reduce(ctx, &o, a->root); break;
     case COLLPROF_OP_REDUCESCATTER: self_op_reducescatter(ctx, &o); break;
@@ -487,6 +488,9 @@ static int self_run(void *vctx, const collprof_args_t *a)
     case COLLPROF_OP_ALLTOALLV: self_op_alltoallv(ctx, &o); break;
     case COLLPROF_OP_SENDRECV: self_op_sendrecv(ctx, &o); break;
     default: self_barrier(ctx); break; /* barrier */
+    }
+    if ((collprof_op_info((int)a->op)->flags & COLLPROF_OPF_NONBLOCKING) && a->overlap != NULL) {
+        a->overlap(a->overlap_arg);
     }
     return COLLPROF_OK;
 }

@@ -11,3 +11,7 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 
 const cp_coll_t cp_coll_allreduce = {
     .op = COLLPROF_OP_ALLREDUCE, .fill = cp_coll_fill_contrib, .check = check};
+
+/* the non-blocking op: the same data and check */
+const cp_coll_t cp_coll_iallreduce = {
+    .op = COLLPROF_OP_IALLREDUCE, .fill = cp_coll_fill_contrib, .check = check};

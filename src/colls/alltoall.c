@@ -23,3 +23,6 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 }
 
 const cp_coll_t cp_coll_alltoall = {.op = COLLPROF_OP_ALLTOALL, .fill = fill, .check = check};
+
+/* the non-blocking op: the same data and check */
+const cp_coll_t cp_coll_ialltoall = {.op = COLLPROF_OP_IALLTOALL, .fill = fill, .check = check};

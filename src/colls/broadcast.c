@@ -29,3 +29,6 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 }
 
 const cp_coll_t cp_coll_broadcast = {.op = COLLPROF_OP_BROADCAST, .fill = fill, .check = check};
+
+/* the non-blocking op: the same data and check */
+const cp_coll_t cp_coll_ibroadcast = {.op = COLLPROF_OP_IBROADCAST, .fill = fill, .check = check};

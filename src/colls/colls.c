@@ -19,6 +19,11 @@ static const cp_coll_t *const table[COLLPROF_OP_COUNT] = {
     [COLLPROF_OP_BARRIER] = &cp_coll_barrier,
     [COLLPROF_OP_SENDRECV] = &cp_coll_sendrecv,
     [COLLPROF_OP_ALLGATHERV] = &cp_coll_allgatherv,
+    /* non-blocking: the data and check of the blocking twin, under their own id */
+    [COLLPROF_OP_IALLREDUCE] = &cp_coll_iallreduce,
+    [COLLPROF_OP_IALLGATHER] = &cp_coll_iallgather,
+    [COLLPROF_OP_IALLTOALL] = &cp_coll_ialltoall,
+    [COLLPROF_OP_IBROADCAST] = &cp_coll_ibroadcast,
 };
 
 const cp_coll_t *cp_coll_get(collprof_op_t op)
@@ -39,6 +44,9 @@ int cp_coll_from_name(const char *name)
     canon[o] = '\0';
     if (!strcasecmp(canon, "bcast")) {
         return COLLPROF_OP_BROADCAST;
+    }
+    if (!strcasecmp(canon, "ibcast")) {
+        return COLLPROF_OP_IBROADCAST;
     }
     for (int i = 0; i < COLLPROF_OP_COUNT; i++) {
         if (!strcasecmp(canon, collprof_op_name(i))) {

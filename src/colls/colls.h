@@ -93,6 +93,7 @@ uint64_t cp_coll_check_blocks(const cp_xfer_t *x, const void *recvbuf, uint64_t 
 
 extern const cp_coll_t cp_coll_allreduce, cp_coll_allgather, cp_coll_reducescatter,
     cp_coll_alltoall, cp_coll_alltoallv, cp_coll_broadcast, cp_coll_reduce, cp_coll_gather,
-    cp_coll_scatter, cp_coll_barrier, cp_coll_sendrecv, cp_coll_allgatherv;
+    cp_coll_scatter, cp_coll_barrier, cp_coll_sendrecv, cp_coll_allgatherv, cp_coll_iallreduce,
+    cp_coll_iallgather, cp_coll_ialltoall, cp_coll_ibroadcast;
 
 #endif /* COLLPROF_COLLS_COLLS_H */

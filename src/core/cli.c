@@ -255,6 +255,16 @@ static int keep_default_op(int op)
     return (collprof_op_info(op)->flags & COLLPROF_OPF_DEFAULT) != 0;
 }
 
+static int keep_blocking_op(int op)
+{
+    return (collprof_op_info(op)->flags & COLLPROF_OPF_NONBLOCKING) == 0;
+}
+
+static int keep_nonblocking_op(int op)
+{
+    return !keep_blocking_op(op);
+}
+
 /* The names of one vocabulary that keep() accepts, joined by sep, into buf. */
 static const char *join_names(int which, int (*keep)(int), const char *sep, char *buf, size_t len)
 {
@@ -281,6 +291,36 @@ static int lookup_op(const char *n)
     return cp_coll_from_name(n);
 }
 
+/*
+ * An --ops list with its groups spelled out into out: "all" is every
+ * blocking operation (the non-blocking ones run twice and compute in
+ * between: asked for by name), "nonblocking" the four non-blocking ones.
+ */
+static void expand_ops(const char *value, char *out, size_t len)
+{
+    const char *p = value;
+    out[0] = '\0';
+    for (;;) {
+        size_t tl = strcspn(p, ","), o = strlen(out);
+        char names[512];
+        const char *item = NULL;
+        if (tl == 3 && !strncmp(p, "all", 3)) {
+            item = join_names(NAMES_OPS, keep_blocking_op, ",", names, sizeof(names));
+        } else if (tl == 11 && !strncmp(p, "nonblocking", 11)) {
+            item = join_names(NAMES_OPS, keep_nonblocking_op, ",", names, sizeof(names));
+        }
+        if (item != NULL) {
+            snprintf(out + o, len - o, "%s%s", item, p[tl] == ',' ? "," : "");
+        } else {
+            snprintf(out + o, len - o, "%.*s", (int)(tl + (p[tl] == ',')), p);
+        }
+        if (p[tl] != ',') {
+            return;
+        }
+        p += tl + 1;
+    }
+}
+
 static int lookup_mem(const char *n)
 {
     for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
@@ -305,8 +345,11 @@ int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, siz
                            &s->nmems, err, errlen);
     }
     if (!strcmp(key, "ops")) {
-        return parse_names("operation", value, lookup_op, COLLPROF_OP_COUNT,
-                           join_names(NAMES_OPS, keep_any, ", ", choices, sizeof(choices)), s->ops,
+        char expanded[4096];
+        expand_ops(value, expanded, sizeof(expanded));
+        join_names(NAMES_OPS, keep_any, ", ", choices, sizeof(choices) - 16);
+        strcat(choices, ", nonblocking");
+        return parse_names("operation", expanded, lookup_op, COLLPROF_OP_COUNT, choices, s->ops,
                            &s->nops, err, errlen);
     }
     if (!strcmp(key, "dtypes") || !strcmp(key, "dtype")) {
@@ -896,6 +939,10 @@ static void names_help(int which, char *buf, size_t len)
     size_t o = strlen(buf);
     int fits = line + strlen(dflt) + 11 <= NAMES_WIDTH; /* " (default: " + ")" */
     snprintf(buf + o, len - o, "%s(default: %s)", fits ? " " : "\n", dflt);
+    if (which == NAMES_OPS) {
+        o = strlen(buf);
+        snprintf(buf + o, len - o, "\nall: every blocking op; nonblocking: the i ones");
+    }
 }
 
 /* One option's --help entry: "  -x, --name ARG" padded to the text column. */

@@ -2,12 +2,27 @@
 
 #include "core/repeat.h"
 
+#include "core/overlap.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 int cp_repeat_on(const cp_options_t *opt)
 {
     return opt->repeats > 1 || opt->min_time_s > 0 || opt->target_ci_pct > 0;
+}
+
+/* A non-blocking op's means over every repeat's iterations (before acc->iters grows). */
+static void merge_overlap(cp_result_t *acc, const cp_result_t *one)
+{
+    double a = acc->iters, b = one->iters;
+    if (a + b <= 0) {
+        return;
+    }
+    acc->nb_overall_us = (acc->nb_overall_us * a + one->nb_overall_us * b) / (a + b);
+    acc->nb_comm_us = (acc->nb_comm_us * a + one->nb_comm_us * b) / (a + b);
+    acc->nb_compute_us = (acc->nb_compute_us * a + one->nb_compute_us * b) / (a + b);
+    acc->nb_overlap_pct = cp_overlap_pct(acc->nb_overall_us, acc->nb_compute_us, acc->nb_comm_us);
 }
 
 /* The samples of one after acc's, rank by rank ([rank][iteration] both). */
@@ -29,6 +44,7 @@ static int append_samples(cp_result_t *acc, const cp_result_t *one)
     }
     free(acc->samples);
     acc->samples = s;
+    merge_overlap(acc, one);
     acc->iters += one->iters;
     acc->rep_p50[acc->repeats] = one->stats.p50;
     acc->rep_iters[acc->repeats] = (uint64_t)one->iters;

@@ -6,6 +6,7 @@
 #include "core/data.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/overlap.h"
 #include "core/prov.h"
 #include "core/split.h"
 #include "core/util.h"
@@ -79,6 +80,8 @@ typedef struct cell_rec {
     int phase;  /* 0 ok, 1 setup, 2 run, 3 check */
     uint64_t wrong;
     char msg[480];
+    /* non-blocking ops: this rank's means over the timed iterations, us */
+    double nb_comm_us, nb_overall_us, nb_compute_us;
 } cell_rec_t;
 
 /* Everything one rank holds while it runs one cell. */
@@ -102,6 +105,8 @@ typedef struct cell_run {
     void *hsend, *hrecv;           /* host copies when staged */
     double *mine;                  /* this rank's samples, us */
     collprof_args_t args, barrier; /* the operation, and the backend's barrier */
+    uint64_t nb_loops;             /* non-blocking ops: the calibrated computation's loops */
+    double nb_last_us;             /* ... and how long it took in the last iteration */
 } cell_run_t;
 
 __attribute__((format(printf, 4, 5))) static void fail(cell_run_t *c, int status, int phase,
@@ -277,19 +282,25 @@ static void setup_buffers(cell_run_t *c)
     c->barrier.op = COLLPROF_OP_BARRIER;
 }
 
+/* The barrier before iteration i (--sync-barrier): the backend's, else the out-of-band one. */
+static int sync_ranks(cell_run_t *c, int i)
+{
+    if (!c->r->opt->sync_barrier) {
+        return COLLPROF_OK;
+    }
+    cp_wd_beat(CP_WD_SYNC, c->r->index, i, c->cell->warmup, c->tmo);
+    return (c->p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER)) ? c->be->run(c->ctx, &c->barrier)
+                                                                : c->oob->barrier();
+}
+
 /* Iteration i of the host-timed loop: barrier, faults, the timed operation. */
 static int run_one(cell_run_t *c, int i, long slow_us, int hang)
 {
     const cp_cell_t *cell = c->cell;
     const int idx = c->r->index, me = c->r->boot->rank;
-    int rc;
-    if (c->r->opt->sync_barrier) {
-        cp_wd_beat(CP_WD_SYNC, idx, i, cell->warmup, c->tmo);
-        rc = (c->p->caps.ops & COLLPROF_BIT(COLLPROF_OP_BARRIER)) ? c->be->run(c->ctx, &c->barrier)
-                                                                  : c->oob->barrier();
-        if (rc != COLLPROF_OK) {
-            return rc;
-        }
+    int rc = sync_ranks(c, i);
+    if (rc != COLLPROF_OK) {
+        return rc;
     }
     if (i == cell->warmup + c->iters / 2) {
         if (cp_fault_exit(me)) {
@@ -313,6 +324,73 @@ static int run_one(cell_run_t *c, int i, long slow_us, int hang)
     return rc;
 }
 
+/* overlap() of a non-blocking op: the calibrated computation, timed. */
+static void nb_compute(void *arg)
+{
+    cell_run_t *c = arg;
+    double t0 = cp_now_us();
+    cp_overlap_spin(c->nb_loops);
+    c->nb_last_us = cp_now_us() - t0;
+}
+
+/* Iteration i with the computation overlapped: its overall and compute times added up. */
+static int run_overlapped(cell_run_t *c, int i, double *overall, double *compute)
+{
+    const cp_cell_t *cell = c->cell;
+    int rc = sync_ranks(c, i);
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    cp_wd_beat(CP_WD_OP, c->r->index, i, cell->warmup, c->tmo);
+    c->nb_last_us = 0;
+    double t0 = cp_now_us();
+    rc = c->be->run(c->ctx, &c->args);
+    double t1 = cp_now_us();
+    cp_wd_beat(CP_WD_OP_DONE, c->r->index, i, cell->warmup, c->tmo);
+    if (i >= cell->warmup) {
+        *overall += t1 - t0;
+        *compute += c->nb_last_us;
+    }
+    return rc;
+}
+
+/*
+ * A non-blocking op, as OSU's osu_i* benchmarks measure it: first post +
+ * wait alone (the samples: the pure communication time), then, with a
+ * computation calibrated to this rank's mean of those, post + compute +
+ * wait.  Host timed on every backend (a device backend's run() waits for
+ * its stream).
+ */
+static int run_nonblocking(cell_run_t *c, long slow_us, int hang)
+{
+    const cp_cell_t *cell = c->cell;
+    int rc = COLLPROF_OK;
+    c->args.overlap = NULL;
+    for (int i = 0; i < cell->warmup + c->iters && rc == COLLPROF_OK; i++) {
+        rc = run_one(c, i, slow_us, hang);
+    }
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    double comm = 0, overall = 0, compute = 0;
+    for (int i = 0; i < c->iters; i++) {
+        comm += c->mine[i];
+    }
+    c->rec.nb_comm_us = comm / c->iters;
+    c->nb_loops = cp_overlap_calibrate(c->rec.nb_comm_us);
+    cp_log(CP_LOG_DEBUG, "%s/%s %s: %.1f us of communication, %llu loops of computation",
+           c->p->name, cell->variant, collprof_op_name(cell->op), c->rec.nb_comm_us,
+           (unsigned long long)c->nb_loops);
+    c->args.overlap = nb_compute; /* also for the check that follows */
+    c->args.overlap_arg = c;
+    for (int i = 0; i < cell->warmup + c->iters && rc == COLLPROF_OK; i++) {
+        rc = run_overlapped(c, i, &overall, &compute);
+    }
+    c->rec.nb_overall_us = overall / c->iters;
+    c->rec.nb_compute_us = compute / c->iters;
+    return rc;
+}
+
 /* Warm-up and timed iterations. */
 static void run_timed(cell_run_t *c)
 {
@@ -326,6 +404,8 @@ static void run_timed(cell_run_t *c)
     int rc = upload(c);
     if (rc != COLLPROF_OK) {
         /* reported below as a run failure */
+    } else if (cp_op_flags(cell->op) & COLLPROF_OPF_NONBLOCKING) {
+        rc = run_nonblocking(c, slow_us, hang);
     } else if (c->be->flags & COLLPROF_BACKEND_DEVICE_TIMER) {
         /* one beat for the whole batch: the backend watches its own stream */
         cp_wd_beat(CP_WD_OP, idx, 0, cell->warmup, c->tmo * (double)(cell->warmup + c->iters + 1));
@@ -396,6 +476,17 @@ static int gather_samples(cell_run_t *c, cp_result_t *res)
     return oob;
 }
 
+/* A non-blocking op's figures: the means over ranks of each rank's means, as OSU reports. */
+static void merge_overlap(const cell_rec_t *recs, int n, cp_result_t *res)
+{
+    for (int q = 0; q < n; q++) {
+        res->nb_comm_us += recs[q].nb_comm_us / n;
+        res->nb_overall_us += recs[q].nb_overall_us / n;
+        res->nb_compute_us += recs[q].nb_compute_us / n;
+    }
+    res->nb_overlap_pct = cp_overlap_pct(res->nb_overall_us, res->nb_compute_us, res->nb_comm_us);
+}
+
 /* Status, #wrong and per-rank means from every rank's record. */
 static void merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
 {
@@ -414,6 +505,9 @@ static void merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *re
             s += res->samples[(size_t)q * (size_t)c->iters + (size_t)i];
         }
         res->rank_mean[q] = s / c->iters;
+    }
+    if (cp_op_flags(c->cell->op) & COLLPROF_OPF_NONBLOCKING) {
+        merge_overlap(recs, c->n, res);
     }
     if (res->status == COLLPROF_CELL_OK && res->wrong > 0) {
         res->status = COLLPROF_CELL_WRONG;
@@ -656,6 +750,10 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     row->mode_lo_n = res->modes.lo_n;
     row->mode_hi_us = res->modes.hi;
     row->mode_hi_n = res->modes.hi_n;
+    row->overall_us = res->nb_overall_us;
+    row->comm_us = res->nb_comm_us;
+    row->compute_us = res->nb_compute_us;
+    row->overlap_pct = res->nb_overlap_pct;
     snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->status));
     snprintf(row->error, sizeof(row->error), "%s", res->reason);
     row->start_time = res->start_epoch;
@@ -666,5 +764,8 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     }
     if (res->prov != NULL) {
         cp_prov_row(res->prov, row);
+    }
+    if (cp_op_flags(cell->op) & COLLPROF_OPF_NONBLOCKING) { /* host timed on every backend */
+        snprintf(row->timer, sizeof(row->timer), "%s", CP_PROV_HOST_TIMER);
     }
 }

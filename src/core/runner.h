@@ -36,6 +36,12 @@ typedef struct cp_result {
     cp_median_ci_t ci;   /**< the median of rep_p50 and its interval */
     int bimodal;         /**< the repeats form two clusters ... */
     cp_modes_t modes;    /**< ... these */
+    /* non-blocking ops (COLLPROF_OPF_NONBLOCKING), means over ranks of each rank's mean, us;
+     * 0 for other ops */
+    double nb_overall_us;  /**< post + overlapped computation + wait */
+    double nb_comm_us;     /**< post + wait alone (the mean of the rank's samples) */
+    double nb_compute_us;  /**< the calibrated computation */
+    double nb_overlap_pct; /**< cp_overlap_pct() of the three */
     /** what the cell was measured with (borrowed from its plugin); NULL for a cell decided
      *  before it ran, or when the provenance could not be gathered */
     const struct cp_prov *prov;

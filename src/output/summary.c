@@ -12,6 +12,7 @@
 #include "core/util.h"
 #include "output/best.h"
 #include "output/format.h"
+#include "output/overlap.h"
 #include "output/study.h"
 #include "output/world.h"
 #include "slurm/slurm_meta.h"
@@ -44,7 +45,9 @@ struct cp_summary {
     collprof_result_row_t *study; /* the rows of the studies backends declare */
     size_t nstudy, capstudy;
     collprof_result_row_t *ok; /* the ok rows, for the tables of which backend wins */
-    double *ok_p5;             /* [nok] the p5 of each one's per-iteration times */
+    collprof_result_row_t *nb; /* the measured rows of non-blocking ops, for their table */
+    size_t nnb, capnb;
+    double *ok_p5; /* [nok] the p5 of each one's per-iteration times */
     size_t nok, capok;
     char quiet[16][32]; /* backends whose skipped cells the console shows once */
     int nquiet;
@@ -111,6 +114,24 @@ static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
         s->capstudy = cap;
     }
     s->study[s->nstudy++] = *row;
+}
+
+/* A measured row of a non-blocking op, for the overlap table. */
+static void keep_nb_row(cp_summary_t *s, const collprof_result_row_t *row)
+{
+    if (!cp_overlap_row(row)) {
+        return;
+    }
+    if (s->nnb == s->capnb) {
+        size_t cap = s->capnb ? s->capnb * 2 : 16;
+        collprof_result_row_t *g = realloc(s->nb, cap * sizeof(*g));
+        if (g == NULL) {
+            return; /* the table is a convenience: the rows are in the file */
+        }
+        s->nb = g;
+        s->capnb = cap;
+    }
+    s->nb[s->nnb++] = *row;
 }
 
 /* An ok row and the p5 of its per-iteration times, for the tables of which backend wins. */
@@ -598,6 +619,7 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     target_note(s->ri->opt, r, f);
     keep_study_row(s, row);
     keep_ok_row(s, row, r);
+    keep_nb_row(s, row);
     if (r->send_bytes != NULL && r->recv_bytes != NULL) {
         fprintf(f, "    bytes sent/received per rank:");
         for (int q = 0; q < r->nranks; q++) {
@@ -693,6 +715,7 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
     char iso[64];
     cp_utc_iso(iso, sizeof(iso));
     print_study(s);
+    cp_overlap_print(s->f, s->nb, s->nnb);
     print_best(s);
     fprintf(s->f, "\n== totals ==\n");
     fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
@@ -724,6 +747,7 @@ void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why)
             s->h5path[0] ? " and " : "", s->h5path);
     fflush(stdout);
     free(s->study);
+    free(s->nb);
     free(s->ok);
     free(s->ok_p5);
     free(s);
@@ -752,6 +776,7 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
     }
     fflush(stdout);
     free(s->study);
+    free(s->nb);
     free(s->ok);
     free(s->ok_p5);
     free(s);

@@ -13,6 +13,7 @@
 
 #include "output/best.h"
 #include "output/format.h"
+#include "output/overlap.h"
 #include "output/study.h"
 #include "output/world.h"
 
@@ -160,6 +161,7 @@ static void print_file(cp_report_file_t *f)
         nwrong += r->wrong;
     }
     print_study(f);
+    cp_overlap_print(stdout, f->rows, f->nrows); /* the non-blocking ops, as the run's summary */
     print_best(f);
     printf("\n== totals ==\n");
     printf("cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n", ok, wrong, error,

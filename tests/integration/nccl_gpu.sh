@@ -28,6 +28,15 @@ cp_run --np "$np" --backends nccl --variants default --ops all --dtype all --cou
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
 check_clean_run "$d" "nccl --np $np: every op and dtype, in and out of place"
 
+# 1b. the non-blocking ops: the call on the stream while the host computes (overlap expected)
+d="$WORK/nonblocking"
+mkdir -p "$d"
+cp_run --np "$np" --backends nccl --ops nonblocking --dtype float32,bfloat16 --counts 4K,16M \
+    --inplace both -n 5 -w 2 --output-dir "$d"
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+check_clean_run "$d" "nccl --np $np: iallreduce, iallgather, ialltoall, ibroadcast"
+sed -n '/^== non-blocking operations/,/^== fastest/p' "$(summary_of "$d")" | sed 's/^/# /'
+
 # 2. every reduction on the reducing ops
 d="$WORK/redops"
 mkdir -p "$d"

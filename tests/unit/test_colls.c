@@ -50,13 +50,14 @@ static void reference(sim_t *s)
     collprof_dtype_t t = x0->dtype;
     uint64_t cnt = x0->count, blk = cnt / (uint64_t)n;
     for (int r = 0; r < n; r++) {
-        int from_recv = s->x[r].in_place || s->x[r].op == COLLPROF_OP_BROADCAST;
+        int from_recv =
+            s->x[r].in_place || collprof_op_blocking(s->x[r].op) == COLLPROF_OP_BROADCAST;
         memcpy(s->snap[r], from_recv ? s->recv[r] : s->send[r], s->bytes);
     }
     for (int r = 0; r < n; r++) {
         const cp_xfer_t *x = &s->x[r];
         void *out = s->recv[r];
-        switch (x->op) {
+        switch (collprof_op_blocking(x->op)) { /* a non-blocking op: its twin's result */
         case COLLPROF_OP_ALLREDUCE:
         case COLLPROF_OP_REDUCE:
             if (x->op == COLLPROF_OP_REDUCE && r != x->root) {

@@ -224,6 +224,35 @@ static void check_repeats_1_4(void)
     cp_report_close(f);
 }
 
+/* 1.5: mpi, the four non-blocking ops of 1K floats on 2 ranks; 1.4 has none of their columns */
+static void check_nonblocking_1_5(void)
+{
+    static const char *ops[] = {"iallreduce", "iallgather", "ialltoall", "ibroadcast"};
+    cp_report_file_t *f = open_sample("1.5");
+    if (f == NULL) {
+        return;
+    }
+    ok(f->root.schema_version_minor == 5 && f->root.world_size == 2 && f->nrows == 4 &&
+           !strcmp(f->root.tag, "sample"),
+       "1.5: schema 1.5, 2 ranks, 4 rows (%zu)", f->nrows);
+    for (size_t i = 0; i < f->nrows && i < 4; i++) {
+        const collprof_result_row_t *r = &f->rows[i];
+        ok(!strcmp(r->op, ops[i]) && !strcmp(r->status, "ok") && r->wrong == 0 &&
+               r->overall_us > 0 && r->comm_us > 0 && r->compute_us > 0 && r->overlap_pct >= 0 &&
+               r->overlap_pct <= 100 && !strcmp(r->timer, "CLOCK_MONOTONIC"),
+           "1.5: %s: overall %.1f, comm %.1f, compute %.1f us, overlap %.1f %%", r->op,
+           r->overall_us, r->comm_us, r->compute_us, r->overlap_pct);
+    }
+    cp_report_close(f);
+    f = open_sample("1.4");
+    if (f != NULL) {
+        ok(f->nrows > 0 && f->rows[0].overall_us == 0 && f->rows[0].comm_us == 0 &&
+               f->rows[0].compute_us == 0 && f->rows[0].overlap_pct == 0,
+           "1.4: no overlap columns: they read as 0");
+        cp_report_close(f);
+    }
+}
+
 int main(void)
 {
     make_hostile_files();
@@ -283,6 +312,7 @@ int main(void)
         cp_report_close(f);
     }
     check_repeats_1_4();
+    check_nonblocking_1_5();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,
