@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 4
+#define COLLPROF_SCHEMA_VERSION_MINOR 5
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -49,7 +49,7 @@
     X(start_time,   F64,    0, 0, "s",      "cell start, seconds since 1970-01-01 UTC")              \
     X(memory,       STR,    8, 1, "",       "buffer memory: host, pinned or device (added in 1.1)")  \
     X(timer,        STR,   64, 1, "",       "clock of the samples (added in 1.2)")                   \
-    X(allocation,   STR,   64, 1, "",       "how the backend allocated the buffers (added in 1.2)")  \
+    X(allocation,   STR,   64, 1, "",       "how the buffers were allocated (added in 1.2)")  \
     X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")              \
     X(split,        STR,    8, 1, "",       "node or cross group (--split), empty: every rank (1.3)") \
     X(group_ranks,  I32,    0, 1, "",       "ranks in rank 0's group of a split cell, else 0 (1.3)") \
@@ -64,7 +64,10 @@
     X(mode_lo_us,   F64,    0, 1, "us",     "bimodal: the faster cluster's median p50 (1.4)")    \
     X(mode_lo_n,    I32,    0, 1, "",       "bimodal: repeats in the faster cluster (1.4)")      \
     X(mode_hi_us,   F64,    0, 1, "us",     "bimodal: the slower cluster's median p50 (1.4)")    \
-    X(mode_hi_n,    I32,    0, 1, "",       "bimodal: repeats in the slower cluster (1.4)")
+    X(mode_hi_n,    I32,    0, 1, "",       "bimodal: repeats in the slower cluster (1.4)")      \
+    X(sync,         STR,   16, 1, "",       "barrier, none or batch (--sync); empty: before 1.5") \
+    X(batch,        I32,    0, 1, "",       "operations per sample, time / batch (1.5)")          \
+    X(rotate,       I32,    0, 1, "",       "buffer slots the operations cycled through (1.5)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \

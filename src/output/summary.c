@@ -335,7 +335,7 @@ static void print_job(FILE *f, const cp_run_info_t *ri)
 }
 
 /* What a backend's cells are measured with, per memory kind, as the file's rows say it. */
-static void print_provenance(FILE *f, const cp_plugin_t *p)
+static void print_provenance(FILE *f, const cp_options_t *opt, const cp_plugin_t *p)
 {
     for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
         if (p->prov[m] == NULL) {
@@ -346,6 +346,7 @@ static void print_provenance(FILE *f, const cp_plugin_t *p)
         memset(&row, 0, sizeof(row));
         snprintf(row.memory, sizeof(row.memory), "%s", collprof_memtype_name(m));
         cp_prov_row(p->prov[m], &row);
+        cp_policy_row(opt, p->be, m, &row);
         cp_format_provenance(&row, line, sizeof(line));
         fprintf(f, "%s\n", line);
     }
@@ -371,7 +372,7 @@ static void print_backends(FILE *f, const cp_run_info_t *ri)
         if (eff[0] != '\0') {
             fprintf(f, "  options:  %s\n", eff);
         }
-        print_provenance(f, p);
+        print_provenance(f, ri->opt, p);
     }
     if (ri->opt->link_gbps > 0) {
         fprintf(f, "link:       %g Gbit/s (--link-gbps; used where a backend reports none)\n",
@@ -407,9 +408,19 @@ static void print_repeats(FILE *f, const cp_options_t *o)
 
 static void print_method(FILE *f, const cp_run_info_t *ri)
 {
-    fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
-            ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
-                                  : "iterations back to back (skew included)");
+    const cp_options_t *o = ri->opt;
+    if (o->sync == CP_SYNC_BATCH) {
+        fprintf(f,
+                "timing:     per cell: warm-up, then timed samples (--sync batch:%d): a barrier\n"
+                "            (not timed), then %d operations back to back timed together; a\n"
+                "            sample is their time / %d (as nccl-tests' -n %d);\n",
+                o->batch, o->batch, o->batch, o->batch);
+    } else {
+        fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s (--sync %s);\n",
+                o->sync_barrier ? "a barrier (not timed) before each iteration"
+                                : "iterations back to back (skew included)",
+                cp_sync_name(o->sync));
+    }
     fprintf(f,
             "            each rank times each iteration with the timer its backend's 'measured'\n"
             "            line names (CLOCK_MONOTONIC around each blocking call, or the backend's\n"
@@ -427,9 +438,21 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
             "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
             ri->boot->hostnames[0]);
     }
-    fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
-               "            before timing, the same buffers every iteration (no cache rotation);\n"
-               "            device memory is filled and checked through host copies\n");
+    fprintf(f, "buffers:    %s, pages touched before timing;\n",
+            o->alloc == CP_ALLOC_MALLOC
+                ? "allocated by the backend as its 'measured' line says (--alloc malloc)"
+            : o->alloc == CP_ALLOC_MMAP
+                ? "host ones mmap'ed by the core (--alloc mmap), as 'measured' says"
+                : "host ones from huge pages (--alloc hugepages), as 'measured' says");
+    if (o->rotate > 1) {
+        fprintf(f,
+                "            --rotate-buffers %d: operation k uses copy k mod %d of the buffers,\n"
+                "            a page apart, the check the last timed operation's copy;\n",
+                o->rotate, o->rotate);
+    } else {
+        fprintf(f, "            the same buffers every iteration (no cache rotation);\n");
+    }
+    fprintf(f, "            device memory is filled and checked through host copies\n");
     print_repeats(f, ri->opt);
     fprintf(
         f, "check:      %s\n",
@@ -457,8 +480,11 @@ static void print_header(cp_summary_t *s)
 
     printf("# collprof %s: %d ranks on %d node(s), launcher %s\n", PACKAGE_VERSION, b->nranks,
            b->nnodes, b->launcher);
-    printf("# time = mean over iterations of the max over ranks; %s\n",
-           ri->opt->sync_barrier ? "barrier before each iteration" : "back to back");
+    char pol[256];
+    cp_policy_describe(ri->opt->sync, ri->opt->batch, ri->opt->alloc, ri->opt->rotate, pol,
+                       sizeof(pol));
+    printf("# time = mean over %s of the max over ranks; %s\n",
+           ri->opt->sync == CP_SYNC_BATCH ? "samples" : "iterations", pol);
     if (!ri->opt->link_sweep) {
         cp_format_table_header(stdout);
     }
