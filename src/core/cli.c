@@ -809,7 +809,8 @@ static const cli_opt_t cli_opts[] = {
      "barrier: a barrier (not timed) before each operation;\n"
      "none: operations back to back; batch[:N]: a barrier,\n"
      "then N operations timed together, divided by N, each\n"
-     "sample (nccl-tests' way; N default 20) (default: barrier)"},
+     "sample (nccl-tests' way; N default 20)\n"
+     "(default: barrier)"},
     {"alloc", 0, "KIND", h_alloc, NULL, 0, 0,
      "host buffers: malloc (the backend's own), mmap, or\n"
      "hugepages (MAP_HUGETLB, else transparent huge pages)\n"

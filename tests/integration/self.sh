@@ -133,7 +133,7 @@ if [ -e "$CP_TEST_PLUGINS/collprof_perrank.so" ]; then
         "$(summary_of "$d")"
     ok $? "ranks on different devices: the summary says 'device per rank'"
     if [ -x "$REPORT" ]; then
-        "$REPORT" summary "$d" >"$WORK/psum" 2>&1 && grep -q "device per rank$" "$WORK/psum"
+        "$REPORT" summary "$d" >"$WORK/psum" 2>&1 && grep -q "device per rank; sync barrier; rotation 1$" "$WORK/psum"
         ok $? "collprof-report reads the per-rank provenance back"
     fi
     if command -v h5dump >/dev/null 2>&1; then
