@@ -416,10 +416,12 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
                 "            sample is their time / %d (as nccl-tests' -n %d);\n",
                 o->batch, o->batch, o->batch, o->batch);
     } else {
-        fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s (--sync %s);\n",
+        fprintf(f,
+                "timing:     per cell: warm-up, then timed iterations (--sync %s);\n"
+                "            %s;\n",
+                cp_sync_name(o->sync),
                 o->sync_barrier ? "a barrier (not timed) before each iteration"
-                                : "iterations back to back (skew included)",
-                cp_sync_name(o->sync));
+                                : "iterations back to back (skew included)");
     }
     fprintf(f,
             "            each rank times each iteration with the timer its backend's 'measured'\n"
@@ -438,12 +440,12 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
             "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
             ri->boot->hostnames[0]);
     }
-    fprintf(f, "buffers:    %s, pages touched before timing;\n",
-            o->alloc == CP_ALLOC_MALLOC
-                ? "allocated by the backend as its 'measured' line says (--alloc malloc)"
-            : o->alloc == CP_ALLOC_MMAP
-                ? "host ones mmap'ed by the core (--alloc mmap), as 'measured' says"
-                : "host ones from huge pages (--alloc hugepages), as 'measured' says");
+    fprintf(
+        f,
+        "buffers:    %s,\n            as its 'measured' line says; pages touched before timing;\n",
+        o->alloc == CP_ALLOC_MALLOC ? "allocated by the backend (--alloc malloc)"
+        : o->alloc == CP_ALLOC_MMAP ? "host ones mmap'ed by collprof (--alloc mmap)"
+                                    : "host ones from huge pages (--alloc hugepages)");
     if (o->rotate > 1) {
         fprintf(f,
                 "            --rotate-buffers %d: operation k uses copy k mod %d of the buffers,\n"
@@ -480,11 +482,14 @@ static void print_header(cp_summary_t *s)
 
     printf("# collprof %s: %d ranks on %d node(s), launcher %s\n", PACKAGE_VERSION, b->nranks,
            b->nnodes, b->launcher);
-    char pol[256];
-    cp_policy_describe(ri->opt->sync, ri->opt->batch, ri->opt->alloc, ri->opt->rotate, pol,
-                       sizeof(pol));
-    printf("# time = mean over %s of the max over ranks; %s\n",
-           ri->opt->sync == CP_SYNC_BATCH ? "samples" : "iterations", pol);
+    char batch[16] = "";
+    if (ri->opt->sync == CP_SYNC_BATCH) {
+        snprintf(batch, sizeof(batch), ":%d", ri->opt->batch);
+    }
+    printf("# time = mean over %s of the max over ranks; --sync %s%s --alloc %s "
+           "--rotate-buffers %d\n",
+           ri->opt->sync == CP_SYNC_BATCH ? "samples (a batch / its size)" : "iterations",
+           cp_sync_name(ri->opt->sync), batch, cp_alloc_name(ri->opt->alloc), ri->opt->rotate);
     if (!ri->opt->link_sweep) {
         cp_format_table_header(stdout);
     }
