@@ -721,7 +721,9 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                       .peer = cell->peer};
     uint64_t largest = cell->count * collprof_dtype_size(cell->dtype) * (uint64_t)(c.n > 1 ? 2 : 1);
     c.tmo = current_timeout = cp_cell_timeout(r->opt, largest);
-    cp_wd_beat(CP_WD_SETUP, r->index, -1, cell->warmup, c.tmo);
+    /* set-up touches and fills every copy of the buffers (--rotate-buffers) */
+    cp_wd_beat(CP_WD_SETUP, r->index, -1, cell->warmup,
+               c.tmo * (r->opt->rotate > 1 ? r->opt->rotate : 1));
 
     /* every collective slot is called on every rank or on none: agree first */
     setup_traffic(&c);
