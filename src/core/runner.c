@@ -658,6 +658,21 @@ static void release(cell_run_t *c)
     cp_a2av_free(&c->a2av);
 }
 
+/* What setup_buffers did, for --verbose. */
+static void log_buffers(const cell_run_t *c)
+{
+    char copies[48] = "";
+    if (c->slots > 1) {
+        snprintf(copies, sizeof(copies), ", %d copies a page apart", c->slots);
+    }
+    cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes %s and touched (%s%s%s)", c->p->name,
+           c->cell->variant, collprof_op_name(c->cell->op),
+           c->cell->in_place ? "one in-place" : "send and receive", c->bytes,
+           c->kept == 2 ? "kept from the first repeat" : "allocated",
+           collprof_memtype_name(c->memtype), copies,
+           c->staged ? ", filled and checked through host copies" : "");
+}
+
 /* A cell decided before it runs (at plan time, or its backend is not up). */
 static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
 {
@@ -730,13 +745,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     if (agreed(&c, res) == 0) {
         setup_buffers(&c);
         if (agreed(&c, res) == 0) {
-            cp_log(CP_LOG_INFO,
-                   "%s/%s %s: %s buffers of %zu bytes x %d slots %s and touched (%s%s)", c.p->name,
-                   cell->variant, collprof_op_name(cell->op),
-                   cell->in_place ? "one in-place" : "send and receive", c.bytes, c.slots,
-                   c.kept == 2 ? "kept from the first repeat" : "allocated",
-                   collprof_memtype_name(c.memtype),
-                   c.staged ? ", filled and checked through host copies" : "");
+            log_buffers(&c);
             cp_log(CP_LOG_DEBUG, "%s/%s %s: %d warm-up and %d timed iterations", c.p->name,
                    cell->variant, collprof_op_name(cell->op), cell->warmup, c.iters);
             run_timed(&c);
