@@ -269,7 +269,8 @@ enum {
     COLLPROF_BACKEND_GROUPS = 1u << 3,
     /** buffers from mem_alloc() on one context may be used by the plugin's other contexts in
      *  the same process (plain host memory, nothing registered with a context): collprof
-     *  --repeats then keeps a cell's buffers across the fresh contexts of its repeats */
+     *  --repeats then keeps a cell's buffers across the fresh contexts of its repeats, and
+     *  collprof --alloc mmap|hugepages may pass host buffers it mapped itself */
     COLLPROF_BACKEND_SHARED_BUFFERS = 1u << 4
 };
 
@@ -311,7 +312,8 @@ typedef struct collprof_backend {
     int (*mem_copy)(void *ctx, int memtype, void *dst, const void *src, size_t bytes,
                     int to_device);
 
-    /** COLLECTIVE.  Perform one operation; returns when it is complete on this rank. */
+    /** COLLECTIVE.  Perform one operation; returns when it is complete on this rank.  The
+     *  buffers may lie anywhere inside a mem_alloc() allocation (--rotate-buffers). */
     int (*run)(void *ctx, const collprof_args_t *args);
 
     /**

@@ -49,7 +49,7 @@
     X(start_time,   F64,    0, 0, "s",      "cell start, seconds since 1970-01-01 UTC")              \
     X(memory,       STR,    8, 1, "",       "buffer memory: host, pinned or device (added in 1.1)")  \
     X(timer,        STR,   64, 1, "",       "clock of the samples (added in 1.2)")                   \
-    X(allocation,   STR,   64, 1, "",       "how the backend allocated the buffers (added in 1.2)")  \
+    X(allocation,   STR,   64, 1, "",       "how the buffers were allocated (added in 1.2)")  \
     X(device,       STR,   64, 1, "",       "host, or the accelerator (added in 1.2)")              \
     X(split,        STR,    8, 1, "",       "node or cross group (--split), empty: every rank (1.3)") \
     X(group_ranks,  I32,    0, 1, "",       "ranks in rank 0's group of a split cell, else 0 (1.3)") \
@@ -68,7 +68,10 @@
     X(overall_us,   F64,    0, 1, "us",     "non-blocking op: post + overlapped compute + wait (1.5)") \
     X(comm_us,      F64,    0, 1, "us",     "non-blocking op: post + wait, nothing overlapped (1.5)") \
     X(compute_us,   F64,    0, 1, "us",     "non-blocking op: the calibrated host compute (1.5)") \
-    X(overlap_pct,  F64,    0, 1, "%",      "non-blocking op: OSU's overlap, 0..100; else 0 (1.5)")
+    X(overlap_pct,  F64,    0, 1, "%",      "non-blocking op: OSU's overlap, 0..100; else 0 (1.5)") \
+    X(sync,         STR,   16, 1, "",       "barrier, none or batch (--sync); empty: before 1.5") \
+    X(batch,        I32,    0, 1, "",       "operations per sample, time / batch (1.5)")          \
+    X(rotate,       I32,    0, 1, "",       "buffer slots the operations cycled through (1.5)")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \

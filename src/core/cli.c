@@ -540,9 +540,9 @@ static int h_sweep_factor(cli_state_t *st, const cli_opt_t *o, const char *arg, 
 /* An int option; key is "NAME LO HI". */
 static int h_int(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
-    char what[16];
+    char what[32];
     long lo, hi;
-    if (sscanf(o->key, "%15s %ld %ld", what, &lo, &hi) != 3) {
+    if (sscanf(o->key, "%31s %ld %ld", what, &lo, &hi) != 3) {
         return -1;
     }
     return parse_count_opt(what, arg, lo, hi, opt_int(st, o), why, len);
@@ -649,6 +649,10 @@ static int check_repeats(cp_options_t *opt, char *err, size_t errlen)
         snprintf(err, errlen, "--repeats, --min-time and --target-ci do not apply to --link-sweep");
         return -1;
     }
+    if ((opt->sync == CP_SYNC_BATCH || opt->rotate > 1) && opt->link_sweep) {
+        snprintf(err, errlen, "--sync batch and --rotate-buffers do not apply to --link-sweep");
+        return -1;
+    }
     return 0;
 }
 
@@ -665,11 +669,21 @@ static int h_link_gbps(cli_state_t *st, const cli_opt_t *o, const char *arg, cha
 static int h_sync(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     (void)o;
-    if (strcmp(arg, "barrier") != 0 && strcmp(arg, "none") != 0) {
-        snprintf(why, len, "--sync: '%s' is not barrier or none", arg);
+    if (cp_sync_parse(arg, &st->opt->sync, &st->opt->batch, why, len) != 0) {
         return -1;
     }
-    st->opt->sync_barrier = !strcmp(arg, "barrier");
+    st->opt->sync_barrier = st->opt->sync != CP_SYNC_NONE;
+    return 0;
+}
+
+static int h_alloc(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    cp_alloc_t a;
+    if (cp_alloc_parse(arg, &a, why, len) != 0) {
+        return -1;
+    }
+    st->opt->alloc = a;
     return 0;
 }
 
@@ -834,8 +848,20 @@ static const cli_opt_t cli_opts[] = {
     SPEC("warmup", 'w', "N", "warmup", "warm-up iterations per cell (default: 5)"),
     {"check", 'c', "0|1", h_int, "-c 0 1", OPT_FIELD(check),
      "verify every result exactly (default: 1)"},
-    {"sync", 0, "barrier|none", h_sync, NULL, 0, 0,
-     "barrier before each iteration (default: barrier)"},
+    {"sync", 0, "MODE", h_sync, NULL, 0, 0,
+     "barrier: a barrier (not timed) before each operation;\n"
+     "none: operations back to back; batch[:N]: a barrier,\n"
+     "then N operations timed together, divided by N, each\n"
+     "sample (nccl-tests' way; N default 20)\n"
+     "(default: barrier)"},
+    {"alloc", 0, "KIND", h_alloc, NULL, 0, 0,
+     "host buffers: malloc (the backend's own), mmap, or\n"
+     "hugepages (MAP_HUGETLB, else transparent huge pages)\n"
+     "(default: malloc)"},
+    {"rotate-buffers", 0, "N", h_int, "--rotate-buffers 1 1024", OPT_FIELD(rotate),
+     "cycle operations through N copies of the buffers, so\n"
+     "that one does not find the last one's data in cache\n"
+     "(default: 1, the same buffers every time)"},
     {"timeout", 0, "SECONDS", h_timeout, NULL, 0, 0,
      "watchdog: longest one operation (or any other step) may\n"
      "take before the run stops with a report of the ranks\n"
@@ -1116,6 +1142,9 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     memset(opt, 0, sizeof(*opt));
     opt->check = 1;
     opt->sync_barrier = 1;
+    opt->sync = CP_SYNC_BARRIER;
+    opt->batch = 1;
+    opt->rotate = 1;
     opt->timeout_s = -1; /* derived per cell */
     opt->sweep_bytes[0] = 8;
     opt->sweep_bytes[1] = UINT64_C(4) << 20;

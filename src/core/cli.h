@@ -13,6 +13,7 @@
 
 #include "boot/boot.h"
 #include "core/imbalance.h"
+#include "core/policy.h"
 #include <collprof/plugin.h>
 
 #define CP_MAX_LIST 64
@@ -59,7 +60,11 @@ typedef struct cp_options {
     int check;   /**< -c 0|1 */
     int help;
     int version;
-    int sync_barrier; /**< --sync barrier|none */
+    int sync_barrier; /**< a barrier before each operation or batch (--sync barrier, batch) */
+    cp_sync_t sync;   /**< --sync barrier|none|batch[:N] */
+    int batch;        /**< operations per sample: N of --sync batch:N, else 1 */
+    cp_alloc_t alloc; /**< --alloc malloc|mmap|hugepages (host buffers) */
+    int rotate;       /**< --rotate-buffers N: buffer slots operations cycle through (1: none) */
     cp_launch_mode_t launch_mode;
     double timeout_s;      /**< --timeout: -1 derived per cell, 0 none, else seconds */
     int repeats;           /**< --repeats: runs of each cell, each on fresh communicators */

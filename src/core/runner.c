@@ -7,6 +7,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/overlap.h"
+#include "core/policy.h"
 #include "core/prov.h"
 #include "core/split.h"
 #include "core/util.h"
@@ -79,6 +80,8 @@ typedef struct cell_rec {
     int status; /* collprof_status_t of the first failure on this rank */
     int phase;  /* 0 ok, 1 setup, 2 run, 3 check */
     uint64_t wrong;
+    int fellback;   /* --alloc hugepages found no explicit huge pages */
+    char alloc[64]; /* the core's allocation on this rank, "" where the backend's */
     char msg[480];
     /* non-blocking ops: this rank's means over the timed iterations, us */
     double nb_comm_us, nb_overall_us, nb_compute_us;
@@ -101,7 +104,12 @@ typedef struct cell_run {
     int n, iters, memtype, staged;
     double tmo;
     size_t bytes;                  /* of each buffer */
-    void *sendbuf, *recvbuf;       /* the backend's */
+    void *sendbuf, *recvbuf;       /* the slot in use of each buffer */
+    void *sbase, *rbase;           /* the allocations: slots buffers of stride bytes each */
+    size_t stride, smap, rmap;     /* smap, rmap: the core's mapping lengths */
+    int slots, core;               /* --rotate-buffers; core: --alloc mmap|hugepages */
+    int batch;                     /* operations per timed sample */
+    long ops;                      /* operations run, for the slot of the next one */
     void *hsend, *hrecv;           /* host copies when staged */
     double *mine;                  /* this rank's samples, us */
     collprof_args_t args, barrier; /* the operation, and the backend's barrier */
@@ -209,9 +217,9 @@ static void setup_traffic(cell_run_t *c)
 static void setup_host_copies(cell_run_t *c)
 {
     if (!c->staged) {
-        memset(c->recvbuf, 0, c->bytes);
-        if (c->sendbuf != NULL) {
-            memset(c->sendbuf, 0, c->bytes);
+        memset(c->rbase, 0, c->stride * (size_t)c->slots);
+        if (c->sbase != NULL) {
+            memset(c->sbase, 0, c->stride * (size_t)c->slots);
         }
         return;
     }
@@ -232,36 +240,130 @@ static void setup_host_copies(cell_run_t *c)
     }
 }
 
+/* Point the operation at slot k of the buffers (--rotate-buffers). */
+static void set_slot(cell_run_t *c, int k)
+{
+    size_t off = c->stride * (size_t)k;
+    c->recvbuf = (char *)c->rbase + off;
+    c->sendbuf = c->sbase != NULL ? (char *)c->sbase + off : NULL;
+    c->args.sendbuf = c->cell->in_place ? c->recvbuf : c->sendbuf;
+    c->args.recvbuf = c->recvbuf;
+}
+
+/* Local (--alloc mmap|hugepages): the buffers from the core; 0 or a collprof_status_t. */
+static int core_alloc(cell_run_t *c, size_t total)
+{
+    int fb = 0;
+    if (cp_policy_alloc(c->r->opt->alloc, total, &c->rbase, &c->rmap, c->rec.alloc,
+                        sizeof(c->rec.alloc), &fb) != 0) {
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    c->rec.fellback = fb;
+    if (!c->cell->in_place && cp_policy_alloc(c->r->opt->alloc, total, &c->sbase, &c->smap,
+                                              c->rec.alloc, sizeof(c->rec.alloc), &fb) != 0) {
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    return COLLPROF_OK;
+}
+
+/* The buffers: kept ones, the core's (--alloc) or the backend's (collective mem_alloc). */
+static int alloc_buffers(cell_run_t *c, size_t total)
+{
+    cp_kept_bufs_t *k = c->r->keep;
+    int rc = COLLPROF_OK;
+    if (k != NULL && k->have) { /* a later repeat: the first one's buffers */
+        c->rbase = k->recvbuf;
+        c->sbase = k->sendbuf;
+        c->kept = 2;
+        if (k->core) {
+            snprintf(c->rec.alloc, sizeof(c->rec.alloc), "%s", k->used);
+        }
+        return COLLPROF_OK;
+    }
+    if (c->core) {
+        rc = core_alloc(c, total);
+    } else {
+        rc = c->be->mem_alloc(c->actx, c->memtype, total, &c->rbase);
+        if (!c->cell->in_place) { /* the second allocation on every rank, whatever the first gave */
+            int rc2 = c->be->mem_alloc(c->actx, c->memtype, total, &c->sbase);
+            rc = rc != COLLPROF_OK ? rc : rc2;
+        }
+    }
+    if (k != NULL && rc == COLLPROF_OK) { /* kept for the next repeats */
+        *k = (cp_kept_bufs_t){.ctx = k->ctx,
+                              .sendbuf = c->sbase,
+                              .recvbuf = c->rbase,
+                              .have = 1,
+                              .core = c->core,
+                              .smap = c->smap,
+                              .rmap = c->rmap};
+        snprintf(k->used, sizeof(k->used), "%s", c->rec.alloc);
+        c->kept = 1;
+    }
+    return rc;
+}
+
+/* What a cell applies of the run's policy: device-timed backends time their own batch, back
+ * to back on one buffer; the core allocates only plain host memory (shared-buffer backends). */
+static void policy_of(const cp_options_t *o, const collprof_backend_t *be, int memtype, int *slots,
+                      int *batch, int *core, cp_sync_t *sync)
+{
+    int devtimer = (be->flags & COLLPROF_BACKEND_DEVICE_TIMER) != 0;
+    *slots = devtimer || o->rotate < 1 ? 1 : o->rotate;
+    *batch = devtimer || o->sync != CP_SYNC_BATCH ? 1 : o->batch;
+    *core = o->alloc != CP_ALLOC_MALLOC && memtype == COLLPROF_MEM_HOST &&
+            (be->flags & COLLPROF_BACKEND_SHARED_BUFFERS);
+    *sync = devtimer ? CP_SYNC_NONE : o->sync;
+}
+
+void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memtype,
+                   collprof_result_row_t *row)
+{
+    int slots, batch, core, fb;
+    cp_sync_t sync;
+    policy_of(o, be, memtype, &slots, &batch, &core, &sync);
+    snprintf(row->sync, sizeof(row->sync), "%s", cp_sync_name(sync));
+    row->batch = batch;
+    row->rotate = slots;
+    void *p = NULL;
+    size_t len = 0;
+    if (core && cp_policy_alloc(o->alloc, 1, &p, &len, row->allocation, sizeof(row->allocation),
+                                &fb) == 0) {
+        cp_policy_free(p, len); /* a probe: what this rank gets now */
+    }
+}
+
+static void choose_policy(cell_run_t *c)
+{
+    const cp_options_t *o = c->r->opt;
+    cp_sync_t sync;
+    policy_of(o, c->be, c->memtype, &c->slots, &c->batch, &c->core, &sync);
+    static int warned; /* said once per run */
+    if (o->alloc != CP_ALLOC_MALLOC && !c->core && !warned && c->r->boot->rank == 0) {
+        warned = 1;
+        cp_log(CP_LOG_WARN,
+               "--alloc %s: backend %s allocates its own %s buffers (registered or device "
+               "memory); its cells record that allocation",
+               cp_alloc_name(o->alloc), c->p->name, collprof_memtype_name(c->memtype));
+    }
+}
+
 /* Collective (mem_alloc): called on every rank once the ranks agreed on the set-up. */
 static void setup_buffers(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     c->bytes = (size_t)(cp_coll_buffer_elems(&c->x) * collprof_dtype_size(cell->dtype));
-    cp_kept_bufs_t *k = c->r->keep;
-    c->actx = k != NULL ? k->ctx : c->ctx;
-    int rc = COLLPROF_OK;
-    if (k != NULL && k->have) { /* a later repeat: the first one's buffers */
-        c->recvbuf = k->recvbuf;
-        c->sendbuf = k->sendbuf;
-        c->kept = 2;
-    } else {
-        rc = c->be->mem_alloc(c->actx, c->memtype, c->bytes, &c->recvbuf);
-        if (!cell->in_place) { /* the second allocation on every rank, whatever the first gave */
-            int rc2 = c->be->mem_alloc(c->actx, c->memtype, c->bytes, &c->sendbuf);
-            rc = rc != COLLPROF_OK ? rc : rc2;
-        }
-    }
-    if (k != NULL && !k->have && rc == COLLPROF_OK) { /* kept for the next repeats */
-        *k = (cp_kept_bufs_t){
-            .ctx = k->ctx, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf, .have = 1};
-        c->kept = 1;
-    }
+    c->actx = c->r->keep != NULL ? c->r->keep->ctx : c->ctx;
+    choose_policy(c);
+    c->stride = cp_rotate_stride(c->bytes, c->slots);
+    size_t total = c->stride * (size_t)c->slots;
+    int rc = alloc_buffers(c, total);
     if (rc != COLLPROF_OK) {
-        fail(c, rc, 1, "allocating 2 x %zu bytes of %s memory: %s", c->bytes,
-             collprof_memtype_name(c->memtype), c->be->last_error(c->ctx));
+        fail(c, rc, 1, "allocating 2 x %zu bytes of %s memory%s: %s", total,
+             collprof_memtype_name(c->memtype), c->core ? " (--alloc)" : "",
+             c->core ? "out of memory" : c->be->last_error(c->ctx));
         return;
     }
-    setup_host_copies(c);
     int me = c->grank;
     c->args = (collprof_args_t){.op = cell->op,
                                 .dtype = cell->dtype,
@@ -269,8 +371,6 @@ static void setup_buffers(cell_run_t *c)
                                 .root = cell->root,
                                 .in_place = cell->in_place,
                                 .memtype = c->memtype,
-                                .sendbuf = cell->in_place ? c->recvbuf : c->sendbuf,
-                                .recvbuf = c->recvbuf,
                                 .count = cell->count,
                                 .sendcounts = c->a2av.sendcounts,
                                 .sdispls = c->a2av.sdispls,
@@ -278,6 +378,8 @@ static void setup_buffers(cell_run_t *c)
                                 .rdispls = c->a2av.rdispls,
                                 .peer_send = cell->sweep ? cell->peer : (me + 1) % c->gn,
                                 .peer_recv = cell->sweep ? cell->peer : (me - 1 + c->gn) % c->gn};
+    set_slot(c, 0);
+    setup_host_copies(c);
     c->barrier = c->args;
     c->barrier.op = COLLPROF_OP_BARRIER;
 }
@@ -293,7 +395,15 @@ static int sync_ranks(cell_run_t *c, int i)
                                                                 : c->oob->barrier();
 }
 
-/* Iteration i of the host-timed loop: barrier, faults, the timed operation. */
+/* One operation, on the slot its turn gives it. */
+static int run_op(cell_run_t *c)
+{
+    set_slot(c, cp_rotate_slot(c->ops++, c->slots));
+    return c->be->run(c->ctx, &c->args);
+}
+
+/* Iteration i of the host-timed loop: barrier, faults, the timed operation (or, for a timed
+ * iteration under --sync batch:N, N operations back to back: one sample, their mean). */
 static int run_one(cell_run_t *c, int i, long slow_us, int hang)
 {
     const cp_cell_t *cell = c->cell;
@@ -310,16 +420,20 @@ static int run_one(cell_run_t *c, int i, long slow_us, int hang)
             cp_fault_hang_now(me);
         }
     }
-    cp_wd_beat(CP_WD_OP, idx, i, cell->warmup, c->tmo);
+    int ops = i >= cell->warmup ? c->batch : 1;
+    cp_wd_beat(CP_WD_OP, idx, i, cell->warmup, c->tmo * ops);
     double t0 = cp_now_us();
-    rc = c->be->run(c->ctx, &c->args);
-    if (slow_us > 0) {
-        cp_fault_spin(slow_us);
+    rc = COLLPROF_OK;
+    for (int k = 0; k < ops && rc == COLLPROF_OK; k++) {
+        rc = run_op(c);
+        if (slow_us > 0) {
+            cp_fault_spin(slow_us);
+        }
     }
     double t1 = cp_now_us();
     cp_wd_beat(CP_WD_OP_DONE, idx, i, cell->warmup, c->tmo);
     if (i >= cell->warmup) {
-        c->mine[i - cell->warmup] = t1 - t0;
+        c->mine[i - cell->warmup] = cp_batch_per_op(t0, t1, ops);
     }
     return rc;
 }
@@ -344,7 +458,7 @@ static int run_overlapped(cell_run_t *c, int i, double *overall, double *compute
     cp_wd_beat(CP_WD_OP, c->r->index, i, cell->warmup, c->tmo);
     c->nb_last_us = 0;
     double t0 = cp_now_us();
-    rc = c->be->run(c->ctx, &c->args);
+    rc = run_op(c);
     double t1 = cp_now_us();
     cp_wd_beat(CP_WD_OP_DONE, c->r->index, i, cell->warmup, c->tmo);
     if (i >= cell->warmup) {
@@ -399,9 +513,14 @@ static void run_timed(cell_run_t *c)
     long slow_us = cp_fault_slow_us(me) + cp_fault_slow_repeat_us(c->r->repeat);
     int hang = cp_fault_hang(me, idx);
     c->x.rank = c->grank;
-    cp_coll_get(cell->op)->fill(&c->x, c->staged ? c->hsend : c->sendbuf,
-                                c->staged ? c->hrecv : c->recvbuf);
-    int rc = upload(c);
+    int rc = COLLPROF_OK;
+    for (int k = 0; k < c->slots && rc == COLLPROF_OK; k++) { /* every slot holds the input */
+        set_slot(c, k);
+        cp_coll_get(cell->op)->fill(&c->x, c->staged ? c->hsend : c->sendbuf,
+                                    c->staged ? c->hrecv : c->recvbuf);
+        rc = upload(c);
+    }
+    c->ops = 0;
     if (rc != COLLPROF_OK) {
         /* reported below as a run failure */
     } else if (cp_op_flags(cell->op) & COLLPROF_OPF_NONBLOCKING) {
@@ -432,6 +551,7 @@ static void run_check(cell_run_t *c)
         return;
     }
     cp_wd_beat(CP_WD_CHECK, c->r->index, -1, cell->warmup, c->tmo);
+    set_slot(c, cp_rotate_slot(c->ops - 1, c->slots)); /* the last timed operation's buffers */
     const cp_coll_t *coll = cp_coll_get(cell->op);
     void *fs = c->staged ? c->hsend : c->sendbuf, *fr = c->staged ? c->hrecv : c->recvbuf;
     memset(fr, 0xff, c->bytes);
@@ -485,6 +605,34 @@ static void merge_overlap(const cell_rec_t *recs, int n, cp_result_t *res)
         res->nb_compute_us += recs[q].nb_compute_us / n;
     }
     res->nb_overlap_pct = cp_overlap_pct(res->nb_overall_us, res->nb_compute_us, res->nb_comm_us);
+}
+
+/* The policy the cell applied, and the core's allocation on every rank (--alloc). */
+static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
+{
+    static int warned; /* the huge page fallback, said once per run */
+    int fellback = 0;
+    int slots, batch, core;
+    cp_sync_t sync;
+    policy_of(c->r->opt, c->be, c->memtype, &slots, &batch, &core, &sync);
+    snprintf(res->sync, sizeof(res->sync), "%s", cp_sync_name(sync));
+    res->batch = c->batch;
+    res->rotate = c->slots;
+    for (int q = 0; q < c->n && c->core; q++) {
+        fellback |= recs[q].fellback;
+        if (strcmp(recs[q].alloc, recs[0].alloc) != 0) {
+            snprintf(res->allocation, sizeof(res->allocation), "per rank");
+        } else if (q == 0) {
+            snprintf(res->allocation, sizeof(res->allocation), "%s", recs[0].alloc);
+        }
+    }
+    if (fellback && !warned && c->r->boot->rank == 0) {
+        warned = 1;
+        cp_log(CP_LOG_WARN,
+               "--alloc hugepages: no explicit huge pages (MAP_HUGETLB; see "
+               "/proc/sys/vm/nr_hugepages), transparent ones asked for instead: %s",
+               recs[0].alloc);
+    }
 }
 
 /* Status, #wrong and per-rank means from every rank's record. */
@@ -571,6 +719,7 @@ static void finish(cell_run_t *c, cp_result_t *res)
         snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
     } else {
         merge_records(c, recs, res);
+        merge_policy(c, recs, res);
         if (compute_figures(c, res) != 0) {
             res->status = COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
@@ -582,11 +731,16 @@ static void finish(cell_run_t *c, cp_result_t *res)
 /* Collective (mem_free on every rank that allocated, which is every rank). */
 static void release(cell_run_t *c)
 {
-    if (c->sendbuf != NULL && !c->kept) {
-        c->be->mem_free(c->actx, c->memtype, c->sendbuf);
-    }
-    if (c->recvbuf != NULL && !c->kept) {
-        c->be->mem_free(c->actx, c->memtype, c->recvbuf);
+    if (c->core && !c->kept) {
+        cp_policy_free(c->sbase, c->smap);
+        cp_policy_free(c->rbase, c->rmap);
+    } else if (!c->kept) {
+        if (c->sbase != NULL) {
+            c->be->mem_free(c->actx, c->memtype, c->sbase);
+        }
+        if (c->rbase != NULL) {
+            c->be->mem_free(c->actx, c->memtype, c->rbase);
+        }
     }
     if (c->hsend != NULL) {
         cp_free_pages(c->hsend, c->bytes);
@@ -596,6 +750,21 @@ static void release(cell_run_t *c)
     }
     free(c->mine);
     cp_a2av_free(&c->a2av);
+}
+
+/* What setup_buffers did, for --verbose. */
+static void log_buffers(const cell_run_t *c)
+{
+    char copies[48] = "";
+    if (c->slots > 1) {
+        snprintf(copies, sizeof(copies), ", %d copies a page apart", c->slots);
+    }
+    cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes %s and touched (%s%s%s)", c->p->name,
+           c->cell->variant, collprof_op_name(c->cell->op),
+           c->cell->in_place ? "one in-place" : "send and receive", c->bytes,
+           c->kept == 2 ? "kept from the first repeat" : "allocated",
+           collprof_memtype_name(c->memtype), copies,
+           c->staged ? ", filled and checked through host copies" : "");
 }
 
 /* A cell decided before it runs (at plan time, or its backend is not up). */
@@ -661,19 +830,16 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                       .peer = cell->peer};
     uint64_t largest = cell->count * collprof_dtype_size(cell->dtype) * (uint64_t)(c.n > 1 ? 2 : 1);
     c.tmo = current_timeout = cp_cell_timeout(r->opt, largest);
-    cp_wd_beat(CP_WD_SETUP, r->index, -1, cell->warmup, c.tmo);
+    /* set-up touches and fills every copy of the buffers (--rotate-buffers) */
+    cp_wd_beat(CP_WD_SETUP, r->index, -1, cell->warmup,
+               c.tmo * (r->opt->rotate > 1 ? r->opt->rotate : 1));
 
     /* every collective slot is called on every rank or on none: agree first */
     setup_traffic(&c);
     if (agreed(&c, res) == 0) {
         setup_buffers(&c);
         if (agreed(&c, res) == 0) {
-            cp_log(CP_LOG_INFO, "%s/%s %s: %s buffers of %zu bytes %s and touched (%s%s)",
-                   c.p->name, cell->variant, collprof_op_name(cell->op),
-                   cell->in_place ? "one in-place" : "send and receive", c.bytes,
-                   c.kept == 2 ? "kept from the first repeat" : "allocated",
-                   collprof_memtype_name(c.memtype),
-                   c.staged ? ", filled and checked through host copies" : "");
+            log_buffers(&c);
             cp_log(CP_LOG_DEBUG, "%s/%s %s: %d warm-up and %d timed iterations", c.p->name,
                    cell->variant, collprof_op_name(cell->op), cell->warmup, c.iters);
             run_timed(&c);
@@ -700,6 +866,12 @@ void cp_result_free(cp_result_t *res)
 
 void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k)
 {
+    if (k->core) {
+        cp_policy_free(k->sendbuf, k->smap);
+        cp_policy_free(k->recvbuf, k->rmap);
+        memset(k, 0, sizeof(*k));
+        return;
+    }
     if (k->sendbuf != NULL) {
         p->be->mem_free(k->ctx, memtype, k->sendbuf);
     }
@@ -768,4 +940,10 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     if (cp_op_flags(cell->op) & COLLPROF_OPF_NONBLOCKING) { /* host timed on every backend */
         snprintf(row->timer, sizeof(row->timer), "%s", CP_PROV_HOST_TIMER);
     }
+    if (res->allocation[0]) { /* the core allocated (--alloc): not what the backend says */
+        snprintf(row->allocation, sizeof(row->allocation), "%s", res->allocation);
+    }
+    snprintf(row->sync, sizeof(row->sync), "%s", res->sync);
+    row->batch = res->batch;
+    row->rotate = res->rotate;
 }

@@ -45,6 +45,11 @@ typedef struct cp_result {
     /** what the cell was measured with (borrowed from its plugin); NULL for a cell decided
      *  before it ran, or when the provenance could not be gathered */
     const struct cp_prov *prov;
+    /* the policy the cell was measured with (core/policy.h): what was really applied */
+    char sync[16];       /**< barrier, none or batch; "" for a cell that never ran */
+    int batch;           /**< operations per sample */
+    int rotate;          /**< buffer slots the operations cycled through */
+    char allocation[64]; /**< the core's allocation (--alloc), "" where the backend's */
 } cp_result_t;
 
 /* The out-of-band channel the runner agrees and gathers over: the host
@@ -63,7 +68,10 @@ extern const cp_oob_t cp_oob_pmix;
 typedef struct cp_kept_bufs {
     void *ctx; /**< the context that allocates them: the backend's own (or its group's) */
     void *sendbuf, *recvbuf;
-    int have; /**< allocated */
+    int have;          /**< allocated */
+    int core;          /**< by the core (--alloc mmap|hugepages), not the backend */
+    size_t smap, rmap; /**< core: the mapping lengths */
+    char used[64];     /**< core: the allocation that was made */
 } cp_kept_bufs_t;
 
 typedef struct cp_runner {
@@ -96,6 +104,14 @@ void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k);
 /** The schema row of a finished cell (index = its position in the plan). */
 void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
                    int index, collprof_result_row_t *row);
+
+/**
+ * The policy columns (sync, batch, rotate) a cell of backend be on memtype gets under o, and
+ * where the core allocates (--alloc mmap|hugepages) the allocation a probe gets on this rank
+ * now (the cells record their own): for the summary's header before any cell ran.
+ */
+void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memtype,
+                   collprof_result_row_t *row);
 
 /** Outcome of an agreement. */
 typedef enum cp_agree_result {

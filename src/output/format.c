@@ -81,8 +81,15 @@ static const char *or_unknown(const char *s)
 
 void cp_format_provenance(const collprof_result_row_t *r, char *buf, size_t len)
 {
-    snprintf(buf, len, "  measured: %s memory: timer %s; buffers %s; device %s", r->memory,
-             or_unknown(r->timer), or_unknown(r->allocation), or_unknown(r->device));
+    int n = snprintf(buf, len, "  measured: %s memory: timer %s; buffers %s; device %s", r->memory,
+                     or_unknown(r->timer), or_unknown(r->allocation), or_unknown(r->device));
+    if (r->sync[0] && n >= 0 && (size_t)n < len) { /* the policy, from schema 1.5 */
+        char batch[32] = "";
+        if (r->batch > 1) {
+            snprintf(batch, sizeof(batch), ":%d (time / %d)", r->batch, r->batch);
+        }
+        snprintf(buf + n, len - (size_t)n, "; sync %s%s; rotation %d", r->sync, batch, r->rotate);
+    }
 }
 
 void cp_format_tensor_header(const collprof_result_row_t *r, char *buf, size_t len)

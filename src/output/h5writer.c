@@ -163,8 +163,10 @@ static int write_environment(hid_t file)
 static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
 {
     const cp_boot_t *b = ri->boot;
-    char iso[64], version[32], cmd[8192] = "";
+    char iso[64], version[32], cmd[8192] = "", timing[256];
     cp_utc_iso(iso, sizeof(iso));
+    cp_policy_describe(ri->opt->sync, ri->opt->batch, ri->opt->alloc, ri->opt->rotate, timing,
+                       sizeof(timing));
     snprintf(version, sizeof(version), "%d.%d", COLLPROF_SCHEMA_VERSION_MAJOR,
              COLLPROF_SCHEMA_VERSION_MINOR);
     for (int i = 0; i < ri->argc; i++) {
@@ -184,9 +186,7 @@ static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
         .launcher = b->launcher,
         .pmix_version = b->pmix_version,
         .tag = ri->opt->tag,
-        .timing = ri->opt->sync_barrier ? "barrier before each iteration; "
-                                          "per-iteration max over ranks"
-                                        : "back to back; per-iteration max over ranks",
+        .timing = timing,
         .check = ri->opt->check ? "exact" : "disabled",
         .link_gbps = ri->opt->link_gbps, /* --link-gbps, 0 = not given */
         .status = "incomplete",

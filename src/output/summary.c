@@ -356,7 +356,7 @@ static void print_job(FILE *f, const cp_run_info_t *ri)
 }
 
 /* What a backend's cells are measured with, per memory kind, as the file's rows say it. */
-static void print_provenance(FILE *f, const cp_plugin_t *p)
+static void print_provenance(FILE *f, const cp_options_t *opt, const cp_plugin_t *p)
 {
     for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
         if (p->prov[m] == NULL) {
@@ -367,6 +367,7 @@ static void print_provenance(FILE *f, const cp_plugin_t *p)
         memset(&row, 0, sizeof(row));
         snprintf(row.memory, sizeof(row.memory), "%s", collprof_memtype_name(m));
         cp_prov_row(p->prov[m], &row);
+        cp_policy_row(opt, p->be, m, &row);
         cp_format_provenance(&row, line, sizeof(line));
         fprintf(f, "%s\n", line);
     }
@@ -392,7 +393,7 @@ static void print_backends(FILE *f, const cp_run_info_t *ri)
         if (eff[0] != '\0') {
             fprintf(f, "  options:  %s\n", eff);
         }
-        print_provenance(f, p);
+        print_provenance(f, ri->opt, p);
     }
     if (ri->opt->link_gbps > 0) {
         fprintf(f, "link:       %g Gbit/s (--link-gbps; used where a backend reports none)\n",
@@ -428,9 +429,21 @@ static void print_repeats(FILE *f, const cp_options_t *o)
 
 static void print_method(FILE *f, const cp_run_info_t *ri)
 {
-    fprintf(f, "timing:     per cell: warm-up, then timed iterations; %s;\n",
-            ri->opt->sync_barrier ? "a barrier (not timed) before each iteration"
-                                  : "iterations back to back (skew included)");
+    const cp_options_t *o = ri->opt;
+    if (o->sync == CP_SYNC_BATCH) {
+        fprintf(f,
+                "timing:     per cell: warm-up, then timed samples (--sync batch:%d): a barrier\n"
+                "            (not timed), then %d operations back to back timed together; a\n"
+                "            sample is their time / %d (as nccl-tests' -n %d);\n",
+                o->batch, o->batch, o->batch, o->batch);
+    } else {
+        fprintf(f,
+                "timing:     per cell: warm-up, then timed iterations (--sync %s);\n"
+                "            %s;\n",
+                cp_sync_name(o->sync),
+                o->sync_barrier ? "a barrier (not timed) before each iteration"
+                                : "iterations back to back (skew included)");
+    }
     fprintf(f,
             "            each rank times each iteration with the timer its backend's 'measured'\n"
             "            line names (CLOCK_MONOTONIC around each blocking call, or the backend's\n"
@@ -448,9 +461,21 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
             "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
             ri->boot->hostnames[0]);
     }
-    fprintf(f, "buffers:    allocated by the backend as its 'measured' line says, pages touched\n"
-               "            before timing, the same buffers every iteration (no cache rotation);\n"
-               "            device memory is filled and checked through host copies\n");
+    fprintf(
+        f,
+        "buffers:    %s,\n            as its 'measured' line says; pages touched before timing;\n",
+        o->alloc == CP_ALLOC_MALLOC ? "allocated by the backend (--alloc malloc)"
+        : o->alloc == CP_ALLOC_MMAP ? "host ones mmap'ed by collprof (--alloc mmap)"
+                                    : "host ones from huge pages (--alloc hugepages)");
+    if (o->rotate > 1) {
+        fprintf(f,
+                "            --rotate-buffers %d: operation k uses copy k mod %d of the buffers,\n"
+                "            a page apart, the check the last timed operation's copy;\n",
+                o->rotate, o->rotate);
+    } else {
+        fprintf(f, "            the same buffers every iteration (no cache rotation);\n");
+    }
+    fprintf(f, "            device memory is filled and checked through host copies\n");
     print_repeats(f, ri->opt);
     fprintf(
         f, "check:      %s\n",
@@ -478,8 +503,14 @@ static void print_header(cp_summary_t *s)
 
     printf("# collprof %s: %d ranks on %d node(s), launcher %s\n", PACKAGE_VERSION, b->nranks,
            b->nnodes, b->launcher);
-    printf("# time = mean over iterations of the max over ranks; %s\n",
-           ri->opt->sync_barrier ? "barrier before each iteration" : "back to back");
+    char batch[16] = "";
+    if (ri->opt->sync == CP_SYNC_BATCH) {
+        snprintf(batch, sizeof(batch), ":%d", ri->opt->batch);
+    }
+    printf("# time = mean over %s of the max over ranks; --sync %s%s --alloc %s "
+           "--rotate-buffers %d\n",
+           ri->opt->sync == CP_SYNC_BATCH ? "samples (a batch / its size)" : "iterations",
+           cp_sync_name(ri->opt->sync), batch, cp_alloc_name(ri->opt->alloc), ri->opt->rotate);
     if (!ri->opt->link_sweep) {
         cp_format_table_header(stdout);
     }

@@ -253,6 +253,36 @@ static void check_nonblocking_1_5(void)
     }
 }
 
+/* 1.5: self allreduce and alltoall, --sync batch:4 --alloc mmap --rotate-buffers 3, -n 4 */
+static void check_policy_1_5(void)
+{
+    cp_report_file_t *f = open_sample("1.5-policy");
+    if (f == NULL) {
+        return;
+    }
+    int good = f->nrows == 2;
+    for (size_t i = 0; good && i < f->nrows; i++) {
+        const collprof_result_row_t *r = &f->rows[i];
+        good = !strcmp(r->sync, "batch") && r->batch == 4 && r->rotate == 3 &&
+               !strncmp(r->allocation, "mmap anonymous", 14) && !strcmp(r->status, "ok") &&
+               r->wrong == 0 && r->iterations == 4;
+    }
+    ok(good, "1.5: every cell records sync batch, 4 operations per sample, 3 slots, mmap (%s)",
+       f->nrows > 0 ? f->rows[0].allocation : "no rows");
+    ok(f->root.timing != NULL && strstr(f->root.timing, "batch of 4") != NULL &&
+           strstr(f->root.timing, "host buffers: mmap") != NULL &&
+           strstr(f->root.timing, "rotation: 3 slots") != NULL,
+       "1.5: the timing attribute states the policy (%s)", f->root.timing);
+    cp_report_close(f);
+    f = open_sample("1.4");
+    if (f != NULL) {
+        ok(f->nrows > 0 && f->rows[0].sync[0] == '\0' && f->rows[0].batch == 0 &&
+               f->rows[0].rotate == 0,
+           "1.4: no policy columns: read as empty and 0");
+        cp_report_close(f);
+    }
+}
+
 int main(void)
 {
     make_hostile_files();
@@ -313,6 +343,7 @@ int main(void)
     }
     check_repeats_1_4();
     check_nonblocking_1_5();
+    check_policy_1_5();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,

@@ -118,6 +118,40 @@ static void run_cases(cp_runner_t *r, const cp_imbalance_t *imb)
     cp_result_free(&res);
 }
 
+/* Every operation, out of and in place, under one policy: exact checks pass on the rotated
+ * buffers and each cell records what it applied. */
+static void policy_case(cp_runner_t *r, cp_options_t *opt, const cp_imbalance_t *imb,
+                        cp_sync_t sync, int batch, cp_alloc_t alloc, int rotate)
+{
+    cp_options_t keep = *opt;
+    opt->sync = sync;
+    opt->sync_barrier = sync != CP_SYNC_NONE;
+    opt->batch = batch;
+    opt->alloc = alloc;
+    opt->rotate = rotate;
+    int good = 1;
+    char why[200] = "";
+    for (int op = 0; op < COLLPROF_OP_COUNT && good; op++) {
+        for (int ip = 0; ip < 2 && good; ip++) {
+            cp_cell_t c = make_cell((collprof_op_t)op, ip, "default");
+            c.imb = (cp_op_flags(c.op) & COLLPROF_OPF_VARIABLE) ? &imb[0] : NULL;
+            cp_result_t res;
+            cp_run_cell(r, &c, &res);
+            good = res.status == COLLPROF_CELL_OK && res.wrong == 0 &&
+                   !strcmp(res.sync, cp_sync_name(sync)) && res.batch == batch &&
+                   res.rotate == rotate && !strncmp(res.allocation, "mmap", 4);
+            snprintf(why, sizeof(why), "%s %s: %s, #wrong %llu, %s/%d/%d, %.60s",
+                     collprof_op_name(op), ip ? "in" : "out", collprof_cell_status_name(res.status),
+                     (unsigned long long)res.wrong, res.sync, res.batch, res.rotate,
+                     res.reason[0] ? res.reason : res.allocation);
+            cp_result_free(&res);
+        }
+    }
+    record(good, "--sync %s:%d --alloc %s --rotate-buffers %d: every op exact and recorded (%s)",
+           cp_sync_name(sync), batch, cp_alloc_name(alloc), rotate, why);
+    *opt = keep;
+}
+
 /* a device backend whose ranks sit on different GPUs, timed by its run_batch */
 static int fake_describe(void *ctx, int memtype, collprof_provenance_t *out)
 {
@@ -245,6 +279,8 @@ static int rank_main(const collprof_backend_t *be)
     cp_imbalance_parse("uniform", &imb[0], err, sizeof(err));
     cp_imbalance_parse("moe:1:4", &imb[1], err, sizeof(err));
     run_cases(&k.r, imb);
+    policy_case(&k.r, &k.opt, imb, CP_SYNC_BATCH, 3, CP_ALLOC_MMAP, 4);
+    policy_case(&k.r, &k.opt, imb, CP_SYNC_NONE, 1, CP_ALLOC_HUGEPAGES, 2);
     prov_cases(&k.r, &p);
     repeat_cases(&k.r, &p, &host);
     cp_imbalance_free(&imb[0]);
