@@ -1075,7 +1075,7 @@ static int finish_specs(cli_state_t *st, char *err, size_t errlen)
 }
 
 /*
- * err = why, naming option o as the user spelled it (--counts, or -b): a
+ * err = why, naming option o as the user spelled it (--counts, or -b (--minbytes)): a
  * reason that starts with another name of it ("counts:", "-f:") gets this
  * one instead, any other gets it in front.
  */
@@ -1085,13 +1085,13 @@ static void name_option(const char *spelled, const cli_opt_t *o, const char *why
     static const char *labels[] = {"counts", "bytes",     "iters",       "warmup",
                                    "root",   "backends",  "variants",    "operation",
                                    "dtype",  "reduction", "memory type", NULL};
-    char name[64];
+    char name[96];
     if (o->short_name != 0 && strncmp(spelled, "--", 2) != 0) {
-        snprintf(name, sizeof(name), "-%c", o->short_name);
+        snprintf(name, sizeof(name), "-%c (--%s)", o->short_name, o->name);
     } else {
         snprintf(name, sizeof(name), "--%s", o->name);
     }
-    size_t nl = strlen(name);
+    size_t nl = strcspn(name, " ");
     if (!strncmp(why, name, nl) && (why[nl] == ':' || why[nl] == ' ' || why[nl] == '\0')) {
         snprintf(err, errlen, "%s", why);
         return;
