@@ -50,7 +50,7 @@ cp "$base" "$H/copy.h5"
 
 # special files and hostile names, for both programs
 mkfifo "$W/fifo" "$W/fifo.h5"
-mkdir "$W/dir.h5" "$W/dir.matrix"
+mkdir "$W/dir.h5" "$W/dir.matrix" "$W/host"
 ln -s "$W/loop" "$W/loop"
 ln -s /dev/zero "$W/zero.h5"
 ln -s "$W/fifo" "$W/link-to-fifo.h5"
