@@ -143,10 +143,14 @@ static void guard(int argc, char **argv)
     lower_limit(RLIMIT_AS, CP_REPORT_AS_BASE + CP_REPORT_AS_PER_IN * in);
     lower_limit(RLIMIT_CPU, CP_REPORT_CPU_BASE + CP_REPORT_CPU_PER_MB * in / 1e6);
     static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXCPU, SIGABRT};
+    /* a stack overflow (deep recursion on a hostile file) needs a stack of its own */
+    static char alt[64 * 1024];
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof(alt), .ss_flags = 0};
+    sigaltstack(&ss, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_fatal;
-    sa.sa_flags = SA_RESETHAND;
+    sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         sigaction(sigs[i], &sa, NULL);
