@@ -27,6 +27,7 @@ base=
 rc=0
 (cd "$W" && timeout -k 5 60 "$COLLPROF_BIN" --np 2 --backends self --ops allreduce,alltoall \
     --counts 1K,4K -n 3 -w 1 </dev/null >"$W/run.out" 2>&1) || rc=$?
+# shellcheck disable=SC2012 # our own file names
 base=$(ls "$W"/collprof_*.h5 2>/dev/null | head -n 1)
 if [ -n "$base" ]; then
     mv "$base" "$W/base.h5"
@@ -123,7 +124,7 @@ hostile_bytes() {
 }
 
 run_case() { # LINE-NO TOOL ENV EXIT REGEXP ARGS
-    local no=$1 tool=$2 envs=$3 want=$4 re=$5 args=$6 prog host= lines bad why=
+    local no=$1 tool=$2 envs=$3 want=$4 re=$5 args=$6 prog host='' lines bad why=
     local -a argv=() envv=()
     local a
     [ "$tool" = cp ] && argv=(--backends self --ops allreduce --counts 1K -n 1 -w 0)
@@ -162,6 +163,7 @@ run_case() { # LINE-NO TOOL ENV EXIT REGEXP ARGS
     fi
     rc=0
     if [ -n "$host" ]; then
+        # shellcheck disable=SC2016 # the inner shell expands them
         (cd "$OUT" && timeout -k 5 20 unshare -u sh -c 'printf %s "$1" >/proc/sys/kernel/hostname && shift && exec "$@"' sh \
             "$host" env "${envv[@]}" "$prog" "${argv[@]}") </dev/null >"$WORK/case.out" 2>"$WORK/case.err" || rc=$?
     else
