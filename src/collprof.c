@@ -311,11 +311,12 @@ static int list_backends(const cp_options_t *opt)
     }
     int rc = EXIT_OK;
     if (full && (n != 1 || plugins[0].be == NULL)) {
-        char avail[1024];
+        char avail[1024], msg[2048];
         cp_plugins_available(avail, sizeof(avail));
-        fprintf(stderr, "collprof: error: --help-backend: no backend '%s' loads (%s; found: %s)\n",
-                opt->help_backend, n == 1 ? plugins[0].error : "not found",
-                avail[0] ? avail : "none");
+        snprintf(msg, sizeof(msg), "--help-backend: no backend '%s' loads (%s; found: %s)",
+                 opt->help_backend, n == 1 ? plugins[0].error : "not found",
+                 avail[0] ? avail : "none");
+        cp_error_line("collprof", msg);
         rc = EXIT_USAGE;
     } else {
         print_list(plugins, n, full);
@@ -488,6 +489,7 @@ static int rank_prepare(rank_run_t *rr)
     char err[2048] = "";
     int status = 0;
     cp_boot_t *b = &rr->boot;
+    cp_log_hold(1); /* warnings wait: a refused input gives its error line alone */
     if (!strcmp(b->launcher, "none") && !rr->opt->list) {
         cp_log(CP_LOG_WARN, "no PMIx launcher found: running as a single rank (use --np N, "
                             "mpirun or srun --mpi=pmix for more)");
@@ -533,11 +535,13 @@ static int rank_prepare(rank_run_t *rr)
     }
     cp_agreement_t a;
     if (cp_agree(b->nranks, status, err, &a) != CP_AGREE_OK) {
+        cp_log_hold_drop();
         if (b->rank == 0) {
-            fprintf(stderr, "collprof: error: %s\n", a.msg);
+            cp_error_line("collprof", a.msg);
         }
         return a.result == CP_AGREE_FAILED && status != EXIT_FAILED ? EXIT_USAGE : EXIT_FAILED;
     }
+    cp_log_hold(0);
     if (b->rank == 0) {
         report_unusable(rr->plugins, rr->nplugins, rr->opt);
     }
@@ -618,7 +622,7 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
     cp_agreement_t a;
     if (cp_agree(b->nranks, out_ok ? 0 : COLLPROF_ERR_IO, err, &a) != CP_AGREE_OK) {
         if (b->rank == 0) {
-            fprintf(stderr, "collprof: error: %s\n", a.msg);
+            cp_error_line("collprof", a.msg);
         }
         return -1;
     }
@@ -799,8 +803,10 @@ static int run_sweep(rank_run_t *rr, int *stopped)
 static void close_outputs(rank_run_t *rr, int exit_status, int stopped)
 {
     if (stopped && rr->boot.rank == 0) {
-        fprintf(stderr, "collprof: error: stopped after %d of %d cells: %s\n", g_run.done,
-                rr->plan.ncells, rr->sum != NULL ? cp_summary_error(rr->sum) : "?");
+        char msg[2048];
+        snprintf(msg, sizeof(msg), "stopped after %d of %d cells: %s", g_run.done, rr->plan.ncells,
+                 rr->sum != NULL ? cp_summary_error(rr->sum) : "?");
+        cp_error_line("collprof", msg);
     }
     cp_wd_lock();
     if (rr->sum != NULL) {
@@ -874,7 +880,7 @@ int main(int argc, char **argv)
 
     if (cp_cli_parse(argc, argv, &opt, err, sizeof(err)) != 0) {
         if (env_rank() <= 0) {
-            fprintf(stderr, "collprof: error: %s\n", err);
+            cp_error_line("collprof", err);
         }
         return EXIT_USAGE;
     }
@@ -891,7 +897,7 @@ int main(int argc, char **argv)
         rc = list_backends(&opt);
     } else if (cp_slurm_check_launch(err, sizeof(err)) != 0) {
         if (env_rank() <= 0) {
-            fprintf(stderr, "collprof: error: %s\n", err);
+            cp_error_line("collprof", err);
         }
         rc = EXIT_USAGE;
     } else if (opt.np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL && !cp_boot_have_pmix_env()) {

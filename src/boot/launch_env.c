@@ -342,7 +342,9 @@ int cp_launch_tmp_dir(char *dir, size_t size)
         base = "/tmp";
     }
     if (cp_launch_private_dir(base, dir, size) != 0) {
-        cp_log(CP_LOG_ERROR, "cannot create a private directory in %s: %s", base, strerror(errno));
+        cp_log(CP_LOG_ERROR, "cannot create a private directory in %s (%s): %s", base,
+               base[0] == '/' && strcmp(base, "/tmp") == 0 ? "the default" : "TMPDIR",
+               strerror(errno));
         return -1;
     }
     return 0;

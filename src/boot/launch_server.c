@@ -16,6 +16,7 @@
 #include <pmix.h>
 #include <pmix_server.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +25,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+
+/* Longest host name libpmix's node regex takes safely (see build_job_info). */
+#define CP_PMIX_MAP_HOST_MAX 48
 
 /* Longest abort message passed on. */
 #define ABORT_MSG_MAX 1024
@@ -133,7 +137,19 @@ static int build_job_info(const char *nspace, int np, const char *host, pmix_dat
     if (peers == NULL) {
         goto free_list;
     }
-    pmix_status_t rc = PMIx_generate_regex(host, &regex);
+    /* libpmix 4.2.2's node regex overflows a stack buffer on host names of 57
+     * characters and more (a long FQDN, a container's name), and refuses
+     * some characters (the kernel takes any): every rank is on this one node,
+     * so the map names it by the name's first characters, others as '-'; the
+     * ranks still get the whole name (PMIX_HOSTNAME) */
+    char mapname[CP_PMIX_MAP_HOST_MAX + 1];
+    snprintf(mapname, sizeof(mapname), "%s", host);
+    for (char *p = mapname; *p != '\0'; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_') {
+            *p = '-';
+        }
+    }
+    pmix_status_t rc = PMIx_generate_regex(mapname, &regex);
     if (rc == PMIX_SUCCESS) {
         rc = PMIx_generate_ppn(peers, &ppn);
     }

@@ -569,7 +569,8 @@ static int h_more(cli_state_t *st, const cli_opt_t *o, const char *arg, char *wh
 static int h_string(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     if (arg[0] == '\0' || strlen(arg) >= o->cap) {
-        snprintf(why, len, "%s: value is empty or too long", st->spelled);
+        (void)st;
+        snprintf(why, len, "the value is empty or too long");
         return -1;
     }
     snprintf((char *)st->opt + o->off, o->cap, "%s", arg);
@@ -690,11 +691,18 @@ static int h_alloc(cli_state_t *st, const cli_opt_t *o, const char *arg, char *w
 /* --split node,cross (or none) */
 static int h_split(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
-    char buf[256], *save = NULL;
+    char buf[256], *tok[8];
     (void)o;
     snprintf(buf, sizeof(buf), "%s", arg);
     st->opt->split = 0;
-    for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+    int n = strlen(arg) < sizeof(buf) ? cp_split_list(buf, tok, 8) : -1;
+    if (n < 0) {
+        snprintf(why, len, "--split: '%s' is not a comma-separated list of node, cross or none",
+                 arg);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *t = tok[i];
         if (!strcmp(t, "none")) {
             continue;
         }
@@ -731,6 +739,12 @@ static int h_backend_opt(cli_state_t *st, const cli_opt_t *o, const char *arg, c
     if (strchr(arg, '=') == NULL || arg[0] == '=' || strlen(arg) >= 256 ||
         opt->nbackend_opts >= 32) {
         snprintf(why, len, "-B: '%s' is not KEY=VALUE (at most 32, 255 chars)", arg);
+        return -1;
+    }
+    char clean[1024];
+    cp_text_sanitize(arg, clean, sizeof(clean));
+    if (strcmp(clean, arg) != 0) {
+        snprintf(why, len, "-B: control characters or invalid UTF-8 in '%s'", clean);
         return -1;
     }
     snprintf(opt->backend_opts[opt->nbackend_opts++], 256, "%s", arg);
@@ -1133,6 +1147,37 @@ static int finish_specs(cli_state_t *st, char *err, size_t errlen)
     return 0;
 }
 
+/*
+ * err = why, naming option o as the user spelled it (--counts, or -b (--minbytes)): a
+ * reason that starts with another name of it ("counts:", "-f:") gets this
+ * one instead, any other gets it in front.
+ */
+static void name_option(const char *spelled, const cli_opt_t *o, const char *why, char *err,
+                        size_t errlen)
+{
+    static const char *labels[] = {"counts", "bytes",     "iters",       "warmup",
+                                   "root",   "backends",  "variants",    "operation",
+                                   "dtype",  "reduction", "memory type", NULL};
+    char name[96];
+    if (o->short_name != 0 && strncmp(spelled, "--", 2) != 0) {
+        snprintf(name, sizeof(name), "-%c (--%s)", o->short_name, o->name);
+    } else {
+        snprintf(name, sizeof(name), "--%s", o->name);
+    }
+    size_t nl = strcspn(name, " ");
+    if (!strncmp(why, name, nl) && (why[nl] == ':' || why[nl] == ' ' || why[nl] == '\0')) {
+        snprintf(err, errlen, "%s", why);
+        return;
+    }
+    const char *colon = strstr(why, ": ");
+    size_t ll = colon ? (size_t)(colon - why) : 0;
+    int relabel = colon != NULL && why[0] == '-' && memchr(why, ' ', ll) == NULL;
+    for (int i = 0; colon != NULL && labels[i] != NULL; i++) {
+        relabel |= ll == strlen(labels[i]) && !strncmp(why, labels[i], ll);
+    }
+    snprintf(err, errlen, "%s: %s", name, relabel ? colon + 2 : why);
+}
+
 int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t errlen)
 {
     struct option longs[N_CLI_OPTS + 1];
@@ -1156,6 +1201,9 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
         const cli_opt_t *o = find_opt(c);
         st.spelled = argv[optind - 1];
+        if (optarg != NULL && optarg == argv[optind - 1] && optind >= 2) {
+            st.spelled = argv[optind - 2]; /* "--opt VALUE": the option is the word before */
+        }
         if (c == ':') {
             snprintf(err, errlen, "option '%s' needs a value", st.spelled);
             goto fail;
@@ -1171,7 +1219,7 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
             continue;
         }
         if (o->handle(&st, o, optarg, why, sizeof(why)) != 0) {
-            snprintf(err, errlen, "%s", why);
+            name_option(st.spelled, o, why, err, errlen);
             goto fail;
         }
     }
@@ -1180,6 +1228,10 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
         goto fail;
     }
     if (check_repeats(opt, err, errlen) != 0 || finish_specs(&st, err, errlen) != 0) {
+        goto fail;
+    }
+    if (opt->launch_mode == CP_LAUNCH_MPIRUN && opt->np == 0) {
+        snprintf(err, errlen, "--launcher says how --np starts its ranks: give --np N with it");
         goto fail;
     }
     return 0;

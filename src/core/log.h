@@ -22,6 +22,26 @@ void cp_vlog(int level, const char *prefix, const char *fmt, va_list ap)
 /** An error that every rank reaches identically: printed once, by rank 0. */
 void cp_error_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/**
+ * Copy in to out (NUL-terminated, truncated to outlen) so that it prints as
+ * one harmless line: control characters, DEL, bytes that are not UTF-8 and the
+ * bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069) become
+ * \xNN or \uNNNN.  For names and messages that come from users, files and
+ * libraries (HDF5, libfabric, MPI).  Returns out.
+ */
+char *cp_escape(const char *in, char *out, size_t outlen);
+
+/** "PROG: error: MSG" on stderr, MSG escaped (cp_escape): one line whatever MSG holds. */
+void cp_error_line(const char *prog, const char *msg);
+
+/**
+ * Hold warnings (1) until the input is known good, then print them (0); an
+ * error in between drops them (cp_log_hold_drop), so that a refused input
+ * gives its error line alone.
+ */
+void cp_log_hold(int on);
+void cp_log_hold_drop(void);
+
 /** Current verbosity (0 quiet, 1 --verbose, 2 -vv). */
 int cp_log_verbosity(void);
 

@@ -201,6 +201,11 @@ size_t cp_text_sanitize(const char *in, char *out, size_t len)
         if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7f))) {
             snprintf(esc, sizeof(esc), *s == '\n' ? "\\n" : *s == '\t' ? "\\t" : "\\x%02x", *s);
             n = 1;
+        } else if (n == 3 && s[0] == 0xe2 &&
+                   ((s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) ||
+                    (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9))) {
+            /* bidirectional overrides and isolates: they reorder what a terminal shows */
+            snprintf(esc, sizeof(esc), "\\u20%02x", ((s[1] & 1u) << 6) | (s[2] & 0x3fu));
         }
         size_t w = esc[0] ? strlen(esc) : n;
         if (o + w >= len) {

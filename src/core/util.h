@@ -71,7 +71,8 @@ FILE *cp_fopen_regular(const char *path, const char *what, char *err, size_t err
 
 /**
  * Copy in to out[len] as one line of valid UTF-8: control characters become
- * \n, \t or \xNN, and so do the bytes of invalid UTF-8; a cut at the end
+ * \n, \t or \xNN, and so do the bytes of invalid UTF-8; bidirectional overrides
+ * and isolates (U+202A..U+202E, U+2066..U+2069) become \uNNNN; a cut at the end
  * of out never splits a character or an escape.  Returns the length.
  */
 size_t cp_text_sanitize(const char *in, char *out, size_t len);

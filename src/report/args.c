@@ -17,17 +17,58 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void cp_report_error(const char *fmt, ...)
 {
     va_list ap;
+    char msg[2048], safe[4096];
     fflush(stdout); /* keep the error after what was already printed */
-    fputs("collprof-report: error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    /* names, paths and HDF5's messages: one line, no control or bidi characters */
+    cp_text_sanitize(msg, safe, sizeof(safe));
+    fprintf(stderr, "collprof-report: error: %s\n", safe);
+}
+
+/*
+ * The output file path, opened for writing without blocking on a FIFO: a
+ * FIFO, socket, directory or block device is refused (a character device
+ * such as /dev/null is fine).  NULL after the error line.
+ */
+static FILE *open_output(const char *path)
+{
+    struct stat st;
+    int fd = path[0] == '\0'
+                 ? (errno = ENOENT, -1)
+                 : open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENXIO) { /* a FIFO that nobody reads */
+        errno = EINVAL;
+    }
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))) {
+        close(fd);
+        fd = -1;
+        errno = EINVAL;
+    }
+    if (fd >= 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && out == NULL) {
+        close(fd);
+    }
+    if (out == NULL) {
+        cp_report_error("output '%s': %s", path,
+                        errno == EINVAL ? "not a regular file (a FIFO, socket or directory)"
+                                        : strerror(errno));
+        return NULL;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return out;
 }
 
 enum { ARG_END = -1, ARG_OPERAND = -2, ARG_ERROR = -3 };
@@ -416,9 +457,8 @@ int cp_report_run(const cp_report_cmd_t *c, void *ctx, int argc, char **argv)
 
 int cp_report_write(const char *path, void (*write)(FILE *out, const void *data), const void *data)
 {
-    FILE *out = path ? fopen(path, "w") : stdout;
+    FILE *out = path ? open_output(path) : stdout;
     if (out == NULL) {
-        cp_report_error("%s: %s", path, strerror(errno));
         return CP_REPORT_EXIT_BAD;
     }
     write(out, data);
@@ -426,7 +466,7 @@ int cp_report_write(const char *path, void (*write)(FILE *out, const void *data)
         int bad = ferror(out);
         bad |= fclose(out) != 0;
         if (bad) {
-            cp_report_error("%s: %s", path, strerror(errno));
+            cp_report_error("output '%s': %s", path, strerror(errno));
             return CP_REPORT_EXIT_BAD;
         }
     }

@@ -22,6 +22,7 @@
 #include <collprof/vocab.h>
 
 #include "core/stats.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -41,6 +42,8 @@
  * CP_REPORT_SLACK: a small hostile file cannot claim millions of rows and take gigabytes. */
 #define CP_REPORT_MAX_EXPANSION 1024.0
 #define CP_REPORT_SLACK         (4.0 * 1024 * 1024)
+/* and no dataset unpacks to more than 64 times the whole file (gzip of zeros reaches 1000:1) */
+#define CP_REPORT_FILE_EXPANSION 64.0
 
 /* ---- values, for generic code ---------------------------------------------- */
 
@@ -154,6 +157,10 @@ static int valid_text(const char *s, size_t max)
         }
         /* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
         if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+            return 0;
+        }
+        /* bidirectional overrides and isolates: they would reorder what a terminal shows */
+        if ((c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069)) {
             return 0;
         }
         p += more + 1;
@@ -348,17 +355,47 @@ static hid_t mem_type(hid_t ftype, const cp_h5_table_t *tab, char *err, size_t e
     return t;
 }
 
-/* Would elems elements of ft in d unpack to far more than the file stores of d? */
+/* The size of the file being read (cp_report_open): the most its tables may unpack to. */
+static double file_bytes;
+/* The line a crash while reading it prints (cp_report_crash_line) */
+static char crash_line[8300];
+
+const char *cp_report_crash_line(void)
+{
+    return crash_line;
+}
+
+/*
+ * Is d's data in this file, and would elems elements of ft unpack to no
+ * more than the file could hold?  A virtual dataset or one with external
+ * storage reads other files (a FIFO would hang, /dev/zero never ends); a
+ * dataset far larger than its storage, or than the whole file, is a
+ * decompression bomb.  0, or -1 with the reason in err.
+ */
 static int size_plausible(hid_t d, hid_t ft, hsize_t elems, const char *what, char *err,
                           size_t errlen)
 {
+    hid_t dcpl = H5Dget_create_plist(d);
+    H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+    int external = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
+    cp_h5_release(dcpl);
+    if (layout == H5D_LAYOUT_ERROR || external < 0) {
+        h5_fail(err, errlen, "cannot read the layout of %s", what);
+        return -1;
+    }
+    if (layout == H5D_VIRTUAL || external > 0) {
+        snprintf(err, errlen, "%s is a%s dataset: its data would come from other files", what,
+                 layout == H5D_VIRTUAL ? " virtual" : "n external");
+        return -1;
+    }
     double stored = (double)H5Dget_storage_size(d);
     double logical = (double)elems * (double)H5Tget_size(ft);
-    if (logical > stored * CP_REPORT_MAX_EXPANSION + CP_REPORT_SLACK) {
+    double most = file_bytes * CP_REPORT_FILE_EXPANSION + CP_REPORT_SLACK;
+    if (logical > stored * CP_REPORT_MAX_EXPANSION + CP_REPORT_SLACK || logical > most) {
         snprintf(err, errlen,
                  "corrupted: %s claims %llu elements (%.0f bytes) but the file stores %.0f bytes "
-                 "of it",
-                 what, (unsigned long long)elems, logical, stored);
+                 "of it (%.0f in all)",
+                 what, (unsigned long long)elems, logical, stored, file_bytes);
         return -1;
     }
     return 0;
@@ -957,6 +994,7 @@ static int probe(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "empty file (a run that died before writing anything?)");
         return -1;
     }
+    file_bytes = (double)st.st_size;
     htri_t is = H5Fis_hdf5(path);
     if (is == 0) {
         snprintf(err, errlen, "not an HDF5 file");
@@ -977,8 +1015,14 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
     if (probe(path, err, errlen) != 0) {
         return -1;
     }
+    char safe[8192]; /* the name as printed: no control or bidi characters */
+    cp_text_sanitize(path, safe, sizeof(safe));
+    snprintf(crash_line, sizeof(crash_line),
+             "collprof-report: error: %s: reading it crashed or ran out of its memory or time "
+             "limit (a damaged or hostile file)\n",
+             safe);
     cp_report_file_t *f = calloc(1, sizeof(*f));
-    if (f == NULL || (f->path = strdup(path)) == NULL) {
+    if (f == NULL || (f->path = strdup(safe)) == NULL) {
         free(f);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -997,6 +1041,7 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
         h5_fail(err, errlen, "cannot close the HDF5 file");
         rc = -1;
     }
+    crash_line[0] = '\0';
     if (rc != 0) {
         cp_report_close(f);
         return -1;

@@ -6,8 +6,30 @@
 
 #include "report/report.h"
 
+#include "report/reader.h"
+
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CP_REPORT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CP_REPORT_SANITIZED 1
+#endif
+#endif
+
+/* Limits on a hostile file: address space and CPU time, relative to the input's size. */
+#define CP_REPORT_AS_BASE    (1024.0 * 1024 * 1024) /* bytes */
+#define CP_REPORT_AS_PER_IN  64.0                   /* bytes of memory per byte of input */
+#define CP_REPORT_CPU_BASE   120.0                  /* seconds */
+#define CP_REPORT_CPU_PER_MB 1.0                    /* seconds per MB of input */
 
 static const struct {
     const char *name;
@@ -54,8 +76,94 @@ static void usage(FILE *f)
                "collprof-report(1).\n");
 }
 
+/* A crash, or a limit hit, while a file is read: its one error line, exit status 2. */
+static void on_fatal(int sig)
+{
+    const char *line = cp_report_crash_line();
+    static const char other[] = "collprof-report: error: crashed or ran out of its memory or "
+                                "time limit\n";
+    if (line[0] != '\0') {
+        ssize_t w = write(STDERR_FILENO, line, strlen(line));
+        (void)w;
+    } else {
+        ssize_t w = write(STDERR_FILENO, other, sizeof(other) - 1);
+        (void)w;
+    }
+    (void)sig;
+    _exit(CP_REPORT_EXIT_BAD);
+}
+
+/* Bytes of input named by the operands: regular files, and the files of directories. */
+static double input_bytes(int argc, char **argv)
+{
+    double sum = 0;
+    struct stat st;
+    for (int i = 1; i < argc; i++) {
+        if (stat(argv[i], &st) != 0) {
+            continue;
+        }
+        if (S_ISREG(st.st_mode)) {
+            sum += (double)st.st_size;
+            continue;
+        }
+        DIR *d = S_ISDIR(st.st_mode) ? opendir(argv[i]) : NULL;
+        struct dirent *e;
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            if (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+                sum += (double)st.st_size;
+            }
+        }
+        if (d != NULL) {
+            closedir(d);
+        }
+    }
+    return sum;
+}
+
+static void lower_limit(int res, double want)
+{
+    struct rlimit rl;
+    if (getrlimit(res, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || (double)rl.rlim_cur > want)) {
+        rl.rlim_cur = (rlim_t)want;
+        setrlimit(res, &rl);
+    }
+}
+
+/*
+ * A hostile file must not take the machine: memory and CPU time are capped
+ * relative to the input's size (far above what a real file needs), and a
+ * crash or a limit becomes one error line naming the file.  Not under
+ * AddressSanitizer, which reserves terabytes of address space and reports
+ * crashes itself.
+ */
+static void guard(int argc, char **argv)
+{
+#ifndef CP_REPORT_SANITIZED
+    double in = input_bytes(argc, argv);
+    lower_limit(RLIMIT_AS, CP_REPORT_AS_BASE + CP_REPORT_AS_PER_IN * in);
+    lower_limit(RLIMIT_CPU, CP_REPORT_CPU_BASE + CP_REPORT_CPU_PER_MB * in / 1e6);
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXCPU, SIGABRT};
+    /* a stack overflow (deep recursion on a hostile file) needs a stack of its own */
+    static char alt[64 * 1024];
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof(alt), .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_fatal;
+    sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        sigaction(sigs[i], &sa, NULL);
+    }
+#else
+    (void)argc;
+    (void)argv;
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    guard(argc, argv);
     int rc;
     if (argc < 2) {
         cp_report_error("no command given (see 'collprof-report --help')");

@@ -47,7 +47,7 @@ typedef struct cp_report_cell {
 } cp_report_cell_t;
 
 typedef struct cp_report_file {
-    char *path;
+    char *path; /* the name given, escaped for printing (cp_text_sanitize) */
     /** root attributes: strings "" when absent, numbers 0 (the reader owns the strings);
      *  schema_version_major/minor are also set from a file that has only the string */
     collprof_root_attrs_t root;
@@ -68,6 +68,13 @@ typedef struct cp_report_file {
  * reason in err (without the path) and *out untouched.
  */
 int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t errlen);
+
+/**
+ * While cp_report_open reads a file: the one error line (with its newline)
+ * that names it, for a signal handler to write(2) when reading crashes or
+ * hits a resource limit; "" otherwise.
+ */
+const char *cp_report_crash_line(void);
 void cp_report_close(cp_report_file_t *f);
 
 /** 1 when the row holds timings (status ok or wrong). */

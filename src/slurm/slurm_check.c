@@ -19,8 +19,30 @@ static long env_count(const char *name)
     return *end == '\0' ? n : -1;
 }
 
+/* The Slurm ids that name the output files: -1 with err when one is not an id. */
+static int check_ids(char *err, size_t len)
+{
+    static const char *vars[] = {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_ARRAY_TASK_ID", NULL};
+    static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+    for (int i = 0; vars[i] != NULL; i++) {
+        const char *v = getenv(vars[i]);
+        size_t n = v != NULL ? strlen(v) : 0;
+        if (v != NULL && (n == 0 || n > 32 || strspn(v, ok) != n)) {
+            snprintf(err, len,
+                     "%s='%.40s%s' is not a Slurm id (1 to 32 letters, digits, '_' or '-'): it "
+                     "would go into the output files' names",
+                     vars[i], v, n > 40 ? "..." : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int cp_slurm_check_launch(char *err, size_t len)
 {
+    if (check_ids(err, len) != 0) {
+        return -1;
+    }
     if (getenv("SLURM_JOB_ID") == NULL || getenv("SLURM_STEP_ID") == NULL ||
         getenv("COLLPROF_SELF_LAUNCHED") != NULL || cp_boot_have_pmix_env()) {
         return 0;

@@ -10,7 +10,10 @@
  * server (srun --mpi=none, --mpi=pmi2, or MpiDefault=none): every task would
  * otherwise run as a separate single-rank world.  Return 0 otherwise,
  * including outside Slurm, in a batch script, and in one-task steps.  Reads
- * the environment only; never blocks.
+ * the environment only; never blocks.  First, SLURM_JOB_ID, SLURM_STEP_ID and
+ * SLURM_ARRAY_TASK_ID, which go into the output files' names, must be Slurm
+ * ids (1 to 32 letters, digits, '_' or '-'; no '/', no control characters):
+ * -1 naming the variable otherwise.
  */
 int cp_slurm_check_launch(char *err, size_t len);
 

@@ -145,9 +145,38 @@ static void test_check(void)
        "a small buffer is filled, not overrun");
 }
 
+/* The ids that go into the output files' names must be ids. */
+static void test_ids(void)
+{
+    static const char *bad[][2] = {{"SLURM_JOB_ID", "../x"},
+                                   {"SLURM_JOB_ID", "1/2"},
+                                   {"SLURM_JOB_ID", ""},
+                                   {"SLURM_STEP_ID", "0\n1"},
+                                   {"SLURM_STEP_ID", "0\033[2J"},
+                                   {"SLURM_ARRAY_TASK_ID", ".."},
+                                   {"SLURM_JOB_ID", "123456789012345678901234567890123"}};
+    char err[512];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        clear_env();
+        setenv("SLURM_JOB_ID", "7", 1);
+        setenv("SLURM_STEP_ID", "batch", 1);
+        setenv(bad[i][0], bad[i][1], 1);
+        err[0] = '\0';
+        ok(cp_slurm_check_launch(err, sizeof(err)) == -1 && strstr(err, bad[i][0]) == err,
+           "%s of %zu characters refused, naming it", bad[i][0], strlen(bad[i][1]));
+    }
+    clear_env();
+    setenv("SLURM_JOB_ID", "4242", 1);
+    setenv("SLURM_STEP_ID", "extern", 1);
+    setenv("SLURM_ARRAY_TASK_ID", "17", 1);
+    ok(cp_slurm_check_launch(err, sizeof(err)) == 0, "real ids: fine");
+    clear_env();
+}
+
 int main(void)
 {
     test_meta();
+    test_ids();
     test_check();
     return tap_done();
 }

@@ -1,7 +1,9 @@
 /* What the result files capture of the environment (src/core/util.c): which variables, which
- * secrets are redacted (by name and by value), and that every value is one printable line. */
+ * secrets are redacted (by name and by value), that every value is one printable line, and the
+ * log's escaping of what it prints (cp_escape). */
 #include "config.h"
 
+#include "core/log.h"
 #include "core/util.h"
 #include "tap.h"
 
@@ -61,5 +63,25 @@ int main(void)
     ok(n == 5 && !strcmp(out, "abcde"), "a character that does not fit is left out whole");
     n = cp_text_sanitize("abcd\n", out, 6);
     ok(n == 4 && !strcmp(out, "abcd"), "an escape that does not fit is left out whole");
+
+    /* bidirectional overrides and isolates reorder what a terminal shows: escaped */
+    char wide[64];
+    cp_text_sanitize("a\xe2\x80\xae"
+                     "b\xe2\x81\xa6"
+                     "c\xe2\x80\x94"
+                     "d",
+                     wide, sizeof(wide));
+    ok(!strcmp(wide, "a\\u202eb\\u2066c\xe2\x80\x94"
+                     "d"),
+       "U+202E and U+2066 escaped, U+2014 kept (%s)", wide);
+
+    /* the log's escaping: every line of collprof's stderr goes through it */
+    cp_escape("x\033[2J\ny\xff\xe2\x80\xab"
+              "z",
+              wide, sizeof(wide));
+    ok(!strcmp(wide, "x\\x1b[2J\\x0ay\\xff\\u202bz"), "cp_escape: control, invalid, bidi (%s)",
+       wide);
+    cp_escape("abc\033", wide, 6);
+    ok(!strcmp(wide, "abc"), "cp_escape: an escape that does not fit is left out whole");
     return tap_done();
 }

@@ -1,0 +1,224 @@
+#!/bin/bash
+# The bad-input table: every case of tests/data/badinput.tsv (collprof
+# options, matrix and traffic files, environments; collprof-report options
+# and hostile HDF5 files derived from a real run's file by badinput_h5.py)
+# must end with the documented exit status, exactly one line on stderr that
+# names the problem (matching the case's regexp), no control or
+# bidirectional-override characters in what it prints, and the output
+# directory as it was: same listing, same checksums of the files already
+# there.  Cases that expect status 0 (hostile strings the report must print
+# escaped) must print nothing on stderr.  The table's format is described at
+# its top.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
+TABLE=${BADINPUT_TABLE:-$COLLPROF_SRCDIR/tests/data/badinput.tsv}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3 || true)
+
+W=$WORK/w   # canned inputs: matrices, traffic files, special files
+H=$WORK/h   # hostile HDF5 files
+OUT=$WORK/odir
+mkdir -p "$W" "$H" "$OUT"
+
+# ---- a real run's file, and what is derived from it ------------------------------
+have_report=no
+[ -x "$REPORT" ] && have_report=yes
+base=
+rc=0
+(cd "$W" && timeout -k 5 60 "$COLLPROF_BIN" --np 2 --backends self --ops allreduce,alltoall \
+    --counts 1K,4K -n 3 -w 1 </dev/null >"$W/run.out" 2>&1) || rc=$?
+# shellcheck disable=SC2012 # our own file names
+base=$(ls "$W"/collprof_*.h5 2>/dev/null | head -n 1)
+if [ -n "$base" ]; then
+    mv "$base" "$W/base.h5"
+    mv "${base%.h5}.txt" "$W/base.txt"
+    base=$W/base.h5
+fi
+h5_skip=
+if [ "$have_report" = no ]; then
+    h5_skip="collprof-report was not built (it needs HDF5)"
+elif [ -z "$base" ]; then
+    h5_skip="no result file from the real run (exit $rc)"
+elif [ -z "$PY" ] || ! "$PY" -c 'import h5py, numpy' 2>/dev/null; then
+    h5_skip="python3 with h5py and numpy is not installed (apt-get install python3-h5py)"
+else
+    mkfifo "$H/fifo"
+    "$PY" "$COLLPROF_SRCDIR/tests/integration/badinput_h5.py" "$base" "$H" >"$W/gen.log" 2>&1 ||
+        h5_skip="badinput_h5.py failed: $(tail -n 1 "$W/gen.log")"
+fi
+[ -z "$base" ] && base=$COLLPROF_SRCDIR/tests/data/collprof-1.3.h5
+cp "$base" "$H/copy.h5"
+
+# special files and hostile names, for both programs
+mkfifo "$W/fifo" "$W/fifo.h5"
+mkdir "$W/dir.h5" "$W/dir.matrix" "$W/host"
+ln -s "$W/loop" "$W/loop"
+ln -s /dev/zero "$W/zero.h5"
+ln -s "$W/fifo" "$W/link-to-fifo.h5"
+python_sock() { "$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1" 2>/dev/null; }
+python_sock "$W/sock.h5" || : >"$W/sock.h5"
+cp "$base" "$W/$(printf 'esc\033[31m.h5')"
+cp "$base" "$W/$(printf 'new\nline.h5')"
+cp "$base" "$W/$(printf 'bidi\342\200\256.h5')"
+: >"$W/empty.h5"
+: >"$W/empty.matrix"
+
+# matrix files (collprof(1), MATRIX FILES)
+printf 'ops=allreduce counts=1K\n' >"$W/ok.matrix"
+printf 'ops=allreduce nosuchkey=1\n' >"$W/key.matrix"
+printf 'ops=nosuchop\n' >"$W/op.matrix"
+printf 'ops=allreduce counts=1K,,2K\n' >"$W/emptyitem.matrix"
+printf 'ops=allreduce counts=99999999999999999999\n' >"$W/overflow.matrix"
+printf 'ops=allreduce\0counts=1K\n' >"$W/nul.matrix"
+printf 'ops=allreduce tag=\033[2J\n' >"$W/esc.matrix"
+printf 'ops=all\377reduce\n' >"$W/utf8.matrix"
+printf 'ops\n' >"$W/novalue.matrix"
+printf '=allreduce\n' >"$W/nokey.matrix"
+printf 'ops=allreduce\r\n' >"$W/crlf.matrix"
+printf 'ops=allreduce iters=0\n' >"$W/iters.matrix"
+printf 'ops=allreduce dtype=float128\n' >"$W/dtype.matrix"
+printf 'ops=allreduce backends=nope\n' >"$W/backend.matrix"
+head -c 300000 /dev/zero | tr '\0' 'a' | sed 's/^/ops=/' >"$W/longline.matrix"
+echo >>"$W/longline.matrix"
+head -c 4096 /dev/urandom >"$W/binary.matrix" 2>/dev/null
+printf '\357\273\277ops=allreduce\n' >"$W/bom.matrix"
+# traffic matrices for --imbalance file: (one rank without a launcher)
+printf '1 2\n3 4\n' >"$W/two.tm"
+printf -- '-1\n' >"$W/neg.tm"
+printf 'nan\n' >"$W/nan.tm"
+printf 'inf\n' >"$W/inf.tm"
+printf 'x\n' >"$W/word.tm"
+printf '1e300\n' >"$W/huge.tm"
+printf '99999999999999999999999\n' >"$W/overflow.tm"
+printf '1 2\n' >"$W/row.tm"
+printf '\033[31m1\n' >"$W/esc.tm"
+printf '1\0\n' >"$W/nul.tm"
+
+# ---- the checks -------------------------------------------------------------------
+# the output directory holds a result and a canary before every case
+cp "$base" "$OUT/collprof_20260101T000000Z_w2.h5"
+echo canary >"$OUT/canary.txt"
+snapshot() {
+    (cd "$OUT" && LC_ALL=C ls -lA --time-style=+%s.%N && sha256sum -- * 2>/dev/null)
+}
+snapshot >"$WORK/snap0"
+
+# one word of the table: placeholders, then printf %b escapes ('' is the empty word)
+word() {
+    local w=$1
+    [ "$w" = "''" ] && { REPLY=; return; }
+    w=${w//@W@/$W}
+    w=${w//@H@/$H}
+    w=${w//@OUT@/$OUT}
+    w=${w//@BASE@/$base}
+    if [[ $w =~ @LONG:([0-9]+)@ ]]; then
+        w=${w//${BASH_REMATCH[0]}/$(head -c "${BASH_REMATCH[1]}" /dev/zero | tr '\0' a)}
+    fi
+    REPLY=$(printf '%b.' "$w")
+    REPLY=${REPLY%.}
+}
+
+# what a program printed: at most one control character or bidi override, as a name
+hostile_bytes() {
+    LC_ALL=C grep -c -P '[\x00-\x08\x0b-\x1f\x7f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]' "$1"
+}
+
+run_case() { # LINE-NO TOOL ENV EXIT REGEXP ARGS
+    local no=$1 tool=$2 envs=$3 want=$4 re=$5 args=$6 prog host='' lines bad why=
+    local -a argv=() envv=()
+    local a
+    [ "$tool" = cp ] && argv=(--backends self --ops allreduce --counts 1K -n 1 -w 0)
+    set -f
+    for a in $args; do
+        word "$a"
+        argv+=("$REPLY")
+    done
+    if [ "$envs" != - ]; then
+        for a in $envs; do
+            word "$a"
+            case $REPLY in
+            UTS_HOSTNAME=*) host=${REPLY#UTS_HOSTNAME=} ;;
+            *) envv+=("$REPLY") ;;
+            esac
+        done
+    fi
+    set +f
+    case $tool in
+    cp | cp0) prog=$COLLPROF_BIN ;;
+    rep) prog=$REPORT ;;
+    esac
+    local desc
+    desc="$tool:$no $(printf '%s' "${envv[*]} ${host:+UTS_HOSTNAME=$host }${argv[*]}" | head -c 160 | LC_ALL=C tr -c '[:print:]' '?')"
+    if [ "$tool" = rep ] && [ -n "$h5_skip" ] && [[ $args == *@H@* ]]; then
+        echo "ok $((tap_n += 1)) - $desc # SKIP $h5_skip"
+        return
+    fi
+    if [ "$tool" = rep ] && [ "$have_report" = no ]; then
+        echo "ok $((tap_n += 1)) - $desc # SKIP collprof-report was not built"
+        return
+    fi
+    if [ -n "$host" ] && [ "$can_unshare" = no ]; then
+        echo "ok $((tap_n += 1)) - $desc # SKIP no UTS namespace (unshare -u) to set a host name"
+        return
+    fi
+    rc=0
+    if [ -n "$host" ]; then
+        # shellcheck disable=SC2016 # the inner shell expands them
+        (cd "$OUT" && timeout -k 5 20 unshare -u sh -c 'printf %s "$1" >/proc/sys/kernel/hostname && shift && exec "$@"' sh \
+            "$host" env "${envv[@]}" "$prog" "${argv[@]}") </dev/null >"$WORK/case.out" 2>"$WORK/case.err" || rc=$?
+    else
+        (cd "$OUT" && timeout -k 5 20 env "${envv[@]}" "$prog" "${argv[@]}") </dev/null \
+            >"$WORK/case.out" 2>"$WORK/case.err" || rc=$?
+    fi
+    lines=$(wc -l <"$WORK/case.err")
+    [ -s "$WORK/case.err" ] && [ "$(tail -c 1 "$WORK/case.err" | od -An -c | tr -d ' ')" != '\n' ] &&
+        lines=$((lines + 1))
+    [ "$rc" -eq "$want" ] || why="exit $rc, not $want"
+    if [ -z "$why" ] && [ "$want" -eq 0 ]; then
+        [ "$lines" -eq 0 ] || why="$lines lines on stderr"
+    elif [ -z "$why" ]; then
+        [ "$lines" -eq 1 ] || why="$lines lines on stderr"
+        [ -z "$why" ] && ! LC_ALL=C grep -q -E "^collprof(-report)?: error: " "$WORK/case.err" &&
+            why="not an error line"
+        [ -z "$why" ] && ! LC_ALL=C grep -q -E -- "$re" "$WORK/case.err" && why="no match for /$re/"
+    fi
+    bad=$(($(hostile_bytes "$WORK/case.err") + $(hostile_bytes "$WORK/case.out")))
+    [ -z "$why" ] && [ "$bad" -ne 0 ] && why="raw control or bidi characters printed"
+    snapshot >"$WORK/snap1"
+    if ! cmp -s "$WORK/snap0" "$WORK/snap1"; then
+        [ -z "$why" ] && why="the output directory changed: $(diff "$WORK/snap0" "$WORK/snap1" |
+            grep '^[<>]' | head -n 2 | tr '\n' ' ')"
+        # put it back for the next case
+        find "$OUT" -mindepth 1 -maxdepth 1 ! -name canary.txt ! -name 'collprof_20260101T000000Z_w2.h5' \
+            -exec rm -rf {} +
+        cp "$base" "$OUT/collprof_20260101T000000Z_w2.h5"
+        echo canary >"$OUT/canary.txt"
+        touch -r "$WORK/snap0" "$OUT"
+        snapshot >"$WORK/snap0"
+    fi
+    if [ -z "$why" ]; then
+        echo "ok $((tap_n += 1)) - $desc"
+    else
+        tap_n=$((tap_n + 1))
+        tap_fail=$((tap_fail + 1))
+        echo "not ok $tap_n - $desc: $why"
+        head -c 400 "$WORK/case.err" | LC_ALL=C tr -c '[:print:]\n' '?' | sed 's/^/#   /'
+    fi
+}
+
+can_unshare=no
+unshare -u true 2>/dev/null && can_unshare=yes
+
+sha_inputs() { (cd "$H" && find . -type f -name '*.h5' -exec sha256sum {} + | sort); }
+sha_inputs >"$WORK/inputs0"
+cases=0
+while IFS=$'\t' read -r tool envs want re args; do
+    case $tool in '' | '#'*) continue ;; esac
+    cases=$((cases + 1))
+    run_case "$cases" "$tool" "$envs" "$want" "$re" "$args"
+done <"$TABLE"
+sha_inputs >"$WORK/inputs1"
+cmp -s "$WORK/inputs0" "$WORK/inputs1"
+ok $? "collprof-report changed none of the $(wc -l <"$WORK/inputs0") files it read"
+echo "# $cases cases, $tap_fail failed"
+done_testing
