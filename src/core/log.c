@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "core/log.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,63 +22,9 @@ static int log_holding;    /* cp_log_hold: warnings wait in held[] */
 static char held[8][2048];
 static int nheld;
 
-/* The length of the UTF-8 sequence at p (at most n bytes), its code point in *cp; 0 if invalid. */
-static int utf8_seq(const unsigned char *p, size_t n, unsigned *cp)
-{
-    unsigned c = p[0], min;
-    int more;
-    if ((c & 0xe0) == 0xc0) {
-        more = 1, min = 0x80, c &= 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-        more = 2, min = 0x800, c &= 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-        more = 3, min = 0x10000, c &= 0x07;
-    } else {
-        return 0;
-    }
-    if (n <= (size_t)more) {
-        return 0;
-    }
-    for (int k = 1; k <= more; k++) {
-        if ((p[k] & 0xc0) != 0x80) {
-            return 0;
-        }
-        c = (c << 6) | (p[k] & 0x3fu);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-        return 0;
-    }
-    *cp = c;
-    return more + 1;
-}
-
 char *cp_escape(const char *in, char *out, size_t outlen)
 {
-    const unsigned char *p = (const unsigned char *)(in ? in : "");
-    size_t o = 0, n = strlen((const char *)p);
-    if (outlen == 0) {
-        return out;
-    }
-    while (*p != '\0' && o + 1 < outlen) {
-        char esc[16] = "";
-        unsigned cp = 0;
-        int len = *p >= 0x80 ? utf8_seq(p, n, &cp) : 1;
-        if (len == 0 || *p < 0x20 || *p == 0x7f) {
-            snprintf(esc, sizeof(esc), "\\x%02x", *p);
-            len = 1;
-        } else if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
-            snprintf(esc, sizeof(esc), "\\u%04x", cp);
-        }
-        size_t add = esc[0] ? strlen(esc) : (size_t)len;
-        if (o + add >= outlen) {
-            break;
-        }
-        memcpy(out + o, esc[0] ? esc : (const char *)p, add);
-        o += add;
-        p += len;
-        n -= (size_t)len;
-    }
-    out[o] = '\0';
+    cp_text_sanitize(in ? in : "", out, outlen);
     return out;
 }
 

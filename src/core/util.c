@@ -169,51 +169,69 @@ void cp_utc_iso(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s)
+int cp_utf8_seq(const unsigned char *p, size_t n, unsigned *cp)
 {
-    size_t n = s[0] < 0x80             ? 1
-               : (s[0] & 0xe0) == 0xc0 ? 2
-               : (s[0] & 0xf0) == 0xe0 ? 3
-               : (s[0] & 0xf8) == 0xf0 ? 4
-                                       : 0;
-    if (n == 2 && s[0] < 0xc2) {
-        return 0; /* overlong */
+    unsigned c = p[0], min;
+    int more;
+    if (c < 0x80) {
+        *cp = c;
+        return n > 0 ? 1 : 0;
+    } else if ((c & 0xe0) == 0xc0) {
+        more = 1, min = 0x80, c &= 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        more = 2, min = 0x800, c &= 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        more = 3, min = 0x10000, c &= 0x07;
+    } else {
+        return 0;
     }
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
+    if (n <= (size_t)more) {
+        return 0;
+    }
+    for (int k = 1; k <= more; k++) {
+        if ((p[k] & 0xc0) != 0x80) {
             return 0;
         }
+        c = (c << 6) | (p[k] & 0x3fu);
     }
-    return n;
+    /* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+        return 0;
+    }
+    *cp = c;
+    return more + 1;
+}
+
+int cp_bidi_control(unsigned cp)
+{
+    return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
 size_t cp_text_sanitize(const char *in, char *out, size_t len)
 {
     const unsigned char *s = (const unsigned char *)in;
-    size_t o = 0;
+    size_t o = 0, left = strlen(in);
     if (len == 0) {
         return 0;
     }
     while (*s != '\0') {
-        size_t n = utf8_len(s);
+        unsigned cp = 0;
+        int n = cp_utf8_seq(s, left, &cp);
         char esc[8] = "";
-        if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7f))) {
+        if (n == 0 || cp < 0x20 || cp == 0x7f) {
             snprintf(esc, sizeof(esc), *s == '\n' ? "\\n" : *s == '\t' ? "\\t" : "\\x%02x", *s);
             n = 1;
-        } else if (n == 3 && s[0] == 0xe2 &&
-                   ((s[1] == 0x80 && s[2] >= 0xaa && s[2] <= 0xae) ||
-                    (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9))) {
-            /* bidirectional overrides and isolates: they reorder what a terminal shows */
-            snprintf(esc, sizeof(esc), "\\u20%02x", ((s[1] & 1u) << 6) | (s[2] & 0x3fu));
+        } else if (cp_bidi_control(cp)) { /* they reorder what a terminal shows */
+            snprintf(esc, sizeof(esc), "\\u%04x", cp);
         }
-        size_t w = esc[0] ? strlen(esc) : n;
+        size_t w = esc[0] ? strlen(esc) : (size_t)n;
         if (o + w >= len) {
             break; /* cut before a whole character or escape, never inside one */
         }
         memcpy(out + o, esc[0] ? esc : (const char *)s, w);
         o += w;
         s += n;
+        left -= (size_t)n;
     }
     out[o] = '\0';
     return o;

@@ -77,4 +77,14 @@ FILE *cp_fopen_regular(const char *path, const char *what, char *err, size_t err
  */
 size_t cp_text_sanitize(const char *in, char *out, size_t len);
 
+/**
+ * The length (1-4) of the UTF-8 sequence at p (n bytes readable), its code
+ * point in *cp; 0 when it is not valid UTF-8 (truncated, overlong, a
+ * surrogate, past U+10FFFF).
+ */
+int cp_utf8_seq(const unsigned char *p, size_t n, unsigned *cp);
+
+/** 1 for the bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069). */
+int cp_bidi_control(unsigned cp);
+
 #endif /* COLLPROF_CORE_UTIL_H */

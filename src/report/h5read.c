@@ -128,42 +128,14 @@ static int valid_text(const char *s, size_t max)
         return 0;
     }
     while (p < end) {
-        unsigned c = *p;
-        int more;
-        unsigned min;
-        if (c < 0x80) {
-            if ((c < 0x20 && c != '\t') || c == 0x7f) {
-                return 0;
-            }
-            p++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            more = 1, min = 0x80, c &= 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            more = 2, min = 0x800, c &= 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            more = 3, min = 0x10000, c &= 0x07;
-        } else {
+        unsigned c = 0;
+        int n = cp_utf8_seq(p, (size_t)(end - p), &c);
+        /* control characters (tab allowed), invalid UTF-8, and the bidirectional overrides
+         * and isolates, which would reorder what a terminal shows */
+        if (n == 0 || (c < 0x20 && c != '\t') || c == 0x7f || cp_bidi_control(c)) {
             return 0;
         }
-        if (end - p <= more) {
-            return 0;
-        }
-        for (int k = 1; k <= more; k++) {
-            if ((p[k] & 0xc0) != 0x80) {
-                return 0;
-            }
-            c = (c << 6) | (p[k] & 0x3fu);
-        }
-        /* overlong forms, surrogates and values past U+10FFFF are not UTF-8 */
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-            return 0;
-        }
-        /* bidirectional overrides and isolates: they would reorder what a terminal shows */
-        if ((c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069)) {
-            return 0;
-        }
-        p += more + 1;
+        p += n;
     }
     return 1;
 }
