@@ -54,6 +54,7 @@
 static int up;                /* enabled: the collectives go here */
 static int me, n = 1;         /* rank, ranks */
 static int *fds;              /* rank 0: fds[r] for r >= 1; others: fds[0] */
+static int nfds;              /* entries of fds: n on rank 0, 1 on the others */
 static int lfd[2] = {-1, -1}; /* rank 0's listeners (loopback, node) */
 static uint32_t seq;          /* next collective's number */
 static char why[256];         /* why the channel is not up */
@@ -108,11 +109,12 @@ void cp_tcp_close(void)
     close_fd(&lfd[0]);
     close_fd(&lfd[1]);
     if (fds != NULL) {
-        for (int r = 0; r < n; r++) {
+        for (int r = 0; r < nfds; r++) {
             close_fd(&fds[r]);
         }
         free(fds);
         fds = NULL;
+        nfds = 0;
     }
     up = 0;
 }
@@ -567,6 +569,7 @@ static int join(const char *hostport)
         set_why("out of memory");
         return -1;
     }
+    nfds = 1;
     fds[0] = dial(hostport);
     if (fds[0] < 0) {
         return -1;
@@ -622,7 +625,8 @@ static int gather_peers(void)
         set_why("out of memory");
         return -1;
     }
-    for (int r = 0; r < n; r++) {
+    nfds = n;
+    for (int r = 0; r < nfds; r++) {
         fds[r] = -1;
     }
     int got = 0;

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NR  4
+#define NR  8            /* more than fit in the smallest heap chunk of a one-socket table */
 #define BIG (256 * 1024) /* bytes per rank: more than a loopback socket buffer holds at once */
 
 typedef int (*script_t)(int rank); /* 0 when this rank saw what it should */
@@ -38,6 +38,7 @@ static int world(script_t script, const char *what)
             alarm(30);
             cp_tcp_close(); /* the child's copy of rank 0's listener */
             int rc = cp_tcp_connect(r, NR, &pub, 1) != 0 ? 100 : script(r);
+            cp_tcp_close(); /* as cp_boot_finalize does */
             _exit(rc);
         }
     }
