@@ -43,12 +43,17 @@ int cp_boot_init(cp_boot_t *boot);
 /** Release PMIx (PMIx_Finalize) and the tables. */
 void cp_boot_finalize(cp_boot_t *boot);
 
-/* Out-of-band collectives over PMIx.  Collective: every rank calls them in
- * the same order, with the same len (and root).  Return collprof_status_t.
- * Each call uses a fresh PMIx key: the data stays in the PMIx store for the
- * job's lifetime, so they are meant for setup and results, not bulk data.
- * len == 0 is a no-op.  Not thread-safe.  allgather: out holds nranks * len
- * bytes, in must not overlap out except at out + rank * len. */
+/* Out-of-band collectives over all ranks.  Collective: every rank calls them
+ * in the same order, with the same len (and root).  Return
+ * collprof_status_t.  They go over a TCP star to rank 0 opened by
+ * cp_boot_init (rank 0's node address, or 127.0.0.1 when every rank is on
+ * one node; COLLPROF_OOB_IFACE=NAME: that interface's address;
+ * COLLPROF_OOB=pmix: no TCP); when it cannot be opened, over PMIx (a fresh
+ * key and a fence per call, whose cost grows with the keys so far).  A
+ * peer that exits makes them fail; a stopped one makes them wait (the
+ * watchdog's business).  Meant for control data and results, not bulk
+ * data.  len == 0 is a no-op (barrier excepted).  Not thread-safe.  allgather: out holds nranks *
+ * len bytes, in must not overlap out except at out + rank * len. */
 int cp_oob_allgather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);
 int cp_oob_barrier(void);
@@ -75,9 +80,14 @@ typedef struct cp_oob_stats {
     unsigned long puts;           /**< values this rank published */
     unsigned long long put_bytes; /**< their bytes */
     unsigned long long got_bytes; /**< bytes read from other ranks */
+    int tcp;                      /**< the TCP channel carries the full-world collectives */
+    unsigned long tcp_ops;        /**< collectives over it */
+    double tcp_s;                 /**< seconds spent in them */
+    unsigned long long tcp_sent_bytes, tcp_got_bytes; /**< payload bytes */
 } cp_oob_stats_t;
 void cp_oob_stats(cp_oob_stats_t *out);
-/** Log them at -v: "oob (WHEN): N fences (S s in them), ...". */
+/** Log them at -v: "oob (WHEN): N fences (S s in them), ...; channel tcp ADDR: ..." (or
+ * "channel pmix (no tcp: WHY)"). */
 void cp_oob_log_stats(const char *when);
 
 /* Key-value exchange without a fence, for the watchdog: thread-safe, never

@@ -2,10 +2,15 @@
 
 /*
  * PMIx client side of the bootstrap: identity, peer tables, and the
- * out-of-band collectives (put + commit + fence + get over PMIx).
+ * out-of-band collectives.  The full-world ones (allgather, bcast,
+ * barrier) go over a TCP star to rank 0 set up here at start-up
+ * (oob_tcp.c), or, when that cannot be set up, over PMIx (put + commit +
+ * fence + get of a fresh key).  The group ones, the watchdog's post/fetch
+ * and aborts always use PMIx.
  */
 
 #include "boot/boot.h"
+#include "boot/oob_tcp.h"
 #include "collprof/status.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -27,12 +32,14 @@ static int my_rank;
 static int my_nranks = 1;
 static unsigned long oob_seq;    /* makes every OOB key fresh */
 static cp_oob_stats_t oob_stats; /* what this rank's exchanges cost */
+static char tcp_why[256];        /* why the TCP channel is not in use */
 
 /* What each rank contributes to the init allgather. */
 typedef struct peer_info {
     char hostname[256];
     int32_t local_rank;
     int32_t pid;
+    cp_tcp_pub_t tcp; /* rank 0's TCP listeners; empty for the others */
 } peer_info_t;
 
 int cp_boot_have_pmix_env(void)
@@ -283,6 +290,43 @@ static int read_identity(cp_boot_t *b, const pmix_proc_t *proc)
     return COLLPROF_OK;
 }
 
+/* The address rank r connects to rank 0 at ("" when there is none). */
+static const char *tcp_addr_for(const cp_boot_t *b, const cp_tcp_pub_t *pub0, int r)
+{
+    int same = strcmp(b->hostnames[r], b->hostnames[0]) == 0;
+    return same && pub0->lo[0] ? pub0->lo : pub0->node;
+}
+
+/* Bring up the TCP channel of the full-world collectives, or say (-v) why
+ * the PMIx fences stay.  Every rank decides alike: from the tables and
+ * rank 0's addresses first, then from rank 0's verdict. */
+static void setup_tcp(const cp_boot_t *b, const cp_tcp_pub_t *pub0)
+{
+    if (b->nranks < 2) {
+        return;
+    }
+    const char *why = NULL;
+    if (pub0->lo[0] == '\0' && pub0->node[0] == '\0') {
+        why = b->rank == 0 ? cp_tcp_why() : "rank 0 opened no TCP listener";
+    }
+    for (int r = 1; r < b->nranks && why == NULL; r++) {
+        if (tcp_addr_for(b, pub0, r)[0] == '\0') {
+            why = b->rank == 0 && cp_tcp_why()[0] ? cp_tcp_why()
+                                                  : "rank 0 has no address for the other nodes";
+        }
+    }
+    if (why == NULL) {
+        int same = strcmp(b->hostnames[b->rank], b->hostnames[0]) == 0;
+        if (cp_tcp_connect(b->rank, b->nranks, pub0, same) == 0) {
+            return;
+        }
+        why = cp_tcp_why();
+    }
+    snprintf(tcp_why, sizeof(tcp_why), "%s", why);
+    cp_tcp_close();
+    cp_log(CP_LOG_INFO, "oob: no TCP channel (%s): PMIx fences instead", tcp_why);
+}
+
 /* Allgather every rank's host, local rank and pid into the per-rank tables. */
 static int gather_tables(cp_boot_t *b)
 {
@@ -294,6 +338,8 @@ static int gather_tables(cp_boot_t *b)
     snprintf(mine.hostname, sizeof(mine.hostname), "%s", b->hostname);
     mine.local_rank = b->local_rank;
     mine.pid = (int32_t)getpid();
+    /* the launcher's local size is the only hint before the exchange */
+    cp_tcp_listen(b->rank, b->nranks, b->local_size == b->nranks, b->hostname, &mine.tcp);
     peer_info_t *all = calloc((size_t)b->nranks, sizeof(*all));
     if (all == NULL) {
         cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", b->nranks);
@@ -303,7 +349,9 @@ static int gather_tables(cp_boot_t *b)
     int ret = cp_oob_allgather(&mine, all, sizeof(mine));
     if (ret == COLLPROF_OK) {
         fill_tables(b, all);
+        setup_tcp(b, &all[0].tcp);
     } else {
+        cp_tcp_close();
         free_tables(b);
     }
     free(all);
@@ -345,6 +393,7 @@ int cp_boot_init(cp_boot_t *boot)
         ret = gather_tables(&b);
     }
     if (ret != COLLPROF_OK) {
+        cp_tcp_close();
         PMIx_Finalize(NULL, 0);
         pmix_up = 0;
         my_rank = 0;
@@ -362,6 +411,7 @@ void cp_boot_finalize(cp_boot_t *boot)
 {
     if (pmix_up) {
         cp_oob_log_stats("run");
+        cp_tcp_close();
         pmix_status_t rc = PMIx_Finalize(NULL, 0);
         if (rc != PMIX_SUCCESS) {
             cp_log(CP_LOG_WARN, "PMIx_Finalize: %s", PMIx_Error_string(rc));
@@ -453,14 +503,33 @@ static int get_bytes(int rank, const char *key, void *dst, size_t len)
 void cp_oob_stats(cp_oob_stats_t *out)
 {
     *out = oob_stats;
+    cp_tcp_stats_t t;
+    cp_tcp_stats(&t);
+    out->tcp = cp_tcp_on();
+    out->tcp_ops = t.ops;
+    out->tcp_s = t.op_s;
+    out->tcp_sent_bytes = t.sent_bytes;
+    out->tcp_got_bytes = t.got_bytes;
 }
 
 void cp_oob_log_stats(const char *when)
 {
+    cp_oob_stats_t s;
+    cp_oob_stats(&s);
+    char channel[400];
+    if (s.tcp || s.tcp_ops > 0) {
+        snprintf(channel, sizeof(channel),
+                 "%s: %lu collectives (%.3f s in them), %llu bytes sent, %llu bytes read",
+                 cp_tcp_on() ? cp_tcp_desc() : "tcp (closed)", s.tcp_ops, s.tcp_s, s.tcp_sent_bytes,
+                 s.tcp_got_bytes);
+    } else {
+        snprintf(channel, sizeof(channel), "pmix%s%s%s", tcp_why[0] ? " (no tcp: " : "", tcp_why,
+                 tcp_why[0] ? ")" : "");
+    }
     cp_log(CP_LOG_INFO,
-           "oob (%s): %lu fences (%.3f s in them), %lu puts of %llu bytes, %llu bytes read", when,
-           oob_stats.fences, oob_stats.fence_s, oob_stats.puts, oob_stats.put_bytes,
-           oob_stats.got_bytes);
+           "oob (%s): %lu fences (%.3f s in them), %lu puts of %llu bytes, %llu bytes read; "
+           "channel %s",
+           when, s.fences, s.fence_s, s.puts, s.put_bytes, s.got_bytes, channel);
 }
 
 int cp_oob_allgather(const void *in, void *out, size_t len)
@@ -477,6 +546,9 @@ int cp_oob_allgather(const void *in, void *out, size_t len)
     if (!pmix_up) {
         memmove(dst, in, len);
         return COLLPROF_OK;
+    }
+    if (cp_tcp_on()) {
+        return cp_tcp_allgather(in, out, len);
     }
     int ret = put_commit(key, in, len);
     if (ret == COLLPROF_OK) {
@@ -507,6 +579,9 @@ int cp_oob_bcast(void *buf, size_t len, int root)
     }
     if (buf == NULL) {
         return COLLPROF_ERR_INVALID;
+    }
+    if (cp_tcp_on()) {
+        return cp_tcp_bcast(buf, len, root);
     }
     int ret = COLLPROF_OK;
     if (my_rank == root) {
@@ -658,6 +733,9 @@ int cp_oob_barrier(void)
 {
     if (!pmix_up) {
         return COLLPROF_OK;
+    }
+    if (cp_tcp_on()) {
+        return cp_tcp_barrier();
     }
     return fence(0);
 }

@@ -94,6 +94,12 @@ for b in $BACKENDS; do
         grep -q 'gloo: full mesh of 4 ranks on .*iface=cpnet0.*(interface of GLOO_SOCKET_IFNAME;' \
             "$WORK/err"
         ok $? "gloo: the device is on cpnet0, as GLOO_SOCKET_IFNAME says"
+        # collprof's control channel: rank 1 (on rank 0's node) over loopback, rank 2
+        # (on n2) to the address of rank 0's node name on the nodes' network
+        grep -q ' r1/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]*: ' "$WORK/err" &&
+            grep ' r2/4 [^]]*\] oob (run): .*; channel tcp [0-9.]*:[0-9]*: ' "$WORK/err" |
+            grep -qv 'channel tcp 127\.'
+        ok $? "gloo: the OOB collectives go over TCP: loopback on n1, the nodes' network from n2"
     fi
 done
 
