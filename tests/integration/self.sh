@@ -18,7 +18,7 @@ dtypes=all redops=all a2av_counts=1K,64K
 if [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ]; then
     dtypes=int8,uint64,bfloat16,float16,float64 redops=sum,max a2av_counts=1K
 fi
-# (one run per op: a run's per-cell cost grows with its cell count, see gloo.sh)
+# (one run per op: smaller runs, see gloo.sh)
 for op in allreduce reducescatter reduce; do
     d="$WORK/red/$op"
     mkdir -p "$d"
