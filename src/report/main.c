@@ -76,6 +76,7 @@ static void usage(FILE *f)
                "collprof-report(1).\n");
 }
 
+#ifndef CP_REPORT_SANITIZED
 /* A crash, or a limit hit, while a file is read: its one error line, exit status 2. */
 static void on_fatal(int sig)
 {
@@ -138,7 +139,6 @@ static void lower_limit(int res, double want)
  */
 static void guard(int argc, char **argv)
 {
-#ifndef CP_REPORT_SANITIZED
     double in = input_bytes(argc, argv);
     lower_limit(RLIMIT_AS, CP_REPORT_AS_BASE + CP_REPORT_AS_PER_IN * in);
     lower_limit(RLIMIT_CPU, CP_REPORT_CPU_BASE + CP_REPORT_CPU_PER_MB * in / 1e6);
@@ -155,11 +155,14 @@ static void guard(int argc, char **argv)
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         sigaction(sigs[i], &sa, NULL);
     }
+}
 #else
+static void guard(int argc, char **argv)
+{
     (void)argc;
     (void)argv;
-#endif
 }
+#endif
 
 int main(int argc, char **argv)
 {
