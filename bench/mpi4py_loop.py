@@ -31,6 +31,7 @@ import argparse
 import math
 import os
 import sys
+import time
 
 NAME = "mpi4py_loop"
 OPS = ("allreduce", "alltoall")
@@ -170,8 +171,6 @@ def run_cell(MPI, np, op, a, rank, n):
 
 
 def time_clock():
-    import time
-
     cid = time.CLOCK_MONOTONIC
     return lambda: time.clock_gettime_ns(cid)
 
