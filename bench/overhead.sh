@@ -1,8 +1,10 @@
 #!/bin/bash
 # collprof overhead benchmark: 4M-float allreduce and alltoall on 2 ranks,
-# timed through collprof's MPI backend and through a plain C loop of the same
-# MPI calls (bench/mpi_loop.c), interleaved over several launches in one run.
-# Prints median-of-rounds times and ratio = plain / collprof per op.
+# timed through collprof's MPI backend, through a plain C loop of the same
+# MPI calls (bench/mpi_loop.c) and through the same loop in mpi4py
+# (bench/mpi4py_loop.py, where python3-mpi4py is installed), interleaved over
+# several launches in one run.  Prints median-of-rounds times and
+# ratio = plain / collprof per op (and mpi4py / collprof).
 # See bench/README.md.  Exit status: 0 ran (whatever the ratio), 1 failed to
 # run, 2 bad usage.
 set -u
@@ -11,10 +13,16 @@ usage() {
     cat <<'EOF'
 Usage: bench/overhead.sh [OPTIONS]
 Times 4M-float allreduce and alltoall through collprof (--backends mpi
---variants default) and through bench/mpi_loop.c, interleaved over R rounds of
-one launch each, and prints median-of-rounds means and ratio = plain / collprof.
+--variants default), through bench/mpi_loop.c (plain C) and through
+bench/mpi4py_loop.py (the same loop in mpi4py with numpy buffers), interleaved
+over R rounds of one launch each, and prints median-of-rounds means,
+ratio = plain / collprof and mpi4py / collprof.  All three run the same policy:
+an untimed MPI_Barrier before each timed call, W warm-up and N timed
+iterations, iteration time = max over ranks, per launch the mean.
 Each round also launches the plain loop a second time (A/A): plain2 / plain
 measures how far two identical programs drift apart in the same run.
+Without mpi4py (Debian/Ubuntu: apt-get install python3-mpi4py) the script
+says so and runs without the mpi4py column.
 
   -r, --rounds R         launches of each program (default: 5)
   -n, --iters N          timed iterations per op and launch (default: 50)
@@ -36,11 +44,14 @@ measures how far two identical programs drift apart in the same run.
                          5; 0: do not wait)
       --no-aa            skip the A/A launch (a second plain loop each round,
                          whose ratio to the first shows the noise of the run)
+      --no-mpi4py        skip the mpi4py launch
       --keep             keep the raw outputs (their directory is printed)
   -h, --help             this help
 
 Environment: MPIRUN (default mpirun), MPICC (default mpicc), MPIRUN_ARGS
-(extra mpirun arguments, split on blanks).  Unless set, traffic is kept on
+(extra mpirun arguments, split on blanks), PYTHON (the interpreter for the
+mpi4py loop; default: python3 on PATH if it imports mpi4py and numpy, else
+/usr/bin/python3, where Debian's python3-mpi4py installs).  Unless set, traffic is kept on
 loopback (OMPI_MCA_oob_tcp_if_include=lo, OMPI_MCA_btl_tcp_if_include=lo).
 EOF
 }
@@ -56,6 +67,7 @@ NP=2
 OPS=allreduce,alltoall
 KEEP=0
 AA=1
+PY=1
 RETRIES=
 QUIET_WAIT=5
 OTHER_MAX=10 # % of the CPUs used by other work above which a round is disturbed
@@ -77,6 +89,7 @@ while [ $# -gt 0 ]; do
     --retries) need_arg "$1" $#; RETRIES=$2; shift 2 ;;
     --quiet-wait) need_arg "$1" $#; QUIET_WAIT=$2; shift 2 ;;
     --no-aa) AA=0; shift ;;
+    --no-mpi4py) PY=0; shift ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
@@ -102,6 +115,7 @@ done
 HERE=$(cd "$(dirname "$0")" && pwd) || die "cannot find the script's directory"
 LOOP_SRC=$HERE/mpi_loop.c
 [ -r "$LOOP_SRC" ] || die "$LOOP_SRC is missing"
+PY_SRC=$HERE/mpi4py_loop.py
 MPIRUN=${MPIRUN:-mpirun}
 MPICC=${MPICC:-mpicc}
 command -v "$MPIRUN" >/dev/null 2>&1 || die "$MPIRUN not found (set MPIRUN)"
@@ -144,6 +158,28 @@ if [ ! -x "$LOOP_BIN" ] || [ "$LOOP_SRC" -nt "$LOOP_BIN" ]; then
     printf 'building %s\n' "$LOOP_BIN"
     "$MPICC" -O2 -std=c11 -Wall -Wextra -o "$LOOP_BIN" "$LOOP_SRC" ||
         die "$MPICC failed to build $LOOP_BIN"
+fi
+
+# ---- the mpi4py loop ----------------------------------------------------------
+# PYTHON if set, else the first of python3 on PATH and /usr/bin/python3 (where
+# Debian's python3-mpi4py installs; a pyenv or venv python3 may lack it) that
+# imports mpi4py and numpy.  Without one, the run goes on without that column.
+PY_NOTE=
+if [ "$PY" -eq 1 ]; then
+    [ -r "$PY_SRC" ] || die "$PY_SRC is missing"
+    PY_VERSIONS='import mpi4py, numpy; print("mpi4py %s, numpy %s" % (mpi4py.__version__, numpy.__version__))'
+    PYTHON_BIN=
+    for cand in ${PYTHON:-python3 /usr/bin/python3}; do
+        if PY_VER=$("$cand" -c "$PY_VERSIONS" 2>/dev/null); then
+            PYTHON_BIN=$(command -v "$cand")
+            break
+        fi
+    done
+    if [ -z "$PYTHON_BIN" ]; then
+        PY=0
+        PY_NOTE="NOTE: no mpi4py for ${PYTHON:-python3 or /usr/bin/python3}: the mpi4py column is left out; install it with 'apt-get install python3-mpi4py' (Debian/Ubuntu; it brings numpy), or set PYTHON to an interpreter that has mpi4py and numpy"
+        printf '%s\n' "$PY_NOTE" >&2
+    fi
 fi
 
 # ---- launching --------------------------------------------------------------
@@ -203,28 +239,33 @@ run_collprof() { # round
     done
 }
 
-run_loop() { # round label
-    local out=$TMP/$2.$1.out op t
-    if ! "${LAUNCH[@]}" "$LOOP_BIN" -o "$OPS" -c "$COUNT" -n "$ITERS" -w "$WARMUP" \
+run_loop() { # round label program...: mpi_loop or mpi4py_loop, same options and output
+    local r=$1 label=$2 out=$TMP/$2.$1.out op t
+    shift 2
+    if ! "${LAUNCH[@]}" "$@" -o "$OPS" -c "$COUNT" -n "$ITERS" -w "$WARMUP" \
         -s barrier >"$out" 2>&1; then
         cat "$out" >&2
-        die "mpi_loop failed in round $1 (output above)"
+        die "$label ($*) failed in round $r (output above)"
     fi
     for op in "${OP_LIST[@]}"; do
-        t=$(parse_loop "$out" "$op") || { cat "$out" >&2; die "no $op time in mpi_loop's output (round $1)"; }
-        printf '%s %s %s %s\n' "$1" "$2" "$op" "$t" >>"$TMP/times"
+        t=$(parse_loop "$out" "$op") || { cat "$out" >&2; die "no $op time in $label's output (round $r)"; }
+        printf '%s %s %s %s\n' "$r" "$label" "$op" "$t" >>"$TMP/times"
     done
 }
 
 run_tool() { # round tool
     case $2 in
     collprof) run_collprof "$1" ;;
-    *) run_loop "$1" "$2" ;;
+    mpi4py) run_loop "$1" "$2" "$PYTHON_BIN" "$PY_SRC" ;;
+    *) run_loop "$1" "$2" "$LOOP_BIN" ;;
     esac
 }
 
 # ---- the policy --------------------------------------------------------------
 TOOLS=(collprof plain)
+if [ "$PY" -eq 1 ]; then
+    TOOLS+=(mpi4py)
+fi
 if [ "$AA" -eq 1 ]; then
     TOOLS+=(plain2)
 fi
@@ -234,6 +275,18 @@ NCPU=$(nproc 2>/dev/null || echo 1)
 model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 mpiver=$("$MPIRUN" --version 2>/dev/null | head -n 1)
+py_line="left out (--no-mpi4py)" py_buf='' py_clock='' py_ratio=''
+if [ -n "$PY_NOTE" ]; then
+    py_line="left out: no mpi4py (apt-get install python3-mpi4py)"
+fi
+if [ "$PY" -eq 1 ]; then
+    py_line="$PYTHON_BIN $PY_SRC ($PY_VER): the same loop; numpy float32 buffers"
+    py_buf='
+#             (mpi4py: numpy arrays at 4096-aligned addresses, no MADV_HUGEPAGE, touched by fill(0))'
+    py_clock=' (mpi4py: time.clock_gettime_ns)'
+    py_ratio=';
+#             mpi4py / collprof likewise (shown, no verdict)'
+fi
 aa_note=
 if [ "$AA" -eq 1 ]; then
     aa_note='; plain2: the same program launched again (A/A)'
@@ -244,18 +297,19 @@ cat <<EOF
 # launcher:   ${LAUNCH[*]}   (${mpiver:-unknown MPI})
 # collprof:   $COLLPROF_BIN --backends mpi --variants default (plugins: ${COLLPROF_PLUGIN_PATH:-default path})
 # plain:      $LOOP_BIN (bench/mpi_loop.c)$aa_note
+# mpi4py:     $py_line
 # cells:      ${OPS//,/ and } of $COUNT float32 (sum, out of place; alltoall count/$NP per peer), $NP ranks
 # rounds:     $ROUNDS; each launches ${TOOLS[*]} once, in an order rotated every round;
 #             a round in which other work used > $OTHER_MAX% of the CPUs is left out and run again
 #             (at most $RETRIES extra rounds), after waiting up to ${QUIET_WAIT}s for a quiet second
 # per launch: $WARMUP warm-up then $ITERS timed iterations per op; MPI_Barrier (not timed) before each iteration
-# buffers:    posix_memalign(4096), every page touched by memset before timing, same buffers every iteration
-# timing:     CLOCK_MONOTONIC around each blocking call; iteration time = max over ranks; per launch the
-#             mean of those; reported: median over rounds of the per-launch means
+# buffers:    posix_memalign(4096), every page touched by memset before timing, same buffers every iteration$py_buf
+# timing:     CLOCK_MONOTONIC around each blocking call$py_clock; iteration time =
+#             max over ranks; per launch the mean of those; reported: median over rounds of the per-launch means
 # comm:       coll/tuned decision rules (OMPI_MCA_coll_tuned_use_dynamic_rules=1) on an MPI_Comm_dup of MPI_COMM_WORLD
 # GLIBC_TUNABLES: ${GLIBC_TUNABLES:-(not set)}
 # load:       $(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null) before the first launch (other work on the machine swamps the figures)
-# ratio = plain / collprof: >= 0.97 PASS (collprof within 3% of the plain loop), > 1 collprof was faster
+# ratio = plain / collprof: >= 0.97 PASS (collprof within 3% of the plain loop), > 1 collprof was faster$py_ratio
 EOF
 
 # ---- the rounds ---------------------------------------------------------------
@@ -381,15 +435,35 @@ else
     verdicts+=("NOTE: other work on the machine disturbed rounds $disturbed and fewer than 3 were not: these figures measure the other work; rerun on a quiet machine")
 fi
 
-printf '\n# median of the per-launch means over %s; ratio = plain / collprof\n' "$which"
-printf '%-10s %14s %14s %7s  %s\n' op "collprof(us)" "plain(us)" ratio verdict
+printf '\n# median of the per-launch means over %s; ratio = plain / collprof' "$which"
+if [ "$PY" -eq 1 ]; then
+    printf ',\n# py-ratio = mpi4py / collprof'
+fi
+printf '\n%-10s %14s %14s' op "collprof(us)" "plain(us)"
+if [ "$PY" -eq 1 ]; then
+    printf ' %14s' "mpi4py(us)"
+fi
+printf ' %7s' ratio
+if [ "$PY" -eq 1 ]; then
+    printf ' %8s' py-ratio
+fi
+printf '  %s\n' verdict
 for op in "${OP_LIST[@]}"; do
     c=$(col collprof "$op" 4 | median)
     p=$(col plain "$op" 4 | median)
     ratio=$(div "$p" "$c")
     noise=
+    notes=()
     if [ "$AA" -eq 1 ]; then
-        noise=" (A/A plain2/plain in this run: $(div "$(col plain2 "$op" 4 | median)" "$p"))"
+        notes+=("A/A plain2/plain in this run: $(div "$(col plain2 "$op" 4 | median)" "$p")")
+    fi
+    if [ "$PY" -eq 1 ]; then
+        py=$(col mpi4py "$op" 4 | median)
+        pyratio=$(div "$py" "$c")
+        notes+=("mpi4py/collprof: $pyratio")
+    fi
+    if [ ${#notes[@]} -gt 0 ]; then
+        noise=" (${notes[0]}${notes[1]:+; ${notes[1]}})"
     fi
     if awk -v x="$ratio" 'BEGIN { exit !(x >= 0.97) }'; then
         verdict=PASS
@@ -399,16 +473,30 @@ for op in "${OP_LIST[@]}"; do
         slower=$(awk -v c="$c" -v p="$p" 'BEGIN { printf "%.1f", (c / p - 1) * 100 }')
         verdicts+=("WARN $op: ratio $ratio < 0.97, collprof $slower% slower than the plain loop$noise; rerun with more --rounds")
     fi
-    printf '%-10s %14s %14s %7s  %s\n' "$op" "$c" "$p" "$ratio" "$verdict"
+    printf '%-10s %14s %14s' "$op" "$c" "$p"
+    if [ "$PY" -eq 1 ]; then
+        printf ' %14s' "$py"
+    fi
+    printf ' %7s' "$ratio"
+    if [ "$PY" -eq 1 ]; then
+        printf ' %8s' "$pyratio"
+    fi
+    printf '  %s\n' "$verdict"
 done
 
 printf '\n# cross-checks over the same rounds: the ratio from the per-launch p50 (robust to\n'
 printf '# bursts of noise inside a launch), the median of the round-by-round ratios (robust\n'
 printf '# to slow drift)'
+if [ "$PY" -eq 1 ]; then
+    printf ', both also\n# for mpi4py / collprof (py-)'
+fi
 if [ "$AA" -eq 1 ]; then
     printf ', and the A/A ratio plain2 / plain of the means (the noise floor:\n# ideally 1.000)'
 fi
 printf '\n%-10s %13s %13s %9s %12s %12s' op "collprof-p50" "plain-p50" p50-ratio paired-mean paired-p50
+if [ "$PY" -eq 1 ]; then
+    printf ' %11s %12s %15s' mpi4py-p50 py-p50-ratio py-paired-mean
+fi
 if [ "$AA" -eq 1 ]; then
     printf ' %9s %11s' "A/A" "A/A-paired"
 fi
@@ -418,6 +506,10 @@ for op in "${OP_LIST[@]}"; do
     p=$(col plain "$op" 5 | median)
     printf '%-10s %13s %13s %9s %12s %12s' "$op" "$c" "$p" "$(div "$p" "$c")" \
         "$(paired "$op" 4 plain collprof)" "$(paired "$op" 5 plain collprof)"
+    if [ "$PY" -eq 1 ]; then
+        py=$(col mpi4py "$op" 5 | median)
+        printf ' %11s %12s %15s' "$py" "$(div "$py" "$c")" "$(paired "$op" 4 mpi4py collprof)"
+    fi
     if [ "$AA" -eq 1 ]; then
         printf ' %9s %11s' "$(div "$(col plain2 "$op" 4 | median)" "$(col plain "$op" 4 | median)")" \
             "$(paired "$op" 4 plain2 plain)"
@@ -427,5 +519,8 @@ done
 
 printf '\n# load after the last launch: %s (ours alone is about %s)\n' \
     "$(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null)" "$NP"
+if [ -n "$PY_NOTE" ]; then
+    verdicts+=("$PY_NOTE")
+fi
 printf '%s\n' "${verdicts[@]}"
 exit 0
