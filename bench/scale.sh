@@ -26,7 +26,7 @@ BACKEND=ofi
 OOBS=tcp
 SWEEP=1
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
 }
 while [ $# -gt 0 ]; do
     case $1 in
