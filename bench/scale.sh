@@ -4,13 +4,18 @@
 # real slurmctld and slurmd, one network namespace per node).  For each node count it starts a
 # cluster, runs one barrier cell under `srun --mpi=pmix -N K --ntasks-per-node R`, and prints
 #
-#   nodes ranks | cluster start s | launch to first op s | run s | fences  fence s  put B  read B | sweep s
+#   nodes ranks oob | cluster start s | launch to first op s | run s | fences fence s put B read B
+#     | tcp colls  tcp s  sent B  read B | sweep s
 #
 # "launch to first op" is from srun's start to rank 0's first cell (its -v log line); fences and
-# bytes are rank 0's out-of-band (PMIx) exchanges up to then (boot, plan, backend start-up).  It is a benchmark: exit 0
-# whatever the figures, 1 when something failed to run, 2 on bad usage.  Needs root.
+# bytes are rank 0's out-of-band exchanges up to then (boot, plan, backend start-up): PMIx
+# fences and puts, then the collectives of collprof's TCP channel.  --oob "tcp pmix" runs each
+# node count twice on the same cluster, the second time with COLLPROF_OOB=pmix (the way before
+# the TCP channel).  It is a benchmark: exit 0 whatever the figures, 1 when something failed to
+# run, 2 on bad usage.  Needs root.
 #
-# Usage: bench/scale.sh [--nodes "4 8 16"] [--ranks-per-node 4] [--backend ofi] [--collprof PATH]
+# Usage: bench/scale.sh [--nodes "4 8 16"] [--ranks-per-node 4] [--backend ofi]
+#                       [--oob "tcp pmix"] [--no-sweep] [--collprof PATH]
 # shellcheck disable=SC2034 # read by lib.sh
 NAME=scale.sh
 . "$(dirname "$0")/lib.sh"
@@ -18,8 +23,10 @@ NAME=scale.sh
 NODES="4 8 16"
 RPN=4
 BACKEND=ofi
+OOBS=tcp
+SWEEP=1
 usage() {
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
 }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -36,6 +43,11 @@ while [ $# -gt 0 ]; do
         BACKEND=$2
         shift
         ;;
+    --oob)
+        OOBS=$2
+        shift
+        ;;
+    --no-sweep) SWEEP=0 ;;
     --collprof)
         COLLPROF_BIN=$2
         shift
@@ -50,6 +62,9 @@ while [ $# -gt 0 ]; do
 done
 for n in $NODES; do
     at_least "$n" 2 || bad_usage "--nodes: '$n' is not a whole number >= 2"
+done
+for o in $OOBS; do
+    case $o in tcp | pmix) ;; *) bad_usage "--oob: '$o' is neither tcp nor pmix" ;; esac
 done
 [ "$(id -u)" = 0 ] || die "virtual nodes need root (network namespaces, slurmd)"
 find_collprof
@@ -71,13 +86,57 @@ stamp_s() {
     [ -n "$t" ] && date -u -d "$(echo "$t" | tr T ' ')" +%s.%N
 }
 sweep_supported() { "$COLLPROF_BIN" --help 2>/dev/null | grep -q -- '--link-sweep'; }
+# srun of collprof on the whole cluster with the out-of-band channel $oob; $1: stdout, $2: stderr
+run_collprof() {
+    out=$1 err=$2
+    shift 2
+    if [ "$oob" = pmix ]; then
+        COLLPROF_OOB=pmix timeout -k 5 600 srun --immediate=60 --mpi=pmix -N "$n" \
+            --ntasks-per-node="$RPN" "$COLLPROF_BIN" --backends "$BACKEND" "$@" >"$out" 2>"$err"
+    else
+        (
+            unset COLLPROF_OOB
+            timeout -k 5 600 srun --immediate=60 --mpi=pmix -N "$n" --ntasks-per-node="$RPN" \
+                "$COLLPROF_BIN" --backends "$BACKEND" "$@" >"$out" 2>"$err"
+        )
+    fi
+}
+# one node count, one channel: the line of figures
+measure() {
+    d=$WORK/run$n-$oob
+    mkdir -p "$d"
+    t=$(now)
+    run_collprof "$d/out" "$d/err" --ops barrier --counts 1 -n 1 -w 0 -v --output-dir "$d" ||
+        status=1
+    end=$(now)
+    first=$(grep ' r0/[0-9]* [^]]*\] cell 1/' "$d/err" | stamp_s)
+    line=$(grep ' r0/[0-9]* [^]]*\] oob (start-up): ' "$d/err" | head -n 1)
+    fences=$(echo "$line" | sed -n 's/.*oob ([a-z-]*): \([0-9]*\) fences (\([0-9.]*\) s.*/\1 \2/p')
+    bytes=$(echo "$line" | sed -n 's/.* puts of \([0-9]*\) bytes, \([0-9]*\) bytes read.*/\1 \2/p')
+    tcp=$(echo "$line" | sed -n 's/.*: \([0-9]*\) collectives (\([0-9.]*\) s in them), \([0-9]*\) bytes sent, \([0-9]*\) bytes read.*/\1 \2 \3 \4/p')
+    sweep=-
+    if [ "$SWEEP" = 1 ] && sweep_supported; then
+        ts=$(now)
+        run_collprof "$d/sweep.out" "$d/sweep.err" --link-sweep -v --output-dir "$d" &&
+            sweep=$(diff_s "$ts" "$(now)")
+    fi
+    # shellcheck disable=SC2059,SC2086 # FMT is the format; fences, bytes, tcp: several fields
+    printf "$FMT" "$n" $((n * RPN)) "$oob" "$start_s" "${first:+$(diff_s "$t" "$first")}" \
+        "$(diff_s "$t" "$end")" ${fences:-- -} ${bytes:-- -} ${tcp:-- - - -} "$sweep"
+    [ -n "$first" ] || {
+        tail -n 3 "$d/err" | sed 's/^/# /'
+        status=1
+    }
+}
 
 echo "# collprof scale benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(nproc) CPUs"
 echo "# policy: every node is a namespace of this one machine (shared CPUs and memory);"
 echo "# $RPN ranks per node, backend $BACKEND, one barrier cell (-n 1 -w 0), loadavg at start"
 echo "# $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-6s %-6s | %-8s | %-9s | %-7s | %-7s %-8s %-8s %-9s | %s\n' nodes ranks start_s \
-    first_op_s run_s fences fence_s put_B read_B sweep_s
+FMT='%-5s %-5s %-4s | %-7s | %-10s | %-6s | %-6s %-7s %-6s %-7s | %-5s %-6s %-8s %-8s | %s\n'
+# shellcheck disable=SC2059 # FMT is the table's format
+printf "$FMT" nodes ranks oob start_s first_op_s run_s fences fence_s put_B read_B \
+    tcp tcp_s sent_B read_B sweep_s
 status=0
 for n in $NODES; do
     t=$(now)
@@ -87,32 +146,9 @@ for n in $NODES; do
     fi
     start_s=$(diff_s "$t" "$(now)")
     eval "$(grep '^export ' "$WORK/start.out")"
-    d=$WORK/run$n
-    mkdir -p "$d"
-    t=$(now)
-    timeout -k 5 600 srun --immediate=60 --mpi=pmix -N "$n" --ntasks-per-node="$RPN" \
-        "$COLLPROF_BIN" --backends "$BACKEND" --ops barrier --counts 1 -n 1 -w 0 -v \
-        --output-dir "$d" >"$d/out" 2>"$d/err" || status=1
-    end=$(now)
-    first=$(grep ' r0/[0-9]* [^]]*\] cell 1/' "$d/err" | stamp_s)
-    oob=$(grep ' r0/[0-9]* [^]]*\] oob (start-up): ' "$d/err" | head -n 1)
-    fences=$(echo "$oob" | sed -n 's/.*oob ([a-z-]*): \([0-9]*\) fences (\([0-9.]*\) s.*/\1 \2/p')
-    bytes=$(echo "$oob" | sed -n 's/.* puts of \([0-9]*\) bytes, \([0-9]*\) bytes read.*/\1 \2/p')
-    sweep=-
-    if sweep_supported; then
-        ts=$(now)
-        timeout -k 5 600 srun --immediate=60 --mpi=pmix -N "$n" --ntasks-per-node="$RPN" \
-            "$COLLPROF_BIN" --backends "$BACKEND" --link-sweep --output-dir "$d" \
-            >"$d/sweep.out" 2>"$d/sweep.err" && sweep=$(diff_s "$ts" "$(now)")
-    fi
-    # shellcheck disable=SC2086 # fences and bytes are two fields each
-    printf '%-6s %-6s | %-8s | %-9s | %-7s | %-7s %-8s %-8s %-9s | %s\n' "$n" $((n * RPN)) \
-        "$start_s" "${first:+$(diff_s "$t" "$first")}" "$(diff_s "$t" "$end")" \
-        ${fences:-- -} ${bytes:-- -} "$sweep"
-    [ -n "$first" ] || {
-        tail -n 3 "$d/err" | sed 's/^/# /'
-        status=1
-    }
+    for oob in $OOBS; do
+        measure
+    done
     bash "$SL" stop >/dev/null 2>&1
 done
 [ "$status" = 0 ] || die "some run failed (see the lines marked #)"

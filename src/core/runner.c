@@ -44,45 +44,51 @@ cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *o
     return cp_agree_over(&cp_oob_pmix, n, status, why, out);
 }
 
+/* Every rank's status (an int each, not its message: at thousands of ranks an allgather of
+ * every rank's 480-byte reason costs rank 0 of the TCP star megabytes per agreement), then,
+ * only when some rank failed, the first failing rank's reason from it to every rank. */
 cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const char *why,
                                 cp_agreement_t *out)
 {
-    cp_agreement_t mine;
-    memset(&mine, 0, sizeof(mine));
-    mine.status = status;
-    snprintf(mine.msg, sizeof(mine.msg), "%s", why ? why : "");
-    cp_agreement_t *all = calloc((size_t)n, sizeof(*all));
+    int *all = calloc((size_t)(n > 0 ? n : 1), sizeof(int));
     memset(out, 0, sizeof(*out));
     out->rank = -1;
-    if (all == NULL || oob->allgather(&mine, all, sizeof(mine)) != 0) {
-        free(all);
-        out->result = CP_AGREE_OOB_BROKEN;
-        out->status = COLLPROF_ERR_BOOTSTRAP;
-        snprintf(out->msg, sizeof(out->msg), "out-of-band exchange failed");
-        return out->result;
-    }
-    for (int r = 0; r < n; r++) {
-        if (all[r].status != COLLPROF_OK) {
-            *out = all[r];
+    int oob_rc = all == NULL ? -1 : oob->allgather(&status, all, sizeof(int));
+    for (int r = 0; oob_rc == 0 && r < n; r++) {
+        if (all[r] != COLLPROF_OK) {
             out->rank = r;
-            out->result = CP_AGREE_FAILED;
+            out->status = all[r];
             break;
         }
     }
     free(all);
+    if (oob_rc == 0 && out->rank >= 0) {
+        snprintf(out->msg, sizeof(out->msg), "%s", why ? why : "");
+        oob_rc = oob->bcast(out->msg, sizeof(out->msg), out->rank);
+        out->msg[sizeof(out->msg) - 1] = '\0';
+        out->result = CP_AGREE_FAILED;
+    }
+    if (oob_rc != 0) {
+        memset(out, 0, sizeof(*out));
+        out->rank = -1;
+        out->result = CP_AGREE_OOB_BROKEN;
+        out->status = COLLPROF_ERR_BOOTSTRAP;
+        snprintf(out->msg, sizeof(out->msg), "out-of-band exchange failed");
+    }
     return out->result;
 }
 
 /* ---- one cell, phase by phase ---------------------------------------- */
 
-/* Per-rank record gathered at the end of a cell; samples follow it. */
+/* Per-rank record gathered at the end of a cell; samples follow it.  The first failing rank's
+ * message follows too, from it alone (cell_run_t's msg): not every rank's, which would make
+ * the gather (ranks x 480) bytes per rank, most of it blank. */
 typedef struct cell_rec {
     int status; /* collprof_status_t of the first failure on this rank */
     int phase;  /* 0 ok, 1 setup, 2 run, 3 check */
     uint64_t wrong;
     int fellback;   /* --alloc hugepages found no explicit huge pages */
     char alloc[64]; /* the core's allocation on this rank, "" where the backend's */
-    char msg[480];
     /* non-blocking ops: this rank's means over the timed iterations, us */
     double nb_comm_us, nb_overall_us, nb_compute_us;
 } cell_rec_t;
@@ -90,6 +96,7 @@ typedef struct cell_rec {
 /* Everything one rank holds while it runs one cell. */
 typedef struct cell_run {
     cp_runner_t *r;
+    char msg[480]; /* the first failure on this rank */
     const cp_cell_t *cell;
     cp_plugin_t *p;
     const collprof_backend_t *be;
@@ -125,12 +132,12 @@ __attribute__((format(printf, 4, 5))) static void fail(cell_run_t *c, int status
     }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->rec.msg, sizeof(c->rec.msg), fmt, ap);
+    vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
     va_end(ap);
     c->rec.status = status;
     c->rec.phase = phase;
     cp_log(CP_LOG_DEBUG, "%s/%s %s: failed on this rank (%s): %s", c->p->name, c->cell->variant,
-           collprof_op_name(c->cell->op), collprof_status_string(status), c->rec.msg);
+           collprof_op_name(c->cell->op), collprof_status_string(status), c->msg);
 }
 
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
@@ -169,7 +176,7 @@ static int upload(cell_run_t *c)
 static int agreed(cell_run_t *c, cp_result_t *res)
 {
     cp_agreement_t a;
-    if (cp_agree_over(c->oob, c->n, c->rec.status, c->rec.msg, &a) == CP_AGREE_OK) {
+    if (cp_agree_over(c->oob, c->n, c->rec.status, c->msg, &a) == CP_AGREE_OK) {
         return 0;
     }
     res->status =
@@ -371,7 +378,7 @@ static void setup_buffers(cell_run_t *c)
                                 .root = cell->root,
                                 .in_place = cell->in_place,
                                 .memtype = c->memtype,
-                                .count = cell->count,
+                                .count = c->x.count,
                                 .sendcounts = c->a2av.sendcounts,
                                 .sdispls = c->a2av.sdispls,
                                 .recvcounts = c->a2av.recvcounts,
@@ -636,7 +643,7 @@ static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
 }
 
 /* Status, #wrong and per-rank means from every rank's record. */
-static void merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
+static void merge_records(cell_run_t *c, const cell_rec_t *recs, const char *msg, cp_result_t *res)
 {
     res->status = COLLPROF_CELL_OK;
     for (int q = 0; q < c->n; q++) {
@@ -646,7 +653,7 @@ static void merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *re
             res->status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
                                                                    : COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q,
-                     c->r->boot->hostnames[q], rq->msg);
+                     c->r->boot->hostnames[q], msg);
         }
         double s = 0;
         for (int i = 0; i < c->iters; i++) {
@@ -710,7 +717,14 @@ static void finish(cell_run_t *c, cp_result_t *res)
         free(recs);
         return;
     }
-    int oob = c->oob->allgather(&c->rec, recs, sizeof(c->rec));
+    int oob = c->oob->allgather(&c->rec, recs, sizeof(c->rec)), bad = -1;
+    for (int q = 0; oob == 0 && q < c->n && bad < 0; q++) {
+        bad = recs[q].status != 0 ? q : -1;
+    }
+    if (oob == 0 && bad >= 0) { /* the first failing rank's message, from it */
+        oob = c->oob->bcast(c->msg, sizeof(c->msg), bad);
+        c->msg[sizeof(c->msg) - 1] = '\0';
+    }
     if (oob == 0) {
         oob = gather_samples(c, res);
     }
@@ -718,7 +732,7 @@ static void finish(cell_run_t *c, cp_result_t *res)
         res->status = COLLPROF_CELL_ERROR;
         snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
     } else {
-        merge_records(c, recs, res);
+        merge_records(c, recs, c->msg, res);
         merge_policy(c, recs, res);
         if (compute_figures(c, res) != 0) {
             res->status = COLLPROF_CELL_ERROR;
@@ -828,6 +842,12 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                       .count = cell->count,
                       .paired = cell->sweep,
                       .peer = cell->peer};
+    if (cell->sweep && cell->peer == r->boot->rank) {
+        /* a link sweep's bystander exchanges one element with itself: its figures are not
+         * used, and filling, copying and checking the full size on every rank not in a pair
+         * would only take the pairs' CPUs (the ranks of a node share its cores) */
+        c.x.count = 1;
+    }
     uint64_t largest = cell->count * collprof_dtype_size(cell->dtype) * (uint64_t)(c.n > 1 ? 2 : 1);
     c.tmo = current_timeout = cp_cell_timeout(r->opt, largest);
     /* set-up touches and fills every copy of the buffers (--rotate-buffers) */

@@ -6,7 +6,8 @@
  * "unsupported" on every rank), an asymmetric in-place alltoallv, and the
  * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank);
  * the provenance the core gathers and records (cp_prov_*); repeats on fresh
- * contexts sharing the first one's buffers, merged (core/repeat.h).
+ * contexts sharing the first one's buffers, merged (core/repeat.h); a link
+ * sweep's round with a bystander, and an agreement on a failure of rank 2.
  */
 #include "config.h"
 
@@ -116,6 +117,32 @@ static void run_cases(cp_runner_t *r, const cp_imbalance_t *imb)
            "one element corrupted on rank 1 is counted on every rank: %s, #wrong %llu",
            collprof_cell_status_name(res.status), (unsigned long long)res.wrong);
     cp_result_free(&res);
+}
+
+/* A link sweep's round: ranks 0 and 1 a pair, rank 2 a bystander that exchanges one element
+ * with itself; and an agreement in which rank 2 alone fails: its reason reaches every rank. */
+static void sweep_and_agree_cases(cp_runner_t *r)
+{
+    cp_cell_t c = make_cell(COLLPROF_OP_SENDRECV, 0, "default");
+    c.sweep = 1;
+    c.peer = me == 2 ? 2 : 1 - me;
+    cp_result_t res;
+    cp_run_cell(r, &c, &res);
+    uint64_t want = me == 2 ? 4 : c.count * 4;
+    record(res.status == COLLPROF_CELL_OK && res.wrong == 0 && res.bytes == want,
+           "sweep round: %s, #wrong %llu, %llu bytes on rank %d (want %llu) %s",
+           collprof_cell_status_name(res.status), (unsigned long long)res.wrong,
+           (unsigned long long)res.bytes, me, (unsigned long long)want, res.reason);
+    cp_result_free(&res);
+    cp_agreement_t a;
+    cp_agree_result_t ar = cp_agree_over(r->oob, NR, me == 2 ? COLLPROF_ERR_IO : COLLPROF_OK,
+                                         me == 2 ? "disk full on h2" : "fine", &a);
+    record(ar == CP_AGREE_FAILED && a.rank == 2 && a.status == COLLPROF_ERR_IO &&
+               strcmp(a.msg, "disk full on h2") == 0,
+           "agreement: rank 2's failure and reason on rank %d (rank %d, '%s')", me, a.rank, a.msg);
+    ar = cp_agree_over(r->oob, NR, COLLPROF_OK, "fine", &a);
+    record(ar == CP_AGREE_OK && a.rank == -1 && a.msg[0] == '\0',
+           "agreement: every rank passed (rank %d, '%s')", a.rank, a.msg);
 }
 
 /* Every operation, out of and in place, under one policy: exact checks pass on the rotated
@@ -279,6 +306,7 @@ static int rank_main(const collprof_backend_t *be)
     cp_imbalance_parse("uniform", &imb[0], err, sizeof(err));
     cp_imbalance_parse("moe:1:4", &imb[1], err, sizeof(err));
     run_cases(&k.r, imb);
+    sweep_and_agree_cases(&k.r);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_BATCH, 3, CP_ALLOC_MMAP, 4);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_NONE, 1, CP_ALLOC_HUGEPAGES, 2);
     prov_cases(&k.r, &p);
