@@ -300,7 +300,8 @@ fault_run() {
         </dev/null >"$WORK/fout" 2>"$WORK/ferr" &
     fpid=$!
     i=0
-    until [ "$(grep -c ' ms | AlgBW' "$(summary_of "$d")" 2>/dev/null || echo 0)" -ge 2 ] ||
+    # (grep -c prints 0 and fails when nothing matches, and nothing without a summary)
+    until c=$(grep -c ' ms | AlgBW' "$(summary_of "$d")" 2>/dev/null); [ "${c:-0}" -ge 2 ] ||
         [ "$i" -ge 300 ]; do
         sleep 0.1
         i=$((i + 1))
