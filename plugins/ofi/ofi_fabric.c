@@ -325,6 +325,12 @@ static int ofi_open_domain(ofi_ctx_t *ctx)
     ctx->chunk =
         pick->ep_attr->max_msg_size < OFI_CHUNK_MAX ? pick->ep_attr->max_msg_size : OFI_CHUNK_MAX;
     ctx->next_key = 1;
+    /* direct variant: shm completes a plain write when its data is in place (CMA inside the
+     * call, or the target's copy before the completion); elsewhere ask for that explicitly */
+    ctx->direct_flags =
+        pick->fabric_attr->prov_name != NULL && !strcmp(pick->fabric_attr->prov_name, "shm")
+            ? 0
+            : FI_DELIVERY_COMPLETE;
     if ((r = fi_fabric(pick->fabric_attr, &ctx->fabric, NULL)) != 0) {
         return ofi_fail(ctx, "fi_fabric", r);
     }
@@ -374,7 +380,7 @@ static int ofi_open_channel(ofi_ctx_t *ctx, int c, void *mine)
 /* the registered control area the peers' READY and BARRIER payloads land in */
 static int ofi_open_ctrl(ofi_ctx_t *ctx, void *mine)
 {
-    size_t len = (size_t)ctx->n * 16u;
+    size_t len = (size_t)ctx->n * 24u;
     ofi_xinit_t *x = mine;
     if (posix_memalign((void **)&ctx->ctrl, 4096, len) != 0) {
         ctx->ctrl = NULL;
