@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
@@ -433,6 +434,10 @@ static ofi_ctx_t *ofi_ctx_new(const collprof_host_t *host, int *oom)
     ctx->rank = host->rank;
     ctx->n = host->nranks;
     ctx->nch = 1;
+    {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        ctx->yield_idle = ncpu < 1 || host->local_size <= 0 || host->local_size > ncpu;
+    }
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
         ctx->mode[op] = M_RR;
     }
