@@ -25,6 +25,10 @@ memcpy at the cell's size, measured by collprof itself).
   --counts LIST        float32 element counts (default: 1M,4M,16M = 4, 16, 64 MiB)
   --provider P         ofi provider (default: shm)
   --ofi-variants LIST  (default: single,multichannel,roundrobin,direct)
+  --stat p50|mean      per cell, busBW from the median (default) or the mean of the
+                       iteration times (the max over ranks each); the median shrugs
+                       off iterations that other work preempted
+  --analyse DIR        print the table again from a kept --out DIR (no runs)
   --collprof PATH      collprof binary (default: ./collprof, else collprof on PATH)
   --before DIR         a plugin directory holding the OLD collprof_ofi.so: every round
                        also runs --before-variants with it (its own launch, order
@@ -51,6 +55,8 @@ COLLPROF_BIN=${COLLPROF:-}
 OUT=
 BEFORE=
 BEFORE_VARIANTS=single,multichannel,roundrobin
+STAT=p50
+ANALYSE=
 while [ $# -gt 0 ]; do
     case $1 in
     -r | --rounds) need_arg "$1" $#; ROUNDS=$2; shift 2 ;;
@@ -62,6 +68,8 @@ while [ $# -gt 0 ]; do
     --ofi-variants) need_arg "$1" $#; OFI_VARIANTS=$2; shift 2 ;;
     --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
     --out) need_arg "$1" $#; OUT=$2; shift 2 ;;
+    --stat) need_arg "$1" $#; STAT=$2; shift 2 ;;
+    --analyse) need_arg "$1" $#; ANALYSE=$2; shift 2 ;;
     --before) need_arg "$1" $#; BEFORE=$2; shift 2 ;;
     --before-variants) need_arg "$1" $#; BEFORE_VARIANTS=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
@@ -70,11 +78,12 @@ while [ $# -gt 0 ]; do
     esac
 done
 EXTRA=("$@")
+case $STAT in p50 | mean) ;; *) bad_usage "--stat must be p50 or mean" ;; esac
 at_least "$ROUNDS" 1 || bad_usage "--rounds must be a positive integer"
 at_least "$NP" 2 || bad_usage "--np must be at least 2"
 at_least "$ITERS" 1 || bad_usage "--iters must be a positive integer"
 at_least "$WARMUP" 0 || bad_usage "--warmup must be a non-negative integer"
-if [ -n "$BEFORE" ]; then
+if [ -n "$BEFORE" ] && [ -z "$ANALYSE" ]; then
     [ -e "$BEFORE/collprof_ofi.so" ] || bad_usage "--before: no collprof_ofi.so in $BEFORE"
     BEFORE=$(cd "$BEFORE" && pwd)
 fi
@@ -90,62 +99,76 @@ fi
 : "${FI_TCP_IFACE:=lo}" "${FI_SOCKETS_IFACE:=lo}"
 export OMPI_MCA_oob_tcp_if_include OMPI_MCA_btl_tcp_if_include FI_TCP_IFACE FI_SOCKETS_IFACE
 
-KEEP=1
-if [ -z "$OUT" ]; then
-    OUT=$(mktemp -d "${TMPDIR:-/tmp}/ofi_alltoall.XXXXXX") || die "cannot create a temporary directory"
-    KEEP=0
-fi
-mkdir -p "$OUT" || die "cannot create $OUT"
-[ "$KEEP" = 1 ] || trap 'rm -rf "$OUT"' EXIT
-
-MPI_LINE="backends=mpi variants=$MPI_VARIANTS ops=alltoall counts=$COUNTS dtypes=float32"
-OFI_LINE="backends=ofi variants=$OFI_VARIANTS ops=alltoall counts=$COUNTS dtypes=float32"
-OLD_LINE="backends=ofi variants=$BEFORE_VARIANTS ops=alltoall counts=$COUNTS dtypes=float32"
-ALL=$OUT/all.csv
-: >"$ALL"
-loads=
-
-# launch SET DIR MATRIX-LINES...: one collprof run (SET "old": the --before plugins), its
-# cells appended to all.csv as "round,set,<cells.csv line>"
-launch() {
-    local set=$1 d=$2
-    shift 2
-    mkdir -p "$d" || die "cannot create $d"
-    printf '%s\n' "$@" >"$d/matrix"
-    (
-        [ "$set" = old ] && export COLLPROF_PLUGIN_PATH=$BEFORE
-        "$COLLPROF_BIN" --np "$NP" --matrix "$d/matrix" -n "$ITERS" -w "$WARMUP" \
-            --output-dir "$d" --ofi-provider "$PROV" "${EXTRA[@]}" </dev/null >"$d/out" 2>"$d/err"
-    ) || die "round $r ($set): collprof failed: $(tail -n 3 "$d/err")"
-    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
-    [ -n "$h5" ] || die "round $r ($set): no result file"
-    "$REPORT_BIN" export --csv "$h5" -o "$d/cells.csv" || die "round $r ($set): export failed"
-    tail -n +2 "$d/cells.csv" | sed "s/^/$r,$set,/" >>"$ALL"
-    head -n 1 "$d/cells.csv" >"$OUT/header.csv"
-}
-
-for r in $(seq 1 "$ROUNDS"); do
-    l0=$(cut -d' ' -f1 /proc/loadavg)
-    if [ $((r % 2)) = 1 ]; then
-        launch new "$OUT/round$r" "$MPI_LINE" "$OFI_LINE"
-        [ -z "$BEFORE" ] || launch old "$OUT/round$r-old" "$OLD_LINE"
-    else
-        [ -z "$BEFORE" ] || launch old "$OUT/round$r-old" "$OLD_LINE"
-        launch new "$OUT/round$r" "$OFI_LINE" "$MPI_LINE"
+if [ -n "$ANALYSE" ]; then
+    OUT=$ANALYSE KEEP=1 ALL=$ANALYSE/all.csv
+    [ -r "$OUT/info" ] && [ -s "$ALL" ] || die "$OUT holds no kept run (info, all.csv)"
+    . "$OUT/info"
+else
+    KEEP=1
+    if [ -z "$OUT" ]; then
+        OUT=$(mktemp -d "${TMPDIR:-/tmp}/ofi_alltoall.XXXXXX") || die "cannot create a temporary directory"
+        KEEP=0
     fi
-    l1=$(cut -d' ' -f1 /proc/loadavg)
-    loads="$loads $l0/$l1"
-done
-[ -s "$ALL" ] || die "no cells"
+    mkdir -p "$OUT" || die "cannot create $OUT"
+    [ "$KEEP" = 1 ] || trap 'rm -rf "$OUT"' EXIT
+
+    MPI_LINE="backends=mpi variants=$MPI_VARIANTS ops=alltoall counts=$COUNTS dtypes=float32"
+    OFI_LINE="backends=ofi variants=$OFI_VARIANTS ops=alltoall counts=$COUNTS dtypes=float32"
+    OLD_LINE="backends=ofi variants=$BEFORE_VARIANTS ops=alltoall counts=$COUNTS dtypes=float32"
+    ALL=$OUT/all.csv
+    : >"$ALL"
+    loads=
+
+    # launch SET DIR MATRIX-LINES...: one collprof run (SET "old": the --before plugins), its
+    # cells appended to all.csv as "round,set,<cells.csv line>"
+    launch() {
+        local set=$1 d=$2
+        shift 2
+        mkdir -p "$d" || die "cannot create $d"
+        printf '%s\n' "$@" >"$d/matrix"
+        (
+            [ "$set" = old ] && export COLLPROF_PLUGIN_PATH=$BEFORE
+            "$COLLPROF_BIN" --np "$NP" --matrix "$d/matrix" -n "$ITERS" -w "$WARMUP" \
+                --output-dir "$d" --ofi-provider "$PROV" "${EXTRA[@]}" </dev/null >"$d/out" 2>"$d/err"
+        ) || die "round $r ($set): collprof failed: $(tail -n 3 "$d/err")"
+        h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+        [ -n "$h5" ] || die "round $r ($set): no result file"
+        "$REPORT_BIN" export --csv "$h5" -o "$d/cells.csv" || die "round $r ($set): export failed"
+        tail -n +2 "$d/cells.csv" | sed "s/^/$r,$set,/" >>"$ALL"
+        head -n 1 "$d/cells.csv" >"$OUT/header.csv"
+    }
+
+    for r in $(seq 1 "$ROUNDS"); do
+        l0=$(cut -d' ' -f1 /proc/loadavg)
+        if [ $((r % 2)) = 1 ]; then
+            launch new "$OUT/round$r" "$MPI_LINE" "$OFI_LINE"
+            [ -z "$BEFORE" ] || launch old "$OUT/round$r-old" "$OLD_LINE"
+        else
+            [ -z "$BEFORE" ] || launch old "$OUT/round$r-old" "$OLD_LINE"
+            launch new "$OUT/round$r" "$OFI_LINE" "$MPI_LINE"
+        fi
+        l1=$(cut -d' ' -f1 /proc/loadavg)
+        loads="$loads $l0/$l1"
+    done
+    [ -s "$ALL" ] || die "no cells"
+    # what --analyse needs to print the table again
+    {
+        printf 'ROUNDS=%q NP=%q ITERS=%q WARMUP=%q PROV=%q\n' "$ROUNDS" "$NP" "$ITERS" "$WARMUP" "$PROV"
+        printf 'OFI_VARIANTS=%q MPI_VARIANTS=%q BEFORE=%q BEFORE_VARIANTS=%q\n' \
+            "$OFI_VARIANTS" "$MPI_VARIANTS" "$BEFORE" "$BEFORE_VARIANTS"
+        printf 'loads=%q\n' "$loads"
+    } >"$OUT/info"
+fi
 
 echo "# bench/ofi_alltoall.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname), $(nproc) CPUs"
 echo "# $("$COLLPROF_BIN" --version 2>/dev/null | head -n 1); $NP ranks, ofi provider $PROV;" \
     "$ROUNDS rounds x (-n $ITERS -w $WARMUP), backend order swapped every round"
 echo "# load average (1 min) before/after each round:$loads"
-echo "# busBW GB/s = median over rounds (time = mean over iterations of the max over ranks);"
+echo "# busBW GB/s = median over rounds of busBW per cell, from the $STAT over iterations of"
+echo "#   the max over ranks;"
 echo "# copy1 = collprof's one-thread memcpy at the cell's size (median); % = busBW / copy1"
 awk -v header="$OUT/header.csv" -v ovars="$OFI_VARIANTS" -v mvars="$MPI_VARIANTS" \
-    -v bvars="$([ -n "$BEFORE" ] && echo "$BEFORE_VARIANTS")" '
+    -v stat="$STAT" -v bvars="$([ -n "$BEFORE" ] && echo "$BEFORE_VARIANTS")" '
 function csv(line, f,    n, i, c, q, cur) {
     n = 0; cur = ""; q = 0
     for (i = 1; i <= length(line); i++) {
@@ -177,7 +200,9 @@ BEGIN {
     k = (f[2] == "old" ? "old" : f[col["backend"]]) "/" f[col["variant"]]
     if (f[col["status"]] != "ok" || f[col["wrong"]] != 0) { bad[k]++; next }
     b = f[col["bytes"]]
-    bw[k, b] = bw[k, b] " " f[col["busbw_gbs"]]
+    t = f[col[stat == "p50" ? "time_p50_us" : "time_mean_us"]]
+    if (t <= 0) { bad[k]++; next }
+    bw[k, b] = bw[k, b] " " f[col["busbw_gbs"]] * f[col["time_mean_us"]] / t
     c1[b] = c1[b] " " f[col["copy1_gbs"]]
     if (!(b in seen)) { seen[b] = 1; sz[++ns] = b + 0 }
 }
