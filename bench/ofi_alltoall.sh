@@ -101,7 +101,9 @@ export OMPI_MCA_oob_tcp_if_include OMPI_MCA_btl_tcp_if_include FI_TCP_IFACE FI_S
 
 if [ -n "$ANALYSE" ]; then
     OUT=$ANALYSE KEEP=1 ALL=$ANALYSE/all.csv
-    [ -r "$OUT/info" ] && [ -s "$ALL" ] || die "$OUT holds no kept run (info, all.csv)"
+    if [ ! -r "$OUT/info" ] || [ ! -s "$ALL" ]; then
+        die "$OUT holds no kept run (info, all.csv)"
+    fi
     . "$OUT/info"
 else
     KEEP=1
