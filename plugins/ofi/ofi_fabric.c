@@ -196,6 +196,7 @@ static int ofi_options(ofi_ctx_t *ctx)
     const collprof_host_t *h = ctx->host;
     const char *prov = h->get_option ? h->get_option("ofi-provider") : NULL;
     const char *chs = h->get_option ? h->get_option("ofi-channels") : NULL;
+    const char *yld = h->get_option ? h->get_option("ofi-yield") : NULL;
 
     if (prov == NULL || prov[0] == '\0') {
         prov = getenv("FI_PROVIDER");
@@ -204,6 +205,12 @@ static int ofi_options(ofi_ctx_t *ctx)
         prov = h->nnodes <= 1 ? "shm" : "tcp;ofi_rxm";
     }
     snprintf(ctx->prov, sizeof(ctx->prov), "%s", prov);
+    if (yld != NULL && strcmp(yld, "auto") != 0) {
+        ctx->yield_idle = !strcmp(yld, "always");
+    } else {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        ctx->yield_idle = ncpu < 1 || h->local_size <= 0 || h->local_size > ncpu;
+    }
     ctx->nch = OFI_DEF_CH;
     if (chs != NULL) {
         char *end = NULL;
@@ -434,10 +441,6 @@ static ofi_ctx_t *ofi_ctx_new(const collprof_host_t *host, int *oom)
     ctx->rank = host->rank;
     ctx->n = host->nranks;
     ctx->nch = 1;
-    {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        ctx->yield_idle = ncpu < 1 || host->local_size <= 0 || host->local_size > ncpu;
-    }
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
         ctx->mode[op] = M_RR;
     }
