@@ -205,8 +205,8 @@ static int ofi_options(ofi_ctx_t *ctx)
         prov = h->nnodes <= 1 ? "shm" : "tcp;ofi_rxm";
     }
     snprintf(ctx->prov, sizeof(ctx->prov), "%s", prov);
-    if (yld != NULL && strcmp(yld, "auto") != 0) {
-        ctx->yield_idle = !strcmp(yld, "always");
+    if (yld == NULL || strcmp(yld, "auto") != 0) {
+        ctx->yield_idle = yld == NULL || strcmp(yld, "never") != 0; /* default: always */
     } else {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         ctx->yield_idle = ncpu < 1 || h->local_size <= 0 || h->local_size > ncpu;

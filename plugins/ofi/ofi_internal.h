@@ -109,7 +109,7 @@ typedef struct ofi_ctx {
     uint64_t tx_posted, tx_done;
     uint64_t direct_flags; /* fi_writemsg flags of M_DIRECT data writes */
     unsigned idle;         /* empty progress rounds in a row */
-    int yield_idle;        /* more ranks on this node than CPUs: yield while idle */
+    int yield_idle;        /* sched_yield while idle (-B ofi-yield) */
     char *got_ready;       /* [n] this call */
     uint64_t *rpayload;    /* [n] READY payload of this call */
     ofi_send_t *sends;     /* [2n + 2] */

@@ -68,9 +68,8 @@ static int ofi_progress(ofi_ctx_t *ctx)
             }
         }
     }
-    /* when ranks outnumber cores, after a while without news let the peer we wait for run;
-     * otherwise keep spinning (a yield hands the core to unrelated work, and the peer's
-     * news then waits for this rank's next time slice) */
+    /* ranks may outnumber cores (and share them with the launcher and PMIx): after a while
+     * without news let the peer we wait for run (-B ofi-yield: always by default) */
     if (got) {
         ctx->idle = 0;
     } else if (ctx->yield_idle && ++ctx->idle >= OFI_SPINS_BEFORE_YIELD) {
