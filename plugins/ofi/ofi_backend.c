@@ -97,6 +97,10 @@ static const collprof_variant_t ofi_variants[] = {
      OFI_VOPS},
     {"roundrobin", "the block for peer p on channel (p + rank) % channels (also the default)",
      OFI_VOPS},
+    {"direct",
+     "roundrobin's channels, plain RMA writes (shm: CMA inside the call, no target progress) "
+     "and one notification per block",
+     OFI_VOPS},
 };
 
 COLLPROF_DEFINE_SET_ERROR(ofi_set_error, ofi_ctx_t, err, ofi_global_err);
@@ -161,9 +165,12 @@ static int ofi_select_variant(void *vctx, collprof_op_t op, const char *variant)
         m = M_SINGLE;
     } else if (!strcmp(variant, "multichannel")) {
         m = M_MULTI;
+    } else if (!strcmp(variant, "direct")) {
+        m = M_DIRECT;
     }
     if (m < 0) {
-        ofi_set_error(ctx, "unknown variant '%s' (single, multichannel, roundrobin)", variant);
+        ofi_set_error(ctx, "unknown variant '%s' (single, multichannel, roundrobin, direct)",
+                      variant);
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     if (op == COLLPROF_OP_BARRIER && m != M_RR) {
@@ -235,6 +242,10 @@ static const collprof_option_t ofi_options_decl[] = {
      COLLPROF_OPTF_LONG},
     {"ofi-channels", COLLPROF_OPT_INT, OFI_STR(OFI_DEF_CH), 1, OFI_MAX_CH, NULL,
      "endpoints per peer of the multichannel and roundrobin variants", COLLPROF_OPTF_LONG},
+    {"ofi-yield", COLLPROF_OPT_CHOICE, "always", 0, 0, "always,auto,never",
+     "sched_yield after 64 empty polls: always, never, or auto (only when the node has more "
+     "ranks than CPUs)",
+     0},
 };
 
 COLLPROF_PLUGIN_ENTRY = {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
@@ -195,6 +196,7 @@ static int ofi_options(ofi_ctx_t *ctx)
     const collprof_host_t *h = ctx->host;
     const char *prov = h->get_option ? h->get_option("ofi-provider") : NULL;
     const char *chs = h->get_option ? h->get_option("ofi-channels") : NULL;
+    const char *yld = h->get_option ? h->get_option("ofi-yield") : NULL;
 
     if (prov == NULL || prov[0] == '\0') {
         prov = getenv("FI_PROVIDER");
@@ -203,6 +205,12 @@ static int ofi_options(ofi_ctx_t *ctx)
         prov = h->nnodes <= 1 ? "shm" : "tcp;ofi_rxm";
     }
     snprintf(ctx->prov, sizeof(ctx->prov), "%s", prov);
+    if (yld == NULL || strcmp(yld, "auto") != 0) {
+        ctx->yield_idle = yld == NULL || strcmp(yld, "never") != 0; /* default: always */
+    } else {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        ctx->yield_idle = ncpu < 1 || h->local_size <= 0 || h->local_size > ncpu;
+    }
     ctx->nch = OFI_DEF_CH;
     if (chs != NULL) {
         char *end = NULL;
@@ -325,6 +333,12 @@ static int ofi_open_domain(ofi_ctx_t *ctx)
     ctx->chunk =
         pick->ep_attr->max_msg_size < OFI_CHUNK_MAX ? pick->ep_attr->max_msg_size : OFI_CHUNK_MAX;
     ctx->next_key = 1;
+    /* direct variant: shm completes a plain write when its data is in place (CMA inside the
+     * call, or the target's copy before the completion); elsewhere ask for that explicitly */
+    ctx->direct_flags =
+        pick->fabric_attr->prov_name != NULL && !strcmp(pick->fabric_attr->prov_name, "shm")
+            ? 0
+            : FI_DELIVERY_COMPLETE;
     if ((r = fi_fabric(pick->fabric_attr, &ctx->fabric, NULL)) != 0) {
         return ofi_fail(ctx, "fi_fabric", r);
     }
@@ -374,7 +388,7 @@ static int ofi_open_channel(ofi_ctx_t *ctx, int c, void *mine)
 /* the registered control area the peers' READY and BARRIER payloads land in */
 static int ofi_open_ctrl(ofi_ctx_t *ctx, void *mine)
 {
-    size_t len = (size_t)ctx->n * 16u;
+    size_t len = (size_t)ctx->n * 24u;
     ofi_xinit_t *x = mine;
     if (posix_memalign((void **)&ctx->ctrl, 4096, len) != 0) {
         ctx->ctrl = NULL;

@@ -32,8 +32,9 @@
 /* completion kinds carried in the immediate data */
 enum { K_READY = 1, K_DATA = 2, K_DATA2 = 3, K_BARRIER = 4, K_NKINDS = 5 };
 
-/* channel modes (variants) */
-enum { M_SINGLE = 0, M_MULTI = 1, M_RR = 2 };
+/* channel modes (variants); M_DIRECT: plain writes (no remote CQ data), which shm's CMA
+ * performs inside fi_write, then one notification per block once they completed */
+enum { M_SINGLE = 0, M_MULTI = 1, M_RR = 2, M_DIRECT = 3 };
 
 /* what the backend offers (query) */
 #define OFI_VOPS                                                                                   \
@@ -97,7 +98,8 @@ typedef struct ofi_ctx {
     uint64_t next_key;
     size_t chunk; /* largest single write */
     size_t inject;
-    /* control area: [0, n) READY payload slots written by peers, [n, 2n) our sources */
+    /* control area: [0, n) READY payload slots written by peers, [n, 2n) our sources,
+     * [2n, 3n) where the peers' data notifications (M_DIRECT) land */
     uint64_t *ctrl;
     struct fid_mr *ctrl_mr;
     void *ctrl_desc;
@@ -105,10 +107,12 @@ typedef struct ofi_ctx {
     /* completion accounting */
     uint64_t *cnt[K_NKINDS], *used[K_NKINDS];
     uint64_t tx_posted, tx_done;
-    unsigned idle;      /* empty progress rounds in a row */
-    char *got_ready;    /* [n] this call */
-    uint64_t *rpayload; /* [n] READY payload of this call */
-    ofi_send_t *sends;  /* [2n + 2] */
+    uint64_t direct_flags; /* fi_writemsg flags of M_DIRECT data writes */
+    unsigned idle;         /* empty progress rounds in a row */
+    int yield_idle;        /* sched_yield while idle (-B ofi-yield) */
+    char *got_ready;       /* [n] this call */
+    uint64_t *rpayload;    /* [n] READY payload of this call */
+    ofi_send_t *sends;     /* [2n + 2] */
     int mode[COLLPROF_OP_COUNT];
     ofi_buf_t *bufs;
     int hmem;     /* the provider took FI_HMEM: device buffers can be registered */

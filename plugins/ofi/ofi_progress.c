@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/uio.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
@@ -67,11 +68,11 @@ static int ofi_progress(ofi_ctx_t *ctx)
             }
         }
     }
-    /* ranks may outnumber cores (and share them with the launcher and PMIx):
-     * after a while without news, let the peer we wait for run */
+    /* ranks may outnumber cores (and share them with the launcher and PMIx): after a while
+     * without news let the peer we wait for run (-B ofi-yield: always by default) */
     if (got) {
         ctx->idle = 0;
-    } else if (++ctx->idle >= OFI_SPINS_BEFORE_YIELD) {
+    } else if (ctx->yield_idle && ++ctx->idle >= OFI_SPINS_BEFORE_YIELD) {
         ctx->idle = 0;
         sched_yield();
     }
@@ -148,10 +149,41 @@ static int ofi_write1(ofi_ctx_t *ctx, int ch, int peer, const void *src, void *d
     }
 }
 
-/* a small control write (READY, BARRIER) with an 8-byte payload into the peer's slot */
-int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload)
+/* one plain fi_writemsg (no remote CQ data) of the direct variant, retried on EAGAIN */
+static int ofi_write_plain(ofi_ctx_t *ctx, int ch, int peer, const void *src, void *desc,
+                           size_t len, uint64_t raddr, uint64_t key)
 {
-    uint64_t raddr = ctx->peer_ctrl_addr[peer] + (uint64_t)ctx->rank * 8u;
+    struct iovec iov = {.iov_base = (void *)src, .iov_len = len};
+    struct fi_rma_iov rma = {.addr = raddr, .len = len, .key = key};
+    struct fi_msg_rma msg = {
+        .msg_iov = &iov,
+        .desc = &desc,
+        .iov_count = 1,
+        .addr = ctx->addr[(size_t)peer * (size_t)ctx->nch + (size_t)ch],
+        .rma_iov = &rma,
+        .rma_iov_count = 1,
+    };
+    double t0 = ofi_now();
+    for (;;) {
+        ssize_t r = fi_writemsg(ctx->ep[ch], &msg, ctx->direct_flags);
+        if (r == 0) {
+            ctx->tx_posted++;
+            return COLLPROF_OK;
+        }
+        if (r != -FI_EAGAIN) {
+            return ofi_fail(ctx, "fi_writemsg", (long)r);
+        }
+        int rc = ofi_wait_more(ctx, t0, "room in the transmit queue");
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+    }
+}
+
+/* a small control write (READY, BARRIER) with an 8-byte payload into the peer's slot */
+static int ofi_signal_at(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload, int slot)
+{
+    uint64_t raddr = ctx->peer_ctrl_addr[peer] + (uint64_t)slot * 8u;
     uint64_t *src = &ctx->ctrl[ctx->n + peer];
     double t0 = ofi_now();
     *src = payload;
@@ -176,6 +208,18 @@ int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload)
     }
 }
 
+int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload)
+{
+    return ofi_signal_at(ctx, peer, kind, payload, ctx->rank);
+}
+
+/* direct variant: every write of ours completed (the data are in place), then tell peer */
+static int ofi_notify(ofi_ctx_t *ctx, int peer, int kind)
+{
+    int rc = ofi_wait_tx(ctx);
+    return rc == COLLPROF_OK ? ofi_signal_at(ctx, peer, kind, 0, 2 * ctx->n + ctx->rank) : rc;
+}
+
 /*
  * A block of len bytes to peer, spread over the channels as the mode says.
  * With post == 0 only counts the writes (the target's expectation); both
@@ -193,7 +237,7 @@ static long ofi_block(ofi_ctx_t *ctx, int mode, int peer, const char *src, void 
     if (mode == M_MULTI && ctx->nch > 1) {
         part = (len + (size_t)ctx->nch - 1) / (size_t)ctx->nch;
         part = (part + 63) & ~(size_t)63;
-    } else if (mode == M_RR) {
+    } else if (mode == M_RR || mode == M_DIRECT) {
         ch = (peer + ctx->rank) % ctx->nch;
     }
     for (size_t off = 0; off < len; off += step) {
@@ -201,8 +245,10 @@ static long ofi_block(ofi_ctx_t *ctx, int mode, int peer, const char *src, void 
         for (size_t o2 = 0; o2 < step;) {
             size_t s = step - o2 < ctx->chunk ? step - o2 : ctx->chunk;
             if (post) {
-                int rc =
-                    ofi_write1(ctx, ch, peer, src + off + o2, desc, s, raddr + off + o2, key, kind);
+                int rc = mode == M_DIRECT ? ofi_write_plain(ctx, ch, peer, src + off + o2, desc, s,
+                                                            raddr + off + o2, key)
+                                          : ofi_write1(ctx, ch, peer, src + off + o2, desc, s,
+                                                       raddr + off + o2, key, kind);
                 if (rc != COLLPROF_OK) {
                     return rc;
                 }
@@ -265,6 +311,12 @@ int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
             if (r < 0) {
                 return (int)r;
             }
+            if (mode == M_DIRECT && r > 0) {
+                int rc = ofi_notify(ctx, q, s->kind);
+                if (rc != COLLPROF_OK) {
+                    return rc;
+                }
+            }
             s->posted = 1;
             left--;
         }
@@ -281,6 +333,9 @@ int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
 int ofi_expect(ofi_ctx_t *ctx, int mode, int kind, int peer, size_t len)
 {
     long nw = ofi_block(ctx, mode, peer, NULL, NULL, len, 0, 0, kind, 0);
+    if (mode == M_DIRECT && nw > 0) {
+        nw = 1; /* one notification per block */
+    }
     return nw > 0 ? ofi_wait_from(ctx, kind, peer, (uint64_t)nw) : COLLPROF_OK;
 }
 

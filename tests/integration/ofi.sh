@@ -25,7 +25,7 @@ for prov in shm "tcp;ofi_rxm"; do
         [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 5
         check_clean_run "$d" "ofi $prov --np $np, every op and variant, in and out of place"
         s=$(summary_of "$d")
-        for v in single multichannel default; do
+        for v in single multichannel direct default; do
             grep -q "^== ofi / $v" "$s" 2>/dev/null || grep -q "ofi *$v *alltoall" "$WORK/out"
             ok $? "ofi $prov --np $np: alltoall measured with variant $v"
         done
@@ -47,6 +47,14 @@ FI_PROVIDER=sockets cp_run --np 2 --backends ofi --ops "$sops" --counts 1K -n 3 
 check_clean_run "$d" "FI_PROVIDER=sockets --np 2, $sops"
 grep -q 'ofi: provider sockets,' "$WORK/err"
 ok $? "FI_PROVIDER=sockets: the sockets provider is the one in use"
+
+# the direct variant on sockets: plain writes with FI_DELIVERY_COMPLETE, then the notification
+d="$WORK/sockets_direct"
+mkdir -p "$d"
+FI_PROVIDER=sockets cp_run --np 2 --backends ofi --ops alltoall,allreduce --counts 1K -n 2 -w 1 \
+    --variants direct --timeout 20 --output-dir "$d"
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 5
+check_clean_run "$d" "FI_PROVIDER=sockets --np 2, variant direct"
 
 check_allgatherv_specs 4 "ofi shm --np 4" --backends ofi --ofi-provider shm --variants default
 check_allgatherv_specs 2 "ofi tcp --np 2" --backends ofi --ofi-provider 'tcp;ofi_rxm' \
