@@ -123,6 +123,17 @@ static void wd_timeout(void *arg, int cell, const char *msg)
     if (g_run.sum == NULL) {
         return;
     }
+    char next[768];
+    if (cell < g_run.done && g_run.plan != NULL && g_run.done < g_run.plan->ncells) {
+        /* rank 0 stopped between cells, after writing cell k: the others wait in cell k+1 */
+        char desc[256];
+        wd_describe(NULL, g_run.done, desc, sizeof(desc));
+        snprintf(next, sizeof(next),
+                 "cell %d (%s) timed out: rank 0 was stopped or frozen after writing cell %d",
+                 g_run.done, desc, g_run.done - 1);
+        cell = g_run.done;
+        msg = next;
+    }
     record_stopped(cell, COLLPROF_CELL_TIMEOUT, msg);
     cp_summary_stop(g_run.sum, CP_EXIT_TIMEOUT, "an operation timed out (see the timeout row)");
     g_run.sum = NULL;
