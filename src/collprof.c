@@ -101,6 +101,14 @@ static void wd_describe(void *arg, int cell, char *buf, size_t len)
              (unsigned long long)c->count);
 }
 
+/* The cell a stop falls on: between cells (rank 0 wrote cell k and has not begun k+1, which
+ * the other ranks may have) it is the next one to write, if there is one. */
+static int stopped_cell(int cell)
+{
+    return cell < g_run.done && g_run.plan != NULL && g_run.done < g_run.plan->ncells ? g_run.done
+                                                                                      : cell;
+}
+
 /* A row for the cell the run stopped in, unless it is written already (or none). */
 static void record_stopped(int cell, collprof_cell_status_t status, const char *msg)
 {
@@ -124,8 +132,8 @@ static void wd_timeout(void *arg, int cell, const char *msg)
         return;
     }
     char next[768];
-    if (cell < g_run.done && g_run.plan != NULL && g_run.done < g_run.plan->ncells) {
-        /* rank 0 stopped between cells, after writing cell k: the others wait in cell k+1 */
+    if (stopped_cell(cell) != cell) {
+        /* rank 0 stopped after writing cell k: the others wait in cell k+1 */
         char desc[256];
         wd_describe(NULL, g_run.done, desc, sizeof(desc));
         snprintf(next, sizeof(next),
@@ -147,9 +155,7 @@ static void wd_signal(void *arg, int sig, int cell)
              strsignal(sig), g_run.done, g_run.plan ? g_run.plan->ncells : 0);
     fprintf(stderr, "collprof: %s; completed cells are kept\n", why);
     if (g_run.sum != NULL) {
-        /* between cells (rank 0 writing cell k or agreeing to go on) the stop falls on the
-         * next cell, which the other ranks may have begun */
-        record_stopped(cell < g_run.done ? g_run.done : cell, COLLPROF_CELL_INCOMPLETE, why);
+        record_stopped(stopped_cell(cell), COLLPROF_CELL_INCOMPLETE, why);
         cp_summary_stop(g_run.sum, 128 + sig, why);
         g_run.sum = NULL;
     }

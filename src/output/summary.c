@@ -99,39 +99,35 @@ static int is_study_row(const cp_run_info_t *ri, const collprof_result_row_t *ro
     return 0;
 }
 
-static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
+/* Append row to a growable table of rows (the study and overlap tables). */
+static void push_row(collprof_result_row_t **v, size_t *n, size_t *cap,
+                     const collprof_result_row_t *row)
 {
-    if (!is_study_row(s->ri, row)) {
-        return;
-    }
-    if (s->nstudy == s->capstudy) {
-        size_t cap = s->capstudy ? s->capstudy * 2 : 16;
-        collprof_result_row_t *g = realloc(s->study, cap * sizeof(*g));
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        collprof_result_row_t *g = realloc(*v, c * sizeof(*g));
         if (g == NULL) {
             return; /* the table is a convenience: the rows are in the file */
         }
-        s->study = g;
-        s->capstudy = cap;
+        *v = g;
+        *cap = c;
     }
-    s->study[s->nstudy++] = *row;
+    (*v)[(*n)++] = *row;
+}
+
+static void keep_study_row(cp_summary_t *s, const collprof_result_row_t *row)
+{
+    if (is_study_row(s->ri, row)) {
+        push_row(&s->study, &s->nstudy, &s->capstudy, row);
+    }
 }
 
 /* A measured row of a non-blocking op, for the overlap table. */
 static void keep_nb_row(cp_summary_t *s, const collprof_result_row_t *row)
 {
-    if (!cp_overlap_row(row)) {
-        return;
+    if (cp_overlap_row(row)) {
+        push_row(&s->nb, &s->nnb, &s->capnb, row);
     }
-    if (s->nnb == s->capnb) {
-        size_t cap = s->capnb ? s->capnb * 2 : 16;
-        collprof_result_row_t *g = realloc(s->nb, cap * sizeof(*g));
-        if (g == NULL) {
-            return; /* the table is a convenience: the rows are in the file */
-        }
-        s->nb = g;
-        s->capnb = cap;
-    }
-    s->nb[s->nnb++] = *row;
 }
 
 /* An ok row and the p5 of its per-iteration times, for the tables of which backend wins. */
