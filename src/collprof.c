@@ -15,6 +15,7 @@
 #include "core/bopts.h"
 #include "core/cli.h"
 #include "core/data.h"
+#include "core/fault.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/plan.h"
@@ -912,7 +913,8 @@ int main(int argc, char **argv)
         rc = EXIT_OK;
     } else if (opt.list || opt.help_backend[0] != '\0') {
         rc = list_backends(&opt);
-    } else if (cp_slurm_check_launch(err, sizeof(err)) != 0) {
+    } else if (cp_slurm_check_launch(err, sizeof(err)) != 0 ||
+               cp_fault_check(err, sizeof(err)) != 0) {
         if (env_rank() <= 0) {
             cp_error_line("collprof", err);
         }

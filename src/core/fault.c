@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +103,73 @@ void cp_fault_hang_now(int rank)
     for (;;) {
         sleep(1000);
     }
+}
+
+/* Skip a decimal number at *p (1 to 9 digits): 0, or -1 when there is none. */
+static int skip_number(const char **p)
+{
+    size_t n = strspn(*p, "0123456789");
+    if (n == 0 || n > 9) {
+        return -1;
+    }
+    *p += n;
+    return 0;
+}
+
+/* ":NUMBER" at *p when present: 0, or -1 when the colon has no number. */
+static int skip_opt_number(const char **p)
+{
+    if (**p != ':') {
+        return 0;
+    }
+    (*p)++;
+    return skip_number(p);
+}
+
+/* Does the text after "kind:" (a, never NULL) follow kind's grammar (fault.h)? */
+static int fault_args_ok(const char *kind, const char *a)
+{
+    if (*a == '\0') {
+        return strcmp(kind, "slowrep") != 0;
+    }
+    if (strcmp(kind, "slowrep") == 0) {
+        while (skip_number(&a) == 0 && *a == ',') {
+            a++;
+        }
+    } else if (strcmp(kind, "slow") == 0 && strncmp(a, "all", 3) == 0) {
+        a += 3;
+    } else if (skip_number(&a) != 0) {
+        return 0;
+    }
+    int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0;
+    if (two && skip_opt_number(&a) != 0) {
+        return 0;
+    }
+    return *a == '\0';
+}
+
+int cp_fault_check(char *err, size_t len)
+{
+    static const char *kinds[] = {"wrong", "exit", "slowrep", "slow", "hang", NULL};
+    const char *f = getenv("COLLPROF_FAULT");
+    if (f == NULL) {
+        return 0;
+    }
+    for (int i = 0; kinds[i] != NULL; i++) {
+        const char *a = fault_args(kinds[i]);
+        if (a != NULL) {
+            if (fault_args_ok(kinds[i], a)) {
+                return 0;
+            }
+            break;
+        }
+    }
+    snprintf(err, len,
+             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], exit[:RANK], "
+             "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]] or slowrep:LIST[:USEC] (tests only; "
+             "unset it for a real run)",
+             f, strlen(f) > 40 ? "..." : "");
+    return -1;
 }
 
 int cp_fault_test_staged(void)

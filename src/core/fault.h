@@ -14,6 +14,8 @@
 #ifndef COLLPROF_CORE_FAULT_H
 #define COLLPROF_CORE_FAULT_H
 
+#include <stddef.h>
+
 /** Does "wrong" apply to rank? */
 int cp_fault_wrong(int rank);
 /** Does "exit" apply to rank? */
@@ -29,6 +31,8 @@ void cp_fault_spin(long us);
 /** Stop this process's progress for good (the "exit" and "hang" faults). */
 void cp_fault_exit_now(int rank) __attribute__((noreturn));
 void cp_fault_hang_now(int rank) __attribute__((noreturn));
+/** Is COLLPROF_FAULT unset or one of the faults above?  -1 with err otherwise. */
+int cp_fault_check(char *err, size_t len);
 /** COLLPROF_TEST_STAGED: stage host memory through host copies. */
 int cp_fault_test_staged(void);
 
