@@ -586,6 +586,15 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
     if (me != 0) {
         writer_lost(b, cell, msg, 4096);
     }
+    /* host names come from other ranks' gethostname(): printable text only */
+    char *raw = msg;
+    msg = malloc(4096);
+    if (msg != NULL) {
+        cp_text_sanitize(raw, msg, 4096);
+        free(raw);
+    } else {
+        msg = raw;
+    }
     fprintf(stderr, "collprof: error: timeout: %s\n", msg);
     fflush(stderr);
     if (me == 0 && lock_for_good() && wd.hooks.on_timeout != NULL) {

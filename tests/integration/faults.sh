@@ -169,6 +169,23 @@ sleep 1
 ! pgrep -f "collprof --np 3 --backends mpi --ops allreduce --counts 1K,2K,4K" >/dev/null
 ok $? "hang: no orphan processes"
 
+# ---- the watchdog's report prints a hostile host name as text ---------------
+# (a UTS namespace gives the job a host name with an escape sequence)
+if unshare -u true 2>/dev/null; then
+    d="$WORK/hanghost"
+    mkdir -p "$d"
+    rc=0
+    COLLPROF_FAULT=hang:1:0 timeout -k 10 "$CP_TIMEOUT" unshare -u sh -c \
+        'printf "h\033[2Jx" >/proc/sys/kernel/hostname && exec "$@"' sh "$COLLPROF_BIN" --np 2 \
+        --backends self --ops allreduce --counts 1K -n 10 -w 0 --timeout 2 --output-dir "$d" \
+        </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    [ "$rc" -eq 124 ] && grep -q 'rank 1 (h[^ ]*2Jx)' "$WORK/err" &&
+        ! LC_ALL=C grep -q "$(printf '\033')" "$WORK/err" "$d"/collprof_*.txt
+    ok $? "hang on a host named h<ESC>[2Jx: the report names it without a raw escape (exit $rc)"
+else
+    echo "ok $((tap_n += 1)) - hang on a hostile host name # SKIP no UTS namespace (unshare -u)"
+fi
+
 # ---- SIGTERM (scancel, a time limit, Ctrl-C) mid-run ------------------------
 d="$WORK/term"
 mkdir -p "$d"
