@@ -1517,13 +1517,15 @@ static int nb_copy_rate(void *vctx, int memtype, size_t bytes, double *gbs)
         nb_set_error(ctx, "copy_rate: nothing to copy");
         return COLLPROF_ERR_INVALID;
     }
+    /* buffers that do not fit fail here; the error is cleared so that no later launch
+     * check of NCCL's reads it back as its own */
     char *src = NULL, *dst = NULL;
     cudaError_t e = cudaMalloc((void **)&src, bytes);
-    if (e != cudaSuccess) {
-        return nb_cuda_fail(ctx, "cudaMalloc (device copy rate)", e);
-    }
-    if ((e = cudaMalloc((void **)&dst, bytes)) != cudaSuccess) {
+    if (e == cudaSuccess && (e = cudaMalloc((void **)&dst, bytes)) != cudaSuccess) {
         cudaFree(src);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
         return nb_cuda_fail(ctx, "cudaMalloc (device copy rate)", e);
     }
     double rate = 0.0;

@@ -142,8 +142,9 @@ static int has_dev(const cp_limits_t *l, int plugin, int memtype, uint64_t bytes
 }
 
 /* Rank 0: the device copy rate of every distinct (backend, device memory, size) of the plan
- * whose backend is initialised here and has the copy_rate slot.  A failure leaves 0 (no
- * limit printed) and says why once per backend. */
+ * whose backend is initialised here and has the copy_rate slot.  A failure (buffers that do
+ * not fit beside the cell's) leaves that size 0 (no limit printed) and says why, once per
+ * backend. */
 static void measure_device(const cp_plan_t *plan, const cp_plugin_t *plugins, int nplugins,
                            cp_limits_t *out)
 {
@@ -159,20 +160,19 @@ static void measure_device(const cp_plan_t *plan, const cp_plugin_t *plugins, in
         const cp_plugin_t *p = &plugins[c->plugin];
         struct cp_dev_limit *d = &out->dev[out->ndev++];
         *d = (struct cp_dev_limit){.plugin = c->plugin, .memtype = c->memtype, .bytes = bytes};
-        if (p->be == NULL || p->ctx == NULL || failed[c->plugin] ||
-            !COLLPROF_BACKEND_HAS(p->be, copy_rate)) {
+        if (p->be == NULL || p->ctx == NULL || !COLLPROF_BACKEND_HAS(p->be, copy_rate)) {
             continue;
         }
         double gbs = 0.0;
         int rc = p->be->copy_rate(p->ctx, c->memtype, (size_t)bytes, &gbs);
         if (rc == COLLPROF_OK && gbs > 0 && gbs < INFINITY) {
             d->gbs = gbs;
-        } else if (rc != COLLPROF_ERR_NOT_SUPPORTED) {
+        } else if (rc != COLLPROF_ERR_NOT_SUPPORTED && !failed[c->plugin]) {
             const char *why = rc != COLLPROF_OK ? p->be->last_error(p->ctx) : NULL;
             failed[c->plugin] = 1;
             cp_log(CP_LOG_WARN,
                    "%s: the device copy rate of %llu B could not be measured (%s): no device "
-                   "limit beside its cells",
+                   "limit beside its cells of that size",
                    p->name, (unsigned long long)bytes, why && *why ? why : "no rate");
         }
     }

@@ -863,13 +863,26 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
     return g_stuck ? cudaErrorLaunchTimeout : cudaSuccess;
 }
 
+static cudaError_t g_cuda_last = cudaSuccess; /* what cudaGetLastError answers, then clears */
+
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
-    *p = malloc(bytes);
+    const char *cap = getenv("CPMOCK_DEVICE_BYTES"); /* a smaller "device": larger ones fail */
+    *p = cap == NULL || bytes <= strtoull(cap, NULL, 10) ? malloc(bytes) : NULL;
     if (*p != NULL) {
         memset(*p, 0xa5, bytes); /* garbage, as device memory would hold */
     }
+    if (*p == NULL) {
+        g_cuda_last = cudaErrorMemoryAllocation;
+    }
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = g_cuda_last;
+    g_cuda_last = cudaSuccess;
+    return e;
 }
 
 cudaError_t cudaFree(void *p)

@@ -26,8 +26,8 @@ static int fake_copy_rate(void *ctx, int memtype, size_t bytes, double *gbs)
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     asked[nasked++ % 8] = bytes;
-    if (bytes == 3 * 4096) {
-        return COLLPROF_ERR_BACKEND; /* this size fails */
+    if (bytes == 3 * 4096 || bytes == 5 * 4096) {
+        return COLLPROF_ERR_BACKEND; /* these sizes fail */
     }
     *gbs = (double)bytes / 1024;
     return COLLPROF_OK;
@@ -56,31 +56,38 @@ static void check_device(void)
         plugins[i].ctx = &ctx;
         snprintf(plugins[i].name, sizeof(plugins[i].name), "fake%d", i);
     }
-    /* sizes 4 KiB (twice), 8 KiB, 12 KiB (fails) on plugin 0, 4 KiB on plugin 1, 4 KiB host */
-    cp_cell_t cells[6];
+    /* plugin 0: 4 KiB twice, 12 KiB (fails), 8 KiB, 20 KiB (fails), 16 KiB; plugin 1: 4 KiB;
+     * then a host cell of 4 KiB */
+    enum { NC = 8 };
+    cp_cell_t cells[NC];
     memset(cells, 0, sizeof(cells));
-    uint64_t counts[6] = {1024, 1024, 2048, 3072, 1024, 1024};
-    int plugin[6] = {0, 0, 0, 0, 1, 0};
-    for (int i = 0; i < 6; i++) {
+    uint64_t counts[NC] = {1024, 1024, 3072, 2048, 5120, 4096, 1024, 1024};
+    int plugin[NC] = {0, 0, 0, 0, 0, 0, 1, 0};
+    for (int i = 0; i < NC; i++) {
         cells[i].dtype = COLLPROF_DTYPE_FLOAT32;
         cells[i].count = counts[i];
         cells[i].plugin = plugin[i];
-        cells[i].memtype = i == 5 ? COLLPROF_MEM_HOST : COLLPROF_MEM_DEVICE;
+        cells[i].memtype = i == NC - 1 ? COLLPROF_MEM_HOST : COLLPROF_MEM_DEVICE;
     }
-    cp_plan_t plan = {.cells = cells, .ncells = 6, .nranks = 1};
+    cp_plan_t plan = {.cells = cells, .ncells = NC, .nranks = 1};
     cp_boot_t b;
     memset(&b, 0, sizeof(b));
     b.nranks = 1;
     b.local_size = 1;
     cp_limits_t l;
     int rc = cp_limits_measure(&plan, plugins, 2, &b, &l);
-    tap_ok(rc == 0 && nasked == 3 && asked[0] == 4096 && asked[1] == 8192 && asked[2] == 12288,
-           "device rates asked once per size of device cells (%d asks)", nasked);
+    tap_ok(rc == 0 && nasked == 5 && asked[0] == 4096 && asked[1] == 12288 && asked[2] == 8192 &&
+               asked[3] == 20480 && asked[4] == 16384,
+           "device rates asked once per size of device cells, on after a failure (%d asks)",
+           nasked);
     double r4 = cp_limits_device(&l, 0, COLLPROF_MEM_DEVICE, 4096),
-           r8 = cp_limits_device(&l, 0, COLLPROF_MEM_DEVICE, 8192);
-    tap_ok(r4 == 4.0 && r8 == 8.0, "each size has its backend's rate (%g, %g GB/s)", r4, r8);
-    tap_ok(cp_limits_device(&l, 0, COLLPROF_MEM_DEVICE, 12288) == 0,
-           "a size whose measurement failed has no rate");
+           r8 = cp_limits_device(&l, 0, COLLPROF_MEM_DEVICE, 8192),
+           r16 = cp_limits_device(&l, 0, COLLPROF_MEM_DEVICE, 16384);
+    tap_ok(r4 == 4.0 && r8 == 8.0 && r16 == 16.0,
+           "each size has its backend's rate (%g, %g, %g GB/s)", r4, r8, r16);
+    tap_ok(cp_limits_device(&l, 0, COLLPROF_MEM_DEVICE, 12288) == 0 &&
+               cp_limits_device(&l, 0, COLLPROF_MEM_DEVICE, 20480) == 0,
+           "the sizes whose measurement failed have no rate");
     tap_ok(cp_limits_device(&l, 1, COLLPROF_MEM_DEVICE, 4096) == 0,
            "a backend built before the slot (smaller struct) is not asked and has no rate");
     tap_ok(cp_limits_device(&l, 0, COLLPROF_MEM_HOST, 4096) == 0,

@@ -416,6 +416,12 @@ static void check_copy_rate(const collprof_backend_t *be, void *ctx, void (*d2d)
           "copy_rate(host): not supported, no rate written");
     check(be->copy_rate(ctx, COLLPROF_MEM_DEVICE, 0, &gbs) == COLLPROF_ERR_INVALID && gbs == -1,
           "copy_rate(device, 0 B): refused");
+    setenv("CPMOCK_DEVICE_BYTES", "65536", 1); /* a "device" too small for 1 MiB buffers */
+    int rc2 = be->copy_rate(ctx, COLLPROF_MEM_DEVICE, 1 << 20, &gbs);
+    unsetenv("CPMOCK_DEVICE_BYTES");
+    check(rc2 != COLLPROF_OK && gbs == -1 &&
+              strstr(be->last_error(ctx), "cudaMalloc (device copy rate) failed") != NULL,
+          "copy_rate: buffers that do not fit fail with no rate (%s)", be->last_error(ctx));
 }
 
 /* init fails on every rank when one has no GPU; then a real init; 0 when it worked */
