@@ -11,7 +11,8 @@
  *
  * Rules (see docs/plugins.md for a walk-through):
  *  - Fill the struct with designated initialisers.  Slots a backend does
- *    not implement point to the collprof_no_* stubs below, never NULL.
+ *    not implement point to the collprof_no_* stubs below, never NULL
+ *    (optional slots excepted: NULL means none).
  *  - Return collprof_status_t codes; keep the library's own message for
  *    last_error().
  *  - Outputs are written only on success.
@@ -19,9 +20,10 @@
  *    move.  An optional slot (below "ABI 2.2: optional slots") does not:
  *    the core calls it only when the plugin's size covers it and it is not
  *    NULL (COLLPROF_BACKEND_HAS), and accepts any size from
- *    COLLPROF_BACKEND_SIZE_V2, so plugins built before it keep loading.  Appending an operation (a
- * row of <collprof/vocab.h>) does not: the core asks a plugin only for the ops its query() sets, so
- * a plugin built before an op was added (allgatherv, id 11; the non-blocking
+ *    COLLPROF_BACKEND_SIZE_V2, so plugins built before it keep loading.
+ *    Appending an operation (a row of <collprof/vocab.h>) does not either:
+ *    the core asks a plugin only for the ops its query() sets, so a plugin
+ *    built before an op was added (allgatherv, id 11; the non-blocking
  *    iallreduce..ibroadcast, ids 12-15) never sees it.  A plugin whose
  *    query() sets every bit below COLLPROF_OP_COUNT takes on each new op
  *    when rebuilt: it must then run it (or clear its bit).
