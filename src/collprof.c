@@ -614,7 +614,8 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
         free(rr->affinity);
         rr->affinity = NULL;
     }
-    if (!rr->opt->link_sweep && cp_limits_measure(&rr->plan, b, &rr->limits) != 0) {
+    if (!rr->opt->link_sweep &&
+        cp_limits_measure(&rr->plan, rr->plugins, rr->nplugins, b, &rr->limits) != 0) {
         cp_log(CP_LOG_WARN, "the memory-copy limit could not be measured");
     }
     cp_oob_log_stats("start-up");
@@ -658,9 +659,11 @@ static int record_cell(rank_run_t *rr, int i, const cp_result_t *res)
     }
     collprof_result_row_t row;
     cp_result_row(&rr->plugins[c->plugin], c, res, i, &row);
+    uint64_t bytes = c->count * collprof_dtype_size(c->dtype);
     if (c->memtype == COLLPROF_MEM_HOST) {
-        cp_limits_of(&rr->limits, c->count * collprof_dtype_size(c->dtype), &row.copy1_gbs,
-                     &row.copy_gbs);
+        cp_limits_of(&rr->limits, bytes, &row.copy1_gbs, &row.copy_gbs);
+    } else if (c->memtype == COLLPROF_MEM_DEVICE) {
+        row.dcopy_gbs = cp_limits_device(&rr->limits, c->plugin, c->memtype, bytes);
     }
     cp_wd_lock();
     if (cp_summary_cell(rr->sum, &row, res) != 0) {

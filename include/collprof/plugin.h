@@ -11,12 +11,17 @@
  *
  * Rules (see docs/plugins.md for a walk-through):
  *  - Fill the struct with designated initialisers.  Slots a backend does
- *    not implement point to the collprof_no_* stubs below, never NULL.
+ *    not implement point to the collprof_no_* stubs below, never NULL
+ *    (optional slots excepted: NULL means none).
  *  - Return collprof_status_t codes; keep the library's own message for
  *    last_error().
  *  - Outputs are written only on success.
  *  - Appending a slot bumps COLLPROF_PLUGIN_ABI_VERSION; old fields never
- *    move.  Appending an operation (a row of <collprof/vocab.h>) does not:
+ *    move.  An optional slot (below "ABI 2.2: optional slots") does not:
+ *    the core calls it only when the plugin's size covers it and it is not
+ *    NULL (COLLPROF_BACKEND_HAS), and accepts any size from
+ *    COLLPROF_BACKEND_SIZE_V2, so plugins built before it keep loading.
+ *    Appending an operation (a row of <collprof/vocab.h>) does not either:
  *    the core asks a plugin only for the ops its query() sets, so a plugin
  *    built before an op was added (allgatherv, id 11; the non-blocking
  *    iallreduce..ibroadcast, ids 12-15) never sees it.  A plugin whose
@@ -345,7 +350,25 @@ typedef struct collprof_backend {
      * then records its own host timer and allocation.
      */
     int (*describe)(void *ctx, int memtype, collprof_provenance_t *out);
+
+    /* ---- ABI 2.2: optional slots (NULL or beyond size: none; no ABI bump) ---- */
+    /**
+     * LOCAL, after init(), never in a timed region.  The rate at which the
+     * device copies bytes from one buffer of memtype to another of the same
+     * memory (device to device), timed on the device, in GB/s (1e9 B/s,
+     * bytes copied / time): the limit that the summary sets beside the busBW
+     * of cells on memtype.  The plugin allocates and frees its own buffers.
+     * COLLPROF_ERR_NOT_SUPPORTED for memory it has no device copy for (host).
+     */
+    int (*copy_rate)(void *ctx, int memtype, size_t bytes, double *gbs);
 } collprof_backend_t;
+
+/** sizeof(collprof_backend_t) of ABI 2 before any optional slot: the least the core accepts. */
+#define COLLPROF_BACKEND_SIZE_V2 offsetof(collprof_backend_t, copy_rate)
+
+/** Does the plugin's entry struct have the optional slot `field`, set? */
+#define COLLPROF_BACKEND_HAS(be, field)                                                            \
+    ((be)->size >= offsetof(collprof_backend_t, field) + sizeof((be)->field) && (be)->field != NULL)
 
 /*
  * Shared "not supported" stubs for unimplemented slots.  They are static
@@ -369,6 +392,13 @@ static inline int collprof_no_run_batch(void *ctx, const collprof_args_t *args, 
                                         double *times_us)
 {
     (void)ctx, (void)args, (void)iters, (void)times_us;
+    return COLLPROF_ERR_NOT_SUPPORTED;
+}
+
+/* optional (NULL does as well in C; C++ must name every field) */
+static inline int collprof_no_copy_rate(void *ctx, int memtype, size_t bytes, double *gbs)
+{
+    (void)ctx, (void)memtype, (void)bytes, (void)gbs;
     return COLLPROF_ERR_NOT_SUPPORTED;
 }
 

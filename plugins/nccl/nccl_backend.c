@@ -1422,6 +1422,122 @@ static int nb_mem_copy(void *vctx, int memtype, void *dst, const void *src, size
                             : nb_cuda_fail(ctx, "cudaStreamSynchronize (mem_copy)", e);
 }
 
+/* ---- device copy rate (the optional copy_rate slot) --------------------------------- */
+
+#define NB_COPY_SAMPLES  7    /* timed batches; the median one counts */
+#define NB_COPY_MIN_MS   1.0  /* each batch copies for at least this long */
+#define NB_COPY_MAX_REPS 4096 /* copies per batch at most (tiny sizes) */
+
+/*
+ * nsamples batches of reps device-to-device copies src -> dst on the stream,
+ * batch k between ev[k] and ev[k+1], with no host synchronisation until the
+ * last event; ms[k] is batch k's time.
+ */
+static int nb_copy_batches(nb_ctx_t *ctx, char *dst, const char *src, size_t bytes, int reps,
+                           int nsamples, float *ms)
+{
+    int rc = nb_events(ctx, nsamples + 1);
+    cudaError_t e = rc == COLLPROF_OK ? cudaEventRecord(ctx->ev[0], ctx->stream) : cudaSuccess;
+    for (int k = 0; rc == COLLPROF_OK && e == cudaSuccess && k < nsamples; k++) {
+        for (int i = 0; e == cudaSuccess && i < reps; i++) {
+            e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx->stream);
+        }
+        e = e == cudaSuccess ? cudaEventRecord(ctx->ev[k + 1], ctx->stream) : e;
+    }
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    if (e != cudaSuccess) {
+        return nb_cuda_fail(ctx, "cudaMemcpyAsync (device copy rate)", e);
+    }
+    if ((e = cudaStreamSynchronize(ctx->stream)) != cudaSuccess) {
+        return nb_cuda_fail(ctx, "cudaStreamSynchronize (device copy rate)", e);
+    }
+    for (int k = 0; k < nsamples; k++) {
+        if ((e = cudaEventElapsedTime(&ms[k], ctx->ev[k], ctx->ev[k + 1])) != cudaSuccess) {
+            return nb_cuda_fail(ctx, "cudaEventElapsedTime (device copy rate)", e);
+        }
+    }
+    return COLLPROF_OK;
+}
+
+static int nb_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * One copy (the warm-up, and its time sets how many copies make a batch of
+ * NB_COPY_MIN_MS), then NB_COPY_SAMPLES timed batches; *gbs is the median
+ * batch's bytes copied / time.
+ */
+static int nb_copy_measure(nb_ctx_t *ctx, char *dst, const char *src, size_t bytes, double *gbs)
+{
+    float ms[NB_COPY_SAMPLES];
+    double rate[NB_COPY_SAMPLES];
+    int rc = nb_copy_batches(ctx, dst, src, bytes, 1, 1, ms);
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    double reps = ms[0] > 0 ? NB_COPY_MIN_MS / ms[0] + 1 : NB_COPY_MAX_REPS;
+    int r = reps < NB_COPY_MAX_REPS ? (int)reps : NB_COPY_MAX_REPS;
+    if ((rc = nb_copy_batches(ctx, dst, src, bytes, r, NB_COPY_SAMPLES, ms)) != COLLPROF_OK) {
+        return rc;
+    }
+    int n = 0;
+    for (int k = 0; k < NB_COPY_SAMPLES; k++) {
+        if (ms[k] > 0) {
+            rate[n++] = (double)bytes * r / (ms[k] * 1e-3) * 1e-9;
+        }
+    }
+    if (n == 0) {
+        nb_set_error(ctx, "device copy rate: %d batches of %d copies of %zu B took no time",
+                     NB_COPY_SAMPLES, r, bytes);
+        return COLLPROF_ERR_BACKEND;
+    }
+    qsort(rate, (size_t)n, sizeof(rate[0]), nb_cmp_double);
+    *gbs = rate[n / 2];
+    return COLLPROF_OK;
+}
+
+/*
+ * copy_rate: device-to-device cudaMemcpyAsync between two cudaMalloc'd
+ * buffers of bytes on the plugin's stream, timed with CUDA events (what the
+ * device can move on its own, the limit beside device cells' busBW).
+ */
+static int nb_copy_rate(void *vctx, int memtype, size_t bytes, double *gbs)
+{
+    nb_ctx_t *ctx = vctx;
+    if (memtype != COLLPROF_MEM_DEVICE) {
+        nb_set_error(ctx, "copy_rate: device memory only");
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    if (bytes == 0) {
+        nb_set_error(ctx, "copy_rate: nothing to copy");
+        return COLLPROF_ERR_INVALID;
+    }
+    /* buffers that do not fit fail here; the error is cleared so that no later launch
+     * check of NCCL's reads it back as its own */
+    char *src = NULL, *dst = NULL;
+    cudaError_t e = cudaMalloc((void **)&src, bytes);
+    if (e == cudaSuccess && (e = cudaMalloc((void **)&dst, bytes)) != cudaSuccess) {
+        cudaFree(src);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nb_cuda_fail(ctx, "cudaMalloc (device copy rate)", e);
+    }
+    double rate = 0.0;
+    int rc = nb_copy_measure(ctx, dst, src, bytes, &rate);
+    cudaFree(dst);
+    cudaFree(src);
+    if (rc == COLLPROF_OK) {
+        *gbs = rate;
+    }
+    return rc;
+}
+
 /* ---- init / finalize ---------------------------------------------------------- */
 
 static void nb_teardown(nb_ctx_t *ctx)
@@ -1665,4 +1781,5 @@ COLLPROF_PLUGIN_ENTRY = {
     .flags = COLLPROF_BACKEND_DEVICE_TIMER | COLLPROF_BACKEND_GROUPS,
     COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
     COLLPROF_BACKEND_EXTRAS(nb_options, COLLPROF_NROWS(nb_options), 0, nb_describe),
+    .copy_rate = nb_copy_rate,
 };

@@ -2,8 +2,10 @@
 
 #include "core/limits.h"
 
+#include "core/log.h"
 #include "core/util.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +109,78 @@ static int has_size(const cp_limits_t *l, uint64_t bytes)
     return 0;
 }
 
-int cp_limits_measure(const cp_plan_t *plan, const cp_boot_t *b, cp_limits_t *out)
+/* Rank 0: the host rate of every distinct host-memory buffer size of the plan. */
+static void measure_host(const cp_plan_t *plan, cp_limits_t *out)
+{
+    int cap = plan->ncells > 0 ? plan->ncells : 1;
+    out->bytes = calloc((size_t)cap, sizeof(uint64_t));
+    out->one = calloc((size_t)cap, sizeof(double));
+    out->all = calloc((size_t)cap, sizeof(double));
+    for (int i = 0; out->bytes && out->one && out->all && i < plan->ncells; i++) {
+        const cp_cell_t *c = &plan->cells[i];
+        uint64_t bytes = c->count * collprof_dtype_size(c->dtype);
+        if (c->memtype != COLLPROF_MEM_HOST || bytes == 0 || has_size(out, bytes)) {
+            continue;
+        }
+        out->bytes[out->n] = bytes;
+        out->one[out->n] = cp_copy_gbs((size_t)bytes, 1);
+        out->all[out->n] =
+            out->threads > 1 ? cp_copy_gbs((size_t)bytes, out->threads) : out->one[out->n];
+        out->n++;
+    }
+}
+
+static int has_dev(const cp_limits_t *l, int plugin, int memtype, uint64_t bytes)
+{
+    for (int i = 0; i < l->ndev; i++) {
+        if (l->dev[i].plugin == plugin && l->dev[i].memtype == memtype &&
+            l->dev[i].bytes == bytes) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Rank 0: the device copy rate of every distinct (backend, device memory, size) of the plan
+ * whose backend is initialised here and has the copy_rate slot.  A failure (buffers that do
+ * not fit beside the cell's) leaves that size 0 (no limit printed) and says why, once per
+ * backend. */
+static void measure_device(const cp_plan_t *plan, const cp_plugin_t *plugins, int nplugins,
+                           cp_limits_t *out)
+{
+    out->dev = calloc((size_t)(plan->ncells > 0 ? plan->ncells : 1), sizeof(*out->dev));
+    char *failed = calloc((size_t)(nplugins > 0 ? nplugins : 1), 1);
+    for (int i = 0; out->dev != NULL && failed != NULL && i < plan->ncells; i++) {
+        const cp_cell_t *c = &plan->cells[i];
+        uint64_t bytes = c->count * collprof_dtype_size(c->dtype);
+        if (c->memtype != COLLPROF_MEM_DEVICE || c->plugin < 0 || c->plugin >= nplugins ||
+            bytes == 0 || has_dev(out, c->plugin, c->memtype, bytes)) {
+            continue;
+        }
+        const cp_plugin_t *p = &plugins[c->plugin];
+        struct cp_dev_limit *d = &out->dev[out->ndev++];
+        *d = (struct cp_dev_limit){.plugin = c->plugin, .memtype = c->memtype, .bytes = bytes};
+        if (p->be == NULL || p->ctx == NULL || !COLLPROF_BACKEND_HAS(p->be, copy_rate)) {
+            continue;
+        }
+        double gbs = 0.0;
+        int rc = p->be->copy_rate(p->ctx, c->memtype, (size_t)bytes, &gbs);
+        if (rc == COLLPROF_OK && gbs > 0 && gbs < INFINITY) {
+            d->gbs = gbs;
+        } else if (rc != COLLPROF_ERR_NOT_SUPPORTED && !failed[c->plugin]) {
+            const char *why = rc != COLLPROF_OK ? p->be->last_error(p->ctx) : NULL;
+            failed[c->plugin] = 1;
+            cp_log(CP_LOG_WARN,
+                   "%s: the device copy rate of %llu B could not be measured (%s): no device "
+                   "limit beside its cells of that size",
+                   p->name, (unsigned long long)bytes, why && *why ? why : "no rate");
+        }
+    }
+    free(failed);
+}
+
+int cp_limits_measure(const cp_plan_t *plan, const cp_plugin_t *plugins, int nplugins,
+                      const cp_boot_t *b, cp_limits_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->threads = b->local_size > 0 ? b->local_size : 1;
@@ -115,22 +188,8 @@ int cp_limits_measure(const cp_plan_t *plan, const cp_boot_t *b, cp_limits_t *ou
         return -1;
     }
     if (b->rank == 0) {
-        int cap = plan->ncells > 0 ? plan->ncells : 1;
-        out->bytes = calloc((size_t)cap, sizeof(uint64_t));
-        out->one = calloc((size_t)cap, sizeof(double));
-        out->all = calloc((size_t)cap, sizeof(double));
-        for (int i = 0; out->bytes && out->one && out->all && i < plan->ncells; i++) {
-            const cp_cell_t *c = &plan->cells[i];
-            uint64_t bytes = c->count * collprof_dtype_size(c->dtype);
-            if (c->memtype != COLLPROF_MEM_HOST || bytes == 0 || has_size(out, bytes)) {
-                continue;
-            }
-            out->bytes[out->n] = bytes;
-            out->one[out->n] = cp_copy_gbs((size_t)bytes, 1);
-            out->all[out->n] =
-                out->threads > 1 ? cp_copy_gbs((size_t)bytes, out->threads) : out->one[out->n];
-            out->n++;
-        }
+        measure_host(plan, out);
+        measure_device(plan, plugins, nplugins, out);
     }
     return cp_oob_barrier() != 0 ? -1 : 0;
 }
@@ -146,8 +205,20 @@ void cp_limits_of(const cp_limits_t *l, uint64_t bytes, double *one, double *all
     }
 }
 
+double cp_limits_device(const cp_limits_t *l, int plugin, int memtype, uint64_t bytes)
+{
+    for (int i = 0; i < l->ndev; i++) {
+        if (l->dev[i].plugin == plugin && l->dev[i].memtype == memtype &&
+            l->dev[i].bytes == bytes) {
+            return l->dev[i].gbs;
+        }
+    }
+    return 0.0;
+}
+
 void cp_limits_free(cp_limits_t *l)
 {
+    free(l->dev);
     free(l->bytes);
     free(l->one);
     free(l->all);

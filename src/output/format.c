@@ -51,6 +51,19 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
     }
 }
 
+void cp_format_limit(const collprof_result_row_t *r, char *buf, size_t len)
+{
+    /* a device cell's limit is its device copy; a host cell's, memcpy (never the other's) */
+    int device = !strcmp(r->memory, "device");
+    double gbs = device ? r->dcopy_gbs : r->copy_gbs;
+    buf[0] = '\0';
+    if (gbs > 0 && measured(r)) {
+        double pct = 100.0 * r->busbw_gbs / gbs;
+        snprintf(buf, len, " | BusBW %.*f%% of %s %.2f GB/s", pct < 10 ? 1 : 0, pct,
+                 device ? "device copy" : "memcpy", gbs);
+    }
+}
+
 void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t len)
 {
     char label[256];
@@ -58,11 +71,7 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
     strncat(label, ":", sizeof(label) - strlen(label) - 1);
     if (measured(r)) {
         char limit[96] = "";
-        if (r->copy_gbs > 0) {
-            double pct = 100.0 * r->busbw_gbs / r->copy_gbs;
-            snprintf(limit, sizeof(limit), " | BusBW %.*f%% of copy %.2f GB/s", pct < 10 ? 1 : 0,
-                     pct, r->copy_gbs);
-        }
+        cp_format_limit(r, limit, sizeof(limit));
         snprintf(buf, len,
                  "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | "
                  "p50 %.3f ms | p99 %.3f ms%s%s",

@@ -14,6 +14,11 @@
 /** "AllReduce (max, in-place)": the op's display name and its non-default attributes. */
 void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len);
 
+/** " | BusBW N% of memcpy R GB/s" for a measured host cell with a memcpy rate (copy_gbs),
+ *  " | BusBW N% of device copy R GB/s" for a device cell with a device rate (dcopy_gbs),
+ *  else "". */
+void cp_format_limit(const collprof_result_row_t *r, char *buf, size_t len);
+
 /** Summary-file line of one cell (no newline). */
 void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t len);
 

@@ -423,6 +423,29 @@ static void print_repeats(FILE *f, const cp_options_t *o)
                            "them (mpi, gloo, self), else new ones");
 }
 
+/* What the % beside busBW refers to: memcpy on host memory, the device's own copy on device
+ * memory (the backend's copy_rate, on rank 0's device). */
+static void print_limit(FILE *f, const cp_run_info_t *ri)
+{
+    int device = 0;
+    for (int i = 0; i < ri->plan->ncells; i++) {
+        device |= ri->plan->cells[i].memtype == COLLPROF_MEM_DEVICE;
+    }
+    fprintf(f,
+            "limit:      'BusBW N%% of memcpy R' (host memory): R = host memcpy rate at the\n"
+            "            cell's size, with one thread per rank of %s's node copying at once,\n"
+            "            measured before the cells; /results copy_gbs, and copy1_gbs with one\n"
+            "            thread; see docs/metrics.md\n",
+            ri->boot->hostnames[0]);
+    if (device) {
+        fprintf(
+            f, "            'BusBW N%% of device copy R' (device memory): R = device-to-device\n"
+               "            copy rate at the cell's size on rank 0's device, timed by its backend\n"
+               "            before the cells (/results dcopy_gbs; none: the backend has no such\n"
+               "            measurement)\n");
+    }
+}
+
 static void print_method(FILE *f, const cp_run_info_t *ri)
 {
     const cp_options_t *o = ri->opt;
@@ -450,12 +473,7 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
            "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
            "            others 1); see docs/metrics.md\n");
     if (!ri->opt->link_sweep) {
-        fprintf(
-            f,
-            "limit:      'BusBW N%% of copy R': R = host memcpy rate at the cell's size, with one\n"
-            "            thread per rank of %s's node copying at once, measured before the cells;\n"
-            "            /results copy_gbs, and copy1_gbs with one thread; see docs/metrics.md\n",
-            ri->boot->hostnames[0]);
+        print_limit(f, ri);
     }
     fprintf(
         f,

@@ -147,7 +147,7 @@ static void load_one(cp_plugin_t *p)
                  COLLPROF_BACKEND_SYMBOL);
         return;
     }
-    if (be->abi_version != COLLPROF_PLUGIN_ABI_VERSION || be->size < sizeof(collprof_backend_t)) {
+    if (be->abi_version != COLLPROF_PLUGIN_ABI_VERSION || be->size < COLLPROF_BACKEND_SIZE_V2) {
         snprintf(
             p->error, sizeof(p->error),
             "%s was built for plugin ABI %u (size %zu); this collprof speaks ABI %u: rebuild it",

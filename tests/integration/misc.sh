@@ -127,7 +127,7 @@ ok $? "--log-dir: a missing directory is one line and exit status 2"
 # the memory-copy limit beside busBW
 s=$(summary_of "$d")
 grep -q '^limit: ' "$s" &&
-    grep -q -E 'AllReduce: .* \| BusBW [0-9.]+% of copy [0-9]+\.[0-9]+ GB/s$' "$s"
+    grep -q -E 'AllReduce: .* \| BusBW [0-9.]+% of memcpy [0-9]+\.[0-9]+ GB/s$' "$s"
 ok $? "the summary prints busBW as a percentage of the measured memory-copy rate"
 
 done_testing

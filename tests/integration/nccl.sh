@@ -102,6 +102,27 @@ if [ -e "$mock/collprof_nccl.so" ]; then
     check_allgatherv_specs 3 "stand-in --np 3" --backends nccl --variants default
     check_allgatherv_specs 2 "stand-in --np 2, graph" --backends nccl --variants graph
     COLLPROF_PLUGIN_PATH=$saved_path
+    # the limit beside busBW: device cells (nccl) against the device's own copy rate,
+    # host cells (self) against memcpy, each recorded in its own column
+    mkdir -p "$d/limit"
+    COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends nccl,self \
+        --ops allreduce,alltoall --counts 1K,64K -n 2 -w 1 --variants default --output-dir "$d/limit"
+    s=$(summary_of "$d/limit")
+    [ "$rc" -eq 0 ] &&
+        [ "$(grep -c -E '^  [A-Za-z]* \(device\): .*#wrong: 0 .* \| BusBW [0-9.]+% of device copy [0-9]+\.[0-9]+ GB/s$' "$s")" -eq 4 ] &&
+        [ "$(grep -c -E '^  [A-Za-z]*: .*#wrong: 0 .* \| BusBW [0-9.]+% of memcpy [0-9]+\.[0-9]+ GB/s$' "$s")" -eq 4 ] &&
+        ! grep -q '(device): .*of memcpy' "$s" && ! grep -E '^  [A-Za-z]*: ' "$s" | grep -q 'device copy' &&
+        grep -q "^            'BusBW N% of device copy R' (device memory)" "$s"
+    ok $? "stand-in + self: device cells' busBW as % of device copy, host cells' as % of memcpy"
+    "${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}" export --csv "${s%.txt}.h5" \
+        >"$d/limit/csv" 2>&1
+    # columns counted from the end (the header has no quotes; a row's quoted text comes earlier)
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) back[$i] = NF - i; next }
+        { dc = $(NF - back["dcopy_gbs"]) + 0; hc = $(NF - back["copy_gbs"]) + 0 }
+        /,device,/ { dev++; if (dc > 0 && dc < 1e300 && hc == 0) good++ }
+        /,host,/ { host++; if (dc == 0 && hc > 0) good++ }
+        END { exit (dev == 4 && host == 4 && good == 8) ? 0 : 1 }' "$d/limit/csv"
+    ok $? "stand-in + self: /results dcopy_gbs > 0 on device cells only, copy_gbs on host cells only"
     # one rank: NCCL runs a device copy and selects no algorithm, so a forced
     # algorithm is not applicable there (it is not measured under its name)
     mkdir -p "$d/one"

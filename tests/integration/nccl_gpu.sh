@@ -27,6 +27,13 @@ cp_run --np "$np" --backends nccl --variants default --ops all --dtype all --cou
     --inplace both -n 5 -w 2 --output-dir "$d"
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
 check_clean_run "$d" "nccl --np $np: every op and dtype, in and out of place"
+# the device copy limit beside busBW: every measured line has it, no line a memcpy one
+s=$(summary_of "$d")
+n=$(grep -c -E '#wrong: [0-9]+ .* \| BusBW [0-9.]+% of device copy [0-9]+\.[0-9]+ GB/s' "$s")
+[ "$n" -gt 0 ] && ! grep -q 'of memcpy' "$s" &&
+    [ "$n" -eq "$(grep -c -E '^  [A-Za-z]* \(.*device.*\): .*#wrong: ' "$s")" ]
+ok $? "nccl --np $np: every measured line ends with busBW as % of device copy ($n lines)"
+grep -o 'of device copy [0-9.]* GB/s' "$s" | sort -u | sed 's/^/# 4K and 1M: /'
 
 # 1b. the non-blocking ops: the call on the stream while the host computes (overlap expected)
 d="$WORK/nonblocking"

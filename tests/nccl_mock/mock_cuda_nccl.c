@@ -4,7 +4,9 @@
  * logic runs on machines without a GPU: communicator caching and eviction,
  * the environment around ncclCommInitRankConfig, non-blocking calls
  * (ncclInProgress), grouped send/recv, in-place layouts, staging,
- * registration, graph capture and replay, event timing, timeouts.
+ * registration, graph capture and replay, event timing (an event records
+ * the host clock when the stream reaches it: after the work before it, which
+ * ran at submission), device-to-device copies (counted), timeouts.
  *
  * "Device" memory is host memory.  Ranks are processes; each communicator is
  * a POSIX shared-memory segment named by its ncclUniqueId, with one input
@@ -114,11 +116,13 @@ static int g_hang_after = -1; /* collectives left before this rank's stream hang
 static int g_stuck;
 static unsigned long g_ops_done, g_graph_launches, g_registers, g_deregisters, g_inits, g_naps;
 static unsigned long g_memallocs, g_memfrees;
+static unsigned long g_d2d_copies, g_d2d_bytes; /* cudaMemcpyAsync device to device */
 static char g_last_global[256];
 
 /* statistics for the test driver (exported from the test plugin) */
 __attribute__((visibility("default"))) void cpmock_stats(unsigned long out[8]);
 __attribute__((visibility("default"))) void cpmock_hang_after(int nops);
+__attribute__((visibility("default"))) void cpmock_d2d(unsigned long out[2]);
 void cpmock_stats(unsigned long out[8])
 {
     out[0] = g_ops_done;
@@ -129,6 +133,13 @@ void cpmock_stats(unsigned long out[8])
     out[5] = g_naps;
     out[6] = g_memallocs;
     out[7] = g_memfrees;
+}
+
+/* device-to-device copies submitted so far, and their bytes */
+void cpmock_d2d(unsigned long out[2])
+{
+    out[0] = g_d2d_copies;
+    out[1] = g_d2d_bytes;
 }
 
 /* the plugin's sleeps (hidden symbols bind inside the test plugin): counted */
@@ -852,13 +863,26 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
     return g_stuck ? cudaErrorLaunchTimeout : cudaSuccess;
 }
 
+static cudaError_t g_cuda_last = cudaSuccess; /* what cudaGetLastError answers, then clears */
+
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
-    *p = malloc(bytes);
+    const char *cap = getenv("CPMOCK_DEVICE_BYTES"); /* a smaller "device": larger ones fail */
+    *p = cap == NULL || bytes <= strtoull(cap, NULL, 10) ? malloc(bytes) : NULL;
     if (*p != NULL) {
         memset(*p, 0xa5, bytes); /* garbage, as device memory would hold */
     }
+    if (*p == NULL) {
+        g_cuda_last = cudaErrorMemoryAllocation;
+    }
     return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = g_cuda_last;
+    g_cuda_last = cudaSuccess;
+    return e;
 }
 
 cudaError_t cudaFree(void *p)
@@ -877,7 +901,11 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t bytes, enum cudaMemcp
                             cudaStream_t st)
 {
     mop_t m = {K_COPY, NULL, s, d, bytes, ncclInt8, ncclSum, 0, 0};
-    (void)k, (void)st;
+    (void)st;
+    if (k == cudaMemcpyDeviceToDevice) {
+        g_d2d_copies++;
+        g_d2d_bytes += bytes;
+    }
     submit(&m);
     return cudaSuccess;
 }

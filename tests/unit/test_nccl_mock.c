@@ -3,7 +3,8 @@
  * the shared-memory channel of oob_shm.h) on 3 forked ranks, against the
  * CUDA/NCCL stand-in of tests/nccl_mock (no GPU): mem_alloc(DEVICE), fill
  * on the host, mem_copy in, run_batch (warm-up and timed), fresh inputs,
- * run, mem_copy back, exact check.  What describe() tells the core.  Every
+ * run, mem_copy back, exact check.  What describe() tells the core, and the
+ * device copy rate (copy_rate) it sets beside device cells' busBW.  Every
  * operation in and out of place, non-zero root,
  * variants default/graph/reg+graph/p2p/ring-ll/tree-ll, refused forced
  * algorithms, communicator eviction (nccl-max-comms=2), environment restore,
@@ -17,6 +18,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -390,6 +392,38 @@ static void check_describe(const collprof_backend_t *be, void *ctx)
           "describe(host): not supported, nothing claimed");
 }
 
+/* the device copy rate (the optional copy_rate slot): device to device on the stream,
+ * timed by events; host memory has none */
+static void check_copy_rate(const collprof_backend_t *be, void *ctx, void (*d2d)(unsigned long *))
+{
+    unsigned long before[2] = {0, 0}, after[2] = {0, 0};
+    double gbs = -1;
+    check(COLLPROF_BACKEND_HAS(be, copy_rate), "the plugin has the copy_rate slot");
+    if (!COLLPROF_BACKEND_HAS(be, copy_rate) || d2d == NULL) {
+        return;
+    }
+    d2d(before);
+    int rc = be->copy_rate(ctx, COLLPROF_MEM_DEVICE, 1 << 20, &gbs);
+    d2d(after);
+    unsigned long n = after[0] - before[0];
+    check(rc == COLLPROF_OK && gbs > 0 && isfinite(gbs), "copy_rate(device, 1 MiB): %.2f GB/s (%s)",
+          gbs, rc ? be->last_error(ctx) : "ok");
+    check(n >= 8 && after[1] - before[1] == n << 20,
+          "copy_rate: a warm-up copy and 7 timed batches of device-to-device copies (%lu)", n);
+    gbs = -1;
+    check(be->copy_rate(ctx, COLLPROF_MEM_HOST, 1 << 20, &gbs) == COLLPROF_ERR_NOT_SUPPORTED &&
+              gbs == -1,
+          "copy_rate(host): not supported, no rate written");
+    check(be->copy_rate(ctx, COLLPROF_MEM_DEVICE, 0, &gbs) == COLLPROF_ERR_INVALID && gbs == -1,
+          "copy_rate(device, 0 B): refused");
+    setenv("CPMOCK_DEVICE_BYTES", "65536", 1); /* a "device" too small for 1 MiB buffers */
+    int rc2 = be->copy_rate(ctx, COLLPROF_MEM_DEVICE, 1 << 20, &gbs);
+    unsetenv("CPMOCK_DEVICE_BYTES");
+    check(rc2 != COLLPROF_OK && gbs == -1 &&
+              strstr(be->last_error(ctx), "cudaMalloc (device copy rate) failed") != NULL,
+          "copy_rate: buffers that do not fit fail with no rate (%s)", be->last_error(ctx));
+}
+
 /* init fails on every rank when one has no GPU; then a real init; 0 when it worked */
 static int init_all(const collprof_backend_t *be, void **ctx)
 {
@@ -443,6 +477,8 @@ static void rank_main(const char *path)
     if (init_all(be, &p.ctx) != 0) {
         return;
     }
+    /* before the cells, as the core measures it; the cells then run on the same stream */
+    check_copy_rate(be, p.ctx, (void (*)(unsigned long *))dlsym(h, "cpmock_d2d"));
     oob_shm_runner_t k;
     oob_shm_runner(&k, &p, hosts);
     run_matrix(&k.r);

@@ -7,7 +7,8 @@
  * current sample: a FIFO operand, an external link to a FIFO, a table that
  * claims a million rows in a few bytes.  Each must fail at once with a
  * reason (an alarm turns a hang into a failure).  The 1.2 sample adds the
- * ofi backend and the provenance columns.
+ * ofi backend and the provenance columns; the 1.6 sample holds a device-memory
+ * cell (nccl on the test stand-in) beside a host one.
  */
 #include "config.h"
 
@@ -283,6 +284,34 @@ static void check_policy_1_5(void)
     }
 }
 
+/* 1.6: nccl on the CUDA/NCCL stand-in (device memory) and self (host), allreduce of 1K
+ * floats: the device cell has a device copy rate and no memcpy rate, the host cell the
+ * other way round; 1.5 has no dcopy_gbs */
+static void check_device_limit_1_6(void)
+{
+    cp_report_file_t *f = open_sample("1.6");
+    if (f == NULL) {
+        return;
+    }
+    int dev = 0, host = 0;
+    for (size_t i = 0; i < f->nrows; i++) {
+        const collprof_result_row_t *r = &f->rows[i];
+        if (!strcmp(r->memory, "device")) {
+            dev += r->dcopy_gbs > 0 && r->copy_gbs == 0 && r->copy1_gbs == 0;
+        } else if (!strcmp(r->memory, "host")) {
+            host += r->dcopy_gbs == 0 && r->copy_gbs > 0 && r->copy1_gbs > 0;
+        }
+    }
+    ok(f->nrows == 2 && dev == 1 && host == 1,
+       "1.6: the device cell has dcopy_gbs and no memcpy rate, the host cell memcpy rates only");
+    cp_report_close(f);
+    f = open_sample("1.5");
+    if (f != NULL) {
+        ok(f->nrows > 0 && f->rows[0].dcopy_gbs == 0, "1.5: no dcopy_gbs column: read as 0");
+        cp_report_close(f);
+    }
+}
+
 int main(void)
 {
     make_hostile_files();
@@ -344,6 +373,7 @@ int main(void)
     check_repeats_1_4();
     check_nonblocking_1_5();
     check_policy_1_5();
+    check_device_limit_1_6();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,
