@@ -204,7 +204,9 @@ END {
     for (s = 1; s <= ns; s++) {
         b = sz[s]; cp = median(c1[b]); best = 0; bestv = "-"
         for (v = 1; v <= nmv; v++) { m = median(bw["mpi/" mv[v], b]); if (m > best) { best = m; bestv = mv[v] } }
-        printf "| %d MiB | %.2f | %.2f (%.0f%%, %s) |", b / 1048576, cp, best, (cp > 0 ? 100 * best / cp : 0), bestv
+        # a count rounded down to a multiple of the ranks (--np 3) is no whole MiB: bytes then
+        size = b % 1048576 ? sprintf("%d B", b) : sprintf("%d MiB", b / 1048576)
+        printf "| %s | %.2f | %.2f (%.0f%%, %s) |", size, cp, best, (cp > 0 ? 100 * best / cp : 0), bestv
         for (v = 1; v <= nbv; v++) {
             m = median(bw["old/" bv[v], b])
             printf " %.2f (%.0f%%) |", m, (cp > 0 ? 100 * m / cp : 0)
