@@ -44,6 +44,12 @@
  * (cudaGetDeviceCount fails, e.g. cudaErrorInsufficientDriver without a
  * driver) nothing of this is used and DEVICE is not offered.
  *
+ * Non-blocking ops (iallreduce, iallgather, ialltoall, ibroadcast;
+ * ofi_nb.c): the blocking twin's schedule, split around the core's host
+ * computation: the post sends READY and posts the writes that need only
+ * their target's READY, the wait does the rest.  Nothing progresses them
+ * in between (manual progress, no hook in the ABI, no thread).
+ *
  * The code is spread over several files; ofi_internal.h lists them.
  */
 
