@@ -45,15 +45,15 @@ enum { M_SINGLE = 0, M_MULTI = 1, M_RR = 2, M_DIRECT = 3 };
      COLLPROF_BIT(COLLPROF_OP_REDUCE) | COLLPROF_BIT(COLLPROF_OP_GATHER) |                         \
      COLLPROF_BIT(COLLPROF_OP_SCATTER) | COLLPROF_BIT(COLLPROF_OP_SENDRECV) |                      \
      COLLPROF_BIT(COLLPROF_OP_ALLGATHERV))
-/* the non-blocking ops (ofi_nb.c); the variants apply to them too */
-#define OFI_NBOPS                                                                                  \
-    (COLLPROF_BIT(COLLPROF_OP_IALLREDUCE) | COLLPROF_BIT(COLLPROF_OP_IALLGATHER) |                 \
-     COLLPROF_BIT(COLLPROF_OP_IALLTOALL) | COLLPROF_BIT(COLLPROF_OP_IBROADCAST))
 #define OFI_DTYPES                                                                                 \
     (COLLPROF_BIT(COLLPROF_DTYPE_INT8) | COLLPROF_BIT(COLLPROF_DTYPE_UINT8) |                      \
      COLLPROF_BIT(COLLPROF_DTYPE_INT32) | COLLPROF_BIT(COLLPROF_DTYPE_UINT32) |                    \
      COLLPROF_BIT(COLLPROF_DTYPE_INT64) | COLLPROF_BIT(COLLPROF_DTYPE_UINT64) |                    \
      COLLPROF_BIT(COLLPROF_DTYPE_FLOAT32) | COLLPROF_BIT(COLLPROF_DTYPE_FLOAT64))
+/* the non-blocking ops (ofi_nb.c); the variants apply to them too */
+#define OFI_NBOPS                                                                                  \
+    (COLLPROF_BIT(COLLPROF_OP_IALLREDUCE) | COLLPROF_BIT(COLLPROF_OP_IALLGATHER) |                 \
+     COLLPROF_BIT(COLLPROF_OP_IALLTOALL) | COLLPROF_BIT(COLLPROF_OP_IBROADCAST))
 
 /* remote view of one peer's buffer and of its companion scratch */
 typedef struct ofi_rbuf {
