@@ -2,7 +2,7 @@
 # collprof three-backend benchmark: the default matrix (allreduce, allgather,
 # reducescatter, alltoall of 1M, 4M, 16M float32) on mpi, gloo and ofi, each
 # with its default variant, plus the libfabric RMA-write all-to-all study
-# (single, multichannel, roundrobin at 4 MiB .. 128 MiB), all in ONE collprof
+# (single, multichannel, roundrobin, direct at 4 MiB .. 128 MiB), all in ONE collprof
 # run (a two-line matrix file), with the machine's memcpy bandwidth measured
 # by bench/memcpy_bw.c just before and just after it.  Prints busBW per
 # backend and its ratio to the best backend, and the ofi all-to-all variants
@@ -17,7 +17,7 @@ One collprof run over the backends mpi, gloo and ofi:
   1. the default matrix (allreduce, allgather, reducescatter, alltoall;
      1M, 4M, 16M float32 elements), every backend with its DEFAULT variant
      (the library's own choice; ofi: roundrobin);
-  2. ofi alltoall, variants single, multichannel, roundrobin, 4 MiB to
+  2. ofi alltoall, variants single, multichannel, roundrobin, direct, 4 MiB to
      128 MiB (bytes, x2 steps: 1M .. 32M float32 elements);
 then prints per operation and size each backend's busBW and its ratio to the
 best backend, and the ofi all-to-all busBW as a percentage of the memcpy
@@ -58,10 +58,6 @@ THP=
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 OUT=
-
-need_arg() {
-    [ "$2" -ge 2 ] || bad_usage "$1 needs a value"
-}
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -123,7 +119,7 @@ cat >"$MATRIX" <<EOF
 # bench/backends.sh: default matrix on every CPU backend, default variants
 backends=mpi,gloo,ofi variants=default ops=allreduce,allgather,reducescatter,alltoall counts=1M,4M,16M
 # the libfabric RMA-write all-to-all study (sizes in bytes)
-backends=ofi variants=single,multichannel,roundrobin ops=alltoall bytes=$(echo "$STUDY_SIZES" | tr ' ' ,)
+backends=ofi variants=single,multichannel,roundrobin,direct ops=alltoall bytes=$(echo "$STUDY_SIZES" | tr ' ' ,)
 EOF
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -164,23 +160,7 @@ SUMMARY=${H5%.h5}.txt
         "about $NP while it runs; more means other work shared the CPUs)"
 } >"$OUT/report.txt"
 
-awk -v memcpy_before="$OUT/memcpy_before.txt" -v memcpy_after="$OUT/memcpy_after.txt" '
-# split one CSV line (RFC 4180 quoting, no embedded newlines) into f[1..n]
-function csv(line, f,    n, i, c, q, cur) {
-    n = 0; cur = ""; q = 0
-    for (i = 1; i <= length(line); i++) {
-        c = substr(line, i, 1)
-        if (q) {
-            if (c == "\"") {
-                if (substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ } else q = 0
-            } else cur = cur c
-        } else if (c == "\"") q = 1
-        else if (c == ",") { f[++n] = cur; cur = "" }
-        else cur = cur c
-    }
-    f[++n] = cur
-    return n
-}
+awk -v memcpy_before="$OUT/memcpy_before.txt" -v memcpy_after="$OUT/memcpy_after.txt" "$CSV_AWK"'
 function human(b,    u) {
     u = "B"
     if (b >= 1048576 && b % 1048576 == 0) { b /= 1048576; u = "MiB" }
@@ -195,7 +175,7 @@ BEGIN {
     while ((getline l < memcpy_after) > 0) if (l ~ /^memcpy /) { split(l, a, " "); ma[a[2]] = a[3]; if (a[3] > mc[a[2]]) mc[a[2]] = a[3] }
     nb = split("mpi gloo ofi", be, " ")
     nops = split("allreduce allgather reducescatter alltoall", opl, " ")
-    nv = split("single multichannel roundrobin", vl, " ")
+    nv = split("single multichannel roundrobin direct", vl, " ")
 }
 NR == 1 {
     n = csv($0, h)

@@ -36,3 +36,24 @@ find_collprof() {
     COLLPROF_BIN=$(cd "$(dirname "$COLLPROF_BIN")" && pwd)/$(basename "$COLLPROF_BIN")
     BUILD_DIR=$(dirname "$COLLPROF_BIN")
 }
+
+# CSV_AWK: the awk function csv(line, f), which splits one CSV line (RFC 4180
+# quoting, no embedded newlines) into f[1..n] and returns n.  Put it in front of
+# a program: awk -v ... "$CSV_AWK"'PROGRAM' (plain awk text: mawk has no -e).
+CSV_AWK='
+function csv(line, f,    n, i, c, q, cur) {
+    n = 0; cur = ""; q = 0
+    for (i = 1; i <= length(line); i++) {
+        c = substr(line, i, 1)
+        if (q) {
+            if (c == "\"") {
+                if (substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ } else q = 0
+            } else cur = cur c
+        } else if (c == "\"") q = 1
+        else if (c == ",") { f[++n] = cur; cur = "" }
+        else cur = cur c
+    }
+    f[++n] = cur
+    return n
+}
+'

@@ -170,22 +170,7 @@ echo "# busBW GB/s = median over rounds of busBW per cell, from the $STAT over i
 echo "#   the max over ranks;"
 echo "# copy1 = collprof's one-thread memcpy at the cell's size (median); % = busBW / copy1"
 awk -v header="$OUT/header.csv" -v ovars="$OFI_VARIANTS" -v mvars="$MPI_VARIANTS" \
-    -v stat="$STAT" -v bvars="$([ -n "$BEFORE" ] && echo "$BEFORE_VARIANTS")" '
-function csv(line, f,    n, i, c, q, cur) {
-    n = 0; cur = ""; q = 0
-    for (i = 1; i <= length(line); i++) {
-        c = substr(line, i, 1)
-        if (q) {
-            if (c == "\"") {
-                if (substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ } else q = 0
-            } else cur = cur c
-        } else if (c == "\"") q = 1
-        else if (c == ",") { f[++n] = cur; cur = "" }
-        else cur = cur c
-    }
-    f[++n] = cur
-    return n
-}
+    -v stat="$STAT" -v bvars="$([ -n "$BEFORE" ] && echo "$BEFORE_VARIANTS")" "$CSV_AWK"'
 function median(s,    a, n, i, j, t) {
     n = split(s, a, " ")
     for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -219,7 +204,9 @@ END {
     for (s = 1; s <= ns; s++) {
         b = sz[s]; cp = median(c1[b]); best = 0; bestv = "-"
         for (v = 1; v <= nmv; v++) { m = median(bw["mpi/" mv[v], b]); if (m > best) { best = m; bestv = mv[v] } }
-        printf "| %d MiB | %.2f | %.2f (%.0f%%, %s) |", b / 1048576, cp, best, (cp > 0 ? 100 * best / cp : 0), bestv
+        # a count rounded down to a multiple of the ranks (--np 3) is no whole MiB: bytes then
+        size = b % 1048576 ? sprintf("%d B", b) : sprintf("%d MiB", b / 1048576)
+        printf "| %s | %.2f | %.2f (%.0f%%, %s) |", size, cp, best, (cp > 0 ? 100 * best / cp : 0), bestv
         for (v = 1; v <= nbv; v++) {
             m = median(bw["old/" bv[v], b])
             printf " %.2f (%.0f%%) |", m, (cp > 0 ? 100 * m / cp : 0)

@@ -44,6 +44,12 @@
  * (cudaGetDeviceCount fails, e.g. cudaErrorInsufficientDriver without a
  * driver) nothing of this is used and DEVICE is not offered.
  *
+ * Non-blocking ops (iallreduce, iallgather, ialltoall, ibroadcast;
+ * ofi_nb.c): the blocking twin's schedule, split around the core's host
+ * computation: the post sends READY and posts the writes that need only
+ * their target's READY, the wait does the rest.  Nothing progresses them
+ * in between (manual progress, no hook in the ABI, no thread).
+ *
  * The code is spread over several files; ofi_internal.h lists them.
  */
 
@@ -92,15 +98,15 @@ int ofi_gpu_count(void)
 }
 
 static const collprof_variant_t ofi_variants[] = {
-    {"single", "every RMA write on one endpoint (channel 0)", OFI_VOPS},
+    {"single", "every RMA write on one endpoint (channel 0)", OFI_VOPS | OFI_NBOPS},
     {"multichannel", "every block split across all channels (-B ofi-channels=N, default 4)",
-     OFI_VOPS},
+     OFI_VOPS | OFI_NBOPS},
     {"roundrobin", "the block for peer p on channel (p + rank) % channels (also the default)",
-     OFI_VOPS},
+     OFI_VOPS | OFI_NBOPS},
     {"direct",
      "roundrobin's channels, plain RMA writes (shm: CMA inside the call, no target progress) "
      "and one notification per block",
-     OFI_VOPS},
+     OFI_VOPS | OFI_NBOPS},
 };
 
 COLLPROF_DEFINE_SET_ERROR(ofi_set_error, ofi_ctx_t, err, ofi_global_err);
@@ -130,7 +136,7 @@ static int ofi_query(void *vctx, collprof_caps_t *caps)
     }
     snprintf(ofi_libversion, sizeof(ofi_libversion), "libfabric %u.%u", FI_MAJOR(v), FI_MINOR(v));
     caps->library_version = ofi_libversion;
-    caps->ops = OFI_VOPS | COLLPROF_BIT(COLLPROF_OP_BARRIER);
+    caps->ops = OFI_VOPS | OFI_NBOPS | COLLPROF_BIT(COLLPROF_OP_BARRIER);
     caps->dtypes = OFI_DTYPES;
     caps->redops = COLLPROF_BIT(COLLPROF_REDOP_SUM) | COLLPROF_BIT(COLLPROF_REDOP_PROD) |
                    COLLPROF_BIT(COLLPROF_REDOP_MIN) | COLLPROF_BIT(COLLPROF_REDOP_MAX);

@@ -7,6 +7,7 @@
  *   ofi_mr.c        memory: allocation, registration (host, CUDA, dma-buf), mem_* slots
  *   ofi_progress.c  completions, waiting, posting writes and control messages
  *   ofi_ops.c       run(): one schedule of RMA writes per operation
+ *   ofi_nb.c        run() of the non-blocking ops: posted, overlap(), finished in the wait
  *   ofi_reduce.c    host reductions and the reduce-scatter phase
  */
 #ifndef CP_OFI_INTERNAL_H
@@ -49,6 +50,10 @@ enum { M_SINGLE = 0, M_MULTI = 1, M_RR = 2, M_DIRECT = 3 };
      COLLPROF_BIT(COLLPROF_DTYPE_INT32) | COLLPROF_BIT(COLLPROF_DTYPE_UINT32) |                    \
      COLLPROF_BIT(COLLPROF_DTYPE_INT64) | COLLPROF_BIT(COLLPROF_DTYPE_UINT64) |                    \
      COLLPROF_BIT(COLLPROF_DTYPE_FLOAT32) | COLLPROF_BIT(COLLPROF_DTYPE_FLOAT64))
+/* the non-blocking ops (ofi_nb.c); the variants apply to them too */
+#define OFI_NBOPS                                                                                  \
+    (COLLPROF_BIT(COLLPROF_OP_IALLREDUCE) | COLLPROF_BIT(COLLPROF_OP_IALLGATHER) |                 \
+     COLLPROF_BIT(COLLPROF_OP_IALLTOALL) | COLLPROF_BIT(COLLPROF_OP_IBROADCAST))
 
 /* remote view of one peer's buffer and of its companion scratch */
 typedef struct ofi_rbuf {
@@ -80,6 +85,7 @@ typedef struct ofi_send {
     size_t len;
     uint64_t roff;
     int posted;
+    int notify; /* M_DIRECT, posted with ofi_post_deferred: its notification is still due */
 } ofi_send_t;
 
 typedef struct ofi_ctx {
@@ -122,6 +128,18 @@ typedef struct ofi_ctx {
     int copy_err; /* a cudaMemcpy in the current run() failed */
     char err[OFI_ERR_LEN];
 } ofi_ctx_t;
+
+/* one run(): the arguments resolved against the registrations (ofi_call_init) */
+typedef struct ofi_call {
+    const collprof_args_t *a;
+    ofi_buf_t *rb;        /* registration of recvbuf */
+    char *recv;           /* a->recvbuf */
+    const char *send;     /* the input: sendbuf, or recvbuf in place */
+    void *sdesc;          /* its descriptor (NULL for a broadcast's unused sendbuf) */
+    size_t esz, blk, all; /* element size; count/n and count elements, in bytes */
+    int n, me, mode;
+    int ns; /* a non-blocking op: the sends its post set up (ofi_nb.c) */
+} ofi_call_t;
 
 /* state shared by the files of the plugin (ofi_backend.c) */
 extern char ofi_global_err[OFI_ERR_LEN];
@@ -166,13 +184,21 @@ ofi_send_t *ofi_add(ofi_ctx_t *ctx, int *ns, int peer, int kind, const void *src
 int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns);
 int ofi_expect(ofi_ctx_t *ctx, int mode, int kind, int peer, size_t len);
 int ofi_ready_all(ofi_ctx_t *ctx, const int *only, uint64_t payload);
+int ofi_post_deferred(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns);
+int ofi_notify_deferred(ofi_ctx_t *ctx, int ns, int wait);
 
 /* ofi_reduce.c */
 void ofi_split(size_t count, int n, int r, size_t *off, size_t *len);
+int ofi_reduce_slots(ofi_ctx_t *ctx, const collprof_args_t *a, const char *scr, size_t len,
+                     size_t esz, char *out);
 int ofi_rs_phase(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_buf_t *rb, const char *in,
                  void *indesc, int even, char *out, int mode);
 
 /* ofi_ops.c */
+int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c);
 int ofi_run(void *vctx, const collprof_args_t *a);
+
+/* ofi_nb.c */
+int ofi_run_nb(ofi_ctx_t *ctx, const collprof_args_t *a);
 
 #endif /* CP_OFI_INTERNAL_H */

@@ -11,17 +11,6 @@
 
 #include "ofi_internal.h"
 
-/* one run(): the arguments resolved against the registrations */
-typedef struct ofi_call {
-    const collprof_args_t *a;
-    ofi_buf_t *rb;        /* registration of recvbuf */
-    char *recv;           /* a->recvbuf */
-    const char *send;     /* the input: sendbuf, or recvbuf in place */
-    void *sdesc;          /* its descriptor (NULL for a broadcast's unused sendbuf) */
-    size_t esz, blk, all; /* element size; count/n and count elements, in bytes */
-    int n, me, mode;
-} ofi_call_t;
-
 typedef int (*ofi_op_fn)(ofi_ctx_t *ctx, ofi_call_t *c);
 
 /* wait for `bytes` from every peer but us */
@@ -301,7 +290,7 @@ static int ofi_barrier(ofi_ctx_t *ctx)
 }
 
 /* the buffers of a data-moving op, looked up in the registrations */
-static int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c)
+int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c)
 {
     ofi_buf_t *sb;
     memset(c, 0, sizeof(*c));
@@ -344,6 +333,9 @@ int ofi_run(void *vctx, const collprof_args_t *a)
     }
     if (a->op == COLLPROF_OP_BARRIER) {
         return ofi_barrier(ctx);
+    }
+    if (known && (collprof_op_info(a->op)->flags & COLLPROF_OPF_NONBLOCKING)) {
+        return ofi_run_nb(ctx, a); /* ofi_nb.c */
     }
     if (!known || ofi_ops[a->op] == NULL) {
         ofi_set_error(ctx, "operation %d is not supported by the ofi backend", (int)a->op);

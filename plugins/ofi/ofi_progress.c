@@ -282,10 +282,12 @@ ofi_send_t *ofi_add(ofi_ctx_t *ctx, int *ns, int peer, int kind, const void *src
 
 /*
  * Post sends[0..ns) (each as soon as its peer is READY when it needs to be)
- * into the peers' view of buffer b, then wait for every local completion.
- * Incoming data are waited for by the caller.
+ * into the peers' view of buffer b.  The direct variant's notification of a
+ * block follows its writes' local completion (ofi_notify), or with defer is
+ * only marked due (s->notify) for ofi_notify_deferred.  Incoming data are
+ * waited for by the caller.
  */
-int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
+static int ofi_post_pass(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns, int defer)
 {
     int left = ns;
     double t0 = ofi_now();
@@ -312,10 +314,11 @@ int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
                 return (int)r;
             }
             if (mode == M_DIRECT && r > 0) {
-                int rc = ofi_notify(ctx, q, s->kind);
+                int rc = defer ? COLLPROF_OK : ofi_notify(ctx, q, s->kind);
                 if (rc != COLLPROF_OK) {
                     return rc;
                 }
+                s->notify = defer;
             }
             s->posted = 1;
             left--;
@@ -328,6 +331,48 @@ int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
         }
     }
     return COLLPROF_OK;
+}
+
+/* post sends[0..ns) and, for the direct variant, notify each block's target (blocking) */
+int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
+{
+    return ofi_post_pass(ctx, mode, b, ns, 0);
+}
+
+/* post sends[0..ns); the direct variant's notifications are left to ofi_notify_deferred */
+int ofi_post_deferred(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns)
+{
+    return ofi_post_pass(ctx, mode, b, ns, 1);
+}
+
+/*
+ * The notifications still due among sends[0..ns).  With wait, once every
+ * write of ours completed locally; without, only when one round of
+ * progress shows they all have (else they stay due).
+ */
+int ofi_notify_deferred(ofi_ctx_t *ctx, int ns, int wait)
+{
+    int due = 0, rc = COLLPROF_OK;
+    for (int i = 0; i < ns; i++) {
+        due += ctx->sends[i].notify;
+    }
+    if (due == 0) {
+        return COLLPROF_OK;
+    }
+    if (!wait) {
+        rc = ofi_progress(ctx);
+        if (rc != COLLPROF_OK || ctx->tx_done < ctx->tx_posted) {
+            return rc;
+        }
+    }
+    for (int i = 0; i < ns && rc == COLLPROF_OK; i++) {
+        ofi_send_t *s = &ctx->sends[i];
+        if (s->notify) {
+            rc = ofi_notify(ctx, s->peer, s->kind);
+            s->notify = 0;
+        }
+    }
+    return rc;
 }
 
 int ofi_expect(ofi_ctx_t *ctx, int mode, int kind, int peer, size_t len)

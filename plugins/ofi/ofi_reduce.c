@@ -64,8 +64,8 @@ void ofi_split(size_t count, int n, int r, size_t *off, size_t *len)
 }
 
 /* reduce n slots of len bytes (slot q at scr + q*len) into out */
-static int ofi_reduce_slots(ofi_ctx_t *ctx, const collprof_args_t *a, const char *scr, size_t len,
-                            size_t esz, char *out)
+int ofi_reduce_slots(ofi_ctx_t *ctx, const collprof_args_t *a, const char *scr, size_t len,
+                     size_t esz, char *out)
 {
     memcpy(out, scr, len);
     for (int q = 1; q < ctx->n; q++) {

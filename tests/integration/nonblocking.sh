@@ -1,8 +1,8 @@
 #!/bin/sh
 # Non-blocking operations (iallreduce, iallgather, ialltoall, ibroadcast) as
 # OSU's osu_i* benchmarks measure them: on 2 ranks, on every backend that
-# offers them here (self, mpi, and the nccl plugin on the CUDA/NCCL
-# stand-in), every op and size exact, PASSED, the overlap table in the
+# offers them here (self, mpi, the nccl plugin on the CUDA/NCCL stand-in,
+# and ofi on shm (3 ranks) and tcp;ofi_rxm), every op and size exact, PASSED, the overlap table in the
 # summary and the overall/comm/compute/overlap columns in /results with
 # the overlap within [0, 100].  --ops all leaves them out; gloo does not
 # offer them (its collectives are synchronous calls).
@@ -67,6 +67,32 @@ if [ -e "$plugins/collprof_mpi.so" ]; then
         --output-dir "$d/wrong"
     [ "$rc" -eq 1 ] && grep -q '^result: *FAILED' "$(summary_of "$d/wrong")"
     ok $? "mpi: a corrupted element of an iallgather result is caught (exit $rc)"
+fi
+
+# ofi: the blocking twin's RMA writes posted, the computation, the rest in the wait; the default
+# (roundrobin) and direct variants, shm on 3 ranks with an uneven count and root 1, tcp;ofi_rxm
+# (under the sanitizers, whose instrumented polling is slow, one size each)
+if [ -e "$plugins/collprof_ofi.so" ]; then
+    shm_counts=999,64K tcp_counts=4K,64K per=2
+    if [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ]; then
+        shm_counts=999 tcp_counts=4K per=1
+    fi
+    d="$WORK/ofi_shm"
+    mkdir -p "$d"
+    cp_run --np 3 --backends ofi --ofi-provider shm --ops nonblocking --counts "$shm_counts" \
+        -d int32,float64 --root 1 --inplace both --variants default,direct -n 2 -w 1 \
+        --output-dir "$d"
+    check_nb "$d" "ofi shm --np 3" $((32 * per))
+    d="$WORK/ofi_tcp"
+    mkdir -p "$d"
+    cp_run --np 2 --backends ofi --ofi-provider 'tcp;ofi_rxm' --ops nonblocking \
+        --counts "$tcp_counts" --inplace both --variants default,direct -n 2 -w 1 --output-dir "$d"
+    check_nb "$d" "ofi tcp;ofi_rxm --np 2" $((16 * per))
+    mkdir -p "$d/wrong"
+    COLLPROF_FAULT=wrong:1 cp_run --np 2 --backends ofi --ofi-provider shm --ops iallreduce \
+        --counts 1K -n 2 -w 1 --variants direct --output-dir "$d/wrong"
+    [ "$rc" -eq 1 ] && grep -q '^result: *FAILED' "$(summary_of "$d/wrong")"
+    ok $? "ofi: a corrupted element of an iallreduce result is caught (exit $rc)"
 fi
 
 # gloo: unsupported, with the reason that it does not offer them
