@@ -20,9 +20,9 @@
  *    the core asks a plugin only for the ops its query() sets, so a plugin
  *    built before an op was added (allgatherv, id 11; the non-blocking
  *    iallreduce..ibroadcast, ids 12-15; gatherv and scatterv, ids 16-17)
- *    never sees it.  A plugin whose
- *    query() sets every bit below COLLPROF_OP_COUNT takes on each new op
- *    when rebuilt: it must then run it (or clear its bit).
+ *    never sees it.  A plugin whose query() sets every bit below
+ *    COLLPROF_OP_COUNT takes on each new op when rebuilt: it must then run
+ *    it (or clear its bit).
  *  - Slots marked COLLECTIVE below are called by every rank, in the same
  *    order, with the same arguments (but buffers): a plugin may communicate
  *    inside them (the ofi plugin exchanges memory keys in mem_alloc).  The
