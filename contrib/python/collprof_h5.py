@@ -148,8 +148,8 @@ class Run:
         return self.samples(cell).max(axis=1)
 
     def traffic(self, cell):
-        """(send_bytes, recv_bytes) per rank for an alltoallv or
-        allgatherv cell, else None."""
+        """(send_bytes, recv_bytes) per rank for an alltoallv, allgatherv,
+        gatherv or scatterv cell, else None."""
         send = self._read(cell, "send_bytes")
         recv = self._read(cell, "recv_bytes")
         return None if send is None or recv is None else (send, recv)

@@ -5,8 +5,8 @@
 
 FILE_OR_DIR are collprof HDF5 result files or directories holding them.
 The table lists every measured cell (status ok or wrong).  The plot has one
-panel per operation and one line per backend/variant (alltoallv and
-allgatherv: per imbalance pattern too); points of the same size from
+panel per operation and one line per backend/variant (alltoallv,
+allgatherv, gatherv, scatterv: per imbalance pattern too); points of the same size from
 several files are averaged.  Without matplotlib the plot is skipped with a
 message.
 """

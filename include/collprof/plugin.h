@@ -24,9 +24,10 @@
  *    Appending an operation (a row of <collprof/vocab.h>) does not either:
  *    the core asks a plugin only for the ops its query() sets, so a plugin
  *    built before an op was added (allgatherv, id 11; the non-blocking
- *    iallreduce..ibroadcast, ids 12-15) never sees it.  A plugin whose
- *    query() sets every bit below COLLPROF_OP_COUNT takes on each new op
- *    when rebuilt: it must then run it (or clear its bit).
+ *    iallreduce..ibroadcast, ids 12-15; gatherv and scatterv, ids 16-17)
+ *    never sees it.  A plugin whose query() sets every bit below
+ *    COLLPROF_OP_COUNT takes on each new op when rebuilt: it must then run
+ *    it (or clear its bit).
  *  - Slots marked COLLECTIVE below are called by every rank, in the same
  *    order, with the same arguments (but buffers): a plugin may communicate
  *    inside them (the ofi plugin exchanges memory keys in mem_alloc).  The
@@ -53,6 +54,14 @@
  *   reduce         count                count  (root only)
  *   gather         count/n              count  (root only)
  *   scatter        count (root only)    count/n
+ *   gatherv        recvcounts[rank]     recvcounts[] (root only): rank r's
+ *                                       block at rdispls[r]
+ *   scatterv       recvcounts[] (root   recvcounts[rank]
+ *                  only): rank r's block
+ *                  at rdispls[r]
+ *                  (gatherv, scatterv: recvcounts and rdispls are every
+ *                  rank's block and its place in the root's buffer, the
+ *                  same on every rank; sendcounts and sdispls are unused)
  *   barrier        -                    -
  *   sendrecv       count to peer_send   count from peer_recv
  *   iallreduce, iallgather, ialltoall, ibroadcast: as allreduce, allgather,
@@ -64,9 +73,12 @@
  * count/n), alltoall, alltoallv (recvcounts/rdispls describe both sides;
  * only symmetric traffic): the whole buffer; allgather and gather: this
  * rank's block at offset rank*count/n (for gather on every rank);
- * allgatherv: this rank's block at rdispls[rank]; scatter:
- * the root's whole buffer, and every other rank receives its block at
- * offset rank*count/n; sendrecv: the whole buffer is sent and replaced.
+ * allgatherv and gatherv: this rank's block at rdispls[rank] (for gatherv
+ * on every rank); scatter: the root's whole buffer, and every other rank
+ * receives its block at offset rank*count/n; scatterv: the same with the
+ * block at rdispls[rank]; sendrecv: the whole buffer is sent and replaced.
+ * The buffers of allgatherv, gatherv and scatterv hold the total,
+ * sum(recvcounts), on every rank.
  */
 #ifndef COLLPROF_PLUGIN_H
 #define COLLPROF_PLUGIN_H
@@ -239,7 +251,8 @@ typedef struct collprof_args {
     const void *sendbuf;
     void *recvbuf;
     size_t count; /**< the cell's element count (see the table above) */
-    /* alltoallv, allgatherv: per-peer element counts and displacements (elements) */
+    /* alltoallv, allgatherv, gatherv, scatterv: per-peer element counts and
+     * displacements (elements; see the table above) */
     const size_t *sendcounts;
     const size_t *sdispls;
     const size_t *recvcounts;

@@ -30,7 +30,7 @@
     X(redop,        STR,    8, 0, "",       "reduction operator, or none")                           \
     X(root,         I32,    0, 0, "",       "root rank of rooted operations, else 0")                \
     X(in_place,     I32,    0, 0, "",       "1 when the operation ran in place")                     \
-    X(imbalance,    STR,   96, 0, "",       "alltoallv/allgatherv traffic pattern, else empty")      \
+    X(imbalance,    STR,   96, 0, "",       "traffic pattern of the variable ops, else empty")       \
     X(count,        U64,    0, 0, "elements", "element count of the largest buffer")                 \
     X(bytes,        U64,    0, 0, "B",      "S of algBW = S / time")                                 \
     X(iterations,   I32,    0, 0, "",       "timed iterations")                                      \
@@ -169,8 +169,8 @@
 #define COLLPROF_CELL_DATASETS(X)                                                                  \
     X(SAMPLES,    samples_us,   F64, 2, "[iterations x ranks] every rank's time of each iteration") \
     X(RANK_MEAN,  rank_mean_us, F64, 1, "[ranks] each rank's mean time")                         \
-    X(SEND_BYTES, send_bytes,   U64, 1, "[ranks] alltoallv/allgatherv: bytes each rank sent")     \
-    X(RECV_BYTES, recv_bytes,   U64, 1, "[ranks] alltoallv/allgatherv: bytes each rank received")  \
+    X(SEND_BYTES, send_bytes,   U64, 1, "[ranks] variable ops: bytes each rank sent")              \
+    X(RECV_BYTES, recv_bytes,   U64, 1, "[ranks] variable ops: bytes each rank received")          \
     X(REP_P50,    repeat_p50_us, F64, 1, "[repeats] each repeat's p50 (1.4; repeats > 1 only)")  \
     X(REP_ITERS,  repeat_iterations, U64, 1, "[repeats] each repeat's timed iterations, in the order of samples_us (1.4)")
 #define COLLPROF_CELL_ATTRS(X) X(backend) X(variant) X(op)

@@ -86,7 +86,11 @@ typedef enum collprof_shape {
     X(IALLTOALL,     14, "ialltoall",     "IAllToAll",     COLLPROF_OPF_SPLIT | COLLPROF_OPF_NONBLOCKING, \
       SPLIT, FULL,  FULL)                                                                            \
     X(IBROADCAST,    15, "ibroadcast",    "IBroadcast",    COLLPROF_OPF_ROOTED | COLLPROF_OPF_NONBLOCKING, \
-      ONE,   NONE,  FULL)
+      ONE,   NONE,  FULL)                                                                            \
+    X(GATHERV,       16, "gatherv",       "Gatherv",       COLLPROF_OPF_ROOTED | COLLPROF_OPF_VARIABLE, \
+      SPLIT, VAR,   VAR)                                                                             \
+    X(SCATTERV,      17, "scatterv",      "Scatterv",      COLLPROF_OPF_ROOTED | COLLPROF_OPF_VARIABLE, \
+      SPLIT, VAR,   VAR)
 
 /* X(ID, id, name, size in bytes, is_float, exact_max, alias, alias) */
 #define COLLPROF_DTYPE_TABLE(X)                                                                      \

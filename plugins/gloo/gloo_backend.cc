@@ -673,6 +673,9 @@ int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a)
     }
 }
 
+/* Not gatherv nor scatterv: Gloo 0.5 has no gatherv, and gloo::scatter enforces that every
+ * input is the size of the output (equal blocks), so the core reports their cells
+ * unsupported ("gloo does not offer ..."), as it does the non-blocking ops. */
 constexpr uint32_t kOps =
     COLLPROF_BIT(COLLPROF_OP_ALLREDUCE) | COLLPROF_BIT(COLLPROF_OP_ALLGATHER) |
     COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER) | COLLPROF_BIT(COLLPROF_OP_ALLTOALL) |

@@ -997,6 +997,35 @@ static int mpi_be_run_allgatherv(mpi_be_ctx_t *ctx, const collprof_args_t *a, MP
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Allgatherv", rc);
 }
 
+/*
+ * gatherv and scatterv: rank r's block of recvcounts[r] at rdispls[r] of the
+ * root's buffer.  In place, MPI_IN_PLACE at the root only (its block stays
+ * where it is); the others send from, or receive into, their own
+ * displacement of the one buffer.
+ */
+static int mpi_be_run_rooted_v(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_Datatype dt,
+                               MPI_Comm comm)
+{
+    int st, rc, me = ctx->rank, at_root = me == a->root;
+    if ((st = mpi_be_a2av_convert(ctx, a->recvcounts, ctx->a2av_rcounts, "recvcounts")) ||
+        (st = mpi_be_a2av_convert(ctx, a->rdispls, ctx->a2av_rdispls, "rdispls"))) {
+        return st;
+    }
+    const int *cnt = ctx->a2av_rcounts, *dsp = ctx->a2av_rdispls;
+    size_t esz = collprof_dtype_size(a->dtype);
+    char *mine = (char *)a->recvbuf + a->rdispls[me] * esz;
+    if (a->op == COLLPROF_OP_GATHERV) {
+        const void *sbuf = !a->in_place ? a->sendbuf : at_root ? MPI_IN_PLACE : mine;
+        rc = MPI_Gatherv(sbuf, cnt[me], dt, at_root ? a->recvbuf : NULL, cnt, dsp, dt, a->root,
+                         comm);
+        return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Gatherv", rc);
+    }
+    const void *sbuf = !at_root ? NULL : a->in_place ? a->recvbuf : a->sendbuf;
+    void *rbuf = !a->in_place ? a->recvbuf : at_root ? MPI_IN_PLACE : mine;
+    rc = MPI_Scatterv(sbuf, cnt, dsp, dt, rbuf, cnt[me], dt, a->root, comm);
+    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Scatterv", rc);
+}
+
 /* One run(): the arguments in MPI's terms. */
 typedef struct mpi_be_call {
     MPI_Datatype dt;
@@ -1174,6 +1203,9 @@ static int mpi_be_run(void *vctx, const collprof_args_t *a)
     }
     if (a->op == COLLPROF_OP_ALLGATHERV) {
         return mpi_be_run_allgatherv(ctx, a, c.dt, c.comm);
+    }
+    if (a->op == COLLPROF_OP_GATHERV || a->op == COLLPROF_OP_SCATTERV) {
+        return mpi_be_run_rooted_v(ctx, a, c.dt, c.comm);
     }
     if (collprof_op_info(a->op)->flags & COLLPROF_OPF_NONBLOCKING) {
         return mpi_be_run_nonblocking(ctx, a, &c);

@@ -18,7 +18,7 @@
 #define OPS_ALL                                                                                    \
     (OPB(ALLREDUCE) | OPB(ALLGATHER) | OPB(REDUCESCATTER) | OPB(ALLTOALL) | OPB(ALLTOALLV) |       \
      OPB(BROADCAST) | OPB(REDUCE) | OPB(GATHER) | OPB(SCATTER) | OPB(BARRIER) | OPB(SENDRECV) |    \
-     OPB(ALLGATHERV))
+     OPB(ALLGATHERV) | OPB(GATHERV) | OPB(SCATTERV))
 #define OPS_P2P (OPB(ALLTOALL) | OPB(GATHER) | OPB(SCATTER))
 
 enum { PR_LL = 1, PR_LL128 = 2, PR_SIMPLE = 4, PR_ALL = 7 };
@@ -226,6 +226,8 @@ int cp_nccl_uses_p2p(const cp_nccl_plan_t *p, const cp_nccl_variant_t *v, collpr
     switch (op) {
     case COLLPROF_OP_ALLTOALLV:
     case COLLPROF_OP_ALLGATHERV:
+    case COLLPROF_OP_GATHERV:
+    case COLLPROF_OP_SCATTERV:
     case COLLPROF_OP_SENDRECV: return 1;
     case COLLPROF_OP_ALLTOALL: return v->p2p || !(p->features & CP_NCCL_HAVE_ALLTOALL);
     case COLLPROF_OP_GATHER: return v->p2p || !(p->features & CP_NCCL_HAVE_GATHER);
@@ -520,6 +522,39 @@ static int plan_sendrecv(const collprof_args_t *a, int n, cp_nccl_xfer_t *out, s
     return xfer(out, k, a->peer_recv, 0, CP_NCCL_BUF_RECV, 0, a->count);
 }
 
+/*
+ * gatherv (to_root) and scatterv: plan_rooted's schedule with rank p's block
+ * of recvcounts[p] at rdispls[p] of the root's buffer (a non-root rank's
+ * sits at 0, or in place at its displacement).  Empty blocks make no
+ * transfer on either side.
+ */
+static int plan_rooted_v(const collprof_args_t *a, int rank, int n, int to_root,
+                         cp_nccl_xfer_t *out)
+{
+    int k = 0, ip = a->in_place;
+    if (a->recvcounts == NULL || a->rdispls == NULL || a->root < 0 || a->root >= n) {
+        return -1;
+    }
+    const size_t *cnt = a->recvcounts, *dsp = a->rdispls;
+    int far = to_root ? CP_NCCL_BUF_RECV : CP_NCCL_BUF_SEND;  /* the root's whole buffer */
+    int near = to_root ? CP_NCCL_BUF_SEND : CP_NCCL_BUF_RECV; /* a rank's own block */
+    if (rank != a->root) {
+        return cnt[rank] > 0 ? xfer(out, k, a->root, to_root, ip ? CP_NCCL_BUF_RECV : near,
+                                    ip ? dsp[rank] : 0, cnt[rank])
+                             : 0;
+    }
+    for (int p = 0; p < n; p++) {
+        if (cnt[p] == 0 || (p == rank && ip)) {
+            continue; /* nothing to move, or already in place */
+        }
+        if (p == rank) {
+            k = xfer(out, k, p, to_root, near, 0, cnt[p]);
+        }
+        k = xfer(out, k, p, !to_root, far, dsp[p], cnt[p]);
+    }
+    return k;
+}
+
 int cp_nccl_p2p_plan(const collprof_args_t *a, int rank, int n, cp_nccl_xfer_t *out,
                      size_t *stage_elems)
 {
@@ -532,6 +567,8 @@ int cp_nccl_p2p_plan(const collprof_args_t *a, int rank, int n, cp_nccl_xfer_t *
     case COLLPROF_OP_ALLTOALL: return plan_alltoall(a, n, blk, out, stage_elems);
     case COLLPROF_OP_ALLTOALLV: return plan_alltoallv(a, n, out, stage_elems);
     case COLLPROF_OP_ALLGATHERV: return plan_allgatherv(a, rank, n, out);
+    case COLLPROF_OP_GATHERV: return plan_rooted_v(a, rank, n, 1, out);
+    case COLLPROF_OP_SCATTERV: return plan_rooted_v(a, rank, n, 0, out);
     case COLLPROF_OP_GATHER: return plan_rooted(a, rank, n, blk, 1, out);
     case COLLPROF_OP_SCATTER: return plan_rooted(a, rank, n, blk, 0, out);
     case COLLPROF_OP_SENDRECV: return plan_sendrecv(a, n, out, stage_elems);

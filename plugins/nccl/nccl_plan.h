@@ -10,8 +10,8 @@
  *  - NCCL version codes and NCCLX detection;
  *  - ncclResult_t / cudaError_t -> collprof_status_t, dtype and redop maps;
  *  - the grouped send/recv schedule of alltoall, alltoallv, allgatherv,
- *    gather, scatter and sendrecv (offsets per the buffer table in
- *    <collprof/plugin.h>).
+ *    gather, scatter, gatherv, scatterv and sendrecv (offsets per the
+ *    buffer table in <collprof/plugin.h>).
  *
  * Only the enums of nccl.h are used here (no NCCL function is called).
  */
@@ -125,7 +125,7 @@ typedef struct cp_nccl_xfer {
 
 /**
  * The grouped send/recv schedule of one operation (alltoall, alltoallv,
- * allgatherv, gather, scatter, sendrecv) on rank of n: writes at most 2n entries into
+ * allgatherv, gather(v), scatter(v), sendrecv) on rank of n: writes at most 2n entries into
  * out and the number of elements of args->recvbuf to copy into a staging
  * buffer first (in-place alltoall/alltoallv/sendrecv send from the staged
  * copy) into *stage_elems.  Returns the number of entries, or -1.

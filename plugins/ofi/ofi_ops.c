@@ -263,6 +263,53 @@ static int ofi_op_allreduce(ofi_ctx_t *ctx, ofi_call_t *c)
     return rc;
 }
 
+/* ---- gatherv, scatterv: rank q's block of recvcounts[q] at rdispls[q] of the root's buffer ----
+ */
+
+/* gatherv: every other rank writes its block at its displacement of the root's buffer */
+static int ofi_op_gatherv(ofi_ctx_t *ctx, ofi_call_t *c)
+{
+    const collprof_args_t *a = c->a;
+    size_t esz = c->esz, at = a->rdispls[c->me] * esz, mine = a->recvcounts[c->me] * esz;
+    int ns = 0, rc = COLLPROF_OK;
+    if (c->me == a->root) {
+        rc = ofi_ready_all(ctx, NULL, 0);
+        if (!a->in_place && mine > 0) {
+            ofi_copy(ctx, c->recv + at, c->send, mine);
+        }
+        for (int q = 0; q < c->n && rc == COLLPROF_OK; q++) {
+            rc = q == c->me ? COLLPROF_OK
+                            : ofi_expect(ctx, c->mode, K_DATA, q, a->recvcounts[q] * esz);
+        }
+        return rc;
+    }
+    /* in place, our block sits at our displacement; an empty one still takes the READY */
+    void *desc = a->in_place ? c->rb->desc : c->sdesc;
+    const char *src = a->in_place ? c->recv + at : c->send;
+    ofi_add(ctx, &ns, a->root, K_DATA, src, desc, mine, at);
+    return ofi_post_all(ctx, c->mode, c->rb, ns);
+}
+
+/* scatterv: the root writes every other rank its block (in place: at its displacement there) */
+static int ofi_op_scatterv(ofi_ctx_t *ctx, ofi_call_t *c)
+{
+    const collprof_args_t *a = c->a;
+    size_t esz = c->esz;
+    int ns = 0;
+    if (c->me != a->root) {
+        return ofi_from_root(ctx, c, a->recvcounts[c->me] * esz);
+    }
+    for (int i = 1; i < c->n; i++) {
+        int q = (c->me + i) % c->n;
+        ofi_add(ctx, &ns, q, K_DATA, c->send + a->rdispls[q] * esz, c->sdesc,
+                a->recvcounts[q] * esz, a->in_place ? a->rdispls[q] * esz : 0);
+    }
+    if (!a->in_place && a->recvcounts[c->me] > 0) {
+        ofi_copy(ctx, c->recv, c->send + a->rdispls[c->me] * esz, a->recvcounts[c->me] * esz);
+    }
+    return ofi_post_all(ctx, c->mode, c->rb, ns);
+}
+
 static const ofi_op_fn ofi_ops[COLLPROF_OP_COUNT] = {
     [COLLPROF_OP_ALLTOALL] = ofi_op_alltoall,
     [COLLPROF_OP_ALLTOALLV] = ofi_op_alltoallv,
@@ -275,6 +322,8 @@ static const ofi_op_fn ofi_ops[COLLPROF_OP_COUNT] = {
     [COLLPROF_OP_ALLREDUCE] = ofi_op_allreduce,
     [COLLPROF_OP_REDUCE] = ofi_op_allreduce,
     [COLLPROF_OP_ALLGATHERV] = ofi_op_allgatherv,
+    [COLLPROF_OP_GATHERV] = ofi_op_gatherv,
+    [COLLPROF_OP_SCATTERV] = ofi_op_scatterv,
 };
 
 static int ofi_barrier(ofi_ctx_t *ctx)

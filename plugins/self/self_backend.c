@@ -301,24 +301,32 @@ static void self_op_gather(self_ctx_t *ctx, const self_op_t *o, int root)
     }
 }
 
+/* the largest of the n blocks of recvcounts[] (allgatherv, gatherv, scatterv) */
+static size_t self_most(const self_ctx_t *ctx, const collprof_args_t *a)
+{
+    size_t most = 0;
+    for (int q = 0; q < ctx->n; q++) {
+        most = a->recvcounts[q] > most ? a->recvcounts[q] : most;
+    }
+    return most;
+}
+
 /*
- * allgatherv: rank q's block of recvcounts[q] lands at rdispls[q].  Every
- * rank holds the same counts, so all run the same number of rounds.
+ * allgatherv (root < 0) and gatherv: rank q's block of recvcounts[q] lands
+ * at rdispls[q].  Every rank holds the same counts, so all run the same
+ * number of rounds.
  */
-static void self_op_allgatherv(self_ctx_t *ctx, const self_op_t *o)
+static void self_op_allgatherv(self_ctx_t *ctx, const self_op_t *o, int root)
 {
     const collprof_args_t *a = o->a;
     int n = ctx->n, r = ctx->rank;
-    size_t e = o->esz, cap = ctx->slot / e, most = 0;
+    size_t e = o->esz, cap = ctx->slot / e, most = self_most(ctx, a);
     const unsigned char *src = a->in_place ? o->dst + a->rdispls[r] * e : o->src;
-    for (int q = 0; q < n; q++) {
-        most = a->recvcounts[q] > most ? a->recvcounts[q] : most;
-    }
     for (size_t off = 0; off < most; off += cap) {
         size_t mine = a->recvcounts[r] > off ? self_min(cap, a->recvcounts[r] - off) : 0;
         memcpy(self_slot(ctx, r), src + off * e, mine * e);
         self_barrier(ctx);
-        for (int q = 0; q < n; q++) {
+        for (int q = 0; (root < 0 || r == root) && q < n; q++) {
             size_t c = a->recvcounts[q] > off ? self_min(cap, a->recvcounts[q] - off) : 0;
             if (q != r || !a->in_place) {
                 memcpy(o->dst + (a->rdispls[q] + off) * e, self_slot(ctx, q), c * e);
@@ -342,6 +350,27 @@ static void self_op_scatter(self_ctx_t *ctx, const self_op_t *o)
         self_barrier(ctx);
         if (!(ip && r == root)) { /* in place, the root's block stays where it is */
             memcpy(dst + off * e, self_slot(ctx, r), c * e);
+        }
+        self_barrier(ctx);
+    }
+}
+
+/* scatterv: the root fills every rank's slot with that rank's block of recvcounts[p] */
+static void self_op_scatterv(self_ctx_t *ctx, const self_op_t *o)
+{
+    const collprof_args_t *a = o->a;
+    int n = ctx->n, r = ctx->rank, root = a->root, ip = a->in_place;
+    size_t e = o->esz, cap = ctx->slot / e, most = self_most(ctx, a);
+    unsigned char *dst = ip ? o->dst + a->rdispls[r] * e : o->dst;
+    for (size_t off = 0; off < most; off += cap) {
+        for (int p = 0; r == root && p < n; p++) {
+            size_t c = a->recvcounts[p] > off ? self_min(cap, a->recvcounts[p] - off) : 0;
+            memcpy(self_slot(ctx, p), o->src + (a->rdispls[p] + off) * e, c * e);
+        }
+        self_barrier(ctx);
+        size_t mine = a->recvcounts[r] > off ? self_min(cap, a->recvcounts[r] - off) : 0;
+        if (!(ip && r == root)) { /* in place, the root's block stays where it is */
+            memcpy(dst + off * e, self_slot(ctx, r), mine * e);
         }
         self_barrier(ctx);
     }
@@ -480,7 +509,9 @@ static int self_run(void *vctx, const collprof_args_t *a)
     case COLLPROF_OP_REDUCE: self_op_reduce(ctx, &o, a->root); break;
     case COLLPROF_OP_REDUCESCATTER: self_op_reducescatter(ctx, &o); break;
     case COLLPROF_OP_ALLGATHER: self_op_gather(ctx, &o, -1); break;
-    case COLLPROF_OP_ALLGATHERV: self_op_allgatherv(ctx, &o); break;
+    case COLLPROF_OP_ALLGATHERV: self_op_allgatherv(ctx, &o, -1); break;
+    case COLLPROF_OP_GATHERV: self_op_allgatherv(ctx, &o, a->root); break;
+    case COLLPROF_OP_SCATTERV: self_op_scatterv(ctx, &o); break;
     case COLLPROF_OP_GATHER: self_op_gather(ctx, &o, a->root); break;
     case COLLPROF_OP_SCATTER: self_op_scatter(ctx, &o); break;
     case COLLPROF_OP_BROADCAST: self_op_broadcast(ctx, &o); break;

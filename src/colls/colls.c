@@ -24,6 +24,8 @@ static const cp_coll_t *const table[COLLPROF_OP_COUNT] = {
     [COLLPROF_OP_IALLGATHER] = &cp_coll_iallgather,
     [COLLPROF_OP_IALLTOALL] = &cp_coll_ialltoall,
     [COLLPROF_OP_IBROADCAST] = &cp_coll_ibroadcast,
+    [COLLPROF_OP_GATHERV] = &cp_coll_gatherv,
+    [COLLPROF_OP_SCATTERV] = &cp_coll_scatterv,
 };
 
 const cp_coll_t *cp_coll_get(collprof_op_t op)

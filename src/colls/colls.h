@@ -10,8 +10,10 @@
 #include <stdint.h>
 
 /**
- * alltoallv and allgatherv traffic for one cell: matrix[s*n+d] = elements
- * rank s sends to d (allgatherv: rank s's count, in every column).
+ * alltoallv, allgatherv, gatherv and scatterv traffic for one cell:
+ * matrix[s*n+d] = elements rank s sends to d (allgatherv: rank s's count, in
+ * every column; gatherv: rank s's count in the root's column; scatterv:
+ * rank d's count in the root's row).
  */
 typedef struct cp_a2av {
     int n;
@@ -21,6 +23,9 @@ typedef struct cp_a2av {
     uint64_t send_total, recv_total; /**< this rank */
     uint64_t max_rank_elems;         /**< max over ranks of max(send, recv) */
     int symmetric;
+    /** gatherv, scatterv: every rank's block and its displacement in the
+     *  root's buffer, the same on every rank (else NULL) */
+    size_t *bcounts, *bdispls;
 } cp_a2av_t;
 
 /** Everything an init/check function needs to know about one run. */
@@ -33,7 +38,7 @@ typedef struct cp_xfer {
     int rank;
     int n;
     uint64_t count;
-    const cp_a2av_t *a2av; /**< alltoallv and allgatherv only */
+    const cp_a2av_t *a2av; /**< variable ops (alltoallv, allgatherv, gatherv, scatterv) only */
     int paired;            /**< sendrecv: 1 when peer is this rank's partner (link sweep) */
     int peer;              /**< sendrecv with paired: the rank sent to and received from */
 } cp_xfer_t;
@@ -94,6 +99,6 @@ uint64_t cp_coll_check_blocks(const cp_xfer_t *x, const void *recvbuf, uint64_t 
 extern const cp_coll_t cp_coll_allreduce, cp_coll_allgather, cp_coll_reducescatter,
     cp_coll_alltoall, cp_coll_alltoallv, cp_coll_broadcast, cp_coll_reduce, cp_coll_gather,
     cp_coll_scatter, cp_coll_barrier, cp_coll_sendrecv, cp_coll_allgatherv, cp_coll_iallreduce,
-    cp_coll_iallgather, cp_coll_ialltoall, cp_coll_ibroadcast;
+    cp_coll_iallgather, cp_coll_ialltoall, cp_coll_ibroadcast, cp_coll_gatherv, cp_coll_scatterv;
 
 #endif /* COLLPROF_COLLS_COLLS_H */

@@ -848,9 +848,9 @@ static const cli_opt_t cli_opts[] = {
     SPEC("root", 'r', "N", "root", "root rank of rooted operations (default: 0)"),
     SPEC("inplace", 0, "MODE", "inplace", "out, in or both (default: out)"),
     SPEC("imbalance", 0, "LIST", "imbalance",
-         "alltoallv traffic and allgatherv block sizes: uniform,\n"
-         "linear, spread:S, moe[:HOT[:BIAS]], file:PATH\n"
-         "(default: uniform)"),
+         "alltoallv traffic; allgatherv, gatherv, scatterv block\n"
+         "sizes: uniform, linear, spread:S, moe[:HOT[:BIAS]],\n"
+         "file:PATH (default: uniform)"),
     SPEC("mem", 0, "LIST", "mem",
          "buffer memory: host, pinned, device, or auto (default:\n"
          "auto, the backend's own: host where it offers host\n"

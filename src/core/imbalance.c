@@ -305,23 +305,67 @@ void cp_imbalance_counts(const cp_imbalance_t *imb, int n, uint64_t count, uint6
     }
 }
 
+/* scatterv: the root sends rank d its count, row root = counts (in row 0 on entry) */
+static void scatterv_matrix(int n, int root, uint64_t *matrix)
+{
+    size_t nn = (size_t)n;
+    if (root != 0) {
+        memcpy(matrix + (size_t)root * nn, matrix, nn * sizeof(uint64_t));
+    }
+    for (int s = 0; s < n; s++) {
+        if (s != root) {
+            memset(matrix + (size_t)s * nn, 0, nn * sizeof(uint64_t));
+        }
+    }
+}
+
 int cp_imbalance_op_matrix(collprof_op_t op, const cp_imbalance_t *imb, int n, uint64_t count,
-                           uint64_t *matrix)
+                           int root, uint64_t *matrix)
 {
     if (op == COLLPROF_OP_ALLTOALLV) {
         cp_imbalance_matrix(imb, n, count, matrix);
         return 0;
     }
-    if (op != COLLPROF_OP_ALLGATHERV) {
+    if (op != COLLPROF_OP_ALLGATHERV && op != COLLPROF_OP_GATHERV && op != COLLPROF_OP_SCATTERV) {
         return -1;
     }
-    /* row s of the matrix is a scratch for the counts until it is filled */
+    if (op != COLLPROF_OP_ALLGATHERV && (root < 0 || root >= n)) {
+        return -1;
+    }
+    /* row 0 of the matrix is a scratch for the counts until it is filled */
     cp_imbalance_counts(imb, n, count, matrix);
+    if (op == COLLPROF_OP_SCATTERV) {
+        scatterv_matrix(n, root, matrix);
+        return 0;
+    }
+    /* from the last row up, so that count s is read before row s is written */
     for (int s = n - 1; s >= 0; s--) {
         uint64_t c = matrix[s];
         for (int d = 0; d < n; d++) {
-            matrix[(size_t)s * (size_t)n + (size_t)d] = c;
+            int gets = op == COLLPROF_OP_ALLGATHERV || d == root;
+            matrix[(size_t)s * (size_t)n + (size_t)d] = gets ? c : 0;
         }
+    }
+    return 0;
+}
+
+int cp_a2av_blocks(cp_a2av_t *a, collprof_op_t op, int root)
+{
+    size_t n = (size_t)a->n, at = 0;
+    if (op != COLLPROF_OP_GATHERV && op != COLLPROF_OP_SCATTERV) {
+        return 0;
+    }
+    a->bcounts = calloc(n, sizeof(size_t));
+    a->bdispls = calloc(n, sizeof(size_t));
+    if (a->bcounts == NULL || a->bdispls == NULL) {
+        return -1;
+    }
+    for (size_t q = 0; q < n; q++) {
+        /* gatherv: rank q's count in the root's column; scatterv: in the root's row */
+        a->bcounts[q] = op == COLLPROF_OP_GATHERV ? a->matrix[q * n + (size_t)root]
+                                                  : a->matrix[(size_t)root * n + q];
+        a->bdispls[q] = at;
+        at += a->bcounts[q];
     }
     return 0;
 }
@@ -371,5 +415,7 @@ void cp_a2av_free(cp_a2av_t *a)
     free(a->sdispls);
     free(a->recvcounts);
     free(a->rdispls);
+    free(a->bcounts);
+    free(a->bdispls);
     memset(a, 0, sizeof(*a));
 }

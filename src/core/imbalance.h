@@ -1,9 +1,10 @@
 /*
- * alltoallv and allgatherv traffic generators.  For alltoallv a generator
- * turns the cell's count (the elements an average rank sends) into an
- * n x n matrix of element counts, matrix[s*n + d] = elements rank s sends
- * to rank d; for allgatherv the same spec gives per-rank counts that sum to
- * the cell's count (the gathered total).  collprof(1), section TRAFFIC
+ * alltoallv, allgatherv, gatherv and scatterv traffic generators.  For
+ * alltoallv a generator turns the cell's count (the elements an average
+ * rank sends) into an n x n matrix of element counts, matrix[s*n + d] =
+ * elements rank s sends to rank d; for allgatherv, gatherv and scatterv the
+ * same spec gives per-rank counts that sum to the cell's count (the
+ * gathered or scattered total).  collprof(1), section TRAFFIC
  * PATTERNS, gives the formulas and the traffic-matrix file format.
  */
 #ifndef COLLPROF_CORE_IMBALANCE_H
@@ -43,24 +44,33 @@ int cp_imbalance_validate(const cp_imbalance_t *imb, int n, char *err, size_t er
 void cp_imbalance_matrix(const cp_imbalance_t *imb, int n, uint64_t count, uint64_t *matrix);
 
 /**
- * allgatherv: the elements each rank contributes, counts[r] for rank r,
- * summing to count (the gathered total).  Rank weights: uniform 1, linear
- * r+1, spread 1-S+2S*r/(n-1), moe BIAS for ranks below HOT else 1, file the
- * sum of row r; the rounding leftovers go one each to the ranks of
- * non-zero weight, from rank 0 on.
+ * allgatherv, gatherv, scatterv: the elements of each rank's block,
+ * counts[r] for rank r, summing to count (the gathered/scattered total).  Rank weights: uniform 1,
+ * linear r+1, spread 1-S+2S*r/(n-1), moe BIAS for ranks below HOT else 1, file the sum of row r;
+ * the rounding leftovers go one each to the ranks of non-zero weight, from rank 0 on.
  */
 void cp_imbalance_counts(const cp_imbalance_t *imb, int n, uint64_t count, uint64_t *counts);
 
 /**
  * The traffic matrix (n*n) of a cell of op: alltoallv's from
- * cp_imbalance_matrix; allgatherv's sends rank s's count to every rank
- * (itself included), matrix[s*n+d] = counts[s].  -1 when op has none.
+ * cp_imbalance_matrix; the others from cp_imbalance_counts: allgatherv's
+ * sends rank s's count to every rank (itself included), matrix[s*n+d] =
+ * counts[s]; gatherv's sends it to root only, matrix[s*n+root] = counts[s];
+ * scatterv's has the root send rank d its count, matrix[root*n+d] =
+ * counts[d] (the root's own block included).  root is ignored by the first
+ * two.  -1 when op has none or root is outside 0..n-1.
  */
 int cp_imbalance_op_matrix(collprof_op_t op, const cp_imbalance_t *imb, int n, uint64_t count,
-                           uint64_t *matrix);
+                           int root, uint64_t *matrix);
 
 /** Build this rank's counts/displacements from a matrix (takes ownership of matrix). */
 int cp_a2av_build(cp_a2av_t *a, uint64_t *matrix, int n, int rank);
+/**
+ * gatherv, scatterv (rooted at root): every rank's block and its
+ * displacement in the root's buffer, a->bcounts/bdispls, read from a built
+ * view's matrix.  0 and nothing done for other ops; -1 out of memory.
+ */
+int cp_a2av_blocks(cp_a2av_t *a, collprof_op_t op, int root);
 void cp_a2av_free(cp_a2av_t *a);
 
 #endif /* COLLPROF_CORE_IMBALANCE_H */

@@ -189,7 +189,7 @@ static int agreed(cell_run_t *c, cp_result_t *res)
     return -1;
 }
 
-/* Local: the variant's selection result and the alltoallv/allgatherv traffic. */
+/* Local: the variant's selection result and the variable ops' traffic. */
 static void setup_traffic(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
@@ -200,9 +200,10 @@ static void setup_traffic(cell_run_t *c)
     if (c->rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
         uint64_t *m = calloc((size_t)c->gn * (size_t)c->gn, sizeof(uint64_t));
         if (m != NULL) {
-            cp_imbalance_op_matrix(cell->op, cell->imb, c->gn, cell->count, m);
+            cp_imbalance_op_matrix(cell->op, cell->imb, c->gn, cell->count, cell->root, m);
         }
-        if (m == NULL || cp_a2av_build(&c->a2av, m, c->gn, c->grank) != 0) {
+        if (m == NULL || cp_a2av_build(&c->a2av, m, c->gn, c->grank) != 0 ||
+            cp_a2av_blocks(&c->a2av, cell->op, cell->root) != 0) {
             fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for the traffic matrix");
             return;
         }
@@ -385,6 +386,10 @@ static void setup_buffers(cell_run_t *c)
                                 .rdispls = c->a2av.rdispls,
                                 .peer_send = cell->sweep ? cell->peer : (me + 1) % c->gn,
                                 .peer_recv = cell->sweep ? cell->peer : (me - 1 + c->gn) % c->gn};
+    if (c->a2av.bcounts != NULL) { /* gatherv, scatterv: every rank's block (plugin.h) */
+        c->args.recvcounts = c->a2av.bcounts;
+        c->args.rdispls = c->a2av.bdispls;
+    }
     set_slot(c, 0);
     setup_host_copies(c);
     c->barrier = c->args;

@@ -470,8 +470,8 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
             "            mean of those, p50/p95/p99 nearest-rank\n");
     fprintf(
         f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
-           "            2(n-1)/n; allgather, reducescatter, alltoall(v), gather, scatter (n-1)/n;\n"
-           "            others 1); see docs/metrics.md\n");
+           "            2(n-1)/n; allgather(v), reducescatter, alltoall(v), gather(v), scatter(v)\n"
+           "            (n-1)/n; others 1); see docs/metrics.md\n");
     if (!ri->opt->link_sweep) {
         print_limit(f, ri);
     }

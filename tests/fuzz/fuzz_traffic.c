@@ -1,4 +1,5 @@
-/* libFuzzer harness: the traffic-matrix file and the alltoallv and allgatherv matrices it makes. */
+/* libFuzzer harness: the traffic-matrix file and the alltoallv, allgatherv, gatherv and
+ * scatterv matrices it makes. */
 #include "config.h"
 
 #include "core/imbalance.h"
@@ -21,8 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n <= 64 && cp_imbalance_validate(&imb, n, err, sizeof(err)) == 0) {
             uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
             if (m != NULL) {
-                /* allgatherv's per-rank counts first; the matrix is refilled below */
-                cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, &imb, n, 1u << 20, m);
+                /* the per-rank counts' matrices first; the matrix is refilled below */
+                cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, &imb, n, 1u << 20, 0, m);
+                cp_imbalance_op_matrix(COLLPROF_OP_GATHERV, &imb, n, 1u << 20, n - 1, m);
+                cp_imbalance_op_matrix(COLLPROF_OP_SCATTERV, &imb, n, 1u << 20, n / 2, m);
                 cp_imbalance_matrix(&imb, n, 1u << 20, m);
                 cp_a2av_t a;
                 if (cp_a2av_build(&a, m, n, 0) == 0) {

@@ -105,6 +105,25 @@ check_allgatherv_specs() {
     ok $? "$what: allgatherv, 10 cells measured and exact, none unsupported (got $n)"
 }
 
+# gatherv and scatterv rooted at the last rank, linear and spread:1 (rank 0's block empty), in
+# and out of place, one variant: 8 cells, every one measured and exact, none unsupported.
+# check_rooted_v_specs NP WHAT COLLPROF-ARGS... (--backends, --variants, -B ...)
+check_rooted_v_specs() {
+    local np=$1 what=$2 d s g v
+    shift 2
+    d="$WORK/rv_${np}_$(echo "$what" | tr -c 'a-z0-9\n' '_')"
+    mkdir -p "$d"
+    cp_run --np "$np" --ops gatherv,scatterv --root $((np - 1)) --inplace both --counts 3001 \
+        -d int32 -n 2 -w 1 --imbalance linear,spread:1 --output-dir "$d" "$@"
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 5
+    check_clean_run "$d" "$what: gatherv, scatterv, root $((np - 1)), in and out of place"
+    s=$(summary_of "$d")
+    g=$(grep -c '^  Gatherv (.*root .* ms | AlgBW.*#wrong: 0 ' "$s" 2>/dev/null)
+    v=$(grep -c '^  Scatterv (.*root .* ms | AlgBW.*#wrong: 0 ' "$s" 2>/dev/null)
+    [ "$g" -eq 4 ] && [ "$v" -eq 4 ] && ! grep -q 'unsupported:' "$s"
+    ok $? "$what: gatherv and scatterv, 4 + 4 cells measured and exact, none unsupported (got $g + $v)"
+}
+
 # ---- Slurm (tests/integration/slurm.sh, nodes.sh) ----
 
 # skip unless the Slurm and munge programs are installed and we are root ($1: why root)

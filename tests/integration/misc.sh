@@ -63,6 +63,30 @@ COLLPROF_FAULT=wrong:2 cp_run --np 3 --backends mpi --ops allgatherv --counts 3K
 [ "$rc" -eq 1 ] && grep -q '#wrong: 1 ' "$(ls -t "$d"/*.txt | head -n 1)"
 ok $? "allgatherv: a corrupted element on rank 2 is caught (exit $rc)"
 
+# gatherv and scatterv from the same file, rooted at 1: rank r's block as allgatherv's, sent to
+# (received from) the root only; S the total; a corrupted element on the root is caught in both
+d="$WORK/rv"
+mkdir -p "$d"
+cp_run --np 3 --backends mpi --ops gatherv,scatterv --root 1 --counts 30K -n 3 -w 1 \
+    --variants default --imbalance "file:$WORK/tm.txt" --output-dir "$d"
+s=$(summary_of "$d")
+[ "$rc" -eq 0 ] && [ "$(grep -c 'v (file:tm.txt, root 1):.* ms | AlgBW.*#wrong: 0 ' "$s")" -eq 2 ]
+ok $? "gatherv, scatterv from a traffic-matrix file, root 1: exact (exit $rc)"
+grep -A1 '^  Gatherv (file:tm.txt, root 1):' "$s" | grep -q 'r0 67028/0 r1 33512/122880 r2 22340/0' &&
+    grep -A1 '^  Scatterv (file:tm.txt, root 1):' "$s" |
+    grep -q 'r0 0/67028 r1 122880/33512 r2 0/22340'
+ok $? "gatherv, scatterv per-rank bytes: each block to or from the root only"
+"${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}" export --csv "${s%.txt}.h5" \
+    >"$WORK/rv.csv" 2>&1
+[ "$(grep -c '^[0-9]*,mpi,default,[a-z]*v,float32,none,1,0,file:tm.txt,30720,122880,' \
+    "$WORK/rv.csv")" -eq 2 ]
+ok $? "gatherv, scatterv: root, pattern, count and bytes (the total) are in the result file"
+rm -f "$d"/*
+COLLPROF_FAULT=wrong:1 cp_run --np 3 --backends mpi --ops gatherv,scatterv --root 1 --counts 3K \
+    -n 2 -w 1 --variants default --imbalance linear --output-dir "$d"
+[ "$rc" -eq 1 ] && [ "$(grep -c 'v (linear, root 1):.*#wrong: 1 ' "$(summary_of "$d")")" -eq 2 ]
+ok $? "gatherv, scatterv: a corrupted element on the root is caught (exit $rc)"
+
 d="$WORK/matrix"
 mkdir -p "$d"
 cp_run --np 2 --matrix "$COLLPROF_SRCDIR/share/collprof/matrices/quick.matrix" -n 2 -w 0 \

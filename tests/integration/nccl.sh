@@ -96,11 +96,13 @@ if [ -e "$mock/collprof_nccl.so" ]; then
     COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends nccl \
         --ops allreduce --counts 1K -n 1 -w 8 --variants default --output-dir "$d"
     ok "$rc" "stand-in: -w 8 -n 1 runs clean (exit $rc)"
-    # allgatherv as grouped send/recv, every block size spec (one with an empty block)
+    # allgatherv, gatherv, scatterv as grouped send/recv, every block size spec (one with an
+    # empty block)
     saved_path=$COLLPROF_PLUGIN_PATH
     COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH"
     check_allgatherv_specs 3 "stand-in --np 3" --backends nccl --variants default
     check_allgatherv_specs 2 "stand-in --np 2, graph" --backends nccl --variants graph
+    check_rooted_v_specs 3 "stand-in --np 3" --backends nccl --variants default
     COLLPROF_PLUGIN_PATH=$saved_path
     # the limit beside busBW: device cells (nccl) against the device's own copy rate,
     # host cells (self) against memcpy, each recorded in its own column

@@ -11,15 +11,16 @@ for np in 2 4; do
         --variants default --output-dir "$d"
     check_clean_run "$d" "--np $np, every op, in and out of place"
     s=$(summary_of "$d")
-    # 12 ops; barrier once; the rest x 2 sizes x 2 dtypes x 2 placements
+    # 14 ops; barrier once; the rest x 2 sizes x 2 dtypes x 2 placements
     cells=$(grep -c ' ms | AlgBW' "$s")
-    [ "$cells" -eq 89 ]
-    ok $? "--np $np: 89 cells measured (got $cells)"
+    [ "$cells" -eq 105 ]
+    ok $? "--np $np: 105 cells measured (got $cells)"
     grep -q "^world: *$np ranks on 1 node" "$s" && grep -q '^launcher: *self' "$s"
     ok $? "--np $np: summary header names the world and the launcher"
 done
 
 check_allgatherv_specs 3 "mpi --np 3" --backends mpi --variants default
+check_rooted_v_specs 3 "mpi --np 3" --backends mpi --variants default
 
 d="$WORK/variants"
 mkdir -p "$d"

@@ -59,6 +59,9 @@ check_clean_run "$d" "FI_PROVIDER=sockets --np 2, variant direct"
 check_allgatherv_specs 4 "ofi shm --np 4" --backends ofi --ofi-provider shm --variants default
 check_allgatherv_specs 2 "ofi tcp --np 2" --backends ofi --ofi-provider 'tcp;ofi_rxm' \
     --variants multichannel
+check_rooted_v_specs 4 "ofi shm --np 4" --backends ofi --ofi-provider shm --variants default
+check_rooted_v_specs 3 "ofi tcp --np 3" --backends ofi --ofi-provider 'tcp;ofi_rxm' \
+    --variants direct
 
 # reductions over every dtype and operator, uneven counts, rooted ops off rank 0
 d="$WORK/dtypes"

@@ -42,6 +42,7 @@ check_clean_run "$d" "--np 4, alltoallv traffic patterns"
 
 check_allgatherv_specs 4 "self --np 4, 4 KiB slots" --backends self -B self-slot-kib=4
 check_allgatherv_specs 2 "self --np 2" --backends self
+check_rooted_v_specs 3 "self --np 3, 4 KiB slots" --backends self -B self-slot-kib=4
 
 d="$WORK/big"
 mkdir -p "$d"

@@ -10,7 +10,8 @@
  *
  * "Device" memory is host memory.  Ranks are processes; each communicator is
  * a POSIX shared-memory segment named by its ncclUniqueId, with one input
- * slot per rank, one mailbox per (source, destination) pair and a barrier.
+ * slot per rank, one mailbox per (source, destination) pair with its
+ * message counters (grouped send/recv match pair by pair) and a barrier.
  * A stream executes every operation when it is submitted (or records it while
  * captured); cudaEventQuery answers "done" unless a hang was injected.
  * Reductions: sum/prod/min/max on int8..uint64, float32, float64 (no 16-bit
@@ -312,34 +313,76 @@ static void exec_coll(const mop_t *m)
     mbarrier(c);
 }
 
-/* one group: every send into its mailbox, then every receive, in call order */
+/*
+ * Grouped send/recv are matched pair by pair, as NCCL does: a rank that moves
+ * nothing in a group (an empty gatherv block) takes no part in it.  Counters
+ * in the header, per (source, destination): messages put in the mailbox and
+ * messages taken out; a group's sends to one peer are one message.
+ */
+static volatile unsigned *pair_ctr(struct ncclComm *c, int taken, int src, int dst)
+{
+    volatile unsigned *ctr = (volatile unsigned *)(c->base + 64); /* after mhdr_t; n <= 8 */
+    return ctr + (taken ? 64 : 0) + src * c->n + dst;
+}
+
+/* wait until the (src, dst) mailbox is empty (full: until it holds a message) */
+static void pair_wait(struct ncclComm *c, int src, int dst, int full)
+{
+    double t0 = now_s();
+    while ((__atomic_load_n(pair_ctr(c, 0, src, dst), __ATOMIC_ACQUIRE) !=
+            __atomic_load_n(pair_ctr(c, 1, src, dst), __ATOMIC_ACQUIRE)) != full) {
+        if (now_s() - t0 > 60.0) {
+            fprintf(stderr, "cpmock: rank %d: send/recv %d -> %d of %s stuck for 60 s\n", c->rank,
+                    src, dst, c->name);
+            abort();
+        }
+        sched_yield();
+    }
+}
+
+/* one group: every send into its peer's mailbox, then every receive, in call order */
 static void exec_p2p(const mop_t *ops, int nops)
 {
     struct ncclComm *c = NULL;
     size_t off[64] = {0};
+    unsigned char sent[64] = {0}, got[64] = {0};
     for (int i = 0; i < nops; i++) {
         if (ops[i].kind == K_SEND) {
             c = ops[i].c;
+            int p = ops[i].peer;
             size_t b = ops[i].count * esize(ops[i].dt);
-            memcpy(mbox(c, c->rank, ops[i].peer) + off[ops[i].peer], ops[i].s, b);
-            off[ops[i].peer] += b;
-        } else if (ops[i].kind == K_RECV) {
-            c = ops[i].c;
+            if (!sent[p]) {
+                pair_wait(c, c->rank, p, 0);
+            }
+            sent[p] = 1;
+            memcpy(mbox(c, c->rank, p) + off[p], ops[i].s, b);
+            off[p] += b;
         }
     }
-    if (c == NULL) {
-        return;
+    for (int p = 0; c != NULL && p < c->n; p++) {
+        if (sent[p]) {
+            __atomic_add_fetch(pair_ctr(c, 0, c->rank, p), 1, __ATOMIC_RELEASE);
+        }
     }
-    mbarrier(c);
     memset(off, 0, sizeof(off));
     for (int i = 0; i < nops; i++) {
         if (ops[i].kind == K_RECV) {
+            c = ops[i].c;
+            int p = ops[i].peer;
             size_t b = ops[i].count * esize(ops[i].dt);
-            memcpy(ops[i].r, mbox(c, ops[i].peer, c->rank) + off[ops[i].peer], b);
-            off[ops[i].peer] += b;
+            if (!got[p]) {
+                pair_wait(c, p, c->rank, 1);
+            }
+            got[p] = 1;
+            memcpy(ops[i].r, mbox(c, p, c->rank) + off[p], b);
+            off[p] += b;
         }
     }
-    mbarrier(c);
+    for (int p = 0; c != NULL && p < c->n; p++) {
+        if (got[p]) {
+            __atomic_add_fetch(pair_ctr(c, 1, p, c->rank), 1, __ATOMIC_RELEASE);
+        }
+    }
 }
 
 static void count_op(void)

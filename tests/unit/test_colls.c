@@ -129,6 +129,24 @@ static void reference(sim_t *s)
                 }
             }
             break;
+        case COLLPROF_OP_GATHERV:
+            for (int q = 0; q < n && r == x->root; q++) {
+                const cp_a2av_t *aq = &s->a2av[q];
+                uint64_t from = x->in_place ? aq->bdispls[q] : 0;
+                for (uint64_t j = 0; j < aq->bcounts[q]; j++) {
+                    cp_data_set(t, out, aq->bdispls[q] + j, get(x, s->snap[q], from + j));
+                }
+            }
+            break;
+        case COLLPROF_OP_SCATTERV: {
+            /* the root's blocks as it laid them out; in place, ours lands at our displacement */
+            const cp_a2av_t *ar = &s->a2av[x->root];
+            uint64_t to = x->in_place ? s->a2av[r].bdispls[r] : 0;
+            for (uint64_t j = 0; j < ar->bcounts[r]; j++) {
+                cp_data_set(t, out, to + j, get(x, s->snap[x->root], ar->bdispls[r] + j));
+            }
+            break;
+        }
         case COLLPROF_OP_SENDRECV:
             for (uint64_t i = 0; i < cnt; i++) {
                 cp_data_set(t, out, i, get(x, s->snap[(r - 1 + n) % n], i));
@@ -172,8 +190,9 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
                          .count = count};
         if (cp_op_flags(op) & COLLPROF_OPF_VARIABLE) {
             uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
-            cp_imbalance_op_matrix(op, imb, n, count, m);
+            cp_imbalance_op_matrix(op, imb, n, count, root, m);
             cp_a2av_build(&s.a2av[r], m, n, r);
+            cp_a2av_blocks(&s.a2av[r], op, root);
             x->a2av = &s.a2av[r];
         }
         uint64_t e = cp_coll_buffer_elems(x);
@@ -200,12 +219,17 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
     int good = wrong == 0;
     /* corrupt one element the check must look at */
     int victim = (cp_op_flags(op) & COLLPROF_OPF_ROOTED) && op != COLLPROF_OP_SCATTER &&
-                         op != COLLPROF_OP_BROADCAST
+                         op != COLLPROF_OP_SCATTERV && op != COLLPROF_OP_BROADCAST
                      ? root
                      : 0;
     uint64_t at =
         (op == COLLPROF_OP_SCATTER && in_place) ? (count / (uint64_t)n) * (uint64_t)victim : 0;
-    if (cp_op_flags(op) & COLLPROF_OPF_VARIABLE) {
+    if (op == COLLPROF_OP_SCATTERV) {
+        while (s.a2av[0].bcounts[victim] == 0) { /* a rank that receives something */
+            victim++;
+        }
+        at = cp_coll_result_at(&s.x[victim]);
+    } else if (cp_op_flags(op) & COLLPROF_OPF_VARIABLE) {
         at = s.a2av[victim].recvcounts[0] ? s.a2av[victim].rdispls[0] : s.a2av[victim].rdispls[1];
     }
     cp_data_set(t, s.recv[victim], at, get(&s.x[victim], s.recv[victim], at) + 1);
@@ -225,7 +249,7 @@ static void allgatherv_bytes(const cp_imbalance_t *moe)
 {
     uint64_t *m = calloc(16, sizeof(uint64_t));
     cp_a2av_t a;
-    cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, moe, 4, 1000, m);
+    cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, moe, 4, 1000, 0, m);
     cp_a2av_build(&a, m, 4, 2);
     cp_xfer_t x = {.op = COLLPROF_OP_ALLGATHERV,
                    .dtype = COLLPROF_DTYPE_FLOAT64,
@@ -240,6 +264,34 @@ static void allgatherv_bytes(const cp_imbalance_t *moe)
        "allgatherv moe:1:3 on 4 ranks: counts %zu %zu %zu %zu", a.recvcounts[0], a.recvcounts[1],
        a.recvcounts[2], a.recvcounts[3]);
     cp_a2av_free(&a);
+}
+
+/* gatherv and scatterv rooted at 2 of 4, linear: S is the total, every rank
+ * knows every block, and only the root's column (row) carries traffic. */
+static void rooted_v_bytes(const cp_imbalance_t *linear)
+{
+    for (int k = 0; k < 2; k++) {
+        collprof_op_t op = k ? COLLPROF_OP_SCATTERV : COLLPROF_OP_GATHERV;
+        uint64_t *m = calloc(16, sizeof(uint64_t)), peers = 0;
+        cp_a2av_t a;
+        cp_imbalance_op_matrix(op, linear, 4, 1000, 2, m);
+        cp_a2av_build(&a, m, 4, 1);
+        cp_a2av_blocks(&a, op, 2);
+        for (int i = 0; i < 16; i++) {
+            peers += m[i] != 0;
+        }
+        cp_xfer_t x = {.op = op, .dtype = COLLPROF_DTYPE_INT32, .rank = 1, .n = 4, .count = 1000};
+        x.a2av = &a;
+        ok(cp_coll_bytes(&x) == 4000 && cp_coll_buffer_elems(&x) == 1000 && peers == 4 &&
+               a.bcounts[0] == 100 && a.bcounts[3] == 400 && a.bdispls[3] == 600 &&
+               (k ? a.recvcounts[2] : a.sendcounts[2]) == 200 &&
+               (k ? m[2 * 4 + 3] : m[3 * 4 + 2]) == 400,
+           "%s linear on 4 ranks, root 2: S = total x 4, blocks %zu..%zu, rank 1 moves %zu",
+           collprof_op_name(op), a.bcounts[0], a.bcounts[3], k ? a.recvcounts[2] : a.sendcounts[2]);
+        cp_a2av_free(&a);
+    }
+    ok(cp_imbalance_op_matrix(COLLPROF_OP_GATHERV, linear, 4, 1000, 4, NULL) == -1,
+       "a root outside the ranks is refused");
 }
 
 /* The vocabulary tables: ids run 0, 1, 2... in row order (their rows are
@@ -335,6 +387,9 @@ int main(void)
     ok(collprof_busbw_factor(COLLPROF_OP_GATHER, 4) == 0.75 &&
            collprof_busbw_factor(COLLPROF_OP_SCATTER, 4) == 0.75,
        "gather/scatter (n-1)/n");
+    ok(collprof_busbw_factor(COLLPROF_OP_GATHERV, 4) == 0.75 &&
+           collprof_busbw_factor(COLLPROF_OP_SCATTERV, 4) == 0.75,
+       "gatherv/scatterv (n-1)/n");
     ok(collprof_busbw_factor(COLLPROF_OP_BROADCAST, 4) == 1 &&
            collprof_busbw_factor(COLLPROF_OP_REDUCE, 4) == 1 &&
            collprof_busbw_factor(COLLPROF_OP_SENDRECV, 4) == 1,
@@ -347,6 +402,7 @@ int main(void)
     x.op = COLLPROF_OP_BARRIER;
     ok(cp_coll_bytes(&x) == 0, "barrier moves no bytes");
     allgatherv_bytes(&imbs[3]);
+    rooted_v_bytes(&imbs[1]);
     ok(cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 10, 4) == 8 &&
            cp_coll_effective_count(COLLPROF_OP_ALLREDUCE, 10, 4) == 10 &&
            cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 3, 4) == 0,

@@ -38,7 +38,8 @@ static int gen(const char *spec, int n, uint64_t count, uint64_t *m)
     return 0;
 }
 
-/* allgatherv counts of spec on n ranks for count elements, as text "a b c ..." */
+/* allgatherv counts of spec on n ranks for count elements, as text "a b c ..."; the
+ * allgatherv, gatherv and scatterv matrices must carry them */
 static int counts(const char *spec, int n, uint64_t count, char *out, size_t len)
 {
     cp_imbalance_t imb;
@@ -49,13 +50,23 @@ static int counts(const char *spec, int n, uint64_t count, char *out, size_t len
     }
     cp_imbalance_counts(&imb, n, count, c);
     /* the matrix sends rank s's count to every rank */
-    int rows_ok = cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, &imb, n, count, m) == 0;
+    int rows_ok = cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, &imb, n, count, 0, m) == 0;
+    for (int r = 0; r < n; r++) {
+        for (int d = 0; d < n; d++) {
+            rows_ok &= m[r * n + d] == c[r];
+        }
+    }
+    /* gatherv (root n-1): rank s's count to the root only; scatterv (root 0): the root's row */
+    uint64_t g[64], sc[64];
+    rows_ok &= cp_imbalance_op_matrix(COLLPROF_OP_GATHERV, &imb, n, count, n - 1, g) == 0;
+    rows_ok &= cp_imbalance_op_matrix(COLLPROF_OP_SCATTERV, &imb, n, count, 0, sc) == 0;
     cp_imbalance_free(&imb);
     out[0] = '\0';
     for (int r = 0; r < n; r++) {
         sum += c[r];
         for (int d = 0; d < n; d++) {
-            rows_ok &= m[r * n + d] == c[r];
+            rows_ok &= g[r * n + d] == (d == n - 1 ? c[r] : 0);
+            rows_ok &= sc[d * n + r] == (d == 0 ? c[r] : 0);
         }
         snprintf(out + strlen(out), len - strlen(out), "%s%llu", r ? " " : "",
                  (unsigned long long)c[r]);
@@ -83,7 +94,7 @@ static void counts_tests(void)
         ok(rc == 0 && !strcmp(got, cases[i][3]), "allgatherv %s on %s ranks, %s elements: %s",
            cases[i][0], cases[i][1], cases[i][2], got);
     }
-    ok(cp_imbalance_op_matrix(COLLPROF_OP_ALLREDUCE, NULL, 2, 10, NULL) == -1,
+    ok(cp_imbalance_op_matrix(COLLPROF_OP_ALLREDUCE, NULL, 2, 10, 0, NULL) == -1,
        "no traffic matrix for allreduce");
 
     /* file: rank r's weight is the sum of its row */

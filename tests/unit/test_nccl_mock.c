@@ -131,7 +131,8 @@ static long run_cell(cp_runner_t *r, const cell_t *c, collprof_cell_status_t *st
     if (c->op == COLLPROF_OP_ALLTOALLV) {
         cp_imbalance_parse(c->in_place ? "uniform" : "linear", &imb, err, sizeof(err));
         cell.imb = &imb;
-    } else if (c->op == COLLPROF_OP_ALLGATHERV) { /* in place, rank 0 contributes nothing */
+    } else if (cp_op_flags(c->op) & COLLPROF_OPF_VARIABLE) {
+        /* allgatherv, gatherv, scatterv: in place, rank 0's block is empty */
         cp_imbalance_parse(c->in_place ? "spread:1" : "moe:1:4", &imb, err, sizeof(err));
         cell.imb = &imb;
     }
@@ -201,7 +202,9 @@ static void run_more(cp_runner_t *r)
                 {COLLPROF_OP_REDUCE, COLLPROF_DTYPE_FLOAT64, COLLPROF_REDOP_MIN},
                 {COLLPROF_OP_ALLREDUCE, COLLPROF_DTYPE_UINT32, COLLPROF_REDOP_PROD},
                 {COLLPROF_OP_ALLTOALLV, COLLPROF_DTYPE_UINT8, COLLPROF_REDOP_SUM},
-                {COLLPROF_OP_ALLGATHERV, COLLPROF_DTYPE_FLOAT16, COLLPROF_REDOP_SUM}};
+                {COLLPROF_OP_ALLGATHERV, COLLPROF_DTYPE_FLOAT16, COLLPROF_REDOP_SUM},
+                {COLLPROF_OP_GATHERV, COLLPROF_DTYPE_INT64, COLLPROF_REDOP_SUM},
+                {COLLPROF_OP_SCATTERV, COLLPROF_DTYPE_BFLOAT16, COLLPROF_REDOP_SUM}};
     for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
         for (int ip = 0; ip < 2; ip++) {
             cell_t c = {"default", more[i].op, more[i].dt, more[i].r, ip};

@@ -88,8 +88,10 @@ static void test_variants(void)
     ok(cp_nccl_uses_p2p(&p, d, COLLPROF_OP_ALLTOALLV) &&
            cp_nccl_uses_p2p(&p, d, COLLPROF_OP_SENDRECV) &&
            cp_nccl_uses_p2p(&p, d, COLLPROF_OP_ALLGATHERV) &&
+           cp_nccl_uses_p2p(&p, d, COLLPROF_OP_GATHERV) &&
+           cp_nccl_uses_p2p(&p, d, COLLPROF_OP_SCATTERV) &&
            !cp_nccl_uses_p2p(&p, d, COLLPROF_OP_ALLREDUCE),
-       "alltoallv, allgatherv and sendrecv always p2p, allreduce never");
+       "alltoallv, allgatherv, gatherv, scatterv and sendrecv always p2p, allreduce never");
 
     /* an older NCCL: no native alltoall/gather/scatter, no registration */
     static cp_nccl_plan_t old;
@@ -227,6 +229,45 @@ static int find_x(const cp_nccl_xfer_t *x, int nx, int peer, int is_send, int bu
     return 0;
 }
 
+/* gatherv and scatterv on 3 ranks, root 2: blocks of 2, 0 and 4 at 0, 2, 2 */
+static void test_rooted_v(cp_nccl_xfer_t *x)
+{
+    size_t gc[3] = {2, 0, 4}, gd[3] = {0, 2, 2}, stage = 9;
+    collprof_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.op = COLLPROF_OP_GATHERV;
+    a.count = 6;
+    a.root = 2;
+    a.recvcounts = gc, a.rdispls = gd;
+    int nx = cp_nccl_p2p_plan(&a, 2, 3, x, &stage);
+    ok(nx == 3 && stage == 0 && find_x(x, nx, 0, 0, CP_NCCL_BUF_RECV, 0, 2) &&
+           find_x(x, nx, 2, 1, CP_NCCL_BUF_SEND, 0, 4) &&
+           find_x(x, nx, 2, 0, CP_NCCL_BUF_RECV, 2, 4),
+       "gatherv root: block p from p at rdispls[p] (its own through itself), empty skipped");
+    nx = cp_nccl_p2p_plan(&a, 0, 3, x, &stage);
+    ok(nx == 1 && find_x(x, nx, 2, 1, CP_NCCL_BUF_SEND, 0, 2), "gatherv: a rank sends its block");
+    ok(cp_nccl_p2p_plan(&a, 1, 3, x, &stage) == 0, "gatherv: an empty block makes no transfer");
+    a.in_place = 1;
+    nx = cp_nccl_p2p_plan(&a, 2, 3, x, &stage);
+    ok(nx == 1 && find_x(x, nx, 0, 0, CP_NCCL_BUF_RECV, 0, 2), "in-place gatherv root: no self");
+    a.root = 0;
+    nx = cp_nccl_p2p_plan(&a, 2, 3, x, &stage);
+    ok(nx == 1 && find_x(x, nx, 0, 1, CP_NCCL_BUF_RECV, 2, 4),
+       "in-place gatherv: a rank sends from its block at rdispls[rank]");
+    a.op = COLLPROF_OP_SCATTERV;
+    nx = cp_nccl_p2p_plan(&a, 2, 3, x, &stage);
+    ok(nx == 1 && find_x(x, nx, 0, 0, CP_NCCL_BUF_RECV, 2, 4),
+       "in-place scatterv: a rank receives at rdispls[rank]");
+    a.in_place = 0;
+    nx = cp_nccl_p2p_plan(&a, 0, 3, x, &stage);
+    ok(nx == 3 && find_x(x, nx, 0, 1, CP_NCCL_BUF_SEND, 0, 2) &&
+           find_x(x, nx, 0, 0, CP_NCCL_BUF_RECV, 0, 2) &&
+           find_x(x, nx, 2, 1, CP_NCCL_BUF_SEND, 2, 4),
+       "scatterv root: block p from rdispls[p] to p, its own into recvbuf, empty skipped");
+    a.recvcounts = NULL;
+    ok(cp_nccl_p2p_plan(&a, 0, 3, x, &stage) == -1, "scatterv without counts is refused");
+}
+
 static void test_p2p(void)
 {
     cp_nccl_xfer_t x[16];
@@ -283,6 +324,7 @@ static void test_p2p(void)
        "in-place allgatherv: sends from its block at rdispls[rank], nothing to self");
     a.recvcounts = NULL;
     ok(cp_nccl_p2p_plan(&a, 2, 3, x, &stage) == -1, "allgatherv without counts is refused");
+    test_rooted_v(x);
 
     memset(&a, 0, sizeof(a));
     a.op = COLLPROF_OP_GATHER;

@@ -104,10 +104,18 @@ int main(void)
        "default matrix: 4 ops x 1M,4M,16M float32, all backends and variants");
     cp_cli_free(&opt);
 
-    ok(cli("--ops all -d all -o all", &opt, err, sizeof(err)) == 0 && opt.specs[0].nops == 12 &&
-           opt.specs[0].ops[11] == COLLPROF_OP_ALLGATHERV && opt.specs[0].ndtypes == 10 &&
+    ok(cli("--ops all -d all -o all", &opt, err, sizeof(err)) == 0 && opt.specs[0].nops == 14 &&
+           opt.specs[0].ops[11] == COLLPROF_OP_ALLGATHERV &&
+           opt.specs[0].ops[12] == COLLPROF_OP_GATHERV &&
+           opt.specs[0].ops[13] == COLLPROF_OP_SCATTERV && opt.specs[0].ndtypes == 10 &&
            opt.specs[0].nredops == 4,
-       "all ops (allgatherv among them), dtypes, redops");
+       "all ops (allgatherv, gatherv, scatterv among them; no non-blocking one), dtypes, redops");
+    cp_cli_free(&opt);
+
+    ok(cli("--ops Gatherv,scatter_v", &opt, err, sizeof(err)) == 0 && opt.specs[0].nops == 2 &&
+           opt.specs[0].ops[0] == COLLPROF_OP_GATHERV &&
+           opt.specs[0].ops[1] == COLLPROF_OP_SCATTERV,
+       "gatherv and scatterv by name, any case, with '_'");
     cp_cli_free(&opt);
 
     ok(cli("-b 4 -e 1M -f 4", &opt, err, sizeof(err)) == 0 && opt.specs[0].sizes_are_bytes &&
