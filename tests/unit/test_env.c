@@ -79,8 +79,7 @@ int main(void)
     cp_escape("x\033[2J\ny\xff\xe2\x80\xab"
               "z",
               wide, sizeof(wide));
-    ok(!strcmp(wide, "x\\x1b[2J\\ny\\xff\\u202bz"), "cp_escape: control, invalid, bidi (%s)",
-       wide);
+    ok(!strcmp(wide, "x\\x1b[2J\\ny\\xff\\u202bz"), "cp_escape: control, invalid, bidi (%s)", wide);
     cp_escape("abc\033", wide, 6);
     ok(!strcmp(wide, "abc"), "cp_escape: an escape that does not fit is left out whole");
     return tap_done();
