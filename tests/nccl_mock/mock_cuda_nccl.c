@@ -710,11 +710,11 @@ ncclResult_t ncclGroupEnd(void)
         g_ngroup = 0;
         return refused_on(c);
     }
-    if (g_capturing != NULL) {
+    if (g_capturing != NULL && g_ngroup > 0) {
         g_cap = realloc(g_cap, (size_t)(g_ncap + g_ngroup) * sizeof(*g_cap));
         memcpy(g_cap + g_ncap, g_group, (size_t)g_ngroup * sizeof(*g_cap));
         g_ncap += g_ngroup;
-    } else {
+    } else if (g_capturing == NULL) {
         exec_list(g_group, g_ngroup);
     }
     g_ngroup = 0;
@@ -1019,7 +1019,9 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g, unsigned lon
     *x = calloc(1, sizeof(**x));
     (*x)->nops = g->nops;
     (*x)->ops = malloc((size_t)(g->nops + 1) * sizeof(mop_t));
-    memcpy((*x)->ops, g->ops, (size_t)g->nops * sizeof(mop_t));
+    if (g->nops > 0) { /* a rank with nothing to move captures an empty graph */
+        memcpy((*x)->ops, g->ops, (size_t)g->nops * sizeof(mop_t));
+    }
     return cudaSuccess;
 }
 
