@@ -598,7 +598,8 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
                                  .oob_allgather = cp_oob_allgather,
                                  .oob_bcast = cp_oob_bcast,
                                  .oob_barrier = cp_oob_barrier,
-                                 .get_option = host_get_option};
+                                 .get_option = host_get_option,
+                                 .oob_alltoall = cp_oob_alltoall};
     rr->ready = init_backends(rr->plugins, rr->nplugins, &rr->plan, b, &rr->host);
     cp_split_start(rr->plugins, rr->nplugins, rr->plan.plugins_used, rr->split, b, &rr->host);
     /* what every rank's cells will be measured with, before the first cell */

@@ -150,7 +150,19 @@ typedef struct collprof_host {
      */
     const int *world_ranks;
     int world_nranks; /**< ranks in the whole job */
+    /**
+     * in holds nranks blocks of len bytes, block r for rank r; out[r*len ..
+     * (r+1)*len) receives rank r's block for this rank; in and out do not
+     * overlap.  Collective like the other oob_* functions (over the group
+     * for a split host).  Added in 2.2: check size (COLLPROF_HOST_HAS) before
+     * reading; an older core lacks it (a plugin then uses oob_allgather).
+     */
+    int (*oob_alltoall)(const void *in, void *out, size_t len);
 } collprof_host_t;
+
+/** Does host h have the field f (appended after 2.0)? */
+#define COLLPROF_HOST_HAS(h, f)                                                                    \
+    ((h)->size >= offsetof(collprof_host_t, f) + sizeof((h)->f) && (h)->f != NULL)
 
 /** Kinds of backend option values. */
 typedef enum collprof_opt_type {

@@ -10,9 +10,11 @@
  * host's collective oob_allgather without risking ranks calling it a
  * different number of times.  So the plugin does the full-mesh connect
  * itself, exactly as connectFullMesh does it minus the store: create one
- * tcp pair per peer, publish every pair's address with two oob_allgather
- * calls (lengths, then the address table) and connect pair i to the address
- * rank i created for us.  Every rank makes the same two OOB calls.
+ * tcp pair per peer, exchange the pairs' addresses with two OOB calls (an
+ * oob_allgather of their lengths, then an oob_alltoall of the address table,
+ * so that each rank gets only the addresses made for it; an allgather of
+ * the whole table where the core is older) and connect pair i to the
+ * address rank i created for us.  Every rank makes the same two OOB calls.
  *
  * The tcp device listens on the interface GLOO_SOCKET_IFNAME names, else on
  * 127.0.0.1 when the job is on one node (loopback only, as the project
@@ -181,6 +183,25 @@ class MeshContext : public gloo::Context
         return slot_;
     }
 
+    /* col[i*slot ..] gets rank i's slot for this rank out of its row of size slots: an
+     * all-to-all where the core has one (each rank moves its row and its column), else an
+     * allgather of every row (size^2 slots per rank, size^3 through a star). */
+    int exchange(const collprof_host_t *host, const std::vector<char> &row, size_t slot,
+                 std::vector<char> &col)
+    {
+        const size_t n = static_cast<size_t>(size);
+        col.assign(row.size(), 0);
+        if (COLLPROF_HOST_HAS(host, oob_alltoall)) {
+            return host->oob_alltoall(row.data(), col.data(), slot);
+        }
+        std::vector<char> all(row.size() * n, 0);
+        int rc = host->oob_allgather(row.data(), all.data(), row.size());
+        for (size_t i = 0; i < n && rc == COLLPROF_OK; i++) {
+            memcpy(&col[i * slot], &all[i * row.size() + static_cast<size_t>(rank) * slot], slot);
+        }
+        return rc;
+    }
+
     /* Returns a collprof status; msg gets the reason on failure. */
     int connect(const collprof_host_t *host, std::shared_ptr<gloo::transport::Device> &dev,
                 std::string &msg)
@@ -207,7 +228,7 @@ class MeshContext : public gloo::Context
         /* per rank: size slots of [uint64 length][len bytes] */
         const size_t slot = sizeof(uint64_t) + static_cast<size_t>(len);
         const size_t per_rank = slot * static_cast<size_t>(size);
-        std::vector<char> out(per_rank, 0), all(per_rank * static_cast<size_t>(size), 0);
+        std::vector<char> out(per_rank, 0), mine_col;
         for (int i = 0; i < size; i++) {
             const auto &b = mine[static_cast<size_t>(i)];
             uint64_t l = b.size();
@@ -216,17 +237,16 @@ class MeshContext : public gloo::Context
                 memcpy(&out[static_cast<size_t>(i) * slot + sizeof(l)], b.data(), b.size());
             }
         }
-        rc = host->oob_allgather(out.data(), all.data(), per_rank);
+        rc = exchange(host, out, slot, mine_col);
         if (rc != COLLPROF_OK) {
-            msg = "oob_allgather of pair addresses failed (" + std::to_string(rc) + ")";
+            msg = "out-of-band exchange of pair addresses failed (" + std::to_string(rc) + ")";
             return rc;
         }
         for (int i = 0; i < size; i++) {
             if (i == rank) {
                 continue;
             }
-            const char *p =
-                &all[static_cast<size_t>(i) * per_rank + static_cast<size_t>(rank) * slot];
+            const char *p = &mine_col[static_cast<size_t>(i) * slot];
             uint64_t l;
             memcpy(&l, p, sizeof(l));
             if (l == 0 || l > len) {

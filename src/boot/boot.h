@@ -56,6 +56,9 @@ void cp_boot_finalize(cp_boot_t *boot);
  * len bytes, in must not overlap out except at out + rank * len. */
 int cp_oob_allgather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);
+/* in holds nranks blocks of len bytes, block r for rank r; out[r*len..] receives rank r's
+ * block for this rank; in and out must not overlap. */
+int cp_oob_alltoall(const void *in, void *out, size_t len);
 int cp_oob_barrier(void);
 
 /* The same over a group of the job's ranks (split cells): only its members
@@ -71,6 +74,7 @@ typedef struct cp_oob_group {
 } cp_oob_group_t;
 int cp_oob_group_allgather(cp_oob_group_t *g, const void *in, void *out, size_t len);
 int cp_oob_group_bcast(cp_oob_group_t *g, void *buf, size_t len, int root);
+int cp_oob_group_alltoall(cp_oob_group_t *g, const void *in, void *out, size_t len);
 int cp_oob_group_barrier(cp_oob_group_t *g);
 
 /** What this rank's out-of-band exchanges have cost so far (logged with -v at the end). */

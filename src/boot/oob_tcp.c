@@ -287,6 +287,51 @@ int cp_tcp_allgather(const void *in, void *out, size_t len)
     return end(allgather(in, out, len), t0);
 }
 
+/* Rank 0 holds every row (n * n * len bytes) and sends each rank its column:
+ * rank 0 moves 2 n^2 len bytes, where an allgather of the rows moves n^3 len. */
+static int alltoall_root(const void *in, void *out, size_t len)
+{
+    size_t row = (size_t)n * len;
+    char *all = row > 0 && (size_t)n <= SIZE_MAX / row ? malloc(row * (size_t)n) : NULL;
+    char *col = malloc(row > 0 ? row : 1);
+    int rc = all != NULL && col != NULL ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY;
+    if (rc != COLLPROF_OK) {
+        cp_log(CP_LOG_ERROR, "OOB over TCP: no memory for an all-to-all of %d x %zu bytes", n, row);
+        rc = broken(); /* the other ranks see EOF and fail too */
+    } else {
+        memcpy(all, in, row);
+    }
+    for (int r = 1; r < n && rc == COLLPROF_OK; r++) {
+        rc = recv_msg(r, all + (size_t)r * row, row);
+    }
+    for (int r = 0; r < n && rc == COLLPROF_OK; r++) {
+        char *dst = r == 0 ? out : col;
+        for (int q = 0; q < n; q++) {
+            memcpy(dst + (size_t)q * len, all + (size_t)q * row + (size_t)r * len, len);
+        }
+        rc = r == 0 ? COLLPROF_OK : send_msg(r, col, row);
+    }
+    free(all);
+    free(col);
+    return rc;
+}
+
+int cp_tcp_alltoall(const void *in, void *out, size_t len)
+{
+    int rc = begin();
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    double t0 = cp_now_us();
+    if (me == 0) {
+        rc = alltoall_root(in, out, len);
+    } else {
+        rc = send_msg(0, in, (size_t)n * len);
+        rc = rc == COLLPROF_OK ? recv_msg(0, out, (size_t)n * len) : rc;
+    }
+    return end(rc, t0);
+}
+
 static int bcast(void *buf, size_t len, int root)
 {
     if (me != 0) {

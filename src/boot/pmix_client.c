@@ -566,6 +566,32 @@ int cp_oob_allgather(const void *in, void *out, size_t len)
     return ret;
 }
 
+int cp_oob_alltoall(const void *in, void *out, size_t len)
+{
+    if (len == 0) {
+        return COLLPROF_OK;
+    }
+    if (in == NULL || out == NULL) {
+        return COLLPROF_ERR_INVALID;
+    }
+    if (!pmix_up) {
+        memcpy(out, in, len);
+        return COLLPROF_OK;
+    }
+    if (cp_tcp_on()) {
+        return cp_tcp_alltoall(in, out, len);
+    }
+    /* over PMIx: every rank publishes its row and reads the others' */
+    size_t row = (size_t)my_nranks * len;
+    char *all = (size_t)my_nranks <= SIZE_MAX / row ? malloc(row * (size_t)my_nranks) : NULL;
+    int ret = all != NULL ? cp_oob_allgather(in, all, row) : COLLPROF_ERR_NO_MEMORY;
+    for (int q = 0; q < my_nranks && ret == COLLPROF_OK; q++) {
+        memcpy((char *)out + (size_t)q * len, all + (size_t)q * row + (size_t)my_rank * len, len);
+    }
+    free(all);
+    return ret;
+}
+
 int cp_oob_bcast(void *buf, size_t len, int root)
 {
     char key[64];
@@ -806,6 +832,22 @@ int cp_oob_group_bcast(cp_oob_group_t *g, void *buf, size_t len, int root)
         return COLLPROF_ERR_INVALID;
     }
     return g->me == root ? put_commit(key, buf, len) : group_get(g, root, key, buf, len);
+}
+
+int cp_oob_group_alltoall(cp_oob_group_t *g, const void *in, void *out, size_t len)
+{
+    /* each member publishes its row (fresh keys, as the group's allgather) */
+    size_t row = (size_t)g->n * len;
+    if (len == 0) {
+        return COLLPROF_OK;
+    }
+    char *all = (size_t)g->n <= SIZE_MAX / row ? malloc(row * (size_t)g->n) : NULL;
+    int ret = all != NULL ? cp_oob_group_allgather(g, in, all, row) : COLLPROF_ERR_NO_MEMORY;
+    for (int q = 0; q < g->n && ret == COLLPROF_OK; q++) {
+        memcpy((char *)out + (size_t)q * len, all + (size_t)q * row + (size_t)g->me * len, len);
+    }
+    free(all);
+    return ret;
 }
 
 int cp_oob_group_barrier(cp_oob_group_t *g)

@@ -100,6 +100,10 @@ static struct {
     {                                                                                              \
         return cp_oob_group_bcast(&groups[kind].g, buf, len, root);                                \
     }                                                                                              \
+    static int tag##_alltoall(const void *in, void *out, size_t len)                               \
+    {                                                                                              \
+        return cp_oob_group_alltoall(&groups[kind].g, in, out, len);                               \
+    }                                                                                              \
     static int tag##_barrier(void)                                                                 \
     {                                                                                              \
         return cp_oob_group_barrier(&groups[kind].g);                                              \
@@ -128,6 +132,7 @@ static int group_open(int kind, const cp_boot_t *b, const collprof_host_t *world
     h->oob_allgather = kind == CP_SPLIT_NODE ? node_allgather : cross_allgather;
     h->oob_bcast = kind == CP_SPLIT_NODE ? node_bcast : cross_bcast;
     h->oob_barrier = kind == CP_SPLIT_NODE ? node_barrier : cross_barrier;
+    h->oob_alltoall = kind == CP_SPLIT_NODE ? node_alltoall : cross_alltoall;
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /*
  * The TCP control channel of the full-world OOB collectives
  * (src/boot/oob_tcp.c) on forked ranks over loopback: results of
- * allgather, bcast (from rank 0 and from another rank) and barrier,
+ * allgather, bcast (from rank 0 and from another rank), all-to-all and barrier,
  * payloads larger than a socket buffer, a rank that exits (every other
  * rank fails instead of waiting), and ranks out of step (caught by the
  * message header, not taken as data).  alarm() turns a hang into a failure.
@@ -88,9 +88,20 @@ static int collectives(int rank)
         }
     }
     free(big);
+    /* all-to-all: rank r sends q the pair (r, q) and gets (q, r) from each q */
+    int to[NR][2], from[NR][2];
+    for (int q = 0; q < NR; q++) {
+        to[q][0] = rank;
+        to[q][1] = q;
+    }
+    memset(from, 0xff, sizeof(from));
+    bad += cp_tcp_alltoall(to, from, sizeof(to[0])) != COLLPROF_OK;
+    for (int q = 0; q < NR; q++) {
+        bad += from[q][0] != q || from[q][1] != rank;
+    }
     cp_tcp_stats_t s;
     cp_tcp_stats(&s);
-    bad += s.ops != 5;
+    bad += s.ops != 6;
     return bad;
 }
 
@@ -126,7 +137,8 @@ int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* a write to a closed socket must not kill us (MSG_NOSIGNAL) */
     ok(world(collectives, "collectives"),
-       "allgather, bcast from rank 2 and rank 0, barrier, 1 MiB in-place allgather on %d ranks",
+       "allgather, bcast from rank 2 and rank 0, barrier, 1 MiB in-place allgather, all-to-all "
+       "on %d ranks",
        NR);
     ok(world(one_exits, "one exits"),
        "a rank that exits makes the next collective fail on every other rank");
