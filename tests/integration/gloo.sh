@@ -103,4 +103,14 @@ ok $? "GLOO_SOCKET_IFNAME=cpnone0: gloo refuses, naming the variable and the int
 GLOO_SOCKET_IFNAME=cpnone0 cp_run --np 2 --backends gloo --ops allreduce --counts 1K -n 2 -w 1 \
     --output-dir "$WORK" -B iface=lo
 ok $rc "GLOO_SOCKET_IFNAME=cpnone0 -B iface=lo: the option wins, the run passes"
+# the pair addresses over PMIx (COLLPROF_OOB=pmix: no TCP channel) and over the TCP channel's
+# all-to-all: both connect the full mesh; -v -v says which channel ran
+for oob in pmix tcp; do
+    COLLPROF_OOB=$oob cp_run --np 3 --backends gloo --ops allreduce,alltoall --counts 3K -n 2 \
+        -w 1 -v -v --output-dir "$WORK"
+    [ "$rc" -eq 0 ] && if [ "$oob" = pmix ]; then ! grep -q 'channel tcp' "$WORK/err"; else
+        grep -q 'channel tcp' "$WORK/err"
+    fi
+    ok $? "COLLPROF_OOB=$oob: gloo's full mesh of 3 ranks connects, every cell exact (exit $rc)"
+done
 done_testing
