@@ -506,11 +506,11 @@ static void ofi_log_setup(const ofi_ctx_t *ctx)
     if (host->log != NULL && host->rank == 0) {
         host->log(COLLPROF_LOG_INFO,
                   "ofi: provider %s, fabric %s, domain %s, %d channel(s) + 1 for control, "
-                  "mr_mode 0x%llx, "
+                  "yield when idle %s, mr_mode 0x%llx, "
                   "inject %zu, link %.1f Gbit/s (0 = not reported)",
                   ctx->info->fabric_attr->prov_name, ctx->info->fabric_attr->name,
-                  ctx->info->domain_attr->name, ctx->nch, (unsigned long long)ctx->mr_mode,
-                  ctx->inject, ofi_info_link_gbps(ctx->info));
+                  ctx->info->domain_attr->name, ctx->nch, ctx->yield_idle ? "yes" : "no",
+                  (unsigned long long)ctx->mr_mode, ctx->inject, ofi_info_link_gbps(ctx->info));
     }
 }
 
