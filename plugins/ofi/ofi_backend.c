@@ -14,7 +14,12 @@
  * with its own CQ, all in one domain and one AV.  The variants choose how
  * a block is spread over them: "single" (channel 0 only), "multichannel"
  * (every block split across all channels) and "roundrobin" (the block
- * for peer p goes on channel (p + rank) % channels).
+ * for peer p goes on channel (p + rank) % channels).  One more endpoint,
+ * the control channel, carries READY, BARRIER and the direct variant's
+ * notifications and never bulk data: shm holds the target region's
+ * spinlock for the whole CMA copy of a fast-path write, so a control
+ * message that shared an endpoint with a 4 MiB write waited behind it (a
+ * time slice when the writer was preempted on an oversubscribed node).
  *
  * Synchronisation: a rank never writes into a peer's buffer before the
  * peer has entered the same run() call and said so with a READY write
@@ -250,7 +255,7 @@ static const collprof_option_t ofi_options_decl[] = {
      "endpoints per peer of the multichannel and roundrobin variants", COLLPROF_OPTF_LONG},
     {"ofi-yield", COLLPROF_OPT_CHOICE, "always", 0, 0, "always,auto,never",
      "sched_yield after 64 empty polls: always, never, or auto (only when the node has more "
-     "ranks than CPUs)",
+     "ranks than the CPUs a rank may run on)",
      0},
 };
 

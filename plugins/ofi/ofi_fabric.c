@@ -1,6 +1,7 @@
 /* init/finalize of the ofi backend: options, provider, fabric, endpoints, address exchange */
 #include "config.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,12 +126,12 @@ static void ofi_teardown(ofi_ctx_t *ctx)
         ctx->bufs = b->next;
         ofi_buf_free(b);
     }
-    for (int c = 0; c < OFI_MAX_CH; c++) {
+    for (int c = 0; c <= OFI_MAX_CH; c++) {
         if (ctx->ep[c] != NULL) {
             fi_close(&ctx->ep[c]->fid);
         }
     }
-    for (int c = 0; c < OFI_MAX_CH; c++) {
+    for (int c = 0; c <= OFI_MAX_CH; c++) {
         if (ctx->cq[c] != NULL) {
             fi_close(&ctx->cq[c]->fid);
         }
@@ -164,10 +165,10 @@ static void ofi_teardown(ofi_ctx_t *ctx)
     free(ctx);
 }
 
-/* what each rank publishes at init: this header, then nch ofi_xaddr_t */
+/* what each rank publishes at init: this header, then nep ofi_xaddr_t */
 typedef struct ofi_xinit {
     int32_t ok;
-    int32_t nch;
+    int32_t nep;
     uint64_t ctrl_addr, ctrl_key;
 } ofi_xinit_t;
 
@@ -176,14 +177,27 @@ typedef struct ofi_xaddr {
     char addr[OFI_ADDR_MAX];
 } ofi_xaddr_t;
 
-static size_t ofi_xlen(int nch)
+static size_t ofi_xlen(int nep)
 {
-    return sizeof(ofi_xinit_t) + (size_t)nch * sizeof(ofi_xaddr_t);
+    return sizeof(ofi_xinit_t) + (size_t)nep * sizeof(ofi_xaddr_t);
 }
 
 static ofi_xaddr_t *ofi_xaddr(void *x, int c)
 {
     return (ofi_xaddr_t *)(void *)((char *)x + sizeof(ofi_xinit_t)) + c;
+}
+
+/* the CPUs this process may run on (its affinity mask: taskset, cpusets, a launcher's
+ * binding), else the online ones; 0 when neither is known */
+static long ofi_usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+        return CPU_COUNT(&set);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 0;
 }
 
 /*
@@ -208,10 +222,11 @@ static int ofi_options(ofi_ctx_t *ctx)
     if (yld == NULL || strcmp(yld, "auto") != 0) {
         ctx->yield_idle = yld == NULL || strcmp(yld, "never") != 0; /* default: always */
     } else {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        long ncpu = ofi_usable_cpus();
         ctx->yield_idle = ncpu < 1 || h->local_size <= 0 || h->local_size > ncpu;
     }
     ctx->nch = OFI_DEF_CH;
+    ctx->nep = ctx->nch + 1;
     if (chs != NULL) {
         char *end = NULL;
         long v = strtol(chs, &end, 10);
@@ -221,6 +236,7 @@ static int ofi_options(ofi_ctx_t *ctx)
         }
         ctx->nch = (int)v;
     }
+    ctx->nep = ctx->nch + 1;
     return COLLPROF_OK;
 }
 
@@ -347,7 +363,7 @@ static int ofi_open_domain(ofi_ctx_t *ctx)
     }
     memset(&ava, 0, sizeof(ava));
     ava.type = pick->domain_attr->av_type != FI_AV_UNSPEC ? pick->domain_attr->av_type : FI_AV_MAP;
-    ava.count = (size_t)ctx->n * (size_t)ctx->nch;
+    ava.count = (size_t)ctx->n * (size_t)ctx->nep;
     if ((r = fi_av_open(ctx->domain, &ava, &ctx->av, NULL)) != 0) {
         return ofi_fail(ctx, "fi_av_open", r);
     }
@@ -415,7 +431,7 @@ static int ofi_setup(ofi_ctx_t *ctx, void *mine)
     if (rc == COLLPROF_OK) {
         rc = ofi_open_domain(ctx);
     }
-    for (int c = 0; c < ctx->nch && rc == COLLPROF_OK; c++) {
+    for (int c = 0; c < ctx->nep && rc == COLLPROF_OK; c++) {
         rc = ofi_open_channel(ctx, c, mine);
     }
     if (rc == COLLPROF_OK) {
@@ -423,7 +439,7 @@ static int ofi_setup(ofi_ctx_t *ctx, void *mine)
     }
     if (rc == COLLPROF_OK) {
         ofi_xinit_t *x = mine;
-        x->nch = ctx->nch;
+        x->nep = ctx->nep;
         x->ok = 1;
     }
     return rc;
@@ -441,10 +457,11 @@ static ofi_ctx_t *ofi_ctx_new(const collprof_host_t *host, int *oom)
     ctx->rank = host->rank;
     ctx->n = host->nranks;
     ctx->nch = 1;
+    ctx->nep = 2;
     for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
         ctx->mode[op] = M_RR;
     }
-    ctx->addr = calloc(n * OFI_MAX_CH, sizeof(fi_addr_t));
+    ctx->addr = calloc(n * (OFI_MAX_CH + 1), sizeof(fi_addr_t));
     ctx->peer_ctrl_addr = calloc(n, sizeof(uint64_t));
     ctx->peer_ctrl_key = calloc(n, sizeof(uint64_t));
     ctx->got_ready = calloc(n, 1);
@@ -465,14 +482,14 @@ static int ofi_connect(ofi_ctx_t *ctx, char *all, size_t xlen)
 {
     for (int q = 0; q < ctx->n; q++) {
         const ofi_xinit_t *xq = (const ofi_xinit_t *)(const void *)(all + (size_t)q * xlen);
-        if (!xq->ok || xq->nch != ctx->nch) {
+        if (!xq->ok || xq->nep != ctx->nep) {
             ofi_set_error(ctx, "rank %d could not set up libfabric provider '%s'", q, ctx->prov);
             return COLLPROF_ERR_BACKEND;
         }
         ctx->peer_ctrl_addr[q] = xq->ctrl_addr;
         ctx->peer_ctrl_key[q] = xq->ctrl_key;
-        for (int c = 0; c < ctx->nch; c++) {
-            fi_addr_t *fa = &ctx->addr[(size_t)q * (size_t)ctx->nch + (size_t)c];
+        for (int c = 0; c < ctx->nep; c++) {
+            fi_addr_t *fa = &ctx->addr[(size_t)q * (size_t)ctx->nep + (size_t)c];
             const void *addr = ofi_xaddr(all + (size_t)q * xlen, c)->addr;
             int r = fi_av_insert(ctx->av, addr, 1, fa, 0, NULL);
             if (r != 1) {
@@ -488,11 +505,12 @@ static void ofi_log_setup(const ofi_ctx_t *ctx)
     const collprof_host_t *host = ctx->host;
     if (host->log != NULL && host->rank == 0) {
         host->log(COLLPROF_LOG_INFO,
-                  "ofi: provider %s, fabric %s, domain %s, %d channel(s), mr_mode 0x%llx, "
+                  "ofi: provider %s, fabric %s, domain %s, %d channel(s) + 1 for control, "
+                  "yield when idle %s, mr_mode 0x%llx, "
                   "inject %zu, link %.1f Gbit/s (0 = not reported)",
                   ctx->info->fabric_attr->prov_name, ctx->info->fabric_attr->name,
-                  ctx->info->domain_attr->name, ctx->nch, (unsigned long long)ctx->mr_mode,
-                  ctx->inject, ofi_info_link_gbps(ctx->info));
+                  ctx->info->domain_attr->name, ctx->nch, ctx->yield_idle ? "yes" : "no",
+                  (unsigned long long)ctx->mr_mode, ctx->inject, ofi_info_link_gbps(ctx->info));
     }
 }
 
@@ -512,7 +530,7 @@ int ofi_init(const collprof_host_t *host, void **out)
         rc = COLLPROF_ERR_NO_MEMORY;
         ofi_set_error(ctx, "out of memory");
     }
-    xlen = ofi_xlen(ctx->nch);
+    xlen = ofi_xlen(ctx->nep);
     mine = calloc(1, xlen);
     all = calloc((size_t)ctx->n, xlen);
     if (all == NULL || mine == NULL) { /* cannot take part in the exchange at all */

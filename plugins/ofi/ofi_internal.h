@@ -97,9 +97,14 @@ typedef struct ofi_ctx {
     struct fid_fabric *fabric;
     struct fid_domain *domain;
     struct fid_av *av;
-    struct fid_ep *ep[OFI_MAX_CH];
-    struct fid_cq *cq[OFI_MAX_CH];
-    fi_addr_t *addr; /* [n * nch] */
+    /* endpoints: nch data channels, then one control channel (index nch) that carries only
+     * READY, BARRIER and the direct variant's notifications: shm holds the target region's
+     * spinlock for a whole fast-path (CMA) write, so control messages that shared a region
+     * with bulk data spun behind it, for a time slice when the writer was preempted */
+    struct fid_ep *ep[OFI_MAX_CH + 1];
+    struct fid_cq *cq[OFI_MAX_CH + 1];
+    int nep;         /* nch + 1 */
+    fi_addr_t *addr; /* [n * nep] */
     uint64_t mr_mode;
     int virt;
     uint64_t next_key;
@@ -141,6 +146,12 @@ typedef struct ofi_call {
     int n, me, mode;
     int ns; /* a non-blocking op: the sends its post set up (ofi_nb.c) */
 } ofi_call_t;
+
+/* the address of peer's endpoint ch (ch == nch: its control endpoint) */
+static inline fi_addr_t ofi_peer_addr(const ofi_ctx_t *ctx, int peer, int ch)
+{
+    return ctx->addr[(size_t)peer * (size_t)ctx->nep + (size_t)ch];
+}
 
 /* state shared by the files of the plugin (ofi_backend.c) */
 extern char ofi_global_err[OFI_ERR_LEN];

@@ -32,7 +32,7 @@ static int ofi_progress(ofi_ctx_t *ctx)
 {
     struct fi_cq_data_entry e[OFI_CQ_BATCH];
     int got = 0;
-    for (int c = 0; c < ctx->nch; c++) {
+    for (int c = 0; c < ctx->nep; c++) {
         for (;;) {
             ssize_t r = fi_cq_read(ctx->cq[c], e, OFI_CQ_BATCH);
             if (r == -FI_EAGAIN) {
@@ -132,9 +132,8 @@ static int ofi_write1(ofi_ctx_t *ctx, int ch, int peer, const void *src, void *d
 {
     double t0 = ofi_now();
     for (;;) {
-        ssize_t r =
-            fi_writedata(ctx->ep[ch], src, len, desc, ofi_imm(ctx, kind),
-                         ctx->addr[(size_t)peer * (size_t)ctx->nch + (size_t)ch], raddr, key, NULL);
+        ssize_t r = fi_writedata(ctx->ep[ch], src, len, desc, ofi_imm(ctx, kind),
+                                 ofi_peer_addr(ctx, peer, ch), raddr, key, NULL);
         if (r == 0) {
             ctx->tx_posted++;
             return COLLPROF_OK;
@@ -159,7 +158,7 @@ static int ofi_write_plain(ofi_ctx_t *ctx, int ch, int peer, const void *src, vo
         .msg_iov = &iov,
         .desc = &desc,
         .iov_count = 1,
-        .addr = ctx->addr[(size_t)peer * (size_t)ctx->nch + (size_t)ch],
+        .addr = ofi_peer_addr(ctx, peer, ch),
         .rma_iov = &rma,
         .rma_iov_count = 1,
     };
@@ -188,12 +187,12 @@ static int ofi_signal_at(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload, i
     double t0 = ofi_now();
     *src = payload;
     if (ctx->inject < 8) {
-        return ofi_write1(ctx, 0, peer, src, ctx->ctrl_desc, 8, raddr, ctx->peer_ctrl_key[peer],
-                          kind);
+        return ofi_write1(ctx, ctx->nch, peer, src, ctx->ctrl_desc, 8, raddr,
+                          ctx->peer_ctrl_key[peer], kind);
     }
     for (;;) {
-        ssize_t r = fi_inject_writedata(ctx->ep[0], src, 8, ofi_imm(ctx, kind),
-                                        ctx->addr[(size_t)peer * (size_t)ctx->nch], raddr,
+        ssize_t r = fi_inject_writedata(ctx->ep[ctx->nch], src, 8, ofi_imm(ctx, kind),
+                                        ofi_peer_addr(ctx, peer, ctx->nch), raddr,
                                         ctx->peer_ctrl_key[peer]);
         if (r == 0) {
             return COLLPROF_OK;

@@ -157,6 +157,26 @@ cp_run --list
 grep -q "^  link: " "$WORK/out"
 ok $? "--list shows each backend's link rate"
 
+# -B ofi-yield=auto counts the CPUs of the rank's affinity mask: 2 ranks confined to one CPU
+# are oversubscribed; the setup line (-v) says whether the backend yields while idle
+if command -v taskset >/dev/null 2>&1; then
+    cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')
+    d="$WORK/yield"
+    mkdir -p "$d"
+    rc=0
+    timeout -k 10 "$CP_TIMEOUT" taskset -c "${cpu:-0}" "$COLLPROF_BIN" --np 2 --backends ofi \
+        --ofi-provider shm -B ofi-yield=auto --ops alltoall --counts 4K -n 1 -w 0 -v \
+        --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    [ "$rc" -eq 0 ] && grep -q "yield when idle yes" "$WORK/err"
+    ok $? "-B ofi-yield=auto, 2 ranks bound to one CPU (taskset -c ${cpu:-0}): yields when idle"
+    if [ "$(nproc)" -ge 2 ]; then
+        cp_run --np 2 --backends ofi --ofi-provider shm -B ofi-yield=auto --ops alltoall \
+            --counts 4K -n 1 -w 0 -v --output-dir "$d"
+        [ "$rc" -eq 0 ] && grep -q "yield when idle no" "$WORK/err"
+        ok $? "-B ofi-yield=auto, 2 ranks on $(nproc) CPUs: spins"
+    fi
+fi
+
 # bad values: one-line error, exit 2, no output files
 for bad in "--ofi-channels 0" "--ofi-channels 65" "--ofi-channels 2x" "--link-gbps 0" \
     "--link-gbps nan" "--ofi-provider="; do
