@@ -1468,19 +1468,20 @@ static int nb_cmp_double(const void *a, const void *b)
 }
 
 /*
- * One copy (the warm-up, and its time sets how many copies make a batch of
- * NB_COPY_MIN_MS), then NB_COPY_SAMPLES timed batches; *gbs is the median
- * batch's bytes copied / time.
+ * Two single copies (the first warms the fresh buffers up, the second's time
+ * sets how many copies make a batch of NB_COPY_MIN_MS: the first's, with its
+ * first-touch cost, would make batches too short), then NB_COPY_SAMPLES timed
+ * batches; *gbs is the median batch's bytes copied / time.
  */
 static int nb_copy_measure(nb_ctx_t *ctx, char *dst, const char *src, size_t bytes, double *gbs)
 {
     float ms[NB_COPY_SAMPLES];
     double rate[NB_COPY_SAMPLES];
-    int rc = nb_copy_batches(ctx, dst, src, bytes, 1, 1, ms);
+    int rc = nb_copy_batches(ctx, dst, src, bytes, 1, 2, ms);
     if (rc != COLLPROF_OK) {
         return rc;
     }
-    double reps = ms[0] > 0 ? NB_COPY_MIN_MS / ms[0] + 1 : NB_COPY_MAX_REPS;
+    double reps = ms[1] > 0 ? NB_COPY_MIN_MS / ms[1] + 1 : NB_COPY_MAX_REPS;
     int r = reps < NB_COPY_MAX_REPS ? (int)reps : NB_COPY_MAX_REPS;
     if ((rc = nb_copy_batches(ctx, dst, src, bytes, r, NB_COPY_SAMPLES, ms)) != COLLPROF_OK) {
         return rc;

@@ -266,10 +266,23 @@ static int ofi_op_allreduce(ofi_ctx_t *ctx, ofi_call_t *c)
 /* ---- gatherv, scatterv: rank q's block of recvcounts[q] at rdispls[q] of the root's buffer ----
  */
 
+/* The v ops' counts and displacements are there (the core always gives them). */
+static int ofi_have_v(ofi_ctx_t *ctx, const collprof_args_t *a, const char *op)
+{
+    if (a->recvcounts == NULL || a->rdispls == NULL) {
+        ofi_set_error(ctx, "%s without counts or displacements", op);
+        return 0;
+    }
+    return 1;
+}
+
 /* gatherv: every other rank writes its block at its displacement of the root's buffer */
 static int ofi_op_gatherv(ofi_ctx_t *ctx, ofi_call_t *c)
 {
     const collprof_args_t *a = c->a;
+    if (!ofi_have_v(ctx, a, "gatherv")) {
+        return COLLPROF_ERR_INVALID;
+    }
     size_t esz = c->esz, at = a->rdispls[c->me] * esz, mine = a->recvcounts[c->me] * esz;
     int ns = 0, rc = COLLPROF_OK;
     if (c->me == a->root) {
@@ -294,6 +307,9 @@ static int ofi_op_gatherv(ofi_ctx_t *ctx, ofi_call_t *c)
 static int ofi_op_scatterv(ofi_ctx_t *ctx, ofi_call_t *c)
 {
     const collprof_args_t *a = c->a;
+    if (!ofi_have_v(ctx, a, "scatterv")) {
+        return COLLPROF_ERR_INVALID;
+    }
     size_t esz = c->esz;
     int ns = 0;
     if (c->me != a->root) {

@@ -18,7 +18,7 @@ static const char *fault_args(const char *kind)
     if (f == NULL || strncmp(f, kind, kl) != 0 || (f[kl] != '\0' && f[kl] != ':')) {
         return NULL;
     }
-    return f[kl] == ':' ? f + kl + 1 : "";
+    return f[kl] == ':' ? f + kl + 1 : f + kl; /* "" that ends f: a[-1] is in it */
 }
 
 static int fault_rank_is(const char *kind, int rank)
@@ -129,12 +129,17 @@ static int skip_opt_number(const char **p)
 /* Does the text after "kind:" (a, never NULL) follow kind's grammar (fault.h)? */
 static int fault_args_ok(const char *kind, const char *a)
 {
-    if (*a == '\0') {
+    if (a[-1] != ':') { /* the kind alone */
         return strcmp(kind, "slowrep") != 0;
     }
     if (strcmp(kind, "slowrep") == 0) {
-        while (skip_number(&a) == 0 && *a == ',') {
-            a++;
+        do {
+            if (skip_number(&a) != 0) {
+                return 0; /* empty, or a comma with no number after it */
+            }
+        } while (*a == ',' && *++a != '\0');
+        if (a[-1] == ',') {
+            return 0;
         }
     } else if (strcmp(kind, "slow") == 0 && strncmp(a, "all", 3) == 0) {
         a += 3;
@@ -152,8 +157,8 @@ int cp_fault_check(char *err, size_t len)
 {
     static const char *kinds[] = {"wrong", "exit", "slowrep", "slow", "hang", NULL};
     const char *f = getenv("COLLPROF_FAULT");
-    if (f == NULL) {
-        return 0;
+    if (f == NULL || *f == '\0') {
+        return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
     }
     for (int i = 0; kinds[i] != NULL; i++) {
         const char *a = fault_args(kinds[i]);

@@ -143,6 +143,9 @@ __attribute__((format(printf, 4, 5))) static void fail(cell_run_t *c, int status
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
 {
     size_t at = (size_t)cp_coll_result_at(x);
+    if (at >= cp_coll_buffer_elems(x)) {
+        return; /* an empty last block (scatterv in place): no element of this rank's result */
+    }
     int64_t v = 0;
     cp_data_get(x->dtype, recvbuf, at, &v);
     cp_data_set(x->dtype, recvbuf, at, v + 1);
@@ -199,8 +202,12 @@ static void setup_traffic(cell_run_t *c)
     }
     if (c->rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
         uint64_t *m = calloc((size_t)c->gn * (size_t)c->gn, sizeof(uint64_t));
-        if (m != NULL) {
-            cp_imbalance_op_matrix(cell->op, cell->imb, c->gn, cell->count, cell->root, m);
+        if (m != NULL &&
+            cp_imbalance_op_matrix(cell->op, cell->imb, c->gn, cell->count, cell->root, m) != 0) {
+            free(m); /* a root outside the group: the plan refuses such cells first */
+            fail(c, COLLPROF_ERR_INVALID, 1, "root %d is not in this group of %d ranks", cell->root,
+                 c->gn);
+            return;
         }
         if (m == NULL || cp_a2av_build(&c->a2av, m, c->gn, c->grank) != 0 ||
             cp_a2av_blocks(&c->a2av, cell->op, cell->root) != 0) {

@@ -86,6 +86,14 @@ COLLPROF_FAULT=wrong:1 cp_run --np 3 --backends mpi --ops gatherv,scatterv --roo
     -n 2 -w 1 --variants default --imbalance linear --output-dir "$d"
 [ "$rc" -eq 1 ] && [ "$(grep -c 'v (linear, root 1):.*#wrong: 1 ' "$(summary_of "$d")")" -eq 2 ]
 ok $? "gatherv, scatterv: a corrupted element on the root is caught (exit $rc)"
+# in place, 2 elements over 4 ranks: ranks 2 and 3 get empty blocks, rank 3's at the buffer's
+# end; the injected fault has no element of rank 3's to corrupt (it once wrote past the buffer:
+# the sanitizer stage catches that)
+rm -f "$d"/*
+COLLPROF_FAULT=wrong:3 cp_run --np 4 --backends self --ops scatterv --inplace in --counts 2 \
+    -d int32 -n 2 -w 0 --output-dir "$d"
+[ "$rc" -eq 0 ] && grep -q 'Scatterv (in-place):.*#wrong: 0 ' "$(summary_of "$d")"
+ok $? "scatterv in place, rank 3's block empty and last: no element to corrupt (exit $rc)"
 
 d="$WORK/matrix"
 mkdir -p "$d"
