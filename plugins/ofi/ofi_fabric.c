@@ -170,6 +170,7 @@ typedef struct ofi_xinit {
     int32_t ok;
     int32_t nep;
     uint64_t ctrl_addr, ctrl_key;
+    char why[160]; /* !ok: this rank's own reason, for the peers' messages */
 } ofi_xinit_t;
 
 typedef struct ofi_xaddr {
@@ -483,7 +484,11 @@ static int ofi_connect(ofi_ctx_t *ctx, char *all, size_t xlen)
     for (int q = 0; q < ctx->n; q++) {
         const ofi_xinit_t *xq = (const ofi_xinit_t *)(const void *)(all + (size_t)q * xlen);
         if (!xq->ok || xq->nep != ctx->nep) {
-            ofi_set_error(ctx, "rank %d could not set up libfabric provider '%s'", q, ctx->prov);
+            char why[sizeof(xq->why)];
+            memcpy(why, xq->why, sizeof(why));
+            why[sizeof(why) - 1] = '\0';
+            ofi_set_error(ctx, "rank %d could not set up libfabric provider '%s'%s%s", q, ctx->prov,
+                          why[0] ? ": " : "", why);
             return COLLPROF_ERR_BACKEND;
         }
         ctx->peer_ctrl_addr[q] = xq->ctrl_addr;
@@ -542,6 +547,10 @@ int ofi_init(const collprof_host_t *host, void **out)
     }
     if (rc == COLLPROF_OK) {
         rc = ofi_setup(ctx, mine);
+    }
+    if (rc != COLLPROF_OK) { /* the others name this rank: say why too */
+        ofi_xinit_t *x = (ofi_xinit_t *)(void *)mine;
+        snprintf(x->why, sizeof(x->why), "%s", ctx->err);
     }
     /* always collective, so a rank that failed locally never strands the others */
     int orc = host->oob_allgather(mine, all, xlen);

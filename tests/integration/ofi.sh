@@ -188,4 +188,24 @@ for bad in "--ofi-channels 0" "--ofi-channels 65" "--ofi-channels 2x" "--link-gb
     ok $? "$bad: one-line error, exit 2, no output ($(head -c 120 "$WORK/err"))"
 done
 
+# a rank that cannot open the provider says why, and the others' message carries it: rank 1
+# alone is confined to tcp (FI_PROVIDER), so shm is unusable there (mpirun's MPMD form)
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ]; then
+    d="$WORK/why"
+    mkdir -p "$d"
+    a="--backends ofi -B ofi-provider=shm --ops allreduce --counts 1K -n 1 -w 0 --output-dir $d"
+    rc=0
+    # shellcheck disable=SC2086 # $a is words
+    timeout -k 10 "$CP_TIMEOUT" "$CP_MPIRUN" --allow-run-as-root --oversubscribe --bind-to none \
+        -np 1 -x COLLPROF_PLUGIN_PATH "$COLLPROF_BIN" $a : \
+        -np 1 -x COLLPROF_PLUGIN_PATH -x FI_PROVIDER=tcp "$COLLPROF_BIN" $a \
+        </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    [ "$rc" -ne 0 ] &&
+        grep -q "rank 1 could not set up libfabric provider 'shm': provider 'shm' unusable" \
+            "$WORK/err"
+    ok $? "a rank without shm: the others' error names it and gives its reason (exit $rc)"
+else
+    echo "ok $((tap_n += 1)) - a rank without shm # SKIP mpirun not found at configure time"
+fi
+
 done_testing
