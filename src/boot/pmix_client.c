@@ -566,6 +566,22 @@ int cp_oob_allgather(const void *in, void *out, size_t len)
     return ret;
 }
 
+/* An all-to-all as an allgather of whole rows (of the job, or of group g when not NULL), each
+ * rank keeping its column: n^2 len bytes per rank, for the paths without the TCP star. */
+static int alltoall_by_rows(cp_oob_group_t *g, int n, int me, const void *in, void *out, size_t len)
+{
+    size_t row = (size_t)n * len;
+    char *all = (size_t)n <= SIZE_MAX / row ? malloc(row * (size_t)n) : NULL;
+    int ret = all == NULL ? COLLPROF_ERR_NO_MEMORY
+              : g != NULL ? cp_oob_group_allgather(g, in, all, row)
+                          : cp_oob_allgather(in, all, row);
+    for (int q = 0; q < n && ret == COLLPROF_OK; q++) {
+        memcpy((char *)out + (size_t)q * len, all + (size_t)q * row + (size_t)me * len, len);
+    }
+    free(all);
+    return ret;
+}
+
 int cp_oob_alltoall(const void *in, void *out, size_t len)
 {
     if (len == 0) {
@@ -582,14 +598,7 @@ int cp_oob_alltoall(const void *in, void *out, size_t len)
         return cp_tcp_alltoall(in, out, len);
     }
     /* over PMIx: every rank publishes its row and reads the others' */
-    size_t row = (size_t)my_nranks * len;
-    char *all = (size_t)my_nranks <= SIZE_MAX / row ? malloc(row * (size_t)my_nranks) : NULL;
-    int ret = all != NULL ? cp_oob_allgather(in, all, row) : COLLPROF_ERR_NO_MEMORY;
-    for (int q = 0; q < my_nranks && ret == COLLPROF_OK; q++) {
-        memcpy((char *)out + (size_t)q * len, all + (size_t)q * row + (size_t)my_rank * len, len);
-    }
-    free(all);
-    return ret;
+    return alltoall_by_rows(NULL, my_nranks, my_rank, in, out, len);
 }
 
 int cp_oob_bcast(void *buf, size_t len, int root)
@@ -837,17 +846,7 @@ int cp_oob_group_bcast(cp_oob_group_t *g, void *buf, size_t len, int root)
 int cp_oob_group_alltoall(cp_oob_group_t *g, const void *in, void *out, size_t len)
 {
     /* each member publishes its row (fresh keys, as the group's allgather) */
-    size_t row = (size_t)g->n * len;
-    if (len == 0) {
-        return COLLPROF_OK;
-    }
-    char *all = (size_t)g->n <= SIZE_MAX / row ? malloc(row * (size_t)g->n) : NULL;
-    int ret = all != NULL ? cp_oob_group_allgather(g, in, all, row) : COLLPROF_ERR_NO_MEMORY;
-    for (int q = 0; q < g->n && ret == COLLPROF_OK; q++) {
-        memcpy((char *)out + (size_t)q * len, all + (size_t)q * row + (size_t)g->me * len, len);
-    }
-    free(all);
-    return ret;
+    return len == 0 ? COLLPROF_OK : alltoall_by_rows(g, g->n, g->me, in, out, len);
 }
 
 int cp_oob_group_barrier(cp_oob_group_t *g)
