@@ -87,9 +87,10 @@ record() {
 }
 
 # run_step NAME CAP RESERVE NOTE COMMAND...: COMMAND under min(CAP, what the
-# budget leaves after RESERVE seconds for the later steps), output in logs/NAME.log
+# budget leaves after RESERVE seconds for the later steps, RESERVE being for
+# the default budget of 420 s and scaled to the real one), output in logs/NAME.log
 run_step() {
-    local name=$1 cap=$2 reserve=$3 note=$4 left t0 rc st
+    local name=$1 cap=$2 reserve=$(($3 * BUDGET / 420)) note=$4 left t0 rc st
     shift 4
     left=$((DEADLINE - $(date +%s) - reserve))
     [ "$left" -lt "$cap" ] && cap=$left
@@ -136,7 +137,7 @@ GPU_NOTE=""
 if [ "$NGPU" -eq 0 ]; then
     GPU_NOTE="no GPU (nvidia-smi $(command -v nvidia-smi >/dev/null 2>&1 && echo 'lists none' || echo 'not found'))"
 fi
-echo "gpus $NGPU${GPU_NOTE:+ ($GPU_NOTE)}" >>"$OUTDIR/machine.txt"
+echo "gpus $NGPU${GPU_NOTE:+: $GPU_NOTE}" >>"$OUTDIR/machine.txt"
 NVCC=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
 [ -n "$NVCC" ] && "$NVCC" --version 2>&1 | tail -n 2 | sed 's/^/nvcc /' >>"$OUTDIR/machine.txt"
 sed 's/^/# /' "$OUTDIR/machine.txt" | tee -a "$REPORT"
@@ -180,8 +181,8 @@ find_lib() { # SONAME: the folder of the first match
     for d in $(for s in $SITES; do echo "$s/nvidia"; done) /usr/local/cuda/lib64 \
         /usr/local/cuda/targets/x86_64-linux/lib $SITES; do
         [ -d "$d" ] || continue
-        f=$(timeout 30 find "$d" -name "$1" -print -quit 2>/dev/null)
-        [ -n "$f" ] && { dirname "$f"; return; }
+        f=$(timeout 30 find "$d/" -name "$1" -print -quit 2>/dev/null)
+        [ -n "$f" ] && { dirname "$f" | sed 's|//*|/|g'; return; }
     done
     f=$(timeout 40 find / -xdev \( -path /proc -o -path /sys -o -path "$UNPACK" \) -prune -o -name "$1" -print -quit 2>/dev/null)
     [ -n "$f" ] && dirname "$f"
@@ -205,6 +206,7 @@ for f in "$B"/lib/*; do
     [ "${CP_GPU_ASSUME_MISSING:-}" = all ] || ! have_soname "$s" || continue
     ln -s "$f" "$PRIV/$s"
 done
+[ "$CUDART_DIR" = "$NCCL_DIR" ] && CUDART_DIR=
 export LD_LIBRARY_PATH="${NCCL_DIR:+$NCCL_DIR:}${CUDART_DIR:+$CUDART_DIR:}$PRIV${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # a soname the machine has but too old for the bundle ("version ... not
@@ -236,6 +238,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
 export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo GLOO_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=lo
 export COLLPROF_PLUGIN_PATH=$PREFIX/lib/collprof
+# the bundled libhwloc would load the machine's hwloc plugins (another
+# version, or their X/OpenCL libraries missing): none, as in the bundle's test
+mkdir -p "$UNPACK/no-hwloc-plugins"
+export HWLOC_PLUGINS_PATH=$UNPACK/no-hwloc-plugins
 export PATH=$PREFIX/bin:$PATH
 # a parent's torch or NCCL settings would change what is measured
 unset NCCL_ALGO NCCL_PROTO CUDA_VISIBLE_DEVICES 2>/dev/null
@@ -297,13 +303,13 @@ fi
 
 # make check-gpu's script, with the environment that target gives it; it skips
 # itself (1..0 # SKIP) without a GPU, so it runs in every case
-left=$((DEADLINE - $(date +%s) - 10))
+left=$((DEADLINE - $(date +%s) - 5))
 run_step check-gpu "$left" 0 "tests/integration/nccl_gpu.sh" env COLLPROF_BIN="$COLLPROF" \
     COLLPROF_SRCDIR="$SRC" CP_MPIRUN= CP_TIMEOUT=$((left > 20 ? left - 10 : 10)) \
     sh tests/integration/nccl_gpu.sh
 grep -E '^(not ok|1\.\.)' "$LOGS/check-gpu.log" 2>/dev/null | head -n 30 | sed 's/^/# check-gpu: /' | tee -a "$REPORT"
-echo "# check-gpu: $(grep -c '^ok ' "$LOGS/check-gpu.log" 2>/dev/null) ok, $(grep -c '^not ok ' "$LOGS/check-gpu.log" 2>/dev/null) not ok" |
-    tee -a "$REPORT"
+[ -f "$LOGS/check-gpu.log" ] && awk '/^ok / { o++ } /^not ok / { n++ }
+    END { printf "# check-gpu: %d ok, %d not ok\n", o, n }' "$LOGS/check-gpu.log" | tee -a "$REPORT"
 
 # ---- what came out ------------------------------------------------------------------------
 s=$(ls "$OUTDIR"/matrix/collprof_*.txt 2>/dev/null | head -n 1)
@@ -315,9 +321,10 @@ grep -E 'ERROR SUMMARY|========= (Invalid|Program hit|Error)' "$LOGS/sanitizer.l
 say "# steps (steps.tsv):"
 awk -F'\t' '{ printf "#   %-10s %-8s %-4s %-7s %-6s %s\n", $1, $2, $3, $4, $5, $6 }' "$TSV" | tee -a "$REPORT"
 # few files come back: pack everything but the overview
-(cd "$OUTDIR" && timeout 60 tar -cJf results.tar.xz --exclude results.tar.xz --exclude steps.tsv \
-    --exclude report.txt . && find . -mindepth 1 -maxdepth 1 ! -name results.tar.xz ! -name steps.tsv \
-    ! -name report.txt -exec rm -rf {} +)
+packed=$UNPACK/results.tar.xz
+(cd "$OUTDIR" && find . -mindepth 1 -maxdepth 1 ! -name steps.tsv ! -name report.txt >"$UNPACK/pack.list" &&
+    timeout 60 tar -cJf "$packed" -T "$UNPACK/pack.list" && mv "$packed" results.tar.xz &&
+    xargs rm -rf <"$UNPACK/pack.list") || say "# could not pack the results: left as they are"
 # a file over 16 MiB would not come back: then leave the .h5 files out
 if [ "$(stat -c %s "$OUTDIR/results.tar.xz" 2>/dev/null || echo 0)" -gt $((15 * 1048576)) ]; then
     mkdir -p "$OUTDIR/.x" && tar -C "$OUTDIR/.x" -xJf "$OUTDIR/results.tar.xz" &&
