@@ -163,6 +163,36 @@ if [ -s "$missing" ]; then
         sed "s|$STAGE/root||g" | cut -c1-200
 fi
 
+# ---- for a glibc older than this one -----------------------------------------
+# A library that needs a newer glibc only for the arc4random family (2.36:
+# libevent, libstdc++) gets a compat copy whose glibc versions above
+# COMPAT_BASE are weak, and libcp_glibc_compat.so provides the functions;
+# run.sh uses both only where the machine's glibc is too old.
+COMPAT_BASE=2.34
+SHIMMED="arc4random arc4random_buf arc4random_uniform"
+mkdir -p "$STAGE/compat"
+if ! cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$STAGE/compat/libcp_glibc_compat.so" \
+    "$SRC/contrib/gpu/glibc_compat.c" 2>"$BUILD/compat.log"; then
+    step "no glibc compat library (see $BUILD/compat.log)"
+    rm -rf "$STAGE/compat"
+else
+    for f in "$STAGE"/lib/*; do
+        newer=$(objdump -T "$f" 2>/dev/null | awk -v base="$COMPAT_BASE" '
+            /\*UND\*/ && match($0, /\(GLIBC_2\.[0-9.]+\)/) {
+                v = substr($0, RSTART + 7, RLENGTH - 8); split(v, a, "."); split(base, b, ".")
+                if (a[1] * 1000 + a[2] > b[1] * 1000 + b[2]) print $NF }' | sort -u)
+        [ -n "$newer" ] || continue
+        other=$(for n in $newer; do case " $SHIMMED " in *" $n "*) ;; *) echo "$n" ;; esac; done)
+        if [ -n "$other" ]; then
+            step "no compat copy of $(basename "$f"): it needs $(echo "$other" | tr '\n' ' ')from glibc > $COMPAT_BASE"
+            continue
+        fi
+        python3 "$SRC/contrib/gpu/weak_glibc_versions.py" "$f" "$STAGE/compat/$(basename "$f")" "$COMPAT_BASE" \
+            >/dev/null || die "cannot make a compat copy of $f"
+    done
+    step "glibc compat (glibc $COMPAT_BASE and newer): $(cd "$STAGE/compat" && ls | tr '\n' ' ')"
+fi
+
 # ---- provenance -------------------------------------------------------------------
 glibc_need=$(while read -r f; do objdump -T "$f" 2>/dev/null; done <"$elfs" |
     grep -o 'GLIBC_[0-9][0-9.]*' | sort -u -V | tail -n 1)
@@ -180,6 +210,7 @@ for f in "$STAGE"/lib/*; do objdump -T "$f" 2>/dev/null; done | grep -o 'GLIBC_[
     echo "nccl_loop $([ -x "$STAGE/bench/nccl_loop" ] && echo yes || echo no)"
     echo "cudart-soname $(awk '$1 ~ /^libcudart\.so/ { print $1; exit }' "$BUILD/closure")"
     echo "libs $(cd "$STAGE/lib" && ls | tr '\n' ' ')"
+    echo "compat $([ -d "$STAGE/compat" ] && cd "$STAGE/compat" && ls | tr '\n' ' ')"
 } >"$STAGE/MANIFEST"
 
 # ---- the tarball --------------------------------------------------------------------

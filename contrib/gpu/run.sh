@@ -226,6 +226,17 @@ for pass in 1 2; do
         fi
     done
 done >"$OUTDIR/libs.txt" 2>&1
+# glibc itself too old for a library taken from the bundle: its compat copy
+# (glibc versions above 2.34 weak) and the functions from libcp_glibc_compat.so
+if [ -d "$B/compat" ] && { [ "${CP_GPU_ASSUME_OLD_GLIBC:-}" = 1 ] ||
+    grep -q 'not in the bundle: .*/libc\.so\.6' "$OUTDIR/libs.txt"; }; then
+    for f in "$B"/compat/*; do
+        s=$(basename "$f")
+        [ -e "$PRIV/$s" ] && ln -sfn "$f" "$PRIV/$s" && echo "glibc too old: the compat copy of $s" >>"$OUTDIR/libs.txt"
+    done
+    export LD_PRELOAD="$B/compat/libcp_glibc_compat.so${LD_PRELOAD:+ $LD_PRELOAD}"
+    echo "LD_PRELOAD=$LD_PRELOAD" >>"$OUTDIR/libs.txt"
+fi
 {
     echo "private libs ($PRIV): $(ls "$PRIV" | tr '\n' ' ')"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
