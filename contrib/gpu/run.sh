@@ -254,8 +254,9 @@ export COLLPROF_PLUGIN_PATH=$PREFIX/lib/collprof
 mkdir -p "$UNPACK/no-hwloc-plugins"
 export HWLOC_PLUGINS_PATH=$UNPACK/no-hwloc-plugins
 export PATH=$PREFIX/bin:$PATH
-# a parent's torch or NCCL settings would change what is measured
-unset NCCL_ALGO NCCL_PROTO CUDA_VISIBLE_DEVICES 2>/dev/null
+# a parent's NCCL choices would change what is measured (the device
+# selection, CUDA_VISIBLE_DEVICES, is the machine's and stays as it is)
+unset NCCL_ALGO NCCL_PROTO 2>/dev/null
 env | grep -E '^(NCCL|CUDA|OMPI|PMIX|LD_LIBRARY_PATH|COLLPROF)' | sort >"$OUTDIR/env.txt"
 
 # versions of the pip wheels (torch, nvidia-*), with the machine's untouched environment
