@@ -147,7 +147,14 @@ sed 's/^/# /' "$OUTDIR/machine.txt" | tee -a "$REPORT"
 sum=$(cksum <"$BUNDLE" | cut -d' ' -f1)
 if [ "$(cat "$UNPACK/.stamp" 2>/dev/null)" != "$sum" ]; then
     rm -rf "$UNPACK" && mkdir -p "$UNPACK" || die "cannot create $UNPACK"
-    timeout 120 tar -C "$UNPACK" -xJf "$BUNDLE" || die "cannot unpack $BUNDLE"
+    if xz --version >/dev/null 2>&1; then
+        timeout 120 tar -C "$UNPACK" -xJf "$BUNDLE" || die "cannot unpack $BUNDLE"
+    else # no xz-utils: Python's tarfile reads xz too
+        timeout 120 python3 -c 'import sys, tarfile
+kw = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' \
+            "$BUNDLE" "$UNPACK" || die "cannot unpack $BUNDLE (no xz, and python3 failed)"
+    fi
     echo "$sum" >"$UNPACK/.stamp"
 fi
 B=$UNPACK/collprof-gpu
@@ -333,16 +340,19 @@ grep -E 'ERROR SUMMARY|========= (Invalid|Program hit|Error)' "$LOGS/sanitizer.l
 say "# steps (steps.tsv):"
 awk -F'\t' '{ printf "#   %-10s %-8s %-4s %-7s %-6s %s\n", $1, $2, $3, $4, $5, $6 }' "$TSV" | tee -a "$REPORT"
 # few files come back: pack everything but the overview
-packed=$UNPACK/results.tar.xz
+z=J ext=xz
+xz --version >/dev/null 2>&1 || z=z ext=gz
+packed=$UNPACK/results.tar.$ext
 (cd "$OUTDIR" && find . -mindepth 1 -maxdepth 1 ! -name steps.tsv ! -name report.txt >"$UNPACK/pack.list" &&
-    timeout 60 tar -cJf "$packed" -T "$UNPACK/pack.list" && mv "$packed" results.tar.xz &&
+    timeout 60 tar -c${z}f "$packed" -T "$UNPACK/pack.list" && mv "$packed" "results.tar.$ext" &&
     xargs rm -rf <"$UNPACK/pack.list") || say "# could not pack the results: left as they are"
 # a file over 16 MiB would not come back: then leave the .h5 files out
-if [ "$(stat -c %s "$OUTDIR/results.tar.xz" 2>/dev/null || echo 0)" -gt $((15 * 1048576)) ]; then
-    mkdir -p "$OUTDIR/.x" && tar -C "$OUTDIR/.x" -xJf "$OUTDIR/results.tar.xz" &&
-        find "$OUTDIR/.x" -name '*.h5' -delete &&
-        tar -C "$OUTDIR/.x" -cJf "$OUTDIR/results.tar.xz" . && say "# results.tar.xz: over 15 MiB, .h5 files left out"
-    rm -rf "$OUTDIR/.x"
+if [ "$(stat -c %s "$OUTDIR/results.tar.$ext" 2>/dev/null || echo 0)" -gt $((15 * 1048576)) ]; then
+    x=$UNPACK/results.x
+    rm -rf "$x" && mkdir -p "$x" && tar -C "$x" -x${z}f "$OUTDIR/results.tar.$ext" &&
+        find "$x" -name '*.h5' -delete && tar -C "$x" -c${z}f "$OUTDIR/results.tar.$ext" . &&
+        say "# results.tar.$ext: over 15 MiB, .h5 files left out"
+    rm -rf "$x"
 fi
 echo "# results: $(ls -l "$OUTDIR" | awk 'NR > 1 { printf "%s (%d B) ", $NF, $5 }')"
 echo "# done in $(($(date +%s) - START)) s (budget $BUDGET s)"
