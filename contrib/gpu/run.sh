@@ -178,29 +178,6 @@ sed 's/^/# /' "$OUTDIR/trees.txt" | tee -a "$REPORT"
 COLLPROF=$PREFIX/bin/collprof
 [ -x "$COLLPROF" ] || die "no $COLLPROF after linking the trees"
 
-# NCCL and the CUDA runtime: the pip wheels' copies (nvidia/ in Python's site
-# folders), else /usr/local/cuda's, else the first found on the root file system
-SITES=$(timeout 30 env LD_LIBRARY_PATH="$ORIG_LDLP" python3 -c \
-    'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
-find_lib() { # SONAME: the folder of the first match
-    local d f
-    # shellcheck disable=SC2086 # one folder per word
-    for d in $(for s in $SITES; do echo "$s/nvidia"; done) /usr/local/cuda/lib64 \
-        /usr/local/cuda/targets/x86_64-linux/lib $SITES; do
-        [ -d "$d" ] || continue
-        f=$(timeout 30 find "$d/" -name "$1" -print -quit 2>/dev/null)
-        [ -n "$f" ] && { dirname "$f" | sed 's|//*|/|g'; return; }
-    done
-    f=$(timeout 40 find / -xdev \( -path /proc -o -path /sys -o -path "$UNPACK" \) -prune -o -name "$1" -print -quit 2>/dev/null)
-    [ -n "$f" ] && dirname "$f"
-}
-CUDART_SONAME=$(awk '$1 == "cudart-soname" { print $2 }' "$B/MANIFEST")
-NCCL_DIR=$(find_lib libnccl.so.2)
-CUDART_DIR=$(find_lib "${CUDART_SONAME:-libcudart.so.13}")
-echo "libnccl.so.2 in ${NCCL_DIR:-(not found)}" >>"$OUTDIR/machine.txt"
-echo "libcudart in ${CUDART_DIR:-(not found)}" >>"$OUTDIR/machine.txt"
-say "# libnccl.so.2 in ${NCCL_DIR:-(not found)}; ${CUDART_SONAME:-libcudart} in ${CUDART_DIR:-(not found)}"
-
 # a private folder with only the sonames this machine lacks
 PRIV=$UNPACK/lib
 rm -rf "$PRIV" && mkdir -p "$PRIV" || die "cannot create $PRIV"
@@ -213,6 +190,43 @@ for f in "$B"/lib/*; do
     [ "${CP_GPU_ASSUME_MISSING:-}" = all ] || ! have_soname "$s" || continue
     ln -s "$f" "$PRIV/$s"
 done
+
+# NCCL and the CUDA runtime: the pip wheels' copies (nvidia/ in Python's site
+# folders) first, then /usr/local/cuda's, the site folders', and the root
+# file system's when none was found there
+SITES=$(timeout 30 env LD_LIBRARY_PATH="$ORIG_LDLP" python3 -c \
+    'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
+find_libs() { # SONAME: the folders holding it, in that order
+    local d
+    {
+        # shellcheck disable=SC2086 # one folder per word
+        for d in $(for s in $SITES; do echo "$s/nvidia"; done) /usr/local/cuda/lib64 \
+            /usr/local/cuda/targets/x86_64-linux/lib $SITES; do
+            [ -d "$d" ] && timeout 30 find "$d/" -name "$1" -print 2>/dev/null | head -n 4
+        done
+    } | sed 's|//*|/|g; s|/[^/]*$||' | awk '!seen[$0]++' >"$UNPACK/found"
+    [ -s "$UNPACK/found" ] || timeout 40 find / -xdev \( -path /proc -o -path /sys -o -path "$UNPACK" \) \
+        -prune -o -name "$1" -print 2>/dev/null | head -n 4 | sed 's|/[^/]*$||' >"$UNPACK/found"
+    cat "$UNPACK/found"
+}
+CUDART_SONAME=$(awk '$1 == "cudart-soname" { print $2 }' "$B/MANIFEST")
+CUDART_DIR=$(find_libs "${CUDART_SONAME:-libcudart.so.13}" | head -n 1)
+# the first NCCL that leaves the plugin no undefined symbol (one older than
+# the 2.28.9 it was built with may lack an entry point it links)
+PLUGIN=$B/root$PREFIX/lib/collprof/collprof_nccl.so
+NCCL_DIR=
+for d in $(find_libs libnccl.so.2); do
+    n=$(LD_LIBRARY_PATH="$d${CUDART_DIR:+:$CUDART_DIR}:$PRIV" ldd -r "$PLUGIN" 2>&1 | grep -c 'undefined symbol')
+    echo "libnccl.so.2 in $d: $n undefined symbol(s) in the plugin" >>"$OUTDIR/machine.txt"
+    [ -z "$NCCL_DIR" ] && NCCL_DIR=$d # the first, should none fit
+    if [ "$n" -eq 0 ]; then
+        NCCL_DIR=$d
+        break
+    fi
+done
+echo "libnccl.so.2 taken from ${NCCL_DIR:-(not found)}" >>"$OUTDIR/machine.txt"
+echo "libcudart in ${CUDART_DIR:-(not found)}" >>"$OUTDIR/machine.txt"
+say "# libnccl.so.2 in ${NCCL_DIR:-(not found)}; ${CUDART_SONAME:-libcudart} in ${CUDART_DIR:-(not found)}"
 [ "$CUDART_DIR" = "$NCCL_DIR" ] && CUDART_DIR=
 export LD_LIBRARY_PATH="${NCCL_DIR:+$NCCL_DIR:}${CUDART_DIR:+$CUDART_DIR:}$PRIV${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
