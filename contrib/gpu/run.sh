@@ -278,7 +278,9 @@ export PATH=$PREFIX/bin:$PATH
 # a parent's NCCL choices would change what is measured (the device
 # selection, CUDA_VISIBLE_DEVICES, is the machine's and stays as it is)
 unset NCCL_ALGO NCCL_PROTO 2>/dev/null
-env | grep -E '^(NCCL|CUDA|OMPI|PMIX|LD_LIBRARY_PATH|COLLPROF)' | sort >"$OUTDIR/env.txt"
+# another Open MPI's or PMIx's install prefix (HPC-X, say) would misdirect the bundled ones
+unset OPAL_PREFIX PMIX_INSTALL_PREFIX 2>/dev/null
+env | grep -E '^(NCCL|CUDA|OMPI|OPAL|PMIX|HWLOC|LD_LIBRARY_PATH|LD_PRELOAD|COLLPROF)' | sort >"$OUTDIR/env.txt"
 
 # versions of the pip wheels (torch, nvidia-*), with the machine's untouched environment
 timeout 30 env LD_LIBRARY_PATH="$ORIG_LDLP" python3 -c '

@@ -32,7 +32,7 @@ def weaken(data, base):
         count = sh[7]  # sh_info: number of Verneed entries
         off = sh[4]
         for _ in range(count):
-            _, cnt, vn_file, vn_aux, vn_next = struct.unpack_from("<HHIII", data, off)
+            _, cnt, _, vn_aux, vn_next = struct.unpack_from("<HHIII", data, off)
             aux = off + vn_aux
             for _ in range(cnt):
                 _, flags, _, name_off, vna_next = struct.unpack_from("<IHHII", data, aux)
