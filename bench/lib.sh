@@ -1,4 +1,4 @@
-# Shared by the bench/ scripts (sourced; POSIX sh).  Before sourcing: NAME.
+# Shared by the bench/ and contrib/gpu/ scripts (sourced; POSIX sh).  Before sourcing: NAME.
 
 die() {
     printf '%s: %s\n' "$NAME" "$*" >&2

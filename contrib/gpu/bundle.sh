@@ -42,21 +42,15 @@ a folder it did not make is refused.
 EOF
 }
 
-die() {
-    printf '%s: %s\n' "$NAME" "$*" >&2
-    exit 1
-}
-
-bad_usage() {
-    printf '%s: %s (see --help)\n' "$NAME" "$*" >&2
-    exit 2
-}
+# die, bad_usage, need_arg: the bench scripts' helpers
+# shellcheck source=../../bench/lib.sh
+. "$(dirname "$0")/../../bench/lib.sh"
 
 while [ $# -gt 0 ]; do
     case $1 in
-    --prefix) [ $# -ge 2 ] || bad_usage "$1 needs a value"; PREFIX=$2; shift 2 ;;
-    --build-dir) [ $# -ge 2 ] || bad_usage "$1 needs a value"; BUILD=$2; shift 2 ;;
-    -j) [ $# -ge 2 ] || bad_usage "$1 needs a value"; JOBS=$2; shift 2 ;;
+    --prefix) need_arg "$1" $#; PREFIX=$2; shift 2 ;;
+    --build-dir) need_arg "$1" $#; BUILD=$2; shift 2 ;;
+    -j) need_arg "$1" $#; JOBS=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
     esac

@@ -35,22 +35,16 @@ Usage: contrib/gpu/run.sh [OPTIONS]
 EOF
 }
 
-die() {
-    printf '%s: %s\n' "$NAME" "$*" >&2
-    exit 1
-}
-
-bad_usage() {
-    printf '%s: %s (see --help)\n' "$NAME" "$*" >&2
-    exit 2
-}
+# die, bad_usage, need_arg: the bench scripts' helpers
+# shellcheck source=../../bench/lib.sh
+. "$(dirname "$0")/../../bench/lib.sh"
 
 while [ $# -gt 0 ]; do
     case $1 in
-    -b | --budget) [ $# -ge 2 ] || bad_usage "$1 needs a value"; BUDGET=$2; shift 2 ;;
-    -o | --out) [ $# -ge 2 ] || bad_usage "$1 needs a value"; OUTDIR=$2; shift 2 ;;
-    --bundle) [ $# -ge 2 ] || bad_usage "$1 needs a value"; BUNDLE=$2; shift 2 ;;
-    --unpack) [ $# -ge 2 ] || bad_usage "$1 needs a value"; UNPACK=$2; shift 2 ;;
+    -b | --budget) need_arg "$1" $#; BUDGET=$2; shift 2 ;;
+    -o | --out) need_arg "$1" $#; OUTDIR=$2; shift 2 ;;
+    --bundle) need_arg "$1" $#; BUNDLE=$2; shift 2 ;;
+    --unpack) need_arg "$1" $#; UNPACK=$2; shift 2 ;;
     --force) FORCE=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;

@@ -126,26 +126,36 @@ static uint64_t ofi_imm(const ofi_ctx_t *ctx, int kind)
     return ((uint64_t)kind << 24) | (uint64_t)ctx->rank;
 }
 
+/* What a post that returned r (0, -FI_EAGAIN or an error) means: COLLPROF_OK when it went out,
+ * OFI_AGAIN after progress made room (post it again), else the failure (call's, or the wait's:
+ * out of time since t0). */
+#define OFI_AGAIN 1
+static int ofi_posted(ofi_ctx_t *ctx, ssize_t r, const char *call, double t0, const char *room)
+{
+    if (r == 0) {
+        return COLLPROF_OK;
+    }
+    if (r != -FI_EAGAIN) {
+        return ofi_fail(ctx, call, (long)r);
+    }
+    int rc = ofi_wait_more(ctx, t0, room);
+    return rc == COLLPROF_OK ? OFI_AGAIN : rc;
+}
+
 /* one fi_writedata, retried while the provider says EAGAIN */
 static int ofi_write1(ofi_ctx_t *ctx, int ch, int peer, const void *src, void *desc, size_t len,
                       uint64_t raddr, uint64_t key, int kind)
 {
     double t0 = ofi_now();
-    for (;;) {
-        ssize_t r = fi_writedata(ctx->ep[ch], src, len, desc, ofi_imm(ctx, kind),
-                                 ofi_peer_addr(ctx, peer, ch), raddr, key, NULL);
-        if (r == 0) {
-            ctx->tx_posted++;
-            return COLLPROF_OK;
-        }
-        if (r != -FI_EAGAIN) {
-            return ofi_fail(ctx, "fi_writedata", (long)r);
-        }
-        int rc = ofi_wait_more(ctx, t0, "room in the transmit queue");
-        if (rc != COLLPROF_OK) {
-            return rc;
-        }
-    }
+    int rc;
+    do {
+        rc = ofi_posted(ctx,
+                        fi_writedata(ctx->ep[ch], src, len, desc, ofi_imm(ctx, kind),
+                                     ofi_peer_addr(ctx, peer, ch), raddr, key, NULL),
+                        "fi_writedata", t0, "room in the transmit queue");
+    } while (rc == OFI_AGAIN);
+    ctx->tx_posted += rc == COLLPROF_OK;
+    return rc;
 }
 
 /* one plain fi_writemsg (no remote CQ data) of the direct variant, retried on EAGAIN */
@@ -163,20 +173,13 @@ static int ofi_write_plain(ofi_ctx_t *ctx, int ch, int peer, const void *src, vo
         .rma_iov_count = 1,
     };
     double t0 = ofi_now();
-    for (;;) {
-        ssize_t r = fi_writemsg(ctx->ep[ch], &msg, ctx->direct_flags);
-        if (r == 0) {
-            ctx->tx_posted++;
-            return COLLPROF_OK;
-        }
-        if (r != -FI_EAGAIN) {
-            return ofi_fail(ctx, "fi_writemsg", (long)r);
-        }
-        int rc = ofi_wait_more(ctx, t0, "room in the transmit queue");
-        if (rc != COLLPROF_OK) {
-            return rc;
-        }
-    }
+    int rc;
+    do {
+        rc = ofi_posted(ctx, fi_writemsg(ctx->ep[ch], &msg, ctx->direct_flags), "fi_writemsg", t0,
+                        "room in the transmit queue");
+    } while (rc == OFI_AGAIN);
+    ctx->tx_posted += rc == COLLPROF_OK;
+    return rc;
 }
 
 /* a small control write (READY, BARRIER) with an 8-byte payload into the peer's slot */
@@ -190,21 +193,15 @@ static int ofi_signal_at(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload, i
         return ofi_write1(ctx, ctx->nch, peer, src, ctx->ctrl_desc, 8, raddr,
                           ctx->peer_ctrl_key[peer], kind);
     }
-    for (;;) {
-        ssize_t r = fi_inject_writedata(ctx->ep[ctx->nch], src, 8, ofi_imm(ctx, kind),
-                                        ofi_peer_addr(ctx, peer, ctx->nch), raddr,
-                                        ctx->peer_ctrl_key[peer]);
-        if (r == 0) {
-            return COLLPROF_OK;
-        }
-        if (r != -FI_EAGAIN) {
-            return ofi_fail(ctx, "fi_inject_writedata", (long)r);
-        }
-        int rc = ofi_wait_more(ctx, t0, "room to send a control message");
-        if (rc != COLLPROF_OK) {
-            return rc;
-        }
-    }
+    int rc;
+    do { /* an inject has no completion: nothing to count */
+        rc = ofi_posted(ctx,
+                        fi_inject_writedata(ctx->ep[ctx->nch], src, 8, ofi_imm(ctx, kind),
+                                            ofi_peer_addr(ctx, peer, ctx->nch), raddr,
+                                            ctx->peer_ctrl_key[peer]),
+                        "fi_inject_writedata", t0, "room to send a control message");
+    } while (rc == OFI_AGAIN);
+    return rc;
 }
 
 int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload)
