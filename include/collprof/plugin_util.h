@@ -30,8 +30,16 @@
 #ifndef COLLPROF_PLUGIN_UTIL_H
 #define COLLPROF_PLUGIN_UTIL_H
 
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <collprof/plugin.h>
 
@@ -183,6 +191,39 @@ static inline int collprof_ok_finalize(void *ctx)
 {
     (void)ctx;
     return COLLPROF_OK;
+}
+
+/**
+ * Remove the /dev/shm entries that processes of this user left behind when
+ * they died without unlinking them (SIGKILL): every regular file of this
+ * user whose name pid_of() maps to a pid > 0 that no longer exists (a pid in
+ * use again keeps its entry: a later sweep gets it).  Each removal is logged
+ * at INFO through h (when it has a log) as "WHAT: removing PATH".
+ */
+static inline void collprof_shm_sweep(long (*pid_of)(const char *name), const collprof_host_t *h,
+                                      const char *what)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        long pid = pid_of(e->d_name);
+        char path[PATH_MAX];
+        struct stat st;
+        if (pid <= 0 ||
+            (size_t)snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name) >= sizeof(path) ||
+            lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+            continue;
+        }
+        if (h != NULL && h->log != NULL) {
+            h->log(COLLPROF_LOG_INFO, "%s: removing %s, left by process %ld that is gone", what,
+                   path, pid);
+        }
+        shm_unlink(path + strlen("/dev/shm"));
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
 }
 
 #endif /* COLLPROF_PLUGIN_UTIL_H */

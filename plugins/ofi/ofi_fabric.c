@@ -422,10 +422,26 @@ static int ofi_open_ctrl(ofi_ctx_t *ctx, void *mine)
     return COLLPROF_OK;
 }
 
+/* The pid in a name of libfabric shm's regions, <pid>:<domain>:<endpoint>, else 0. */
+static long ofi_shm_region_pid(const char *name)
+{
+    long pid = 0;
+    int dom = 0, ep = 0, used = 0;
+    if (sscanf(name, "%ld:%d:%d%n", &pid, &dom, &ep, &used) != 3 || name[used] != '\0') {
+        return 0;
+    }
+    return pid;
+}
+
 /* everything local: provider, domain, endpoints, control area */
 static int ofi_setup(ofi_ctx_t *ctx, void *mine)
 {
     int rc = ofi_pick_provider(ctx);
+    if (rc == COLLPROF_OK && !strcmp(ctx->prov, "shm")) {
+        /* regions of killed processes stay; one whose pid this process now has makes
+         * fi_enable fail with EBUSY (shm names them by pid and index) */
+        collprof_shm_sweep(ofi_shm_region_pid, ctx->host, "ofi");
+    }
     if (rc == COLLPROF_OK) {
         rc = ofi_pick_device(ctx);
     }

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <collprof/plugin.h>
+#include <collprof/plugin_util.h>
 
 #define SELF_ERR_LEN   256
 #define SELF_NAME_LEN  64
@@ -570,37 +571,16 @@ static size_t self_slot_bytes(const collprof_host_t *h)
     return (size_t)kib * 1024;
 }
 
-/*
- * Remove /dev/shm/collprof-self-<pid>-* segments that a rank 0 killed
- * between creating and unlinking left behind: only regular files of this
- * user whose creator pid no longer exists (a pid in use again keeps its
- * segment: a later run gets it).
- */
-static void self_sweep_stale(const collprof_host_t *h)
+/* The pid in a segment name collprof-self-<pid>-<ns>-<i> (self_create), else 0. */
+static long self_segment_pid(const char *name)
 {
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        long pid = 0, ns = 0;
-        int i = 0, used = 0;
-        char path[PATH_MAX];
-        struct stat st;
-        if (sscanf(e->d_name, "collprof-self-%ld-%ld-%d%n", &pid, &ns, &i, &used) != 3 ||
-            e->d_name[used] != '\0' || pid <= 0 ||
-            (size_t)snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name) >= sizeof(path) ||
-            lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-            kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
-            continue;
-        }
-        if (h->log != NULL) {
-            h->log(COLLPROF_LOG_INFO, "self: removing %s, left by rank 0 process %ld that is gone",
-                   path, pid);
-        }
-        shm_unlink(path + strlen("/dev/shm"));
+    long pid = 0, ns = 0;
+    int i = 0, used = 0;
+    if (sscanf(name, "collprof-self-%ld-%ld-%d%n", &pid, &ns, &i, &used) != 3 ||
+        name[used] != '\0') {
+        return 0;
     }
-    if (d != NULL) {
-        closedir(d);
-    }
+    return pid;
 }
 
 /* Rank 0: a fresh segment of len bytes; its name in name, "" on failure. */
@@ -659,7 +639,8 @@ static int self_attach(const collprof_host_t *h, self_ctx_t *ctx)
     char name[SELF_NAME_LEN] = "";
     int mine, *all, bad = 0;
     if (h->rank == 0) {
-        self_sweep_stale(h);
+        /* segments a rank 0 killed between creating and unlinking left behind */
+        collprof_shm_sweep(self_segment_pid, h, "self");
         self_create(ctx->seglen, name);
     }
     if (h->oob_bcast(name, sizeof(name), 0) != COLLPROF_OK) {

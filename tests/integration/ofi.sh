@@ -188,6 +188,16 @@ for bad in "--ofi-channels 0" "--ofi-channels 65" "--ofi-channels 2x" "--link-gb
     ok $? "$bad: one-line error, exit 2, no output ($(head -c 120 "$WORK/err"))"
 done
 
+# shm regions that killed processes left in /dev/shm are removed at start-up (one whose pid a
+# rank now has would make fi_enable fail with EBUSY); other names are kept
+dead=$(($(cat /proc/sys/kernel/pid_max) + 1))
+: >"/dev/shm/$dead:0:0" && : >"/dev/shm/$dead:0:x"
+cp_run --np 2 --backends ofi -B ofi-provider=shm --ops allreduce --counts 1K -n 1 -w 0 \
+    --output-dir "$WORK"
+[ "$rc" -eq 0 ] && [ ! -e "/dev/shm/$dead:0:0" ] && [ -e "/dev/shm/$dead:0:x" ]
+ok $? "a dead process's shm region is removed at start-up, another name kept (exit $rc)"
+rm -f "/dev/shm/$dead:0:x"
+
 # a rank that cannot open the provider says why, and the others' message carries it: rank 1
 # alone is confined to tcp (FI_PROVIDER), so shm is unusable there (mpirun's MPMD form)
 if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ]; then
