@@ -23,7 +23,10 @@ median-of-rounds means and ratio = collprof / plain.
   -e, --maxbytes SIZE    sweep end (default: 256M)
   -f, --stepfactor F     sweep multiplier (default: 2)
       --np N             ranks, one GPU each (default: 1)
-      --ops LIST         allreduce,allgather,reducescatter,broadcast (default: allreduce)
+      --ops LIST         allreduce,allgather,reducescatter,broadcast,sendrecv
+                         (default: allreduce; broadcast is in place in both, as
+                         collprof's has one buffer)
+      --pin CPUS         run both programs under taskset -c CPUS (default: unpinned)
       --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, or on PATH)
       --plugin-path DIR  COLLPROF_PLUGIN_PATH (default: the environment's, or
                          .libs next to a build-tree collprof)
@@ -39,7 +42,7 @@ EOF
 NAME=nccl_compare.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-ROUNDS=3 ITERS=50 WARMUP=10 MINB=8 MAXB=256M FACTOR=2 NP=1 OPS=allreduce KEEP=0
+ROUNDS=3 ITERS=50 WARMUP=10 MINB=8 MAXB=256M FACTOR=2 NP=1 OPS=allreduce KEEP=0 PIN=
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 LOOP_BIN=${NCCL_LOOP:-}
@@ -57,6 +60,7 @@ while [ $# -gt 0 ]; do
     --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
     --plugin-path) need_arg "$1" $#; PLUGIN_PATH=$2; shift 2 ;;
     --nccl-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
+    --pin) need_arg "$1" $#; PIN=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
@@ -72,8 +76,9 @@ for s in "$MINB" "$MAXB"; do
     case ${s%[KMG]} in '' | *[!0-9]*) bad_usage "bad size '$s'" ;; esac
 done
 for op in ${OPS//,/ }; do
-    case $op in allreduce | allgather | reducescatter | broadcast) ;;
-    *) bad_usage "--ops: '$op' is not allreduce, allgather, reducescatter or broadcast" ;; esac
+    case $op in allreduce | allgather | reducescatter | broadcast | sendrecv) ;;
+    *) bad_usage "--ops: '$op' is not allreduce, allgather, reducescatter, broadcast or sendrecv" ;;
+    esac
 done
 
 HERE=$(cd "$(dirname "$0")" && pwd) || die "cannot find the script's directory"
@@ -114,27 +119,34 @@ parse_collprof() {
         m && b && $1 == "nccl" && $2 == "default" && $m ~ /^[0-9.]+$/ { print $3, $b, $m }' "$1"
 }
 
-# the same from nccl_loop's key-value lines
+# the same from nccl_loop's key-value lines, with its host time per launch
 parse_loop() {
-    awk '$1 == "op" { for (i = 3; i < NF; i++) { if ($i == "bytes") b = $(i + 1); if ($i == "mean_us") m = $(i + 1) }
-        print $2, b, m }' "$1"
+    awk '$1 == "op" { u = "-"
+        for (i = 3; i < NF; i++) { if ($i == "bytes") b = $(i + 1); if ($i == "mean_us") m = $(i + 1); if ($i == "issue_us") u = $(i + 1) }
+        print $2, b, m, u }' "$1"
 }
 
-# "ROUND PROGRAM OP INDEX BYTES MEAN", INDEX the position in the op's sweep
+# "ROUND PROGRAM OP INDEX BYTES MEAN ISSUE", INDEX the position in the op's sweep
 number() { # round program
-    awk -v r="$1" -v p="$2" '{ print r, p, $1, ++k[$1], $2, $3 }'
+    awk -v r="$1" -v p="$2" '{ print r, p, $1, ++k[$1], $2, $3, (NF > 3 ? $4 : "-") }'
 }
 
+pin=()
+if [ -n "$PIN" ]; then
+    command -v taskset >/dev/null 2>&1 || die "--pin needs taskset (util-linux)"
+    taskset -c "$PIN" true 2>/dev/null || bad_usage "--pin: taskset -c '$PIN' fails here"
+    pin=(taskset -c "$PIN")
+fi
 launch=()
 [ "$NP" -gt 1 ] && launch=(--np "$NP")
 for r in $(seq 1 "$ROUNDS"); do
     out=$TMP/loop.$r
-    "$LOOP_BIN" -g "$NP" -o "$OPS" -b "$MINB" -e "$MAXB" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" \
+    "${pin[@]}" "$LOOP_BIN" -g "$NP" -o "$OPS" -b "$MINB" -e "$MAXB" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" \
         >"$out" 2>&1 || { cat "$out" >&2; die "nccl_loop failed in round $r (output above)"; }
     parse_loop "$out" | number "$r" plain >>"$TMP/times"
     out=$TMP/collprof.$r
     mkdir -p "$out.d"
-    "$COLLPROF_BIN" "${launch[@]}" --backends nccl --variants default --ops "$OPS" \
+    "${pin[@]}" "$COLLPROF_BIN" "${launch[@]}" --backends nccl --variants default --ops "$OPS" \
         -b "$MINB" -e "$MAXB" -f "$FACTOR" --dtype float32 --redop sum --inplace out \
         -n "$ITERS" -w "$WARMUP" --output-dir "$out.d" >"$out" 2>&1 ||
         { cat "$out" >&2; die "collprof failed in round $r (output above)"; }
@@ -154,11 +166,13 @@ awk -v rounds="$ROUNDS" '
         cell = $3 SUBSEP $4
         key = $2 SUBSEP cell
         val[key, ++cnt[key]] = $6
+        if ($7 ~ /^[0-9.]+$/) { ik = "issue" SUBSEP key; val[ik, ++cnt[ik]] = $7 }
         bytes[key] = $5
         if (!(cell in seen)) { seen[cell] = 1; order[++no] = cell }
     }
     END {
-        printf "%-14s %12s %14s %14s %8s\n", "op", "bytes", "plain(us)", "collprof(us)", "ratio"
+        printf "%-14s %12s %14s %14s %8s %16s\n", "op", "bytes", "plain(us)", "collprof(us)", "ratio",
+               "plain-issue(us)"
         worst = 0
         for (k = 1; k <= no; k++) {
             split(order[k], f, SUBSEP)
@@ -171,9 +185,11 @@ awk -v rounds="$ROUNDS" '
                 continue
             }
             mp = median(p); mc = median(c); ratio = mp > 0 ? mc / mp : 0
-            worst = ratio > worst ? ratio : worst
-            flag = ratio > 1.05 ? "  > 5 %" : ""
-            printf "%-14s %12s %14.2f %14.2f %8.3f%s\n", f[1], b, mp, mc, ratio, flag
+            dev = ratio > 1 ? ratio - 1 : 1 - ratio
+            worst = dev > worst ? dev : worst
+            flag = ratio > 1.05 ? "  > +5 %" : ratio < 0.95 ? "  < -5 %" : ""
+            iss = ("issue" SUBSEP p) in cnt ? sprintf("%.2f", median("issue" SUBSEP p)) : "-"
+            printf "%-14s %12s %14.2f %14.2f %8.3f %16s%s\n", f[1], b, mp, mc, ratio, iss, flag
         }
-        printf "worst ratio %.3f over %d cells, medians of %d round(s)\n", worst, no, rounds
+        printf "worst deviation %.1f %% over %d cells, medians of %d round(s)\n", 100 * worst, no, rounds
     }' "$TMP/times"

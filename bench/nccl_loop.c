@@ -11,7 +11,9 @@
  *   - one blocking communicator (ncclCommInitRankConfig, the library's
  *     defaults), one non-blocking CUDA stream per rank;
  *   - two cudaMalloc buffers of the largest size, the send buffer filled
- *     before timing; the same buffers every iteration, out of place;
+ *     before timing; the same buffers every iteration, out of place but
+ *     for broadcast, which has one buffer in collprof as in MPI (in place);
+ *     sendrecv is ncclSend to rank+1 and ncclRecv from rank-1 in a group;
  *   - per op and size: W warm-up then N timed operations launched back to
  *     back, a CUDA event recorded before the first and after each one, one
  *     wait at the end (no sleep: cudaEventSynchronize on a busy-poll
@@ -25,10 +27,12 @@
  * plugin, the exact check after each cell, the sample exchange.  All of it
  * is outside the timed region.
  *
- * Usage: nccl_loop [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast]
+ * Usage: nccl_loop [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,sendrecv]
  *                  [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP]
  * Output (rank 0), one line per op and size, key-value pairs:
  *   op allreduce bytes 8 count 2 ranks 1 iters 50 warmup 10 mean_us ... p50_us ...
+ *   ... issue_us (the host's time per launch in the timed loop, max over ranks: where it is
+ *   near mean_us, the GPU waited for the host)
  * Built against the real CUDA and NCCL (make bench/nccl_loop where configure
  * found them, or by bench/nccl_compare.sh), and against the project's
  * stand-in (bench/nccl_loop_mock, make check) so that it always compiles.
@@ -54,15 +58,17 @@
 
 #define MAX_RANKS 8
 #define MAX_ITERS 100000
-#define MAX_OPS   4
+#define MAX_OPS   5
 
-enum { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCESCATTER, OP_BROADCAST };
-static const char *op_names[] = {"allreduce", "allgather", "reducescatter", "broadcast"};
+enum { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCESCATTER, OP_BROADCAST, OP_SENDRECV };
+static const char *op_names[] = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                 "sendrecv"};
 
 typedef struct shared {
     volatile int id_ready;
     ncclUniqueId id;
     volatile unsigned arrived, gen; /* a barrier for the sample exchange */
+    double issue_us[MAX_RANKS];     /* host time per launch in the timed loop */
     double samples[MAX_RANKS][MAX_ITERS];
 } shared_t;
 
@@ -117,15 +123,28 @@ static double percentile(const double *sorted, int len, double q)
         }                                                                                          \
     } while (0)
 
-static ncclResult_t launch(int op, const float *s, float *r, size_t count, int n, ncclComm_t comm,
-                           cudaStream_t st)
+/* collprof's layouts (<collprof/plugin.h>): broadcast has one buffer (the root's input, everyone's
+ * output, as MPI_Bcast); sendrecv sends the whole buffer to rank+1 and receives from rank-1 */
+static ncclResult_t launch(int op, const float *s, float *r, size_t count, int n, int rank,
+                           ncclComm_t comm, cudaStream_t st)
 {
+    ncclResult_t e;
     switch (op) {
     case OP_ALLREDUCE: return ncclAllReduce(s, r, count, ncclFloat32, ncclSum, comm, st);
     case OP_ALLGATHER: return ncclAllGather(s, r, count / (size_t)n, ncclFloat32, comm, st);
     case OP_REDUCESCATTER:
         return ncclReduceScatter(s, r, count / (size_t)n, ncclFloat32, ncclSum, comm, st);
-    default: return ncclBroadcast(s, r, count, ncclFloat32, 0, comm, st);
+    case OP_SENDRECV:
+        if ((e = ncclGroupStart()) != ncclSuccess) {
+            return e;
+        }
+        e = ncclSend(s, count, ncclFloat32, (rank + 1) % n, comm, st);
+        if (e == ncclSuccess) {
+            e = ncclRecv(r, count, ncclFloat32, (rank + n - 1) % n, comm, st);
+        }
+        ncclResult_t end = ncclGroupEnd();
+        return e != ncclSuccess ? e : end;
+    default: return ncclBroadcast(r, r, count, ncclFloat32, 0, comm, st);
     }
 }
 
@@ -133,7 +152,10 @@ static ncclResult_t launch(int op, const float *s, float *r, size_t count, int n
 static void report(const cfg_t *c, int op, size_t bytes, size_t count)
 {
     static double imax[MAX_ITERS];
-    double sum = 0;
+    double sum = 0, issue = sh->issue_us[0];
+    for (int r = 1; r < c->g; r++) {
+        issue = sh->issue_us[r] > issue ? sh->issue_us[r] : issue;
+    }
     for (int i = 0; i < c->iters; i++) {
         imax[i] = sh->samples[0][i];
         for (int r = 1; r < c->g; r++) {
@@ -145,10 +167,10 @@ static void report(const cfg_t *c, int op, size_t bytes, size_t count)
         sum += imax[i];
     }
     printf("op %s bytes %zu count %zu ranks %d iters %d warmup %d mean_us %.2f p50_us %.2f "
-           "p95_us %.2f p99_us %.2f min_us %.2f max_us %.2f\n",
+           "p95_us %.2f p99_us %.2f min_us %.2f max_us %.2f issue_us %.2f\n",
            op_names[op], bytes, count, c->g, c->iters, c->warmup, sum / c->iters,
            percentile(imax, c->iters, 0.50), percentile(imax, c->iters, 0.95),
-           percentile(imax, c->iters, 0.99), imax[0], imax[c->iters - 1]);
+           percentile(imax, c->iters, 0.99), imax[0], imax[c->iters - 1], issue);
     fflush(stdout);
 }
 
@@ -158,14 +180,16 @@ static void run_cell(const cfg_t *c, int rank, int op, size_t bytes, ncclComm_t 
 {
     size_t count = bytes / sizeof(float);
     for (int i = 0; i < c->warmup; i++) {
-        NCCL_OK(rank, launch(op, s, r, count, c->g, comm, st));
+        NCCL_OK(rank, launch(op, s, r, count, c->g, rank, comm, st));
     }
     CUDA_OK(rank, cudaStreamSynchronize(st));
+    double t0 = now_us();
     CUDA_OK(rank, cudaEventRecord(ev[0], st));
     for (int i = 0; i < c->iters; i++) {
-        NCCL_OK(rank, launch(op, s, r, count, c->g, comm, st));
+        NCCL_OK(rank, launch(op, s, r, count, c->g, rank, comm, st));
         CUDA_OK(rank, cudaEventRecord(ev[i + 1], st));
     }
+    sh->issue_us[rank] = (now_us() - t0) / c->iters;
     cudaError_t e;
     while ((e = cudaEventQuery(ev[c->iters])) == cudaErrorNotReady) {
         /* busy-poll, as collprof's backend does while a batch runs */
@@ -249,7 +273,7 @@ static int parse_ops(const char *list, cfg_t *c)
         if (found < 0 || c->nops == MAX_OPS) {
             fprintf(stderr,
                     "nccl_loop: unknown op '%s' (allreduce, allgather, reducescatter, "
-                    "broadcast)\n",
+                    "broadcast, sendrecv)\n",
                     t);
             return -1;
         }
@@ -260,7 +284,8 @@ static int parse_ops(const char *list, cfg_t *c)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: nccl_loop [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast]\n"
+    fprintf(f, "usage: nccl_loop [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,"
+               "sendrecv]\n"
                "                 [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP]\n");
 }
 

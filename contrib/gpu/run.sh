@@ -7,7 +7,10 @@
 #   version    collprof --version, --list
 #   matrix     collprof --np 1 --backends nccl (the default matrix): summary, .h5
 #   compare    bench/nccl_compare.sh: collprof against the plain NCCL loop
+#   compare-pinned  the same for small sizes, both programs on one CPU
 #   sanitizer  compute-sanitizer (memcheck) on a short nccl run
+#   sanitizer-triage  its log sorted (contrib/gpu/san_triage.sh): memory
+#              errors and API errors outside NCCL fail, NCCL's own are counted
 #   check-gpu  tests/integration/nccl_gpu.sh, as make check-gpu runs it
 # Every step's log and status go under the output folder (steps.tsv: step,
 # status, rc, seconds, limit, note); at the end the logs and results are
@@ -22,6 +25,7 @@ OUTDIR=${OUT:-}
 BUNDLE=.gpu/collprof-gpu.tar.xz
 UNPACK=/tmp/collprof-gpu
 FORCE=0
+SKIP=,
 
 usage() {
     cat <<'EOF'
@@ -31,6 +35,8 @@ Usage: contrib/gpu/run.sh [OPTIONS]
       --bundle F    the bundle (default .gpu/collprof-gpu.tar.xz)
       --unpack DIR  where to unpack it (default /tmp/collprof-gpu)
       --force       run the GPU steps even when no GPU is seen (to test this script)
+      --skip LIST   steps not to run (comma-separated names; their time goes to
+                    the later steps)
   -h, --help        this help
 EOF
 }
@@ -46,6 +52,7 @@ while [ $# -gt 0 ]; do
     --bundle) need_arg "$1" $#; BUNDLE=$2; shift 2 ;;
     --unpack) need_arg "$1" $#; UNPACK=$2; shift 2 ;;
     --force) FORCE=1; shift ;;
+    --skip) need_arg "$1" $#; SKIP=,$2,; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
     esac
@@ -86,6 +93,10 @@ record() {
 run_step() {
     local name=$1 cap=$2 reserve=$(($3 * BUDGET / 420)) note=$4 left t0 rc st
     shift 4
+    case $SKIP in *",$name,"*)
+        record "$name" skip - 0 0 "--skip"
+        return ;;
+    esac
     left=$((DEADLINE - $(date +%s) - reserve))
     [ "$left" -lt "$cap" ] && cap=$left
     if [ "$cap" -lt 5 ]; then
@@ -306,9 +317,13 @@ if [ "$GPU" = 0 ]; then
 elif [ ! -x "$LOOP" ]; then
     skip_step compare "the bundle has no bench/nccl_loop"
 else
-    run_step compare 80 130 "4 ops, 8 B-256 MB, 3 rounds" env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh \
+    run_step compare 90 130 "5 ops, 8 B-256 MB, 3 rounds" env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh \
         --collprof "$COLLPROF" --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP" \
-        --ops allreduce,allgather,reducescatter,broadcast --keep
+        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep
+    # small sizes, where the host's launch rate can bound both: the same on one CPU
+    run_step compare-pinned 30 110 "2 ops, 8 B-64 KiB, CPU 2" env TMPDIR="$OUTDIR/compare" \
+        bash bench/nccl_compare.sh --collprof "$COLLPROF" --plugin-path "$COLLPROF_PLUGIN_PATH" \
+        --nccl-loop "$LOOP" --ops allreduce,sendrecv -b 8 -e 64K -f 8 --pin 2 --keep
 fi
 
 SAN=$(command -v compute-sanitizer ||
@@ -322,12 +337,14 @@ else
     # compute-sanitizer does not list are left out
     help=$(timeout 30 "$SAN" --help 2>&1)
     san_opts=(--tool memcheck --error-exitcode 9)
-    for o in "--target-processes all" "--print-limit 50"; do
+    for o in "--target-processes all" "--print-limit 100000"; do
         case $help in *"${o%% *}"*) read -ra w <<<"$o" && san_opts+=("${w[@]}") ;; esac
     done
     run_step sanitizer 80 100 "memcheck, one rank" "$SAN" "${san_opts[@]}" \
         "$COLLPROF" --backends nccl --variants default,reg,graph,p2p --ops all \
         --counts 1K,64K -n 2 -w 1 --timeout 300 --output-dir "$OUTDIR/sanitizer"
+    run_step sanitizer-triage 10 0 "memory errors, API errors outside NCCL" \
+        sh contrib/gpu/san_triage.sh "$LOGS/sanitizer.log"
 fi
 
 # make check-gpu's script, with the environment that target gives it; it skips
@@ -336,17 +353,21 @@ left=$((DEADLINE - $(date +%s) - 5))
 run_step check-gpu "$left" 0 "tests/integration/nccl_gpu.sh" env COLLPROF_BIN="$COLLPROF" \
     COLLPROF_SRCDIR="$SRC" CP_MPIRUN= CP_TIMEOUT=$((left > 20 ? left - 10 : 10)) \
     sh tests/integration/nccl_gpu.sh
-grep -E '^(not ok|1\.\.)' "$LOGS/check-gpu.log" 2>/dev/null | head -n 30 | sed 's/^/# check-gpu: /' | tee -a "$REPORT"
+grep -E '^(not ok|1\.\.|# [a-z -]*: [0-9]+ s$)' "$LOGS/check-gpu.log" 2>/dev/null | head -n 30 |
+    sed 's/^/# check-gpu: /' | tee -a "$REPORT"
 [ -f "$LOGS/check-gpu.log" ] && awk '/^ok / { o++ } /^not ok / { n++ }
     END { printf "# check-gpu: %d ok, %d not ok\n", o, n }' "$LOGS/check-gpu.log" | tee -a "$REPORT"
 
 # ---- what came out ------------------------------------------------------------------------
 s=$(ls "$OUTDIR"/matrix/collprof_*.txt 2>/dev/null | head -n 1)
 [ -n "$s" ] && grep -m1 '^result:' "$s" | sed 's/^/# matrix /' | tee -a "$REPORT"
-grep -E '^(op |allreduce|allgather|reducescatter|broadcast|worst)' "$LOGS/compare.log" 2>/dev/null |
-    sed 's/^/# compare: /' | tee -a "$REPORT"
+for c in compare compare-pinned; do
+    grep -E '^(op |allreduce|allgather|reducescatter|broadcast|sendrecv|worst)' "$LOGS/$c.log" 2>/dev/null |
+        sed "s/^/# $c: /" | tee -a "$REPORT"
+done
 grep -E 'ERROR SUMMARY|========= (Invalid|Program hit|Error)' "$LOGS/sanitizer.log" 2>/dev/null | sort | uniq -c |
     head -n 10 | sed 's/^/# sanitizer: /' | tee -a "$REPORT"
+sed 's/^/# sanitizer-triage: /' "$LOGS/sanitizer-triage.log" 2>/dev/null | tee -a "$REPORT"
 say "# steps (steps.tsv):"
 awk -F'\t' '{ printf "#   %-10s %-8s %-4s %-7s %-6s %s\n", $1, $2, $3, $4, $5, $6 }' "$TSV" | tee -a "$REPORT"
 # few files come back: pack everything but the overview

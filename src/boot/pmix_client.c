@@ -428,6 +428,14 @@ void cp_boot_finalize(cp_boot_t *boot)
 /* ---------------------------------------------------------------------- */
 /* Out-of-band collectives. */
 
+/* Whether the full-world collectives stay in this process: no PMIx, or a world of one rank
+ * (whose every fence and put would only grow the server's key store: a run of many cells
+ * then slowed down with the square of their number). */
+static int oob_local(void)
+{
+    return !pmix_up || my_nranks < 2;
+}
+
 static void next_key(char *key, size_t size)
 {
     snprintf(key, size, "cp.oob.%lu", oob_seq++);
@@ -522,6 +530,8 @@ void cp_oob_log_stats(const char *when)
                  "%s: %lu collectives (%.3f s in them), %llu bytes sent, %llu bytes read",
                  cp_tcp_on() ? cp_tcp_desc() : "tcp (closed)", s.tcp_ops, s.tcp_s, s.tcp_sent_bytes,
                  s.tcp_got_bytes);
+    } else if (oob_local()) {
+        snprintf(channel, sizeof(channel), "none (one rank: the collectives stay in the process)");
     } else {
         snprintf(channel, sizeof(channel), "pmix%s%s%s", tcp_why[0] ? " (no tcp: " : "", tcp_why,
                  tcp_why[0] ? ")" : "");
@@ -543,7 +553,7 @@ int cp_oob_allgather(const void *in, void *out, size_t len)
         return COLLPROF_ERR_INVALID;
     }
     char *dst = out;
-    if (!pmix_up) {
+    if (oob_local()) {
         memmove(dst, in, len);
         return COLLPROF_OK;
     }
@@ -590,7 +600,7 @@ int cp_oob_alltoall(const void *in, void *out, size_t len)
     if (in == NULL || out == NULL) {
         return COLLPROF_ERR_INVALID;
     }
-    if (!pmix_up) {
+    if (oob_local()) {
         memcpy(out, in, len);
         return COLLPROF_OK;
     }
@@ -609,7 +619,7 @@ int cp_oob_bcast(void *buf, size_t len, int root)
         cp_log(CP_LOG_ERROR, "OOB broadcast from rank %d of %d", root, my_nranks);
         return COLLPROF_ERR_INVALID;
     }
-    if (len == 0 || !pmix_up) {
+    if (len == 0 || oob_local()) {
         return COLLPROF_OK;
     }
     if (buf == NULL) {
@@ -766,7 +776,7 @@ int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeou
 
 int cp_oob_barrier(void)
 {
-    if (!pmix_up) {
+    if (oob_local()) {
         return COLLPROF_OK;
     }
     if (cp_tcp_on()) {

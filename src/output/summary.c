@@ -466,8 +466,10 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
     fprintf(f,
             "            each rank times each iteration with the timer its backend's 'measured'\n"
             "            line names (CLOCK_MONOTONIC around each blocking call, or the backend's\n"
-            "            device timer); an iteration's time is the max over ranks; 'time' is the\n"
-            "            mean of those, p50/p95/p99 nearest-rank\n");
+            "            device timer, which times a cell's iterations back to back on its\n"
+            "            stream without barriers: 'sync none' on that line); an iteration's\n"
+            "            time is the max over ranks; 'time' is the mean of those, p50/p95/p99\n"
+            "            nearest-rank\n");
     fprintf(
         f, "bandwidth:  algBW = S / time (GB/s = 1e9 B/s); busBW = algBW x factor (allreduce\n"
            "            2(n-1)/n; allgather(v), reducescatter, alltoall(v), gather(v), scatter(v)\n"

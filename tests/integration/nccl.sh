@@ -146,14 +146,16 @@ if [ -e "$mock/collprof_nccl.so" ]; then
     # reading both programs' output (the comparison itself needs a GPU)
     loop="$(dirname "$COLLPROF_BIN")/bench/nccl_loop_mock"
     if [ -x "$loop" ]; then
-        "$loop" -g 2 -o allreduce,allgather -b 8 -e 1K -f 128 -n 2 -w 1 >"$WORK/loop" 2>&1
-        [ $? -eq 0 ] && [ "$(grep -c '^op all.* ranks 2 iters 2 .*mean_us [0-9.]* ' "$WORK/loop")" -eq 4 ]
-        ok $? "bench/nccl_loop on the stand-in: one line per op and size"
+        "$loop" -g 2 -o allreduce,allgather,sendrecv -b 8 -e 1K -f 128 -n 2 -w 1 >"$WORK/loop" 2>&1
+        [ $? -eq 0 ] &&
+            [ "$(grep -c -E '^op (all|send).* ranks 2 iters 2 .*mean_us [0-9.]* .* issue_us [0-9.]+$' "$WORK/loop")" -eq 6 ]
+        ok $? "bench/nccl_loop on the stand-in: one line per op and size, with the host's issue time"
         bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --np 2 --nccl-loop "$loop" \
             --plugin-path "$mock" --collprof "$COLLPROF_BIN" -b 8 -e 1K -f 128 -n 2 -w 1 -r 1 \
-            >"$WORK/cmp" 2>&1
-        [ $? -eq 0 ] && [ "$(grep -c '^allreduce  *[0-9]*  *[0-9.]*  *[0-9.]*  *[0-9.]*' "$WORK/cmp")" -eq 2 ] &&
-            grep -q '^worst ratio [0-9.]* over 2 cells' "$WORK/cmp"
+            --ops allreduce,sendrecv >"$WORK/cmp" 2>&1
+        [ $? -eq 0 ] &&
+            [ "$(grep -c -E '^(allreduce|sendrecv)  *[0-9]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]+' "$WORK/cmp")" -eq 4 ] &&
+            grep -q '^worst deviation [0-9.]* % over 4 cells' "$WORK/cmp"
         ok $? "bench/nccl_compare.sh: both programs side by side per size ($(tail -n 1 "$WORK/cmp"))"
     fi
 fi
