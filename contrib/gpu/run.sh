@@ -320,12 +320,13 @@ else
     run_step compare 90 130 "5 ops, 8 B-256 MB, 3 rounds" env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh \
         --collprof "$COLLPROF" --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP" \
         --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep
-    # small sizes, where the host's launch rate can bound both: the same on one CPU (the last
-    # this process may use)
+    # where the host's launch rate bounds both (small sizes), where each runs decides it: the
+    # same with both programs on one CPU (the last this process may use)
     cpu=$(awk '/^Cpus_allowed_list:/ { n = split($2, a, /[,-]/); print a[n] }' /proc/self/status)
-    run_step compare-pinned 30 110 "2 ops, 8 B-64 KiB, CPU ${cpu:-0}" env TMPDIR="$OUTDIR/compare" \
-        bash bench/nccl_compare.sh --collprof "$COLLPROF" --plugin-path "$COLLPROF_PLUGIN_PATH" \
-        --nccl-loop "$LOOP" --ops allreduce,sendrecv -b 8 -e 64K -f 8 --pin "${cpu:-0}" --keep
+    run_step compare-pinned 90 100 "5 ops, 8 B-256 MB, 3 rounds, CPU ${cpu:-0}" \
+        env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh --collprof "$COLLPROF" \
+        --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP" \
+        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --pin "${cpu:-0}" --keep
 fi
 
 SAN=$(command -v compute-sanitizer ||
