@@ -1,5 +1,5 @@
 #!/bin/bash
-# Out-of-band channel benchmark: wall time of a many-cell gloo run on 3
+# Out-of-band channel benchmark: wall time of a many-cell gloo run on 3 (--np)
 # local ranks with the full-world OOB collectives over the TCP channel and
 # over PMIx fences (COLLPROF_OOB=pmix, the path of collprof before the TCP
 # channel), side by side in one run; and rank 0's "oob (run)" -v line.
@@ -13,13 +13,17 @@ COLLPROF_BIN=${COLLPROF:-}
 ROUNDS=1
 SIZES="160 1440"
 CHANNELS="pmix tcp"
+NP=3
 
 usage() {
     cat <<'USAGE'
 Usage: bench/oob_cells.sh [OPTIONS]
   -r, --rounds R        runs of each (size, channel) (default: 1)
       --sizes LIST      160, 1440 or both (default: "160 1440")
-      --channels LIST   pmix, tcp or both (default: "pmix tcp")
+      --channels LIST   pmix, tcp or both (default: "pmix tcp"); with --np 1, tcp
+                        means collprof's default, which keeps the exchanges in
+                        the process (printed as "none")
+      --np N            ranks (default: 3)
       --collprof PATH   collprof binary (default: $COLLPROF, ./collprof, PATH)
   -h, --help            this help
 USAGE
@@ -33,12 +37,14 @@ while [ $# -gt 0 ]; do
     --sizes) need_arg "$1" $# && SIZES=$(echo "$2" | tr , ' ') && shift ;;
     --channels) need_arg "$1" $# && CHANNELS=$(echo "$2" | tr , ' ') && shift ;;
     --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
+    --np) need_arg "$1" $# && NP=$2 && shift ;;
     -h | --help) usage && exit 0 ;;
     *) bad_usage "unknown option $1" ;;
     esac
     shift
 done
 at_least "$ROUNDS" 1 || bad_usage "--rounds needs a whole number >= 1"
+at_least "$NP" 1 || bad_usage "--np needs a whole number >= 1"
 for s in $SIZES; do
     case $s in 160 | 1440) ;; *) bad_usage "--sizes: 160 or 1440, not $s" ;; esac
 done
@@ -67,7 +73,7 @@ for size in $SIZES; do
             mode=
             [ "$ch" = pmix ] && mode=pmix
             t0=$(date +%s.%N)
-            COLLPROF_OOB=$mode "$COLLPROF_BIN" --np 3 --backends gloo \
+            COLLPROF_OOB=$mode "$COLLPROF_BIN" --np "$NP" --backends gloo \
                 --ops allreduce,reducescatter,reduce,allgather,broadcast --counts 3K \
                 -d "$(dtypes "$size")" -o sum,prod,min,max --inplace both -n 2 -w 1 \
                 --variants default,ring,ring_chunked,halving_doubling -v \
@@ -76,7 +82,8 @@ for size in $SIZES; do
                 die "the $size-cell run over $ch failed"
             }
             t1=$(date +%s.%N)
-            line=$(grep ' r0/3 [^]]*\] oob (run): ' "$tmp/err" | sed 's/.*\] oob (run): //')
+            line=$(grep " r0/$NP [^]]*\\] oob (run): " "$tmp/err" | sed 's/.*\] oob (run): //')
+            [ "$NP" = 1 ] && [ "$ch" = tcp ] && ch=none
             printf '%-6s %-5s %5s %8.2f  %s\n' "$size" "$ch" "$round" \
                 "$(echo "$t1 - $t0" | bc)" "$line"
         done

@@ -49,7 +49,8 @@ void cp_boot_finalize(cp_boot_t *boot);
  * cp_boot_init (rank 0's node address, or 127.0.0.1 when every rank is on
  * one node; COLLPROF_OOB_IFACE=NAME: that interface's address;
  * COLLPROF_OOB=pmix: no TCP); when it cannot be opened, over PMIx (a fresh
- * key and a fence per call, whose cost grows with the keys so far).  A
+ * key and a fence per call, whose cost grows with the keys so far).  With
+ * one rank they stay in the process (unless COLLPROF_OOB=pmix).  A
  * peer that exits makes them fail; a stopped one makes them wait (the
  * watchdog's business).  Meant for control data and results, not bulk
  * data.  len == 0 is a no-op (barrier excepted).  Not thread-safe.  allgather: out holds nranks *

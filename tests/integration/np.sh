@@ -33,4 +33,18 @@ for v in ring recursive_doubling rabenseifner bruck pairwise binomial; do
     grep -q "^== mpi / $v ==" "$s"
     ok $? "variant $v ran and is recorded"
 done
+# one rank: collprof's own exchanges stay in the process (through PMIx, every cell's would grow
+# the server's key store: quadratic in the cells); COLLPROF_OOB=pmix sends them through PMIx
+d="$WORK/one"
+mkdir -p "$d"
+cp_run --np 1 --backends self --ops allreduce,allgather --counts 1K,2K -n 2 -w 1 -v --output-dir "$d"
+check_clean_run "$d" "--np 1"
+grep -q ' r0/1 [^]]*\] oob (run): 0 fences .*, 0 puts .*; channel none (one rank' "$WORK/err"
+ok $? "--np 1: no fence, no put, no channel (exchanges in the process)"
+rm -rf "$d" && mkdir -p "$d"
+COLLPROF_OOB=pmix cp_run --np 1 --backends self --ops allreduce,allgather --counts 1K,2K -n 2 -w 1 \
+    -v --output-dir "$d"
+check_clean_run "$d" "--np 1, COLLPROF_OOB=pmix"
+grep -q ' r0/1 [^]]*\] oob (run): [1-9][0-9]* fences .*; channel pmix' "$WORK/err"
+ok $? "--np 1, COLLPROF_OOB=pmix: the exchanges go through PMIx fences"
 done_testing
