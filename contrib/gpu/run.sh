@@ -343,7 +343,7 @@ else
     for o in "--target-processes all" "--print-limit 100000"; do
         case $help in *"${o%% *}"*) read -ra w <<<"$o" && san_opts+=("${w[@]}") ;; esac
     done
-    run_step sanitizer 80 100 "memcheck, one rank" "$SAN" "${san_opts[@]}" \
+    run_step sanitizer 80 100 "memcheck, one rank (rc 9: it reported something; see sanitizer-triage)" "$SAN" "${san_opts[@]}" \
         "$COLLPROF" --backends nccl --variants default,reg,graph,p2p --ops all \
         --counts 1K,64K -n 2 -w 1 --timeout 300 --output-dir "$OUTDIR/sanitizer"
     run_step sanitizer-triage 10 0 "memory errors, API errors outside NCCL" \
