@@ -58,9 +58,12 @@ void cp_format_limit(const collprof_result_row_t *r, char *buf, size_t len)
     double gbs = device ? r->dcopy_gbs : r->copy_gbs;
     buf[0] = '\0';
     if (gbs > 0 && measured(r)) {
-        double pct = 100.0 * r->busbw_gbs / gbs;
-        snprintf(buf, len, " | BusBW %.*f%% of %s %.2f GB/s", pct < 10 ? 1 : 0, pct,
-                 device ? "device copy" : "memcpy", gbs);
+        /* one rank: the bus factor is 0 (nothing crosses a link) and the collective is a copy,
+         * so algBW is the figure to hold against the copy rate */
+        int alg = r->busbw_gbs <= 0 && r->algbw_gbs > 0;
+        double pct = 100.0 * (alg ? r->algbw_gbs : r->busbw_gbs) / gbs;
+        snprintf(buf, len, " | %s %.*f%% of %s %.2f GB/s", alg ? "AlgBW" : "BusBW",
+                 pct < 10 ? 1 : 0, pct, device ? "device copy" : "memcpy", gbs);
     }
 }
 

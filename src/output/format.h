@@ -16,7 +16,7 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len);
 
 /** " | BusBW N% of memcpy R GB/s" for a measured host cell with a memcpy rate (copy_gbs),
  *  " | BusBW N% of device copy R GB/s" for a device cell with a device rate (dcopy_gbs),
- *  else "". */
+ *  AlgBW instead of BusBW where busBW is 0 (one rank: a copy, nothing on a link), else "". */
 void cp_format_limit(const collprof_result_row_t *r, char *buf, size_t len);
 
 /** Summary-file line of one cell (no newline). */

@@ -36,10 +36,10 @@ check_clean_run "$d" "nccl --np $np: every op and dtype, in and out of place"
 # the device copy limit beside busBW: every measured line has it, no line a memcpy one
 s=$(summary_of "$d")
 # (a barrier moves no bytes: no bandwidth, no limit)
-n=$(grep -c -E '#wrong: [0-9]+ .* \| BusBW [0-9.]+% of device copy [0-9]+\.[0-9]+ GB/s' "$s")
+n=$(grep -c -E '#wrong: [0-9]+ .* \| (Bus|Alg)BW [0-9.]+% of device copy [0-9]+\.[0-9]+ GB/s' "$s")
 m=$(grep -E '^  [A-Za-z]* \(.*device.*\): .*#wrong: ' "$s" | grep -c -v '^  Barrier ')
 [ "$n" -gt 0 ] && ! grep -q -E '#wrong: .* of memcpy' "$s" && [ "$n" -eq "$m" ]
-ok $? "nccl --np $np: every measured line but a barrier's ends with busBW as % of device copy ($n of $m lines)"
+ok $? "nccl --np $np: every measured line but a barrier's ends with busBW (one rank: algBW) as % of device copy ($n of $m lines)"
 grep -o 'of device copy [0-9.]* GB/s' "$s" | sort -u | sed 's/^/# 4K and 1M: /'
 part_done "every op and dtype"
 

@@ -41,6 +41,11 @@ cp_run --np 1 --backends self --ops allreduce,allgather --counts 1K,2K -n 2 -w 1
 check_clean_run "$d" "--np 1"
 grep -q ' r0/1 [^]]*\] oob (run): 0 fences .*, 0 puts .*; channel none (one rank' "$WORK/err"
 ok $? "--np 1: no fence, no put, no channel (exchanges in the process)"
+# one rank: busBW is 0, so the copy limit is held against algBW
+s=$(summary_of "$d")
+[ "$(grep -c -E '^  AllReduce: .*BusBW: +0\.00 GB/s .* \| AlgBW [0-9.]+% of memcpy [0-9]+\.[0-9]+ GB/s$' "$s")" -eq 2 ] &&
+    ! grep -q -E '#wrong: .*\| BusBW [0-9.]+% of' "$s"
+ok $? "--np 1: AlgBW (not a busBW of 0) as % of memcpy"
 rm -rf "$d" && mkdir -p "$d"
 COLLPROF_OOB=pmix cp_run --np 1 --backends self --ops allreduce,allgather --counts 1K,2K -n 2 -w 1 \
     -v --output-dir "$d"
