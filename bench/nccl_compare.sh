@@ -113,10 +113,20 @@ if [ -z "$LOOP_BIN" ]; then
 fi
 [ -x "$LOOP_BIN" ] || die "$LOOP_BIN is not executable"
 
-# "OP BYTES MEAN" lines from collprof's table (columns found from its header)
+# "OP BYTES MEAN ISSUE" lines from collprof's table (columns found from its header), ISSUE
+# from the -v -v lines of the cell's timed batch (the host's time per launch, max over ranks)
 parse_collprof() {
-    awk '/^# backend/ { for (i = 1; i <= NF; i++) { if ($i == "time(us)") m = i - 1; if ($i == "size(B)") b = i - 1 } }
-        m && b && $1 == "nccl" && $2 == "default" && $m ~ /^[0-9.]+$/ { print $3, $b, $m }' "$1"
+    awk -v iters="$ITERS" '/^# backend/ { for (i = 1; i <= NF; i++) { if ($i == "time(us)") m = i - 1; if ($i == "size(B)") b = i - 1 } }
+        / collprof nccl\/default [a-z]+ .*: [0-9]+ launches, host [0-9.]+ us each/ {
+            for (i = 1; i < NF; i++) {
+                if ($i == "nccl/default") o = $(i + 1)
+                if ($i == "launches," && $(i - 1) == iters && (!(o in iss) || $(i + 2) > iss[o]))
+                    iss[o] = $(i + 2) # the max over ranks, as the plain loop reports
+            }
+        }
+        m && b && $1 == "nccl" && $2 == "default" && $m ~ /^[0-9.]+$/ {
+            print $3, $b, $m, ($3 in iss) ? iss[$3] : "-"; delete iss[$3]
+        }' "$1"
 }
 
 # the same from nccl_loop's key-value lines, with its host time per launch
@@ -148,7 +158,7 @@ for r in $(seq 1 "$ROUNDS"); do
     mkdir -p "$out.d"
     "${pin[@]}" "$COLLPROF_BIN" "${launch[@]}" --backends nccl --variants default --ops "$OPS" \
         -b "$MINB" -e "$MAXB" -f "$FACTOR" --dtype float32 --redop sum --inplace out \
-        -n "$ITERS" -w "$WARMUP" --output-dir "$out.d" >"$out" 2>&1 ||
+        -n "$ITERS" -w "$WARMUP" -v -v --output-dir "$out.d" >"$out" 2>&1 ||
         { cat "$out" >&2; die "collprof failed in round $r (output above)"; }
     parse_collprof "$out" | number "$r" collprof >>"$TMP/times"
 done
@@ -171,8 +181,8 @@ awk -v rounds="$ROUNDS" '
         if (!(cell in seen)) { seen[cell] = 1; order[++no] = cell }
     }
     END {
-        printf "%-14s %12s %14s %14s %8s %16s\n", "op", "bytes", "plain(us)", "collprof(us)", "ratio",
-               "plain-issue(us)"
+        printf "%-14s %12s %14s %14s %8s %16s %19s\n", "op", "bytes", "plain(us)", "collprof(us)",
+               "ratio", "plain-issue(us)", "collprof-issue(us)"
         worst = 0
         for (k = 1; k <= no; k++) {
             split(order[k], f, SUBSEP)
@@ -189,7 +199,8 @@ awk -v rounds="$ROUNDS" '
             worst = dev > worst ? dev : worst
             flag = ratio > 1.05 ? "  > +5 %" : ratio < 0.95 ? "  < -5 %" : ""
             iss = ("issue" SUBSEP p) in cnt ? sprintf("%.2f", median("issue" SUBSEP p)) : "-"
-            printf "%-14s %12s %14.2f %14.2f %8.3f %16s%s\n", f[1], b, mp, mc, ratio, iss, flag
+            isc = ("issue" SUBSEP c) in cnt ? sprintf("%.2f", median("issue" SUBSEP c)) : "-"
+            printf "%-14s %12s %14.2f %14.2f %8.3f %16s %19s%s\n", f[1], b, mp, mc, ratio, iss, isc, flag
         }
         printf "worst deviation %.1f %% over %d cells, medians of %d round(s)\n", 100 * worst, no, rounds
     }' "$TMP/times"

@@ -1091,6 +1091,7 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
              collprof_op_name(a->op), collprof_dtype_name(a->dtype), a->count);
     nvtxRangePushA(range);
     ctx->spin = 1; /* no sleep between launches or while the batch completes */
+    double issue0 = nb_now();
     cudaError_t e = cudaEventRecord(ctx->ev[0], ctx->stream);
     if (e != cudaSuccess) {
         rc = nb_cuda_fail(ctx, "cudaEventRecord", e);
@@ -1104,6 +1105,7 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
             issued = i + 2;
         }
     }
+    double issue_us = (nb_now() - issue0) * 1e6 / iters;
     nvtxRangePop();
     if (rc != COLLPROF_OK) {
         /* drain what was launched (bounded), keep the first error */
@@ -1121,6 +1123,7 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
     if (rc != COLLPROF_OK) {
         return rc;
     }
+    double sum = 0;
     for (int i = 0; i < iters; i++) {
         float ms = 0.0f;
         e = cudaEventElapsedTime(&ms, ctx->ev[i], ctx->ev[i + 1]);
@@ -1128,6 +1131,14 @@ static int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double 
             return nb_cuda_fail(ctx, "cudaEventElapsedTime", e);
         }
         times_us[i] = (double)ms * 1000.0;
+        sum += times_us[i];
+    }
+    /* where the host's time per launch comes near the device's time per operation, the GPU
+     * waited for the host: the launch rate, not the collective, set the time (-v -v) */
+    if (ctx->host->log != NULL) {
+        ctx->host->log(
+            COLLPROF_LOG_DEBUG, "%s: %d launches, host %.2f us each, device %.2f us each%s", range,
+            iters, issue_us, sum / iters, issue_us >= 0.9 * sum / iters ? " (launch-bound)" : "");
     }
     return COLLPROF_OK;
 }

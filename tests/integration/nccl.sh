@@ -154,7 +154,7 @@ if [ -e "$mock/collprof_nccl.so" ]; then
             --plugin-path "$mock" --collprof "$COLLPROF_BIN" -b 8 -e 1K -f 128 -n 2 -w 1 -r 1 \
             --ops allreduce,sendrecv >"$WORK/cmp" 2>&1
         [ $? -eq 0 ] &&
-            [ "$(grep -c -E '^(allreduce|sendrecv)  *[0-9]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]+' "$WORK/cmp")" -eq 4 ] &&
+            [ "$(grep -c -E '^(allreduce|sendrecv)  *[0-9]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]+  *[0-9.]+( |$)' "$WORK/cmp")" -eq 4 ] &&
             grep -q '^worst deviation [0-9.]* % over 4 cells' "$WORK/cmp"
         ok $? "bench/nccl_compare.sh: both programs side by side per size ($(tail -n 1 "$WORK/cmp"))"
     fi
