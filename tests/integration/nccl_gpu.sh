@@ -53,6 +53,19 @@ check_clean_run "$d" "nccl --np $np: iallreduce, iallgather, ialltoall, ibroadca
 sed -n '/^== non-blocking operations/,/^== fastest/p' "$(summary_of "$d")" | sed 's/^/# /'
 part_done "non-blocking"
 
+# 1c. non-blocking communicators (-B nccl-blocking=0): polled, never slept on; a forced
+# algorithm's refusal (or, on one rank, its not applying) must leave the communicator usable
+d="$WORK/nbcomm"
+mkdir -p "$d"
+cp_run --np "$np" --backends nccl -B nccl-blocking=0 --variants default,graph,reg,ring-simple \
+    --ops allreduce,allgather,broadcast,sendrecv --dtype float32 --counts 4K,1M -n 3 -w 1 \
+    --output-dir "$d"
+[ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+check_clean_run "$d" "nccl --np $np, non-blocking communicators"
+grep -q 'nccl-blocking=0' "$(summary_of "$d")"
+ok $? "nccl --np $np, non-blocking communicators: the summary records nccl-blocking=0"
+part_done "non-blocking communicators"
+
 # 2. every reduction on the reducing ops
 d="$WORK/redops"
 mkdir -p "$d"
