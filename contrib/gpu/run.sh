@@ -321,9 +321,11 @@ else
         --collprof "$COLLPROF" --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP" \
         --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep
     # where the host's launch rate bounds both (small sizes), where each runs decides it: the
-    # same with both programs on one CPU (the last this process may use)
+    # same with both programs on the last two CPUs this process may use (on one, collprof's
+    # helper threads share the launching thread's CPU: 2026-11-26 pinned to one)
     cpu=$(awk '/^Cpus_allowed_list:/ { n = split($2, a, /[,-]/); print a[n] }' /proc/self/status)
-    run_step compare-pinned 90 100 "5 ops, 8 B-256 MB, 3 rounds, CPU ${cpu:-0}" \
+    [ "${cpu:-0}" -gt 0 ] 2>/dev/null && cpu="$((cpu - 1)),$cpu"
+    run_step compare-pinned 90 100 "5 ops, 8 B-256 MB, 3 rounds, CPUs ${cpu:-0}" \
         env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh --collprof "$COLLPROF" \
         --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP" \
         --ops allreduce,allgather,reducescatter,broadcast,sendrecv --pin "${cpu:-0}" --keep
