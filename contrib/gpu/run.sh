@@ -7,7 +7,7 @@
 #   version    collprof --version, --list
 #   matrix     collprof --np 1 --backends nccl (the default matrix): summary, .h5
 #   compare    bench/nccl_compare.sh: collprof against the plain NCCL loop
-#   compare-pinned  the same for small sizes, both programs on one CPU
+#   compare-pinned  the same with both programs on two CPUs (taskset)
 #   sanitizer  compute-sanitizer (memcheck) on a short nccl run
 #   sanitizer-triage  its log sorted (contrib/gpu/san_triage.sh): memory
 #              errors and API errors outside NCCL fail, NCCL's own are counted
@@ -317,18 +317,17 @@ if [ "$GPU" = 0 ]; then
 elif [ ! -x "$LOOP" ]; then
     skip_step compare "the bundle has no bench/nccl_loop"
 else
-    run_step compare 90 130 "5 ops, 8 B-256 MB, 3 rounds" env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh \
-        --collprof "$COLLPROF" --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP" \
-        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep
+    cmp=(env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh --collprof "$COLLPROF"
+        --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP"
+        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep)
+    run_step compare 90 130 "5 ops, 8 B-256 MB, 3 rounds" "${cmp[@]}"
     # where the host's launch rate bounds both (small sizes), where each runs decides it: the
     # same with both programs on the last two CPUs this process may use (on one, collprof's
     # helper threads share the launching thread's CPU: 2026-11-26 pinned to one)
     cpu=$(awk '/^Cpus_allowed_list:/ { n = split($2, a, /[,-]/); print a[n] }' /proc/self/status)
     [ "${cpu:-0}" -gt 0 ] 2>/dev/null && cpu="$((cpu - 1)),$cpu"
-    run_step compare-pinned 90 100 "5 ops, 8 B-256 MB, 3 rounds, CPUs ${cpu:-0}" \
-        env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh --collprof "$COLLPROF" \
-        --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP" \
-        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --pin "${cpu:-0}" --keep
+    run_step compare-pinned 90 100 "5 ops, 8 B-256 MB, 3 rounds, CPUs ${cpu:-0}" "${cmp[@]}" \
+        --pin "${cpu:-0}"
 fi
 
 SAN=$(command -v compute-sanitizer ||

@@ -470,6 +470,12 @@ static int host_addr(const char *hostname, char *buf, size_t size)
     return loop;
 }
 
+int cp_oob_pmix_forced(void)
+{
+    const char *mode = getenv("COLLPROF_OOB");
+    return mode != NULL && strcmp(mode, "pmix") == 0;
+}
+
 int cp_tcp_listen(int rank, int nranks, int all_local, const char *hostname, cp_tcp_pub_t *pub)
 {
     memset(pub, 0, sizeof(*pub));
@@ -479,8 +485,7 @@ int cp_tcp_listen(int rank, int nranks, int all_local, const char *hostname, cp_
         return 0;
     }
     const char *iface = getenv("COLLPROF_OOB_IFACE");
-    const char *mode = getenv("COLLPROF_OOB");
-    if (mode != NULL && strcmp(mode, "pmix") == 0) {
+    if (cp_oob_pmix_forced()) {
         set_why("COLLPROF_OOB=pmix");
         return -1;
     }

@@ -32,6 +32,9 @@ int cp_tcp_connect(int rank, int nranks, const cp_tcp_pub_t *pub0, int same_node
 void cp_tcp_close(void);
 /** Why the channel is not up ("" when it is or was never tried). */
 const char *cp_tcp_why(void);
+/* COLLPROF_OOB=pmix: the collectives go through PMIx fences (no TCP channel, and not in the
+ * process either for one rank), to compare with the default paths. */
+int cp_oob_pmix_forced(void);
 int cp_tcp_on(void);
 /** "tcp 127.0.0.1:PORT" or "tcp ADDR:PORT" (rank 0's address in use). */
 const char *cp_tcp_desc(void);

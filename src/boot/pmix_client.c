@@ -433,12 +433,7 @@ void cp_boot_finalize(cp_boot_t *boot)
  * then slowed down with the square of their number), unless COLLPROF_OOB=pmix. */
 static int oob_local(void)
 {
-    static int forced = -1; /* COLLPROF_OOB=pmix: through PMIx all the same (to compare) */
-    if (forced < 0) {
-        const char *m = getenv("COLLPROF_OOB");
-        forced = m != NULL && strcmp(m, "pmix") == 0;
-    }
-    return !pmix_up || (my_nranks < 2 && !forced);
+    return !pmix_up || (my_nranks < 2 && !cp_oob_pmix_forced());
 }
 
 static void next_key(char *key, size_t size)
