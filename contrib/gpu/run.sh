@@ -57,6 +57,11 @@ while [ $# -gt 0 ]; do
     *) bad_usage "unknown argument '$1'" ;;
     esac
 done
+for st in ${SKIP//,/ }; do
+    case $st in version | matrix | compare | compare-pinned | sanitizer | sanitizer-triage | check-gpu) ;;
+    *) bad_usage "--skip: no step '$st' (version, matrix, compare, compare-pinned, sanitizer, sanitizer-triage, check-gpu)" ;;
+    esac
+done
 case $BUDGET in '' | *[!0-9]*) bad_usage "--budget needs a whole number of seconds" ;; esac
 [ "$BUDGET" -ge 30 ] || bad_usage "--budget must be at least 30 s"
 [ -n "$OUTDIR" ] || bad_usage "no output folder: set OUT or pass --out DIR"
