@@ -2,10 +2,11 @@
 # collprof's nccl backend against a plain loop of the same NCCL calls
 # (bench/nccl_loop.c), side by side on the GPUs of this machine: a byte
 # sweep per op, both timed with CUDA events, interleaved over several
-# launches.  Prints per op and size the median-of-rounds mean time of each
-# and ratio = collprof / plain (the goal: within 1.05 at every size).
-# Needs a GPU; see bench/README.md and docs/nccl.md.  Exit status: 0 ran
-# (whatever the ratios), 1 failed to run, 2 bad usage.
+# launches.  Prints per op and size the median-of-rounds mean time of each,
+# ratio = collprof / plain (the goal: within 1.05 at every size) and a
+# verdict that says whether the rounds can tell the two apart.
+# Needs a GPU (but --analyse); see bench/README.md and docs/nccl.md.  Exit
+# status: 0 ran (whatever the ratios), 1 failed to run, 2 bad usage.
 set -u
 
 usage() {
@@ -14,9 +15,21 @@ Usage: bench/nccl_compare.sh [OPTIONS]
 Times NCCL collectives through collprof (--backends nccl --variants default,
 out of place, float32 sum) and through bench/nccl_loop.c over a byte sweep,
 interleaved over R rounds of one launch each, and prints per op and size the
-median-of-rounds means and ratio = collprof / plain.
+median-of-rounds means, ratio = collprof / plain, each program's spread over
+its rounds (slowest / fastest round) and a verdict:
+  ok         the medians within 5 %
+  ok*        within 5 %, but every round of one program beyond every round of
+             the other (a small difference the rounds agree on)
+  SLOWER     collprof beyond 5 % slower, and every collprof round slower than
+             every plain round
+  faster     the same the other way
+  undecided  beyond 5 %, but the rounds overlap: the programs' own round-to-
+             round variation is as large as the difference
+Rounds all apart happen by chance with p = 2 / C(2R, R) per cell when both
+programs time the same (R = 5: 0.008); with p above 0.05 (R below 4) no
+verdict is ok* or SLOWER/faster.
 
-  -r, --rounds R         launches of each program (default: 3)
+  -r, --rounds R         launches of each program (default: 5)
   -n, --iters N          timed iterations per op, size and launch (default: 50)
   -w, --warmup W         warm-up iterations (default: 10)
   -b, --minbytes SIZE    sweep start, K/M/G suffixes (default: 8)
@@ -27,6 +40,14 @@ median-of-rounds means and ratio = collprof / plain.
                          (default: allreduce; broadcast is in place in both, as
                          collprof's has one buffer)
       --pin CPUS         run both programs under taskset -c CPUS (default: unpinned)
+      --control          also run the plain loop with buffers of each cell's size,
+                         allocated per op and size as collprof's cells are
+                         (nccl_loop -a each; the plain loop allocates the largest
+                         once, as nccl-tests): columns each(us), ratio-each
+                         (collprof / each) and verdict-each; tells an effect of
+                         buffer placement from one of collprof's code
+      --analyse DIR      run nothing: print the table of the raw outputs that
+                         --keep left in DIR (its file "times")
       --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, or on PATH)
       --plugin-path DIR  COLLPROF_PLUGIN_PATH (default: the environment's, or
                          .libs next to a build-tree collprof)
@@ -42,7 +63,8 @@ EOF
 NAME=nccl_compare.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-ROUNDS=3 ITERS=50 WARMUP=10 MINB=8 MAXB=256M FACTOR=2 NP=1 OPS=allreduce KEEP=0 PIN=
+ROUNDS=5 ITERS=50 WARMUP=10 MINB=8 MAXB=256M FACTOR=2 NP=1 OPS=allreduce KEEP=0 PIN='' CONTROL=0
+ANALYSE=
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 LOOP_BIN=${NCCL_LOOP:-}
@@ -62,6 +84,8 @@ while [ $# -gt 0 ]; do
     --nccl-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
     --pin) need_arg "$1" $#; PIN=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
+    --control) CONTROL=1; shift ;;
+    --analyse | --analyze) need_arg "$1" $#; ANALYSE=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
     esac
@@ -80,6 +104,93 @@ for op in ${OPS//,/ }; do
     *) bad_usage "--ops: '$op' is not allreduce, allgather, reducescatter, broadcast or sendrecv" ;;
     esac
 done
+
+# the table of a "times" file: per op and position in the sweep, each program's median over
+# rounds, the ratios, the spreads and the verdicts (see --help)
+analyse() {
+    awk '
+    function sortv(key, v,   n, i, j, t) {
+        n = cnt[key]
+        for (i = 1; i <= n; i++) v[i] = val[key, i]
+        for (i = 2; i <= n; i++)
+            for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+        return n
+    }
+    function median(key,   v, n) { n = sortv(key, v); return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+    function lo(key,   v) { sortv(key, v); return v[1] }
+    function hi(key,   v, n) { n = sortv(key, v); return v[n] }
+    function spread(key) { return lo(key) > 0 ? hi(key) / lo(key) : 0 }
+    function choose(n, k,   r, i) { r = 1; for (i = 1; i <= k; i++) r = r * (n - k + i) / i; return r }
+    # p that every round of one of two like programs falls beyond every round of the other
+    function chance(c, p) { return 2 / choose(cnt[c] + cnt[p], cnt[c]) }
+    function verdict(c, p,   ratio, apart) {
+        ratio = median(p) > 0 ? median(c) / median(p) : 0
+        apart = chance(c, p) <= 0.05 && (lo(c) > hi(p) || hi(c) < lo(p))
+        if (ratio >= 0.95 && ratio <= 1.05) return apart ? "ok*" : "ok"
+        if (!apart) return "undecided"
+        return ratio > 1 ? "SLOWER" : "faster"
+    }
+    function tally(name, cell, v) { n[name, v]++; if (v == "SLOWER" || v == "faster") list[name, v] = list[name, v] " " cell }
+    function summary(name, ref,   v, k, s) {
+        s = ""
+        for (k = 1; k <= 5; k++) { v = kinds[k]; s = s sprintf("%s%s %d", k > 1 ? ", " : "", v, n[name, v]) }
+        printf "verdicts, collprof against %s: %s (every round apart by chance: p = %.3g per cell)\n", ref, s, pmax[name]
+        for (k = 4; k <= 5; k++)
+            if ((name, kinds[k]) in list) printf "%s against %s:%s\n", kinds[k], ref, list[name, kinds[k]]
+    }
+    BEGIN { split("ok ok* undecided SLOWER faster", kinds, " ") }
+    {
+        cell = $3 SUBSEP $4
+        key = $2 SUBSEP cell
+        val[key, ++cnt[key]] = $6
+        rounds = $1 > rounds ? $1 : rounds
+        if ($7 ~ /^[0-9.]+$/) { ik = "issue" SUBSEP key; val[ik, ++cnt[ik]] = $7 }
+        bytes[key] = $5
+        if ($2 == "plain-each") control = 1
+        if (!(cell in seen)) { seen[cell] = 1; order[++no] = cell }
+    }
+    END {
+        printf "%-14s %12s %11s %13s %7s %-9s %12s %15s %15s %18s", "op", "bytes", "plain(us)", "collprof(us)",
+               "ratio", "verdict", "spread-plain", "spread-collprof", "plain-issue(us)", "collprof-issue(us)"
+        printf control ? sprintf(" %9s %10s %s\n", "each(us)", "ratio-each", "verdict-each") : "\n"
+        worst = 0
+        for (k = 1; k <= no; k++) {
+            split(order[k], f, SUBSEP)
+            p = "plain" SUBSEP order[k]; c = "collprof" SUBSEP order[k]; e = "plain-each" SUBSEP order[k]
+            b = (p in bytes) ? bytes[p] : bytes[c]
+            if ((p in bytes) && (c in bytes) && bytes[p] != bytes[c]) b = bytes[p] "/" bytes[c]
+            if (!(p in cnt) || !(c in cnt)) {
+                printf "%-14s %12s %11s %13s %7s\n", f[1], b, (p in cnt) ? median(p) : "-",
+                       (c in cnt) ? median(c) : "-", "n/a"
+                continue
+            }
+            mp = median(p); mc = median(c); ratio = mp > 0 ? mc / mp : 0
+            dev = ratio > 1 ? ratio - 1 : 1 - ratio
+            worst = dev > worst ? dev : worst
+            v = verdict(c, p); tally("plain", f[1] " " b, v)
+            pmax["plain"] = chance(c, p) > pmax["plain"] ? chance(c, p) : pmax["plain"]
+            iss = ("issue" SUBSEP p) in cnt ? sprintf("%.2f", median("issue" SUBSEP p)) : "-"
+            isc = ("issue" SUBSEP c) in cnt ? sprintf("%.2f", median("issue" SUBSEP c)) : "-"
+            printf "%-14s %12s %11.2f %13.2f %7.3f %-9s %12.2f %15.2f %15s %18s", f[1], b, mp, mc, ratio, v,
+                   spread(p), spread(c), iss, isc
+            if (control && (e in cnt)) {
+                me = median(e); v = verdict(c, e); tally("each", f[1] " " b, v)
+                pmax["each"] = chance(c, e) > pmax["each"] ? chance(c, e) : pmax["each"]
+                printf " %9.2f %10.3f %s", me, (me > 0 ? mc / me : 0), v
+            }
+            printf "\n"
+        }
+        printf "worst deviation %.1f %% over %d cells, medians of %d round(s)\n", 100 * worst, no, rounds
+        summary("plain", "plain")
+        if (control) summary("each", "plain-each")
+    }' "$1"
+}
+
+if [ -n "$ANALYSE" ]; then
+    [ -f "$ANALYSE/times" ] || die "--analyse: no file $ANALYSE/times (the raw outputs of a --keep run)"
+    analyse "$ANALYSE/times"
+    exit 0
+fi
 
 HERE=$(cd "$(dirname "$0")" && pwd) || die "cannot find the script's directory"
 find_collprof
@@ -154,6 +265,13 @@ for r in $(seq 1 "$ROUNDS"); do
     "${pin[@]}" "$LOOP_BIN" -g "$NP" -o "$OPS" -b "$MINB" -e "$MAXB" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" \
         >"$out" 2>&1 || { cat "$out" >&2; die "nccl_loop failed in round $r (output above)"; }
     parse_loop "$out" | number "$r" plain >>"$TMP/times"
+    if [ "$CONTROL" = 1 ]; then
+        out=$TMP/each.$r
+        "${pin[@]}" "$LOOP_BIN" -g "$NP" -o "$OPS" -b "$MINB" -e "$MAXB" -f "$FACTOR" -n "$ITERS" \
+            -w "$WARMUP" -a each >"$out" 2>&1 ||
+            { cat "$out" >&2; die "nccl_loop -a each failed in round $r (output above)"; }
+        parse_loop "$out" | number "$r" plain-each >>"$TMP/times"
+    fi
     out=$TMP/collprof.$r
     mkdir -p "$out.d"
     "${pin[@]}" "$COLLPROF_BIN" "${launch[@]}" --backends nccl --variants default --ops "$OPS" \
@@ -163,44 +281,4 @@ for r in $(seq 1 "$ROUNDS"); do
     parse_collprof "$out" | number "$r" collprof >>"$TMP/times"
 done
 
-# per op and position in the sweep: each program's median over rounds, then the ratio
-awk -v rounds="$ROUNDS" '
-    function median(key,   n, i, j, t, v) {
-        n = cnt[key]
-        for (i = 1; i <= n; i++) v[i] = val[key, i]
-        for (i = 2; i <= n; i++)
-            for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-        return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-    }
-    {
-        cell = $3 SUBSEP $4
-        key = $2 SUBSEP cell
-        val[key, ++cnt[key]] = $6
-        if ($7 ~ /^[0-9.]+$/) { ik = "issue" SUBSEP key; val[ik, ++cnt[ik]] = $7 }
-        bytes[key] = $5
-        if (!(cell in seen)) { seen[cell] = 1; order[++no] = cell }
-    }
-    END {
-        printf "%-14s %12s %14s %14s %8s %16s %19s\n", "op", "bytes", "plain(us)", "collprof(us)",
-               "ratio", "plain-issue(us)", "collprof-issue(us)"
-        worst = 0
-        for (k = 1; k <= no; k++) {
-            split(order[k], f, SUBSEP)
-            p = "plain" SUBSEP order[k]; c = "collprof" SUBSEP order[k]
-            b = (p in bytes) ? bytes[p] : bytes[c]
-            if ((p in bytes) && (c in bytes) && bytes[p] != bytes[c]) b = bytes[p] "/" bytes[c]
-            if (!(p in cnt) || !(c in cnt)) {
-                printf "%-14s %12s %14s %14s %8s\n", f[1], b, (p in cnt) ? median(p) : "-",
-                       (c in cnt) ? median(c) : "-", "n/a"
-                continue
-            }
-            mp = median(p); mc = median(c); ratio = mp > 0 ? mc / mp : 0
-            dev = ratio > 1 ? ratio - 1 : 1 - ratio
-            worst = dev > worst ? dev : worst
-            flag = ratio > 1.05 ? "  > +5 %" : ratio < 0.95 ? "  < -5 %" : ""
-            iss = ("issue" SUBSEP p) in cnt ? sprintf("%.2f", median("issue" SUBSEP p)) : "-"
-            isc = ("issue" SUBSEP c) in cnt ? sprintf("%.2f", median("issue" SUBSEP c)) : "-"
-            printf "%-14s %12s %14.2f %14.2f %8.3f %16s %19s%s\n", f[1], b, mp, mc, ratio, iss, isc, flag
-        }
-        printf "worst deviation %.1f %% over %d cells, medians of %d round(s)\n", 100 * worst, no, rounds
-    }' "$TMP/times"
+analyse "$TMP/times"

@@ -10,8 +10,12 @@
  *     ncclUniqueId and hands it over through shared memory;
  *   - one blocking communicator (ncclCommInitRankConfig, the library's
  *     defaults), one non-blocking CUDA stream per rank;
- *   - two cudaMalloc buffers of the largest size, the send buffer filled
- *     before timing; the same buffers every iteration, out of place but
+ *   - two cudaMalloc buffers of the largest size, zeroed before timing, as
+ *     nccl-tests allocates (-a once, the default), or two of exactly each
+ *     op and size's bytes, allocated before its warm-up and freed after
+ *     its timed batch, as collprof allocates a cell's (-a each: the control
+ *     of bench/nccl_compare.sh --control); the same buffers every
+ *     iteration, out of place but
  *     for broadcast, which has one buffer in collprof as in MPI (in place);
  *     sendrecv is ncclSend to rank+1 and ncclRecv from rank-1 in a group;
  *   - per op and size: W warm-up then N timed operations launched back to
@@ -29,8 +33,9 @@
  *
  * Usage: nccl_loop [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,sendrecv]
  *                  [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP]
+ *                  [-a once|each]
  * Output (rank 0), one line per op and size, key-value pairs:
- *   op allreduce bytes 8 count 2 ranks 1 iters 50 warmup 10 mean_us ... p50_us ...
+ *   op allreduce bytes 8 count 2 ranks 1 iters 50 warmup 10 alloc once mean_us ... p50_us ...
  *   ... issue_us (the host's time per launch in the timed loop, max over ranks: where it is
  *   near mean_us, the GPU waited for the host)
  * Built against the real CUDA and NCCL (make bench/nccl_loop where configure
@@ -74,6 +79,7 @@ typedef struct shared {
 
 typedef struct cfg {
     int g, iters, warmup, nops;
+    int alloc_each; /* -a each: buffers of each op and size's bytes, as collprof's cells */
     int ops[MAX_OPS];
     long long minb, maxb, factor;
 } cfg_t;
@@ -166,10 +172,10 @@ static void report(const cfg_t *c, int op, size_t bytes, size_t count)
     for (int i = 0; i < c->iters; i++) {
         sum += imax[i];
     }
-    printf("op %s bytes %zu count %zu ranks %d iters %d warmup %d mean_us %.2f p50_us %.2f "
-           "p95_us %.2f p99_us %.2f min_us %.2f max_us %.2f issue_us %.2f\n",
-           op_names[op], bytes, count, c->g, c->iters, c->warmup, sum / c->iters,
-           percentile(imax, c->iters, 0.50), percentile(imax, c->iters, 0.95),
+    printf("op %s bytes %zu count %zu ranks %d iters %d warmup %d alloc %s mean_us %.2f "
+           "p50_us %.2f p95_us %.2f p99_us %.2f min_us %.2f max_us %.2f issue_us %.2f\n",
+           op_names[op], bytes, count, c->g, c->iters, c->warmup, c->alloc_each ? "each" : "once",
+           sum / c->iters, percentile(imax, c->iters, 0.50), percentile(imax, c->iters, 0.95),
            percentile(imax, c->iters, 0.99), imax[0], imax[c->iters - 1], issue);
     fflush(stdout);
 }
@@ -207,6 +213,16 @@ static void run_cell(const cfg_t *c, int rank, int op, size_t bytes, ncclComm_t 
     sh_barrier(c->g);
 }
 
+/* two zeroed device buffers of bytes each */
+static void buffers(int rank, size_t bytes, float **s, float **r)
+{
+    CUDA_OK(rank, cudaMalloc((void **)s, bytes));
+    CUDA_OK(rank, cudaMalloc((void **)r, bytes));
+    CUDA_OK(rank, cudaMemset(*s, 0, bytes));
+    CUDA_OK(rank, cudaMemset(*r, 0, bytes));
+    CUDA_OK(rank, cudaDeviceSynchronize());
+}
+
 static int rank_main(const cfg_t *c, int rank)
 {
     ncclComm_t comm = NULL;
@@ -219,11 +235,9 @@ static int rank_main(const cfg_t *c, int rank)
     }
     CUDA_OK(rank, cudaSetDevice(rank));
     CUDA_OK(rank, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    CUDA_OK(rank, cudaMalloc((void **)&s, maxb));
-    CUDA_OK(rank, cudaMalloc((void **)&r, maxb));
-    CUDA_OK(rank, cudaMemset(s, 0, maxb));
-    CUDA_OK(rank, cudaMemset(r, 0, maxb));
-    CUDA_OK(rank, cudaDeviceSynchronize());
+    if (!c->alloc_each) {
+        buffers(rank, maxb, &s, &r);
+    }
     for (int i = 0; i <= c->iters; i++) {
         CUDA_OK(rank, cudaEventCreate(&ev[i]));
     }
@@ -242,7 +256,15 @@ static int rank_main(const cfg_t *c, int rank)
             int per_rank = c->ops[k] == OP_ALLGATHER || c->ops[k] == OP_REDUCESCATTER;
             size_t unit = sizeof(float) * (per_rank ? (size_t)c->g : 1u);
             size_t bytes = (size_t)b < unit ? unit : (size_t)b / unit * unit;
+            if (c->alloc_each) {
+                buffers(rank, bytes, &s, &r);
+            }
             run_cell(c, rank, c->ops[k], bytes, comm, st, s, r, ev);
+            if (c->alloc_each) {
+                cudaFree(s);
+                cudaFree(r);
+                s = r = NULL;
+            }
             if (c->factor <= 1) {
                 break;
             }
@@ -286,7 +308,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: nccl_loop [-g GPUS] [-o allreduce,allgather,reducescatter,broadcast,"
                "sendrecv]\n"
-               "                 [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP]\n");
+               "                 [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] [-w WARMUP]\n"
+               "                 [-a once|each]\n");
 }
 
 static int parse_args(int argc, char **argv, cfg_t *c)
@@ -297,8 +320,8 @@ static int parse_args(int argc, char **argv, cfg_t *c)
     if (parse_ops("allreduce", c) != 0) {
         return 2;
     }
-    while ((opt = getopt(argc, argv, "g:o:b:e:f:n:w:h")) != -1) {
-        int bad = optarg != NULL && opt != 'o' && bench_parse_count(optarg, &v) != 0;
+    while ((opt = getopt(argc, argv, "g:o:b:e:f:n:w:a:h")) != -1) {
+        int bad = optarg != NULL && opt != 'o' && opt != 'a' && bench_parse_count(optarg, &v) != 0;
         switch (bad ? '?' : opt) {
         case 'g': c->g = (int)v; break;
         case 'o':
@@ -311,6 +334,13 @@ static int parse_args(int argc, char **argv, cfg_t *c)
         case 'f': c->factor = v; break;
         case 'n': c->iters = (int)v; break;
         case 'w': c->warmup = (int)v; break;
+        case 'a':
+            if (strcmp(optarg, "once") != 0 && strcmp(optarg, "each") != 0) {
+                fprintf(stderr, "nccl_loop: -a: '%s' is not once or each\n", optarg);
+                return 2;
+            }
+            c->alloc_each = optarg[0] == 'e';
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 2;
         }

@@ -6,8 +6,9 @@
 # one total budget, a failure never stopping the later steps:
 #   version    collprof --version, --list
 #   matrix     collprof --np 1 --backends nccl (the default matrix): summary, .h5
-#   compare    bench/nccl_compare.sh: collprof against the plain NCCL loop
-#   compare-pinned  the same with both programs on two CPUs (taskset)
+#   compare    bench/nccl_compare.sh: collprof against the plain NCCL loop, 5 rounds,
+#              with the control (the loop with per-cell buffers, as collprof's)
+#   compare-pinned  the same with all three programs on two CPUs (taskset)
 #   sanitizer  compute-sanitizer (memcheck) on a short nccl run
 #   sanitizer-triage  its log sorted (contrib/gpu/san_triage.sh): memory
 #              errors and API errors outside NCCL fail, NCCL's own are counted
@@ -20,7 +21,7 @@
 # Exit status: 0 every step ran (whatever its result), 1 could not set up, 2 bad usage.
 set -u
 NAME=run.sh
-BUDGET=420
+BUDGET=520
 OUTDIR=${OUT:-}
 BUNDLE=.gpu/collprof-gpu.tar.xz
 UNPACK=/tmp/collprof-gpu
@@ -30,7 +31,7 @@ SKIP=,
 usage() {
     cat <<'EOF'
 Usage: contrib/gpu/run.sh [OPTIONS]
-  -b, --budget S    seconds for everything (default 420)
+  -b, --budget S    seconds for everything (default 520)
   -o, --out DIR     output folder (default: $OUT)
       --bundle F    the bundle (default .gpu/collprof-gpu.tar.xz)
       --unpack DIR  where to unpack it (default /tmp/collprof-gpu)
@@ -94,9 +95,9 @@ record() {
 
 # run_step NAME CAP RESERVE NOTE COMMAND...: COMMAND under min(CAP, what the
 # budget leaves after RESERVE seconds for the later steps, RESERVE being for
-# the default budget of 420 s and scaled to the real one), output in logs/NAME.log
+# the default budget of 520 s and scaled to the real one), output in logs/NAME.log
 run_step() {
-    local name=$1 cap=$2 reserve=$(($3 * BUDGET / 420)) note=$4 left t0 rc st
+    local name=$1 cap=$2 reserve=$(($3 * BUDGET / 520)) note=$4 left t0 rc st
     shift 4
     case $SKIP in *",$name,"*)
         record "$name" skip - 0 0 "--skip"
@@ -324,14 +325,14 @@ elif [ ! -x "$LOOP" ]; then
 else
     cmp=(env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh --collprof "$COLLPROF"
         --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP"
-        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep)
-    run_step compare 90 130 "5 ops, 8 B-256 MB, 3 rounds" "${cmp[@]}"
+        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --rounds 5 --control --keep)
+    run_step compare 200 130 "5 ops, 8 B-256 MB, 5 rounds, control" "${cmp[@]}"
     # where the host's launch rate bounds both (small sizes), where each runs decides it: the
     # same with both programs on the last two CPUs this process may use (on one, collprof's
     # helper threads share the launching thread's CPU: 2026-11-26 pinned to one)
     cpu=$(awk '/^Cpus_allowed_list:/ { n = split($2, a, /[,-]/); print a[n] }' /proc/self/status)
     [ "${cpu:-0}" -gt 0 ] 2>/dev/null && cpu="$((cpu - 1)),$cpu"
-    run_step compare-pinned 90 100 "5 ops, 8 B-256 MB, 3 rounds, CPUs ${cpu:-0}" "${cmp[@]}" \
+    run_step compare-pinned 200 100 "5 ops, 8 B-256 MB, 5 rounds, control, CPUs ${cpu:-0}" "${cmp[@]}" \
         --pin "${cpu:-0}"
 fi
 
@@ -371,7 +372,7 @@ grep -E '^(not ok|1\.\.|# [a-z -]*: [0-9]+ s$)' "$LOGS/check-gpu.log" 2>/dev/nul
 s=$(ls "$OUTDIR"/matrix/collprof_*.txt 2>/dev/null | head -n 1)
 [ -n "$s" ] && grep -m1 '^result:' "$s" | sed 's/^/# matrix /' | tee -a "$REPORT"
 for c in compare compare-pinned; do
-    grep -E '^(op |allreduce|allgather|reducescatter|broadcast|sendrecv|worst)' "$LOGS/$c.log" 2>/dev/null |
+    grep -E '^(op |allreduce|allgather|reducescatter|broadcast|sendrecv|worst|verdicts|SLOWER|faster)' "$LOGS/$c.log" 2>/dev/null |
         sed "s/^/# $c: /" | tee -a "$REPORT"
 done
 grep -E 'ERROR SUMMARY|========= (Invalid|Program hit|Error)' "$LOGS/sanitizer.log" 2>/dev/null | sort | uniq -c |

@@ -150,15 +150,60 @@ if [ -e "$mock/collprof_nccl.so" ]; then
         [ $? -eq 0 ] &&
             [ "$(grep -c -E '^op (all|send).* ranks 2 iters 2 .*mean_us [0-9.]* .* issue_us [0-9.]+$' "$WORK/loop")" -eq 6 ]
         ok $? "bench/nccl_loop on the stand-in: one line per op and size, with the host's issue time"
+        "$loop" -g 1 -b 8 -e 1K -f 128 -n 2 -w 1 -a each >"$WORK/loop" 2>&1
+        [ $? -eq 0 ] && [ "$(grep -c '^op allreduce .* alloc each mean_us' "$WORK/loop")" -eq 2 ]
+        ok $? "bench/nccl_loop -a each: buffers per op and size"
         bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --np 2 --nccl-loop "$loop" \
-            --plugin-path "$mock" --collprof "$COLLPROF_BIN" -b 8 -e 1K -f 128 -n 2 -w 1 -r 1 \
-            --ops allreduce,sendrecv >"$WORK/cmp" 2>&1
-        [ $? -eq 0 ] &&
-            [ "$(grep -c -E '^(allreduce|sendrecv)  *[0-9]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]+  *[0-9.]+( |$)' "$WORK/cmp")" -eq 4 ] &&
-            grep -q '^worst deviation [0-9.]* % over 4 cells' "$WORK/cmp"
-        ok $? "bench/nccl_compare.sh: both programs side by side per size ($(tail -n 1 "$WORK/cmp"))"
+            --plugin-path "$mock" --collprof "$COLLPROF_BIN" -b 8 -e 1K -f 128 -n 2 -w 1 -r 2 \
+            --ops allreduce,sendrecv --control >"$WORK/cmp" 2>&1
+        rc=$? num='  *[0-9.]+'
+        [ $rc -eq 0 ] &&
+            [ "$(grep -c -E "^(allreduce|sendrecv)  *[0-9]+($num){3} (ok|undecided) ($num){2}($num){2}($num){2} (ok|undecided)\$" "$WORK/cmp")" -eq 4 ] &&
+            grep -q '^worst deviation [0-9.]* % over 4 cells, medians of 2 round' "$WORK/cmp" &&
+            grep -q '^verdicts, collprof against plain-each: ok [0-9]*, ok\* 0, .* p = 0.333 per cell' "$WORK/cmp"
+        ok $? "bench/nccl_compare.sh --control: three programs side by side per size ($(grep -c '' "$WORK/cmp") lines)"
     fi
 fi
+
+# bench/nccl_compare.sh --analyse: the verdicts of a kept "times" file (ROUND PROGRAM OP INDEX
+# BYTES MEAN ISSUE): 5 rounds of plain, collprof and plain-each per size, then 3 rounds
+mkdir -p "$WORK/an"
+awk 'BEGIN {
+    split("10.0 10.1 10.2 10.3 10.4", p, " ")
+    for (r = 1; r <= 5; r++) {
+        print r, "plain", "allreduce", 1, 8, p[r], 5
+        print r, "collprof", "allreduce", 1, 8, p[6 - r], 5        # the same rounds: ok
+        print r, "plain", "allreduce", 2, 16, p[r], 5
+        print r, "collprof", "allreduce", 2, 16, p[r] + 0.5, "-"   # 4 % and apart: ok*
+        print r, "plain", "allreduce", 3, 32, p[r], 5
+        print r, "collprof", "allreduce", 3, 32, p[r] + 2, "-"     # 20 % and apart: SLOWER
+        print r, "plain-each", "allreduce", 3, 32, p[r] + 2.1, 5   # ... as the control: ok
+        print r, "plain", "allreduce", 4, 64, p[r], 5
+        print r, "collprof", "allreduce", 4, 64, p[r] - 2, "-"     # apart, faster
+        print r, "plain", "allreduce", 5, 128, (r % 2 ? 10 + r / 10 : 14), 5
+        print r, "collprof", "allreduce", 5, 128, 11 + r / 2, "-"  # 12 % with overlap: undecided
+        print r, "collprof", "sendrecv", 1, 8, 7, "-"               # no plain: n/a
+    }
+}' >"$WORK/an/times"
+bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --analyse "$WORK/an" >"$WORK/cmp" 2>&1
+rc=$?
+v() { awk -v op="$1" -v b="$2" '$1 == op && $2 == b { print $6 }' "$WORK/cmp"; }
+[ $rc -eq 0 ] && [ "$(v allreduce 8)" = ok ] && [ "$(v allreduce 16)" = "ok*" ] &&
+    [ "$(v allreduce 32)" = SLOWER ] && [ "$(v allreduce 64)" = faster ] &&
+    [ "$(v allreduce 128)" = undecided ] && grep -q '^sendrecv  *8  *- .* n/a$' "$WORK/cmp" &&
+    grep -q '^allreduce  *32 .* SLOWER  *1.04  *1.03  *5.00  *-  *12.30  *0.992 ok$' "$WORK/cmp" &&
+    grep -q '^verdicts, collprof against plain: ok 1, ok\* 1, undecided 1, SLOWER 1, faster 1 (.* p = 0.00794 ' "$WORK/cmp" &&
+    grep -q '^SLOWER against plain: allreduce 32$' "$WORK/cmp" &&
+    grep -q '^faster against plain: allreduce 64$' "$WORK/cmp"
+ok $? "bench/nccl_compare.sh --analyse: ok, ok*, SLOWER, faster, undecided and n/a from 5 rounds"
+awk '$1 <= 3' "$WORK/an/times" >"$WORK/an/t3" && mv "$WORK/an/t3" "$WORK/an/times"
+bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --analyse "$WORK/an" >"$WORK/cmp" 2>&1
+[ $? -eq 0 ] && [ "$(v allreduce 32)" = undecided ] && [ "$(v allreduce 16)" = ok ] &&
+    grep -q 'SLOWER 0, faster 0 (.* p = 0.1 per cell)' "$WORK/cmp"
+ok $? "bench/nccl_compare.sh --analyse: 3 rounds decide nothing (p = 0.1)"
+bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --analyse "$WORK/none" >"$WORK/cmp" 2>&1
+[ $? -eq 1 ] && grep -q 'no file .*none/times' "$WORK/cmp"
+ok $? "bench/nccl_compare.sh --analyse without a times file: one-line error, exit 1"
 
 # the profiler wrappers: usage, and a clear error when the tool is missing
 for t in nsys ncu; do
