@@ -611,7 +611,8 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
     char mine[256], err[2048] = "";
     rr->affinity = calloc((size_t)b->nranks, sizeof(*rr->affinity));
     cpu_affinity(mine, sizeof(mine));
-    if (rr->affinity != NULL && cp_oob_allgather(mine, rr->affinity, sizeof(mine)) != 0) {
+    /* for rank 0's /ranks table alone: a gather, not an allgather (ranks^2 x 256 B) */
+    if (rr->affinity != NULL && cp_oob_gather(mine, rr->affinity, sizeof(mine)) != 0) {
         free(rr->affinity);
         rr->affinity = NULL;
     }

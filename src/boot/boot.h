@@ -56,6 +56,10 @@ void cp_boot_finalize(cp_boot_t *boot);
  * data.  len == 0 is a no-op (barrier excepted).  Not thread-safe.  allgather: out holds nranks *
  * len bytes, in must not overlap out except at out + rank * len. */
 int cp_oob_allgather(const void *in, void *out, size_t len);
+/* gather: every rank's len bytes to rank 0 alone, which receives nranks * len bytes in out
+ * (rank r's at out + r * len); out is not touched on the other ranks.  Through the TCP star
+ * rank 0 moves nranks * len bytes, where an allgather moves it nranks^2 * len. */
+int cp_oob_gather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);
 /* in holds nranks blocks of len bytes, block r for rank r; out[r*len..] receives rank r's
  * block for this rank; in and out must not overlap. */

@@ -287,6 +287,28 @@ int cp_tcp_allgather(const void *in, void *out, size_t len)
     return end(allgather(in, out, len), t0);
 }
 
+/* Every rank's block to rank 0 only: n len bytes through rank 0, where an allgather sends
+ * it n^2 len. */
+int cp_tcp_gather(const void *in, void *out, size_t len)
+{
+    int rc = begin();
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
+    double t0 = cp_now_us();
+    if (me != 0) {
+        return end(send_msg(0, in, len), t0);
+    }
+    char *dst = out;
+    if (len > 0) {
+        memmove(dst, in, len);
+    }
+    for (int r = 1; r < n && rc == COLLPROF_OK; r++) {
+        rc = recv_msg(r, dst + (size_t)r * len, len);
+    }
+    return end(rc, t0);
+}
+
 /* Rank 0 holds every row (n * n * len bytes) and sends each rank its column:
  * rank 0 moves 2 n^2 len bytes, where an allgather of the rows moves n^3 len. */
 static int alltoall_root(const void *in, void *out, size_t len)

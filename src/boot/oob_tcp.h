@@ -43,6 +43,8 @@ const char *cp_tcp_desc(void);
  * a peer that went away is COLLPROF_ERR_BOOTSTRAP at once (EOF). */
 int cp_tcp_allgather(const void *in, void *out, size_t len);
 int cp_tcp_bcast(void *buf, size_t len, int root);
+/* every rank's len bytes to out[r*len..] on rank 0; out unused elsewhere */
+int cp_tcp_gather(const void *in, void *out, size_t len);
 /* in[r*len..] goes to rank r; out[r*len..] comes from rank r (no overlap) */
 int cp_tcp_alltoall(const void *in, void *out, size_t len);
 int cp_tcp_barrier(void);

@@ -576,6 +576,38 @@ int cp_oob_allgather(const void *in, void *out, size_t len)
     return ret;
 }
 
+int cp_oob_gather(const void *in, void *out, size_t len)
+{
+    char key[64];
+    next_key(key, sizeof(key));
+    if (len == 0) {
+        return COLLPROF_OK;
+    }
+    if (in == NULL || (my_rank == 0 && out == NULL)) {
+        return COLLPROF_ERR_INVALID;
+    }
+    if (oob_local()) {
+        memmove(out, in, len);
+        return COLLPROF_OK;
+    }
+    if (cp_tcp_on()) {
+        return cp_tcp_gather(in, out, len);
+    }
+    /* over PMIx: every rank publishes, rank 0 alone reads */
+    int ret = put_commit(key, in, len);
+    if (ret == COLLPROF_OK) {
+        ret = fence(1);
+    }
+    if (ret != COLLPROF_OK || my_rank != 0) {
+        return ret;
+    }
+    memmove(out, in, len);
+    for (int r = 1; r < my_nranks && ret == COLLPROF_OK; r++) {
+        ret = get_bytes(r, key, (char *)out + (size_t)r * len, len);
+    }
+    return ret;
+}
+
 /* An all-to-all as an allgather of whole rows (of the job, or of group g when not NULL), each
  * rank keeping its column: n^2 len bytes per rank, for the paths without the TCP star. */
 static int alltoall_by_rows(cp_oob_group_t *g, int n, int me, const void *in, void *out, size_t len)

@@ -46,28 +46,51 @@ static int merge(const cp_prov_t *pv, size_t off, char *out, size_t len)
     return 0;
 }
 
-/* Collective: every rank's facts for p on memtype. */
+/* Rank 0's merge of the ranks' columns, for the others. */
+typedef struct prov_merged {
+    int differ;
+    char timer[64], allocation[64], device[64];
+} prov_merged_t;
+
+/* Collective: every rank's facts for p on memtype to rank 0, which merges the columns and sends
+ * the merge to every rank (not an allgather: through the TCP star rank 0 would send ranks^2
+ * rows); pv->ranks holds every rank's row on rank 0 and this rank's alone elsewhere. */
 static cp_prov_t *prov_one(const cp_plugin_t *p, int memtype, const cp_oob_t *oob, int rank,
                            int nranks)
 {
     collprof_provenance_row_t mine;
+    prov_merged_t m;
+    _Static_assert(sizeof(m.timer) == sizeof(((cp_prov_t *)0)->timer), "prov_merged_t.timer");
     prov_local(p, memtype, rank, &mine);
+    memset(&m, 0, sizeof(m));
     cp_prov_t *pv = calloc(1, sizeof(*pv));
     collprof_provenance_row_t *all = calloc((size_t)nranks, sizeof(*all));
     /* as cp_agree_over: only a rank out of memory for the answer stays out of the exchange */
-    if (all == NULL || oob->allgather(&mine, all, sizeof(mine)) != 0 || pv == NULL) {
+    int rc = all == NULL ? -1 : oob->gather(&mine, all, sizeof(mine));
+    if (rc == 0 && pv != NULL) {
+        all[rank] = mine;
+        pv->nranks = nranks;
+        pv->ranks = all;
+    }
+    if (rc == 0 && pv != NULL && rank == 0) {
+        m.differ = merge(pv, offsetof(collprof_provenance_row_t, timer), m.timer, sizeof(m.timer));
+        m.differ |= merge(pv, offsetof(collprof_provenance_row_t, allocation), m.allocation,
+                          sizeof(m.allocation));
+        m.differ |=
+            merge(pv, offsetof(collprof_provenance_row_t, device), m.device, sizeof(m.device));
+    }
+    rc = rc == 0 ? oob->bcast(&m, sizeof(m), 0) : rc;
+    if (rc != 0 || pv == NULL) {
         free(pv);
         free(all);
         return NULL;
     }
-    pv->nranks = nranks;
-    pv->ranks = all;
-    pv->differ =
-        merge(pv, offsetof(collprof_provenance_row_t, timer), pv->timer, sizeof(pv->timer));
-    pv->differ |= merge(pv, offsetof(collprof_provenance_row_t, allocation), pv->allocation,
-                        sizeof(pv->allocation));
-    pv->differ |=
-        merge(pv, offsetof(collprof_provenance_row_t, device), pv->device, sizeof(pv->device));
+    pv->differ = m.differ;
+    memcpy(pv->timer, m.timer, sizeof(pv->timer));
+    memcpy(pv->allocation, m.allocation, sizeof(pv->allocation));
+    memcpy(pv->device, m.device, sizeof(pv->device));
+    pv->timer[sizeof(pv->timer) - 1] = pv->allocation[sizeof(pv->allocation) - 1] =
+        pv->device[sizeof(pv->device) - 1] = '\0';
     return pv;
 }
 

@@ -36,30 +36,38 @@ double cp_current_timeout(void)
     return current_timeout;
 }
 
-const cp_oob_t cp_oob_pmix = {
-    .allgather = cp_oob_allgather, .bcast = cp_oob_bcast, .barrier = cp_oob_barrier};
+const cp_oob_t cp_oob_pmix = {.allgather = cp_oob_allgather,
+                              .gather = cp_oob_gather,
+                              .bcast = cp_oob_bcast,
+                              .barrier = cp_oob_barrier};
 
 cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *out)
 {
     return cp_agree_over(&cp_oob_pmix, n, status, why, out);
 }
 
-/* Every rank's status (an int each, not its message: at thousands of ranks an allgather of
- * every rank's 480-byte reason costs rank 0 of the TCP star megabytes per agreement), then,
- * only when some rank failed, the first failing rank's reason from it to every rank. */
+/* Every rank's status to rank 0 (an int each), rank 0's finding to every rank (the first
+ * failing rank and its status), then, only when some rank failed, that rank's reason from it
+ * to every rank.  Not an allgather of the statuses: through the TCP star rank 0 would send
+ * ranks^2 ints per agreement (4096 ranks: 64 MiB), here 2 ints per rank. */
 cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const char *why,
                                 cp_agreement_t *out)
 {
-    int *all = calloc((size_t)(n > 0 ? n : 1), sizeof(int));
+    int *all = calloc((size_t)(n > 0 ? n : 1), sizeof(int)); /* filled on rank 0 */
+    int first[2] = {-1, COLLPROF_OK};                        /* rank, status */
     memset(out, 0, sizeof(*out));
     out->rank = -1;
-    int oob_rc = all == NULL ? -1 : oob->allgather(&status, all, sizeof(int));
-    for (int r = 0; oob_rc == 0 && r < n; r++) {
+    int oob_rc = all == NULL ? -1 : oob->gather(&status, all, sizeof(int));
+    for (int r = 0; oob_rc == 0 && r < n && first[0] < 0; r++) {
         if (all[r] != COLLPROF_OK) {
-            out->rank = r;
-            out->status = all[r];
-            break;
+            first[0] = r;
+            first[1] = all[r];
         }
+    }
+    oob_rc = oob_rc == 0 ? oob->bcast(first, sizeof(first), 0) : oob_rc;
+    if (oob_rc == 0 && first[0] >= 0 && first[0] < n) {
+        out->rank = first[0];
+        out->status = first[1];
     }
     free(all);
     if (oob_rc == 0 && out->rank >= 0) {
@@ -595,23 +603,76 @@ static void run_check(cell_run_t *c)
            collprof_op_name(cell->op), (unsigned long long)c->rec.wrong);
 }
 
-/* Every rank's samples, in bounded pieces: PMIx's store refuses one blob of several MB. */
-static int gather_samples(cell_run_t *c, cp_result_t *res)
+/* Every rank's samples to rank 0, in bounded pieces (PMIx's store refuses one blob of several
+ * MB); the other ranks keep their own row only. */
+static int gather_samples(cell_run_t *c, cp_result_t *res, int me)
 {
     int n = c->n, iters = c->iters, oob = 0;
-    double *chunk = calloc((size_t)n * GATHER_CHUNK, sizeof(double));
-    if (chunk == NULL) {
+    double *chunk = me == 0 ? calloc((size_t)n * GATHER_CHUNK, sizeof(double)) : NULL;
+    if (me == 0 && chunk == NULL) {
         return COLLPROF_ERR_NO_MEMORY;
     }
     for (int off = 0; off < iters && oob == 0; off += GATHER_CHUNK) {
         int len = iters - off < GATHER_CHUNK ? iters - off : GATHER_CHUNK;
-        oob = c->oob->allgather(c->mine + off, chunk, sizeof(double) * (size_t)len);
-        for (int q = 0; q < n && oob == 0; q++) {
+        oob = c->oob->gather(c->mine + off, chunk, sizeof(double) * (size_t)len);
+        for (int q = 0; q < n && oob == 0 && me == 0; q++) {
             memcpy(res->samples + (size_t)q * (size_t)iters + (size_t)off,
                    chunk + (size_t)q * (size_t)len, sizeof(double) * (size_t)len);
         }
     }
+    if (me != 0) {
+        memcpy(res->samples + (size_t)me * (size_t)iters, c->mine, sizeof(double) * (size_t)iters);
+    }
     free(chunk);
+    return oob;
+}
+
+/* What rank 0 merged from every rank's record and samples, for the other ranks. */
+typedef struct cell_sum {
+    int status;
+    char reason[256];
+    uint64_t wrong;
+    cp_stats_t stats;
+    double algbw, busbw, nb_overall_us, nb_comm_us, nb_compute_us, nb_overlap_pct;
+    char allocation[64];
+} cell_sum_t;
+
+/* Rank 0's result to every rank (a broadcast of its figures, not of the samples). */
+static int share_result(cell_run_t *c, cp_result_t *res, int me)
+{
+    cell_sum_t s;
+    _Static_assert(sizeof(s.reason) == sizeof(res->reason), "cell_sum_t.reason");
+    _Static_assert(sizeof(s.allocation) == sizeof(res->allocation), "cell_sum_t.allocation");
+    memset(&s, 0, sizeof(s));
+    if (me == 0) {
+        s = (cell_sum_t){.status = res->status,
+                         .wrong = res->wrong,
+                         .stats = res->stats,
+                         .algbw = res->algbw,
+                         .busbw = res->busbw,
+                         .nb_overall_us = res->nb_overall_us,
+                         .nb_comm_us = res->nb_comm_us,
+                         .nb_compute_us = res->nb_compute_us,
+                         .nb_overlap_pct = res->nb_overlap_pct};
+        memcpy(s.reason, res->reason, sizeof(s.reason));
+        memcpy(s.allocation, res->allocation, sizeof(s.allocation));
+    }
+    int oob = c->oob->bcast(&s, sizeof(s), 0);
+    if (oob == 0 && me != 0) {
+        res->status = (collprof_cell_status_t)s.status;
+        res->wrong = s.wrong;
+        res->stats = s.stats;
+        res->algbw = s.algbw;
+        res->busbw = s.busbw;
+        res->nb_overall_us = s.nb_overall_us;
+        res->nb_comm_us = s.nb_comm_us;
+        res->nb_compute_us = s.nb_compute_us;
+        res->nb_overlap_pct = s.nb_overlap_pct;
+        memcpy(res->reason, s.reason, sizeof(s.reason));
+        res->reason[sizeof(res->reason) - 1] = '\0';
+        memcpy(res->allocation, s.allocation, sizeof(s.allocation));
+        res->allocation[sizeof(res->allocation) - 1] = '\0';
+    }
     return oob;
 }
 
@@ -626,7 +687,7 @@ static void merge_overlap(const cell_rec_t *recs, int n, cp_result_t *res)
     res->nb_overlap_pct = cp_overlap_pct(res->nb_overall_us, res->nb_compute_us, res->nb_comm_us);
 }
 
-/* The policy the cell applied, and the core's allocation on every rank (--alloc). */
+/* The policy the cell applied, and (recs: rank 0) the core's allocation on every rank (--alloc). */
 static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
 {
     static int warned; /* the huge page fallback, said once per run */
@@ -637,7 +698,7 @@ static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
     snprintf(res->sync, sizeof(res->sync), "%s", cp_sync_name(sync));
     res->batch = c->batch;
     res->rotate = c->slots;
-    for (int q = 0; q < c->n && c->core; q++) {
+    for (int q = 0; recs != NULL && q < c->n && c->core; q++) {
         fellback |= recs[q].fellback;
         if (strcmp(recs[q].alloc, recs[0].alloc) != 0) {
             snprintf(res->allocation, sizeof(res->allocation), "per rank");
@@ -694,7 +755,6 @@ static int compute_figures(cell_run_t *c, cp_result_t *res)
     cp_stats_iter_max(res->samples, n, c->iters, imax);
     cp_stats_compute(imax, c->iters, &res->stats);
     free(imax);
-    res->bytes = cp_coll_bytes(&c->x);
     if (res->stats.mean > 0) {
         res->algbw = (double)res->bytes / res->stats.mean * 1e-3; /* bytes/us -> GB/s */
         res->busbw = res->algbw * collprof_busbw_factor(c->cell->op, c->gn);
@@ -716,11 +776,34 @@ static int compute_figures(cell_run_t *c, cp_result_t *res)
     return 0;
 }
 
-/* Gather records and samples from every rank and compute the result. */
+/* The first failing rank (rank 0 finds it in the records) and its message, from it, to every
+ * rank; 0, or the out-of-band channel's error. */
+static int share_failure(cell_run_t *c, const cell_rec_t *recs, int me)
+{
+    int bad = -1;
+    for (int q = 0; me == 0 && q < c->n && bad < 0; q++) {
+        bad = recs[q].status != 0 ? q : -1;
+    }
+    int oob = c->oob->bcast(&bad, sizeof(bad), 0);
+    if (oob == 0 && bad >= 0 && bad < c->n) {
+        oob = c->oob->bcast(c->msg, sizeof(c->msg), bad);
+        c->msg[sizeof(c->msg) - 1] = '\0';
+    }
+    return oob;
+}
+
+/*
+ * Every rank's record and samples to rank 0, which computes the result and sends its figures
+ * to the others: rank 0 moves ranks x (record + samples) bytes, where allgathers would make it
+ * move ranks^2 x that.  Only rank 0 writes the results; the others keep their own samples (for
+ * the repeats' bookkeeping) and rank 0's status, reason and figures.
+ */
 static void finish(cell_run_t *c, cp_result_t *res)
 {
     cp_wd_beat(CP_WD_GATHER, c->r->index, -1, c->cell->warmup, c->tmo);
-    cell_rec_t *recs = calloc((size_t)c->n, sizeof(cell_rec_t));
+    int me = c->r->boot->rank;
+    res->bytes = cp_coll_bytes(&c->x); /* this rank's (a sweep's bystanders move one element) */
+    cell_rec_t *recs = calloc(me == 0 ? (size_t)c->n : 1, sizeof(cell_rec_t));
     res->samples = calloc((size_t)c->n * (size_t)c->iters, sizeof(double));
     res->rank_mean = calloc((size_t)c->n, sizeof(double));
     if (!recs || !res->samples || !res->rank_mean) {
@@ -729,27 +812,21 @@ static void finish(cell_run_t *c, cp_result_t *res)
         free(recs);
         return;
     }
-    int oob = c->oob->allgather(&c->rec, recs, sizeof(c->rec)), bad = -1;
-    for (int q = 0; oob == 0 && q < c->n && bad < 0; q++) {
-        bad = recs[q].status != 0 ? q : -1;
-    }
-    if (oob == 0 && bad >= 0) { /* the first failing rank's message, from it */
-        oob = c->oob->bcast(c->msg, sizeof(c->msg), bad);
-        c->msg[sizeof(c->msg) - 1] = '\0';
-    }
-    if (oob == 0) {
-        oob = gather_samples(c, res);
-    }
-    if (oob != 0) {
-        res->status = COLLPROF_CELL_ERROR;
-        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
-    } else {
+    int oob = c->oob->gather(&c->rec, recs, sizeof(c->rec));
+    oob = oob == 0 ? share_failure(c, recs, me) : oob;
+    oob = oob == 0 ? gather_samples(c, res, me) : oob;
+    if (oob == 0 && me == 0) {
         merge_records(c, recs, c->msg, res);
-        merge_policy(c, recs, res);
         if (compute_figures(c, res) != 0) {
             res->status = COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
         }
+    }
+    merge_policy(c, me == 0 ? recs : NULL, res);
+    oob = oob == 0 ? share_result(c, res, me) : oob;
+    if (oob != 0) {
+        res->status = COLLPROF_CELL_ERROR;
+        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
     }
     free(recs);
 }

@@ -57,6 +57,8 @@ typedef struct cp_result {
  * the product; tests bring their own (tests/unit/oob_shm.h). */
 typedef struct cp_oob {
     int (*allgather)(const void *in, void *out, size_t len);
+    /** to rank 0 alone (out: nranks * len bytes there, untouched elsewhere) */
+    int (*gather)(const void *in, void *out, size_t len);
     int (*bcast)(void *buf, size_t len, int root);
     int (*barrier)(void);
 } cp_oob_t;

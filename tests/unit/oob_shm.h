@@ -1,6 +1,6 @@
 /*
  * An out-of-band channel for tests of forked ranks on one machine: the
- * host table's allgather/bcast/barrier over an anonymous shared mapping
+ * host table's allgather/bcast/barrier (and the core's gather) over an anonymous shared mapping
  * made before fork (oob_shm_create), any length (chunked).  Header only:
  * each test program has one channel, and each forked rank sets its rank
  * with oob_shm_attach.
@@ -70,6 +70,21 @@ static inline int oob_shm_allgather(const void *in, void *out, size_t len)
         memcpy(oob_shm->slot[oob_shm_rank], (const char *)in + off, c);
         oob_shm_barrier();
         for (int r = 0; r < oob_shm->nranks; r++) {
+            memcpy((char *)out + (size_t)r * len + off, oob_shm->slot[r], c);
+        }
+        oob_shm_barrier();
+    }
+    return COLLPROF_OK;
+}
+
+/* every rank's block to rank 0 alone (out untouched elsewhere) */
+static inline int oob_shm_gather(const void *in, void *out, size_t len)
+{
+    for (size_t off = 0; off < len; off += OOB_SHM_SLOT) {
+        size_t c = len - off < OOB_SHM_SLOT ? len - off : OOB_SHM_SLOT;
+        memcpy(oob_shm->slot[oob_shm_rank], (const char *)in + off, c);
+        oob_shm_barrier();
+        for (int r = 0; r < oob_shm->nranks && oob_shm_rank == 0; r++) {
             memcpy((char *)out + (size_t)r * len + off, oob_shm->slot[r], c);
         }
         oob_shm_barrier();
@@ -153,7 +168,10 @@ static inline void oob_shm_runner(oob_shm_runner_t *k, cp_plugin_t *p, char (*ho
     k->boot.rank = oob_shm_rank;
     k->boot.nranks = oob_shm->nranks;
     k->boot.hostnames = hosts;
-    k->oob = (cp_oob_t){oob_shm_allgather, oob_shm_bcast, oob_shm_barrier};
+    k->oob = (cp_oob_t){.allgather = oob_shm_allgather,
+                        .gather = oob_shm_gather,
+                        .bcast = oob_shm_bcast,
+                        .barrier = oob_shm_barrier};
     k->r = (cp_runner_t){
         .opt = &k->opt, .boot = &k->boot, .plugins = p, .nplugins = 1, .oob = &k->oob};
 }

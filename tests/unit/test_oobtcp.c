@@ -1,7 +1,8 @@
 /*
  * The TCP control channel of the full-world OOB collectives
  * (src/boot/oob_tcp.c) on forked ranks over loopback: results of
- * allgather, bcast (from rank 0 and from another rank), all-to-all and barrier,
+ * allgather, bcast (from rank 0 and from another rank), all-to-all, gather (to rank 0
+ * alone: what each rank sends and receives) and barrier,
  * payloads larger than a socket buffer, a rank that exits (every other
  * rank fails instead of waiting), and ranks out of step (caught by the
  * message header, not taken as data).  alarm() turns a hang into a failure.
@@ -58,6 +59,37 @@ static int world(script_t script, const char *what)
     return bad == 0;
 }
 
+/* A gather of BIG bytes per rank: rank 0 gets every block and sends nothing; the others send
+ * theirs, receive nothing, and their out stays as it was. */
+static int gather_check(int rank)
+{
+    int bad = 0;
+    unsigned char *mine = malloc(BIG), *all = malloc((size_t)NR * BIG);
+    if (mine == NULL || all == NULL) {
+        free(mine);
+        free(all);
+        return 1;
+    }
+    memset(mine, 'A' + rank, BIG);
+    memset(all, '.', (size_t)NR * BIG);
+    cp_tcp_stats_t s0, s1;
+    cp_tcp_stats(&s0);
+    bad += cp_tcp_gather(mine, all, BIG) != COLLPROF_OK;
+    cp_tcp_stats(&s1);
+    for (size_t i = 0; i < (size_t)NR * BIG; i++) {
+        if (all[i] != (rank == 0 ? 'A' + (int)(i / BIG) : '.')) {
+            bad++;
+            break;
+        }
+    }
+    unsigned long long sent = s1.sent_bytes - s0.sent_bytes, got = s1.got_bytes - s0.got_bytes;
+    bad += rank == 0 ? sent != 0 || got != (unsigned long long)(NR - 1) * BIG
+                     : sent != BIG || got != 0;
+    free(mine);
+    free(all);
+    return bad;
+}
+
 static int collectives(int rank)
 {
     int bad = 0;
@@ -99,9 +131,10 @@ static int collectives(int rank)
     for (int q = 0; q < NR; q++) {
         bad += from[q][0] != q || from[q][1] != rank;
     }
+    bad += gather_check(rank);
     cp_tcp_stats_t s;
     cp_tcp_stats(&s);
-    bad += s.ops != 6;
+    bad += s.ops != 7;
     return bad;
 }
 
@@ -137,8 +170,8 @@ int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* a write to a closed socket must not kill us (MSG_NOSIGNAL) */
     ok(world(collectives, "collectives"),
-       "allgather, bcast from rank 2 and rank 0, barrier, 1 MiB in-place allgather, all-to-all "
-       "on %d ranks",
+       "allgather, bcast from rank 2 and rank 0, barrier, 1 MiB in-place allgather, all-to-all, "
+       "2 MiB gather (rank 0 sends nothing) on %d ranks",
        NR);
     ok(world(one_exits, "one exits"),
        "a rank that exits makes the next collective fail on every other rank");
