@@ -88,9 +88,9 @@ cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const ch
 
 /* ---- one cell, phase by phase ---------------------------------------- */
 
-/* Per-rank record gathered at the end of a cell; samples follow it.  The first failing rank's
- * message follows too, from it alone (cell_run_t's msg): not every rank's, which would make
- * the gather (ranks x 480) bytes per rank, most of it blank. */
+/* Per-rank record gathered to rank 0 at the end of a cell, the samples after it in the same
+ * message.  The first failing rank's message follows, from it alone (cell_run_t's msg): not
+ * every rank's, which would add 480 bytes per rank, most of it blank. */
 typedef struct cell_rec {
     int status; /* collprof_status_t of the first failure on this rank */
     int phase;  /* 0 ok, 1 setup, 2 run, 3 check */
@@ -603,33 +603,44 @@ static void run_check(cell_run_t *c)
            collprof_op_name(cell->op), (unsigned long long)c->rec.wrong);
 }
 
-/* Every rank's samples to rank 0, in bounded pieces (PMIx's store refuses one blob of several
- * MB); the other ranks keep their own row only. */
-static int gather_samples(cell_run_t *c, cp_result_t *res, int me)
+/* Every rank's record and samples to rank 0 in one gather (more for cells of over GATHER_CHUNK
+ * iterations: PMIx's store refuses one blob of several MB); the other ranks keep their own
+ * samples only. */
+static int gather_all(cell_run_t *c, cell_rec_t *recs, cp_result_t *res, int me)
 {
     int n = c->n, iters = c->iters, oob = 0;
-    double *chunk = me == 0 ? calloc((size_t)n * GATHER_CHUNK, sizeof(double)) : NULL;
-    if (me == 0 && chunk == NULL) {
+    size_t rl = sizeof(cell_rec_t);
+    size_t part = rl + sizeof(double) * (size_t)(iters < GATHER_CHUNK ? iters : GATHER_CHUNK);
+    char *mine = malloc(part), *all = me == 0 ? malloc((size_t)n * part) : NULL;
+    if (mine == NULL || (me == 0 && all == NULL)) {
+        free(mine);
+        free(all);
         return COLLPROF_ERR_NO_MEMORY;
     }
-    for (int off = 0; off < iters && oob == 0; off += GATHER_CHUNK) {
+    for (int off = 0; oob == 0 && (off == 0 || off < iters); off += GATHER_CHUNK) {
         int len = iters - off < GATHER_CHUNK ? iters - off : GATHER_CHUNK;
-        oob = c->oob->gather(c->mine + off, chunk, sizeof(double) * (size_t)len);
+        size_t head = off == 0 ? rl : 0, bytes = sizeof(double) * (size_t)(len > 0 ? len : 0);
+        memcpy(mine, &c->rec, head);
+        memcpy(mine + head, c->mine + off, bytes);
+        oob = c->oob->gather(mine, all, head + bytes);
         for (int q = 0; q < n && oob == 0 && me == 0; q++) {
-            memcpy(res->samples + (size_t)q * (size_t)iters + (size_t)off,
-                   chunk + (size_t)q * (size_t)len, sizeof(double) * (size_t)len);
+            const char *from = all + (size_t)q * (head + bytes);
+            memcpy(&recs[q], from, head);
+            memcpy(res->samples + (size_t)q * (size_t)iters + (size_t)off, from + head, bytes);
         }
     }
     if (me != 0) {
         memcpy(res->samples + (size_t)me * (size_t)iters, c->mine, sizeof(double) * (size_t)iters);
     }
-    free(chunk);
+    free(mine);
+    free(all);
     return oob;
 }
 
 /* What rank 0 merged from every rank's record and samples, for the other ranks. */
 typedef struct cell_sum {
     int status;
+    int bad; /* the first failing rank (its message follows from it), or -1 */
     char reason[256];
     uint64_t wrong;
     cp_stats_t stats;
@@ -637,8 +648,9 @@ typedef struct cell_sum {
     char allocation[64];
 } cell_sum_t;
 
-/* Rank 0's result to every rank (a broadcast of its figures, not of the samples). */
-static int share_result(cell_run_t *c, cp_result_t *res, int me)
+/* Rank 0's result to every rank (a broadcast of its figures, not of the samples); *bad: the
+ * first failing rank, or -1. */
+static int share_result(cell_run_t *c, cp_result_t *res, int me, int *bad)
 {
     cell_sum_t s;
     _Static_assert(sizeof(s.reason) == sizeof(res->reason), "cell_sum_t.reason");
@@ -646,6 +658,7 @@ static int share_result(cell_run_t *c, cp_result_t *res, int me)
     memset(&s, 0, sizeof(s));
     if (me == 0) {
         s = (cell_sum_t){.status = res->status,
+                         .bad = *bad,
                          .wrong = res->wrong,
                          .stats = res->stats,
                          .algbw = res->algbw,
@@ -658,6 +671,7 @@ static int share_result(cell_run_t *c, cp_result_t *res, int me)
         memcpy(s.allocation, res->allocation, sizeof(s.allocation));
     }
     int oob = c->oob->bcast(&s, sizeof(s), 0);
+    *bad = oob == 0 && s.bad >= 0 && s.bad < c->n ? s.bad : -1;
     if (oob == 0 && me != 0) {
         res->status = (collprof_cell_status_t)s.status;
         res->wrong = s.wrong;
@@ -715,9 +729,11 @@ static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
     }
 }
 
-/* Status, #wrong and per-rank means from every rank's record. */
-static void merge_records(cell_run_t *c, const cell_rec_t *recs, const char *msg, cp_result_t *res)
+/* Status, #wrong and per-rank means from every rank's record (rank 0); the first failing rank,
+ * whose message the reason takes (failure_reason), or -1. */
+static int merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
 {
+    int bad = -1;
     res->status = COLLPROF_CELL_OK;
     for (int q = 0; q < c->n; q++) {
         const cell_rec_t *rq = &recs[q];
@@ -725,8 +741,7 @@ static void merge_records(cell_run_t *c, const cell_rec_t *recs, const char *msg
         if (rq->status != 0 && res->status == COLLPROF_CELL_OK) {
             res->status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
                                                                    : COLLPROF_CELL_ERROR;
-            snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", q,
-                     c->r->boot->hostnames[q], msg);
+            bad = q;
         }
         double s = 0;
         for (int i = 0; i < c->iters; i++) {
@@ -742,6 +757,19 @@ static void merge_records(cell_run_t *c, const cell_rec_t *recs, const char *msg
         snprintf(res->reason, sizeof(res->reason), "%llu wrong elements",
                  (unsigned long long)res->wrong);
     }
+    return bad;
+}
+
+/* The reason of a cell that failed on rank bad: its message, from it, on every rank. */
+static int failure_reason(cell_run_t *c, cp_result_t *res, int bad)
+{
+    int oob = c->oob->bcast(c->msg, sizeof(c->msg), bad);
+    c->msg[sizeof(c->msg) - 1] = '\0';
+    if (oob == 0) {
+        snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", bad,
+                 c->r->boot->hostnames[bad], c->msg);
+    }
+    return oob;
 }
 
 /* Figures of the cell from the gathered samples. */
@@ -776,32 +804,17 @@ static int compute_figures(cell_run_t *c, cp_result_t *res)
     return 0;
 }
 
-/* The first failing rank (rank 0 finds it in the records) and its message, from it, to every
- * rank; 0, or the out-of-band channel's error. */
-static int share_failure(cell_run_t *c, const cell_rec_t *recs, int me)
-{
-    int bad = -1;
-    for (int q = 0; me == 0 && q < c->n && bad < 0; q++) {
-        bad = recs[q].status != 0 ? q : -1;
-    }
-    int oob = c->oob->bcast(&bad, sizeof(bad), 0);
-    if (oob == 0 && bad >= 0 && bad < c->n) {
-        oob = c->oob->bcast(c->msg, sizeof(c->msg), bad);
-        c->msg[sizeof(c->msg) - 1] = '\0';
-    }
-    return oob;
-}
-
 /*
  * Every rank's record and samples to rank 0, which computes the result and sends its figures
- * to the others: rank 0 moves ranks x (record + samples) bytes, where allgathers would make it
- * move ranks^2 x that.  Only rank 0 writes the results; the others keep their own samples (for
- * the repeats' bookkeeping) and rank 0's status, reason and figures.
+ * to the others, then the first failing rank's message from it: rank 0 moves ranks x (record +
+ * samples) bytes, where allgathers would make it move ranks^2 x that.  Only rank 0 writes the
+ * results; the others keep their own samples (for the repeats' bookkeeping) and rank 0's
+ * status, reason and figures.
  */
 static void finish(cell_run_t *c, cp_result_t *res)
 {
     cp_wd_beat(CP_WD_GATHER, c->r->index, -1, c->cell->warmup, c->tmo);
-    int me = c->r->boot->rank;
+    int me = c->r->boot->rank, bad = -1;
     res->bytes = cp_coll_bytes(&c->x); /* this rank's (a sweep's bystanders move one element) */
     cell_rec_t *recs = calloc(me == 0 ? (size_t)c->n : 1, sizeof(cell_rec_t));
     res->samples = calloc((size_t)c->n * (size_t)c->iters, sizeof(double));
@@ -812,18 +825,17 @@ static void finish(cell_run_t *c, cp_result_t *res)
         free(recs);
         return;
     }
-    int oob = c->oob->gather(&c->rec, recs, sizeof(c->rec));
-    oob = oob == 0 ? share_failure(c, recs, me) : oob;
-    oob = oob == 0 ? gather_samples(c, res, me) : oob;
+    int oob = gather_all(c, recs, res, me);
     if (oob == 0 && me == 0) {
-        merge_records(c, recs, c->msg, res);
+        bad = merge_records(c, recs, res);
         if (compute_figures(c, res) != 0) {
             res->status = COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
         }
     }
     merge_policy(c, me == 0 ? recs : NULL, res);
-    oob = oob == 0 ? share_result(c, res, me) : oob;
+    oob = oob == 0 ? share_result(c, res, me, &bad) : oob;
+    oob = oob == 0 && bad >= 0 ? failure_reason(c, res, bad) : oob;
     if (oob != 0) {
         res->status = COLLPROF_CELL_ERROR;
         snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");

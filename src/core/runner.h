@@ -20,13 +20,16 @@ typedef struct cp_result {
     char reason[256];
     int nranks;
     int iters;
-    uint64_t bytes;                    /**< S of algBW = S / t */
-    uint64_t wrong;                    /**< summed over ranks */
-    cp_stats_t stats;                  /**< of the per-iteration max over ranks, us */
-    double algbw;                      /**< GB/s (1e9), from the mean time */
-    double busbw;                      /**< GB/s */
-    double *samples;                   /**< [rank * iters + i], us (NULL unless it ran) */
-    double *rank_mean;                 /**< [rank], us */
+    uint64_t bytes;   /**< S of algBW = S / t */
+    uint64_t wrong;   /**< summed over ranks */
+    cp_stats_t stats; /**< of the per-iteration max over ranks, us */
+    double algbw;     /**< GB/s (1e9), from the mean time */
+    double busbw;     /**< GB/s */
+    /** [rank * iters + i], us (NULL unless it ran): every rank's on rank 0, this rank's row
+     *  alone on the others (zeros elsewhere), where the figures above and the status are rank
+     *  0's, broadcast; only rank 0 writes the results */
+    double *samples;
+    double *rank_mean;                 /**< [rank], us (rank 0) */
     uint64_t *send_bytes, *recv_bytes; /**< alltoallv, allgatherv: per rank */
     double start_epoch;                /**< wall-clock start, seconds since 1970 */
     /* repeats (src/core/repeat.c): iters is then the sum of theirs, samples all of them */

@@ -52,4 +52,12 @@ COLLPROF_OOB=pmix cp_run --np 1 --backends self --ops allreduce,allgather --coun
 check_clean_run "$d" "--np 1, COLLPROF_OOB=pmix"
 grep -q ' r0/1 [^]]*\] oob (run): [1-9][0-9]* fences .*; channel pmix' "$WORK/err"
 ok $? "--np 1, COLLPROF_OOB=pmix: the exchanges go through PMIx fences"
+# rank 0's out-of-band bytes per cell grow linearly with the ranks: records and samples go to
+# rank 0 alone, agreements are gathers (allgathers through the star: ranks^2, 20x from 4 to 16)
+bash "$COLLPROF_SRCDIR/bench/oob_bytes.sh" --collprof "$COLLPROF_BIN" --np 4,16 >"$WORK/oob" 2>&1
+rc=$?
+b4=$(awk '$1 == 4 && $2 == "this" { print $7 }' "$WORK/oob")
+b16=$(awk '$1 == 16 && $2 == "this" { print $7 }' "$WORK/oob")
+[ $rc -eq 0 ] && [ "${b4:-0}" -gt 0 ] && [ "${b16:-0}" -gt 0 ] && [ "$b16" -lt $((8 * b4)) ]
+ok $? "rank 0's out-of-band bytes per cell linear in the ranks: ${b4:-?} B at 4, ${b16:-?} B at 16"
 done_testing
