@@ -52,6 +52,16 @@ COLLPROF_OOB=pmix cp_run --np 1 --backends self --ops allreduce,allgather --coun
 check_clean_run "$d" "--np 1, COLLPROF_OOB=pmix"
 grep -q ' r0/1 [^]]*\] oob (run): [1-9][0-9]* fences .*; channel pmix' "$WORK/err"
 ok $? "--np 1, COLLPROF_OOB=pmix: the exchanges go through PMIx fences"
+# without the TCP channel the gathers to rank 0 go through PMIx: a wrong element on rank 2
+# reaches rank 0's count and every rank's exit status
+d="$WORK/pmix3"
+mkdir -p "$d"
+COLLPROF_OOB=pmix COLLPROF_FAULT=wrong:2 cp_run --np 3 --backends self --ops allreduce,allgather \
+    --counts 3K -n 3 -w 1 -v --output-dir "$d"
+s=$(summary_of "$d")
+[ "$rc" -eq 1 ] && grep -q ' r0/3 [^]]*\] oob (run): [1-9][0-9]* fences .*; channel pmix' "$WORK/err" &&
+    [ "$(grep -c -E '#wrong: 1 .*WRONG' "$s")" -eq 2 ] && grep -q '^#wrong: *2$' "$s"
+ok $? "COLLPROF_OOB=pmix --np 3: rank 2's wrong element counted by rank 0, exit 1 (got $rc)"
 # rank 0's out-of-band bytes per cell grow linearly with the ranks: records and samples go to
 # rank 0 alone, agreements are gathers (allgathers through the star: ranks^2, 20x from 4 to 16)
 bash "$COLLPROF_SRCDIR/bench/oob_bytes.sh" --collprof "$COLLPROF_BIN" --np 4,16 >"$WORK/oob" 2>&1
