@@ -94,6 +94,32 @@ static void die(int rank, const char *what, int rc)
     exit(1);
 }
 
+/* Rank 0: statistics of the per-iteration max over ranks of all[rank * iters + i] (imax: room
+ * for iters values). */
+static void report(const char *name, long long count, size_t bytes, int n, int iters, int warmup,
+                   int sync, int world, const double *all, double *imax)
+{
+    double sum = 0;
+    for (int i = 0; i < iters; i++) {
+        double m = all[i];
+        for (int r = 1; r < n; r++) {
+            double v = all[(size_t)r * (size_t)iters + (size_t)i];
+            m = v > m ? v : m;
+        }
+        imax[i] = m;
+    }
+    qsort(imax, (size_t)iters, sizeof(double), cmp_double);
+    for (int i = 0; i < iters; i++) {
+        sum += imax[i];
+    }
+    printf("op %s count %lld bytes %zu ranks %d iters %d warmup %d sync %s comm %s"
+           " mean_us %.1f p50_us %.1f p95_us %.1f p99_us %.1f min_us %.1f max_us %.1f\n",
+           name, count, bytes, n, iters, warmup, sync ? "barrier" : "none", world ? "world" : "dup",
+           sum / iters, percentile(imax, iters, 0.50), percentile(imax, iters, 0.95),
+           percentile(imax, iters, 0.99), imax[0], imax[iters - 1]);
+    fflush(stdout);
+}
+
 /* One cell: returns 0, or exits through die(). */
 static int run_cell(int op, long long count, int iters, int warmup, int sync, int world, int rank,
                     int n)
@@ -158,27 +184,7 @@ static int run_cell(int op, long long count, int iters, int warmup, int sync, in
         die(rank, "MPI_Gather", rc);
     }
     if (rank == 0) {
-        /* per-iteration max over ranks, then statistics of those */
-        double *imax = mine, sum = 0;
-        for (int i = 0; i < iters; i++) {
-            double m = all[i];
-            for (int r = 1; r < n; r++) {
-                double v = all[(size_t)r * (size_t)iters + (size_t)i];
-                m = v > m ? v : m;
-            }
-            imax[i] = m;
-        }
-        qsort(imax, (size_t)iters, sizeof(double), cmp_double);
-        for (int i = 0; i < iters; i++) {
-            sum += imax[i];
-        }
-        printf("op %s count %lld bytes %zu ranks %d iters %d warmup %d sync %s comm %s"
-               " mean_us %.1f p50_us %.1f p95_us %.1f p99_us %.1f min_us %.1f max_us %.1f\n",
-               name, count, bytes, n, iters, warmup, sync ? "barrier" : "none",
-               world ? "world" : "dup", sum / iters, percentile(imax, iters, 0.50),
-               percentile(imax, iters, 0.95), percentile(imax, iters, 0.99), imax[0],
-               imax[iters - 1]);
-        fflush(stdout);
+        report(name, count, bytes, n, iters, warmup, sync, world, all, mine);
     }
     free(all);
     free(mine);
@@ -188,6 +194,36 @@ static int run_cell(int op, long long count, int iters, int warmup, int sync, in
         MPI_Comm_free(&comm);
     }
     return 0;
+}
+
+#define MAX_OPS 16
+
+/* The op list into list[MAX_OPS]: how many, or -1 after saying why. */
+static int parse_ops(const char *ops, int *list)
+{
+    int nops = 0;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", ops);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        if (nops == MAX_OPS) {
+            fprintf(stderr, "mpi_loop: too many ops\n");
+            return -1;
+        }
+        if (strcmp(t, "allreduce") == 0) {
+            list[nops++] = OP_ALLREDUCE;
+        } else if (strcmp(t, "alltoall") == 0) {
+            list[nops++] = OP_ALLTOALL;
+        } else {
+            fprintf(stderr, "mpi_loop: unknown op '%s' (allreduce, alltoall)\n", t);
+            return -1;
+        }
+    }
+    if (nops == 0) {
+        fprintf(stderr, "mpi_loop: no op given\n");
+        return -1;
+    }
+    return nops;
 }
 
 int main(int argc, char **argv)
@@ -235,26 +271,8 @@ int main(int argc, char **argv)
         return 2;
     }
     /* validate the op list before starting MPI */
-    int list[16], nops = 0;
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", ops);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
-         t = strtok_r(NULL, ",", &save)) {
-        if (nops == 16) {
-            fprintf(stderr, "mpi_loop: too many ops\n");
-            return 2;
-        }
-        if (strcmp(t, "allreduce") == 0) {
-            list[nops++] = OP_ALLREDUCE;
-        } else if (strcmp(t, "alltoall") == 0) {
-            list[nops++] = OP_ALLTOALL;
-        } else {
-            fprintf(stderr, "mpi_loop: unknown op '%s' (allreduce, alltoall)\n", t);
-            return 2;
-        }
-    }
-    if (nops == 0) {
-        fprintf(stderr, "mpi_loop: no op given\n");
+    int list[MAX_OPS], nops = parse_ops(ops, list);
+    if (nops < 0) {
         return 2;
     }
 
