@@ -7,7 +7,8 @@
  * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank);
  * the provenance the core gathers and records (cp_prov_*); repeats on fresh
  * contexts sharing the first one's buffers, merged (core/repeat.h); a link
- * sweep's round with a bystander, and an agreement on a failure of rank 2.
+ * sweep's round with a bystander, and an agreement on a failure of rank 2; a cell that fails
+ * on rank 2 after it ran, and one of more iterations than one gather carries.
  */
 #include "config.h"
 
@@ -193,6 +194,74 @@ static int fake_describe(void *ctx, int memtype, collprof_provenance_t *out)
     return COLLPROF_OK;
 }
 
+/* The backend's run, failing on rank 2 alone at its fifth operation (after 1 warm-up and 3 timed
+ * iterations: the check's), so that the other ranks do not wait on it in an operation. */
+static const collprof_backend_t *real_be;
+static int nruns;
+static int failing_run(void *ctx, const collprof_args_t *a)
+{
+    int rc = real_be->run(ctx, a);
+    if (a->op != COLLPROF_OP_BARRIER && me == 2 && ++nruns == 5) {
+        return COLLPROF_ERR_BACKEND;
+    }
+    return rc;
+}
+/* A cell that fails on rank 2 after it ran: every rank reports rank 2's failure (its message,
+ * broadcast from it after rank 0's summary), and the next cell runs (the ranks in step). */
+static const char *failing_error(void *ctx)
+{
+    return me == 2 ? "injected on rank 2" : real_be->last_error(ctx);
+}
+
+static void fail_case(cp_runner_t *r, cp_plugin_t *p)
+{
+    collprof_backend_t bad = *p->be;
+    real_be = p->be;
+    bad.run = failing_run;
+    bad.last_error = failing_error;
+    cp_plugin_t pl = *p;
+    pl.be = &bad;
+    cp_runner_t r1 = *r;
+    r1.plugins = &pl;
+    cp_cell_t c = make_cell(COLLPROF_OP_ALLREDUCE, 0, "default");
+    cp_result_t res;
+    cp_run_cell(&r1, &c, &res);
+    record(res.status == COLLPROF_CELL_ERROR &&
+               !strcmp(res.reason, "rank 2 (h2): injected on rank 2"),
+           "check fails on rank 2: %s (%s)", collprof_cell_status_name(res.status), res.reason);
+    cp_result_free(&res);
+    c = make_cell(COLLPROF_OP_ALLGATHER, 0, "default");
+    cp_run_cell(r, &c, &res);
+    record(res.status == COLLPROF_CELL_OK, "next cell fine: %s (%s)",
+           collprof_cell_status_name(res.status), res.reason);
+    cp_result_free(&res);
+}
+
+/* A cell of more iterations than one gather carries (GATHER_CHUNK, 32768): rank 0 holds every
+ * rank's every sample, the others their own row alone. */
+static void chunk_case(cp_runner_t *r, cp_options_t *opt)
+{
+    cp_cell_t c = make_cell(COLLPROF_OP_ALLREDUCE, 0, "default");
+    c.count = 4;
+    c.iters = 32768 + 5;
+    int keep = opt->sync_barrier;
+    opt->sync_barrier = 0;
+    cp_result_t res;
+    cp_run_cell(r, &c, &res);
+    opt->sync_barrier = keep;
+    int zeros = 0;
+    for (int q = 0; res.samples && q < NR; q++) {
+        for (int i = 0; i < c.iters; i++) {
+            zeros += res.samples[(size_t)q * c.iters + i] <= 0;
+        }
+    }
+    int want = me == 0 ? 0 : 2 * c.iters;
+    record(res.status == COLLPROF_CELL_OK && zeros == want,
+           "%d iterations (2 gathers): %s, %d samples of 0 on rank %d (want %d) %s", c.iters,
+           collprof_cell_status_name(res.status), zeros, me, want, res.reason);
+    cp_result_free(&res);
+}
+
 /* Provenance gathered as collprof does after init; the row of a cell that ran records it. */
 static void prov_cases(cp_runner_t *r, cp_plugin_t *p)
 {
@@ -317,6 +386,8 @@ static int rank_main(const collprof_backend_t *be)
     sweep_and_agree_cases(&k.r);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_BATCH, 3, CP_ALLOC_MMAP, 4);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_NONE, 1, CP_ALLOC_HUGEPAGES, 2);
+    fail_case(&k.r, &p);
+    chunk_case(&k.r, &k.opt);
     prov_cases(&k.r, &p);
     repeat_cases(&k.r, &p, &host);
     cp_imbalance_free(&imb[0]);
