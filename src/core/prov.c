@@ -61,6 +61,9 @@ static cp_prov_t *prov_one(const cp_plugin_t *p, int memtype, const cp_oob_t *oo
     collprof_provenance_row_t mine;
     prov_merged_t m;
     _Static_assert(sizeof(m.timer) == sizeof(((cp_prov_t *)0)->timer), "prov_merged_t.timer");
+    _Static_assert(sizeof(m.allocation) == sizeof(((cp_prov_t *)0)->allocation),
+                   "prov_merged_t.allocation");
+    _Static_assert(sizeof(m.device) == sizeof(((cp_prov_t *)0)->device), "prov_merged_t.device");
     prov_local(p, memtype, rank, &mine);
     memset(&m, 0, sizeof(m));
     cp_prov_t *pv = calloc(1, sizeof(*pv));
@@ -79,8 +82,11 @@ static cp_prov_t *prov_one(const cp_plugin_t *p, int memtype, const cp_oob_t *oo
         m.differ |=
             merge(pv, offsetof(collprof_provenance_row_t, device), m.device, sizeof(m.device));
     }
-    rc = rc == 0 ? oob->bcast(&m, sizeof(m), 0) : rc;
-    if (rc != 0 || pv == NULL) {
+    /* out whatever the gather did here (rank 0: differ -1 when its part failed), so that every
+     * rank makes the same calls */
+    m.differ = rank == 0 && rc != 0 ? -1 : m.differ;
+    int sent = oob->bcast(&m, sizeof(m), 0);
+    if (rc != 0 || sent != 0 || m.differ < 0 || pv == NULL) {
         free(pv);
         free(all);
         return NULL;

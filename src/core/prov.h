@@ -25,7 +25,8 @@
 
 typedef struct cp_prov {
     int nranks;
-    collprof_provenance_row_t *ranks; /**< [nranks] every rank's facts */
+    collprof_provenance_row_t *ranks; /**< [nranks] every rank's facts on rank 0; this rank's
+                                            alone on the others */
     int differ;                       /**< the ranks' timer, allocation or device differ */
     char timer[64], allocation[64], device[64]; /**< common to the ranks, or CP_PROV_PER_RANK */
 } cp_prov_t;

@@ -64,7 +64,11 @@ cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const ch
             first[1] = all[r];
         }
     }
-    oob_rc = oob_rc == 0 ? oob->bcast(first, sizeof(first), 0) : oob_rc;
+    /* the verdict goes out whatever the gather did here (rank 0: -2 when its part failed), so
+     * that every rank makes the same calls */
+    first[0] = oob_rc != 0 ? -2 : first[0];
+    int sent = oob->bcast(first, sizeof(first), 0);
+    oob_rc = oob_rc != 0 || sent != 0 || first[0] == -2 ? -1 : 0;
     if (oob_rc == 0 && first[0] >= 0 && first[0] < n) {
         out->rank = first[0];
         out->status = first[1];
@@ -617,13 +621,15 @@ static int gather_all(cell_run_t *c, cell_rec_t *recs, cp_result_t *res, int me)
         free(all);
         return COLLPROF_ERR_NO_MEMORY;
     }
-    for (int off = 0; oob == 0 && (off == 0 || off < iters); off += GATHER_CHUNK) {
+    /* every piece, whatever failed before (the ranks' calls stay in step): the first error */
+    for (int off = 0; off == 0 || off < iters; off += GATHER_CHUNK) {
         int len = iters - off < GATHER_CHUNK ? iters - off : GATHER_CHUNK;
         size_t head = off == 0 ? rl : 0, bytes = sizeof(double) * (size_t)(len > 0 ? len : 0);
         memcpy(mine, &c->rec, head);
         memcpy(mine + head, c->mine + off, bytes);
-        oob = c->oob->gather(mine, all, head + bytes);
-        for (int q = 0; q < n && oob == 0 && me == 0; q++) {
+        int rc = c->oob->gather(mine, all, head + bytes);
+        oob = oob != 0 ? oob : rc;
+        for (int q = 0; q < n && rc == 0 && me == 0; q++) {
             const char *from = all + (size_t)q * (head + bytes);
             memcpy(&recs[q], from, head);
             memcpy(res->samples + (size_t)q * (size_t)iters + (size_t)off, from + head, bytes);
@@ -832,11 +838,14 @@ static void finish(cell_run_t *c, cp_result_t *res)
             res->status = COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
         }
+    } else if (me == 0) { /* rank 0 says so to every rank: the calls stay in step */
+        res->status = COLLPROF_CELL_ERROR;
+        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
     }
     merge_policy(c, me == 0 ? recs : NULL, res);
-    oob = oob == 0 ? share_result(c, res, me, &bad) : oob;
-    oob = oob == 0 && bad >= 0 ? failure_reason(c, res, bad) : oob;
-    if (oob != 0) {
+    int shared = share_result(c, res, me, &bad);
+    shared = shared == 0 && bad >= 0 ? failure_reason(c, res, bad) : shared;
+    if (oob != 0 || shared != 0) {
         res->status = COLLPROF_CELL_ERROR;
         snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
     }
