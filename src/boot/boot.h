@@ -111,6 +111,12 @@ int cp_oob_post(const char *key, const void *buf, size_t len);
  * failed. */
 void cp_oob_abort(int status, const char *msg);
 int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeout_s);
+/* One try at key of each of ranks[0..nr), all asked at once and waited for together for at
+ * most wait_s: rank ranks[i]'s value (exactly len bytes) into dst + i * len and got[i] = 1, or
+ * got[i] = 0 (not there yet, or not answered in time).  Returns how many came.  For the
+ * watchdog's report: one cut-off node costs one wait, not one per rank. */
+int cp_oob_fetch_all(const int *ranks, int nr, const char *key, void *dst, size_t len,
+                     double wait_s, int *got);
 
 /** True when this process runs under a PMIx server (per the environment). */
 int cp_boot_have_pmix_env(void);

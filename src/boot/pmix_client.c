@@ -705,12 +705,18 @@ typedef struct fetch_req {
     pmix_status_t status;
     size_t size; /* of data; SIZE_MAX: not a byte object */
     void *data;
+    /* what PMIx_Get_nb was given: PMIx reads them later, on its own thread, so they live
+     * here until the callback (not on the caller's stack) */
+    pmix_proc_t proc;
+    pmix_info_t info;
+    char key[PMIX_MAX_KEYLEN + 1];
 } fetch_req_t;
 
 static void fetch_req_free(fetch_req_t *r)
 {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    PMIX_INFO_DESTRUCT(&r->info);
     free(r->data);
     free(r);
 }
@@ -738,32 +744,35 @@ static void fetch_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
     pthread_mutex_unlock(&r->mu);
 }
 
-/* Returns PMIX_SUCCESS with len bytes in dst, PMIX_ERR_TIMEOUT, or PMIx's status. */
-static pmix_status_t get_bounded(const pmix_proc_t *proc, const char *key, void *dst, size_t len,
-                                 double wait_s)
+/* One PMIx_Get_nb of key on proc: the request, or NULL (*rc: why). */
+static fetch_req_t *fetch_start(const pmix_proc_t *proc, const char *key, pmix_status_t *rc)
 {
     fetch_req_t *r = calloc(1, sizeof(*r));
     if (r == NULL) {
-        return PMIX_ERR_NOMEM;
+        *rc = PMIX_ERR_NOMEM;
+        return NULL;
     }
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
-    pmix_info_t info;
     int secs = 1;
-    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &secs, PMIX_INT);
-    pmix_status_t rc = PMIx_Get_nb(proc, key, &info, 1, fetch_cb, r);
-    PMIX_INFO_DESTRUCT(&info);
-    if (rc != PMIX_SUCCESS) {
+    PMIX_INFO_LOAD(&r->info, PMIX_TIMEOUT, &secs, PMIX_INT);
+    r->proc = *proc;
+    snprintf(r->key, sizeof(r->key), "%s", key);
+    *rc = PMIx_Get_nb(&r->proc, r->key, &r->info, 1, fetch_cb, r);
+    if (*rc != PMIX_SUCCESS) {
         fetch_req_free(r);
-        return rc;
+        return NULL;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    long long ns = until.tv_nsec + (long long)(wait_s * 1e9);
-    until.tv_sec += (time_t)(ns / 1000000000LL);
-    until.tv_nsec = (long)(ns % 1000000000LL);
+    return r;
+}
+
+/* Wait for r until the absolute time until; then PMIX_SUCCESS with len bytes in dst,
+ * PMIX_ERR_TIMEOUT (r abandoned: its callback frees it), or PMIx's status.  r is gone. */
+static pmix_status_t fetch_finish(fetch_req_t *r, const struct timespec *until, void *dst,
+                                  size_t len)
+{
     pthread_mutex_lock(&r->mu);
-    while (!r->done && pthread_cond_timedwait(&r->cv, &r->mu, &until) == 0) {
+    while (!r->done && pthread_cond_timedwait(&r->cv, &r->mu, until) == 0) {
     }
     if (!r->done) {
         r->abandoned = 1; /* the callback frees it */
@@ -771,7 +780,7 @@ static pmix_status_t get_bounded(const pmix_proc_t *proc, const char *key, void 
         return PMIX_ERR_TIMEOUT;
     }
     pthread_mutex_unlock(&r->mu);
-    rc = r->status;
+    pmix_status_t rc = r->status;
     if (rc == PMIX_SUCCESS) {
         rc = r->size == len ? PMIX_SUCCESS : PMIX_ERR_BAD_PARAM;
         if (rc == PMIX_SUCCESS) {
@@ -780,6 +789,57 @@ static pmix_status_t get_bounded(const pmix_proc_t *proc, const char *key, void 
     }
     fetch_req_free(r);
     return rc;
+}
+
+static struct timespec deadline_in(double wait_s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long long ns = until.tv_nsec + (long long)(wait_s * 1e9);
+    until.tv_sec += (time_t)(ns / 1000000000LL);
+    until.tv_nsec = (long)(ns % 1000000000LL);
+    return until;
+}
+
+/* Returns PMIX_SUCCESS with len bytes in dst, PMIX_ERR_TIMEOUT, or PMIx's status. */
+static pmix_status_t get_bounded(const pmix_proc_t *proc, const char *key, void *dst, size_t len,
+                                 double wait_s)
+{
+    pmix_status_t rc;
+    fetch_req_t *r = fetch_start(proc, key, &rc);
+    if (r == NULL) {
+        return rc;
+    }
+    struct timespec until = deadline_in(wait_s);
+    return fetch_finish(r, &until, dst, len);
+}
+
+int cp_oob_fetch_all(const int *ranks, int nr, const char *key, void *dst, size_t len,
+                     double wait_s, int *got)
+{
+    int n = 0;
+    fetch_req_t **reqs = calloc((size_t)(nr > 0 ? nr : 1), sizeof(*reqs));
+    if (!pmix_up || reqs == NULL) {
+        free(reqs);
+        return 0;
+    }
+    for (int i = 0; i < nr; i++) { /* every request out before the first wait */
+        pmix_proc_t proc;
+        pmix_status_t rc;
+        PMIX_PROC_LOAD(&proc, my_proc.nspace, (pmix_rank_t)ranks[i]);
+        got[i] = 0;
+        reqs[i] = fetch_start(&proc, key, &rc);
+    }
+    struct timespec until = deadline_in(wait_s);
+    for (int i = 0; i < nr; i++) {
+        if (reqs[i] != NULL &&
+            fetch_finish(reqs[i], &until, (char *)dst + (size_t)i * len, len) == PMIX_SUCCESS) {
+            got[i] = 1;
+            n++;
+        }
+    }
+    free(reqs);
+    return n;
 }
 
 int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeout_s)

@@ -36,6 +36,8 @@
 #define KEY_REC   "cp.wd.rec"
 #define KEY_DONE  "cp.wd.done"
 #define KEY_FILES "cp.wd.files"
+/* Longest one round of the watchdog's fetches waits for the answers. */
+#define FETCH_WAIT_S 0.5
 /* How long a rank waits for rank 0's record before it takes rank 0 for
  * stopped and the lowest rank that answers reports in its place. */
 #define DEPUTY_WAIT_S COLLECT_MAX_S
@@ -493,21 +495,38 @@ static void take_signal(int sig, double gap)
     _exit(128 + sig);
 }
 
-/* The records of every rank but me into recs (wait_s in all; until0: only
- * until rank 0's is in); returns how many did not answer.  The fetches go
- * in parallel rounds: one rank that never answers must not use up the time
- * of the others. */
+/* The records of every rank but me into recs (wait_s in all; until0: only until rank 0's is
+ * in); returns how many did not answer.  Each round asks every missing rank at once and waits
+ * for all together (at most FETCH_WAIT_S): a node cut off from PMIx, whose ranks never
+ * answer, costs one wait per round, not one per rank, and cannot use up the time of the ranks
+ * after it.  Waiting for rank 0 (until0), a rank asks rank 0 alone for the first half of
+ * wait_s (at thousands of ranks, every rank asking every other at once would flood the PMIx
+ * servers), then every missing rank, to find the lowest that answers. */
 static int collect_records(cp_wd_rec_t *recs, int n, int me, double wait_s, int until0)
 {
-    double deadline = now_s() + wait_s;
+    double start = now_s(), deadline = start + wait_s;
     int missing = 0;
     for (int q = 0; q < n; q++) {
         missing += q != me && !recs[q].valid;
     }
-    while (missing > 0 && !(until0 && recs[0].valid)) {
-        for (int q = 0; q < n && now_s() < deadline; q++) {
-            if (q != me && !recs[q].valid &&
-                cp_oob_fetch(q, KEY_REC, &recs[q], sizeof(recs[q]), 0) == 0) {
+    int *ask = malloc(sizeof(int) * (size_t)n), *got = malloc(sizeof(int) * (size_t)n);
+    cp_wd_rec_t *in = malloc(sizeof(*in) * (size_t)n);
+    while (ask && got && in && missing > 0 && !(until0 && recs[0].valid)) {
+        int only0 = until0 && now_s() < start + wait_s / 2, k = 0;
+        for (int q = 0; q < (only0 ? 1 : n); q++) {
+            if (q != me && !recs[q].valid) {
+                ask[k++] = q;
+            }
+        }
+        double left = deadline - now_s();
+        if (left <= 0) {
+            break;
+        }
+        cp_oob_fetch_all(ask, k, KEY_REC, in, sizeof(*in),
+                         left < FETCH_WAIT_S ? left : FETCH_WAIT_S, got);
+        for (int i = 0; i < k; i++) {
+            if (got[i]) {
+                recs[ask[i]] = in[i];
                 missing--;
             }
         }
@@ -516,6 +535,9 @@ static int collect_records(cp_wd_rec_t *recs, int n, int me, double wait_s, int 
         }
         usleep(100000);
     }
+    free(ask);
+    free(got);
+    free(in);
     return missing;
 }
 
