@@ -113,6 +113,22 @@ for b in gloo mpi ofi; do
 done
 ONE="--backends $b"
 
+# without collprof's TCP channel (COLLPROF_OOB=pmix) the agreements and the gathers to rank 0
+# go through Slurm's PMIx fences across the nodes: rank 3's wrong element (on n2) is counted
+d="$WORK/pmix-oob"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2086 # SRUN, N2 and ONE are lists of options
+COLLPROF_OOB=pmix COLLPROF_FAULT=wrong:3 timeout -k 10 120 $SRUN $N2 "$COLLPROF_BIN" $ONE \
+    --ops allreduce,allgather --counts 4K -n 3 -w 1 --variants default -v --output-dir "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+s=$(summary_of "$d")
+[ "$rc" -eq 1 ] && grep -q ' r0/4 [^]]*\] oob (run): [1-9][0-9]* fences .*; channel pmix' "$WORK/err" &&
+    [ "$(grep -c -E '#wrong: 1 .*WRONG' "$s" 2>/dev/null)" -eq 2 ]
+r=$?
+ok $r "COLLPROF_OOB=pmix on 2 nodes x 2: rank 3's wrong element counted by rank 0 (exit $rc)"
+[ "$r" -eq 0 ] || { grep -e ' r0/4 .*oob (run)' -e 'error' "$WORK/err" | head -n 5; grep -e 'WRONG' -e '#wrong' "$s"; } | sed 's/^/# /'
+
 # rank:host pairs of `srun -N 2 --ntasks-per-node=2 $@`, sorted by rank
 placement() {
     # shellcheck disable=SC2016,SC2086 # expanded by the task's shell; SRUN and N2 are lists
