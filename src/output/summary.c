@@ -503,7 +503,10 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
         char name[128];
         const char *value = cp_env_captured(*e, name, sizeof(name));
         if (value != NULL) {
-            fprintf(f, "env:        %s=%s\n", name, value);
+            /* NVIDIA's container images set these as labels of the image: not what was loaded */
+            int label = !strcmp(name, "NCCL_VERSION") || !strcmp(name, "CUDA_VERSION");
+            fprintf(f, "env:        %s=%s%s\n", name, value,
+                    label ? "  (the environment's; what was loaded: the 'backend:' lines)" : "");
         }
     }
 }

@@ -245,7 +245,8 @@ fi
 # ---- security: the user's umask, secrets redacted --------------------------
 d="$WORK/secure"
 mkdir -p "$d"
-(umask 077 && COLLPROF_API_TOKEN=hunter2-secret FI_PASSWORD=hunter2-secret cp_run --np 2 \
+(umask 077 && COLLPROF_API_TOKEN=hunter2-secret FI_PASSWORD=hunter2-secret \
+    NCCL_VERSION=2.28.3-1 cp_run --np 2 \
     --backends mpi --ops allreduce --counts 1K -n 2 -w 0 --variants default --output-dir "$d" &&
     exit $rc)
 s=$(summary_of "$d")
@@ -253,6 +254,9 @@ s=$(summary_of "$d")
 ok $? "result files are created with the user's umask (077 gives 600)"
 grep -q 'COLLPROF_API_TOKEN=<redacted>' "$s" && ! grep -q -r hunter2 "$d"
 ok $? "secrets in captured variables are redacted in the summary and the HDF5 file"
+# a container image's NCCL_VERSION is the image's label, not the NCCL that was loaded
+grep -q "^env: *NCCL_VERSION=2.28.3-1  (the environment's; what was loaded: the 'backend:' lines)\$" "$s"
+ok $? "NCCL_VERSION in the environment: the summary says it is not what was loaded"
 
 # output files follow no link planted under their names (issue 15, D1)
 d="$WORK/planted"
