@@ -810,6 +810,12 @@ static int compute_figures(cell_run_t *c, cp_result_t *res)
     return 0;
 }
 
+static void oob_failed(cp_result_t *res)
+{
+    res->status = COLLPROF_CELL_ERROR;
+    snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
+}
+
 /*
  * Every rank's record and samples to rank 0, which computes the result and sends its figures
  * to the others, then the first failing rank's message from it: rank 0 moves ranks x (record +
@@ -832,22 +838,20 @@ static void finish(cell_run_t *c, cp_result_t *res)
         return;
     }
     int oob = gather_all(c, recs, res, me);
-    if (oob == 0 && me == 0) {
+    if (oob != 0) { /* on rank 0, in the summary that follows: the calls stay in step */
+        oob_failed(res);
+    } else if (me == 0) {
         bad = merge_records(c, recs, res);
         if (compute_figures(c, res) != 0) {
             res->status = COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
         }
-    } else if (me == 0) { /* rank 0 says so to every rank: the calls stay in step */
-        res->status = COLLPROF_CELL_ERROR;
-        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
     }
     merge_policy(c, me == 0 ? recs : NULL, res);
     int shared = share_result(c, res, me, &bad);
     shared = shared == 0 && bad >= 0 ? failure_reason(c, res, bad) : shared;
-    if (oob != 0 || shared != 0) {
-        res->status = COLLPROF_CELL_ERROR;
-        snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
+    if (oob != 0 || shared != 0) { /* whatever rank 0 said */
+        oob_failed(res);
     }
     free(recs);
 }
