@@ -146,8 +146,49 @@ analyse() {
         rounds = $1 > rounds ? $1 : rounds
         if ($7 ~ /^[0-9.]+$/) { ik = "issue" SUBSEP key; val[ik, ++cnt[ik]] = $7 }
         bytes[key] = $5
+        rv[key, $1] = $6
         if ($2 == "plain-each") control = 1
         if (!(cell in seen)) { seen[cell] = 1; order[++no] = cell }
+        if (!($3 in opseen)) { opseen[$3] = 1; opo[++nop] = $3 }
+    }
+    # per op, over the sizes the host launch rate bounds (the plain loop within 1.5x of its
+    # fastest size): each round of each program as one geometric mean over those sizes, so
+    # that a launch is one sample, then the same verdict on those samples as on a cell
+    function pooled(op,   k, f, p, m, minp, sel, ns, r, g, prog, q, key, ok, lb, ub, v, c, e) {
+        minp = -1
+        for (k = 1; k <= no; k++) {
+            split(order[k], f, SUBSEP); p = "plain" SUBSEP order[k]
+            if (f[1] != op || !(p in cnt) || !(("collprof" SUBSEP order[k]) in cnt)) continue
+            m = median(p); if (minp < 0 || m < minp) minp = m
+        }
+        if (minp <= 0) return
+        ns = 0
+        for (k = 1; k <= no; k++) {
+            split(order[k], f, SUBSEP); p = "plain" SUBSEP order[k]
+            if (f[1] != op || !(p in cnt) || !(("collprof" SUBSEP order[k]) in cnt) || median(p) > 1.5 * minp) continue
+            sel[++ns] = order[k]
+            if (lb == "" || bytes[p] + 0 < lb + 0) lb = bytes[p]
+            if (ub == "" || bytes[p] + 0 > ub + 0) ub = bytes[p]
+        }
+        for (q = 1; q <= 3; q++) {
+            prog = q == 1 ? "plain" : q == 2 ? "collprof" : "plain-each"
+            key = "pool" SUBSEP prog SUBSEP op
+            for (r = 1; r <= rounds; r++) {
+                g = 0; ok = 1
+                for (k = 1; k <= ns && ok; k++) {
+                    if (!((prog SUBSEP sel[k], r) in rv) || rv[prog SUBSEP sel[k], r] <= 0) ok = 0
+                    else g += log(rv[prog SUBSEP sel[k], r])
+                }
+                if (ok) val[key, ++cnt[key]] = exp(g / ns)
+            }
+        }
+        p = "pool" SUBSEP "plain" SUBSEP op; c = "pool" SUBSEP "collprof" SUBSEP op
+        e = "pool" SUBSEP "plain-each" SUBSEP op
+        if (!(p in cnt) || !(c in cnt)) return
+        v = verdict(c, p)
+        printf "pooled %s, %d launch-bound size(s) %s-%s B: plain %.2f, collprof %.2f us (geometric means, medians of %d rounds): ratio %.3f %s, best rounds %.3f", op, ns, lb, ub, median(p), median(c), cnt[c], median(c) / median(p), v, lo(c) / lo(p)
+        if (e in cnt) printf "; against plain-each %.3f %s, best rounds %.3f", median(c) / median(e), verdict(c, e), lo(c) / lo(e)
+        printf "\n"
     }
     END {
         printf "%-14s %12s %11s %13s %7s %-9s %12s %15s %15s %18s", "op", "bytes", "plain(us)", "collprof(us)",
@@ -183,6 +224,7 @@ analyse() {
         printf "worst deviation %.1f %% over %d cells, medians of %d round(s)\n", 100 * worst, no, rounds
         summary("plain", "plain")
         if (control) summary("each", "plain-each")
+        for (k = 1; k <= nop; k++) pooled(opo[k])
     }' "$1"
 }
 
@@ -224,19 +266,23 @@ if [ -z "$LOOP_BIN" ]; then
 fi
 [ -x "$LOOP_BIN" ] || die "$LOOP_BIN is not executable"
 
-# "OP BYTES MEAN ISSUE" lines from collprof's table (columns found from its header), ISSUE
-# from the -v -v lines of the cell's timed batch (the host's time per launch, max over ranks)
+# "OP BYTES MEAN ISSUE" lines from collprof's table (columns found from its header). From
+# the -v -v lines of the cell's timed batch, where there are, MEAN is the device's time per
+# operation to 0.01 us (the table has 0.1) and ISSUE the host's time per launch, each the
+# max over ranks, as the plain loop reports both
 parse_collprof() {
     awk -v iters="$ITERS" '/^# backend/ { for (i = 1; i <= NF; i++) { if ($i == "time(us)") m = i - 1; if ($i == "size(B)") b = i - 1 } }
-        / collprof nccl\/default [a-z]+ .*: [0-9]+ launches, host [0-9.]+ us each/ {
+        / collprof nccl\/default [a-z]+ .*: [0-9]+ launches, host [0-9.]+ us each, device [0-9.]+ us each/ {
             for (i = 1; i < NF; i++) {
                 if ($i == "nccl/default") o = $(i + 1)
-                if ($i == "launches," && $(i - 1) == iters && (!(o in iss) || $(i + 2) > iss[o]))
-                    iss[o] = $(i + 2) # the max over ranks, as the plain loop reports
+                if ($i == "launches," && $(i - 1) == iters) {
+                    if (!(o in iss) || $(i + 2) > iss[o]) iss[o] = $(i + 2)
+                    if (!(o in dev) || $(i + 6) > dev[o]) dev[o] = $(i + 6)
+                }
             }
         }
         m && b && $1 == "nccl" && $2 == "default" && $m ~ /^[0-9.]+$/ {
-            print $3, $b, $m, ($3 in iss) ? iss[$3] : "-"; delete iss[$3]
+            print $3, $b, ($3 in dev) ? dev[$3] : $m, ($3 in iss) ? iss[$3] : "-"; delete iss[$3]; delete dev[$3]
         }' "$1"
 }
 

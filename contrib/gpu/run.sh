@@ -27,6 +27,7 @@ BUNDLE=.gpu/collprof-gpu.tar.xz
 UNPACK=/tmp/collprof-gpu
 FORCE=0
 SKIP=,
+CMP_ARGS="--rounds 5 --control"
 
 usage() {
     cat <<'EOF'
@@ -38,6 +39,8 @@ Usage: contrib/gpu/run.sh [OPTIONS]
       --force       run the GPU steps even when no GPU is seen (to test this script)
       --skip LIST   steps not to run (comma-separated names; their time goes to
                     the later steps)
+      --compare-args ARGS  bench/nccl_compare.sh options of both compare steps
+                    (default "--rounds 5 --control"; e.g. "--rounds 11 -e 8M")
   -h, --help        this help
 EOF
 }
@@ -54,6 +57,7 @@ while [ $# -gt 0 ]; do
     --unpack) need_arg "$1" $#; UNPACK=$2; shift 2 ;;
     --force) FORCE=1; shift ;;
     --skip) need_arg "$1" $#; SKIP=,$2,; shift 2 ;;
+    --compare-args) need_arg "$1" $#; CMP_ARGS=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) bad_usage "unknown argument '$1'" ;;
     esac
@@ -325,14 +329,15 @@ elif [ ! -x "$LOOP" ]; then
 else
     cmp=(env TMPDIR="$OUTDIR/compare" bash bench/nccl_compare.sh --collprof "$COLLPROF"
         --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP"
-        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --rounds 5 --control --keep)
-    run_step compare 200 130 "5 ops, 8 B-256 MB, 5 rounds, control" "${cmp[@]}"
+        --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep)
+    read -ra w <<<"$CMP_ARGS" && cmp+=("${w[@]}")
+    run_step compare 200 130 "5 ops, 8 B-256 MB unless: $CMP_ARGS" "${cmp[@]}"
     # where the host's launch rate bounds both (small sizes), where each runs decides it: the
     # same with both programs on the last two CPUs this process may use (on one, collprof's
     # helper threads share the launching thread's CPU: 2026-11-26 pinned to one)
     cpu=$(awk '/^Cpus_allowed_list:/ { n = split($2, a, /[,-]/); print a[n] }' /proc/self/status)
     [ "${cpu:-0}" -gt 0 ] 2>/dev/null && cpu="$((cpu - 1)),$cpu"
-    run_step compare-pinned 200 100 "5 ops, 8 B-256 MB, 5 rounds, control, CPUs ${cpu:-0}" "${cmp[@]}" \
+    run_step compare-pinned 200 100 "5 ops, 8 B-256 MB unless: $CMP_ARGS, CPUs ${cpu:-0}" "${cmp[@]}" \
         --pin "${cpu:-0}"
 fi
 
@@ -372,7 +377,7 @@ grep -E '^(not ok|1\.\.|# [a-z -]*: [0-9]+ s$)' "$LOGS/check-gpu.log" 2>/dev/nul
 s=$(ls "$OUTDIR"/matrix/collprof_*.txt 2>/dev/null | head -n 1)
 [ -n "$s" ] && grep -m1 '^result:' "$s" | sed 's/^/# matrix /' | tee -a "$REPORT"
 for c in compare compare-pinned; do
-    grep -E '^(op |allreduce|allgather|reducescatter|broadcast|sendrecv|worst|verdicts|SLOWER|faster)' "$LOGS/$c.log" 2>/dev/null |
+    grep -E '^(op |allreduce|allgather|reducescatter|broadcast|sendrecv|worst|verdicts|SLOWER|faster|pooled)' "$LOGS/$c.log" 2>/dev/null |
         sed "s/^/# $c: /" | tee -a "$REPORT"
 done
 grep -E 'ERROR SUMMARY|========= (Invalid|Program hit|Error)' "$LOGS/sanitizer.log" 2>/dev/null | sort | uniq -c |

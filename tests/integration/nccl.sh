@@ -183,6 +183,13 @@ awk 'BEGIN {
         print r, "plain", "allreduce", 5, 128, (r % 2 ? 10 + r / 10 : 14), 5
         print r, "collprof", "allreduce", 5, 128, 11 + r / 2, "-"  # 12 % with overlap: undecided
         print r, "collprof", "sendrecv", 1, 8, 7, "-"               # no plain: n/a
+        # pooled: two launch-bound sizes 20 % slower every round, one GPU-bound size equal
+        print r, "plain", "allgather", 1, 8, p[r], 5
+        print r, "collprof", "allgather", 1, 8, 1.2 * p[r], "-"
+        print r, "plain", "allgather", 2, 16, p[r] + 0.2, 5
+        print r, "collprof", "allgather", 2, 16, 1.2 * (p[r] + 0.2), "-"
+        print r, "plain", "allgather", 3, 1048576, 100 + r, 5
+        print r, "collprof", "allgather", 3, 1048576, 106 - r, "-"
     }
 }' >"$WORK/an/times"
 bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --analyse "$WORK/an" >"$WORK/cmp" 2>&1
@@ -192,14 +199,18 @@ v() { awk -v op="$1" -v b="$2" '$1 == op && $2 == b { print $6 }' "$WORK/cmp"; }
     [ "$(v allreduce 32)" = SLOWER ] && [ "$(v allreduce 64)" = faster ] &&
     [ "$(v allreduce 128)" = undecided ] && grep -q '^sendrecv  *8  *- .* n/a$' "$WORK/cmp" &&
     grep -q '^allreduce  *32 .* SLOWER  *1.04  *1.03  *5.00  *-  *12.30  *0.992 ok$' "$WORK/cmp" &&
-    grep -q '^verdicts, collprof against plain: ok 1, ok\* 1, undecided 1, SLOWER 1, faster 1 (.* p = 0.00794 ' "$WORK/cmp" &&
-    grep -q '^SLOWER against plain: allreduce 32$' "$WORK/cmp" &&
-    grep -q '^faster against plain: allreduce 64$' "$WORK/cmp"
-ok $? "bench/nccl_compare.sh --analyse: ok, ok*, SLOWER, faster, undecided and n/a from 5 rounds"
+    grep -q '^verdicts, collprof against plain: ok 2, ok\* 1, undecided 1, SLOWER 3, faster 1 (.* p = 0.00794 ' "$WORK/cmp" &&
+    grep -q '^SLOWER against plain: allreduce 32 allgather 8 allgather 16$' "$WORK/cmp" &&
+    grep -q '^faster against plain: allreduce 64$' "$WORK/cmp" &&
+    grep -q '^pooled allreduce, 5 launch-bound size(s) 8-128 B: .* medians of 5 rounds): ratio ' "$WORK/cmp" &&
+    grep -q '^pooled allgather, 2 launch-bound size(s) 8-16 B: plain 10.30, collprof 12.36 us .* ratio 1.200 SLOWER, best rounds 1.200$' "$WORK/cmp" &&
+    [ "$(v allgather 1048576)" = ok ]
+ok $? "bench/nccl_compare.sh --analyse: ok, ok*, SLOWER, faster, undecided and n/a from 5 rounds; pooled launch-bound sizes"
 awk '$1 <= 3' "$WORK/an/times" >"$WORK/an/t3" && mv "$WORK/an/t3" "$WORK/an/times"
 bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --analyse "$WORK/an" >"$WORK/cmp" 2>&1
 [ $? -eq 0 ] && [ "$(v allreduce 32)" = undecided ] && [ "$(v allreduce 16)" = ok ] &&
-    grep -q 'SLOWER 0, faster 0 (.* p = 0.1 per cell)' "$WORK/cmp"
+    grep -q 'SLOWER 0, faster 0 (.* p = 0.1 per cell)' "$WORK/cmp" &&
+    grep -q '^pooled allgather, 2 .* medians of 3 rounds): ratio 1.200 undecided,' "$WORK/cmp"
 ok $? "bench/nccl_compare.sh --analyse: 3 rounds decide nothing (p = 0.1)"
 bash "$COLLPROF_SRCDIR/bench/nccl_compare.sh" --analyse "$WORK/none" >"$WORK/cmp" 2>&1
 [ $? -eq 1 ] && grep -q 'no file .*none/times' "$WORK/cmp"
