@@ -74,14 +74,25 @@ long cp_fault_slow_repeat_us(int repeat)
     return 0;
 }
 
-int cp_fault_hang(int rank, int cell)
+/* kind[:RANK[:CELL]] names rank in cell (RANK and CELL default to 0) */
+static int fault_rank_cell(const char *kind, int rank, int cell)
 {
-    const char *a = fault_args("hang");
+    const char *a = fault_args(kind);
     if (a == NULL) {
         return 0;
     }
     const char *colon = strchr(a, ':');
     return atoi(a) == rank && (colon != NULL ? atoi(colon + 1) : 0) == cell;
+}
+
+int cp_fault_hang(int rank, int cell)
+{
+    return fault_rank_cell("hang", rank, cell);
+}
+
+int cp_fault_nomem(int rank, int cell)
+{
+    return fault_rank_cell("nomem", rank, cell);
 }
 
 void cp_fault_spin(long us)
@@ -155,7 +166,7 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong", "exit", "slowrep", "slow", "hang", NULL};
+    static const char *kinds[] = {"wrong", "exit", "slowrep", "slow", "hang", "nomem", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -171,8 +182,8 @@ int cp_fault_check(char *err, size_t len)
     }
     snprintf(err, len,
              "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], exit[:RANK], "
-             "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]] or slowrep:LIST[:USEC] (tests only; "
-             "unset it for a real run)",
+             "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]], nomem[:RANK[:CELL]] or "
+             "slowrep:LIST[:USEC] (tests only; unset it for a real run)",
              f, strlen(f) > 40 ? "..." : "");
     return -1;
 }

@@ -5,6 +5,8 @@
  *   exit[:RANK]             die in the middle of the first cell's timed loop
  *   slow[:RANK|all[:USEC]]  add USEC (default 2000) to each timed operation
  *   hang[:RANK[:CELL]]      stop for good in the middle of cell CELL (default 0)
+ *   nomem[:RANK[:CELL]]     find no memory for cell CELL's results (default 0), as
+ *                           when the allocation fails
  *   slowrep:LIST[:USEC]     add USEC (default 2000) to each timed operation of every
  *                           rank in the repeats (--repeats) LIST names, e.g. 0,2
  *                           (counted from 0): a cell with two modes, for tests
@@ -26,6 +28,8 @@ long cp_fault_slow_us(int rank);
 long cp_fault_slow_repeat_us(int repeat);
 /** Does "hang" apply to rank in cell? */
 int cp_fault_hang(int rank, int cell);
+/** Does "nomem" apply to rank in cell? */
+int cp_fault_nomem(int rank, int cell);
 /** Busy-wait us microseconds (sleeping overshoots by milliseconds here). */
 void cp_fault_spin(long us);
 /** Stop this process's progress for good (the "exit" and "hang" faults). */

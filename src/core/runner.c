@@ -122,15 +122,21 @@ typedef struct cell_run {
     cell_rec_t rec;
     int n, iters, memtype, staged;
     double tmo;
-    size_t bytes;                  /* of each buffer */
-    void *sendbuf, *recvbuf;       /* the slot in use of each buffer */
-    void *sbase, *rbase;           /* the allocations: slots buffers of stride bytes each */
-    size_t stride, smap, rmap;     /* smap, rmap: the core's mapping lengths */
-    int slots, core;               /* --rotate-buffers; core: --alloc mmap|hugepages */
-    int batch;                     /* operations per timed sample */
-    long ops;                      /* operations run, for the slot of the next one */
-    void *hsend, *hrecv;           /* host copies when staged */
-    double *mine;                  /* this rank's samples, us */
+    size_t bytes;              /* of each buffer */
+    void *sendbuf, *recvbuf;   /* the slot in use of each buffer */
+    void *sbase, *rbase;       /* the allocations: slots buffers of stride bytes each */
+    size_t stride, smap, rmap; /* smap, rmap: the core's mapping lengths */
+    int slots, core;           /* --rotate-buffers; core: --alloc mmap|hugepages */
+    int batch;                 /* operations per timed sample */
+    long ops;                  /* operations run, for the slot of the next one */
+    void *hsend, *hrecv;       /* host copies when staged */
+    double *mine;              /* this rank's samples, us */
+    /* room for the results, taken before the set-up's agreement (a rank without it would
+     * leave the gathers the others wait in): rank 0's records, the samples and means that
+     * go to the cp_result_t, the gathers' buffers (gall on rank 0) */
+    cell_rec_t *recs;
+    double *samples, *rank_mean;
+    char *gmine, *gall;
     collprof_args_t args, barrier; /* the operation, and the backend's barrier */
     uint64_t nb_loops;             /* non-blocking ops: the calibrated computation's loops */
     double nb_last_us;             /* ... and how long it took in the last iteration */
@@ -237,6 +243,31 @@ static void setup_traffic(cell_run_t *c)
     c->mine = calloc((size_t)nsamples, sizeof(double));
     if (c->mine == NULL) {
         fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for samples");
+    }
+}
+
+/* One gather's part: the record and up to GATHER_CHUNK samples. */
+static size_t gather_part(const cell_run_t *c)
+{
+    return sizeof(cell_rec_t) +
+           sizeof(double) * (size_t)(c->iters < GATHER_CHUNK ? c->iters : GATHER_CHUNK);
+}
+
+/* The room finish() needs, taken before the ranks agree on the set-up, so that a rank
+ * without it fails the set-up with the others instead of leaving their gathers. */
+static void setup_results(cell_run_t *c)
+{
+    int me = c->r->boot->rank, root = me == 0;
+    size_t n = (size_t)c->n;
+    c->recs = calloc(root ? n : 1, sizeof(cell_rec_t));
+    c->samples = calloc(n * (size_t)c->iters, sizeof(double));
+    c->rank_mean = calloc(n, sizeof(double));
+    c->gmine = malloc(gather_part(c));
+    c->gall = root ? malloc(n * gather_part(c)) : NULL;
+    if (!c->recs || !c->samples || !c->rank_mean || !c->gmine || (root && !c->gall) ||
+        cp_fault_nomem(me, c->r->index)) {
+        fail(c, COLLPROF_ERR_NO_MEMORY, 1,
+             "out of memory for the results (%d ranks x %d iterations)", c->n, c->iters);
     }
 }
 
@@ -614,13 +645,7 @@ static int gather_all(cell_run_t *c, cell_rec_t *recs, cp_result_t *res, int me)
 {
     int n = c->n, iters = c->iters, oob = 0;
     size_t rl = sizeof(cell_rec_t);
-    size_t part = rl + sizeof(double) * (size_t)(iters < GATHER_CHUNK ? iters : GATHER_CHUNK);
-    char *mine = malloc(part), *all = me == 0 ? malloc((size_t)n * part) : NULL;
-    if (mine == NULL || (me == 0 && all == NULL)) {
-        free(mine);
-        free(all);
-        return COLLPROF_ERR_NO_MEMORY;
-    }
+    char *mine = c->gmine, *all = c->gall;
     /* every piece, whatever failed before (the ranks' calls stay in step): the first error */
     for (int off = 0; off == 0 || off < iters; off += GATHER_CHUNK) {
         int len = iters - off < GATHER_CHUNK ? iters - off : GATHER_CHUNK;
@@ -638,8 +663,6 @@ static int gather_all(cell_run_t *c, cell_rec_t *recs, cp_result_t *res, int me)
     if (me != 0) {
         memcpy(res->samples + (size_t)me * (size_t)iters, c->mine, sizeof(double) * (size_t)iters);
     }
-    free(mine);
-    free(all);
     return oob;
 }
 
@@ -828,15 +851,10 @@ static void finish(cell_run_t *c, cp_result_t *res)
     cp_wd_beat(CP_WD_GATHER, c->r->index, -1, c->cell->warmup, c->tmo);
     int me = c->r->boot->rank, bad = -1;
     res->bytes = cp_coll_bytes(&c->x); /* this rank's (a sweep's bystanders move one element) */
-    cell_rec_t *recs = calloc(me == 0 ? (size_t)c->n : 1, sizeof(cell_rec_t));
-    res->samples = calloc((size_t)c->n * (size_t)c->iters, sizeof(double));
-    res->rank_mean = calloc((size_t)c->n, sizeof(double));
-    if (!recs || !res->samples || !res->rank_mean) {
-        res->status = COLLPROF_CELL_ERROR;
-        snprintf(res->reason, sizeof(res->reason), "out of memory gathering results");
-        free(recs);
-        return;
-    }
+    cell_rec_t *recs = c->recs; /* the room setup_results took: the result owns it from here */
+    res->samples = c->samples;
+    res->rank_mean = c->rank_mean;
+    c->samples = c->rank_mean = NULL;
     int oob = gather_all(c, recs, res, me);
     if (oob != 0) { /* on rank 0, in the summary that follows: the calls stay in step */
         oob_failed(res);
@@ -853,7 +871,6 @@ static void finish(cell_run_t *c, cp_result_t *res)
     if (oob != 0 || shared != 0) { /* whatever rank 0 said */
         oob_failed(res);
     }
-    free(recs);
 }
 
 /* Collective (mem_free on every rank that allocated, which is every rank). */
@@ -877,6 +894,11 @@ static void release(cell_run_t *c)
         cp_free_pages(c->hrecv, c->bytes);
     }
     free(c->mine);
+    free(c->recs);
+    free(c->samples);
+    free(c->rank_mean);
+    free(c->gmine);
+    free(c->gall);
     cp_a2av_free(&c->a2av);
 }
 
@@ -970,6 +992,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
 
     /* every collective slot is called on every rank or on none: agree first */
     setup_traffic(&c);
+    setup_results(&c);
     if (agreed(&c, res) == 0) {
         setup_buffers(&c);
         if (agreed(&c, res) == 0) {
