@@ -25,10 +25,14 @@ static void merge_overlap(cp_result_t *acc, const cp_result_t *one)
     acc->nb_overlap_pct = cp_overlap_pct(acc->nb_overall_us, acc->nb_compute_us, acc->nb_comm_us);
 }
 
-/* The samples of one after acc's, rank by rank ([rank][iteration] both). */
+/* The samples of one after acc's, row by row ([row][iteration] both: rows are ranks on rank
+ * 0, this rank's own alone elsewhere). */
 static int append_samples(cp_result_t *acc, const cp_result_t *one)
 {
-    size_t n = (size_t)acc->nranks, a = (size_t)acc->iters, b = (size_t)one->iters;
+    if (one->srows != acc->srows) {
+        return -1;
+    }
+    size_t n = (size_t)acc->srows, a = (size_t)acc->iters, b = (size_t)one->iters;
     double *s = malloc(sizeof(double) * n * (a + b));
     double *p50 = realloc(acc->rep_p50, sizeof(double) * (size_t)(acc->repeats + 1));
     acc->rep_p50 = p50 != NULL ? p50 : acc->rep_p50;
@@ -140,7 +144,9 @@ void cp_repeat_finish(cp_result_t *acc)
     if (acc->repeats == 0) {
         return;
     }
-    int rc = acc->repeats > 1 ? pooled_figures(acc) : 0;
+    /* the pooled figures from every rank's samples, on rank 0 (the others hold their own
+     * alone, and keep the figures rank 0 broadcast) */
+    int rc = acc->repeats > 1 && acc->srows == acc->nranks ? pooled_figures(acc) : 0;
     if (rc == 0) {
         rc = repeat_figures(acc->rep_p50, acc->repeats, &acc->ci, &acc->bimodal, &acc->modes);
     }

@@ -260,7 +260,7 @@ static void setup_results(cell_run_t *c)
     int me = c->r->boot->rank, root = me == 0;
     size_t n = (size_t)c->n;
     c->recs = calloc(root ? n : 1, sizeof(cell_rec_t));
-    c->samples = calloc(n * (size_t)c->iters, sizeof(double));
+    c->samples = calloc((root ? n : 1) * (size_t)c->iters, sizeof(double));
     c->rank_mean = calloc(n, sizeof(double));
     c->gmine = malloc(gather_part(c));
     c->gall = root ? malloc(n * gather_part(c)) : NULL;
@@ -661,7 +661,7 @@ static int gather_all(cell_run_t *c, cell_rec_t *recs, cp_result_t *res, int me)
         }
     }
     if (me != 0) {
-        memcpy(res->samples + (size_t)me * (size_t)iters, c->mine, sizeof(double) * (size_t)iters);
+        memcpy(res->samples, c->mine, sizeof(double) * (size_t)iters);
     }
     return oob;
 }
@@ -853,6 +853,7 @@ static void finish(cell_run_t *c, cp_result_t *res)
     res->bytes = cp_coll_bytes(&c->x); /* this rank's (a sweep's bystanders move one element) */
     cell_rec_t *recs = c->recs; /* the room setup_results took: the result owns it from here */
     res->samples = c->samples;
+    res->srows = me == 0 ? c->n : 1;
     res->rank_mean = c->rank_mean;
     c->samples = c->rank_mean = NULL;
     int oob = gather_all(c, recs, res, me);

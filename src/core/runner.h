@@ -25,10 +25,11 @@ typedef struct cp_result {
     cp_stats_t stats; /**< of the per-iteration max over ranks, us */
     double algbw;     /**< GB/s (1e9), from the mean time */
     double busbw;     /**< GB/s */
-    /** [rank * iters + i], us (NULL unless it ran): every rank's on rank 0, this rank's row
-     *  alone on the others (zeros elsewhere), where the figures above and the status are rank
-     *  0's, broadcast; only rank 0 writes the results */
+    /** [row * iters + i], us (NULL unless it ran): on rank 0 every rank's (row = rank,
+     *  srows = nranks); on the others this rank's own alone (srows = 1), where the figures
+     *  above and the status are rank 0's, broadcast; only rank 0 writes the results */
     double *samples;
+    int srows;                         /**< rows of samples: nranks on rank 0, 1 elsewhere */
     double *rank_mean;                 /**< [rank], us (rank 0) */
     uint64_t *send_bytes, *recv_bytes; /**< alltoallv, allgatherv: per rank */
     double start_epoch;                /**< wall-clock start, seconds since 1970 */

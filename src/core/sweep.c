@@ -69,7 +69,8 @@ static void pair_figures(const cp_result_t *res, int ra, int rb, collprof_link_r
 {
     int iters = res->iters;
     double *m = malloc(sizeof(double) * (size_t)(iters > 0 ? iters : 1));
-    if (m == NULL || res->samples == NULL || iters < 1) {
+    /* every rank's samples: rank 0's (the others hold their own alone) */
+    if (m == NULL || res->samples == NULL || res->srows != res->nranks || iters < 1) {
         free(m);
         return;
     }

@@ -140,9 +140,9 @@ static long run_cell(cp_runner_t *r, const cell_t *c, collprof_cell_status_t *st
     *status = res.status;
     snprintf(why, whylen, "%s", res.reason);
     long wrong = -1;
-    if (res.samples != NULL) { /* every rank's 3 timed iterations, from run_batch */
-        int timed = 1;
-        for (int k = 0; k < NR * 3; k++) {
+    if (res.samples != NULL) { /* 3 timed iterations from run_batch, of every rank on rank 0 */
+        int timed = res.srows == (r->boot->rank == 0 ? NR : 1);
+        for (int k = 0; k < res.srows * 3; k++) {
             timed &= res.samples[k] >= 0;
         }
         wrong = timed ? (long)res.wrong : -1;
