@@ -70,4 +70,14 @@ b4=$(awk '$1 == 4 && $2 == "this" { print $7 }' "$WORK/oob")
 b16=$(awk '$1 == 16 && $2 == "this" { print $7 }' "$WORK/oob")
 [ $rc -eq 0 ] && [ "${b4:-0}" -gt 0 ] && [ "${b16:-0}" -gt 0 ] && [ "$b16" -lt $((8 * b4)) ]
 ok $? "rank 0's out-of-band bytes per cell linear in the ranks: ${b4:-?} B at 4, ${b16:-?} B at 16"
+# ranks other than 0 keep their own samples alone: their peak memory does not grow with the
+# ranks (with room for every rank's, which --repeats copies, it grew by 3.6 MB of the 4.8 here)
+bash "$COLLPROF_SRCDIR/bench/rank_memory.sh" --collprof "$COLLPROF_BIN" --np 4,8 -n 50000 \
+    --repeats 3 >"$WORK/mem" 2>&1
+rc=$?
+kb() { awk -v np="$1" -v col="$2" '$1 == np && $2 == "this" { printf "%d", $col * 1000 }' "$WORK/mem"; }
+s4=$(kb 4 4) s8=$(kb 8 4) o4=$(kb 4 6) o8=$(kb 8 6)
+[ $rc -eq 0 ] && [ "${o4:-0}" -gt 0 ] && [ "${o8:-0}" -gt 0 ] && [ "${s8:-0}" -gt 0 ] &&
+    [ $((o8 - o4)) -lt $(((s8 - s4) / 4)) ]
+ok $? "the other ranks' peak memory flat in the ranks: ${o4:-?} kB at 4, ${o8:-?} kB at 8 (all samples ${s4:-?}, ${s8:-?} kB)"
 done_testing

@@ -1,0 +1,103 @@
+#!/bin/bash
+# Each rank's peak resident memory (VmHWM) in one run of a long cell: for
+# each --np N, collprof --np N of the self backend, one allreduce of one
+# element with many timed iterations (-n, default 100,000), repeated
+# (--repeats, default 3: the repeats keep every repeat's samples), of this
+# build and, with --base, of another side by side.  Rank 0 holds every
+# rank's samples (8 x N x iterations x repeats bytes); what the other ranks
+# hold says whether they keep every rank's too.  The ranks are found by their
+# PMIX_RANK in /proc while the run lasts (polled every 20 ms: VmHWM only
+# grows).  Run from the build tree (or pass --collprof).  Linux only.
+# Exit status: 0 ran, 1 failed, 2 bad usage.  See bench/README.md.
+set -u
+NAME=rank_memory.sh
+COLLPROF_BIN=${COLLPROF:-}
+BASE=
+NPS="4 8 16"
+ITERS=100000
+REPEATS=3
+
+usage() {
+    cat <<'USAGE'
+Usage: bench/rank_memory.sh [OPTIONS]
+  --np LIST          rank counts, comma-separated (default: 4,8,16)
+  -n, --iters N      timed iterations of the cell (default: 100000)
+  -r, --repeats R    runs of the cell (default: 3)
+  --base PATH        another collprof build to run beside this one (its
+                     plugins: .libs next to it)
+  --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, PATH)
+  -h, --help         this help
+USAGE
+}
+
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+while [ $# -gt 0 ]; do
+    case $1 in
+    --np) need_arg "$1" $# && NPS=$(echo "$2" | tr , ' ') && shift ;;
+    -n | --iters) need_arg "$1" $# && ITERS=$2 && shift ;;
+    -r | --repeats) need_arg "$1" $# && REPEATS=$2 && shift ;;
+    --base) need_arg "$1" $# && BASE=$2 && shift ;;
+    --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
+    -h | --help) usage && exit 0 ;;
+    *) bad_usage "unknown option $1" ;;
+    esac
+    shift
+done
+at_least "$ITERS" 1 || bad_usage "--iters needs a whole number >= 1"
+at_least "$REPEATS" 1 || bad_usage "--repeats needs a whole number >= 1"
+for np in $NPS; do
+    at_least "$np" 2 || bad_usage "--np: whole numbers >= 2, not '$np'"
+done
+[ -r /proc/self/status ] || die "needs Linux's /proc"
+find_collprof
+if [ -n "$BASE" ]; then
+    [ -x "$BASE" ] || die "--base: $BASE is not executable"
+    BASE=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE")
+fi
+tmp=$(mktemp -d) || die "no temporary directory"
+trap 'rm -rf "$tmp"' EXIT
+
+# "RANK KB" for every process of the run, each poll (the largest per rank is kept later)
+poll() { # pid of the run
+    while kill -0 "$1" 2>/dev/null; do
+        for d in /proc/[0-9]*; do
+            [ "$(readlink "$d/exe" 2>/dev/null)" = "$bin" ] || continue
+            # a process may end between the lines
+            r=$({ tr '\0' '\n' <"$d/environ"; } 2>/dev/null | sed -n 's/^PMIX_RANK=//p')
+            kb=$({ awk '$1 == "VmHWM:" { print $2 }' "$d/status"; } 2>/dev/null)
+            [ -n "$kb" ] && echo "${r:-launcher} $kb"
+        done
+        sleep 0.02
+    done
+}
+
+printf '%5s %-6s %10s %14s %22s %18s\n' ranks build iterations samples_MB rank0_peak_MB \
+    other_ranks_peak_MB # iterations of each repeat; samples: every rank's, every repeat's
+for np in $NPS; do
+    for build in this base; do
+        bin=$COLLPROF_BIN
+        if [ "$build" = base ]; then
+            [ -n "$BASE" ] || continue
+            bin=$BASE
+        fi
+        bin=$(readlink -f "$bin") # as /proc/PID/exe names it
+        COLLPROF_PLUGIN_PATH=$(dirname "$bin")/.libs "$bin" --np "$np" --backends self \
+            --ops allreduce --counts 1 -n "$ITERS" -w 0 --repeats "$REPEATS" --output-dir "$tmp" \
+            >"$tmp/out" 2>"$tmp/err" &
+        pid=$!
+        poll "$pid" >"$tmp/rss"
+        wait "$pid" || {
+            tail -n 5 "$tmp/err" >&2
+            die "the $np-rank run of $bin failed"
+        }
+        awk -v np="$np" -v b="$build" -v it="$ITERS" -v rep="$REPEATS" '
+            $1 == "0" { r0 = $2 > r0 ? $2 : r0 }
+            $1 ~ /^[1-9][0-9]*$/ { o = $2 > o ? $2 : o; seen[$1] = 1 }
+            END {
+                n = 0; for (k in seen) n++
+                if (!r0 || n != np - 1) { printf "saw %d of %d ranks\n", n + (r0 > 0), np > "/dev/stderr"; exit 1 }
+                printf "%5d %-6s %10d %14.1f %22.1f %18.1f\n", np, b, it, 8 * np * it * rep / 1e6, r0 / 1024, o / 1024
+            }' "$tmp/rss" || die "the $np-rank run of $bin: not every rank was seen in /proc"
+    done
+done
