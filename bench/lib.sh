@@ -37,6 +37,13 @@ find_collprof() {
     BUILD_DIR=$(dirname "$COLLPROF_BIN")
 }
 
+# BASE (--base: another collprof build to run beside this one), when set, as an absolute path
+find_base() {
+    [ -n "$BASE" ] || return 0
+    [ -x "$BASE" ] || die "--base: $BASE is not executable"
+    BASE=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE")
+}
+
 # CSV_AWK: the awk function csv(line, f), which splits one CSV line (RFC 4180
 # quoting, no embedded newlines) into f[1..n] and returns n.  Put it in front of
 # a program: awk -v ... "$CSV_AWK"'PROGRAM' (plain awk text: mawk has no -e).

@@ -46,10 +46,7 @@ for np in $NPS; do
     at_least "$np" 2 || bad_usage "--np: whole numbers >= 2 (one rank opens no channel), not '$np'"
 done
 find_collprof
-if [ -n "$BASE" ]; then
-    [ -x "$BASE" ] || die "--base: $BASE is not executable"
-    BASE=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE")
-fi
+find_base
 tmp=$(mktemp -d) || die "no temporary directory"
 trap 'rm -rf "$tmp"' EXIT
 

@@ -51,10 +51,7 @@ for np in $NPS; do
 done
 [ -r /proc/self/status ] || die "needs Linux's /proc"
 find_collprof
-if [ -n "$BASE" ]; then
-    [ -x "$BASE" ] || die "--base: $BASE is not executable"
-    BASE=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE")
-fi
+find_base
 tmp=$(mktemp -d) || die "no temporary directory"
 trap 'rm -rf "$tmp"' EXIT
 
