@@ -5,9 +5,10 @@
 # (--repeats, default 3: the repeats keep every repeat's samples), of this
 # build and, with --base, of another side by side.  Rank 0 holds every
 # rank's samples (8 x N x iterations x repeats bytes); what the other ranks
-# hold says whether they keep every rank's too.  The ranks are found by their
-# PMIX_RANK in /proc while the run lasts (polled every 20 ms: VmHWM only
-# grows).  Run from the build tree (or pass --collprof).  Linux only.
+# hold says whether they keep every rank's too.  The ranks are the
+# launcher's children, told apart by their PMIX_RANK in /proc while the run
+# lasts (polled every 20 ms: VmHWM only grows).  Run from the build tree (or
+# pass --collprof).  Linux only.
 # Exit status: 0 ran, 1 failed, 2 bad usage.  See bench/README.md.
 set -u
 NAME=rank_memory.sh
@@ -55,11 +56,13 @@ find_base
 tmp=$(mktemp -d) || die "no temporary directory"
 trap 'rm -rf "$tmp"' EXIT
 
-# "RANK KB" for every process of the run, each poll (the largest per rank is kept later)
+# "RANK KB" for every rank of the run (the launcher's children: not another run's ranks,
+# such as those of tests running beside it), each poll; the largest per rank is kept later
 poll() { # pid of the run
     while kill -0 "$1" 2>/dev/null; do
         for d in /proc/[0-9]*; do
             [ "$(readlink "$d/exe" 2>/dev/null)" = "$bin" ] || continue
+            [ "$({ cut -d' ' -f4 "$d/stat"; } 2>/dev/null)" = "$1" ] || continue
             # a process may end between the lines
             r=$({ tr '\0' '\n' <"$d/environ"; } 2>/dev/null | sed -n 's/^PMIX_RANK=//p')
             kb=$({ awk '$1 == "VmHWM:" { print $2 }' "$d/status"; } 2>/dev/null)

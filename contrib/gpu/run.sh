@@ -331,6 +331,16 @@ else
         --plugin-path "$COLLPROF_PLUGIN_PATH" --nccl-loop "$LOOP"
         --ops allreduce,allgather,reducescatter,broadcast,sendrecv --keep)
     read -ra w <<<"$CMP_ARGS" && cmp+=("${w[@]}")
+    # the machine's CPU time while they run, every 50 ms with the wall clock as collprof's
+    # log lines write it: /proc/stat's cpu line (user nice system idle iowait irq softirq
+    # steal ...) and the load.  Some collprof launches start 3-12x slow on the host for about
+    # 80 ms (docs/nccl.md, "Validated on"): steal time rising with them would name the cause.
+    (while :; do
+        printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$(head -n 1 /proc/stat)" \
+            "$(cut -d' ' -f1-4 /proc/loadavg)"
+        sleep 0.05
+    done) >"$OUTDIR/compare/cpu.txt" 2>/dev/null &
+    sampler=$!
     run_step compare 200 130 "5 ops, 8 B-256 MB unless: $CMP_ARGS" "${cmp[@]}"
     # where the host's launch rate bounds both (small sizes), where each runs decides it: the
     # same with both programs on the last two CPUs this process may use (on one, collprof's
@@ -339,6 +349,8 @@ else
     [ "${cpu:-0}" -gt 0 ] 2>/dev/null && cpu="$((cpu - 1)),$cpu"
     run_step compare-pinned 200 100 "5 ops, 8 B-256 MB unless: $CMP_ARGS, CPUs ${cpu:-0}" "${cmp[@]}" \
         --pin "${cpu:-0}"
+    kill "$sampler" 2>/dev/null
+    wait "$sampler" 2>/dev/null
 fi
 
 SAN=$(command -v compute-sanitizer ||
