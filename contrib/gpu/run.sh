@@ -97,11 +97,25 @@ record() {
     fi
 }
 
-# run_step NAME CAP RESERVE NOTE COMMAND...: COMMAND under min(CAP, what the
-# budget leaves after RESERVE seconds for the later steps, RESERVE being for
-# the default budget of 520 s and scaled to the real one), output in logs/NAME.log
+# the seconds a step is kept at least, for the default budget of 520 s
+need() {
+    case $1 in
+    matrix | compare-pinned) echo 30 ;;
+    compare) echo 40 ;;
+    check-gpu) echo 100 ;;
+    *) echo 0 ;;
+    esac
+}
+
+# run_step NAME CAP "LATER STEPS" NOTE COMMAND...: COMMAND under min(CAP, what the
+# budget leaves after the needs of the later steps not skipped, scaled to the real
+# budget), output in logs/NAME.log
 run_step() {
-    local name=$1 cap=$2 reserve=$(($3 * BUDGET / 520)) note=$4 left t0 rc st
+    local name=$1 cap=$2 reserve=0 note=$4 left t0 rc st s
+    for s in $3; do
+        case $SKIP in *",$s,"*) ;; *) reserve=$((reserve + $(need "$s"))) ;; esac
+    done
+    reserve=$((reserve * BUDGET / 520))
     shift 4
     case $SKIP in *",$name,"*)
         record "$name" skip - 0 0 "--skip"
@@ -309,13 +323,13 @@ grep -i -E '^pip (torch|nvidia-nccl|nvidia-cuda-runtime)' "$OUTDIR/machine.txt" 
 # ---- the steps (reserves: what the later steps need at least) -------------------------
 GPU=1
 [ "$NGPU" -gt 0 ] || [ "$FORCE" = 1 ] || GPU=0
-run_step version 30 200 "" sh -c '"$1" --version && echo && "$1" --list' sh "$COLLPROF"
+run_step version 30 "matrix compare compare-pinned check-gpu" "" sh -c '"$1" --version && echo && "$1" --list' sh "$COLLPROF"
 grep -h -o 'NCCL[X]* [0-9][^ ]* ([^)]*)[^|]*' "$LOGS/version.log" 2>/dev/null | head -n 1 | sed 's/^/# nccl as loaded: /' |
     tee -a "$REPORT"
 
 mkdir -p "$OUTDIR/matrix" "$OUTDIR/compare" "$OUTDIR/sanitizer"
 if [ "$GPU" = 1 ]; then
-    run_step matrix 110 170 "default matrix, 1 rank" \
+    run_step matrix 110 "compare compare-pinned check-gpu" "default matrix, 1 rank" \
         "$COLLPROF" --np 1 --backends nccl -v --output-dir "$OUTDIR/matrix"
 else
     skip_step matrix "$GPU_NOTE"
@@ -341,13 +355,13 @@ else
         sleep 0.05
     done) >"$OUTDIR/compare/cpu.txt" 2>/dev/null &
     sampler=$!
-    run_step compare 200 130 "5 ops, 8 B-256 MB unless: $CMP_ARGS" "${cmp[@]}"
+    run_step compare 200 "compare-pinned check-gpu" "5 ops, 8 B-256 MB unless: $CMP_ARGS" "${cmp[@]}"
     # where the host's launch rate bounds both (small sizes), where each runs decides it: the
     # same with both programs on the last two CPUs this process may use (on one, collprof's
     # helper threads share the launching thread's CPU: 2026-11-26 pinned to one)
     cpu=$(awk '/^Cpus_allowed_list:/ { n = split($2, a, /[,-]/); print a[n] }' /proc/self/status)
     [ "${cpu:-0}" -gt 0 ] 2>/dev/null && cpu="$((cpu - 1)),$cpu"
-    run_step compare-pinned 200 100 "5 ops, 8 B-256 MB unless: $CMP_ARGS, CPUs ${cpu:-0}" "${cmp[@]}" \
+    run_step compare-pinned 200 check-gpu "5 ops, 8 B-256 MB unless: $CMP_ARGS, CPUs ${cpu:-0}" "${cmp[@]}" \
         --pin "${cpu:-0}"
     kill "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null
@@ -367,17 +381,17 @@ else
     for o in "--target-processes all" "--print-limit 100000"; do
         case $help in *"${o%% *}"*) read -ra w <<<"$o" && san_opts+=("${w[@]}") ;; esac
     done
-    run_step sanitizer 80 100 "memcheck, one rank (rc 9: it reported something; see sanitizer-triage)" "$SAN" "${san_opts[@]}" \
+    run_step sanitizer 80 check-gpu "memcheck, one rank (rc 9: it reported something; see sanitizer-triage)" "$SAN" "${san_opts[@]}" \
         "$COLLPROF" --backends nccl --variants default,reg,graph,p2p --ops all \
         --counts 1K,64K -n 2 -w 1 --timeout 300 --output-dir "$OUTDIR/sanitizer"
-    run_step sanitizer-triage 10 0 "memory errors, API errors outside NCCL" \
+    run_step sanitizer-triage 10 "" "memory errors, API errors outside NCCL" \
         sh contrib/gpu/san_triage.sh "$LOGS/sanitizer.log"
 fi
 
 # make check-gpu's script, with the environment that target gives it; it skips
 # itself (1..0 # SKIP) without a GPU, so it runs in every case
 left=$((DEADLINE - $(date +%s) - 5))
-run_step check-gpu "$left" 0 "tests/integration/nccl_gpu.sh" env COLLPROF_BIN="$COLLPROF" \
+run_step check-gpu "$left" "" "tests/integration/nccl_gpu.sh" env COLLPROF_BIN="$COLLPROF" \
     COLLPROF_SRCDIR="$SRC" CP_MPIRUN= CP_TIMEOUT=$((left > 20 ? left - 10 : 10)) \
     sh tests/integration/nccl_gpu.sh
 grep -E '^(not ok|1\.\.|# [a-z -]*: [0-9]+ s$)' "$LOGS/check-gpu.log" 2>/dev/null | head -n 30 |
