@@ -25,6 +25,7 @@
 
 #include "boot/launch_int.h"
 #include "core/log.h"
+#include "core/util.h"
 
 #include <pmix_common.h>
 
@@ -109,6 +110,17 @@ static int launch_embedded(int np, char **argv, const cp_launch_opts_t *opts)
     int status = 1;
     embedded_t e = {.evpipe = {-1, -1}, .cmdpipe = {-1, -1}};
     cp_launch_job_t job;
+    /* the PMIx server holds two descriptors per rank, rank 0 one per rank for its channel and
+     * a backend's mesh one more (the ranks inherit the limit): short of them, the server's
+     * accepts fail and every rank waits for good */
+    long need = 2L * np + CP_NOFILE_SPARE, soft, hard;
+    if (cp_nofile_fit(need, &soft, &hard) != 0) {
+        cp_log(CP_LOG_ERROR,
+               "--np %d needs about %ld open files, but the limit is %ld (ulimit -n; hard limit "
+               "%ld): raise it, e.g. 'ulimit -n %ld', or run fewer ranks",
+               np, need, soft, hard, need);
+        return 1;
+    }
 
     if (gethostname(e.host, sizeof(e.host)) != 0) {
         snprintf(e.host, sizeof(e.host), "localhost");

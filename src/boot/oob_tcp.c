@@ -511,6 +511,16 @@ int cp_tcp_listen(int rank, int nranks, int all_local, const char *hostname, cp_
         set_why("COLLPROF_OOB=pmix");
         return -1;
     }
+    long soft, hard;
+    if (cp_nofile_fit(nranks + CP_NOFILE_SPARE, &soft, &hard) != 0) {
+        /* its accepts would fail until the channel's deadline */
+        set_why("rank 0 may open %ld files (ulimit -n; hard limit %ld), too few for %d ranks' "
+                "connections",
+                soft, hard, nranks);
+        cp_log(CP_LOG_WARN, "oob: %s: PMIx fences instead, slower; raise 'ulimit -n' to %d or more",
+               why, nranks + CP_NOFILE_SPARE);
+        return -1;
+    }
     int backlog = nranks < 4096 ? nranks : 4096;
     char addr[NI_MAXHOST];
     if (iface != NULL && iface[0] != '\0') {

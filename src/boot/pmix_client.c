@@ -338,6 +338,9 @@ static int gather_tables(cp_boot_t *b)
     snprintf(mine.hostname, sizeof(mine.hostname), "%s", b->hostname);
     mine.local_rank = b->local_rank;
     mine.pid = (int32_t)getpid();
+    /* rank 0's channel takes a descriptor per rank, a backend's mesh (gloo) one more: room for
+     * both where the hard limit allows (a launcher not ours may have left the soft one low) */
+    cp_nofile_fit(2L * b->nranks + CP_NOFILE_SPARE, NULL, NULL);
     /* the launcher's local size is the only hint before the exchange */
     cp_tcp_listen(b->rank, b->nranks, b->local_size == b->nranks, b->hostname, &mine.tcp);
     peer_info_t *all = calloc((size_t)b->nranks, sizeof(*all));

@@ -145,7 +145,7 @@ void cp_repeat_finish(cp_result_t *acc)
         return;
     }
     /* the pooled figures from every rank's samples, on rank 0 (the others hold their own
-     * alone, and keep the figures rank 0 broadcast) */
+     * alone, and keep the figures rank 0 broadcast for the first repeat: never read there) */
     int rc = acc->repeats > 1 && acc->srows == acc->nranks ? pooled_figures(acc) : 0;
     if (rc == 0) {
         rc = repeat_figures(acc->rep_p50, acc->repeats, &acc->ci, &acc->bimodal, &acc->modes);

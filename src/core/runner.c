@@ -851,7 +851,7 @@ static void finish(cell_run_t *c, cp_result_t *res)
     cp_wd_beat(CP_WD_GATHER, c->r->index, -1, c->cell->warmup, c->tmo);
     int me = c->r->boot->rank, bad = -1;
     res->bytes = cp_coll_bytes(&c->x); /* this rank's (a sweep's bystanders move one element) */
-    cell_rec_t *recs = c->recs; /* the room setup_results took: the result owns it from here */
+    cell_rec_t *recs = c->recs;        /* the room setup_results took (release frees it) */
     res->samples = c->samples;
     res->srows = me == 0 ? c->n : 1;
     res->rank_mean = c->rank_mean;

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -144,6 +145,29 @@ const char *cp_fmt_bytes(uint64_t v, char *buf, size_t len)
     }
     snprintf(buf, len, "%.2f %s", d, unit[u]);
     return buf;
+}
+
+int cp_nofile_fit(long need, long *soft, long *hard)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        rl.rlim_cur = rl.rlim_max = RLIM_INFINITY; /* nothing known: nothing refused */
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)need) {
+        struct rlimit up = rl;
+        up.rlim_cur =
+            rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)need ? (rlim_t)need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) {
+            rl = up;
+        }
+    }
+    if (soft != NULL) {
+        *soft = rl.rlim_cur == RLIM_INFINITY ? -1 : (long)rl.rlim_cur;
+    }
+    if (hard != NULL) {
+        *hard = rl.rlim_max == RLIM_INFINITY ? -1 : (long)rl.rlim_max;
+    }
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)need ? 0 : -1;
 }
 
 double cp_now_us(void)

@@ -87,4 +87,14 @@ int cp_utf8_seq(const unsigned char *p, size_t n, unsigned *cp);
 /** 1 for the bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069). */
 int cp_bidi_control(unsigned cp);
 
+/** Open files a process needs beside its per-rank ones (libraries, logs, results). */
+#define CP_NOFILE_SPARE 32
+
+/**
+ * Room for need open files: the soft RLIMIT_NOFILE raised to need (at most to the hard
+ * limit) when it is below; 0 when it now allows need, -1 when the hard limit does not.
+ * *soft and *hard (either may be NULL): the limits after it (-1: unlimited).
+ */
+int cp_nofile_fit(long need, long *soft, long *hard);
+
 #endif /* COLLPROF_CORE_UTIL_H */

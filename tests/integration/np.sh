@@ -70,6 +70,26 @@ b4=$(awk '$1 == 4 && $2 == "this" { print $7 }' "$WORK/oob")
 b16=$(awk '$1 == 16 && $2 == "this" { print $7 }' "$WORK/oob")
 [ $rc -eq 0 ] && [ "${b4:-0}" -gt 0 ] && [ "${b16:-0}" -gt 0 ] && [ "$b16" -lt $((8 * b4)) ]
 ok $? "rank 0's out-of-band bytes per cell linear in the ranks: ${b4:-?} B at 4, ${b16:-?} B at 16"
+# too few open files for --np: the embedded PMIx server's accepts failed and every rank waited
+# for good; now a soft limit is raised to what the ranks need, and a hard one too low refused
+d="$WORK/nofile"
+mkdir -p "$d"
+rc=0
+(ulimit -n 32 && exec timeout -k 5 60 "$COLLPROF_BIN" --np 24 --backends self --ops allreduce \
+    --counts 1 -n 2 -w 0 --output-dir "$d") </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 1 ] && [ "$(wc -l <"$WORK/err")" -eq 1 ] &&
+    grep -q "^collprof: error: --np 24 needs about 80 open files, but the limit is 32 (ulimit -n; hard limit 32): raise it, e.g. 'ulimit -n 80'" "$WORK/err" &&
+    [ -z "$(ls "$d")" ]
+ok $? "ulimit -n 32, --np 24: one line naming the limit, exit 1, no file (rc $rc)"
+if [ "$(ulimit -H -n)" = unlimited ] || [ "$(ulimit -H -n)" -ge 200 ]; then
+    rc=0
+    (ulimit -S -n 32 && exec timeout -k 5 120 "$COLLPROF_BIN" --np 24 --backends self \
+        --ops allreduce --counts 1 -n 2 -w 0 --output-dir "$d") </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    [ "$rc" -eq 0 ] && grep -q '^# cells: 1 ok, 0 wrong, 0 error' "$WORK/out"
+    ok $? "ulimit -S -n 32, --np 24: the soft limit raised, the run passes (rc $rc)"
+else
+    ok 0 "# SKIP the hard open-file limit is below 200"
+fi
 # ranks other than 0 keep their own samples alone: their peak memory does not grow with the
 # ranks (with room for every rank's, which --repeats copies, it grew by 3.6 MB of the 4.8 here)
 bash "$COLLPROF_SRCDIR/bench/rank_memory.sh" --collprof "$COLLPROF_BIN" --np 4,8 -n 50000 \

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static int parse_ok(const char *s, uint64_t want)
@@ -70,6 +71,26 @@ static void test_link_sweep(void)
            cli("--sweep-sizes 6,4M", &opt, err, sizeof(err)) == -1 &&
            cli("--sweep-sizes 8", &opt, err, sizeof(err)) == -1,
        "--sweep-sizes: S below L, multiples of 4, two of them");
+}
+
+/* cp_nofile_fit: the soft open-file limit raised as far as the hard one allows (last: it
+ * lowers this process's limits for good) */
+static void test_nofile(void)
+{
+    struct rlimit rl = {.rlim_cur = 40, .rlim_max = 100};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        ok(1, "# SKIP cannot set RLIMIT_NOFILE here");
+        return;
+    }
+    long soft = 0, hard = 0;
+    int rc = cp_nofile_fit(30, &soft, &hard);
+    ok(rc == 0 && soft == 40 && hard == 100, "nofile 30 of 40: left as it is (%ld, %ld)", soft,
+       hard);
+    rc = cp_nofile_fit(80, &soft, &hard);
+    ok(rc == 0 && soft == 80 && hard == 100, "nofile 80: soft raised to 80 (%ld, %ld)", soft, hard);
+    rc = cp_nofile_fit(150, &soft, &hard);
+    ok(rc == -1 && soft == 100 && hard == 100,
+       "nofile 150 over the hard 100: refused, soft at the hard limit (%ld, %ld)", soft, hard);
 }
 
 int main(void)
@@ -200,5 +221,6 @@ int main(void)
     ok(!strcmp(cp_fmt_thousands(1048576, buf, sizeof(buf)), "1,048,576"), "thousands");
     ok(!strcmp(cp_fmt_thousands(999, buf, sizeof(buf)), "999"), "thousands < 1000");
     ok(!strcmp(cp_fmt_bytes(4u << 20, buf, sizeof(buf)), "4.00 MB"), "4.00 MB");
+    test_nofile();
     return tap_done();
 }
