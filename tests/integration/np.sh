@@ -91,13 +91,14 @@ else
     ok 0 "# SKIP the hard open-file limit is below 200"
 fi
 # ranks other than 0 keep their own samples alone: their peak memory does not grow with the
-# ranks (with room for every rank's, which --repeats copies, it grew by 3.6 MB of the 4.8 here)
-bash "$COLLPROF_SRCDIR/bench/rank_memory.sh" --collprof "$COLLPROF_BIN" --np 4,8 -n 50000 \
+# ranks (with room for every rank's, which --repeats copies, it grew by 7.8 MB of 4.8 MB more
+# samples at -n 50000; the sanitizers' allocator moves it by up to 2 MB)
+bash "$COLLPROF_SRCDIR/bench/rank_memory.sh" --collprof "$COLLPROF_BIN" --np 4,8 -n 100000 \
     --repeats 3 >"$WORK/mem" 2>&1
 rc=$?
 kb() { awk -v np="$1" -v col="$2" '$1 == np && $2 == "this" { printf "%d", $col * 1000 }' "$WORK/mem"; }
 s4=$(kb 4 4) s8=$(kb 8 4) o4=$(kb 4 6) o8=$(kb 8 6)
 [ $rc -eq 0 ] && [ "${o4:-0}" -gt 0 ] && [ "${o8:-0}" -gt 0 ] && [ "${s8:-0}" -gt 0 ] &&
-    [ $((o8 - o4)) -lt $(((s8 - s4) / 4)) ]
+    [ $((o8 - o4)) -lt $(((s8 - s4) / 2)) ]
 ok $? "the other ranks' peak memory flat in the ranks: ${o4:-?} kB at 4, ${o8:-?} kB at 8 (all samples ${s4:-?}, ${s8:-?} kB)"
 done_testing
