@@ -129,6 +129,23 @@ r=$?
 ok $r "COLLPROF_OOB=pmix on 2 nodes x 2: rank 3's wrong element counted by rank 0 (exit $rc)"
 [ "$r" -eq 0 ] || { grep -e ' r0/4 .*oob (run)' -e 'error' "$WORK/err" | head -n 5; grep -e 'WRONG' -e '#wrong' "$s"; } | sed 's/^/# /'
 
+# a rank 0 allowed too few open files for its channel (4 ranks + 32 spare; the task's hard
+# limit 35) warns and takes PMIx fences, and the run passes; its accepts used to fail until
+# the channel's deadline
+d="$WORK/nofile"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2016,SC2086 # "$0" "$@" are the task shell's; SRUN, N2, ONE are lists
+timeout -k 10 120 $SRUN $N2 sh -c 'ulimit -n 35 && exec "$0" "$@"' "$COLLPROF_BIN" \
+    $ONE --ops allreduce --counts 4K -n 3 -w 1 --variants default -v --output-dir "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 0 ] && grep -q "oob: rank 0 may open 35 files (ulimit -n; hard limit 35), too few for 4 ranks' connections: PMIx fences instead, slower; raise 'ulimit -n' to 36 or more" "$WORK/err" &&
+    grep -q ' r0/4 [^]]*\] oob (run): [1-9][0-9]* fences .*; channel pmix' "$WORK/err" &&
+    grep -q '^# cells: 1 ok, 0 wrong, 0 error' "$WORK/out"
+r=$?
+ok $r "ulimit -n 35 on 2 nodes x 2: rank 0 warns that its channel lacks files, PMIx fences, exit $rc"
+[ "$r" -eq 0 ] || grep -e 'oob' -e 'error' "$WORK/err" | head -n 5 | sed 's/^/# /'
+
 # rank:host pairs of `srun -N 2 --ntasks-per-node=2 $@`, sorted by rank
 placement() {
     # shellcheck disable=SC2016,SC2086 # expanded by the task's shell; SRUN and N2 are lists
