@@ -7,17 +7,9 @@
  * Counts come from the cell's traffic matrix (src/core/imbalance.c).
  * Element j of what rank s sends to rank d holds value(s, sdispl_s(d) + j),
  * where sdispl_s(d) is s's send displacement for d (derived from the
- * matrix, so the receiver can recompute it).
+ * matrix: a->sdispls for this rank's own sends, a->sbase[s] for what s
+ * sends here), so fill and check cost O(n + elements).
  */
-static uint64_t sdispl_of(const cp_a2av_t *a, int s, int d)
-{
-    uint64_t off = 0;
-    for (int k = 0; k < d; k++) {
-        off += a->matrix[(size_t)s * (size_t)a->n + (size_t)k];
-    }
-    return off;
-}
-
 static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)
 {
     const cp_a2av_t *a = x->a2av;
@@ -25,7 +17,7 @@ static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)
     for (int d = 0; d < x->n; d++) {
         /* in place, send data sits at the receive displacements (symmetric traffic) */
         uint64_t at = x->in_place ? a->rdispls[d] : a->sdispls[d];
-        uint64_t base = sdispl_of(a, x->rank, d);
+        uint64_t base = a->sdispls[d];
         uint64_t cnt = a->matrix[(size_t)x->rank * (size_t)x->n + (size_t)d];
         for (uint64_t j = 0; j < cnt; j++) {
             cp_data_set(x->dtype, in, at + j, cp_data_value(x->dtype, x->rank, base + j));
@@ -38,7 +30,7 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
     const cp_a2av_t *a = x->a2av;
     uint64_t wrong = 0;
     for (int s = 0; s < x->n; s++) {
-        uint64_t base = sdispl_of(a, s, x->rank);
+        uint64_t base = a->sbase[s];
         for (uint64_t j = 0; j < a->recvcounts[s]; j++) {
             int64_t v;
             if (cp_data_get(x->dtype, recvbuf, a->rdispls[s] + j, &v) != 0 ||

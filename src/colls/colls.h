@@ -20,6 +20,9 @@ typedef struct cp_a2av {
     uint64_t *matrix;
     /* this rank's view, in elements (the plugin ABI's arrays) */
     size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
+    /** alltoallv's data: rank s's send displacement for this rank, per s
+     *  (the offset of the values s sends here; its row's prefix sum) */
+    uint64_t *sbase;
     uint64_t send_total, recv_total; /**< this rank */
     uint64_t max_rank_elems;         /**< max over ranks of max(send, recv) */
     int symmetric;

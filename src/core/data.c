@@ -172,29 +172,77 @@ int64_t cp_data_contrib(collprof_dtype_t t, collprof_redop_t op, int n, int r, u
     }
 }
 
-int64_t cp_data_reduced(collprof_dtype_t t, collprof_redop_t op, int n, uint64_t i)
+/*
+ * The expected result of a reduction without a loop over the ranks.  A
+ * rank's contribution at element i is periodic in r and in i (sum: with
+ * the modulus m + 1 <= 8; min and max: with m <= 101; prod: i % 3), so
+ * the result at i depends on i modulo that period only, and over the
+ * ranks on full periods of r plus a remainder shorter than one.  Cost:
+ * O(period) per element, whatever n is; the table below makes it O(1).
+ */
+static uint64_t redop_period(collprof_dtype_t t, collprof_redop_t op, int n)
 {
     switch (op) {
-    case COLLPROF_REDOP_PROD: {
-        uint64_t twos = i % 3 < (uint64_t)n ? i % 3 : (uint64_t)n;
-        return (int64_t)1 << twos;
+    case COLLPROF_REDOP_PROD: return 3;
+    case COLLPROF_REDOP_SUM: {
+        int64_t m = sum_bound(t, n);
+        return m <= 0 ? 1 : (uint64_t)(m + 1);
     }
-    case COLLPROF_REDOP_SUM:
     case COLLPROF_REDOP_MIN:
     case COLLPROF_REDOP_MAX:
     default: {
-        int64_t acc = cp_data_contrib(t, op, n, 0, i);
-        for (int r = 1; r < n; r++) {
-            int64_t c = cp_data_contrib(t, op, n, r, i);
-            if (op == COLLPROF_REDOP_SUM) {
-                acc += c;
-            } else if (op == COLLPROF_REDOP_MIN) {
-                acc = c < acc ? c : acc;
-            } else {
-                acc = c > acc ? c : acc;
-            }
+        int64_t m = collprof_dtype_info(t)->exact_max - 1;
+        return (uint64_t)(m > 101 ? 101 : m);
+    }
+    }
+}
+
+int64_t cp_data_reduced(collprof_dtype_t t, collprof_redop_t op, int n, uint64_t i)
+{
+    if (op == COLLPROF_REDOP_PROD) {
+        uint64_t twos = i % 3 < (uint64_t)n ? i % 3 : (uint64_t)n;
+        return (int64_t)1 << twos;
+    }
+    /* contributions repeat in r with this period (it divides the modulus) */
+    uint64_t per = redop_period(t, op, n);
+    if (op == COLLPROF_REDOP_SUM && sum_bound(t, n) <= 0) {
+        return 1; /* exactly one rank contributes a 1 */
+    }
+    uint64_t nn = (uint64_t)n, head = nn < per ? nn : per;
+    int64_t acc = cp_data_contrib(t, op, n, 0, i);
+    for (uint64_t r = 1; r < head; r++) {
+        int64_t c = cp_data_contrib(t, op, n, (int)r, i);
+        if (op == COLLPROF_REDOP_SUM) {
+            acc += c;
+        } else if (op == COLLPROF_REDOP_MIN) {
+            acc = c < acc ? c : acc;
+        } else {
+            acc = c > acc ? c : acc;
         }
-        return acc;
     }
+    if (op == COLLPROF_REDOP_SUM && nn > per) {
+        /* acc is one full period; then nn / per of them and a partial one */
+        int64_t part = 0;
+        for (uint64_t r = 0; r < nn % per; r++) {
+            part += cp_data_contrib(t, op, n, (int)r, i);
+        }
+        acc = acc * (int64_t)(nn / per) + part;
     }
+    return acc;
+}
+
+int cp_data_reduced_init(cp_reduced_t *tab, collprof_dtype_t t, collprof_redop_t op, int n)
+{
+    if (n < 1) {
+        return -1;
+    }
+    uint64_t per = redop_period(t, op, n);
+    if (per == 0 || per > CP_REDUCED_MAX_PERIOD) {
+        return -1;
+    }
+    tab->period = (unsigned)per;
+    for (uint64_t i = 0; i < per; i++) {
+        tab->v[i] = cp_data_reduced(t, op, n, i);
+    }
+    return 0;
 }

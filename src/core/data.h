@@ -35,7 +35,21 @@ int64_t cp_data_value(collprof_dtype_t t, int r, uint64_t i);
 /** Contribution of rank r at element i to a reduction over n ranks. */
 int64_t cp_data_contrib(collprof_dtype_t t, collprof_redop_t op, int n, int r, uint64_t i);
 
-/** Expected result of the reduction over all n ranks at element i. */
+/** Expected result of the reduction over all n ranks at element i: O(1) in n. */
 int64_t cp_data_reduced(collprof_dtype_t t, collprof_redop_t op, int n, uint64_t i);
+
+/*
+ * The expected results of one reduction, periodic in the element index:
+ * element i holds v[i % period] (a period of at most 101 for every type,
+ * reduction and n), so a check costs O(count) whatever the ranks.
+ */
+#define CP_REDUCED_MAX_PERIOD 128
+typedef struct cp_reduced {
+    unsigned period;
+    int64_t v[CP_REDUCED_MAX_PERIOD];
+} cp_reduced_t;
+
+/** Fill tab for the reduction op over n ranks in type t; -1 when n < 1. */
+int cp_data_reduced_init(cp_reduced_t *tab, collprof_dtype_t t, collprof_redop_t op, int n);
 
 #endif /* COLLPROF_CORE_DATA_H */

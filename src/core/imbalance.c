@@ -379,7 +379,8 @@ int cp_a2av_build(cp_a2av_t *a, uint64_t *matrix, int n, int rank)
     a->sdispls = calloc((size_t)n, sizeof(size_t));
     a->recvcounts = calloc((size_t)n, sizeof(size_t));
     a->rdispls = calloc((size_t)n, sizeof(size_t));
-    if (!a->sendcounts || !a->sdispls || !a->recvcounts || !a->rdispls) {
+    a->sbase = calloc((size_t)n, sizeof(uint64_t));
+    if (!a->sendcounts || !a->sdispls || !a->recvcounts || !a->rdispls || !a->sbase) {
         cp_a2av_free(a);
         return -1;
     }
@@ -395,6 +396,9 @@ int cp_a2av_build(cp_a2av_t *a, uint64_t *matrix, int n, int rank)
     for (int s = 0; s < n; s++) {
         uint64_t row = 0, col = 0;
         for (int d = 0; d < n; d++) {
+            if (d == rank) {
+                a->sbase[s] = row; /* s's elements before the ones it sends here */
+            }
             row += matrix[(size_t)s * (size_t)n + (size_t)d];
             col += matrix[(size_t)d * (size_t)n + (size_t)s];
             if (matrix[(size_t)s * (size_t)n + (size_t)d] !=
@@ -415,6 +419,7 @@ void cp_a2av_free(cp_a2av_t *a)
     free(a->sdispls);
     free(a->recvcounts);
     free(a->rdispls);
+    free(a->sbase);
     free(a->bcounts);
     free(a->bdispls);
     memset(a, 0, sizeof(*a));
