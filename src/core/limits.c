@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define COPY_MIN_US 5000.0 /* each timed round copies at least this long */
 #define COPY_ROUNDS 3      /* the best of these rounds counts */
@@ -183,7 +184,13 @@ int cp_limits_measure(const cp_plan_t *plan, const cp_plugin_t *plugins, int npl
                       const cp_boot_t *b, cp_limits_t *out)
 {
     memset(out, 0, sizeof(*out));
+    /* one copying thread per rank of the node, but no more than it has CPUs: more would only
+     * time-slice (and take two buffers each: 1,024 ranks on one machine, 128 GiB at 64 MiB) */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     out->threads = b->local_size > 0 ? b->local_size : 1;
+    if (cpus > 0 && out->threads > cpus) {
+        out->threads = (int)cpus;
+    }
     if (cp_oob_barrier() != 0) {
         return -1;
     }

@@ -1,8 +1,8 @@
 /*
  * The machine's own limit beside each figure: the host memory-copy
  * bandwidth at the cell's buffer size, with one thread and with as many
- * threads as the node has ranks (they copy at once, each between its own
- * two buffers).  Measured once per run and size, on rank 0's node, while
+ * threads as the node has ranks, at most one per online CPU (they copy at
+ * once, each between its own two buffers).  Measured once per run and size, on rank 0's node, while
  * every rank waits; the summary prints busBW as a percentage of it.
  *
  * Cells on device memory get the device-to-device copy rate instead, from
@@ -28,7 +28,7 @@ typedef struct cp_limits {
     uint64_t *bytes; /**< the distinct buffer sizes of the plan's host-memory cells */
     double *one;     /**< GB/s with one thread */
     double *all;     /**< GB/s with `threads` threads at once */
-    int threads;     /**< ranks on rank 0's node */
+    int threads;     /**< ranks on rank 0's node, at most its online CPUs */
     int ndev;
     struct cp_dev_limit {
         int plugin;     /**< index in the plugins passed to cp_limits_measure */

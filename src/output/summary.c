@@ -433,8 +433,9 @@ static void print_limit(FILE *f, const cp_run_info_t *ri)
     }
     fprintf(f,
             "limit:      'BusBW N%% of memcpy R' (host memory): R = host memcpy rate at the\n"
-            "            cell's size, with one thread per rank of %s's node copying at once,\n"
-            "            measured before the cells; /results copy_gbs, and copy1_gbs with one\n"
+            "            cell's size, with one thread per rank of %s's node (at most one per\n"
+            "            CPU) copying at once, measured before the cells; /results copy_gbs,\n"
+            "            and copy1_gbs with one\n"
             "            thread; see docs/metrics.md; where busBW is 0 (one rank: the\n"
             "            collective is a copy), 'AlgBW N%% of ...' instead\n",
             ri->boot->hostnames[0]);
