@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -843,6 +844,18 @@ static void close_outputs(rank_run_t *rr, int exit_status, int stopped)
     cp_wd_unlock();
 }
 
+/* -v: what this process cost, for judging scale by CPU and memory per rank (bench/scale_np.sh) */
+static void log_resources(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+        double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+        cp_log(CP_LOG_INFO, "resources: CPU %.3f s (user %.3f, system %.3f), peak RSS %.1f MB",
+               user + sys, user, sys, (double)ru.ru_maxrss / 1024.0);
+    }
+}
+
 static int run_rank(int argc, char **argv, cp_options_t *opt)
 {
     rank_run_t rr;
@@ -876,6 +889,7 @@ static int run_rank(int argc, char **argv, cp_options_t *opt)
     cp_log(CP_LOG_DEBUG, "finished: exit status %d", exit_status);
     cp_log_file_close();
     cp_boot_finalize(&rr.boot);
+    log_resources();
     cp_wd_stop();
     return exit_status;
 }

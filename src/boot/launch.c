@@ -141,6 +141,15 @@ static int launch_embedded(int np, char **argv, const cp_launch_opts_t *opts)
     job.np = np;
     job.argv = argv;
     job.exe = e.exe;
+    /* benchmarks only: the same launch of another PMIx program (bench/scale_np.sh's floor) */
+    const char *other = getenv("COLLPROF_BENCH_EXEC");
+    if (other != NULL && *other != '\0') {
+        if (other[0] != '/' || access(other, X_OK) != 0) {
+            cp_log(CP_LOG_ERROR, "COLLPROF_BENCH_EXEC=%s: not an executable absolute path", other);
+            goto cleanup;
+        }
+        job.exe = other;
+    }
     if (embedded_env(&job, &e, np) != 0) {
         goto cleanup;
     }
