@@ -206,25 +206,45 @@ static int init_single(cp_boot_t *b)
     return COLLPROF_OK;
 }
 
-/* Fill the per-rank tables from everyone's peer_info_t. */
-static void fill_tables(cp_boot_t *b, const peer_info_t *all)
+/* Node ids by host name in O(n): open addressing over a table twice the ranks' size. */
+static unsigned long host_hash(const char *h)
 {
+    unsigned long x = 1469598103934665603ul; /* FNV-1a */
+    for (; *h; h++) {
+        x = (x ^ (unsigned char)*h) * 1099511628211ul;
+    }
+    return x;
+}
+
+/* Rank 0: the per-rank tables from everyone's peer_info_t; -1 out of memory. */
+static int fill_tables(cp_boot_t *b, const peer_info_t *all)
+{
+    size_t cap = 2 * (size_t)b->nranks;
+    int *slot = malloc(cap * sizeof(int)); /* a rank of each node seen, or -1 */
+    if (slot == NULL) {
+        return -1;
+    }
+    memset(slot, 0xff, cap * sizeof(int));
     int nnodes = 0;
     for (int r = 0; r < b->nranks; r++) {
         snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", all[r].hostname);
         b->local_ranks[r] = all[r].local_rank;
         b->pids[r] = (pid_t)all[r].pid;
-        int node = -1;
-        for (int q = 0; q < r; q++) {
-            if (strcmp(b->hostnames[q], b->hostnames[r]) == 0) {
-                node = b->node_ids[q];
-                break;
-            }
+        size_t i = host_hash(b->hostnames[r]) % cap;
+        while (slot[i] >= 0 && strcmp(b->hostnames[slot[i]], b->hostnames[r]) != 0) {
+            i = (i + 1) % cap;
         }
-        b->node_ids[r] = node >= 0 ? node : nnodes++;
+        if (slot[i] < 0) {
+            slot[i] = r;
+            b->node_ids[r] = nnodes++;
+        } else {
+            b->node_ids[r] = b->node_ids[slot[i]];
+        }
     }
+    free(slot);
     b->nnodes = nnodes;
     b->node_id = b->node_ids[b->rank];
+    return 0;
 }
 
 static void short_version(char *buf, size_t size)
@@ -290,33 +310,25 @@ static int read_identity(cp_boot_t *b, const pmix_proc_t *proc)
     return COLLPROF_OK;
 }
 
-/* The address rank r connects to rank 0 at ("" when there is none). */
-static const char *tcp_addr_for(const cp_boot_t *b, const cp_tcp_pub_t *pub0, int r)
-{
-    int same = strcmp(b->hostnames[r], b->hostnames[0]) == 0;
-    return same && pub0->lo[0] ? pub0->lo : pub0->node;
-}
-
 /* Bring up the TCP channel of the full-world collectives, or say (-v) why
- * the PMIx fences stay.  Every rank decides alike: from the tables and
- * rank 0's addresses first, then from rank 0's verdict. */
-static void setup_tcp(const cp_boot_t *b, const cp_tcp_pub_t *pub0)
+ * the PMIx fences stay.  Every rank decides alike from rank 0's record and
+ * whether the job spans several nodes (the launcher's local size), then
+ * from rank 0's verdict that every rank connected. */
+static void setup_tcp(const cp_boot_t *b, const peer_info_t *p0)
 {
     if (b->nranks < 2) {
         return;
     }
+    const cp_tcp_pub_t *pub0 = &p0->tcp;
     const char *why = NULL;
     if (pub0->lo[0] == '\0' && pub0->node[0] == '\0') {
         why = b->rank == 0 ? cp_tcp_why() : "rank 0 opened no TCP listener";
-    }
-    for (int r = 1; r < b->nranks && why == NULL; r++) {
-        if (tcp_addr_for(b, pub0, r)[0] == '\0') {
-            why = b->rank == 0 && cp_tcp_why()[0] ? cp_tcp_why()
-                                                  : "rank 0 has no address for the other nodes";
-        }
+    } else if (pub0->node[0] == '\0' && b->local_size != b->nranks) {
+        why = b->rank == 0 && cp_tcp_why()[0] ? cp_tcp_why()
+                                              : "rank 0 has no address for the other nodes";
     }
     if (why == NULL) {
-        int same = strcmp(b->hostnames[b->rank], b->hostnames[0]) == 0;
+        int same = strcmp(b->hostname, p0->hostname) == 0;
         if (cp_tcp_connect(b->rank, b->nranks, pub0, same) == 0) {
             return;
         }
@@ -327,13 +339,101 @@ static void setup_tcp(const cp_boot_t *b, const cp_tcp_pub_t *pub0)
     cp_log(CP_LOG_INFO, "oob: no TCP channel (%s): PMIx fences instead", tcp_why);
 }
 
-/* Allgather every rank's host, local rank and pid into the per-rank tables. */
+/* A rank other than 0: the tables from rank 0's message (share_tables). */
+static int unpack_tables(cp_boot_t *b, const char *buf, int nnodes, size_t len)
+{
+    size_t n = (size_t)b->nranks;
+    const int32_t *ids = (const int32_t *)buf, *lrs = ids + n;
+    const char *at = buf + 8 * n, *end = buf + len;
+    char(*names)[256] = calloc((size_t)nnodes, sizeof(*names));
+    int ret = names == NULL ? COLLPROF_ERR_NO_MEMORY : COLLPROF_OK;
+    for (int k = 0; ret == COLLPROF_OK && k < nnodes; k++) {
+        size_t l = strnlen(at, (size_t)(end - at));
+        if (l == (size_t)(end - at)) {
+            ret = COLLPROF_ERR_BOOTSTRAP;
+            break;
+        }
+        snprintf(names[k], sizeof(names[k]), "%s", at);
+        at += l + 1;
+    }
+    for (size_t r = 0; ret == COLLPROF_OK && r < n; r++) {
+        if (ids[r] < 0 || ids[r] >= nnodes) {
+            ret = COLLPROF_ERR_BOOTSTRAP;
+            break;
+        }
+        b->node_ids[r] = ids[r];
+        b->local_ranks[r] = lrs[r];
+        snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", names[ids[r]]);
+    }
+    free(names);
+    if (ret != COLLPROF_OK) {
+        cp_log(CP_LOG_ERROR, "the rank table from rank 0 is malformed");
+        return ret;
+    }
+    b->nnodes = nnodes;
+    b->node_id = b->node_ids[b->rank];
+    b->pids[b->rank] = getpid(); /* the others' pids: rank 0's /ranks table alone */
+    return COLLPROF_OK;
+}
+
+/*
+ * What every rank holds of the others, from rank 0: each rank's node and
+ * local rank, and the nodes' names (n ranks: 8 n bytes and the names, where
+ * every rank reading every rank's record from PMIx made n^2 gets).  Laid out
+ * as int32 node id x n, int32 local rank x n, then one NUL-terminated name
+ * per node in node order; a header (nodes, names' bytes) goes first.
+ */
+static int share_tables(cp_boot_t *b)
+{
+    size_t n = (size_t)b->nranks;
+    int32_t head[2] = {b->nnodes, 0};
+    for (size_t r = 0, next = 0; b->rank == 0 && r < n; r++) {
+        if ((size_t)b->node_ids[r] == next) { /* a node's first rank: ids grow from 0 */
+            head[1] += (int32_t)strlen(b->hostnames[r]) + 1;
+            next++;
+        }
+    }
+    int ret = cp_oob_bcast(head, sizeof(head), 0);
+    size_t len = 8 * n + (size_t)(head[1] > 0 ? head[1] : 0);
+    char *buf = NULL;
+    if (ret == COLLPROF_OK && (head[0] < 1 || head[1] < 1 || (buf = malloc(len)) == NULL)) {
+        ret = COLLPROF_ERR_NO_MEMORY;
+    }
+    if (ret == COLLPROF_OK && b->rank == 0) {
+        int32_t *ids = (int32_t *)buf, *lrs = ids + n;
+        char *at = buf + 8 * n;
+        for (size_t r = 0, next = 0; r < n; r++) {
+            ids[r] = b->node_ids[r];
+            lrs[r] = b->local_ranks[r];
+            if ((size_t)b->node_ids[r] == next) {
+                at = stpcpy(at, b->hostnames[r]) + 1;
+                next++;
+            }
+        }
+    }
+    if (ret == COLLPROF_OK) {
+        ret = cp_oob_bcast(buf, len, 0);
+    }
+    if (ret == COLLPROF_OK && b->rank != 0) {
+        ret = unpack_tables(b, buf, head[0], len);
+    }
+    free(buf);
+    return ret;
+}
+
+/*
+ * The per-rank tables and the control channel.  Rank 0's record (its host
+ * and listening addresses) reaches every rank through PMIx (one put, one
+ * fence, one get each); the channel comes up; then every rank's record goes
+ * to rank 0 through it (or through PMIx without it) and rank 0 sends back
+ * the tables.  A rank other than 0 makes O(1) PMIx calls whatever n is.
+ */
 static int gather_tables(cp_boot_t *b)
 {
     if (alloc_tables(b, b->nranks) != 0) {
         return COLLPROF_ERR_NO_MEMORY;
     }
-    peer_info_t mine;
+    peer_info_t mine, p0;
     memset(&mine, 0, sizeof(mine));
     snprintf(mine.hostname, sizeof(mine.hostname), "%s", b->hostname);
     mine.local_rank = b->local_rank;
@@ -343,17 +443,29 @@ static int gather_tables(cp_boot_t *b)
     cp_nofile_fit(2L * b->nranks + CP_NOFILE_SPARE, NULL, NULL);
     /* the launcher's local size is the only hint before the exchange */
     cp_tcp_listen(b->rank, b->nranks, b->local_size == b->nranks, b->hostname, &mine.tcp);
-    peer_info_t *all = calloc((size_t)b->nranks, sizeof(*all));
-    if (all == NULL) {
+    peer_info_t *all = b->rank == 0 ? calloc((size_t)b->nranks, sizeof(*all)) : NULL;
+    p0 = mine;
+    if (b->rank == 0 && all == NULL) {
         cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", b->nranks);
-        free_tables(b);
-        return COLLPROF_ERR_NO_MEMORY;
+        p0.pid = -1; /* so that every rank stops here */
     }
-    int ret = cp_oob_allgather(&mine, all, sizeof(mine));
+    int ret = cp_oob_bcast(&p0, sizeof(p0), 0);
+    if (ret == COLLPROF_OK && p0.pid < 0) {
+        ret = COLLPROF_ERR_NO_MEMORY;
+    }
     if (ret == COLLPROF_OK) {
-        fill_tables(b, all);
-        setup_tcp(b, &all[0].tcp);
-    } else {
+        setup_tcp(b, &p0);
+    }
+    if (ret == COLLPROF_OK) {
+        ret = cp_oob_gather(&mine, all, sizeof(mine));
+    }
+    if (ret == COLLPROF_OK && b->rank == 0 && fill_tables(b, all) != 0) {
+        b->nnodes = 0; /* share_tables tells the others */
+    }
+    if (ret == COLLPROF_OK) {
+        ret = share_tables(b);
+    }
+    if (ret != COLLPROF_OK) {
         cp_tcp_close();
         free_tables(b);
     }
