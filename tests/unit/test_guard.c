@@ -113,9 +113,10 @@ static void test_default_matrix(void)
        err);
     node.rank0_here = 1;
     node.device_bytes = 80 * GIB;
+    need = most_per_node("", 16384, &node);
     ok(plan("", 16384, &node, err, sizeof(err)) == 0,
-       "16,384 ranks, 80 GiB devices: accepted (%.3f GiB) %s",
-       (double)most_per_node("", 16384, &node) / (double)GIB, err);
+       "16,384 ranks, 80 GiB devices: accepted (%.3f GiB, %llu B) %s", (double)need / (double)GIB,
+       (unsigned long long)need, err);
 }
 
 static void test_many_nodes(void)
