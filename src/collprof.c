@@ -352,6 +352,7 @@ static int run_launcher(char **argv, cp_options_t *opt)
     int nplugins = 0, nonly = 0, rc;
     char(*only)[64] = only_backends(opt, &nonly);
     cp_plan_t plan;
+    cp_plan_node_t node;
     cp_launch_opts_t lo = {.mode = opt->launch_mode};
 
     if (opt->link_sweep && !opt->dry_run) {
@@ -363,8 +364,9 @@ static int run_launcher(char **argv, cp_options_t *opt)
         cp_log(CP_LOG_ERROR, "out of memory loading plugins");
         return EXIT_FAILED;
     }
+    cp_plan_node_this(&node, opt->np, 1); /* every rank, rank 0 with them, on this node */
     if (cp_bopts_check(opt, plugins, nplugins, err, sizeof(err)) != 0 ||
-        cp_plan_build(opt, plugins, nplugins, opt->np, &plan, err, sizeof(err)) != 0) {
+        cp_plan_build(opt, plugins, nplugins, opt->np, &node, &plan, err, sizeof(err)) != 0) {
         cp_log(CP_LOG_ERROR, "%s", err);
         rc = EXIT_USAGE;
         goto unload;
@@ -528,9 +530,11 @@ static int rank_prepare(rank_run_t *rr)
         snprintf(err, sizeof(err), "out of memory loading plugins");
         status = EXIT_FAILED;
     }
+    cp_plan_node_t node; /* this rank's node: each node checks its own ranks' memory */
+    cp_plan_node_this(&node, b->local_size, b->node_ids[0] == b->node_id);
     if (status == 0 &&
         (cp_bopts_check(rr->opt, rr->plugins, rr->nplugins, err, sizeof(err)) != 0 ||
-         cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &rr->plan, err,
+         cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &node, &rr->plan, err,
                        sizeof(err)) != 0 ||
          cp_plan_split(rr->split, rr->plugins, b, &rr->plan, err, sizeof(err)) != 0)) {
         status = EXIT_USAGE;

@@ -43,13 +43,31 @@ typedef struct cp_plan {
     int nplugins;
 } cp_plan_t;
 
+/** The node a plan is built on, for its memory guard: what one node offers and how many
+ *  of the job's ranks share it.  cp_plan_node_this() fills it; tests set their own. */
+typedef struct cp_plan_node {
+    uint64_t host_bytes;   /**< the node's physical memory; 0: unknown (host memory unchecked) */
+    uint64_t device_bytes; /**< one device's memory (each rank has one); 0: unknown (unchecked) */
+    int local_ranks;       /**< the job's ranks on this node */
+    int rank0_here;        /**< rank 0, which holds every rank's samples, runs on this node */
+} cp_plan_node_t;
+
+/** This machine's memory (sysconf), local_ranks and rank0_here as given.  device_bytes is
+ *  0: the plan is built before any backend opens its device, and no backend reports its
+ *  device's memory. */
+void cp_plan_node_this(cp_plan_node_t *node, int local_ranks, int rank0_here);
+
 /**
  * Expand opt->specs over the usable plugins for nranks ranks.  Returns 0,
  * or -1 with a one-line error (unknown backend/variant, bad root, traffic
- * matrix size, memory) for exit status 2.
+ * matrix size, memory) for exit status 2.  node: the memory guard refuses
+ * a cell that cannot fit on it (host memory per node: its local ranks'
+ * buffers and bookkeeping, and rank 0's samples and gathers where rank 0
+ * runs; device memory per rank), keeping 20 % for the rest; NULL checks
+ * no memory.
  */
 int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
-                  cp_plan_t *plan, char *err, size_t errlen);
+                  const cp_plan_node_t *node, cp_plan_t *plan, char *err, size_t errlen);
 void cp_plan_free(cp_plan_t *plan);
 
 struct cp_boot;

@@ -391,6 +391,40 @@ void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memt
     }
 }
 
+/* Counts what setup_traffic, setup_results, setup_buffers, setup_host_copies, finish and
+ * cp_repeat_add allocate: change them together. */
+void cp_cell_mem(const cp_options_t *o, const collprof_backend_t *be, const cp_cell_t *c,
+                 cp_cell_mem_t *out)
+{
+    int slots, batch, core;
+    cp_sync_t sync;
+    policy_of(o, be, c->memtype, &slots, &batch, &core, &sync);
+    uint64_t n = (uint64_t)(c->group_n > 0 ? c->group_n : 1), it = (uint64_t)c->iters;
+    uint64_t one = cp_mul_sat(c->count > 0 ? c->count : 1, collprof_dtype_size(c->dtype));
+    if (c->op == COLLPROF_OP_ALLTOALLV) { /* skewed traffic can pile up on one rank */
+        one = cp_mul_sat(one, 4);
+    }
+    memset(out, 0, sizeof(*out));
+    out->nbuf = c->in_place ? 1 : 2;
+    out->device = c->memtype == COLLPROF_MEM_DEVICE;
+    out->buffer = slots > 1 && one < UINT64_MAX / 2
+                      ? cp_mul_sat(cp_rotate_stride((size_t)one, slots), (uint64_t)slots)
+                      : one;
+    /* the repeats' samples pile up; merging one copies them all (cp_repeat_add) */
+    uint64_t reps = o->repeats > 1 ? 2 * (uint64_t)o->repeats : 1;
+    uint64_t samples = cp_mul_sat(cp_mul_sat(it, sizeof(double)), reps);
+    uint64_t part = sizeof(cell_rec_t) + sizeof(double) * (it < GATHER_CHUNK ? it : GATHER_CHUNK);
+    uint64_t warm = (uint64_t)(c->warmup > c->iters ? c->warmup : c->iters);
+    out->book = samples + warm * sizeof(double) + n * sizeof(double) + part + sizeof(cell_rec_t);
+    out->root = cp_add_sat(cp_mul_sat(n, samples), n * (sizeof(cell_rec_t) + part));
+    if (cp_op_flags(c->op) & COLLPROF_OPF_VARIABLE) { /* the traffic matrix, its counts */
+        out->book = cp_add_sat(out->book, cp_mul_sat(n * n + 4 * n, sizeof(uint64_t)));
+        out->root = cp_add_sat(out->root, 2 * n * sizeof(uint64_t));
+    }
+    out->hostbuf = out->device ? one : out->buffer; /* device: one host copy of each */
+    out->host = cp_add_sat(cp_mul_sat(out->hostbuf, (uint64_t)out->nbuf), out->book);
+}
+
 static void choose_policy(cell_run_t *c)
 {
     const cp_options_t *o = c->r->opt;

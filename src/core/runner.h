@@ -101,6 +101,24 @@ double cp_cell_timeout(const cp_options_t *opt, uint64_t bytes);
  *  0 when none. */
 double cp_current_timeout(void);
 
+/** The memory one rank holds while it runs a cell, as the runner allocates it: for the
+ *  plan's memory guard (cp_plan_build), kept here beside the allocations it counts. */
+typedef struct cp_cell_mem {
+    uint64_t buffer;  /**< bytes of one buffer, its --rotate-buffers slots included */
+    uint64_t hostbuf; /**< bytes of each host buffer: buffer, or a device cell's host copy */
+    int nbuf;         /**< buffers per rank: 2, or 1 in place */
+    int device;       /**< the buffers are device memory (each rank one device) */
+    uint64_t host;    /**< host bytes per rank: the buffers (a device cell: its host copies, which
+                           fill and check it) and the bookkeeping */
+    uint64_t book;    /**< of which bookkeeping: samples, the ranks' means, a traffic matrix */
+    uint64_t root;    /**< more on rank 0: every rank's samples and records, the gathers' room */
+} cp_cell_mem_t;
+
+/** What cell c of backend be, on its group of ranks, needs under o (o->repeats runs of it;
+ *  adaptive repeats past those are not foreseen). */
+void cp_cell_mem(const cp_options_t *o, const collprof_backend_t *be, const cp_cell_t *c,
+                 cp_cell_mem_t *out);
+
 /** Collective over all ranks.  res is filled on every rank. */
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res);
 void cp_result_free(cp_result_t *res);

@@ -37,6 +37,17 @@ const char *cp_fmt_thousands(uint64_t v, char *buf, size_t len);
 /** "4.00 MB" (binary multiples, two decimals, as profilers print tensors) */
 const char *cp_fmt_bytes(uint64_t v, char *buf, size_t len);
 
+/** a * b and a + b, UINT64_MAX where they would overflow (memory arithmetic). */
+static inline uint64_t cp_mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+static inline uint64_t cp_add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /** Monotonic clock in microseconds. */
 double cp_now_us(void);
 

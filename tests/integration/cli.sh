@@ -38,7 +38,7 @@ bad_cases='*--ops allreduce,nope|unknown operation
 --imbalance file:/nonexistent/tm --ops alltoallv|cannot read traffic matrix
 --output-dir /nonexistent/dir|does not exist
 *--output-dir /proc|not writable
---counts 64G|more than this machine
+--counts 64G|of host memory per node
 *--frobnicate|unknown option'
 
 printf '1 2\n3 4\n5 6\n' >"$WORK/notsquare.tm"
