@@ -99,6 +99,10 @@ void cp_oob_stats(cp_oob_stats_t *out);
  * "channel pmix (no tcp: WHY)"). */
 void cp_oob_log_stats(const char *when);
 
+/** The control channel in use, one line: "tcp 127.0.0.1:PORT (star to rank 0)", "pmix fences
+ *  (no tcp: WHY)" or "none (one rank)"; into buf, which it returns. */
+const char *cp_oob_channel(char *buf, size_t len);
+
 /* Key-value exchange without a fence, for the watchdog: thread-safe, never
  * waits for all ranks.  post publishes buf under key; fetch polls rank's
  * value of key until it appears (exactly len bytes) or timeout_s passes

@@ -336,7 +336,9 @@ static void setup_tcp(const cp_boot_t *b, const peer_info_t *p0)
     }
     snprintf(tcp_why, sizeof(tcp_why), "%s", why);
     cp_tcp_close();
-    cp_log(CP_LOG_INFO, "oob: no TCP channel (%s): PMIx fences instead", tcp_why);
+    /* a fallback the user did not ask for costs every cell a fence: said without -v */
+    cp_log(b->rank == 0 && !cp_oob_pmix_forced() ? CP_LOG_WARN : CP_LOG_INFO,
+           "no TCP control channel (%s): collprof's exchanges go through PMIx fences", tcp_why);
 }
 
 /* A rank other than 0: the tables from rank 0's message (share_tables). */
@@ -655,6 +657,19 @@ void cp_oob_log_stats(const char *when)
            "oob (%s): %lu fences (%.3f s in them), %lu puts of %llu bytes, %llu bytes read; "
            "channel %s",
            when, s.fences, s.fence_s, s.puts, s.put_bytes, s.got_bytes, channel);
+}
+
+const char *cp_oob_channel(char *buf, size_t len)
+{
+    if (cp_tcp_on()) {
+        snprintf(buf, len, "%s (star to rank 0)", cp_tcp_desc());
+    } else if (oob_local()) {
+        snprintf(buf, len, "none (one rank)");
+    } else {
+        snprintf(buf, len, "pmix fences%s%s%s", tcp_why[0] ? " (no tcp: " : "", tcp_why,
+                 tcp_why[0] ? ")" : "");
+    }
+    return buf;
 }
 
 int cp_oob_allgather(const void *in, void *out, size_t len)

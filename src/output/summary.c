@@ -340,6 +340,8 @@ static void print_job(FILE *f, const cp_run_info_t *ri)
     }
     fprintf(f, "launcher:   %s%s%s\n", b->launcher, b->pmix_version[0] ? ", PMIx " : "",
             b->pmix_version);
+    char ch[400];
+    fprintf(f, "control:    %s\n", cp_oob_channel(ch, sizeof(ch)));
     const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
     if (job != NULL) {
         fprintf(f, "slurm:      job %s step %s\n", job, step ? step : "-");
@@ -522,8 +524,9 @@ static void print_header(cp_summary_t *s)
     fprintf(s->f, "\n");
     fflush(s->f);
 
-    printf("# collprof %s: %d ranks on %d node(s), launcher %s\n", PACKAGE_VERSION, b->nranks,
-           b->nnodes, b->launcher);
+    char ch[400];
+    printf("# collprof %s: %d ranks on %d node(s), launcher %s, control channel %s\n",
+           PACKAGE_VERSION, b->nranks, b->nnodes, b->launcher, cp_oob_channel(ch, sizeof(ch)));
     char batch[16] = "";
     if (ri->opt->sync == CP_SYNC_BATCH) {
         snprintf(batch, sizeof(batch), ":%d", ri->opt->batch);
