@@ -10,22 +10,20 @@
 #include <stdint.h>
 
 /**
- * alltoallv, allgatherv, gatherv and scatterv traffic for one cell:
- * matrix[s*n+d] = elements rank s sends to d (allgatherv: rank s's count, in
- * every column; gatherv: rank s's count in the root's column; scatterv:
- * rank d's count in the root's row).
+ * alltoallv, allgatherv, gatherv and scatterv traffic for one cell, this
+ * rank's view: its row (what it sends each rank) and its column (what each
+ * rank sends it), O(n) bytes (src/core/imbalance.c; no rank holds the
+ * n x n matrix).
  */
 typedef struct cp_a2av {
     int n;
-    uint64_t *matrix;
     /* this rank's view, in elements (the plugin ABI's arrays) */
     size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
-    /** alltoallv's data: rank s's send displacement for this rank, per s
-     *  (the offset of the values s sends here; its row's prefix sum) */
-    uint64_t *sbase;
+    /** alltoallv's data: element j of what rank s sends rank d holds
+     *  value(s, d x stride + j); no block is larger than stride */
+    uint64_t stride;
     uint64_t send_total, recv_total; /**< this rank */
-    uint64_t max_rank_elems;         /**< max over ranks of max(send, recv) */
-    int symmetric;
+    int symmetric; /**< cell(s, d) == cell(d, s) for every pair (the same on every rank) */
     /** gatherv, scatterv: every rank's block and its displacement in the
      *  root's buffer, the same on every rank (else NULL) */
     size_t *bcounts, *bdispls;

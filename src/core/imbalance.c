@@ -55,8 +55,8 @@ static int parse_row(char *line, weights_t *ws, const char *path, int lineno, ch
 }
 
 /* The whole matrix read: square, and not all zero. */
-static int check_matrix(const weights_t *ws, int rows, int cols, const char *path, char *err,
-                        size_t errlen)
+static int check_matrix(const weights_t *ws, int rows, int cols, const char *path, double *sum,
+                        char *err, size_t errlen)
 {
     if (rows == 0) {
         snprintf(err, errlen, "%s: no rows (expected an n x n matrix of weights)", path);
@@ -75,6 +75,7 @@ static int check_matrix(const weights_t *ws, int rows, int cols, const char *pat
         snprintf(err, errlen, "%s: all weights are zero", path);
         return -1;
     }
+    *sum = total;
     return 0;
 }
 
@@ -119,7 +120,7 @@ static int load_file(const char *path, cp_imbalance_t *imb, char *err, size_t er
         snprintf(err, errlen, "cannot read traffic matrix '%s': %s", path, strerror(errno));
         goto out;
     }
-    if (check_matrix(&ws, rows, cols, path, err, errlen) != 0) {
+    if (check_matrix(&ws, rows, cols, path, &imb->file_total, err, errlen) != 0) {
         goto out;
     }
     imb->weights = ws.w;
@@ -233,35 +234,6 @@ static double weight(const cp_imbalance_t *imb, int n, int s, int d)
     }
 }
 
-void cp_imbalance_matrix(const cp_imbalance_t *imb, int n, uint64_t count, uint64_t *matrix)
-{
-    if (imb->kind == CP_IMB_FILE) {
-        /* scale the whole matrix so that the average row sends count elements */
-        double total = 0;
-        for (size_t i = 0; i < (size_t)n * (size_t)n; i++) {
-            total += imb->weights[i];
-        }
-        for (size_t i = 0; i < (size_t)n * (size_t)n; i++) {
-            matrix[i] = (uint64_t)floor(imb->weights[i] * (double)count * (double)n / total);
-        }
-        return;
-    }
-    /* generated: each row sends exactly count; rounding leftovers stay with self */
-    for (int s = 0; s < n; s++) {
-        double rowsum = 0;
-        for (int d = 0; d < n; d++) {
-            rowsum += weight(imb, n, s, d);
-        }
-        uint64_t given = 0;
-        for (int d = 0; d < n; d++) {
-            uint64_t c = (uint64_t)floor((double)count * weight(imb, n, s, d) / rowsum);
-            matrix[(size_t)s * (size_t)n + (size_t)d] = c;
-            given += c;
-        }
-        matrix[(size_t)s * (size_t)n + (size_t)s] += count > given ? count - given : 0;
-    }
-}
-
 static double rank_weight(const cp_imbalance_t *imb, int n, int r)
 {
     switch (imb->kind) {
@@ -305,121 +277,203 @@ void cp_imbalance_counts(const cp_imbalance_t *imb, int n, uint64_t count, uint6
     }
 }
 
-/* scatterv: the root sends rank d its count, row root = counts (in row 0 on entry) */
-static void scatterv_matrix(int n, int root, uint64_t *matrix)
+/* The generated kinds' row weight sum, the same for every row: every row holds the same
+ * weights (linear's a permutation of 1..n, spread's one per distance, moe's by destination).
+ * Uniform's and linear's are exact integers and moe's row 0's loop is every row's; spread's is
+ * n, the exact sum of its weights (a loop's rounding would depend on the row). */
+static double row_sum(const cp_imbalance_t *imb, int n)
 {
-    size_t nn = (size_t)n;
-    if (root != 0) {
-        memcpy(matrix + (size_t)root * nn, matrix, nn * sizeof(uint64_t));
+    if (imb->kind == CP_IMB_SPREAD) {
+        return (double)n;
     }
-    for (int s = 0; s < n; s++) {
-        if (s != root) {
-            memset(matrix + (size_t)s * nn, 0, nn * sizeof(uint64_t));
-        }
+    double sum = 0;
+    for (int d = 0; d < n; d++) {
+        sum += weight(imb, n, 0, d);
     }
+    return sum;
 }
 
-int cp_imbalance_op_matrix(collprof_op_t op, const cp_imbalance_t *imb, int n, uint64_t count,
-                           int root, uint64_t *matrix)
+/* alltoallv, generated kinds: rank s's share for d before the leftover. */
+static uint64_t share(const cp_traffic_t *t, int s, int d)
 {
+    return (uint64_t)floor((double)t->count * weight(t->imb, t->n, s, d) / t->rowsum);
+}
+
+static int init_alltoallv(cp_traffic_t *t)
+{
+    if (t->imb->kind == CP_IMB_FILE) {
+        return COLLPROF_OK; /* the weights and their sum, from the file */
+    }
+    t->rowsum = row_sum(t->imb, t->n);
+    uint64_t given = 0; /* the same for every row: the same weights */
+    for (int d = 0; d < t->n; d++) {
+        given += share(t, 0, d);
+    }
+    t->left = t->count > given ? t->count - given : 0;
+    return COLLPROF_OK;
+}
+
+int cp_traffic_init(cp_traffic_t *t, collprof_op_t op, const cp_imbalance_t *imb, int n,
+                    uint64_t count, int root)
+{
+    *t = (cp_traffic_t){.op = op, .imb = imb, .n = n, .root = root, .count = count};
+    if (n < 1 || imb == NULL || (imb->kind == CP_IMB_FILE && imb->file_n != n)) {
+        return COLLPROF_ERR_INVALID;
+    }
     if (op == COLLPROF_OP_ALLTOALLV) {
-        cp_imbalance_matrix(imb, n, count, matrix);
-        return 0;
+        return init_alltoallv(t);
     }
     if (op != COLLPROF_OP_ALLGATHERV && op != COLLPROF_OP_GATHERV && op != COLLPROF_OP_SCATTERV) {
-        return -1;
+        return COLLPROF_ERR_INVALID;
     }
     if (op != COLLPROF_OP_ALLGATHERV && (root < 0 || root >= n)) {
-        return -1;
+        return COLLPROF_ERR_INVALID;
     }
-    /* row 0 of the matrix is a scratch for the counts until it is filled */
-    cp_imbalance_counts(imb, n, count, matrix);
-    if (op == COLLPROF_OP_SCATTERV) {
-        scatterv_matrix(n, root, matrix);
-        return 0;
+    t->counts = calloc((size_t)n, sizeof(uint64_t));
+    if (t->counts == NULL) {
+        return COLLPROF_ERR_NO_MEMORY;
     }
-    /* from the last row up, so that count s is read before row s is written */
-    for (int s = n - 1; s >= 0; s--) {
-        uint64_t c = matrix[s];
-        for (int d = 0; d < n; d++) {
-            int gets = op == COLLPROF_OP_ALLGATHERV || d == root;
-            matrix[(size_t)s * (size_t)n + (size_t)d] = gets ? c : 0;
-        }
-    }
-    return 0;
+    cp_imbalance_counts(imb, n, count, t->counts);
+    return COLLPROF_OK;
 }
 
-int cp_a2av_blocks(cp_a2av_t *a, collprof_op_t op, int root)
+uint64_t cp_traffic_cell(const cp_traffic_t *t, int s, int d)
 {
-    size_t n = (size_t)a->n, at = 0;
-    if (op != COLLPROF_OP_GATHERV && op != COLLPROF_OP_SCATTERV) {
-        return 0;
+    switch (t->op) {
+    case COLLPROF_OP_ALLTOALLV:
+        if (t->imb->kind == CP_IMB_FILE) {
+            /* the whole matrix scaled so that the average row sends count elements */
+            double w = t->imb->weights[(size_t)s * (size_t)t->n + (size_t)d];
+            return (uint64_t)floor(w * (double)t->count * (double)t->n / t->imb->file_total);
+        }
+        return share(t, s, d) + (s == d ? t->left : 0);
+    case COLLPROF_OP_ALLGATHERV: return t->counts[s];
+    case COLLPROF_OP_GATHERV: return d == t->root ? t->counts[s] : 0;
+    case COLLPROF_OP_SCATTERV: return s == t->root ? t->counts[d] : 0;
+    default: return 0;
     }
-    a->bcounts = calloc(n, sizeof(size_t));
-    a->bdispls = calloc(n, sizeof(size_t));
-    if (a->bcounts == NULL || a->bdispls == NULL) {
-        return -1;
+}
+
+/* The file kind: every pair, the weights first (equal weights give equal cells); stops at the
+ * first asymmetric pair. */
+static int file_symmetric(const cp_traffic_t *t)
+{
+    size_t n = (size_t)t->n;
+    for (size_t s = 0; s < n; s++) {
+        for (size_t d = s + 1; d < n; d++) {
+            if (t->imb->weights[s * n + d] != t->imb->weights[d * n + s] &&
+                cp_traffic_cell(t, (int)s, (int)d) != cp_traffic_cell(t, (int)d, (int)s)) {
+                return 0;
+            }
+        }
     }
-    for (size_t q = 0; q < n; q++) {
-        /* gatherv: rank q's count in the root's column; scatterv: in the root's row */
-        a->bcounts[q] = op == COLLPROF_OP_GATHERV ? a->matrix[q * n + (size_t)root]
-                                                  : a->matrix[(size_t)root * n + q];
+    return 1;
+}
+
+/* Every v-op's count rule: allgatherv's rows are constant (symmetric when every count is
+ * the same); gatherv's and scatterv's traffic is one column or row (symmetric when no other
+ * rank has a block). */
+static int counts_symmetric(const cp_traffic_t *t)
+{
+    for (int r = 0; r < t->n; r++) {
+        if (t->op == COLLPROF_OP_ALLGATHERV ? t->counts[r] != t->counts[0]
+                                            : r != t->root && t->counts[r] != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int cp_traffic_symmetric(const cp_traffic_t *t)
+{
+    if (t->op != COLLPROF_OP_ALLTOALLV) {
+        return counts_symmetric(t);
+    }
+    if (t->imb->kind == CP_IMB_FILE) {
+        return file_symmetric(t);
+    }
+    /* generated: an off-diagonal cell depends on (s, d) through d (moe), (s + d) mod n
+     * (linear), (d - s) mod n (spread) or nothing (uniform), so row 0 against column 0 covers
+     * every pair */
+    for (int k = 1; k < t->n; k++) {
+        if (cp_traffic_cell(t, 0, k) != cp_traffic_cell(t, k, 0)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void cp_traffic_free(cp_traffic_t *t)
+{
+    free(t->counts);
+    t->counts = NULL;
+}
+
+/* gatherv, scatterv: every rank's block (the root's column or row) and its displacement. */
+static void view_blocks(cp_a2av_t *a, const cp_traffic_t *t)
+{
+    size_t at = 0;
+    for (int q = 0; q < t->n; q++) {
+        a->bcounts[q] = t->counts[q];
         a->bdispls[q] = at;
         at += a->bcounts[q];
     }
-    return 0;
 }
 
-int cp_a2av_build(cp_a2av_t *a, uint64_t *matrix, int n, int rank)
+/* This rank's row and column, and alltoallv's block stride. */
+static void view_row_column(cp_a2av_t *a, const cp_traffic_t *t, int rank)
 {
-    memset(a, 0, sizeof(*a));
-    a->n = n;
-    a->matrix = matrix;
-    a->sendcounts = calloc((size_t)n, sizeof(size_t));
-    a->sdispls = calloc((size_t)n, sizeof(size_t));
-    a->recvcounts = calloc((size_t)n, sizeof(size_t));
-    a->rdispls = calloc((size_t)n, sizeof(size_t));
-    a->sbase = calloc((size_t)n, sizeof(uint64_t));
-    if (!a->sendcounts || !a->sdispls || !a->recvcounts || !a->rdispls || !a->sbase) {
-        cp_a2av_free(a);
-        return -1;
-    }
-    for (int p = 0; p < n; p++) {
-        a->sendcounts[p] = matrix[(size_t)rank * (size_t)n + (size_t)p];
-        a->recvcounts[p] = matrix[(size_t)p * (size_t)n + (size_t)rank];
+    for (int p = 0; p < t->n; p++) {
+        a->sendcounts[p] = cp_traffic_cell(t, rank, p);
+        a->recvcounts[p] = cp_traffic_cell(t, p, rank);
         a->sdispls[p] = a->send_total;
         a->rdispls[p] = a->recv_total;
         a->send_total += a->sendcounts[p];
         a->recv_total += a->recvcounts[p];
     }
-    a->symmetric = 1;
-    for (int s = 0; s < n; s++) {
-        uint64_t row = 0, col = 0;
-        for (int d = 0; d < n; d++) {
-            if (d == rank) {
-                a->sbase[s] = row; /* s's elements before the ones it sends here */
-            }
-            row += matrix[(size_t)s * (size_t)n + (size_t)d];
-            col += matrix[(size_t)d * (size_t)n + (size_t)s];
-            if (matrix[(size_t)s * (size_t)n + (size_t)d] !=
-                matrix[(size_t)d * (size_t)n + (size_t)s]) {
-                a->symmetric = 0;
-            }
-        }
-        uint64_t m = row > col ? row : col;
-        a->max_rank_elems = m > a->max_rank_elems ? m : a->max_rank_elems;
+    /* a generated row sends count in all; a file's cell is at most count x n */
+    a->stride = t->imb->kind == CP_IMB_FILE ? t->count * (uint64_t)t->n : t->count;
+}
+
+int cp_a2av_build(cp_a2av_t *a, collprof_op_t op, const cp_imbalance_t *imb, int n, uint64_t count,
+                  int root, int rank)
+{
+    cp_traffic_t t;
+    memset(a, 0, sizeof(*a));
+    int rc = cp_traffic_init(&t, op, imb, n, count, root);
+    if (rc != COLLPROF_OK) {
+        return rc;
     }
-    return 0;
+    size_t nn = (size_t)n;
+    int blocks = op == COLLPROF_OP_GATHERV || op == COLLPROF_OP_SCATTERV;
+    a->n = n;
+    a->sendcounts = calloc(nn, sizeof(size_t));
+    a->sdispls = calloc(nn, sizeof(size_t));
+    a->recvcounts = calloc(nn, sizeof(size_t));
+    a->rdispls = calloc(nn, sizeof(size_t));
+    a->bcounts = blocks ? calloc(nn, sizeof(size_t)) : NULL;
+    a->bdispls = blocks ? calloc(nn, sizeof(size_t)) : NULL;
+    if (!a->sendcounts || !a->sdispls || !a->recvcounts || !a->rdispls ||
+        (blocks && (!a->bcounts || !a->bdispls))) {
+        cp_traffic_free(&t);
+        cp_a2av_free(a);
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    view_row_column(a, &t, rank);
+    if (blocks) {
+        view_blocks(a, &t);
+    }
+    a->symmetric = cp_traffic_symmetric(&t);
+    cp_traffic_free(&t);
+    return COLLPROF_OK;
 }
 
 void cp_a2av_free(cp_a2av_t *a)
 {
-    free(a->matrix);
     free(a->sendcounts);
     free(a->sdispls);
     free(a->recvcounts);
     free(a->rdispls);
-    free(a->sbase);
     free(a->bcounts);
     free(a->bdispls);
     memset(a, 0, sizeof(*a));

@@ -103,6 +103,9 @@ typedef struct cell_rec {
     char alloc[64]; /* the core's allocation on this rank, "" where the backend's */
     /* non-blocking ops: this rank's means over the timed iterations, us */
     double nb_comm_us, nb_overall_us, nb_compute_us;
+    /* variable ops: the elements this rank sends and receives (its row and column: rank 0
+     * holds no rank's but its own) */
+    uint64_t send_elems, recv_elems;
 } cell_rec_t;
 
 /* Everything one rank holds while it runs one cell. */
@@ -219,20 +222,20 @@ static void setup_traffic(cell_run_t *c)
         fail(c, rc, 1, "variant %s: %s", cell->variant, c->be->last_error(c->ctx));
     }
     if (c->rec.status == 0 && (cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE)) {
-        uint64_t *m = calloc((size_t)c->gn * (size_t)c->gn, sizeof(uint64_t));
-        if (m != NULL &&
-            cp_imbalance_op_matrix(cell->op, cell->imb, c->gn, cell->count, cell->root, m) != 0) {
-            free(m); /* a root outside the group: the plan refuses such cells first */
-            fail(c, COLLPROF_ERR_INVALID, 1, "root %d is not in this group of %d ranks", cell->root,
+        rc = cp_a2av_build(&c->a2av, cell->op, cell->imb, c->gn, cell->count, cell->root, c->grank);
+        if (rc == COLLPROF_ERR_INVALID) { /* the plan refuses such cells first */
+            fail(c, rc, 1, "root %d is not in this group of %d ranks (or %s does not fit)",
+                 cell->root, c->gn, cell->imb->label);
+            return;
+        }
+        if (rc != COLLPROF_OK) {
+            fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for this rank's traffic (%d ranks)",
                  c->gn);
             return;
         }
-        if (m == NULL || cp_a2av_build(&c->a2av, m, c->gn, c->grank) != 0 ||
-            cp_a2av_blocks(&c->a2av, cell->op, cell->root) != 0) {
-            fail(c, COLLPROF_ERR_NO_MEMORY, 1, "out of memory for the traffic matrix");
-            return;
-        }
         c->x.a2av = &c->a2av;
+        c->rec.send_elems = c->a2av.send_total;
+        c->rec.recv_elems = c->a2av.recv_total;
         if (cell->op == COLLPROF_OP_ALLTOALLV && cell->in_place && !c->a2av.symmetric) {
             fail(c, COLLPROF_ERR_NOT_SUPPORTED, 1,
                  "in-place alltoallv needs symmetric traffic; %s is not", cell->imb->label);
@@ -417,8 +420,8 @@ void cp_cell_mem(const cp_options_t *o, const collprof_backend_t *be, const cp_c
     uint64_t warm = (uint64_t)(c->warmup > c->iters ? c->warmup : c->iters);
     out->book = samples + warm * sizeof(double) + n * sizeof(double) + part + sizeof(cell_rec_t);
     out->root = cp_add_sat(cp_mul_sat(n, samples), n * (sizeof(cell_rec_t) + part));
-    if (cp_op_flags(c->op) & COLLPROF_OPF_VARIABLE) { /* the traffic matrix, its counts */
-        out->book = cp_add_sat(out->book, cp_mul_sat(n * n + 4 * n, sizeof(uint64_t)));
+    if (cp_op_flags(c->op) & COLLPROF_OPF_VARIABLE) { /* the traffic view (cp_a2av_build) */
+        out->book = cp_add_sat(out->book, cp_mul_sat(7 * n, sizeof(uint64_t)));
         out->root = cp_add_sat(out->root, 2 * n * sizeof(uint64_t));
     }
     out->hostbuf = out->device ? one : out->buffer; /* device: one host copy of each */
@@ -850,19 +853,55 @@ static int compute_figures(cell_run_t *c, cp_result_t *res)
         res->algbw = (double)res->bytes / res->stats.mean * 1e-3; /* bytes/us -> GB/s */
         res->busbw = res->algbw * collprof_busbw_factor(c->cell->op, c->gn);
     }
-    /* per-rank traffic of split cells: each rank knows its own group's only */
-    if (!(cp_op_flags(c->cell->op) & COLLPROF_OPF_VARIABLE) || c->cell->split) {
+    return 0;
+}
+
+/* The ranks of rank 0's group: the job, or its split group's members (a new array). */
+static int *group_of_rank0(const cell_run_t *c, int *gn)
+{
+    int me = 0;
+    if (c->cell->split) {
+        return cp_split_members(c->r->boot, c->cell->split, gn, &me);
+    }
+    int *all = malloc(sizeof(int) * (size_t)c->n);
+    for (int q = 0; all != NULL && q < c->n; q++) {
+        all[q] = q;
+    }
+    *gn = c->n;
+    return all;
+}
+
+/* Rank 0, variable ops: alltoallv's S, the heaviest rank of rank 0's group (every rank's
+ * record holds its own totals), and each rank's bytes (not for split cells: the groups'
+ * traffic is not the job's).  -1 out of memory. */
+static int merge_traffic(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
+{
+    if (!(cp_op_flags(c->cell->op) & COLLPROF_OPF_VARIABLE)) {
         return 0;
     }
     size_t esz = collprof_dtype_size(c->cell->dtype);
-    res->send_bytes = calloc((size_t)n, sizeof(uint64_t));
-    res->recv_bytes = calloc((size_t)n, sizeof(uint64_t));
-    for (int s = 0; s < n && res->send_bytes && res->recv_bytes; s++) {
-        for (int d = 0; d < n; d++) {
-            uint64_t e = c->a2av.matrix[(size_t)s * (size_t)n + (size_t)d] * esz;
-            res->send_bytes[s] += e;
-            res->recv_bytes[d] += e;
+    if (c->cell->op == COLLPROF_OP_ALLTOALLV) {
+        int gn = 0, *g = group_of_rank0(c, &gn);
+        if (g == NULL) {
+            return -1;
         }
+        uint64_t most = 0;
+        for (int i = 0; i < gn; i++) {
+            const cell_rec_t *rq = &recs[g[i]];
+            uint64_t m = rq->send_elems > rq->recv_elems ? rq->send_elems : rq->recv_elems;
+            most = m > most ? m : most;
+        }
+        free(g);
+        res->bytes = most * esz;
+    }
+    if (c->cell->split) {
+        return 0;
+    }
+    res->send_bytes = calloc((size_t)c->n, sizeof(uint64_t));
+    res->recv_bytes = calloc((size_t)c->n, sizeof(uint64_t));
+    for (int q = 0; q < c->n && res->send_bytes && res->recv_bytes; q++) {
+        res->send_bytes[q] = recs[q].send_elems * esz;
+        res->recv_bytes[q] = recs[q].recv_elems * esz;
     }
     return 0;
 }
@@ -895,7 +934,7 @@ static void finish(cell_run_t *c, cp_result_t *res)
         oob_failed(res);
     } else if (me == 0) {
         bad = merge_records(c, recs, res);
-        if (compute_figures(c, res) != 0) {
+        if (merge_traffic(c, recs, res) != 0 || compute_figures(c, res) != 0) {
             res->status = COLLPROF_CELL_ERROR;
             snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
         }

@@ -1,5 +1,5 @@
 /* libFuzzer harness: the traffic-matrix file and the alltoallv, allgatherv, gatherv and
- * scatterv matrices it makes. */
+ * scatterv traffic it makes (every rank's view). */
 #include "config.h"
 
 #include "core/imbalance.h"
@@ -20,18 +20,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cp_imbalance_parse(spec, &imb, err, sizeof(err)) == 0) {
         int n = imb.file_n;
         if (n <= 64 && cp_imbalance_validate(&imb, n, err, sizeof(err)) == 0) {
-            uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
-            if (m != NULL) {
-                /* the per-rank counts' matrices first; the matrix is refilled below */
-                cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, &imb, n, 1u << 20, 0, m);
-                cp_imbalance_op_matrix(COLLPROF_OP_GATHERV, &imb, n, 1u << 20, n - 1, m);
-                cp_imbalance_op_matrix(COLLPROF_OP_SCATTERV, &imb, n, 1u << 20, n / 2, m);
-                cp_imbalance_matrix(&imb, n, 1u << 20, m);
-                cp_a2av_t a;
-                if (cp_a2av_build(&a, m, n, 0) == 0) {
-                    cp_a2av_free(&a); /* frees m */
-                } else {
-                    free(m);
+            static const collprof_op_t ops[] = {COLLPROF_OP_ALLTOALLV, COLLPROF_OP_ALLGATHERV,
+                                                COLLPROF_OP_GATHERV, COLLPROF_OP_SCATTERV};
+            for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+                for (int r = 0; r < n; r++) {
+                    cp_a2av_t a;
+                    if (cp_a2av_build(&a, ops[o], &imb, n, 1u << 20, n / 2, r) == 0) {
+                        cp_a2av_free(&a);
+                    }
                 }
             }
         }

@@ -189,10 +189,7 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
                          .n = n,
                          .count = count};
         if (cp_op_flags(op) & COLLPROF_OPF_VARIABLE) {
-            uint64_t *m = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
-            cp_imbalance_op_matrix(op, imb, n, count, root, m);
-            cp_a2av_build(&s.a2av[r], m, n, r);
-            cp_a2av_blocks(&s.a2av[r], op, root);
+            cp_a2av_build(&s.a2av[r], op, imb, n, count, root, r);
             x->a2av = &s.a2av[r];
         }
         uint64_t e = cp_coll_buffer_elems(x);
@@ -247,10 +244,8 @@ static int run_case(collprof_op_t op, collprof_dtype_t t, collprof_redop_t red, 
 /* allgatherv's S is the whole gathered output; each buffer holds it; rank 0 is hot. */
 static void allgatherv_bytes(const cp_imbalance_t *moe)
 {
-    uint64_t *m = calloc(16, sizeof(uint64_t));
     cp_a2av_t a;
-    cp_imbalance_op_matrix(COLLPROF_OP_ALLGATHERV, moe, 4, 1000, 0, m);
-    cp_a2av_build(&a, m, 4, 2);
+    cp_a2av_build(&a, COLLPROF_OP_ALLGATHERV, moe, 4, 1000, 0, 2);
     cp_xfer_t x = {.op = COLLPROF_OP_ALLGATHERV,
                    .dtype = COLLPROF_DTYPE_FLOAT64,
                    .rank = 2,
@@ -266,31 +261,58 @@ static void allgatherv_bytes(const cp_imbalance_t *moe)
     cp_a2av_free(&a);
 }
 
+/* alltoallv from a file's matrix (3 ranks; blocks up to count x n apart in the values), a
+ * skewed one out of place and a symmetric one in place too. */
+static void alltoallv_file(void)
+{
+    double skew[9] = {0, 1, 5, 2, 0, 1, 1, 1, 0}, sym[9] = {1, 2, 3, 2, 1, 4, 3, 4, 1};
+    double *ws[2] = {skew, sym};
+    int cases = 0, passed = 0;
+    char why[128] = "";
+    for (int k = 0; k < 2; k++) {
+        cp_imbalance_t f = {.kind = CP_IMB_FILE, .file_n = 3, .weights = ws[k]};
+        for (int i = 0; i < 9; i++) {
+            f.file_total += ws[k][i];
+        }
+        for (int t = 0; t < COLLPROF_DTYPE_COUNT; t++) {
+            for (int ip = 0; ip < 2; ip++) {
+                cases++;
+                passed += run_case(COLLPROF_OP_ALLTOALLV, (collprof_dtype_t)t, COLLPROF_REDOP_SUM,
+                                   3, ip, 3000, &f, why, sizeof(why));
+            }
+        }
+    }
+    ok(passed == cases, "alltoallv from a file's matrix: %d/%d cases exact (%s)", passed, cases,
+       why);
+}
+
 /* gatherv and scatterv rooted at 2 of 4, linear: S is the total, every rank
  * knows every block, and only the root's column (row) carries traffic. */
 static void rooted_v_bytes(const cp_imbalance_t *linear)
 {
     for (int k = 0; k < 2; k++) {
         collprof_op_t op = k ? COLLPROF_OP_SCATTERV : COLLPROF_OP_GATHERV;
-        uint64_t *m = calloc(16, sizeof(uint64_t)), peers = 0;
+        uint64_t peers = 0;
         cp_a2av_t a;
-        cp_imbalance_op_matrix(op, linear, 4, 1000, 2, m);
-        cp_a2av_build(&a, m, 4, 1);
-        cp_a2av_blocks(&a, op, 2);
+        cp_traffic_t t;
+        cp_a2av_build(&a, op, linear, 4, 1000, 2, 1);
+        cp_traffic_init(&t, op, linear, 4, 1000, 2);
         for (int i = 0; i < 16; i++) {
-            peers += m[i] != 0;
+            peers += cp_traffic_cell(&t, i / 4, i % 4) != 0;
         }
         cp_xfer_t x = {.op = op, .dtype = COLLPROF_DTYPE_INT32, .rank = 1, .n = 4, .count = 1000};
         x.a2av = &a;
         ok(cp_coll_bytes(&x) == 4000 && cp_coll_buffer_elems(&x) == 1000 && peers == 4 &&
                a.bcounts[0] == 100 && a.bcounts[3] == 400 && a.bdispls[3] == 600 &&
                (k ? a.recvcounts[2] : a.sendcounts[2]) == 200 &&
-               (k ? m[2 * 4 + 3] : m[3 * 4 + 2]) == 400,
+               (k ? cp_traffic_cell(&t, 2, 3) : cp_traffic_cell(&t, 3, 2)) == 400,
            "%s linear on 4 ranks, root 2: S = total x 4, blocks %zu..%zu, rank 1 moves %zu",
            collprof_op_name(op), a.bcounts[0], a.bcounts[3], k ? a.recvcounts[2] : a.sendcounts[2]);
         cp_a2av_free(&a);
+        cp_traffic_free(&t);
     }
-    ok(cp_imbalance_op_matrix(COLLPROF_OP_GATHERV, linear, 4, 1000, 4, NULL) == -1,
+    cp_a2av_t a;
+    ok(cp_a2av_build(&a, COLLPROF_OP_GATHERV, linear, 4, 1000, 4, 0) == COLLPROF_ERR_INVALID,
        "a root outside the ranks is refused");
 }
 
@@ -403,6 +425,7 @@ int main(void)
     ok(cp_coll_bytes(&x) == 0, "barrier moves no bytes");
     allgatherv_bytes(&imbs[3]);
     rooted_v_bytes(&imbs[1]);
+    alltoallv_file();
     ok(cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 10, 4) == 8 &&
            cp_coll_effective_count(COLLPROF_OP_ALLREDUCE, 10, 4) == 10 &&
            cp_coll_effective_count(COLLPROF_OP_ALLGATHER, 3, 4) == 0,

@@ -120,6 +120,29 @@ static void run_cases(cp_runner_t *r, const cp_imbalance_t *imb)
     cp_result_free(&res);
 }
 
+/* alltoallv moe:1:4 on 3 ranks, 3000 float32 each: rank 0 receives 2000 from every rank
+ * (itself included), the others 500.  S, the heaviest rank's bytes, and every rank's bytes are
+ * rank 0's, from the ranks' records; the others hold their own S alone. */
+static void traffic_case(cp_runner_t *r, const cp_imbalance_t *moe)
+{
+    cp_cell_t c = make_cell(COLLPROF_OP_ALLTOALLV, 0, "default");
+    c.imb = moe;
+    cp_result_t res;
+    cp_run_cell(r, &c, &res);
+    int good = res.status == COLLPROF_CELL_OK && res.wrong == 0;
+    if (me == 0) {
+        good &= res.bytes == 24000 && res.send_bytes != NULL && res.recv_bytes != NULL &&
+                res.send_bytes[0] == 12000 && res.send_bytes[2] == 12000 &&
+                res.recv_bytes[0] == 24000 && res.recv_bytes[1] == 6000 &&
+                res.recv_bytes[2] == 6000;
+    } else {
+        good &= res.bytes == 12000 && res.send_bytes == NULL;
+    }
+    record(good, "alltoallv moe:1:4: %s, S %llu bytes on rank %d, per-rank bytes on rank 0",
+           collprof_cell_status_name(res.status), (unsigned long long)res.bytes, me);
+    cp_result_free(&res);
+}
+
 /* A link sweep's round: ranks 0 and 1 a pair, rank 2 a bystander that exchanges one element
  * with itself; and an agreement in which rank 2 alone fails: its reason reaches every rank. */
 static void sweep_and_agree_cases(cp_runner_t *r)
@@ -383,6 +406,7 @@ static int rank_main(const collprof_backend_t *be)
     cp_imbalance_parse("uniform", &imb[0], err, sizeof(err));
     cp_imbalance_parse("moe:1:4", &imb[1], err, sizeof(err));
     run_cases(&k.r, imb);
+    traffic_case(&k.r, &imb[1]);
     sweep_and_agree_cases(&k.r);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_BATCH, 3, CP_ALLOC_MMAP, 4);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_NONE, 1, CP_ALLOC_HUGEPAGES, 2);
