@@ -138,7 +138,7 @@ run_floor() {
     local np=$1 rc=0 l0
     l0=$(load)
     COLLPROF_PLUGIN_PATH=$BUILD_DIR/.libs COLLPROF_BENCH_EXEC=$FLOOR timeout -k 10 "$TIMEOUT" \
-        /usr/bin/time -o "$tmp/time" -f '%e %U %S' "$COLLPROF_BIN" --np "$np" --backends self \
+        /usr/bin/time -o "$tmp/time" -f '%e %U %S' "$COLLPROF_BIN" --np "$np" --backends self --counts 1K \
         >"$tmp/stdout" 2>"$tmp/log" || rc=$?
     awk -v np="$np" -v rc="$rc" -v l0="$l0" -v times="$tmp/time" '
         BEGIN { getline tl < times; split(tl, tt, " ") }
