@@ -43,10 +43,10 @@
 /* How long a deputy waits for the records of the deputies before it (rank 0 first) before
  * it takes them for silent and reports in their place: as long as rank 0 collects. */
 #define DEPUTY_WAIT_S COLLECT_MAX_S
-/* How long an acting deputy collects the records it lacks: the others stalled when it did
- * and posted theirs during its DEPUTY_WAIT_S; shorter than rank 0's, so that a run whose
- * rank 0 is stopped still ends within --timeout + 5 s. */
-#define DEPUTY_COLLECT_S (COLLECT_MAX_S / 2)
+/* How long an acting deputy collects the records it lacks: one round.  The others stalled
+ * when it did and posted theirs during its DEPUTY_WAIT_S (as long as rank 0 gives them), so
+ * that a run whose rank 0 (and deputy 1) is stopped still ends within --timeout + 5 s. */
+#define DEPUTY_COLLECT_S FETCH_WAIT_S
 
 static struct {
     pthread_mutex_t mu; /* the beat */
