@@ -615,11 +615,18 @@ int cp_wd_may_report(const cp_wd_rec_t *recs, const int *node_ids, int n, int me
     return one_node;
 }
 
-int cp_wd_wait_done(const int *dep, int ndep, double wait_s)
+int cp_wd_wait_done(int me, const int *dep, int ndep, double wait_s)
 {
-    double deadline = now_s() + wait_s;
-    for (int round = 0; ndep > 0; round++) {
-        int q = dep[round % ndep], one, got = 0;
+    double start = now_s(), deadline = start + wait_s;
+    for (int round = 0, next = 1; ndep > 0; round++) {
+        /* rank 0, which reports unless it is silent, every round until a deputy could have
+         * reported (so a rank leaves as soon as rank 0 is done: the launcher may kill the
+         * ranks still there when rank 0 exits), then every other round */
+        int q = 0, one, got = 0;
+        if (ndep > 1 && now_s() - start > DEPUTY_WAIT_S && round % 2) {
+            next = next % (ndep - 1) + 1;
+            q = dep[next] != me ? dep[next] : 0;
+        }
         io->fetch_all(&q, 1, KEY_DONE, &one, sizeof(one), round_wait(deadline), &got);
         if (got) {
             return q;
@@ -832,7 +839,7 @@ static void deputy_timeout(cp_wd_rec_t *recs, int n, int me, const cp_boot_t *b)
     cp_log(CP_LOG_ERROR, "watchdog: neither rank 0, nor the deputies before this rank, nor any "
                          "rank on another node answers: this node looks cut off; the report is "
                          "left to the ranks that reach rank 0");
-    cp_wd_wait_done(dep, ndep, COLLECT_MAX_S + CLOSE_WAIT_S);
+    cp_wd_wait_done(me, dep, ndep, COLLECT_MAX_S + CLOSE_WAIT_S);
     _exit(CP_EXIT_TIMEOUT);
 }
 
@@ -865,7 +872,7 @@ static void take_timeout(void)
         deputy_timeout(recs, n, rank, b);
     }
     /* rank 0 or a deputy reports: released when it is done (or the launcher ends the job) */
-    cp_wd_wait_done(dep, ndep, DEPUTY_WAIT_S + COLLECT_MAX_S + CLOSE_WAIT_S);
+    cp_wd_wait_done(rank, dep, ndep, DEPUTY_WAIT_S + COLLECT_MAX_S + CLOSE_WAIT_S);
     _exit(CP_EXIT_TIMEOUT);
 }
 

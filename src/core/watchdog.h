@@ -139,10 +139,11 @@ int cp_wd_collect(cp_wd_rec_t *recs, int n, int me, double wait_s);
  *  hears its own node (it is the one cut off). */
 int cp_wd_may_report(const cp_wd_rec_t *recs, const int *node_ids, int n, int me);
 
-/** A rank that leaves the report: wait until a deputy (rank 0 included)
- *  says it is done, asking one deputy per round in turn; its rank, or -1
- *  after wait_s. */
-int cp_wd_wait_done(const int *dep, int ndep, double wait_s);
+/** Rank me, which leaves the report: wait until rank 0 or a deputy says it
+ *  is done, asking one rank a round (rank 0 alone for the first 2 s, while
+ *  no deputy can have reported yet; then rank 0 and the other deputies in
+ *  turn); its rank, or -1 after wait_s. */
+int cp_wd_wait_done(int me, const int *dep, int ndep, double wait_s);
 
 /** The key-value exchange the watchdog uses (cp_oob_post, cp_oob_fetch_all
  *  by default); tests put their own in (NULL: the default). */

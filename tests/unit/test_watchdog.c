@@ -40,6 +40,7 @@ typedef struct world {
         cp_wd_rec_t rec;
     } kv[W_MAX];
     int asks[W_MAX], max_ask[W_MAX], acted[W_MAX], reported[W_MAX];
+    int released[W_MAX]; /* 1 + the rank whose "done" released it */
 } world_t;
 static world_t *W;
 
@@ -113,7 +114,7 @@ static int w_rank(int me, void *arg)
             return 0;
         }
     }
-    cp_wd_wait_done(dep, ndep, 1.5);
+    W->released[me] = 1 + cp_wd_wait_done(me, dep, ndep, 1.5);
     return 0;
 }
 
@@ -183,6 +184,11 @@ static void test_reporter(void)
     int bound = 2 * n + CP_WD_DEPUTIES * CP_WD_DEPUTIES;
     nrep = w_case(n, per, none, none, who, &round, &others);
     ok(nrep == 1 && who[0] == 0, "every rank answers: rank 0 alone reports (%d reports)", nrep);
+    int by0 = 0;
+    for (int q = 1; q < n; q++) {
+        by0 += W->released[q] == 1;
+    }
+    ok(by0 == n - 1, "every rank answers: rank 0's 'done' released the %d others (%d)", n - 1, by0);
     ok(round <= bound && others <= CP_WD_DEPUTIES - 1,
        "every rank answers: %d requests in the largest round (at most 2n + %d = %d), at most %d "
        "by a rank that does not report",
