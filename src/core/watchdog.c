@@ -36,11 +36,17 @@
 #define KEY_REC   "cp.wd.rec"
 #define KEY_DONE  "cp.wd.done"
 #define KEY_FILES "cp.wd.files"
+/* 1: this deputy acts for a silent rank 0 (0: it found itself cut off and withdrew). */
+#define KEY_LEAD "cp.wd.lead"
 /* Longest one round of the watchdog's fetches waits for the answers. */
 #define FETCH_WAIT_S 0.5
-/* How long a rank waits for rank 0's record before it takes rank 0 for
- * stopped and the lowest rank that answers reports in its place. */
+/* How long a deputy waits for the records of the deputies before it (rank 0 first) before
+ * it takes them for silent and reports in their place: as long as rank 0 collects. */
 #define DEPUTY_WAIT_S COLLECT_MAX_S
+/* How long an acting deputy collects the records it lacks: one round.  The others stalled
+ * when it did and posted theirs during its DEPUTY_WAIT_S (as long as rank 0 gives them), so
+ * that a run whose rank 0 (and deputy 1) is stopped still ends within --timeout + 5 s. */
+#define DEPUTY_COLLECT_S FETCH_WAIT_S
 
 static struct {
     pthread_mutex_t mu; /* the beat */
@@ -434,112 +440,207 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
 }
 
 /* ---------------------------------------------------------------------- */
-/* The thread. */
+/* The exchange, and who reports. */
 
-/* Rank 0, resumed after it was stopped past its timeout (sig: the signal
- * that the launcher ending the job woke it with, or 0): the cell it was in
- * timed out, whoever reported it.  Writer lock held. */
-static void writer_resumed(int sig, int cell, double stalled)
+static const cp_wd_io_t default_io = {cp_oob_post, cp_oob_fetch_all};
+static const cp_wd_io_t *io = &default_io;
+
+void cp_wd_set_io(const cp_wd_io_t *x)
 {
-    char desc[256] = "?", msg[768], how[96] = "";
-    if (cell >= 0 && wd.hooks.describe != NULL) {
-        wd.hooks.describe(wd.hooks.arg, cell, desc, sizeof(desc));
-    }
-    if (sig > 0) {
-        snprintf(how, sizeof(how), ", then ended by signal %d (%s)", sig, strsignal(sig));
-    }
-    snprintf(msg, sizeof(msg),
-             "cell %d (%s) timed out: no progress for %.1f s; rank 0 was stopped or frozen%s", cell,
-             desc, stalled, how);
-    fprintf(stderr,
-            "collprof: error: timeout: rank 0 resumed after %.1f s without progress (it was "
-            "stopped or frozen): the cell it was in is recorded as timed out\n",
-            stalled);
-    if (wd.hooks.on_timeout != NULL) {
-        wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
+    io = x != NULL ? x : &default_io;
+}
+
+/* One round's wait: what is left of the time, at most FETCH_WAIT_S (and a little at least). */
+static double round_wait(double deadline)
+{
+    double left = deadline - now_s();
+    return left > FETCH_WAIT_S ? FETCH_WAIT_S : left > 0.05 ? left : 0.05;
+}
+
+/* rank's value of key, asked once a round until it comes or timeout_s passes (0: once);
+ * 0 when it came. */
+static int fetch_one(int rank, const char *key, void *dst, size_t len, double timeout_s)
+{
+    double deadline = now_s() + timeout_s;
+    for (;;) {
+        int got = 0;
+        io->fetch_all(&rank, 1, key, dst, len, round_wait(deadline), &got);
+        if (got) {
+            return 0;
+        }
+        if (now_s() >= deadline) {
+            return -1;
+        }
+        usleep(100000);
     }
 }
 
-/* gap: how long the thread was away before it took sig (long: the process
- * was stopped meanwhile, whatever the main thread did once resumed). */
-static int deputy_reported(int n);
-
-static void take_signal(int sig, double gap)
+int cp_wd_deputies(const int *node_ids, int n, int *dep)
 {
-    const cp_boot_t *b = wd.boot;
-    int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
-    if (rank == 0) {
-        /* for good: the main thread writes no more */
-        if (lock_for_good()) {
-            pthread_mutex_lock(&wd.mu);
-            int cell = wd.cell;
-            double stalled = now_s() - wd.last_s, tmo = wd.timeout_s;
-            pthread_mutex_unlock(&wd.mu);
-            /* woken by the launcher ending the job: past its limit, and (on a loaded machine
-             * the stall can be short of the margin) another rank has reported in its place */
-            if (tmo > 0 && (stalled > tmo + FROZEN_S || gap > tmo + FROZEN_S ||
-                            (stalled > tmo && n > 1 && deputy_reported(n)))) {
-                writer_resumed(sig, cell, stalled > gap ? stalled : gap);
-            } else if (wd.hooks.on_signal != NULL) {
-                wd.hooks.on_signal(wd.hooks.arg, sig, cell);
+    int nd = 0, next = 1;
+    if (n > 0) {
+        dep[nd++] = 0;
+    }
+    /* the first rank of each next node: a node lost whole takes one deputy only */
+    for (int q = 1; q < n && nd < CP_WD_DEPUTIES && node_ids != NULL; q++) {
+        if (node_ids[q] >= next) {
+            dep[nd++] = q;
+            next = node_ids[q] + 1;
+        }
+    }
+    for (int q = 1; q < n && nd < CP_WD_DEPUTIES; q++) {
+        int listed = 0;
+        for (int i = 0; i < nd; i++) {
+            listed |= dep[i] == q;
+        }
+        if (!listed) {
+            dep[nd++] = q;
+        }
+    }
+    return nd;
+}
+
+static int dep_index(int rank, const int *dep, int ndep)
+{
+    for (int i = 0; i < ndep; i++) {
+        if (dep[i] == rank) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The first deputy after rank 0 that says it acts (-1: none), one request to each. */
+static int deputy_acting(const int *dep, int ndep)
+{
+    int lead[CP_WD_DEPUTIES], got[CP_WD_DEPUTIES];
+    if (ndep < 2) {
+        return -1;
+    }
+    io->fetch_all(dep + 1, ndep - 1, KEY_LEAD, lead, sizeof(lead[0]), FETCH_WAIT_S, got);
+    for (int j = 0; j < ndep - 1; j++) {
+        if (got[j] && lead[j] == 1) {
+            return dep[j + 1];
+        }
+    }
+    return -1;
+}
+
+int cp_wd_elect(int me, const int *dep, int ndep, double wait_s)
+{
+    int i = dep_index(me, dep, ndep);
+    if (i <= 0) {
+        return i == 0 ? me : -1;
+    }
+    /* the deputies before me, all at once each round: one that answers reports, or leaves
+     * the report to one before it */
+    cp_wd_rec_t in[CP_WD_DEPUTIES];
+    int got[CP_WD_DEPUTIES];
+    double deadline = now_s() + wait_s;
+    for (;;) {
+        io->fetch_all(dep, i, KEY_REC, in, sizeof(in[0]), round_wait(deadline), got);
+        for (int j = 0; j < i; j++) {
+            if (got[j]) {
+                return dep[j];
             }
         }
-        if (n > 1) {
-            int one = 1;
-            cp_oob_post(KEY_DONE, &one, sizeof(one));
+        if (now_s() >= deadline) {
+            break;
         }
-    } else if (b != NULL) {
-        int one;
-        cp_oob_fetch(0, KEY_DONE, &one, sizeof(one), SIGNAL_WAIT_S);
+        usleep(100000);
     }
-    _exit(128 + sig);
+    /* every one before me silent: unless a deputy after me already acts (it stalled so much
+     * earlier that it found me silent too), I do */
+    int lead[CP_WD_DEPUTIES];
+    if (i + 1 < ndep) {
+        io->fetch_all(dep + i + 1, ndep - i - 1, KEY_LEAD, lead, sizeof(lead[0]), FETCH_WAIT_S,
+                      got);
+        for (int j = 0; j < ndep - i - 1; j++) {
+            if (got[j] && lead[j] == 1) {
+                return dep[i + 1 + j];
+            }
+        }
+    }
+    int one = 1;
+    io->post(KEY_LEAD, &one, sizeof(one));
+    return me;
 }
 
-/* The records of every rank but me into recs (wait_s in all; until0: only until rank 0's is
- * in); returns how many did not answer.  Each round asks every missing rank at once and waits
- * for all together (at most FETCH_WAIT_S): a node cut off from PMIx, whose ranks never
- * answer, costs one wait per round, not one per rank, and cannot use up the time of the ranks
- * after it.  Waiting for rank 0 (until0), a rank asks rank 0 alone for the first half of
- * wait_s (at thousands of ranks, every rank asking every other at once would flood the PMIx
- * servers), then every missing rank, to find the lowest that answers. */
-static int collect_records(cp_wd_rec_t *recs, int n, int me, double wait_s, int until0)
+int cp_wd_collect(cp_wd_rec_t *recs, int n, int me, double wait_s)
 {
-    double start = now_s(), deadline = start + wait_s;
+    double deadline = now_s() + wait_s;
     int missing = 0;
     for (int q = 0; q < n; q++) {
         missing += q != me && !recs[q].valid;
     }
     int *ask = malloc(sizeof(int) * (size_t)n), *got = malloc(sizeof(int) * (size_t)n);
     cp_wd_rec_t *in = malloc(sizeof(*in) * (size_t)n);
-    while (ask && got && in && missing > 0 && !(until0 && recs[0].valid)) {
-        int only0 = until0 && now_s() < start + wait_s / 2, k = 0;
-        for (int q = 0; q < (only0 ? 1 : n); q++) {
+    while (ask && got && in && missing > 0 && now_s() < deadline) {
+        int k = 0;
+        for (int q = 0; q < n; q++) {
             if (q != me && !recs[q].valid) {
                 ask[k++] = q;
             }
         }
-        double left = deadline - now_s();
-        if (left <= 0) {
-            break;
-        }
-        cp_oob_fetch_all(ask, k, KEY_REC, in, sizeof(*in),
-                         left < FETCH_WAIT_S ? left : FETCH_WAIT_S, got);
+        /* every missing rank at once, waited for together: a node cut off from PMIx, whose
+         * ranks never answer, costs one wait per round, not one per rank */
+        io->fetch_all(ask, k, KEY_REC, in, sizeof(*in), round_wait(deadline), got);
         for (int i = 0; i < k; i++) {
             if (got[i]) {
                 recs[ask[i]] = in[i];
                 missing--;
             }
         }
-        if (missing == 0 || now_s() >= deadline) {
-            break;
+        if (missing > 0 && now_s() < deadline) {
+            usleep(100000);
         }
-        usleep(100000);
     }
     free(ask);
     free(got);
     free(in);
     return missing;
 }
+
+int cp_wd_may_report(const cp_wd_rec_t *recs, const int *node_ids, int n, int me)
+{
+    int one_node = 1;
+    for (int q = 0; q < n && node_ids != NULL; q++) {
+        if (node_ids[q] != node_ids[me]) {
+            one_node = 0;
+            if (recs[q].valid) {
+                return 1;
+            }
+        }
+    }
+    return one_node;
+}
+
+int cp_wd_wait_done(int me, const int *dep, int ndep, double wait_s)
+{
+    double start = now_s(), deadline = start + wait_s;
+    for (int round = 0, next = 1; ndep > 0; round++) {
+        /* rank 0, which reports unless it is silent, every round until a deputy could have
+         * reported (so a rank leaves as soon as rank 0 is done: the launcher may kill the
+         * ranks still there when rank 0 exits), then every other round */
+        int q = 0, one, got = 0;
+        if (ndep > 1 && now_s() - start > DEPUTY_WAIT_S && round % 2) {
+            next = next % (ndep - 1) + 1;
+            q = dep[next] != me ? dep[next] : 0;
+        }
+        io->fetch_all(&q, 1, KEY_DONE, &one, sizeof(one), round_wait(deadline), &got);
+        if (got) {
+            return q;
+        }
+        if (now_s() >= deadline) {
+            break;
+        }
+        usleep(100000);
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The thread. */
 
 /* This rank's position, as its record. */
 static cp_wd_rec_t my_record(const cp_boot_t **boot, double *late_s)
@@ -559,28 +660,88 @@ static cp_wd_rec_t my_record(const cp_boot_t **boot, double *late_s)
     return mine;
 }
 
-/* A rank other than 0: wait for rank 0's record.  When it comes, rank 0
- * reports (-1).  When it does not (rank 0 is stopped or cut off), the
- * lowest rank that answers reports instead: the rank that reports. */
-static int find_reporter(cp_wd_rec_t *recs, int n, int me)
+/* Rank 0, resumed after it was stopped past its timeout (sig: the signal
+ * that the launcher ending the job woke it with, or 0), or stalled after a
+ * deputy (> 0) took it for silent: the cell it was in timed out, whoever
+ * reported it.  Writer lock held. */
+static void writer_resumed(int sig, int cell, double stalled, int deputy)
 {
-    /* the others stalled when we did: their records come in meanwhile */
-    collect_records(recs, n, me, DEPUTY_WAIT_S, 1);
-    if (recs[0].valid) {
-        return -1;
+    char desc[256] = "?", msg[768], how[96] = "";
+    if (cell >= 0 && wd.hooks.describe != NULL) {
+        wd.hooks.describe(wd.hooks.arg, cell, desc, sizeof(desc));
     }
-    int low = 0;
-    while (low < n && !recs[low].valid) {
-        low++;
+    if (sig > 0) {
+        snprintf(how, sizeof(how), ", then ended by signal %d (%s)", sig, strsignal(sig));
     }
-    return low;
+    if (deputy > 0) {
+        snprintf(msg, sizeof(msg),
+                 "cell %d (%s) timed out: no progress for %.1f s; reported by rank %d in place "
+                 "of rank 0%s",
+                 cell, desc, stalled, deputy, how);
+        fprintf(stderr,
+                "collprof: error: timeout: rank 0 stalled after rank %d had found it silent and "
+                "reported in its place: the cell it was in is recorded as timed out\n",
+                deputy);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "cell %d (%s) timed out: no progress for %.1f s; rank 0 was stopped or "
+                 "frozen%s",
+                 cell, desc, stalled, how);
+        fprintf(stderr,
+                "collprof: error: timeout: rank 0 resumed after %.1f s without progress (it "
+                "was stopped or frozen): the cell it was in is recorded as timed out\n",
+                stalled);
+    }
+    if (wd.hooks.on_timeout != NULL) {
+        wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
+    }
+}
+
+static int boot_deputies(const cp_boot_t *b, int *dep)
+{
+    return cp_wd_deputies(b ? b->node_ids : NULL, b ? b->nranks : 1, dep);
+}
+
+/* gap: how long the thread was away before it took sig (long: the process
+ * was stopped meanwhile, whatever the main thread did once resumed). */
+static void take_signal(int sig, double gap)
+{
+    const cp_boot_t *b = wd.boot;
+    int rank = b ? b->rank : 0, n = b ? b->nranks : 1, dep[CP_WD_DEPUTIES];
+    int ndep = boot_deputies(b, dep);
+    if (rank == 0) {
+        /* for good: the main thread writes no more */
+        if (lock_for_good()) {
+            pthread_mutex_lock(&wd.mu);
+            int cell = wd.cell;
+            double stalled = now_s() - wd.last_s, tmo = wd.timeout_s;
+            pthread_mutex_unlock(&wd.mu);
+            /* woken by the launcher ending the job: past its limit, and (on a loaded machine
+             * the stall can be short of the margin) a deputy has reported in its place */
+            if (tmo > 0 && (stalled > tmo + FROZEN_S || gap > tmo + FROZEN_S ||
+                            (stalled > tmo && n > 1 && deputy_acting(dep, ndep) > 0))) {
+                writer_resumed(sig, cell, stalled > gap ? stalled : gap, -1);
+            } else if (wd.hooks.on_signal != NULL) {
+                wd.hooks.on_signal(wd.hooks.arg, sig, cell);
+            }
+        }
+        if (n > 1) {
+            int one = 1;
+            io->post(KEY_DONE, &one, sizeof(one));
+        }
+    } else if (b != NULL) {
+        int one;
+        fetch_one(0, KEY_DONE, &one, sizeof(one), SIGNAL_WAIT_S);
+    }
+    _exit(128 + sig);
 }
 
 /* What the reporter adds when rank 0, which writes the outputs, is silent. */
-static void writer_lost(const cp_boot_t *b, int cell, char *msg, size_t len)
+static void writer_lost(const cp_boot_t *b, int cell, const int *dep, int ndep, char *msg,
+                        size_t len)
 {
-    char files[CP_WD_FILES_LEN] = "";
-    cp_oob_fetch(0, KEY_FILES, files, sizeof(files), 0);
+    char files[CP_WD_FILES_LEN] = "", list[64];
+    fetch_one(0, KEY_FILES, files, sizeof(files), 0);
     files[sizeof(files) - 1] = '\0';
     append(msg, len,
            " Rank 0 (%s), which writes the result files, does not answer: unless it resumes to "
@@ -592,10 +753,20 @@ static void writer_lost(const cp_boot_t *b, int cell, char *msg, size_t len)
         append(msg, len, "no row for this cell");
     }
     append(msg, len, "%s%s.", files[0] ? ": " : "", files);
+    int i = dep_index(b->rank, dep, ndep);
+    if (i == 1) {
+        append(msg, len, " Reported in its place by rank %d, its first deputy.", b->rank);
+    } else if (i > 1) {
+        cp_wd_ranks(dep + 1, i - 1, list, sizeof(list));
+        append(msg, len,
+               " Reported in its place by rank %d, deputy %d: the deputies before it (rank%s "
+               "%s) do not answer either.",
+               b->rank, i, i > 2 ? "s" : "", list);
+    }
 }
 
-/* The reporting rank (0, or the lowest that answers when 0 does not):
- * the message, the outputs closed (rank 0), the others released. */
+/* The reporting rank (0, or the deputy acting for it): the message, the outputs closed
+ * (rank 0), the others released. */
 static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const cp_boot_t *b)
 {
     char *msg = malloc(4096);
@@ -606,7 +777,8 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
     int cell = cp_wd_explain(recs, n, b ? (const char(*)[256])b->hostnames : NULL,
                              wd.hooks.describe, wd.hooks.arg, msg, 4096);
     if (me != 0) {
-        writer_lost(b, cell, msg, 4096);
+        int dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
+        writer_lost(b, cell, dep, ndep, msg, 4096);
     }
     /* host names come from other ranks' gethostname(): printable text only */
     char *raw = msg;
@@ -624,7 +796,7 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
     }
     if (n > 1) {
         int one = 1;
-        cp_oob_post(KEY_DONE, &one, sizeof(one));
+        io->post(KEY_DONE, &one, sizeof(one));
     }
     if (nsilent > 0) {
         /* a stopped or cut-off rank would keep the launcher (srun) waiting:
@@ -634,17 +806,41 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
     _exit(CP_EXIT_TIMEOUT);
 }
 
-/* Rank 0, frozen: 1 when a rank that reported in its place has said so
- * (the lowest that answered: one of the first few, unless many stopped). */
-static int deputy_reported(int n)
+/* Rank 0, stalled: it reports, unless a deputy already acts in its place (rank 0 was
+ * stopped, or stalled long after the others): then it records the cell's row alone. */
+static void rank0_timeout(cp_wd_rec_t *recs, int n, double late, const cp_boot_t *b)
 {
-    for (int q = 1; q < n && q <= 8; q++) {
-        int one;
-        if (cp_oob_fetch(q, KEY_DONE, &one, sizeof(one), 0) == 0) {
-            return 1;
+    int frozen = late > FROZEN_S, dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
+    int deputy = n > 1 ? deputy_acting(dep, ndep) : -1;
+    if (deputy > 0) {
+        if (lock_for_good()) {
+            writer_resumed(0, recs[0].cell, recs[0].stalled_s, frozen ? -1 : deputy);
         }
+        int one = 1;
+        io->post(KEY_DONE, &one, sizeof(one));
+        _exit(CP_EXIT_TIMEOUT);
     }
-    return 0;
+    if (frozen) {
+        cp_log(CP_LOG_WARN, "watchdog: this rank itself was stopped or starved for %.1f s", late);
+    }
+    report_timeout(recs, n, 0, cp_wd_collect(recs, n, 0, COLLECT_MAX_S), b);
+}
+
+/* A deputy acting for a silent rank 0: it collects and reports, unless it hears no other
+ * node (then it is the one cut off, and the ranks that reach rank 0 have their report). */
+static void deputy_timeout(cp_wd_rec_t *recs, int n, int me, const cp_boot_t *b)
+{
+    int missing = cp_wd_collect(recs, n, me, DEPUTY_COLLECT_S);
+    if (cp_wd_may_report(recs, b ? b->node_ids : NULL, n, me)) {
+        report_timeout(recs, n, me, missing, b);
+    }
+    int zero = 0, dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
+    io->post(KEY_LEAD, &zero, sizeof(zero));
+    cp_log(CP_LOG_ERROR, "watchdog: neither rank 0, nor the deputies before this rank, nor any "
+                         "rank on another node answers: this node looks cut off; the report is "
+                         "left to the ranks that reach rank 0");
+    cp_wd_wait_done(me, dep, ndep, COLLECT_MAX_S + CLOSE_WAIT_S);
+    _exit(CP_EXIT_TIMEOUT);
 }
 
 static void take_timeout(void)
@@ -656,7 +852,7 @@ static void take_timeout(void)
     int frozen = late > FROZEN_S;
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
     if (n > 1) {
-        cp_oob_post(KEY_REC, &mine, sizeof(mine));
+        io->post(KEY_REC, &mine, sizeof(mine));
     }
     cp_wd_rec_t *recs = calloc((size_t)n, sizeof(*recs));
     if (recs == NULL) {
@@ -664,38 +860,20 @@ static void take_timeout(void)
         _exit(CP_EXIT_TIMEOUT);
     }
     recs[rank] = mine;
-    if (rank == 0 && frozen && n > 1 && deputy_reported(n)) {
-        /* rank 0 is the rank that was stopped: another has reported */
-        if (lock_for_good()) {
-            writer_resumed(0, mine.cell, mine.stalled_s);
-        }
-        int one = 1;
-        cp_oob_post(KEY_DONE, &one, sizeof(one));
-        _exit(CP_EXIT_TIMEOUT);
-    }
     if (rank == 0) {
-        if (frozen) {
-            cp_log(CP_LOG_WARN, "watchdog: this rank itself was stopped or starved for %.1f s",
-                   late);
-        }
-        report_timeout(recs, n, 0, collect_records(recs, n, 0, COLLECT_MAX_S, 0), b);
+        rank0_timeout(recs, n, late, b);
     }
     char w[160];
     where(&mine, 1, w, sizeof(w));
     cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s (%s)%s; reporting to rank 0",
            mine.stalled_s, w, frozen ? ": this rank was stopped or frozen and has resumed" : "");
-    int reporter = find_reporter(recs, n, rank);
-    if (reporter != rank) {
-        int one;
-        cp_oob_fetch(reporter < 0 ? 0 : reporter, KEY_DONE, &one, sizeof(one),
-                     COLLECT_MAX_S + CLOSE_WAIT_S);
-        _exit(CP_EXIT_TIMEOUT);
+    int dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
+    if (cp_wd_elect(rank, dep, ndep, DEPUTY_WAIT_S) == rank) {
+        deputy_timeout(recs, n, rank, b);
     }
-    int nsilent = 0;
-    for (int q = 0; q < n; q++) {
-        nsilent += !recs[q].valid;
-    }
-    report_timeout(recs, n, rank, nsilent, b);
+    /* rank 0 or a deputy reports: released when it is done (or the launcher ends the job) */
+    cp_wd_wait_done(rank, dep, ndep, DEPUTY_WAIT_S + COLLECT_MAX_S + CLOSE_WAIT_S);
+    _exit(CP_EXIT_TIMEOUT);
 }
 
 void cp_wd_publish_files(const char *files)

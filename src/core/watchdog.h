@@ -107,4 +107,51 @@ int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
 /** Rank list as ranges: "0,2-5,9". */
 void cp_wd_ranks(const int *ranks, int n, char *buf, size_t len);
 
+/*
+ * Who reports a hang, by rule (exposed for tests).  Rank 0 reports; when it
+ * does not answer, the first of its deputies that does.  The deputies are a
+ * fixed short list, the same on every rank: rank 0, then the first rank of
+ * each next node (node_ids: nodes numbered in first-rank order), then the
+ * lowest ranks not yet listed, CP_WD_DEPUTIES in all.  A deputy waits for
+ * the records of the deputies before it; one that answers reports (or
+ * defers in its turn), so a deputy acts only when every deputy before it is
+ * silent.  The acting reporter alone asks every rank; the others ask the
+ * deputies one at a time, so a round costs O(n) requests in all, not n^2.
+ */
+#define CP_WD_DEPUTIES 4
+
+/** The deputies, in order, into dep[CP_WD_DEPUTIES] (node_ids NULL: one
+ *  node); returns how many (min(n, CP_WD_DEPUTIES)).  dep[0] is rank 0. */
+int cp_wd_deputies(const int *node_ids, int n, int *dep);
+
+/** Rank me (not 0), stalled, its record posted: me when it acts as the
+ *  reporter (every deputy before it silent for wait_s, and no deputy after
+ *  it acting), else the deputy it leaves the report to (-1: me is no
+ *  deputy, it asked nothing). */
+int cp_wd_elect(int me, const int *dep, int ndep, double wait_s);
+
+/** The acting reporter: the records of every silent rank into recs, asking
+ *  all the missing ones each round, for wait_s at most; how many are missing. */
+int cp_wd_collect(cp_wd_rec_t *recs, int n, int me, double wait_s);
+
+/** An acting deputy (not rank 0) may report: 1 when one node holds every
+ *  rank, or some rank on another node than me answered; 0 when me only
+ *  hears its own node (it is the one cut off). */
+int cp_wd_may_report(const cp_wd_rec_t *recs, const int *node_ids, int n, int me);
+
+/** Rank me, which leaves the report: wait until rank 0 or a deputy says it
+ *  is done, asking one rank a round (rank 0 alone for the first 2 s, while
+ *  no deputy can have reported yet; then rank 0 and the other deputies in
+ *  turn); its rank, or -1 after wait_s. */
+int cp_wd_wait_done(int me, const int *dep, int ndep, double wait_s);
+
+/** The key-value exchange the watchdog uses (cp_oob_post, cp_oob_fetch_all
+ *  by default); tests put their own in (NULL: the default). */
+typedef struct cp_wd_io {
+    int (*post)(const char *key, const void *buf, size_t len);
+    int (*fetch_all)(const int *ranks, int nr, const char *key, void *dst, size_t len,
+                     double wait_s, int *got);
+} cp_wd_io_t;
+void cp_wd_set_io(const cp_wd_io_t *io);
+
 #endif /* COLLPROF_CORE_WATCHDOG_H */

@@ -187,17 +187,33 @@ check_job_done() {
     ok $? "$2: job COMPLETED with exit code 0:0"
 }
 
-# stop_rank_case WHAT RANK CMD...: run the collprof launch CMD on six mpi cells
-# with --timeout $STOP_TMO, SIGSTOP the process of rank RANK once the first cell
-# is written, and check: exit 124 within --timeout + 5 s of the stop; one report
-# naming that rank alone with its host (and, for rank 0, by the lowest rank that
-# answers); the completed cell and a timeout row in the text and HDF5 files; no
-# process left.  The stop-to-end time is printed as a TAP comment.
+# stop_rank_case WHAT RANKS CMD...: run the collprof launch CMD (one node) on six mpi
+# cells with --timeout $STOP_TMO, SIGSTOP the processes of RANKS ("2", or "0 1": two
+# neighbours) once the first cell is written, and check: exit 124 within --timeout + 5 s
+# of the stop; one report naming those ranks alone with their host (and, with rank 0
+# stopped, made by its first deputy that answers: on one node the lowest rank not
+# stopped); the completed cell and a timeout row in the text and HDF5 files; no process
+# left.  The stop-to-end time is printed as a TAP comment.
 STOP_TMO=${STOP_TMO:-2}
 STOP_ROW=yes
 stop_rank_case() {
-    local what=$1 r=$2 d p victim t0 t1 el s host rows need res
+    local what=$1 r=$2 d p q victim victims t0 t1 el s host rows need res names dep want first
     shift 2
+    # shellcheck disable=SC2086 # RANKS: one rank, or two neighbours
+    set -- $r "$@"
+    names="rank $1"
+    if [ "$2" = $(($1 + 1)) ]; then
+        names="ranks $1-$2"
+        shift
+    fi
+    shift
+    # rank 0 stopped: its deputies on one node are ranks 1, 2, 3 in order; the first not
+    # stopped reports
+    first=${r%% *} dep='' want=''
+    case $r in
+    0) dep=1 want="Reported in its place by rank 1, its first deputy." ;;
+    "0 1") dep=2 want="Reported in its place by rank 2, deputy 2: the deputies before it (rank 1) do not answer either." ;;
+    esac
     d=$(mktemp -d "$WORK/stop.XXXXXX")
     # every iteration at least 1 ms (COLLPROF_FAULT slow): on an idle machine the six cells
     # would otherwise end before the stop lands
@@ -210,31 +226,40 @@ stop_rank_case() {
         kill -0 $pid 2>/dev/null || break
         sleep 0.1
     done
-    victim=
-    for p in $(pgrep -f -- "--output-dir $d"); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMIX_RANK=$r" && victim=$p
+    victims=
+    for q in $r; do
+        victim=
+        for p in $(pgrep -f -- "--output-dir $d"); do
+            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMIX_RANK=$q" && victim=$p
+        done
+        [ -n "$victim" ] && victims="$victims $victim"
     done
+    victim=${victims# }
+    [ "$(echo "$victim" | wc -w)" -eq "$(echo "$r" | wc -w)" ] || victim=
     t0=$(date +%s.%N)
-    [ -n "$victim" ] && kill -STOP "$victim"
+    # shellcheck disable=SC2086 # one pid a word
+    [ -n "$victim" ] && kill -STOP $victim
     rc=0
     wait $pid || rc=$?
     t1=$(date +%s.%N)
     el=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
-    echo "# $what, rank $r stopped: the run ended ${el} s after the stop (--timeout $STOP_TMO)"
-    [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null
+    echo "# $what, $names stopped: the run ended ${el} s after the stop (--timeout $STOP_TMO)"
+    # shellcheck disable=SC2086
+    [ -n "$victim" ] && kill -CONT $victim 2>/dev/null
     # srun's status is its tasks' worst: 137 when slurmstepd killed the stopped rank 0 before the
     # reporting rank's 124 came in (STOP_EXITS lists what a launcher may return)
     [ -n "$victim" ] && case " ${STOP_EXITS:-124} " in *" $rc "*) true ;; *) false ;; esac &&
         awk "BEGIN { exit !($el <= $STOP_TMO + 5) }"
-    ok $? "$what, rank $r stopped: exit ${STOP_EXITS:-124} within --timeout + 5 s (exit $rc after $el s)"
+    ok $? "$what, $names stopped: exit ${STOP_EXITS:-124} within --timeout + 5 s (exit $rc after $el s)"
     host=${STOP_HOST:-$(hostname)}
     [ "$(grep -c "collprof: error: timeout: cell [1-9]" "$d/err")" -eq 1 ] &&
-        grep -q "No answer (stopped, dead, or cut off from PMIx): rank $r on $host\." "$d/err" &&
+        grep -q "No answer (stopped, dead, or cut off from PMIx): $names on $host\." "$d/err" &&
         ! grep -q 'Did not arrive' "$d/err" &&
-        { [ "$r" -ne 0 ] ||
-            grep -q "Rank 0 ($host), which writes the result files, does not answer" "$d/err"; }
+        { [ -z "$dep" ] ||
+            { grep -q "Rank 0 ($host), which writes the result files, does not answer" "$d/err" &&
+                grep -qF "$want" "$d/err"; }; }
     res=$?
-    ok $res "$what, rank $r stopped: one report names rank $r on $host alone"
+    ok $res "$what, $names stopped: one report names $names on $host alone${dep:+ (rank 0 stopped: rank $dep reports)}"
     [ $res -eq 0 ] || sed 's/^/# /' "$d/err"
     s=$(summary_of "$d")
     "${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}" export --csv "${s%.txt}.h5" \
@@ -243,18 +268,19 @@ stop_rank_case() {
     # a stopped rank 0 writes the timeout row when the launcher wakes it to end
     # it: --np does; mpirun and srun may kill it first (STOP_ROW=maybe)
     need=yes
-    [ "$r" -eq 0 ] && [ "$STOP_ROW" = maybe ] && need=maybe
+    [ "$first" -eq 0 ] && [ "$STOP_ROW" = maybe ] && need=maybe
     # stopped while writing a finished cell (a wide window under sanitizers): that cell is in
     # the files as it finished, and no cell was running to time out
-    [ "$r" -eq 0 ] && grep -q 'writing results); reporting to rank 0' "$d/err" && need=maybe
+    [ "$first" -eq 0 ] && grep -q 'writing results); reporting to rank 0' "$d/err" && need=maybe
     [ -n "$s" ] && grep -q 'AllReduce: .*#wrong: 0' "$s" && [ "$(grep -c ',ok,' "$d/csv")" -ge 1 ] &&
         { [ "$need" = maybe ] || { [ "$rows" -eq 1 ] && grep -q '^timeouts: *1$' "$s"; }; }
     res=$?
-    ok $res "$what, rank $r stopped: the files keep the completed cell ($rows timeout row, $need needed)"
+    ok $res "$what, $names stopped: the files keep the completed cell ($rows timeout row, $need needed)"
     [ $res -eq 0 ] || sed 's/^/# /' "$d/err"
     sleep 0.5
     ! pgrep -f -- "--output-dir $d" >/dev/null
-    ok $? "$what, rank $r stopped: no process left"
-    [ -n "$victim" ] && kill -KILL "$victim" 2>/dev/null
+    ok $? "$what, $names stopped: no process left"
+    # shellcheck disable=SC2086
+    [ -n "$victim" ] && kill -KILL $victim 2>/dev/null
     return 0
 }

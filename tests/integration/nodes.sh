@@ -332,8 +332,11 @@ slack=0 fwait=300 flimit=120
 [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && slack=5 fwait=1200 flimit=240
 FARGS="--backends $b --ops allreduce --counts 1K,2K,4K,8K,16K,32K -n 300 -w 2 --variants default"
 franks() { pgrep -f "^$COLLPROF_BIN $FARGS --timeout $FT" 2>/dev/null; }
-# fault_run NAME ACTION UNDO: ACTION after two cells, UNDO once rank 0 has reported
+# fault_run NAME ACTION UNDO NAMED [FROM]: ACTION after two cells, UNDO once the hang is
+# reported; NAMED: the silent ranks the one report names; FROM: what it says of who made it
+# (rank 0 stopped: a deputy; then srun may return 137 and the text summary is not closed)
 fault_run() {
+    from=${5:-}
     d="$WORK/fault-$1"
     mkdir -p "$d"
     # shellcheck disable=SC2086 # SRUN, N2 and FARGS are lists of options
@@ -361,18 +364,23 @@ fault_run() {
     wait "$fpid" || rc=$?
     ended=$(since "$t")
     awk -v r="$reported" -v lim=$((FT + 5 + slack)) 'BEGIN { exit !(r <= lim) }'
-    ok $? "$1: rank 0 reported the hang ${reported} s after the fault (at most $FT + 5 s)"
-    [ "$rc" -eq 124 ]
+    ok $? "$1: ${from:+a deputy of }rank 0 reported the hang ${reported} s after the fault (at most $FT + 5 s)"
+    [ "$rc" -eq 124 ] || { [ -n "$from" ] && [ "$rc" -eq 137 ]; }
     ok $? "$1: srun returned with status 124 (got $rc, ${ended} s after the fault)"
-    grep -q "No answer (stopped, dead, or cut off from PMIx): $4\\.\$" "$WORK/ferr"
+    grep -q "No answer (stopped, dead, or cut off from PMIx): $4\\.\( Rank 0 .*\)\?\$" "$WORK/ferr"
     named=$?
     ok $named "$1: the message names $4"
+    # exactly one report, whoever makes it (a deputy of a node cut off keeps silent)
+    [ "$(grep -c '^collprof: error: timeout: cell' "$WORK/ferr")" -eq 1 ] &&
+        { [ -z "$from" ] || grep -qF "$from" "$WORK/ferr"; }
+    ok $? "$1: exactly one report${from:+ ($from)}"
     [ "$named" -eq 0 ] || grep '^collprof: error: timeout' "$WORK/ferr" | sed 's/^/# /'
     [ "$rc" -eq 124 ] || sed 's/^/# /' "$WORK/ferr" | head -n 20
     s=$(summary_of "$d")
     n=$(grep -c ' ms | AlgBW' "$s" 2>/dev/null)
-    [ "${n:-0}" -ge 2 ] && grep -q '^result: *INCOMPLETE: an operation timed out' "$s"
-    ok $? "$1: the summary keeps the $n completed cells and says INCOMPLETE"
+    [ "${n:-0}" -ge 2 ] &&
+        { [ -n "$from" ] || grep -q '^result: *INCOMPLETE: an operation timed out' "$s"; }
+    ok $? "$1: the summary keeps the $n completed cells$([ -n "$from" ] || echo " and says INCOMPLETE")"
     if [ -x "$COLLPROF_REPORT" ] && [ -n "$s" ] && [ -e "${s%.txt}.h5" ]; then
         "$COLLPROF_REPORT" summary "${s%.txt}.h5" >"$WORK/rsum" 2>&1
         [ "$(grep -c ' ms | AlgBW' "$WORK/rsum")" -eq "$n" ] &&
@@ -387,20 +395,28 @@ fault_run() {
 }
 victim=""
 # shellcheck disable=SC2317 # the actions below are called through fault_run's arguments
-stop_rank3() { # the rank 3 process, on n2 (the nodes share the PID namespace)
+stop_rank() { # the process of rank $1 (the nodes share the PID namespace)
+    victim=""
     for p in $(franks); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'SLURM_PROCID=3' && victim=$p
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$1" && victim=$p
     done
     [ -n "$victim" ] && kill -STOP "$victim"
 }
 # shellcheck disable=SC2317
-cont_rank3() { [ -z "$victim" ] || kill -CONT "$victim" 2>/dev/null; }
+stop_rank3() { stop_rank 3; }
+# shellcheck disable=SC2317
+stop_rank0() { stop_rank 0; }
+# shellcheck disable=SC2317
+cont_victim() { [ -z "$victim" ] || kill -CONT "$victim" 2>/dev/null; }
 # shellcheck disable=SC2317
 n2_down() { bash "$SL" link n2 down 2>/dev/null; }
 # shellcheck disable=SC2317
 n2_up() { bash "$SL" link n2 up 2>/dev/null; }
 if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
-    fault_run "SIGSTOP of rank 3 on n2" stop_rank3 cont_rank3 "rank 3 on n2"
+    fault_run "SIGSTOP of rank 3 on n2" stop_rank3 cont_victim "rank 3 on n2"
+    # rank 0's first deputy is the first rank of the next node (rank 2 on n2), not rank 1
+    fault_run "SIGSTOP of rank 0 on n1" stop_rank0 cont_victim "rank 0 on n1" \
+        "Reported in its place by rank 2, its first deputy."
 fi
 fault_run "n2's link down" n2_down n2_up "ranks 2-3 on n2"
 # the watchdog asks every rank at once: 4 ranks on a cut-off node (each never answers) must not

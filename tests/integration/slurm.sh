@@ -107,7 +107,7 @@ rc=0
 ok $? "srun: a hung rank is named by the watchdog, the cell is a timeout row (exit $rc)"
 [ "$rc" -eq 124 ] || sed 's/^/# /' "$WORK/err" | head -n 20
 
-# ---- 3c. rank 0 (the writer) stopped under srun: the lowest rank that answers reports
+# ---- 3c. rank 0 (the writer) stopped under srun: its first deputy (rank 1) reports
 # (stop.sh has the other ranks and launchers); slurmstepd may kill rank 0 before it writes
 STOP_ROW=maybe
 STOP_EXITS="124 137"

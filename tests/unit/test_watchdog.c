@@ -1,7 +1,10 @@
-/* The watchdog's attribution: which ranks did not arrive, and where. */
+/* The watchdog's attribution (which ranks did not arrive, and where) and who
+ * reports (rank 0, else its first deputy that answers: exactly one, with
+ * O(n) requests a round), over forked ranks and a key store in shared memory. */
 #include "config.h"
 
 #include "core/watchdog.h"
+#include "oob_shm.h"
 #include "tap.h"
 
 #include <string.h>
@@ -25,7 +28,198 @@ static cp_wd_rec_t rec(int phase, int cell, int iter)
     return r;
 }
 
-int main(void)
+/* ---- who reports: forked ranks, the watchdog's exchange over shared memory ---- */
+
+#define W_MAX 48
+
+/* What each rank posted, who may reach whom, and what each rank did. */
+typedef struct world {
+    int n, silent[W_MAX], node[W_MAX], cut[W_MAX]; /* cut: ranks on a node cut off */
+    struct {
+        int has_rec, has_lead, has_done, lead;
+        cp_wd_rec_t rec;
+    } kv[W_MAX];
+    int asks[W_MAX], max_ask[W_MAX], acted[W_MAX], reported[W_MAX];
+    int released[W_MAX]; /* 1 + the rank whose "done" released it */
+} world_t;
+static world_t *W;
+
+static int w_post(const char *key, const void *buf, size_t len)
+{
+    int me = oob_shm_rank;
+    if (!strcmp(key, "cp.wd.rec") && len == sizeof(cp_wd_rec_t)) {
+        memcpy(&W->kv[me].rec, buf, len);
+        __atomic_store_n(&W->kv[me].has_rec, 1, __ATOMIC_RELEASE);
+    } else if (!strcmp(key, "cp.wd.lead") && len == sizeof(int)) {
+        memcpy(&W->kv[me].lead, buf, len);
+        __atomic_store_n(&W->kv[me].has_lead, 1, __ATOMIC_RELEASE);
+    } else if (!strcmp(key, "cp.wd.done")) {
+        __atomic_store_n(&W->kv[me].has_done, 1, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+/* One request per rank asked, counted; a silent rank, or one across the cut, never answers. */
+static int w_fetch_all(const int *ranks, int nr, const char *key, void *dst, size_t len,
+                       double wait_s, int *got)
+{
+    (void)wait_s;
+    int me = oob_shm_rank, n = 0;
+    W->asks[me] += nr;
+    W->max_ask[me] = nr > W->max_ask[me] ? nr : W->max_ask[me];
+    for (int i = 0; i < nr; i++) {
+        int q = ranks[i];
+        got[i] = 0;
+        if (W->silent[q] || W->cut[q] != W->cut[me]) {
+            continue;
+        }
+        char *d = (char *)dst + (size_t)i * len;
+        if (!strcmp(key, "cp.wd.rec") && __atomic_load_n(&W->kv[q].has_rec, __ATOMIC_ACQUIRE)) {
+            memcpy(d, &W->kv[q].rec, len);
+            got[i] = 1;
+        } else if (!strcmp(key, "cp.wd.lead") &&
+                   __atomic_load_n(&W->kv[q].has_lead, __ATOMIC_ACQUIRE)) {
+            memcpy(d, &W->kv[q].lead, len);
+            got[i] = 1;
+        } else if (!strcmp(key, "cp.wd.done") &&
+                   __atomic_load_n(&W->kv[q].has_done, __ATOMIC_ACQUIRE)) {
+            got[i] = 1;
+        }
+        n += got[i];
+    }
+    return n;
+}
+
+/* One rank's watchdog after a stall, as take_timeout runs it (printing and exits aside). */
+static int w_rank(int me, void *arg)
+{
+    (void)arg;
+    static const cp_wd_io_t wio = {w_post, w_fetch_all};
+    cp_wd_set_io(&wio);
+    oob_shm_barrier(); /* every rank stalls at once */
+    if (W->silent[me]) {
+        return 0;
+    }
+    cp_wd_rec_t recs[W_MAX];
+    memset(recs, 0, sizeof(recs));
+    recs[me] = rec(CP_WD_OP, 1, 4);
+    w_post("cp.wd.rec", &recs[me], sizeof(recs[me]));
+    int dep[CP_WD_DEPUTIES], ndep = cp_wd_deputies(W->node, W->n, dep), one = 1;
+    if (me == 0 || cp_wd_elect(me, dep, ndep, 1.0) == me) {
+        W->acted[me] = 1;
+        cp_wd_collect(recs, W->n, me, me == 0 ? 0.6 : 0.3);
+        if (me == 0 || cp_wd_may_report(recs, W->node, W->n, me)) {
+            W->reported[me] = 1;
+            w_post("cp.wd.done", &one, sizeof(one));
+            return 0;
+        }
+    }
+    W->released[me] = 1 + cp_wd_wait_done(me, dep, ndep, 1.5);
+    return 0;
+}
+
+/* Run one case: n ranks, per_node on each node, the silent and the cut-off ranks listed
+ * (-1 ends each list); the ranks that reported into who (count returned), the largest
+ * round into *round (every rank's largest request added up). */
+static int w_case(int n, int per_node, const int *silent, const int *cut, int *who, int *round,
+                  int *others_max)
+{
+    memset(W, 0, sizeof(*W));
+    W->n = n;
+    for (int q = 0; q < n; q++) {
+        W->node[q] = q / per_node;
+    }
+    for (int i = 0; silent[i] >= 0; i++) {
+        W->silent[silent[i]] = 1;
+    }
+    for (int i = 0; cut[i] >= 0; i++) {
+        W->cut[cut[i]] = 1;
+    }
+    oob_shm->nranks = n;
+    int status[W_MAX], nrep = 0;
+    oob_shm_fork(w_rank, NULL, 30, status);
+    *round = *others_max = 0;
+    for (int q = 0; q < n; q++) {
+        if (W->reported[q]) {
+            who[nrep++] = q;
+        }
+        *round += W->max_ask[q];
+        if (!W->acted[q] && W->max_ask[q] > *others_max) {
+            *others_max = W->max_ask[q];
+        }
+    }
+    return nrep;
+}
+
+static void test_deputies(void)
+{
+    int dep[CP_WD_DEPUTIES], nd;
+    int two_by_two[4] = {0, 0, 1, 1}, cyclic[4] = {0, 1, 0, 1}, one[8] = {0};
+    int many[W_MAX];
+    for (int q = 0; q < W_MAX; q++) {
+        many[q] = q / 4;
+    }
+    nd = cp_wd_deputies(two_by_two, 4, dep);
+    ok(nd == 4 && dep[0] == 0 && dep[1] == 2 && dep[2] == 1 && dep[3] == 3,
+       "deputies on 2 nodes x 2: 0, then rank 2 (first of the next node), then 1 and 3");
+    nd = cp_wd_deputies(cyclic, 4, dep);
+    ok(nd == 4 && dep[0] == 0 && dep[1] == 1 && dep[2] == 2 && dep[3] == 3,
+       "deputies, ranks placed round-robin: 0,1,2,3");
+    nd = cp_wd_deputies(one, 8, dep);
+    ok(nd == 4 && dep[1] == 1 && dep[2] == 2 && dep[3] == 3, "deputies on one node: 0,1,2,3");
+    nd = cp_wd_deputies(many, W_MAX, dep);
+    ok(nd == 4 && dep[1] == 4 && dep[2] == 8 && dep[3] == 12,
+       "deputies on 12 nodes: the first rank of nodes 0-3 (%d,%d,%d,%d)", dep[0], dep[1], dep[2],
+       dep[3]);
+    nd = cp_wd_deputies(NULL, 2, dep);
+    ok(nd == 2 && dep[0] == 0 && dep[1] == 1, "2 ranks: 2 deputies");
+}
+
+static void test_reporter(void)
+{
+    int who[W_MAX], round, others, nrep, none[] = {-1};
+    int n = 40, per = 10; /* 4 nodes x 10: deputies 0, 10, 20, 30 */
+    /* a round: the reporter asks the n - 1 others, each other rank one deputy, deputy k the
+     * k before it (the old watchdog: every rank asked every missing one, n^2) */
+    int bound = 2 * n + CP_WD_DEPUTIES * CP_WD_DEPUTIES;
+    nrep = w_case(n, per, none, none, who, &round, &others);
+    ok(nrep == 1 && who[0] == 0, "every rank answers: rank 0 alone reports (%d reports)", nrep);
+    int by0 = 0;
+    for (int q = 1; q < n; q++) {
+        by0 += W->released[q] == 1;
+    }
+    ok(by0 == n - 1, "every rank answers: rank 0's 'done' released the %d others (%d)", n - 1, by0);
+    ok(round <= bound && others <= CP_WD_DEPUTIES - 1,
+       "every rank answers: %d requests in the largest round (at most 2n + %d = %d), at most %d "
+       "by a rank that does not report",
+       round, CP_WD_DEPUTIES * CP_WD_DEPUTIES, bound, others);
+    int s0[] = {0, -1};
+    nrep = w_case(n, per, s0, none, who, &round, &others);
+    ok(nrep == 1 && who[0] == 10,
+       "rank 0 silent: its first deputy, rank 10, alone reports (%d: %d)", nrep,
+       nrep ? who[0] : -1);
+    ok(round <= bound && others <= CP_WD_DEPUTIES - 1,
+       "rank 0 silent: %d requests in the largest round, at most %d by a non-reporter", round,
+       others);
+    int s01[] = {0, 10, -1};
+    nrep = w_case(n, per, s01, none, who, &round, &others);
+    ok(nrep == 1 && who[0] == 20,
+       "ranks 0 and 10 silent: deputy 2, rank 20, alone reports (%d: %d)", nrep,
+       nrep ? who[0] : -1);
+    ok(round <= bound, "ranks 0 and 10 silent: %d requests in the largest round", round);
+    int node1[] = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, -1};
+    nrep = w_case(n, per, none, node1, who, &round, &others);
+    ok(nrep == 1 && who[0] == 0 && W->acted[10],
+       "node 1 cut off: rank 0 alone reports; its deputy 10 acts, hears no other node, and "
+       "withdraws (%d reports)",
+       nrep);
+    int s1[] = {0, 1, -1};
+    nrep = w_case(8, 8, s1, none, who, &round, &others);
+    ok(nrep == 1 && who[0] == 2, "one node, ranks 0 and 1 silent: rank 2 alone reports (%d: %d)",
+       nrep, nrep ? who[0] : -1);
+}
+
+static void test_explain(void)
 {
     char hosts[6][256] = {"n0", "n1", "n2", "n3", "n4", "n5"};
     char msg[2048], list[128];
@@ -69,6 +263,38 @@ int main(void)
     ok(strstr(msg, "No answer (stopped, dead, or cut off from PMIx): rank 3 on n3.") != NULL,
        "silent rank named with its host");
 
+    /* ranks drifting apart (broadcast without barriers): the one furthest behind is marked */
+    cp_wd_rec_t f[3] = {rec(CP_WD_OP, 0, 8), rec(CP_WD_OP_DONE, 0, 7), rec(CP_WD_OP, 0, 9)};
+    cp_wd_explain(f, 3, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "rank 0 (n0) last seen in the operation, iteration 7;") != NULL &&
+           strstr(msg, "rank 1 (n1) last seen past the operation of iteration 6 (furthest "
+                       "behind).") != NULL &&
+           strstr(msg, "Waiting (in the operation, iteration 8): rank 2.") != NULL,
+       "drift: %s", msg);
+
+    /* nobody answered */
+    cp_wd_rec_t d[2];
+    memset(d, 0, sizeof(d));
+    cell = cp_wd_explain(d, 2, NULL, describe, NULL, msg, sizeof(msg));
+    ok(cell == -1 && strstr(msg, "no rank answered") != NULL, "no records: %s", msg);
+
+    /* start-up hang: no cell */
+    cp_wd_rec_t e[2] = {rec(CP_WD_START, -1, -1), rec(CP_WD_SETUP, 0, -1)};
+    cell = cp_wd_explain(e, 2, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(cell == 0 && strstr(msg, "rank 0 (n0) last seen starting up") != NULL, "%s", msg);
+
+    /* a short buffer is cut, never overrun */
+    char small[40];
+    memset(small, 'x', sizeof(small));
+    cp_wd_explain(a, 4, (const char(*)[256])hosts, describe, NULL, small, 32);
+    ok(strlen(small) < 32 && small[39] == 'x', "output bounded by its length");
+}
+
+/* ranks that do not answer: stopped, or on a node cut off */
+static void test_explain_silent(void)
+{
+    char hosts[6][256] = {"n0", "n1", "n2", "n3", "n4", "n5"};
+    char msg[2048];
     /* a stopped rank leaves a collective half done: its peers are at different
      * places, and none of them is blamed (issue 15) */
     cp_wd_rec_t s4[4] = {rec(CP_WD_OP_DONE, 2, 9), rec(CP_WD_OP, 2, 8), rec(CP_WD_OP, 2, 8),
@@ -98,31 +324,20 @@ int main(void)
     ok(strstr(msg, "No answer (stopped, dead, or cut off from PMIx): rank 1 on n2, ranks 2-3 on "
                    "n3, rank 4 on n4, rank 5 on n5.") != NULL,
        "silent ranks on four nodes: %s", msg);
+}
 
-    /* ranks drifting apart (broadcast without barriers): the one furthest behind is marked */
-    cp_wd_rec_t f[3] = {rec(CP_WD_OP, 0, 8), rec(CP_WD_OP_DONE, 0, 7), rec(CP_WD_OP, 0, 9)};
-    cp_wd_explain(f, 3, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
-    ok(strstr(msg, "rank 0 (n0) last seen in the operation, iteration 7;") != NULL &&
-           strstr(msg, "rank 1 (n1) last seen past the operation of iteration 6 (furthest "
-                       "behind).") != NULL &&
-           strstr(msg, "Waiting (in the operation, iteration 8): rank 2.") != NULL,
-       "drift: %s", msg);
-
-    /* nobody answered */
-    cp_wd_rec_t d[2];
-    memset(d, 0, sizeof(d));
-    cell = cp_wd_explain(d, 2, NULL, describe, NULL, msg, sizeof(msg));
-    ok(cell == -1 && strstr(msg, "no rank answered") != NULL, "no records: %s", msg);
-
-    /* start-up hang: no cell */
-    cp_wd_rec_t e[2] = {rec(CP_WD_START, -1, -1), rec(CP_WD_SETUP, 0, -1)};
-    cell = cp_wd_explain(e, 2, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
-    ok(cell == 0 && strstr(msg, "rank 0 (n0) last seen starting up") != NULL, "%s", msg);
-
-    /* a short buffer is cut, never overrun */
-    char small[40];
-    memset(small, 'x', sizeof(small));
-    cp_wd_explain(a, 4, (const char(*)[256])hosts, describe, NULL, small, 32);
-    ok(strlen(small) < 32 && small[39] == 'x', "output bounded by its length");
+int main(void)
+{
+    test_explain();
+    test_explain_silent();
+    if (oob_shm_create(W_MAX) != 0) {
+        return 99;
+    }
+    W = mmap(NULL, sizeof(*W), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (W == MAP_FAILED) {
+        return 99;
+    }
+    test_deputies();
+    test_reporter();
     return tap_done();
 }
