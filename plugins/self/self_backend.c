@@ -104,19 +104,35 @@ static void self_barrier(self_ctx_t *ctx)
 
 /* ---- reductions -------------------------------------------------------- */
 
-/* Signed integers reduce in their unsigned twin: wrap-around, never UB. */
-#define SELF_DEF_INT(NAME, T, U)                                                                   \
-    static void self_red_##NAME(void *d, const void *s, size_t n, int op)                          \
+/*
+ * Signed integers reduce in their unsigned twin: wrap-around, never UB.  One
+ * loop per operation, 8 elements a step written out (what -O2 vectorises),
+ * then the rest.
+ */
+#define SELF_AT(EXPR, K)                                                                           \
     {                                                                                              \
-        T *x = d;                                                                                  \
-        const T *y = s;                                                                            \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            switch (op) {                                                                          \
-            case COLLPROF_REDOP_SUM: x[i] = (T)((U)x[i] + (U)y[i]); break;                         \
-            case COLLPROF_REDOP_PROD: x[i] = (T)((U)x[i] * (U)y[i]); break;                        \
-            case COLLPROF_REDOP_MIN: x[i] = y[i] < x[i] ? y[i] : x[i]; break;                      \
-            default: x[i] = y[i] > x[i] ? y[i] : x[i]; break;                                      \
-            }                                                                                      \
+        size_t i = b + (K);                                                                        \
+        x[i] = (EXPR);                                                                             \
+    }
+#define SELF_LOOP(EXPR)                                                                            \
+    for (size_t b = 0; b + 8 <= n; b += 8) {                                                       \
+        SELF_AT(EXPR, 0) SELF_AT(EXPR, 1) SELF_AT(EXPR, 2) SELF_AT(EXPR, 3);                       \
+        SELF_AT(EXPR, 4) SELF_AT(EXPR, 5) SELF_AT(EXPR, 6) SELF_AT(EXPR, 7);                       \
+    }                                                                                              \
+    for (size_t i = n & ~(size_t)7; i < n; i++) {                                                  \
+        x[i] = (EXPR);                                                                             \
+    }                                                                                              \
+    break
+#define SELF_DEF_INT(NAME, T, U)                                                                   \
+    static void self_red_##NAME(void *restrict d, const void *restrict s, size_t n, int op)        \
+    {                                                                                              \
+        T *restrict x = d;                                                                         \
+        const T *restrict y = s;                                                                   \
+        switch (op) {                                                                              \
+        case COLLPROF_REDOP_SUM: SELF_LOOP((T)((U)x[i] + (U)y[i]));                                \
+        case COLLPROF_REDOP_PROD: SELF_LOOP((T)((U)x[i] * (U)y[i]));                               \
+        case COLLPROF_REDOP_MIN: SELF_LOOP(y[i] < x[i] ? y[i] : x[i]);                             \
+        default: SELF_LOOP(y[i] > x[i] ? y[i] : x[i]);                                             \
         }                                                                                          \
     }
 SELF_DEF_INT(i8, int8_t, uint32_t)
