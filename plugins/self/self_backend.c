@@ -8,11 +8,15 @@
  *
  * The segment: a process-shared barrier, a header of n x n element counts
  * (alltoallv: what every rank sends to every peer), then one slot of S bytes
- * per rank (S = 1 MiB, option self-slot-kib).  Every operation goes through
- * the slots in chunks: each rank copies its chunk into its own slot (or, for
- * alltoall, one sub-slot per peer), barrier, reads what it needs from the
- * others' slots (reducing in rank order, so every rank gets the same bits),
- * barrier.
+ * per rank (S = 1 MiB, option self-slot-kib) and two result areas of S bytes.
+ * Every operation goes through the slots in chunks: each rank copies its
+ * chunk into its own slot (or, for alltoall and reducescatter, one sub-slot
+ * per peer), barrier, reads what it needs from the others' slots, barrier.
+ * Reductions cost O(count) per rank whatever n: allreduce and reduce are a
+ * reduce-scatter (rank r reduces its 1/n share of the chunk over the n slots,
+ * in rank order, into a result area) then an all-gather (every rank, or the
+ * root, copies the whole result area); each element is reduced by one rank
+ * only, so every rank gets the same bits.
  */
 
 #include <dirent.h>
@@ -60,6 +64,7 @@ typedef struct self_ctx {
     size_t *counts; /* n x n: counts[q * n + p] = elements q sends to p */
     size_t *disp;   /* n: alltoall's block offsets */
     unsigned char *slots;
+    unsigned char *results; /* two areas of slot bytes after the n slots */
     char err[SELF_ERR_LEN];
 } self_ctx_t;
 
@@ -99,19 +104,35 @@ static void self_barrier(self_ctx_t *ctx)
 
 /* ---- reductions -------------------------------------------------------- */
 
-/* Signed integers reduce in their unsigned twin: wrap-around, never UB. */
-#define SELF_DEF_INT(NAME, T, U)                                                                   \
-    static void self_red_##NAME(void *d, const void *s, size_t n, int op)                          \
+/*
+ * Signed integers reduce in their unsigned twin: wrap-around, never UB.  One
+ * loop per operation, 8 elements a step written out (what -O2 vectorises),
+ * then the rest.
+ */
+#define SELF_AT(EXPR, K)                                                                           \
     {                                                                                              \
-        T *x = d;                                                                                  \
-        const T *y = s;                                                                            \
-        for (size_t i = 0; i < n; i++) {                                                           \
-            switch (op) {                                                                          \
-            case COLLPROF_REDOP_SUM: x[i] = (T)((U)x[i] + (U)y[i]); break;                         \
-            case COLLPROF_REDOP_PROD: x[i] = (T)((U)x[i] * (U)y[i]); break;                        \
-            case COLLPROF_REDOP_MIN: x[i] = y[i] < x[i] ? y[i] : x[i]; break;                      \
-            default: x[i] = y[i] > x[i] ? y[i] : x[i]; break;                                      \
-            }                                                                                      \
+        size_t i = b + (K);                                                                        \
+        x[i] = (EXPR);                                                                             \
+    }
+#define SELF_LOOP(EXPR)                                                                            \
+    for (size_t b = 0; b + 8 <= n; b += 8) {                                                       \
+        SELF_AT(EXPR, 0) SELF_AT(EXPR, 1) SELF_AT(EXPR, 2) SELF_AT(EXPR, 3);                       \
+        SELF_AT(EXPR, 4) SELF_AT(EXPR, 5) SELF_AT(EXPR, 6) SELF_AT(EXPR, 7);                       \
+    }                                                                                              \
+    for (size_t i = n & ~(size_t)7; i < n; i++) {                                                  \
+        x[i] = (EXPR);                                                                             \
+    }                                                                                              \
+    break
+#define SELF_DEF_INT(NAME, T, U)                                                                   \
+    static void self_red_##NAME(void *restrict d, const void *restrict s, size_t n, int op)        \
+    {                                                                                              \
+        T *restrict x = d;                                                                         \
+        const T *restrict y = s;                                                                   \
+        switch (op) {                                                                              \
+        case COLLPROF_REDOP_SUM: SELF_LOOP((T)((U)x[i] + (U)y[i]));                                \
+        case COLLPROF_REDOP_PROD: SELF_LOOP((T)((U)x[i] * (U)y[i]));                               \
+        case COLLPROF_REDOP_MIN: SELF_LOOP(y[i] < x[i] ? y[i] : x[i]);                             \
+        default: SELF_LOOP(y[i] > x[i] ? y[i] : x[i]);                                             \
         }                                                                                          \
     }
 SELF_DEF_INT(i8, int8_t, uint32_t)
@@ -243,26 +264,49 @@ static size_t self_min(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* allreduce (root < 0) and reduce */
+/* [lo, hi): rank r's share of c elements of e bytes, in whole cache lines */
+static void self_share(const self_ctx_t *ctx, size_t c, size_t e, size_t *lo, size_t *hi)
+{
+    size_t per = SELF_LINE / e, lines = (c + per - 1) / per;
+    size_t r = (size_t)ctx->rank, n = (size_t)ctx->n;
+    *lo = self_min(c, lines * r / n * per);
+    *hi = self_min(c, lines * (r + 1) / n * per);
+}
+
+/*
+ * allreduce (root < 0) and reduce, per chunk: every rank copies its input
+ * into its slot; barrier; rank r reduces its share of the chunk over the n
+ * slots into result area k; barrier; every rank (reduce: the root) copies
+ * result area k out.  Chunks alternate between the two result areas, so the
+ * reductions of chunk k + 1 never write an area still being read: the
+ * barrier of chunk k + 1 comes after every rank's copy of chunk k - 1.
+ */
 static void self_op_reduce(self_ctx_t *ctx, const self_op_t *o, int root)
 {
-    size_t e = o->esz, cap = ctx->slot / e, count = o->a->count;
-    for (size_t off = 0; off < count; off += cap) {
+    size_t e = o->esz, cap = ctx->slot / e, count = o->a->count, lo, hi;
+    int k = 0;
+    for (size_t off = 0; off < count; off += cap, k ^= 1) {
         size_t c = self_min(cap, count - off);
+        unsigned char *res = ctx->results + (size_t)k * ctx->slot;
         memcpy(self_slot(ctx, ctx->rank), o->src + off * e, c * e);
         self_barrier(ctx);
-        if (root < 0 || ctx->rank == root) {
-            unsigned char *d = o->dst + off * e;
-            memcpy(d, self_slot(ctx, 0), c * e);
-            for (int q = 1; q < ctx->n; q++) {
-                self_reduce(d, self_slot(ctx, q), c, o->a->dtype, o->a->redop);
-            }
+        self_share(ctx, c, e, &lo, &hi);
+        memcpy(res + lo * e, self_slot(ctx, 0) + lo * e, (hi - lo) * e);
+        for (int q = 1; q < ctx->n; q++) {
+            self_reduce(res + lo * e, self_slot(ctx, q) + lo * e, hi - lo, o->a->dtype,
+                        o->a->redop);
         }
         self_barrier(ctx);
+        if (root < 0 || ctx->rank == root) {
+            memcpy(o->dst + off * e, res, c * e);
+        }
     }
 }
 
-/* every rank publishes a sub-slot per block; rank r reduces block r */
+/*
+ * every rank publishes a sub-slot per block; rank r reduces block r over the
+ * n slots: n blocks of count / n elements, O(count) per rank already
+ */
 static void self_op_reducescatter(self_ctx_t *ctx, const self_op_t *o)
 {
     int n = ctx->n, r = ctx->rank;
@@ -701,7 +745,7 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->rank = h->rank;
     ctx->n = h->nranks;
     ctx->slot = slot;
-    ctx->seglen = self_header_bytes(h->nranks) + (size_t)h->nranks * slot;
+    ctx->seglen = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot;
     rc = self_attach(h, ctx);
     if (rc != COLLPROF_OK) {
         free(ctx->disp);
@@ -711,6 +755,7 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->bar = ctx->seg;
     ctx->counts = (size_t *)(ctx->bar + 1);
     ctx->slots = (unsigned char *)ctx->seg + self_header_bytes(h->nranks);
+    ctx->results = ctx->slots + (size_t)h->nranks * slot;
     *out = ctx;
     return COLLPROF_OK;
 }

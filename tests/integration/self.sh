@@ -27,6 +27,25 @@ for op in allreduce reducescatter reduce; do
     check_clean_run "$d" "--np 3, $op x every dtype and redop, in and out of place"
 done
 
+# the reductions are a reduce-scatter (rank r reduces its share of each chunk, in whole cache
+# lines) then an all-gather: 1, 2, 5 (not a power of two), 8 and 24 ranks (more ranks than the
+# 16 cache lines of a 1 KiB slot: some shares empty), counts not divisible by n and below n
+# (reducescatter skips those it cannot split), several chunks, a root other than 0
+red_dtypes=all
+if [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ]; then
+    red_dtypes=int8,bfloat16,float16,float64
+fi
+for np in 1 2 5 8 24; do
+    d="$WORK/share/$np"
+    mkdir -p "$d"
+    dt=$red_dtypes
+    [ "$np" -eq 24 ] && dt=int8,uint32,bfloat16,float16,float64
+    cp_run --np "$np" --backends self --ops allreduce,reduce,reducescatter -d "$dt" -o all \
+        --inplace both --counts 3,37,4099 --root $((np - 1)) -n 2 -w 1 -B self-slot-kib=1 \
+        --output-dir "$d"
+    check_clean_run "$d" "--np $np, reductions in shares of 1 KiB chunks, every redop"
+done
+
 d="$WORK/all"
 mkdir -p "$d"
 # every op on 1-, 2- and 8-byte types; 4099 elements of 2 bytes take 3 chunks of 4 KiB
