@@ -36,6 +36,7 @@ CELLS="allgather:1K allreduce:1M"
 ITERS=5
 TIMEOUT=300
 MPIRUN=0
+FLOOR=1
 KEEP=
 
 usage() {
@@ -47,6 +48,8 @@ Usage: bench/scale_np.sh [OPTIONS]
   -n, --iters N      timed iterations per cell (default: 5; warm-up 1)
   --timeout S        limit of each run in seconds (default: 300)
   --mpirun           also time an MPI hello world under mpirun -np N
+  --no-floor         leave out bench/pmix_floor (e.g. for a build without
+                     COLLPROF_BENCH_EXEC)
   --keep DIR         keep every run's log in DIR
   --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, PATH)
   -h, --help         this help
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
     -n | --iters) need_arg "$1" $# && ITERS=$2 && shift ;;
     --timeout) need_arg "$1" $# && TIMEOUT=$2 && shift ;;
     --mpirun) MPIRUN=1 ;;
+    --no-floor) FLOOR=0 ;;
     --keep) need_arg "$1" $# && KEEP=$2 && shift ;;
     --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
     -h | --help) usage && exit 0 ;;
@@ -79,8 +83,10 @@ for c in $CELLS; do
 done
 [ -x /usr/bin/time ] || die "needs /usr/bin/time (Debian package time)"
 find_collprof
-FLOOR=$BUILD_DIR/bench/pmix_floor
-make -C "$BUILD_DIR" bench/pmix_floor >/dev/null 2>&1 || die "could not build bench/pmix_floor"
+FLOOR_BIN=$BUILD_DIR/bench/pmix_floor
+if [ "$FLOOR" -eq 1 ]; then
+    make -C "$BUILD_DIR" bench/pmix_floor >/dev/null 2>&1 || die "could not build bench/pmix_floor"
+fi
 tmp=$(mktemp -d) || die "no temporary directory"
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/out" || die "cannot make $tmp/out"
@@ -137,7 +143,7 @@ run_collprof() {
 run_floor() {
     local np=$1 rc=0 l0
     l0=$(load)
-    COLLPROF_PLUGIN_PATH=$BUILD_DIR/.libs COLLPROF_BENCH_EXEC=$FLOOR timeout -k 10 "$TIMEOUT" \
+    COLLPROF_PLUGIN_PATH=$BUILD_DIR/.libs COLLPROF_BENCH_EXEC=$FLOOR_BIN timeout -k 10 "$TIMEOUT" \
         /usr/bin/time -o "$tmp/time" -f '%e %U %S' "$COLLPROF_BIN" --np "$np" --backends self --counts 1K \
         >"$tmp/stdout" 2>"$tmp/log" || rc=$?
     awk -v np="$np" -v rc="$rc" -v l0="$l0" -v times="$tmp/time" '
@@ -177,7 +183,7 @@ echo "# $(date -u +%FT%TZ), $(nproc) CPUs, $("$COLLPROF_BIN" --version 2>/dev/nu
 printf '%5s %-5s %-14s %8s %7s %8s %8s %7s %10s %7s %9s %7s %7s %9s %6s\n' ranks what cell wall_s \
     conn_s line0_s cell1_s cell_s cpu_rank_s cpu0_s cpu_srv_s rss0_MB rss_MB r0_kB load
 for np in $NPS; do
-    run_floor "$np"
+    [ "$FLOOR" -eq 1 ] && run_floor "$np"
     for be in $BACKENDS; do
         for c in $CELLS; do
             run_collprof "$np" "$be" "${c%%:*}" "${c#*:}"
