@@ -15,7 +15,9 @@
 #                 launcher's children's total, from /usr/bin/time, less the
 #                 ranks')
 #   rss0_MB       rank 0's peak resident memory; rss_MB the largest of the
-#                 other ranks'
+#                 other ranks' (both count the shared pages a rank touched: the
+#                 self backend's segment, the libraries); priv_MB the largest
+#                 private (anonymous) memory of the other ranks left at their end
 #   r0_kB         rank 0's bytes over collprof's control channel (sent +
 #                 read, the whole run)
 # then the floor (bench/pmix_floor: init, put, one fence, get, finalize):
@@ -109,14 +111,17 @@ row() {
         / r0\/.*\] cell 1\/[0-9]+: (ok|wrong|error|timeout)/ { cellend = at($0) }
         / r0\/.*oob \(run\)/ { for (i = 1; i <= NF; i++) if ($i == "bytes") b += $(i - 1) }
         /resources: CPU/ {
-            for (i = 1; i <= NF; i++) { if ($i == "CPU") c = $(i + 1); if ($i == "RSS") r = $(i + 1) }
+            p = 0
+            for (i = 1; i <= NF; i++) {
+                if ($i == "CPU") c = $(i + 1); if ($i == "RSS") r = $(i + 1); if ($i == "private") p = $(i + 1)
+            }
             n++; cpu += c
-            if ($0 ~ / r0\//) { c0 = c; r0 = r } else if (r > rmax) rmax = r
+            if ($0 ~ / r0\//) { c0 = c; r0 = r } else { if (r > rmax) rmax = r; if (p > pmax) pmax = p }
         }
         END {
             srv = tt[2] + tt[3] - cpu
-            printf "%s %8.2f %7.2f %8.2f %8.2f %7.2f %10.4f %7.3f %9.2f %7.1f %7.1f %9.1f", label,
-                tt[1], conn, line0, cell1, cellend - cell1, n ? cpu / n : 0, c0, srv, r0, rmax, b / 1000
+            printf "%s %8.2f %7.2f %8.2f %8.2f %7.2f %10.4f %7.3f %9.2f %7.1f %7.1f %7.1f %9.1f", label,
+                tt[1], conn, line0, cell1, cellend - cell1, n ? cpu / n : 0, c0, srv, r0, rmax, pmax, b / 1000
             if (n == 0) printf "  (no resources lines: failed?)"
         }' "$3"
 }
@@ -151,9 +156,9 @@ run_floor() {
         /init to fence done/ { f = $(NF - 4) }
         /resources: CPU/ { n++; cpu += $(NF - 5); if ($(NF - 1) > r) r = $(NF - 1) }
         END {
-            printf "%5d floor %-14s %8.2f %7s %8.2f %8s %7s %10.4f %7s %9.2f %7s %7.1f %9s %6s%s\n",
+            printf "%5d floor %-14s %8.2f %7s %8.2f %8s %7s %10.4f %7s %9.2f %7s %7.1f %7s %9s %6s%s\n",
                 np, "init+fence", tt[1], "-", f, "-", "-", n ? cpu / n : 0, "-",
-                tt[2] + tt[3] - cpu, "-", r, "-", l0, rc != 0 || n != np ? "  (failed)" : ""
+                tt[2] + tt[3] - cpu, "-", r, "-", "-", l0, rc != 0 || n != np ? "  (failed)" : ""
         }' "$tmp/stdout"
 }
 
@@ -180,8 +185,8 @@ if [ "$MPIRUN" -eq 1 ]; then
     mpicc -o "$tmp/hello" "$tmp/hello.c" || die "mpicc failed"
 fi
 echo "# $(date -u +%FT%TZ), $(nproc) CPUs, $("$COLLPROF_BIN" --version 2>/dev/null | head -1); -n $ITERS -w 1; times in s from the launch"
-printf '%5s %-5s %-14s %8s %7s %8s %8s %7s %10s %7s %9s %7s %7s %9s %6s\n' ranks what cell wall_s \
-    conn_s line0_s cell1_s cell_s cpu_rank_s cpu0_s cpu_srv_s rss0_MB rss_MB r0_kB load
+printf '%5s %-5s %-14s %8s %7s %8s %8s %7s %10s %7s %9s %7s %7s %7s %9s %6s\n' ranks what cell \
+    wall_s conn_s line0_s cell1_s cell_s cpu_rank_s cpu0_s cpu_srv_s rss0_MB rss_MB priv_MB r0_kB load
 for np in $NPS; do
     [ "$FLOOR" -eq 1 ] && run_floor "$np"
     for be in $BACKENDS; do

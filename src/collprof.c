@@ -848,15 +848,39 @@ static void close_outputs(rank_run_t *rr, int exit_status, int stopped)
     cp_wd_unlock();
 }
 
-/* -v: what this process cost, for judging scale by CPU and memory per rank (bench/scale_np.sh) */
+/* kB of a /proc/self/status line ("RssAnon:"), -1 when it is not there */
+static long status_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    size_t klen = strlen(key);
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, key, klen) == 0) {
+            kb = strtol(line + klen, NULL, 10);
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kb;
+}
+
+/* -v: what this process cost, for judging scale by CPU and memory per rank (bench/scale_np.sh):
+ * the peak resident memory counts the shared pages it touched too (a shared-memory backend's
+ * segment, the libraries); the private (anonymous) memory left at the end is its own alone */
 static void log_resources(void)
 {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
         double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-        cp_log(CP_LOG_INFO, "resources: CPU %.3f s (user %.3f, system %.3f), peak RSS %.1f MB",
-               user + sys, user, sys, (double)ru.ru_maxrss / 1024.0);
+        cp_log(CP_LOG_INFO,
+               "resources: CPU %.3f s (user %.3f, system %.3f), peak RSS %.1f MB, private %.1f "
+               "MB at the end",
+               user + sys, user, sys, (double)ru.ru_maxrss / 1024.0,
+               (double)status_kb("RssAnon:") / 1024.0);
     }
 }
 
