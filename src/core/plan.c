@@ -7,6 +7,7 @@
 #include "core/runner.h"
 #include "core/split.h"
 #include "core/util.h"
+#include "output/best.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -395,29 +396,12 @@ static const char *fmt_iec(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
-/* An element count as the options write it: 16M, 1K, 1000. */
-static const char *fmt_count(uint64_t v, char *buf, size_t len)
-{
-    static const char sfx[] = "KMGT";
-    int u = -1;
-    while (v >= 1024 && v % 1024 == 0 && u < 3) {
-        v /= 1024;
-        u++;
-    }
-    if (u < 0) {
-        snprintf(buf, len, "%llu", (unsigned long long)v);
-    } else {
-        snprintf(buf, len, "%llu%c", (unsigned long long)v, sfx[u]);
-    }
-    return buf;
-}
-
 /* "cell allreduce float32 16M (self, host)" */
 static const char *cell_name(const cp_cell_t *c, const cp_plugin_t *plugins, char *buf, size_t len)
 {
     char n[32];
     snprintf(buf, len, "cell %s %s %s (%s, %s)", collprof_op_name(c->op),
-             collprof_dtype_info(c->dtype)->name, fmt_count(c->count, n, sizeof(n)),
+             collprof_dtype_info(c->dtype)->name, cp_best_fmt_count(c->count, n, sizeof(n)),
              plugins[c->plugin].name, collprof_memtype_name(c->memtype));
     return buf;
 }
