@@ -310,8 +310,8 @@ static int read_identity(cp_boot_t *b, const pmix_proc_t *proc)
     return COLLPROF_OK;
 }
 
-/* Bring up the TCP channel of the full-world collectives, or say (-v) why
- * the PMIx fences stay.  Every rank decides alike from rank 0's record and
+/* Bring up the TCP channel of the full-world collectives, or say why the
+ * PMIx fences stay (a warning on rank 0 unless COLLPROF_OOB=pmix asked).  Every rank decides alike from rank 0's record and
  * whether the job spans several nodes (the launcher's local size), then
  * from rank 0's verdict that every rank connected. */
 static void setup_tcp(const cp_boot_t *b, const peer_info_t *p0)
