@@ -311,9 +311,10 @@ static int read_identity(cp_boot_t *b, const pmix_proc_t *proc)
 }
 
 /* Bring up the TCP channel of the full-world collectives, or say why the
- * PMIx fences stay (a warning on rank 0 unless COLLPROF_OOB=pmix asked).  Every rank decides alike from rank 0's record and
- * whether the job spans several nodes (the launcher's local size), then
- * from rank 0's verdict that every rank connected. */
+ * PMIx fences stay (a warning on rank 0 unless COLLPROF_OOB=pmix asked).
+ * Every rank decides alike from rank 0's record and whether the job spans
+ * several nodes (the launcher's local size), then from rank 0's verdict
+ * that every rank connected. */
 static void setup_tcp(const cp_boot_t *b, const peer_info_t *p0)
 {
     if (b->nranks < 2) {
