@@ -53,7 +53,7 @@ trap 'rm -rf "$tmp"' EXIT
 # "COLLECTIVES SENT READ" of rank 0's line LABEL ("start-up" or "run") in a -v log
 figures() { # log np label
     grep " r0/$2 [^]]*\\] oob ($3): " "$1" |
-        sed -n 's/.*: \([0-9]*\) collectives ([^)]*), \([0-9]*\) bytes sent, \([0-9]*\) bytes read$/\1 \2 \3/p'
+        sed -n 's/.*[:,] \([0-9]*\) collectives ([^)]*), \([0-9]*\) bytes sent, \([0-9]*\) bytes read$/\1 \2 \3/p'
 }
 
 printf '%5s %-8s %6s %12s %14s %14s %14s\n' ranks build cells collectives sent_B read_B \

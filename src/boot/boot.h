@@ -45,16 +45,17 @@ void cp_boot_finalize(cp_boot_t *boot);
 
 /* Out-of-band collectives over all ranks.  Collective: every rank calls them
  * in the same order, with the same len (and root).  Return
- * collprof_status_t.  They go over a TCP star to rank 0 opened by
- * cp_boot_init (rank 0's node address, or 127.0.0.1 when every rank is on
- * one node; COLLPROF_OOB_IFACE=NAME: that interface's address;
- * COLLPROF_OOB=pmix: no TCP); when it cannot be opened, over PMIx (a fresh
- * key and a fence per call, whose cost grows with the keys so far).  With
- * one rank they stay in the process (unless COLLPROF_OOB=pmix).  A
- * peer that exits makes them fail; a stopped one makes them wait (the
- * watchdog's business).  Meant for control data and results, not bulk
- * data.  len == 0 is a no-op (barrier excepted).  Not thread-safe.  allgather: out holds nranks *
- * len bytes, in must not overlap out except at out + rank * len. */
+ * collprof_status_t.  They go over the control channel cp_boot_init chose
+ * once: a two-level TCP tree (each rank connected to its node's first rank,
+ * those to rank 0, over 127.0.0.1 on a node and rank 0's node address between
+ * nodes; COLLPROF_OOB_IFACE=NAME: that interface's address), or, when it
+ * cannot be opened or COLLPROF_OOB=pmix, PMIx (a fresh key and a fence per
+ * call, whose cost grows with the keys so far).  With one rank they stay in
+ * the process (unless COLLPROF_OOB=pmix).  A peer that exits makes them
+ * fail; a stopped one makes them wait (the watchdog's business).  Meant for
+ * control data and results, not bulk data.  len == 0 is a no-op (barrier
+ * excepted).  Not thread-safe.  allgather: out holds nranks * len bytes, in
+ * must not overlap out except at out + rank * len. */
 int cp_oob_allgather(const void *in, void *out, size_t len);
 /* gather: every rank's len bytes to rank 0 alone, which receives nranks * len bytes in out
  * (rank r's at out + r * len); out is not touched on the other ranks.  Through the TCP star
@@ -69,14 +70,22 @@ int cp_oob_barrier(void);
 /* The same over a group of the job's ranks (split cells): only its members
  * call them, in the same order.  ranks: the members' job ranks, ascending;
  * me: this rank's index in ranks; tag: unique per group among the groups
- * this rank belongs to (it names the keys); seq starts at 0. */
+ * this rank belongs to (it names the keys); seq starts at 0.  Over a TCP tree
+ * of the group's own when the job's channel is TCP (cp_oob_group_open), else
+ * over PMIx keys (a put, and bounded gets of the other members' keys). */
 typedef struct cp_oob_group {
     const int *ranks;
     int n;
     int me;
     unsigned long seq;
     char tag[32];
+    struct cp_tree *tree; /**< the group's TCP tree; NULL: PMIx */
 } cp_oob_group_t;
+/* Collective over the whole job (every rank, with its own group, once per group kind): the
+ * group's channel.  A group whose tree cannot come up makes every group use PMIx (a warning
+ * on rank 0).  Fails only when the job's channel failed. */
+int cp_oob_group_open(cp_oob_group_t *g, const cp_boot_t *b);
+void cp_oob_group_close(cp_oob_group_t *g);
 int cp_oob_group_allgather(cp_oob_group_t *g, const void *in, void *out, size_t len);
 int cp_oob_group_bcast(cp_oob_group_t *g, void *buf, size_t len, int root);
 int cp_oob_group_alltoall(cp_oob_group_t *g, const void *in, void *out, size_t len);
@@ -93,14 +102,16 @@ typedef struct cp_oob_stats {
     unsigned long tcp_ops;        /**< collectives over it */
     double tcp_s;                 /**< seconds spent in them */
     unsigned long long tcp_sent_bytes, tcp_got_bytes; /**< payload bytes */
+    int tcp_links;                                    /**< connections this rank holds */
 } cp_oob_stats_t;
 void cp_oob_stats(cp_oob_stats_t *out);
-/** Log them at -v: "oob (WHEN): N fences (S s in them), ...; channel tcp ADDR: ..." (or
- * "channel pmix (no tcp: WHY)"). */
+/** Log them at -v: "oob (WHEN): N fences (S s in them), ...; channel tcp ADDR (...): L links,
+ * ..." (or "channel pmix fences (no tcp: WHY)"). */
 void cp_oob_log_stats(const char *when);
 
-/** The control channel in use, one line: "tcp 127.0.0.1:PORT (star to rank 0)", "pmix fences
- *  (no tcp: WHY)" or "none (one rank)"; into buf, which it returns. */
+/** The control channel in use, one line: "tcp 127.0.0.1:PORT (star to rank 0)", "tcp ADDR
+ *  (tree by node to rank 0)", "pmix fences (no tcp: WHY)" or "none (one rank)"; into buf,
+ *  which it returns. */
 const char *cp_oob_channel(char *buf, size_t len);
 
 /* Key-value exchange without a fence, for the watchdog: thread-safe, never

@@ -123,6 +123,9 @@ static int group_open(int kind, const cp_boot_t *b, const collprof_host_t *world
     groups[kind].g = (cp_oob_group_t){.ranks = ranks, .n = n, .me = me};
     snprintf(groups[kind].g.tag, sizeof(groups[kind].g.tag), "%s%d", cp_split_name(kind),
              group_key(b, kind, b->rank));
+    if (cp_oob_group_open(&groups[kind].g, b) != COLLPROF_OK) {
+        return -1;
+    }
     collprof_host_t *h = &groups[kind].host;
     *h = *world;
     h->rank = me;
@@ -205,6 +208,7 @@ void cp_split_stop(cp_plugin_t *plugins, int n)
         }
     }
     for (int k = 0; k < CP_SPLIT_KINDS; k++) {
+        cp_oob_group_close(&groups[k].g);
         free(groups[k].ranks);
         groups[k].ranks = NULL;
     }

@@ -1,0 +1,139 @@
+#include "config.h"
+
+/*
+ * Choosing the control channel, once, at start-up (chan.h).  The TCP tree's
+ * shape comes from PMIx's local peers: a node's leader is its lowest rank
+ * (rank 0 on rank 0's node).  Rank 0's record (host, listening addresses) and
+ * every other leader's loopback address go out in one PMIx fence; every rank
+ * then connects to its parent and learns rank 0's verdict.  Every rank
+ * decides alike: the tree, or PMIx fences with the reason (a warning on rank
+ * 0 unless COLLPROF_OOB=pmix asked for them).
+ */
+
+#include "boot/chan.h"
+#include "boot/tables.h"
+#include "collprof/status.h"
+#include "core/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_ROOT   "cp.boot.root"   /* rank 0's peer_info_t */
+#define KEY_LEADER "cp.boot.leader" /* another leader's cp_tcp_pub_t */
+
+/* The tree's shape for this rank; without PMIx's local peers, or with COLLPROF_OOB=star, every
+ * rank leads itself (a star to rank 0). */
+static cp_tree_spec_t world_spec(const cp_boot_t *b)
+{
+    cp_tree_spec_t s = {.me = b->rank,
+                        .n = b->nranks,
+                        .leader = b->rank,
+                        .nlocal = 1,
+                        .all_local = b->local_size == b->nranks,
+                        .hostname = b->hostname};
+    int leader, nlocal;
+    const char *mode = getenv("COLLPROF_OOB"); /* "star": to compare (bench/scale.sh) */
+    if ((mode == NULL || strcmp(mode, "star") != 0) && cp_pmix_local_peers(&leader, &nlocal) == 0 &&
+        leader <= b->rank) {
+        s.leader = leader;
+        s.nlocal = nlocal;
+    }
+    return s;
+}
+
+/* Rank 0's record to every rank, each other leader's addresses to its node's ranks: one
+ * fence, at most two gets per rank.  Every rank makes the fence, whatever failed before. */
+static int exchange(const cp_tree_spec_t *s, const peer_info_t *mine, peer_info_t *p0,
+                    cp_tcp_pub_t *lpub)
+{
+    int rc = COLLPROF_OK;
+    if (s->me == 0) {
+        rc = cp_pmix_put(KEY_ROOT, p0, sizeof(*p0));
+    } else if (s->leader == s->me && s->nlocal > 1) {
+        rc = cp_pmix_put(KEY_LEADER, &mine->tcp, sizeof(mine->tcp));
+    }
+    int frc = cp_pmix_fence(1);
+    rc = rc != COLLPROF_OK ? rc : frc;
+    if (rc == COLLPROF_OK && s->me != 0) {
+        rc = cp_pmix_get(0, KEY_ROOT, p0, sizeof(*p0));
+    }
+    if (rc == COLLPROF_OK && s->leader != s->me && s->leader != 0) {
+        rc = cp_pmix_get(s->leader, KEY_LEADER, lpub, sizeof(*lpub));
+    }
+    return rc;
+}
+
+/* Why no rank can take the tree, decided alike from rank 0's record; NULL: try it. */
+static const char *hopeless(const cp_tree_spec_t *s, const peer_info_t *p0, const char *why0)
+{
+    if (p0->tcp.lo[0] == '\0') {
+        return s->me == 0 && why0[0]  ? why0
+               : cp_oob_pmix_forced() ? "COLLPROF_OOB=pmix"
+                                      : "rank 0 opened no TCP listener";
+    }
+    if (p0->tcp.node[0] == '\0' && !s->all_local) {
+        return s->me == 0 && why0[0] ? why0 : "rank 0 has no address for the other nodes";
+    }
+    return NULL;
+}
+
+/* The tree, or the reason in why. */
+static cp_tree_t *connect_tree(const cp_boot_t *b, const cp_tree_spec_t *s, cp_tree_t *t,
+                               const peer_info_t *p0, const cp_tcp_pub_t *lpub, char *why,
+                               size_t wl)
+{
+    char why0[256];
+    snprintf(why0, sizeof(why0), "%s", why);
+    const char *no = hopeless(s, p0, why0);
+    if (no != NULL) {
+        snprintf(why, wl, "%s", no);
+    } else if (t == NULL) {
+        /* this rank could not listen: its node's ranks fail, rank 0's wait runs out */
+    } else {
+        /* rank 0 describes its own; a leader and rank 0's node go to rank 0; others to theirs */
+        const cp_tcp_pub_t *parent = s->leader == s->me || s->leader == 0 ? &p0->tcp : lpub;
+        int same = strcmp(b->hostname, p0->hostname) == 0;
+        if (cp_tree_join(t, parent, same, why, wl) == 0) {
+            return t;
+        }
+    }
+    cp_tree_free(t);
+    return NULL;
+}
+
+int cp_chan_start(const cp_boot_t *b, peer_info_t *mine, peer_info_t *p0)
+{
+    cp_tree_spec_t s = world_spec(b);
+    char why[256] = "";
+    int forced = b->rank == 0 && cp_oob_pmix_forced(); /* the others follow rank 0's record */
+    if (b->nranks < 2 && !forced) {
+        cp_chan_use_local(); /* whose every fence would only grow the server's key store */
+        return COLLPROF_OK;
+    }
+    cp_tree_t *t = NULL;
+    if (!forced) {
+        t = cp_tree_new(&s, &mine->tcp, why, sizeof(why));
+    }
+    if (b->rank == 0) {
+        p0->tcp = mine->tcp;
+    }
+    cp_tcp_pub_t lpub;
+    memset(&lpub, 0, sizeof(lpub));
+    int rc = exchange(&s, mine, p0, &lpub);
+    if (rc != COLLPROF_OK) {
+        cp_tree_free(t);
+        return rc;
+    }
+    t = forced ? NULL : connect_tree(b, &s, t, p0, &lpub, why, sizeof(why));
+    if (t != NULL) {
+        cp_chan_use_tcp(t);
+        return COLLPROF_OK;
+    }
+    cp_chan_use_pmix(forced ? "COLLPROF_OOB=pmix" : why);
+    /* a fall-back the user did not ask for costs every cell a fence: said without -v */
+    cp_log(b->rank == 0 && !forced ? CP_LOG_WARN : CP_LOG_INFO,
+           "no TCP control channel (%s): collprof's exchanges go through PMIx fences",
+           forced ? "COLLPROF_OOB=pmix" : why);
+    return COLLPROF_OK;
+}

@@ -1,0 +1,191 @@
+#include "config.h"
+
+/*
+ * The per-rank tables every rank holds (cp_boot_t's hostnames, node ids,
+ * local ranks, pids): rank 0 builds them from every rank's record and sends
+ * them out over the control channel (tables.h).
+ */
+
+#include "boot/tables.h"
+#include "collprof/status.h"
+#include "core/log.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void cp_tables_free(cp_boot_t *b)
+{
+    free(b->hostnames);
+    free(b->node_ids);
+    free(b->local_ranks);
+    free(b->pids);
+    b->hostnames = NULL;
+    b->node_ids = NULL;
+    b->local_ranks = NULL;
+    b->pids = NULL;
+}
+
+int cp_tables_alloc(cp_boot_t *b, int n)
+{
+    b->hostnames = calloc((size_t)n, sizeof(*b->hostnames));
+    b->node_ids = calloc((size_t)n, sizeof(*b->node_ids));
+    b->local_ranks = calloc((size_t)n, sizeof(*b->local_ranks));
+    b->pids = calloc((size_t)n, sizeof(*b->pids));
+    if (b->hostnames == NULL || b->node_ids == NULL || b->local_ranks == NULL || b->pids == NULL) {
+        cp_tables_free(b);
+        cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Node ids by host name in O(n): open addressing over a table twice the ranks' size. */
+static unsigned long host_hash(const char *h)
+{
+    unsigned long x = 1469598103934665603ul; /* FNV-1a */
+    for (; *h; h++) {
+        x = (x ^ (unsigned char)*h) * 1099511628211ul;
+    }
+    return x;
+}
+
+int cp_tables_fill(cp_boot_t *b, const peer_info_t *all)
+{
+    size_t cap = 2 * (size_t)b->nranks;
+    int *slot = malloc(cap * sizeof(int)); /* a rank of each node seen, or -1 */
+    if (slot == NULL) {
+        return -1;
+    }
+    memset(slot, 0xff, cap * sizeof(int));
+    int nnodes = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", all[r].hostname);
+        b->local_ranks[r] = all[r].local_rank;
+        b->pids[r] = (pid_t)all[r].pid;
+        size_t i = host_hash(b->hostnames[r]) % cap;
+        while (slot[i] >= 0 && strcmp(b->hostnames[slot[i]], b->hostnames[r]) != 0) {
+            i = (i + 1) % cap;
+        }
+        if (slot[i] < 0) {
+            slot[i] = r;
+            b->node_ids[r] = nnodes++;
+        } else {
+            b->node_ids[r] = b->node_ids[slot[i]];
+        }
+    }
+    free(slot);
+    b->nnodes = nnodes;
+    b->node_id = b->node_ids[b->rank];
+    return 0;
+}
+
+void cp_tables_derive_local(cp_boot_t *b)
+{
+    int lr = 0, ls = 0;
+    for (int r = 0; r < b->nranks; r++) {
+        if (b->node_ids[r] == b->node_id) {
+            lr += r < b->rank;
+            ls++;
+        }
+    }
+    if (b->local_rank < 0) {
+        b->local_rank = lr;
+        for (int r = 0; r < b->nranks; r++) {
+            if (b->local_ranks[r] < 0) {
+                int k = 0;
+                for (int q = 0; q < r; q++) {
+                    k += b->node_ids[q] == b->node_ids[r];
+                }
+                b->local_ranks[r] = k;
+            }
+        }
+    }
+    if (b->local_size < 1) {
+        b->local_size = ls;
+    }
+}
+
+/* A rank other than 0: the tables from rank 0's message (share_tables). */
+static int unpack_tables(cp_boot_t *b, const char *buf, int nnodes, size_t len)
+{
+    size_t n = (size_t)b->nranks;
+    const int32_t *ids = (const int32_t *)buf, *lrs = ids + n;
+    const char *at = buf + 8 * n, *end = buf + len;
+    char(*names)[256] = calloc((size_t)nnodes, sizeof(*names));
+    int ret = names == NULL ? COLLPROF_ERR_NO_MEMORY : COLLPROF_OK;
+    for (int k = 0; ret == COLLPROF_OK && k < nnodes; k++) {
+        size_t l = strnlen(at, (size_t)(end - at));
+        if (l == (size_t)(end - at)) {
+            ret = COLLPROF_ERR_BOOTSTRAP;
+            break;
+        }
+        snprintf(names[k], sizeof(names[k]), "%s", at);
+        at += l + 1;
+    }
+    for (size_t r = 0; ret == COLLPROF_OK && r < n; r++) {
+        if (ids[r] < 0 || ids[r] >= nnodes) {
+            ret = COLLPROF_ERR_BOOTSTRAP;
+            break;
+        }
+        b->node_ids[r] = ids[r];
+        b->local_ranks[r] = lrs[r];
+        snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", names[ids[r]]);
+    }
+    free(names);
+    if (ret != COLLPROF_OK) {
+        cp_log(CP_LOG_ERROR, "the rank table from rank 0 is malformed");
+        return ret;
+    }
+    b->nnodes = nnodes;
+    b->node_id = b->node_ids[b->rank];
+    b->pids[b->rank] = getpid(); /* the others' pids: rank 0's /ranks table alone */
+    return COLLPROF_OK;
+}
+
+/*
+ * What every rank holds of the others, from rank 0: each rank's node and
+ * local rank, and the nodes' names (n ranks: 8 n bytes and the names, where
+ * every rank reading every rank's record from PMIx made n^2 gets).  Laid out
+ * as int32 node id x n, int32 local rank x n, then one NUL-terminated name
+ * per node in node order; a header (nodes, names' bytes) goes first.
+ */
+int cp_tables_share(cp_boot_t *b)
+{
+    size_t n = (size_t)b->nranks;
+    int32_t head[2] = {b->nnodes, 0};
+    for (size_t r = 0, next = 0; b->rank == 0 && r < n; r++) {
+        if ((size_t)b->node_ids[r] == next) { /* a node's first rank: ids grow from 0 */
+            head[1] += (int32_t)strlen(b->hostnames[r]) + 1;
+            next++;
+        }
+    }
+    int ret = cp_oob_bcast(head, sizeof(head), 0);
+    size_t len = 8 * n + (size_t)(head[1] > 0 ? head[1] : 0);
+    char *buf = NULL;
+    if (ret == COLLPROF_OK && (head[0] < 1 || head[1] < 1 || (buf = malloc(len)) == NULL)) {
+        ret = COLLPROF_ERR_NO_MEMORY;
+    }
+    if (ret == COLLPROF_OK && b->rank == 0) {
+        int32_t *ids = (int32_t *)buf, *lrs = ids + n;
+        char *at = buf + 8 * n;
+        for (size_t r = 0, next = 0; r < n; r++) {
+            ids[r] = b->node_ids[r];
+            lrs[r] = b->local_ranks[r];
+            if ((size_t)b->node_ids[r] == next) {
+                at = stpcpy(at, b->hostnames[r]) + 1;
+                next++;
+            }
+        }
+    }
+    if (ret == COLLPROF_OK) {
+        ret = cp_oob_bcast(buf, len, 0);
+    }
+    if (ret == COLLPROF_OK && b->rank != 0) {
+        ret = unpack_tables(b, buf, head[0], len);
+    }
+    free(buf);
+    return ret;
+}

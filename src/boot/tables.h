@@ -1,0 +1,29 @@
+/* The per-rank tables of cp_boot_t (tables.c).  Internal to src/boot. */
+#ifndef COLLPROF_BOOT_TABLES_H
+#define COLLPROF_BOOT_TABLES_H
+
+#include "boot/boot.h"
+#include "boot/tcp_tree.h"
+
+#include <stdint.h>
+
+/* What each rank sends rank 0 at start-up (and rank 0 every rank, through PMIx, first). */
+typedef struct peer_info {
+    char hostname[256];
+    int32_t local_rank;
+    int32_t pid;
+    cp_tcp_pub_t tcp; /* rank 0's TCP listeners; a node leader's loopback one; else empty */
+} peer_info_t;
+
+/* The tables for n ranks, zeroed; -1 (logged) out of memory. */
+int cp_tables_alloc(cp_boot_t *b, int n);
+void cp_tables_free(cp_boot_t *b);
+/* Rank 0: the tables from every rank's record; -1 out of memory. */
+int cp_tables_fill(cp_boot_t *b, const peer_info_t *all);
+/* Collective: rank 0's tables to every rank over the control channel (rank 0 sets
+ * b->nnodes = 0 to make every rank fail). */
+int cp_tables_share(cp_boot_t *b);
+/* Launchers that do not publish the local rank or size: derived from the node ids. */
+void cp_tables_derive_local(cp_boot_t *b);
+
+#endif /* COLLPROF_BOOT_TABLES_H */

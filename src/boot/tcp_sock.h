@@ -1,0 +1,34 @@
+/*
+ * Sockets for the TCP control channel (tcp_tree.c, tcp_coll.c): whole-message I/O over
+ * blocking sockets, bounded waits, listeners and connections by numeric
+ * address, and the addresses of an interface or of a host name.  Internal
+ * to src/boot.  Functions that can fail for a reason worth telling write
+ * it into why (one line, at most wlen bytes).
+ */
+#ifndef COLLPROF_BOOT_TCP_SOCK_H
+#define COLLPROF_BOOT_TCP_SOCK_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+/* 0, or -1 with errno set (EPIPE/ECONNRESET: the peer went away). */
+int cp_sock_send_all(int fd, struct iovec *iov, int iovcnt);
+/* 0; 1 at EOF before len bytes; -1 with errno set. */
+int cp_sock_recv_all(int fd, void *buf, size_t len);
+/* Wait up to s seconds for fd to be ready for ev (POLLIN/POLLOUT): 1 ready, 0 timed out, -1. */
+int cp_sock_wait(int fd, short ev, double s);
+/* Read exactly len bytes within s seconds: 0, or -1. */
+int cp_sock_recv_within(int fd, void *buf, size_t len, double s);
+/* Listen on host (numeric) at an ephemeral port: the fd and "host:port" ("[h]:p" for IPv6) in
+ * pub, or -1. */
+int cp_sock_listen(const char *host, int backlog, char *pub, size_t size, char *why, size_t wlen);
+/* Connect to "host:port" within s seconds; the fd (blocking, TCP_NODELAY) or -1. */
+int cp_sock_dial(const char *hostport, double s, char *why, size_t wlen);
+/* TCP_NODELAY: a control message goes out at once. */
+void cp_sock_nodelay(int fd);
+/* The IPv4 (else IPv6) address of interface iface: 0, or -1. */
+int cp_sock_iface_addr(const char *iface, char *buf, size_t size, char *why, size_t wlen);
+/* The IPv4 (else IPv6) address hostname resolves to: 0; 1 when it is a loopback one; -1. */
+int cp_sock_host_addr(const char *hostname, char *buf, size_t size, char *why, size_t wlen);
+
+#endif /* COLLPROF_BOOT_TCP_SOCK_H */

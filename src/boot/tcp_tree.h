@@ -1,0 +1,98 @@
+/*
+ * The TCP control channel: a two-level tree of connections over n members
+ * (the job's ranks, or the members of a --split group).  Every member of a
+ * node connects to its node's leader, every leader to member 0 (the root),
+ * so the root holds one connection per node plus one per member of its
+ * own node, and a leader one per member of its node.  A gather goes up
+ * (each leader sends its node's blocks in one message), a broadcast goes
+ * down; the others are built from these.  With one member per node it is
+ * a star to member 0.
+ *
+ * Set-up, on every member: cp_tree_new opens the listeners this member
+ * needs (member 0: one on 127.0.0.1 and one on its node's address; another
+ * leader of several members: one on 127.0.0.1) and says their addresses;
+ * the caller hands every member its parent's (through PMIx at start-up,
+ * through the job's tree for a group); cp_tree_join connects it all, with
+ * bounded waits, and every member learns the same verdict.
+ *
+ * Messages: a 16-byte header (magic, sequence number, payload length, all
+ * big-endian) and the payload.  The sequence number counts the tree's
+ * collectives, the same on every member: a message of another collective or
+ * of another length is an error (members out of step), never data.
+ * Failures: a peer that exits closes its socket, so whoever waits on it
+ * reads EOF and fails at once; on any error a member closes every socket
+ * of the tree, so that its own peers fail at once too.  A stopped peer
+ * keeps the others waiting, as a fence does: the watchdog ends the run.
+ * Not thread-safe; no lock, so the watchdog's exit path never waits on it.
+ * Internal to src/boot.
+ */
+#ifndef COLLPROF_BOOT_TCP_TREE_H
+#define COLLPROF_BOOT_TCP_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** A listening member's addresses ("host:port" numeric; "" when that listener is absent). */
+typedef struct cp_tcp_pub {
+    char lo[64];   /**< on 127.0.0.1: for the members of its node */
+    char node[80]; /**< on its node's address (member 0 only): for the other nodes' leaders */
+} cp_tcp_pub_t;
+
+typedef struct cp_tree_spec {
+    int me, n;            /**< this member's index, the members */
+    int leader;           /**< its node's leader (the node's first member; 0 on member 0's node) */
+    int nlocal;           /**< members on its node, itself included */
+    int all_local;        /**< every member is on this node: no listener on the node's address */
+    const char *hostname; /**< this node's name (member 0 listens on its address) */
+    const int *ranks;     /**< the members' job ranks, for messages (NULL: the index is one) */
+} cp_tree_spec_t;
+
+typedef struct cp_tcp_stats {
+    unsigned long ops;             /**< collectives over the tree */
+    double op_s;                   /**< seconds spent in them */
+    unsigned long long sent_bytes; /**< payload bytes sent */
+    unsigned long long got_bytes;  /**< payload bytes received */
+    int links;                     /**< connections this member holds */
+} cp_tcp_stats_t;
+
+typedef struct cp_tree {
+    int me, n, up;
+    int parent;       /**< fd to the parent; -1 at the root */
+    int parent_index; /**< the parent's member index */
+    int lfd[2];       /**< listeners (loopback, node) until the join */
+    int nkids, cap;
+    int *kid_fd, *kid_first, *kid_size; /**< per child: socket, its subtree in order[] */
+    int sub;                            /**< members in this member's subtree (itself first) */
+    int *order;                         /**< their indices, sub entries, child by child */
+    int *kid_of;  /**< root only: member index -> child slot (-1: the root itself) */
+    int identity; /**< root only: order[i] == i for all i (a gather lands in place) */
+    uint32_t seq;
+    cp_tree_spec_t spec;
+    cp_tcp_stats_t stats;
+    char desc[160];
+} cp_tree_t;
+
+/** Open what member spec->me listens on; its addresses in *pub (empty when none).  NULL, with
+ * the reason in why, when a listener or memory failed. */
+cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why, size_t wlen);
+/** Connect: accept this member's children, connect to its parent (at parent->lo when
+ * same_host, else parent->node; on member 0, parent is its own addresses, for the channel's
+ * description), and learn the root's verdict.  Every member gets the same answer: 0 and the
+ * tree is up, or -1 (why) and its sockets are closed. */
+int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *why, size_t wlen);
+/** Close every socket; free t (NULL is fine). */
+void cp_tree_free(cp_tree_t *t);
+/** Close every socket: the tree is off from now on (the run's channel failed or ends). */
+void cp_tree_close(cp_tree_t *t);
+
+/* The collectives: contracts of cp_oob_* (boot.h) over the tree's members; return
+ * collprof_status_t; a peer that went away is COLLPROF_ERR_BOOTSTRAP at once (EOF). */
+int cp_tree_gather(cp_tree_t *t, const void *in, void *out, size_t len);
+int cp_tree_bcast(cp_tree_t *t, void *buf, size_t len, int root);
+int cp_tree_allgather(cp_tree_t *t, const void *in, void *out, size_t len);
+int cp_tree_alltoall(cp_tree_t *t, const void *in, void *out, size_t len);
+int cp_tree_barrier(cp_tree_t *t);
+/** Member 0's in holds n blocks of len bytes, block i for member i; each member's into out. */
+int cp_tree_scatter(cp_tree_t *t, const void *in, void *out, size_t len);
+
+#endif /* COLLPROF_BOOT_TCP_TREE_H */
