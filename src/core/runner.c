@@ -46,6 +46,36 @@ cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *o
     return cp_agree_over(&cp_oob_pmix, n, status, why, out);
 }
 
+/* Ranks up to which an agreement's room for the statuses is static (64 KiB). */
+#define AGREE_STATIC_RANKS 16384
+
+/* Rank 0's room for n statuses (the gather's out, untouched on the other ranks, which do not
+ * know they are not rank 0), kept for the process: up to AGREE_STATIC_RANKS ranks static, above
+ * grown once.  So an agreement allocates nothing that a rank short of memory could lack and
+ * every rank makes the same calls: a rank that left the gather would keep rank 0 waiting in it
+ * (a hang, not an agreed failure).  NULL only above AGREE_STATIC_RANKS when the first
+ * allocation fails.  Not thread-safe, as the channel is not. */
+static int *agree_room(int n)
+{
+    static int fixed[AGREE_STATIC_RANKS];
+    static int *grown;
+    static int grown_n;
+    if (n <= AGREE_STATIC_RANKS) {
+        return fixed;
+    }
+    if (n > grown_n) {
+        int *p = realloc(grown, (size_t)n * sizeof(int));
+        if (p == NULL) {
+            cp_log(CP_LOG_ERROR, "out of memory for an agreement of %d ranks", n);
+            return NULL;
+        }
+        memset(p, 0, (size_t)n * sizeof(int)); /* read, never written, on the other ranks */
+        grown = p;
+        grown_n = n;
+    }
+    return grown;
+}
+
 /* Every rank's status to rank 0 (an int each), rank 0's finding to every rank (the first
  * failing rank and its status), then, only when some rank failed, that rank's reason from it
  * to every rank.  Not an allgather of the statuses: through the TCP star rank 0 would send
@@ -53,8 +83,8 @@ cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *o
 cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const char *why,
                                 cp_agreement_t *out)
 {
-    int *all = calloc((size_t)(n > 0 ? n : 1), sizeof(int)); /* filled on rank 0 */
-    int first[2] = {-1, COLLPROF_OK};                        /* rank, status */
+    int *all = agree_room(n > 0 ? n : 1); /* filled on rank 0 */
+    int first[2] = {-1, COLLPROF_OK};     /* rank, status */
     memset(out, 0, sizeof(*out));
     out->rank = -1;
     int oob_rc = all == NULL ? -1 : oob->gather(&status, all, sizeof(int));
@@ -73,7 +103,6 @@ cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const ch
         out->rank = first[0];
         out->status = first[1];
     }
-    free(all);
     if (oob_rc == 0 && out->rank >= 0) {
         snprintf(out->msg, sizeof(out->msg), "%s", why ? why : "");
         oob_rc = oob->bcast(out->msg, sizeof(out->msg), out->rank);
