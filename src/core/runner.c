@@ -1044,6 +1044,34 @@ static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res
     return 0;
 }
 
+/* The variable ops' buffers differ between ranks (alltoallv's heaviest receiver holds several
+ * times the cell's count): once the ranks agreed on the set-up, the cell's timeout from the
+ * largest of them, the same on every rank, since a light rank waits as long as the heaviest
+ * works.  Rank 0 takes the maximum in the room of its record gather (gall: nranks parts of more
+ * than 8 bytes); every rank makes the same calls (the op and --timeout are the cell's). */
+static void timeout_of_largest(cell_run_t *c)
+{
+    const cp_cell_t *cell = c->cell;
+    if (!(cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE) || c->r->opt->timeout_s >= 0) {
+        return;
+    }
+    uint64_t mine = cp_coll_buffer_elems(&c->x) * collprof_dtype_size(cell->dtype), largest = 0;
+    int rc =
+        c->oob->gather(&mine, c->gall != NULL ? (void *)c->gall : (void *)c->gmine, sizeof(mine));
+    for (int q = 0; rc == 0 && c->gall != NULL && q < c->n; q++) {
+        uint64_t b;
+        memcpy(&b, c->gall + (size_t)q * sizeof(b), sizeof(b));
+        largest = b > largest ? b : largest;
+    }
+    rc |= c->oob->bcast(&largest, sizeof(largest), 0);
+    if (rc != 0) {
+        return; /* the next exchange fails the cell */
+    }
+    c->tmo = current_timeout = cp_cell_timeout(c->r->opt, largest * (uint64_t)(c->n > 1 ? 2 : 1));
+    cp_wd_beat(CP_WD_SETUP, c->r->index, -1, cell->warmup,
+               c->tmo * (c->r->opt->rotate > 1 ? c->r->opt->rotate : 1));
+}
+
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
 {
     struct timeval tv;
@@ -1097,6 +1125,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     setup_traffic(&c);
     setup_results(&c);
     if (agreed(&c, res) == 0) {
+        timeout_of_largest(&c);
         setup_buffers(&c);
         if (agreed(&c, res) == 0) {
             log_buffers(&c);
