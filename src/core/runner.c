@@ -830,9 +830,13 @@ static int merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
 {
     int bad = -1;
     res->status = COLLPROF_CELL_OK;
+    res->rank_wrong = calloc((size_t)c->n, sizeof(uint64_t));
     for (int q = 0; q < c->n; q++) {
         const cell_rec_t *rq = &recs[q];
         res->wrong += rq->wrong;
+        if (res->rank_wrong != NULL) {
+            res->rank_wrong[q] = rq->wrong;
+        }
         if (rq->status != 0 && res->status == COLLPROF_CELL_OK) {
             res->status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
                                                                    : COLLPROF_CELL_ERROR;
@@ -1145,6 +1149,8 @@ void cp_result_free(cp_result_t *res)
     free(res->rank_mean);
     free(res->send_bytes);
     free(res->recv_bytes);
+    free(res->rank_wrong);
+    res->rank_wrong = NULL;
     free(res->rep_p50);
     free(res->rep_iters);
     res->rep_p50 = NULL;
