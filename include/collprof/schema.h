@@ -120,7 +120,7 @@
     X(time_p50_us,  F64,    0, 0, "us",     "median (nearest rank) of those maxima")                     \
     X(bw_gbs,       F64,    0, 0, "GB/s",   "bytes / mean time, each direction, 1e9 B/s")                \
     X(bw_best_gbs,  F64,    0, 0, "GB/s",   "bytes / the fastest iteration: what the link can do")       \
-    X(wrong,        U64,    0, 0, "",       "wrong elements in the round (all ranks)")                   \
+    X(wrong,        U64,    0, 0, "",       "wrong elements on the pair's two ranks")                    \
     X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout")           \
     X(error,        STR,  256, 0, "",       "why the pair gave no result, else empty")
 

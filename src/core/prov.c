@@ -52,13 +52,33 @@ typedef struct prov_merged {
     char timer[64], allocation[64], device[64];
 } prov_merged_t;
 
+/* Rank 0: merge the rows into m, m->differ -1 when a rank's row is not its own (a rank short of
+ * memory sends rank -1: it had no room for the answer). */
+static void prov_merge(const cp_prov_t *pv, prov_merged_t *m)
+{
+    for (int q = 0; q < pv->nranks; q++) {
+        if (pv->ranks[q].rank != q) {
+            m->differ = -1;
+            return;
+        }
+    }
+    m->differ = merge(pv, offsetof(collprof_provenance_row_t, timer), m->timer, sizeof(m->timer));
+    m->differ |= merge(pv, offsetof(collprof_provenance_row_t, allocation), m->allocation,
+                       sizeof(m->allocation));
+    m->differ |=
+        merge(pv, offsetof(collprof_provenance_row_t, device), m->device, sizeof(m->device));
+}
+
 /* Collective: every rank's facts for p on memtype to rank 0, which merges the columns and sends
  * the merge to every rank (not an allgather: through the TCP star rank 0 would send ranks^2
- * rows); pv->ranks holds every rank's row on rank 0 and this rank's alone elsewhere. */
+ * rows); pv->ranks holds every rank's row on rank 0 and this rank's alone elsewhere.  Every rank
+ * makes the same calls whatever it could allocate, and they agree: rank 0 first says whether it
+ * has room for the rows (without it, no gather), a rank without room sends its row as rank -1,
+ * and rank 0's merge then says -1 to every rank (NULL everywhere). */
 static cp_prov_t *prov_one(const cp_plugin_t *p, int memtype, const cp_oob_t *oob, int rank,
                            int nranks)
 {
-    collprof_provenance_row_t mine;
+    collprof_provenance_row_t mine, spare;
     prov_merged_t m;
     _Static_assert(sizeof(m.timer) == sizeof(((cp_prov_t *)0)->timer), "prov_merged_t.timer");
     _Static_assert(sizeof(m.allocation) == sizeof(((cp_prov_t *)0)->allocation),
@@ -68,25 +88,23 @@ static cp_prov_t *prov_one(const cp_plugin_t *p, int memtype, const cp_oob_t *oo
     memset(&m, 0, sizeof(m));
     cp_prov_t *pv = calloc(1, sizeof(*pv));
     collprof_provenance_row_t *all = calloc((size_t)nranks, sizeof(*all));
-    /* as cp_agree_over: only a rank out of memory for the answer stays out of the exchange */
-    int rc = all == NULL ? -1 : oob->gather(&mine, all, sizeof(mine));
-    if (rc == 0 && pv != NULL) {
+    int room = pv != NULL && all != NULL;
+    int rc = oob->bcast(&room, sizeof(room), 0); /* rank 0's room: the others' is in their row */
+    mine.rank = pv != NULL && all != NULL ? rank : -1;
+    /* whatever the broadcast did here, so that every rank makes the same calls; spare: this
+     * rank is not rank 0, whose room the broadcast said */
+    rc |= room ? oob->gather(&mine, all != NULL ? all : &spare, sizeof(mine)) : 0;
+    if (rc == 0 && room && pv != NULL && all != NULL) {
         all[rank] = mine;
         pv->nranks = nranks;
         pv->ranks = all;
+        if (rank == 0) {
+            prov_merge(pv, &m);
+        }
     }
-    if (rc == 0 && pv != NULL && rank == 0) {
-        m.differ = merge(pv, offsetof(collprof_provenance_row_t, timer), m.timer, sizeof(m.timer));
-        m.differ |= merge(pv, offsetof(collprof_provenance_row_t, allocation), m.allocation,
-                          sizeof(m.allocation));
-        m.differ |=
-            merge(pv, offsetof(collprof_provenance_row_t, device), m.device, sizeof(m.device));
-    }
-    /* out whatever the gather did here (rank 0: differ -1 when its part failed), so that every
-     * rank makes the same calls */
-    m.differ = rank == 0 && rc != 0 ? -1 : m.differ;
-    int sent = oob->bcast(&m, sizeof(m), 0);
-    if (rc != 0 || sent != 0 || m.differ < 0 || pv == NULL) {
+    m.differ = rank == 0 && rc != 0 ? -1 : m.differ; /* rank 0: -1 when its part failed */
+    rc |= room ? oob->bcast(&m, sizeof(m), 0) : 0;
+    if (rc != 0 || !room || m.differ < 0 || pv == NULL || all == NULL) {
         free(pv);
         free(all);
         return NULL;

@@ -35,8 +35,10 @@ typedef struct cp_prov {
  * Collective over oob: the provenance of every backend with a context on
  * every memory kind the plan runs it on, into p->prov[memtype].  Every
  * rank has the same plan and the same initialised backends, so every rank
- * makes the same calls.  0, or -1 when the out-of-band exchange failed
- * (the cells then record no provenance).
+ * makes the same calls, even where a rank finds no memory for them.  0, or
+ * -1 when the out-of-band exchange failed or a rank had no memory for it
+ * (every rank then has -1 for that backend and memory kind, and the cells
+ * record no provenance).
  */
 int cp_prov_gather(cp_plugin_t *plugins, int nplugins, const cp_plan_t *plan, const cp_oob_t *oob,
                    int rank, int nranks);

@@ -46,6 +46,36 @@ cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *o
     return cp_agree_over(&cp_oob_pmix, n, status, why, out);
 }
 
+/* Ranks up to which an agreement's room for the statuses is static (64 KiB). */
+#define AGREE_STATIC_RANKS 16384
+
+/* Rank 0's room for n statuses (the gather's out, untouched on the other ranks, which do not
+ * know they are not rank 0), kept for the process: up to AGREE_STATIC_RANKS ranks static, above
+ * grown once.  So an agreement allocates nothing that a rank short of memory could lack and
+ * every rank makes the same calls: a rank that left the gather would keep rank 0 waiting in it
+ * (a hang, not an agreed failure).  NULL only above AGREE_STATIC_RANKS when the first
+ * allocation fails.  Not thread-safe, as the channel is not. */
+static int *agree_room(int n)
+{
+    static int fixed[AGREE_STATIC_RANKS];
+    static int *grown;
+    static int grown_n;
+    if (n <= AGREE_STATIC_RANKS) {
+        return fixed;
+    }
+    if (n > grown_n) {
+        int *p = realloc(grown, (size_t)n * sizeof(int));
+        if (p == NULL) {
+            cp_log(CP_LOG_ERROR, "out of memory for an agreement of %d ranks", n);
+            return NULL;
+        }
+        memset(p, 0, (size_t)n * sizeof(int)); /* read, never written, on the other ranks */
+        grown = p;
+        grown_n = n;
+    }
+    return grown;
+}
+
 /* Every rank's status to rank 0 (an int each), rank 0's finding to every rank (the first
  * failing rank and its status), then, only when some rank failed, that rank's reason from it
  * to every rank.  Not an allgather of the statuses: through the TCP star rank 0 would send
@@ -53,8 +83,8 @@ cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *o
 cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const char *why,
                                 cp_agreement_t *out)
 {
-    int *all = calloc((size_t)(n > 0 ? n : 1), sizeof(int)); /* filled on rank 0 */
-    int first[2] = {-1, COLLPROF_OK};                        /* rank, status */
+    int *all = agree_room(n > 0 ? n : 1); /* filled on rank 0 */
+    int first[2] = {-1, COLLPROF_OK};     /* rank, status */
     memset(out, 0, sizeof(*out));
     out->rank = -1;
     int oob_rc = all == NULL ? -1 : oob->gather(&status, all, sizeof(int));
@@ -73,7 +103,6 @@ cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const ch
         out->rank = first[0];
         out->status = first[1];
     }
-    free(all);
     if (oob_rc == 0 && out->rank >= 0) {
         snprintf(out->msg, sizeof(out->msg), "%s", why ? why : "");
         oob_rc = oob->bcast(out->msg, sizeof(out->msg), out->rank);
@@ -801,9 +830,13 @@ static int merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
 {
     int bad = -1;
     res->status = COLLPROF_CELL_OK;
+    res->rank_wrong = calloc((size_t)c->n, sizeof(uint64_t));
     for (int q = 0; q < c->n; q++) {
         const cell_rec_t *rq = &recs[q];
         res->wrong += rq->wrong;
+        if (res->rank_wrong != NULL) {
+            res->rank_wrong[q] = rq->wrong;
+        }
         if (rq->status != 0 && res->status == COLLPROF_CELL_OK) {
             res->status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
                                                                    : COLLPROF_CELL_ERROR;
@@ -1015,6 +1048,34 @@ static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res
     return 0;
 }
 
+/* The variable ops' buffers differ between ranks (alltoallv's heaviest receiver holds several
+ * times the cell's count): once the ranks agreed on the set-up, the cell's timeout from the
+ * largest of them, the same on every rank, since a light rank waits as long as the heaviest
+ * works.  Rank 0 takes the maximum in the room of its record gather (gall: nranks parts of more
+ * than 8 bytes); every rank makes the same calls (the op and --timeout are the cell's). */
+static void timeout_of_largest(cell_run_t *c)
+{
+    const cp_cell_t *cell = c->cell;
+    if (!(cp_op_flags(cell->op) & COLLPROF_OPF_VARIABLE) || c->r->opt->timeout_s >= 0) {
+        return;
+    }
+    uint64_t mine = cp_coll_buffer_elems(&c->x) * collprof_dtype_size(cell->dtype), largest = 0;
+    int rc =
+        c->oob->gather(&mine, c->gall != NULL ? (void *)c->gall : (void *)c->gmine, sizeof(mine));
+    for (int q = 0; rc == 0 && c->gall != NULL && q < c->n; q++) {
+        uint64_t b;
+        memcpy(&b, c->gall + (size_t)q * sizeof(b), sizeof(b));
+        largest = b > largest ? b : largest;
+    }
+    rc |= c->oob->bcast(&largest, sizeof(largest), 0);
+    if (rc != 0) {
+        return; /* the next exchange fails the cell */
+    }
+    c->tmo = current_timeout = cp_cell_timeout(c->r->opt, largest * (uint64_t)(c->n > 1 ? 2 : 1));
+    cp_wd_beat(CP_WD_SETUP, c->r->index, -1, cell->warmup,
+               c->tmo * (c->r->opt->rotate > 1 ? c->r->opt->rotate : 1));
+}
+
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
 {
     struct timeval tv;
@@ -1068,6 +1129,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     setup_traffic(&c);
     setup_results(&c);
     if (agreed(&c, res) == 0) {
+        timeout_of_largest(&c);
         setup_buffers(&c);
         if (agreed(&c, res) == 0) {
             log_buffers(&c);
@@ -1087,6 +1149,8 @@ void cp_result_free(cp_result_t *res)
     free(res->rank_mean);
     free(res->send_bytes);
     free(res->recv_bytes);
+    free(res->rank_wrong);
+    res->rank_wrong = NULL;
     free(res->rep_p50);
     free(res->rep_iters);
     res->rep_p50 = NULL;

@@ -32,7 +32,10 @@ typedef struct cp_result {
     int srows;                         /**< rows of samples: nranks on rank 0, 1 elsewhere */
     double *rank_mean;                 /**< [rank], us (rank 0) */
     uint64_t *send_bytes, *recv_bytes; /**< alltoallv, allgatherv: per rank */
-    double start_epoch;                /**< wall-clock start, seconds since 1970 */
+    /** [rank] the wrong elements each rank counted (rank 0, a cell that ran; NULL elsewhere or
+     *  out of memory): a link sweep's pair takes its two ranks' (the first repeat's alone) */
+    uint64_t *rank_wrong;
+    double start_epoch; /**< wall-clock start, seconds since 1970 */
     /* repeats (src/core/repeat.c): iters is then the sum of theirs, samples all of them */
     int repeats;         /**< repeats run; 0 for a cell that never ran, 1 for a single run */
     double *rep_p50;     /**< [repeats] each repeat's p50 (us); NULL unless it ran */

@@ -89,6 +89,24 @@ static void pair_figures(const cp_result_t *res, int ra, int rb, collprof_link_r
     row->bw_best_gbs = st.min > 0 ? (double)row->bytes / st.min * 1e-3 : 0;
 }
 
+/* The pair's #wrong, status and reason: its two ranks' where rank 0 has every rank's count
+ * (one bad pair does not make the round's other pairs wrong), else the round's. */
+static void pair_verdict(const cp_result_t *res, int ra, int rb, collprof_link_row_t *row)
+{
+    row->wrong = res->wrong;
+    collprof_cell_status_t st = res->status;
+    const char *why = res->reason;
+    char own[64];
+    if (res->status == COLLPROF_CELL_WRONG && res->rank_wrong != NULL) {
+        row->wrong = res->rank_wrong[ra] + res->rank_wrong[rb];
+        snprintf(own, sizeof(own), "%llu wrong elements", (unsigned long long)row->wrong);
+        st = row->wrong > 0 ? COLLPROF_CELL_WRONG : COLLPROF_CELL_OK;
+        why = row->wrong > 0 ? own : "";
+    }
+    snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(st));
+    snprintf(row->error, sizeof(row->error), "%s", why);
+}
+
 /* One row per pair of the round; the progress line on rank 0. */
 static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, int round,
                       const cp_result_t *res, cp_sweep_rows_t *out, FILE *progress)
@@ -114,9 +132,7 @@ static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, in
         row->rank_b = lead[nb];
         row->round = round;
         row->iterations = cell->iters;
-        row->wrong = res->wrong;
-        snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->status));
-        snprintf(row->error, sizeof(row->error), "%s", res->reason);
+        pair_verdict(res, lead[na], lead[nb], row);
         if (measured) {
             pair_figures(res, lead[na], lead[nb], row);
         }

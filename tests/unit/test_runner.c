@@ -141,6 +141,12 @@ static void traffic_case(cp_runner_t *r, const cp_imbalance_t *moe)
     record(good, "alltoallv moe:1:4: %s, S %llu bytes on rank %d, per-rank bytes on rank 0",
            collprof_cell_status_name(res.status), (unsigned long long)res.bytes, me);
     cp_result_free(&res);
+    /* the timeout from the largest buffer, rank 0's 6000 elements (two buffers), on every
+     * rank: not from the cell's count, 3000 */
+    double want = cp_cell_timeout(r->opt, 2 * 6000 * 4);
+    record(cp_current_timeout() == want,
+           "alltoallv moe:1:4: the timeout on rank %d from rank 0's buffers (%.6f s, want %.6f)",
+           me, cp_current_timeout(), want);
 }
 
 /* A link sweep's round: ranks 0 and 1 a pair, rank 2 a bystander that exchanges one element
@@ -406,7 +412,9 @@ static int rank_main(const collprof_backend_t *be)
     cp_imbalance_parse("uniform", &imb[0], err, sizeof(err));
     cp_imbalance_parse("moe:1:4", &imb[1], err, sizeof(err));
     run_cases(&k.r, imb);
+    k.opt.timeout_s = -1; /* the default: from the buffers' bytes */
     traffic_case(&k.r, &imb[1]);
+    k.opt.timeout_s = 0;
     sweep_and_agree_cases(&k.r);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_BATCH, 3, CP_ALLOC_MMAP, 4);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_NONE, 1, CP_ALLOC_HUGEPAGES, 2);

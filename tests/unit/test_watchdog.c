@@ -272,6 +272,14 @@ static void test_explain(void)
            strstr(msg, "Waiting (in the operation, iteration 8): rank 2.") != NULL,
        "drift: %s", msg);
 
+    /* results gathered over the control channel (TCP, PMIx only as its fall-back) */
+    cp_wd_rec_t g[2] = {rec(CP_WD_GATHER, 6, -1), rec(CP_WD_OP_DONE, 6, 2)};
+    cp_wd_explain(g, 2, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "rank 1 (n1) last seen past the operation of iteration 1") != NULL &&
+           strstr(msg, "Waiting (gathering results over the control channel): "
+                       "rank 0.") != NULL,
+       "a gather's waiters, over the control channel: %s", msg);
+
     /* nobody answered */
     cp_wd_rec_t d[2];
     memset(d, 0, sizeof(d));
