@@ -614,10 +614,13 @@ static int rank_open(rank_run_t *rr, int argc, char **argv)
                             "file records none");
     }
     char mine[256], err[2048] = "";
-    rr->affinity = calloc((size_t)b->nranks, sizeof(*rr->affinity));
+    /* for rank 0's /ranks table alone: a gather, not an allgather (ranks^2 x 256 B); rank 0
+     * says first whether it has room, so that every rank makes the same calls */
+    rr->affinity = b->rank == 0 ? calloc((size_t)b->nranks, sizeof(*rr->affinity)) : NULL;
+    int room = b->rank != 0 || rr->affinity != NULL;
     cpu_affinity(mine, sizeof(mine));
-    /* for rank 0's /ranks table alone: a gather, not an allgather (ranks^2 x 256 B) */
-    if (rr->affinity != NULL && cp_oob_gather(mine, rr->affinity, sizeof(mine)) != 0) {
+    if (cp_oob_bcast(&room, sizeof(room), 0) != 0 || !room ||
+        cp_oob_gather(mine, rr->affinity, sizeof(mine)) != 0) {
         free(rr->affinity);
         rr->affinity = NULL;
     }

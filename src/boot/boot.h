@@ -58,7 +58,7 @@ void cp_boot_finalize(cp_boot_t *boot);
  * must not overlap out except at out + rank * len. */
 int cp_oob_allgather(const void *in, void *out, size_t len);
 /* gather: every rank's len bytes to rank 0 alone, which receives nranks * len bytes in out
- * (rank r's at out + r * len); out is not touched on the other ranks.  Through the TCP star
+ * (rank r's at out + r * len); out is not touched on the other ranks.  Through the TCP tree
  * rank 0 moves nranks * len bytes, where an allgather moves it nranks^2 * len. */
 int cp_oob_gather(const void *in, void *out, size_t len);
 int cp_oob_bcast(void *buf, size_t len, int root);

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <ftw.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,23 +292,41 @@ void cp_launch_self_exe(char *buf, size_t size)
     snprintf(buf, size, "/proc/self/exe");
 }
 
+/* This node's tag in the directories' names: 8 hex digits of its host name (FNV-1a), so that
+ * on a TMPDIR shared by nodes a sweep tells its own node's directories from the others'. */
+static void host_tag(char tag[9])
+{
+    char host[256];
+    if (gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "localhost");
+    }
+    host[sizeof(host) - 1] = '\0';
+    uint32_t x = 2166136261u;
+    for (const char *h = host; *h; h++) {
+        x = (x ^ (unsigned char)*h) * 16777619u;
+    }
+    snprintf(tag, 9, "%08x", (unsigned)x);
+}
+
 /*
- * Remove base/collprof.<pid>.XXXXXX directories that a launcher killed
- * with SIGKILL left behind: only real directories of this user whose
- * launcher pid no longer exists (a pid in use again keeps its directory:
- * the next sweep gets it).
+ * Remove base/collprof.<tag>.<pid>.XXXXXX directories that a launcher of this
+ * node (tag) killed with SIGKILL left behind: only real directories of this
+ * user whose launcher pid no longer exists here (a pid in use again keeps
+ * its directory: the next sweep gets it).  Another node's, on a shared
+ * TMPDIR, carry another tag: its pids mean nothing here.
  */
-static void sweep_stale(const char *base)
+static void sweep_stale(const char *base, const char *tag)
 {
     DIR *d = opendir(base);
     struct dirent *e;
     while (d != NULL && (e = readdir(d)) != NULL) {
         long pid = 0;
         int used = 0;
-        char path[PATH_MAX];
+        char path[PATH_MAX], theirs[9];
         struct stat st;
-        if (sscanf(e->d_name, "collprof.%ld.%*6[A-Za-z0-9]%n", &pid, &used) != 1 ||
-            e->d_name[used] != '\0' || used == 0 || pid <= 0 ||
+        if (sscanf(e->d_name, "collprof.%8[0-9a-f].%ld.%*6[A-Za-z0-9]%n", theirs, &pid, &used) !=
+                2 ||
+            e->d_name[used] != '\0' || used == 0 || pid <= 0 || strcmp(theirs, tag) != 0 ||
             (size_t)snprintf(path, sizeof(path), "%s/%s", base, e->d_name) >= sizeof(path) ||
             lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
             kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
@@ -321,23 +340,29 @@ static void sweep_stale(const char *base)
     }
 }
 
-/* mkdtemp base/collprof.<pid>.XXXXXX into dir, after removing those of dead launchers. */
+/* mkdtemp base/collprof.<tag>.<pid>.XXXXXX into dir, after removing those of dead launchers of
+ * this node. */
 int cp_launch_private_dir(const char *base, char *dir, size_t size)
 {
-    sweep_stale(base);
-    if ((size_t)snprintf(dir, size, "%s/collprof.%ld.XXXXXX", base, (long)getpid()) >= size) {
+    char tag[9];
+    host_tag(tag);
+    sweep_stale(base, tag);
+    if ((size_t)snprintf(dir, size, "%s/collprof.%s.%ld.XXXXXX", base, tag, (long)getpid()) >=
+        size) {
         return -1;
     }
     if (mkdtemp(dir) == NULL) {
         return -1;
     }
+    cp_log(CP_LOG_INFO, "launcher: private directory %s", dir);
     return 0;
 }
 
 int cp_launch_tmp_dir(char *dir, size_t size)
 {
     const char *base = getenv("TMPDIR");
-    /* PMIx puts Unix socket paths in here: keep them short (sun_path is 108) */
+    /* PMIx puts Unix socket paths in here: keep them short (sun_path is 108; the directory's
+     * own name takes 33 more) */
     if (base == NULL || base[0] == '\0' || strlen(base) > 40) {
         base = "/tmp";
     }

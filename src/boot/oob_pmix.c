@@ -378,7 +378,7 @@ int cp_oob_fetch(int rank, const char *key, void *dst, size_t len, double timeou
 }
 
 /* An all-to-all as an allgather of whole rows (of the job, or of group g when not NULL), each
- * rank keeping its column: n^2 len bytes per rank, for the paths without the TCP star. */
+ * rank keeping its column: n^2 len bytes per rank, for the paths without the TCP tree. */
 int cp_pmix_alltoall_by_rows(cp_oob_group_t *g, int n, int me, const void *in, void *out,
                              size_t len)
 {

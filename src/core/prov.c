@@ -70,7 +70,7 @@ static void prov_merge(const cp_prov_t *pv, prov_merged_t *m)
 }
 
 /* Collective: every rank's facts for p on memtype to rank 0, which merges the columns and sends
- * the merge to every rank (not an allgather: through the TCP star rank 0 would send ranks^2
+ * the merge to every rank (not an allgather: through the TCP tree rank 0 would send ranks^2
  * rows); pv->ranks holds every rank's row on rank 0 and this rank's alone elsewhere.  Every rank
  * makes the same calls whatever it could allocate, and they agree: rank 0 first says whether it
  * has room for the rows (without it, no gather), a rank without room sends its row as rank -1,

@@ -78,7 +78,7 @@ static int *agree_room(int n)
 
 /* Every rank's status to rank 0 (an int each), rank 0's finding to every rank (the first
  * failing rank and its status), then, only when some rank failed, that rank's reason from it
- * to every rank.  Not an allgather of the statuses: through the TCP star rank 0 would send
+ * to every rank.  Not an allgather of the statuses: through the TCP tree rank 0 would send
  * ranks^2 ints per agreement (4096 ranks: 64 MiB), here 2 ints per rank. */
 cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const char *why,
                                 cp_agreement_t *out)

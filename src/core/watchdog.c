@@ -212,7 +212,7 @@ static void where(const cp_wd_rec_t *r, int with_cell, char *buf, size_t len)
         what = tmp;
         break;
     case CP_WD_CHECK: what = "in the exact-check run"; break;
-    case CP_WD_GATHER: /* the TCP star, PMIx fences where it could not open, or none */
+    case CP_WD_GATHER: /* the TCP tree, PMIx fences where it could not open, or none */
         what = "gathering results over the control channel";
         break;
     case CP_WD_WRITE: what = "writing results"; break;

@@ -288,32 +288,41 @@ cp_run --np 2 --backends self --ops barrier -n 1 -w 0 --output-dir "$d"
 ok $? "names taken by links are skipped; the linked file is untouched (exit $rc)"
 
 # a launcher killed with SIGKILL leaves its private directories; the next run removes them
-# when their launcher is provably gone, and keeps those of a live one
+# when their launcher is provably gone from this node, and keeps those of a live one and those
+# of another node (another host tag: on a TMPDIR shared by nodes its pids mean nothing here)
+cp_run --np 2 --backends self --ops barrier -n 1 -w 0 -v --output-dir "$d"
+tag=$(sed -n 's|.*launcher: private directory .*/collprof\.\([0-9a-f]\{8\}\)\.[0-9]*\..*|\1|p' "$WORK/err" |
+    head -n 1)
+other=00000000
+[ "$tag" = "$other" ] && other=ffffffff
+[ -n "$tag" ]
+ok $? "-v names the launcher's private directories, tagged with this node ($tag)"
 tmp=$(mktemp -d /tmp/cpst.XXXXXX)
 sh -c 'exit 0' &
 dead=$!
 wait "$dead"
-mkdir "$tmp/collprof.$dead.abc123" "$tmp/collprof.$$.def456"
-touch "$tmp/collprof.$dead.abc123/pmix.sock"
+mkdir "$tmp/collprof.$tag.$dead.abc123" "$tmp/collprof.$tag.$$.def456" \
+    "$tmp/collprof.$other.$dead.ghi789"
+touch "$tmp/collprof.$tag.$dead.abc123/pmix.sock"
 # the same in /dev/shm: the launcher's private directory (Open MPI's segments), and the
 # self backend's segment of a rank 0 killed between creating and unlinking it
 shm=
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     shm=/dev/shm
-    mkdir "$shm/collprof.$dead.Xyz789"
-    touch "$shm/collprof.$dead.Xyz789/vader_segment.0" "$shm/collprof-self-$dead-123-0" \
+    mkdir "$shm/collprof.$tag.$dead.Xyz789"
+    touch "$shm/collprof.$tag.$dead.Xyz789/vader_segment.0" "$shm/collprof-self-$dead-123-0" \
         "$shm/collprof-self-$$-456-0"
 fi
 TMPDIR=$tmp cp_run --np 2 --backends self --ops barrier -n 1 -w 0 --output-dir "$d"
-[ "$rc" -eq 0 ] && [ ! -e "$tmp/collprof.$dead.abc123" ] && [ -d "$tmp/collprof.$$.def456" ] &&
-    [ "$(ls "$tmp")" = "collprof.$$.def456" ]
-ok $? "a dead launcher's directory is removed, a live one's kept, the run's own cleaned ($(ls "$tmp" | tr '\n' ' '))"
+[ "$rc" -eq 0 ] && [ ! -e "$tmp/collprof.$tag.$dead.abc123" ] &&
+    [ "$(ls "$tmp" | tr '\n' ' ')" = "collprof.$other.$dead.ghi789 collprof.$tag.$$.def456 " ]
+ok $? "a dead launcher's directory is removed, a live one's and another node's kept, the run's own cleaned ($(ls "$tmp" | tr '\n' ' '))"
 if [ -n "$shm" ]; then
-    [ ! -e "$shm/collprof.$dead.Xyz789" ] && [ ! -e "$shm/collprof-self-$dead-123-0" ] &&
+    [ ! -e "$shm/collprof.$tag.$dead.Xyz789" ] && [ ! -e "$shm/collprof-self-$dead-123-0" ] &&
         [ -e "$shm/collprof-self-$$-456-0" ]
     ok $? "/dev/shm: a dead launcher's directory and a dead rank's segment are removed, a live one's kept"
     rm -f "$shm/collprof-self-$$-456-0" "$shm/collprof-self-$dead-123-0"
-    rm -rf "$shm/collprof.$dead.Xyz789"
+    rm -rf "$shm/collprof.$tag.$dead.Xyz789"
 fi
 rm -rf "$tmp"
 
