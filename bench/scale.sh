@@ -2,7 +2,7 @@
 # bench/scale.sh: how collprof's start-up, its control channel (and, when this collprof has it, a
 # link sweep) grow with the node count, on a virtual Slurm cluster of this machine
 # (contrib/slurm-local --nodes N: real slurmctld and slurmd, one network namespace per node).
-# For each node count it starts a cluster, runs CELLS allgather cells of 1 to CELLS floats under
+# For each node count it starts a cluster, runs CELLS allreduce cells of 1 to CELLS floats under
 # `srun --mpi=pmix -N K --ntasks-per-node R`, and prints
 #
 #   nodes ranks oob | cluster start s | launch to first op s | run s | fences fence s put B read B
@@ -19,6 +19,7 @@
 #
 # Usage: bench/scale.sh [--nodes "4 8 16"] [--ranks-per-node 4] [--backend ofi]
 #                       [--oob "tree star pmix"] [--cells 10] [--no-sweep] [--collprof PATH]
+#                       [--args "MORE COLLPROF OPTIONS"]
 # shellcheck disable=SC2034 # read by lib.sh
 NAME=scale.sh
 . "$(dirname "$0")/lib.sh"
@@ -29,8 +30,9 @@ BACKEND=ofi
 OOBS=tree
 CELLS=10
 SWEEP=1
+ARGS=
 usage() {
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
 }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -54,6 +56,10 @@ while [ $# -gt 0 ]; do
     --cells)
         at_least "$2" 1 || bad_usage "--cells: '$2' is not a whole number >= 1"
         CELLS=$2
+        shift
+        ;;
+    --args)
+        ARGS=$2
         shift
         ;;
     --no-sweep) SWEEP=0 ;;
@@ -96,23 +102,34 @@ stamp_s() {
 }
 sweep_supported() { "$COLLPROF_BIN" --help 2>/dev/null | grep -q -- '--link-sweep'; }
 # srun of collprof on the whole cluster with the out-of-band channel $oob; $1: stdout, $2: stderr
+# until the previous job is gone from every node (srun --immediate would find them busy)
+wait_idle() {
+    i=0
+    while [ -n "$(squeue -h 2>/dev/null)" ] && [ "$i" -lt 120 ]; do
+        sleep 0.5
+        i=$((i + 1))
+    done
+}
 run_collprof() {
     out=$1 err=$2
     shift 2
+    wait_idle
     (
         case $oob in
         pmix | star) export COLLPROF_OOB=$oob ;;
         *) unset COLLPROF_OOB ;;
         esac
+        # shellcheck disable=SC2086 # ARGS: a list of options
         timeout -k 5 600 srun --immediate=60 --mpi=pmix -N "$n" --ntasks-per-node="$RPN" \
-            "$COLLPROF_BIN" --backends "$BACKEND" "$@" >"$out" 2>"$err"
+            "$COLLPROF_BIN" --backends "$BACKEND" $ARGS "$@" >"$out" 2>"$err"
     )
 }
 # rank 0's "LINKS COLLECTIVES SECONDS SENT READ" of its oob line $1 (start-up or run), from
 # stdin; links "-" where the line has none (a collprof before the tree)
 tcp_of() {
-    grep " r0/[0-9]* [^]]*\] oob ($1): " | head -n 1 |
-        sed -n 's/.*[:,] \(\([0-9]*\) links, \)\{0,1\}\([0-9]*\) collectives (\([0-9.]*\) s in them), \([0-9]*\) bytes sent, \([0-9]*\) bytes read.*/\2 \3 \4 \5 \6/p' |
+    grep " r0/[0-9]* [^]]*\] oob ($1): " | head -n 1 | sed -e 's/.*(tree by node to rank 0)//' \
+        -e 's/.*(star to rank 0)//' -e 's/.*; channel [^:]*:[0-9]*//' |
+        sed -n 's/^: \(\([0-9]*\) links, \)\{0,1\}\([0-9]*\) collectives (\([0-9.]*\) s in them), \([0-9]*\) bytes sent, \([0-9]*\) bytes read.*/\2 \3 \4 \5 \6/p' |
         awk '{ if (NF == 4) print "-", $0; else print }'
 }
 # one node count, one channel: the line of figures
@@ -120,7 +137,7 @@ measure() {
     d=$WORK/run$n-$oob
     mkdir -p "$d"
     t=$(now)
-    run_collprof "$d/out" "$d/err" --ops allgather --counts "$(seq -s, 1 "$CELLS")" -n 1 -w 0 \
+    run_collprof "$d/out" "$d/err" --ops allreduce --counts "$(seq -s, 1 "$CELLS")" -n 1 -w 0 \
         -v --output-dir "$d" || status=1
     end=$(now)
     first=$(grep ' r0/[0-9]* [^]]*\] cell 1/' "$d/err" | stamp_s)
@@ -151,7 +168,7 @@ measure() {
 
 echo "# collprof scale benchmark: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(nproc) CPUs"
 echo "# policy: every node is a namespace of this one machine (shared CPUs and memory);"
-echo "# $RPN ranks per node, backend $BACKEND, $CELLS allgather cells of 1 to $CELLS floats"
+echo "# $RPN ranks per node, backend $BACKEND, $CELLS allreduce cells of 1 to $CELLS floats"
 echo "# (-n 1 -w 0); loadavg at start"
 echo "# $(cut -d' ' -f1-3 /proc/loadavg)"
 FMT='%-5s %-5s %-4s | %-7s | %-10s | %-6s | %-6s %-7s %-6s %-7s | %-5s %-5s %-6s %-8s %-8s | %-9s %-9s | %s\n'

@@ -31,13 +31,15 @@ static cp_tree_spec_t world_spec(const cp_boot_t *b)
                         .leader = b->rank,
                         .nlocal = 1,
                         .all_local = b->local_size == b->nranks,
-                        .hostname = b->hostname};
+                        .hostname = b->hostname,
+                        .star = 1};
     int leader, nlocal;
     const char *mode = getenv("COLLPROF_OOB"); /* "star": to compare (bench/scale.sh) */
     if ((mode == NULL || strcmp(mode, "star") != 0) && cp_pmix_local_peers(&leader, &nlocal) == 0 &&
         leader <= b->rank) {
         s.leader = leader;
         s.nlocal = nlocal;
+        s.star = nlocal == b->nranks; /* one node: every rank's leader is rank 0 */
     }
     return s;
 }

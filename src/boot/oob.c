@@ -169,8 +169,9 @@ void cp_oob_stats(cp_oob_stats_t *out)
 const char *cp_oob_channel(char *buf, size_t len)
 {
     if (chan == &chan_tcp && world != NULL && world->up) {
-        snprintf(buf, len, "%s (%s to rank 0)", world->desc,
-                 world->spec.nlocal < world->n ? "tree by node" : "star");
+        /* a tree of one rank per node is a star too, as rank 0 sees */
+        int star = world->spec.star || (world->me == 0 && world->nkids == world->n - 1);
+        snprintf(buf, len, "%s (%s to rank 0)", world->desc, star ? "star" : "tree by node");
     } else if (chan == &cp_chan_local) {
         snprintf(buf, len, "none (one rank)");
     } else {

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -26,7 +27,7 @@ int cp_sock_send_all(int fd, struct iovec *iov, int iovcnt)
         struct msghdr mh;
         memset(&mh, 0, sizeof(mh));
         mh.msg_iov = iov;
-        mh.msg_iovlen = (size_t)iovcnt;
+        mh.msg_iovlen = (size_t)(iovcnt < IOV_MAX ? iovcnt : IOV_MAX); /* the rest next turn */
         ssize_t k = sendmsg(fd, &mh, MSG_NOSIGNAL);
         if (k < 0) {
             if (errno == EINTR) {

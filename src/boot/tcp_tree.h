@@ -45,6 +45,7 @@ typedef struct cp_tree_spec {
     int all_local;        /**< every member is on this node: no listener on the node's address */
     const char *hostname; /**< this node's name (member 0 listens on its address) */
     const int *ranks;     /**< the members' job ranks, for messages (NULL: the index is one) */
+    int star;             /**< every member leads itself (no locality known, or asked for) */
 } cp_tree_spec_t;
 
 typedef struct cp_tcp_stats {

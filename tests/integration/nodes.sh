@@ -133,6 +133,20 @@ r=$?
 ok $r "COLLPROF_OOB=pmix on 2 nodes x 2: rank 3's wrong element counted by rank 0 (exit $rc)"
 [ "$r" -eq 0 ] || { grep -e ' r0/4 .*oob (run)' -e 'error' "$WORK/err" | head -n 5; grep -e 'WRONG' -e '#wrong' "$s"; } | sed 's/^/# /'
 
+# the star (COLLPROF_OOB=star, every rank connected to rank 0: the channel before the tree)
+# still carries the same: rank 0 holds 3 links, rank 3's wrong element is counted
+d="$WORK/star-oob"
+mkdir -p "$d"
+rc=0
+# shellcheck disable=SC2086 # SRUN, N2 and ONE are lists of options
+COLLPROF_OOB=star COLLPROF_FAULT=wrong:3 timeout -k 10 120 $SRUN $N2 "$COLLPROF_BIN" $ONE \
+    --ops allreduce,allgather --counts 4K -n 3 -w 1 --variants default -v --output-dir "$d" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+s=$(summary_of "$d")
+[ "$rc" -eq 1 ] && grep -q ' r0/4 [^]]*\] oob (run): .*(star to rank 0): 3 links, ' "$WORK/err" &&
+    [ "$(grep -c -E '#wrong: 1 .*WRONG' "$s" 2>/dev/null)" -eq 2 ]
+ok $? "COLLPROF_OOB=star on 2 nodes x 2: 3 links at rank 0, rank 3's wrong element counted (exit $rc)"
+
 # a rank 0 allowed too few open files for its channel (4 ranks + 32 spare; the task's hard
 # limit 35) warns and takes PMIx fences, and the run passes; its accepts used to fail until
 # the channel's deadline
@@ -209,6 +223,11 @@ done
 grep -q "initialising the node group (2 of 4 ranks)" "$WORK/err" &&
     grep -q "initialising the cross group (2 of 4 ranks)" "$WORK/err"
 ok $? "--split: every backend started on its node group and its cross group of 2 ranks"
+# the groups' exchanges go over TCP trees of their own: rank 3 (a member, neither a leader nor
+# rank 0) publishes nothing in PMIx, where each group collective was a put
+grep -q ' r3/4 [^]]*\] oob (run): 1 fences .*, 0 puts of 0 bytes, .*; channel tcp ' "$WORK/err" &&
+    ! grep -q 'no TCP tree' "$WORK/err"
+ok $? "--split: the groups' exchanges go over TCP trees (rank 3 put nothing in PMIx)"
 if [ -x "$COLLPROF_REPORT" ] && [ -e "${s%.txt}.h5" ]; then
     "$COLLPROF_REPORT" summary "${s%.txt}.h5" 2>/dev/null | grep 'groups of 2' >"$WORK/rsplit"
     grep 'groups of 2' "$s" | cmp -s - "$WORK/rsplit" && [ -s "$WORK/rsplit" ]

@@ -9,6 +9,7 @@
  * hang into a failure.
  */
 #include "config.h"
+#include "boot/tcp_sock.h"
 #include "boot/tcp_tree.h"
 #include "collprof/status.h"
 #include "tap.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,6 +251,27 @@ static void listeners(void)
     unsetenv("COLLPROF_OOB_IFACE");
 }
 
+/* More pieces than one sendmsg takes (IOV_MAX, 1,024 here): a scatter to a leader of a node of
+ * more ranks sends one piece per rank. */
+static void many_pieces(void)
+{
+    enum { PIECES = 3000 };
+    static struct iovec iov[PIECES];
+    static char src[PIECES], dst[PIECES];
+    int sv[2];
+    int good = socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0;
+    for (int i = 0; i < PIECES; i++) {
+        src[i] = (char)(i * 7);
+        iov[i].iov_base = &src[i];
+        iov[i].iov_len = 1;
+    }
+    good = good && cp_sock_send_all(sv[0], iov, PIECES) == 0 &&
+           cp_sock_recv_all(sv[1], dst, PIECES) == 0 && memcmp(src, dst, PIECES) == 0;
+    ok(good, "one message of %d pieces goes out whole, in order", PIECES);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* a write to a closed socket must not kill us (MSG_NOSIGNAL) */
@@ -266,5 +289,6 @@ int main(void)
     }
     nodes = NR;
     listeners();
+    many_pieces();
     return tap_done();
 }
