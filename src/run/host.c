@@ -10,13 +10,11 @@
 #include "core/bopts.h"
 #include "core/log.h"
 #include "core/runner.h"
+#include "core/timeouts.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* seconds a backend's own timeout ("timeout" option) adds to the watchdog's */
-#define LIBRARY_TIMEOUT_MARGIN_S 5
 
 static const cp_options_t *g_opt;
 static const cp_plugin_t *g_plugins; /* the rank's, for the declared defaults */
@@ -38,7 +36,7 @@ static const char *host_get_option(const char *key)
         static char buf[32];
         double t = cp_current_timeout() > 0 ? cp_current_timeout() : g_opt->timeout_s;
         if (t > 0) {
-            snprintf(buf, sizeof(buf), "%.0f", (t < 1 ? 1 : t) + LIBRARY_TIMEOUT_MARGIN_S);
+            snprintf(buf, sizeof(buf), "%.0f", (t < 1 ? 1 : t) + CP_TMO_LIBRARY_MARGIN_S);
             return buf;
         }
     }

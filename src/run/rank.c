@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/prov.h"
 #include "core/split.h"
+#include "core/timeouts.h"
 #include "core/watchdog.h"
 #include "output/summary.h"
 #include "run/backends.h"
@@ -28,15 +29,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Watchdog timeouts outside cells (start, finish): generous, never 0 unless asked. */
-static double outer_timeout(const cp_options_t *opt)
-{
-    return opt->timeout_s < 0    ? 300.0
-           : opt->timeout_s == 0 ? 0.0
-           : opt->timeout_s < 60 ? 60.0
-                                 : opt->timeout_s;
-}
 
 /* This process's CPU affinity as a list: "0-3,8". */
 static void cpu_affinity(char *buf, size_t len)
@@ -305,7 +297,7 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
     rr.opt = opt;
     cp_wd_hooks_t hooks = cp_wdh_hooks();
     cp_wd_start(&hooks);
-    cp_wd_beat(CP_WD_START, -1, -1, 0, outer_timeout(opt));
+    cp_wd_beat(CP_WD_START, -1, -1, 0, cp_tmo_outer(opt->timeout_s));
     if (cp_boot_init(&rr.boot) != 0) {
         return CP_EXIT_FAILED;
     }
@@ -318,7 +310,7 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
                       : opt->link_sweep               ? cp_loop_sweep(&rr, &stopped)
                                                       : cp_loop_cells(&rr, &stopped);
         close_outputs(&rr, exit_status, stopped);
-        cp_wd_beat(CP_WD_FINISH, -1, -1, 0, outer_timeout(opt));
+        cp_wd_beat(CP_WD_FINISH, -1, -1, 0, cp_tmo_outer(opt->timeout_s));
         cp_split_stop(rr.plugins, rr.nplugins);
         cp_backends_finalize(rr.plugins, rr.nplugins);
     }
