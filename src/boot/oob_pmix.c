@@ -11,6 +11,7 @@
 #include "boot/chan.h"
 #include "collprof/status.h"
 #include "core/log.h"
+#include "core/timeouts.h"
 #include "core/util.h"
 
 #include <pmix.h>
@@ -401,8 +402,6 @@ int cp_pmix_alltoall_by_rows(cp_oob_group_t *g, int n, int me, const void *in, v
  * fresh key and reads the others' as they appear (bounded, like the
  * watchdog's exchange). */
 
-#define GROUP_WAIT_S 300.0 /* the watchdog ends a run that hangs before this */
-
 static void group_key(cp_oob_group_t *g, char *key, size_t size)
 {
     snprintf(key, size, "cp.g.%s.%lu", g->tag, g->seq++);
@@ -411,10 +410,10 @@ static void group_key(cp_oob_group_t *g, char *key, size_t size)
 /* Member i's value of key into dst. */
 static int group_get(cp_oob_group_t *g, int i, const char *key, void *dst, size_t len)
 {
-    int rc = cp_oob_fetch(g->ranks[i], key, dst, len, GROUP_WAIT_S);
+    int rc = cp_oob_fetch(g->ranks[i], key, dst, len, CP_TMO_GROUP_WAIT_S);
     if (rc != COLLPROF_OK) {
         cp_log(CP_LOG_ERROR, "group %s: rank %d did not publish %s within %.0f s", g->tag,
-               g->ranks[i], key, GROUP_WAIT_S);
+               g->ranks[i], key, CP_TMO_GROUP_WAIT_S);
         return rc;
     }
     oob_stats.got_bytes += len;

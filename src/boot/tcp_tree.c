@@ -14,6 +14,7 @@
 #include "boot/tcp_tree.h"
 #include "boot/tcp_sock.h"
 #include "collprof/status.h"
+#include "core/timeouts.h"
 #include "core/util.h"
 
 #include <arpa/inet.h>
@@ -28,11 +29,6 @@
 
 #define HELLO_MAGIC   0x43504f48u /* "CPOH": a member introduces its subtree */
 #define VERDICT_MAGIC 0x43504f56u /* "CPOV": the root says whether all came */
-#define LEADER_WAIT_S 30.0        /* a leader waits this long for its node's members */
-#define ROOT_WAIT_S   60.0        /* the root, for leaders that first wait for theirs */
-#define VERDICT_S     120.0       /* a member waits this long for the verdict */
-#define CONNECT_S     30.0
-#define HELLO_S       5.0 /* a connection that says nothing for this long is dropped */
 
 static void close_fd(int *fd)
 {
@@ -211,7 +207,7 @@ static int take_one(cp_tree_t *t, int l, int room, double left_s)
     if (fd < 0) {
         return 0;
     }
-    double wait = left_s < HELLO_S ? left_s : HELLO_S;
+    double wait = left_s < CP_TMO_TREE_HELLO_S ? left_s : CP_TMO_TREE_HELLO_S;
     uint32_t h[5];
     int32_t *idx = NULL;
     int cnt = 0;
@@ -254,7 +250,7 @@ static int accept_kids(cp_tree_t *t, int want, double wait_s)
 /* Connect to the parent and introduce this member's subtree. */
 static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
 {
-    t->parent = cp_sock_dial(addr, CONNECT_S, why, wlen);
+    t->parent = cp_sock_dial(addr, CP_TMO_TREE_CONNECT_S, why, wlen);
     if (t->parent < 0) {
         return -1;
     }
@@ -315,20 +311,23 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
     const char *addr = t->me == t->spec.leader && !same_host ? parent->node : parent->lo;
     uint32_t verdict = 0;
     int want = t->me == 0 ? t->n - 1 : t->me == t->spec.leader ? t->spec.nlocal - 1 : 0;
-    int got = want > 0 ? accept_kids(t, want, t->me == 0 ? ROOT_WAIT_S : LEADER_WAIT_S) : 0;
+    int got =
+        want > 0
+            ? accept_kids(t, want, t->me == 0 ? CP_TMO_TREE_ROOT_WAIT_S : CP_TMO_TREE_LEADER_WAIT_S)
+            : 0;
     if (t->me == 0) {
         verdict = got == want ? VERDICT_MAGIC : 0;
         if (got != want) {
             snprintf(why, wlen, "only %d of the %d other members connected within %.0f s", got,
-                     want, ROOT_WAIT_S);
+                     want, CP_TMO_TREE_ROOT_WAIT_S);
         }
     } else if (addr[0] == '\0') {
         snprintf(why, wlen, "%s",
                  t->me == t->spec.leader ? "rank 0 has no address for the other nodes"
                                          : "the node's leader opened no listener");
     } else if (go_up(t, addr, why, wlen) == 0) {
-        if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict), VERDICT_S) != 0) {
-            snprintf(why, wlen, "no verdict from %s within %.0f s", addr, VERDICT_S);
+        if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict), CP_TMO_TREE_VERDICT_S) != 0) {
+            snprintf(why, wlen, "no verdict from %s within %.0f s", addr, CP_TMO_TREE_VERDICT_S);
         } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC) {
             snprintf(why, wlen, "rank 0 did not hear from every member in time");
         }

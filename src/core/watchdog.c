@@ -3,6 +3,7 @@
 #include "core/watchdog.h"
 
 #include "core/log.h"
+#include "core/timeouts.h"
 #include "core/util.h"
 
 #include <collprof/status.h>
@@ -17,36 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How often the thread looks at the beat (and waits for a signal). */
-#define TICK_NS 200000000L
-/* Longest rank 0 waits for the records of the other stalled ranks: they
- * stall on the same missing peer and report within a tick or two of each
- * other; a stopped rank, or one on a node cut off, never does, and the run
- * must end within --timeout + 5 s all the same. */
-#define COLLECT_MAX_S 2.0
-/* How long the other ranks wait for rank 0 to close the outputs. */
-#define CLOSE_WAIT_S 20.0
-/* After a signal, how long the other ranks give rank 0 to close. */
-#define SIGNAL_WAIT_S 2.0
-
-/* A stall found this much later than its timeout: the process itself was
- * stopped (the watchdog looks every tick). */
-#define FROZEN_S 1.5
-
 #define KEY_REC   "cp.wd.rec"
 #define KEY_DONE  "cp.wd.done"
 #define KEY_FILES "cp.wd.files"
 /* 1: this deputy acts for a silent rank 0 (0: it found itself cut off and withdrew). */
 #define KEY_LEAD "cp.wd.lead"
-/* Longest one round of the watchdog's fetches waits for the answers. */
-#define FETCH_WAIT_S 0.5
-/* How long a deputy waits for the records of the deputies before it (rank 0 first) before
- * it takes them for silent and reports in their place: as long as rank 0 collects. */
-#define DEPUTY_WAIT_S COLLECT_MAX_S
-/* How long an acting deputy collects the records it lacks: one round.  The others stalled
- * when it did and posted theirs during its DEPUTY_WAIT_S (as long as rank 0 gives them), so
- * that a run whose rank 0 (and deputy 1) is stopped still ends within --timeout + 5 s. */
-#define DEPUTY_COLLECT_S FETCH_WAIT_S
 
 static struct {
     pthread_mutex_t mu; /* the beat */
@@ -110,7 +86,7 @@ static int lock_for_good(void)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)CLOSE_WAIT_S / 2;
+    until.tv_sec += (time_t)CP_TMO_WD_CLOSE_WAIT_S / 2;
     if (pthread_mutex_timedlock(&wd.writer, &until) != 0) {
         cp_log(CP_LOG_ERROR, "watchdog: the outputs are busy (a write does not return); leaving "
                              "them as the last completed cell left them");
@@ -452,11 +428,12 @@ void cp_wd_set_io(const cp_wd_io_t *x)
     io = x != NULL ? x : &default_io;
 }
 
-/* One round's wait: what is left of the time, at most FETCH_WAIT_S (and a little at least). */
+/* One round's wait: what is left of the time, at most CP_TMO_WD_FETCH_WAIT_S (and a little at
+ * least). */
 static double round_wait(double deadline)
 {
     double left = deadline - now_s();
-    return left > FETCH_WAIT_S ? FETCH_WAIT_S : left > 0.05 ? left : 0.05;
+    return left > CP_TMO_WD_FETCH_WAIT_S ? CP_TMO_WD_FETCH_WAIT_S : left > 0.05 ? left : 0.05;
 }
 
 /* rank's value of key, asked once a round until it comes or timeout_s passes (0: once);
@@ -519,7 +496,7 @@ static int deputy_acting(const int *dep, int ndep)
     if (ndep < 2) {
         return -1;
     }
-    io->fetch_all(dep + 1, ndep - 1, KEY_LEAD, lead, sizeof(lead[0]), FETCH_WAIT_S, got);
+    io->fetch_all(dep + 1, ndep - 1, KEY_LEAD, lead, sizeof(lead[0]), CP_TMO_WD_FETCH_WAIT_S, got);
     for (int j = 0; j < ndep - 1; j++) {
         if (got[j] && lead[j] == 1) {
             return dep[j + 1];
@@ -555,8 +532,8 @@ int cp_wd_elect(int me, const int *dep, int ndep, double wait_s)
      * earlier that it found me silent too), I do */
     int lead[CP_WD_DEPUTIES];
     if (i + 1 < ndep) {
-        io->fetch_all(dep + i + 1, ndep - i - 1, KEY_LEAD, lead, sizeof(lead[0]), FETCH_WAIT_S,
-                      got);
+        io->fetch_all(dep + i + 1, ndep - i - 1, KEY_LEAD, lead, sizeof(lead[0]),
+                      CP_TMO_WD_FETCH_WAIT_S, got);
         for (int j = 0; j < ndep - i - 1; j++) {
             if (got[j] && lead[j] == 1) {
                 return dep[i + 1 + j];
@@ -625,7 +602,7 @@ int cp_wd_wait_done(int me, const int *dep, int ndep, double wait_s)
          * reported (so a rank leaves as soon as rank 0 is done: the launcher may kill the
          * ranks still there when rank 0 exits), then every other round */
         int q = 0, one, got = 0;
-        if (ndep > 1 && now_s() - start > DEPUTY_WAIT_S && round % 2) {
+        if (ndep > 1 && now_s() - start > CP_TMO_WD_DEPUTY_WAIT_S && round % 2) {
             next = next % (ndep - 1) + 1;
             q = dep[next] != me ? dep[next] : 0;
         }
@@ -720,7 +697,7 @@ static void take_signal(int sig, double gap)
             pthread_mutex_unlock(&wd.mu);
             /* woken by the launcher ending the job: past its limit, and (on a loaded machine
              * the stall can be short of the margin) a deputy has reported in its place */
-            if (tmo > 0 && (stalled > tmo + FROZEN_S || gap > tmo + FROZEN_S ||
+            if (tmo > 0 && (stalled > tmo + CP_TMO_WD_FROZEN_S || gap > tmo + CP_TMO_WD_FROZEN_S ||
                             (stalled > tmo && n > 1 && deputy_acting(dep, ndep) > 0))) {
                 writer_resumed(sig, cell, stalled > gap ? stalled : gap, -1);
             } else if (wd.hooks.on_signal != NULL) {
@@ -733,7 +710,7 @@ static void take_signal(int sig, double gap)
         }
     } else if (b != NULL) {
         int one;
-        fetch_one(0, KEY_DONE, &one, sizeof(one), SIGNAL_WAIT_S);
+        fetch_one(0, KEY_DONE, &one, sizeof(one), CP_TMO_WD_SIGNAL_WAIT_S);
     }
     _exit(128 + sig);
 }
@@ -812,7 +789,7 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
  * stopped, or stalled long after the others): then it records the cell's row alone. */
 static void rank0_timeout(cp_wd_rec_t *recs, int n, double late, const cp_boot_t *b)
 {
-    int frozen = late > FROZEN_S, dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
+    int frozen = late > CP_TMO_WD_FROZEN_S, dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
     int deputy = n > 1 ? deputy_acting(dep, ndep) : -1;
     if (deputy > 0) {
         if (lock_for_good()) {
@@ -825,14 +802,14 @@ static void rank0_timeout(cp_wd_rec_t *recs, int n, double late, const cp_boot_t
     if (frozen) {
         cp_log(CP_LOG_WARN, "watchdog: this rank itself was stopped or starved for %.1f s", late);
     }
-    report_timeout(recs, n, 0, cp_wd_collect(recs, n, 0, COLLECT_MAX_S), b);
+    report_timeout(recs, n, 0, cp_wd_collect(recs, n, 0, CP_TMO_WD_COLLECT_MAX_S), b);
 }
 
 /* A deputy acting for a silent rank 0: it collects and reports, unless it hears no other
  * node (then it is the one cut off, and the ranks that reach rank 0 have their report). */
 static void deputy_timeout(cp_wd_rec_t *recs, int n, int me, const cp_boot_t *b)
 {
-    int missing = cp_wd_collect(recs, n, me, DEPUTY_COLLECT_S);
+    int missing = cp_wd_collect(recs, n, me, CP_TMO_WD_DEPUTY_COLLECT_S);
     if (cp_wd_may_report(recs, b ? b->node_ids : NULL, n, me)) {
         report_timeout(recs, n, me, missing, b);
     }
@@ -841,7 +818,7 @@ static void deputy_timeout(cp_wd_rec_t *recs, int n, int me, const cp_boot_t *b)
     cp_log(CP_LOG_ERROR, "watchdog: neither rank 0, nor the deputies before this rank, nor any "
                          "rank on another node answers: this node looks cut off; the report is "
                          "left to the ranks that reach rank 0");
-    cp_wd_wait_done(me, dep, ndep, COLLECT_MAX_S + CLOSE_WAIT_S);
+    cp_wd_wait_done(me, dep, ndep, CP_TMO_WD_COLLECT_MAX_S + CP_TMO_WD_CLOSE_WAIT_S);
     _exit(CP_EXIT_TIMEOUT);
 }
 
@@ -851,7 +828,7 @@ static void take_timeout(void)
     double late;
     cp_wd_rec_t mine = my_record(&b, &late);
     /* the watchdog looks every tick: so late, the whole process was stopped */
-    int frozen = late > FROZEN_S;
+    int frozen = late > CP_TMO_WD_FROZEN_S;
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
     if (n > 1) {
         io->post(KEY_REC, &mine, sizeof(mine));
@@ -870,11 +847,12 @@ static void take_timeout(void)
     cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s (%s)%s; reporting to rank 0",
            mine.stalled_s, w, frozen ? ": this rank was stopped or frozen and has resumed" : "");
     int dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
-    if (cp_wd_elect(rank, dep, ndep, DEPUTY_WAIT_S) == rank) {
+    if (cp_wd_elect(rank, dep, ndep, CP_TMO_WD_DEPUTY_WAIT_S) == rank) {
         deputy_timeout(recs, n, rank, b);
     }
     /* rank 0 or a deputy reports: released when it is done (or the launcher ends the job) */
-    cp_wd_wait_done(rank, dep, ndep, DEPUTY_WAIT_S + COLLECT_MAX_S + CLOSE_WAIT_S);
+    cp_wd_wait_done(rank, dep, ndep,
+                    CP_TMO_WD_DEPUTY_WAIT_S + CP_TMO_WD_COLLECT_MAX_S + CP_TMO_WD_CLOSE_WAIT_S);
     _exit(CP_EXIT_TIMEOUT);
 }
 
@@ -890,7 +868,7 @@ static void *wd_main(void *unused)
     (void)unused;
     sigset_t set;
     signal_set(&set);
-    const struct timespec tick = {0, TICK_NS};
+    const struct timespec tick = {0, CP_TMO_WD_TICK_NS};
     /* how long the thread was away lately: a stop anywhere in the loop (the
      * tick's wait may run out during it) shows as a long span between two
      * returns of the wait, before the signal that woke the process is taken */
@@ -899,7 +877,7 @@ static void *wd_main(void *unused)
         int sig = sigtimedwait(&set, NULL, &tick);
         double t = now_s(), span = t - last;
         last = t;
-        if (span > FROZEN_S) {
+        if (span > CP_TMO_WD_FROZEN_S) {
             away = span;
             away_at = t;
         }

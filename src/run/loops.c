@@ -1,0 +1,195 @@
+/*
+ * The run loops of one rank: every cell of the plan (each repeated as
+ * --repeats, --min-time, --target-ci and --max-time say), or the link
+ * sweep's rounds, with rank 0 recording each cell as it finishes.
+ */
+#include "config.h"
+
+#include "run/loops.h"
+
+#include "core/limits.h"
+#include "core/log.h"
+#include "core/repeat.h"
+#include "core/split.h"
+#include "core/sweep.h"
+#include "core/util.h"
+#include "core/watchdog.h"
+#include "output/summary.h"
+#include "run/exit.h"
+#include "run/wd_hooks.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Rank 0 records one finished cell; 0, or -1 when a file could not be written. */
+static int record_cell(cp_rank_run_t *rr, int i, const cp_result_t *res)
+{
+    const cp_cell_t *c = &rr->plan.cells[i];
+    int rc = 0;
+    cp_wd_beat(CP_WD_WRITE, i, -1, c->warmup, cp_cell_timeout(rr->opt, 0));
+    if (rr->sum == NULL) {
+        return 0;
+    }
+    collprof_result_row_t row;
+    cp_result_row(&rr->plugins[c->plugin], c, res, i, &row);
+    uint64_t bytes = c->count * collprof_dtype_size(c->dtype);
+    if (c->memtype == COLLPROF_MEM_HOST) {
+        cp_limits_of(&rr->limits, bytes, &row.copy1_gbs, &row.copy_gbs);
+    } else if (c->memtype == COLLPROF_MEM_DEVICE) {
+        row.dcopy_gbs = cp_limits_device(&rr->limits, c->plugin, c->memtype, bytes);
+    }
+    cp_wd_lock();
+    if (cp_summary_cell(rr->sum, &row, res) != 0) {
+        rc = -1;
+    }
+    cp_wdh_set_done(i + 1);
+    cp_wd_unlock();
+    return rc;
+}
+
+/* 1 (after saying so on rank 0) when no backend could be initialised. */
+static int no_backend(const cp_rank_run_t *rr)
+{
+    if (rr->ready == 0 && rr->boot.rank == 0) {
+        fprintf(stderr, "collprof: error: no backend could run (see the messages above)\n");
+    }
+    return rr->ready == 0;
+}
+
+/* One repeat of cell c (cp_run_cell) on a fresh context of its backend where it can start one. */
+static void run_repeat(cp_rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c, cp_result_t *one)
+{
+    cp_plugin_t *p = &rr->plugins[c->plugin];
+    char why[320];
+    /* split cells repeat on their group's context; a cell decided before it runs on none */
+    if (c->split == 0 && c->pre_status == COLLPROF_CELL_PENDING && p->ctx != NULL) {
+        cp_wd_beat(CP_WD_SETUP, runner->index, -1, c->warmup, cp_cell_timeout(rr->opt, 0));
+        runner->ctx = cp_split_fresh(p, &rr->boot, &rr->host, why, sizeof(why));
+        static unsigned char warned[CP_MAX_LIST];
+        if (runner->ctx == NULL && rr->boot.rank == 0 && c->plugin < CP_MAX_LIST &&
+            !warned[c->plugin]) {
+            warned[c->plugin] = 1;
+            cp_log(CP_LOG_WARN, "--repeats: %s; its repeats share one context", why);
+        }
+    }
+    cp_run_cell(runner, c, one);
+    if (runner->ctx != NULL) {
+        p->be->finalize(runner->ctx);
+        runner->ctx = NULL;
+    }
+}
+
+/*
+ * Where the repeats of cell c keep its buffers (NULL: each allocates its own): unless
+ * --fresh-buffers, when they run on the backend's own context (split cells, backends that start
+ * one context only) or on fresh ones that can use its buffers (COLLPROF_BACKEND_SHARED_BUFFERS);
+ * the buffers of a backend that ties them to a context (registered memory) come with each one.
+ */
+static cp_kept_bufs_t *keep_buffers(const cp_rank_run_t *rr, const cp_cell_t *c, cp_kept_bufs_t *k)
+{
+    const cp_plugin_t *p = &rr->plugins[c->plugin];
+    int fresh = c->split == 0 && (p->be->flags & COLLPROF_BACKEND_GROUPS);
+    if (rr->opt->fresh_buffers || (fresh && !(p->be->flags & COLLPROF_BACKEND_SHARED_BUFFERS))) {
+        return NULL;
+    }
+    k->ctx = c->split ? p->gctx[c->split] : p->ctx;
+    return k->ctx != NULL ? k : NULL;
+}
+
+/* Cell c, repeated as --repeats, --min-time, --target-ci and --max-time say: the merged
+ * result in *res (one run when the run does not repeat). */
+static void run_repeats(cp_rank_run_t *rr, cp_runner_t *runner, const cp_cell_t *c,
+                        cp_result_t *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (!cp_repeat_on(rr->opt)) { /* one run on the backend's own context */
+        cp_result_t one;
+        runner->repeat = 0;
+        cp_run_cell(runner, c, &one);
+        cp_repeat_add(res, &one);
+        cp_repeat_finish(res);
+        return;
+    }
+    cp_kept_bufs_t keep = {.ctx = NULL};
+    runner->keep = keep_buffers(rr, c, &keep);
+    double t0 = cp_now_us();
+    int more = 1;
+    for (int k = 0; more; k++) {
+        cp_result_t one;
+        runner->repeat = k;
+        run_repeat(rr, runner, c, &one);
+        double p50 = one.stats.p50;
+        int ran = one.samples != NULL;
+        cp_repeat_add(res, &one);
+        if (ran) {
+            cp_log(CP_LOG_INFO, "cell %d/%d: repeat %d%s%d: p50 %.2f us", runner->index + 1,
+                   rr->plan.ncells, k + 1, rr->opt->repeats > k + 1 ? "/" : " of at least ",
+                   rr->opt->repeats, p50);
+        }
+        more = cp_repeat_more(rr->opt, res, (cp_now_us() - t0) * 1e-6);
+        if (cp_oob_bcast(&more, sizeof(more), 0) != 0) {
+            more = 0; /* the next cell's agreement reports the broken channel */
+        }
+    }
+    if (runner->keep != NULL) {
+        cp_kept_bufs_free(&rr->plugins[c->plugin], c->memtype, runner->keep);
+        runner->keep = NULL;
+    }
+    cp_repeat_finish(res);
+}
+
+/* Every cell of the plan; *stopped when rank 0 could not write.  Returns the exit status. */
+int cp_loop_cells(cp_rank_run_t *rr, int *stopped)
+{
+    int exit_status = CP_EXIT_OK, stop_run = 0;
+    cp_runner_t runner = {
+        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    for (int i = 0; i < rr->plan.ncells && !stop_run; i++) {
+        runner.index = i;
+        const cp_cell_t *c = &rr->plan.cells[i];
+        cp_result_t res;
+        cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, rr->plan.ncells,
+               rr->plugins[c->plugin].name, c->variant, collprof_op_name(c->op),
+               collprof_dtype_name(c->dtype), (unsigned long long)c->count);
+        run_repeats(rr, &runner, c, &res);
+        cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, rr->plan.ncells,
+               collprof_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
+               (unsigned long long)res.wrong);
+        if (res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR) {
+            exit_status = CP_EXIT_FAILED;
+        }
+        /* a rank 0 that cannot write stops every rank after this cell */
+        stop_run = record_cell(rr, i, &res) != 0;
+        cp_result_free(&res);
+        if (cp_oob_bcast(&stop_run, sizeof(stop_run), 0) != 0) {
+            stop_run = 0; /* the next cell's agreement reports the broken channel */
+        }
+    }
+    *stopped = stop_run;
+    return stop_run || no_backend(rr) ? CP_EXIT_FAILED : exit_status;
+}
+
+/* The link sweep: every round of each cell (backend x size), then the /links table. */
+int cp_loop_sweep(cp_rank_run_t *rr, int *stopped)
+{
+    int exit_status = CP_EXIT_OK;
+    cp_sweep_rows_t rows = {NULL, 0, 0};
+    cp_runner_t runner = {
+        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    for (int i = 0; i < rr->plan.ncells; i++) {
+        runner.index = i;
+        int rc =
+            cp_sweep_cell(&runner, &rr->plan.cells[i], &rows, rr->boot.rank == 0 ? stdout : NULL);
+        if (rc != 0) {
+            exit_status = CP_EXIT_FAILED;
+        }
+        cp_wdh_set_done(i + 1);
+    }
+    cp_wd_lock();
+    if (rr->sum != NULL && cp_summary_links(rr->sum, rows.rows, rows.nrows) != 0) {
+        *stopped = 1;
+    }
+    cp_wd_unlock();
+    cp_sweep_rows_free(&rows);
+    return *stopped || no_backend(rr) ? CP_EXIT_FAILED : exit_status;
+}

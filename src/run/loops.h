@@ -1,0 +1,17 @@
+/*
+ * The run loops of one rank: the cells of the plan, or the link sweep.
+ */
+#ifndef COLLPROF_RUN_LOOPS_H
+#define COLLPROF_RUN_LOOPS_H
+
+#include "run/rank_run.h"
+
+/** Collective: every cell of the plan, each repeated as the options say;
+ *  *stopped when rank 0 could not write.  Returns the exit status. */
+int cp_loop_cells(cp_rank_run_t *rr, int *stopped);
+
+/** Collective: every round of each link-sweep cell, then the /links table;
+ *  *stopped when rank 0 could not write it.  Returns the exit status. */
+int cp_loop_sweep(cp_rank_run_t *rr, int *stopped);
+
+#endif /* COLLPROF_RUN_LOOPS_H */
