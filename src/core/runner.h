@@ -116,10 +116,6 @@ void cp_result_free(cp_result_t *res);
 /** Free kept buffers (on every rank that has them; memtype: the cell's). */
 void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k);
 
-/** The schema row of a finished cell (index = its position in the plan). */
-void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
-                   int index, collprof_result_row_t *row);
-
 /**
  * The policy columns (sync, batch, rotate) a cell of backend be on memtype gets under o, and
  * where the core allocates (--alloc mmap|hugepages) the allocation a probe gets on this rank
