@@ -110,7 +110,9 @@ typedef struct cp_cell_mem {
 void cp_cell_mem(const cp_options_t *o, const collprof_backend_t *be, const cp_cell_t *c,
                  cp_cell_mem_t *out);
 
-/** Collective over all ranks.  res is filled on every rank. */
+/** Collective over all ranks.  res is filled on every rank.  The phases are here, the buffers
+ *  and the policy in runner_buf.c, the gathers, merge and figures in runner_merge.c
+ *  (runner_int.h); the agreement in agree.c; the result's file row in output/result_row.c. */
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res);
 void cp_result_free(cp_result_t *res);
 /** Free kept buffers (on every rank that has them; memtype: the cell's). */
