@@ -42,7 +42,7 @@ static uint64_t check(const cp_xfer_t *x, const void *recvbuf)
 }
 
 /* algBW's S: the heaviest rank's bytes, sent or received.  This rank's here: rank 0 takes the
- * maximum over every rank's record once the cell ran (runner.c), since no rank knows every
+ * maximum over every rank's record once the cell ran (runner_merge.c), since no rank knows every
  * rank's row and column. */
 static uint64_t bytes(const cp_xfer_t *x)
 {

@@ -3,7 +3,7 @@
  * an iteration is synchronised and timed, how host buffers are allocated,
  * and how consecutive operations move through a larger allocation so that
  * they do not find the previous operation's data in the caches.  Pure
- * helpers: the runner (core/runner.c) applies them and every cell records
+ * helpers: the runner (core/runner_buf.c) applies them and every cell records
  * what it actually used (/results sync, batch, rotate, allocation).
  */
 #ifndef COLLPROF_CORE_POLICY_H

@@ -15,7 +15,7 @@
 #include <collprof/schema.h>
 
 #include "core/plan.h"
-#include "core/runner.h"
+#include "core/agree.h"
 #include "plugin/loader.h"
 
 /** The clock the core times an iteration with (cp_now_us). */

@@ -10,6 +10,7 @@
 #include <collprof/schema.h>
 
 #include "boot/boot.h"
+#include "core/agree.h"
 #include "core/cli.h"
 #include "core/plan.h"
 #include "core/stats.h"
@@ -58,19 +59,6 @@ typedef struct cp_result {
     int rotate;          /**< buffer slots the operations cycled through */
     char allocation[64]; /**< the core's allocation (--alloc), "" where the backend's */
 } cp_result_t;
-
-/* The out-of-band channel the runner agrees and gathers over: the host
- * table's functions (collective, return collprof_status_t).  cp_oob_pmix in
- * the product; tests bring their own (tests/unit/oob_shm.h). */
-typedef struct cp_oob {
-    int (*allgather)(const void *in, void *out, size_t len);
-    /** to rank 0 alone (out: nranks * len bytes there, untouched elsewhere) */
-    int (*gather)(const void *in, void *out, size_t len);
-    int (*bcast)(void *buf, size_t len, int root);
-    int (*barrier)(void);
-} cp_oob_t;
-
-extern const cp_oob_t cp_oob_pmix;
 
 /* A cell's buffers kept across its repeats (collprof --repeats without --fresh-buffers): the
  * first repeat allocates them from ctx, the others run on them, the caller frees them. */
@@ -122,15 +110,13 @@ typedef struct cp_cell_mem {
 void cp_cell_mem(const cp_options_t *o, const collprof_backend_t *be, const cp_cell_t *c,
                  cp_cell_mem_t *out);
 
-/** Collective over all ranks.  res is filled on every rank. */
+/** Collective over all ranks.  res is filled on every rank.  The phases are here, the buffers
+ *  and the policy in runner_buf.c, the gathers, merge and figures in runner_merge.c
+ *  (runner_int.h); the agreement in agree.c; the result's file row in output/result_row.c. */
 void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res);
 void cp_result_free(cp_result_t *res);
 /** Free kept buffers (on every rank that has them; memtype: the cell's). */
 void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k);
-
-/** The schema row of a finished cell (index = its position in the plan). */
-void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_result_t *res,
-                   int index, collprof_result_row_t *row);
 
 /**
  * The policy columns (sync, batch, rotate) a cell of backend be on memtype gets under o, and
@@ -139,28 +125,5 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
  */
 void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memtype,
                    collprof_result_row_t *row);
-
-/** Outcome of an agreement. */
-typedef enum cp_agree_result {
-    CP_AGREE_OK = 0,    /**< every rank passed COLLPROF_OK */
-    CP_AGREE_FAILED,    /**< some rank failed: the first one is named */
-    CP_AGREE_OOB_BROKEN /**< the out-of-band exchange itself failed */
-} cp_agree_result_t;
-
-typedef struct cp_agreement {
-    cp_agree_result_t result;
-    int rank;   /**< the first failing rank, -1 when none */
-    int status; /**< its collprof_status_t */
-    char msg[480];
-} cp_agreement_t;
-
-/**
- * Collective: agree on a local status across ranks over the out-of-band
- * channel.  *out is filled on every rank with the same answer.
- */
-cp_agree_result_t cp_agree(int nranks, int status, const char *why, cp_agreement_t *out);
-/** The same over another channel. */
-cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int nranks, int status, const char *why,
-                                cp_agreement_t *out);
 
 #endif /* COLLPROF_CORE_RUNNER_H */

@@ -3,7 +3,7 @@
 #include "core/split.h"
 
 #include "core/log.h"
-#include "core/runner.h"
+#include "core/agree.h"
 
 #include <stdio.h>
 #include <stdlib.h>

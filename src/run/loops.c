@@ -14,6 +14,7 @@
 #include "core/sweep.h"
 #include "core/util.h"
 #include "core/watchdog.h"
+#include "output/result_row.h"
 #include "output/summary.h"
 #include "run/exit.h"
 #include "run/wd_hooks.h"

@@ -9,6 +9,7 @@
 
 #include "core/runner.h"
 #include "core/watchdog.h"
+#include "output/result_row.h"
 
 #include <signal.h>
 #include <stdio.h>

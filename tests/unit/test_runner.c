@@ -18,6 +18,7 @@
 #include "core/repeat.h"
 #include "core/runner.h"
 #include "oob_shm.h"
+#include "output/result_row.h"
 #include "tap.h"
 
 #include <dlfcn.h>
