@@ -109,11 +109,9 @@ static int value_to_int(const pmix_value_t *v, long *out)
     }
 }
 
-/*
- * Read an integer key of rank (or PMIX_RANK_WILDCARD).  optional: look only
- * in data the server already gave us, and stay quiet when it is absent.
- */
-static int get_int(pmix_rank_t rank, const char *key, int optional, long *out)
+/* PMIx_Get of key on rank (or PMIX_RANK_WILDCARD); optional: look only in data the server
+ * already gave us.  The value (PMIX_VALUE_RELEASE it), or NULL with *rc. */
+static pmix_value_t *get_value(pmix_rank_t rank, const char *key, int optional, pmix_status_t *rc)
 {
     pmix_proc_t proc;
     PMIX_PROC_LOAD(&proc, my_proc.nspace, rank);
@@ -121,9 +119,21 @@ static int get_int(pmix_rank_t rank, const char *key, int optional, long *out)
     bool yes = true;
     PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
     pmix_value_t *val = NULL;
-    pmix_status_t rc = PMIx_Get(&proc, key, optional ? &info : NULL, optional ? 1 : 0, &val);
+    *rc = PMIx_Get(&proc, key, optional ? &info : NULL, optional ? 1 : 0, &val);
     PMIX_INFO_DESTRUCT(&info);
-    if (rc != PMIX_SUCCESS || val == NULL) {
+    if (*rc != PMIX_SUCCESS && val != NULL) {
+        PMIX_VALUE_RELEASE(val);
+        val = NULL;
+    }
+    return val;
+}
+
+/* Read an integer key of rank (or PMIX_RANK_WILDCARD); optional: stay quiet when absent. */
+static int get_int(pmix_rank_t rank, const char *key, int optional, long *out)
+{
+    pmix_status_t rc;
+    pmix_value_t *val = get_value(rank, key, optional, &rc);
+    if (val == NULL) {
         if (!optional) {
             cp_log(CP_LOG_ERROR, "PMIx_Get(%s) failed: %s", key, PMIx_Error_string(rc));
         }
@@ -143,14 +153,10 @@ static int get_int(pmix_rank_t rank, const char *key, int optional, long *out)
 
 static int get_hostname(char *buf, size_t size)
 {
-    pmix_info_t info;
-    bool yes = true;
-    PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
-    pmix_value_t *val = NULL;
-    pmix_status_t rc = PMIx_Get(&my_proc, PMIX_HOSTNAME, &info, 1, &val);
-    PMIX_INFO_DESTRUCT(&info);
+    pmix_status_t rc;
+    pmix_value_t *val = get_value(my_proc.rank, PMIX_HOSTNAME, 1, &rc);
     int ret = -1;
-    if (rc == PMIX_SUCCESS && val != NULL) {
+    if (val != NULL) {
         if (val->type == PMIX_STRING && val->data.string != NULL && val->data.string[0] != '\0') {
             cp_text_sanitize(val->data.string, buf, size); /* one printable line */
             ret = 0;
@@ -219,16 +225,10 @@ static int read_identity(cp_boot_t *b, const pmix_proc_t *proc)
  * "0-3" too), which every launcher we run under publishes. */
 int cp_pmix_local_peers(int *lowest, int *count)
 {
-    pmix_proc_t wild;
-    PMIX_PROC_LOAD(&wild, my_proc.nspace, PMIX_RANK_WILDCARD);
-    pmix_info_t info;
-    bool yes = true;
-    PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &yes, PMIX_BOOL);
-    pmix_value_t *val = NULL;
-    pmix_status_t rc = PMIx_Get(&wild, PMIX_LOCAL_PEERS, &info, 1, &val);
-    PMIX_INFO_DESTRUCT(&info);
+    pmix_status_t rc;
+    pmix_value_t *val = get_value(PMIX_RANK_WILDCARD, PMIX_LOCAL_PEERS, 1, &rc);
     long lo = -1, n = 0;
-    if (rc == PMIX_SUCCESS && val != NULL && val->type == PMIX_STRING && val->data.string) {
+    if (val != NULL && val->type == PMIX_STRING && val->data.string) {
         for (const char *p = val->data.string; *p != '\0';) {
             char *end;
             long a = strtol(p, &end, 10), z = a;
