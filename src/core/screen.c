@@ -1,0 +1,540 @@
+#include "config.h"
+
+#include "core/screen.h"
+
+#include "core/links.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cp_screen_opts_default(cp_screen_opts_t *o)
+{
+    o->rounds = 3;
+    o->seed = 1;
+    o->thr = 0.8;
+    o->z = 3.0;
+}
+
+const char *cp_screen_verdict_name(int v)
+{
+    static const char *const names[] = {"healthy", "slow", "unreachable", "inconclusive",
+                                        "untested"};
+    return v >= 0 && v < (int)(sizeof(names) / sizeof(names[0])) ? names[v] : "?";
+}
+
+int cp_screen_init(cp_screen_t *s, int n, const cp_screen_opts_t *o)
+{
+    memset(s, 0, sizeof(*s));
+    s->n = n;
+    s->opt = *o;
+    size_t k = (size_t)(n > 0 ? n : 1);
+    s->verdict = calloc(k, sizeof(int));
+    s->suspect = calloc(k, 1);
+    s->reach = malloc(k);
+    s->confirm_with = malloc(k * sizeof(int));
+    if (s->verdict == NULL || s->suspect == NULL || s->reach == NULL || s->confirm_with == NULL) {
+        cp_screen_free(s);
+        return -1;
+    }
+    memset(s->reach, 1, k);
+    for (int i = 0; i < n; i++) {
+        s->confirm_with[i] = -1;
+    }
+    return 0;
+}
+
+void cp_screen_free(cp_screen_t *s)
+{
+    free(s->pairs);
+    free(s->verdict);
+    free(s->suspect);
+    free(s->reach);
+    free(s->confirm_with);
+    free(s->link_a);
+    free(s->link_b);
+    free(s->link_verdict);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---- the schedule ------------------------------------------------------------------------ */
+
+/* splitmix64: a small, well-mixed generator that gives the same numbers everywhere. */
+static uint64_t next_u64(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* A uniform integer below m (m > 0), without the modulo's bias. */
+static int below(uint64_t *x, int m)
+{
+    uint64_t lim = UINT64_MAX - UINT64_MAX % (uint64_t)m, v;
+    do {
+        v = next_u64(x);
+    } while (v >= lim);
+    return (int)(v % (uint64_t)m);
+}
+
+/* v[0..m) = 0..m-1 shuffled by the generator (Fisher-Yates). */
+static void shuffle(uint64_t *x, int *v, int m)
+{
+    for (int i = 0; i < m; i++) {
+        v[i] = i;
+    }
+    for (int i = m - 1; i > 0; i--) {
+        int j = below(x, i + 1), t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+int cp_screen_random_rounds(const cp_screen_t *s)
+{
+    int avail = cp_links_rounds(s->n);
+    return s->opt.rounds < avail ? s->opt.rounds : avail;
+}
+
+int cp_screen_matching(const cp_screen_t *s, int k, int *partner)
+{
+    int n = s->n, avail = cp_links_rounds(n);
+    for (int i = 0; i < n; i++) {
+        partner[i] = -1;
+    }
+    if (k < 0 || k >= cp_screen_random_rounds(s)) {
+        return 0;
+    }
+    int *perm = malloc(sizeof(int) * (size_t)n);
+    int *rounds = malloc(sizeof(int) * (size_t)avail);
+    if (perm == NULL || rounds == NULL) {
+        free(perm);
+        free(rounds);
+        return -1;
+    }
+    uint64_t x = s->opt.seed;
+    shuffle(&x, perm, n);       /* position p holds node perm[p] */
+    shuffle(&x, rounds, avail); /* the circle's rounds, in a random order */
+    for (int p = 0; p < n; p++) {
+        int q = cp_links_partner(n, rounds[k], p);
+        partner[perm[p]] = q < 0 ? -1 : perm[q];
+    }
+    free(perm);
+    free(rounds);
+    return 0;
+}
+
+/* ---- pairs and judgement ----------------------------------------------------------------- */
+
+int cp_screen_add(cp_screen_t *s, const cp_screen_pair_t *p)
+{
+    if (s->npairs == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        cp_screen_pair_t *g = realloc(s->pairs, cap * sizeof(*g));
+        if (g == NULL) {
+            return -1;
+        }
+        s->pairs = g;
+        s->cap = cap;
+    }
+    cp_screen_pair_t *q = &s->pairs[s->npairs++];
+    *q = *p;
+    if (q->a > q->b) {
+        int t = q->a;
+        q->a = q->b;
+        q->b = t;
+    }
+    return 0;
+}
+
+void cp_screen_unreachable(cp_screen_t *s, int node)
+{
+    if (node >= 0 && node < s->n) {
+        s->reach[node] = 0;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..m) (sorted in place); 0 when m == 0. */
+static double median(double *v, int m)
+{
+    if (m == 0) {
+        return 0;
+    }
+    qsort(v, (size_t)m, sizeof(double), cmp_double);
+    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+/* Median and MAD of the field (0: bandwidth, 1: latency) over the measured random-round pairs
+ * between reachable nodes; the count of those. */
+static int robust(const cp_screen_t *s, int lat, double *med, double *mad)
+{
+    double *v = malloc(sizeof(double) * (s->npairs ? s->npairs : 1));
+    int m = 0;
+    for (size_t i = 0; v != NULL && i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        double x = lat ? p->lat_us : p->bw_gbs;
+        if (p->phase == CP_SCREEN_RANDOM && p->status == CP_SCREEN_OK && x > 0 && s->reach[p->a] &&
+            s->reach[p->b]) {
+            v[m++] = x;
+        }
+    }
+    *med = median(v, m);
+    for (int i = 0; i < m; i++) {
+        v[i] = fabs(v[i] - *med);
+    }
+    *mad = median(v, m);
+    free(v);
+    return m;
+}
+
+/* Score and slow flag of one pair against ref. */
+static void judge_pair(const cp_screen_opts_t *o, const cp_screen_ref_t *ref, cp_screen_pair_t *p)
+{
+    p->slow = 0;
+    p->score = 0;
+    if (p->status == CP_SCREEN_FAILED) {
+        p->slow = 1;
+        return;
+    }
+    if (p->status != CP_SCREEN_OK) {
+        return;
+    }
+    double sb = ref->bw_gbs > 0 && p->bw_gbs > 0 ? p->bw_gbs / ref->bw_gbs : INFINITY;
+    double sl = ref->lat_us > 0 && p->lat_us > 0 ? ref->lat_us / p->lat_us : INFINITY;
+    int slow_bw = sb < o->thr && ref->bw_gbs - p->bw_gbs > o->z * 1.4826 * ref->bw_mad;
+    int slow_lat = sl < o->thr && p->lat_us - ref->lat_us > o->z * 1.4826 * ref->lat_mad;
+    p->score = sb < sl ? sb : sl;
+    p->score = isinf(p->score) ? 1.0 : p->score;
+    p->slow = slow_bw || slow_lat;
+}
+
+int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline)
+{
+    if (baseline != NULL) {
+        s->ref = *baseline;
+        s->ref.source = 1;
+    } else {
+        memset(&s->ref, 0, sizeof(s->ref));
+        int mb = robust(s, 0, &s->ref.bw_gbs, &s->ref.bw_mad);
+        int ml = robust(s, 1, &s->ref.lat_us, &s->ref.lat_mad);
+        s->ref.pairs = mb > ml ? mb : ml;
+        if (s->ref.pairs < 3) {
+            memset(&s->ref, 0, sizeof(s->ref));
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < s->npairs; i++) {
+        judge_pair(&s->opt, &s->ref, &s->pairs[i]);
+    }
+    return baseline != NULL ? 1 : s->ref.pairs;
+}
+
+/* ---- attribution ------------------------------------------------------------------------- */
+
+/* The other end of pair p seen from node, or -1 when node is not in it. */
+static int other(const cp_screen_pair_t *p, int node)
+{
+    return p->a == node ? p->b : p->b == node ? p->a : -1;
+}
+
+/* Node's random-round pairs with reachable partners: *meas measured or failed, *slow slow. */
+static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
+{
+    *meas = *slow = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        int o = other(p, node);
+        if (o < 0 || p->phase != CP_SCREEN_RANDOM || !s->reach[o] ||
+            p->status == CP_SCREEN_TIMEOUT) {
+            continue;
+        }
+        (*meas)++;
+        *slow += p->slow;
+    }
+}
+
+/* 1 when node met peer in any pair so far. */
+static int met(const cp_screen_t *s, int node, int peer)
+{
+    for (size_t i = 0; i < s->npairs; i++) {
+        if (other(&s->pairs[i], node) == peer) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Record the slow random-round pairs between reachable non-suspects as suspect links. */
+static int find_links(cp_screen_t *s)
+{
+    size_t cap = s->npairs ? s->npairs : 1;
+    s->link_a = malloc(cap * sizeof(int));
+    s->link_b = malloc(cap * sizeof(int));
+    s->link_verdict = malloc(cap * sizeof(int));
+    if (s->link_a == NULL || s->link_b == NULL || s->link_verdict == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase == CP_SCREEN_RANDOM && p->slow && s->reach[p->a] && s->reach[p->b] &&
+            !s->suspect[p->a] && !s->suspect[p->b]) {
+            s->link_a[s->nlinks] = p->a;
+            s->link_b[s->nlinks] = p->b;
+            s->link_verdict[s->nlinks++] = CP_SCREEN_INCONCLUSIVE;
+        }
+    }
+    return 0;
+}
+
+/* A confirmation partner for suspect node: reachable, not a suspect, free in this round, not
+ * met before; searched from node + 1 on, so that suspects spread over the good nodes. */
+static int good_partner(const cp_screen_t *s, int node, const int *partner)
+{
+    for (int k = 1; k < s->n; k++) {
+        int g = (node + k) % s->n;
+        if (s->reach[g] && !s->suspect[g] && partner[g] < 0 && !met(s, node, g)) {
+            return g;
+        }
+    }
+    return -1;
+}
+
+int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
+{
+    for (int i = 0; i < s->n; i++) {
+        int meas, slow;
+        node_counts(s, i, &meas, &slow);
+        partner[i] = -1;
+        s->suspect[i] = s->reach[i] && slow > 0 && (slow >= 2 || slow == meas);
+    }
+    if (find_links(s) != 0) {
+        return -1;
+    }
+    int planned = 0;
+    for (int l = 0; l < s->nlinks; l++) { /* each end is in at most one: else it is a suspect */
+        if (partner[s->link_a[l]] < 0 && partner[s->link_b[l]] < 0) {
+            partner[s->link_a[l]] = s->link_b[l];
+            partner[s->link_b[l]] = s->link_a[l];
+            planned++;
+        }
+    }
+    for (int i = 0; i < s->n; i++) {
+        int g = s->suspect[i] ? good_partner(s, i, partner) : -1;
+        if (g >= 0) {
+            partner[i] = g;
+            partner[g] = i;
+            s->confirm_with[i] = g;
+            planned++;
+        }
+    }
+    return planned;
+}
+
+/* The confirmation pair of a and b, or NULL. */
+static const cp_screen_pair_t *confirm_pair(const cp_screen_t *s, int a, int b)
+{
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase == CP_SCREEN_CONFIRM && other(p, a) == b) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The verdict of a suspect from its confirmation pair with peer (peer < 0: none). */
+static int confirmed(const cp_screen_t *s, int node, int peer)
+{
+    const cp_screen_pair_t *p = peer >= 0 ? confirm_pair(s, node, peer) : NULL;
+    if (!s->reach[node]) {
+        return CP_SCREEN_UNREACHABLE;
+    }
+    if (p == NULL || p->status == CP_SCREEN_TIMEOUT) {
+        return CP_SCREEN_INCONCLUSIVE;
+    }
+    return p->slow ? CP_SCREEN_SLOW : CP_SCREEN_HEALTHY;
+}
+
+int cp_screen_decide(cp_screen_t *s)
+{
+    int flagged = 0, unsure = s->ref.pairs == 0 && s->ref.source == 0;
+    for (int i = 0; i < s->n; i++) {
+        int meas, slow;
+        node_counts(s, i, &meas, &slow);
+        s->verdict[i] = !s->reach[i]    ? CP_SCREEN_UNREACHABLE
+                        : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
+                        : meas == 0     ? CP_SCREEN_UNTESTED
+                                        : CP_SCREEN_HEALTHY;
+    }
+    for (int l = 0; l < s->nlinks; l++) {
+        int a = s->link_a[l], b = s->link_b[l];
+        int v = confirmed(s, a, b);
+        s->link_verdict[l] = v == CP_SCREEN_UNREACHABLE ? CP_SCREEN_INCONCLUSIVE : v;
+        if (!s->reach[b]) {
+            s->link_verdict[l] = CP_SCREEN_INCONCLUSIVE;
+        }
+        flagged |= s->link_verdict[l] == CP_SCREEN_SLOW;
+        unsure |= s->link_verdict[l] == CP_SCREEN_INCONCLUSIVE;
+    }
+    for (int i = 0; i < s->n; i++) {
+        flagged |= s->verdict[i] == CP_SCREEN_SLOW || s->verdict[i] == CP_SCREEN_UNREACHABLE;
+        unsure |= s->verdict[i] == CP_SCREEN_INCONCLUSIVE || s->verdict[i] == CP_SCREEN_UNTESTED;
+    }
+    return flagged ? 1 : unsure ? 2 : 0;
+}
+
+/* ---- words ------------------------------------------------------------------------------- */
+
+void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,
+                        size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < s->npairs && at < len; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        int o = other(p, node);
+        if (o < 0) {
+            continue;
+        }
+        char who[64];
+        if (names != NULL && names[o] != NULL) {
+            snprintf(who, sizeof(who), "%s", names[o]);
+        } else {
+            snprintf(who, sizeof(who), "node %d", o);
+        }
+        const char *what = p->status == CP_SCREEN_TIMEOUT  ? "timeout"
+                           : p->status == CP_SCREEN_FAILED ? "failed"
+                           : p->slow                       ? "slow"
+                                                           : "ok";
+        int w = snprintf(buf + at, len - at, "%s%s %.2fx with %s (%s)", at ? ", " : "",
+                         p->phase == CP_SCREEN_CONFIRM ? "confirm" : what, p->score, who,
+                         p->phase == CP_SCREEN_CONFIRM ? what : "random");
+        at += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* A name split into a prefix and a numeric suffix (num -1 when none; width: the digits when
+ * zero-padded, else 0). */
+typedef struct host_part {
+    const char *name;
+    int plen, width;
+    long num;
+} host_part_t;
+
+static host_part_t split_name(const char *name)
+{
+    host_part_t h = {name, (int)strlen(name), 0, -1};
+    int d = h.plen;
+    while (d > 0 && isdigit((unsigned char)name[d - 1]) && h.plen - d < 9) {
+        d--;
+    }
+    if (d < h.plen) {
+        /* zero-padded suffixes keep their width ("n003"); plain ones merge whatever it is */
+        h.width = name[d] == '0' && h.plen - d > 1 ? h.plen - d : 0;
+        h.num = strtol(name + d, NULL, 10);
+        h.plen = d;
+    }
+    return h;
+}
+
+static int cmp_part(const void *x, const void *y)
+{
+    const host_part_t *a = x, *b = y;
+    int c = strncmp(a->name, b->name, (size_t)(a->plen < b->plen ? a->plen : b->plen));
+    if (c != 0 || a->plen != b->plen) {
+        return c != 0 ? c : a->plen - b->plen;
+    }
+    if (a->width != b->width) {
+        return a->width - b->width;
+    }
+    return (a->num > b->num) - (a->num < b->num);
+}
+
+/* Same prefix and width: one bracket group. */
+static int same_group(const host_part_t *a, const host_part_t *b)
+{
+    return a->num >= 0 && b->num >= 0 && a->plen == b->plen && a->width == b->width &&
+           strncmp(a->name, b->name, (size_t)a->plen) == 0;
+}
+
+/* Append printf-style to buf at *at with snprintf's rules: *at counts what did not fit too. */
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + (*at < len ? *at : len - 1), *at < len ? len - *at : 1, fmt, ap);
+    va_end(ap);
+    *at += w > 0 ? (size_t)w : 0;
+}
+
+/* Print group h[0..m) (same prefix and width) as "p[1-3,7]", or the name alone when m == 1. */
+static void put_group(const host_part_t *h, int m, char *buf, size_t len, size_t *at)
+{
+    if (m == 1) {
+        put(buf, len, at, "%s", h[0].name);
+        return;
+    }
+    put(buf, len, at, "%.*s[", h[0].plen, h[0].name);
+    for (int i = 0; i < m;) {
+        int j = i;
+        while (j + 1 < m && h[j + 1].num == h[j].num + 1) {
+            j++;
+        }
+        put(buf, len, at, "%s%0*ld", i ? "," : "", h[i].width, h[i].num);
+        if (j > i) {
+            put(buf, len, at, "-%0*ld", h[j].width, h[j].num);
+        }
+        i = j + 1;
+    }
+    put(buf, len, at, "]");
+}
+
+int cp_screen_hostlist(const char *const *names, const unsigned char *pick, int n, char *buf,
+                       size_t len)
+{
+    host_part_t *h = malloc(sizeof(*h) * (size_t)(n > 0 ? n : 1));
+    size_t at = 0;
+    int m = 0;
+    if (len > 0) {
+        buf[0] = '\0';
+    }
+    for (int i = 0; h != NULL && i < n; i++) {
+        if (pick[i] && names[i] != NULL) {
+            h[m++] = split_name(names[i]);
+        }
+    }
+    if (h != NULL && m > 0 && len > 0) {
+        qsort(h, (size_t)m, sizeof(*h), cmp_part);
+        int u = 0; /* drop repeated names */
+        for (int i = 0; i < m; i++) {
+            if (u == 0 || strcmp(h[i].name, h[u - 1].name) != 0) {
+                h[u++] = h[i];
+            }
+        }
+        for (int i = 0; i < u;) {
+            int j = i + 1;
+            while (j < u && same_group(&h[i], &h[j])) {
+                j++;
+            }
+            if (i > 0) {
+                put(buf, len, &at, ",");
+            }
+            put_group(&h[i], j - i, buf, len, &at);
+            i = j;
+        }
+    }
+    free(h);
+    return (int)at;
+}

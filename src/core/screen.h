@@ -1,0 +1,155 @@
+/*
+ * The screen's pure parts (collprof --screen, collprof-report screen): which
+ * node meets which in each round, how a pair's figures are judged, and how
+ * slow pairs are attributed to nodes or to links.  No I/O and no
+ * communication: the runner (src/core/screen_run.c), the text summary,
+ * collprof-report and the simulator of tests/unit/test_screen.c all use it.
+ *
+ * The method (docs/screen.md):
+ *  1. r rounds (default 3) of random perfect matchings: a seeded shuffle of
+ *     the nodes, then r distinct rounds of the circle schedule over the
+ *     shuffled order (src/core/links.h), so that no two nodes meet twice
+ *     and, with an odd count, a different node sits out each round.
+ *  2. Every pair is judged against a robust reference: the median of the
+ *     screen rounds' pairs (or a baseline), a pair being slow when its
+ *     bandwidth (or inverse latency) is below thr x the reference AND more
+ *     than z robust deviations (1.4826 x MAD) below it.
+ *  3. A node slow with two or more different partners is a node suspect; a
+ *     slow pair whose two ends are not suspects is a link suspect.
+ *  4. A confirmation round pairs each node suspect with a known-good node it
+ *     has not met, and re-runs each suspect link: only what is slow again is
+ *     flagged ("two independent failures").
+ *  5. A node that did not answer within a pair's deadline is unreachable; it
+ *     is never a reference and its partners are not blamed.
+ */
+#ifndef COLLPROF_CORE_SCREEN_H
+#define COLLPROF_CORE_SCREEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** The screen's knobs. */
+typedef struct cp_screen_opts {
+    int rounds;    /**< random rounds before the confirmation (default 3) */
+    uint64_t seed; /**< the matchings' seed (the same on every rank) */
+    double thr;    /**< slow below thr x the reference (default 0.8) */
+    double z;      /**< and more than z robust deviations below it (default 3) */
+} cp_screen_opts_t;
+
+/** Defaults: 3 rounds, thr 0.8, z 3, seed 1. */
+void cp_screen_opts_default(cp_screen_opts_t *o);
+
+/** What a pair test gave. */
+typedef enum cp_screen_status {
+    CP_SCREEN_OK = 0,      /**< measured, data exact */
+    CP_SCREEN_FAILED = 1,  /**< wrong data or a backend error: counts as slow */
+    CP_SCREEN_TIMEOUT = 2, /**< did not finish by its deadline */
+} cp_screen_status_t;
+
+/** The phase a pair ran in. */
+typedef enum cp_screen_phase {
+    CP_SCREEN_RANDOM = 0,  /**< a random round */
+    CP_SCREEN_CONFIRM = 1, /**< the confirmation round */
+} cp_screen_phase_t;
+
+/** One pair test: filled by the runner (or the simulator), judged by cp_screen_judge. */
+typedef struct cp_screen_pair {
+    int a, b;         /**< node indices, a < b */
+    int phase, round; /**< cp_screen_phase_t; the round, counted over the whole screen */
+    int status;       /**< cp_screen_status_t */
+    double lat_us;    /**< small message: time of one exchange (0: not measured) */
+    double bw_gbs;    /**< large message: bandwidth each way (0: not measured) */
+    double score;     /**< min(bw / ref_bw, ref_lat / lat): 1 = as the reference */
+    int slow;         /**< judged slow (a failed pair is slow; a timeout is not judged) */
+} cp_screen_pair_t;
+
+/** The reference a pair is judged against. */
+typedef struct cp_screen_ref {
+    double bw_gbs, bw_mad; /**< median bandwidth and its MAD (0: none) */
+    double lat_us, lat_mad;
+    int pairs;  /**< measured pairs behind it (0 for a baseline) */
+    int source; /**< 0: the screen's own pairs, 1: a baseline */
+} cp_screen_ref_t;
+
+/** A node's or a link's verdict. */
+typedef enum cp_screen_verdict {
+    CP_SCREEN_HEALTHY = 0,
+    CP_SCREEN_SLOW = 1,         /**< flagged: slow, confirmed */
+    CP_SCREEN_UNREACHABLE = 2,  /**< did not answer within a deadline */
+    CP_SCREEN_INCONCLUSIVE = 3, /**< suspect, but no good node was left to confirm it */
+    CP_SCREEN_UNTESTED = 4,     /**< met nobody (fewer than 2 nodes answered) */
+} cp_screen_verdict_t;
+
+/** "healthy", "slow", "unreachable", "inconclusive", "untested"; "?" out of range. */
+const char *cp_screen_verdict_name(int v);
+
+/** The screen's state and verdict over n nodes (cp_screen_init / cp_screen_free). */
+typedef struct cp_screen {
+    int n;
+    cp_screen_opts_t opt;
+    cp_screen_ref_t ref;
+    cp_screen_pair_t *pairs; /**< every pair test so far */
+    size_t npairs, cap;
+    int *verdict;           /**< [n] cp_screen_verdict_t */
+    unsigned char *suspect; /**< [n] node suspect after the random rounds */
+    unsigned char *reach;   /**< [n] 0 once the node missed a deadline */
+    int *confirm_with;      /**< [n] the confirmation partner, -1: none */
+    int rounds_run;         /**< rounds so far, the confirmation included */
+    int nlinks;             /**< suspect links */
+    int *link_a, *link_b;   /**< [nlinks] their ends */
+    int *link_verdict;      /**< [nlinks] CP_SCREEN_SLOW or HEALTHY (cleared) */
+} cp_screen_t;
+
+/** 0, or -1 when out of memory. */
+int cp_screen_init(cp_screen_t *s, int n, const cp_screen_opts_t *o);
+void cp_screen_free(cp_screen_t *s);
+
+/** Random rounds the schedule has for n nodes: min(opt rounds, the circle's rounds). */
+int cp_screen_random_rounds(const cp_screen_t *s);
+
+/**
+ * The partner of every node in random round k (0 <= k < cp_screen_random_rounds) into
+ * partner[n] (-1: sits out).  The same on every rank for the same seed.  0, or -1 when out
+ * of memory.
+ */
+int cp_screen_matching(const cp_screen_t *s, int k, int *partner);
+
+/** Append a pair test (a and b in any order); -1 when out of memory. */
+int cp_screen_add(cp_screen_t *s, const cp_screen_pair_t *p);
+
+/** A node missed a deadline: unreachable from now on. */
+void cp_screen_unreachable(cp_screen_t *s, int node);
+
+/**
+ * The reference from the random rounds' measured pairs (median, MAD), unless ref is given
+ * (a baseline); then every pair's score and slow flag.  Returns the pairs behind the
+ * reference, or 0 when there is none (fewer than 3 measured pairs and no baseline: nothing
+ * can be judged, the screen is inconclusive).
+ */
+int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline);
+
+/**
+ * After the random rounds: the node and link suspects, and the confirmation round's partners
+ * into partner[n] (-1: sits out); each suspect node meets a reachable node that is not a
+ * suspect, not in a suspect link and not met before; each suspect link's ends meet again.
+ * Returns the pairs planned (0: nothing to confirm), -1 when out of memory.
+ */
+int cp_screen_plan_confirm(cp_screen_t *s, int *partner);
+
+/** After the confirmation round (added and judged): every node's and link's verdict.
+ * Returns 0 healthy, 1 something flagged (slow or unreachable), 2 inconclusive. */
+int cp_screen_decide(cp_screen_t *s);
+
+/** The evidence of node's verdict in buf (partners and scores), e.g. "0.48x with n3, ...". */
+void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,
+                        size_t len);
+
+/**
+ * Slurm's compressed host list of names[i] where pick[i] is set ("n[3,17-18],gpu7"): runs
+ * of equal prefix and numeric suffix of equal width are merged.  Returns the length written
+ * (as snprintf: truncated when >= len).
+ */
+int cp_screen_hostlist(const char *const *names, const unsigned char *pick, int n, char *buf,
+                       size_t len);
+
+#endif /* COLLPROF_CORE_SCREEN_H */

@@ -1,0 +1,315 @@
+/*
+ * The screen's pure parts (src/core/screen.c) and a simulator of the whole
+ * method, no processes: a cluster of n nodes with injected slow nodes, slow
+ * links and hung nodes, each pair's figures multiplied by uniform noise;
+ * the screen's rounds run against it and the verdict is compared with what
+ * was injected.  Checks the schedule (perfect matchings, no pair twice,
+ * different byes, deterministic by seed), the rounds used at 16, 1,024 and
+ * 4,096 nodes, recall, the node/link class and false positives, and the
+ * Slurm host list.
+ */
+#include "config.h"
+
+#include "core/screen.h"
+
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the simulated cluster ---------------------------------------------------------------- */
+
+typedef struct sim {
+    int n;
+    double *node_f;      /* [n] bandwidth factor of each node (1: healthy) */
+    unsigned char *hung; /* [n] stops answering */
+    int la, lb;          /* one slow link (-1: none) */
+    double lf;           /* its factor */
+    double jitter;       /* noise: uniform in [1 - jitter, 1 + jitter] */
+    uint64_t x;          /* the noise's generator */
+} sim_t;
+
+static double uniform(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+static void sim_init(sim_t *c, int n, double jitter, uint64_t seed)
+{
+    memset(c, 0, sizeof(*c));
+    c->n = n;
+    c->node_f = malloc(sizeof(double) * (size_t)n);
+    c->hung = calloc((size_t)n, 1);
+    for (int i = 0; i < n; i++) {
+        c->node_f[i] = 1.0;
+    }
+    c->la = c->lb = -1;
+    c->lf = 1.0;
+    c->jitter = jitter;
+    c->x = seed * 7919 + 13;
+}
+
+static void sim_free(sim_t *c)
+{
+    free(c->node_f);
+    free(c->hung);
+}
+
+/* One pair test between a and b as the runner would report it. */
+static cp_screen_pair_t sim_pair(sim_t *c, int a, int b, int phase, int round)
+{
+    cp_screen_pair_t p = {.a = a, .b = b, .phase = phase, .round = round};
+    if (c->hung[a] || c->hung[b]) {
+        p.status = CP_SCREEN_TIMEOUT;
+        return p;
+    }
+    double f = c->node_f[a] < c->node_f[b] ? c->node_f[a] : c->node_f[b];
+    if ((a == c->la && b == c->lb) || (a == c->lb && b == c->la)) {
+        f *= c->lf;
+    }
+    p.bw_gbs = 12.0 * f * (1 + c->jitter * (2 * uniform(&c->x) - 1));
+    p.lat_us = 20.0 / f * (1 + c->jitter * (2 * uniform(&c->x) - 1));
+    return p;
+}
+
+/* One round of partner[] against the cluster; hung nodes become unreachable. */
+static void sim_round(sim_t *c, cp_screen_t *s, const int *partner, int phase, int round)
+{
+    for (int a = 0; a < c->n; a++) {
+        int b = partner[a];
+        if (b > a) {
+            cp_screen_pair_t p = sim_pair(c, a, b, phase, round);
+            cp_screen_add(s, &p);
+        }
+        if (b >= 0 && c->hung[a]) {
+            cp_screen_unreachable(s, a); /* its partner reports the deadline, it nothing */
+        }
+    }
+    s->rounds_run++;
+}
+
+/* The whole screen against c; the rounds used (the validation collective counted); the exit
+ * status in *status. */
+static int sim_screen(sim_t *c, cp_screen_t *s, uint64_t seed, int *status)
+{
+    cp_screen_opts_t o;
+    cp_screen_opts_default(&o);
+    o.seed = seed;
+    cp_screen_init(s, c->n, &o);
+    int *partner = malloc(sizeof(int) * (size_t)c->n);
+    for (int k = 0; k < cp_screen_random_rounds(s); k++) {
+        cp_screen_matching(s, k, partner);
+        sim_round(c, s, partner, CP_SCREEN_RANDOM, k);
+    }
+    cp_screen_judge(s, NULL);
+    if (cp_screen_plan_confirm(s, partner) > 0) {
+        sim_round(c, s, partner, CP_SCREEN_CONFIRM, s->rounds_run);
+        cp_screen_judge(s, NULL);
+    }
+    *status = cp_screen_decide(s);
+    free(partner);
+    return s->rounds_run + 1;
+}
+
+/* 1 when exactly the nodes with want[i] have verdict v, and no link is flagged. */
+static int flagged_exactly(const cp_screen_t *s, const unsigned char *want, int v)
+{
+    for (int i = 0; i < s->n; i++) {
+        int is = s->verdict[i] == v;
+        int other_flag = s->verdict[i] == CP_SCREEN_SLOW || s->verdict[i] == CP_SCREEN_UNREACHABLE;
+        if (is != !!want[i] || (!want[i] && other_flag)) {
+            return 0;
+        }
+    }
+    for (int l = 0; l < s->nlinks; l++) {
+        if (s->link_verdict[l] == CP_SCREEN_SLOW) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- the schedule ------------------------------------------------------------------------- */
+
+static void check_schedule(int n, uint64_t seed)
+{
+    cp_screen_opts_t o;
+    cp_screen_opts_default(&o);
+    o.seed = seed;
+    cp_screen_t s;
+    cp_screen_init(&s, n, &o);
+    int rounds = cp_screen_random_rounds(&s), ok = 1, byes_seen = 0;
+    int *p = malloc(sizeof(int) * (size_t)n), *q = malloc(sizeof(int) * (size_t)n);
+    unsigned char *met = calloc((size_t)n * (size_t)n, 1), *bye = calloc((size_t)n, 1);
+    for (int k = 0; k < rounds; k++) {
+        cp_screen_matching(&s, k, p);
+        cp_screen_matching(&s, k, q);
+        int byes = 0;
+        for (int a = 0; a < n; a++) {
+            ok &= p[a] == q[a]; /* deterministic */
+            if (p[a] < 0) {
+                byes++;
+                ok &= !bye[a]; /* a different node sits out each round */
+                bye[a] = 1;
+                continue;
+            }
+            ok &= p[a] != a && p[p[a]] == a && !met[a * n + p[a]];
+            met[a * n + p[a]] = 1;
+        }
+        ok &= byes == n % 2;
+        byes_seen += byes;
+    }
+    ok(ok && rounds == (n > 3   ? 3
+                        : n % 2 ? n
+                                : n - 1),
+       "n %d seed %llu: %d rounds of perfect matchings, no pair twice, %d different byes", n,
+       (unsigned long long)seed, rounds, byes_seen);
+    o.seed = seed + 1;
+    cp_screen_t t;
+    cp_screen_init(&t, n, &o);
+    cp_screen_matching(&t, 0, q);
+    cp_screen_matching(&s, 0, p);
+    ok(n < 8 || memcmp(p, q, sizeof(int) * (size_t)n) != 0, "n %d: another seed, another matching",
+       n);
+    cp_screen_free(&t);
+    cp_screen_free(&s);
+    free(p);
+    free(q);
+    free(met);
+    free(bye);
+}
+
+/* ---- scenarios ---------------------------------------------------------------------------- */
+
+/* Runs of n nodes with nbad slow nodes at factor f (and hung ones), jitter; how many of runs
+ * named exactly those (as slow, or unreachable when hung); the most rounds in *rmax. */
+static int scenario(int n, int nbad, double f, int hung, double jitter, int runs, int *rmax)
+{
+    int hits = 0;
+    *rmax = 0;
+    for (int r = 0; r < runs; r++) {
+        sim_t c;
+        sim_init(&c, n, jitter, (uint64_t)r + 1);
+        unsigned char *want = calloc((size_t)n, 1);
+        for (int k = 0; k < nbad; k++) {
+            int node = (int)((uint64_t)(r * 977 + k * 131 + 5) % (uint64_t)n);
+            want[node] = 1;
+            if (hung) {
+                c.hung[node] = 1;
+            } else {
+                c.node_f[node] = f;
+            }
+        }
+        cp_screen_t s;
+        int status, rounds = sim_screen(&c, &s, (uint64_t)r * 31 + 7, &status);
+        int exact = flagged_exactly(&s, want, hung ? CP_SCREEN_UNREACHABLE : CP_SCREEN_SLOW);
+        hits += exact && status == (nbad > 0 ? 1 : 0);
+        *rmax = rounds > *rmax ? rounds : *rmax;
+        cp_screen_free(&s);
+        free(want);
+        sim_free(&c);
+    }
+    return hits;
+}
+
+/* A slow link between two nodes that a random round pairs: classed a link, no node flagged. */
+static int link_scenario(int n, double f, double jitter, int runs)
+{
+    int hits = 0;
+    for (int r = 0; r < runs; r++) {
+        uint64_t seed = (uint64_t)r * 31 + 7;
+        sim_t c;
+        sim_init(&c, n, jitter, (uint64_t)r + 1);
+        cp_screen_opts_t o;
+        cp_screen_opts_default(&o);
+        o.seed = seed;
+        cp_screen_t probe;
+        cp_screen_init(&probe, n, &o);
+        int *p = malloc(sizeof(int) * (size_t)n);
+        cp_screen_matching(&probe, r % 3, p);
+        c.la = r % n; /* n is even here: everybody meets somebody */
+        c.lb = p[c.la];
+        c.lf = f;
+        cp_screen_t s;
+        int status;
+        sim_screen(&c, &s, seed, &status);
+        int link_ok = s.nlinks == 1 && s.link_verdict[0] == CP_SCREEN_SLOW &&
+                      ((s.link_a[0] == c.la && s.link_b[0] == c.lb) ||
+                       (s.link_a[0] == c.lb && s.link_b[0] == c.la));
+        int nodes_clean = 1;
+        for (int i = 0; i < n; i++) {
+            nodes_clean &= s.verdict[i] == CP_SCREEN_HEALTHY;
+        }
+        hits += link_ok && nodes_clean && status == 1;
+        cp_screen_free(&s);
+        cp_screen_free(&probe);
+        free(p);
+        sim_free(&c);
+    }
+    return hits;
+}
+
+/* Healthy clusters with jitter: runs with nothing flagged. */
+static int healthy_scenario(int n, double jitter, int runs)
+{
+    int rmax;
+    return scenario(n, 0, 1.0, 0, jitter, runs, &rmax);
+}
+
+static void check_hostlist(void)
+{
+    const char *names[] = {"n17", "n3", "n18", "gpu7", "n003", "login", "n19", "n3"};
+    unsigned char all[] = {1, 1, 1, 1, 1, 1, 1, 1}, some[] = {1, 1, 1, 0, 0, 0, 0, 0};
+    char buf[128];
+    cp_screen_hostlist(names, some, 8, buf, sizeof(buf));
+    ok(strcmp(buf, "n[3,17-18]") == 0, "hostlist: n3,n17,n18 -> %s", buf);
+    cp_screen_hostlist(names, all, 8, buf, sizeof(buf));
+    ok(strcmp(buf, "gpu7,login,n[3,17-19],n003") == 0,
+       "hostlist: widths apart, repeats once, plain names -> %s", buf);
+    int w = cp_screen_hostlist(names, all, 8, buf, 8);
+    ok(w > 7 && strlen(buf) == 7, "hostlist: truncated as snprintf (%d wanted)", w);
+}
+
+int main(void)
+{
+    check_schedule(16, 1);
+    check_schedule(17, 5);
+    check_schedule(3, 2);
+    check_schedule(1024, 9);
+    check_hostlist();
+
+    int rmax, hits;
+    hits = scenario(16, 1, 0.5, 0, 0.10, 20, &rmax);
+    ok(hits == 20, "16 nodes, one at 0.5x, jitter 10%%: found alone in %d of 20 (%d rounds)", hits,
+       rmax);
+    hits = scenario(16, 1, 0.7, 0, 0.10, 20, &rmax);
+    ok(hits >= 19, "16 nodes, one at 0.7x, jitter 10%%: found alone in %d of 20", hits);
+    hits = scenario(16, 2, 0.5, 0, 0.10, 20, &rmax);
+    ok(hits >= 19, "16 nodes, two at 0.5x: both found alone in %d of 20", hits);
+    hits = link_scenario(16, 0.5, 0.10, 20);
+    ok(hits >= 19, "16 nodes, one link at 0.5x (in a random round): a link in %d of 20", hits);
+    hits = healthy_scenario(16, 0.20, 20);
+    ok(hits >= 19, "16 healthy nodes, jitter 20%%: nothing flagged in %d of 20", hits);
+    hits = scenario(16, 1, 0, 1, 0.10, 20, &rmax);
+    ok(hits == 20, "16 nodes, one hung: unreachable, nothing else flagged, in %d of 20", hits);
+    hits = scenario(8, 1, 0.5, 0, 0.10, 20, &rmax);
+    ok(hits >= 19, "8 nodes, one at 0.5x: found alone in %d of 20", hits);
+
+    hits = scenario(1024, 3, 0.5, 0, 0.10, 5, &rmax);
+    ok(hits == 5 && rmax <= 6, "1,024 nodes, 3 at 0.5x: found in %d of 5, %d rounds (goal 6)", hits,
+       rmax);
+    hits = scenario(1024, 3, 0.7, 0, 0.10, 5, &rmax);
+    ok(hits >= 4, "1,024 nodes, 3 at 0.7x: found in %d of 5", hits);
+    hits = healthy_scenario(1024, 0.20, 5);
+    ok(hits >= 4, "1,024 healthy nodes, jitter 20%%: nothing flagged in %d of 5", hits);
+    hits = scenario(4096, 3, 0.5, 0, 0.10, 3, &rmax);
+    ok(hits == 3 && rmax <= 7, "4,096 nodes, 3 at 0.5x: found in %d of 3, %d rounds (goal 7)", hits,
+       rmax);
+    hits = scenario(4096, 3, 0, 1, 0.10, 2, &rmax);
+    ok(hits == 2, "4,096 nodes, 3 hung: unreachable in %d of 2, %d rounds", hits, rmax);
+    return tap_done();
+}
