@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 6
+#define COLLPROF_SCHEMA_VERSION_MINOR 7
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -124,6 +124,30 @@
     X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout")           \
     X(error,        STR,  256, 0, "",       "why the pair gave no result, else empty")
 
+/* /screen: the screen's verdict (collprof --screen, added in 1.7), one row per node and one
+ * per suspect link, per backend; absent from other runs' files.  The pairs it measured are
+ * /links rows (the random rounds first, then the confirmation round). */
+#define COLLPROF_SCREEN_COLUMNS(X)                                                                       \
+    X(backend,       STR,   32, 0, "",      "backend plugin name")                                       \
+    X(what,          STR,    8, 0, "",      "node or link")                                              \
+    X(node_a,        I32,    0, 0, "",      "the node (a link: one end)")                                \
+    X(node_b,        I32,    0, 0, "",      "a link's other end; -1 for a node")                         \
+    X(host_a,        STR,   64, 0, "",      "node_a's host name")                                        \
+    X(host_b,        STR,   64, 0, "",      "node_b's host name; empty for a node")                      \
+    X(verdict,       STR,   16, 0, "",      "healthy, slow, unreachable, inconclusive or untested")      \
+    X(score,         F64,    0, 0, "",      "worst judged pair: min(bw / ref, ref latency / latency)")   \
+    X(suspect,       I32,    0, 0, "",      "1 when the random rounds made it a suspect")                \
+    X(partners,      I32,    0, 0, "",      "partners measured in the random rounds")                    \
+    X(slow_partners, I32,    0, 0, "",      "of those, the slow ones")                                   \
+    X(confirm_with,  I32,    0, 0, "",      "node of its confirmation pair, -1 when none")               \
+    X(ref_bw_gbs,    F64,    0, 0, "GB/s",  "the reference bandwidth (median of the random rounds)")     \
+    X(ref_lat_us,    F64,    0, 0, "us",    "the reference latency")                                     \
+    X(reference,     STR,   16, 0, "",      "screen (its own pairs' median) or baseline")                \
+    X(threshold,     F64,    0, 0, "",      "slow below threshold x the reference")                      \
+    X(seed,          U64,    0, 0, "",      "the matchings' seed (--seed)")                              \
+    X(rounds,        I32,    0, 0, "",      "rounds run, the confirmation included")                     \
+    X(evidence,      STR,  512, 0, "",      "its pairs: outcome, score, partner, phase")
+
 /*
  * The tables: X(table, columns, row type).  Each is a 1-D dataset of the
  * compound type of its row, at the root of the file.
@@ -133,7 +157,8 @@
     X(ranks, COLLPROF_RANK_COLUMNS, collprof_rank_row_t)                                           \
     X(backends, COLLPROF_BACKEND_COLUMNS, collprof_backend_row_t)                                  \
     X(environment, COLLPROF_ENV_COLUMNS, collprof_env_row_t)                                      \
-    X(links, COLLPROF_LINK_COLUMNS, collprof_link_row_t)
+    X(links, COLLPROF_LINK_COLUMNS, collprof_link_row_t)                                           \
+    X(screen, COLLPROF_SCREEN_COLUMNS, collprof_screen_row_t)
 
 /*
  * Root attributes: X(name, kind, doc), kind STR (variable-length UTF-8
@@ -223,6 +248,10 @@ typedef struct collprof_provenance_row {
 typedef struct collprof_link_row {
     COLLPROF_LINK_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_link_row_t;
+
+typedef struct collprof_screen_row {
+    COLLPROF_SCREEN_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_screen_row_t;
 
 /* The root attributes in memory: strings are borrowed (writer) or owned (reader). */
 #define COLLPROF_ATTR_FIELD_STR(name)        const char *name;

@@ -646,12 +646,13 @@ static int check_repeats(cp_options_t *opt, char *err, size_t errlen)
         snprintf(err, errlen, "--fresh-buffers needs --repeats, --min-time or --target-ci");
         return -1;
     }
-    if ((opt->repeats > 1 || adaptive) && opt->link_sweep) {
-        snprintf(err, errlen, "--repeats, --min-time and --target-ci do not apply to --link-sweep");
+    const char *sweep = opt->screen ? "--screen" : "--link-sweep";
+    if ((opt->repeats > 1 || adaptive) && (opt->link_sweep || opt->screen)) {
+        snprintf(err, errlen, "--repeats, --min-time and --target-ci do not apply to %s", sweep);
         return -1;
     }
-    if ((opt->sync == CP_SYNC_BATCH || opt->rotate > 1) && opt->link_sweep) {
-        snprintf(err, errlen, "--sync batch and --rotate-buffers do not apply to --link-sweep");
+    if ((opt->sync == CP_SYNC_BATCH || opt->rotate > 1) && (opt->link_sweep || opt->screen)) {
+        snprintf(err, errlen, "--sync batch and --rotate-buffers do not apply to %s", sweep);
         return -1;
     }
     return 0;
@@ -900,6 +901,17 @@ static const cli_opt_t cli_opts[] = {
     {"link-sweep", 0, NULL, h_flag, NULL, OPT_FIELD(link_sweep),
      "measure every pair of nodes instead of the matrix:\n"
      "node x node bandwidth and latency (see collprof(1))"},
+    {"screen", 0, NULL, h_flag, NULL, OPT_FIELD(screen),
+     "find the bad nodes and links: random pairings of the\n"
+     "nodes, each pair judged against the median of all,\n"
+     "suspects confirmed with another partner (collprof(1));\n"
+     "exit status 0 healthy, 1 flagged, 2 inconclusive"},
+    {"screen-rounds", 0, "R", h_int, "--screen-rounds 1 64", OPT_FIELD(screen_rounds),
+     "random rounds of the screen before its confirmation\n"
+     "round (default: 3)"},
+    {"seed", 0, "N", h_int, "--seed 1 2147483647", OPT_FIELD(seed),
+     "the screen's pairings (default: drawn, printed and\n"
+     "recorded, so that a run can be repeated)"},
     {"split", 0, "LIST", h_split, NULL, 0, 0,
      "also run each cell on node (the ranks of each node) and\n"
      "cross (one rank per node) groups, every group at once\n"
@@ -1083,8 +1095,9 @@ static int sweep_spec(cli_state_t *st, char *err, size_t errlen)
     cp_spec_t *s = &st->base;
     if (opt->matrix_file[0] != '\0' || st->have_counts || st->have_sweep) {
         snprintf(err, errlen,
-                 "--link-sweep sets its own sizes (--sweep-sizes): it takes no "
-                 "--matrix, --counts or -b/-e/-f");
+                 "%s sets its own sizes (--sweep-sizes): it takes no "
+                 "--matrix, --counts or -b/-e/-f",
+                 opt->screen ? "--screen" : "--link-sweep");
         return -1;
     }
     s->ops[0] = COLLPROF_OP_SENDRECV;
@@ -1102,16 +1115,40 @@ static int sweep_spec(cli_state_t *st, char *err, size_t errlen)
     return 0;
 }
 
+/* --screen runs as a link sweep of its own rounds; its options need it. */
+static int screen_options(cp_options_t *opt, char *err, size_t errlen)
+{
+    if (opt->screen && opt->link_sweep) {
+        snprintf(err, errlen,
+                 "--screen and --link-sweep: choose one (the screen measures "
+                 "a few random pairings, the sweep every pair)");
+        return -1;
+    }
+    if (!opt->screen && (opt->screen_rounds != 0 || opt->seed != 0)) {
+        snprintf(err, errlen, "--screen-rounds and --seed shape the screen: add --screen");
+        return -1;
+    }
+    if (opt->screen) {
+        opt->link_sweep = 1;
+        opt->screen_rounds = opt->screen_rounds ? opt->screen_rounds : 3;
+    }
+    return 0;
+}
+
 /* After the options: the link sweep's spec, the byte sweep, then the matrix file or the one
  * spec. */
 static int finish_specs(cli_state_t *st, char *err, size_t errlen)
 {
     cp_options_t *opt = st->opt;
+    if (screen_options(opt, err, errlen) != 0) {
+        return -1;
+    }
     if (opt->link_sweep && sweep_spec(st, err, errlen) != 0) {
         return -1;
     }
     if (opt->link_sweep && opt->split != 0) {
-        snprintf(err, errlen, "--link-sweep measures pairs of nodes: it takes no --split");
+        snprintf(err, errlen, "%s measures pairs of nodes: it takes no --split",
+                 opt->screen ? "--screen" : "--link-sweep");
         return -1;
     }
     if (st->have_counts && st->have_sweep) {

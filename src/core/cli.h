@@ -79,6 +79,9 @@ typedef struct cp_options {
     double link_gbps;           /**< --link-gbps, 0 when not given */
     int link_sweep;             /**< --link-sweep: every pair of nodes instead of the matrix */
     uint64_t sweep_bytes[2];    /**< --sweep-sizes: latency and bandwidth message, bytes */
+    int screen;                 /**< --screen: find the bad nodes and links (implies link_sweep) */
+    int screen_rounds;          /**< --screen-rounds: random rounds (0: default 3) */
+    int seed;                   /**< --seed: the screen's pairings (0: rank 0 draws one) */
     unsigned split;             /**< --split: COLLPROF_BIT(cp_split_t) of the extra groupings */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */
     unsigned char backend_opt_long[32]; /**< 1: spelled --key (a backend must declare it so) */

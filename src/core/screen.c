@@ -26,17 +26,23 @@ const char *cp_screen_verdict_name(int v)
     return v >= 0 && v < (int)(sizeof(names) / sizeof(names[0])) ? names[v] : "?";
 }
 
+static void shuffle(uint64_t *x, int *v, int m);
+
 int cp_screen_init(cp_screen_t *s, int n, const cp_screen_opts_t *o)
 {
     memset(s, 0, sizeof(*s));
     s->n = n;
     s->opt = *o;
     size_t k = (size_t)(n > 0 ? n : 1);
+    int avail = cp_links_rounds(n);
     s->verdict = calloc(k, sizeof(int));
     s->suspect = calloc(k, 1);
     s->reach = malloc(k);
     s->confirm_with = malloc(k * sizeof(int));
-    if (s->verdict == NULL || s->suspect == NULL || s->reach == NULL || s->confirm_with == NULL) {
+    s->perm = malloc(k * sizeof(int));
+    s->order = malloc((size_t)(avail > 0 ? avail : 1) * sizeof(int));
+    if (s->verdict == NULL || s->suspect == NULL || s->reach == NULL || s->confirm_with == NULL ||
+        s->perm == NULL || s->order == NULL) {
         cp_screen_free(s);
         return -1;
     }
@@ -44,6 +50,9 @@ int cp_screen_init(cp_screen_t *s, int n, const cp_screen_opts_t *o)
     for (int i = 0; i < n; i++) {
         s->confirm_with[i] = -1;
     }
+    uint64_t x = o->seed;
+    shuffle(&x, s->perm, n);      /* position p holds node perm[p] */
+    shuffle(&x, s->order, avail); /* the circle's rounds, in a random order */
     return 0;
 }
 
@@ -57,6 +66,8 @@ void cp_screen_free(cp_screen_t *s)
     free(s->link_a);
     free(s->link_b);
     free(s->link_verdict);
+    free(s->perm);
+    free(s->order);
     memset(s, 0, sizeof(*s));
 }
 
@@ -100,32 +111,16 @@ int cp_screen_random_rounds(const cp_screen_t *s)
     return s->opt.rounds < avail ? s->opt.rounds : avail;
 }
 
-int cp_screen_matching(const cp_screen_t *s, int k, int *partner)
+void cp_screen_matching(const cp_screen_t *s, int k, int *partner)
 {
-    int n = s->n, avail = cp_links_rounds(n);
+    int n = s->n;
     for (int i = 0; i < n; i++) {
         partner[i] = -1;
     }
-    if (k < 0 || k >= cp_screen_random_rounds(s)) {
-        return 0;
+    for (int p = 0; k >= 0 && k < cp_screen_random_rounds(s) && p < n; p++) {
+        int q = cp_links_partner(n, s->order[k], p);
+        partner[s->perm[p]] = q < 0 ? -1 : s->perm[q];
     }
-    int *perm = malloc(sizeof(int) * (size_t)n);
-    int *rounds = malloc(sizeof(int) * (size_t)avail);
-    if (perm == NULL || rounds == NULL) {
-        free(perm);
-        free(rounds);
-        return -1;
-    }
-    uint64_t x = s->opt.seed;
-    shuffle(&x, perm, n);       /* position p holds node perm[p] */
-    shuffle(&x, rounds, avail); /* the circle's rounds, in a random order */
-    for (int p = 0; p < n; p++) {
-        int q = cp_links_partner(n, rounds[k], p);
-        partner[perm[p]] = q < 0 ? -1 : perm[q];
-    }
-    free(perm);
-    free(rounds);
-    return 0;
 }
 
 /* ---- pairs and judgement ----------------------------------------------------------------- */
@@ -174,8 +169,10 @@ static double median(double *v, int m)
     return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
-/* Median and MAD of the field (0: bandwidth, 1: latency) over the measured random-round pairs
- * between reachable nodes; the count of those. */
+/* Median and MAD of the logarithm of the field (0: bandwidth, 1: latency) over the measured
+ * random-round pairs between reachable nodes: noise is a factor, so the spread is judged in
+ * ratios, and a few pairs far off do not widen it.  *med is the median itself, *mad in
+ * natural-log units.  Returns the count of pairs. */
 static int robust(const cp_screen_t *s, int lat, double *med, double *mad)
 {
     double *v = malloc(sizeof(double) * (s->npairs ? s->npairs : 1));
@@ -185,19 +182,21 @@ static int robust(const cp_screen_t *s, int lat, double *med, double *mad)
         double x = lat ? p->lat_us : p->bw_gbs;
         if (p->phase == CP_SCREEN_RANDOM && p->status == CP_SCREEN_OK && x > 0 && s->reach[p->a] &&
             s->reach[p->b]) {
-            v[m++] = x;
+            v[m++] = log(x);
         }
     }
-    *med = median(v, m);
+    double lm = median(v, m);
     for (int i = 0; i < m; i++) {
-        v[i] = fabs(v[i] - *med);
+        v[i] = fabs(v[i] - lm);
     }
+    *med = m > 0 ? exp(lm) : 0;
     *mad = median(v, m);
     free(v);
     return m;
 }
 
-/* Score and slow flag of one pair against ref. */
+/* Score and slow flag of one pair against ref: slow when below thr x the reference and more
+ * than z robust deviations (of the logarithm) below it, or when it failed. */
 static void judge_pair(const cp_screen_opts_t *o, const cp_screen_ref_t *ref, cp_screen_pair_t *p)
 {
     p->slow = 0;
@@ -211,8 +210,8 @@ static void judge_pair(const cp_screen_opts_t *o, const cp_screen_ref_t *ref, cp
     }
     double sb = ref->bw_gbs > 0 && p->bw_gbs > 0 ? p->bw_gbs / ref->bw_gbs : INFINITY;
     double sl = ref->lat_us > 0 && p->lat_us > 0 ? ref->lat_us / p->lat_us : INFINITY;
-    int slow_bw = sb < o->thr && ref->bw_gbs - p->bw_gbs > o->z * 1.4826 * ref->bw_mad;
-    int slow_lat = sl < o->thr && p->lat_us - ref->lat_us > o->z * 1.4826 * ref->lat_mad;
+    int slow_bw = sb < o->thr && -log(sb) > o->z * 1.4826 * ref->bw_mad;
+    int slow_lat = sl < o->thr && -log(sl) > o->z * 1.4826 * ref->lat_mad;
     p->score = sb < sl ? sb : sl;
     p->score = isinf(p->score) ? 1.0 : p->score;
     p->slow = slow_bw || slow_lat;
@@ -260,6 +259,20 @@ static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
         }
         (*meas)++;
         *slow += p->slow;
+    }
+}
+
+void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *worst)
+{
+    node_counts(s, node, meas, slow);
+    *worst = 0;
+    int any = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (other(p, node) >= 0 && p->status != CP_SCREEN_TIMEOUT && (!any || p->score < *worst)) {
+            *worst = p->score;
+            any = 1;
+        }
     }
 }
 

@@ -13,7 +13,8 @@
  *  2. Every pair is judged against a robust reference: the median of the
  *     screen rounds' pairs (or a baseline), a pair being slow when its
  *     bandwidth (or inverse latency) is below thr x the reference AND more
- *     than z robust deviations (1.4826 x MAD) below it.
+ *     than z robust deviations below it, judged in logarithms (noise is a
+ *     factor): -ln(score) > z x 1.4826 x MAD(ln).
  *  3. A node slow with two or more different partners is a node suspect; a
  *     slow pair whose two ends are not suspects is a link suspect.
  *  4. A confirmation round pairs each node suspect with a known-good node it
@@ -65,10 +66,10 @@ typedef struct cp_screen_pair {
 
 /** The reference a pair is judged against. */
 typedef struct cp_screen_ref {
-    double bw_gbs, bw_mad; /**< median bandwidth and its MAD (0: none) */
-    double lat_us, lat_mad;
-    int pairs;  /**< measured pairs behind it (0 for a baseline) */
-    int source; /**< 0: the screen's own pairs, 1: a baseline */
+    double bw_gbs, bw_mad;  /**< median bandwidth (0: none), MAD of its natural logarithm */
+    double lat_us, lat_mad; /**< the same for latency */
+    int pairs;              /**< measured pairs behind it (0 for a baseline) */
+    int source;             /**< 0: the screen's own pairs, 1: a baseline */
 } cp_screen_ref_t;
 
 /** A node's or a link's verdict. */
@@ -98,9 +99,12 @@ typedef struct cp_screen {
     int nlinks;             /**< suspect links */
     int *link_a, *link_b;   /**< [nlinks] their ends */
     int *link_verdict;      /**< [nlinks] CP_SCREEN_SLOW or HEALTHY (cleared) */
+    int *perm;              /**< [n] the seeded shuffle: position p holds node perm[p] */
+    int *order;             /**< [the circle's rounds] those rounds in a seeded order */
 } cp_screen_t;
 
-/** 0, or -1 when out of memory. */
+/** 0, or -1 when out of memory (the schedule is drawn here: nothing later allocates but
+ * cp_screen_add, cp_screen_plan_confirm and cp_screen_judge). */
 int cp_screen_init(cp_screen_t *s, int n, const cp_screen_opts_t *o);
 void cp_screen_free(cp_screen_t *s);
 
@@ -109,10 +113,10 @@ int cp_screen_random_rounds(const cp_screen_t *s);
 
 /**
  * The partner of every node in random round k (0 <= k < cp_screen_random_rounds) into
- * partner[n] (-1: sits out).  The same on every rank for the same seed.  0, or -1 when out
- * of memory.
+ * partner[n] (-1: sits out; everybody outside that range).  The same on every rank for the
+ * same seed.
  */
-int cp_screen_matching(const cp_screen_t *s, int k, int *partner);
+void cp_screen_matching(const cp_screen_t *s, int k, int *partner);
 
 /** Append a pair test (a and b in any order); -1 when out of memory. */
 int cp_screen_add(cp_screen_t *s, const cp_screen_pair_t *p);
@@ -139,6 +143,10 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner);
 /** After the confirmation round (added and judged): every node's and link's verdict.
  * Returns 0 healthy, 1 something flagged (slow or unreachable), 2 inconclusive. */
 int cp_screen_decide(cp_screen_t *s);
+
+/** Node's random-round pairs with reachable partners (*meas), the slow ones (*slow), and the
+ * lowest score of its judged pairs, the confirmation included (*worst; 0 when none). */
+void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *worst);
 
 /** The evidence of node's verdict in buf (partners and scores), e.g. "0.48x with n3, ...". */
 void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,

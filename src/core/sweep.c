@@ -38,13 +38,14 @@ static int *node_leaders(const cp_boot_t *b)
     return lead;
 }
 
-/* This rank's partner in round: the partner node's leader, or itself. */
-static int my_peer(const cp_boot_t *b, const int *lead, int round)
+/* This rank's partner: the leader of its node's partner node (nodes[] of the round), or
+ * itself. */
+static int my_peer(const cp_boot_t *b, const int *lead, const int *nodes)
 {
     if (b->local_rank != 0 || lead[b->node_id] != b->rank) {
         return b->rank;
     }
-    int other = cp_links_partner(b->nnodes, round, b->node_id);
+    int other = nodes[b->node_id];
     return other >= 0 && lead[other] >= 0 ? lead[other] : b->rank;
 }
 
@@ -108,14 +109,14 @@ static void pair_verdict(const cp_result_t *res, int ra, int rb, collprof_link_r
 }
 
 /* One row per pair of the round; the progress line on rank 0. */
-static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, int round,
-                      const cp_result_t *res, cp_sweep_rows_t *out, FILE *progress)
+static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, const int *nodes,
+                      int round, const cp_result_t *res, cp_sweep_rows_t *out, FILE *progress)
 {
     const cp_boot_t *b = r->boot;
     const cp_plugin_t *p = &r->plugins[cell->plugin];
     int measured = res->status == COLLPROF_CELL_OK || res->status == COLLPROF_CELL_WRONG;
     for (int na = 0; na < b->nnodes; na++) {
-        int nb = cp_links_partner(b->nnodes, round, na);
+        int nb = nodes[na];
         if (nb <= na || lead[na] < 0 || lead[nb] < 0) {
             continue;
         }
@@ -145,39 +146,62 @@ static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, in
     return 0;
 }
 
+int *cp_sweep_leaders(const cp_boot_t *b)
+{
+    return node_leaders(b);
+}
+
+int cp_sweep_round(cp_runner_t *r, const cp_cell_t *cell, const int *lead, const int *nodes,
+                   int round, const char *title, const char *what, cp_sweep_rows_t *out,
+                   FILE *progress)
+{
+    cp_cell_t c = *cell;
+    c.sweep = 1;
+    c.peer = my_peer(r->boot, lead, nodes);
+    cp_result_t res;
+    cp_log(CP_LOG_INFO, "%s %s %s %s: exchanging with rank %d", title,
+           r->plugins[cell->plugin].name, cp_sweep_kind(r->opt, cell), what, c.peer);
+    cp_run_cell(r, &c, &res);
+    if (progress != NULL) {
+        fprintf(progress, "# %s %s %s %llu B, %s:", title, r->plugins[c.plugin].name,
+                cp_sweep_kind(r->opt, cell),
+                (unsigned long long)(c.count * collprof_dtype_size(c.dtype)), what);
+    }
+    int rc = round_rows(r, cell, lead, nodes, round, &res, out, progress);
+    if (progress != NULL) {
+        fprintf(progress, "%s%s\n", res.reason[0] ? " -- " : "", res.reason);
+        fflush(progress);
+    }
+    int bad = res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR;
+    cp_result_free(&res);
+    return rc != 0 ? -1 : bad;
+}
+
 int cp_sweep_cell(cp_runner_t *r, const cp_cell_t *cell, cp_sweep_rows_t *out, FILE *progress)
 {
     const cp_boot_t *b = r->boot;
     int rounds = cp_links_rounds(b->nnodes), worst = 0;
     int *lead = node_leaders(b);
-    if (lead == NULL) {
+    int *nodes = malloc(sizeof(int) * (size_t)(b->nnodes > 0 ? b->nnodes : 1));
+    if (lead == NULL || nodes == NULL) {
+        free(lead);
+        free(nodes);
         return -1;
     }
     for (int k = 0; k < rounds; k++) {
-        cp_cell_t c = *cell;
-        c.sweep = 1;
-        c.peer = my_peer(b, lead, k);
-        cp_result_t res;
-        cp_log(CP_LOG_INFO, "link sweep %s %s round %d/%d: exchanging with rank %d",
-               r->plugins[cell->plugin].name, cp_sweep_kind(r->opt, cell), k + 1, rounds, c.peer);
-        cp_run_cell(r, &c, &res);
-        if (progress != NULL) {
-            fprintf(progress, "# link sweep %s %s %llu B, round %d/%d:", r->plugins[c.plugin].name,
-                    cp_sweep_kind(r->opt, cell),
-                    (unsigned long long)(c.count * collprof_dtype_size(c.dtype)), k + 1, rounds);
+        for (int nd = 0; nd < b->nnodes; nd++) {
+            nodes[nd] = cp_links_partner(b->nnodes, k, nd);
         }
-        int rc = round_rows(r, cell, lead, k, &res, out, progress);
-        if (progress != NULL) {
-            fprintf(progress, "%s%s\n", res.reason[0] ? " -- " : "", res.reason);
-            fflush(progress);
-        }
-        worst |= res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR;
-        cp_result_free(&res);
-        if (rc != 0) {
+        char what[48];
+        snprintf(what, sizeof(what), "round %d/%d", k + 1, rounds);
+        int rc = cp_sweep_round(r, cell, lead, nodes, k, "link sweep", what, out, progress);
+        if (rc < 0) {
             worst = -1;
             break;
         }
+        worst |= rc;
     }
     free(lead);
+    free(nodes);
     return worst;
 }

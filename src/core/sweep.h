@@ -32,6 +32,20 @@ typedef struct cp_sweep_rows {
 int cp_sweep_cell(cp_runner_t *r, const cp_cell_t *cell, cp_sweep_rows_t *out, FILE *progress);
 void cp_sweep_rows_free(cp_sweep_rows_t *out);
 
+/** The job rank of each node's local rank 0 ([nnodes], -1 where none; free it), or NULL. */
+int *cp_sweep_leaders(const cp_boot_t *b);
+
+/**
+ * Collective: one round of cell where node i's leader exchanges with node nodes[i]'s
+ * (nodes[i] < 0: it sits out; symmetric), every other rank with itself; one row per pair
+ * appended to out, round recorded as given; rank 0 prints "# TITLE backend kind bytes B,
+ * WHAT: pairs" on progress.  Returns 1 when the round was wrong or failed, 0 when not, -1
+ * when out of memory.
+ */
+int cp_sweep_round(cp_runner_t *r, const cp_cell_t *cell, const int *lead, const int *nodes,
+                   int round, const char *title, const char *what, cp_sweep_rows_t *out,
+                   FILE *progress);
+
 /** The kind of a sweep cell by its size: "latency" (the smaller) or "bandwidth". */
 const char *cp_sweep_kind(const cp_options_t *opt, const cp_cell_t *cell);
 

@@ -390,6 +390,19 @@ int cp_h5_links(cp_h5_t *h, const collprof_link_row_t *rows, size_t n)
     return rc ? -1 : 0;
 }
 
+int cp_h5_screen(cp_h5_t *h, const collprof_screen_row_t *rows, size_t n)
+{
+    collprof_screen_row_t *copy = malloc(sizeof(*copy) * (n > 0 ? n : 1));
+    if (copy == NULL) {
+        return -1;
+    }
+    memcpy(copy, rows, sizeof(*copy) * n);
+    int rc = write_table(h->file, &cp_h5_table_screen, copy, n);
+    rc |= H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0;
+    h->broken |= rc != 0;
+    return rc ? -1 : 0;
+}
+
 void cp_h5_close(cp_h5_t *h, const char *status)
 {
     if (h == NULL) {

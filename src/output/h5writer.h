@@ -22,6 +22,8 @@ int cp_h5_open(const char *path, const cp_run_info_t *ri, cp_h5_t **out, char *e
 int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *r);
 /** Write the /links table (the link sweep) and flush. */
 int cp_h5_links(cp_h5_t *h, const collprof_link_row_t *rows, size_t n);
+/** The screen's verdict (/screen): 0, or -1 (the file is then broken). */
+int cp_h5_screen(cp_h5_t *h, const collprof_screen_row_t *rows, size_t n);
 /** Set the final status ("complete", "incomplete", "aborted") and close. */
 void cp_h5_close(cp_h5_t *h, const char *status);
 

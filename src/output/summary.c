@@ -6,6 +6,7 @@
 #include "core/bopts.h"
 #include "core/data.h"
 #include "core/links.h"
+#include "output/screen_out.h"
 #include "core/log.h"
 #include "core/prov.h"
 #include "core/repeat.h"
@@ -51,7 +52,8 @@ struct cp_summary {
     size_t nok, capok;
     char quiet[16][32]; /* backends whose skipped cells the console shows once */
     int nquiet;
-    int nlinks, links_failed; /* link sweep rows written, and those not ok */
+    int nlinks, links_failed;    /* link sweep rows written, and those not ok */
+    int screened, screen_status; /* a screen's verdict was written; its status (0, 1, 2) */
 };
 
 void cp_run_backend_row(const cp_run_info_t *ri, int i, collprof_backend_row_t *r)
@@ -754,14 +756,46 @@ int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n)
         s->nlinks++;
         s->links_failed += strcmp(rows[i].status, "ok") != 0;
     }
-    print_links(s->f, s->ri, rows, n);
-    print_links(stdout, s->ri, rows, n);
+    if (!s->ri->opt->screen) { /* the screen's pairs are few of a matrix: its verdict says */
+        print_links(s->f, s->ri, rows, n);
+        print_links(stdout, s->ri, rows, n);
+    }
     errno = 0;
     if (fflush(s->f) != 0 || ferror(s->f)) {
         write_error(s, "writing", s->path);
     }
     fflush(stdout);
     return s->error[0] ? -1 : 0;
+}
+
+int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t n)
+{
+#ifdef CP_HAVE_HDF5
+    errno = 0;
+    if (s->h5 != NULL && cp_h5_screen(s->h5, rows, n) != 0) {
+        write_error(s, "writing", s->h5path);
+        cp_h5_close(s->h5, "incomplete");
+        s->h5 = NULL;
+    }
+#endif
+    s->screen_status = cp_screen_status(rows, n);
+    s->screened = 1;
+    cp_screen_print(s->f, rows, n);
+    cp_screen_print(stdout, rows, n);
+    errno = 0;
+    if (fflush(s->f) != 0 || ferror(s->f)) {
+        write_error(s, "writing", s->path);
+    }
+    fflush(stdout);
+    return s->error[0] ? -1 : 0;
+}
+
+/* What a screen's status (cp_screen_status) means. */
+static const char *screen_words(int status)
+{
+    return status == 0   ? "healthy"
+           : status == 1 ? "something flagged (see the screen's verdict)"
+                         : "inconclusive";
 }
 
 /* The totals block of the text summary. */
@@ -779,6 +813,9 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
             s->counts[COLLPROF_CELL_SKIPPED]);
     if (s->counts[COLLPROF_CELL_TIMEOUT] > 0) {
         fprintf(s->f, "timeouts:   %d\n", s->counts[COLLPROF_CELL_TIMEOUT]);
+    }
+    if (s->screened) {
+        fprintf(s->f, "screen:     %s\n", screen_words(s->screen_status));
     }
     if (s->ri->opt->link_sweep) {
         fprintf(s->f, "links:      %d measured (pairs x sizes x backends), %d not ok\n", s->nlinks,
@@ -815,7 +852,10 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
 #ifdef CP_HAVE_HDF5
     cp_h5_close(s->h5, "complete");
 #endif
-    if (s->ri->opt->link_sweep) {
+    if (s->screened) {
+        printf("# screen: %d pair tests, %d not ok; %s (exit status %d)\n", s->nlinks / 2,
+               s->links_failed, screen_words(s->screen_status), exit_status);
+    } else if (s->ri->opt->link_sweep) {
         printf("# links: %d measured, %d not ok: %s\n", s->nlinks, s->links_failed,
                exit_status == 0 ? "PASSED" : "FAILED");
     } else {

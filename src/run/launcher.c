@@ -31,8 +31,10 @@ int cp_launcher_run(char **argv, cp_options_t *opt)
     cp_launch_opts_t lo = {.mode = opt->launch_mode};
 
     if (opt->link_sweep && !opt->dry_run) {
-        cp_log(CP_LOG_ERROR, "--link-sweep: --np starts every rank on this node: there is no "
-                             "link between nodes to measure (run under srun -N 2 or more)");
+        cp_log(CP_LOG_ERROR,
+               "%s: --np starts every rank on this node: there is no "
+               "link between nodes to measure (run under srun -N 2 or more)",
+               opt->screen ? "--screen" : "--link-sweep");
         return CP_EXIT_USAGE;
     }
     if (cp_plugins_load(only, nonly, &plugins, &nplugins) != 0) {

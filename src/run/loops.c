@@ -10,17 +10,21 @@
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/repeat.h"
+#include "core/screen_run.h"
 #include "core/split.h"
 #include "core/sweep.h"
 #include "core/util.h"
 #include "core/watchdog.h"
 #include "output/result_row.h"
+#include "output/screen_out.h"
 #include "output/summary.h"
 #include "run/exit.h"
 #include "run/wd_hooks.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Rank 0 records one finished cell; 0, or -1 when a file could not be written. */
 static int record_cell(cp_rank_run_t *rr, int i, const cp_result_t *res)
@@ -193,4 +197,66 @@ int cp_loop_sweep(cp_rank_run_t *rr, int *stopped)
     cp_wd_unlock();
     cp_sweep_rows_free(&rows);
     return *stopped || no_backend(rr) ? CP_EXIT_FAILED : exit_status;
+}
+
+/* The screen's seed: --seed, else drawn by rank 0 from the clock and its pid; every rank's. */
+static uint64_t screen_seed(const cp_rank_run_t *rr)
+{
+    uint64_t seed = (uint64_t)rr->opt->seed;
+    if (seed == 0 && rr->boot.rank == 0) {
+        seed = ((uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid()) % 2147483647u + 1;
+    }
+    if (cp_oob_bcast(&seed, sizeof(seed), 0) != 0) {
+        seed = 0; /* the first round's agreement reports the broken channel */
+    }
+    return seed;
+}
+
+/* The plan's latency and bandwidth cells of plugin p: 0, or -1 when it has not both. */
+static int screen_cells(const cp_rank_run_t *rr, int p, const cp_cell_t **lat, const cp_cell_t **bw)
+{
+    *lat = *bw = NULL;
+    for (int i = 0; i < rr->plan.ncells; i++) {
+        const cp_cell_t *c = &rr->plan.cells[i];
+        if (c->plugin == p) {
+            *(strcmp(cp_sweep_kind(rr->opt, c), "latency") == 0 ? lat : bw) = c;
+        }
+    }
+    return *lat != NULL && *bw != NULL ? 0 : -1;
+}
+
+int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
+{
+    int exit_status = CP_EXIT_OK, done = 0;
+    cp_screen_out_t out = {.rows = NULL};
+    cp_runner_t runner = {
+        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    uint64_t seed = screen_seed(rr);
+    for (int p = 0; p < rr->nplugins; p++) {
+        const cp_cell_t *lat, *bw;
+        if (screen_cells(rr, p, &lat, &bw) != 0) {
+            continue;
+        }
+        runner.index = (int)(lat - rr->plan.cells);
+        int rc = cp_screen_backend(&runner, lat, bw, rr->opt->screen_rounds, seed, &out,
+                                   rr->boot.rank == 0 ? stdout : NULL);
+        exit_status = rc != 0 ? CP_EXIT_FAILED : exit_status;
+        done += 2;
+        cp_wdh_set_done(done);
+    }
+    int verdict = out.nrows > 0 ? cp_screen_status(out.rows, out.nrows) : 2;
+    cp_wd_lock();
+    if (rr->sum != NULL && (cp_summary_links(rr->sum, out.pairs.rows, out.pairs.nrows) != 0 ||
+                            cp_summary_screen(rr->sum, out.rows, out.nrows) != 0)) {
+        *stopped = 1;
+    }
+    cp_wd_unlock();
+    cp_screen_out_free(&out);
+    if (cp_oob_bcast(&verdict, sizeof(verdict), 0) != 0) {
+        verdict = 2;
+    }
+    if (*stopped || no_backend(rr)) {
+        return CP_EXIT_FAILED;
+    }
+    return exit_status != CP_EXIT_OK ? exit_status : verdict;
 }

@@ -1,5 +1,5 @@
 /*
- * The run loops of one rank: the cells of the plan, or the link sweep.
+ * The run loops of one rank: the cells of the plan, the link sweep, or the screen.
  */
 #ifndef COLLPROF_RUN_LOOPS_H
 #define COLLPROF_RUN_LOOPS_H
@@ -13,5 +13,10 @@ int cp_loop_cells(cp_rank_run_t *rr, int *stopped);
 /** Collective: every round of each link-sweep cell, then the /links table;
  *  *stopped when rank 0 could not write it.  Returns the exit status. */
 int cp_loop_sweep(cp_rank_run_t *rr, int *stopped);
+
+/** Collective (collprof --screen): the screen of each backend, then the /links and /screen
+ *  tables; *stopped when rank 0 could not write them.  Returns the exit status: 0 healthy,
+ *  1 something flagged or a round failed, 2 inconclusive (the same on every rank). */
+int cp_loop_screen(cp_rank_run_t *rr, int *stopped);
 
 #endif /* COLLPROF_RUN_LOOPS_H */

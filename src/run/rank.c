@@ -132,9 +132,9 @@ static int rank_prepare(cp_rank_run_t *rr)
     }
     if (status == 0 && rr->opt->link_sweep && b->nnodes < 2) {
         snprintf(err, sizeof(err),
-                 "--link-sweep: all %d ranks run on one node (%s): there is no link between "
+                 "%s: all %d ranks run on one node (%s): there is no link between "
                  "nodes to measure (run on 2 or more nodes)",
-                 b->nranks, b->hostname);
+                 rr->opt->screen ? "--screen" : "--link-sweep", b->nranks, b->hostname);
         status = CP_EXIT_USAGE;
     }
     if (status == 0 && b->rank == 0 && !rr->opt->dry_run &&
@@ -307,6 +307,7 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
     if (exit_status < 0) {
         int stopped = 0;
         exit_status = rank_open(&rr, argc, argv) != 0 ? CP_EXIT_FAILED
+                      : opt->screen                   ? cp_loop_screen(&rr, &stopped)
                       : opt->link_sweep               ? cp_loop_sweep(&rr, &stopped)
                                                       : cp_loop_cells(&rr, &stopped);
         close_outputs(&rr, exit_status, stopped);

@@ -1,0 +1,34 @@
+/*
+ * The screen on the job (collprof --screen): the rounds of src/core/screen.h run as link
+ * sweep rounds (src/core/sweep.h): each node's local rank 0 exchanges with its partner
+ * node's, at the latency and at the bandwidth size, every pair of a round at once; rank 0
+ * judges the pairs, plans the confirmation round and sends its pairing to every rank.
+ */
+#ifndef COLLPROF_CORE_SCREEN_RUN_H
+#define COLLPROF_CORE_SCREEN_RUN_H
+
+#include "core/runner.h"
+#include "core/sweep.h"
+
+#include <collprof/schema.h>
+#include <stdio.h>
+
+/** What one backend's screen gives rank 0. */
+typedef struct cp_screen_out {
+    cp_sweep_rows_t pairs;       /**< every pair test, for /links */
+    collprof_screen_row_t *rows; /**< the verdict, for /screen */
+    size_t nrows;
+} cp_screen_out_t;
+
+/**
+ * Collective: the screen of one backend over the cells lat and bw (the plan's sendrecv cells
+ * of that backend at the two sizes), rounds random rounds with seed, then the confirmation.
+ * Rank 0 appends to out and prints progress (others pass NULL).  Returns 1 when a round was
+ * wrong or failed, 0 when not, -1 when out of memory (on any rank: the pairing is agreed).
+ */
+int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, int rounds,
+                      uint64_t seed, cp_screen_out_t *out, FILE *progress);
+
+void cp_screen_out_free(cp_screen_out_t *out);
+
+#endif /* COLLPROF_CORE_SCREEN_RUN_H */

@@ -1,0 +1,181 @@
+#include "config.h"
+
+#include "output/screen_out.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A new zeroed row at the end of *rows, or NULL. */
+static collprof_screen_row_t *grow(collprof_screen_row_t **rows, size_t *n)
+{
+    collprof_screen_row_t *g = realloc(*rows, (*n + 1) * sizeof(*g));
+    if (g == NULL) {
+        return NULL;
+    }
+    *rows = g;
+    memset(&g[*n], 0, sizeof(g[0]));
+    return &g[(*n)++];
+}
+
+/* The fields every row of s shares. */
+static void common(const cp_screen_t *s, const char *backend, collprof_screen_row_t *r)
+{
+    snprintf(r->backend, sizeof(r->backend), "%s", backend);
+    r->ref_bw_gbs = s->ref.bw_gbs;
+    r->ref_lat_us = s->ref.lat_us;
+    snprintf(r->reference, sizeof(r->reference), "%s", s->ref.source ? "baseline" : "screen");
+    r->threshold = s->opt.thr;
+    r->seed = s->opt.seed;
+    r->rounds = s->rounds_run;
+}
+
+static const char *name_of(const char *const *names, int i)
+{
+    return names != NULL && names[i] != NULL ? names[i] : "";
+}
+
+/* The row of suspect link l. */
+static int link_row(const cp_screen_t *s, int l, const char *backend, const char *const *names,
+                    collprof_screen_row_t **rows, size_t *n)
+{
+    collprof_screen_row_t *r = grow(rows, n);
+    if (r == NULL) {
+        return -1;
+    }
+    int a = s->link_a[l], b = s->link_b[l];
+    common(s, backend, r);
+    snprintf(r->what, sizeof(r->what), "link");
+    r->node_a = a;
+    r->node_b = b;
+    snprintf(r->host_a, sizeof(r->host_a), "%s", name_of(names, a));
+    snprintf(r->host_b, sizeof(r->host_b), "%s", name_of(names, b));
+    snprintf(r->verdict, sizeof(r->verdict), "%s", cp_screen_verdict_name(s->link_verdict[l]));
+    r->suspect = 1;
+    r->confirm_with = b;
+    r->score = 1.0;
+    size_t at = 0;
+    for (size_t i = 0; i < s->npairs; i++) { /* the link's own pairs only */
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->a == (a < b ? a : b) && p->b == (a < b ? b : a)) {
+            r->score = p->score < r->score ? p->score : r->score;
+            int w = snprintf(r->evidence + at, sizeof(r->evidence) - at, "%s%s %.2fx (%s)",
+                             at ? ", " : "", p->slow ? "slow" : "ok", p->score,
+                             p->phase == CP_SCREEN_CONFIRM ? "confirm" : "random");
+            at += w > 0 && (size_t)w < sizeof(r->evidence) - at ? (size_t)w : 0;
+        }
+    }
+    return 0;
+}
+
+int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const *names,
+                   collprof_screen_row_t **rows, size_t *n)
+{
+    for (int i = 0; i < s->n; i++) {
+        collprof_screen_row_t *r = grow(rows, n);
+        if (r == NULL) {
+            return -1;
+        }
+        common(s, backend, r);
+        snprintf(r->what, sizeof(r->what), "node");
+        r->node_a = i;
+        r->node_b = -1;
+        snprintf(r->host_a, sizeof(r->host_a), "%s", name_of(names, i));
+        snprintf(r->verdict, sizeof(r->verdict), "%s", cp_screen_verdict_name(s->verdict[i]));
+        cp_screen_node_stats(s, i, &r->partners, &r->slow_partners, &r->score);
+        r->suspect = s->suspect[i];
+        r->confirm_with = s->confirm_with[i];
+        cp_screen_evidence(s, i, names, r->evidence, sizeof(r->evidence));
+    }
+    for (int l = 0; l < s->nlinks; l++) {
+        if (link_row(s, l, backend, names, rows, n) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int is(const collprof_screen_row_t *r, const char *verdict)
+{
+    return strcmp(r->verdict, verdict) == 0;
+}
+
+int cp_screen_excluded(const collprof_screen_row_t *row)
+{
+    return !strcmp(row->what, "node") && (is(row, "slow") || is(row, "unreachable"));
+}
+
+int cp_screen_status(const collprof_screen_row_t *rows, size_t n)
+{
+    int flagged = 0, unsure = n == 0;
+    for (size_t i = 0; i < n; i++) {
+        const collprof_screen_row_t *r = &rows[i];
+        flagged |= cp_screen_excluded(r) || (!strcmp(r->what, "link") && is(r, "slow"));
+        unsure |= is(r, "inconclusive") || is(r, "untested");
+        unsure |= !strcmp(r->reference, "screen") && r->ref_bw_gbs <= 0 && r->ref_lat_us <= 0;
+    }
+    return flagged ? 1 : unsure ? 2 : 0;
+}
+
+int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const char *backend,
+                           char *buf, size_t len)
+{
+    const char **names = calloc(n + 1, sizeof(char *));
+    unsigned char *pick = calloc(n + 1, 1);
+    int w = 0;
+    if (names != NULL && pick != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            names[i] = rows[i].host_a;
+            pick[i] = cp_screen_excluded(&rows[i]) &&
+                      (backend == NULL || !strcmp(rows[i].backend, backend));
+        }
+        w = cp_screen_hostlist(names, pick, (int)n, buf, len);
+    } else if (len > 0) {
+        buf[0] = '\0';
+    }
+    free(names);
+    free(pick);
+    return w;
+}
+
+/* The verdict of one backend's rows [first, end). */
+static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t first, size_t end)
+{
+    const collprof_screen_row_t *h = &rows[first];
+    int counts[5] = {0};
+    fprintf(f,
+            "\n== screen: %s, %d rounds (seed %llu), reference %s: %.2f GB/s, %.1f us; slow "
+            "below %.2fx ==\n",
+            h->backend, h->rounds, (unsigned long long)h->seed,
+            !strcmp(h->reference, "baseline") ? "the baseline" : "the median of the pairs",
+            h->ref_bw_gbs, h->ref_lat_us, h->threshold);
+    for (size_t i = first; i < end; i++) {
+        const collprof_screen_row_t *r = &rows[i];
+        int link = !strcmp(r->what, "link");
+        for (int v = 0; !link && v < 5; v++) {
+            counts[v] += !strcmp(r->verdict, cp_screen_verdict_name(v));
+        }
+        if (!is(r, "healthy") || link) {
+            fprintf(f, "%-12s %s%s%s: %s", r->verdict, r->host_a, link ? "-" : "",
+                    link ? r->host_b : "", r->evidence[0] ? r->evidence : "no pair finished");
+            fprintf(f, "%s\n", link && is(r, "healthy") ? " (not confirmed: cleared)" : "");
+        }
+    }
+    char ex[1024];
+    cp_screen_exclude_list(rows + first, end - first, NULL, ex, sizeof(ex));
+    fprintf(f, "nodes: %d healthy, %d slow, %d unreachable, %d inconclusive, %d untested\n",
+            counts[CP_SCREEN_HEALTHY], counts[CP_SCREEN_SLOW], counts[CP_SCREEN_UNREACHABLE],
+            counts[CP_SCREEN_INCONCLUSIVE], counts[CP_SCREEN_UNTESTED]);
+    fprintf(f, "exclude: %s\n", ex[0] ? ex : "(none)");
+}
+
+void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && !strcmp(rows[j].backend, rows[i].backend)) {
+            j++;
+        }
+        print_backend(f, rows, i, j);
+        i = j;
+    }
+}

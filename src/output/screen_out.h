@@ -1,0 +1,36 @@
+/*
+ * The screen's verdict as rows of the /screen table (include/collprof/schema.h) and as text:
+ * the run's summary and collprof-report screen print it from the same rows, so that what a
+ * file says and what the run said are the same words.
+ */
+#ifndef COLLPROF_OUTPUT_SCREEN_OUT_H
+#define COLLPROF_OUTPUT_SCREEN_OUT_H
+
+#include "core/screen.h"
+
+#include <collprof/schema.h>
+#include <stdio.h>
+
+/**
+ * The rows of s's verdict for backend: one per node, then one per suspect link, appended to
+ * *rows (*n rows, reallocated); names[node] the host names.  0, or -1 when out of memory.
+ */
+int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const *names,
+                   collprof_screen_row_t **rows, size_t *n);
+
+/** The exit status rows say: 0 healthy, 1 something flagged, 2 inconclusive (or no rows). */
+int cp_screen_status(const collprof_screen_row_t *rows, size_t n);
+
+/** 1 when row is a node to exclude (slow or unreachable). */
+int cp_screen_excluded(const collprof_screen_row_t *row);
+
+/** The verdict as text: per backend, the flagged nodes and links with their evidence, the
+ * unreachable, the counts, and the Slurm exclude list. */
+void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n);
+
+/** Slurm's host list of the nodes of backend's rows to exclude into buf (as snprintf);
+ * backend NULL: every backend's. */
+int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const char *backend,
+                           char *buf, size_t len);
+
+#endif /* COLLPROF_OUTPUT_SCREEN_OUT_H */
