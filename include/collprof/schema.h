@@ -135,7 +135,7 @@
     X(host_a,        STR,   64, 0, "",      "node_a's host name")                                        \
     X(host_b,        STR,   64, 0, "",      "node_b's host name; empty for a node")                      \
     X(verdict,       STR,   16, 0, "",      "healthy, slow, unreachable, inconclusive or untested")      \
-    X(score,         F64,    0, 0, "",      "worst judged pair: min(bw / ref, ref latency / latency)")   \
+    X(score,         F64,    0, 0, "",      "node: median, link: worst of its pairs' min(bw/ref, ref lat/lat)")   \
     X(suspect,       I32,    0, 0, "",      "1 when the random rounds made it a suspect")                \
     X(partners,      I32,    0, 0, "",      "partners measured in the random rounds")                    \
     X(slow_partners, I32,    0, 0, "",      "of those, the slow ones")                                   \

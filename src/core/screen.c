@@ -169,30 +169,56 @@ static double median(double *v, int m)
     return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
-/* Median and MAD of the logarithm of the field (0: bandwidth, 1: latency) over the measured
- * random-round pairs between reachable nodes: noise is a factor, so the spread is judged in
- * ratios, and a few pairs far off do not widen it.  *med is the median itself, *mad in
- * natural-log units.  Returns the count of pairs. */
+/* 1 when p is a measured random-round pair between reachable nodes with a value of field. */
+static int usable(const cp_screen_t *s, const cp_screen_pair_t *p, int lat)
+{
+    double x = lat ? p->lat_us : p->bw_gbs;
+    return p->phase == CP_SCREEN_RANDOM && p->status == CP_SCREEN_OK && x > 0 && s->reach[p->a] &&
+           s->reach[p->b];
+}
+
+/*
+ * The reference of the field (0: bandwidth, 1: latency): the median over the nodes of each
+ * node's median pair (natural logarithms: noise is a factor), *mad the median distance of
+ * those node medians from it.  Node medians, not pairs: with few nodes a bad node is in a
+ * large share of the pairs (half of them at 4 nodes), but it is one node of several, and a
+ * good node's median shrugs off one bad partner.  Returns the usable pairs.
+ */
 static int robust(const cp_screen_t *s, int lat, double *med, double *mad)
 {
-    double *v = malloc(sizeof(double) * (s->npairs ? s->npairs : 1));
-    int m = 0;
-    for (size_t i = 0; v != NULL && i < s->npairs; i++) {
+    int n = s->n, per = s->opt.rounds > 0 ? s->opt.rounds : 1, m = 0, pairs = 0;
+    double *v = malloc(sizeof(double) * (size_t)n * (size_t)per + 1);
+    double *nm = malloc(sizeof(double) * (size_t)n + 1);
+    int *cnt = calloc((size_t)n + 1, sizeof(int));
+    for (size_t i = 0; v != NULL && nm != NULL && cnt != NULL && i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         double x = lat ? p->lat_us : p->bw_gbs;
-        if (p->phase == CP_SCREEN_RANDOM && p->status == CP_SCREEN_OK && x > 0 && s->reach[p->a] &&
-            s->reach[p->b]) {
-            v[m++] = log(x);
+        if (!usable(s, p, lat)) {
+            continue;
+        }
+        pairs++;
+        int ends[2] = {p->a, p->b};
+        for (int e = 0; e < 2; e++) {
+            if (cnt[ends[e]] < per) {
+                v[(size_t)ends[e] * (size_t)per + (size_t)cnt[ends[e]]++] = log(x);
+            }
         }
     }
-    double lm = median(v, m);
+    for (int i = 0; cnt != NULL && nm != NULL && v != NULL && i < n; i++) {
+        if (cnt[i] > 0) {
+            nm[m++] = median(v + (size_t)i * (size_t)per, cnt[i]);
+        }
+    }
+    double lm = median(nm, m);
     for (int i = 0; i < m; i++) {
-        v[i] = fabs(v[i] - lm);
+        nm[i] = fabs(nm[i] - lm);
     }
     *med = m > 0 ? exp(lm) : 0;
-    *mad = median(v, m);
+    *mad = median(nm, m);
     free(v);
-    return m;
+    free(nm);
+    free(cnt);
+    return pairs;
 }
 
 /* Score and slow flag of one pair against ref: slow when below thr x the reference and more
@@ -262,18 +288,18 @@ static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
     }
 }
 
-void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *worst)
+void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *score)
 {
     node_counts(s, node, meas, slow);
-    *worst = 0;
-    int any = 0;
-    for (size_t i = 0; i < s->npairs; i++) {
+    double v[64];
+    int m = 0;
+    for (size_t i = 0; i < s->npairs && m < 64; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (other(p, node) >= 0 && p->status != CP_SCREEN_TIMEOUT && (!any || p->score < *worst)) {
-            *worst = p->score;
-            any = 1;
+        if (other(p, node) >= 0 && p->status != CP_SCREEN_TIMEOUT) {
+            v[m++] = p->score;
         }
     }
+    *score = median(v, m);
 }
 
 /* 1 when node met peer in any pair so far. */
@@ -309,27 +335,79 @@ static int find_links(cp_screen_t *s)
     return 0;
 }
 
-/* A confirmation partner for suspect node: reachable, not a suspect, free in this round, not
- * met before; searched from node + 1 on, so that suspects spread over the good nodes. */
+/* A confirmation partner for suspect node: reachable, not a suspect, free in this round, and
+ * not met before where there is one (else one met before: few nodes); searched from node + 1
+ * on, so that suspects spread over the good nodes. */
 static int good_partner(const cp_screen_t *s, int node, const int *partner)
 {
+    int again = -1;
     for (int k = 1; k < s->n; k++) {
         int g = (node + k) % s->n;
-        if (s->reach[g] && !s->suspect[g] && partner[g] < 0 && !met(s, node, g)) {
-            return g;
+        if (s->reach[g] && !s->suspect[g] && partner[g] < 0) {
+            if (!met(s, node, g)) {
+                return g;
+            }
+            again = again < 0 ? g : again;
         }
     }
-    return -1;
+    return again;
+}
+
+/* The node that explains most of the slow pairs not yet explained by a suspect: the highest
+ * share of slow pairs among its pairs with partners that are not suspects, two or more of
+ * them (or all, when it has one); -1 when none is left.  meas and slow are scratch [n]. */
+static int next_suspect(const cp_screen_t *s, int *meas, int *slow)
+{
+    memset(meas, 0, sizeof(int) * (size_t)s->n);
+    memset(slow, 0, sizeof(int) * (size_t)s->n);
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase != CP_SCREEN_RANDOM || p->status == CP_SCREEN_TIMEOUT || !s->reach[p->a] ||
+            !s->reach[p->b]) {
+            continue;
+        }
+        if (!s->suspect[p->b]) { /* a pair with a suspect is explained by the suspect */
+            meas[p->a]++;
+            slow[p->a] += p->slow;
+        }
+        if (!s->suspect[p->a]) {
+            meas[p->b]++;
+            slow[p->b] += p->slow;
+        }
+    }
+    int best = -1;
+    for (int i = 0; i < s->n; i++) {
+        if (s->suspect[i] || slow[i] == 0 || (slow[i] < 2 && slow[i] < meas[i])) {
+            continue;
+        }
+        /* slow[i] / meas[i] > slow[best] / meas[best], ties to the more slow pairs */
+        long lhs = (long)slow[i] * (best >= 0 ? meas[best] : 1);
+        long rhs = best >= 0 ? (long)slow[best] * meas[i] : 0;
+        if (best < 0 || lhs > rhs || (lhs == rhs && slow[i] > slow[best])) {
+            best = i;
+        }
+    }
+    return best;
 }
 
 int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
 {
-    for (int i = 0; i < s->n; i++) {
-        int meas, slow;
-        node_counts(s, i, &meas, &slow);
-        partner[i] = -1;
-        s->suspect[i] = s->reach[i] && slow > 0 && (slow >= 2 || slow == meas);
+    int *meas = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    int *slow = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    if (meas == NULL || slow == NULL) {
+        free(meas);
+        free(slow);
+        return -1;
     }
+    for (int i = 0; i < s->n; i++) {
+        partner[i] = -1;
+        s->suspect[i] = 0;
+    }
+    for (int b; (b = next_suspect(s, meas, slow)) >= 0;) {
+        s->suspect[b] = 1;
+    }
+    free(meas);
+    free(slow);
     if (find_links(s) != 0) {
         return -1;
     }

@@ -10,13 +10,18 @@
  *     the nodes, then r distinct rounds of the circle schedule over the
  *     shuffled order (src/core/links.h), so that no two nodes meet twice
  *     and, with an odd count, a different node sits out each round.
- *  2. Every pair is judged against a robust reference: the median of the
- *     screen rounds' pairs (or a baseline), a pair being slow when its
+ *  2. Every pair is judged against a robust reference: the median over the
+ *     nodes of each node's median pair in the random rounds (or a baseline:
+ *     node medians hold when a bad node is in many of the few pairs of a
+ *     small screen), a pair being slow when its
  *     bandwidth (or inverse latency) is below thr x the reference AND more
  *     than z robust deviations below it, judged in logarithms (noise is a
  *     factor): -ln(score) > z x 1.4826 x MAD(ln).
  *  3. A node slow with two or more different partners is a node suspect; a
- *     slow pair whose two ends are not suspects is a link suspect.
+ *     slow pair whose two ends are not suspects is a link suspect.  Suspects
+ *     are taken one at a time, the one slow with the largest share of its
+ *     partners first, and a pair with a suspect no longer counts against its
+ *     other end: a good node that met a bad one is not blamed for it.
  *  4. A confirmation round pairs each node suspect with a known-good node it
  *     has not met, and re-runs each suspect link: only what is slow again is
  *     flagged ("two independent failures").
@@ -135,7 +140,8 @@ int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline);
 /**
  * After the random rounds: the node and link suspects, and the confirmation round's partners
  * into partner[n] (-1: sits out); each suspect node meets a reachable node that is not a
- * suspect, not in a suspect link and not met before; each suspect link's ends meet again.
+ * suspect and not in a suspect link, one it has not met where there is one; each suspect
+ * link's ends meet again.
  * Returns the pairs planned (0: nothing to confirm), -1 when out of memory.
  */
 int cp_screen_plan_confirm(cp_screen_t *s, int *partner);
@@ -145,8 +151,9 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner);
 int cp_screen_decide(cp_screen_t *s);
 
 /** Node's random-round pairs with reachable partners (*meas), the slow ones (*slow), and the
- * lowest score of its judged pairs, the confirmation included (*worst; 0 when none). */
-void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *worst);
+ * median score of its judged pairs, the confirmation included (*score; 0 when none): one slow
+ * partner does not pull a healthy node's down. */
+void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *score);
 
 /** The evidence of node's verdict in buf (partners and scores), e.g. "0.48x with n3, ...". */
 void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,

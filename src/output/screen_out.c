@@ -146,8 +146,8 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
             "\n== screen: %s, %d rounds (seed %llu), reference %s: %.2f GB/s, %.1f us; slow "
             "below %.2fx ==\n",
             h->backend, h->rounds, (unsigned long long)h->seed,
-            !strcmp(h->reference, "baseline") ? "the baseline" : "the median of the pairs",
-            h->ref_bw_gbs, h->ref_lat_us, h->threshold);
+            !strcmp(h->reference, "baseline") ? "the baseline" : "the median node", h->ref_bw_gbs,
+            h->ref_lat_us, h->threshold);
     for (size_t i = first; i < end; i++) {
         const collprof_screen_row_t *r = &rows[i];
         int link = !strcmp(r->what, "link");

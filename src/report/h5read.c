@@ -581,6 +581,37 @@ static int read_links(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
     return rc;
 }
 
+static const char *const screen_verdicts[] = {"healthy", "slow", "unreachable", "inconclusive",
+                                              "untested"};
+
+static int check_screen(const void *rec, size_t i, const cp_report_file_t *f, char *err,
+                        size_t errlen)
+{
+    const collprof_screen_row_t *r = rec;
+    long long nodes = f->root.node_count > 0 ? f->root.node_count : 1 << 20;
+    int node = !strcmp(r->what, "node"), link = !strcmp(r->what, "link"), known = 0;
+    for (size_t v = 0; v < sizeof(screen_verdicts) / sizeof(screen_verdicts[0]); v++) {
+        known |= !strcmp(r->verdict, screen_verdicts[v]);
+    }
+    if (!known || (!node && !link) || r->node_a < 0 || r->node_a >= nodes ||
+        (node && r->node_b != -1) || (link && (r->node_b < 0 || r->node_b >= nodes)) ||
+        !(r->score >= 0) || !(r->ref_bw_gbs >= 0) || !(r->ref_lat_us >= 0)) {
+        snprintf(err, errlen, "corrupted: /screen row %zu", i);
+        return -1;
+    }
+    return 0;
+}
+
+/* The screen's verdict, optional: only a collprof --screen run writes it. */
+static int read_screen(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+{
+    void *recs;
+    int rc =
+        read_table(file, &cp_h5_table_screen, 1, check_screen, f, &recs, &f->nscreen, err, errlen);
+    f->screen = recs;
+    return rc;
+}
+
 /* /environment is not shown, but it is read so that damage to it is noticed too. */
 static int check_environment(hid_t file, char *err, size_t errlen)
 {
@@ -1006,6 +1037,7 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
              : read_ranks(file, f, err, errlen) != 0       ? -1
              : read_backends(file, f, err, errlen) != 0    ? -1
              : read_links(file, f, err, errlen) != 0       ? -1
+             : read_screen(file, f, err, errlen) != 0      ? -1
              : check_environment(file, err, errlen) != 0   ? -1
              : read_cells(file, f, err, errlen) != 0       ? -1
                                                            : 0;
@@ -1045,6 +1077,6 @@ void cp_report_close(cp_report_file_t *f)
                        c->recv_bytes, c->prov,      c->rep_p50,  c->rep_iters};
         free_all(raw, sizeof(raw) / sizeof(raw[0]));
     }
-    void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->links, f->path, f};
+    void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->links, f->screen, f->path, f};
     free_all(owned, sizeof(owned) / sizeof(owned[0]));
 }

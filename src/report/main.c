@@ -54,6 +54,8 @@ static const struct {
      "which backend/variant is fastest per cell; backend vs backend; variant vs default"},
     {"links", cp_report_cmd_links, "FILE [--threshold X] [--stat best|mean]",
      "the link sweep's node x node matrices; names slow links and suspect nodes"},
+    {"screen", cp_report_cmd_screen, "FILE [--format text|slurm|drain|json] [--backend NAME]",
+     "the screen's verdict: slow and unreachable nodes, slow links; the Slurm exclude list"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -71,9 +73,9 @@ static void usage(FILE *f)
                "  -h, --help       this help ('collprof-report COMMAND --help' for a command)\n"
                "  -V, --version    version\n"
                "\n"
-               "Exit status: 0 success, 1 compare found a significant regression or links a\n"
-               "slow link or node, 2 bad usage or a file that cannot be read.  See\n"
-               "collprof-report(1).\n");
+               "Exit status: 0 success, 1 compare found a significant regression, links a\n"
+               "slow link or node, or screen a flagged node or link; 2 bad usage, a file that\n"
+               "cannot be read, or an inconclusive screen.  See collprof-report(1).\n");
 }
 
 #ifndef CP_REPORT_SANITIZED

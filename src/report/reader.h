@@ -61,6 +61,8 @@ typedef struct cp_report_file {
     size_t nbackends;
     collprof_link_row_t *links; /**< the link sweep (/links, from 1.2); NULL when none */
     size_t nlinks;
+    collprof_screen_row_t *screen; /**< the screen's verdict (/screen, from 1.7); NULL: none */
+    size_t nscreen;
 } cp_report_file_t;
 
 /**

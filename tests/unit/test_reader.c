@@ -312,6 +312,31 @@ static void check_device_limit_1_6(void)
     }
 }
 
+/* 1.7: a screen on 4 virtual nodes with n3's link throttled (the /screen table); 1.6 has
+ * none */
+static void check_screen_1_7(void)
+{
+    cp_report_file_t *f = open_sample("1.7");
+    if (f == NULL) {
+        return;
+    }
+    int nodes = 0, slow = 0, healthy = 0;
+    for (size_t i = 0; i < f->nscreen; i++) {
+        const collprof_screen_row_t *r = &f->screen[i];
+        nodes += !strcmp(r->what, "node");
+        slow += !strcmp(r->verdict, "slow") && !strcmp(r->host_a, "n3") && r->slow_partners == 3;
+        healthy += !strcmp(r->verdict, "healthy") && r->seed == 7 && r->ref_bw_gbs > 0;
+    }
+    ok(nodes == 4 && slow == 1 && healthy == 3 && f->nrows == 0 && f->nlinks >= 12,
+       "1.7: /screen has 4 nodes, n3 slow with 3 of 3 partners, 3 healthy; pairs in /links");
+    cp_report_close(f);
+    f = open_sample("1.6");
+    if (f != NULL) {
+        ok(f->nscreen == 0 && f->screen == NULL, "1.6: no /screen: none read");
+        cp_report_close(f);
+    }
+}
+
 int main(void)
 {
     make_hostile_files();
@@ -374,6 +399,7 @@ int main(void)
     check_nonblocking_1_5();
     check_policy_1_5();
     check_device_limit_1_6();
+    check_screen_1_7();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,

@@ -298,6 +298,9 @@ int main(void)
     ok(hits == 20, "16 nodes, one hung: unreachable, nothing else flagged, in %d of 20", hits);
     hits = scenario(8, 1, 0.5, 0, 0.10, 20, &rmax);
     ok(hits >= 19, "8 nodes, one at 0.5x: found alone in %d of 20", hits);
+    hits = scenario(4, 1, 0.1, 0, 0.30, 20, &rmax);
+    ok(hits >= 19, "4 nodes, one at 0.1x, jitter 30%%: found alone in %d of 20 (%d rounds)", hits,
+       rmax);
 
     hits = scenario(1024, 3, 0.5, 0, 0.10, 5, &rmax);
     ok(hits == 5 && rmax <= 6, "1,024 nodes, 3 at 0.5x: found in %d of 5, %d rounds (goal 6)", hits,
