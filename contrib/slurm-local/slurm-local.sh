@@ -669,6 +669,33 @@ mn_shape() { # NODE RATE|off
     say "$1: link shaped to $2 both ways (tbf, burst $burst bytes)"
 }
 
+# shape the link between NODE and PEER alone, both ways: a veth of their own between the
+# two namespaces (cps-PEER in NODE's, cps-NODE in PEER's), a host route to the other's
+# address over it, and a tbf on each end; their other traffic still takes the bridge.  (A
+# filter on one interface would need the prio qdisc, which kernels without sch_prio lack.)
+mn_shape_pair() { # NODE PEER RATE|off
+    local burst tmp=cpq$$
+    ip -n "$TAG-$1" link del "cps-$2" 2>/dev/null || true # removes both ends and the routes
+    if [ "$3" = off ]; then
+        say "$1-$2: link not shaped"
+        return 0
+    fi
+    burst=$(tbf_burst "$3") || die "rate '$3': expected e.g. 200mbit, 1gbit, 500kbit, 10mbps"
+    ip link add "${tmp}a" type veth peer name "${tmp}b" || die "could not make a veth"
+    ip link set "${tmp}a" netns "$TAG-$1" && ip link set "${tmp}b" netns "$TAG-$2" &&
+        ip -n "$TAG-$1" link set "${tmp}a" name "cps-$2" &&
+        ip -n "$TAG-$2" link set "${tmp}b" name "cps-$1" || die "could not place the veth"
+    for end in "$1:$2" "$2:$1"; do
+        local me=${end%%:*} peer=${end#*:}
+        ip -n "$TAG-$me" link set "cps-$peer" up &&
+            ip -n "$TAG-$me" route add "$(mn_addr "$peer")/32" dev "cps-$peer" \
+                src "$(mn_addr "$me")" &&
+            ip netns exec "$TAG-$me" tc qdisc replace dev "cps-$peer" root tbf rate "$3" \
+                burst "$burst" latency 100ms || die "could not route or shape $me to $peer"
+    done
+    say "$1-$2: the link between them shaped to $3 both ways (own veth, tbf, burst $burst bytes)"
+}
+
 mn_link() { # NODE down|up
     case $2 in
     down | up) ;;
@@ -681,7 +708,8 @@ mn_link() { # NODE down|up
 usage() {
     cat >&2 <<USAGE
 usage: $0 [--nodes N] start|status|stop|env|purge|cleanup
-       $0 shape NODE RATE|off | link NODE down|up | exec NODE CMD...   (N >= 2)
+       $0 shape NODE RATE|off | shape-pair NODE PEER RATE|off | link NODE down|up
+       $0 exec NODE CMD...   (these: N >= 2)
        $0 rsh NODE CMDLINE...   (Open MPI's rsh agent: mpirun --mca plm_rsh_agent "$0 rsh")
 directory: \$COLLPROF_SLURM_DIR, now $DIR; nodes: --nodes or \$COLLPROF_SLURM_NODES (default 1)
 USAGE
@@ -750,6 +778,15 @@ shape | link)
     mn_need
     mn_check_node "$1"
     if [ "$cmd" = shape ]; then mn_shape "$1" "$2"; else mn_link "$1" "$2"; fi
+    ;;
+shape-pair)
+    [ $# -eq 3 ] || usage
+    [ "$(id -u)" -eq 0 ] || die "run as root (tc needs it)"
+    mn_need
+    mn_check_node "$1"
+    mn_check_node "$2"
+    [ "$1" != "$2" ] || die "shape-pair $1 $2: two different nodes"
+    mn_shape_pair "$1" "$2" "$3"
     ;;
 exec)
     [ $# -ge 2 ] || usage

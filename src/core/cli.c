@@ -658,6 +658,18 @@ static int check_repeats(cp_options_t *opt, char *err, size_t errlen)
     return 0;
 }
 
+static int h_screen_thr(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    double v;
+    if (parse_real(arg, 0, &v) != 0 || v >= 1) {
+        snprintf(why, len, "--screen-threshold: '%s' is not a number in (0, 1)", arg);
+        return -1;
+    }
+    st->opt->screen_thr = v;
+    return 0;
+}
+
 static int h_link_gbps(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     (void)o;
@@ -909,6 +921,9 @@ static const cli_opt_t cli_opts[] = {
     {"screen-rounds", 0, "R", h_int, "--screen-rounds 1 64", OPT_FIELD(screen_rounds),
      "random rounds of the screen before its confirmation\n"
      "round (default: 3)"},
+    {"screen-threshold", 0, "X", h_screen_thr, NULL, 0, 0,
+     "a pair is slow below X times the reference (default:\n"
+     "0.8; a noisy cluster may want less)"},
     {"seed", 0, "N", h_int, "--seed 1 2147483647", OPT_FIELD(seed),
      "the screen's pairings (default: drawn, printed and\n"
      "recorded, so that a run can be repeated)"},
@@ -1124,13 +1139,15 @@ static int screen_options(cp_options_t *opt, char *err, size_t errlen)
                  "a few random pairings, the sweep every pair)");
         return -1;
     }
-    if (!opt->screen && (opt->screen_rounds != 0 || opt->seed != 0)) {
-        snprintf(err, errlen, "--screen-rounds and --seed shape the screen: add --screen");
+    if (!opt->screen && (opt->screen_rounds != 0 || opt->seed != 0 || opt->screen_thr > 0)) {
+        snprintf(err, errlen,
+                 "--screen-rounds, --screen-threshold and --seed shape the screen: add --screen");
         return -1;
     }
     if (opt->screen) {
         opt->link_sweep = 1;
         opt->screen_rounds = opt->screen_rounds ? opt->screen_rounds : 3;
+        opt->screen_thr = opt->screen_thr > 0 ? opt->screen_thr : 0.8;
     }
     return 0;
 }

@@ -111,13 +111,14 @@ static int verdict_rows(cp_runner_t *r, const cp_cell_t *lat, cp_screen_t *s, co
 }
 
 int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, int rounds,
-                      uint64_t seed, cp_screen_out_t *out, FILE *progress)
+                      double thr, uint64_t seed, cp_screen_out_t *out, FILE *progress)
 {
     const cp_boot_t *b = r->boot;
     cp_screen_opts_t o;
     cp_screen_opts_default(&o);
     o.rounds = rounds;
     o.seed = seed;
+    o.thr = thr;
     cp_screen_t s = {.n = 0};
     int *lead = cp_sweep_leaders(b);
     int *nodes = malloc(sizeof(int) * (size_t)(b->nnodes > 0 ? b->nnodes : 1));

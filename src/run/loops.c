@@ -238,8 +238,8 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
             continue;
         }
         runner.index = (int)(lat - rr->plan.cells);
-        int rc = cp_screen_backend(&runner, lat, bw, rr->opt->screen_rounds, seed, &out,
-                                   rr->boot.rank == 0 ? stdout : NULL);
+        int rc = cp_screen_backend(&runner, lat, bw, rr->opt->screen_rounds, rr->opt->screen_thr,
+                                   seed, &out, rr->boot.rank == 0 ? stdout : NULL);
         exit_status = rc != 0 ? CP_EXIT_FAILED : exit_status;
         done += 2;
         cp_wdh_set_done(done);

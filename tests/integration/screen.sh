@@ -1,0 +1,135 @@
+#!/bin/sh
+# The screen across virtual nodes: on an 8-node Slurm cluster (contrib/slurm-local, see
+# cluster.sh), `collprof --screen` with one rank per node names exactly what was injected:
+# nothing on a healthy cluster (exit 0); n3 as a slow node when n3's link is throttled (tc
+# tbf); the n2-n5 link, and no node, when only the link between n2 and n5 is throttled
+# (slurm-local shape-pair: a veth of their own); n3 and n6 when both are throttled (exit 1
+# each time); and collprof-report screen prints the same verdict, the Slurm exclude list,
+# the drain lines and a JSON document.  One node: nothing to screen (exit 2).
+#
+# Seed 4 pairs n2 with n5 in a random round on 8 nodes (the schedule depends only on the seed
+# and the node count), so the link check uses it.  Judged at --screen-threshold 0.3 on gloo
+# (else the first CPU backend built): the 2 CPUs shared by 8 virtual nodes give healthy pairs
+# 0.4-2x the median, and a link throttled to 100 Mbit/s is at 0.03-0.1x (links.sh says more).
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+. "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
+
+need_virtual_nodes
+REPORT="$(dirname "$COLLPROF_BIN")/collprof-report"
+[ -x "$REPORT" ] || skip_all "collprof-report was not built (no HDF5)"
+
+T0=$(now)
+cluster_start 8 collprof-screen-test
+
+SRUN="srun --immediate=30 --mpi=pmix"
+B=""
+for b in gloo ofi mpi; do
+    case " $BACKENDS " in *" $b "*) B=${B:-$b} ;; esac
+done
+sanitized=${CP_TIMING_UNRELIABLE:-0}
+
+# collprof --screen on the 8 nodes into directory $1 (rest: options); rc, h5, out (console)
+screen8() {
+    d=$1
+    shift
+    mkdir -p "$d"
+    rc=0
+    t=$(now)
+    # shellcheck disable=SC2086 # SRUN is a list of options
+    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
+        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 10 -w 2 --screen-threshold 0.3 \
+        --output-dir "$d" "$@" </dev/null >"$d/out" 2>"$d/err" || rc=$?
+    took=$(since "$t")
+    # shellcheck disable=SC2012 # our own file names
+    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+    out=$d/out
+}
+
+# print the verdict as a diagnostic when $1 (an exit status) is not 0
+show() {
+    [ "$1" -eq 0 ] || sed -n '/^== screen/,$s/^/# /p' "$out"
+    [ "$1" -eq 0 ] || sed 's/^/# err: /' "$(dirname "$out")/err" | head -n 5
+}
+
+# ---- 1. a healthy cluster: nothing flagged
+if [ "$sanitized" != 1 ]; then
+    screen8 "$WORK/clean" --seed 4
+    grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out" && ! grep -q '^slow ' "$out"
+    r=$?
+    [ "$rc" -eq 0 ] && [ "$r" -eq 0 ]
+    r=$?
+    ok $r "healthy: exit 0, 8 healthy nodes, no slow link (rc $rc, $took s)"
+    show $r
+    [ "$("$REPORT" screen "$h5" --format slurm)" = "" ]
+    ok $? "healthy: the Slurm exclude list is empty"
+fi
+
+# ---- 2. n3's link throttled: n3, and only n3, is a slow node
+bash "$SL" shape n3 100mbit >/dev/null 2>&1
+ok $? "shape n3 100mbit"
+screen8 "$WORK/node" --seed 4
+[ "$rc" -eq 1 ] && grep -q '^slow  *n3: .*confirm' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 1 ] &&
+    grep -q '^exclude: n3$' "$out"
+r=$?
+ok $r "n3 throttled: exit 1, n3 slow (confirmed), nothing else, exclude n3 (rc $rc, $took s)"
+show $r
+rc=0
+ex=$("$REPORT" screen "$h5" --format slurm) || rc=$?
+[ "$rc" -eq 1 ] && [ "$ex" = "n3" ]
+ok $? "report screen --format slurm: n3, exit 1 (got '$ex', rc $rc)"
+"$REPORT" screen "$h5" --format drain >"$WORK/drain" 2>&1
+[ "$(wc -l <"$WORK/drain")" -eq 1 ] &&
+    grep -q '^scontrol update nodename=n3 state=drain reason="collprof screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners, confirmed with n[0-9]"$' "$WORK/drain"
+ok $? "report screen --format drain: one scontrol line for n3, with its evidence"
+sed 's/^/# /' "$WORK/drain"
+"$REPORT" screen "$h5" --format text >"$WORK/text" 2>&1
+grep -q '^slow  *n3: ' "$WORK/text" && grep -q '^exclude: n3$' "$WORK/text"
+ok $? "report screen: the verdict the run printed"
+if command -v python3 >/dev/null 2>&1; then
+    "$REPORT" screen "$h5" --format json >"$WORK/json" 2>&1
+    python3 - "$WORK/json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["screens"][0]
+slow = [n["host"] for n in s["nodes"] if n["verdict"] == "slow"]
+assert d["format"] == "collprof-screen" and d["version"] == 1 and d["status"] == 1, d
+assert slow == ["n3"] and s["exclude"] == "n3" and len(s["nodes"]) == 8, s
+assert s["reference"]["source"] == "screen" and s["reference"]["bw_gbs"] > 0, s
+EOF
+    ok $? "report screen --format json: a collprof-screen 1 document, n3 slow, status 1"
+fi
+
+# ---- 3. two throttled nodes at once
+bash "$SL" shape n6 100mbit >/dev/null 2>&1
+screen8 "$WORK/two" --seed 9
+[ "$rc" -eq 1 ] && grep -q '^exclude: n\[3,6\]$' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 2 ]
+r=$?
+ok $r "n3 and n6 throttled: both slow, nothing else, exclude n[3,6] (rc $rc, $took s)"
+show $r
+bash "$SL" shape n6 off >/dev/null 2>&1
+bash "$SL" shape n3 off >/dev/null 2>&1
+
+# ---- 4. only the n2-n5 link throttled: a slow link, no slow node
+if [ "$sanitized" != 1 ]; then
+    bash "$SL" shape-pair n2 n5 100mbit >/dev/null 2>&1
+    ok $? "shape-pair n2 n5 100mbit"
+    screen8 "$WORK/link" --seed 4
+    [ "$rc" -eq 1 ] && grep -q '^slow  *n2-n5: slow .*(random), slow .*(confirm)$' "$out" &&
+        grep -q '^nodes: 8 healthy, 0 slow' "$out" && grep -q '^exclude: (none)$' "$out"
+    r=$?
+    ok $r "n2-n5 throttled: exit 1, the n2-n5 link slow (confirmed), every node healthy ($took s)"
+    show $r
+    bash "$SL" shape-pair n2 n5 off >/dev/null 2>&1
+fi
+
+# ---- 5. one node: nothing to screen
+rc=0
+# shellcheck disable=SC2086 # SRUN is a list of options
+timeout -k 10 60 $SRUN -N 1 -n 2 -w n1 "$COLLPROF_BIN" --screen --backends "$B" \
+    --output-dir "$WORK" </dev/null >"$WORK/out1" 2>"$WORK/err1" || rc=$?
+[ "$rc" -eq 2 ] && grep -q -- '--screen: all 2 ranks run on one node .*no link between nodes' \
+    "$WORK/err1"
+ok $? "one node: --screen exits 2, 'no link between nodes to measure' (rc $rc)"
+
+echo "# screen.sh took $(since "$T0") s"
+done_testing
