@@ -24,6 +24,7 @@
 #include "boot/tcp_tree.h"
 #include "boot/tcp_sock.h"
 #include "collprof/status.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/timeouts.h"
 #include "core/util.h"
@@ -502,6 +503,28 @@ static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
     return 0;
 }
 
+/* COLLPROF_FAULT=rogue (fault.h): two connections to the parent at addr, before this
+ * member's own, that do not prove the secret: one silent, one that claims this member's slot
+ * with a wrong proof.  Open in fds until the join ends. */
+static void rogues_first(const cp_tree_t *t, const char *addr, int *fds)
+{
+    char why[256];
+    unsigned char msg[INTRO_LEN + 4];
+    uint32_t h[5] = {htonl(HELLO_MAGIC), htonl((uint32_t)t->me), 0, htonl((uint32_t)t->n),
+                     htonl(1)};
+    uint32_t me = htonl((uint32_t)t->me);
+    memset(msg, 0xaa, sizeof(msg)); /* a nonce, and a proof made without the secret */
+    memcpy(msg, h, sizeof(h));
+    memcpy(msg + INTRO_LEN, &me, sizeof(me));
+    cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rogue connections to %s first", addr);
+    fds[0] = cp_sock_dial(addr, CP_TMO_TREE_CONNECT_S, why, sizeof(why));
+    fds[1] = cp_sock_dial(addr, CP_TMO_TREE_CONNECT_S, why, sizeof(why));
+    struct iovec iov = {msg, sizeof(msg)};
+    if (fds[1] >= 0) {
+        cp_sock_send_all(fds[1], &iov, 1);
+    }
+}
+
 /* The root's verdict to every child (0 or VERDICT_MAGIC); -1 when a child went away. */
 static int pass_verdict(cp_tree_t *t, uint32_t v)
 {
@@ -548,6 +571,7 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
     }
     const char *addr = t->me == t->spec.leader && !same_host ? parent->node : parent->lo;
     uint32_t verdict = 0;
+    int rogue[2] = {-1, -1};
     int want = t->me == 0 ? t->n - 1 : t->me == t->spec.leader ? t->spec.nlocal - 1 : 0;
     int got =
         want > 0
@@ -563,12 +587,21 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         snprintf(why, wlen, "%s",
                  t->me == t->spec.leader ? "rank 0 has no address for the other nodes"
                                          : "the node's leader opened no listener");
-    } else if (go_up(t, addr, why, wlen) == 0) {
-        if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict), CP_TMO_TREE_VERDICT_S) != 0) {
+    } else {
+        int rank = t->spec.ranks != NULL ? t->spec.ranks[t->me] : t->me;
+        if (cp_fault_rogue(rank) && strcmp(t->purpose, "job") == 0) {
+            rogues_first(t, addr, rogue);
+        }
+        if (go_up(t, addr, why, wlen) != 0) {
+            /* why says it */
+        } else if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict),
+                                       CP_TMO_TREE_VERDICT_S) != 0) {
             snprintf(why, wlen, "no verdict from %s within %.0f s", addr, CP_TMO_TREE_VERDICT_S);
         } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC) {
             snprintf(why, wlen, "rank 0 did not hear from every member in time");
         }
+        close_fd(&rogue[0]);
+        close_fd(&rogue[1]);
     }
     if (pass_verdict(t, verdict) != 0 && verdict == VERDICT_MAGIC) {
         snprintf(why, wlen, "a member went away during the set-up");
