@@ -320,10 +320,13 @@ static void rogues(const cp_tcp_pub_t *pub)
         if (rogue_fd[i] < 0 || i == 0) {
             continue;
         }
-        uint32_t msg[6 + 12 + 1] = {htonl(0x43504f48u), htonl((uint32_t)rogue_claim), 0, htonl(NR),
-                                    htonl(1),           htonl((uint32_t)rogue_claim)};
-        memset(&msg[6], 0xaa, 12 * sizeof(uint32_t)); /* the rest of a nonce, a forged proof */
-        msg[18] = htonl((uint32_t)rogue_claim);
+        /* words 0-4 the header, 5-8 a nonce (its first word: the old subtree), 9-16 a proof
+         * made without the secret, 17 the subtree */
+        uint32_t msg[5 + 4 + 8 + 1] = {
+            htonl(0x43504f48u), htonl((uint32_t)rogue_claim), 0, htonl(NR),
+            htonl(1),           htonl((uint32_t)rogue_claim)};
+        memset(&msg[6], 0xaa, 11 * sizeof(uint32_t));
+        msg[17] = htonl((uint32_t)rogue_claim);
         struct iovec iov = {msg, sizeof(msg)};
         cp_sock_send_all(rogue_fd[i], &iov, 1);
     }
