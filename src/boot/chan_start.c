@@ -7,9 +7,9 @@
  * the run's secret: CP_AUTH_KEY_LEN bytes from getrandom(2), which every
  * connection of the tree proves, tcp_auth.h) and every other leader's
  * loopback address go out in one PMIx fence; every rank then connects to its
- * parent and learns rank 0's verdict.  Every rank
- * decides alike: the tree, or PMIx fences with the reason (a warning on rank
- * 0 unless COLLPROF_OOB=pmix asked for them).
+ * parent and learns rank 0's verdict.  Every rank decides alike: the tree,
+ * or PMIx fences with the reason (a warning on rank 0 unless
+ * COLLPROF_OOB=pmix asked for them).
  */
 
 #include "boot/chan.h"
