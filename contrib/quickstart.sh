@@ -14,9 +14,9 @@ mode=${1:-run}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-# build: compilers, autotools, PMIx, Open MPI, HDF5; tests: h5dump, h5py, Chromium (plots)
+# build: compilers, autotools, PMIx, Open MPI, HDF5, nettle (the control channel's HMAC); tests: h5dump, h5py, Chromium (plots)
 PKGS="build-essential g++ autoconf automake libtool libtool-bin pkg-config libpmix-dev libpmix-bin
-libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libfabric-dev libfabric-bin libgloo-dev procps python3 python3-h5py python3-numpy"
+libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libfabric-dev libfabric-bin libgloo-dev nettle-dev procps python3 python3-h5py python3-numpy"
 [ "$mode" = test ] && PKGS="$PKGS clang libclang-rt-14-dev chromium python3-pandas python3-matplotlib slurmctld slurmd slurm-client
 munge libslurm-dev iproute2"
 

@@ -3,11 +3,13 @@
 /*
  * Choosing the control channel, once, at start-up (chan.h).  The TCP tree's
  * shape comes from PMIx's local peers: a node's leader is its lowest rank
- * (rank 0 on rank 0's node).  Rank 0's record (host, listening addresses) and
- * every other leader's loopback address go out in one PMIx fence; every rank
- * then connects to its parent and learns rank 0's verdict.  Every rank
- * decides alike: the tree, or PMIx fences with the reason (a warning on rank
- * 0 unless COLLPROF_OOB=pmix asked for them).
+ * (rank 0 on rank 0's node).  Rank 0's record (host, listening addresses, and
+ * the run's secret: CP_AUTH_KEY_LEN bytes from getrandom(2), which every
+ * connection of the tree proves, tcp_auth.h) and every other leader's
+ * loopback address go out in one PMIx fence; every rank then connects to its
+ * parent and learns rank 0's verdict.  Every rank decides alike: the tree,
+ * or PMIx fences with the reason (a warning on rank 0 unless
+ * COLLPROF_OOB=pmix asked for them).
  */
 
 #include "boot/chan.h"
@@ -19,8 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_ROOT   "cp.boot.root"   /* rank 0's peer_info_t */
+#define KEY_ROOT   "cp.boot.root"   /* rank 0's root_rec_t */
 #define KEY_LEADER "cp.boot.leader" /* another leader's cp_tcp_pub_t */
+
+/* What rank 0 publishes: its record and the run's secret (zero without a TCP tree).  Only the
+ * job's processes read it: PMIx's own security guards it. */
+typedef struct root_rec {
+    peer_info_t info;
+    unsigned char secret[CP_AUTH_KEY_LEN];
+} root_rec_t;
 
 /* The tree's shape for this rank; without PMIx's local peers, or with COLLPROF_OOB=star, every
  * rank leads itself (a star to rank 0). */
@@ -46,19 +55,19 @@ static cp_tree_spec_t world_spec(const cp_boot_t *b)
 
 /* Rank 0's record to every rank, each other leader's addresses to its node's ranks: one
  * fence, at most two gets per rank.  Every rank makes the fence, whatever failed before. */
-static int exchange(const cp_tree_spec_t *s, const peer_info_t *mine, peer_info_t *p0,
+static int exchange(const cp_tree_spec_t *s, const peer_info_t *mine, root_rec_t *r0,
                     cp_tcp_pub_t *lpub)
 {
     int rc = COLLPROF_OK;
     if (s->me == 0) {
-        rc = cp_pmix_put(KEY_ROOT, p0, sizeof(*p0));
+        rc = cp_pmix_put(KEY_ROOT, r0, sizeof(*r0));
     } else if (s->leader == s->me && s->nlocal > 1) {
         rc = cp_pmix_put(KEY_LEADER, &mine->tcp, sizeof(mine->tcp));
     }
     int frc = cp_pmix_fence(1);
     rc = rc != COLLPROF_OK ? rc : frc;
     if (rc == COLLPROF_OK && s->me != 0) {
-        rc = cp_pmix_get(0, KEY_ROOT, p0, sizeof(*p0));
+        rc = cp_pmix_get(0, KEY_ROOT, r0, sizeof(*r0));
     }
     if (rc == COLLPROF_OK && s->leader != s->me && s->leader != 0) {
         rc = cp_pmix_get(s->leader, KEY_LEADER, lpub, sizeof(*lpub));
@@ -82,11 +91,11 @@ static const char *hopeless(const cp_tree_spec_t *s, const peer_info_t *p0, cons
 
 /* The tree, or the reason in why. */
 static cp_tree_t *connect_tree(const cp_boot_t *b, const cp_tree_spec_t *s, cp_tree_t *t,
-                               const peer_info_t *p0, const cp_tcp_pub_t *lpub, char *why,
-                               size_t wl)
+                               const root_rec_t *r0, const cp_tcp_pub_t *lpub, char *why, size_t wl)
 {
     char why0[256];
     snprintf(why0, sizeof(why0), "%s", why);
+    const peer_info_t *p0 = &r0->info;
     const char *no = hopeless(s, p0, why0);
     if (no != NULL) {
         snprintf(why, wl, "%s", no);
@@ -96,6 +105,7 @@ static cp_tree_t *connect_tree(const cp_boot_t *b, const cp_tree_spec_t *s, cp_t
         /* rank 0 describes its own; a leader and rank 0's node go to rank 0; others to theirs */
         const cp_tcp_pub_t *parent = s->leader == s->me || s->leader == 0 ? &p0->tcp : lpub;
         int same = strcmp(b->hostname, p0->hostname) == 0;
+        cp_tree_key(t, r0->secret, "job");
         if (cp_tree_join(t, parent, same, why, wl) == 0) {
             return t;
         }
@@ -114,20 +124,28 @@ int cp_chan_start(const cp_boot_t *b, peer_info_t *mine, peer_info_t *p0)
         return COLLPROF_OK;
     }
     cp_tree_t *t = NULL;
-    if (!forced) {
+    root_rec_t r0;
+    memset(&r0, 0, sizeof(r0));
+    /* rank 0 opens no listener without a secret: the others then learn "no listener" */
+    if (!forced &&
+        (b->rank != 0 || cp_auth_random(r0.secret, sizeof(r0.secret), why, sizeof(why)) == 0)) {
         t = cp_tree_new(&s, &mine->tcp, why, sizeof(why));
     }
     if (b->rank == 0) {
         p0->tcp = mine->tcp;
+        r0.info = *p0;
     }
     cp_tcp_pub_t lpub;
     memset(&lpub, 0, sizeof(lpub));
-    int rc = exchange(&s, mine, p0, &lpub);
+    int rc = exchange(&s, mine, &r0, &lpub);
+    *p0 = r0.info;
     if (rc != COLLPROF_OK) {
+        cp_auth_wipe(r0.secret, sizeof(r0.secret));
         cp_tree_free(t);
         return rc;
     }
-    t = forced ? NULL : connect_tree(b, &s, t, p0, &lpub, why, sizeof(why));
+    t = forced ? NULL : connect_tree(b, &s, t, &r0, &lpub, why, sizeof(why));
+    cp_auth_wipe(r0.secret, sizeof(r0.secret)); /* the trees keep their copies */
     if (t != NULL) {
         cp_chan_use_tcp(t);
         return COLLPROF_OK;

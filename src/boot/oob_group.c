@@ -7,8 +7,10 @@
  * member 0), opened once per group kind: each member tells rank 0 over the
  * job's tree where it listens and who its parent is, rank 0 sends each
  * member its parent's address (O(n) bytes through rank 0), and the groups
- * connect, all at once.  If any group's tree fails, every group goes over
- * PMIx keys instead (put, then bounded gets), decided alike on every rank.
+ * connect, all at once, proving the job's secret (the job's tree holds it)
+ * for this group's tree alone.  If any group's tree fails, every group goes
+ * over PMIx keys instead (put, then bounded gets), decided alike on every
+ * rank.
  */
 
 #include "boot/chan.h"
@@ -100,6 +102,11 @@ static int open_tree(cp_oob_group_t *g, const cp_boot_t *b, cp_tree_t *w, char *
     grp_rec_t mine;
     memset(&mine, 0, sizeof(mine));
     cp_tree_t *t = cp_tree_new(&spec, &mine.pub, why, wl);
+    if (t != NULL) { /* the job's secret; the group's own purpose */
+        char purpose[CP_AUTH_PURPOSE_LEN];
+        snprintf(purpose, sizeof(purpose), "group %.31s %d", g->tag, g->ranks[0]);
+        cp_tree_key(t, w->key, purpose);
+    }
     mine.parent = t == NULL ? -2 : g->me == 0 ? -1 : g->ranks[t->parent_index];
     mine.node = b->node_id;
     int root = b->rank == 0;

@@ -4,21 +4,34 @@
  * The TCP control tree's set-up: listeners, the children's introductions,
  * the connection to the parent and the root's verdict (tcp_tree.h).
  *
- * A child introduces itself with a header (HELLO_MAGIC, its index, n) and
- * its subtree: a count, then the members' indices (itself first), all
- * int32 big-endian; a leader sends it once its own node's members came (or
- * its wait ran out).  The root, having heard of all n - 1 other members or
- * given up, sends the verdict down the tree; a leader passes it on.
+ * A listener sends each connection a challenge (CHALLENGE_MAGIC and a fresh
+ * nonce); the child introduces itself with a header (HELLO_MAGIC, its
+ * index, 0, n, the count of its subtree), its own nonce and its proof
+ * (tcp_auth.h), then its subtree: the members' indices (itself first), all
+ * int32 big-endian.  The listener reads the fixed-size part, checks the
+ * proof, answers with its own and only then reads the subtree; the child
+ * checks that answer before it reads anything else.  A leader introduces
+ * itself once its own node's members came (or its wait ran out).  The
+ * root, having heard of all n - 1 other members or given up, sends the
+ * verdict down the tree; a leader passes it on.
+ *
+ * Accepting is one poll loop over the listeners and every connection not
+ * yet introduced (at most MAX_PENDING at once), each with its own deadline
+ * (CP_TMO_TREE_HELLO_S): a silent or wrong connection is dropped without
+ * holding up the others, and logged once per peer address.
  */
 
 #include "boot/tcp_tree.h"
 #include "boot/tcp_sock.h"
 #include "collprof/status.h"
+#include "core/fault.h"
+#include "core/log.h"
 #include "core/timeouts.h"
 #include "core/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -27,8 +40,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define HELLO_MAGIC   0x43504f48u /* "CPOH": a member introduces its subtree */
-#define VERDICT_MAGIC 0x43504f56u /* "CPOV": the root says whether all came */
+#define HELLO_MAGIC     0x43504f48u /* "CPOH": a member introduces its subtree */
+#define VERDICT_MAGIC   0x43504f56u /* "CPOV": the root says whether all came */
+#define CHALLENGE_MAGIC 0x43504f43u /* "CPOC": a listener's nonce */
+
+/* The introduction's fixed-size part: five uint32 (magic, index, 0, n, count), the child's
+ * nonce, its proof. */
+#define INTRO_LEN     (5 * 4 + CP_AUTH_NONCE_LEN + CP_AUTH_MAC_LEN)
+#define CHALLENGE_LEN (4 + CP_AUTH_NONCE_LEN)
+#define MAX_PENDING   64 /* connections being introduced at once; more wait in the backlog */
+#define MAX_LOGGED    16 /* peer addresses whose drops were logged, per accept phase */
 
 static void close_fd(int *fd)
 {
@@ -58,6 +79,7 @@ void cp_tree_free(cp_tree_t *t)
         return;
     }
     cp_tree_close(t);
+    cp_auth_wipe(t->key, sizeof(t->key));
     free(t->kid_fd);
     free(t->kid_first);
     free(t->kid_size);
@@ -199,47 +221,223 @@ static int subtree_ok(const cp_tree_t *t, const int32_t *idx, int cnt, int first
     return 1;
 }
 
-/* One connection from listener l: a child's introduction and subtree (room: at most room
- * members); its member count, or 0 (dropped). */
-static int take_one(cp_tree_t *t, int l, int room, double left_s)
+/* A connection not introduced yet. */
+typedef struct pending {
+    int fd;
+    int proven;       /* its proof checked out: its subtree comes next */
+    size_t got, need; /* bytes of intro (then of idx) so far, and in all */
+    double until_us;  /* its deadline */
+    int cnt;          /* its subtree's members (once proven) */
+    int32_t *idx;     /* its subtree (once proven) */
+    unsigned char na[CP_AUTH_NONCE_LEN];
+    unsigned char intro[INTRO_LEN];
+    char peer[64]; /* numeric "host:port" ("[host]:port" for IPv6) */
+} pending_t;
+
+/* One accept phase: the connections being introduced, the addresses already logged. */
+typedef struct accepting {
+    pending_t p[MAX_PENDING];
+    int np;
+    char logged[MAX_LOGGED][64];
+    int nlogged, quiet; /* addresses logged; drops not logged (address seen, or table full) */
+} accepting_t;
+
+static uint32_t word(const unsigned char *p, int i)
 {
-    int fd = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    uint32_t v;
+    memcpy(&v, p + 4 * i, sizeof(v));
+    return ntohl(v);
+}
+
+/* Drop connection i with the reason: logged once per peer address of this phase. */
+static void drop(accepting_t *a, int i, const char *reason)
+{
+    pending_t *c = &a->p[i];
+    char host[sizeof(c->peer)];
+    snprintf(host, sizeof(host), "%s", c->peer);
+    char *colon = strrchr(host, ':');
+    if (colon != NULL) {
+        *colon = '\0'; /* the address without the port */
+    }
+    int seen = 0;
+    for (int k = 0; k < a->nlogged && !seen; k++) {
+        seen = strcmp(a->logged[k], host) == 0;
+    }
+    if (!seen && a->nlogged < MAX_LOGGED) {
+        snprintf(a->logged[a->nlogged++], sizeof(a->logged[0]), "%s", host);
+        cp_log(CP_LOG_WARN, "control channel: dropped a connection from %s: %s", c->peer, reason);
+    } else {
+        a->quiet++;
+    }
+    close(c->fd);
+    free(c->idx);
+    a->p[i] = a->p[--a->np];
+}
+
+/* Accept one connection from listener l and send it a challenge. */
+static void open_one(accepting_t *a, int l)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = accept4(l, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-        return 0;
+        return;
     }
-    double wait = left_s < CP_TMO_TREE_HELLO_S ? left_s : CP_TMO_TREE_HELLO_S;
-    uint32_t h[5];
-    int32_t *idx = NULL;
-    int cnt = 0;
-    if (cp_sock_recv_within(fd, h, sizeof(h), wait) == 0 && ntohl(h[0]) == HELLO_MAGIC &&
-        ntohl(h[2]) == 0 && ntohl(h[3]) == (uint32_t)t->n) {
-        cnt = (int)ntohl(h[4]);
-        cnt = cnt >= 1 && cnt <= room ? cnt : 0;
+    pending_t *c = &a->p[a->np++];
+    memset(c, 0, sizeof(*c));
+    c->fd = fd;
+    c->need = INTRO_LEN;
+    c->until_us = cp_now_us() + CP_TMO_TREE_HELLO_S * 1e6;
+    char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
+    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+    unsigned char ch[CHALLENGE_LEN];
+    uint32_t magic = htonl(CHALLENGE_MAGIC);
+    char why[128];
+    if (cp_auth_random(c->na, sizeof(c->na), why, sizeof(why)) != 0) {
+        drop(a, a->np - 1, why);
+        return;
     }
-    idx = cnt > 0 ? malloc((size_t)cnt * sizeof(*idx)) : NULL;
-    if (idx == NULL || cp_sock_recv_within(fd, idx, (size_t)cnt * sizeof(*idx), wait) != 0 ||
-        !subtree_ok(t, idx, cnt, (int)ntohl(h[1])) || add_kid(t, fd, idx, cnt) != 0) {
-        close(fd);
-        cnt = 0;
+    memcpy(ch, &magic, sizeof(magic));
+    memcpy(ch + 4, c->na, sizeof(c->na));
+    /* a fresh socket's buffer takes it whole */
+    if (send(fd, ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ch)) {
+        drop(a, a->np - 1, "it went away before its challenge");
     }
-    free(idx);
-    return cnt;
+}
+
+/* The introduction of connection i is whole: check it, answer with this member's proof, expect
+ * the subtree.  0, or -1 (dropped). */
+static int check_intro(cp_tree_t *t, accepting_t *a, int i, int room)
+{
+    pending_t *c = &a->p[i];
+    const unsigned char *nc = c->intro + 20, *proof = nc + CP_AUTH_NONCE_LEN;
+    uint32_t index = word(c->intro, 1), n = word(c->intro, 3), cnt = word(c->intro, 4);
+    if (word(c->intro, 0) != HELLO_MAGIC) {
+        drop(a, i, "not a control-channel introduction");
+        return -1;
+    }
+    if (!cp_auth_check(t->key, t->purpose, CP_AUTH_CONNECTOR, c->na, nc, index, n, proof)) {
+        drop(a, i, "wrong proof");
+        return -1;
+    }
+    if (word(c->intro, 2) != 0 || n != (uint32_t)t->n || cnt < 1 || cnt > (uint32_t)room) {
+        char why[96];
+        snprintf(why, sizeof(why), "member %u of %u introduced %u members (expected %d of %d)",
+                 index, n, cnt, room, t->n);
+        drop(a, i, why);
+        return -1;
+    }
+    unsigned char mine[CP_AUTH_MAC_LEN];
+    cp_auth_mac(t->key, t->purpose, CP_AUTH_ACCEPTOR, c->na, nc, index, n, mine);
+    c->idx = malloc((size_t)cnt * sizeof(*c->idx));
+    if (c->idx == NULL ||
+        send(c->fd, mine, sizeof(mine), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(mine)) {
+        drop(a, i, c->idx == NULL ? "out of memory" : "it went away after its proof");
+        return -1;
+    }
+    c->proven = 1;
+    c->cnt = (int)cnt;
+    c->got = 0;
+    c->need = (size_t)cnt * sizeof(*c->idx);
+    return 0;
+}
+
+/* Read what connection i sent (room: members still wanted); the members it brought (it is a
+ * child now), 0 (more to come, or dropped). */
+static int step(cp_tree_t *t, accepting_t *a, int i, int room)
+{
+    pending_t *c = &a->p[i];
+    for (;;) {
+        unsigned char *dst = c->proven ? (unsigned char *)c->idx : c->intro;
+        ssize_t k = recv(c->fd, dst + c->got, c->need - c->got, MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return 0;
+        }
+        if (k <= 0) {
+            drop(a, i, c->proven ? "it closed before its subtree" : "it closed before its proof");
+            return 0;
+        }
+        c->got += (size_t)k;
+        if (c->got < c->need) {
+            continue;
+        }
+        if (!c->proven) {
+            if (check_intro(t, a, i, room) != 0) {
+                return 0;
+            }
+            continue;
+        }
+        int cnt = c->cnt, fd = c->fd;
+        if (!subtree_ok(t, c->idx, cnt, (int)word(c->intro, 1))) {
+            drop(a, i, "its members are out of range or joined already");
+            return 0;
+        }
+        int fl = fcntl(fd, F_GETFL);
+        if ((fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) || add_kid(t, fd, c->idx, cnt)) {
+            drop(a, i, "out of memory");
+            return 0;
+        }
+        free(c->idx);
+        a->p[i] = a->p[--a->np]; /* the socket is the child's now */
+        return cnt;
+    }
 }
 
 /* Accept children until want members came or wait_s passed; how many came. */
 static int accept_kids(cp_tree_t *t, int want, double wait_s)
 {
+    accepting_t *a = calloc(1, sizeof(*a));
     int got = 0;
     double until = cp_now_us() + wait_s * 1e6;
-    while (got < want && cp_now_us() < until) {
-        struct pollfd p[2] = {{t->lfd[0], POLLIN, 0}, {t->lfd[1], POLLIN, 0}};
-        int k = poll(p, 2, (int)((until - cp_now_us()) / 1e3) + 1);
-        for (int i = 0; i < 2 && k > 0; i++) {
-            if (p[i].revents & POLLIN) {
-                got += take_one(t, p[i].fd, want - got, (until - cp_now_us()) * 1e-6);
+    while (a != NULL && got < want && cp_now_us() < until) {
+        struct pollfd p[2 + MAX_PENDING];
+        int np = a->np, nfd = 0;
+        double next = until;
+        for (int i = 0; i < np; i++) {
+            p[nfd++] = (struct pollfd){a->p[i].fd, POLLIN, 0};
+            next = a->p[i].until_us < next ? a->p[i].until_us : next;
+        }
+        for (int l = 0; l < 2 && np < MAX_PENDING; l++) { /* when full: they wait in the backlog */
+            p[nfd++] = (struct pollfd){t->lfd[l], POLLIN, 0};
+        }
+        double left_ms = (next - cp_now_us()) / 1e3;
+        int k = poll(p, (nfds_t)nfd, left_ms > 0 ? (int)left_ms + 1 : 0);
+        if (k < 0 && errno != EINTR) {
+            break;
+        }
+        /* backwards: a drop moves the last connection into the slot, seen already */
+        for (int i = np - 1; i >= 0 && k > 0; i--) {
+            if (p[i].revents != 0 && got < want) {
+                got += step(t, a, i, want - got);
+            }
+        }
+        double now = cp_now_us();
+        for (int i = a->np - 1; i >= 0; i--) {
+            if (now >= a->p[i].until_us) {
+                char why[64];
+                snprintf(why, sizeof(why), "no proof within %.0f s", CP_TMO_TREE_HELLO_S);
+                drop(a, i, why);
+            }
+        }
+        for (int j = np; j < nfd && k > 0; j++) {
+            if ((p[j].revents & POLLIN) && a->np < MAX_PENDING) {
+                open_one(a, p[j].fd);
             }
         }
     }
+    while (a != NULL && a->np > 0) {
+        drop(a, a->np - 1,
+             got == want ? "no proof before every member had come" : "no proof in time");
+    }
+    if (a != NULL && a->quiet > 0) {
+        cp_log(CP_LOG_INFO, "control channel: %d more connections dropped (not logged)", a->quiet);
+    }
+    free(a);
     close_fd(&t->lfd[0]);
     close_fd(&t->lfd[1]);
     return got;
@@ -247,15 +445,28 @@ static int accept_kids(cp_tree_t *t, int want, double wait_s)
 
 /* ---- the parent -------------------------------------------------------- */
 
-/* Connect to the parent and introduce this member's subtree. */
+/* Connect to the parent, answer its challenge with this member's subtree and proof, and check
+ * the parent's proof. */
 static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
 {
     t->parent = cp_sock_dial(addr, CP_TMO_TREE_CONNECT_S, why, wlen);
     if (t->parent < 0) {
         return -1;
     }
+    unsigned char ch[CHALLENGE_LEN], nc[CP_AUTH_NONCE_LEN], theirs[CP_AUTH_MAC_LEN];
+    if (cp_sock_recv_within(t->parent, ch, sizeof(ch), CP_TMO_TREE_VERDICT_S) != 0) {
+        snprintf(why, wlen, "no challenge from %s within %.0f s", addr, CP_TMO_TREE_VERDICT_S);
+        return -1;
+    }
+    if (word(ch, 0) != CHALLENGE_MAGIC) {
+        snprintf(why, wlen, "%s is not a collprof control channel", addr);
+        return -1;
+    }
+    if (cp_auth_random(nc, sizeof(nc), why, wlen) != 0) {
+        return -1;
+    }
     size_t cnt = (size_t)t->sub;
-    uint32_t *msg = malloc((5 + cnt) * sizeof(uint32_t));
+    unsigned char *msg = malloc(INTRO_LEN + cnt * sizeof(uint32_t));
     if (msg == NULL) {
         snprintf(why, wlen, "out of memory");
         return -1;
@@ -263,17 +474,55 @@ static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
     uint32_t h[5] = {htonl(HELLO_MAGIC), htonl((uint32_t)t->me), 0, htonl((uint32_t)t->n),
                      htonl((uint32_t)cnt)};
     memcpy(msg, h, sizeof(h));
+    memcpy(msg + sizeof(h), nc, sizeof(nc));
+    cp_auth_mac(t->key, t->purpose, CP_AUTH_CONNECTOR, ch + 4, nc, (uint32_t)t->me, (uint32_t)t->n,
+                msg + sizeof(h) + sizeof(nc));
     for (size_t i = 0; i < cnt; i++) {
-        msg[5 + i] = htonl((uint32_t)t->order[i]);
+        uint32_t x = htonl((uint32_t)t->order[i]);
+        memcpy(msg + INTRO_LEN + 4 * i, &x, sizeof(x));
     }
-    struct iovec iov = {msg, (5 + cnt) * sizeof(uint32_t)};
+    struct iovec iov = {msg, INTRO_LEN + cnt * sizeof(uint32_t)};
     int rc = cp_sock_send_all(t->parent, &iov, 1);
     free(msg);
     if (rc != 0) {
         snprintf(why, wlen, "introducing this member to %s: %s", addr, strerror(errno));
         return -1;
     }
+    if (cp_sock_recv_within(t->parent, theirs, sizeof(theirs), CP_TMO_TREE_VERDICT_S) != 0) {
+        snprintf(why, wlen,
+                 "no proof from %s within %.0f s (it refused this member's, or went away)", addr,
+                 CP_TMO_TREE_VERDICT_S);
+        return -1;
+    }
+    if (!cp_auth_check(t->key, t->purpose, CP_AUTH_ACCEPTOR, ch + 4, nc, (uint32_t)t->me,
+                       (uint32_t)t->n, theirs)) {
+        snprintf(why, wlen, "the listener at %s did not prove the run's secret", addr);
+        cp_log(CP_LOG_WARN, "control channel: %s", why);
+        return -1;
+    }
     return 0;
+}
+
+/* COLLPROF_FAULT=rogue (fault.h): two connections to the parent at addr, before this
+ * member's own, that do not prove the secret: one silent, one that claims this member's slot
+ * with a wrong proof.  Open in fds until the join ends. */
+static void rogues_first(const cp_tree_t *t, const char *addr, int *fds)
+{
+    char why[256];
+    unsigned char msg[INTRO_LEN + 4];
+    uint32_t h[5] = {htonl(HELLO_MAGIC), htonl((uint32_t)t->me), 0, htonl((uint32_t)t->n),
+                     htonl(1)};
+    uint32_t me = htonl((uint32_t)t->me);
+    memset(msg, 0xaa, sizeof(msg)); /* a nonce, and a proof made without the secret */
+    memcpy(msg, h, sizeof(h));
+    memcpy(msg + INTRO_LEN, &me, sizeof(me));
+    cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rogue connections to %s first", addr);
+    fds[0] = cp_sock_dial(addr, CP_TMO_TREE_CONNECT_S, why, sizeof(why));
+    fds[1] = cp_sock_dial(addr, CP_TMO_TREE_CONNECT_S, why, sizeof(why));
+    struct iovec iov = {msg, sizeof(msg)};
+    if (fds[1] >= 0) {
+        cp_sock_send_all(fds[1], &iov, 1);
+    }
 }
 
 /* The root's verdict to every child (0 or VERDICT_MAGIC); -1 when a child went away. */
@@ -301,6 +550,13 @@ static void describe(cp_tree_t *t, const cp_tcp_pub_t *parent, const char *addr)
     t->stats.links = links;
 }
 
+void cp_tree_key(cp_tree_t *t, const unsigned char *key, const char *purpose)
+{
+    memcpy(t->key, key, sizeof(t->key));
+    snprintf(t->purpose, sizeof(t->purpose), "%s", purpose);
+    t->keyed = 1;
+}
+
 int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *why, size_t wlen)
 {
     t->seq = 0;
@@ -308,8 +564,14 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         t->up = 1;
         return 0;
     }
+    if (!t->keyed) {
+        snprintf(why, wlen, "the control tree has no secret");
+        cp_tree_close(t);
+        return -1;
+    }
     const char *addr = t->me == t->spec.leader && !same_host ? parent->node : parent->lo;
     uint32_t verdict = 0;
+    int rogue[2] = {-1, -1};
     int want = t->me == 0 ? t->n - 1 : t->me == t->spec.leader ? t->spec.nlocal - 1 : 0;
     int got =
         want > 0
@@ -325,12 +587,21 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         snprintf(why, wlen, "%s",
                  t->me == t->spec.leader ? "rank 0 has no address for the other nodes"
                                          : "the node's leader opened no listener");
-    } else if (go_up(t, addr, why, wlen) == 0) {
-        if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict), CP_TMO_TREE_VERDICT_S) != 0) {
+    } else {
+        int rank = t->spec.ranks != NULL ? t->spec.ranks[t->me] : t->me;
+        if (cp_fault_rogue(rank) && strcmp(t->purpose, "job") == 0) {
+            rogues_first(t, addr, rogue);
+        }
+        if (go_up(t, addr, why, wlen) != 0) {
+            /* why says it */
+        } else if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict),
+                                       CP_TMO_TREE_VERDICT_S) != 0) {
             snprintf(why, wlen, "no verdict from %s within %.0f s", addr, CP_TMO_TREE_VERDICT_S);
         } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC) {
             snprintf(why, wlen, "rank 0 did not hear from every member in time");
         }
+        close_fd(&rogue[0]);
+        close_fd(&rogue[1]);
     }
     if (pass_verdict(t, verdict) != 0 && verdict == VERDICT_MAGIC) {
         snprintf(why, wlen, "a member went away during the set-up");

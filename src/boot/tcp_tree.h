@@ -15,6 +15,14 @@
  * through the job's tree for a group); cp_tree_join connects it all, with
  * bounded waits, and every member learns the same verdict.
  *
+ * Authentication (tcp_auth.h): every tree has the run's secret and a
+ * purpose (cp_tree_key); a connection is read from only once it proved the
+ * secret in a challenge and a response, and a member reads its parent only
+ * once the parent proved it too.  A listener handles every pending
+ * connection at once, each with its own short deadline: one that does not
+ * prove the secret is dropped, logged once per peer address, and never
+ * delays the others.
+ *
  * Messages: a 16-byte header (magic, sequence number, payload length, all
  * big-endian) and the payload.  The sequence number counts the tree's
  * collectives, the same on every member: a message of another collective or
@@ -28,6 +36,8 @@
  */
 #ifndef COLLPROF_BOOT_TCP_TREE_H
 #define COLLPROF_BOOT_TCP_TREE_H
+
+#include "boot/tcp_auth.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -71,15 +81,21 @@ typedef struct cp_tree {
     cp_tree_spec_t spec;
     cp_tcp_stats_t stats;
     char desc[160];
+    unsigned char key[CP_AUTH_KEY_LEN]; /**< the run's secret (cp_tree_key) */
+    char purpose[CP_AUTH_PURPOSE_LEN];  /**< what the tree is for: in every proof */
+    int keyed;                          /**< cp_tree_key was called */
 } cp_tree_t;
 
 /** Open what member spec->me listens on; its addresses in *pub (empty when none).  NULL, with
  * the reason in why, when a listener or memory failed. */
 cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why, size_t wlen);
+/** The run's secret (CP_AUTH_KEY_LEN bytes, copied) and the tree's purpose ("job", "group TAG
+ * FIRST"): every member of a tree gives the same, before cp_tree_join. */
+void cp_tree_key(cp_tree_t *t, const unsigned char *key, const char *purpose);
 /** Connect: accept this member's children, connect to its parent (at parent->lo when
  * same_host, else parent->node; on member 0, parent is its own addresses, for the channel's
  * description), and learn the root's verdict.  Every member gets the same answer: 0 and the
- * tree is up, or -1 (why) and its sockets are closed. */
+ * tree is up, or -1 (why) and its sockets are closed.  A tree without cp_tree_key fails. */
 int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *why, size_t wlen);
 /** Close every socket; free t (NULL is fine). */
 void cp_tree_free(cp_tree_t *t);

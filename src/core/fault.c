@@ -37,6 +37,12 @@ int cp_fault_exit(int rank)
     return fault_rank_is("exit", rank);
 }
 
+int cp_fault_rogue(int rank)
+{
+    const char *a = fault_args("rogue");
+    return a != NULL && (*a != '\0' ? atoi(a) : 1) == rank;
+}
+
 long cp_fault_slow_us(int rank)
 {
     const char *a = fault_args("slow");
@@ -157,7 +163,7 @@ static int fault_args_ok(const char *kind, const char *a)
     } else if (skip_number(&a) != 0) {
         return 0;
     }
-    int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0;
+    int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0 && strcmp(kind, "rogue") != 0;
     if (two && skip_opt_number(&a) != 0) {
         return 0;
     }
@@ -166,7 +172,8 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong", "exit", "slowrep", "slow", "hang", "nomem", NULL};
+    static const char *kinds[] = {"wrong", "exit",  "slowrep", "slow",
+                                  "hang",  "nomem", "rogue",   NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -182,8 +189,8 @@ int cp_fault_check(char *err, size_t len)
     }
     snprintf(err, len,
              "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], exit[:RANK], "
-             "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]], nomem[:RANK[:CELL]] or "
-             "slowrep:LIST[:USEC] (tests only; unset it for a real run)",
+             "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]], nomem[:RANK[:CELL]], "
+             "slowrep:LIST[:USEC] or rogue[:RANK] (tests only; unset it for a real run)",
              f, strlen(f) > 40 ? "..." : "");
     return -1;
 }

@@ -10,7 +10,10 @@
  *   slowrep:LIST[:USEC]     add USEC (default 2000) to each timed operation of every
  *                           rank in the repeats (--repeats) LIST names, e.g. 0,2
  *                           (counted from 0): a cell with two modes, for tests
- * RANK defaults to 0 (slow: every rank).  COLLPROF_TEST_STAGED=1 fills and
+ *   rogue[:RANK]            before RANK (default 1) joins the control tree, it opens
+ *                           two connections to its parent that do not prove the run's
+ *                           secret: one silent, one with a wrong proof for RANK's slot
+ * RANK defaults to 0 (slow: every rank; rogue: 1).  COLLPROF_TEST_STAGED=1 fills and
  * checks host memory through host copies, as device memory is.
  */
 #ifndef COLLPROF_CORE_FAULT_H
@@ -22,6 +25,8 @@
 int cp_fault_wrong(int rank);
 /** Does "exit" apply to rank? */
 int cp_fault_exit(int rank);
+/** Does "rogue" apply to rank? */
+int cp_fault_rogue(int rank);
 /** Microseconds "slow" adds to each timed operation of rank (0: none). */
 long cp_fault_slow_us(int rank);
 /** Microseconds "slowrep" adds to each timed operation of repeat (0: none). */

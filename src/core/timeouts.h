@@ -72,10 +72,15 @@ static inline double cp_tmo_outer(double timeout_s)
  * first waits for its own; every rank waits for rank 0's verdict longer
  * than both together (CP_TMO_TREE_VERDICT_S), so that the verdict, not a
  * member's impatience, decides whether the tree is used and every rank
- * chooses the same channel.  A connection that does not introduce itself
- * within CP_TMO_TREE_HELLO_S is dropped, so that one that is not ours, or
- * stalled, does not hold up the accepting rank's wait for the others;
- * dialling the parent gives up after CP_TMO_TREE_CONNECT_S.
+ * chooses the same channel.  A connection that does not prove the run's
+ * secret and introduce itself within CP_TMO_TREE_HELLO_S of its accept is
+ * dropped: the accepting rank handles every pending connection at once, so
+ * the deadline only bounds how long one that is not ours (or stalled)
+ * holds one of its slots, never the others' wait; a real member answers the
+ * challenge at once.  Dialling the parent gives up after
+ * CP_TMO_TREE_CONNECT_S; the dialler waits for the parent's challenge and
+ * proof as long as for the verdict (the parent may still be accepting its
+ * own node's members).
  */
 #define CP_TMO_TREE_LEADER_WAIT_S 30.0
 #define CP_TMO_TREE_ROOT_WAIT_S   60.0

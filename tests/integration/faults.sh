@@ -25,6 +25,24 @@ COLLPROF_FAULT=wrong:1 cp_run --np 2 --backends mpi --ops allreduce --counts 4K 
 [ "$rc" -eq 0 ]
 ok $? "with -c 0 nothing is checked (exit $rc)"
 
+# the control channel: before rank 2 joins, two connections to its parent (rank 0) that do not
+# prove the run's secret, one silent and one with a wrong proof for rank 2's slot; rank 2 still
+# joins (the channel is TCP), the results are exact, the start is not held up by the silent one
+# (5 s before, per connection), and rank 0 warns once, with the address
+d="$WORK/rogue"
+mkdir -p "$d"
+t0=$(date +%s.%N)
+COLLPROF_FAULT=rogue:2 cp_run --np 4 --backends self --ops allreduce,allgather --counts 4K -n 2 \
+    -w 0 --output-dir "$d"
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+[ "$rc" -eq 0 ] && grep -q "control channel tcp" "$WORK/out" && grep -q "#wrong 0: PASSED" "$WORK/out"
+ok $? "rogue connections at the control channel: the run is exact over TCP (exit $rc, $took s)"
+[ "$(grep -c 'dropped a connection from' "$WORK/err")" -eq 1 ] &&
+    grep -q 'control channel: dropped a connection from 127\.0\.0\.1:[0-9]*: wrong proof$' "$WORK/err"
+ok $? "rogue connections at the control channel: one warning, with the peer address and the reason"
+awk -v t="$took" 'BEGIN { exit !(t < 4.5) }'
+ok $? "rogue connections at the control channel: a silent one does not hold up the start ($took s < 4.5 s)"
+
 # a rank without memory for a cell's results fails the cell's set-up with the others (it
 # used to leave the gathers they then waited in); the other cells still run
 d="$WORK/nomem"

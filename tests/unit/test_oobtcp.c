@@ -5,8 +5,12 @@
  * of allgather, bcast (from rank 0, from a leader's member and from a leader), all-to-all,
  * scatter, gather (to rank 0 alone: what each rank sends and receives) and barrier, payloads
  * larger than a socket buffer, a rank that exits (every other rank fails instead of waiting),
- * and ranks out of step (caught by the message header, not taken as data).  alarm() turns a
- * hang into a failure.
+ * and ranks out of step (caught by the message header, not taken as data).  Authentication:
+ * rogue connections made before any member's (one silent, three that claim a member's slot
+ * with the right magic, index and size but no proof of the secret) neither take the slot, nor
+ * see or inject data, nor delay the join; their drop is logged once for their address; a member
+ * whose parent's address answers without the secret does not join it.  alarm() turns a hang
+ * into a failure.
  */
 #include "config.h"
 #include "boot/tcp_sock.h"
@@ -14,12 +18,17 @@
 #include "collprof/status.h"
 #include "tap.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NR  8            /* more than fit in the smallest heap chunk of a one-socket table */
@@ -29,6 +38,15 @@ typedef int (*script_t)(int rank); /* 0 when this rank saw what it should */
 
 static int nodes = NR; /* ranks on node r % nodes: NR is a star */
 static cp_tree_t *T;   /* this rank's tree */
+static const unsigned char KEY[CP_AUTH_KEY_LEN] = "the run's secret, for the tests";
+static double join_s; /* rank 0's cp_tree_join, in seconds */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int node_of(int r)
 {
@@ -56,6 +74,7 @@ static int open_all(cp_tree_t **t, cp_tcp_pub_t *pub, const char *what)
             ok(0, "%s: rank %d's tree: %s", what, r, why);
             return -1;
         }
+        cp_tree_key(t[r], KEY, "job");
     }
     return 0;
 }
@@ -72,10 +91,19 @@ static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t scri
     T = t[r];
     int leader = node_of(r);
     const cp_tcp_pub_t *parent = r == 0 || leader == r || leader == 0 ? &pub[0] : &pub[leader];
-    int rc = cp_tree_join(T, parent, 1, why, sizeof(why)) != 0 ? 100 : script(r);
+    double t0 = now_s();
+    int joined = cp_tree_join(T, parent, 1, why, sizeof(why)) == 0;
+    join_s = now_s() - t0;
+    if (!joined) {
+        fprintf(stderr, "# rank %d: %s\n", r, why);
+    }
+    int rc = !joined ? 100 : script(r);
     cp_tree_free(T); /* as cp_boot_finalize does */
     return rc;
 }
+
+/* Before the ranks fork (NULL: nothing): e.g. rogue connections to their listeners. */
+static void (*before_ranks)(const cp_tcp_pub_t *pub);
 
 /* Fork NR ranks over a fresh tree, run script on each; 1 when all returned 0. */
 static int world(script_t script, const char *what)
@@ -84,6 +112,9 @@ static int world(script_t script, const char *what)
     cp_tcp_pub_t pub[NR];
     if (open_all(t, pub, what) != 0) {
         return 0;
+    }
+    if (before_ranks != NULL) {
+        before_ranks(pub);
     }
     pid_t pids[NR] = {0};
     for (int r = 1; r < NR; r++) {
@@ -272,6 +303,197 @@ static void many_pieces(void)
     close(sv[1]);
 }
 
+/* ---- rogue connections ------------------------------------------------- */
+
+enum { ROGUES = 4 }; /* one silent, then three impostors */
+static int rogue_fd[ROGUES];
+static int rogue_target, rogue_claim; /* whose listener (a member), which index they claim */
+
+/* Connect to the target's loopback listener before any member: first, a connection that says
+ * nothing; then three that introduce themselves as member rogue_claim with the right magic and
+ * size (the old introduction: header and subtree; then what a proof's place holds, garbage). */
+static void rogues(const cp_tcp_pub_t *pub)
+{
+    char why[256];
+    for (int i = 0; i < ROGUES; i++) {
+        rogue_fd[i] = cp_sock_dial(pub[rogue_target].lo, 5.0, why, sizeof(why));
+        if (rogue_fd[i] < 0 || i == 0) {
+            continue;
+        }
+        /* words 0-4 the header, 5-8 a nonce (its first word: the old subtree), 9-16 a proof
+         * made without the secret, 17 the subtree */
+        uint32_t msg[5 + 4 + 8 + 1] = {
+            htonl(0x43504f48u), htonl((uint32_t)rogue_claim), 0, htonl(NR),
+            htonl(1),           htonl((uint32_t)rogue_claim)};
+        memset(&msg[6], 0xaa, 11 * sizeof(uint32_t));
+        msg[17] = htonl((uint32_t)rogue_claim);
+        struct iovec iov = {msg, sizeof(msg)};
+        cp_sock_send_all(rogue_fd[i], &iov, 1);
+    }
+}
+
+/* What the listener sent rogue connection fd until it closed it (EOF, or a reset: it closed
+ * with the rogue's bytes unread): bytes, or -1 (still open after 2 s, or another error); the
+ * first 4 into *first. */
+static long rogue_heard(int fd, uint32_t *first)
+{
+    char buf[4096];
+    long total = 0;
+    *first = 0;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (fd < 0 || poll(&p, 1, 2000) != 1) {
+            return -1;
+        }
+        ssize_t k = recv(fd, buf, sizeof(buf), 0);
+        if (k == 0 || (k < 0 && errno == ECONNRESET)) {
+            return total;
+        }
+        if (k < 0) {
+            return -1;
+        }
+        if (total == 0 && k >= 4) {
+            memcpy(first, buf, 4);
+        }
+        total += k;
+    }
+}
+
+/* Lines of file f holding both needles. */
+static int lines_with(FILE *f, const char *a, const char *b, char *first, size_t flen)
+{
+    char line[1024];
+    int k = 0;
+    rewind(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strstr(line, a) != NULL && strstr(line, b) != NULL) {
+            if (k++ == 0) {
+                snprintf(first, flen, "%s", line);
+                first[strcspn(first, "\n")] = '\0';
+            }
+        }
+    }
+    return k;
+}
+
+/* The collectives on NR ranks while rogue connections wait at target's listener first. */
+static void rogue_world(const char *shape, int target, int claim)
+{
+    rogue_target = target;
+    rogue_claim = claim;
+    before_ranks = rogues;
+    FILE *log = tmpfile();
+    int saved = dup(2);
+    fflush(stderr);
+    if (log == NULL || saved < 0 || dup2(fileno(log), 2) < 0) {
+        ok(0, "%s: capturing stderr", shape);
+        return;
+    }
+    int good = world(collectives, "rogues");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    before_ranks = NULL;
+    ok(good,
+       "%s: with a silent connection and 3 claiming member %d's slot at member %d's listener "
+       "first, every member joins and the collectives are exact",
+       shape, claim, target);
+    ok(join_s < 2.0, "%s: the silent connection does not delay the join (rank 0's: %.3f s; < 2 s)",
+       shape, join_s);
+    int heard_ok = 1;
+    for (int i = 0; i < ROGUES; i++) {
+        uint32_t first;
+        long h = rogue_heard(rogue_fd[i], &first);
+        int good1 = h == 0 || (h > 0 && h <= 4 + CP_AUTH_NONCE_LEN && ntohl(first) == 0x43504f43u);
+        heard_ok &= good1;
+        if (!good1) {
+            printf("# rogue %d heard %ld bytes (first word %08x)\n", i, h, ntohl(first));
+        }
+        close(rogue_fd[i]);
+    }
+    ok(heard_ok,
+       "%s: each rogue connection got a challenge at most and was closed: no verdict, no data",
+       shape);
+    char first[1024] = "";
+    int all =
+        lines_with(log, "control channel: dropped a connection from ", "", first, sizeof(first));
+    int wrong =
+        lines_with(log, "control channel: dropped a connection from 127.0.0.1:", ": wrong proof",
+                   first, sizeof(first));
+    ok(all == 1 && wrong == 1,
+       "%s: 4 dropped connections from 127.0.0.1, one warning with the peer address and reason "
+       "(%d lines; %s)",
+       shape, all, first);
+    if (all != 1 || wrong != 1 || !good) {
+        char line[1024];
+        rewind(log);
+        for (int k = 0; k < 20 && fgets(line, sizeof(line), log) != NULL; k++) {
+            printf("# stderr: %s", line);
+        }
+    }
+    fclose(log);
+}
+
+/* A member whose parent's address is held by a listener without the secret: it answers the
+ * challenge protocol with a forged proof and a verdict, and the member refuses to join. */
+static void forged_parent(void)
+{
+    cp_tcp_pub_t rogue, mine;
+    char why[256] = "";
+    memset(&rogue, 0, sizeof(rogue));
+    int l = cp_sock_listen("127.0.0.1", 4, rogue.lo, sizeof(rogue.lo), why, sizeof(why));
+    cp_tree_spec_t s = {.me = 1,
+                        .n = 2,
+                        .leader = 1,
+                        .nlocal = 1,
+                        .all_local = 1,
+                        .hostname = "localhost",
+                        .star = 1};
+    cp_tree_t *t = cp_tree_new(&s, &mine, why, sizeof(why));
+    pid_t pid = l >= 0 && t != NULL ? fork() : -1;
+    if (pid == 0) {
+        alarm(30);
+        int fd = accept(l, NULL, NULL);
+        uint32_t out[5 + 8 + 1] = {htonl(0x43504f43u), 1, 2, 3, 4};
+        memset(&out[5], 0x55, 8 * sizeof(uint32_t)); /* a proof without the secret */
+        out[13] = htonl(0x43504f56u);                /* and "all came" */
+        struct iovec iov = {out, sizeof(out)};
+        cp_sock_send_all(fd, &iov, 1);
+        char sink[256];
+        while (recv(fd, sink, sizeof(sink), 0) > 0) {
+        }
+        _exit(0);
+    }
+    int rc = -2;
+    if (t != NULL) {
+        alarm(30);
+        cp_tree_key(t, KEY, "job");
+        rc = cp_tree_join(t, &rogue, 1, why, sizeof(why));
+        alarm(0);
+    }
+    ok(pid > 0 && rc == -1 && strstr(why, "did not prove") != NULL,
+       "a member does not join a parent that cannot prove the secret (%s)", why);
+    cp_tree_free(t);
+    if (l >= 0) {
+        close(l);
+    }
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+    }
+}
+
+/* A tree without the secret does not connect at all. */
+static void no_key(void)
+{
+    cp_tcp_pub_t pub;
+    char why[256] = "";
+    cp_tree_spec_t s = spec_of(1);
+    cp_tree_t *t = cp_tree_new(&s, &pub, why, sizeof(why));
+    int rc = t != NULL ? cp_tree_join(t, &pub, 1, why, sizeof(why)) : 0;
+    ok(rc == -1 && strstr(why, "secret") != NULL, "a tree without cp_tree_key fails (%s)", why);
+    cp_tree_free(t);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* a write to a closed socket must not kill us (MSG_NOSIGNAL) */
@@ -288,6 +510,12 @@ int main(void)
            "%s: a message of another length is refused on every rank that waits for it", shape);
     }
     nodes = NR;
+    rogue_world("star", 0, 3);
+    nodes = 3;
+    rogue_world("tree of 3 nodes", 1, 4); /* node 1: members 1 (its leader), 4 and 7 */
+    nodes = NR;
+    forged_parent();
+    no_key();
     listeners();
     many_pieces();
     return tap_done();
