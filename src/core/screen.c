@@ -456,6 +456,51 @@ static int confirmed(const cp_screen_t *s, int node, int peer)
     return p->slow ? CP_SCREEN_SLOW : CP_SCREEN_HEALTHY;
 }
 
+/* 1 when (a, b) is a suspect link already. */
+static int is_link(const cp_screen_t *s, int a, int b)
+{
+    for (int l = 0; l < s->nlinks; l++) {
+        if ((s->link_a[l] == a && s->link_b[l] == b) || (s->link_a[l] == b && s->link_b[l] == a)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
+{
+    int planned = 0;
+    for (int i = 0; i < s->n; i++) {
+        partner[i] = -1;
+    }
+    for (size_t i = 0; i < s->npairs && s->link_a != NULL; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase != CP_SCREEN_RANDOM || !p->slow || !s->reach[p->a] || !s->reach[p->b] ||
+            is_link(s, p->a, p->b)) {
+            continue;
+        }
+        /* a slow pair of a suspect its confirmation cleared, whose other end is not slow */
+        int va = s->suspect[p->a] ? confirmed(s, p->a, s->confirm_with[p->a]) : -1;
+        int vb = s->suspect[p->b] ? confirmed(s, p->b, s->confirm_with[p->b]) : -1;
+        if ((va == CP_SCREEN_HEALTHY && vb != CP_SCREEN_SLOW) ||
+            (vb == CP_SCREEN_HEALTHY && va != CP_SCREEN_SLOW)) {
+            s->link_a[s->nlinks] = p->a;
+            s->link_b[s->nlinks] = p->b;
+            s->link_verdict[s->nlinks++] = CP_SCREEN_INCONCLUSIVE;
+        }
+    }
+    for (int l = 0; l < s->nlinks; l++) { /* every link not run again yet, where both are free */
+        int a = s->link_a[l], b = s->link_b[l];
+        if (confirm_pair(s, a, b) == NULL && s->reach[a] && s->reach[b] && partner[a] < 0 &&
+            partner[b] < 0) {
+            partner[a] = b;
+            partner[b] = a;
+            planned++;
+        }
+    }
+    return planned;
+}
+
 int cp_screen_decide(cp_screen_t *s)
 {
     int flagged = 0, unsure = s->ref.pairs == 0 && s->ref.source == 0;

@@ -24,7 +24,9 @@
  *     other end: a good node that met a bad one is not blamed for it.
  *  4. A confirmation round pairs each node suspect with a known-good node it
  *     has not met, and re-runs each suspect link: only what is slow again is
- *     flagged ("two independent failures").
+ *     flagged ("two independent failures").  When a node suspect is cleared,
+ *     its slow pairs whose other end is good become link suspects, re-run in
+ *     one more round (cp_screen_plan_recheck).
  *  5. A node that did not answer within a pair's deadline is unreachable; it
  *     is never a reference and its partners are not blamed.
  */
@@ -145,6 +147,16 @@ int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline);
  * Returns the pairs planned (0: nothing to confirm), -1 when out of memory.
  */
 int cp_screen_plan_confirm(cp_screen_t *s, int *partner);
+
+/**
+ * After the confirmation round (added and judged): a suspect node that its confirmation
+ * cleared leaves its slow random-round pairs unexplained; each whose other end is not slow
+ * becomes a suspect link.  The partners of a recheck round (its pairs added as
+ * CP_SCREEN_CONFIRM) into partner[n]: every suspect link not run again yet whose ends are
+ * free.  Call it again after each recheck round until it plans nothing (a node with k such
+ * links needs k rounds).  Returns the pairs planned.
+ */
+int cp_screen_plan_recheck(cp_screen_t *s, int *partner);
 
 /** After the confirmation round (added and judged): every node's and link's verdict.
  * Returns 0 healthy, 1 something flagged (slow or unreachable), 2 inconclusive. */

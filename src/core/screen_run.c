@@ -74,14 +74,15 @@ static int run_round(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, 
     return rc | rc2;
 }
 
-/* Rank 0: plan the confirmation into nodes[] (-1 after its own failure: out of memory);
- * every rank: receive the count planned and the pairing.  The same answer everywhere. */
-static int agree_confirm(cp_runner_t *r, cp_screen_t *s, int *nodes, int failed)
+/* Rank 0: plan the confirmation (recheck 0) or the recheck round (1) into nodes[] (-1 after
+ * its own failure: out of memory); every rank: receive the count planned and the pairing.
+ * The same answer everywhere. */
+static int agree_confirm(cp_runner_t *r, cp_screen_t *s, int *nodes, int failed, int recheck)
 {
     int planned = failed ? -1 : 0;
     if (r->boot->rank == 0 && !failed) {
         cp_screen_judge(s, NULL);
-        planned = cp_screen_plan_confirm(s, nodes);
+        planned = recheck ? cp_screen_plan_recheck(s, nodes) : cp_screen_plan_confirm(s, nodes);
     }
     if (cp_oob_bcast(&planned, sizeof(planned), 0) != 0) {
         return -1;
@@ -138,11 +139,13 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
         failed |= rc < 0;
         worst |= rc > 0;
     }
-    int planned = worst == 0 ? agree_confirm(r, &s, nodes, failed) : 0;
-    if (planned > 0) {
-        int rc = run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_CONFIRM, "confirmation round",
-                           out, progress);
-        planned = rc < 0 ? -1 : planned;
+    int planned = worst == 0 ? agree_confirm(r, &s, nodes, failed, 0) : 0;
+    /* the confirmation round, then recheck rounds while a cleared suspect leaves slow pairs
+     * to run again (at most one per random round) */
+    for (int k = 0; planned > 0 && k <= nr; k++) {
+        int rc = run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_CONFIRM,
+                           k == 0 ? "confirmation round" : "recheck round", out, progress);
+        planned = rc < 0 ? -1 : k < nr ? agree_confirm(r, &s, nodes, 0, 1) : 0;
         worst |= rc > 0;
     }
     if (planned < 0 || worst < 0 || (b->rank == 0 && verdict_rows(r, lat, &s, lead, out) != 0)) {
