@@ -111,6 +111,40 @@ static int verdict_rows(cp_runner_t *r, const cp_cell_t *lat, cp_screen_t *s, co
     return rc;
 }
 
+/* Rank 0: the screen being run, for the watchdog (cp_screen_hang_verdict). */
+static struct {
+    cp_runner_t *r;
+    const cp_cell_t *lat;
+    cp_screen_t *s;
+    const int *lead;
+    cp_screen_out_t *out;
+} live;
+
+cp_screen_out_t *cp_screen_hang_verdict(const unsigned char *silent, int n)
+{
+    if (live.s == NULL || live.s->verdict == NULL) {
+        return NULL;
+    }
+    const cp_boot_t *b = live.r->boot;
+    for (int q = 0; q < n && q < b->nranks; q++) {
+        if (silent[q]) {
+            cp_screen_unreachable(live.s, b->node_ids[q]);
+        }
+    }
+    if (live.s->link_a == NULL) { /* stopped in a random round: the suspects so far */
+        int *scratch = malloc(sizeof(int) * (size_t)(live.s->n > 0 ? live.s->n : 1));
+        cp_screen_judge(live.s, NULL);
+        if (scratch == NULL || cp_screen_plan_confirm(live.s, scratch) < 0) {
+            free(scratch);
+            return NULL;
+        }
+        free(scratch);
+    }
+    cp_screen_t *s = live.s;
+    live.s = NULL; /* once */
+    return verdict_rows(live.r, live.lat, s, live.lead, live.out) == 0 ? live.out : NULL;
+}
+
 int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, int rounds,
                       double thr, uint64_t seed, cp_screen_out_t *out, FILE *progress)
 {
@@ -129,6 +163,9 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
                          "no memory for the screen's schedule", &ag) == CP_AGREE_OK
                     ? 0
                     : -1;
+    if (worst == 0 && b->rank == 0) {
+        live.r = r, live.lat = lat, live.s = &s, live.lead = lead, live.out = out;
+    }
     int failed = 0; /* rank 0 could not keep a round's pairs: the rounds go on, no verdict */
     int nr = worst == 0 ? cp_screen_random_rounds(&s) : 0;
     for (int k = 0; k < nr; k++) {
@@ -148,6 +185,7 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
         planned = rc < 0 ? -1 : k < nr ? agree_confirm(r, &s, nodes, 0, 1) : 0;
         worst |= rc > 0;
     }
+    live.s = NULL;
     if (planned < 0 || worst < 0 || (b->rank == 0 && verdict_rows(r, lat, &s, lead, out) != 0)) {
         worst = -1;
     }

@@ -32,4 +32,12 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
 
 void cp_screen_out_free(cp_screen_out_t *out);
 
+/**
+ * Rank 0, the watchdog's thread, while the main thread is stuck in a screen's round: the
+ * verdict so far, the nodes of the ranks silent[q] marks (of n) unreachable, the suspects of
+ * the rounds done inconclusive unless confirmed, appended to the out being filled.  NULL when
+ * no screen runs (or out of memory); the run ends after this.
+ */
+cp_screen_out_t *cp_screen_hang_verdict(const unsigned char *silent, int n);
+
 #endif /* COLLPROF_CORE_SCREEN_RUN_H */

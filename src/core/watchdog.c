@@ -770,8 +770,18 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
     }
     fprintf(stderr, "collprof: error: timeout: %s\n", msg);
     fflush(stderr);
-    if (me == 0 && lock_for_good() && wd.hooks.on_timeout != NULL) {
-        wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
+    if (me == 0 && lock_for_good()) {
+        unsigned char *silent = wd.hooks.on_silent != NULL ? calloc((size_t)n, 1) : NULL;
+        for (int q = 0; silent != NULL && q < n; q++) {
+            silent[q] = q != me && !recs[q].valid;
+        }
+        if (silent != NULL) {
+            wd.hooks.on_silent(wd.hooks.arg, silent, n);
+        }
+        free(silent);
+        if (wd.hooks.on_timeout != NULL) {
+            wd.hooks.on_timeout(wd.hooks.arg, cell, msg);
+        }
     }
     if (n > 1) {
         int one = 1;

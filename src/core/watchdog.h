@@ -62,6 +62,9 @@ typedef struct cp_wd_hooks {
     /** Rank 0, watchdog thread, writer lock held: close the outputs as
      *  incomplete after signal sig. */
     void (*on_signal)(void *arg, int sig, int cell);
+    /** Rank 0, watchdog thread, writer lock held, just before on_timeout (may be NULL):
+     *  silent[q] is 1 for each rank q of n that did not answer (stopped, dead, cut off). */
+    void (*on_silent)(void *arg, const unsigned char *silent, int n);
     /** A cell for messages: "mpi/default allreduce float32 count 1048576". */
     void (*describe)(void *arg, int cell, char *buf, size_t len);
     void *arg;

@@ -8,6 +8,7 @@
 #include "run/wd_hooks.h"
 
 #include "core/runner.h"
+#include "core/screen_run.h"
 #include "core/watchdog.h"
 #include "output/result_row.h"
 
@@ -60,6 +61,18 @@ static void record_stopped(int cell, collprof_cell_status_t status, const char *
     }
 }
 
+/* A screen stopped by a node that no longer answers: its verdict so far, that node
+ * unreachable, before the timeout row and the close. */
+static void wd_silent(void *arg, const unsigned char *silent, int n)
+{
+    (void)arg;
+    cp_screen_out_t *o = g_run.sum != NULL ? cp_screen_hang_verdict(silent, n) : NULL;
+    if (o != NULL) {
+        cp_summary_links(g_run.sum, o->pairs.rows, o->pairs.nrows);
+        cp_summary_screen(g_run.sum, o->rows, o->nrows);
+    }
+}
+
 static void wd_timeout(void *arg, int cell, const char *msg)
 {
     (void)arg;
@@ -98,8 +111,11 @@ static void wd_signal(void *arg, int sig, int cell)
 
 cp_wd_hooks_t cp_wdh_hooks(void)
 {
-    return (cp_wd_hooks_t){
-        .on_timeout = wd_timeout, .on_signal = wd_signal, .describe = wd_describe, .arg = NULL};
+    return (cp_wd_hooks_t){.on_timeout = wd_timeout,
+                           .on_signal = wd_signal,
+                           .on_silent = wd_silent,
+                           .describe = wd_describe,
+                           .arg = NULL};
 }
 
 void cp_wdh_outputs(cp_summary_t *sum, const cp_plan_t *plan, const cp_plugin_t *plugins)

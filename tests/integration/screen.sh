@@ -5,7 +5,9 @@
 # tbf); the n2-n5 link, and no node, when only the link between n2 and n5 is throttled
 # (slurm-local shape-pair: a veth of their own); n3 and n6 when both are throttled (exit 1
 # each time); and collprof-report screen prints the same verdict, the Slurm exclude list,
-# the drain lines and a JSON document.  One node: nothing to screen (exit 2).
+# the drain lines and a JSON document.  A node stopped (SIGSTOP) in the second round: the
+# watchdog ends the screen with n4 unreachable and the others judged (exit 124).  One node:
+# nothing to screen (exit 2).
 #
 # Seed 4 pairs n2 with n5 in a random round on 8 nodes (the schedule depends only on the seed
 # and the node count), so the link check uses it.  Judged at --screen-threshold 0.2 on gloo
@@ -134,7 +136,56 @@ if [ "$sanitized" != 1 ]; then
     bash "$SL" shape-pair n2 n5 off >/dev/null 2>&1
 fi
 
-# ---- 5. one node: nothing to screen
+# ---- 5. n4's rank stopped (SIGSTOP) in the second round: the watchdog (--timeout 5) ends the
+# screen with its verdict so far: n4 unreachable, the others judged by the first round (n8,
+# whose only partner was n4, untested); srun returns (124) and no rank is left
+if [ "$sanitized" != 1 ]; then
+    d="$WORK/stop"
+    mkdir -p "$d"
+    # shellcheck disable=SC2086 # SRUN is a list of options
+    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
+        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 1000 -w 2 --screen-threshold 0.2 \
+        --seed 4 --timeout 5 --output-dir "$d" </dev/null >"$d/out" 2>"$d/err" &
+    spid=$!
+    i=0
+    until grep -q '^# screen .* bandwidth .* round 1/' "$d/out" 2>/dev/null || [ "$i" -ge 600 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    victim=""
+    for p in $(pgrep -f "^$COLLPROF_BIN --screen" 2>/dev/null); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=n4" && victim=$p
+    done
+    t=$(now)
+    [ -n "$victim" ] && kill -STOP "$victim"
+    rc=0
+    wait "$spid" || rc=$?
+    took=$(since "$t")
+    [ -z "$victim" ] || kill -CONT "$victim" 2>/dev/null
+    out=$d/out
+    awk -v r="$took" 'BEGIN { exit !(r <= 5 + 5 + 5) }' && [ "$rc" -eq 124 ] && [ -n "$victim" ]
+    ok $? "n4 stopped: srun returned 124 ${took} s after the stop (at most --timeout 5 + 10 s)"
+    # seed 4's first round pairs n4 with n8: n8 met nobody else, so it is untested
+    grep -q '^unreachable  *n4: ' "$out" && grep -q '^untested  *n8: ' "$out" &&
+        grep -q '^nodes: 6 healthy, 0 slow, 1 unreachable, 0 inconclusive, 1 untested' "$out" &&
+        grep -q '^exclude: n4$' "$out"
+    r=$?
+    ok $r "n4 stopped: n4 unreachable, its partner n8 untested, the 6 others healthy, exclude n4"
+    show $r
+    # shellcheck disable=SC2012 # our own file names
+    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+    rc=0
+    ex=$("$REPORT" screen "$h5" --format slurm 2>&1) || rc=$?
+    [ "$rc" -eq 1 ] && [ "$ex" = "n4" ]
+    ok $? "n4 stopped: the file keeps the verdict: report screen --format slurm says n4 (rc $rc)"
+    sleep 1
+    left=$(pgrep -f "^$COLLPROF_BIN --screen" | tr '\n' ' ')
+    [ -z "$left" ]
+    ok $? "n4 stopped: no rank left on any node${left:+ (left: $left)}"
+    for p in $left; do kill -KILL "$p" 2>/dev/null; done
+fi
+
+# ---- 6. one node: nothing to screen
 rc=0
 # shellcheck disable=SC2086 # SRUN is a list of options
 timeout -k 10 60 $SRUN -N 1 -n 2 -w n1 "$COLLPROF_BIN" --screen --backends "$B" \
