@@ -171,12 +171,4 @@ void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, 
 void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,
                         size_t len);
 
-/**
- * Slurm's compressed host list of names[i] where pick[i] is set ("n[3,17-18],gpu7"): runs
- * of equal prefix and numeric suffix of equal width are merged.  Returns the length written
- * (as snprintf: truncated when >= len).
- */
-int cp_screen_hostlist(const char *const *names, const unsigned char *pick, int n, char *buf,
-                       size_t len);
-
 #endif /* COLLPROF_CORE_SCREEN_H */

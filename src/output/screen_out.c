@@ -2,6 +2,8 @@
 
 #include "output/screen_out.h"
 
+#include "core/hostlist.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,7 +130,7 @@ int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const ch
             pick[i] = cp_screen_excluded(&rows[i]) &&
                       (backend == NULL || !strcmp(rows[i].backend, backend));
         }
-        w = cp_screen_hostlist(names, pick, (int)n, buf, len);
+        w = cp_hostlist(names, pick, (int)n, buf, len);
     } else if (len > 0) {
         buf[0] = '\0';
     }

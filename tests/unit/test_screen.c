@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include "core/hostlist.h"
 #include "core/screen.h"
 
 #include "tap.h"
@@ -280,12 +281,12 @@ static void check_hostlist(void)
     const char *names[] = {"n17", "n3", "n18", "gpu7", "n003", "login", "n19", "n3"};
     unsigned char all[] = {1, 1, 1, 1, 1, 1, 1, 1}, some[] = {1, 1, 1, 0, 0, 0, 0, 0};
     char buf[128];
-    cp_screen_hostlist(names, some, 8, buf, sizeof(buf));
+    cp_hostlist(names, some, 8, buf, sizeof(buf));
     ok(strcmp(buf, "n[3,17-18]") == 0, "hostlist: n3,n17,n18 -> %s", buf);
-    cp_screen_hostlist(names, all, 8, buf, sizeof(buf));
+    cp_hostlist(names, all, 8, buf, sizeof(buf));
     ok(strcmp(buf, "gpu7,login,n[3,17-19],n003") == 0,
        "hostlist: widths apart, repeats once, plain names -> %s", buf);
-    int w = cp_screen_hostlist(names, all, 8, buf, 8);
+    int w = cp_hostlist(names, all, 8, buf, 8);
     ok(w > 7 && strlen(buf) == 7, "hostlist: truncated as snprintf (%d wanted)", w);
 }
 
