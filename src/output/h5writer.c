@@ -376,31 +376,30 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
     return rc ? -1 : 0;
 }
 
-int cp_h5_links(cp_h5_t *h, const collprof_link_row_t *rows, size_t n)
+/* A table written whole at the end of a run (/links, /screen): 0, or -1 (the file is then
+ * broken). */
+static int whole_table(cp_h5_t *h, const cp_h5_table_t *tab, const void *rows, size_t n)
 {
     /* a copy: write_table sanitises the strings (the backends' messages) and frees it */
-    collprof_link_row_t *copy = malloc(sizeof(*copy) * (n > 0 ? n : 1));
+    void *copy = malloc(tab->recsize * (n > 0 ? n : 1));
     if (copy == NULL) {
         return -1;
     }
-    memcpy(copy, rows, sizeof(*copy) * n);
-    int rc = write_table(h->file, &cp_h5_table_links, copy, n);
+    memcpy(copy, rows, tab->recsize * n);
+    int rc = write_table(h->file, tab, copy, n);
     rc |= H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0;
     h->broken |= rc != 0;
     return rc ? -1 : 0;
 }
 
+int cp_h5_links(cp_h5_t *h, const collprof_link_row_t *rows, size_t n)
+{
+    return whole_table(h, &cp_h5_table_links, rows, n);
+}
+
 int cp_h5_screen(cp_h5_t *h, const collprof_screen_row_t *rows, size_t n)
 {
-    collprof_screen_row_t *copy = malloc(sizeof(*copy) * (n > 0 ? n : 1));
-    if (copy == NULL) {
-        return -1;
-    }
-    memcpy(copy, rows, sizeof(*copy) * n);
-    int rc = write_table(h->file, &cp_h5_table_screen, copy, n);
-    rc |= H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0;
-    h->broken |= rc != 0;
-    return rc ? -1 : 0;
+    return whole_table(h, &cp_h5_table_screen, rows, n);
 }
 
 void cp_h5_close(cp_h5_t *h, const char *status)

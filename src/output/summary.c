@@ -742,15 +742,34 @@ static void print_links(FILE *f, const cp_run_info_t *ri, const collprof_link_ro
     free(m);
 }
 
-int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n)
-{
 #ifdef CP_HAVE_HDF5
-    errno = 0;
-    if (s->h5 != NULL && cp_h5_links(s->h5, rows, n) != 0) {
+/* After an HDF5 table was written (rc): a failure said once, the file closed as incomplete. */
+static void h5_written(cp_summary_t *s, int rc)
+{
+    if (rc != 0) {
         write_error(s, "writing", s->h5path);
         cp_h5_close(s->h5, "incomplete");
         s->h5 = NULL;
     }
+}
+#endif
+
+/* The text summary flushed (a failure said), and the console. */
+static int flushed(cp_summary_t *s)
+{
+    errno = 0;
+    if (fflush(s->f) != 0 || ferror(s->f)) {
+        write_error(s, "writing", s->path);
+    }
+    fflush(stdout);
+    return s->error[0] ? -1 : 0;
+}
+
+int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n)
+{
+    errno = 0;
+#ifdef CP_HAVE_HDF5
+    h5_written(s, s->h5 != NULL ? cp_h5_links(s->h5, rows, n) : 0);
 #endif
     for (size_t i = 0; i < n; i++) {
         s->nlinks++;
@@ -760,34 +779,20 @@ int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n)
         print_links(s->f, s->ri, rows, n);
         print_links(stdout, s->ri, rows, n);
     }
-    errno = 0;
-    if (fflush(s->f) != 0 || ferror(s->f)) {
-        write_error(s, "writing", s->path);
-    }
-    fflush(stdout);
-    return s->error[0] ? -1 : 0;
+    return flushed(s);
 }
 
 int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t n)
 {
-#ifdef CP_HAVE_HDF5
     errno = 0;
-    if (s->h5 != NULL && cp_h5_screen(s->h5, rows, n) != 0) {
-        write_error(s, "writing", s->h5path);
-        cp_h5_close(s->h5, "incomplete");
-        s->h5 = NULL;
-    }
+#ifdef CP_HAVE_HDF5
+    h5_written(s, s->h5 != NULL ? cp_h5_screen(s->h5, rows, n) : 0);
 #endif
     s->screen_status = cp_screen_status(rows, n);
     s->screened = 1;
     cp_screen_print(s->f, rows, n);
     cp_screen_print(stdout, rows, n);
-    errno = 0;
-    if (fflush(s->f) != 0 || ferror(s->f)) {
-        write_error(s, "writing", s->path);
-    }
-    fflush(stdout);
-    return s->error[0] ? -1 : 0;
+    return flushed(s);
 }
 
 /* What a screen's status (cp_screen_status) means. */
