@@ -148,6 +148,19 @@
     X(rounds,        I32,    0, 0, "",      "rounds run, the confirmation included")                     \
     X(evidence,      STR,  512, 0, "",      "its pairs: outcome, score, partner, phase")
 
+/* /baseline: a baseline file's only table (collprof-report baseline -o FILE, read by
+ * collprof --screen --baseline FILE; root attribute schema "collprof-baseline"): per backend,
+ * kind, message size and path class, the healthy pairs' distribution. */
+#define COLLPROF_BASELINE_COLUMNS(X)                                                                     \
+    X(backend,       STR,   32, 0, "",      "backend plugin name")                                       \
+    X(kind,          STR,   16, 0, "",      "bandwidth or latency")                                      \
+    X(bytes,         U64,    0, 0, "B",     "message size, sent each way at once")                       \
+    X(path_class,    STR,   16, 0, "",      "any (no topology known)")                                   \
+    X(median,        F64,    0, 0, "",      "median pair: GB/s (bandwidth) or us (latency), of p50s")    \
+    X(mad_log,       F64,    0, 0, "",      "median absolute deviation of the pairs' natural logarithms") \
+    X(pairs,         I64,    0, 0, "",      "healthy pairs behind it")                                   \
+    X(files,         I32,    0, 0, "",      "result files they came from")
+
 /*
  * The tables: X(table, columns, row type).  Each is a 1-D dataset of the
  * compound type of its row, at the root of the file.
@@ -158,7 +171,8 @@
     X(backends, COLLPROF_BACKEND_COLUMNS, collprof_backend_row_t)                                  \
     X(environment, COLLPROF_ENV_COLUMNS, collprof_env_row_t)                                      \
     X(links, COLLPROF_LINK_COLUMNS, collprof_link_row_t)                                           \
-    X(screen, COLLPROF_SCREEN_COLUMNS, collprof_screen_row_t)
+    X(screen, COLLPROF_SCREEN_COLUMNS, collprof_screen_row_t)                                       \
+    X(baseline, COLLPROF_BASELINE_COLUMNS, collprof_baseline_row_t)
 
 /*
  * Root attributes: X(name, kind, doc), kind STR (variable-length UTF-8
@@ -252,6 +266,10 @@ typedef struct collprof_link_row {
 typedef struct collprof_screen_row {
     COLLPROF_SCREEN_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_screen_row_t;
+
+typedef struct collprof_baseline_row {
+    COLLPROF_BASELINE_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_baseline_row_t;
 
 /* The root attributes in memory: strings are borrowed (writer) or owned (reader). */
 #define COLLPROF_ATTR_FIELD_STR(name)        const char *name;

@@ -924,6 +924,9 @@ static const cli_opt_t cli_opts[] = {
     {"screen-threshold", 0, "X", h_screen_thr, NULL, 0, 0,
      "a pair is slow below X times the reference (default:\n"
      "0.8; a noisy cluster may want less)"},
+    {"baseline", 0, "FILE", h_string, NULL, OPT_FIELD(baseline),
+     "judge the screen against a baseline (collprof-report\n"
+     "baseline) instead of its own median"},
     {"seed", 0, "N", h_int, "--seed 1 2147483647", OPT_FIELD(seed),
      "the screen's pairings (default: drawn, printed and\n"
      "recorded, so that a run can be repeated)"},
@@ -1139,9 +1142,11 @@ static int screen_options(cp_options_t *opt, char *err, size_t errlen)
                  "a few random pairings, the sweep every pair)");
         return -1;
     }
-    if (!opt->screen && (opt->screen_rounds != 0 || opt->seed != 0 || opt->screen_thr > 0)) {
+    if (!opt->screen && (opt->screen_rounds != 0 || opt->seed != 0 || opt->screen_thr > 0 ||
+                         opt->baseline[0] != '\0')) {
         snprintf(err, errlen,
-                 "--screen-rounds, --screen-threshold and --seed shape the screen: add --screen");
+                 "--screen-rounds, --screen-threshold, --seed and --baseline shape "
+                 "the screen: add --screen");
         return -1;
     }
     if (opt->screen) {

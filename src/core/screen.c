@@ -15,6 +15,8 @@ void cp_screen_opts_default(cp_screen_opts_t *o)
     o->seed = 1;
     o->thr = 0.8;
     o->z = 3.0;
+    o->has_baseline = 0;
+    memset(&o->baseline, 0, sizeof(o->baseline));
 }
 
 const char *cp_screen_verdict_name(int v)
@@ -260,6 +262,11 @@ int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline)
         judge_pair(&s->opt, &s->ref, &s->pairs[i]);
     }
     return baseline != NULL ? 1 : s->ref.pairs;
+}
+
+int cp_screen_judge_opt(cp_screen_t *s)
+{
+    return cp_screen_judge(s, s->opt.has_baseline ? &s->opt.baseline : NULL);
 }
 
 /* ---- attribution ------------------------------------------------------------------------- */
@@ -509,6 +516,17 @@ int cp_screen_decide(cp_screen_t *s)
                         : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
                         : meas == 0     ? CP_SCREEN_UNTESTED
                                         : CP_SCREEN_HEALTHY;
+    }
+    for (int i = 0; s->opt.has_baseline && i < s->n; i++) {
+        /* against a baseline, a node whose median pair is slow is slow, whoever it met: a
+         * cluster slow as a whole has no good partner to confirm with, and needs none */
+        int meas, slow;
+        double score;
+        cp_screen_node_stats(s, i, &meas, &slow, &score);
+        if (s->reach[i] && meas >= 2 && score > 0 && score < s->opt.thr &&
+            -log(score) > s->opt.z * 1.4826 * s->opt.baseline.bw_mad) {
+            s->verdict[i] = CP_SCREEN_SLOW;
+        }
     }
     for (int l = 0; l < s->nlinks; l++) {
         int a = s->link_a[l], b = s->link_b[l];

@@ -27,6 +27,8 @@
  *     flagged ("two independent failures").  When a node suspect is cleared,
  *     its slow pairs whose other end is good become link suspects, re-run in
  *     one more round (cp_screen_plan_recheck).
+ *  With a baseline, a node whose median pair (its score) is slow against it is
+ *  slow too, whoever it met: a cluster slow as a whole has no good node left.
  *  5. A node that did not answer within a pair's deadline is unreachable; it
  *     is never a reference and its partners are not blamed.
  */
@@ -36,12 +38,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** The reference a pair is judged against. */
+typedef struct cp_screen_ref {
+    double bw_gbs, bw_mad;  /**< median bandwidth (0: none), MAD of its natural logarithm */
+    double lat_us, lat_mad; /**< the same for latency */
+    int pairs;              /**< measured pairs behind it (0 for a baseline) */
+    int source;             /**< 0: the screen's own pairs, 1: a baseline */
+} cp_screen_ref_t;
+
 /** The screen's knobs. */
 typedef struct cp_screen_opts {
-    int rounds;    /**< random rounds before the confirmation (default 3) */
-    uint64_t seed; /**< the matchings' seed (the same on every rank) */
-    double thr;    /**< slow below thr x the reference (default 0.8) */
-    double z;      /**< and more than z robust deviations below it (default 3) */
+    int rounds;               /**< random rounds before the confirmation (default 3) */
+    uint64_t seed;            /**< the matchings' seed (the same on every rank) */
+    double thr;               /**< slow below thr x the reference (default 0.8) */
+    double z;                 /**< and more than z robust deviations below it (default 3) */
+    int has_baseline;         /**< judge against baseline, not the screen's own median */
+    cp_screen_ref_t baseline; /**< (src/output/baseline.h) */
 } cp_screen_opts_t;
 
 /** Defaults: 3 rounds, thr 0.8, z 3, seed 1. */
@@ -70,14 +82,6 @@ typedef struct cp_screen_pair {
     double score;     /**< min(bw / ref_bw, ref_lat / lat): 1 = as the reference */
     int slow;         /**< judged slow (a failed pair is slow; a timeout is not judged) */
 } cp_screen_pair_t;
-
-/** The reference a pair is judged against. */
-typedef struct cp_screen_ref {
-    double bw_gbs, bw_mad;  /**< median bandwidth (0: none), MAD of its natural logarithm */
-    double lat_us, lat_mad; /**< the same for latency */
-    int pairs;              /**< measured pairs behind it (0 for a baseline) */
-    int source;             /**< 0: the screen's own pairs, 1: a baseline */
-} cp_screen_ref_t;
 
 /** A node's or a link's verdict. */
 typedef enum cp_screen_verdict {
@@ -138,6 +142,8 @@ void cp_screen_unreachable(cp_screen_t *s, int node);
  * can be judged, the screen is inconclusive).
  */
 int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline);
+/** cp_screen_judge against the options' baseline when they have one. */
+int cp_screen_judge_opt(cp_screen_t *s);
 
 /**
  * After the random rounds: the node and link suspects, and the confirmation round's partners

@@ -81,7 +81,7 @@ static int agree_confirm(cp_runner_t *r, cp_screen_t *s, int *nodes, int failed,
 {
     int planned = failed ? -1 : 0;
     if (r->boot->rank == 0 && !failed) {
-        cp_screen_judge(s, NULL);
+        cp_screen_judge_opt(s);
         planned = recheck ? cp_screen_plan_recheck(s, nodes) : cp_screen_plan_confirm(s, nodes);
     }
     if (cp_oob_bcast(&planned, sizeof(planned), 0) != 0) {
@@ -104,7 +104,7 @@ static int verdict_rows(cp_runner_t *r, const cp_cell_t *lat, cp_screen_t *s, co
     for (int nd = 0; nd < s->n; nd++) {
         names[nd] = lead[nd] >= 0 ? r->boot->hostnames[lead[nd]] : "";
     }
-    cp_screen_judge(s, NULL);
+    cp_screen_judge_opt(s);
     cp_screen_decide(s);
     int rc = cp_screen_rows(s, r->plugins[lat->plugin].name, names, &out->rows, &out->nrows);
     free(names);
@@ -133,7 +133,7 @@ cp_screen_out_t *cp_screen_hang_verdict(const unsigned char *silent, int n)
     }
     if (live.s->link_a == NULL) { /* stopped in a random round: the suspects so far */
         int *scratch = malloc(sizeof(int) * (size_t)(live.s->n > 0 ? live.s->n : 1));
-        cp_screen_judge(live.s, NULL);
+        cp_screen_judge_opt(live.s);
         if (scratch == NULL || cp_screen_plan_confirm(live.s, scratch) < 0) {
             free(scratch);
             return NULL;
@@ -146,7 +146,8 @@ cp_screen_out_t *cp_screen_hang_verdict(const unsigned char *silent, int n)
 }
 
 int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, int rounds,
-                      double thr, uint64_t seed, cp_screen_out_t *out, FILE *progress)
+                      double thr, uint64_t seed, const cp_screen_ref_t *baseline,
+                      cp_screen_out_t *out, FILE *progress)
 {
     const cp_boot_t *b = r->boot;
     cp_screen_opts_t o;
@@ -154,6 +155,10 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
     o.rounds = rounds;
     o.seed = seed;
     o.thr = thr;
+    if (baseline != NULL) {
+        o.has_baseline = 1;
+        o.baseline = *baseline;
+    }
     cp_screen_t s = {.n = 0};
     int *lead = cp_sweep_leaders(b);
     int *nodes = malloc(sizeof(int) * (size_t)(b->nnodes > 0 ? b->nnodes : 1));

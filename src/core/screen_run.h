@@ -8,6 +8,7 @@
 #define COLLPROF_CORE_SCREEN_RUN_H
 
 #include "core/runner.h"
+#include "core/screen.h"
 #include "core/sweep.h"
 
 #include <collprof/schema.h>
@@ -23,12 +24,14 @@ typedef struct cp_screen_out {
 /**
  * Collective: the screen of one backend over the cells lat and bw (the plan's sendrecv cells
  * of that backend at the two sizes), rounds random rounds with seed, then the confirmation;
- * a pair is slow below thr x the reference.
+ * a pair is slow below thr x the reference: the screen's own median, or baseline (rank 0's;
+ * NULL: none).
  * Rank 0 appends to out and prints progress (others pass NULL).  Returns 1 when a round was
  * wrong or failed, 0 when not, -1 when out of memory (on any rank: the pairing is agreed).
  */
 int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, int rounds,
-                      double thr, uint64_t seed, cp_screen_out_t *out, FILE *progress);
+                      double thr, uint64_t seed, const cp_screen_ref_t *baseline,
+                      cp_screen_out_t *out, FILE *progress);
 
 void cp_screen_out_free(cp_screen_out_t *out);
 

@@ -32,6 +32,8 @@
     CP_H5_COLUMN(collprof_link_row_t, name, kind, opt)
 #define CP_H5_COLUMN_OF_screen(name, kind, size, opt, unit, doc)                                   \
     CP_H5_COLUMN(collprof_screen_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_baseline(name, kind, size, opt, unit, doc)                                 \
+    CP_H5_COLUMN(collprof_baseline_row_t, name, kind, opt)
 
 COLLPROF_TABLES(CP_H5_TABLE_DEF)
 COLLPROF_CELL_TABLES(CP_H5_TABLE_DEF)

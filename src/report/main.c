@@ -56,6 +56,8 @@ static const struct {
      "the link sweep's node x node matrices; names slow links and suspect nodes"},
     {"screen", cp_report_cmd_screen, "FILE [--format text|slurm|drain|json] [--backend NAME]",
      "the screen's verdict: slow and unreachable nodes, slow links; the Slurm exclude list"},
+    {"baseline", cp_report_cmd_baseline, "FILE|DIR... -o BASE.h5",
+     "the healthy pairs of screens and link sweeps, for collprof --screen --baseline"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

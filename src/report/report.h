@@ -104,6 +104,7 @@ int cp_report_cmd_study(int argc, char **argv);
 int cp_report_cmd_links(int argc, char **argv);
 int cp_report_cmd_best(int argc, char **argv);
 int cp_report_cmd_screen(int argc, char **argv);
+int cp_report_cmd_baseline(int argc, char **argv);
 
 /* ---- which backend and variant wins (cmd_best.c, also for summary and plot) ---- */
 

@@ -15,6 +15,7 @@
 #include "core/sweep.h"
 #include "core/util.h"
 #include "core/watchdog.h"
+#include "output/baseline.h"
 #include "output/result_row.h"
 #include "output/screen_out.h"
 #include "output/summary.h"
@@ -22,6 +23,7 @@
 #include "run/wd_hooks.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -225,6 +227,57 @@ static int screen_cells(const cp_rank_run_t *rr, int p, const cp_cell_t **lat, c
     return *lat != NULL && *bw != NULL ? 0 : -1;
 }
 
+/* Rank 0: backend p's reference from the --baseline rows (none: NULL); ok 0 when a baseline
+ * was asked for and has no figures for it (said). */
+static const cp_screen_ref_t *screen_baseline(const cp_rank_run_t *rr, int p, const void *rows,
+                                              size_t n, cp_screen_ref_t *ref, int *ok)
+{
+    *ok = 1;
+    if (rr->opt->baseline[0] == '\0' || rr->boot.rank != 0) {
+        return NULL;
+    }
+#ifdef CP_HAVE_HDF5
+    char err[512];
+    if (cp_baseline_ref(rows, n, rr->plugins[p].name, rr->opt->sweep_bytes[0],
+                        rr->opt->sweep_bytes[1], ref, err, sizeof(err)) == 0) {
+        return ref;
+    }
+    cp_log(CP_LOG_ERROR, "--baseline %s: %s", rr->opt->baseline, err);
+#else
+    (void)p, (void)rows, (void)n, (void)ref;
+    cp_log(CP_LOG_ERROR, "--baseline: this collprof was built without HDF5");
+#endif
+    *ok = 0;
+    return NULL;
+}
+
+/* Rank 0: the --baseline file's rows (*n; NULL when none asked for); every rank: whether it
+ * could be read (said on rank 0), the same everywhere. */
+static void *screen_baseline_rows(const cp_rank_run_t *rr, size_t *n, int *ok)
+{
+    void *rows = NULL;
+    *n = 0;
+    *ok = 1;
+    if (rr->opt->baseline[0] != '\0' && rr->boot.rank == 0) {
+#ifdef CP_HAVE_HDF5
+        char err[512];
+        collprof_baseline_row_t *r = NULL;
+        *ok = cp_baseline_read(rr->opt->baseline, &r, n, err, sizeof(err)) == 0;
+        if (!*ok) {
+            cp_log(CP_LOG_ERROR, "--baseline: %s", err);
+        }
+        rows = r;
+#else
+        *ok = 0;
+        cp_log(CP_LOG_ERROR, "--baseline: this collprof was built without HDF5");
+#endif
+    }
+    if (cp_oob_bcast(ok, sizeof(*ok), 0) != 0) {
+        *ok = 0;
+    }
+    return rows;
+}
+
 int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
 {
     int exit_status = CP_EXIT_OK, done = 0;
@@ -232,17 +285,31 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
     cp_runner_t runner = {
         .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
     uint64_t seed = screen_seed(rr);
-    for (int p = 0; p < rr->nplugins; p++) {
+    size_t nbase;
+    int ok;
+    void *base = screen_baseline_rows(rr, &nbase, &ok);
+    for (int p = 0; p < rr->nplugins && ok; p++) {
         const cp_cell_t *lat, *bw;
+        cp_screen_ref_t ref;
         if (screen_cells(rr, p, &lat, &bw) != 0) {
             continue;
         }
+        const cp_screen_ref_t *bref = screen_baseline(rr, p, base, nbase, &ref, &ok);
+        if (cp_oob_bcast(&ok, sizeof(ok), 0) != 0 || !ok) {
+            ok = 0;
+            break;
+        }
         runner.index = (int)(lat - rr->plan.cells);
         int rc = cp_screen_backend(&runner, lat, bw, rr->opt->screen_rounds, rr->opt->screen_thr,
-                                   seed, &out, rr->boot.rank == 0 ? stdout : NULL);
+                                   seed, bref, &out, rr->boot.rank == 0 ? stdout : NULL);
         exit_status = rc != 0 ? CP_EXIT_FAILED : exit_status;
         done += 2;
         cp_wdh_set_done(done);
+    }
+    free(base);
+    if (!ok) { /* no baseline for a backend: nothing was measured */
+        cp_screen_out_free(&out);
+        return CP_EXIT_USAGE;
     }
     int verdict = out.nrows > 0 ? cp_screen_status(out.rows, out.nrows) : 2;
     cp_wd_lock();

@@ -136,6 +136,29 @@ if [ "$sanitized" != 1 ]; then
     bash "$SL" shape-pair n2 n5 off >/dev/null 2>&1
 fi
 
+# ---- 4b. every node throttled: alike, so the screen's own median cannot tell; against the
+# healthy screen's baseline (collprof-report baseline) every node is slow
+if [ "$sanitized" != 1 ]; then
+    "$REPORT" baseline "$WORK/clean" -o "$WORK/base.h5" >"$WORK/base.out" 2>&1
+    ok $? "report baseline of the healthy screen: written ($(grep -c ' pairs from ' "$WORK/base.out") rows)"
+    for n in 1 2 3 4 5 6 7 8; do bash "$SL" shape "n$n" 100mbit >/dev/null 2>&1; done
+    screen8 "$WORK/all" --seed 4
+    [ "$rc" -eq 0 ] && grep -q '^nodes: 8 healthy' "$out"
+    r=$?
+    ok $r "every node throttled, no baseline: the screen sees nothing (rc $rc)"
+    show $r
+    screen8 "$WORK/allb" --seed 4 --baseline "$WORK/base.h5"
+    [ "$rc" -eq 1 ] && grep -q 'reference the baseline' "$out" &&
+        grep -q '^nodes: 0 healthy, 8 slow' "$out" && grep -q '^exclude: n\[1-8\]$' "$out"
+    r=$?
+    ok $r "every node throttled, against the baseline: all 8 slow, exclude n[1-8] (rc $rc)"
+    show $r
+    for n in 1 2 3 4 5 6 7 8; do bash "$SL" shape "n$n" off >/dev/null 2>&1; done
+    screen8 "$WORK/badb" --seed 4 --baseline "$h5"
+    [ "$rc" -eq 2 ] && grep -q -- '--baseline: .*not a baseline file' "$WORK/badb/err"
+    ok $? "--baseline of a result file: exit 2, 'not a baseline file' (rc $rc)"
+fi
+
 # ---- 5. n4's rank stopped (SIGSTOP) in the second round: the watchdog (--timeout 5) ends the
 # screen with its verdict so far: n4 unreachable, the others judged by the first round (n8,
 # whose only partner was n4, untested); srun returns (124) and no rank is left

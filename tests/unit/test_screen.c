@@ -98,6 +98,9 @@ static void sim_round(sim_t *c, cp_screen_t *s, const int *partner, int phase, i
     s->rounds_run++;
 }
 
+/* The baseline of the simulated cluster's healthy pairs (NULL: none). */
+static const cp_screen_ref_t *sim_baseline;
+
 /* The whole screen against c; the rounds used (the validation collective counted); the exit
  * status in *status. */
 static int sim_screen(sim_t *c, cp_screen_t *s, uint64_t seed, int *status)
@@ -105,19 +108,23 @@ static int sim_screen(sim_t *c, cp_screen_t *s, uint64_t seed, int *status)
     cp_screen_opts_t o;
     cp_screen_opts_default(&o);
     o.seed = seed;
+    if (sim_baseline != NULL) {
+        o.has_baseline = 1;
+        o.baseline = *sim_baseline;
+    }
     cp_screen_init(s, c->n, &o);
     int *partner = malloc(sizeof(int) * (size_t)c->n);
     for (int k = 0; k < cp_screen_random_rounds(s); k++) {
         cp_screen_matching(s, k, partner);
         sim_round(c, s, partner, CP_SCREEN_RANDOM, k);
     }
-    cp_screen_judge(s, NULL);
+    cp_screen_judge_opt(s);
     if (cp_screen_plan_confirm(s, partner) > 0) {
         sim_round(c, s, partner, CP_SCREEN_CONFIRM, s->rounds_run);
-        cp_screen_judge(s, NULL);
+        cp_screen_judge_opt(s);
         while (cp_screen_plan_recheck(s, partner) > 0) {
             sim_round(c, s, partner, CP_SCREEN_CONFIRM, s->rounds_run);
-            cp_screen_judge(s, NULL);
+            cp_screen_judge_opt(s);
         }
     }
     *status = cp_screen_decide(s);
@@ -322,6 +329,23 @@ int main(void)
     hits = scenario(4, 1, 0.1, 0, 0.30, 20, &rmax);
     ok(hits >= 19, "4 nodes, one at 0.1x, jitter 30%%: found alone in %d of 20 (%d rounds)", hits,
        rmax);
+
+    /* against a baseline of the healthy figures (12 GB/s, 20 us, spread 0.05): a cluster
+     * slow as a whole (every node at 0.5x) is all slow; a healthy one is still healthy */
+    cp_screen_ref_t base = {
+        .bw_gbs = 12.0, .bw_mad = 0.05, .lat_us = 20.0, .lat_mad = 0.05, .source = 1};
+    sim_baseline = &base;
+    hits = scenario(16, 16, 0.5, 0, 0.10, 10, &rmax);
+    ok(hits == 10, "16 nodes all at 0.5x, against a baseline: all 16 slow in %d of 10", hits);
+    hits = healthy_scenario(16, 0.10, 10);
+    ok(hits >= 9, "16 healthy nodes against the baseline, jitter 10%%: nothing flagged in %d of 10",
+       hits);
+    hits = scenario(16, 1, 0.5, 0, 0.10, 10, &rmax);
+    ok(hits >= 9, "16 nodes, one at 0.5x, against the baseline: found alone in %d of 10", hits);
+    sim_baseline = NULL;
+    hits = scenario(16, 16, 0.5, 0, 0.10, 10, &rmax);
+    ok(hits == 0, "16 nodes all at 0.5x, no baseline: a screen cannot tell (%d of 10 flagged)",
+       hits);
 
     hits = scenario(1024, 3, 0.5, 0, 0.10, 5, &rmax);
     ok(hits == 5 && rmax <= 6, "1,024 nodes, 3 at 0.5x: found in %d of 5, %d rounds (goal 6)", hits,
