@@ -217,8 +217,11 @@ GlVariant variant_of(const char *name)
  *   connection to the pair whose number the peer sends.  This plugin
  *   creates its pairs in rank order (skipping itself), so rank i's pair for
  *   rank r is (sockaddr_i, base_i + (r < i ? r : r - 1)), base_i the number
- *   of the context's first pair, read from that pair (a device serves other
- *   contexts too: split groups, contexts made before), never assumed 0.
+ *   of the context's first pair, read from that pair, never assumed 0: a
+ *   device numbers the pairs of all its contexts in one sequence (a second
+ *   context of 5 ranks on a device starts at 4, pytorch/gloo 01a0c81).  This
+ *   plugin makes a device per init (split groups and --repeats' fresh
+ *   contexts are inits of their own), so base_i is 0 here today.
  * - Older Gloo, such as Debian 12's libgloo 0.0~git20220518.5b14351 (0.5.0):
  *   no device listener; every pair listens on a port of its own (Pair::listen
  *   binds the device's address with port 0) and its sequence number is -1.
@@ -322,6 +325,17 @@ bool same_address(const std::vector<char> &a, const std::vector<char> &b)
 int64_t pair_index(int i, int r)
 {
     return r < i ? r : r - 1;
+}
+
+/* The first rank whose record has flag f (-1: none). */
+int first_with(const std::vector<AddrRecord> &all, uint8_t f)
+{
+    for (size_t i = 0; i < all.size(); i++) {
+        if (all[i].flags & f) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
 }
 
 /* ---- context with a full mesh built over the host's OOB ----------------- */
@@ -450,21 +464,17 @@ class MeshContext : public gloo::Context
             }
         }
         if (any & kAddrBadEnv) {
-            for (size_t i = 0; i < n; i++) {
-                if (all[i].flags & kAddrBadEnv) {
-                    msg =
-                        "COLLPROF_GLOO_ADDR " +
-                        (static_cast<int>(i) == rank ? "is '" + std::string(env).substr(0, 64) + "'"
-                                                     : "of rank " + std::to_string(i) + " is") +
-                        ": neither auto nor table";
-                    break;
-                }
-            }
+            const int bad = first_with(all, kAddrBadEnv);
+            msg = bad == rank ? "COLLPROF_GLOO_ADDR is '" + std::string(env).substr(0, 64) +
+                                    "': neither auto nor table"
+                              : "COLLPROF_GLOO_ADDR of rank " + std::to_string(bad) +
+                                    " is neither auto nor table";
             return COLLPROF_ERR_INVALID;
         }
         std::vector<std::vector<char>> theirs(n);
         if (any & kAddrTable) {
-            how = "table (COLLPROF_GLOO_ADDR=table)";
+            how = "table (COLLPROF_GLOO_ADDR=table on rank " +
+                  std::to_string(first_with(all, kAddrTable)) + ")";
             rc = table(host, mine, len, theirs, msg);
         } else if (every & kAddrDerivable) {
             how = "one per rank (derived pair sequence numbers)";

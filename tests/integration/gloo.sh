@@ -145,7 +145,7 @@ else
     grep -q "r0/8 [^]]*\] gloo: addresses: one per rank and each pair's port" "$da/err"
     ok $? "Gloo with a port per pair (Debian 12's): a record per rank and each pair's port"
 fi
-grep -q 'r0/8 [^]]*\] gloo: addresses: table (COLLPROF_GLOO_ADDR=table)' "$dt/err"
+grep -q 'r0/8 [^]]*\] gloo: addresses: table (COLLPROF_GLOO_ADDR=table on rank 0)' "$dt/err"
 ok $? "COLLPROF_GLOO_ADDR=table: the full table (-v says so)"
 shape "$(summary_of "$da")" >"$WORK/shape_auto"
 shape "$(summary_of "$dt")" >"$WORK/shape_table"
@@ -164,4 +164,31 @@ COLLPROF_GLOO_ADDR=bogus cp_run --np 2 --backends gloo --ops allreduce --counts 
     --output-dir "$WORK"
 [ "$rc" -ne 0 ] && grep -q "COLLPROF_GLOO_ADDR is 'bogus': neither auto nor table" "$WORK/err"
 ok $? "COLLPROF_GLOO_ADDR=bogus: gloo refuses, naming the variable and its value"
+# the way is decided alike on every rank, from every rank's record: under mpirun with
+# COLLPROF_GLOO_ADDR=table on ranks 2-3 only, all four take the table, and a bad value on ranks
+# 2-3 stops the backend on every rank, rank 0 naming rank 2
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ]; then
+    for v in table bogus; do
+        d="$WORK/addr_mpmd_$v"
+        mkdir -p "$d"
+        rc=0
+        timeout -k 10 "$CP_TIMEOUT" "$CP_MPIRUN" --allow-run-as-root --oversubscribe \
+            --bind-to none -np 2 -x COLLPROF_PLUGIN_PATH "$COLLPROF_BIN" --backends gloo \
+            --ops allreduce,alltoall --counts 1K -n 2 -w 1 -v -v --output-dir "$d" : \
+            -np 2 -x COLLPROF_PLUGIN_PATH env COLLPROF_GLOO_ADDR=$v "$COLLPROF_BIN" \
+            --backends gloo --ops allreduce,alltoall --counts 1K -n 2 -w 1 -v -v --output-dir "$d" \
+            </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+        if [ "$v" = table ]; then
+            check_clean_run "$d" "mpirun, COLLPROF_GLOO_ADDR=table on ranks 2-3"
+            [ "$(grep -c 'r[0-3]/4 [^]]*\] gloo: addresses: table (COLLPROF_GLOO_ADDR=table on rank 2)' \
+                "$WORK/err")" -eq 4 ]
+            ok $? "mpirun, COLLPROF_GLOO_ADDR=table on ranks 2-3: every rank takes the table"
+        else
+            [ "$rc" -ne 0 ] &&
+                grep -q 'failed on rank 0: .*COLLPROF_GLOO_ADDR of rank 2 is neither auto nor table' \
+                    "$WORK/err"
+            ok $? "mpirun, COLLPROF_GLOO_ADDR=bogus on ranks 2-3: rank 0 refuses too, naming rank 2"
+        fi
+    done
+fi
 done_testing
