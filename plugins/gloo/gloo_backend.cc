@@ -465,8 +465,11 @@ class MeshContext : public gloo::Context
         }
         if (any & kAddrBadEnv) {
             const int bad = first_with(all, kAddrBadEnv);
-            msg = bad == rank ? "COLLPROF_GLOO_ADDR is '" + std::string(env).substr(0, 64) +
-                                    "': neither auto nor table"
+            std::string v = bad == rank && env ? std::string(env).substr(0, 64) : "";
+            for (char &c : v) {
+                c = c >= 0x20 && c < 0x7f ? c : '?'; /* no control bytes in the message */
+            }
+            msg = bad == rank ? "COLLPROF_GLOO_ADDR is '" + v + "': neither auto nor table"
                               : "COLLPROF_GLOO_ADDR of rank " + std::to_string(bad) +
                                     " is neither auto nor table";
             return COLLPROF_ERR_INVALID;
