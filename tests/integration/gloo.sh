@@ -2,7 +2,8 @@
 # Gloo backend: every op and every variant on 2 and 4 self-launched ranks
 # (in and out of place, exact results; gatherv and scatterv, which Gloo lacks,
 # unsupported), odd-rank and dtype refusals reported as unsupported cells,
-# one run under mpirun, and Gloo next to MPI.
+# one run under mpirun, Gloo next to MPI, and how the pairs' addresses go round
+# (COLLPROF_GLOO_ADDR).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ] || skip_all "the Gloo backend was not built"
 
@@ -113,4 +114,81 @@ for oob in pmix tcp; do
     fi
     ok $? "COLLPROF_OOB=$oob: gloo's full mesh of 3 ranks connects, every cell exact (exit $rc)"
 done
+# the pairs' addresses (issue 26): by default one record per rank, never the n x n table
+# (Gloo with one listener per device: the pairs' sequence numbers are derived; Gloo with a port
+# per pair, as Debian 12's: a record per rank and each pair's 2-byte port); -v says which.
+# COLLPROF_GLOO_ADDR=table keeps the table: the same cells and exact results, and more control
+# bytes at rank 0 at start-up (its "oob (start-up)" line); another value is refused, named.
+shape() { # the summary's sections and cells with their #wrong or status, no timings
+    sed -n -E '/^== /p; /^Tensor Size/p; s/^  ([^:|]+): .*(#wrong: [0-9]+).*/\1 \2/p
+        s/^  ([^:|]+): +(unsupported.*|failed.*|error.*)/\1 \2/p' "$1"
+}
+startup_bytes() { # ERR NP: rank 0's start-up control bytes, "SENT READ"
+    sed -n "s/.* r0\/$2 [^]]*\] oob (start-up): .*, \([0-9]*\) bytes sent, \([0-9]*\) bytes read\$/\1 \2/p" "$1"
+}
+for mode in auto table; do
+    d="$WORK/addr_$mode"
+    mkdir -p "$d"
+    COLLPROF_GLOO_ADDR=$mode cp_run --np 8 --backends gloo --ops allreduce,alltoall,broadcast \
+        --counts 3K -n 2 -w 1 --variants default,ring,one_to_all -v --output-dir "$d"
+    cp "$WORK/err" "$d/err"
+    check_clean_run "$d" "COLLPROF_GLOO_ADDR=$mode --np 8"
+done
+da="$WORK/addr_auto" dt="$WORK/addr_table"
+grep -q -E 'r0/8 [^]]*\] gloo: addresses: one per rank (\(derived pair sequence numbers\)|and each pair.s port)' \
+    "$da/err"
+ok $? "gloo's pair addresses: one record per rank by default (-v says so)"
+if grep -q '^backend: *gloo .*(tcp: a listener per device)' "$(summary_of "$da")"; then
+    grep -q 'r0/8 [^]]*\] gloo: addresses: one per rank (derived pair sequence numbers)' "$da/err"
+    ok $? "Gloo with a listener per device: a record per rank, the pairs' addresses derived"
+else
+    grep -q "r0/8 [^]]*\] gloo: addresses: one per rank and each pair's port" "$da/err"
+    ok $? "Gloo with a port per pair (Debian 12's): a record per rank and each pair's port"
+fi
+grep -q 'r0/8 [^]]*\] gloo: addresses: table (COLLPROF_GLOO_ADDR=table on rank 0)' "$dt/err"
+ok $? "COLLPROF_GLOO_ADDR=table: the full table (-v says so)"
+shape "$(summary_of "$da")" >"$WORK/shape_auto"
+shape "$(summary_of "$dt")" >"$WORK/shape_table"
+[ "$(grep -c '#wrong: 0$' "$WORK/shape_auto")" -eq 5 ] && cmp -s "$WORK/shape_auto" "$WORK/shape_table"
+ok $? "COLLPROF_GLOO_ADDR=table and the default: the same cells, the same results"
+read -r sa ra <<EOF2
+$(startup_bytes "$da/err" 8)
+EOF2
+read -r st rt <<EOF2
+$(startup_bytes "$dt/err" 8)
+EOF2
+# the table's all-to-all alone moves 7 x 8 x 144 bytes each way at rank 0
+[ -n "$sa" ] && [ -n "$st" ] && [ $((st - sa)) -gt 4000 ] && [ $((rt - ra)) -gt 4000 ]
+ok $? "rank 0's start-up control bytes: default $sa sent, $ra read; table $st sent, $rt read"
+COLLPROF_GLOO_ADDR=bogus cp_run --np 2 --backends gloo --ops allreduce --counts 1K -n 2 -w 1 \
+    --output-dir "$WORK"
+[ "$rc" -ne 0 ] && grep -q "COLLPROF_GLOO_ADDR is 'bogus': neither auto nor table" "$WORK/err"
+ok $? "COLLPROF_GLOO_ADDR=bogus: gloo refuses, naming the variable and its value"
+# the way is decided alike on every rank, from every rank's record: under mpirun with
+# COLLPROF_GLOO_ADDR=table on ranks 2-3 only, all four take the table, and a bad value on ranks
+# 2-3 stops the backend on every rank, rank 0 naming rank 2
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ]; then
+    for v in table bogus; do
+        d="$WORK/addr_mpmd_$v"
+        mkdir -p "$d"
+        rc=0
+        timeout -k 10 "$CP_TIMEOUT" "$CP_MPIRUN" --allow-run-as-root --oversubscribe \
+            --bind-to none -np 2 -x COLLPROF_PLUGIN_PATH "$COLLPROF_BIN" --backends gloo \
+            --ops allreduce,alltoall --counts 1K -n 2 -w 1 -v -v --output-dir "$d" : \
+            -np 2 -x COLLPROF_PLUGIN_PATH env COLLPROF_GLOO_ADDR=$v "$COLLPROF_BIN" \
+            --backends gloo --ops allreduce,alltoall --counts 1K -n 2 -w 1 -v -v --output-dir "$d" \
+            </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+        if [ "$v" = table ]; then
+            check_clean_run "$d" "mpirun, COLLPROF_GLOO_ADDR=table on ranks 2-3"
+            [ "$(grep -c 'r[0-3]/4 [^]]*\] gloo: addresses: table (COLLPROF_GLOO_ADDR=table on rank 2)' \
+                "$WORK/err")" -eq 4 ]
+            ok $? "mpirun, COLLPROF_GLOO_ADDR=table on ranks 2-3: every rank takes the table"
+        else
+            [ "$rc" -ne 0 ] &&
+                grep -q 'failed on rank 0: .*COLLPROF_GLOO_ADDR of rank 2 is neither auto nor table' \
+                    "$WORK/err"
+            ok $? "mpirun, COLLPROF_GLOO_ADDR=bogus on ranks 2-3: rank 0 refuses too, naming rank 2"
+        fi
+    done
+fi
 done_testing
