@@ -650,6 +650,16 @@ static int check_repeats(cp_options_t *opt, char *err, size_t errlen)
         snprintf(err, errlen, "--repeats, --min-time and --target-ci do not apply to --link-sweep");
         return -1;
     }
+    if ((opt->check_mode == CP_CHECK_EVERY || opt->check_mode == CP_CHECK_SAMPLE) &&
+        opt->sync == CP_SYNC_BATCH && opt->batch > 1) {
+        char name[32];
+        snprintf(err, errlen,
+                 "--check %s checks one operation's output per timed sample, --sync batch:%d "
+                 "times %d together: use --check last with it",
+                 cp_check_name(opt->check_mode, opt->check_k, name, sizeof(name)), opt->batch,
+                 opt->batch);
+        return -1;
+    }
     if ((opt->sync == CP_SYNC_BATCH || opt->rotate > 1) && opt->link_sweep) {
         snprintf(err, errlen, "--sync batch and --rotate-buffers do not apply to --link-sweep");
         return -1;
@@ -674,6 +684,16 @@ static int h_sync(cli_state_t *st, const cli_opt_t *o, const char *arg, char *wh
         return -1;
     }
     st->opt->sync_barrier = st->opt->sync != CP_SYNC_NONE;
+    return 0;
+}
+
+static int h_check(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    if (cp_check_parse(arg, &st->opt->check_mode, &st->opt->check_k, why, len) != 0) {
+        return -1;
+    }
+    st->opt->check = st->opt->check_mode != CP_CHECK_NONE;
     return 0;
 }
 
@@ -860,8 +880,13 @@ static const cli_opt_t cli_opts[] = {
     SECTION("Measurement:"),
     SPEC("iters", 'n', "N", "iters", "timed iterations per cell (default: 20)"),
     SPEC("warmup", 'w', "N", "warmup", "warm-up iterations per cell (default: 5)"),
-    {"check", 'c', "0|1", h_int, "-c 0 1", OPT_FIELD(check),
-     "verify every result exactly (default: 1)"},
+    {"check", 'c', "MODE", h_check, NULL, 0, 0,
+     "which results are verified exactly (the warm-up never):\n"
+     "last: one extra run after the timed loop, not the timed\n"
+     "iterations' own outputs; every: each timed iteration's\n"
+     "output (fresh inputs before each, the fill and check\n"
+     "not timed); sample:K: timed iterations K, 2K, ... and\n"
+     "the last; 0: none; 1: the default (default: last)"},
     {"sync", 0, "MODE", h_sync, NULL, 0, 0,
      "barrier: a barrier (not timed) before each operation;\n"
      "none: operations back to back; batch[:N]: a barrier,\n"
@@ -1186,6 +1211,8 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
 
     memset(opt, 0, sizeof(*opt));
     opt->check = 1;
+    opt->check_mode = CP_CHECK_DEFAULT;
+    opt->check_k = CP_CHECK_DEFAULT_K;
     opt->sync_barrier = 1;
     opt->sync = CP_SYNC_BARRIER;
     opt->batch = 1;

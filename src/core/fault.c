@@ -32,6 +32,16 @@ int cp_fault_wrong(int rank)
     return fault_rank_is("wrong", rank);
 }
 
+int cp_fault_wrong_iter(int rank, int iter)
+{
+    const char *a = fault_args("wrongiter");
+    if (a == NULL || *a == '\0') {
+        return 0;
+    }
+    const char *colon = strchr(a, ':'); /* ITER[:RANK] */
+    return atoi(a) == iter && (colon != NULL ? atoi(colon + 1) : 0) == rank;
+}
+
 int cp_fault_exit(int rank)
 {
     return fault_rank_is("exit", rank);
@@ -141,7 +151,7 @@ static int skip_opt_number(const char **p)
 static int fault_args_ok(const char *kind, const char *a)
 {
     if (a[-1] != ':') { /* the kind alone */
-        return strcmp(kind, "slowrep") != 0;
+        return strcmp(kind, "slowrep") != 0 && strcmp(kind, "wrongiter") != 0;
     }
     if (strcmp(kind, "slowrep") == 0) {
         do {
@@ -166,7 +176,8 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong", "exit", "slowrep", "slow", "hang", "nomem", NULL};
+    static const char *kinds[] = {"wrong",   "wrongiter", "exit",  "slowrep",
+                                  "slow",    "hang",      "nomem", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -181,7 +192,8 @@ int cp_fault_check(char *err, size_t len)
         }
     }
     snprintf(err, len,
-             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], exit[:RANK], "
+             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
+             "wrongiter:ITER[:RANK], exit[:RANK], "
              "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]], nomem[:RANK[:CELL]] or "
              "slowrep:LIST[:USEC] (tests only; unset it for a real run)",
              f, strlen(f) > 40 ? "..." : "");
