@@ -1040,8 +1040,9 @@ static void usage_option(FILE *f, const cli_opt_t *o)
 void cp_cli_usage(FILE *f)
 {
     fputs("Usage: collprof [OPTIONS]\n"
-          "Profile collective communication on every backend that loads, check every result\n"
-          "exactly, print an nccl-tests-style table and write a timestamped text summary.\n",
+          "Profile collective communication on every backend that loads, check results\n"
+          "exactly (by default one extra run per cell after its timed loop: --check), print\n"
+          "an nccl-tests-style table and write a timestamped text summary.\n",
           f);
     for (size_t i = 0; i < N_CLI_OPTS; i++) {
         if (cli_opts[i].name == NULL) {

@@ -95,6 +95,11 @@ const char *cp_check_name(cp_check_t mode, int k, char *buf, size_t len)
     return buf;
 }
 
+cp_check_t cp_check_applied(int check, cp_check_t mode)
+{
+    return !check ? CP_CHECK_NONE : mode == CP_CHECK_NONE ? CP_CHECK_LAST : mode;
+}
+
 int cp_check_iteration(cp_check_t mode, int k, int i, int iters)
 {
     if (mode == CP_CHECK_EVERY) {

@@ -61,6 +61,8 @@ typedef enum cp_check {
 int cp_check_parse(const char *arg, cp_check_t *mode, int *k, char *why, size_t len);
 /** "last", "every", "sample:K" or "none", into buf. */
 const char *cp_check_name(cp_check_t mode, int k, char *buf, size_t len);
+/** The policy applied: none when !check (-c 0), last where mode is unset (none) but check is. */
+cp_check_t cp_check_applied(int check, cp_check_t mode);
 /** Is timed iteration i (0 .. iters - 1) checked under mode, k? */
 int cp_check_iteration(cp_check_t mode, int k, int i, int iters);
 

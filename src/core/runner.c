@@ -68,8 +68,8 @@ static int checks_iteration(const cell_run_t *c, int i)
 {
     const cp_options_t *o = c->r->opt;
     int t = i - c->cell->warmup;
-    return t >= 0 && o->check && !(cp_op_flags(c->cell->op) & COLLPROF_OPF_NODATA) &&
-           cp_check_iteration(o->check_mode, o->check_k, t, c->iters);
+    return t >= 0 && !(cp_op_flags(c->cell->op) & COLLPROF_OPF_NODATA) &&
+           cp_check_iteration(cp_check_applied(o->check, o->check_mode), o->check_k, t, c->iters);
 }
 
 /* Fresh inputs, and the output poisoned, in the slot the next operation uses (not timed). */
@@ -410,7 +410,7 @@ static void run_check(cell_run_t *c)
     if (c->rec.status != 0 || !c->r->opt->check || (cp_op_flags(cell->op) & COLLPROF_OPF_NODATA)) {
         return;
     }
-    if (c->r->opt->check_mode != CP_CHECK_LAST) { /* every, sample:K: checked in the loop */
+    if (cp_check_applied(1, c->r->opt->check_mode) != CP_CHECK_LAST) { /* checked in the loop */
         cp_log(c->rec.wrong > 0 ? CP_LOG_WARN : CP_LOG_INFO,
                "%s/%s %s: verification: %d of %d timed outputs checked, %d wrong (at most %llu "
                "wrong elements in one) on this rank",

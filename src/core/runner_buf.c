@@ -141,7 +141,7 @@ void cp_runner_policy(const cp_options_t *o, const collprof_backend_t *be, int m
 void cp_runner_check_name(const cp_options_t *o, int op, char *buf, size_t len)
 {
     int none = !o->check || (cp_op_flags(op) & COLLPROF_OPF_NODATA);
-    cp_check_name(none ? CP_CHECK_NONE : o->check_mode, o->check_k, buf, len);
+    cp_check_name(none ? CP_CHECK_NONE : cp_check_applied(1, o->check_mode), o->check_k, buf, len);
 }
 
 void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memtype,
@@ -151,7 +151,7 @@ void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memt
     cp_sync_t sync;
     cp_runner_policy(o, be, memtype, &slots, &batch, &core, &sync);
     snprintf(row->sync, sizeof(row->sync), "%s", cp_sync_name(sync));
-    cp_check_name(o->check ? o->check_mode : CP_CHECK_NONE, o->check_k, row->check,
+    cp_check_name(cp_check_applied(o->check, o->check_mode), o->check_k, row->check,
                   sizeof(row->check));
     row->batch = batch;
     row->rotate = slots;

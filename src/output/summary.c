@@ -457,12 +457,13 @@ static void print_check(FILE *f, const cp_options_t *o)
         fprintf(f, "check:      disabled (--check 0): no result is verified\n");
         return;
     }
-    if (o->check_mode == CP_CHECK_LAST) {
+    cp_check_t mode = cp_check_applied(o->check, o->check_mode);
+    if (mode == CP_CHECK_LAST) {
         fprintf(f, "check:      --check last: exact, every element of one extra run after the\n"
                    "            timed loop, on fresh inputs; the timed iterations' own outputs\n"
                    "            are not checked (a fault in one of them goes unseen: --check\n"
                    "            every or sample:K);");
-    } else if (o->check_mode == CP_CHECK_EVERY) {
+    } else if (mode == CP_CHECK_EVERY) {
         fprintf(f, "check:      --check every: exact, every element of every timed iteration's\n"
                    "            output, fresh inputs written before each (fill and check not\n"
                    "            timed);");
@@ -560,7 +561,7 @@ static void print_header(cp_summary_t *s)
            "--rotate-buffers %d --check %s\n",
            ri->opt->sync == CP_SYNC_BATCH ? "samples (a batch / its size)" : "iterations",
            cp_sync_name(ri->opt->sync), batch, cp_alloc_name(ri->opt->alloc), ri->opt->rotate,
-           cp_check_name(ri->opt->check ? ri->opt->check_mode : CP_CHECK_NONE, ri->opt->check_k,
+           cp_check_name(cp_check_applied(ri->opt->check, ri->opt->check_mode), ri->opt->check_k,
                          check, sizeof(check)));
     if (!ri->opt->link_sweep) {
         cp_format_table_header(stdout);
