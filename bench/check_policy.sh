@@ -87,9 +87,9 @@ for ((r = 0; r < ROUNDS; r++)); do
             </dev/null >"$out.out" 2>"$out.err"
         rc=$?
         [ "$rc" -eq 0 ] || { cat "$out.err" >&2; die "round $((r + 1)), --check $p: exit $rc"; }
-        # wall, cpu, sum of the cells' mean times (the table's 10th column, us)
+        # wall, cpu, sum of the cells' mean times (the table's time(us), 9th column)
         awk -v p="$p" 'NR == FNR { wall = $1; cpu = $2 + $3; next }
-            /^ / && $10 ~ /^[0-9.]+$/ { sum += $10 }
+            /^ / && $9 ~ /^[0-9.]+$/ { sum += $9 }
             END { printf "%s %.2f %.2f %.3f\n", p, wall, cpu, sum / 1e3 }' \
             "$out.time" "$out.out" >>"$tmp/all"
     done
