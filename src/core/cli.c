@@ -650,16 +650,6 @@ static int check_repeats(cp_options_t *opt, char *err, size_t errlen)
         snprintf(err, errlen, "--repeats, --min-time and --target-ci do not apply to --link-sweep");
         return -1;
     }
-    if ((opt->check_mode == CP_CHECK_EVERY || opt->check_mode == CP_CHECK_SAMPLE) &&
-        opt->sync == CP_SYNC_BATCH && opt->batch > 1) {
-        char name[32];
-        snprintf(err, errlen,
-                 "--check %s checks one operation's output per timed sample, --sync batch:%d "
-                 "times %d together: use --check last with it",
-                 cp_check_name(opt->check_mode, opt->check_k, name, sizeof(name)), opt->batch,
-                 opt->batch);
-        return -1;
-    }
     if ((opt->sync == CP_SYNC_BATCH || opt->rotate > 1) && opt->link_sweep) {
         snprintf(err, errlen, "--sync batch and --rotate-buffers do not apply to --link-sweep");
         return -1;
@@ -694,6 +684,22 @@ static int h_check(cli_state_t *st, const cli_opt_t *o, const char *arg, char *w
         return -1;
     }
     st->opt->check = st->opt->check_mode != CP_CHECK_NONE;
+    return 0;
+}
+
+/* --check every|sample:K check one operation per sample: not with --sync batch:N, N > 1. */
+static int check_check(const cp_options_t *opt, char *err, size_t errlen)
+{
+    if ((opt->check_mode == CP_CHECK_EVERY || opt->check_mode == CP_CHECK_SAMPLE) &&
+        opt->sync == CP_SYNC_BATCH && opt->batch > 1) {
+        char name[32];
+        snprintf(err, errlen,
+                 "--check %s checks one operation's output per timed sample, --sync batch:%d "
+                 "times %d together: use --check last with it",
+                 cp_check_name(opt->check_mode, opt->check_k, name, sizeof(name)), opt->batch,
+                 opt->batch);
+        return -1;
+    }
     return 0;
 }
 
@@ -1253,6 +1259,9 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     }
     if (optind < argc) {
         snprintf(err, errlen, "unexpected argument '%s' (see collprof --help)", argv[optind]);
+        goto fail;
+    }
+    if (check_check(opt, err, errlen) != 0) {
         goto fail;
     }
     if (check_repeats(opt, err, errlen) != 0 || finish_specs(&st, err, errlen) != 0) {

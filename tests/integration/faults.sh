@@ -25,6 +25,20 @@ COLLPROF_FAULT=wrong:1 cp_run --np 2 --backends mpi --ops allreduce --counts 4K 
 [ "$rc" -eq 0 ]
 ok $? "with -c 0 nothing is checked (exit $rc)"
 
+# a rank without memory for a cell's results fails the cell's set-up with the others (it
+# used to leave the gathers they then waited in); the other cells still run
+d="$WORK/nomem"
+mkdir -p "$d"
+for f in 1:0 0:1; do
+    COLLPROF_FAULT=nomem:$f cp_run --np 3 --backends self --ops allreduce,allgather,alltoall \
+        --counts 1K -n 3 -w 1 --output-dir "$d"
+    r=${f%:*} cell=$((${f#*:} + 1))
+    [ "$rc" -eq 1 ] && [ "$(grep -c ' error: rank '"$r"': out of memory for the results (3 ranks x 3 iterations)$' "$WORK/out")" -eq 1 ] &&
+        awk -v cell="$cell" '$1 == "self" { k++; if (k != cell && $12 == 0) good++ } END { exit good != 2 }' "$WORK/out" &&
+        grep -q '^# cells: 2 ok, 0 wrong, 1 error' "$WORK/out"
+    ok $? "COLLPROF_FAULT=nomem:$f: cell $cell fails on every rank for rank $r's memory, the others run (exit $rc)"
+done
+
 # --check: COLLPROF_FAULT=wrongiter:7:1 corrupts rank 1's output of timed iteration 7 of 20
 # alone.  every and sample:7 check that output (cell wrong, exit 1); last checks one extra run
 # after the loop and cannot see it (as the docs say).  Each cell records its policy.
@@ -45,20 +59,6 @@ for m in every sample:7 last; do
             grep -q ",$status,.*,$m\(,\|\$\)" "$WORK/csv"
         ok $? "wrongiter:7:1 --check $m: the HDF5 row says $status and check $m"
     fi
-done
-
-# a rank without memory for a cell's results fails the cell's set-up with the others (it
-# used to leave the gathers they then waited in); the other cells still run
-d="$WORK/nomem"
-mkdir -p "$d"
-for f in 1:0 0:1; do
-    COLLPROF_FAULT=nomem:$f cp_run --np 3 --backends self --ops allreduce,allgather,alltoall \
-        --counts 1K -n 3 -w 1 --output-dir "$d"
-    r=${f%:*} cell=$((${f#*:} + 1))
-    [ "$rc" -eq 1 ] && [ "$(grep -c ' error: rank '"$r"': out of memory for the results (3 ranks x 3 iterations)$' "$WORK/out")" -eq 1 ] &&
-        awk -v cell="$cell" '$1 == "self" { k++; if (k != cell && $12 == 0) good++ } END { exit good != 2 }' "$WORK/out" &&
-        grep -q '^# cells: 2 ok, 0 wrong, 1 error' "$WORK/out"
-    ok $? "COLLPROF_FAULT=nomem:$f: cell $cell fails on every rank for rank $r's memory, the others run (exit $rc)"
 done
 
 # plugins that fail: one exports no entry symbol, one fails init
