@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 7
+#define COLLPROF_SCHEMA_VERSION_MINOR 8
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -72,7 +72,8 @@
     X(sync,         STR,   16, 1, "",       "barrier, none or batch (--sync); empty: before 1.5") \
     X(batch,        I32,    0, 1, "",       "operations per sample, time / batch (1.5)")          \
     X(rotate,       I32,    0, 1, "",       "buffer slots the operations cycled through (1.5)")   \
-    X(dcopy_gbs,    F64,    0, 1, "GB/s",   "device memory: device-to-device copy rate at this size; 0: none (1.6)")
+    X(dcopy_gbs,    F64,    0, 1, "GB/s",   "device memory: device-to-device copy rate at this size; 0: none (1.6)") \
+    X(check,        STR,   16, 1, "",       "outputs checked (--check): last, every, sample:K or none; empty: before 1.8")
 
 /* /ranks: one row per rank */
 #define COLLPROF_RANK_COLUMNS(X)                                                        \

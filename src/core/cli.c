@@ -690,6 +690,32 @@ static int h_sync(cli_state_t *st, const cli_opt_t *o, const char *arg, char *wh
     return 0;
 }
 
+static int h_check(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    if (cp_check_parse(arg, &st->opt->check_mode, &st->opt->check_k, why, len) != 0) {
+        return -1;
+    }
+    st->opt->check = st->opt->check_mode != CP_CHECK_NONE;
+    return 0;
+}
+
+/* --check every|sample:K check one operation per sample: not with --sync batch:N, N > 1. */
+static int check_check(const cp_options_t *opt, char *err, size_t errlen)
+{
+    if ((opt->check_mode == CP_CHECK_EVERY || opt->check_mode == CP_CHECK_SAMPLE) &&
+        opt->sync == CP_SYNC_BATCH && opt->batch > 1) {
+        char name[32];
+        snprintf(err, errlen,
+                 "--check %s checks one operation's output per timed sample, --sync batch:%d "
+                 "times %d together: use --check last with it",
+                 cp_check_name(opt->check_mode, opt->check_k, name, sizeof(name)), opt->batch,
+                 opt->batch);
+        return -1;
+    }
+    return 0;
+}
+
 static int h_alloc(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     (void)o;
@@ -873,8 +899,13 @@ static const cli_opt_t cli_opts[] = {
     SECTION("Measurement:"),
     SPEC("iters", 'n', "N", "iters", "timed iterations per cell (default: 20)"),
     SPEC("warmup", 'w', "N", "warmup", "warm-up iterations per cell (default: 5)"),
-    {"check", 'c', "0|1", h_int, "-c 0 1", OPT_FIELD(check),
-     "verify every result exactly (default: 1)"},
+    {"check", 'c', "MODE", h_check, NULL, 0, 0,
+     "which results are verified exactly (the warm-up never):\n"
+     "last: one extra run after the timed loop, not the timed\n"
+     "iterations' own outputs; every: each timed iteration's\n"
+     "output (fresh inputs before each, the fill and check\n"
+     "not timed); sample:K: timed iterations K, 2K, ... and\n"
+     "the last; 0: none; 1: the default (default: last)"},
     {"sync", 0, "MODE", h_sync, NULL, 0, 0,
      "barrier: a barrier (not timed) before each operation;\n"
      "none: operations back to back; batch[:N]: a barrier,\n"
@@ -1045,8 +1076,9 @@ static void usage_option(FILE *f, const cli_opt_t *o)
 void cp_cli_usage(FILE *f)
 {
     fputs("Usage: collprof [OPTIONS]\n"
-          "Profile collective communication on every backend that loads, check every result\n"
-          "exactly, print an nccl-tests-style table and write a timestamped text summary.\n",
+          "Profile collective communication on every backend that loads, check results\n"
+          "exactly (by default one extra run per cell after its timed loop: --check), print\n"
+          "an nccl-tests-style table and write a timestamped text summary.\n",
           f);
     for (size_t i = 0; i < N_CLI_OPTS; i++) {
         if (cli_opts[i].name == NULL) {
@@ -1245,6 +1277,8 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
 
     memset(opt, 0, sizeof(*opt));
     opt->check = 1;
+    opt->check_mode = CP_CHECK_DEFAULT;
+    opt->check_k = CP_CHECK_DEFAULT_K;
     opt->sync_barrier = 1;
     opt->sync = CP_SYNC_BARRIER;
     opt->batch = 1;
@@ -1284,6 +1318,9 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     }
     if (optind < argc) {
         snprintf(err, errlen, "unexpected argument '%s' (see collprof --help)", argv[optind]);
+        goto fail;
+    }
+    if (check_check(opt, err, errlen) != 0) {
         goto fail;
     }
     if (check_repeats(opt, err, errlen) != 0 || finish_specs(&st, err, errlen) != 0) {

@@ -57,7 +57,11 @@ typedef struct cp_options {
     int list;    /**< --list */
     int dry_run; /**< --dry-run */
     int verbose; /**< -v count */
-    int check;   /**< -c 0|1 */
+    int check;   /**< results are checked: --check other than 0 */
+
+    cp_check_t check_mode; /**< --check last|every|sample:K|0|1 (core/policy.h) */
+    int check_k;           /**< K of --check sample:K, else 0 */
+
     int help;
     int version;
     int sync_barrier; /**< a barrier before each operation or batch (--sync barrier, batch) */

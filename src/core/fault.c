@@ -32,6 +32,16 @@ int cp_fault_wrong(int rank)
     return fault_rank_is("wrong", rank);
 }
 
+int cp_fault_wrong_iter(int rank, int iter)
+{
+    const char *a = fault_args("wrongiter");
+    if (a == NULL || *a == '\0') {
+        return 0;
+    }
+    const char *colon = strchr(a, ':'); /* ITER[:RANK] */
+    return atoi(a) == iter && (colon != NULL ? atoi(colon + 1) : 0) == rank;
+}
+
 int cp_fault_exit(int rank)
 {
     return fault_rank_is("exit", rank);
@@ -147,7 +157,7 @@ static int skip_opt_number(const char **p)
 static int fault_args_ok(const char *kind, const char *a)
 {
     if (a[-1] != ':') { /* the kind alone */
-        return strcmp(kind, "slowrep") != 0;
+        return strcmp(kind, "slowrep") != 0 && strcmp(kind, "wrongiter") != 0;
     }
     if (strcmp(kind, "slowrep") == 0) {
         do {
@@ -178,6 +188,10 @@ int cp_fault_check(char *err, size_t len)
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
     }
+    const char *wi = fault_args("wrongiter"); /* no other kind's prefix: "wrong" needs ':' */
+    if (wi != NULL && fault_args_ok("wrongiter", wi)) {
+        return 0;
+    }
     for (int i = 0; kinds[i] != NULL; i++) {
         const char *a = fault_args(kinds[i]);
         if (a != NULL) {
@@ -188,7 +202,8 @@ int cp_fault_check(char *err, size_t len)
         }
     }
     snprintf(err, len,
-             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], exit[:RANK], "
+             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
+             "wrongiter:ITER[:RANK], exit[:RANK], "
              "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]], nomem[:RANK[:CELL]], "
              "slowrep:LIST[:USEC] or rogue[:RANK] (tests only; unset it for a real run)",
              f, strlen(f) > 40 ? "..." : "");

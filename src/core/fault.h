@@ -1,7 +1,11 @@
 /*
  * Fault injection for tests, in one place: COLLPROF_FAULT (collprof(1),
  * ENVIRONMENT) names one fault for the whole run.
- *   wrong[:RANK]            corrupt one result element after each check run
+ *   wrong[:RANK]            corrupt one result element of each checked output (the
+ *                           check run of --check last, each checked iteration else)
+ *   wrongiter:ITER[:RANK]   corrupt one element of RANK's output of timed iteration ITER
+ *                           (1 = the first; every cell): --check every and sample:K
+ *                           with ITER a multiple of K see it, --check last does not
  *   exit[:RANK]             die in the middle of the first cell's timed loop
  *   slow[:RANK|all[:USEC]]  add USEC (default 2000) to each timed operation
  *   hang[:RANK[:CELL]]      stop for good in the middle of cell CELL (default 0)
@@ -23,6 +27,8 @@
 
 /** Does "wrong" apply to rank? */
 int cp_fault_wrong(int rank);
+/** Does "wrongiter" name timed iteration iter (from 1) of rank? */
+int cp_fault_wrong_iter(int rank, int iter);
 /** Does "exit" apply to rank? */
 int cp_fault_exit(int rank);
 /** Does "rogue" apply to rank? */

@@ -48,6 +48,66 @@ int cp_sync_parse(const char *arg, cp_sync_t *sync, int *batch, char *why, size_
     return -1;
 }
 
+int cp_check_parse(const char *arg, cp_check_t *mode, int *k, char *why, size_t len)
+{
+    static const struct {
+        const char *name;
+        cp_check_t mode;
+        int k;
+    } words[] = {{"last", CP_CHECK_LAST, 0},
+                 {"every", CP_CHECK_EVERY, 0},
+                 {"0", CP_CHECK_NONE, 0},
+                 {"1", CP_CHECK_DEFAULT, CP_CHECK_DEFAULT_K}};
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+        if (!strcmp(arg, words[w].name)) {
+            *mode = words[w].mode;
+            *k = words[w].k;
+            return 0;
+        }
+    }
+    if (!strncmp(arg, "sample:", 7) && arg[7] >= '0' && arg[7] <= '9') {
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(arg + 7, &end, 10);
+        if (errno == 0 && *end == '\0' && n >= 1 && n <= CP_CHECK_K_MAX) {
+            *mode = n == 1 ? CP_CHECK_EVERY : CP_CHECK_SAMPLE;
+            *k = n == 1 ? 0 : (int)n;
+            return 0;
+        }
+    }
+    snprintf(why, len,
+             "--check: '%s' is not last, every, sample:K (K in 1..%d), 1 (the default) or 0 "
+             "(no check)",
+             arg, CP_CHECK_K_MAX);
+    return -1;
+}
+
+const char *cp_check_name(cp_check_t mode, int k, char *buf, size_t len)
+{
+    if (mode == CP_CHECK_SAMPLE) {
+        snprintf(buf, len, "sample:%d", k);
+    } else {
+        snprintf(buf, len, "%s",
+                 mode == CP_CHECK_LAST    ? "last"
+                 : mode == CP_CHECK_EVERY ? "every"
+                                          : "none");
+    }
+    return buf;
+}
+
+cp_check_t cp_check_applied(int check, cp_check_t mode)
+{
+    return !check ? CP_CHECK_NONE : mode == CP_CHECK_NONE ? CP_CHECK_LAST : mode;
+}
+
+int cp_check_iteration(cp_check_t mode, int k, int i, int iters)
+{
+    if (mode == CP_CHECK_EVERY) {
+        return 1;
+    }
+    return mode == CP_CHECK_SAMPLE && k > 0 && ((i + 1) % k == 0 || i == iters - 1);
+}
+
 int cp_alloc_parse(const char *arg, cp_alloc_t *alloc, char *why, size_t len)
 {
     for (int a = CP_ALLOC_MALLOC; a <= CP_ALLOC_HUGEPAGES; a++) {

@@ -31,6 +31,41 @@ typedef enum cp_alloc {
     CP_ALLOC_HUGEPAGES   /**< MAP_HUGETLB, else mmap + madvise(MADV_HUGEPAGE), by the core */
 } cp_alloc_t;
 
+/**
+ * --check: which results a cell verifies exactly.  The warm-up is never checked.
+ *   last        one extra run after the timed loop, on fresh inputs (outside the
+ *               timed loop; the timed iterations' own outputs are not looked at)
+ *   every       every timed iteration's output, each on fresh inputs written before
+ *               its barrier (the fill and the check are outside the timed interval)
+ *   sample:K    timed iterations K, 2K, 3K, ... and the last one, the same way
+ *   none        nothing (-c 0)
+ */
+typedef enum cp_check {
+    CP_CHECK_NONE = 0,
+    CP_CHECK_LAST,
+    CP_CHECK_EVERY,
+    CP_CHECK_SAMPLE
+} cp_check_t;
+
+/** The default --check and its K (see docs/metrics.md for the figures behind it). */
+#define CP_CHECK_DEFAULT   CP_CHECK_LAST
+#define CP_CHECK_DEFAULT_K 0
+/** Largest K of sample:K. */
+#define CP_CHECK_K_MAX 1000000
+
+/**
+ * Parse a --check value: last, every, sample:K (1 <= K <= CP_CHECK_K_MAX; sample:1
+ * is every), 1 (the default) or 0 (none).  0 with *mode and *k (K, else 0) set, or
+ * -1 with a one-line reason.
+ */
+int cp_check_parse(const char *arg, cp_check_t *mode, int *k, char *why, size_t len);
+/** "last", "every", "sample:K" or "none", into buf. */
+const char *cp_check_name(cp_check_t mode, int k, char *buf, size_t len);
+/** The policy applied: none when !check (-c 0), last where mode is unset (none) but check is. */
+cp_check_t cp_check_applied(int check, cp_check_t mode);
+/** Is timed iteration i (0 .. iters - 1) checked under mode, k? */
+int cp_check_iteration(cp_check_t mode, int k, int i, int iters);
+
 /** "barrier", "none" or "batch". */
 const char *cp_sync_name(cp_sync_t s);
 /** "malloc", "mmap" or "hugepages". */

@@ -60,6 +60,83 @@ static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
     cp_data_set(x->dtype, recvbuf, at, v + 1);
 }
 
+/* ---- the exact check: --check last (after the loop), every, sample:K (in it) ---- */
+
+/* Does the cell check the output of iteration i (counting the warm-up) in its timed loop
+ * (--check every or sample:K; the warm-up never)? */
+static int checks_iteration(const cell_run_t *c, int i)
+{
+    const cp_options_t *o = c->r->opt;
+    int t = i - c->cell->warmup;
+    return t >= 0 && !(cp_op_flags(c->cell->op) & COLLPROF_OPF_NODATA) &&
+           cp_check_iteration(cp_check_applied(o->check, o->check_mode), o->check_k, t, c->iters);
+}
+
+/* Fresh inputs, and the output poisoned, in the slot the next operation uses (not timed). */
+static int refill(cell_run_t *c)
+{
+    cp_runner_set_slot(c, cp_rotate_slot(c->ops, c->slots));
+    void *fs = c->staged ? c->hsend : c->sendbuf, *fr = c->staged ? c->hrecv : c->recvbuf;
+    memset(fr, 0xff, c->bytes);
+    cp_coll_get(c->cell->op)->fill(&c->x, fs, fr);
+    int rc = cp_runner_upload(c);
+    if (rc != COLLPROF_OK) {
+        cp_runner_fail(c, rc, 3, "%s", c->be->last_error(c->ctx));
+    }
+    return rc;
+}
+
+/* The output of the operation that just ran on fresh inputs (its slot's, staged: copied back)
+ * against the exact result; corrupt: COLLPROF_FAULT wrongiter names it.  #wrong is the worst
+ * output's count on this rank. */
+static int verify(cell_run_t *c, int corrupt)
+{
+    const cp_coll_t *coll = cp_coll_get(c->cell->op);
+    void *fr = c->staged ? c->hrecv : c->recvbuf;
+    int rc = COLLPROF_OK;
+    if (c->staged) {
+        rc = cp_runner_stage_copy(c, c->hrecv, c->recvbuf, 0);
+    }
+    if (rc != COLLPROF_OK) {
+        cp_runner_fail(c, rc, 3, "%s", c->be->last_error(c->ctx));
+        return rc;
+    }
+    if (corrupt || cp_fault_wrong(c->r->boot->rank)) {
+        corrupt_one(&c->x, fr);
+    }
+    uint64_t wrong = coll->check(&c->x, fr);
+    c->rec.wrong = wrong > c->rec.wrong ? wrong : c->rec.wrong;
+    c->wrong_outputs += wrong > 0;
+    return COLLPROF_OK;
+}
+
+/* Before iteration i (counting the warm-up): fresh inputs when its output is checked. */
+static int before_iteration(cell_run_t *c, int i)
+{
+    if (!checks_iteration(c, i)) {
+        return COLLPROF_OK;
+    }
+    cp_wd_beat(CP_WD_FILL, c->r->index, i, c->cell->warmup, c->tmo);
+    return refill(c);
+}
+
+/* After iteration i: COLLPROF_FAULT wrongiter, and the check when its output is checked. */
+static int after_iteration(cell_run_t *c, int i)
+{
+    int t = i - c->cell->warmup;
+    int corrupt = t >= 0 && cp_fault_wrong_iter(c->r->boot->rank, t + 1);
+    if (corrupt && !c->staged) { /* the buffer itself (staged: the host copy, when checked) */
+        corrupt_one(&c->x, c->recvbuf);
+        corrupt = 0;
+    }
+    if (!checks_iteration(c, i)) {
+        return COLLPROF_OK;
+    }
+    cp_wd_beat(CP_WD_VERIFY, c->r->index, i, c->cell->warmup, c->tmo);
+    c->checks++;
+    return verify(c, corrupt);
+}
+
 /* Turn a failed agreement into the cell's result; 0 when every rank passed. */
 static int agreed(cell_run_t *c, cp_result_t *res)
 {
@@ -230,7 +307,9 @@ static int run_nonblocking(cell_run_t *c, long slow_us, int hang)
     int rc = COLLPROF_OK;
     c->args.overlap = NULL;
     for (int i = 0; i < cell->warmup + c->iters && rc == COLLPROF_OK; i++) {
-        rc = run_one(c, i, slow_us, hang);
+        rc = before_iteration(c, i);
+        rc = rc == COLLPROF_OK ? run_one(c, i, slow_us, hang) : rc;
+        rc = rc == COLLPROF_OK ? after_iteration(c, i) : rc;
     }
     if (rc != COLLPROF_OK) {
         return rc;
@@ -247,10 +326,40 @@ static int run_nonblocking(cell_run_t *c, long slow_us, int hang)
     c->args.overlap = nb_compute; /* also for the check that follows */
     c->args.overlap_arg = c;
     for (int i = 0; i < cell->warmup + c->iters && rc == COLLPROF_OK; i++) {
-        rc = run_overlapped(c, i, &overall, &compute);
+        rc = before_iteration(c, i);
+        rc = rc == COLLPROF_OK ? run_overlapped(c, i, &overall, &compute) : rc;
+        rc = rc == COLLPROF_OK ? after_iteration(c, i) : rc;
     }
     c->rec.nb_overall_us = overall / c->iters;
     c->rec.nb_compute_us = compute / c->iters;
+    return rc;
+}
+
+/* A device-timed backend's timed iterations: one batch, or, where --check every|sample:K
+ * checks some, the batches between them and each checked one alone (a batch of 1). */
+static int run_device_timed(cell_run_t *c)
+{
+    const int w = c->cell->warmup;
+    int rc = COLLPROF_OK;
+    for (int t = 0; t < c->iters && rc == COLLPROF_OK;) {
+        int next = t; /* the next checked iteration, or iters */
+        while (next < c->iters && !checks_iteration(c, w + next)) {
+            next++;
+        }
+        if (next > t) {
+            cp_wd_beat(CP_WD_OP, c->r->index, w + t, w, c->tmo * (double)(next - t + 1));
+            rc = c->be->run_batch(c->ctx, &c->args, next - t, c->mine + t);
+        }
+        if (next < c->iters && rc == COLLPROF_OK) {
+            rc = before_iteration(c, w + next);
+            if (rc == COLLPROF_OK) {
+                cp_wd_beat(CP_WD_OP, c->r->index, w + next, w, c->tmo * 2);
+                rc = c->be->run_batch(c->ctx, &c->args, 1, c->mine + next);
+            }
+            rc = rc == COLLPROF_OK ? after_iteration(c, w + next) : rc;
+        }
+        t = next + 1;
+    }
     return rc;
 }
 
@@ -280,11 +389,13 @@ static void run_timed(cell_run_t *c)
         rc = cell->warmup > 0 ? c->be->run_batch(c->ctx, &c->args, cell->warmup, c->mine)
                               : COLLPROF_OK;
         if (rc == COLLPROF_OK) {
-            rc = c->be->run_batch(c->ctx, &c->args, c->iters, c->mine);
+            rc = run_device_timed(c);
         }
     } else {
         for (int i = 0; i < cell->warmup + c->iters && rc == COLLPROF_OK; i++) {
-            rc = run_one(c, i, slow_us, hang);
+            rc = before_iteration(c, i);
+            rc = rc == COLLPROF_OK ? run_one(c, i, slow_us, hang) : rc;
+            rc = rc == COLLPROF_OK ? after_iteration(c, i) : rc;
         }
     }
     if (rc != COLLPROF_OK) {
@@ -292,11 +403,19 @@ static void run_timed(cell_run_t *c)
     }
 }
 
-/* The exact check on a fresh run. */
+/* --check last: the exact check on a fresh run after the timed loop. */
 static void run_check(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     if (c->rec.status != 0 || !c->r->opt->check || (cp_op_flags(cell->op) & COLLPROF_OPF_NODATA)) {
+        return;
+    }
+    if (cp_check_applied(1, c->r->opt->check_mode) != CP_CHECK_LAST) { /* checked in the loop */
+        cp_log(c->rec.wrong > 0 ? CP_LOG_WARN : CP_LOG_INFO,
+               "%s/%s %s: verification: %d of %d timed outputs checked, %d wrong (at most %llu "
+               "wrong elements in one) on this rank",
+               c->p->name, cell->variant, collprof_op_name(cell->op), c->checks, c->iters,
+               c->wrong_outputs, (unsigned long long)c->rec.wrong);
         return;
     }
     cp_wd_beat(CP_WD_CHECK, c->r->index, -1, cell->warmup, c->tmo);

@@ -58,6 +58,7 @@ typedef struct cp_result {
     int batch;           /**< operations per sample */
     int rotate;          /**< buffer slots the operations cycled through */
     char allocation[64]; /**< the core's allocation (--alloc), "" where the backend's */
+    char check[16];      /**< --check as applied: last, every, sample:K or none; "" never ran */
 } cp_result_t;
 
 /* A cell's buffers kept across its repeats (collprof --repeats without --fresh-buffers): the
@@ -119,7 +120,7 @@ void cp_result_free(cp_result_t *res);
 void cp_kept_bufs_free(const cp_plugin_t *p, int memtype, cp_kept_bufs_t *k);
 
 /**
- * The policy columns (sync, batch, rotate) a cell of backend be on memtype gets under o, and
+ * The policy columns (sync, batch, rotate, check) a cell of backend be on memtype gets under o, and
  * where the core allocates (--alloc mmap|hugepages) the allocation a probe gets on this rank
  * now (the cells record their own): for the summary's header before any cell ran.
  */

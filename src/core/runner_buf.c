@@ -138,6 +138,12 @@ void cp_runner_policy(const cp_options_t *o, const collprof_backend_t *be, int m
     *sync = devtimer ? CP_SYNC_NONE : o->sync;
 }
 
+void cp_runner_check_name(const cp_options_t *o, int op, char *buf, size_t len)
+{
+    int none = !o->check || (cp_op_flags(op) & COLLPROF_OPF_NODATA);
+    cp_check_name(none ? CP_CHECK_NONE : cp_check_applied(1, o->check_mode), o->check_k, buf, len);
+}
+
 void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memtype,
                    collprof_result_row_t *row)
 {
@@ -145,6 +151,8 @@ void cp_policy_row(const cp_options_t *o, const collprof_backend_t *be, int memt
     cp_sync_t sync;
     cp_runner_policy(o, be, memtype, &slots, &batch, &core, &sync);
     snprintf(row->sync, sizeof(row->sync), "%s", cp_sync_name(sync));
+    cp_check_name(cp_check_applied(o->check, o->check_mode), o->check_k, row->check,
+                  sizeof(row->check));
     row->batch = batch;
     row->rotate = slots;
     void *p = NULL;

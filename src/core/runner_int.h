@@ -66,6 +66,8 @@ typedef struct cell_run {
     double *samples, *rank_mean;
     char *gmine, *gall;
     collprof_args_t args, barrier; /* the operation, and the backend's barrier */
+    int checks;                    /* --check every|sample:K: outputs checked in the loops */
+    int wrong_outputs;             /* ... of which some elements were wrong */
     uint64_t nb_loops;             /* non-blocking ops: the calibrated computation's loops */
     double nb_last_us;             /* ... and how long it took in the last iteration */
 } cell_run_t;
@@ -81,6 +83,8 @@ __attribute__((format(printf, 4, 5))) void cp_runner_fail(cell_run_t *c, int sta
 /** What a cell applies of the run's policy (slots, batch, core allocation, sync). */
 void cp_runner_policy(const cp_options_t *o, const collprof_backend_t *be, int memtype, int *slots,
                       int *batch, int *core, cp_sync_t *sync);
+/** The cell's --check as applied (none for ops without data), for its /results row. */
+void cp_runner_check_name(const cp_options_t *o, int op, char *buf, size_t len);
 /** Host copy <-> the backend's buffer (staged cells). */
 int cp_runner_stage_copy(cell_run_t *c, void *dst, const void *src, int to_device);
 /** The filled host copies into the backend's buffers. */

@@ -123,6 +123,7 @@ static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
     snprintf(res->sync, sizeof(res->sync), "%s", cp_sync_name(sync));
     res->batch = c->batch;
     res->rotate = c->slots;
+    cp_runner_check_name(c->r->opt, c->cell->op, res->check, sizeof(res->check));
     for (int q = 0; recs != NULL && q < c->n && c->core; q++) {
         fellback |= recs[q].fellback;
         if (strcmp(recs[q].alloc, recs[0].alloc) != 0) {

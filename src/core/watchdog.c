@@ -138,6 +138,8 @@ static pos_t position(const cp_wd_rec_t *r)
     case CP_WD_SYNC: p.stage = 1, p.iter = r->iter, p.step = 0; break;
     case CP_WD_OP: p.stage = 1, p.iter = r->iter, p.step = 1; break;
     case CP_WD_OP_DONE: p.stage = 1, p.iter = r->iter, p.step = 2; break;
+    case CP_WD_FILL: p.stage = 1, p.iter = r->iter, p.step = -1; break;
+    case CP_WD_VERIFY: p.stage = 1, p.iter = r->iter, p.step = 3; break;
     case CP_WD_CHECK: p.stage = 2; break;
     case CP_WD_GATHER: p.stage = 3; break;
     case CP_WD_WRITE: p.stage = 4; break;
@@ -188,6 +190,14 @@ static void where(const cp_wd_rec_t *r, int with_cell, char *buf, size_t len)
         what = tmp;
         break;
     case CP_WD_CHECK: what = "in the exact-check run"; break;
+    case CP_WD_FILL:
+        snprintf(tmp, sizeof(tmp), "filling fresh inputs before %s (--check)", it);
+        what = tmp;
+        break;
+    case CP_WD_VERIFY:
+        snprintf(tmp, sizeof(tmp), "checking the output of %s (--check)", it);
+        what = tmp;
+        break;
     case CP_WD_GATHER: /* the TCP tree, PMIx fences where it could not open, or none */
         what = "gathering results over the control channel";
         break;

@@ -41,6 +41,8 @@ typedef enum cp_wd_phase {
     CP_WD_WRITE,     /**< writing the cell's results */
     CP_WD_FINISH,    /**< after the last cell: closing backends */
     CP_WD_OP_DONE,   /**< the operation of iteration `iter` returned on this rank */
+    CP_WD_FILL,      /**< --check every|sample:K: fresh inputs before iteration `iter` */
+    CP_WD_VERIFY,    /**< --check every|sample:K: the check of iteration `iter`'s output */
     CP_WD_NPHASES
 } cp_wd_phase_t;
 

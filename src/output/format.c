@@ -100,7 +100,11 @@ void cp_format_provenance(const collprof_result_row_t *r, char *buf, size_t len)
         if (r->batch > 1) {
             snprintf(batch, sizeof(batch), ":%d (time / %d)", r->batch, r->batch);
         }
-        snprintf(buf + n, len - (size_t)n, "; sync %s%s; rotation %d", r->sync, batch, r->rotate);
+        n += snprintf(buf + n, len - (size_t)n, "; sync %s%s; rotation %d", r->sync, batch,
+                      r->rotate);
+    }
+    if (r->check[0] && n >= 0 && (size_t)n < len) { /* from schema 1.7 */
+        snprintf(buf + n, len - (size_t)n, "; check %s", r->check);
     }
 }
 

@@ -74,4 +74,5 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     snprintf(row->sync, sizeof(row->sync), "%s", res->sync);
     row->batch = res->batch;
     row->rotate = res->rotate;
+    snprintf(row->check, sizeof(row->check), "%s", res->check);
 }

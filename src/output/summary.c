@@ -452,6 +452,35 @@ static void print_limit(FILE *f, const cp_run_info_t *ri)
     }
 }
 
+/* What --check verified, and what it leaves out. */
+static void print_check(FILE *f, const cp_options_t *o)
+{
+    if (!o->check) {
+        fprintf(f, "check:      disabled (--check 0): no result is verified\n");
+        return;
+    }
+    cp_check_t mode = cp_check_applied(o->check, o->check_mode);
+    if (mode == CP_CHECK_LAST) {
+        fprintf(f, "check:      --check last: exact, every element of one extra run after the\n"
+                   "            timed loop, on fresh inputs; the timed iterations' own outputs\n"
+                   "            are not checked (a fault in one of them goes unseen: --check\n"
+                   "            every or sample:K);");
+    } else if (mode == CP_CHECK_EVERY) {
+        fprintf(f, "check:      --check every: exact, every element of every timed iteration's\n"
+                   "            output, fresh inputs written before each (fill and check not\n"
+                   "            timed);");
+    } else {
+        fprintf(f,
+                "check:      --check sample:%d: exact, every element of the output of timed\n"
+                "            iterations %d, %d, ... and the last, fresh inputs written before\n"
+                "            each of them (fill and check not timed);",
+                o->check_k, o->check_k, 2 * o->check_k);
+    }
+    fprintf(f, " the warm-up is not checked;\n"
+               "            #wrong = elements that differ (the worst checked output per rank,\n"
+               "            summed over ranks)\n");
+}
+
 static void print_method(FILE *f, const cp_run_info_t *ri)
 {
     const cp_options_t *o = ri->opt;
@@ -499,11 +528,7 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
     }
     fprintf(f, "            device memory is filled and checked through host copies\n");
     print_repeats(f, ri->opt);
-    fprintf(
-        f, "check:      %s\n",
-        ri->opt->check
-            ? "exact, every element of a separate run after timing; #wrong = elements that differ"
-            : "disabled (-c 0)");
+    print_check(f, ri->opt);
     for (char **e = environ; *e; e++) {
         char name[128];
         const char *value = cp_env_captured(*e, name, sizeof(name));
@@ -533,10 +558,13 @@ static void print_header(cp_summary_t *s)
     if (ri->opt->sync == CP_SYNC_BATCH) {
         snprintf(batch, sizeof(batch), ":%d", ri->opt->batch);
     }
+    char check[32];
     printf("# time = mean over %s of the max over ranks; --sync %s%s --alloc %s "
-           "--rotate-buffers %d\n",
+           "--rotate-buffers %d --check %s\n",
            ri->opt->sync == CP_SYNC_BATCH ? "samples (a batch / its size)" : "iterations",
-           cp_sync_name(ri->opt->sync), batch, cp_alloc_name(ri->opt->alloc), ri->opt->rotate);
+           cp_sync_name(ri->opt->sync), batch, cp_alloc_name(ri->opt->alloc), ri->opt->rotate,
+           cp_check_name(cp_check_applied(ri->opt->check, ri->opt->check_mode), ri->opt->check_k,
+                         check, sizeof(check)));
     if (!ri->opt->link_sweep) {
         cp_format_table_header(stdout);
     }

@@ -56,19 +56,23 @@ static void print_world(const cp_report_file_t *f)
     }
 }
 
-/* The run's 'measured' lines of a backend, from the first row of each memory kind that has them. */
+/* The run's 'measured' lines of a backend, from the first row of each memory kind that has them
+ * (the first with data to check: a barrier's check is none, the run's policy is the others'). */
 static void print_provenance(const cp_report_file_t *f, const char *backend)
 {
     for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
+        const collprof_result_row_t *pick = NULL;
         for (size_t i = 0; i < f->nrows; i++) {
             const collprof_result_row_t *r = &f->rows[i];
             if (!strcmp(r->backend, backend) && !strcmp(r->memory, collprof_memtype_name(m)) &&
-                r->timer[0] != '\0') {
-                char line[512];
-                cp_format_provenance(r, line, sizeof(line));
-                printf("%s\n", line);
-                break;
+                r->timer[0] != '\0' && (pick == NULL || !strcmp(pick->check, "none"))) {
+                pick = pick == NULL || strcmp(r->check, "none") ? r : pick;
             }
+        }
+        if (pick != NULL) {
+            char line[512];
+            cp_format_provenance(pick, line, sizeof(line));
+            printf("%s\n", line);
         }
     }
 }

@@ -57,6 +57,28 @@ for f in 1:0 0:1; do
     ok $? "COLLPROF_FAULT=nomem:$f: cell $cell fails on every rank for rank $r's memory, the others run (exit $rc)"
 done
 
+# --check: COLLPROF_FAULT=wrongiter:7:1 corrupts rank 1's output of timed iteration 7 of 20
+# alone.  every and sample:7 check that output (cell wrong, exit 1); last checks one extra run
+# after the loop and cannot see it (as the docs say).  Each cell records its policy.
+for m in every sample:7 last; do
+    d="$WORK/check-${m%%:*}"
+    mkdir -p "$d"
+    COLLPROF_FAULT=wrongiter:7:1 cp_run --np 2 --backends self --ops allreduce --counts 1K \
+        -n 20 -w 2 --check "$m" --output-dir "$d"
+    s=$(summary_of "$d")
+    want=1 status=wrong
+    [ "$m" = last ] && want=0 status=ok
+    [ "$rc" -eq "$want" ] && grep -q "measured: .*; check $m\$" "$s" &&
+        awk -v w="$want" '$1 == "self" && $3 == "allreduce" { n++; bad += ($12 == w) }
+            END { exit !(n == 1 && bad == 1) }' "$WORK/out"
+    ok $? "wrongiter:7:1, -n 20 --check $m: exit $rc (want $want), #wrong $want, recorded"
+    if [ -x "${COLLPROF_REPORT:-}" ]; then
+        "$COLLPROF_REPORT" export --csv "${s%.txt}.h5" >"$WORK/csv" 2>&1 &&
+            grep -q ",$status,.*,$m\(,\|\$\)" "$WORK/csv"
+        ok $? "wrongiter:7:1 --check $m: the HDF5 row says $status and check $m"
+    fi
+done
+
 # plugins that fail: one exports no entry symbol, one fails init
 if [ -e "$CP_TEST_PLUGINS/collprof_failinit.so" ]; then
     d="$WORK/plugins"

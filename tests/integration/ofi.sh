@@ -120,7 +120,7 @@ if [ -x "$REPORT" ] && [ -n "$h5" ]; then
     ok $? "collprof-report summary rebuilds the study section of the run's summary"
     "$REPORT" summary "$h5" 2>&1 | grep '^  measured:' >"$WORK/meas_h5"
     grep '^  measured:' "$s" >"$WORK/meas_txt"
-    grep -q "^  measured: host memory: timer CLOCK_MONOTONIC; buffers posix_memalign 4096, fi_mr_reg; device host; sync barrier; rotation 1$" \
+    grep -q "^  measured: host memory: timer CLOCK_MONOTONIC; buffers posix_memalign 4096, fi_mr_reg; device host; sync barrier; rotation 1; check last$" \
         "$WORK/meas_txt" && cmp -s "$WORK/meas_h5" "$WORK/meas_txt"
     ok $? "collprof-report summary rebuilds the 'measured' lines of the run's summary"
     if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then

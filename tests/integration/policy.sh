@@ -45,7 +45,7 @@ policy_run() {
     [ "$mode" = batch ] && batch=${sync#batch:} && [ "$batch" = batch ] && batch=20
     tail="; sync $mode"
     [ "$batch" -gt 1 ] && tail="$tail:$batch (time / $batch)"
-    tail="$tail; rotation $rot"
+    tail="$tail; rotation $rot; check last"
     case $alloc in
     malloc) buf="posix_memalign" ;;
     mmap) buf="mmap anonymous" ;;

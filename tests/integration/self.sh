@@ -116,7 +116,7 @@ d="$WORK/prov"
 mkdir -p "$d"
 cp_run --np 2 --backends self --ops allreduce --counts 1K -n 2 -w 5 --output-dir "$d"
 txt=$(summary_of "$d")
-measured="  measured: host memory: timer CLOCK_MONOTONIC; buffers posix_memalign, 4096-byte aligned; device host; sync barrier; rotation 1"
+measured="  measured: host memory: timer CLOCK_MONOTONIC; buffers posix_memalign, 4096-byte aligned; device host; sync barrier; rotation 1; check last"
 [ "$rc" -eq 0 ] && grep -qxF "$measured" "$txt" && ! grep -q "page-aligned host memory" "$txt"
 ok $? "the summary says what self cells were measured with, and nothing more"
 REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
@@ -149,11 +149,11 @@ if [ -e "$CP_TEST_PLUGINS/collprof_perrank.so" ]; then
     mkdir -p "$d"
     COLLPROF_PLUGIN_PATH="$CP_TEST_PLUGINS:$COLLPROF_PLUGIN_PATH" cp_run --np 2 --backends perrank \
         --ops allreduce --counts 1K -n 2 -w 1 --output-dir "$d"
-    [ "$rc" -eq 0 ] && grep -q "^  measured: host memory: timer CLOCK_MONOTONIC; .*; device per rank; sync barrier; rotation 1$" \
+    [ "$rc" -eq 0 ] && grep -q "^  measured: host memory: timer CLOCK_MONOTONIC; .*; device per rank; sync barrier; rotation 1; check last$" \
         "$(summary_of "$d")"
     ok $? "ranks on different devices: the summary says 'device per rank'"
     if [ -x "$REPORT" ]; then
-        "$REPORT" summary "$d" >"$WORK/psum" 2>&1 && grep -q "device per rank; sync barrier; rotation 1$" "$WORK/psum"
+        "$REPORT" summary "$d" >"$WORK/psum" 2>&1 && grep -q "device per rank; sync barrier; rotation 1; check last$" "$WORK/psum"
         ok $? "collprof-report reads the per-rank provenance back"
     fi
     if command -v h5dump >/dev/null 2>&1; then

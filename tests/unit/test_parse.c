@@ -124,6 +124,27 @@ int main(void)
            opt.check == 1 && opt.specs[0].nvariants == 0 && opt.specs[0].nbackends == 0,
        "default matrix: 4 ops x 1M,4M,16M float32, all backends and variants");
     cp_cli_free(&opt);
+    ok(opt.check_mode == CP_CHECK_LAST && opt.check_k == 0, "default check: last");
+    const struct {
+        const char *args;
+        int check;
+        cp_check_t mode;
+        int k;
+    } checks[] = {{"--check every", 1, CP_CHECK_EVERY, 0},
+                  {"--check=sample:10", 1, CP_CHECK_SAMPLE, 10},
+                  {"-c 0", 0, CP_CHECK_NONE, 0},
+                  {"--check every -c 1", 1, CP_CHECK_LAST, 0},
+                  {"--check sample:4 --sync batch:1", 1, CP_CHECK_SAMPLE, 4}};
+    for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+        int rc = cli(checks[i].args, &opt, err, sizeof(err));
+        ok(rc == 0 && opt.check == checks[i].check && opt.check_mode == checks[i].mode &&
+               opt.check_k == checks[i].k,
+           "%s: check %d, mode %d, K %d", checks[i].args, opt.check, (int)opt.check_mode,
+           opt.check_k);
+        if (rc == 0) {
+            cp_cli_free(&opt);
+        }
+    }
 
     ok(cli("--ops all -d all -o all", &opt, err, sizeof(err)) == 0 && opt.specs[0].nops == 14 &&
            opt.specs[0].ops[11] == COLLPROF_OP_ALLGATHERV &&

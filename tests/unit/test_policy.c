@@ -1,4 +1,4 @@
-/* Measurement policies: --sync and --alloc values, batch division, buffer rotation, the
+/* Measurement policies: --sync, --alloc and --check values, batch division, buffer rotation, the
  * core's allocations. */
 #include "config.h"
 
@@ -131,8 +131,62 @@ static void test_describe(void)
        "the default described as before, then the buffers (%s)", d);
 }
 
+static void test_check_parse(void)
+{
+    cp_check_t m = CP_CHECK_NONE;
+    int k = -1;
+    char why[256] = "", name[32];
+    ok(cp_check_parse("last", &m, &k, why, sizeof(why)) == 0 && m == CP_CHECK_LAST && k == 0,
+       "last");
+    ok(cp_check_parse("every", &m, &k, why, sizeof(why)) == 0 && m == CP_CHECK_EVERY && k == 0,
+       "every");
+    ok(cp_check_parse("sample:10", &m, &k, why, sizeof(why)) == 0 && m == CP_CHECK_SAMPLE &&
+           k == 10 && !strcmp(cp_check_name(m, k, name, sizeof(name)), "sample:10"),
+       "sample:10, named back (%s)", name);
+    ok(cp_check_parse("sample:1", &m, &k, why, sizeof(why)) == 0 && m == CP_CHECK_EVERY,
+       "sample:1 is every");
+    ok(cp_check_parse("0", &m, &k, why, sizeof(why)) == 0 && m == CP_CHECK_NONE &&
+           !strcmp(cp_check_name(m, k, name, sizeof(name)), "none"),
+       "0: none");
+    ok(cp_check_parse("1", &m, &k, why, sizeof(why)) == 0 && m == CP_CHECK_DEFAULT &&
+           k == CP_CHECK_DEFAULT_K,
+       "1: the default");
+    const char *bad[] = {"sample:0",  "sample:x", "foo", "sample:", "sample:-3",
+                         "sample:2x", "2",        "",    "Every",   "sample:1000001"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why[0] = '\0';
+        m = CP_CHECK_EVERY;
+        k = 99;
+        ok(cp_check_parse(bad[i], &m, &k, why, sizeof(why)) != 0 && strstr(why, "--check") &&
+               strchr(why, '\n') == NULL && m == CP_CHECK_EVERY && k == 99,
+           "'%s' refused in one line, outputs untouched (%s)", bad[i], why);
+    }
+    ok(cp_check_applied(0, CP_CHECK_EVERY) == CP_CHECK_NONE &&
+           cp_check_applied(1, CP_CHECK_NONE) == CP_CHECK_LAST &&
+           cp_check_applied(1, CP_CHECK_SAMPLE) == CP_CHECK_SAMPLE,
+       "applied: -c 0 is none, an unset mode with the check on is last");
+    int got[20], n = 0;
+    for (int i = 0; i < 20; i++) {
+        if (cp_check_iteration(CP_CHECK_SAMPLE, 7, i, 20)) {
+            got[n++] = i + 1;
+        }
+    }
+    ok(n == 3 && got[0] == 7 && got[1] == 14 && got[2] == 20,
+       "sample:7 of 20 iterations: 7, 14 and the last, 20 (%d of them)", n);
+    n = 0;
+    for (int i = 0; i < 20; i++) {
+        n += cp_check_iteration(CP_CHECK_EVERY, 0, i, 20) * 1 +
+             cp_check_iteration(CP_CHECK_LAST, 0, i, 20) * 100;
+    }
+    ok(n == 20, "every: each of 20 iterations; last: none of them in the loop");
+    ok(cp_check_iteration(CP_CHECK_SAMPLE, 50, 2, 3) &&
+           !cp_check_iteration(CP_CHECK_SAMPLE, 50, 1, 3),
+       "sample:50 of 3 iterations: the last one");
+}
+
 int main(void)
 {
+    test_check_parse();
     test_sync_parse();
     test_alloc_parse();
     test_batch();

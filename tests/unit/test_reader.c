@@ -8,7 +8,8 @@
  * claims a million rows in a few bytes.  Each must fail at once with a
  * reason (an alarm turns a hang into a failure).  The 1.2 sample adds the
  * ofi backend and the provenance columns; the 1.6 sample holds a device-memory
- * cell (nccl on the test stand-in) beside a host one.
+ * cell (nccl on the test stand-in) beside a host one; the 1.8 sample the
+ * check column (self, --check sample:2).
  */
 #include "config.h"
 
@@ -284,6 +285,26 @@ static void check_policy_1_5(void)
     }
 }
 
+/* 1.8: self, allreduce and barrier under --check sample:2: the check each cell applied (the
+ * barrier has no data); 1.6 has no check column */
+static void check_check_1_8(void)
+{
+    cp_report_file_t *f = open_sample("1.8");
+    if (f == NULL) {
+        return;
+    }
+    ok(f->nrows == 2 && !strcmp(f->rows[0].op, "allreduce") &&
+           !strcmp(f->rows[0].check, "sample:2") && !strcmp(f->rows[1].check, "none"),
+       "1.8: allreduce checked under sample:2, the barrier none (%s, %s)",
+       f->nrows > 0 ? f->rows[0].check : "-", f->nrows > 1 ? f->rows[1].check : "-");
+    cp_report_close(f);
+    f = open_sample("1.6");
+    if (f != NULL) {
+        ok(f->nrows > 0 && f->rows[0].check[0] == '\0', "1.6: no check column: read as empty");
+        cp_report_close(f);
+    }
+}
+
 /* 1.6: nccl on the CUDA/NCCL stand-in (device memory) and self (host), allreduce of 1K
  * floats: the device cell has a device copy rate and no memcpy rate, the host cell the
  * other way round; 1.5 has no dcopy_gbs */
@@ -396,6 +417,7 @@ int main(void)
         cp_report_close(f);
     }
     check_repeats_1_4();
+    check_check_1_8();
     check_nonblocking_1_5();
     check_policy_1_5();
     check_device_limit_1_6();

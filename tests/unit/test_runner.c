@@ -292,6 +292,108 @@ static void chunk_case(cp_runner_t *r, cp_options_t *opt)
     cp_result_free(&res);
 }
 
+/* --check every and sample:2 (3 timed iterations: 2 and 3 checked): every operation, out of and
+ * in place, exact on rotated buffers, through host copies (staged) too, the cell recording it. */
+static void check_case(cp_runner_t *r, cp_options_t *opt, const cp_imbalance_t *imb,
+                       cp_check_t mode, int k, int staged)
+{
+    cp_options_t keep = *opt;
+    opt->check_mode = mode;
+    opt->check_k = k;
+    opt->rotate = 3;
+    if (staged) {
+        setenv("COLLPROF_TEST_STAGED", "1", 1);
+    }
+    char want[32], why[200] = "";
+    cp_check_name(mode, k, want, sizeof(want));
+    int good = 1;
+    for (int op = 0; op < COLLPROF_OP_COUNT && good; op++) {
+        for (int ip = 0; ip < 2 && good; ip++) {
+            cp_cell_t c = make_cell((collprof_op_t)op, ip, "default");
+            c.imb = (cp_op_flags(c.op) & COLLPROF_OPF_VARIABLE) ? &imb[0] : NULL;
+            cp_result_t res;
+            cp_run_cell(r, &c, &res);
+            const char *rec = (cp_op_flags(c.op) & COLLPROF_OPF_NODATA) ? "none" : want;
+            good = res.status == COLLPROF_CELL_OK && res.wrong == 0 && !strcmp(res.check, rec);
+            snprintf(why, sizeof(why), "%s %s: %s, #wrong %llu, check %s, %.60s",
+                     collprof_op_name(op), ip ? "in" : "out", collprof_cell_status_name(res.status),
+                     (unsigned long long)res.wrong, res.check, res.reason);
+            cp_result_free(&res);
+        }
+    }
+    unsetenv("COLLPROF_TEST_STAGED");
+    record(good, "--check %s%s, 3 buffer slots: every op exact, recorded (%s)", want,
+           staged ? ", staged" : "", why);
+    *opt = keep;
+}
+
+/* A device-timed backend (the self backend's run, timed by a run_batch of our own): the timed
+ * iterations in batches between the checked ones, each checked one alone; a fault in timed
+ * iteration 3 of 6 is seen by every and sample:3, not by last. */
+static int batch_sizes[16], nbatches;
+static int counting_batch(void *ctx, const collprof_args_t *a, int iters, double *times_us)
+{
+    if (nbatches < 16) {
+        batch_sizes[nbatches++] = iters;
+    }
+    for (int i = 0; i < iters; i++) {
+        int rc = real_be->run(ctx, a);
+        if (rc != COLLPROF_OK) {
+            return rc;
+        }
+        times_us[i] = 1.0;
+    }
+    return COLLPROF_OK;
+}
+
+static void check_device_case(cp_runner_t *r, cp_options_t *opt, cp_plugin_t *p)
+{
+    collprof_backend_t dev = *p->be;
+    real_be = p->be;
+    dev.flags |= COLLPROF_BACKEND_DEVICE_TIMER;
+    dev.run_batch = counting_batch;
+    cp_plugin_t pl = *p;
+    pl.be = &dev;
+    cp_runner_t r1 = *r;
+    r1.plugins = &pl;
+    cp_options_t keep = *opt;
+    static const struct {
+        cp_check_t mode;
+        int k;
+        int wrong; /* the fault is seen */
+        int n, sizes[8];
+    } cases[] = {{CP_CHECK_SAMPLE, 3, 1, 5, {1, 2, 1, 2, 1}},
+                 {CP_CHECK_SAMPLE, 3, 1, 5, {1, 2, 1, 2, 1}},
+                 {CP_CHECK_EVERY, 0, 1, 7, {1, 1, 1, 1, 1, 1, 1}},
+                 {CP_CHECK_LAST, 0, 0, 2, {1, 6}}};
+    setenv("COLLPROF_FAULT", "wrongiter:3:1", 1);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        opt->check_mode = cases[i].mode;
+        opt->check_k = cases[i].k;
+        cp_cell_t c = make_cell(COLLPROF_OP_ALLREDUCE, i == 0, "default");
+        c.iters = 6;
+        nbatches = 0;
+        cp_result_t res;
+        cp_run_cell(&r1, &c, &res);
+        int n = cases[i].n, same = nbatches == n;
+        for (int b = 0; same && b < n; b++) {
+            same = batch_sizes[b] == cases[i].sizes[b];
+        }
+        char name[32];
+        cp_check_name(cases[i].mode, cases[i].k, name, sizeof(name));
+        collprof_cell_status_t status = cases[i].wrong ? COLLPROF_CELL_WRONG : COLLPROF_CELL_OK;
+        record(same && res.status == status && (res.wrong > 0) == cases[i].wrong &&
+                   !strcmp(res.check, name),
+               "device timer, --check %s%s, fault in timed iteration 3 of 6 on rank 1: %d batches "
+               "(first %d, second %d), %s, #wrong %llu",
+               name, i == 0 ? " in place" : "", nbatches, batch_sizes[0], batch_sizes[1],
+               collprof_cell_status_name(res.status), (unsigned long long)res.wrong);
+        cp_result_free(&res);
+    }
+    unsetenv("COLLPROF_FAULT");
+    *opt = keep;
+}
+
 /* Provenance gathered as collprof does after init; the row of a cell that ran records it. */
 static void prov_cases(cp_runner_t *r, cp_plugin_t *p)
 {
@@ -419,6 +521,9 @@ static int rank_main(const collprof_backend_t *be)
     sweep_and_agree_cases(&k.r);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_BATCH, 3, CP_ALLOC_MMAP, 4);
     policy_case(&k.r, &k.opt, imb, CP_SYNC_NONE, 1, CP_ALLOC_HUGEPAGES, 2);
+    check_case(&k.r, &k.opt, imb, CP_CHECK_EVERY, 0, 0);
+    check_case(&k.r, &k.opt, imb, CP_CHECK_SAMPLE, 2, 1);
+    check_device_case(&k.r, &k.opt, &p);
     fail_case(&k.r, &p);
     chunk_case(&k.r, &k.opt);
     prov_cases(&k.r, &p);

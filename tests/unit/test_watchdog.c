@@ -272,6 +272,19 @@ static void test_explain(void)
            strstr(msg, "Waiting (in the operation, iteration 8): rank 2.") != NULL,
        "drift: %s", msg);
 
+    /* --check every: a rank still checking iteration 7's output, or filling before 8, is
+     * behind the ones in iteration 8's operation, and ahead of one past iteration 6's */
+    cp_wd_rec_t v[4] = {rec(CP_WD_VERIFY, 0, 8), rec(CP_WD_OP, 0, 9), rec(CP_WD_FILL, 0, 9),
+                        rec(CP_WD_OP_DONE, 0, 7)};
+    cp_wd_explain(v, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    ok(strstr(msg, "rank 0 (n0) last seen checking the output of iteration 7 (--check);") != NULL &&
+           strstr(msg, "rank 2 (n2) last seen filling fresh inputs before iteration 8 "
+                       "(--check);") != NULL &&
+           strstr(msg, "rank 3 (n3) last seen past the operation of iteration 6 (furthest "
+                       "behind).") != NULL &&
+           strstr(msg, "Waiting (in the operation, iteration 8): rank 1.") != NULL,
+       "--check every's fill and check placed in their iterations: %s", msg);
+
     /* results gathered over the control channel (TCP, PMIx only as its fall-back) */
     cp_wd_rec_t g[2] = {rec(CP_WD_GATHER, 6, -1), rec(CP_WD_OP_DONE, 6, 2)};
     cp_wd_explain(g, 2, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
