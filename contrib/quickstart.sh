@@ -5,6 +5,8 @@
 #   contrib/quickstart.sh test                     build with -Werror and run the test suite:
 #                                                  make distcheck (check from a clean tarball),
 #                                                  then again under ASan/UBSan (contrib/sanitize.sh),
+#                                                  then the threaded tests and short runs under
+#                                                  ThreadSanitizer (contrib/tsan.sh),
 #                                                  then 10 s of each fuzzer (contrib/fuzz.sh)
 # All traffic stays on loopback.
 set -eu
@@ -68,6 +70,7 @@ test)
     { rc=0
       make -C build -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror 2>&1 || rc=$?
       [ "$rc" -eq 0 ] && { sh contrib/sanitize.sh 2>&1 || rc=$?; }
+      [ "$rc" -eq 0 ] && { sh contrib/tsan.sh 2>&1 || rc=$?; }
       [ "$rc" -eq 0 ] && { sh contrib/fuzz.sh 10 2>&1 || rc=$?; }
       echo "$rc" >"$log.rc"; } | tee "$log"
     status=$(cat "$log.rc")

@@ -20,6 +20,7 @@
 #include "core/cli.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/util.h"
 #include "core/watchdog.h"
 #include "run/exit.h"
 #include "run/launcher.h"
@@ -84,6 +85,8 @@ int main(int argc, char **argv)
          * the signals; a full file system gives write errors, not SIGXFSZ */
         cp_wd_block_signals();
         signal(SIGXFSZ, SIG_IGN);
+        /* and spare environment entries, for the variables the backends set per communicator */
+        cp_env_reserve();
         rc = cp_rank_run(argc, argv, &opt);
     }
     cp_cli_free(&opt);

@@ -96,6 +96,19 @@ extern "C" {
 #define COLLPROF_PLUGIN_ABI_VERSION 2u
 #define COLLPROF_BACKEND_SYMBOL     "collprof_backend_v1"
 
+/*
+ * Spare environment entries.  Before any thread starts, each rank's process
+ * appends COLLPROF_ENV_SLOTS entries "CP_ENV_SLOT=" to its environment.  A
+ * plugin that must set a variable the library reads only from the
+ * environment while other threads run (NCCL_ALGO: setenv of a new name
+ * reallocates environ, unsetenv moves its entries, under a getenv without a
+ * lock) swaps its "NAME=value" into one of them with one atomic pointer
+ * store, and back, so the environment never changes shape.  No ABI change:
+ * a plugin that finds none falls back to setenv.
+ */
+#define COLLPROF_ENV_SLOT  "CP_ENV_SLOT"
+#define COLLPROF_ENV_SLOTS 16
+
 /* Operations, element types, reduction operators and memory kinds: the
  * enums and their names come from <collprof/vocab.h>. */
 

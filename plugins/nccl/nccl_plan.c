@@ -13,6 +13,8 @@
 
 #include "nccl_plan.h"
 
+extern char **environ;
+
 #define OPB(x) COLLPROF_BIT(COLLPROF_OP_##x)
 
 #define OPS_ALL                                                                                    \
@@ -245,14 +247,72 @@ void cp_nccl_variant_key(const cp_nccl_variant_t *v, char *key, size_t len)
     }
 }
 
+/* "NAME=value", made once and never freed: getenv in another thread may hold it.  The
+ * variants' names and values are few (their table), so is this list. */
+static const char *env_entry(const char *name, const char *value)
+{
+    static struct entry {
+        struct entry *next;
+        char kv[];
+    } * entries;
+    size_t nl = strlen(name), vl = strlen(value);
+    for (struct entry *e = entries; e != NULL; e = e->next) {
+        if (!strncmp(e->kv, name, nl) && e->kv[nl] == '=' && !strcmp(e->kv + nl + 1, value)) {
+            return e->kv;
+        }
+    }
+    struct entry *e = malloc(sizeof(*e) + nl + vl + 2);
+    if (e == NULL) {
+        return NULL;
+    }
+    snprintf(e->kv, nl + vl + 2, "%s=%s", name, value);
+    e->next = entries;
+    entries = e;
+    return e->kv;
+}
+
+/* The index in environ of entry kv (by address), of NAME=..., or of a spare entry; -1. */
+static int env_find(const char *kv, const char *name)
+{
+    size_t nl = name != NULL ? strlen(name) : 0, sl = strlen(COLLPROF_ENV_SLOT);
+    int spare = -1;
+    for (int i = 0; environ[i] != NULL; i++) {
+        const char *e = environ[i];
+        if (kv != NULL && e == kv) {
+            return i;
+        }
+        if (name != NULL && !strncmp(e, name, nl) && e[nl] == '=') {
+            return i;
+        }
+        if (spare < 0 && !strncmp(e, COLLPROF_ENV_SLOT, sl) && e[sl] == '=') {
+            spare = i;
+        }
+    }
+    return kv != NULL ? -1 : spare;
+}
+
+/* environ[i] = kv, seen whole by a getenv in another thread. */
+static void env_store(int i, const char *kv)
+{
+    __atomic_store_n(&environ[i], (char *)kv, __ATOMIC_RELEASE);
+}
+
 int cp_nccl_env_push(const cp_nccl_variant_t *v, cp_nccl_env_saved_t *s)
 {
     memset(s, 0, sizeof(*s));
     for (int i = 0; i < v->nenv; i++) {
-        const char *old = getenv(v->env_name[i]);
+        const char *kv = env_entry(v->env_name[i], v->env_value[i]);
+        int at = kv != NULL ? env_find(NULL, v->env_name[i]) : -1;
         snprintf(s->name[i], sizeof(s->name[i]), "%s", v->env_name[i]);
-        s->old[i] = old ? strdup(old) : NULL;
         s->n = i + 1;
+        if (at >= 0) { /* swapped in place: the environment keeps its shape */
+            s->was[i] = environ[at];
+            s->put[i] = kv;
+            env_store(at, kv);
+            continue;
+        }
+        const char *old = getenv(v->env_name[i]);
+        s->old[i] = old ? strdup(old) : NULL;
         if ((old != NULL && s->old[i] == NULL) || setenv(v->env_name[i], v->env_value[i], 1) != 0) {
             cp_nccl_env_pop(s);
             return -1;
@@ -264,7 +324,14 @@ int cp_nccl_env_push(const cp_nccl_variant_t *v, cp_nccl_env_saved_t *s)
 void cp_nccl_env_pop(cp_nccl_env_saved_t *s)
 {
     for (int i = s->n - 1; i >= 0; i--) {
-        if (s->old[i] != NULL) {
+        if (s->put[i] != NULL) {
+            /* where it is now: a setenv since (NCCL's of its configuration file) copies environ */
+            int at = env_find(s->put[i], NULL);
+            if (at >= 0) {
+                env_store(at, s->was[i]);
+            }
+            s->put[i] = s->was[i] = NULL;
+        } else if (s->old[i] != NULL) {
             setenv(s->name[i], s->old[i], 1);
             free(s->old[i]);
             s->old[i] = NULL;

@@ -83,10 +83,23 @@ void cp_nccl_variant_key(const cp_nccl_variant_t *v, char *key, size_t len);
 typedef struct cp_nccl_env_saved {
     int n;
     char name[CP_NCCL_MAX_ENV][40];
-    char *old[CP_NCCL_MAX_ENV]; /* strdup'ed previous value, NULL if unset */
+    const char *was[CP_NCCL_MAX_ENV]; /* swapped: the entry it replaced (a COLLPROF_ENV_SLOT) */
+    const char *put[CP_NCCL_MAX_ENV]; /* swapped: the entry it put there; NULL: set by setenv */
+    char *old[CP_NCCL_MAX_ENV];       /* setenv: strdup'ed previous value, NULL if unset */
 } cp_nccl_env_saved_t;
 
-/** setenv() every variable of v, remembering the previous values; 0 on success. */
+/**
+ * Set every variable of v, remembering what was there; 0 on success.  NCCL has no
+ * configuration API for NCCL_ALGO/NCCL_PROTO (ncclConfig_t of 2.28 has neither), so the
+ * variables are set in the environment while other threads run (the watchdog, PMIx's,
+ * NCCL's and CUDA's own), any of which may call getenv: setenv of a new name reallocates
+ * environ and unsetenv moves its entries under such a reader.  So the environment's shape
+ * never changes here: a variable is swapped, with one atomic pointer store, into its own
+ * entry or into one of the spare entries (COLLPROF_ENV_SLOT, plugin.h) that collprof puts
+ * in the environment before any thread starts, and back.  The "NAME=value" strings are
+ * never freed (a reader may still hold one).  Without a spare entry (a host that made
+ * none), setenv/unsetenv as before.
+ */
 int cp_nccl_env_push(const cp_nccl_variant_t *v, cp_nccl_env_saved_t *saved);
 /** Restores what cp_nccl_env_push changed (in reverse order). */
 void cp_nccl_env_pop(cp_nccl_env_saved_t *saved);

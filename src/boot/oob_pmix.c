@@ -24,12 +24,30 @@
 #include <time.h>
 #include <unistd.h>
 
-static unsigned long oob_seq;    /* makes every OOB key fresh */
-static cp_oob_stats_t oob_stats; /* what this rank's PMIx exchanges cost (PMIx fields) */
+static unsigned long oob_seq; /* makes every OOB key fresh */
+/* What this rank's PMIx exchanges cost (PMIx fields).  The watchdog thread puts too
+ * (cp_oob_post): the counters move under stats_mu, never held across a PMIx call. */
+static cp_oob_stats_t oob_stats;
+static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void cp_pmix_stats(cp_oob_stats_t *out)
 {
+    pthread_mutex_lock(&stats_mu);
     *out = oob_stats;
+    pthread_mutex_unlock(&stats_mu);
+}
+
+/* One exchange's cost: puts, bytes put, fences and their seconds, bytes read. */
+static void stats_add(unsigned long puts, size_t put_bytes, unsigned long fences, double fence_s,
+                      size_t got_bytes)
+{
+    pthread_mutex_lock(&stats_mu);
+    oob_stats.puts += puts;
+    oob_stats.put_bytes += put_bytes;
+    oob_stats.fences += fences;
+    oob_stats.fence_s += fence_s;
+    oob_stats.got_bytes += got_bytes;
+    pthread_mutex_unlock(&stats_mu);
 }
 
 static void next_key(char *key, size_t size)
@@ -45,8 +63,7 @@ int cp_pmix_put(const char *key, const void *buf, size_t len)
     val.data.bo.bytes = (char *)buf;
     val.data.bo.size = len;
     pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &val); /* copies the bytes */
-    oob_stats.puts++;
-    oob_stats.put_bytes += len;
+    stats_add(1, len, 0, 0.0, 0);
     if (rc != PMIX_SUCCESS) {
         cp_log(CP_LOG_ERROR, "PMIx_Put(%s) failed: %s", key, PMIx_Error_string(rc));
         return COLLPROF_ERR_BOOTSTRAP;
@@ -69,8 +86,7 @@ int cp_pmix_fence(int collect)
     double t0 = cp_now_us();
     pmix_status_t rc = PMIx_Fence(&all, 1, collect ? &info : NULL, collect ? 1 : 0);
     PMIX_INFO_DESTRUCT(&info);
-    oob_stats.fences++;
-    oob_stats.fence_s += (cp_now_us() - t0) * 1e-6;
+    stats_add(0, 0, 1, (cp_now_us() - t0) * 1e-6, 0);
     if (rc != PMIX_SUCCESS) {
         cp_log(CP_LOG_ERROR, "PMIx_Fence failed: %s", PMIx_Error_string(rc));
         return COLLPROF_ERR_BOOTSTRAP;
@@ -98,7 +114,7 @@ int cp_pmix_get(int rank, const char *key, void *dst, size_t len)
         ret = COLLPROF_ERR_BOOTSTRAP;
     } else {
         memcpy(dst, val->data.bo.bytes, len);
-        oob_stats.got_bytes += len;
+        stats_add(0, 0, 0, 0.0, len);
     }
     PMIX_VALUE_RELEASE(val);
     return ret;
@@ -416,7 +432,7 @@ static int group_get(cp_oob_group_t *g, int i, const char *key, void *dst, size_
                g->ranks[i], key, CP_TMO_GROUP_WAIT_S);
         return rc;
     }
-    oob_stats.got_bytes += len;
+    stats_add(0, 0, 0, 0.0, len);
     return COLLPROF_OK;
 }
 

@@ -2,6 +2,8 @@
 
 #include "core/util.h"
 
+#include <collprof/plugin.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <sys/resource.h>
@@ -13,6 +15,8 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 int cp_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
 {
@@ -411,4 +415,27 @@ FILE *cp_fopen_regular(const char *path, const char *what, char *err, size_t err
         close(fd);
     }
     return f;
+}
+
+void cp_env_reserve(void)
+{
+    static char spare[] = COLLPROF_ENV_SLOT "=";
+    static char **reserved; /* kept: a later setenv copies environ and drops this array */
+    size_t have = 0;
+    if (reserved != NULL) {
+        return; /* once */
+    }
+    while (environ[have] != NULL) {
+        have++;
+    }
+    char **e = malloc((have + COLLPROF_ENV_SLOTS + 1) * sizeof(*e));
+    if (e == NULL) {
+        return; /* the plugins fall back to setenv */
+    }
+    memcpy(e, environ, have * sizeof(*e));
+    for (int i = 0; i < COLLPROF_ENV_SLOTS; i++) {
+        e[have + (size_t)i] = spare;
+    }
+    e[have + COLLPROF_ENV_SLOTS] = NULL;
+    reserved = environ = e;
 }

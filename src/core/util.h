@@ -88,6 +88,10 @@ FILE *cp_fopen_regular(const char *path, const char *what, char *err, size_t err
  */
 size_t cp_text_sanitize(const char *in, char *out, size_t len);
 
+/** Before any thread starts: COLLPROF_ENV_SLOTS spare entries at the end of the environment
+ *  (<collprof/plugin.h>), in a copy of environ that is never freed. */
+void cp_env_reserve(void);
+
 /**
  * The length (1-4) of the UTF-8 sequence at p (n bytes readable), its code
  * point in *cp; 0 when it is not valid UTF-8 (truncated, overlong, a

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,9 @@ static struct {
     pthread_mutex_t writer;
     pthread_t thread;
     int running;
-    volatile int stop;
+    atomic_int stop; /* set by cp_wd_stop, read by the thread every tick */
     cp_wd_hooks_t hooks;
-    const cp_boot_t *boot;
+    const cp_boot_t *boot; /* under mu: set by the main thread once booted */
     /* the beat */
     int phase, cell, iter, warmup;
     double last_s, timeout_s;
@@ -695,7 +696,9 @@ static int boot_deputies(const cp_boot_t *b, int *dep)
  * was stopped meanwhile, whatever the main thread did once resumed). */
 static void take_signal(int sig, double gap)
 {
+    pthread_mutex_lock(&wd.mu);
     const cp_boot_t *b = wd.boot;
+    pthread_mutex_unlock(&wd.mu);
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1, dep[CP_WD_DEPUTIES];
     int ndep = boot_deputies(b, dep);
     if (rank == 0) {
@@ -893,7 +896,7 @@ static void *wd_main(void *unused)
      * tick's wait may run out during it) shows as a long span between two
      * returns of the wait, before the signal that woke the process is taken */
     double last = now_s(), away = 0.0, away_at = 0.0;
-    while (!wd.stop) {
+    while (!atomic_load(&wd.stop)) {
         int sig = sigtimedwait(&set, NULL, &tick);
         double t = now_s(), span = t - last;
         last = t;
@@ -907,7 +910,7 @@ static void *wd_main(void *unused)
         pthread_mutex_lock(&wd.mu);
         int stalled = wd.timeout_s > 0 && now_s() - wd.last_s > wd.timeout_s;
         pthread_mutex_unlock(&wd.mu);
-        if (stalled && !wd.stop) {
+        if (stalled && !atomic_load(&wd.stop)) {
             take_timeout();
         }
     }
@@ -917,7 +920,7 @@ static void *wd_main(void *unused)
 int cp_wd_start(const cp_wd_hooks_t *hooks)
 {
     wd.hooks = *hooks;
-    wd.stop = 0;
+    atomic_store(&wd.stop, 0);
     wd.last_s = now_s();
     wd.timeout_s = 0;
     wd.cell = -1;
@@ -938,7 +941,7 @@ void cp_wd_stop(void)
     if (!wd.running) {
         return;
     }
-    wd.stop = 1;
+    atomic_store(&wd.stop, 1);
     pthread_join(wd.thread, NULL);
     wd.running = 0;
 }

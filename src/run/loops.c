@@ -190,7 +190,9 @@ int cp_loop_sweep(cp_rank_run_t *rr, int *stopped)
         if (rc != 0) {
             exit_status = CP_EXIT_FAILED;
         }
+        cp_wd_lock(); /* the watchdog's hooks read it under the lock */
         cp_wdh_set_done(i + 1);
+        cp_wd_unlock();
     }
     cp_wd_lock();
     if (rr->sum != NULL && cp_summary_links(rr->sum, rows.rows, rows.nrows) != 0) {
@@ -304,7 +306,9 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
                                    seed, bref, &out, rr->boot.rank == 0 ? stdout : NULL);
         exit_status = rc != 0 ? CP_EXIT_FAILED : exit_status;
         done += 2;
+        cp_wd_lock();
         cp_wdh_set_done(done);
+        cp_wd_unlock();
     }
     free(base);
     if (!ok) { /* no baseline for a backend: nothing was measured */

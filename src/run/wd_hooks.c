@@ -21,7 +21,7 @@ static struct {
     cp_summary_t *sum; /* NULL once closed */
     const cp_plan_t *plan;
     const cp_plugin_t *plugins;
-    int done; /* cells written */
+    int done; /* cells written; written under the writer lock (cp_wd_lock) */
 } g_run;
 
 static void wd_describe(void *arg, int cell, char *buf, size_t len)

@@ -22,7 +22,8 @@ void cp_wdh_outputs(cp_summary_t *sum, const cp_plan_t *plan, const cp_plugin_t 
 /** The outputs were closed by the main thread.  Writer lock held. */
 void cp_wdh_closed(void);
 
-/** Cells written so far: set after each, read for the messages. */
+/** Cells written so far: set after each (writer lock held: the watchdog's hooks read it
+ *  under that lock), read for the messages. */
 void cp_wdh_set_done(int ncells);
 int cp_wdh_done(void);
 

@@ -34,6 +34,7 @@
 #include "core/data.h"
 #include "core/imbalance.h"
 #include "core/runner.h"
+#include "core/util.h"
 #include "oob_shm.h"
 #include "tap.h"
 
@@ -510,6 +511,7 @@ int main(void)
         printf("1..0 # SKIP %s not built\n", path);
         return 0; /* "1..0 # SKIP": the TAP driver counts it as skipped */
     }
+    cp_env_reserve(); /* as collprof does: variants swap their environment in and out */
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED || oob_shm_create(NR) != 0) {
         perror("mmap");

@@ -7,8 +7,11 @@
 
 #include <nccl.h>
 
+#include "core/util.h"
 #include "nccl_plan.h"
 #include "tap.h"
+
+extern char **environ;
 
 #define OPB(x) COLLPROF_BIT(COLLPROF_OP_##x)
 
@@ -148,6 +151,49 @@ static void test_env(void)
            !strcmp(getenv("NCCL_ALGO"), "Tree"),
        "default-algorithm variants leave the user's environment alone");
     cp_nccl_env_pop(&s);
+    unsetenv("NCCL_ALGO");
+}
+
+static int env_count(const char *prefix)
+{
+    int n = 0;
+    for (char **e = environ; *e != NULL; e++) {
+        n += !strncmp(*e, prefix, strlen(prefix));
+    }
+    return n;
+}
+
+/* With collprof's spare entries (cp_env_reserve, before any thread), a variant's environment
+ * is swapped in and out without reallocating or moving environ (getenv in other threads). */
+static void test_env_slots(void)
+{
+    static cp_nccl_plan_t p;
+    cp_nccl_plan_build(&p, CP_NCCL_HAVE_REGISTER);
+    cp_nccl_env_saved_t s;
+    setenv("NCCL_ALGO", "Tree", 1);
+    unsetenv("NCCL_PROTO");
+    cp_env_reserve();
+    char **before = environ;
+    int entries = env_count("");
+    ok(env_count(COLLPROF_ENV_SLOT "=") == COLLPROF_ENV_SLOTS, "spare entries reserved");
+    ok(cp_nccl_env_push(cp_nccl_plan_find(&p, "ring-simple"), &s) == 0, "env push (swapped)");
+    ok(!strcmp(getenv("NCCL_ALGO"), "Ring") && !strcmp(getenv("NCCL_PROTO"), "Simple"),
+       "swapped: variant environment in force");
+    ok(environ == before && env_count("") == entries &&
+           env_count(COLLPROF_ENV_SLOT "=") == COLLPROF_ENV_SLOTS - 1,
+       "swapped: environ neither reallocated nor moved; NCCL_PROTO took one spare entry");
+    cp_nccl_env_pop(&s);
+    ok(getenv("NCCL_ALGO") && !strcmp(getenv("NCCL_ALGO"), "Tree") && getenv("NCCL_PROTO") == NULL,
+       "swapped back: NCCL_ALGO restored, NCCL_PROTO unset");
+    ok(environ == before && env_count(COLLPROF_ENV_SLOT "=") == COLLPROF_ENV_SLOTS,
+       "swapped back: the spare entry is spare again, environ unmoved");
+    ok(cp_nccl_env_push(cp_nccl_plan_find(&p, "ring-simple"), &s) == 0, "env push again");
+    setenv("CP_TEST_OTHER", "1", 1); /* a setenv meanwhile copies environ elsewhere */
+    cp_nccl_env_pop(&s);
+    ok(!strcmp(getenv("NCCL_ALGO"), "Tree") && getenv("NCCL_PROTO") == NULL &&
+           env_count(COLLPROF_ENV_SLOT "=") == COLLPROF_ENV_SLOTS,
+       "restored where environ is now after another setenv");
+    unsetenv("CP_TEST_OTHER");
     unsetenv("NCCL_ALGO");
 }
 
@@ -380,6 +426,7 @@ int main(void)
 {
     test_variants();
     test_env();
+    test_env_slots();
     test_versions();
     test_maps();
     test_p2p();
