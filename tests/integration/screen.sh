@@ -66,28 +66,40 @@ if [ "$sanitized" != 1 ]; then
     ok $? "healthy: the Slurm exclude list is empty"
 fi
 
-# ---- 2. n3's link throttled: n3, and only n3, is a slow node
+# ---- 2. n3's link throttled: n3, and only n3, is a slow node.  Under the sanitizers the
+# figures say little (every rank several times slower, unevenly): there the run must end with
+# a verdict (exit 0 or 1) that the report prints the same, whatever it says
 bash "$SL" shape n3 100mbit >/dev/null 2>&1
 ok $? "shape n3 100mbit"
 screen8 "$WORK/node" --seed 4
-[ "$rc" -eq 1 ] && grep -q '^slow  *n3: .*confirm' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 1 ] &&
-    grep -q '^exclude: n3$' "$out"
-r=$?
-ok $r "n3 throttled: exit 1, n3 slow (confirmed), nothing else, exclude n3 (rc $rc, $took s)"
+ex_run=$(sed -n 's/^exclude: //p' "$out")
+if [ "$sanitized" != 1 ]; then
+    [ "$rc" -eq 1 ] && grep -q '^slow  *n3: .*confirm' "$out" &&
+        [ "$(grep -c '^slow ' "$out")" -eq 1 ] && [ "$ex_run" = n3 ]
+    r=$?
+    ok $r "n3 throttled: exit 1, n3 slow (confirmed), nothing else, exclude n3 (rc $rc, $took s)"
+else
+    { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && grep -q '^nodes: ' "$out" && [ -n "$ex_run" ]
+    r=$?
+    ok $r "n3 throttled (sanitizers): a verdict, exit $rc ($took s)"
+fi
 show $r
+run_rc=$rc
 rc=0
 ex=$("$REPORT" screen "$h5" --format slurm) || rc=$?
-[ "$rc" -eq 1 ] && [ "$ex" = "n3" ]
-ok $? "report screen --format slurm: n3, exit 1 (got '$ex', rc $rc)"
-"$REPORT" screen "$h5" --format drain >"$WORK/drain" 2>&1
-[ "$(wc -l <"$WORK/drain")" -eq 1 ] &&
-    grep -q '^scontrol update nodename=n3 state=drain reason="collprof screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners, confirmed with n[0-9]"$' "$WORK/drain"
-ok $? "report screen --format drain: one scontrol line for n3, with its evidence"
-sed 's/^/# /' "$WORK/drain"
+[ "$rc" -eq "$run_rc" ] && [ "$ex" = "$(echo "$ex_run" | sed 's/^(none)$//')" ]
+ok $? "report screen --format slurm: the run's exclude list, its exit status (got '$ex', rc $rc)"
 "$REPORT" screen "$h5" --format text >"$WORK/text" 2>&1
-grep -q '^slow  *n3: ' "$WORK/text" && grep -q '^exclude: n3$' "$WORK/text"
+[ "$(sed -n 's/^exclude: //p' "$WORK/text")" = "$ex_run" ]
 ok $? "report screen: the verdict the run printed"
-if command -v python3 >/dev/null 2>&1; then
+if [ "$sanitized" != 1 ]; then
+    "$REPORT" screen "$h5" --format drain >"$WORK/drain" 2>&1
+    [ "$(wc -l <"$WORK/drain")" -eq 1 ] &&
+        grep -q '^scontrol update nodename=n3 state=drain reason="collprof screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners, confirmed with n[0-9]"$' "$WORK/drain"
+    ok $? "report screen --format drain: one scontrol line for n3, with its evidence"
+    sed 's/^/# /' "$WORK/drain"
+fi
+if [ "$sanitized" != 1 ] && command -v python3 >/dev/null 2>&1; then
     "$REPORT" screen "$h5" --format json >"$WORK/json" 2>&1
     python3 - "$WORK/json" <<'EOF'
 import json, sys
@@ -114,13 +126,15 @@ if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then
 fi
 
 # ---- 3. two throttled nodes at once
-bash "$SL" shape n6 100mbit >/dev/null 2>&1
-screen8 "$WORK/two" --seed 9
-[ "$rc" -eq 1 ] && grep -q '^exclude: n\[3,6\]$' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 2 ]
-r=$?
-ok $r "n3 and n6 throttled: both slow, nothing else, exclude n[3,6] (rc $rc, $took s)"
-show $r
-bash "$SL" shape n6 off >/dev/null 2>&1
+if [ "$sanitized" != 1 ]; then
+    bash "$SL" shape n6 100mbit >/dev/null 2>&1
+    screen8 "$WORK/two" --seed 9
+    [ "$rc" -eq 1 ] && grep -q '^exclude: n\[3,6\]$' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 2 ]
+    r=$?
+    ok $r "n3 and n6 throttled: both slow, nothing else, exclude n[3,6] (rc $rc, $took s)"
+    show $r
+    bash "$SL" shape n6 off >/dev/null 2>&1
+fi
 bash "$SL" shape n3 off >/dev/null 2>&1
 
 # ---- 4. only the n2-n5 link throttled: a slow link, no slow node
