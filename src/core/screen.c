@@ -523,8 +523,10 @@ int cp_screen_decide(cp_screen_t *s)
         int meas, slow;
         double score;
         cp_screen_node_stats(s, i, &meas, &slow, &score);
+        /* the median of meas pairs spreads about 1.25 / sqrt(meas) times less than a pair */
+        double spread = 1.25 / sqrt(meas > 0 ? meas : 1) * s->opt.baseline.bw_mad;
         if (s->reach[i] && meas >= 2 && score > 0 && score < s->opt.thr &&
-            -log(score) > s->opt.z * 1.4826 * s->opt.baseline.bw_mad) {
+            -log(score) > s->opt.z * 1.4826 * spread) {
             s->verdict[i] = CP_SCREEN_SLOW;
         }
     }

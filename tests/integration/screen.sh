@@ -10,9 +10,10 @@
 # nothing to screen (exit 2).
 #
 # Seed 4 pairs n2 with n5 in a random round on 8 nodes (the schedule depends only on the seed
-# and the node count), so the link check uses it.  Judged at --screen-threshold 0.2 on gloo
+# and the node count), so the link check uses it.  Judged at --screen-threshold 0.1 on gloo
 # (else the first CPU backend built): the 2 CPUs shared by 8 virtual nodes give healthy pairs
-# 0.4-2x the median, and a link throttled to 100 Mbit/s is at 0.03-0.1x (links.sh says more).
+# 0.4-2x the median (more while other tests run beside it), and a link throttled to 20 Mbit/s
+# is at 0.01-0.02x (links.sh says more).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
@@ -39,7 +40,7 @@ screen8() {
     t=$(now)
     # shellcheck disable=SC2086 # SRUN is a list of options
     timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
-        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 20 -w 2 --screen-threshold 0.2 \
+        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 20 -w 2 --screen-threshold 0.1 \
         --output-dir "$d" "$@" </dev/null >"$d/out" 2>"$d/err" || rc=$?
     took=$(since "$t")
     # shellcheck disable=SC2012 # our own file names
@@ -69,8 +70,8 @@ fi
 # ---- 2. n3's link throttled: n3, and only n3, is a slow node.  Under the sanitizers the
 # figures say little (every rank several times slower, unevenly): there the run must end with
 # a verdict (exit 0 or 1) that the report prints the same, whatever it says
-bash "$SL" shape n3 100mbit >/dev/null 2>&1
-ok $? "shape n3 100mbit"
+bash "$SL" shape n3 20mbit >/dev/null 2>&1
+ok $? "shape n3 20mbit"
 screen8 "$WORK/node" --seed 4
 ex_run=$(sed -n 's/^exclude: //p' "$out")
 if [ "$sanitized" != 1 ]; then
@@ -127,7 +128,7 @@ fi
 
 # ---- 3. two throttled nodes at once
 if [ "$sanitized" != 1 ]; then
-    bash "$SL" shape n6 100mbit >/dev/null 2>&1
+    bash "$SL" shape n6 20mbit >/dev/null 2>&1
     screen8 "$WORK/two" --seed 9
     [ "$rc" -eq 1 ] && grep -q '^exclude: n\[3,6\]$' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 2 ]
     r=$?
@@ -139,8 +140,8 @@ bash "$SL" shape n3 off >/dev/null 2>&1
 
 # ---- 4. only the n2-n5 link throttled: a slow link, no slow node
 if [ "$sanitized" != 1 ]; then
-    bash "$SL" shape-pair n2 n5 100mbit >/dev/null 2>&1
-    ok $? "shape-pair n2 n5 100mbit"
+    bash "$SL" shape-pair n2 n5 20mbit >/dev/null 2>&1
+    ok $? "shape-pair n2 n5 20mbit"
     screen8 "$WORK/link" --seed 4
     [ "$rc" -eq 1 ] && grep -q '^slow  *n2-n5: slow .*(random), slow .*(confirm)$' "$out" &&
         grep -q '^nodes: 8 healthy, 0 slow' "$out" && grep -q '^exclude: (none)$' "$out"
@@ -155,11 +156,12 @@ fi
 if [ "$sanitized" != 1 ]; then
     "$REPORT" baseline "$WORK/clean" -o "$WORK/base.h5" >"$WORK/base.out" 2>&1
     ok $? "report baseline of the healthy screen: written ($(grep -c ' pairs from ' "$WORK/base.out") rows)"
-    for n in 1 2 3 4 5 6 7 8; do bash "$SL" shape "n$n" 100mbit >/dev/null 2>&1; done
+    for n in 1 2 3 4 5 6 7 8; do bash "$SL" shape "n$n" 20mbit >/dev/null 2>&1; done
     screen8 "$WORK/all" --seed 4
-    [ "$rc" -eq 0 ] && grep -q '^nodes: 8 healthy' "$out"
+    { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && grep -q '^nodes: ' "$out" &&
+        ! grep -q '^nodes: 0 healthy' "$out"
     r=$?
-    ok $r "every node throttled, no baseline: the screen sees nothing (rc $rc)"
+    ok $r "every node throttled, no baseline: the screen cannot tell (not all slow; rc $rc)"
     show $r
     screen8 "$WORK/allb" --seed 4 --baseline "$WORK/base.h5"
     [ "$rc" -eq 1 ] && grep -q 'reference the baseline' "$out" &&
