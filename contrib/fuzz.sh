@@ -30,11 +30,13 @@ make -j"$(nproc)" libcputil.la libcpcore.la >/dev/null
 [ "$hdf5_built" -eq 0 ] || make -j"$(nproc)" libcpreader.la >/dev/null
 pmix=$(pkg-config --cflags --libs pmix)
 hdf5=$(pkg-config --cflags --libs hdf5 2>/dev/null || echo "-lhdf5")
+# the control channel's HMAC (libcpcore's tcp_auth.c)
+nettle=$(pkg-config --cflags --libs nettle 2>/dev/null || echo "-lnettle")
 inc="-I. -I../include -I../src -I../tests/fuzz"
 cc="clang -g -O1 $san -fsanitize=fuzzer $inc"
 core=".libs/libcpcore.a .libs/libcputil.a"
-$cc ../tests/fuzz/fuzz_sizes.c $core $pmix $hdf5 -ldl -lpthread -lm -o fuzz_sizes
-$cc ../tests/fuzz/fuzz_matrix.c $core $pmix $hdf5 -ldl -lpthread -lm -o fuzz_matrix
+$cc ../tests/fuzz/fuzz_sizes.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_sizes
+$cc ../tests/fuzz/fuzz_matrix.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_matrix
 $cc ../tests/fuzz/fuzz_traffic.c .libs/libcputil.a -lm -o fuzz_traffic
 if [ "$hdf5_built" -ne 0 ]; then
     # shellcheck disable=SC2086
