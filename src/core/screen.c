@@ -3,6 +3,7 @@
 #include "core/screen.h"
 
 #include "core/links.h"
+#include "core/stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -153,22 +154,6 @@ void cp_screen_unreachable(cp_screen_t *s, int node)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of v[0..m) (sorted in place); 0 when m == 0. */
-static double median(double *v, int m)
-{
-    if (m == 0) {
-        return 0;
-    }
-    qsort(v, (size_t)m, sizeof(double), cmp_double);
-    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-}
-
 /* 1 when p is a measured random-round pair between reachable nodes with a value of field. */
 static int usable(const cp_screen_t *s, const cp_screen_pair_t *p, int lat)
 {
@@ -206,15 +191,15 @@ static int robust(const cp_screen_t *s, int lat, double *med, double *mad)
     }
     for (int i = 0; cnt != NULL && nm != NULL && v != NULL && i < n; i++) {
         if (cnt[i] > 0) {
-            nm[m++] = median(v + (size_t)i * (size_t)per, cnt[i]);
+            nm[m++] = cp_stats_median(v + (size_t)i * (size_t)per, (size_t)cnt[i]);
         }
     }
-    double lm = median(nm, m);
+    double lm = cp_stats_median(nm, (size_t)m);
     for (int i = 0; i < m; i++) {
         nm[i] = fabs(nm[i] - lm);
     }
     *med = m > 0 ? exp(lm) : 0;
-    *mad = median(nm, m);
+    *mad = cp_stats_median(nm, (size_t)m);
     free(v);
     free(nm);
     free(cnt);
@@ -304,7 +289,7 @@ void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, 
             v[m++] = p->score;
         }
     }
-    *score = median(v, m);
+    *score = cp_stats_median(v, (size_t)m);
 }
 
 /* 1 when node met peer in any pair so far. */

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "core/stats.h"
 #include "output/baseline.h"
 #include "report/reader.h"
 #include "report/report.h"
@@ -127,27 +128,15 @@ static int add_file(const cp_report_file_t *f, int fi, group_t **g, size_t *ng)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The group's row: median and MAD of its logarithms. */
 static void finish(group_t *g)
 {
-    double lm = median(g->v, g->n);
+    double lm = cp_stats_median(g->v, g->n);
     for (size_t i = 0; i < g->n; i++) {
         g->v[i] = fabs(g->v[i] - lm);
     }
     g->row.median = exp(lm);
-    g->row.mad_log = median(g->v, g->n);
+    g->row.mad_log = cp_stats_median(g->v, g->n);
     g->row.pairs = (int64_t)g->n;
 }
 
