@@ -314,7 +314,13 @@ enum {
      *  the same process (plain host memory, nothing registered with a context): collprof
      *  --repeats then keeps a cell's buffers across the fresh contexts of its repeats, and
      *  collprof --alloc mmap|hugepages may pass host buffers it mapped itself */
-    COLLPROF_BACKEND_SHARED_BUFFERS = 1u << 4
+    COLLPROF_BACKEND_SHARED_BUFFERS = 1u << 4,
+    /** with COLLPROF_BACKEND_GROUPS: init() on a group host is collective over the group's
+     *  members alone (through its oob_* functions only, nothing of the whole job), and a peer
+     *  that stops answering fails init() or an operation within the host's "timeout" option
+     *  (seconds, read at init).  collprof --screen then starts a context per pair of nodes,
+     *  and goes on past a node that stopped */
+    COLLPROF_BACKEND_LOCAL_GROUPS = 1u << 5
 };
 
 typedef struct collprof_backend {

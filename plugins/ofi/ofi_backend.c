@@ -262,7 +262,7 @@ static const collprof_option_t ofi_options_decl[] = {
 COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD("ofi", PACKAGE_VERSION,
                           "libfabric (OFI) RMA-write collectives over shm / tcp;ofi_rxm"),
-    .flags = COLLPROF_BACKEND_GROUPS,
+    .flags = COLLPROF_BACKEND_GROUPS | COLLPROF_BACKEND_LOCAL_GROUPS,
     COLLPROF_BACKEND_SLOTS(ofi, ofi_mem_copy, collprof_no_run_batch),
     /* the RMA-write all-to-all schedules, side by side */
     COLLPROF_BACKEND_EXTRAS(ofi_options_decl, COLLPROF_NROWS(ofi_options_decl),

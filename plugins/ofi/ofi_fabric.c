@@ -212,6 +212,9 @@ static int ofi_options(ofi_ctx_t *ctx)
     const char *prov = h->get_option ? h->get_option("ofi-provider") : NULL;
     const char *chs = h->get_option ? h->get_option("ofi-channels") : NULL;
     const char *yld = h->get_option ? h->get_option("ofi-yield") : NULL;
+    const char *tmo = h->get_option ? h->get_option("timeout") : NULL;
+    double t = tmo != NULL ? strtod(tmo, NULL) : 0;
+    ctx->wait_limit_s = t >= 1 ? t : OFI_WAIT_LIMIT_S;
 
     if (prov == NULL || prov[0] == '\0') {
         prov = getenv("FI_PROVIDER");

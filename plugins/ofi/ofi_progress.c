@@ -81,8 +81,8 @@ static int ofi_progress(ofi_ctx_t *ctx)
 
 static int ofi_check_time(ofi_ctx_t *ctx, double t0, const char *what)
 {
-    if (ofi_now() - t0 > OFI_WAIT_LIMIT_S) {
-        ofi_set_error(ctx, "timed out after %.0f s waiting for %s", OFI_WAIT_LIMIT_S, what);
+    if (ofi_now() - t0 > ctx->wait_limit_s) {
+        ofi_set_error(ctx, "timed out after %.0f s waiting for %s", ctx->wait_limit_s, what);
         return COLLPROF_ERR_TIMEOUT;
     }
     return COLLPROF_OK;

@@ -91,6 +91,43 @@ int cp_oob_group_bcast(cp_oob_group_t *g, void *buf, size_t len, int root);
 int cp_oob_group_alltoall(cp_oob_group_t *g, const void *in, void *out, size_t len);
 int cp_oob_group_barrier(cp_oob_group_t *g);
 
+/* Side messages between rank 0 and the ranks directly connected to it over the TCP channel
+ * (the other nodes' leaders and the ranks of its own node), outside the collectives, for a
+ * protocol that must go on when a rank stops answering (the screen's pair rounds): a rank that
+ * closes its connection is lost alone.  Every message of one protocol has one length; no
+ * collective may run while side messages are on their way.  Only over the TCP channel. */
+/** 1 when rank can use them (rank 0, or a rank connected to rank 0 directly). */
+int cp_oob_side_ok(int rank);
+/** Not rank 0: a message to rank 0. */
+int cp_oob_side_up(const void *buf, size_t len);
+/** Rank 0: a message to rank (cp_oob_side_ok). */
+int cp_oob_side_down(int rank, const void *buf, size_t len);
+/** Not rank 0: the next message from rank 0 within s seconds: 1 got, 0 none yet, < 0 failed. */
+int cp_oob_side_from_root(void *buf, size_t len, double s);
+/** Rank 0: one message from any rank r with wait[r] (nranks entries) within s seconds: 1 got
+ * (from *rank), 2 rank *rank is lost (closed, or sent something else), 0 none, < 0 failed. */
+int cp_oob_side_poll(const unsigned char *wait, double s, int *rank, void *buf, size_t len);
+
+/* A channel of two ranks by themselves (the screen's pairs): a TCP connection between them,
+ * proven with the run's secret, every wait of it at most wait_s (the connection, and every
+ * message after it), so that a partner that stops is an error within wait_s, never a hang.
+ * Only over the TCP channel.  Both ranks call cp_oob_pair_new; the lower rank's gives its
+ * address in addr ("" on the other), which the higher rank gets from it some other way (the
+ * screen: through rank 0's side messages) and passes to cp_oob_pair_join; both join (the
+ * lower rank accepts).  NULL (why) when there is no TCP channel or no listener. */
+typedef struct cp_oob_pair cp_oob_pair_t;
+cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int peer, double wait_s, char *addr,
+                               size_t alen, char *why, size_t wlen);
+int cp_oob_pair_join(cp_oob_pair_t *p, const char *addr, char *why, size_t wlen);
+/** The pair's two job ranks, ascending; this rank's index in *me. */
+const int *cp_oob_pair_ranks(const cp_oob_pair_t *p, int *me);
+/* The collectives of cp_oob_* over the two (root: 0 or 1). */
+int cp_oob_pair_allgather(cp_oob_pair_t *p, const void *in, void *out, size_t len);
+int cp_oob_pair_bcast(cp_oob_pair_t *p, void *buf, size_t len, int root);
+int cp_oob_pair_alltoall(cp_oob_pair_t *p, const void *in, void *out, size_t len);
+int cp_oob_pair_barrier(cp_oob_pair_t *p);
+void cp_oob_pair_free(cp_oob_pair_t *p);
+
 /** What this rank's out-of-band exchanges have cost so far (logged with -v at the end). */
 typedef struct cp_oob_stats {
     unsigned long fences;         /**< PMIx fences (allgather, bcast, barrier) */

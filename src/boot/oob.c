@@ -200,3 +200,37 @@ void cp_oob_log_stats(const char *when)
            "channel %s",
            when, s.fences, s.fence_s, s.puts, s.put_bytes, s.got_bytes, channel);
 }
+
+/* ---- side messages (the screen's pair rounds) --------------------------- */
+
+static cp_tree_t *side_tree(void)
+{
+    return chan == &chan_tcp && world != NULL && world->up ? world : NULL;
+}
+
+int cp_oob_side_ok(int rank)
+{
+    return side_tree() != NULL && cp_tree_side_direct(side_tree(), rank);
+}
+
+int cp_oob_side_up(const void *buf, size_t len)
+{
+    return side_tree() != NULL ? cp_tree_side_up(world, buf, len) : COLLPROF_ERR_INVALID;
+}
+
+int cp_oob_side_down(int rank, const void *buf, size_t len)
+{
+    return side_tree() != NULL ? cp_tree_side_down(world, rank, buf, len) : COLLPROF_ERR_INVALID;
+}
+
+int cp_oob_side_from_root(void *buf, size_t len, double s)
+{
+    return side_tree() != NULL ? cp_tree_side_from_root(world, buf, len, s) : COLLPROF_ERR_INVALID;
+}
+
+int cp_oob_side_poll(const unsigned char *wait, double s, int *rank, void *buf, size_t len)
+{
+    *rank = -1;
+    return side_tree() != NULL ? cp_tree_side_poll(world, wait, s, rank, buf, len)
+                               : COLLPROF_ERR_INVALID;
+}

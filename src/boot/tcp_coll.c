@@ -81,6 +81,9 @@ static int recv_failed(cp_tree_t *t, int peer, int rc)
     if (rc > 0) {
         cp_log(CP_LOG_ERROR,
                "control channel: rank %d closed its connection (it exited or was killed?)", peer);
+    } else if ((errno == EAGAIN || errno == EWOULDBLOCK) && t->spec.wait_s > 0) {
+        cp_log(CP_LOG_WARN, "control channel: nothing from rank %d within %.0f s (stopped?)", peer,
+               t->spec.wait_s);
     } else {
         cp_log(CP_LOG_ERROR, "control channel: receiving from rank %d failed: %s", peer,
                strerror(errno));

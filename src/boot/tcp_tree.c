@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define HELLO_MAGIC     0x43504f48u /* "CPOH": a member introduces its subtree */
@@ -51,7 +52,7 @@
 #define MAX_PENDING   64 /* connections being introduced at once; more wait in the backlog */
 #define MAX_LOGGED    16 /* peer addresses whose drops were logged, per accept phase */
 
-static void close_fd(int *fd)
+    static void close_fd(int *fd)
 {
     if (*fd >= 0) {
         close(*fd);
@@ -389,6 +390,12 @@ static int step(cp_tree_t *t, accepting_t *a, int i, int room)
 }
 
 /* Accept children until want members came or wait_s passed; how many came. */
+/* A wait of the join: def, or the spec's bound when it has one. */
+static double join_wait(const cp_tree_t *t, double def)
+{
+    return t->spec.wait_s > 0 && t->spec.wait_s < def ? t->spec.wait_s : def;
+}
+
 static int accept_kids(cp_tree_t *t, int want, double wait_s)
 {
     accepting_t *a = calloc(1, sizeof(*a));
@@ -449,13 +456,14 @@ static int accept_kids(cp_tree_t *t, int want, double wait_s)
  * the parent's proof. */
 static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
 {
-    t->parent = cp_sock_dial(addr, CP_TMO_TREE_CONNECT_S, why, wlen);
+    t->parent = cp_sock_dial(addr, join_wait(t, CP_TMO_TREE_CONNECT_S), why, wlen);
     if (t->parent < 0) {
         return -1;
     }
     unsigned char ch[CHALLENGE_LEN], nc[CP_AUTH_NONCE_LEN], theirs[CP_AUTH_MAC_LEN];
-    if (cp_sock_recv_within(t->parent, ch, sizeof(ch), CP_TMO_TREE_VERDICT_S) != 0) {
-        snprintf(why, wlen, "no challenge from %s within %.0f s", addr, CP_TMO_TREE_VERDICT_S);
+    if (cp_sock_recv_within(t->parent, ch, sizeof(ch), join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
+        snprintf(why, wlen, "no challenge from %s within %.0f s", addr,
+                 join_wait(t, CP_TMO_TREE_VERDICT_S));
         return -1;
     }
     if (word(ch, 0) != CHALLENGE_MAGIC) {
@@ -488,7 +496,8 @@ static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
         snprintf(why, wlen, "introducing this member to %s: %s", addr, strerror(errno));
         return -1;
     }
-    if (cp_sock_recv_within(t->parent, theirs, sizeof(theirs), CP_TMO_TREE_VERDICT_S) != 0) {
+    if (cp_sock_recv_within(t->parent, theirs, sizeof(theirs),
+                            join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
         snprintf(why, wlen,
                  "no proof from %s within %.0f s (it refused this member's, or went away)", addr,
                  CP_TMO_TREE_VERDICT_S);
@@ -550,6 +559,23 @@ static void describe(cp_tree_t *t, const cp_tcp_pub_t *parent, const char *addr)
     t->stats.links = links;
 }
 
+/* spec.wait_s: every read and write of the tree's sockets at most that long. */
+static void bound_io(cp_tree_t *t)
+{
+    if (t->spec.wait_s <= 0) {
+        return;
+    }
+    struct timeval tv = {(time_t)t->spec.wait_s,
+                         (suseconds_t)((t->spec.wait_s - (double)(time_t)t->spec.wait_s) * 1e6)};
+    for (int k = -1; k < t->nkids; k++) {
+        int fd = k < 0 ? t->parent : t->kid_fd[k];
+        if (fd >= 0) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        }
+    }
+}
+
 void cp_tree_key(cp_tree_t *t, const unsigned char *key, const char *purpose)
 {
     memcpy(t->key, key, sizeof(t->key));
@@ -573,15 +599,15 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
     uint32_t verdict = 0;
     int rogue[2] = {-1, -1};
     int want = t->me == 0 ? t->n - 1 : t->me == t->spec.leader ? t->spec.nlocal - 1 : 0;
-    int got =
-        want > 0
-            ? accept_kids(t, want, t->me == 0 ? CP_TMO_TREE_ROOT_WAIT_S : CP_TMO_TREE_LEADER_WAIT_S)
-            : 0;
+    int got = want > 0 ? accept_kids(t, want,
+                                     join_wait(t, t->me == 0 ? CP_TMO_TREE_ROOT_WAIT_S
+                                                             : CP_TMO_TREE_LEADER_WAIT_S))
+                       : 0;
     if (t->me == 0) {
         verdict = got == want ? VERDICT_MAGIC : 0;
         if (got != want) {
             snprintf(why, wlen, "only %d of the %d other members connected within %.0f s", got,
-                     want, CP_TMO_TREE_ROOT_WAIT_S);
+                     want, join_wait(t, CP_TMO_TREE_ROOT_WAIT_S));
         }
     } else if (addr[0] == '\0') {
         snprintf(why, wlen, "%s",
@@ -595,8 +621,9 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         if (go_up(t, addr, why, wlen) != 0) {
             /* why says it */
         } else if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict),
-                                       CP_TMO_TREE_VERDICT_S) != 0) {
-            snprintf(why, wlen, "no verdict from %s within %.0f s", addr, CP_TMO_TREE_VERDICT_S);
+                                       join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
+            snprintf(why, wlen, "no verdict from %s within %.0f s", addr,
+                     join_wait(t, CP_TMO_TREE_VERDICT_S));
         } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC) {
             snprintf(why, wlen, "rank 0 did not hear from every member in time");
         }
@@ -616,6 +643,7 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         t->identity &= t->order[i] == i;
     }
     describe(t, parent, addr);
+    bound_io(t);
     t->up = 1;
     why[0] = '\0';
     return 0;

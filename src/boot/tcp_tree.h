@@ -56,6 +56,9 @@ typedef struct cp_tree_spec {
     const char *hostname; /**< this node's name (member 0 listens on its address) */
     const int *ranks;     /**< the members' job ranks, for messages (NULL: the index is one) */
     int star;             /**< every member leads itself (no locality known, or asked for) */
+    double wait_s; /**< > 0: every wait of the join at most this, and every read and write of
+                        the tree after it too (a stopped member is an error, never a hang: the
+                        screen's pairs); 0: the join's waits of timeouts.h, reads unbounded */
 } cp_tree_spec_t;
 
 typedef struct cp_tcp_stats {
@@ -111,5 +114,27 @@ int cp_tree_alltoall(cp_tree_t *t, const void *in, void *out, size_t len);
 int cp_tree_barrier(cp_tree_t *t);
 /** Member 0's in holds n blocks of len bytes, block i for member i; each member's into out. */
 int cp_tree_scatter(cp_tree_t *t, const void *in, void *out, size_t len);
+
+/*
+ * Side messages (tcp_side.c): between member 0 and its direct children only (the other
+ * nodes' leaders and its own node's members), outside the collectives' sequence, for a
+ * protocol that must go on when a member stops answering (the screen's pair rounds).  A child
+ * that closes or sends something else is lost alone; the tree stays up.  No collective may
+ * run while side messages are on their way.  Every message of one protocol has one length.
+ */
+/** 1 when member m can use side messages (member 0, or a direct child of it). */
+int cp_tree_side_direct(const cp_tree_t *t, int m);
+/** A direct child: a message to member 0. */
+int cp_tree_side_up(cp_tree_t *t, const void *buf, size_t len);
+/** Member 0: a message to direct child m. */
+int cp_tree_side_down(cp_tree_t *t, int m, const void *buf, size_t len);
+/** A direct child: the next message from member 0 within s seconds: 1 got, 0 none yet, < 0
+ * the tree or member 0 failed. */
+int cp_tree_side_from_root(cp_tree_t *t, void *buf, size_t len, double s);
+/** Member 0: one message from any direct child m with wait[m] set (wait has n entries),
+ * within s seconds: 1 got (from *m), 2 child *m is lost (closed, or sent something else), 0
+ * none within s, < 0 an error. */
+int cp_tree_side_poll(cp_tree_t *t, const unsigned char *wait, double s, int *m, void *buf,
+                      size_t len);
 
 #endif /* COLLPROF_BOOT_TCP_TREE_H */

@@ -16,6 +16,25 @@ const cp_oob_t cp_oob_pmix = {.allgather = cp_oob_allgather,
                               .bcast = cp_oob_bcast,
                               .barrier = cp_oob_barrier};
 
+static int alone_copy(const void *in, void *out, size_t len)
+{
+    if (len > 0 && in != out) {
+        memmove(out, in, len);
+    }
+    return COLLPROF_OK;
+}
+static int alone_bcast(void *buf, size_t len, int root)
+{
+    (void)buf, (void)len, (void)root;
+    return COLLPROF_OK;
+}
+static int alone_barrier(void)
+{
+    return COLLPROF_OK;
+}
+const cp_oob_t cp_oob_alone = {
+    .allgather = alone_copy, .gather = alone_copy, .bcast = alone_bcast, .barrier = alone_barrier};
+
 cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *out)
 {
     return cp_agree_over(&cp_oob_pmix, n, status, why, out);

@@ -21,6 +21,9 @@ typedef struct cp_oob {
 } cp_oob_t;
 
 extern const cp_oob_t cp_oob_pmix;
+/** Collectives of one rank by itself: a gather or an allgather copies, the rest do nothing
+ *  (a runner that runs a cell alone, cp_runner_t.alone). */
+extern const cp_oob_t cp_oob_alone;
 
 /** Outcome of an agreement. */
 typedef enum cp_agree_result {

@@ -196,7 +196,7 @@ static void setup_traffic(cell_run_t *c)
  * without it fails the set-up with the others instead of leaving their gathers. */
 static void setup_results(cell_run_t *c)
 {
-    int me = c->r->boot->rank, root = me == 0;
+    int me = cp_runner_me(c), root = me == 0;
     size_t n = (size_t)c->n;
     c->recs = calloc(root ? n : 1, sizeof(cell_rec_t));
     c->samples = calloc((root ? n : 1) * (size_t)c->iters, sizeof(double));
@@ -213,7 +213,7 @@ static void setup_results(cell_run_t *c)
 /* The barrier before iteration i (--sync-barrier): the backend's, else the out-of-band one. */
 static int sync_ranks(cell_run_t *c, int i)
 {
-    if (!c->r->opt->sync_barrier) {
+    if (!c->r->opt->sync_barrier || c->r->alone) { /* alone: the pair's exchange is the sync */
         return COLLPROF_OK;
     }
     cp_wd_beat(CP_WD_SYNC, c->r->index, i, c->cell->warmup, c->tmo);
@@ -260,6 +260,9 @@ static int run_one(cell_run_t *c, int i, long slow_us, int hang)
     cp_wd_beat(CP_WD_OP_DONE, idx, i, cell->warmup, c->tmo);
     if (i >= cell->warmup) {
         c->mine[i - cell->warmup] = cp_batch_per_op(t0, t1, ops);
+    }
+    if (c->r->on_iter != NULL) {
+        c->r->on_iter(c->r->on_iter_arg);
     }
     return rc;
 }
@@ -492,7 +495,7 @@ static void timeout_of_largest(cell_run_t *c)
     if (rc != 0) {
         return; /* the next exchange fails the cell */
     }
-    c->tmo = current_timeout = cp_cell_timeout(c->r->opt, largest * (uint64_t)(c->n > 1 ? 2 : 1));
+    c->tmo = current_timeout = cp_cell_timeout(c->r->opt, largest * (uint64_t)(c->gn > 1 ? 2 : 1));
     cp_wd_beat(CP_WD_SETUP, c->r->index, -1, cell->warmup,
                c->tmo * (c->r->opt->rotate > 1 ? c->r->opt->rotate : 1));
 }
@@ -501,7 +504,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
 {
     struct timeval tv;
     memset(res, 0, sizeof(*res));
-    res->nranks = r->boot->nranks;
+    res->nranks = r->alone ? 1 : r->boot->nranks;
     res->iters = cell->iters;
     gettimeofday(&tv, NULL);
     res->start_epoch = (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
@@ -515,11 +518,11 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     c.cell = cell;
     c.p = &r->plugins[cell->plugin];
     c.be = c.p->be;
-    c.oob = r->oob != NULL ? r->oob : &cp_oob_pmix;
-    c.n = r->boot->nranks;
+    c.oob = r->alone ? &cp_oob_alone : r->oob != NULL ? r->oob : &cp_oob_pmix;
+    c.n = r->alone ? 1 : r->boot->nranks;
     c.ctx = r->ctx != NULL ? r->ctx : cell->split ? c.p->gctx[cell->split] : c.p->ctx;
-    c.gn = cell->split ? cell->group_n : c.n;
-    c.grank = cell->split ? cell->group_rank : r->boot->rank;
+    c.gn = r->gn > 0 ? r->gn : cell->split ? cell->group_n : r->boot->nranks;
+    c.grank = r->gn > 0 ? r->grank : cell->split ? cell->group_rank : r->boot->rank;
     c.iters = cell->iters;
     c.memtype = cell->memtype;
     /* device memory is filled and checked through host copies ("staged") */
@@ -534,14 +537,15 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
                       .count = cell->count,
                       .paired = cell->sweep,
                       .peer = cell->peer};
-    if (cell->sweep && cell->peer == r->boot->rank) {
+    if (cell->sweep && cell->peer == c.grank) {
         /* a link sweep's bystander exchanges one element with itself: its figures are not
          * used, and filling, copying and checking the full size on every rank not in a pair
          * would only take the pairs' CPUs (the ranks of a node share its cores) */
         c.x.count = 1;
     }
-    uint64_t largest = cell->count * collprof_dtype_size(cell->dtype) * (uint64_t)(c.n > 1 ? 2 : 1);
-    c.tmo = current_timeout = cp_cell_timeout(r->opt, largest);
+    uint64_t largest =
+        cell->count * collprof_dtype_size(cell->dtype) * (uint64_t)(c.gn > 1 ? 2 : 1);
+    c.tmo = current_timeout = r->tmo > 0 ? r->tmo : cp_cell_timeout(r->opt, largest);
     /* set-up touches and fills every copy of the buffers (--rotate-buffers) */
     cp_wd_beat(CP_WD_SETUP, r->index, -1, cell->warmup,
                c.tmo * (r->opt->rotate > 1 ? r->opt->rotate : 1));

@@ -82,6 +82,18 @@ typedef struct cp_runner {
     int repeat;          /**< the repeat running now (--repeats), from 0 */
     void *ctx; /**< a fresh context of the cell's backend for this repeat; NULL: its own */
     cp_kept_bufs_t *keep; /**< buffers kept across repeats; NULL: the run's own */
+    /** This rank runs the cell by itself (the screen's pair tests): its own samples, status
+     *  and figures, no agreement, gather or barrier with the other ranks, which may be
+     *  running other pairs or have stopped; the operation still spans the job's ranks (a
+     *  paired sendrecv with cell->peer). */
+    int alone;
+    double tmo; /**< > 0: the watchdog's timeout for the cell's steps (else cp_cell_timeout) */
+    const collprof_host_t *host; /**< the job's host table (the screen's pair contexts) */
+    int gn, grank; /**< gn > 0: ctx is a group's of gn ranks, this rank grank in it (the
+                        screen's pairs); a sweep cell's peer is then a group rank too */
+    /** Called after every iteration when not NULL (the screen's pair tests: a sign of life). */
+    void (*on_iter)(void *arg);
+    void *on_iter_arg;
 } cp_runner_t;
 
 /** The watchdog timeout of a cell whose largest buffer has bytes bytes:

@@ -72,6 +72,12 @@ typedef struct cell_run {
     double nb_last_us;             /* ... and how long it took in the last iteration */
 } cell_run_t;
 
+/* This rank's place in the cell's gathers: 0 when it runs the cell alone (cp_runner_t.alone). */
+static inline int cp_runner_me(const cell_run_t *c)
+{
+    return c->r->alone ? 0 : c->r->boot->rank;
+}
+
 /* ---- runner.c ------------------------------------------------------- */
 
 /** Record this rank's first failure (status, phase 1 setup, 2 run, 3 check) and its message. */

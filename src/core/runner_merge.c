@@ -272,7 +272,7 @@ static void oob_failed(cp_result_t *res)
 void cp_runner_finish(cell_run_t *c, cp_result_t *res)
 {
     cp_wd_beat(CP_WD_GATHER, c->r->index, -1, c->cell->warmup, c->tmo);
-    int me = c->r->boot->rank, bad = -1;
+    int me = cp_runner_me(c), bad = -1;
     res->bytes = cp_coll_bytes(&c->x); /* this rank's (a sweep's bystanders move one element) */
     cell_rec_t *recs = c->recs;        /* the room setup_results took (release frees it) */
     res->samples = c->samples;

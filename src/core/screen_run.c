@@ -6,6 +6,7 @@
 #include "core/agree.h"
 #include "core/log.h"
 #include "core/screen.h"
+#include "core/screen_run_int.h"
 #include "output/screen_out.h"
 
 #include <stdlib.h>
@@ -33,7 +34,8 @@ static cp_screen_pair_t *pair_of(cp_screen_t *s, size_t from, int a, int b, int 
 /* Rank 0: the sweep rows [from, end) of one round (a latency and a bandwidth row per pair)
  * as screen pairs.  A pair is measured when both rows are ok, failed when either is wrong or
  * an error, timed out when either timed out. */
-static int add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase, int round)
+int cp_screen_add_rows(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase,
+                       int round)
 {
     size_t first = s->npairs;
     for (size_t i = from; i < rows->nrows; i++) {
@@ -68,7 +70,7 @@ static int run_round(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, 
     if (rc < 0 || rc2 < 0) {
         return -1;
     }
-    if (r->boot->rank == 0 && add_round(s, &out->pairs, from, phase, round) != 0) {
+    if (r->boot->rank == 0 && cp_screen_add_rows(s, &out->pairs, from, phase, round) != 0) {
         return -1;
     }
     return rc | rc2;
@@ -172,7 +174,11 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
         live.r = r, live.lat = lat, live.s = &s, live.lead = lead, live.out = out;
     }
     int failed = 0; /* rank 0 could not keep a round's pairs: the rounds go on, no verdict */
-    int nr = worst == 0 ? cp_screen_random_rounds(&s) : 0;
+    int alone = worst == 0 && cp_screen_pairs_usable(r, lat); /* the same on every rank */
+    if (alone) {
+        worst = cp_screen_pairs(r, lat, bw, &s, lead, out, progress);
+    }
+    int nr = worst == 0 && !alone ? cp_screen_random_rounds(&s) : 0;
     for (int k = 0; k < nr; k++) {
         char what[48];
         snprintf(what, sizeof(what), "round %d/%d (random)", k + 1, nr);
@@ -181,7 +187,7 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
         failed |= rc < 0;
         worst |= rc > 0;
     }
-    int planned = worst == 0 ? agree_confirm(r, &s, nodes, failed, 0) : 0;
+    int planned = worst == 0 && !alone ? agree_confirm(r, &s, nodes, failed, 0) : 0;
     /* the confirmation round, then recheck rounds while a cleared suspect leaves slow pairs
      * to run again (at most one per random round) */
     for (int k = 0; planned > 0 && k <= nr; k++) {

@@ -19,6 +19,8 @@ typedef struct cp_screen_out {
     cp_sweep_rows_t pairs;       /**< every pair test, for /links */
     collprof_screen_row_t *rows; /**< the verdict, for /screen */
     size_t nrows;
+    int broken; /**< a node became unreachable: no collective of the whole job may follow
+                     (rank 0 and the leaders it reached; cp_screen_pairs) */
 } cp_screen_out_t;
 
 /**

@@ -37,6 +37,30 @@
  */
 #define CP_TMO_LIBRARY_MARGIN_S 5
 
+/* ---- the screen's pair tests (src/core/screen_run.c) ---------------------
+ *
+ * With a backend whose groups start on their own (COLLPROF_BACKEND_LOCAL_GROUPS) each pair
+ * runs on a context of its own and the order reverses: the library's "timeout" is the pair deadline
+ * (--timeout, else CP_TMO_SCREEN_PAIR_S) so that a rank whose partner stopped gets its
+ * operation back and reports; the rank's watchdog waits CP_TMO_SCREEN_WD_MARGIN_S longer,
+ * as the last resort.  Rank 0 calls a node unreachable when it heard nothing from it for the
+ * pair deadline plus CP_TMO_SCREEN_SILENT_S while it had a pair to run: a rank that waits
+ * for its stopped partner is silent for up to the deadline, then reports.  A rank in a pair
+ * test sends rank 0 a sign of life at most every CP_TMO_SCREEN_BEAT_S; rank 0 sends the
+ * ranks waiting for their next pairing one as often.  --timeout 0 (none) keeps the rounds as
+ * cells of the whole job.
+ */
+#define CP_TMO_SCREEN_PAIR_S      30.0
+#define CP_TMO_SCREEN_WD_MARGIN_S 15.0
+#define CP_TMO_SCREEN_SILENT_S    10.0
+#define CP_TMO_SCREEN_BEAT_S      1.0
+
+/** The screen's pair deadline for --timeout timeout_s (< 0: not given; 0: none, 0 here). */
+static inline double cp_tmo_screen_pair(double timeout_s)
+{
+    return timeout_s < 0 ? CP_TMO_SCREEN_PAIR_S : timeout_s;
+}
+
 /* ---- outside cells (start-up, finish; src/run/rank.c) --------------------
  *
  * Boot, plan and backend initialisation, and closing the backends, take

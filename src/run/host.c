@@ -32,6 +32,11 @@ static const char *host_get_option(const char *key)
      * must fire first, as it names the ranks that did not arrive; a library
      * that gave up at the same moment would send its ranks on to the next
      * step and the watchdog would see the hang there, a timeout later */
+    if (!strcmp(key, "timeout") && g_opt->screen && cp_tmo_screen_pair(g_opt->timeout_s) > 0) {
+        static char sbuf[32]; /* the screen's pair deadline: the library first (timeouts.h) */
+        snprintf(sbuf, sizeof(sbuf), "%.0f", cp_tmo_screen_pair(g_opt->timeout_s));
+        return sbuf;
+    }
     if (!strcmp(key, "timeout")) {
         static char buf[32];
         double t = cp_current_timeout() > 0 ? cp_current_timeout() : g_opt->timeout_s;

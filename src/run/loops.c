@@ -284,8 +284,11 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
 {
     int exit_status = CP_EXIT_OK, done = 0;
     cp_screen_out_t out = {.rows = NULL};
-    cp_runner_t runner = {
-        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    cp_runner_t runner = {.opt = rr->opt,
+                          .boot = &rr->boot,
+                          .plugins = rr->plugins,
+                          .nplugins = rr->nplugins,
+                          .host = &rr->host};
     uint64_t seed = screen_seed(rr);
     size_t nbase;
     int ok;
@@ -309,6 +312,10 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
         cp_wd_lock();
         cp_wdh_set_done(done);
         cp_wd_unlock();
+        if (out.broken) { /* a node stopped answering: no collective of the job from here */
+            rr->broken = 1;
+            break;
+        }
     }
     free(base);
     if (!ok) { /* no baseline for a backend: nothing was measured */
@@ -323,7 +330,9 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
     }
     cp_wd_unlock();
     cp_screen_out_free(&out);
-    if (cp_oob_bcast(&verdict, sizeof(verdict), 0) != 0) {
+    if (rr->broken) {
+        verdict = rr->boot.rank == 0 && verdict != 0 ? verdict : 1; /* unreachable: flagged */
+    } else if (cp_oob_bcast(&verdict, sizeof(verdict), 0) != 0) {
         verdict = 2;
     }
     if (*stopped || no_backend(rr)) {

@@ -254,6 +254,22 @@ static void close_outputs(cp_rank_run_t *rr, int exit_status, int stopped)
     cp_wd_unlock();
 }
 
+/* The screen left a node unreachable (stopped, cut off): the job's collectives, the backends'
+ * finalize and PMIx's would wait for it.  Rank 0, its outputs closed, has the launcher end
+ * every rank (the stopped ones too, so that srun returns); a leader it reached leaves. */
+static void leave_broken(cp_rank_run_t *rr, int exit_status)
+{
+    cp_log(CP_LOG_INFO, "leaving without the job's collectives: a node is unreachable");
+    cp_log_file_close();
+    fflush(stdout);
+    fflush(stderr);
+    if (rr->boot.rank == 0) {
+        cp_oob_abort(exit_status, "collprof --screen: a node stopped answering; its verdict is "
+                                  "written, ending the job's ranks");
+    }
+    _exit(exit_status);
+}
+
 /* kB of a /proc/self/status line ("RssAnon:"), -1 when it is not there */
 static long status_kb(const char *key)
 {
@@ -311,6 +327,9 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
                       : opt->link_sweep               ? cp_loop_sweep(&rr, &stopped)
                                                       : cp_loop_cells(&rr, &stopped);
         close_outputs(&rr, exit_status, stopped);
+        if (rr.broken) {
+            leave_broken(&rr, exit_status);
+        }
         cp_wd_beat(CP_WD_FINISH, -1, -1, 0, cp_tmo_outer(opt->timeout_s));
         cp_split_stop(rr.plugins, rr.nplugins);
         cp_backends_finalize(rr.plugins, rr.nplugins);

@@ -5,9 +5,10 @@
 # tbf); the n2-n5 link, and no node, when only the link between n2 and n5 is throttled
 # (slurm-local shape-pair: a veth of their own); n3 and n6 when both are throttled (exit 1
 # each time); and collprof-report screen prints the same verdict, the Slurm exclude list,
-# the drain lines and a JSON document.  A node stopped (SIGSTOP) in the second round: the
-# watchdog ends the screen with n4 unreachable and the others judged (exit 124).  One node:
-# nothing to screen (exit 2).
+# the drain lines and a JSON document.  A node stopped (SIGSTOP) in the second round: on
+# gloo or ofi (a context per pair) the screen goes on without it, n4 unreachable (exit 1); on
+# mpi the watchdog ends the screen with n4 unreachable and the others judged (exit 124).  One
+# node: nothing to screen (exit 2).
 #
 # Seed 4 pairs n2 with n5 in a random round on 8 nodes (the schedule depends only on the seed
 # and the node count), so the link check uses it.  Judged at --screen-threshold 0.1 on gloo
@@ -175,15 +176,21 @@ if [ "$sanitized" != 1 ]; then
     ok $? "--baseline of a result file: exit 2, 'not a baseline file' (rc $rc)"
 fi
 
-# ---- 5. n4's rank stopped (SIGSTOP) in the second round: the watchdog (--timeout 5) ends the
-# screen with its verdict so far: n4 unreachable, the others judged by the first round (n8,
-# whose only partner was n4, untested); srun returns (124) and no rank is left
-if [ "$sanitized" != 1 ]; then
-    d="$WORK/stop"
+# ---- 5. n4's rank stopped (SIGSTOP) in the second round (--timeout 5).  On gloo and ofi each
+# pair runs on a context of its own: rank 0 hears nothing from n4 for 5 + 10 s, calls it
+# unreachable and the screen goes on to its last round: n4 unreachable, the 7 others healthy,
+# exit 1, and srun returns (rank 0 has the launcher end the stopped rank).  On mpi (one
+# communicator of the job) the watchdog ends the screen with its verdict so far: n4
+# unreachable, n8 (whose only partner was n4) untested, exit 124.  No rank is left either way.
+# stopped BACKEND ITERATIONS: the run, into $WORK/stop-BACKEND (enough iterations that round
+# 2 is still running when n4 stops: Open MPI's exchanges take 15-40 ms here); rc, took, out,
+# victim
+stopped() {
+    d="$WORK/stop-$1"
     mkdir -p "$d"
     # shellcheck disable=SC2086 # SRUN is a list of options
-    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
-        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 1000 -w 2 --screen-threshold 0.2 \
+    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$1" \
+        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n "$2" -w 2 --screen-threshold 0.2 \
         --seed 4 --timeout 5 --output-dir "$d" </dev/null >"$d/out" 2>"$d/err" &
     spid=$!
     i=0
@@ -202,26 +209,51 @@ if [ "$sanitized" != 1 ]; then
     took=$(since "$t")
     [ -z "$victim" ] || kill -CONT "$victim" 2>/dev/null
     out=$d/out
-    awk -v r="$took" 'BEGIN { exit !(r <= 5 + 5 + 5) }' && [ "$rc" -eq 124 ] && [ -n "$victim" ]
-    ok $? "n4 stopped: srun returned 124 ${took} s after the stop (at most --timeout 5 + 10 s)"
-    # seed 4's first round pairs n4 with n8: n8 met nobody else, so it is untested
-    grep -q '^unreachable  *n4: ' "$out" && grep -q '^untested  *n8: ' "$out" &&
-        grep -q '^nodes: 6 healthy, 0 slow, 1 unreachable, 0 inconclusive, 1 untested' "$out" &&
-        grep -q '^exclude: n4$' "$out"
-    r=$?
-    ok $r "n4 stopped: n4 unreachable, its partner n8 untested, the 6 others healthy, exclude n4"
-    show $r
+}
+
+# after stopped: the file keeps the verdict, and no rank is left
+stopped_after() {
     # shellcheck disable=SC2012 # our own file names
     h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
     rc=0
     ex=$("$REPORT" screen "$h5" --format slurm 2>&1) || rc=$?
     [ "$rc" -eq 1 ] && [ "$ex" = "n4" ]
-    ok $? "n4 stopped: the file keeps the verdict: report screen --format slurm says n4 (rc $rc)"
+    ok $? "$1, n4 stopped: the file keeps the verdict: report screen --format slurm says n4 (rc $rc)"
     sleep 1
     left=$(pgrep -f "^$COLLPROF_BIN --screen" | tr '\n' ' ')
     [ -z "$left" ]
-    ok $? "n4 stopped: no rank left on any node${left:+ (left: $left)}"
+    ok $? "$1, n4 stopped: no rank left on any node${left:+ (left: $left)}"
     for p in $left; do kill -KILL "$p" 2>/dev/null; done
+}
+
+if [ "$sanitized" != 1 ] && { [ "$B" = gloo ] || [ "$B" = ofi ]; }; then
+    stopped "$B" 1000
+    n3=$(grep -c '^# screen .* round 3/3 ' "$out")
+    awk -v r="$took" 'BEGIN { exit !(r <= 90) }' && [ "$rc" -eq 1 ] && [ -n "$victim" ] &&
+        [ "$n3" -eq 2 ]
+    ok $? "$B, n4 stopped: the screen went on to round 3/3, srun returned 1 ${took} s after the stop"
+    grep -q '^unreachable  *n4: .*timeout' "$out" &&
+        grep -q '^nodes: 7 healthy, 0 slow, 1 unreachable, 0 inconclusive, 0 untested' "$out" &&
+        ! grep -q '^slow ' "$out" && grep -q '^exclude: n4$' "$out" &&
+        grep -q 'screen: node n4 (rank 3) is unreachable: nothing from it' "$d/err"
+    r=$?
+    ok $r "$B, n4 stopped: n4 unreachable, the 7 others healthy, no slow link, exclude n4"
+    show $r
+    stopped_after "$B"
+fi
+case " $BACKENDS " in *" mpi "*) mpi=1 ;; *) mpi=0 ;; esac
+if [ "$sanitized" != 1 ] && [ "$mpi" = 1 ]; then
+    stopped mpi 100
+    awk -v r="$took" 'BEGIN { exit !(r <= 5 + 5 + 5) }' && [ "$rc" -eq 124 ] && [ -n "$victim" ]
+    ok $? "mpi, n4 stopped: srun returned 124 ${took} s after the stop (at most --timeout 5 + 10 s)"
+    # seed 4's first round pairs n4 with n8: n8 met nobody else, so it is untested
+    grep -q '^unreachable  *n4: ' "$out" && grep -q '^untested  *n8: ' "$out" &&
+        grep -q '^nodes: 6 healthy, 0 slow, 1 unreachable, 0 inconclusive, 1 untested' "$out" &&
+        grep -q '^exclude: n4$' "$out"
+    r=$?
+    ok $r "mpi, n4 stopped: n4 unreachable, its partner n8 untested, the 6 others healthy, exclude n4"
+    show $r
+    stopped_after mpi
 fi
 
 # ---- 6. one node: nothing to screen
