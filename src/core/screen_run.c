@@ -42,16 +42,7 @@ static int add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, i
         if (p == NULL) {
             return -1;
         }
-        int lat = strcmp(row->kind, "latency") == 0;
-        if (!strcmp(row->status, "timeout")) {
-            p->status = CP_SCREEN_TIMEOUT;
-        } else if (strcmp(row->status, "ok") != 0 && p->status != CP_SCREEN_TIMEOUT) {
-            p->status = CP_SCREEN_FAILED;
-        } else if (lat) {
-            p->lat_us = row->time_p50_us;
-        } else {
-            p->bw_gbs = row->time_p50_us > 0 ? (double)row->bytes / row->time_p50_us * 1e-3 : 0;
-        }
+        cp_screen_pair_merge(p, row);
     }
     return 0;
 }
