@@ -36,6 +36,13 @@ one_error() { # REGEXP: exit 2 and one error line matching it
         grep -q "^collprof-report: error: .*$1" "$WORK/rerr"
 }
 
+rep screen --help
+[ "$rrc" -eq 0 ] && grep -q -- '--baseline BASE.h5' "$WORK/rout" && grep -q -- '--apply ' "$WORK/rout"
+check "screen --help: --baseline and --apply"
+rep links --help
+[ "$rrc" -eq 0 ] && grep -q -- '--baseline BASE.h5' "$WORK/rout"
+check "links --help: --baseline"
+
 # ---- the screen -------------------------------------------------------------------------
 rep baseline "$SCREEN" -o "$WORK/own.h5"
 [ "$rrc" -eq 0 ] && [ -s "$WORK/own.h5" ]
