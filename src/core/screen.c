@@ -491,23 +491,42 @@ int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
     return planned;
 }
 
-int cp_screen_decide(cp_screen_t *s)
+/*
+ * Node's median score over its judged pairs (the confirmation included), *m of them.  A node
+ * that is not a suspect is judged by its pairs with partners that are not suspects, where it
+ * has any: a pair with a suspect is explained by the suspect, as in next_suspect, and with
+ * few nodes a good node may meet a bad one twice (a random round and the confirmation), half
+ * of its pairs.  A suspect, and a node that met only suspects (a cluster slow as a whole), by
+ * all of its pairs.
+ */
+static double judged_median(const cp_screen_t *s, int node, int *m)
 {
-    int flagged = 0, unsure = s->ref.pairs == 0 && s->ref.source == 0;
-    for (int i = 0; i < s->n; i++) {
-        int meas, slow;
-        node_counts(s, i, &meas, &slow);
-        s->verdict[i] = !s->reach[i]    ? CP_SCREEN_UNREACHABLE
-                        : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
-                        : meas == 0     ? CP_SCREEN_UNTESTED
-                                        : CP_SCREEN_HEALTHY;
+    double v[64];
+    for (int all = s->suspect[node]; all < 2; all++) {
+        *m = 0;
+        for (size_t i = 0; i < s->npairs && *m < 64; i++) {
+            const cp_screen_pair_t *p = &s->pairs[i];
+            int o = other(p, node);
+            if (o >= 0 && s->reach[o] && p->status != CP_SCREEN_TIMEOUT &&
+                (all || !s->suspect[o])) {
+                v[(*m)++] = p->score;
+            }
+        }
+        if (*m > 0) {
+            break;
+        }
     }
+    return cp_stats_median(v, (size_t)*m);
+}
+
+/* Against a baseline, a node whose median pair is slow is slow, whoever it met. */
+static void baseline_verdicts(cp_screen_t *s)
+{
     for (int i = 0; s->opt.has_baseline && i < s->n; i++) {
         /* against a baseline, a node whose median pair is slow is slow, whoever it met: a
          * cluster slow as a whole has no good partner to confirm with, and needs none */
-        int meas, slow;
-        double score;
-        cp_screen_node_stats(s, i, &meas, &slow, &score);
+        int meas;
+        double score = judged_median(s, i, &meas);
         /* the median of meas pairs spreads about 1.25 / sqrt(meas) times less than a pair */
         double spread = 1.25 / sqrt(meas > 0 ? meas : 1) * s->opt.baseline.bw_mad;
         if (s->reach[i] && meas >= 2 && score > 0 && score < s->opt.thr &&
@@ -515,13 +534,13 @@ int cp_screen_decide(cp_screen_t *s)
             s->verdict[i] = CP_SCREEN_SLOW;
         }
     }
+}
+
+/* The exit status of the verdicts: 1 something flagged, 2 something inconclusive, else 0. */
+static int verdict_status(const cp_screen_t *s, int unsure)
+{
+    int flagged = 0;
     for (int l = 0; l < s->nlinks; l++) {
-        int a = s->link_a[l], b = s->link_b[l];
-        int v = confirmed(s, a, b);
-        s->link_verdict[l] = v == CP_SCREEN_UNREACHABLE ? CP_SCREEN_INCONCLUSIVE : v;
-        if (!s->reach[b]) {
-            s->link_verdict[l] = CP_SCREEN_INCONCLUSIVE;
-        }
         flagged |= s->link_verdict[l] == CP_SCREEN_SLOW;
         unsure |= s->link_verdict[l] == CP_SCREEN_INCONCLUSIVE;
     }
@@ -530,6 +549,115 @@ int cp_screen_decide(cp_screen_t *s)
         unsure |= s->verdict[i] == CP_SCREEN_INCONCLUSIVE || s->verdict[i] == CP_SCREEN_UNTESTED;
     }
     return flagged ? 1 : unsure ? 2 : 0;
+}
+
+int cp_screen_decide(cp_screen_t *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        int meas, slow;
+        node_counts(s, i, &meas, &slow);
+        s->verdict[i] = !s->reach[i]    ? CP_SCREEN_UNREACHABLE
+                        : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
+                        : meas == 0     ? CP_SCREEN_UNTESTED
+                                        : CP_SCREEN_HEALTHY;
+    }
+    baseline_verdicts(s);
+    for (int l = 0; l < s->nlinks; l++) {
+        int a = s->link_a[l], b = s->link_b[l];
+        int v = confirmed(s, a, b);
+        s->link_verdict[l] = v == CP_SCREEN_UNREACHABLE ? CP_SCREEN_INCONCLUSIVE : v;
+        if (!s->reach[b]) {
+            s->link_verdict[l] = CP_SCREEN_INCONCLUSIVE;
+        }
+    }
+    return verdict_status(s, s->ref.pairs == 0 && s->ref.source == 0);
+}
+
+/* ---- a record judged again --------------------------------------------------------------- */
+
+int cp_screen_schedule_check(const cp_screen_t *s)
+{
+    int n = s->n, nr = cp_screen_random_rounds(s), bad = -1;
+    int *pos = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (pos == NULL) {
+        return -2;
+    }
+    for (int p = 0; p < n; p++) {
+        pos[s->perm[p]] = p; /* where each node sits in the shuffled order */
+    }
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase != CP_SCREEN_RANDOM) {
+            continue;
+        }
+        int q = p->round >= 0 && p->round < nr ? cp_links_partner(n, s->order[p->round], pos[p->a])
+                                               : -1;
+        int r = p->round < 0 ? 0 : p->round;
+        if ((q < 0 || s->perm[q] != p->b) && (bad < 0 || r < bad)) {
+            bad = r;
+        }
+    }
+    free(pos);
+    return bad;
+}
+
+int cp_screen_replay(cp_screen_t *s)
+{
+    int *partner = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    if (partner == NULL || cp_screen_plan_confirm(s, partner) < 0) {
+        free(partner);
+        return -1;
+    }
+    for (int i = 0; i < s->n; i++) {
+        int w = s->confirm_with[i];
+        if (!s->suspect[i] || (w >= 0 && confirm_pair(s, i, w) != NULL)) {
+            continue;
+        }
+        for (size_t k = 0; k < s->npairs; k++) { /* the confirmation the record holds */
+            const cp_screen_pair_t *p = &s->pairs[k];
+            int o = other(p, i);
+            if (p->phase == CP_SCREEN_CONFIRM && o >= 0 && s->reach[o] && !s->suspect[o] &&
+                p->status != CP_SCREEN_TIMEOUT) {
+                s->confirm_with[i] = o;
+                break;
+            }
+        }
+    }
+    cp_screen_plan_recheck(s, partner); /* the links a cleared suspect leaves */
+    free(partner);
+    return cp_screen_decide(s);
+}
+
+int cp_screen_decide_sweep(cp_screen_t *s)
+{
+    int *partner = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    if (partner == NULL || cp_screen_plan_confirm(s, partner) < 0) {
+        free(partner);
+        return -1;
+    }
+    free(partner);
+    for (int i = 0; i < s->n; i++) {
+        int meas, slow;
+        node_counts(s, i, &meas, &slow);
+        s->confirm_with[i] = -1; /* no confirmation round: the sweep's pairs are the evidence */
+        s->verdict[i] = !s->reach[i]                                    ? CP_SCREEN_UNREACHABLE
+                        : meas == 0                                     ? CP_SCREEN_UNTESTED
+                        : s->suspect[i] && slow >= 2 && 2 * slow > meas ? CP_SCREEN_SLOW
+                                                                        : CP_SCREEN_HEALTHY;
+    }
+    baseline_verdicts(s);
+    s->nlinks = 0; /* the slow pairs that no slow node explains (room: one per pair) */
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase == CP_SCREEN_RANDOM && p->slow && s->reach[p->a] && s->reach[p->b] &&
+            s->verdict[p->a] != CP_SCREEN_SLOW && s->verdict[p->b] != CP_SCREEN_SLOW &&
+            !is_link(s, p->a, p->b)) {
+            s->link_a[s->nlinks] = p->a;
+            s->link_b[s->nlinks] = p->b;
+            s->link_verdict[s->nlinks++] = CP_SCREEN_SLOW;
+        }
+    }
+    return verdict_status(s, s->ref.pairs == 0 && s->ref.source == 0);
 }
 
 /* ---- words ------------------------------------------------------------------------------- */

@@ -168,6 +168,37 @@ int cp_screen_plan_recheck(cp_screen_t *s, int *partner);
  * Returns 0 healthy, 1 something flagged (slow or unreachable), 2 inconclusive. */
 int cp_screen_decide(cp_screen_t *s);
 
+/**
+ * The first random round (below cp_screen_random_rounds) whose pairs are not the schedule's
+ * matching for the seed (a pair that cp_screen_matching does not give), or -1 when every one
+ * is: pairs read back from a file are checked this way before they are judged again, so that
+ * a confirmation round is never taken for a random one.
+ */
+int cp_screen_schedule_check(const cp_screen_t *s);
+
+/**
+ * A recorded screen judged again (collprof-report screen --baseline): after its pairs are
+ * added with their phases and judged against the new reference (cp_screen_judge), the suspects
+ * and the confirmation are planned as the run plans them; each suspect then takes the
+ * confirmation the record holds: the planned partner's pair when it ran, else a confirmation
+ * pair with another reachable node that is not a suspect (the run planned from its own
+ * verdict, which may differ).  Then the recheck's links (cp_screen_plan_recheck) and
+ * cp_screen_decide.  Returns as cp_screen_decide, -1 when out of memory.
+ */
+int cp_screen_replay(cp_screen_t *s);
+
+/**
+ * A link sweep's verdict (collprof-report links --baseline): every pair of nodes measured once,
+ * all added as CP_SCREEN_RANDOM, no confirmation round.  After cp_screen_judge: the suspects
+ * as cp_screen_plan_confirm takes them; a suspect slow with two or more partners and with more
+ * than half of those it met is slow (the sweep's pairs are the independent failures a
+ * confirmation round would give); a cleared suspect's slow pairs whose other end is not slow,
+ * and the slow pairs between nodes that are not suspects, are slow links; against a baseline,
+ * a node whose median pair is slow is slow, as in cp_screen_decide.  Returns as
+ * cp_screen_decide, -1 when out of memory.
+ */
+int cp_screen_decide_sweep(cp_screen_t *s);
+
 /** Node's random-round pairs with reachable partners (*meas), the slow ones (*slow), and the
  * median score of its judged pairs, the confirmation included (*score; 0 when none): one slow
  * partner does not pull a healthy node's down. */

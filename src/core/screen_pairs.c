@@ -554,7 +554,7 @@ static int round0(pairs_run_t *pr, int phase, const char *what, cp_screen_out_t 
             fflush(progress);
         }
     }
-    return cp_screen_add_rows(pr->s, &out->pairs, from, phase, round);
+    return cp_screen_add_round(pr->s, &out->pairs, from, phase, round);
 }
 
 static int run0(pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)

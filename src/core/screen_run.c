@@ -34,8 +34,8 @@ static cp_screen_pair_t *pair_of(cp_screen_t *s, size_t from, int a, int b, int 
 /* Rank 0: the sweep rows [from, end) of one round (a latency and a bandwidth row per pair)
  * as screen pairs.  A pair is measured when both rows are ok, failed when either is wrong or
  * an error, timed out when either timed out. */
-int cp_screen_add_rows(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase,
-                       int round)
+int cp_screen_add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase,
+                        int round)
 {
     size_t first = s->npairs;
     for (size_t i = from; i < rows->nrows; i++) {
@@ -44,16 +44,7 @@ int cp_screen_add_rows(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from,
         if (p == NULL) {
             return -1;
         }
-        int lat = strcmp(row->kind, "latency") == 0;
-        if (!strcmp(row->status, "timeout")) {
-            p->status = CP_SCREEN_TIMEOUT;
-        } else if (strcmp(row->status, "ok") != 0 && p->status != CP_SCREEN_TIMEOUT) {
-            p->status = CP_SCREEN_FAILED;
-        } else if (lat) {
-            p->lat_us = row->time_p50_us;
-        } else {
-            p->bw_gbs = row->time_p50_us > 0 ? (double)row->bytes / row->time_p50_us * 1e-3 : 0;
-        }
+        cp_screen_pair_merge(p, row);
     }
     return 0;
 }
@@ -70,7 +61,7 @@ static int run_round(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, 
     if (rc < 0 || rc2 < 0) {
         return -1;
     }
-    if (r->boot->rank == 0 && cp_screen_add_rows(s, &out->pairs, from, phase, round) != 0) {
+    if (r->boot->rank == 0 && cp_screen_add_round(s, &out->pairs, from, phase, round) != 0) {
         return -1;
     }
     return rc | rc2;

@@ -4,11 +4,13 @@
 
 #include "output/h5schema.h"
 
+#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A root string attribute. */
@@ -121,6 +123,15 @@ int cp_baseline_read(const char *path, collprof_baseline_row_t **rows, size_t *n
                      size_t errlen)
 {
     int rc = -1;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) { /* a FIFO would wait for a writer forever */
+        snprintf(err, errlen, "%s: not a regular file (a FIFO, device, socket or directory)", path);
+        return -1;
+    }
     H5E_BEGIN_TRY
     {
         hid_t f = H5Fis_hdf5(path) > 0 ? H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
@@ -163,11 +174,11 @@ int cp_baseline_ref(const collprof_baseline_row_t *rows, size_t n, const char *b
     }
     if (have != 3) {
         snprintf(err, errlen,
-                 "the baseline has no %s figures of %s at %llu and %llu bytes (--sweep-sizes): "
+                 "the baseline has no %sfigures of %s at %llu and %llu bytes (--sweep-sizes): "
                  "make it from screens or link sweeps of that backend and those sizes",
                  have == 0   ? ""
-                 : have == 1 ? "bandwidth"
-                             : "latency",
+                 : have == 1 ? "bandwidth "
+                             : "latency ",
                  backend, (unsigned long long)lat_bytes, (unsigned long long)bw_bytes);
         return -1;
     }

@@ -96,6 +96,73 @@ int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const 
     return 0;
 }
 
+void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row)
+{
+    if (!strcmp(row->status, "timeout")) {
+        p->status = CP_SCREEN_TIMEOUT;
+    } else if (strcmp(row->status, "ok") != 0 && p->status != CP_SCREEN_TIMEOUT) {
+        p->status = CP_SCREEN_FAILED;
+    } else if (!strcmp(row->kind, "latency")) {
+        p->lat_us = row->time_p50_us;
+    } else {
+        p->bw_gbs = row->time_p50_us > 0 ? (double)row->bytes / row->time_p50_us * 1e-3 : 0;
+    }
+}
+
+/* qsort: rows (pointers to them) by round, then pair. */
+static int by_round(const void *x, const void *y)
+{
+    const collprof_link_row_t *a = *(const collprof_link_row_t *const *)x;
+    const collprof_link_row_t *b = *(const collprof_link_row_t *const *)y;
+    return a->round != b->round     ? (a->round > b->round) - (a->round < b->round)
+           : a->node_a != b->node_a ? (a->node_a > b->node_a) - (a->node_a < b->node_a)
+                                    : (a->node_b > b->node_b) - (a->node_b < b->node_b);
+}
+
+int cp_screen_add_rows(cp_screen_t *s, const collprof_link_row_t *rows, size_t n,
+                       const char *backend, int random)
+{
+    const collprof_link_row_t **by = malloc(sizeof(*by) * (n + 1));
+    size_t m = 0;
+    if (by == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const collprof_link_row_t *r = &rows[i];
+        if (strcmp(r->backend, backend) != 0) {
+            continue;
+        }
+        if (r->node_a < 0 || r->node_b < 0 || r->node_a >= s->n || r->node_b >= s->n ||
+            r->node_a == r->node_b || r->round < 0) {
+            free(by);
+            return -2;
+        }
+        by[m++] = r;
+    }
+    qsort(by, m, sizeof(*by), by_round);
+    int added = 0;
+    for (size_t k = 0; k < m; k++) {
+        const collprof_link_row_t *r = by[k];
+        cp_screen_pair_t *last = s->npairs > 0 ? &s->pairs[s->npairs - 1] : NULL;
+        int a = r->node_a < r->node_b ? r->node_a : r->node_b;
+        int b = r->node_a < r->node_b ? r->node_b : r->node_a;
+        if (k == 0 || last->round != r->round || last->a != a || last->b != b) {
+            cp_screen_pair_t p = {.a = a, .b = b, .round = r->round};
+            p.phase = r->round < random ? CP_SCREEN_RANDOM : CP_SCREEN_CONFIRM;
+            if (cp_screen_add(s, &p) != 0) {
+                free(by);
+                return -1;
+            }
+            added++;
+            last = &s->pairs[s->npairs - 1];
+        }
+        cp_screen_pair_merge(last, r);
+        s->rounds_run = r->round + 1 > s->rounds_run ? r->round + 1 : s->rounds_run;
+    }
+    free(by);
+    return added;
+}
+
 static int is(const collprof_screen_row_t *r, const char *verdict)
 {
     return strcmp(r->verdict, verdict) == 0;

@@ -52,12 +52,13 @@ static const struct {
      "the RMA-write all-to-all study: per size, each variant's BW, BusBW (% of link), latency"},
     {"best", cp_report_cmd_best, "FILE|DIR... [--csv|--json] [-o OUT]",
      "which backend/variant is fastest per cell; backend vs backend; variant vs default"},
-    {"links", cp_report_cmd_links, "FILE [--threshold X] [--stat best|mean]",
-     "the link sweep's node x node matrices; names slow links and suspect nodes"},
-    {"screen", cp_report_cmd_screen, "FILE [--format text|slurm|drain|json] [--backend NAME]",
-     "the screen's verdict: slow and unreachable nodes, slow links; the Slurm exclude list"},
+    {"links", cp_report_cmd_links, "FILE [--threshold X] [--stat best|mean] [--baseline B]",
+     "the link sweep's matrices; slow links and suspect nodes (or: against a baseline)"},
+    {"screen", cp_report_cmd_screen,
+     "FILE [--format text|slurm|drain|json] [--backend NAME] [--baseline B] [--apply]",
+     "the screen's verdict (or judged again against a baseline); exclude list; drain lines"},
     {"baseline", cp_report_cmd_baseline, "FILE|DIR... -o BASE.h5",
-     "the healthy pairs of screens and link sweeps, for collprof --screen --baseline"},
+     "healthy pairs of screens and link sweeps, for --baseline (collprof --screen, screen, links)"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -77,7 +78,8 @@ static void usage(FILE *f)
                "\n"
                "Exit status: 0 success, 1 compare found a significant regression, links a\n"
                "slow link or node, or screen a flagged node or link; 2 bad usage, a file that\n"
-               "cannot be read, or an inconclusive screen.  See collprof-report(1).\n");
+               "cannot be read, an inconclusive screen, a baseline that does not fit, or a\n"
+               "drain refused.  See collprof-report(1).\n");
 }
 
 #ifndef CP_REPORT_SANITIZED

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "core/screen.h"
 #include "output/best.h"
 #include "report/reader.h"
 
@@ -123,6 +124,37 @@ int cp_report_links_nmaps(const cp_report_file_t *f);
 int cp_report_links_map_height(const cp_report_file_t *f);
 /** Heatmap k of f as SVG elements from (0, 0), width px wide: bandwidth of the best iteration. */
 void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width);
+
+/* ---- a file's pairs judged again against a baseline (rejudge.c) ------------ */
+
+/** A baseline file (collprof-report baseline) as --baseline BASE.h5 gives it. */
+typedef struct cp_report_base {
+    char shown[512];               /**< its path as printable text */
+    collprof_baseline_row_t *rows; /**< its /baseline rows */
+    size_t n;
+} cp_report_base_t;
+
+/** The baseline's figures for one backend of a file: the reference and its message sizes. */
+typedef struct cp_report_ref {
+    cp_screen_ref_t ref;
+    unsigned long long lat_bytes, bw_bytes;
+} cp_report_ref_t;
+
+/** Read path's baseline for command cmd: 0, or the exit status 2 after the error. */
+int cp_report_base_load(const char *cmd, const char *path, cp_report_base_t *b);
+void cp_report_base_free(cp_report_base_t *b);
+
+/**
+ * The baseline's reference for backend's pairs in f, at the message sizes of their /links
+ * rows: 0, or the exit status 2 after a one-line error (no such pairs, or a baseline without
+ * that backend, kind or size).
+ */
+int cp_report_base_ref(const char *cmd, const cp_report_base_t *b, const cp_report_file_t *f,
+                       const char *backend, cp_report_ref_t *r);
+
+/** "the baseline PATH (BACKEND: 1.23 GB/s at 262144 B, MAD 0.05; 12.3 us at 8 B, MAD 0.10)". */
+void cp_report_base_words(const cp_report_base_t *b, const char *backend, const cp_report_ref_t *r,
+                          char *buf, size_t len);
 
 /* ---- the HTML page's script (plot_script.c) -------------------------------- */
 

@@ -5,10 +5,13 @@
 # tbf); the n2-n5 link, and no node, when only the link between n2 and n5 is throttled
 # (slurm-local shape-pair: a veth of their own); n3 and n6 when both are throttled (exit 1
 # each time); and collprof-report screen prints the same verdict, the Slurm exclude list,
-# the drain lines and a JSON document.  A node stopped (SIGSTOP) in the second round: on
-# gloo or ofi (a context per pair) the screen goes on without it, n4 unreachable (exit 1); on
-# mpi the watchdog ends the screen with n4 unreachable and the others judged (exit 124).  One
-# node: nothing to screen (exit 2).
+# the drain lines and a JSON document, and with --apply drains n3 for real (scontrol; then
+# resumed), refused without scontrol or as a user who is not a Slurm operator.  Every node
+# throttled: the screen cannot tell, a baseline of the healthy run can, at run time and
+# afterwards (collprof-report screen --baseline on the run made without it).  A node stopped
+# (SIGSTOP) in the second round: on gloo or ofi (a context per pair) the screen goes on
+# without it, n4 unreachable (exit 1); on mpi the watchdog ends the screen with n4
+# unreachable and the others judged (exit 124).  One node: nothing to screen (exit 2).
 #
 # Seed 4 pairs n2 with n5 in a random round on 8 nodes (the schedule depends only on the seed
 # and the node count), so the link check uses it.  Judged at --screen-threshold 0.1 on gloo
@@ -100,6 +103,50 @@ if [ "$sanitized" != 1 ]; then
         grep -q '^scontrol update nodename=n3 state=drain reason="collprof screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners, confirmed with n[0-9]"$' "$WORK/drain"
     ok $? "report screen --format drain: one scontrol line for n3, with its evidence"
     sed 's/^/# /' "$WORK/drain"
+    # --apply: the line run through scontrol (n3 drained with the collprof reason), then n3
+    # resumed so that the later screens have it
+    rc=0
+    "$REPORT" screen "$h5" --format drain --apply >"$WORK/apply" 2>"$WORK/apply.err" || rc=$?
+    node=$(scontrol show node n3 2>&1)
+    [ "$rc" -eq 1 ] && [ ! -s "$WORK/apply.err" ] && head -n 1 "$WORK/apply" | cmp -s - "$WORK/drain" &&
+        grep -q '^# drained n3: collprof screen: slow, ' "$WORK/apply" &&
+        grep -q '^# --apply: drained 1 of 1 flagged node through .*scontrol' "$WORK/apply" &&
+        echo "$node" | grep -q 'State=[A-Z+]*DRAIN' &&
+        echo "$node" | grep -q 'Reason=collprof screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners' &&
+        [ "$(sinfo -h -n n3 -o %T)" = drained ]
+    r=$?
+    ok $r "report screen --format drain --apply: n3 drained, with the collprof reason (rc $rc)"
+    [ $r -eq 0 ] || sed 's/^/# /' "$WORK/apply" "$WORK/apply.err"
+    [ $r -eq 0 ] || echo "$node" | sed 's/^/# /'
+    scontrol update nodename=n3 state=resume
+    ! scontrol show node n3 | grep -q 'State=[A-Z+]*DRAIN'
+    ok $? "n3 resumed (scontrol update nodename=n3 state=resume)"
+    # refused: no scontrol in PATH; a user who is not a Slurm operator.  One error line, exit
+    # 2, the drain line still printed, n3 not drained
+    rc=0
+    PATH=/nonexistent "$REPORT" screen "$h5" --format drain --apply >"$WORK/apply" \
+        2>"$WORK/apply.err" || rc=$?
+    [ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/apply.err")" -eq 1 ] &&
+        grep -q 'error: screen: --apply: scontrol is not in PATH: nothing drained' "$WORK/apply.err" &&
+        cmp -s "$WORK/apply" "$WORK/drain"
+    ok $? "--apply without scontrol in PATH: one-line error, exit 2, the line printed (rc $rc)"
+    if command -v setpriv >/dev/null 2>&1; then
+        d=$(mktemp -d /tmp/collprof-apply.XXXXXX)
+        chmod 755 "$d"
+        cp "$h5" "$d/screen.h5"
+        chmod 644 "$d/screen.h5"
+        rc=0
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$REPORT" screen "$d/screen.h5" \
+            --format drain --apply >"$WORK/apply" 2>"$WORK/apply.err" || rc=$?
+        rm -rf "$d"
+        [ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/apply.err")" -eq 1 ] &&
+            grep -q 'error: screen: --apply: .*scontrol refused to drain n3 (exit [0-9]*.*): drained 0 of 1' "$WORK/apply.err" &&
+            cmp -s "$WORK/apply" "$WORK/drain" && ! scontrol show node n3 | grep -q 'State=[A-Z+]*DRAIN'
+        r=$?
+        ok $r "--apply as user nobody: scontrol refused, one-line error, exit 2, n3 not drained (rc $rc)"
+        [ $r -eq 0 ] || sed 's/^/# /' "$WORK/apply.err"
+        scontrol update nodename=n3 state=resume 2>/dev/null
+    fi
 fi
 if [ "$sanitized" != 1 ] && command -v python3 >/dev/null 2>&1; then
     "$REPORT" screen "$h5" --format json >"$WORK/json" 2>&1
@@ -170,6 +217,47 @@ if [ "$sanitized" != 1 ]; then
     r=$?
     ok $r "every node throttled, against the baseline: all 8 slow, exclude n[1-8] (rc $rc)"
     show $r
+    # the run without a baseline judged again afterwards (collprof-report screen --baseline):
+    # every node slow too; the healthy run against the baseline made from it: healthy
+    # shellcheck disable=SC2012 # our own file names
+    h5all=$(ls "$WORK/all"/collprof_*.h5 2>/dev/null | head -n 1)
+    rc=0
+    "$REPORT" screen "$h5all" --baseline "$WORK/base.h5" >"$WORK/rejudged" 2>&1 || rc=$?
+    [ "$rc" -eq 1 ] && grep -q "^# re-judged against the baseline $WORK/base.h5 ($B: " "$WORK/rejudged" &&
+        grep -q '^nodes: 0 healthy, 8 slow' "$WORK/rejudged" && grep -q '^exclude: n\[1-8\]$' "$WORK/rejudged"
+    r=$?
+    ok $r "the run every node throttled, judged again against the baseline: all 8 slow (rc $rc)"
+    [ $r -eq 0 ] || sed 's/^/# /' "$WORK/rejudged"
+    rc=0
+    ex=$("$REPORT" screen "$h5all" --baseline "$WORK/base.h5" --format slurm 2>/dev/null) || rc=$?
+    [ "$rc" -eq 1 ] && [ "$ex" = 'n[1-8]' ]
+    ok $? "... --format slurm: n[1-8] (got '$ex', rc $rc)"
+    rc=0
+    "$REPORT" screen "$h5all" --baseline "$WORK/base.h5" --format drain >"$WORK/rejudged" || rc=$?
+    [ "$rc" -eq 1 ] && [ "$(grep -c '^scontrol update nodename=n[1-8] state=drain reason="collprof screen: slow, [0-9.]*x of the baseline' "$WORK/rejudged")" -eq 8 ]
+    ok $? "... --format drain: 8 lines, 'of the baseline' (rc $rc)"
+    if command -v python3 >/dev/null 2>&1; then
+        rc=0
+        "$REPORT" screen "$h5all" --baseline "$WORK/base.h5" --format json >"$WORK/rejudged" || rc=$?
+        python3 - "$WORK/rejudged" "$WORK/base.h5" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["screens"][0]
+assert d["status"] == 1 and d["baseline"] == sys.argv[2] and s["rejudged"]["baseline"] == sys.argv[2], d
+assert s["reference"]["source"] == "baseline" and s["exclude"] == "n[1-8]", s
+assert [n["verdict"] for n in s["nodes"]] == ["slow"] * 8, s
+EOF
+        ok $? "... --format json: rejudged against the baseline, 8 slow (rc $rc)"
+    fi
+    # shellcheck disable=SC2012 # our own file names
+    h5clean=$(ls "$WORK/clean"/collprof_*.h5 2>/dev/null | head -n 1)
+    rc=0
+    "$REPORT" screen "$h5clean" --baseline "$WORK/base.h5" >"$WORK/rejudged" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] && grep -q '^# re-judged against the baseline ' "$WORK/rejudged" &&
+        grep -q '^nodes: 8 healthy, 0 slow' "$WORK/rejudged" && grep -q '^exclude: (none)$' "$WORK/rejudged"
+    r=$?
+    ok $r "the healthy run judged again against its own baseline: 8 healthy, exit 0 (rc $rc)"
+    [ $r -eq 0 ] || sed 's/^/# /' "$WORK/rejudged"
     for n in 1 2 3 4 5 6 7 8; do bash "$SL" shape "n$n" off >/dev/null 2>&1; done
     screen8 "$WORK/badb" --seed 4 --baseline "$h5"
     [ "$rc" -eq 2 ] && grep -q -- '--baseline: .*not a baseline file' "$WORK/badb/err"

@@ -6,12 +6,16 @@
  * was injected.  Checks the schedule (perfect matchings, no pair twice,
  * different byes, deterministic by seed), the rounds used at 16, 1,024 and
  * 4,096 nodes, recall, the node/link class and false positives, and the
- * Slurm host list.
+ * Slurm host list.  Then a screen's pairs written as /links rows and judged again against a
+ * baseline (collprof-report screen --baseline), and a link sweep's pairs judged against one
+ * (collprof-report links --baseline).
  */
 #include "config.h"
 
 #include "core/hostlist.h"
+#include "core/links.h"
 #include "core/screen.h"
+#include "output/screen_out.h"
 
 #include "tap.h"
 
@@ -297,6 +301,225 @@ static void check_hostlist(void)
     ok(w > 7 && strlen(buf) == 7, "hostlist: truncated as snprintf (%d wanted)", w);
 }
 
+/* ---- judged again from /links rows ------------------------------------------------------- */
+
+/* s's pairs as the /links rows a run writes (a latency and a bandwidth row each) into rows
+ * (room for 2 x npairs); the count. */
+static size_t pairs_to_rows(const cp_screen_t *s, collprof_link_row_t *rows)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        for (int k = 0; k < 2; k++) {
+            collprof_link_row_t *r = &rows[m++];
+            memset(r, 0, sizeof(*r));
+            snprintf(r->backend, sizeof(r->backend), "sim");
+            snprintf(r->kind, sizeof(r->kind), "%s", k ? "bandwidth" : "latency");
+            r->bytes = k ? 1048576 : 8;
+            r->node_a = p->b; /* either order: the pair is the same */
+            r->node_b = p->a;
+            r->round = p->round;
+            snprintf(r->status, sizeof(r->status), "%s",
+                     p->status == CP_SCREEN_TIMEOUT  ? "timeout"
+                     : p->status == CP_SCREEN_FAILED ? "wrong"
+                                                     : "ok");
+            r->time_p50_us = k ? (double)r->bytes * 1e-3 / p->bw_gbs : p->lat_us;
+        }
+    }
+    return m;
+}
+
+/* The recorded screen s judged again from its rows against base into t: the status. */
+static int rejudge(const cp_screen_t *s, const cp_screen_ref_t *base, cp_screen_t *t, int *sched)
+{
+    collprof_link_row_t *rows = malloc(sizeof(*rows) * 2 * (s->npairs + 1));
+    size_t m = pairs_to_rows(s, rows);
+    cp_screen_opts_t o = s->opt;
+    o.has_baseline = 1;
+    o.baseline = *base;
+    cp_screen_init(t, s->n, &o);
+    int added = cp_screen_add_rows(t, rows, m, "sim", cp_screen_random_rounds(t));
+    *sched = cp_screen_schedule_check(t);
+    free(rows);
+    if (added != (int)s->npairs || *sched != -1) {
+        return -1;
+    }
+    cp_screen_judge(t, base);
+    return cp_screen_replay(t);
+}
+
+static void check_rejudge(void)
+{
+    cp_screen_ref_t base = {
+        .bw_gbs = 12.0, .bw_mad = 0.05, .lat_us = 20.0, .lat_mad = 0.05, .source = 1};
+    sim_t c;
+    cp_screen_t s, t;
+    int status, st, sched;
+
+    /* every node at 0.5x, screened against itself: nothing to tell; judged again: all slow */
+    sim_init(&c, 16, 0.10, 3);
+    for (int i = 0; i < 16; i++) {
+        c.node_f[i] = 0.5;
+    }
+    sim_baseline = NULL;
+    sim_screen(&c, &s, 11, &status);
+    st = rejudge(&s, &base, &t, &sched);
+    int slow = 0;
+    for (int i = 0; i < 16; i++) {
+        slow += t.verdict[i] == CP_SCREEN_SLOW;
+    }
+    ok(status == 0 && st == 1 && slow == 16,
+       "rejudge: 16 nodes at 0.5x, healthy against themselves (status %d), all slow against the "
+       "baseline (%d slow, status %d)",
+       status, slow, st);
+    cp_screen_free(&t);
+    base.bw_gbs = 6.0, base.lat_us = 40.0; /* the baseline of the cluster as it is */
+    st = rejudge(&s, &base, &t, &sched);
+    ok(st == 0, "rejudge: the same pairs against a baseline of their own figures: healthy (%d)",
+       st);
+    cp_screen_free(&t);
+    cp_screen_free(&s);
+    sim_free(&c);
+    base.bw_gbs = 12.0, base.lat_us = 20.0;
+
+    /* a run against the baseline, judged again against it: the run's verdict, node by node */
+    int same = 0, runs = 10;
+    sim_baseline = &base;
+    for (int r = 0; r < runs; r++) {
+        sim_init(&c, r % 2 ? 8 : 16, 0.10, (uint64_t)r + 40);
+        c.node_f[r % 8] = 0.3;
+        if (r % 3 == 0) { /* and a slow link */
+            c.la = (r + 3) % 8, c.lb = (r + 5) % 8, c.lf = 0.2;
+        }
+        sim_screen(&c, &s, (uint64_t)r * 7 + 1, &status);
+        st = rejudge(&s, &base, &t, &sched);
+        int eq = st == status && t.nlinks == s.nlinks;
+        for (int i = 0; i < s.n; i++) {
+            eq &= t.verdict[i] == s.verdict[i];
+        }
+        for (int l = 0; eq && l < s.nlinks; l++) {
+            eq &= t.link_verdict[l] == s.link_verdict[l];
+        }
+        same += eq;
+        cp_screen_free(&t);
+        cp_screen_free(&s);
+        sim_free(&c);
+    }
+    sim_baseline = NULL;
+    ok(same == runs,
+       "rejudge: runs against the baseline judged again against it: the same "
+       "verdicts in %d of %d",
+       same, runs);
+
+    /* a node slow in a run without a baseline, judged again: found alone, confirmation kept */
+    sim_init(&c, 16, 0.10, 5);
+    c.node_f[6] = 0.3;
+    sim_screen(&c, &s, 5, &status);
+    st = rejudge(&s, &base, &t, &sched);
+    unsigned char want[16] = {0};
+    want[6] = 1;
+    ok(st == 1 && flagged_exactly(&t, want, CP_SCREEN_SLOW) && t.confirm_with[6] >= 0 &&
+           t.confirm_with[6] == s.confirm_with[6],
+       "rejudge: node 6 at 0.3x, slow alone, confirmed with node %d as in the run (%d; status %d)",
+       t.confirm_with[6], s.confirm_with[6], st);
+    cp_screen_free(&t);
+
+    /* a confirmation round taken for a random one is noticed, not judged */
+    collprof_link_row_t *rows = malloc(sizeof(*rows) * 2 * (s.npairs + 1));
+    size_t m = pairs_to_rows(&s, rows);
+    cp_screen_opts_t o = s.opt;
+    o.rounds = 4;
+    cp_screen_init(&t, s.n, &o);
+    cp_screen_add_rows(&t, rows, m, "sim", 4);
+    sched = cp_screen_schedule_check(&t);
+    ok(sched == 3,
+       "rejudge: --screen-rounds read as 4 for a run of 3: round %d is not the "
+       "schedule's",
+       sched + 1);
+    cp_screen_free(&t);
+    rows[0].node_b = 16; /* a node the screen does not have */
+    cp_screen_init(&t, s.n, &s.opt);
+    ok(cp_screen_add_rows(&t, rows, m, "sim", 3) == -2 && t.npairs == 0,
+       "rejudge: a row naming node 16 of 16: refused");
+    ok(cp_screen_add_rows(&t, rows, m, "other", 3) == 0, "rejudge: another backend's: no pairs");
+    cp_screen_free(&t);
+    free(rows);
+    cp_screen_free(&s);
+    sim_free(&c);
+}
+
+/* Every pair of n nodes once (the link sweep's rounds), against base: the status; t decided. */
+static int sweep(sim_t *c, const cp_screen_ref_t *base, cp_screen_t *t)
+{
+    cp_screen_opts_t o;
+    cp_screen_opts_default(&o);
+    o.rounds = cp_links_rounds(c->n);
+    o.has_baseline = 1;
+    o.baseline = *base;
+    cp_screen_init(t, c->n, &o);
+    for (int k = 0; k < cp_links_rounds(c->n); k++) {
+        for (int a = 0; a < c->n; a++) {
+            int b = cp_links_partner(c->n, k, a);
+            if (b > a) {
+                cp_screen_pair_t p = sim_pair(c, a, b, CP_SCREEN_RANDOM, k);
+                cp_screen_add(t, &p);
+            }
+        }
+    }
+    cp_screen_judge(t, base);
+    return cp_screen_decide_sweep(t);
+}
+
+static void check_sweep(void)
+{
+    cp_screen_ref_t base = {
+        .bw_gbs = 12.0, .bw_mad = 0.05, .lat_us = 20.0, .lat_mad = 0.05, .source = 1};
+    unsigned char want[7] = {0};
+    sim_t c;
+    cp_screen_t t;
+    sim_init(&c, 7, 0.10, 9);
+    int st = sweep(&c, &base, &t);
+    ok(st == 0 && flagged_exactly(&t, want, CP_SCREEN_SLOW) && t.nlinks == 0,
+       "sweep: 7 healthy nodes against the baseline: nothing flagged (%d)", st);
+    cp_screen_free(&t);
+    c.node_f[2] = 0.2;
+    want[2] = 1;
+    st = sweep(&c, &base, &t);
+    ok(st == 1 && flagged_exactly(&t, want, CP_SCREEN_SLOW) && t.nlinks == 0,
+       "sweep: node 2 at 0.2x: slow alone, no link (%d)", st);
+    cp_screen_free(&t);
+    c.node_f[2] = 1;
+    want[2] = 0;
+    c.la = 1, c.lb = 4, c.lf = 0.2;
+    st = sweep(&c, &base, &t);
+    int healthy = 0;
+    for (int i = 0; i < 7; i++) {
+        healthy += t.verdict[i] == CP_SCREEN_HEALTHY;
+    }
+    ok(st == 1 && healthy == 7 && t.nlinks == 1 && t.link_a[0] == 1 && t.link_b[0] == 4 &&
+           t.link_verdict[0] == CP_SCREEN_SLOW,
+       "sweep: the 1-4 link at 0.2x: a slow link, no node (%d, %d links)", st, t.nlinks);
+    cp_screen_free(&t);
+    c.la = c.lb = -1;
+    for (int i = 0; i < 7; i++) {
+        c.node_f[i] = 0.5;
+        want[i] = 1;
+    }
+    st = sweep(&c, &base, &t);
+    ok(st == 1 && flagged_exactly(&t, want, CP_SCREEN_SLOW),
+       "sweep: every node at 0.5x: all 7 slow against the baseline (%d)", st);
+    cp_screen_free(&t);
+    sim_free(&c);
+    sim_init(&c, 2, 0.10, 9);
+    c.node_f[1] = 0.2;
+    st = sweep(&c, &base, &t);
+    ok(st == 1 && t.verdict[0] == CP_SCREEN_HEALTHY && t.verdict[1] == CP_SCREEN_HEALTHY &&
+           t.nlinks == 1,
+       "sweep: 2 nodes, their pair slow: a slow link, neither node blamed (%d)", st);
+    cp_screen_free(&t);
+    sim_free(&c);
+}
+
 int main(void)
 {
     check_schedule(16, 1);
@@ -304,6 +527,8 @@ int main(void)
     check_schedule(3, 2);
     check_schedule(1024, 9);
     check_hostlist();
+    check_rejudge();
+    check_sweep();
 
     int rmax, hits;
     hits = scenario(16, 1, 0.5, 0, 0.10, 20, &rmax);
@@ -342,6 +567,10 @@ int main(void)
        hits);
     hits = scenario(16, 1, 0.5, 0, 0.10, 10, &rmax);
     ok(hits >= 9, "16 nodes, one at 0.5x, against the baseline: found alone in %d of 10", hits);
+    /* 4 nodes: the slow node's confirmation partner met it twice (a random round and the
+     * confirmation), half of its pairs: its median is not what blames it */
+    hits = scenario(4, 1, 0.05, 0, 0.10, 10, &rmax);
+    ok(hits == 10, "4 nodes, one at 0.05x, against the baseline: found alone in %d of 10", hits);
     sim_baseline = NULL;
     hits = scenario(16, 16, 0.5, 0, 0.10, 10, &rmax);
     ok(hits == 0, "16 nodes all at 0.5x, no baseline: a screen cannot tell (%d of 10 flagged)",
