@@ -11,11 +11,33 @@
 
 void cp_halve_opts_default(cp_halve_opts_t *o)
 {
-    o->expect_gbs = 0;
+    o->ref_bw_gbs = 0;
+    o->ref_lat_us = 0;
+    o->bytes = 0;
     o->abs_thr = 0.4;
     o->rel_thr = 0.8;
     o->max_fail = 8;
     o->max_levels = 0;
+}
+
+double cp_halve_expect(const cp_halve_opts_t *o, int m)
+{
+    if (o->ref_bw_gbs <= 0) {
+        return 0;
+    }
+    double per_byte = 1.0 / (o->ref_bw_gbs * 1e3); /* us per byte at the link's bandwidth */
+    if (o->ref_lat_us > 0 && o->bytes > 0) {
+        per_byte += (double)m * o->ref_lat_us / o->bytes;
+    }
+    return 1.0 / per_byte * 1e-3;
+}
+
+/* Group g's bandwidth as a share of what the pairs predict for it (its raw busbw when
+ * there is no reference). */
+static double share(const cp_halve_t *h, const cp_halve_group_t *g)
+{
+    double e = cp_halve_expect(&h->opt, g->count);
+    return e > 0 ? g->busbw / e : g->busbw;
 }
 
 const char *cp_halve_outcome_name(int o)
@@ -157,8 +179,8 @@ static double best_sibling(const cp_halve_t *h, size_t k)
     double best = 0;
     for (size_t j = h->lfirst; j < h->lend; j++) {
         const cp_halve_group_t *s = &h->g[j];
-        if (s->parent == h->g[k].parent && !s->failed && s->wrong == 0 && s->busbw > best) {
-            best = s->busbw;
+        if (s->parent == h->g[k].parent && !s->failed && s->wrong == 0 && share(h, s) > best) {
+            best = share(h, s);
         }
     }
     return best;
@@ -171,9 +193,9 @@ static void judge(cp_halve_t *h, size_t k)
     g->verdict = CP_HALVE_FAIL;
     if (g->failed || g->wrong > 0 || g->busbw <= 0) {
         g->why = CP_HALVE_WHY_ERROR;
-    } else if (h->opt.expect_gbs > 0 && g->busbw < h->opt.abs_thr * h->opt.expect_gbs) {
+    } else if (h->opt.ref_bw_gbs > 0 && share(h, g) < h->opt.abs_thr) {
         g->why = CP_HALVE_WHY_ABSOLUTE;
-    } else if (best > 0 && g->busbw < h->opt.rel_thr * best) {
+    } else if (best > 0 && share(h, g) < h->opt.rel_thr * best) {
         g->why = CP_HALVE_WHY_SIBLING;
     } else {
         g->verdict = CP_HALVE_PASS;
@@ -403,6 +425,19 @@ int cp_halve_next(cp_halve_t *h, int stop)
     return (int)(h->lend - h->lfirst);
 }
 
+void cp_halve_abort(cp_halve_t *h)
+{
+    for (size_t k = h->lfirst; k < h->lend; k++) {
+        int p = h->g[k].parent;
+        if (p < 0 || k == h->lfirst || h->g[k - 1].parent != p) {
+            unexplained(h, p >= 0 ? (size_t)p : k);
+        }
+    }
+    if (h->lend > h->lfirst) {
+        finish(h);
+    }
+}
+
 /* ---- words ------------------------------------------------------------------------------- */
 
 typedef struct out {
@@ -475,8 +510,9 @@ static void root_words(const cp_halve_t *h, out_t *o)
     figure(g, f, sizeof(f));
     put(o, "allreduce over %d nodes %s%s", g->count, f,
         g->busbw > 0 && !g->failed ? " GB/s busbw" : "");
-    if (h->opt.expect_gbs > 0 && g->busbw > 0 && !g->failed && g->wrong == 0) {
-        put(o, " (%.2fx the pairs' %.3g GB/s)", g->busbw / h->opt.expect_gbs, h->opt.expect_gbs);
+    double e = cp_halve_expect(&h->opt, g->count);
+    if (e > 0 && g->busbw > 0 && !g->failed && g->wrong == 0) {
+        put(o, " (%.2fx the %.3g the pairs predict)", g->busbw / e, e);
     }
 }
 

@@ -7,11 +7,12 @@
  *
  *  Level 0: one allreduce of every survivor (the nodes the screen's rounds call healthy).
  *  A group fails when its data is wrong or its backend erred, when its bus bandwidth is
- *  below abs_thr x what the pairs predict (the screen's reference bandwidth: a ring
- *  allreduce moves each node's data over its link both ways at once, as a pair test does),
- *  or -- from level 1 on -- when it is below rel_thr x its best sibling's (the halves of one
- *  parent run at once and compare with each other, which noise shared by the whole
- *  cluster does not upset).
+ *  below abs_thr x what the pairs predict for its size (cp_halve_expect: a ring allreduce of
+ *  m nodes, each link at the reference bandwidth B, each of its 2(m - 1) steps paying the
+ *  reference latency L: busbw = 1 / (1/B + m L / S) for S bytes), or -- from level 1 on --
+ *  when its share of that is below rel_thr x its best sibling's (the halves of one parent
+ *  run at once and compare with each other, which noise shared by the whole cluster does
+ *  not upset).
  *  A failing group of 4 nodes or more is split in halves (node order), all failing groups
  *  of a level at once, each on its own group: log2(n) levels down to groups of 2 or 3.
  *  A failing group of 2 or 3 nodes is resolved with witnesses: each of its nodes runs a
@@ -31,13 +32,19 @@
 
 /** The halving's knobs. */
 typedef struct cp_halve_opts {
-    double expect_gbs; /**< the busbw the pairs predict (the reference's bandwidth; 0: none,
-                            then only failures and the siblings' comparison judge) */
-    double abs_thr;    /**< a group fails below abs_thr x expect_gbs (default 0.4) */
+    double ref_bw_gbs; /**< the pairs' reference bandwidth (0: none: then only failures and
+                            the siblings' raw comparison judge) */
+    double ref_lat_us; /**< the pairs' reference latency (0: none) */
+    double bytes;      /**< the allreduce's size */
+    double abs_thr;    /**< a group fails below abs_thr x cp_halve_expect (default 0.4) */
     double rel_thr;    /**< a child fails below rel_thr x its best sibling (default 0.8) */
     int max_fail;      /**< failing groups followed per level (default 8) */
     int max_levels;    /**< levels at most, level 0 included (0: ceil(log2 n) + 2) */
 } cp_halve_opts_t;
+
+/** The bus bandwidth (GB/s) the pairs predict for an allreduce of m nodes (0: no
+ *  reference). */
+double cp_halve_expect(const cp_halve_opts_t *o, int m);
 
 /** Defaults: no expectation, abs 0.4, rel 0.8, 8 failing groups per level. */
 void cp_halve_opts_default(cp_halve_opts_t *o);
@@ -123,6 +130,10 @@ void cp_halve_set(cp_halve_t *h, int k, int failed, uint64_t wrong, double busbw
  *  is over, outcome set), -1 when out of memory.  stop: plan nothing more (a time budget
  *  spent): what is still failing is unexplained. */
 int cp_halve_next(cp_halve_t *h, int stop);
+
+/** The current level could not run: its parents' failures are unexplained, the halving is
+ *  over (outcome set). */
+void cp_halve_abort(cp_halve_t *h);
 
 /** The nodes of group k of h (the whole list), for messages. */
 static inline const int *cp_halve_nodes(const cp_halve_t *h, size_t k)

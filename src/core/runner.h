@@ -82,6 +82,9 @@ typedef struct cp_runner {
     int repeat;          /**< the repeat running now (--repeats), from 0 */
     void *ctx; /**< a fresh context of the cell's backend for this repeat; NULL: its own */
     cp_kept_bufs_t *keep; /**< buffers kept across repeats; NULL: the run's own */
+    /** the job's host table, from which the screen's validation makes its groups' (NULL:
+     *  none; a cell with r->ctx and a split kind runs on that context as its group's) */
+    const collprof_host_t *host;
 } cp_runner_t;
 
 /** The watchdog timeout of a cell whose largest buffer has bytes bytes:

@@ -284,8 +284,11 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
 {
     int exit_status = CP_EXIT_OK, done = 0;
     cp_screen_out_t out = {.rows = NULL};
-    cp_runner_t runner = {
-        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    cp_runner_t runner = {.opt = rr->opt,
+                          .boot = &rr->boot,
+                          .plugins = rr->plugins,
+                          .nplugins = rr->nplugins,
+                          .host = &rr->host};
     uint64_t seed = screen_seed(rr);
     size_t nbase;
     int ok;

@@ -14,6 +14,7 @@
 
 #include "tap.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static int run(sim_t *c, cp_halve_t *h, const unsigned char *in, double abs_thr,
 {
     cp_halve_opts_t o;
     cp_halve_opts_default(&o);
-    o.expect_gbs = HEALTHY_GBS;
+    o.ref_bw_gbs = HEALTHY_GBS;
     o.abs_thr = abs_thr;
     o.rel_thr = rel_thr;
     unsigned char *all = malloc((size_t)c->n);
@@ -158,6 +159,20 @@ int main(void)
 {
     cp_halve_t h;
     sim_t c;
+
+    /* ---- the expectation: a ring of m nodes at the pairs' bandwidth and latency */
+    {
+        cp_halve_opts_t o;
+        cp_halve_opts_default(&o);
+        ok(cp_halve_expect(&o, 8) == 0, "no reference: no expectation");
+        o.ref_bw_gbs = 0.238;
+        ok(fabs(cp_halve_expect(&o, 8) - 0.238) < 1e-9, "no latency: the pairs' bandwidth");
+        o.ref_lat_us = 594;
+        o.bytes = 262144;
+        double e8 = cp_halve_expect(&o, 8), e4 = cp_halve_expect(&o, 4);
+        ok(fabs(e8 - 0.0448) < 0.0005 && e4 > e8,
+           "8 nodes, 0.238 GB/s and 594 us pairs, 256 KiB: %.4f GB/s (4 nodes: %.4f)", e8, e4);
+    }
 
     /* ---- nothing wrong: one level, passed */
     {
@@ -329,7 +344,7 @@ int main(void)
         c.f[3] = 0.2;
         cp_halve_opts_t o;
         cp_halve_opts_default(&o);
-        o.expect_gbs = HEALTHY_GBS;
+        o.ref_bw_gbs = HEALTHY_GBS;
         unsigned char in[16];
         memset(in, 1, sizeof(in));
         cp_halve_init(&h, 16, in, &o);
