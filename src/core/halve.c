@@ -101,7 +101,7 @@ int cp_halve_init(cp_halve_t *h, int n, const unsigned char *in, const cp_halve_
     h->level = -1;
     h->first_unexplained = -1;
     if (h->opt.max_levels <= 0) {
-        h->opt.max_levels = log2_up(n > 1 ? n : 1) + 2;
+        h->opt.max_levels = log2_up(n > 1 ? n : 1) + 3;
     }
     size_t k = (size_t)(n > 0 ? n : 1);
     int *v = malloc(k * sizeof(int));
@@ -370,7 +370,7 @@ int cp_halve_next(cp_halve_t *h, int stop)
         }
         nf += g->verdict == CP_HALVE_FAIL;
     }
-    if (h->level == 0 && nf == 0) {
+    if (h->g[h->lfirst].parent < 0 && nf == 0) { /* level 0, or its second try, passed */
         h->outcome = CP_HALVE_PASSED;
         h->lfirst = h->lend = h->ng;
         return 0;
@@ -403,6 +403,19 @@ int cp_halve_next(cp_halve_t *h, int stop)
             int node = h->nodes[g->first];
             h->culprit[node] = 1;
             h->culprit_group[node] = (int)k;
+        } else if (g->parent < 0 && !g->retry && g->why != CP_HALVE_WHY_ERROR && !last) {
+            cp_halve_group_t root = *g; /* level 0 again, before anything is halved */
+            int *copy = malloc(sizeof(int) * (size_t)root.count); /* add_group moves nodes */
+            long at = copy == NULL ? -1 : 0;
+            if (copy != NULL) {
+                memcpy(copy, h->nodes + root.first, sizeof(int) * (size_t)root.count);
+                at = add_group(h, root.level + 1, -1, copy, root.count, 0);
+                free(copy);
+            }
+            rc = at < 0 ? -1 : 0;
+            if (at >= 0) {
+                h->g[at].retry = 1;
+            }
         } else if (last || followed >= h->opt.max_fail) {
             unexplained(h, k);
         } else {
@@ -502,7 +515,7 @@ static const char *name_or(const char *const *names, int i, char *tmp, size_t le
     return tmp;
 }
 
-/* The level-0 group's words. */
+/* The level-0 group's words (and its second try's). */
 static void root_words(const cp_halve_t *h, out_t *o)
 {
     const cp_halve_group_t *g = &h->g[0];
@@ -513,6 +526,10 @@ static void root_words(const cp_halve_t *h, out_t *o)
     double e = cp_halve_expect(&h->opt, g->count);
     if (e > 0 && g->busbw > 0 && !g->failed && g->wrong == 0) {
         put(o, " (%.2fx the %.3g the pairs predict)", g->busbw / e, e);
+    }
+    if (h->ng > 1 && h->g[1].retry && h->g[1].verdict != CP_HALVE_PENDING) {
+        figure(&h->g[1], f, sizeof(f));
+        put(o, "; again %s (%s)", f, h->g[1].verdict == CP_HALVE_FAIL ? "fails" : "passes");
     }
 }
 

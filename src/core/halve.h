@@ -5,7 +5,9 @@
  * runner (src/core/screen_valid.c) runs each level's groups at once and hands back their
  * figures; the simulator of tests/unit/test_halve.c does the same without processes.
  *
- *  Level 0: one allreduce of every survivor (the nodes the screen's rounds call healthy).
+ *  Level 0: one allreduce of every survivor (the nodes the screen's rounds call healthy);
+ *  when it fails by its bandwidth alone (not its data), it runs once more before anything
+ *  is halved: a passing disturbance does not repeat, a fault at full scale does.
  *  A group fails when its data is wrong or its backend erred, when its bus bandwidth is
  *  below abs_thr x what the pairs predict for its size (cp_halve_expect: a ring allreduce of
  *  m nodes, each link at the reference bandwidth B, each of its 2(m - 1) steps paying the
@@ -39,7 +41,7 @@ typedef struct cp_halve_opts {
     double abs_thr;    /**< a group fails below abs_thr x cp_halve_expect (default 0.4) */
     double rel_thr;    /**< a child fails below rel_thr x its best sibling (default 0.8) */
     int max_fail;      /**< failing groups followed per level (default 8) */
-    int max_levels;    /**< levels at most, level 0 included (0: ceil(log2 n) + 2) */
+    int max_levels;    /**< levels at most, level 0 included (0: ceil(log2 n) + 3) */
 } cp_halve_opts_t;
 
 /** The bus bandwidth (GB/s) the pairs predict for an allreduce of m nodes (0: no
@@ -71,6 +73,7 @@ typedef struct cp_halve_group {
     int first, count; /**< its nodes: h->nodes[first .. first + count), ascending; a witness
                            group: the node tried, then its witness */
     int witness;      /**< 1: a node of a small failing group with a witness */
+    int retry;        /**< 1: level 0's group again (it failed by its bandwidth alone) */
     int failed;       /**< measured: wrong data or a backend error */
     uint64_t wrong;   /**< wrong elements */
     double busbw;     /**< GB/s (0: not measured) */

@@ -25,6 +25,7 @@ typedef struct sim {
     unsigned char *bad; /* [n] returns wrong data */
     int la, lb;         /* a slow link (-1: none) */
     int scale;          /* groups of more nodes than this run at 0.1x (0: none) */
+    int once;           /* the first allreduce runs at 0.1x (a passing disturbance) */
     double jitter;      /* uniform noise in [1 - jitter, 1 + jitter] */
     uint64_t x;
 } sim_t;
@@ -91,6 +92,10 @@ static int run(sim_t *c, cp_halve_t *h, const unsigned char *in, double abs_thr,
             if (c->scale > 0 && members > c->scale) {
                 f *= 0.1;
             }
+            if (c->once) {
+                f *= 0.1;
+                c->once = 0;
+            }
             double bw = HEALTHY_GBS * f * (1 + c->jitter * (2 * uniform(&c->x) - 1));
             cp_halve_set(h, k, 0, wrong ? 3 : 0, bw);
         }
@@ -151,8 +156,8 @@ static void one_culprit(int n, double f, double jitter, int trials)
     }
     ok(found == trials, "%d nodes, one at %.2fx, noise +-%.0f%%: found alone in %d of %d", n, f,
        jitter * 100, found, trials);
-    ok(worst <= log2i(n) + 1, "%d nodes: at most %d levels (log2(n) + 1 = %d)", n, worst,
-       log2i(n) + 1);
+    ok(worst <= log2i(n) + 2, "%d nodes: at most %d levels (log2(n) + 2 = %d)", n, worst,
+       log2i(n) + 2);
 }
 
 int main(void)
@@ -214,7 +219,7 @@ int main(void)
             int levels = run(&c, &h, NULL, 0.4, 0.8);
             unsigned char want[64] = {0};
             want[pairs[t][0]] = want[pairs[t][1]] = 1;
-            ok(same_culprits(&h, want) && h.outcome == CP_HALVE_FOUND && levels <= 7,
+            ok(same_culprits(&h, want) && h.outcome == CP_HALVE_FOUND && levels <= 8,
                "64 nodes, nodes %d and %d at 0.2x: both found (%s), %d levels", pairs[t][0],
                pairs[t][1], cp_halve_outcome_name(h.outcome), levels);
             cp_halve_free(&h);
@@ -274,8 +279,21 @@ int main(void)
         int levels = run(&c, &h, NULL, 0.4, 0.8);
         char ev[512];
         cp_halve_evidence(&h, -1, NULL, ev, sizeof(ev));
-        ok(h.outcome == CP_HALVE_UNEXPLAINED && levels == 2 && h.unexplained == 1,
+        ok(h.outcome == CP_HALVE_UNEXPLAINED && levels == 3 && h.unexplained == 1,
            "64 nodes slow only all together: unexplained after %d levels: %s", levels, ev);
+        cp_halve_free(&h);
+        sim_free(&c);
+    }
+
+    /* ---- a passing disturbance in level 0: its second try passes */
+    {
+        sim_init(&c, 64, 0.1, 19);
+        c.once = 1;
+        int levels = run(&c, &h, NULL, 0.4, 0.8);
+        char ev[512];
+        cp_halve_evidence(&h, -1, NULL, ev, sizeof(ev));
+        ok(h.outcome == CP_HALVE_PASSED && levels == 2 && strstr(ev, "again") != NULL,
+           "64 nodes, level 0 slow once: passed on its second try (%d levels): %s", levels, ev);
         cp_halve_free(&h);
         sim_free(&c);
     }
@@ -291,7 +309,7 @@ int main(void)
         for (int i = 0; i < 64; i++) {
             wrongly += h.culprit[i] && c.f[i] == 1.0;
         }
-        ok(levels <= 8 && wrongly == 0 && h.outcome != CP_HALVE_PASSED,
+        ok(levels <= 9 && wrongly == 0 && h.outcome != CP_HALVE_PASSED,
            "64 nodes, 22 at 0.2x: %d levels, no healthy node named, %s", levels,
            cp_halve_outcome_name(h.outcome));
         cp_halve_free(&h);
@@ -332,8 +350,8 @@ int main(void)
         sim_init(&c, 3, 0.1, 15);
         c.f[1] = 0.1;
         int levels = run(&c, &h, NULL, 0.4, 0.8);
-        ok(h.outcome == CP_HALVE_UNEXPLAINED && levels == 1,
-           "3 nodes, one at 0.1x: no witness to resolve them with: unexplained after 1 level");
+        ok(h.outcome == CP_HALVE_UNEXPLAINED && levels == 2,
+           "3 nodes, one at 0.1x: no witness to resolve them with: unexplained after 2 levels");
         cp_halve_free(&h);
         sim_free(&c);
     }
