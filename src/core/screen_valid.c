@@ -401,7 +401,6 @@ int cp_screen_valid_rows(const cp_screen_valid_t *v, const int *lead, const cp_b
     if (first >= out->nrows) {
         return 0; /* no verdict rows to amend */
     }
-    collprof_screen_row_t proto = out->rows[first];
     for (size_t i = first; i < out->nrows; i++) {
         collprof_screen_row_t *r = &out->rows[i];
         r->rounds += levels;
@@ -413,6 +412,7 @@ int cp_screen_valid_rows(const cp_screen_valid_t *v, const int *lead, const cp_b
                      v->node_ev[node]);
         }
     }
+    collprof_screen_row_t proto = out->rows[first]; /* the rows' common fields */
     for (int l = 0; v->ran && l < h->nlinks; l++) {
         collprof_screen_row_t *r = grow(out);
         if (r == NULL) {
