@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 8
+#define COLLPROF_SCHEMA_VERSION_MINOR 9
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -130,12 +130,12 @@
  * /links rows (the random rounds first, then the confirmation round). */
 #define COLLPROF_SCREEN_COLUMNS(X)                                                                       \
     X(backend,       STR,   32, 0, "",      "backend plugin name")                                       \
-    X(what,          STR,    8, 0, "",      "node or link")                                              \
-    X(node_a,        I32,    0, 0, "",      "the node (a link: one end)")                                \
+    X(what,          STR,    8, 0, "",      "node, link or verify (the validation collective, 1.9)")     \
+    X(node_a,        I32,    0, 0, "",      "the node (a link: one end; -1 for verify)")                 \
     X(node_b,        I32,    0, 0, "",      "a link's other end; -1 for a node")                         \
     X(host_a,        STR,   64, 0, "",      "node_a's host name")                                        \
     X(host_b,        STR,   64, 0, "",      "node_b's host name; empty for a node")                      \
-    X(verdict,       STR,   16, 0, "",      "healthy, slow, unreachable, inconclusive or untested")      \
+    X(verdict,       STR,   16, 0, "",      "healthy, slow, unreachable, inconclusive or untested; verify: passed, failed, inconclusive or skipped") \
     X(score,         F64,    0, 0, "",      "node: median, link: worst of its pairs' min(bw/ref, ref lat/lat)")   \
     X(suspect,       I32,    0, 0, "",      "1 when the random rounds made it a suspect")                \
     X(partners,      I32,    0, 0, "",      "partners measured in the random rounds")                    \

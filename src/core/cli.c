@@ -670,6 +670,18 @@ static int h_screen_thr(cli_state_t *st, const cli_opt_t *o, const char *arg, ch
     return 0;
 }
 
+static int h_screen_validate(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
+                             size_t len)
+{
+    (void)o;
+    if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
+        snprintf(why, len, "--screen-validate: '%s' is not on or off", arg);
+        return -1;
+    }
+    st->opt->screen_validate = strcmp(arg, "on") == 0 ? 1 : -1;
+    return 0;
+}
+
 static int h_link_gbps(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     (void)o;
@@ -955,6 +967,9 @@ static const cli_opt_t cli_opts[] = {
     {"screen-threshold", 0, "X", h_screen_thr, NULL, 0, 0,
      "a pair is slow below X times the reference (default:\n"
      "0.8; a noisy cluster may want less)"},
+    {"screen-validate", 0, "on|off", h_screen_validate, NULL, 0, 0,
+     "after the rounds, one allreduce of the healthy nodes,\n"
+     "halved in parallel when it fails (default: on)"},
     {"baseline", 0, "FILE", h_string, NULL, OPT_FIELD(baseline),
      "judge the screen against a baseline (collprof-report\n"
      "baseline) instead of its own median"},
@@ -1175,16 +1190,17 @@ static int screen_options(cp_options_t *opt, char *err, size_t errlen)
         return -1;
     }
     if (!opt->screen && (opt->screen_rounds != 0 || opt->seed != 0 || opt->screen_thr > 0 ||
-                         opt->baseline[0] != '\0')) {
+                         opt->baseline[0] != '\0' || opt->screen_validate != 0)) {
         snprintf(err, errlen,
-                 "--screen-rounds, --screen-threshold, --seed and --baseline shape "
-                 "the screen: add --screen");
+                 "--screen-rounds, --screen-threshold, --screen-validate, --seed and "
+                 "--baseline shape the screen: add --screen");
         return -1;
     }
     if (opt->screen) {
         opt->link_sweep = 1;
         opt->screen_rounds = opt->screen_rounds ? opt->screen_rounds : 3;
         opt->screen_thr = opt->screen_thr > 0 ? opt->screen_thr : 0.8;
+        opt->screen_validate = opt->screen_validate >= 0;
     }
     return 0;
 }

@@ -87,6 +87,8 @@ typedef struct cp_options {
     int screen_rounds;          /**< --screen-rounds: random rounds (0: default 3) */
     int seed;                   /**< --seed: the screen's pairings (0: rank 0 draws one) */
     double screen_thr;          /**< --screen-threshold: slow below this x the reference */
+    int screen_validate;        /**< --screen-validate: 1 on (the default), 0 off (-1 while
+                                     parsing: off given) */
     char baseline[4096];        /**< --baseline: judge the screen against this file ("": no) */
     unsigned split;             /**< --split: COLLPROF_BIT(cp_split_t) of the extra groupings */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */

@@ -72,6 +72,17 @@ long cp_fault_slow_us(int rank)
     return us > 0 ? us : 0;
 }
 
+long cp_fault_slowcoll_us(int rank)
+{
+    const char *a = fault_args("slowcoll");
+    if (a == NULL || atoi(a) != rank) {
+        return 0;
+    }
+    const char *colon = strchr(a, ':');
+    long us = colon != NULL ? atol(colon + 1) : 2000;
+    return us > 0 ? us : 0;
+}
+
 long cp_fault_slow_repeat_us(int repeat)
 {
     const char *a = fault_args("slowrep");
@@ -182,7 +193,7 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong", "exit",  "slowrep", "slow",
+    static const char *kinds[] = {"wrong", "exit",  "slowrep", "slowcoll", "slow",
                                   "hang",  "nomem", "rogue",   NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
@@ -204,7 +215,8 @@ int cp_fault_check(char *err, size_t len)
     snprintf(err, len,
              "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
              "wrongiter:ITER[:RANK], exit[:RANK], "
-             "slow[:RANK|all[:USEC]], hang[:RANK[:CELL]], nomem[:RANK[:CELL]], "
+             "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
+             "nomem[:RANK[:CELL]], "
              "slowrep:LIST[:USEC] or rogue[:RANK] (tests only; unset it for a real run)",
              f, strlen(f) > 40 ? "..." : "");
     return -1;

@@ -11,6 +11,10 @@
  *   hang[:RANK[:CELL]]      stop for good in the middle of cell CELL (default 0)
  *   nomem[:RANK[:CELL]]     find no memory for cell CELL's results (default 0), as
  *                           when the allocation fails
+ *   slowcoll[:RANK[:USEC]]  add USEC (default 2000) to each timed operation of RANK in
+ *                           collective cells, not in the pair exchanges of --link-sweep and
+ *                           --screen: a node fine in pairs, slow in collectives (the screen's
+ *                           validation allreduce sees it)
  *   slowrep:LIST[:USEC]     add USEC (default 2000) to each timed operation of every
  *                           rank in the repeats (--repeats) LIST names, e.g. 0,2
  *                           (counted from 0): a cell with two modes, for tests
@@ -35,6 +39,8 @@ int cp_fault_exit(int rank);
 int cp_fault_rogue(int rank);
 /** Microseconds "slow" adds to each timed operation of rank (0: none). */
 long cp_fault_slow_us(int rank);
+/** Microseconds "slowcoll" adds to each timed collective (not pair) operation of rank. */
+long cp_fault_slowcoll_us(int rank);
 /** Microseconds "slowrep" adds to each timed operation of repeat (0: none). */
 long cp_fault_slow_repeat_us(int repeat);
 /** Does "hang" apply to rank in cell? */

@@ -371,7 +371,8 @@ static void run_timed(cell_run_t *c)
 {
     const cp_cell_t *cell = c->cell;
     const int idx = c->r->index, me = c->r->boot->rank;
-    long slow_us = cp_fault_slow_us(me) + cp_fault_slow_repeat_us(c->r->repeat);
+    long slow_us = cp_fault_slow_us(me) + cp_fault_slow_repeat_us(c->r->repeat) +
+                   (cell->sweep ? 0 : cp_fault_slowcoll_us(me));
     int hang = cp_fault_hang(me, idx);
     c->x.rank = c->grank;
     int rc = COLLPROF_OK;
@@ -463,7 +464,7 @@ static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res
                  p->error);
         return 1;
     }
-    if (cell->split && p->gctx[cell->split] == NULL) {
+    if (cell->split && r->ctx == NULL && p->gctx[cell->split] == NULL) {
         res->status = COLLPROF_CELL_SKIPPED;
         snprintf(res->reason, sizeof(res->reason), "backend %s: %.200s", p->name,
                  p->gerror[cell->split][0] ? p->gerror[cell->split] : "no group context");

@@ -88,7 +88,10 @@ typedef struct cp_runner {
      *  paired sendrecv with cell->peer). */
     int alone;
     double tmo; /**< > 0: the watchdog's timeout for the cell's steps (else cp_cell_timeout) */
-    const collprof_host_t *host; /**< the job's host table (the screen's pair contexts) */
+    /** the job's host table, from which the screen's pairs and validation make their
+     *  groups' (NULL: none; a cell with r->ctx and a split kind runs on that context as its
+     *  group's) */
+    const collprof_host_t *host;
     int gn, grank; /**< gn > 0: ctx is a group's of gn ranks, this rank grank in it (the
                         screen's pairs); a sweep cell's peer is then a group rank too */
     /** Called after every iteration when not NULL (the screen's pair tests: a sign of life). */

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/screen.h"
 #include "core/screen_run_int.h"
+#include "core/screen_valid.h"
 #include "output/screen_out.h"
 
 #include <stdlib.h>
@@ -187,10 +188,22 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
         planned = rc < 0 ? -1 : k < nr ? agree_confirm(r, &s, nodes, 0, 1) : 0;
         worst |= rc > 0;
     }
-    live.s = NULL;
-    if (planned < 0 || worst < 0 || (b->rank == 0 && verdict_rows(r, lat, &s, lead, out) != 0)) {
+    /* the validation collective of the healthy nodes (src/core/screen_valid.h) */
+    cp_screen_valid_t val = {.ran = 0};
+    if (out->broken) { /* a node stopped: no collective of the job can follow */
+        snprintf(val.why, sizeof(val.why), "a node stopped answering (no collective of the job)");
+    } else if (planned >= 0 && worst >= 0 &&
+               cp_screen_validate(r, bw, &s, lead, &val, progress) != 0) {
         worst = -1;
     }
+    live.s = NULL;
+    size_t first = out != NULL ? out->nrows : 0;
+    if (planned < 0 || worst < 0 ||
+        (b->rank == 0 && (verdict_rows(r, lat, &s, lead, out) != 0 ||
+                          cp_screen_valid_rows(&val, lead, b, out, first) != 0))) {
+        worst = -1;
+    }
+    cp_screen_valid_free(&val);
     cp_screen_free(&s);
     free(lead);
     free(nodes);

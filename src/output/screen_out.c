@@ -178,7 +178,8 @@ int cp_screen_status(const collprof_screen_row_t *rows, size_t n)
     int flagged = 0, unsure = n == 0;
     for (size_t i = 0; i < n; i++) {
         const collprof_screen_row_t *r = &rows[i];
-        flagged |= cp_screen_excluded(r) || (!strcmp(r->what, "link") && is(r, "slow"));
+        flagged |= cp_screen_excluded(r) || (!strcmp(r->what, "link") && is(r, "slow")) ||
+                   (!strcmp(r->what, "verify") && is(r, "failed"));
         unsure |= is(r, "inconclusive") || is(r, "untested");
         unsure |= !strcmp(r->reference, "screen") && r->ref_bw_gbs <= 0 && r->ref_lat_us <= 0;
     }
@@ -220,6 +221,9 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
     for (size_t i = first; i < end; i++) {
         const collprof_screen_row_t *r = &rows[i];
         int link = !strcmp(r->what, "link");
+        if (!strcmp(r->what, "verify")) {
+            continue; /* after the nodes and links */
+        }
         for (int v = 0; !link && v < 5; v++) {
             counts[v] += !strcmp(r->verdict, cp_screen_verdict_name(v));
         }
@@ -234,6 +238,11 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
     fprintf(f, "nodes: %d healthy, %d slow, %d unreachable, %d inconclusive, %d untested\n",
             counts[CP_SCREEN_HEALTHY], counts[CP_SCREEN_SLOW], counts[CP_SCREEN_UNREACHABLE],
             counts[CP_SCREEN_INCONCLUSIVE], counts[CP_SCREEN_UNTESTED]);
+    for (size_t i = first; i < end; i++) {
+        if (!strcmp(rows[i].what, "verify")) {
+            fprintf(f, "validation: %s: %s\n", rows[i].verdict, rows[i].evidence);
+        }
+    }
     fprintf(f, "exclude: %s\n", ex[0] ? ex : "(none)");
 }
 

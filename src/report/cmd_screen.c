@@ -137,6 +137,13 @@ static void drain_reason(const collprof_screen_row_t *rows, size_t n, size_t i, 
                  (unsigned long long)r->seed);
         return;
     }
+    if (r->slow_partners == 0 && strstr(r->evidence, "validation:") != NULL) {
+        safe_name(r->backend, with, sizeof(with));
+        snprintf(buf, len,
+                 "collprof screen: slow in the validation allreduce (backend %s, seed %llu)", with,
+                 (unsigned long long)r->seed);
+        return;
+    }
     with[0] = '\0';
     for (size_t k = 0; k < n; k++) { /* the confirmation partner, by name */
         if (!strcmp(rows[k].what, "node") && rows[k].node_a == r->confirm_with &&
@@ -361,6 +368,18 @@ static void json_backend(FILE *out, const collprof_screen_row_t *rows, size_t fi
             }
         }
         fprintf(out, "%s]", any ? "\n     " : "");
+    }
+    for (size_t i = first; i < end; i++) { /* the validation collective (absent before it) */
+        const collprof_screen_row_t *r = &rows[i];
+        if (!strcmp(r->what, "verify")) {
+            char score[32];
+            cp_report_fmt_double(r->score, score, sizeof(score));
+            fprintf(out, ",\n     \"validation\": {\"verdict\": ");
+            cp_report_json_string(out, r->verdict);
+            fprintf(out, ", \"nodes\": %d, \"score\": %s, \"evidence\": ", r->partners, score);
+            cp_report_json_string(out, r->evidence);
+            fputc('}', out);
+        }
     }
     fputc('}', out);
 }

@@ -584,6 +584,8 @@ static int read_links(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
 static const char *const screen_verdicts[] = {"healthy", "slow", "unreachable", "inconclusive",
                                               "untested"};
 
+static const char *const verify_verdicts[] = {"passed", "failed", "inconclusive", "skipped"};
+
 static int check_screen(const void *rec, size_t i, const cp_report_file_t *f, char *err,
                         size_t errlen)
 {
@@ -592,6 +594,17 @@ static int check_screen(const void *rec, size_t i, const cp_report_file_t *f, ch
     int node = !strcmp(r->what, "node"), link = !strcmp(r->what, "link"), known = 0;
     for (size_t v = 0; v < sizeof(screen_verdicts) / sizeof(screen_verdicts[0]); v++) {
         known |= !strcmp(r->verdict, screen_verdicts[v]);
+    }
+    if (!strcmp(r->what, "verify")) { /* the validation collective (1.9): no node of its own */
+        for (size_t v = 0; v < sizeof(verify_verdicts) / sizeof(verify_verdicts[0]); v++) {
+            known |= !strcmp(r->verdict, verify_verdicts[v]);
+        }
+        if (!known || r->node_a != -1 || r->node_b != -1 || !(r->score >= 0) || r->partners < 0 ||
+            r->partners > nodes) {
+            snprintf(err, errlen, "corrupted: /screen row %zu", i);
+            return -1;
+        }
+        return 0;
     }
     if (!known || (!node && !link) || r->node_a < 0 || r->node_a >= nodes ||
         (node && r->node_b != -1) || (link && (r->node_b < 0 || r->node_b >= nodes)) ||

@@ -8,7 +8,9 @@
 # the drain lines and a JSON document, and with --apply drains n3 for real (scontrol; then
 # resumed), refused without scontrol or as a user who is not a Slurm operator.  Every node
 # throttled: the screen cannot tell, a baseline of the healthy run can, at run time and
-# afterwards (collprof-report screen --baseline on the run made without it).  A node stopped
+# afterwards (collprof-report screen --baseline on the run made without it).  The validation
+# allreduce passes over the healthy nodes (without a throttled one), and a node slow in
+# collectives alone (COLLPROF_FAULT=slowcoll) is named by its halving.  A node stopped
 # (SIGSTOP) in the second round: on gloo or ofi (a context per pair) the screen goes on
 # without it, n4 unreachable (exit 1); on mpi the watchdog ends the screen with n4
 # unreachable and the others judged (exit 124).  One node: nothing to screen (exit 2).
@@ -71,6 +73,45 @@ if [ "$sanitized" != 1 ]; then
     ok $? "healthy: the Slurm exclude list is empty"
 fi
 
+# ---- 1b. the validation collective: after the rounds, one allreduce of the healthy nodes on
+# a group of their own; a node fine in pairs but slow in collectives (COLLPROF_FAULT=slowcoll:
+# 300 ms more per allreduce on rank 3, n4; 5 iterations) passes the rounds, fails the allreduce, and the
+# halving names it: 8 nodes, again, halves of 4, of 2, then each of the failing pair with a
+# witness; --screen-validate off skips it (and the fault goes unseen)
+if [ "$sanitized" != 1 ]; then
+    grep -q '^validation: passed: allreduce over 8 nodes .* GB/s busbw' "$WORK/clean/out"
+    ok $? "healthy: the validation allreduce over the 8 nodes passed"
+    export COLLPROF_FAULT=slowcoll:3:300000
+    screen8 "$WORK/valid" --seed 4 -n 5 -w 1
+    levels=$(grep -c '^# screen validation, level ' "$out")
+    [ "$rc" -eq 1 ] && [ "$(grep -c '^slow ' "$out")" -eq 1 ] && grep -q '^exclude: n4$' "$out" &&
+        grep -q '^slow  *n4: .*validation: allreduce over 8 nodes .*witnesses .*n4 with n[0-9]* [0-9.e-]* (fails)' "$out" &&
+        grep -q '^validation: failed: .*1 node and 0 links named' "$out" && [ "$levels" -le 5 ]
+    r=$?
+    ok $r "slow in collectives only: n4 named by the validation's halving alone, exit 1 ($levels levels, $took s, load $(cut -d' ' -f1 /proc/loadavg))"
+    show $r
+    sed -n 's/^\(# screen validation, .*\)/# \1/p' "$out"
+    "$REPORT" screen "$h5" --format drain >"$WORK/vdrain" 2>&1
+    grep -q '^scontrol update nodename=n4 state=drain reason="collprof screen: slow in the validation allreduce (backend [a-z]*, seed 4)"$' "$WORK/vdrain"
+    ok $? "report screen --format drain: n4, slow in the validation allreduce"
+    if command -v python3 >/dev/null 2>&1; then
+        "$REPORT" screen "$h5" --format json >"$WORK/vjson" 2>&1
+        python3 - "$WORK/vjson" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))["screens"][0]
+v = s["validation"]
+assert v["verdict"] == "failed" and v["nodes"] == 8 and s["exclude"] == "n4", s
+assert "again" in v["evidence"], v
+EOF
+        ok $? "report screen --format json: the validation failed over 8 nodes, exclude n4"
+    fi
+    screen8 "$WORK/novalid" --seed 4 -n 5 -w 1 --screen-validate off
+    [ "$rc" -eq 0 ] && grep -q '^validation: skipped: not run: off' "$out" &&
+        ! grep -q '^# screen validation' "$out"
+    ok $? "--screen-validate off: skipped, the collective-only fault unseen, exit 0 (rc $rc)"
+    unset COLLPROF_FAULT
+fi
+
 # ---- 2. n3's link throttled: n3, and only n3, is a slow node.  Under the sanitizers the
 # figures say little (every rank several times slower, unevenly): there the run must end with
 # a verdict (exit 0 or 1) that the report prints the same, whatever it says
@@ -83,6 +124,9 @@ if [ "$sanitized" != 1 ]; then
         [ "$(grep -c '^slow ' "$out")" -eq 1 ] && [ "$ex_run" = n3 ]
     r=$?
     ok $r "n3 throttled: exit 1, n3 slow (confirmed), nothing else, exclude n3 (rc $rc, $took s)"
+    grep -q '^# screen validation, level 0: allreduce n\[1-2,4-8\] ' "$out" &&
+        grep -q '^validation: passed: allreduce over 7 nodes ' "$out"
+    ok $? "n3 throttled: the validation ran over the 7 others, without n3, and passed"
 else
     { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && grep -q '^nodes: ' "$out" && [ -n "$ex_run" ]
     r=$?
@@ -323,9 +367,10 @@ if [ "$sanitized" != 1 ] && { [ "$B" = gloo ] || [ "$B" = ofi ]; }; then
     grep -q '^unreachable  *n4: .*timeout' "$out" &&
         grep -q '^nodes: 7 healthy, 0 slow, 1 unreachable, 0 inconclusive, 0 untested' "$out" &&
         ! grep -q '^slow ' "$out" && grep -q '^exclude: n4$' "$out" &&
-        grep -q 'screen: node n4 (rank 3) is unreachable: nothing from it' "$d/err"
+        grep -q 'screen: node n4 (rank 3) is unreachable: nothing from it' "$d/err" &&
+        grep -q '^validation: skipped.*stopped answering' "$out"
     r=$?
-    ok $r "$B, n4 stopped: n4 unreachable, the 7 others healthy, no slow link, exclude n4"
+    ok $r "$B, n4 stopped: n4 unreachable, the 7 others healthy, no slow link, no validation"
     show $r
     stopped_after "$B"
 fi
@@ -352,6 +397,11 @@ timeout -k 10 60 $SRUN -N 1 -n 2 -w n1 "$COLLPROF_BIN" --screen --backends "$B" 
 [ "$rc" -eq 2 ] && grep -q -- '--screen: all 2 ranks run on one node .*no link between nodes' \
     "$WORK/err1"
 ok $? "one node: --screen exits 2, 'no link between nodes to measure' (rc $rc)"
+
+rc=0
+"$COLLPROF_BIN" --screen-validate off --np 1 >"$WORK/out2" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q -- '--screen-validate.*add --screen' "$WORK/out2"
+ok $? "--screen-validate without --screen: exit 2 (rc $rc)"
 
 echo "# screen.sh took $(since "$T0") s"
 done_testing

@@ -8,7 +8,8 @@
  * claims a million rows in a few bytes.  Each must fail at once with a
  * reason (an alarm turns a hang into a failure).  The 1.2 sample adds the
  * ofi backend and the provenance columns; the 1.6 sample holds a device-memory
- * cell (nccl on the test stand-in) beside a host one; the 1.8 sample the
+ * cell (nccl on the test stand-in) beside a host one; the 1.9 sample a screen's validation
+ * collective (a verify row); the 1.8 sample the
  * check column (self, --check sample:2).
  */
 #include "config.h"
@@ -333,6 +334,28 @@ static void check_device_limit_1_6(void)
     }
 }
 
+/* 1.9: a screen on 4 virtual nodes whose n3 is slow in collectives alone (COLLPROF_FAULT=
+ * slowcoll): the rounds pass it, the validation's halving names it (a verify row) */
+static void check_verify_1_9(void)
+{
+    cp_report_file_t *f = open_sample("1.9");
+    if (f == NULL) {
+        return;
+    }
+    int nodes = 0, slow = 0, verify = 0;
+    for (size_t i = 0; i < f->nscreen; i++) {
+        const collprof_screen_row_t *r = &f->screen[i];
+        nodes += !strcmp(r->what, "node");
+        slow += !strcmp(r->verdict, "slow") && !strcmp(r->host_a, "n3") && r->slow_partners == 0 &&
+                strstr(r->evidence, "validation: allreduce over 4") != NULL;
+        verify += !strcmp(r->what, "verify") && !strcmp(r->verdict, "failed") && r->node_a == -1 &&
+                  r->partners == 4 && r->rounds == 7;
+    }
+    ok(nodes == 4 && slow == 1 && verify == 1 && f->nrows == 0,
+       "1.9: n3 slow by the validation alone, one verify row (failed over 4 nodes, 7 rounds)");
+    cp_report_close(f);
+}
+
 /* 1.7: a screen on 4 virtual nodes with n3's link throttled (the /screen table); 1.6 has
  * none */
 static void check_screen_1_7(void)
@@ -422,6 +445,7 @@ int main(void)
     check_policy_1_5();
     check_device_limit_1_6();
     check_screen_1_7();
+    check_verify_1_9();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,
