@@ -25,6 +25,7 @@
 #include "collprof/status.h"
 #include "core/log.h"
 #include "core/screen.h"
+#include "core/screen_pairs_int.h"
 #include "core/screen_run_int.h"
 #include "core/stats.h"
 #include "core/timeouts.h"
@@ -33,45 +34,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-enum { MSG_PLAN = 1, MSG_PUB = 2, MSG_GO = 3, MSG_ALIVE = 4, MSG_RESULT = 5, MSG_END = 6 };
-
-/* One end's figures of one size: its own samples. */
-typedef struct end_rec {
-    int32_t status; /* collprof_cell_status_t; 0 (pending): no result */
-    int32_t iters;
-    uint64_t wrong;
-    double p50, mean, min; /* us */
-    char reason[112];
-} end_rec_t;
-
-/* Every side message of the screen (one length, cp_oob_side_*). */
-typedef struct screen_msg {
-    int32_t type;
-    int32_t round;    /* counted over the screen */
-    int32_t partner;  /* PLAN, GO: the partner's rank, -1: none; RESULT: -1 when it ran nothing */
-    int32_t broken;   /* END: a node was unreachable: no collective of the job follows */
-    char what[48];    /* PLAN: "round 2/3 (random)", for the log */
-    char addr[80];    /* PUB: the lower rank's pair channel ("": none); GO: where to join */
-    end_rec_t rec[2]; /* RESULT: latency, bandwidth */
-} screen_msg_t;
-
-/* What one screen of pairs holds. */
-typedef struct pairs_run {
-    cp_runner_t *r;
-    const cp_cell_t *cell[2]; /* latency, bandwidth */
-    const int *lead;          /* [nnodes] each node's leader */
-    double deadline;          /* the pair deadline */
-    double last_alive;        /* when this rank last sent a sign of life */
-    /* rank 0 */
-    cp_screen_t *s;
-    unsigned char *gone; /* [nnodes] 1 unreachable; 2 its connection failed, not yet marked */
-    int *partner;        /* [nnodes] this round's partner node, -1: none */
-    screen_msg_t *got;   /* [nnodes] this round's messages: PUB, then RESULT */
-    double *heard;       /* [nranks] when rank 0 last heard from the rank */
-    unsigned char *wait; /* [nranks] rank 0 waits for a message from it */
-    int nunreach;
-} pairs_run_t;
 
 int cp_screen_pairs_usable(const cp_runner_t *r, const cp_cell_t *lat)
 {
@@ -82,242 +44,9 @@ int cp_screen_pairs_usable(const cp_runner_t *r, const cp_cell_t *lat)
            r->boot->nnodes > 1;
 }
 
-static double now_s(void)
-{
-    return cp_now_us() * 1e-6;
-}
-
-static void fill_end(const cp_result_t *res, end_rec_t *e)
-{
-    memset(e, 0, sizeof(*e));
-    e->status = res->status;
-    e->iters = res->iters;
-    e->wrong = res->wrong;
-    snprintf(e->reason, sizeof(e->reason), "%s", res->reason);
-    if ((res->status == COLLPROF_CELL_OK || res->status == COLLPROF_CELL_WRONG) &&
-        res->samples != NULL && res->iters > 0) {
-        double *v = malloc(sizeof(double) * (size_t)res->iters);
-        if (v != NULL) {
-            memcpy(v, res->samples, sizeof(double) * (size_t)res->iters);
-            cp_stats_t st;
-            cp_stats_compute(v, res->iters, &st);
-            e->p50 = st.p50, e->mean = st.mean, e->min = st.min;
-        }
-        free(v);
-    }
-}
-
-/* Both sizes failed before they ran (status, why). */
-static void failed_ends(end_rec_t rec[2], int status, const char *why)
-{
-    for (int k = 0; k < 2; k++) {
-        memset(&rec[k], 0, sizeof(rec[k]));
-        rec[k].status = status;
-        snprintf(rec[k].reason, sizeof(rec[k].reason), "%s", why);
-    }
-}
-
-/* The sign of life of a rank at work: to rank 0, or from rank 0 to every leader it reaches
- * (force: now, else at most every CP_TMO_SCREEN_BEAT_S). */
-static void alive_now(pairs_run_t *pr, int force)
-{
-    double now = now_s();
-    if (!force && now - pr->last_alive < CP_TMO_SCREEN_BEAT_S) {
-        return;
-    }
-    pr->last_alive = now;
-    screen_msg_t m;
-    memset(&m, 0, sizeof(m));
-    m.type = MSG_ALIVE;
-    const cp_boot_t *b = pr->r->boot;
-    if (b->rank != 0) {
-        cp_oob_side_up(&m, sizeof(m));
-        return;
-    }
-    for (int nd = 0; nd < b->nnodes; nd++) {
-        int q = pr->lead[nd];
-        if (q > 0 && pr->gone[nd] == 0 && cp_oob_side_down(q, &m, sizeof(m)) != COLLPROF_OK) {
-            pr->gone[nd] = 2; /* marked where rank 0 next deals with it */
-        }
-    }
-}
-
-static void alive(void *arg)
-{
-    alive_now(arg, 0);
-}
-
-/* ---- a pair's own context ---------------------------------------------- */
-
-/* The host functions take no context: the pair this rank is in now. */
-static cp_oob_pair_t *cur;
-static int pair_allgather(const void *in, void *out, size_t len)
-{
-    return cp_oob_pair_allgather(cur, in, out, len);
-}
-static int pair_bcast(void *buf, size_t len, int root)
-{
-    return cp_oob_pair_bcast(cur, buf, len, root);
-}
-static int pair_alltoall(const void *in, void *out, size_t len)
-{
-    return cp_oob_pair_alltoall(cur, in, out, len);
-}
-static int pair_barrier(void)
-{
-    return cp_oob_pair_barrier(cur);
-}
-
-/* This rank's tests on the joined pair channel pp: the backend's context of the two, the
- * latency then the bandwidth cell alone, the context closed. */
-static void pair_tests(pairs_run_t *pr, cp_oob_pair_t *pp, end_rec_t rec[2])
-{
-    const cp_cell_t *lat = pr->cell[0];
-    const cp_plugin_t *p = &pr->r->plugins[lat->plugin];
-    int me;
-    const int *ranks = cp_oob_pair_ranks(pp, &me);
-    collprof_host_t h = *pr->r->host;
-    h.rank = me;
-    h.nranks = 2;
-    h.world_ranks = ranks;
-    h.world_nranks = pr->r->boot->nranks;
-    h.oob_allgather = pair_allgather;
-    h.oob_bcast = pair_bcast;
-    h.oob_barrier = pair_barrier;
-    h.oob_alltoall = pair_alltoall;
-    cur = pp;
-    alive_now(pr, 1);
-    void *ctx = NULL;
-    int rc = p->be->init(&h, &ctx);
-    alive_now(pr, 1);
-    if (rc != COLLPROF_OK) {
-        char why[160];
-        snprintf(why, sizeof(why), "%s on the pair: %s", p->name, p->be->last_error(NULL));
-        failed_ends(rec, COLLPROF_CELL_ERROR, why);
-        cur = NULL;
-        return;
-    }
-    cp_runner_t rr = *pr->r;
-    rr.alone = 1;
-    rr.ctx = ctx;
-    rr.gn = 2;
-    rr.grank = me;
-    rr.tmo = pr->deadline + CP_TMO_SCREEN_WD_MARGIN_S;
-    rr.on_iter = alive;
-    rr.on_iter_arg = pr;
-    for (int k = 0; k < 2; k++) {
-        cp_cell_t c = *pr->cell[k];
-        c.sweep = 1;
-        c.peer = 1 - me;
-        cp_result_t res;
-        cp_run_cell(&rr, &c, &res);
-        fill_end(&res, &rec[k]);
-        cp_result_free(&res);
-    }
-    p->be->finalize(ctx);
-    cur = NULL;
-}
-
-/* Join pp (at addr for the higher rank) and run the tests; the ends' figures into rec. */
-static void join_and_test(pairs_run_t *pr, cp_oob_pair_t *pp, const char *addr, end_rec_t rec[2])
-{
-    char why[256] = "";
-    if (cp_oob_pair_join(pp, addr, why, sizeof(why)) != COLLPROF_OK) {
-        char msg[300];
-        snprintf(msg, sizeof(msg), "no channel with the partner: %s", why);
-        failed_ends(rec, COLLPROF_CELL_ERROR, msg);
-        return;
-    }
-    pair_tests(pr, pp, rec);
-}
-
-/* ---- a leader other than rank 0 ---------------------------------------- */
-
-/* The next message from rank 0 but a sign of life (those are the watchdog's beats): 0, or -1
- * when rank 0 went away. */
-static int from_root(pairs_run_t *pr, screen_msg_t *m)
-{
-    const double tmo = pr->deadline + CP_TMO_SCREEN_WD_MARGIN_S;
-    for (;;) {
-        int rc = cp_oob_side_from_root(m, sizeof(*m), 1.0);
-        if (rc < 0) {
-            cp_log(CP_LOG_ERROR, "screen: rank 0 went away");
-            return -1;
-        }
-        if (rc == 1) { /* no message, no beat: a silent rank 0 lets the watchdog fire */
-            cp_wd_beat(CP_WD_SETUP, pr->r->index, -1, 0, tmo);
-            if (m->type != MSG_ALIVE) {
-                return 0;
-            }
-        }
-    }
-}
-
-/* One round's plan m on a leader: its pair, if any, and its result to rank 0. */
-static int leader_round(pairs_run_t *pr, const screen_msg_t *m)
-{
-    const cp_boot_t *b = pr->r->boot;
-    screen_msg_t res;
-    memset(&res, 0, sizeof(res));
-    res.type = MSG_RESULT;
-    res.round = m->round;
-    res.partner = m->partner;
-    if (m->partner >= 0) {
-        cp_log(CP_LOG_INFO, "screen %s: with rank %d, on a context of the two", m->what,
-               m->partner);
-        char why[256] = "";
-        screen_msg_t pub;
-        memset(&pub, 0, sizeof(pub));
-        pub.type = MSG_PUB;
-        pub.round = m->round;
-        cp_oob_pair_t *pp = cp_oob_pair_new(b, m->partner, pr->deadline, pub.addr, sizeof(pub.addr),
-                                            why, sizeof(why));
-        if (b->rank < m->partner && cp_oob_side_up(&pub, sizeof(pub)) != COLLPROF_OK) {
-            cp_oob_pair_free(pp);
-            return -1;
-        }
-        if (pp == NULL) {
-            failed_ends(res.rec, COLLPROF_CELL_ERROR, why);
-        } else if (b->rank < m->partner) {
-            join_and_test(pr, pp, NULL, res.rec);
-        } else {
-            screen_msg_t go;
-            if (from_root(pr, &go) != 0) {
-                cp_oob_pair_free(pp);
-                return -1;
-            }
-            if (go.type == MSG_GO && go.partner >= 0) {
-                join_and_test(pr, pp, go.addr, res.rec);
-            } else {
-                res.partner = -1; /* the partner had no channel, or stopped */
-            }
-        }
-        cp_oob_pair_free(pp);
-    }
-    return cp_oob_side_up(&res, sizeof(res)) == COLLPROF_OK ? 0 : -1;
-}
-
-/* Follow rank 0's plans until it says the screen ended: 1 when the job is no longer whole,
- * 0 when it is, -1 when rank 0 went away. */
-static int leader_loop(pairs_run_t *pr)
-{
-    for (;;) {
-        screen_msg_t m;
-        if (from_root(pr, &m) != 0) {
-            return -1;
-        }
-        if (m.type == MSG_END) {
-            return m.broken ? 1 : 0;
-        }
-        if (m.type == MSG_PLAN && leader_round(pr, &m) != 0) {
-            return -1;
-        }
-    }
-}
-
 /* ---- rank 0 ------------------------------------------------------------ */
 
-static void mark_gone(pairs_run_t *pr, int nd, const char *why)
+static void mark_gone(cp_pairs_run_t *pr, int nd, const char *why)
 {
     if (pr->gone[nd] == 1) {
         return;
@@ -330,7 +59,7 @@ static void mark_gone(pairs_run_t *pr, int nd, const char *why)
 }
 
 /* Send leader q of node nd message m; its node unreachable when that fails. */
-static int send_to(pairs_run_t *pr, int nd, const screen_msg_t *m)
+static int send_to(cp_pairs_run_t *pr, int nd, const screen_msg_t *m)
 {
     if (pr->gone[nd] == 2 || cp_oob_side_down(pr->lead[nd], m, sizeof(*m)) != COLLPROF_OK) {
         mark_gone(pr, nd, "its connection to rank 0 closed");
@@ -341,17 +70,18 @@ static int send_to(pairs_run_t *pr, int nd, const screen_msg_t *m)
 
 /* Rank 0: wait until no rank in pr->wait is left: each sent a message of type want (kept in
  * got[its node]; a RESULT ends a wait for a PUB too), or its node is unreachable. */
-static void collect(pairs_run_t *pr, int want)
+static void collect(cp_pairs_run_t *pr, int want)
 {
     const cp_boot_t *b = pr->r->boot;
     const double silent = pr->deadline + CP_TMO_SCREEN_SILENT_S;
-    double start = now_s(); /* each gets a whole window from here: what waited is read first */
+    double start =
+        cp_pairs_now(); /* each gets a whole window from here: what waited is read first */
     for (int q = 1; q < b->nranks; q++) {
         pr->heard[q] = pr->wait[q] && pr->heard[q] < start ? start : pr->heard[q];
     }
     for (;;) {
         int waiting = 0;
-        double now = now_s();
+        double now = cp_pairs_now();
         for (int nd = 0; nd < b->nnodes; nd++) {
             int q = pr->lead[nd];
             if (q <= 0 || !pr->wait[q]) {
@@ -370,7 +100,7 @@ static void collect(pairs_run_t *pr, int want)
             return;
         }
         cp_wd_beat(CP_WD_GATHER, pr->r->index, -1, 0, silent + CP_TMO_SCREEN_WD_MARGIN_S);
-        alive(pr); /* the leaders that wait for their next message */
+        cp_pairs_alive(pr); /* the leaders that wait for their next message */
         screen_msg_t m;
         int q = -1;
         int rc = cp_oob_side_poll(pr->wait, 0.5, &q, &m, sizeof(m));
@@ -382,7 +112,7 @@ static void collect(pairs_run_t *pr, int want)
             pr->gone[nd] = 2;
             continue;
         }
-        pr->heard[q] = now_s();
+        pr->heard[q] = cp_pairs_now();
         if (m.type == want || m.type == MSG_RESULT) {
             pr->got[nd] = m;
             pr->wait[q] = 0;
@@ -392,13 +122,13 @@ static void collect(pairs_run_t *pr, int want)
 
 /* Rank 0: the round's plans out, the lower ranks' channels in, the higher ranks told where to
  * join; rank 0's own pair run; every result in. */
-static void run_pairs(pairs_run_t *pr, int round, const char *what)
+static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
 {
     const cp_boot_t *b = pr->r->boot;
     int me = b->node_ids[0], mine = pr->partner[me];
     memset(pr->got, 0, sizeof(screen_msg_t) * (size_t)b->nnodes);
     memset(pr->wait, 0, (size_t)b->nranks);
-    double now = now_s();
+    double now = cp_pairs_now();
     for (int nd = 0; nd < b->nnodes; nd++) {
         int q = pr->lead[nd], o = pr->partner[nd];
         if (q <= 0 || pr->gone[nd] == 1) {
@@ -445,13 +175,13 @@ static void run_pairs(pairs_run_t *pr, int round, const char *what)
     memset(own, 0, sizeof(*own));
     own->partner = mine >= 0 ? pr->lead[mine] : -1;
     if (mine >= 0 && pp == NULL) {
-        failed_ends(own->rec, COLLPROF_CELL_ERROR, why);
+        cp_pairs_failed_ends(own->rec, COLLPROF_CELL_ERROR, why);
     } else if (mine >= 0 && 0 < pr->lead[mine]) {
-        join_and_test(pr, pp, NULL, own->rec);
+        cp_pairs_join_and_test(pr, pp, NULL, own->rec);
     } else if (mine >= 0) { /* the higher rank: the partner's channel, if it has one */
         const screen_msg_t *g = &pr->got[mine];
         if (pr->gone[mine] != 1 && g->type == MSG_PUB && g->addr[0] != '\0') {
-            join_and_test(pr, pp, g->addr, own->rec);
+            cp_pairs_join_and_test(pr, pp, g->addr, own->rec);
         } else {
             own->partner = -1;
         }
@@ -461,7 +191,7 @@ static void run_pairs(pairs_run_t *pr, int round, const char *what)
 }
 
 /* The pair (na, nb)'s row of size k from its two ends' figures: the slower end's. */
-static int pair_row(pairs_run_t *pr, int na, int nb, int k, int round, cp_sweep_rows_t *out)
+static int pair_row(cp_pairs_run_t *pr, int na, int nb, int k, int round, cp_sweep_rows_t *out)
 {
     if (out->nrows == out->cap) {
         size_t cap = out->cap ? 2 * out->cap : 16;
@@ -513,7 +243,7 @@ static int pair_row(pairs_run_t *pr, int na, int nb, int k, int round, cp_sweep_
 }
 
 /* Rank 0: one round of the pairing in pr->partner; its rows and screen pairs. */
-static int round0(pairs_run_t *pr, int phase, const char *what, cp_screen_out_t *out,
+static int round0(cp_pairs_run_t *pr, int phase, const char *what, cp_screen_out_t *out,
                   FILE *progress)
 {
     const cp_boot_t *b = pr->r->boot;
@@ -557,7 +287,7 @@ static int round0(pairs_run_t *pr, int phase, const char *what, cp_screen_out_t 
     return cp_screen_add_round(pr->s, &out->pairs, from, phase, round);
 }
 
-static int run0(pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
+static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
 {
     cp_screen_t *s = pr->s;
     int nr = cp_screen_random_rounds(s), rc = 0;
@@ -592,11 +322,11 @@ int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, c
                     const int *lead, cp_screen_out_t *out, FILE *progress)
 {
     const cp_boot_t *b = r->boot;
-    pairs_run_t pr = {.r = r,
-                      .cell = {lat, bw},
-                      .lead = lead,
-                      .deadline = cp_tmo_screen_pair(r->opt->timeout_s),
-                      .s = s};
+    cp_pairs_run_t pr = {.r = r,
+                         .cell = {lat, bw},
+                         .lead = lead,
+                         .deadline = cp_tmo_screen_pair(r->opt->timeout_s),
+                         .s = s};
     if (b->rank == 0) {
         cp_log(CP_LOG_INFO, "screen: every pair on a context of its own, %.0f s deadline",
                pr.deadline);
@@ -607,7 +337,7 @@ int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, c
         return 0;
     }
     if (b->rank != 0) {
-        int rc = leader_loop(&pr);
+        int rc = cp_pairs_leader_loop(&pr);
         out->broken = rc != 0;
         return rc < 0 ? -1 : 0;
     }
