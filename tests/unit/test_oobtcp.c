@@ -9,8 +9,12 @@
  * rogue connections made before any member's (one silent, three that claim a member's slot
  * with the right magic, index and size but no proof of the secret) neither take the slot, nor
  * see or inject data, nor delay the join; their drop is logged once for their address; a member
- * whose parent's address answers without the secret does not join it.  alarm() turns a hang
- * into a failure.
+ * whose parent's address answers without the secret does not join it.  Side messages (the
+ * screen's, tcp_side.c) between rank 0 and its direct children: each child's reaches rank 0
+ * from that child, rank 0's reach each child, a child that sends nothing is a timeout and one
+ * that exits is lost alone, and the collectives' sequence is untouched.  A tree of two with
+ * bounded waits (spec.wait_s, the screen's pair channel): a member that stops answering is an
+ * error within the bound, not a hang.  alarm() turns a hang into a failure.
  */
 #include "config.h"
 #include "boot/tcp_sock.h"
@@ -243,6 +247,111 @@ static int one_exits(int rank)
     int rc = cp_tree_allgather(T, &x, all, sizeof(x));
     /* and the channel stays closed: no second wait on a dead tree */
     return rc != COLLPROF_ERR_BOOTSTRAP || T->up || cp_tree_barrier(T) == COLLPROF_OK;
+}
+
+/* Side messages on the star: every child to rank 0 and back, a collective after them, then
+ * rank NR-1 silent (a timeout) and gone (lost, alone). */
+static int side_messages(int rank)
+{
+    typedef struct {
+        int from, what;
+        char pad[120];
+    } msg_t;
+    msg_t m;
+    int bad = 0;
+    if (rank != 0) {
+        memset(&m, 0, sizeof(m));
+        m.from = rank;
+        m.what = 1;
+        bad += !cp_tree_side_direct(T, rank) || cp_tree_side_up(T, &m, sizeof(m)) != COLLPROF_OK;
+        bad += cp_tree_side_from_root(T, &m, sizeof(m), 10.0) != 1 || m.what != 100 + rank;
+        bad += cp_tree_barrier(T) != COLLPROF_OK;
+        if (rank == NR - 1) {
+            sleep(1); /* silent while rank 0 waits 0.3 s, then gone */
+            _exit(bad);
+        }
+        return bad;
+    }
+    unsigned char wait[NR] = {0};
+    int got = 0, from = -1;
+    for (int q = 1; q < NR; q++) {
+        wait[q] = 1;
+    }
+    for (int k = 0; k < NR - 1; k++) {
+        int rc = cp_tree_side_poll(T, wait, 10.0, &from, &m, sizeof(m));
+        if (rc == 1 && from > 0 && from < NR && wait[from] && m.from == from && m.what == 1) {
+            wait[from] = 0;
+            got++;
+        }
+    }
+    bad += got != NR - 1;
+    for (int q = 1; q < NR; q++) {
+        m.from = 0;
+        m.what = 100 + q;
+        bad += cp_tree_side_down(T, q, &m, sizeof(m)) != COLLPROF_OK;
+    }
+    bad += cp_tree_barrier(T) != COLLPROF_OK; /* the collectives' sequence is untouched */
+    memset(wait, 0, sizeof(wait));
+    wait[NR - 1] = 1;
+    double t0 = now_s();
+    int rc = cp_tree_side_poll(T, wait, 0.3, &from, &m, sizeof(m));
+    bad += rc != 0 || now_s() - t0 > 2.0; /* silent: nothing within 0.3 s */
+    rc = cp_tree_side_poll(T, wait, 10.0, &from, &m, sizeof(m));
+    bad += rc != 2 || from != NR - 1; /* gone: lost, alone */
+    bad += !T->up;
+    if (bad) {
+        fprintf(stderr, "# side messages: got %d, last rc %d from %d\n", got, rc, from);
+    }
+    return bad;
+}
+
+/* A tree of two with every wait bounded by 1 s: member 1 joins, then stops answering; member
+ * 0's allgather fails within the bound instead of waiting. */
+static void bounded_pair(void)
+{
+    cp_tcp_pub_t pub[2];
+    cp_tree_t *t[2];
+    char why[256] = "";
+    for (int i = 0; i < 2; i++) {
+        cp_tree_spec_t s = {.me = i,
+                            .n = 2,
+                            .leader = i,
+                            .nlocal = 1,
+                            .all_local = 1,
+                            .hostname = "localhost",
+                            .star = 1,
+                            .wait_s = 1.0};
+        t[i] = cp_tree_new(&s, &pub[i], why, sizeof(why));
+        if (t[i] != NULL) {
+            cp_tree_key(t[i], KEY, "pair 0 1");
+        }
+    }
+    pid_t pid = t[0] != NULL && t[1] != NULL ? fork() : -1;
+    if (pid == 0) {
+        alarm(30);
+        cp_tree_free(t[0]);
+        int rc = cp_tree_join(t[1], &pub[0], 1, why, sizeof(why));
+        sleep(rc == 0 ? 4 : 0); /* joined, then silent */
+        _exit(rc == 0 ? 0 : 1);
+    }
+    alarm(30);
+    cp_tree_free(t[1]);
+    int joined = pid > 0 && cp_tree_join(t[0], &pub[0], 1, why, sizeof(why)) == 0;
+    int x = 1, all[2];
+    double t0 = now_s();
+    int rc = joined ? cp_tree_allgather(t[0], &x, all, sizeof(x)) : COLLPROF_OK;
+    double took = now_s() - t0;
+    int st = 0;
+    if (pid > 0) {
+        waitpid(pid, &st, 0);
+    }
+    alarm(0);
+    cp_tree_free(t[0]);
+    ok(joined && rc == COLLPROF_ERR_BOOTSTRAP && took >= 0.9 && took < 2.5 && WIFEXITED(st) &&
+           WEXITSTATUS(st) == 0,
+       "a pair tree with 1 s waits: a partner that stops answering fails the next collective "
+       "in %.2f s (rc %d), not a hang%s%s",
+       took, rc, why[0] ? ": " : "", why);
 }
 
 /* Rank 1 broadcasts 8 bytes where the others gather 4: caught, not read as data. */
@@ -514,6 +623,10 @@ int main(void)
     nodes = 3;
     rogue_world("tree of 3 nodes", 1, 4); /* node 1: members 1 (its leader), 4 and 7 */
     nodes = NR;
+    ok(world(side_messages, "side messages"),
+       "star: side messages from every child to rank 0 and back, a barrier after them, a silent "
+       "child a timeout, one that exits lost alone");
+    bounded_pair();
     forged_parent();
     no_key();
     listeners();
