@@ -218,6 +218,31 @@ if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then
     ok $? "/screen: every column, 8 node rows${missing:+ (missing:$missing)}"
 fi
 
+# ---- 2b. the same as a batch job: the shipped screen.sbatch on 8 nodes, n3 still throttled:
+# the job fails with the screen's exit status (1), its log names the host list to exclude and
+# the drain line
+if [ "$sanitized" != 1 ]; then
+    d="$WORK/sbatch"
+    mkdir -p "$d"
+    rc=0
+    # shellcheck disable=SC2086 # options
+    id=$(cd "$d" && COLLPROF="$COLLPROF_BIN" COLLPROF_REPORT="$REPORT" \
+        COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable -N 8 "$SB/screen.sbatch" \
+        --backends "$B" --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 20 -w 2 \
+        --screen-threshold 0.1 --seed 4) || rc=$?
+    ok $rc "sbatch -N 8 screen.sbatch: submitted (job ${id:-none})"
+    job_state=""
+    [ -n "$id" ] && wait_job "$id" 150
+    log="$d/collprof-screen-$id.out"
+    timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -q 'JobState=FAILED .*ExitCode=1:0' &&
+        grep -q '^collprof screen: flagged; exclude: n3$' "$log" &&
+        grep -q '^collprof screen: drain: scontrol update nodename=n3 state=drain' "$log" &&
+        grep -q '^collprof screen: exit status 1 (flagged)$' "$log"
+    r=$?
+    ok $r "screen.sbatch, n3 throttled: job $id FAILED with exit code 1, its log: exclude n3, the drain line (state $job_state)"
+    [ "$r" -eq 0 ] || sed 's/^/# /' "$log" 2>/dev/null | tail -n 15
+fi
+
 # ---- 3. two throttled nodes at once
 if [ "$sanitized" != 1 ]; then
     bash "$SL" shape n6 20mbit >/dev/null 2>&1
@@ -229,6 +254,23 @@ if [ "$sanitized" != 1 ]; then
     bash "$SL" shape n6 off >/dev/null 2>&1
 fi
 bash "$SL" shape n3 off >/dev/null 2>&1
+
+# ---- 3b. in an allocation: salloc, then srun --screen
+if [ "$sanitized" != 1 ]; then
+    d="$WORK/salloc"
+    mkdir -p "$d"
+    rc=0
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    timeout -k 10 150 salloc --immediate=30 -N 8 sh -c \
+        'srun --immediate=30 --mpi=pmix --ntasks-per-node=1 "$1" --screen --backends "$2" \
+            --ofi-provider "tcp;ofi_rxm" --sweep-sizes 8,256K -n 20 -w 2 \
+            --screen-threshold 0.1 --output-dir "$3"' salloc-screen "$COLLPROF_BIN" "$B" "$d" \
+        </dev/null >"$d/out" 2>"$d/err" || rc=$?
+    [ "$rc" -eq 0 ] && grep -q '^nodes: 8 healthy, 0 slow' "$d/out"
+    r=$?
+    ok $r "salloc -N 8, then srun --screen: healthy, exit 0 (rc $rc)"
+    [ "$r" -eq 0 ] || sed 's/^/# /' "$d/err" | head -n 10
+fi
 
 # ---- 4. only the n2-n5 link throttled: a slow link, no slow node
 if [ "$sanitized" != 1 ]; then
