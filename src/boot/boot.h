@@ -108,19 +108,22 @@ int cp_oob_side_from_root(void *buf, size_t len, double s);
  * (from *rank), 2 rank *rank is lost (closed, or sent something else), 0 none, < 0 failed. */
 int cp_oob_side_poll(const unsigned char *wait, double s, int *rank, void *buf, size_t len);
 
-/* A channel of two ranks by themselves (the screen's pairs): a TCP connection between them,
- * proven with the run's secret, every wait of it at most wait_s (the connection, and every
- * message after it), so that a partner that stops is an error within wait_s, never a hang.
- * Only over the TCP channel.  Both ranks call cp_oob_pair_new; the lower rank's gives its
- * address in addr ("" on the other), which the higher rank gets from it some other way (the
- * screen: through rank 0's side messages) and passes to cp_oob_pair_join; both join (the
- * lower rank accepts).  NULL (why) when there is no TCP channel or no listener. */
+/* A channel of n ranks by themselves (the screen's pairs and validation groups): a star of
+ * TCP connections to member 0, proven with the run's secret, every wait of it at most wait_s
+ * (the connections, and every message after them), so that a member that stops is an error
+ * within wait_s, never a hang.  Only over the TCP channel.  Every member calls
+ * cp_oob_pair_new with its index me (by ascending job rank); member 0's gives its address in
+ * addr ("" on the others), which the others get from it some other way (the screen: through
+ * rank 0's side messages) and pass to cp_oob_pair_join; all join (member 0 accepts).  NULL
+ * (why) when there is no TCP channel or no listener. */
 typedef struct cp_oob_pair cp_oob_pair_t;
-cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int peer, double wait_s, char *addr,
+cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int me, int n, double wait_s, char *addr,
                                size_t alen, char *why, size_t wlen);
-int cp_oob_pair_join(cp_oob_pair_t *p, const char *addr, char *why, size_t wlen);
-/** The pair's two job ranks, ascending; this rank's index in *me. */
-const int *cp_oob_pair_ranks(const cp_oob_pair_t *p, int *me);
+int cp_oob_pair_join(cp_oob_pair_t *p, const cp_boot_t *b, const char *addr, char *why,
+                     size_t wlen);
+/** The members' job ranks (after the join), ascending; this rank's index in *me, the count
+ *  in *n. */
+const int *cp_oob_pair_ranks(const cp_oob_pair_t *p, int *me, int *n);
 /* The collectives of cp_oob_* over the two (root: 0 or 1). */
 int cp_oob_pair_allgather(cp_oob_pair_t *p, const void *in, void *out, size_t len);
 int cp_oob_pair_bcast(cp_oob_pair_t *p, void *buf, size_t len, int root);

@@ -1,10 +1,11 @@
 #include "config.h"
 
 /*
- * A channel of two ranks by themselves (boot.h, cp_oob_pair_*): a TCP tree of two members
- * (tcp_tree.h), the lower rank member 0 and the listener, proven with the run's secret,
- * every wait of it bounded (spec.wait_s), so that a partner that stops is an error within
- * the bound, never a hang.  The screen's pairs start their own backend contexts over it.
+ * A channel of a few ranks by themselves (boot.h, cp_oob_pair_*): a TCP tree of its members
+ * (tcp_tree.h), a star to member 0, the lowest rank and the listener, proven with the run's
+ * secret, every wait of it bounded (spec.wait_s), so that a member that stops is an error
+ * within the bound, never a hang.  The screen's pairs and validation groups start their own
+ * backend contexts over it.
  */
 
 #include "boot/boot.h"
@@ -17,48 +18,51 @@
 #include <string.h>
 
 struct cp_oob_pair {
-    int ranks[2]; /* ascending */
-    int me;       /* this rank's index */
+    int me, n;  /* this rank's index, the members */
+    int *ranks; /* the members' job ranks, ascending (after the join) */
     cp_tree_t *t;
     cp_tcp_pub_t pub; /* member 0's addresses */
 };
 
-cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int peer, double wait_s, char *addr, size_t alen,
-                               char *why, size_t wlen)
+cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int me, int n, double wait_s, char *addr,
+                               size_t alen, char *why, size_t wlen)
 {
     cp_tree_t *w = cp_chan_world();
-    if (w == NULL || peer < 0 || peer >= b->nranks || peer == b->rank) {
-        snprintf(why, wlen, "no TCP control channel for a pair");
+    if (w == NULL || n < 2 || me < 0 || me >= n) {
+        snprintf(why, wlen, "no TCP control channel for a group of %d", n);
         return NULL;
     }
     cp_oob_pair_t *p = calloc(1, sizeof(*p));
-    if (p == NULL) {
+    int *ranks = calloc((size_t)n, sizeof(int));
+    if (p == NULL || ranks == NULL) {
+        free(p);
+        free(ranks);
         snprintf(why, wlen, "out of memory");
         return NULL;
     }
-    p->me = b->rank < peer ? 0 : 1;
-    p->ranks[0] = b->rank < peer ? b->rank : peer;
-    p->ranks[1] = b->rank < peer ? peer : b->rank;
-    cp_tree_spec_t spec = {.me = p->me,
-                           .n = 2,
-                           .leader = p->me,
+    p->me = me;
+    p->n = n;
+    p->ranks = ranks;
+    cp_tree_spec_t spec = {.me = me,
+                           .n = n,
+                           .leader = me,
                            .nlocal = 1,
                            .hostname = b->hostname,
-                           .ranks = p->ranks,
                            .star = 1,
                            .wait_s = wait_s};
     p->t = cp_tree_new(&spec, &p->pub, why, wlen);
     if (p->t == NULL) {
+        free(ranks);
         free(p);
         return NULL;
     }
     char purpose[CP_AUTH_PURPOSE_LEN];
-    snprintf(purpose, sizeof(purpose), "pair %d %d", p->ranks[0], p->ranks[1]);
+    snprintf(purpose, sizeof(purpose), "group of %d", n);
     cp_tree_key(p->t, w->key, purpose);
     if (addr != NULL && alen > 0) {
-        snprintf(addr, alen, "%s", p->me == 0 ? p->pub.node : "");
+        snprintf(addr, alen, "%s", me == 0 ? p->pub.node : "");
     }
-    if (p->me == 0 && p->pub.node[0] == '\0') {
+    if (me == 0 && p->pub.node[0] == '\0') {
         snprintf(why, wlen, "no listener on this node's address");
         cp_oob_pair_free(p);
         return NULL;
@@ -66,7 +70,7 @@ cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int peer, double wait_s, char
     return p;
 }
 
-int cp_oob_pair_join(cp_oob_pair_t *p, const char *addr, char *why, size_t wlen)
+int cp_oob_pair_join(cp_oob_pair_t *p, const cp_boot_t *b, const char *addr, char *why, size_t wlen)
 {
     cp_tcp_pub_t parent;
     if (p->me == 0) {
@@ -75,12 +79,21 @@ int cp_oob_pair_join(cp_oob_pair_t *p, const char *addr, char *why, size_t wlen)
         memset(&parent, 0, sizeof(parent));
         snprintf(parent.node, sizeof(parent.node), "%s", addr != NULL ? addr : "");
     }
-    return cp_tree_join(p->t, &parent, 0, why, wlen) == 0 ? COLLPROF_OK : COLLPROF_ERR_BOOTSTRAP;
+    if (cp_tree_join(p->t, &parent, 0, why, wlen) != 0) {
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    int mine = b->rank; /* the members' ranks: what the backends' host tables name */
+    if (cp_tree_allgather(p->t, &mine, p->ranks, sizeof(mine)) != COLLPROF_OK) {
+        snprintf(why, wlen, "a member went away after the join");
+        return COLLPROF_ERR_BOOTSTRAP;
+    }
+    return COLLPROF_OK;
 }
 
-const int *cp_oob_pair_ranks(const cp_oob_pair_t *p, int *me)
+const int *cp_oob_pair_ranks(const cp_oob_pair_t *p, int *me, int *n)
 {
     *me = p->me;
+    *n = p->n;
     return p->ranks;
 }
 
@@ -108,6 +121,7 @@ void cp_oob_pair_free(cp_oob_pair_t *p)
 {
     if (p != NULL) {
         cp_tree_free(p->t);
+        free(p->ranks);
         free(p);
     }
 }

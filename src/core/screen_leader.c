@@ -8,6 +8,8 @@
 
 #include "core/screen_pairs_int.h"
 
+#include "core/screen_valid.h"
+
 #include "boot/boot.h"
 #include "collprof/status.h"
 #include "core/log.h"
@@ -105,17 +107,18 @@ static int pair_barrier(void)
     return cp_oob_pair_barrier(cur);
 }
 
-/* This rank's tests on the joined pair channel pp: the backend's context of the two, the
- * latency then the bandwidth cell alone, the context closed. */
-static void pair_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, end_rec_t rec[2])
+/* This rank's part on the joined group channel pp: the backend's context of the group, the
+ * pair's latency then bandwidth cells (or the validation's allreduce) alone, the context
+ * closed. */
+static void group_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, int what, end_rec_t rec[2])
 {
     const cp_cell_t *lat = pr->cell[0];
     const cp_plugin_t *p = &pr->r->plugins[lat->plugin];
-    int me;
-    const int *ranks = cp_oob_pair_ranks(pp, &me);
+    int me, n;
+    const int *ranks = cp_oob_pair_ranks(pp, &me, &n);
     collprof_host_t h = *pr->r->host;
     h.rank = me;
-    h.nranks = 2;
+    h.nranks = n;
     h.world_ranks = ranks;
     h.world_nranks = pr->r->boot->nranks;
     h.oob_allgather = pair_allgather;
@@ -129,7 +132,7 @@ static void pair_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, end_rec_t rec[2])
     cp_pairs_alive_now(pr, 1);
     if (rc != COLLPROF_OK) {
         char why[160];
-        snprintf(why, sizeof(why), "%s on the pair: %s", p->name, p->be->last_error(NULL));
+        snprintf(why, sizeof(why), "%s on a group of %d: %s", p->name, n, p->be->last_error(NULL));
         cp_pairs_failed_ends(rec, COLLPROF_CELL_ERROR, why);
         cur = NULL;
         return;
@@ -137,15 +140,17 @@ static void pair_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, end_rec_t rec[2])
     cp_runner_t rr = *pr->r;
     rr.alone = 1;
     rr.ctx = ctx;
-    rr.gn = 2;
+    rr.gn = n;
     rr.grank = me;
     rr.tmo = pr->deadline + CP_TMO_SCREEN_WD_MARGIN_S;
     rr.on_iter = cp_pairs_alive;
     rr.on_iter_arg = pr;
-    for (int k = 0; k < 2; k++) {
-        cp_cell_t c = *pr->cell[k];
-        c.sweep = 1;
-        c.peer = 1 - me;
+    for (int k = 0; k < (what == RUN_VALID ? 1 : 2); k++) {
+        cp_cell_t c = what == RUN_VALID ? cp_screen_valid_cell(pr->cell[1], n, me) : *pr->cell[k];
+        if (what == RUN_PAIR) {
+            c.sweep = 1;
+            c.peer = 1 - me;
+        }
         cp_result_t res;
         cp_run_cell(&rr, &c, &res);
         fill_end(&res, &rec[k]);
@@ -155,18 +160,18 @@ static void pair_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, end_rec_t rec[2])
     cur = NULL;
 }
 
-/* Join pp (at addr for the higher rank) and run the tests; the ends' figures into rec. */
-void cp_pairs_join_and_test(cp_pairs_run_t *pr, cp_oob_pair_t *pp, const char *addr,
+void cp_pairs_join_and_test(cp_pairs_run_t *pr, cp_oob_pair_t *pp, const char *addr, int what,
                             end_rec_t rec[2])
 {
     char why[256] = "";
-    if (cp_oob_pair_join(pp, addr, why, sizeof(why)) != COLLPROF_OK) {
+    if (cp_oob_pair_join(pp, pr->r->boot, addr, why, sizeof(why)) != COLLPROF_OK) {
         char msg[300];
-        snprintf(msg, sizeof(msg), "no channel with the partner: %s", why);
+        snprintf(msg, sizeof(msg), "no channel with the %s: %s",
+                 what == RUN_PAIR ? "partner" : "group", why);
         cp_pairs_failed_ends(rec, COLLPROF_CELL_ERROR, msg);
         return;
     }
-    pair_tests(pr, pp, rec);
+    group_tests(pr, pp, what, rec);
 }
 
 /* ---- a leader other than rank 0 ---------------------------------------- */
@@ -191,7 +196,7 @@ static int from_root(cp_pairs_run_t *pr, screen_msg_t *m)
     }
 }
 
-/* One round's plan m on a leader: its pair, if any, and its result to rank 0. */
+/* One plan m on a leader: its group's run, if any, and its result to rank 0. */
 static int leader_round(cp_pairs_run_t *pr, const screen_msg_t *m)
 {
     const cp_boot_t *b = pr->r->boot;
@@ -200,24 +205,29 @@ static int leader_round(cp_pairs_run_t *pr, const screen_msg_t *m)
     res.type = MSG_RESULT;
     res.round = m->round;
     res.partner = m->partner;
-    if (m->partner >= 0) {
-        cp_log(CP_LOG_INFO, "screen %s: with rank %d, on a context of the two", m->what,
-               m->partner);
+    if (m->gsize >= 2) {
+        if (m->run == RUN_PAIR) {
+            cp_log(CP_LOG_INFO, "screen %s: with rank %d, on a context of the two", m->what,
+                   m->partner);
+        } else {
+            cp_log(CP_LOG_INFO, "screen %s: member %d of a group of %d", m->what, m->gidx,
+                   m->gsize);
+        }
         char why[256] = "";
         screen_msg_t pub;
         memset(&pub, 0, sizeof(pub));
         pub.type = MSG_PUB;
         pub.round = m->round;
-        cp_oob_pair_t *pp = cp_oob_pair_new(b, m->partner, pr->deadline, pub.addr, sizeof(pub.addr),
-                                            why, sizeof(why));
-        if (b->rank < m->partner && cp_oob_side_up(&pub, sizeof(pub)) != COLLPROF_OK) {
+        cp_oob_pair_t *pp = cp_oob_pair_new(b, m->gidx, m->gsize, pr->deadline, pub.addr,
+                                            sizeof(pub.addr), why, sizeof(why));
+        if (m->gidx == 0 && cp_oob_side_up(&pub, sizeof(pub)) != COLLPROF_OK) {
             cp_oob_pair_free(pp);
             return -1;
         }
         if (pp == NULL) {
             cp_pairs_failed_ends(res.rec, COLLPROF_CELL_ERROR, why);
-        } else if (b->rank < m->partner) {
-            cp_pairs_join_and_test(pr, pp, NULL, res.rec);
+        } else if (m->gidx == 0) {
+            cp_pairs_join_and_test(pr, pp, NULL, m->run, res.rec);
         } else {
             screen_msg_t go;
             if (from_root(pr, &go) != 0) {
@@ -225,9 +235,9 @@ static int leader_round(cp_pairs_run_t *pr, const screen_msg_t *m)
                 return -1;
             }
             if (go.type == MSG_GO && go.partner >= 0) {
-                cp_pairs_join_and_test(pr, pp, go.addr, res.rec);
+                cp_pairs_join_and_test(pr, pp, go.addr, m->run, res.rec);
             } else {
-                res.partner = -1; /* the partner had no channel, or stopped */
+                res.partner = -1; /* member 0 had no channel, or stopped */
             }
         }
         cp_oob_pair_free(pp);

@@ -27,6 +27,7 @@
 #include "core/screen.h"
 #include "core/screen_pairs_int.h"
 #include "core/screen_run_int.h"
+#include "core/screen_valid.h"
 #include "core/stats.h"
 #include "core/timeouts.h"
 #include "core/util.h"
@@ -120,17 +121,41 @@ static void collect(cp_pairs_run_t *pr, int want)
     }
 }
 
-/* Rank 0: the round's plans out, the lower ranks' channels in, the higher ranks told where to
- * join; rank 0's own pair run; every result in. */
-static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
+/* Rank 0: each group's size and member 0, each node's index in its group (pr->group[node],
+ * -1 none; members by ascending leader rank, so rank 0 is always member 0 of its group). */
+static void group_places(cp_pairs_run_t *pr)
+{
+    int n = pr->r->boot->nnodes;
+    for (int g = 0; g < n; g++) {
+        pr->gsize[g] = 0;
+        pr->m0[g] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int nd = pr->order[i], g = pr->group[nd];
+        pr->gidx[nd] = -1;
+        if (g >= 0 && g < n) {
+            pr->gidx[nd] = pr->gsize[g]++;
+            pr->m0[g] = pr->m0[g] < 0 ? nd : pr->m0[g];
+        }
+    }
+}
+
+/* Rank 0: run the groups of pr->group[] (what: RUN_PAIR, RUN_VALID): the plans out, the member
+ * 0s' channels in, the others told where to join; rank 0's own part; every result in
+ * (pr->got[node]).  A node unreachable, or in a group of one, sits out. */
+static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
 {
     const cp_boot_t *b = pr->r->boot;
-    int me = b->node_ids[0], mine = pr->partner[me];
-    memset(pr->got, 0, sizeof(screen_msg_t) * (size_t)b->nnodes);
+    int n = b->nnodes, me = b->node_ids[0];
+    for (int nd = 0; nd < n; nd++) { /* nobody meets an unreachable node */
+        pr->group[nd] = pr->gone[nd] == 1 || pr->lead[nd] < 0 ? -1 : pr->group[nd];
+    }
+    group_places(pr);
+    memset(pr->got, 0, sizeof(screen_msg_t) * (size_t)n);
     memset(pr->wait, 0, (size_t)b->nranks);
     double now = cp_pairs_now();
-    for (int nd = 0; nd < b->nnodes; nd++) {
-        int q = pr->lead[nd], o = pr->partner[nd];
+    for (int nd = 0; nd < n; nd++) {
+        int q = pr->lead[nd], g = pr->group[nd];
         if (q <= 0 || pr->gone[nd] == 1) {
             continue;
         }
@@ -138,23 +163,28 @@ static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
         memset(&m, 0, sizeof(m));
         m.type = MSG_PLAN;
         m.round = round;
-        m.partner = o >= 0 ? pr->lead[o] : -1;
+        m.run = run;
+        m.gsize = g >= 0 && pr->gsize[g] >= 2 ? pr->gsize[g] : 0;
+        m.gidx = g >= 0 ? pr->gidx[nd] : 0;
+        m.partner = run == RUN_PAIR && pr->partner[nd] >= 0 ? pr->lead[pr->partner[nd]] : -1;
         snprintf(m.what, sizeof(m.what), "%s", what);
         if (send_to(pr, nd, &m) == 0) {
             pr->heard[q] = now;
-            pr->wait[q] = o >= 0 && q < pr->lead[o]; /* the lower rank sends its channel */
+            pr->wait[q] = m.gsize >= 2 && m.gidx == 0; /* member 0 sends its channel */
         }
     }
+    int g0 = pr->group[me], mine = g0 >= 0 && pr->gsize[g0] >= 2;
     char why[256] = "", addr0[80] = "";
-    cp_oob_pair_t *pp = mine >= 0 ? cp_oob_pair_new(b, pr->lead[mine], pr->deadline, addr0,
-                                                    sizeof(addr0), why, sizeof(why))
-                                  : NULL;
+    cp_oob_pair_t *pp = mine ? cp_oob_pair_new(b, 0, pr->gsize[g0], pr->deadline, addr0,
+                                               sizeof(addr0), why, sizeof(why))
+                             : NULL;
     collect(pr, MSG_PUB);
-    for (int nd = 0; nd < b->nnodes; nd++) { /* the higher ranks: where to join, or not */
-        int q = pr->lead[nd], o = pr->partner[nd];
-        if (q <= 0 || pr->gone[nd] == 1 || o < 0 || q < pr->lead[o]) {
+    for (int nd = 0; nd < n; nd++) { /* the other members: where to join, or not */
+        int q = pr->lead[nd], g = pr->group[nd];
+        if (q <= 0 || pr->gone[nd] == 1 || g < 0 || pr->gsize[g] < 2 || pr->gidx[nd] == 0) {
             continue;
         }
+        int o = pr->m0[g];
         screen_msg_t go;
         memset(&go, 0, sizeof(go));
         go.type = MSG_GO;
@@ -165,7 +195,7 @@ static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
         snprintf(go.addr, sizeof(go.addr), "%s", up ? at : "");
         send_to(pr, nd, &go);
     }
-    for (int nd = 0; nd < b->nnodes; nd++) { /* every leader that is reachable: its result */
+    for (int nd = 0; nd < n; nd++) { /* every leader that is reachable: its result */
         int q = pr->lead[nd];
         if (q > 0 && pr->gone[nd] != 1) {
             pr->wait[q] = 1;
@@ -173,21 +203,61 @@ static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
     }
     screen_msg_t *own = &pr->got[me];
     memset(own, 0, sizeof(*own));
-    own->partner = mine >= 0 ? pr->lead[mine] : -1;
-    if (mine >= 0 && pp == NULL) {
+    own->partner = run == RUN_PAIR && pr->partner[me] >= 0 ? pr->lead[pr->partner[me]] : -1;
+    if (mine && pp == NULL) {
         cp_pairs_failed_ends(own->rec, COLLPROF_CELL_ERROR, why);
-    } else if (mine >= 0 && 0 < pr->lead[mine]) {
-        cp_pairs_join_and_test(pr, pp, NULL, own->rec);
-    } else if (mine >= 0) { /* the higher rank: the partner's channel, if it has one */
-        const screen_msg_t *g = &pr->got[mine];
-        if (pr->gone[mine] != 1 && g->type == MSG_PUB && g->addr[0] != '\0') {
-            cp_pairs_join_and_test(pr, pp, g->addr, own->rec);
-        } else {
-            own->partner = -1;
-        }
+    } else if (mine) {
+        cp_pairs_join_and_test(pr, pp, NULL, run, own->rec);
     }
     cp_oob_pair_free(pp);
     collect(pr, MSG_RESULT);
+}
+
+/* Rank 0: a round of the pairing in pr->partner, as groups of two. */
+static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
+{
+    for (int nd = 0; nd < pr->r->boot->nnodes; nd++) {
+        int o = pr->partner[nd];
+        pr->group[nd] = o >= 0 ? (o < nd ? o : nd) : -1;
+    }
+    run_groups(pr, RUN_PAIR, round, what);
+}
+
+/* Rank 0: one level of the validation (cp_valid_by_t): the groups of group_of[] run their
+ * allreduce, each on its own context; a group fails when a member's failed, ran nothing, or is
+ * unreachable; its bus bandwidth from its slowest member's median. */
+static int valid_level(void *arg, const int *group_of, int level, int groups, cp_halve_t *h,
+                       char *why, size_t wl)
+{
+    cp_pairs_run_t *pr = arg;
+    const cp_boot_t *b = pr->r->boot;
+    int n = b->nnodes;
+    (void)why, (void)wl;
+    memcpy(pr->group, group_of, sizeof(int) * (size_t)n);
+    char what[48];
+    snprintf(what, sizeof(what), "validation level %d", level);
+    run_groups(pr, RUN_VALID, -1 - level, what);
+    for (int k = 0; k < groups; k++) {
+        int m = 0, failed = 0;
+        uint64_t wrong = 0;
+        double worst = 0;
+        for (int nd = 0; nd < n; nd++) {
+            if (group_of[nd] != k) {
+                continue;
+            }
+            const end_rec_t *e = &pr->got[nd].rec[0];
+            m++;
+            failed |= pr->gone[nd] == 1 || pr->group[nd] != k ||
+                      (e->status != COLLPROF_CELL_OK && e->status != COLLPROF_CELL_WRONG);
+            wrong += e->wrong;
+            worst = e->p50 > worst ? e->p50 : worst;
+        }
+        cp_cell_t c = cp_screen_valid_cell(pr->cell[1], m > 0 ? m : 1, 0);
+        double bytes = (double)(c.count * 4);
+        double busbw = !failed && m > 1 && worst > 0 ? bytes / worst * 1e-3 * 2.0 * (m - 1) / m : 0;
+        cp_halve_set(h, k, failed, wrong, busbw);
+    }
+    return 0;
 }
 
 /* The pair (na, nb)'s row of size k from its two ends' figures: the slower end's. */
@@ -305,6 +375,13 @@ static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
         cp_screen_judge_opt(s);
         planned = rc != 0 ? -1 : k < nr ? cp_screen_plan_recheck(s, pr->partner) : 0;
     }
+    if (pr->val != NULL && planned >= 0) { /* the validation, each group on its own context */
+        cp_valid_by_t by = {.level = valid_level, .arg = pr};
+        planned =
+            cp_screen_validate_by(pr->r, pr->cell[1], s, pr->lead, pr->val, progress, &by) != 0
+                ? -1
+                : planned;
+    }
     screen_msg_t end;
     memset(&end, 0, sizeof(end));
     end.type = MSG_END;
@@ -318,15 +395,37 @@ static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
     return planned < 0 ? -1 : 0;
 }
 
+/* Rank 0: the nodes by ascending leader rank (those without a leader last) into order[]. */
+static void by_rank(const int *lead, int n, int *order)
+{
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++) { /* leaders first, in rank order: ranks are few */
+        for (int nd = 0; nd < n; nd++) {
+            if ((lead[nd] >= 0) == (pass == 0)) {
+                order[k++] = nd;
+            }
+        }
+    }
+    for (int i = 1; i < n; i++) { /* insertion: nearly sorted already (node ids follow ranks) */
+        int x = order[i], j = i;
+        while (j > 0 && lead[x] >= 0 && lead[order[j - 1]] > lead[x]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = x;
+    }
+}
+
 int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, cp_screen_t *s,
-                    const int *lead, cp_screen_out_t *out, FILE *progress)
+                    const int *lead, cp_screen_out_t *out, cp_screen_valid_t *val, FILE *progress)
 {
     const cp_boot_t *b = r->boot;
     cp_pairs_run_t pr = {.r = r,
                          .cell = {lat, bw},
                          .lead = lead,
                          .deadline = cp_tmo_screen_pair(r->opt->timeout_s),
-                         .s = s};
+                         .s = s,
+                         .val = val};
     if (b->rank == 0) {
         cp_log(CP_LOG_INFO, "screen: every pair on a context of its own, %.0f s deadline",
                pr.deadline);
@@ -347,11 +446,16 @@ int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, c
     pr.got = calloc(n, sizeof(screen_msg_t));
     pr.heard = calloc(nr, sizeof(double));
     pr.wait = calloc(nr, 1);
+    int *ints = malloc(sizeof(int) * 5 * n);
     int rc = -1;
     if (pr.gone != NULL && pr.partner != NULL && pr.got != NULL && pr.heard != NULL &&
-        pr.wait != NULL) {
+        pr.wait != NULL && ints != NULL) {
+        pr.group = ints, pr.gsize = ints + n, pr.gidx = ints + 2 * n, pr.m0 = ints + 3 * n;
+        pr.order = ints + 4 * n;
+        by_rank(lead, (int)n, pr.order);
         rc = run0(&pr, out, progress);
     }
+    free(ints);
     out->broken = pr.nunreach > 0;
     free(pr.gone);
     free(pr.partner);

@@ -167,8 +167,9 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
     }
     int failed = 0; /* rank 0 could not keep a round's pairs: the rounds go on, no verdict */
     int alone = worst == 0 && cp_screen_pairs_usable(r, lat); /* the same on every rank */
-    if (alone) {
-        worst = cp_screen_pairs(r, lat, bw, &s, lead, out, progress);
+    cp_screen_valid_t val = {.ran = 0}; /* the validation collective (src/core/screen_valid.h) */
+    if (alone) { /* rounds and validation, every group on a context of its own */
+        worst = cp_screen_pairs(r, lat, bw, &s, lead, out, &val, progress);
     }
     int nr = worst == 0 && !alone ? cp_screen_random_rounds(&s) : 0;
     for (int k = 0; k < nr; k++) {
@@ -188,12 +189,9 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
         planned = rc < 0 ? -1 : k < nr ? agree_confirm(r, &s, nodes, 0, 1) : 0;
         worst |= rc > 0;
     }
-    /* the validation collective of the healthy nodes (src/core/screen_valid.h) */
-    cp_screen_valid_t val = {.ran = 0};
-    if (out->broken) { /* a node stopped: no collective of the job can follow */
-        snprintf(val.why, sizeof(val.why), "a node stopped answering (no collective of the job)");
-    } else if (planned >= 0 && worst >= 0 &&
-               cp_screen_validate(r, bw, &s, lead, &val, progress) != 0) {
+    /* the validation of the healthy nodes, as cells of the job (the pairs ran theirs) */
+    if (!alone && planned >= 0 && worst >= 0 &&
+        cp_screen_validate(r, bw, &s, lead, &val, progress) != 0) {
         worst = -1;
     }
     live.s = NULL;

@@ -5,6 +5,7 @@
 #define COLLPROF_CORE_SCREEN_RUN_INT_H
 
 #include "core/screen_run.h"
+#include "core/screen_valid.h"
 
 /* Rank 0: the sweep rows [from, end) of one round (a latency and a bandwidth row per pair) as
  * screen pairs: measured when both rows are ok, failed when either is wrong or an error,
@@ -18,9 +19,10 @@ int cp_screen_add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from
 int cp_screen_pairs_usable(const cp_runner_t *r, const cp_cell_t *lat);
 
 /* The screen's rounds, each pair by itself, rank 0 planning (s: its schedule, on rank 0 the
- * pairs and verdict filled); a node that stops answering is unreachable and the rounds go on.
+ * pairs and verdict filled), then the validation's levels (val, rank 0's), each group on a
+ * context of its own; a node that stops answering is unreachable and the screen goes on.
  * out->broken set where the job is no longer whole.  0, or -1 (out of memory, rank 0 gone). */
 int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, cp_screen_t *s,
-                    const int *lead, cp_screen_out_t *out, FILE *progress);
+                    const int *lead, cp_screen_out_t *out, cp_screen_valid_t *val, FILE *progress);
 
 #endif /* COLLPROF_CORE_SCREEN_RUN_INT_H */

@@ -96,8 +96,7 @@ static void group_figures(const cp_boot_t *b, const int *group_of, int k, const 
     free(t);
 }
 
-/* The allreduce cell of a level from the screen's bandwidth cell, on this rank's group. */
-static cp_cell_t level_cell(const cp_cell_t *bw, int n, int me)
+cp_cell_t cp_screen_valid_cell(const cp_cell_t *bw, int n, int me)
 {
     cp_cell_t c = *bw;
     uint64_t bytes = bw->count * collprof_dtype_size(bw->dtype);
@@ -177,7 +176,7 @@ static int run_level(cp_runner_t *r, const cp_cell_t *bw, const int *group_of, i
         free(ranks);
         return -1;
     }
-    cp_cell_t c = level_cell(bw, n, me);
+    cp_cell_t c = cp_screen_valid_cell(bw, n, me);
     cp_result_t res;
     r->ctx = ctx;
     cp_run_cell(r, &c, &res);
@@ -267,8 +266,10 @@ static void print_level(FILE *f, const cp_halve_t *h, size_t lfirst, size_t lend
     fflush(f);
 }
 
-int cp_screen_validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
-                       cp_screen_valid_t *v, FILE *progress)
+/* The validation; by == NULL: collective over the job (every rank, the groupings broadcast,
+ * run_level); else on rank 0 alone, each level run by by->level (the screen's pairs). */
+static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
+                    cp_screen_valid_t *v, FILE *progress, const cp_valid_by_t *by)
 {
     const cp_boot_t *b = r->boot;
     const cp_plugin_t *p = &r->plugins[bw->plugin];
@@ -308,7 +309,7 @@ int cp_screen_validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, cons
         m = v->node_ev == NULL ? -1 : m;
         free(in);
     }
-    if (cp_oob_bcast(&m, sizeof(m), 0) != 0 || group_of == NULL) {
+    if ((by == NULL && cp_oob_bcast(&m, sizeof(m), 0) != 0) || group_of == NULL) {
         m = -1;
     }
     if (m < 2) {
@@ -323,8 +324,9 @@ int cp_screen_validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, cons
     for (;;) {
         int groups = b->rank == 0 ? cp_halve_level(&v->h, group_of) : 0;
         size_t lfirst = b->rank == 0 ? v->h.lfirst : 0, lend = b->rank == 0 ? v->h.lend : 0;
-        if (cp_oob_bcast(&groups, sizeof(groups), 0) != 0 ||
-            (groups > 0 && cp_oob_bcast(group_of, sizeof(int) * (size_t)n, 0) != 0)) {
+        if (by == NULL &&
+            (cp_oob_bcast(&groups, sizeof(groups), 0) != 0 ||
+             (groups > 0 && cp_oob_bcast(group_of, sizeof(int) * (size_t)n, 0) != 0))) {
             ret = -1;
             break;
         }
@@ -333,7 +335,9 @@ int cp_screen_validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, cons
         }
         double tl = now_s();
         char why[256] = "";
-        int failed = run_level(r, bw, group_of, level, groups, &v->h, why, sizeof(why)) != 0;
+        int failed =
+            (by != NULL ? by->level(by->arg, group_of, level, groups, &v->h, why, sizeof(why))
+                        : run_level(r, bw, group_of, level, groups, &v->h, why, sizeof(why))) != 0;
         if (failed) { /* the same on every rank: this level is not judged */
             snprintf(v->why, sizeof(v->why), "%s", why);
             v->ran = level > 0;
@@ -373,10 +377,22 @@ int cp_screen_validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, cons
     free(group_of);
     free(names);
     int worst = ret;
-    if (cp_oob_bcast(&worst, sizeof(worst), 0) != 0) {
+    if (by == NULL && cp_oob_bcast(&worst, sizeof(worst), 0) != 0) {
         worst = -1;
     }
     return worst;
+}
+
+int cp_screen_validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
+                       cp_screen_valid_t *v, FILE *progress)
+{
+    return validate(r, bw, s, lead, v, progress, NULL);
+}
+
+int cp_screen_validate_by(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
+                          cp_screen_valid_t *v, FILE *progress, const cp_valid_by_t *by)
+{
+    return validate(r, bw, s, lead, v, progress, by);
 }
 
 /* ---- the rows ---------------------------------------------------------------------------- */

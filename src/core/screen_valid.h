@@ -39,6 +39,24 @@ typedef struct cp_screen_valid {
 int cp_screen_validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
                        cp_screen_valid_t *v, FILE *progress);
 
+/** How a level runs when rank 0 alone drives the validation (the screen's pairs,
+ *  src/core/screen_pairs.c): level() runs the groups of group_of[node] (groups of them; -1
+ *  sits out) and sets each group's figures in h (cp_halve_set); 0, or -1 with why when the
+ *  level could not run at all. */
+typedef struct cp_valid_by {
+    int (*level)(void *arg, const int *group_of, int level, int groups, cp_halve_t *h, char *why,
+                 size_t wl);
+    void *arg;
+} cp_valid_by_t;
+
+/** cp_screen_validate on rank 0 alone, each level run by by (no collective of the job). */
+int cp_screen_validate_by(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
+                          cp_screen_valid_t *v, FILE *progress, const cp_valid_by_t *by);
+
+/** The allreduce cell of a level from the screen's bandwidth cell (float32, the same bytes),
+ *  for a group of n ranks where this rank is me. */
+cp_cell_t cp_screen_valid_cell(const cp_cell_t *bw, int n, int me);
+
 /**
  * Rank 0: the verdict's rows of this backend (out->rows[first ..], as cp_screen_rows made
  * them) amended with the validation: each culprit node slow, its evidence extended; each
