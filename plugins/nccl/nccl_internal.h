@@ -11,7 +11,9 @@
  *                   graph capture), the launches, the CUDA events and the wait
  *   nccl_variant.c  select_variant(): what applies, the forced-algorithm probe
  *   nccl_mem.c      memory: the mem_* slots and the buffer records; the device copy rate
- *   nccl_plan.c     everything that needs no GPU (nccl_plan.h; tests/unit/test_nccl_plan.t)
+ *   nccl_plan.c     what needs no GPU: the variant table, the environment, versions,
+ *                   status and dtype maps (nccl_plan.h; tests/unit/test_nccl_plan.t)
+ *   nccl_p2p.c      the grouped send/recv schedules, no GPU needed either (the same)
  */
 #ifndef CP_NCCL_INTERNAL_H
 #define CP_NCCL_INTERNAL_H
