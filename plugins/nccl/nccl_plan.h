@@ -11,7 +11,8 @@
  *  - ncclResult_t / cudaError_t -> collprof_status_t, dtype and redop maps;
  *  - the grouped send/recv schedule of alltoall, alltoallv, allgatherv,
  *    gather, scatter, gatherv, scatterv and sendrecv (offsets per the
- *    buffer table in <collprof/plugin.h>).
+ *    buffer table in <collprof/plugin.h>), in nccl_p2p.c; the rest is in
+ *    nccl_plan.c.
  *
  * Only the enums of nccl.h are used here (no NCCL function is called).
  */
