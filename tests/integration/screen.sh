@@ -77,7 +77,8 @@ fi
 # a group of their own; a node fine in pairs but slow in collectives (COLLPROF_FAULT=slowcoll:
 # 300 ms more per allreduce on rank 3, n4; 5 iterations) passes the rounds, fails the allreduce, and the
 # halving names it: 8 nodes, again, halves of 4, of 2, then each of the failing pair with a
-# witness; --screen-validate off skips it (and the fault goes unseen)
+# witness; --screen-validate off skips it (and the fault goes unseen); a node that hangs in
+# the allreduce alone is named the same way (gloo, ofi: each group has the pair deadline)
 if [ "$sanitized" != 1 ]; then
     grep -q '^validation: passed: allreduce over 8 nodes .* GB/s busbw' "$WORK/clean/out"
     ok $? "healthy: the validation allreduce over the 8 nodes passed"
@@ -111,6 +112,22 @@ EOF
     r=$?
     ok $r "--screen-validate off: skipped, the collective-only fault unseen, exit 0 (rc $rc)"
     show $r
+    # n4 hangs in collectives alone (100 s per allreduce): on gloo and ofi each validation
+    # group runs on a context of its own with the pair deadline (--timeout 5), so its group
+    # fails within it, the halving goes on and names n4; rank 0 ends the job's ranks after
+    if [ "$B" = gloo ] || [ "$B" = ofi ]; then
+        export COLLPROF_FAULT=slowcoll:3:100000000
+        screen8 "$WORK/hangv" --seed 4 -n 5 -w 1 --timeout 5
+        [ "$rc" -eq 1 ] && grep -q '^slow  *n4: .*validation: allreduce over 8 nodes failed' "$out" &&
+            grep -q '^validation: failed: .*1 node and 0 links named' "$out" &&
+            grep -q '^exclude: n4$' "$out" && grep -q 'node n4 (rank 3) is unreachable' "$d/err"
+        r=$?
+        ok $r "hung in the allreduce alone: its group fails within the deadline, the halving names n4, exit 1 ($took s)"
+        show $r
+        sleep 1
+        [ -z "$(pgrep -f "^$COLLPROF_BIN --screen")" ]
+        ok $? "hung in the allreduce: no rank left"
+    fi
     unset COLLPROF_FAULT
 fi
 
