@@ -43,7 +43,7 @@
 /** The smallest count of measured random-round pairs of a path class that gets a reference
  * of its own when the screen's pairs are of several classes; a class with fewer is judged
  * against the reference of every pair (class "any"). */
-#define CP_SCREEN_CLASS_MIN_PAIRS 4
+#define CP_SCREEN_CLASS_MIN_PAIRS 6
 
 /** The reference of one path class (cp_screen_ref_t.cls). */
 typedef struct cp_screen_cref {

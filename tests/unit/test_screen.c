@@ -663,6 +663,19 @@ static void check_paths(void)
        "class: node 5 alone both times in %d of 5",
        same);
 
+    /* 4 nodes on 2 switches: 2 same-switch and 4 cross-switch pairs, too few for references of
+     * their own (one bad node is in half of them): judged as without a topology */
+    sim_init(&c, 4, 0.10, 9);
+    sim_switches(&c, 0.5, 1);
+    sim_screen(&c, &s, 7, &status);
+    ok(!cp_screen_by_class(&s.ref) && s.ref.cls[CP_PATH_CROSS_SWITCH].pairs == 4 &&
+           s.ref.cls[CP_PATH_SAME_SWITCH].pairs == 2,
+       "4 nodes on 2 switches: classes of %d and %d pairs, fewer than %d: every pair against all",
+       s.ref.cls[CP_PATH_SAME_SWITCH].pairs, s.ref.cls[CP_PATH_CROSS_SWITCH].pairs,
+       CP_SCREEN_CLASS_MIN_PAIRS);
+    cp_screen_free(&s);
+    sim_free(&c);
+
     /* the evidence names the classes where the pairs were judged by them */
     sim_init(&c, 8, 0.10, 9);
     sim_switches(&c, 0.5, 1);
