@@ -16,7 +16,10 @@
  *     small screen), a pair being slow when its
  *     bandwidth (or inverse latency) is below thr x the reference AND more
  *     than z robust deviations below it, judged in logarithms (noise is a
- *     factor): -ln(score) > z x 1.4826 x MAD(ln).
+ *     factor): -ln(score) > z x 1.4826 x MAD(ln).  Where a tree topology puts the pairs in
+ *     several path classes (same-switch, cross-switch: src/core/path.h), each class with
+ *     CP_SCREEN_CLASS_MIN_PAIRS measured pairs has a reference of its own, and its pairs are
+ *     judged against it (a slower spine is no fault); a smaller class against every pair's.
  *  3. A node slow with two or more different partners is a node suspect; a
  *     slow pair whose two ends are not suspects is a link suspect.  Suspects
  *     are taken one at a time, the one slow with the largest share of its

@@ -8,7 +8,9 @@
  * 4,096 nodes, recall, the node/link class and false positives, and the
  * Slurm host list.  Then a screen's pairs written as /links rows and judged again against a
  * baseline (collprof-report screen --baseline), and a link sweep's pairs judged against one
- * (collprof-report links --baseline).
+ * (collprof-report links --baseline).  Path classes: clusters on two leaf switches whose
+ * cross-switch pairs are 0.5x (or 0.25x) a same-switch pair, judged by class and without
+ * classes, against the screen's own median and against a baseline with rows per class.
  */
 #include "config.h"
 
