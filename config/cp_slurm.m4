@@ -20,7 +20,18 @@ AC_DEFUN([CP_SLURM_CONFIGURE], [
                         [[job_info_msg_t *m = 0; slurm_init(0);
                           return slurm_load_job(&m, 1, SHOW_DETAIL);]])],
          [cp_slurm_happy=yes], [])
-       AC_MSG_RESULT([$cp_slurm_happy])])
+       AC_MSG_RESULT([$cp_slurm_happy])
+       dnl the tree topology's records as Slurm 22.05 gives them (src/slurm/slurm_topo.c);
+       dnl later Slurms changed slurm_load_topo: without it every pair's path class is "any"
+       AC_MSG_CHECKING([for slurm_load_topo with topo_info_t records])
+       AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <slurm/slurm.h>]],
+                        [[topo_info_response_msg_t *m = 0;
+                          int rc = slurm_load_topo(&m);
+                          return rc + (m ? (int)m->topo_array[0].level : 0);]])],
+         [AC_DEFINE([HAVE_SLURM_LOAD_TOPO], [1],
+                    [libslurm gives the tree topology's switches (slurm_load_topo, topo_info_t)])
+          AC_MSG_RESULT([yes])],
+         [AC_MSG_RESULT([no])])])
     CPPFLAGS=$cp_save_CPPFLAGS LIBS=$cp_save_LIBS
     AS_IF([test "x$cp_slurm_happy" != xyes],
           [CP_DEP_FAIL([slurm], [no usable libslurm (slurm/slurm.h and -lslurm) was found: install libslurm-dev])])

@@ -3,7 +3,7 @@
 # collprof's Slurm workflow and for its tests.  By default one node on loopback; with
 # --nodes N (N >= 2) N virtual nodes, each in its own network, UTS and mount namespace.
 #
-#   slurm-local.sh [--nodes N] start
+#   slurm-local.sh [--nodes N [--switches S]] start
 #                            start (or find running) munged, slurmctld and slurmd(s); wait until
 #                            every node is idle; print the lines to paste (export SLURM_CONF=...,
 #                            and with N >= 2 the interface variables)
@@ -16,6 +16,8 @@
 # With N >= 2 only:
 #   slurm-local.sh shape NODE RATE|off   tc tbf rate (e.g. 200mbit) on both ends of NODE's link
 #   slurm-local.sh link NODE down|up     take NODE's link down (cable pulled) or up again
+#   slurm-local.sh shape-spine RATE|off  with --switches S >= 2: tc tbf on the spine, both ways
+#                                        (every link between switch s1 and another)
 #   slurm-local.sh exec NODE CMD...      run CMD in NODE's namespaces (NODE: n1..nN or ctl)
 #
 # Directory: $COLLPROF_SLURM_DIR, default /tmp/collprof-slurm.  Everything (configuration,
@@ -31,6 +33,14 @@
 # namespace "ctl" at X.2 and node nK at X.(10+K), where X is $COLLPROF_SLURM_NET (default the
 # first 198.18.x.0/24, the benchmarking range, that no local interface uses).  Each namespace's
 # link is called cpnet0.  Must run as root (namespaces, slurmd and SlurmUser=root).
+#
+# Switches (--switches S, $COLLPROF_SLURM_SWITCHES; default 1: one bridge, no topology): the
+# nodes in S contiguous groups (sizes differ by one at most), each on a bridge of its own, leaf
+# switch sK; s2..sS each joined to s1 (which holds this namespace and ctl) by a veth, the
+# spine; and Slurm told so: topology.conf (SwitchName=sK Nodes=..., SwitchName=spine
+# Switches=s[1-S]) and TopologyPlugin=topology/tree.  Traffic between nodes of different
+# switches crosses the spine, which `shape-spine RATE` slows (a shared link, as a real
+# oversubscribed spine: the pairs that cross it at once share it).
 set -eu
 
 DIR=${COLLPROF_SLURM_DIR:-/tmp/collprof-slurm}
@@ -376,9 +386,12 @@ cmd_stop() {
 mn_load() {
     NODES=0
     NET=""
+    SWITCHES=1
     if [ -s "$CLUSTER" ]; then
         NODES=$(sed -n 's/^NODES=\([0-9]*\)$/\1/p' "$CLUSTER")
         NET=$(sed -n 's/^NET=\([0-9.]*\)$/\1/p' "$CLUSTER")
+        SWITCHES=$(sed -n 's/^SWITCHES=\([0-9]*\)$/\1/p' "$CLUSTER")
+        SWITCHES=${SWITCHES:-1} # a record from before --switches
         if [ -z "$NODES" ] || [ -z "$NET" ]; then
             say "$CLUSTER is damaged: ignored"
             NODES=0
@@ -403,6 +416,30 @@ mn_addr() { # NAME -> its address
     ctl) echo "$NET.2" ;;
     n*) echo "$NET.$((10 + ${1#n}))" ;;
     esac
+}
+
+mn_switch_of() { # NAME -> its leaf switch 1..SWITCHES (ctl and this namespace: 1)
+    case $1 in
+    n*) echo $(((${1#n} - 1) * SWITCHES / NODES + 1)) ;;
+    *) echo 1 ;;
+    esac
+}
+
+mn_switch_nodes() { # K -> the host list of switch K's nodes, n[A-B]
+    local k first=0 last=0
+    for k in $(seq 1 "$NODES"); do
+        if [ "$(mn_switch_of "n$k")" -eq "$1" ]; then
+            [ "$first" -gt 0 ] || first=$k
+            last=$k
+        fi
+    done
+    if [ "$first" -eq "$last" ]; then echo "n$first"; else echo "n[$first-$last]"; fi
+}
+
+mn_bridge_of() { # NAME -> the bridge of its switch
+    local k
+    k=$(mn_switch_of "$1")
+    if [ "$k" -eq 1 ]; then echo "$BR"; else echo "$TAG-s$k"; fi
 }
 
 mn_check_node() { # NAME: n1..nN or ctl
@@ -452,8 +489,19 @@ mn_write_conf() {
         done
         echo "PartitionName=debug Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP" \
             "OverSubscribe=FORCE:4"
+        [ "$SWITCHES" -lt 2 ] || echo "TopologyPlugin=topology/tree"
     } >"$CONF.tmp"
     mv "$CONF.tmp" "$CONF"
+    rm -f "$DIR/topology.conf"
+    if [ "$SWITCHES" -ge 2 ]; then
+        {
+            echo "# $SWITCHES leaf switches under one spine, written by slurm-local.sh"
+            for k in $(seq 1 "$SWITCHES"); do
+                echo "SwitchName=s$k Nodes=$(mn_switch_nodes "$k")"
+            done
+            echo "SwitchName=spine Switches=s[1-$SWITCHES]"
+        } >"$DIR/topology.conf"
+    fi
     # `ip netns exec` mounts a /sys without cgroups: slurmd must not look for cgroup v2
     echo "CgroupPlugin=cgroup/v1" >"$DIR/cgroup.conf"
     {
@@ -462,7 +510,7 @@ mn_write_conf() {
         for k in $(mn_names); do echo "$(mn_addr "$k") $k"; done
     } >"$DIR/hosts"
     for k in $(seq 1 "$NODES"); do mkdir -p "$DIR/tmp/n$k" "$DIR/spool/n$k"; done
-    printf 'NODES=%s\nNET=%s\n' "$NODES" "$NET" >"$CLUSTER"
+    printf 'NODES=%s\nNET=%s\nSWITCHES=%s\n' "$NODES" "$NET" "$SWITCHES" >"$CLUSTER"
 }
 
 # the bridge with X.1 on the first free network (another cluster may pick the same at once)
@@ -476,6 +524,7 @@ mn_bridge_up() {
         ip addr add "$NET.1/24" dev "$BR"
         if [ "$(ip -o -4 addr show | grep -c " ${NET//./\\.}\.[0-9]*/")" -eq 1 ]; then
             ip link set "$BR" up
+            mn_switches_up
             return 0
         fi
         ip link delete "$BR"
@@ -483,6 +532,19 @@ mn_bridge_up() {
             die "$NET.0/24 is in use here: set another COLLPROF_SLURM_NET"
     done
     die "found no free 198.18.x.0/24 in 5 tries: set COLLPROF_SLURM_NET"
+}
+
+# switches s2..sS: a bridge each, joined to s1 ($BR) by a veth (the spine link: $TAG-uK in
+# s1, $TAG-dK in sK)
+mn_switches_up() {
+    local k
+    for k in $(seq 2 "$SWITCHES"); do
+        ip link add "$TAG-s$k" type bridge &&
+            ip link add "$TAG-u$k" type veth peer name "$TAG-d$k" &&
+            ip link set "$TAG-u$k" master "$BR" up &&
+            ip link set "$TAG-d$k" master "$TAG-s$k" up &&
+            ip link set "$TAG-s$k" up || die "could not make switch s$k (bridge $TAG-s$k)"
+    done
 }
 
 # for ctl and every node a namespace with a veth into the bridge
@@ -495,7 +557,7 @@ mn_ns_up() {
             die "network namespaces are refused here (ip netns add: $err)"
         fi
         ip link add "$ns" type veth peer name "$NODE_IF" netns "$ns"
-        ip link set "$ns" master "$BR" up
+        ip link set "$ns" master "$(mn_bridge_of "$name")" up
         ip -n "$ns" addr add "$(mn_addr "$name")/24" dev "$NODE_IF"
         ip -n "$ns" link set "$NODE_IF" up
         ip -n "$ns" link set lo up
@@ -504,7 +566,7 @@ mn_ns_up() {
 
 # end every process in this directory's namespaces (by PID), delete them and the bridge
 mn_net_down() {
-    local ns pids="" n=0
+    local ns dev pids="" n=0
     for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }' | grep "^$TAG-" || true); do
         pids="$pids $(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
         n=$((n + 1))
@@ -515,6 +577,11 @@ mn_net_down() {
     fi
     for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }' | grep "^$TAG-" || true); do
         ip netns delete "$ns" 2>/dev/null || say "could not delete namespace $ns"
+    done
+    for dev in $(ip -o link show 2>/dev/null | awk -F': ' '{ print $2 }' | sed 's/@.*//' |
+        grep -E "^$TAG-[su][0-9]+$" || true); do # the other switches and the spine
+        ip link delete "$dev" 2>/dev/null || true
+        n=$((n + 1))
     done
     if ip link show "$BR" >/dev/null 2>&1; then
         ip link delete "$BR" 2>/dev/null || say "could not delete bridge $BR"
@@ -588,11 +655,15 @@ mn_start() {
     if [ "$NODES" -ge 2 ] && [ -n "$(running_pid "$DIR/run/slurmctld.pid" slurmctld)" ]; then
         [ "$NODES" -eq "$want" ] ||
             die "a $NODES-node cluster runs in $DIR: stop it before starting $want nodes"
+        [ -z "${SWITCHES_OPT:-}" ] || [ "$SWITCHES_OPT" -eq "$SWITCHES" ] ||
+            die "a cluster of $SWITCHES switches runs in $DIR: stop it before starting $SWITCHES_OPT"
     else
         [ -z "$(running_pid "$DIR/run/slurmd.localhost.pid" slurmd)" ] ||
             die "a single-node cluster runs in $DIR: stop it first"
         mn_net_down # what a crashed run left
         NODES=$want
+        SWITCHES=${SWITCHES_OPT:-1}
+        [ "$SWITCHES" -le "$NODES" ] || die "--switches $SWITCHES: more switches than $NODES nodes"
         mn_bridge_up
         mn_write_conf
         mn_ns_up
@@ -608,6 +679,9 @@ mn_start() {
     say "cluster up in $t0 s:" \
         "nodes n1..n$NODES ($NET.11..), $(node_cpus) CPUs each, controller ctl ($NET.2)," \
         "partition debug; use -O for more tasks per node than CPUs"
+    [ "$SWITCHES" -lt 2 ] || say "switches: $(for k in $(seq 1 "$SWITCHES"); do
+        printf 's%s %s, ' "$k" "$(mn_switch_nodes "$k")"
+    done)spine s[1-$SWITCHES] (topology.conf, topology/tree)"
     say "in your shell:"
     mn_env
 }
@@ -622,6 +696,8 @@ mn_env() {
 mn_status() {
     local rc=0 name
     echo "nodes: $NODES, network $NET.0/24 on bridge $BR, link $NODE_IF in each namespace"
+    [ "$SWITCHES" -lt 2 ] ||
+        echo "switches: $SWITCHES (topology.conf), spine: bridges $TAG-s2.. joined to $BR"
     daemon_status munged "$MUNGE_DIR/munged.pid" || rc=1
     daemon_status slurmctld "$DIR/run/slurmctld.pid" || rc=1
     for name in $(mn_names); do
@@ -696,6 +772,26 @@ mn_shape_pair() { # NODE PEER RATE|off
     say "$1-$2: the link between them shaped to $3 both ways (own veth, tbf, burst $burst bytes)"
 }
 
+mn_shape_spine() { # RATE|off: both ends of every spine link
+    local k burst
+    [ "$SWITCHES" -ge 2 ] || die "shape-spine: this cluster has one switch (start it with --switches S)"
+    if [ "$1" = off ]; then
+        for k in $(seq 2 "$SWITCHES"); do
+            tc qdisc del dev "$TAG-u$k" root 2>/dev/null || true
+            tc qdisc del dev "$TAG-d$k" root 2>/dev/null || true
+        done
+        say "spine: not shaped"
+        return 0
+    fi
+    burst=$(tbf_burst "$1") || die "rate '$1': expected e.g. 200mbit, 1gbit, 500kbit, 10mbps"
+    for k in $(seq 2 "$SWITCHES"); do
+        tc qdisc replace dev "$TAG-u$k" root tbf rate "$1" burst "$burst" latency 100ms &&
+            tc qdisc replace dev "$TAG-d$k" root tbf rate "$1" burst "$burst" latency 100ms ||
+            die "tc refused to shape the spine link of s$k"
+    done
+    say "spine: s1 to s[2-$SWITCHES] shaped to $1 both ways (tbf, burst $burst bytes)"
+}
+
 mn_link() { # NODE down|up
     case $2 in
     down | up) ;;
@@ -707,18 +803,30 @@ mn_link() { # NODE down|up
 
 usage() {
     cat >&2 <<USAGE
-usage: $0 [--nodes N] start|status|stop|env|purge|cleanup
+usage: $0 [--nodes N [--switches S]] start|status|stop|env|purge|cleanup
        $0 shape NODE RATE|off | shape-pair NODE PEER RATE|off | link NODE down|up
+       $0 shape-spine RATE|off   (a cluster started with --switches S >= 2)
        $0 exec NODE CMD...   (these: N >= 2)
        $0 rsh NODE CMDLINE...   (Open MPI's rsh agent: mpirun --mca plm_rsh_agent "$0 rsh")
 directory: \$COLLPROF_SLURM_DIR, now $DIR; nodes: --nodes or \$COLLPROF_SLURM_NODES (default 1)
+switches: --switches or \$COLLPROF_SLURM_SWITCHES (default 1: no topology)
 USAGE
     exit 2
 }
 
 NODES_OPT=${COLLPROF_SLURM_NODES:-}
+SWITCHES_OPT=${COLLPROF_SLURM_SWITCHES:-}
 while [ $# -gt 0 ]; do
     case $1 in
+    --switches)
+        [ $# -ge 2 ] || usage
+        SWITCHES_OPT=$2
+        shift 2
+        ;;
+    --switches=*)
+        SWITCHES_OPT=${1#--switches=}
+        shift
+        ;;
     --nodes | -N)
         [ $# -ge 2 ] || usage
         NODES_OPT=$2
@@ -737,6 +845,12 @@ if [ -n "$NODES_OPT" ]; then
         die "--nodes $NODES_OPT: expected 1 to 200"
     fi
 fi
+if [ -n "$SWITCHES_OPT" ]; then
+    if ! echo "$SWITCHES_OPT" | grep -q -E '^[0-9]+$' || [ "$SWITCHES_OPT" -lt 1 ] ||
+        [ "$SWITCHES_OPT" -gt 50 ]; then
+        die "--switches $SWITCHES_OPT: expected 1 to 50"
+    fi
+fi
 
 cmd=${1:-}
 [ $# -eq 0 ] || shift
@@ -750,6 +864,7 @@ start)
     if [ "$want" -ge 2 ]; then
         mn_start "$want"
     else
+        [ "${SWITCHES_OPT:-1}" -le 1 ] || die "--switches $SWITCHES_OPT: needs --nodes N >= 2"
         [ "$NODES" -lt 2 ] || [ -z "$(running_pid "$DIR/run/slurmctld.pid" slurmctld)" ] ||
             die "a $NODES-node cluster runs in $DIR: stop it first"
         cmd_start
@@ -778,6 +893,12 @@ shape | link)
     mn_need
     mn_check_node "$1"
     if [ "$cmd" = shape ]; then mn_shape "$1" "$2"; else mn_link "$1" "$2"; fi
+    ;;
+shape-spine)
+    [ $# -eq 1 ] || usage
+    [ "$(id -u)" -eq 0 ] || die "run as root (tc needs it)"
+    mn_need
+    mn_shape_spine "$1"
     ;;
 shape-pair)
     [ $# -eq 3 ] || usage

@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 9
+#define COLLPROF_SCHEMA_VERSION_MINOR 10
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -123,7 +123,8 @@
     X(bw_best_gbs,  F64,    0, 0, "GB/s",   "bytes / the fastest iteration: what the link can do")       \
     X(wrong,        U64,    0, 0, "",       "wrong elements on the pair's two ranks")                    \
     X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout")           \
-    X(error,        STR,  256, 0, "",       "why the pair gave no result, else empty")
+    X(error,        STR,  256, 0, "",       "why the pair gave no result, else empty")      \
+    X(path,         STR,   16, 1, "",       "path class: same-switch, cross-switch (Slurm's tree topology) or any; empty: before 1.10")
 
 /* /screen: the screen's verdict (collprof --screen, added in 1.7), one row per node and one
  * per suspect link, per backend; absent from other runs' files.  The pairs it measured are
@@ -147,7 +148,8 @@
     X(threshold,     F64,    0, 0, "",      "slow below threshold x the reference")                      \
     X(seed,          U64,    0, 0, "",      "the matchings' seed (--seed)")                              \
     X(rounds,        I32,    0, 0, "",      "rounds run, the confirmation included")                     \
-    X(evidence,      STR,  512, 0, "",      "its pairs: outcome, score, partner, phase")
+    X(evidence,      STR,  512, 0, "",      "its pairs: outcome, score, partner, phase")   \
+    X(path_refs,     STR,  192, 1, "",      "judged by path class: each class's reference; else empty (1.10)")
 
 /* /baseline: a baseline file's only table (collprof-report baseline -o FILE, read by
  * collprof --screen --baseline FILE; root attribute schema "collprof-baseline"): per backend,
@@ -156,7 +158,7 @@
     X(backend,       STR,   32, 0, "",      "backend plugin name")                                       \
     X(kind,          STR,   16, 0, "",      "bandwidth or latency")                                      \
     X(bytes,         U64,    0, 0, "B",     "message size, sent each way at once")                       \
-    X(path_class,    STR,   16, 0, "",      "any (no topology known)")                                   \
+    X(path_class,    STR,   16, 0, "",      "any (every pair), same-switch or cross-switch (1.10)")      \
     X(median,        F64,    0, 0, "",      "median pair: GB/s (bandwidth) or us (latency), of p50s")    \
     X(mad_log,       F64,    0, 0, "",      "median absolute deviation of the pairs' natural logarithms") \
     X(pairs,         I64,    0, 0, "",      "healthy pairs behind it")                                   \

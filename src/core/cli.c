@@ -958,9 +958,11 @@ static const cli_opt_t cli_opts[] = {
      "node x node bandwidth and latency (see collprof(1))"},
     {"screen", 0, NULL, h_flag, NULL, OPT_FIELD(screen),
      "find the bad nodes and links: random pairings of the\n"
-     "nodes, each pair judged against the median of all,\n"
-     "suspects confirmed with another partner (collprof(1));\n"
-     "exit status 0 healthy, 1 flagged, 2 inconclusive"},
+     "nodes, each pair judged against the median of all (of\n"
+     "its path class, same-switch or cross-switch, under a\n"
+     "Slurm tree topology), suspects confirmed with another\n"
+     "partner (collprof(1)); exit status 0 healthy, 1 flagged,\n"
+     "2 inconclusive"},
     {"screen-rounds", 0, "R", h_int, "--screen-rounds 1 64", OPT_FIELD(screen_rounds),
      "random rounds of the screen before its confirmation\n"
      "round (default: 3)"},
@@ -972,7 +974,8 @@ static const cli_opt_t cli_opts[] = {
      "halved in parallel when it fails (default: on)"},
     {"baseline", 0, "FILE", h_string, NULL, OPT_FIELD(baseline),
      "judge the screen against a baseline (collprof-report\n"
-     "baseline) instead of its own median"},
+     "baseline) instead of its own median: each pair against\n"
+     "its path class's row, else the \"any\" row"},
     {"seed", 0, "N", h_int, "--seed 1 2147483647", OPT_FIELD(seed),
      "the screen's pairings (default: drawn, printed and\n"
      "recorded, so that a run can be repeated)"},

@@ -94,6 +94,10 @@ typedef struct cp_runner {
     const collprof_host_t *host;
     int gn, grank; /**< gn > 0: ctx is a group's of gn ranks, this rank grank in it (the
                         screen's pairs); a sweep cell's peer is then a group rank too */
+    /** Rank 0, the link sweep and the screen: each node's leaf switch in Slurm's tree
+     *  topology ([nnodes], -1: not in it; NULL: no topology), for the /links rows' path
+     *  class (src/core/path.h, src/slurm/slurm_topo.h). */
+    const int *node_leaf;
     /** Called after every iteration when not NULL (the screen's pair tests: a sign of life). */
     void (*on_iter)(void *arg);
     void *on_iter_arg;

@@ -167,9 +167,10 @@ static int usable(const cp_screen_t *s, const cp_screen_pair_t *p, int lat)
  * node's median pair (natural logarithms: noise is a factor), *mad the median distance of
  * those node medians from it.  Node medians, not pairs: with few nodes a bad node is in a
  * large share of the pairs (half of them at 4 nodes), but it is one node of several, and a
- * good node's median shrugs off one bad partner.  Returns the usable pairs.
+ * good node's median shrugs off one bad partner.  Over the pairs of path class cls alone
+ * (cls < 0: every pair).  Returns the usable pairs.
  */
-static int robust(const cp_screen_t *s, int lat, double *med, double *mad)
+static int robust(const cp_screen_t *s, int lat, int cls, double *med, double *mad)
 {
     int n = s->n, per = s->opt.rounds > 0 ? s->opt.rounds : 1, m = 0, pairs = 0;
     double *v = malloc(sizeof(double) * (size_t)n * (size_t)per + 1);
@@ -178,7 +179,7 @@ static int robust(const cp_screen_t *s, int lat, double *med, double *mad)
     for (size_t i = 0; v != NULL && nm != NULL && cnt != NULL && i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         double x = lat ? p->lat_us : p->bw_gbs;
-        if (!usable(s, p, lat)) {
+        if (!usable(s, p, lat) || (cls >= 0 && p->path != cls)) {
             continue;
         }
         pairs++;
@@ -219,13 +220,79 @@ static void judge_pair(const cp_screen_opts_t *o, const cp_screen_ref_t *ref, cp
     if (p->status != CP_SCREEN_OK) {
         return;
     }
-    double sb = ref->bw_gbs > 0 && p->bw_gbs > 0 ? p->bw_gbs / ref->bw_gbs : INFINITY;
-    double sl = ref->lat_us > 0 && p->lat_us > 0 ? ref->lat_us / p->lat_us : INFINITY;
-    int slow_bw = sb < o->thr && -log(sb) > o->z * 1.4826 * ref->bw_mad;
-    int slow_lat = sl < o->thr && -log(sl) > o->z * 1.4826 * ref->lat_mad;
+    /* the pair's path class's figures where the reference has them, else every pair's */
+    const cp_screen_cref_t *c = p->path >= 0 && p->path < CP_PATH_NCLASSES && ref->cls[p->path].own
+                                    ? &ref->cls[p->path]
+                                    : NULL;
+    double rbw = c != NULL ? c->bw_gbs : ref->bw_gbs, bmad = c != NULL ? c->bw_mad : ref->bw_mad;
+    double rlat = c != NULL ? c->lat_us : ref->lat_us, lmad = c != NULL ? c->lat_mad : ref->lat_mad;
+    double sb = rbw > 0 && p->bw_gbs > 0 ? p->bw_gbs / rbw : INFINITY;
+    double sl = rlat > 0 && p->lat_us > 0 ? rlat / p->lat_us : INFINITY;
+    int slow_bw = sb < o->thr && -log(sb) > o->z * 1.4826 * bmad;
+    int slow_lat = sl < o->thr && -log(sl) > o->z * 1.4826 * lmad;
     p->score = sb < sl ? sb : sl;
     p->score = isinf(p->score) ? 1.0 : p->score;
     p->slow = slow_bw || slow_lat;
+}
+
+/*
+ * The screen's own reference per path class: when its random rounds' measured pairs are of
+ * two classes or more (a topology that puts some pairs under one switch and some across), each
+ * class with CP_SCREEN_CLASS_MIN_PAIRS measured pairs gets the median and MAD of its own pairs
+ * (node medians as in robust, over the class's pairs alone): a slower spine is the cross-switch
+ * pairs' normal, not a fault.  A class with fewer pairs is judged against every pair's figures:
+ * a few pairs' median would be as much a bad node's as the class's.
+ */
+static void class_refs(cp_screen_t *s)
+{
+    int count[CP_PATH_NCLASSES] = {0}, classes = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->path >= 0 && p->path < CP_PATH_NCLASSES && (usable(s, p, 0) || usable(s, p, 1))) {
+            classes += count[p->path]++ == 0;
+        }
+    }
+    for (int c = 0; c < CP_PATH_NCLASSES && classes >= 2; c++) {
+        cp_screen_cref_t *r = &s->ref.cls[c];
+        if (count[c] == 0) {
+            continue;
+        }
+        int mb = robust(s, 0, c, &r->bw_gbs, &r->bw_mad);
+        int ml = robust(s, 1, c, &r->lat_us, &r->lat_mad);
+        r->pairs = mb > ml ? mb : ml;
+        r->own = r->pairs >= CP_SCREEN_CLASS_MIN_PAIRS;
+    }
+}
+
+int cp_screen_by_class(const cp_screen_ref_t *ref)
+{
+    for (int c = 0; c < CP_PATH_NCLASSES; c++) {
+        if (ref->cls[c].own) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cp_screen_class_words(const cp_screen_ref_t *ref, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CP_PATH_NCLASSES && cp_screen_by_class(ref) && at < len; c++) {
+        const cp_screen_cref_t *r = &ref->cls[c];
+        int w = 0;
+        if (r->own && ref->source) {
+            w = snprintf(buf + at, len - at, "%s%s %.4g GB/s %.4g us", at ? ", " : "",
+                         cp_path_name(c), r->bw_gbs, r->lat_us);
+        } else if (r->own) {
+            w = snprintf(buf + at, len - at, "%s%s %.4g GB/s %.4g us (%d pairs)", at ? ", " : "",
+                         cp_path_name(c), r->bw_gbs, r->lat_us, r->pairs);
+        } else if (r->pairs > 0) {
+            w = snprintf(buf + at, len - at, "%s%s (%d pair%s: any)", at ? ", " : "",
+                         cp_path_name(c), r->pairs, r->pairs == 1 ? "" : "s");
+        }
+        at += w > 0 ? (size_t)w : 0;
+    }
 }
 
 int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline)
@@ -235,13 +302,14 @@ int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline)
         s->ref.source = 1;
     } else {
         memset(&s->ref, 0, sizeof(s->ref));
-        int mb = robust(s, 0, &s->ref.bw_gbs, &s->ref.bw_mad);
-        int ml = robust(s, 1, &s->ref.lat_us, &s->ref.lat_mad);
+        int mb = robust(s, 0, -1, &s->ref.bw_gbs, &s->ref.bw_mad);
+        int ml = robust(s, 1, -1, &s->ref.lat_us, &s->ref.lat_mad);
         s->ref.pairs = mb > ml ? mb : ml;
         if (s->ref.pairs < 3) {
             memset(&s->ref, 0, sizeof(s->ref));
             return 0;
         }
+        class_refs(s);
     }
     for (size_t i = 0; i < s->npairs; i++) {
         judge_pair(&s->opt, &s->ref, &s->pairs[i]);
@@ -666,6 +734,7 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
                         size_t len)
 {
     size_t at = 0;
+    int by = cp_screen_by_class(&s->ref); /* the class where the pairs were judged by it */
     buf[0] = '\0';
     for (size_t i = 0; i < s->npairs && at < len; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
@@ -683,9 +752,10 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
                            : p->status == CP_SCREEN_FAILED ? "failed"
                            : p->slow                       ? "slow"
                                                            : "ok";
-        int w = snprintf(buf + at, len - at, "%s%s %.2fx with %s (%s)", at ? ", " : "",
+        int w = snprintf(buf + at, len - at, "%s%s %.2fx with %s (%s%s%s)", at ? ", " : "",
                          p->phase == CP_SCREEN_CONFIRM ? "confirm" : what, p->score, who,
-                         p->phase == CP_SCREEN_CONFIRM ? what : "random");
+                         p->phase == CP_SCREEN_CONFIRM ? what : "random", by ? ", " : "",
+                         by ? cp_path_name(p->path) : "");
         at += w > 0 ? (size_t)w : 0;
     }
 }

@@ -16,7 +16,10 @@
  *     small screen), a pair being slow when its
  *     bandwidth (or inverse latency) is below thr x the reference AND more
  *     than z robust deviations below it, judged in logarithms (noise is a
- *     factor): -ln(score) > z x 1.4826 x MAD(ln).
+ *     factor): -ln(score) > z x 1.4826 x MAD(ln).  Where a tree topology puts the pairs in
+ *     several path classes (same-switch, cross-switch: src/core/path.h), each class with
+ *     CP_SCREEN_CLASS_MIN_PAIRS measured pairs has a reference of its own, and its pairs are
+ *     judged against it (a slower spine is no fault); a smaller class against every pair's.
  *  3. A node slow with two or more different partners is a node suspect; a
  *     slow pair whose two ends are not suspects is a link suspect.  Suspects
  *     are taken one at a time, the one slow with the largest share of its
@@ -35,8 +38,23 @@
 #ifndef COLLPROF_CORE_SCREEN_H
 #define COLLPROF_CORE_SCREEN_H
 
+#include "core/path.h"
+
 #include <stddef.h>
 #include <stdint.h>
+
+/** The smallest count of measured random-round pairs of a path class that gets a reference
+ * of its own when the screen's pairs are of several classes; a class with fewer is judged
+ * against the reference of every pair (class "any"). */
+#define CP_SCREEN_CLASS_MIN_PAIRS 6
+
+/** The reference of one path class (cp_screen_ref_t.cls). */
+typedef struct cp_screen_cref {
+    double bw_gbs, bw_mad; /**< as in cp_screen_ref_t, over the class's pairs */
+    double lat_us, lat_mad;
+    int pairs; /**< measured pairs of the class (0 for a baseline) */
+    int own;   /**< 1: the class's pairs are judged against it; 0: against the "any" figures */
+} cp_screen_cref_t;
 
 /** The reference a pair is judged against. */
 typedef struct cp_screen_ref {
@@ -44,6 +62,11 @@ typedef struct cp_screen_ref {
     double lat_us, lat_mad; /**< the same for latency */
     int pairs;              /**< measured pairs behind it (0 for a baseline) */
     int source;             /**< 0: the screen's own pairs, 1: a baseline */
+    /** Per path class (cp_path_class_t, src/core/path.h): a pair of a class with .own set is
+     *  judged against that class's figures, any other against the ones above.  The screen's
+     *  own: set when its random rounds' pairs are of two classes or more, for each class with
+     *  CP_SCREEN_CLASS_MIN_PAIRS measured pairs; a baseline's: each class it has rows of. */
+    cp_screen_cref_t cls[CP_PATH_NCLASSES];
 } cp_screen_ref_t;
 
 /** The screen's knobs. */
@@ -81,6 +104,7 @@ typedef struct cp_screen_pair {
     double bw_gbs;    /**< large message: bandwidth each way (0: not measured) */
     double score;     /**< min(bw / ref_bw, ref_lat / lat): 1 = as the reference */
     int slow;         /**< judged slow (a failed pair is slow; a timeout is not judged) */
+    int path;         /**< cp_path_class_t of the two nodes (CP_PATH_ANY: no topology) */
 } cp_screen_pair_t;
 
 /** A node's or a link's verdict. */
@@ -137,7 +161,9 @@ void cp_screen_unreachable(cp_screen_t *s, int node);
 
 /**
  * The reference from the random rounds' measured pairs (median, MAD), unless ref is given
- * (a baseline); then every pair's score and slow flag.  Returns the pairs behind the
+ * (a baseline); per path class too where the pairs are of several classes (cp_screen_ref_t
+ * .cls); then every pair's score and slow flag, against its class's figures where the class
+ * has them, else against every pair's.  Returns the pairs behind the
  * reference, or 0 when there is none (fewer than 3 measured pairs and no baseline: nothing
  * can be judged, the screen is inconclusive).
  */
@@ -204,7 +230,17 @@ int cp_screen_decide_sweep(cp_screen_t *s);
  * partner does not pull a healthy node's down. */
 void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *score);
 
-/** The evidence of node's verdict in buf (partners and scores), e.g. "0.48x with n3, ...". */
+/** 1 when the reference has figures of its own for some path class (pairs are judged by
+ * class; the evidence names each pair's class). */
+int cp_screen_by_class(const cp_screen_ref_t *ref);
+
+/** The per-class figures of ref in words into buf ("" when none): "same-switch 0.52 GB/s
+ * 80.1 us (6 pairs), cross-switch 0.26 GB/s 95.3 us (6 pairs)"; a class judged against every
+ * pair's figures ends "(3 pairs: any)". */
+void cp_screen_class_words(const cp_screen_ref_t *ref, char *buf, size_t len);
+
+/** The evidence of node's verdict in buf (partners and scores), e.g. "0.48x with n3, ...";
+ * judged by class, each pair's class too ("0.48x with n3 (random, cross-switch)"). */
 void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,
                         size_t len);
 

@@ -282,6 +282,8 @@ static int pair_row(cp_pairs_run_t *pr, int na, int nb, int k, int round, cp_swe
     row->rank_a = pr->lead[na], row->rank_b = pr->lead[nb];
     row->round = round;
     row->iterations = cell->iters;
+    snprintf(row->path, sizeof(row->path), "%s",
+             cp_path_name(cp_path_of(pr->r->node_leaf, na, nb)));
     const end_rec_t *ea = &pr->got[na].rec[k], *eb = &pr->got[nb].rec[k];
     int st = COLLPROF_CELL_OK;
     const char *why = "";

@@ -5,6 +5,7 @@
 #include "colls/colls.h"
 #include "core/links.h"
 #include "core/log.h"
+#include "core/path.h"
 #include "core/stats.h"
 
 #include <stdlib.h>
@@ -133,6 +134,8 @@ static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, co
         row->rank_b = lead[nb];
         row->round = round;
         row->iterations = cell->iters;
+        snprintf(row->path, sizeof(row->path), "%s",
+                 cp_path_name(cp_path_of(r->node_leaf, na, nb)));
         pair_verdict(res, lead[na], lead[nb], row);
         if (measured) {
             pair_figures(res, lead[na], lead[nb], row);

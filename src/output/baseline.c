@@ -160,27 +160,47 @@ int cp_baseline_ref(const collprof_baseline_row_t *rows, size_t n, const char *b
                     size_t errlen)
 {
     memset(ref, 0, sizeof(*ref));
-    int have = 0;
+    int have[CP_PATH_NCLASSES] = {0};
     for (size_t i = 0; i < n; i++) {
         const collprof_baseline_row_t *r = &rows[i];
-        if (strcmp(r->backend, backend) != 0 || strcmp(r->path_class, "any") != 0) {
-            continue;
+        int c = cp_path_parse(r->path_class);
+        if (strcmp(r->backend, backend) != 0 || c < 0) {
+            continue; /* a class this collprof does not know: not judged by it */
         }
+        /* the "any" row in the reference itself, a class's in its slot */
+        cp_screen_cref_t *cr = &ref->cls[c];
+        double *med = NULL, *mad = NULL;
         if (!strcmp(r->kind, "latency") && r->bytes == lat_bytes) {
-            ref->lat_us = r->median, ref->lat_mad = r->mad_log, have |= 1;
+            med = c == CP_PATH_ANY ? &ref->lat_us : &cr->lat_us;
+            mad = c == CP_PATH_ANY ? &ref->lat_mad : &cr->lat_mad;
+            have[c] |= 1;
         } else if (!strcmp(r->kind, "bandwidth") && r->bytes == bw_bytes) {
-            ref->bw_gbs = r->median, ref->bw_mad = r->mad_log, have |= 2;
+            med = c == CP_PATH_ANY ? &ref->bw_gbs : &cr->bw_gbs;
+            mad = c == CP_PATH_ANY ? &ref->bw_mad : &cr->bw_mad;
+            have[c] |= 2;
+        }
+        if (med != NULL) {
+            *med = r->median, *mad = r->mad_log;
         }
     }
-    if (have != 3) {
+    if (have[CP_PATH_ANY] != 3) {
         snprintf(err, errlen,
                  "the baseline has no %sfigures of %s at %llu and %llu bytes (--sweep-sizes): "
                  "make it from screens or link sweeps of that backend and those sizes",
-                 have == 0   ? ""
-                 : have == 1 ? "bandwidth "
-                             : "latency ",
+                 have[CP_PATH_ANY] == 0   ? ""
+                 : have[CP_PATH_ANY] == 1 ? "bandwidth "
+                                          : "latency ",
                  backend, (unsigned long long)lat_bytes, (unsigned long long)bw_bytes);
+        memset(ref, 0, sizeof(*ref));
         return -1;
+    }
+    for (int c = 1; c < CP_PATH_NCLASSES; c++) {
+        /* a class with both figures is judged by them; one with a part of them, or none, by
+         * the "any" row */
+        ref->cls[c].own = have[c] == 3;
+        if (!ref->cls[c].own) {
+            memset(&ref->cls[c], 0, sizeof(ref->cls[c]));
+        }
     }
     ref->source = 1;
     return 0;

@@ -28,8 +28,10 @@ int cp_baseline_read(const char *path, collprof_baseline_row_t **rows, size_t *n
 
 /**
  * The screen's reference for backend with its latency message of lat_bytes and bandwidth
- * message of bw_bytes, from rows (path class "any").  0, or -1 with the reason in err when
- * the baseline has no such rows.
+ * message of bw_bytes, from rows: the "any" rows' figures (required), and each other path
+ * class's where the baseline has both of its rows (ref->cls[class].own; a pair of a class
+ * without them is judged against "any").  0, or -1 with the reason in err when the baseline
+ * has no "any" rows for them.
  */
 int cp_baseline_ref(const collprof_baseline_row_t *rows, size_t n, const char *backend,
                     uint64_t lat_bytes, uint64_t bw_bytes, cp_screen_ref_t *ref, char *err,

@@ -29,6 +29,7 @@ static void common(const cp_screen_t *s, const char *backend, collprof_screen_ro
     r->threshold = s->opt.thr;
     r->seed = s->opt.seed;
     r->rounds = s->rounds_run;
+    cp_screen_class_words(&s->ref, r->path_refs, sizeof(r->path_refs));
 }
 
 static const char *name_of(const char *const *names, int i)
@@ -60,9 +61,11 @@ static int link_row(const cp_screen_t *s, int l, const char *backend, const char
         const cp_screen_pair_t *p = &s->pairs[i];
         if (p->a == (a < b ? a : b) && p->b == (a < b ? b : a)) {
             r->score = p->score < r->score ? p->score : r->score;
-            int w = snprintf(r->evidence + at, sizeof(r->evidence) - at, "%s%s %.2fx (%s)",
-                             at ? ", " : "", p->slow ? "slow" : "ok", p->score,
-                             p->phase == CP_SCREEN_CONFIRM ? "confirm" : "random");
+            int w =
+                snprintf(r->evidence + at, sizeof(r->evidence) - at, "%s%s %.2fx (%s%s%s)",
+                         at ? ", " : "", p->slow ? "slow" : "ok", p->score,
+                         p->phase == CP_SCREEN_CONFIRM ? "confirm" : "random",
+                         r->path_refs[0] ? ", " : "", r->path_refs[0] ? cp_path_name(p->path) : "");
             at += w > 0 && (size_t)w < sizeof(r->evidence) - at ? (size_t)w : 0;
         }
     }
@@ -98,6 +101,8 @@ int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const 
 
 void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row)
 {
+    int c = cp_path_parse(row->path);
+    p->path = c < 0 ? CP_PATH_ANY : c; /* a class this collprof does not know: "any" */
     if (!strcmp(row->status, "timeout")) {
         p->status = CP_SCREEN_TIMEOUT;
     } else if (strcmp(row->status, "ok") != 0 && p->status != CP_SCREEN_TIMEOUT) {
@@ -218,6 +223,9 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
             h->backend, h->rounds, (unsigned long long)h->seed,
             !strcmp(h->reference, "baseline") ? "the baseline" : "the median node", h->ref_bw_gbs,
             h->ref_lat_us, h->threshold);
+    if (h->path_refs[0] != '\0') { /* 1.10: judged by path class */
+        fprintf(f, "paths: each pair against its class: %s\n", h->path_refs);
+    }
     for (size_t i = first; i < end; i++) {
         const collprof_screen_row_t *r = &rows[i];
         int link = !strcmp(r->what, "link");

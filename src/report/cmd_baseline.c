@@ -3,10 +3,13 @@
  * sweeps (their /links rows that are ok, between nodes the file's /screen calls healthy where
  * it has one), per backend, kind and message size: the median and the MAD of the pairs'
  * logarithms, written as a baseline file (src/output/baseline.h) that collprof --screen
- * --baseline judges against.  Path class "any": no file records the topology yet.
+ * --baseline judges against.  One row of path class "any" over every pair, and one per path
+ * class the files' /links rows record (their `path` column, 1.10: same-switch, cross-switch
+ * from Slurm's tree topology) over that class's pairs alone.
  */
 #include "config.h"
 
+#include "core/path.h"
 #include "core/stats.h"
 #include "output/baseline.h"
 #include "report/reader.h"
@@ -20,7 +23,7 @@ typedef struct settings {
     const char *output;
 } settings_t;
 
-/* The values of one (backend, kind, bytes): logarithms of the pairs' figures. */
+/* The values of one (backend, kind, bytes, path class): logarithms of the pairs' figures. */
 typedef struct group {
     collprof_baseline_row_t row;
     double *v;
@@ -32,10 +35,13 @@ static void usage(FILE *f)
 {
     fprintf(f, "Usage: collprof-report baseline FILE|DIR... -o BASE.h5\n"
                "The healthy pairs of screens (collprof --screen) and link sweeps\n"
-               "(--link-sweep): per backend, kind and message size, their median and spread,\n"
-               "as a baseline file for collprof --screen --baseline BASE.h5, which then judges\n"
-               "a cluster against it rather than against itself (a uniformly slow cluster is\n"
-               "caught too).  Pairs with a node a screen did not call healthy are left out;\n"
+               "(--link-sweep): per backend, kind, message size and path class, their median\n"
+               "and spread (a row over every pair, \"any\", and one per class the files record:\n"
+               "same-switch, cross-switch, from Slurm's tree topology), as a baseline file\n"
+               "for collprof --screen --baseline BASE.h5, which then judges a cluster against\n"
+               "it rather than against itself (a uniformly slow cluster is caught too), each\n"
+               "pair against its class's row where there is one, else against \"any\".\n"
+               "Pairs with a node a screen did not call healthy are left out;\n"
                "make baselines from runs on a cluster known to be good.\n"
                "  -o, --output BASE.h5  the baseline file (required; replaced whole)\n"
                "Exit status: 0 written, 2 bad usage, a file that cannot be read, or no\n"
@@ -73,12 +79,12 @@ static int healthy(const cp_report_file_t *f, const char *backend, int node)
     return !screened;
 }
 
-/* The group of row r (new when none), or NULL when out of memory. */
-static group_t *group_of(group_t **g, size_t *ng, const collprof_link_row_t *r)
+/* The group of row r and path class cls (new when none), or NULL when out of memory. */
+static group_t *group_of(group_t **g, size_t *ng, const collprof_link_row_t *r, int cls)
 {
     for (size_t i = 0; i < *ng; i++) {
         if (!strcmp((*g)[i].row.backend, r->backend) && !strcmp((*g)[i].row.kind, r->kind) &&
-            (*g)[i].row.bytes == r->bytes) {
+            (*g)[i].row.bytes == r->bytes && !strcmp((*g)[i].row.path_class, cp_path_name(cls))) {
             return &(*g)[i];
         }
     }
@@ -91,13 +97,34 @@ static group_t *group_of(group_t **g, size_t *ng, const collprof_link_row_t *r)
     memset(n, 0, sizeof(*n));
     snprintf(n->row.backend, sizeof(n->row.backend), "%s", r->backend);
     snprintf(n->row.kind, sizeof(n->row.kind), "%s", r->kind);
-    snprintf(n->row.path_class, sizeof(n->row.path_class), "any");
+    snprintf(n->row.path_class, sizeof(n->row.path_class), "%s", cp_path_name(cls));
     n->row.bytes = r->bytes;
     n->last_file = -1;
     return n;
 }
 
-/* Add file fi's healthy ok pairs to the groups; -1 when out of memory. */
+/* Add figure x of file fi to grp (NULL: out of memory); -1 when out of memory. */
+static int add_value(group_t *grp, double x, int fi)
+{
+    if (grp == NULL) {
+        return -1;
+    }
+    if (grp->n == grp->cap) {
+        size_t cap = grp->cap ? 2 * grp->cap : 64;
+        double *v = realloc(grp->v, cap * sizeof(double));
+        if (v == NULL) {
+            return -1;
+        }
+        grp->v = v, grp->cap = cap;
+    }
+    grp->v[grp->n++] = log(x);
+    grp->row.files += grp->last_file != fi;
+    grp->last_file = fi;
+    return 0;
+}
+
+/* Add file fi's healthy ok pairs to the groups (the "any" group of each, and its path
+ * class's); -1 when out of memory. */
 static int add_file(const cp_report_file_t *f, int fi, group_t **g, size_t *ng)
 {
     for (size_t i = 0; i < f->nlinks; i++) {
@@ -108,22 +135,12 @@ static int add_file(const cp_report_file_t *f, int fi, group_t **g, size_t *ng)
             !healthy(f, r->backend, r->node_b)) {
             continue;
         }
-        group_t *grp = group_of(g, ng, r);
-        if (grp == NULL) {
+        double x = bw ? (double)r->bytes / r->time_p50_us * 1e-3 : r->time_p50_us;
+        int cls = cp_path_parse(r->path); /* a class not known here counts as "any" alone */
+        if (add_value(group_of(g, ng, r, CP_PATH_ANY), x, fi) != 0 ||
+            (cls > CP_PATH_ANY && add_value(group_of(g, ng, r, cls), x, fi) != 0)) {
             return -1;
         }
-        if (grp->n == grp->cap) {
-            size_t cap = grp->cap ? 2 * grp->cap : 64;
-            double *v = realloc(grp->v, cap * sizeof(double));
-            if (v == NULL) {
-                return -1;
-            }
-            grp->v = v, grp->cap = cap;
-        }
-        double x = bw ? (double)r->bytes / r->time_p50_us * 1e-3 : r->time_p50_us;
-        grp->v[grp->n++] = log(x);
-        grp->row.files += grp->last_file != fi;
-        grp->last_file = fi;
     }
     return 0;
 }
@@ -162,8 +179,10 @@ static int run(void *ctx, cp_report_file_t **files, int nfiles)
         for (size_t i = 0; i < ng; i++) {
             finish(&g[i]);
             rows[i] = g[i].row;
-            printf("%s %s %llu B: median %.4g %s, MAD %.3f (ln), %lld pairs from %d file%s\n",
-                   rows[i].backend, rows[i].kind, (unsigned long long)rows[i].bytes, rows[i].median,
+            printf("%s %s %llu B%s%s: median %.4g %s, MAD %.3f (ln), %lld pairs from %d file%s\n",
+                   rows[i].backend, rows[i].kind, (unsigned long long)rows[i].bytes,
+                   strcmp(rows[i].path_class, "any") ? " " : "",
+                   strcmp(rows[i].path_class, "any") ? rows[i].path_class : "", rows[i].median,
                    strcmp(rows[i].kind, "bandwidth") ? "us" : "GB/s", rows[i].mad_log,
                    (long long)rows[i].pairs, rows[i].files, rows[i].files == 1 ? "" : "s");
         }

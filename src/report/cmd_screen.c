@@ -352,7 +352,12 @@ static void json_backend(FILE *out, const collprof_screen_row_t *rows, size_t fi
             ", \"seed\": %llu, \"rounds\": %d, \"status\": %d,\n     \"reference\": {\"source\": ",
             (unsigned long long)h->seed, h->rounds, cp_screen_status(rows + first, end - first));
     cp_report_json_string(out, h->reference);
-    fprintf(out, ", \"bw_gbs\": %s, \"lat_us\": %s, \"threshold\": %s}", bw, lat, thr);
+    fprintf(out, ", \"bw_gbs\": %s, \"lat_us\": %s, \"threshold\": %s", bw, lat, thr);
+    if (h->path_refs[0] != '\0') { /* 1.10: judged by path class */
+        fprintf(out, ", \"paths\": ");
+        cp_report_json_string(out, h->path_refs);
+    }
+    fprintf(out, "}");
     if (j != NULL) {
         json_rejudged(out, b, j);
     }

@@ -21,6 +21,7 @@
 #include "output/summary.h"
 #include "run/exit.h"
 #include "run/wd_hooks.h"
+#include "slurm/slurm_topo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,13 +177,58 @@ int cp_loop_cells(cp_rank_run_t *rr, int *stopped)
     return stop_run || no_backend(rr) ? CP_EXIT_FAILED : exit_status;
 }
 
+/* Rank 0: each node's leaf switch in Slurm's tree topology (src/slurm/slurm_topo.h) for the
+ * pairs' path classes, said on the console when there is one; NULL when there is none (every
+ * pair "any"), on other ranks, or out of memory. */
+static int *node_leaves(const cp_rank_run_t *rr)
+{
+    const cp_boot_t *b = &rr->boot;
+    if (b->rank != 0 || b->nnodes < 2) {
+        return NULL;
+    }
+    int *lead = cp_sweep_leaders(b), *leaf = malloc(sizeof(int) * (size_t)b->nnodes);
+    const char **hosts = calloc((size_t)b->nnodes, sizeof(char *));
+    char why[256];
+    int found = 0, placed = 0;
+    if (lead != NULL && leaf != NULL && hosts != NULL) {
+        for (int nd = 0; nd < b->nnodes; nd++) {
+            hosts[nd] = lead[nd] >= 0 ? b->hostnames[lead[nd]] : NULL;
+        }
+        found = cp_slurm_topo_leaves(hosts, b->nnodes, leaf, why, sizeof(why));
+    }
+    for (int nd = 0; found > 0 && nd < b->nnodes; nd++) {
+        placed += leaf[nd] >= 0;
+    }
+    if (found > 0) {
+        printf("# topology: %d of %d nodes under %d leaf switch%s (Slurm's topology/tree): pairs "
+               "same-switch or cross-switch%s\n",
+               placed, b->nnodes, found, found == 1 ? "" : "es",
+               placed < b->nnodes ? ", \"any\" with a node outside it" : "");
+        cp_log(CP_LOG_INFO, "topology: %d of %d nodes under %d leaf switches", placed, b->nnodes,
+               found);
+    } else if (lead != NULL && leaf != NULL && hosts != NULL) {
+        cp_log(CP_LOG_INFO, "topology: none (%s): every pair's path class is \"any\"", why);
+    }
+    free(lead);
+    free(hosts);
+    if (found <= 0) {
+        free(leaf);
+        return NULL;
+    }
+    return leaf;
+}
+
 /* The link sweep: every round of each cell (backend x size), then the /links table. */
 int cp_loop_sweep(cp_rank_run_t *rr, int *stopped)
 {
     int exit_status = CP_EXIT_OK;
     cp_sweep_rows_t rows = {NULL, 0, 0};
-    cp_runner_t runner = {
-        .opt = rr->opt, .boot = &rr->boot, .plugins = rr->plugins, .nplugins = rr->nplugins};
+    int *leaf = node_leaves(rr);
+    cp_runner_t runner = {.opt = rr->opt,
+                          .boot = &rr->boot,
+                          .plugins = rr->plugins,
+                          .nplugins = rr->nplugins,
+                          .node_leaf = leaf};
     for (int i = 0; i < rr->plan.ncells; i++) {
         runner.index = i;
         int rc =
@@ -200,6 +246,7 @@ int cp_loop_sweep(cp_rank_run_t *rr, int *stopped)
     }
     cp_wd_unlock();
     cp_sweep_rows_free(&rows);
+    free(leaf);
     return *stopped || no_backend(rr) ? CP_EXIT_FAILED : exit_status;
 }
 
@@ -284,11 +331,13 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
 {
     int exit_status = CP_EXIT_OK, done = 0;
     cp_screen_out_t out = {.rows = NULL};
+    int *leaf = node_leaves(rr);
     cp_runner_t runner = {.opt = rr->opt,
                           .boot = &rr->boot,
                           .plugins = rr->plugins,
                           .nplugins = rr->nplugins,
-                          .host = &rr->host};
+                          .host = &rr->host,
+                          .node_leaf = leaf};
     uint64_t seed = screen_seed(rr);
     size_t nbase;
     int ok;
@@ -318,6 +367,7 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
         }
     }
     free(base);
+    free(leaf);
     if (!ok) { /* no baseline for a backend: nothing was measured */
         cp_screen_out_free(&out);
         return CP_EXIT_USAGE;

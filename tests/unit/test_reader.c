@@ -9,7 +9,8 @@
  * reason (an alarm turns a hang into a failure).  The 1.2 sample adds the
  * ofi backend and the provenance columns; the 1.6 sample holds a device-memory
  * cell (nccl on the test stand-in) beside a host one; the 1.9 sample a screen's validation
- * collective (a verify row); the 1.8 sample the
+ * collective (a verify row); the 1.10 sample a screen by path class on two switches (the
+ * /links path column, /screen path_refs); the 1.8 sample the
  * check column (self, --check sample:2).
  */
 #include "config.h"
@@ -356,6 +357,44 @@ static void check_verify_1_9(void)
     cp_report_close(f);
 }
 
+/* 1.10: a screen on 8 virtual nodes under 2 leaf switches (slurm-local --switches 2, the
+ * spine at 500 Mbit/s, n3 at 20 Mbit/s): every /links row has its path class, the /screen rows
+ * the class references (path_refs), n3 slow with its pairs' classes; 1.9 has neither column */
+static void check_paths_1_10(void)
+{
+    cp_report_file_t *f = open_sample("1.10");
+    if (f == NULL) {
+        return;
+    }
+    int same = 0, cross = 0, other = 0, refs = 0, slow = 0;
+    for (size_t i = 0; i < f->nlinks; i++) {
+        const collprof_link_row_t *r = &f->links[i];
+        int sa = (r->node_a < 4) == (r->node_b < 4); /* n1-n4 under s1, n5-n8 under s2 */
+        same += !strcmp(r->path, "same-switch") && sa;
+        cross += !strcmp(r->path, "cross-switch") && !sa;
+        other += strcmp(r->path, "same-switch") && strcmp(r->path, "cross-switch");
+    }
+    for (size_t i = 0; i < f->nscreen; i++) {
+        const collprof_screen_row_t *r = &f->screen[i];
+        refs += !strcmp(r->what, "node") && strstr(r->path_refs, "same-switch ") == r->path_refs &&
+                strstr(r->path_refs, ", cross-switch ") != NULL;
+        slow += !strcmp(r->verdict, "slow") && !strcmp(r->host_a, "n3") &&
+                strstr(r->evidence, "(random, same-switch)") != NULL;
+    }
+    ok(same > 0 && cross > 0 && other == 0 && same + cross == (int)f->nlinks && refs == 8 &&
+           slow == 1,
+       "1.10: /links path classes by the switches (%d same-switch, %d cross-switch, %d other), "
+       "path_refs on %d node rows, n3 slow by class",
+       same, cross, other, refs);
+    cp_report_close(f);
+    f = open_sample("1.9");
+    if (f != NULL) {
+        ok(f->nlinks > 0 && f->links[0].path[0] == '\0' && f->screen[0].path_refs[0] == '\0',
+           "1.9: no path or path_refs column: read as empty (class any)");
+        cp_report_close(f);
+    }
+}
+
 /* 1.7: a screen on 4 virtual nodes with n3's link throttled (the /screen table); 1.6 has
  * none */
 static void check_screen_1_7(void)
@@ -446,6 +485,7 @@ int main(void)
     check_device_limit_1_6();
     check_screen_1_7();
     check_verify_1_9();
+    check_paths_1_10();
     f = open_sample("1.2");
     if (f != NULL) {
         ok(f->nrows > 0 && f->rows[0].split[0] == '\0' && f->rows[0].group_ranks == 0,

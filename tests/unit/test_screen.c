@@ -8,12 +8,15 @@
  * 4,096 nodes, recall, the node/link class and false positives, and the
  * Slurm host list.  Then a screen's pairs written as /links rows and judged again against a
  * baseline (collprof-report screen --baseline), and a link sweep's pairs judged against one
- * (collprof-report links --baseline).
+ * (collprof-report links --baseline).  Path classes: clusters on two leaf switches whose
+ * cross-switch pairs are 0.5x (or 0.25x) a same-switch pair, judged by class and without
+ * classes, against the screen's own median and against a baseline with rows per class.
  */
 #include "config.h"
 
 #include "core/hostlist.h"
 #include "core/links.h"
+#include "core/path.h"
 #include "core/screen.h"
 #include "output/screen_out.h"
 
@@ -34,6 +37,9 @@ typedef struct sim {
     double lf;           /* its factor */
     double jitter;       /* noise: uniform in [1 - jitter, 1 + jitter] */
     uint64_t x;          /* the noise's generator */
+    int *sw;             /* [n] each node's leaf switch (NULL: one switch, no topology) */
+    double spine;        /* a pair across switches: its figures times this (1: no spine) */
+    int classes;         /* the pairs carry their path class (else "any": no topology known) */
 } sim_t;
 
 static double uniform(uint64_t *x)
@@ -58,12 +64,26 @@ static void sim_init(sim_t *c, int n, double jitter, uint64_t seed)
     c->lf = 1.0;
     c->jitter = jitter;
     c->x = seed * 7919 + 13;
+    c->spine = 1.0;
+}
+
+/* Two leaf switches (nodes 0 .. n/2 - 1 under the first) whose spine makes a cross-switch
+ * pair f times as fast as a same-switch one; the pairs carry their path class when classes. */
+static void sim_switches(sim_t *c, double f, int classes)
+{
+    c->sw = malloc(sizeof(int) * (size_t)c->n);
+    for (int i = 0; i < c->n; i++) {
+        c->sw[i] = i < c->n / 2 ? 0 : 1;
+    }
+    c->spine = f;
+    c->classes = classes;
 }
 
 static void sim_free(sim_t *c)
 {
     free(c->node_f);
     free(c->hung);
+    free(c->sw);
 }
 
 /* One pair test between a and b as the runner would report it. */
@@ -80,6 +100,10 @@ static cp_screen_pair_t sim_pair(sim_t *c, int a, int b, int phase, int round)
     }
     if ((a == c->la && b == c->lb) || (a == c->lb && b == c->la)) {
         f *= c->lf;
+    }
+    p.path = cp_path_of(c->classes ? c->sw : NULL, a, b);
+    if (cp_path_of(c->sw, a, b) == CP_PATH_CROSS_SWITCH) {
+        f *= c->spine;
     }
     p.bw_gbs = 12.0 * f * (1 + c->jitter * (2 * uniform(&c->x) - 1));
     p.lat_us = 20.0 / f * (1 + c->jitter * (2 * uniform(&c->x) - 1));
@@ -206,6 +230,11 @@ static void check_schedule(int n, uint64_t seed)
 
 /* ---- scenarios ---------------------------------------------------------------------------- */
 
+/* The scenarios' clusters on two leaf switches, a cross-switch pair sim_spine times as fast
+ * (0: one switch), its pairs' path classes known when sim_classes. */
+static double sim_spine;
+static int sim_classes;
+
 /* Runs of n nodes with nbad slow nodes at factor f (and hung ones), jitter; how many of runs
  * named exactly those (as slow, or unreachable when hung); the most rounds in *rmax. */
 static int scenario(int n, int nbad, double f, int hung, double jitter, int runs, int *rmax)
@@ -215,6 +244,9 @@ static int scenario(int n, int nbad, double f, int hung, double jitter, int runs
     for (int r = 0; r < runs; r++) {
         sim_t c;
         sim_init(&c, n, jitter, (uint64_t)r + 1);
+        if (sim_spine > 0) {
+            sim_switches(&c, sim_spine, sim_classes);
+        }
         unsigned char *want = calloc((size_t)n, 1);
         for (int k = 0; k < nbad; k++) {
             int node = (int)((uint64_t)(r * 977 + k * 131 + 5) % (uint64_t)n);
@@ -319,6 +351,7 @@ static size_t pairs_to_rows(const cp_screen_t *s, collprof_link_row_t *rows)
             r->node_a = p->b; /* either order: the pair is the same */
             r->node_b = p->a;
             r->round = p->round;
+            snprintf(r->path, sizeof(r->path), "%s", cp_path_name(p->path));
             snprintf(r->status, sizeof(r->status), "%s",
                      p->status == CP_SCREEN_TIMEOUT  ? "timeout"
                      : p->status == CP_SCREEN_FAILED ? "wrong"
@@ -520,6 +553,147 @@ static void check_sweep(void)
     sim_free(&c);
 }
 
+/* ---- path classes ------------------------------------------------------------------------ */
+
+/* The runs of scenario() with nothing flagged but what was injected, on two switches with a
+ * spine of factor spine, classes known or not. */
+static int spine_runs(int n, int nbad, double f, double spine, int classes, int runs)
+{
+    int rmax;
+    sim_spine = spine;
+    sim_classes = classes;
+    int hits = scenario(n, nbad, f, 0, 0.10, runs, &rmax);
+    sim_spine = 0;
+    sim_classes = 0;
+    return hits;
+}
+
+/* The cross-switch pairs of s. */
+static int cross_pairs(const cp_screen_t *s)
+{
+    int m = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        m += s->pairs[i].path == CP_PATH_CROSS_SWITCH;
+    }
+    return m;
+}
+
+static void check_paths(void)
+{
+    int sw[4] = {0, 0, 1, -1};
+    ok(cp_path_of(sw, 0, 1) == CP_PATH_SAME_SWITCH &&
+           cp_path_of(sw, 1, 2) == CP_PATH_CROSS_SWITCH && cp_path_of(sw, 0, 3) == CP_PATH_ANY &&
+           cp_path_of(NULL, 0, 1) == CP_PATH_ANY && cp_path_of(sw, 2, 2) == CP_PATH_SAME_NODE,
+       "path classes: same-switch, cross-switch, any (a node outside the topology, or none), "
+       "same-node");
+    ok(cp_path_parse("") == CP_PATH_ANY && cp_path_parse("cross-switch") == CP_PATH_CROSS_SWITCH &&
+           cp_path_parse("same-switch") == CP_PATH_SAME_SWITCH && cp_path_parse("spine") == -1 &&
+           !strcmp(cp_path_name(CP_PATH_SAME_NODE), "same-node") && !strcmp(cp_path_name(9), "any"),
+       "path class names: parsed back, \"\" (before 1.10) is any, unknown -1");
+
+    /* 16 and 8 nodes on two switches whose cross-switch pairs are 2x slower (0.5x) */
+    int hits = spine_runs(16, 0, 1.0, 0.5, 1, 20);
+    ok(hits == 20,
+       "16 nodes on 2 switches, cross-switch 0.5x, by class: nothing flagged in %d of 20", hits);
+    hits = spine_runs(16, 1, 0.5, 0.5, 1, 20);
+    ok(hits >= 19,
+       "16 nodes on 2 switches, cross 0.5x, one node at 0.5x, by class: found alone in "
+       "%d of 20",
+       hits);
+    hits = spine_runs(8, 0, 1.0, 0.5, 1, 20);
+    ok(hits >= 19, "8 nodes on 2 switches, cross 0.5x, by class: nothing flagged in %d of 20",
+       hits);
+    hits = spine_runs(8, 1, 0.1, 0.5, 1, 20);
+    ok(hits >= 19,
+       "8 nodes on 2 switches, cross 0.5x, one node at 0.1x, by class: found alone in "
+       "%d of 20",
+       hits);
+    /* the same clusters with no topology known: every pair judged against the median of all */
+    int plain_h = spine_runs(16, 0, 1.0, 0.5, 0, 20);
+    int plain_b = spine_runs(16, 1, 0.5, 0.5, 0, 20);
+    int plain_h4 = spine_runs(16, 0, 1.0, 0.25, 0, 20);
+    int class_h4 = spine_runs(16, 0, 1.0, 0.25, 1, 20);
+    ok(plain_h <= 15 && plain_b <= 5 && plain_h4 <= 15 && class_h4 == 20,
+       "no topology known, cross 0.5x: false positives (healthy right in %d of 20), a 0.5x node "
+       "hidden (found alone in %d of 20); cross 0.25x: right in %d of 20 (by class: %d)",
+       plain_h, plain_b, plain_h4, class_h4);
+
+    /* against a baseline with rows per class (same-switch 12 GB/s 20 us, cross-switch half
+     * that), and against one with the "any" row alone (the same-switch figures) */
+    cp_screen_ref_t base = {
+        .bw_gbs = 12.0, .bw_mad = 0.05, .lat_us = 20.0, .lat_mad = 0.05, .source = 1};
+    cp_screen_ref_t plain = base;
+    base.cls[CP_PATH_SAME_SWITCH] = (cp_screen_cref_t){
+        .bw_gbs = 12.0, .bw_mad = 0.05, .lat_us = 20.0, .lat_mad = 0.05, .own = 1};
+    base.cls[CP_PATH_CROSS_SWITCH] = (cp_screen_cref_t){
+        .bw_gbs = 6.0, .bw_mad = 0.05, .lat_us = 40.0, .lat_mad = 0.05, .own = 1};
+    sim_baseline = &base;
+    int bh = spine_runs(16, 0, 1.0, 0.5, 1, 10);
+    int ball = spine_runs(16, 16, 0.5, 0.5, 1, 10);
+    int bone = spine_runs(16, 1, 0.5, 0.5, 1, 10);
+    sim_baseline = &plain;
+    int ph = spine_runs(16, 0, 1.0, 0.5, 1, 10);
+    sim_baseline = NULL;
+    ok(bh == 10 && ball == 10 && bone >= 9 && ph == 0,
+       "16 nodes on 2 switches, cross 0.5x, against a baseline by class: nothing flagged in %d of "
+       "10, all 16 at 0.5x slow in %d of 10, one at 0.5x alone in %d of 10; against its \"any\" "
+       "row alone: healthy right in %d of 10",
+       bh, ball, bone, ph);
+
+    /* a run by class without a baseline, its /links rows judged again against the baseline by
+     * class: the path column carries the classes (node 5 at 0.3x) */
+    sim_t c;
+    cp_screen_t s, t;
+    int status, sched, same = 0;
+    for (int r = 0; r < 5; r++) {
+        sim_init(&c, 16, 0.10, (uint64_t)r + 60);
+        sim_switches(&c, 0.5, 1);
+        c.node_f[5] = 0.3;
+        sim_screen(&c, &s, (uint64_t)r + 3, &status);
+        int st = rejudge(&s, &base, &t, &sched);
+        unsigned char want[16] = {0};
+        want[5] = 1;
+        same += status == 1 && st == 1 && flagged_exactly(&s, want, CP_SCREEN_SLOW) &&
+                flagged_exactly(&t, want, CP_SCREEN_SLOW) && cp_screen_by_class(&s.ref) &&
+                cross_pairs(&t) == cross_pairs(&s) && cross_pairs(&s) > 0;
+        cp_screen_free(&t);
+        cp_screen_free(&s);
+        sim_free(&c);
+    }
+    ok(same == 5,
+       "by class, node 5 at 0.3x, judged again from its /links rows against the baseline by "
+       "class: node 5 alone both times in %d of 5",
+       same);
+
+    /* 4 nodes on 2 switches: 2 same-switch and 4 cross-switch pairs, too few for references of
+     * their own (one bad node is in half of them): judged as without a topology */
+    sim_init(&c, 4, 0.10, 9);
+    sim_switches(&c, 0.5, 1);
+    sim_screen(&c, &s, 7, &status);
+    ok(!cp_screen_by_class(&s.ref) && s.ref.cls[CP_PATH_CROSS_SWITCH].pairs == 4 &&
+           s.ref.cls[CP_PATH_SAME_SWITCH].pairs == 2,
+       "4 nodes on 2 switches: classes of %d and %d pairs, fewer than %d: every pair against all",
+       s.ref.cls[CP_PATH_SAME_SWITCH].pairs, s.ref.cls[CP_PATH_CROSS_SWITCH].pairs,
+       CP_SCREEN_CLASS_MIN_PAIRS);
+    cp_screen_free(&s);
+    sim_free(&c);
+
+    /* the evidence names the classes where the pairs were judged by them */
+    sim_init(&c, 8, 0.10, 9);
+    sim_switches(&c, 0.5, 1);
+    c.node_f[2] = 0.1;
+    sim_screen(&c, &s, 4, &status);
+    char ev[512], words[256];
+    cp_screen_evidence(&s, 2, NULL, ev, sizeof(ev));
+    cp_screen_class_words(&s.ref, words, sizeof(words));
+    ok(strstr(ev, "(random, cross-switch)") != NULL || strstr(ev, "(random, same-switch)") != NULL,
+       "evidence by class: %s", ev);
+    ok(strstr(words, "same-switch ") == words && strstr(words, ", cross-switch ") != NULL,
+       "class references: %s", words);
+    cp_screen_free(&s);
+    sim_free(&c);
+}
+
 int main(void)
 {
     check_schedule(16, 1);
@@ -529,6 +703,7 @@ int main(void)
     check_hostlist();
     check_rejudge();
     check_sweep();
+    check_paths();
 
     int rmax, hits;
     hits = scenario(16, 1, 0.5, 0, 0.10, 20, &rmax);

@@ -1,0 +1,120 @@
+#!/bin/sh
+# The screen by path class on virtual nodes under two leaf switches: an 8-node Slurm cluster
+# (contrib/slurm-local --switches 2: n[1-4] on bridge s1, n[5-8] on s2, the two joined by a
+# spine link; topology.conf with TopologyPlugin=topology/tree) whose spine is throttled
+# (slurm-local shape-spine 500mbit: the cross-switch pairs that run at once share it, 0.02-0.1x
+# of a same-switch pair here).  collprof reads the topology through libslurm and judges each
+# pair against its class's median:
+#  - the slow spine is no fault: exit 0, 8 healthy nodes, no link flagged, the verdict's
+#    "paths:" line names both classes, and the run's /links rows carry them (its baseline has
+#    a row per class);
+#  - without the topology (COLLPROF_SLURM_LOOKUP=0, every pair "any") the same cluster is
+#    screened too and what it says is printed (cross-switch pairs 0.02-0.1x of the median:
+#    suspect links that the confirmation round, with fewer pairs on the spine, mostly clears);
+#  - n3 throttled on top (10 Mbit/s): n3 alone is slow (exit 1), its evidence by class;
+#  - against the healthy run's baseline (a row per class) the same: n3 alone; n3 back to
+#    normal: healthy against it.
+# Judged at --screen-threshold 0.1 on gloo (else the first CPU backend built), as screen.sh.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+. "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
+
+need_virtual_nodes
+REPORT="$(dirname "$COLLPROF_BIN")/collprof-report"
+[ -x "$REPORT" ] || skip_all "collprof-report was not built (no HDF5)"
+[ "${CP_TIMING_UNRELIABLE:-0}" != 1 ] || skip_all "timing-based (sanitizers: figures say little)"
+
+T0=$(now)
+COLLPROF_SLURM_SWITCHES=2
+export COLLPROF_SLURM_SWITCHES
+cluster_start 8 collprof-paths-test
+
+SRUN="srun --immediate=30 --mpi=pmix"
+B=""
+for b in gloo ofi mpi; do
+    case " $BACKENDS " in *" $b "*) B=${B:-$b} ;; esac
+done
+
+scontrol show topology >"$WORK/topo" 2>&1
+grep -q '^SwitchName=s1 .*Nodes=n\[1-4\]' "$WORK/topo" &&
+    grep -q '^SwitchName=s2 .*Nodes=n\[5-8\]' "$WORK/topo"
+ok $? "scontrol show topology: s1 n[1-4], s2 n[5-8]"
+
+# collprof --screen on the 8 nodes into directory $1 (rest: options); rc, h5, out (console)
+screen8() {
+    d=$1
+    shift
+    mkdir -p "$d"
+    rc=0
+    t=$(now)
+    # shellcheck disable=SC2086 # SRUN is a list of options
+    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
+        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -w 2 --screen-threshold 0.1 \
+        --output-dir "$d" "$@" </dev/null >"$d/out" 2>"$d/err" || rc=$?
+    took=$(since "$t")
+    # shellcheck disable=SC2012 # our own file names
+    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+    out=$d/out
+}
+
+# the verdict as a diagnostic when $1 (an exit status) is not 0
+show() {
+    [ "$1" -eq 0 ] || sed -n '/^# topology/p; /bandwidth/p; /^== screen/,$p' "$out" | sed 's/^/# /'
+    [ "$1" -eq 0 ] || sed 's/^/# err: /' "$(dirname "$out")/err" | head -n 5
+}
+
+bash "$SL" shape-spine 500mbit >/dev/null 2>&1
+ok $? "shape-spine 500mbit"
+
+# ---- 1. a slow spine, judged by class: nothing flagged
+screen8 "$WORK/spine" --seed 4 -n 20
+grep -q '^# topology: 8 of 8 nodes under 2 leaf switches' "$out" &&
+    grep -q '^paths: each pair against its class: same-switch .* GB/s .*, cross-switch .* GB/s ' "$out" &&
+    grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out" && ! grep -q '^slow ' "$out"
+r=$?
+[ "$rc" -eq 0 ] && [ "$r" -eq 0 ]
+r=$?
+ok $r "slow spine, by class: exit 0, 8 healthy nodes, no slow link (rc $rc, $took s)"
+show $r
+sed -n 's/^\(paths: .*\)/# \1/p' "$out"
+"$REPORT" baseline "$h5" -o "$WORK/base.h5" >"$WORK/bout" 2>&1 &&
+    grep -q "^$B bandwidth 262144 B same-switch: median" "$WORK/bout" &&
+    grep -q "^$B bandwidth 262144 B cross-switch: median" "$WORK/bout" &&
+    grep -q "^$B bandwidth 262144 B: median" "$WORK/bout"
+r=$?
+ok $r "the run's /links rows carry their path class: a baseline row for any, same-switch and cross-switch"
+[ "$r" -eq 0 ] || sed 's/^/# /' "$WORK/bout"
+sed -n 's/^\(.* bandwidth .*\)/# \1/p' "$WORK/bout"
+
+# ---- 2. the same cluster without the topology: every pair "any" (what it says is printed)
+COLLPROF_SLURM_LOOKUP=0 screen8 "$WORK/plain" --seed 4 -n 20
+! grep -q '^# topology' "$out" && ! grep -q '^paths:' "$out" && [ "$rc" -le 2 ]
+ok $? "slow spine, no topology (COLLPROF_SLURM_LOOKUP=0): no classes (rc $rc, $took s)"
+sed -n 's/^\(nodes: .*\)/# without classes: \1/p; s/^\(healthy .*-.*\)/# without classes: \1/p; s/^\(slow .*\)/# without classes: \1/p' "$out"
+
+# ---- 3. n3 throttled on top of the slow spine: n3 alone
+bash "$SL" shape n3 10mbit >/dev/null 2>&1
+ok $? "shape n3 10mbit"
+screen8 "$WORK/node" --seed 4 -n 5 -w 1
+[ "$rc" -eq 1 ] && [ "$(grep -c '^slow ' "$out")" -eq 1 ] &&
+    grep -q '^slow  *n3: .*(random, \(same\|cross\)-switch)' "$out" && grep -q '^exclude: n3$' "$out" &&
+    grep -q '^nodes: 7 healthy, 1 slow, 0 unreachable' "$out"
+r=$?
+ok $r "slow spine and n3 at 10 Mbit/s, by class: n3 alone slow, exit 1 ($took s)"
+show $r
+
+# ---- 4. against the healthy run's baseline (a row per class): n3 alone; then healthy
+screen8 "$WORK/nodeb" --seed 5 -n 5 -w 1 --baseline "$WORK/base.h5"
+[ "$rc" -eq 1 ] && [ "$(grep -c '^slow ' "$out")" -eq 1 ] && grep -q '^exclude: n3$' "$out" &&
+    grep -q '^paths: each pair against its class: same-switch .*, cross-switch ' "$out"
+r=$?
+ok $r "n3 throttled, against the baseline by class: n3 alone, exit 1 (rc $rc, $took s)"
+show $r
+bash "$SL" shape n3 off >/dev/null 2>&1
+screen8 "$WORK/cleanb" --seed 5 -n 20 --baseline "$WORK/base.h5"
+[ "$rc" -eq 0 ] && grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out"
+r=$?
+ok $r "slow spine, n3 back, against the baseline by class: healthy, exit 0 (rc $rc, $took s)"
+show $r
+
+echo "# screen_paths.sh took $(since "$T0") s"
+done_testing
