@@ -137,7 +137,7 @@ static void drain_reason(const collprof_screen_row_t *rows, size_t n, size_t i, 
                  (unsigned long long)r->seed);
         return;
     }
-    if (r->slow_partners == 0 && strstr(r->evidence, "validation:") != NULL) {
+    if (r->confirm_with < 0 && strstr(r->evidence, "validation:") != NULL) { /* not the pairs */
         safe_name(r->backend, with, sizeof(with));
         snprintf(buf, len,
                  "collprof screen: slow in the validation allreduce (backend %s, seed %llu)", with,
