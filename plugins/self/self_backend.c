@@ -13,10 +13,11 @@
  * chunk into its own slot (or, for alltoall and reducescatter, one sub-slot
  * per peer), barrier, reads what it needs from the others' slots, barrier.
  * Reductions cost O(count) per rank whatever n: allreduce and reduce are a
- * reduce-scatter (rank r reduces its 1/n share of the chunk over the n slots,
- * in rank order, into a result area) then an all-gather (every rank, or the
- * root, copies the whole result area); each element is reduced by one rank
- * only, so every rank gets the same bits.
+ * reduce-scatter (rank r reduces its 1/n share of the chunk over the n
+ * ranks' pieces, in rank order, into a result area; the pieces of a share lie
+ * side by side in the slots area, see self_op_reduce) then an all-gather
+ * (every rank, or the root, copies the whole result area); each element is
+ * reduced by one rank only, so every rank gets the same bits.
  */
 
 #include <dirent.h>
@@ -265,36 +266,55 @@ static size_t self_min(size_t a, size_t b)
 }
 
 /* [lo, hi): rank r's share of c elements of e bytes, in whole cache lines */
-static void self_share(const self_ctx_t *ctx, size_t c, size_t e, size_t *lo, size_t *hi)
+static void self_share(const self_ctx_t *ctx, int r, size_t c, size_t e, size_t *lo, size_t *hi)
 {
-    size_t per = SELF_LINE / e, lines = (c + per - 1) / per;
-    size_t r = (size_t)ctx->rank, n = (size_t)ctx->n;
-    *lo = self_min(c, lines * r / n * per);
-    *hi = self_min(c, lines * (r + 1) / n * per);
+    size_t per = SELF_LINE / e, lines = (c + per - 1) / per, n = (size_t)ctx->n;
+    *lo = self_min(c, lines * (size_t)r / n * per);
+    *hi = self_min(c, lines * ((size_t)r + 1) / n * per);
 }
 
 /*
  * allreduce (root < 0) and reduce, per chunk: every rank copies its input
- * into its slot; barrier; rank r reduces its share of the chunk over the n
- * slots into result area k; barrier; every rank (reduce: the root) copies
- * result area k out.  Chunks alternate between the two result areas, so the
- * reductions of chunk k + 1 never write an area still being read: the
- * barrier of chunk k + 1 comes after every rank's copy of chunk k - 1.
+ * into the slots area, share by share: the n ranks' pieces of rank s's share
+ * [lo, hi) lie side by side from n * lo elements on, rank q's at q * (hi - lo)
+ * (share-major); barrier; rank r reduces its share over those n pieces, one
+ * contiguous run, into result area k; barrier; every rank (reduce: the root)
+ * copies result area k out.  Share-major, the rank that reduces a share reads
+ * n x its share's bytes in a row: with one slot per rank it read one page in
+ * each of the n slots, n pages resident in every reducing rank (4 MiB at
+ * 1,024 ranks for a 1K allreduce); now a writer touches one page per share
+ * it writes, at most min(lines, n).  Chunks alternate between the two result
+ * areas, so the reductions of chunk k + 1 never write an area still being
+ * read: the barrier of chunk k + 1 comes after every rank's copy of chunk
+ * k - 1.
  */
 static void self_op_reduce(self_ctx_t *ctx, const self_op_t *o, int root)
 {
-    size_t e = o->esz, cap = ctx->slot / e, count = o->a->count, lo, hi;
+    size_t e = o->esz, cap = ctx->slot / e, count = o->a->count, lo, hi, n = (size_t)ctx->n;
     int k = 0;
     for (size_t off = 0; off < count; off += cap, k ^= 1) {
         size_t c = self_min(cap, count - off);
         unsigned char *res = ctx->results + (size_t)k * ctx->slot;
-        memcpy(self_slot(ctx, ctx->rank), o->src + off * e, c * e);
+        const unsigned char *in = o->src + off * e;
+        /* the shares that are not empty: all n, or one line each when there are fewer lines */
+        size_t per = SELF_LINE / e, lines = (c + per - 1) / per;
+        for (size_t i = 0; i < self_min(lines, n); i++) {
+            if (lines >= n) {
+                self_share(ctx, (int)i, c, e, &lo, &hi);
+            } else {
+                lo = i * per;
+                hi = self_min(c, lo + per);
+            }
+            memcpy(ctx->slots + (n * lo + (size_t)ctx->rank * (hi - lo)) * e, in + lo * e,
+                   (hi - lo) * e);
+        }
         self_barrier(ctx);
-        self_share(ctx, c, e, &lo, &hi);
-        memcpy(res + lo * e, self_slot(ctx, 0) + lo * e, (hi - lo) * e);
-        for (int q = 1; q < ctx->n; q++) {
-            self_reduce(res + lo * e, self_slot(ctx, q) + lo * e, hi - lo, o->a->dtype,
-                        o->a->redop);
+        self_share(ctx, ctx->rank, c, e, &lo, &hi);
+        const unsigned char *run = ctx->slots + n * lo * e;
+        size_t w = (hi - lo) * e;
+        memcpy(res + lo * e, run, w);
+        for (size_t q = 1; w > 0 && q < n; q++) {
+            self_reduce(res + lo * e, run + q * w, hi - lo, o->a->dtype, o->a->redop);
         }
         self_barrier(ctx);
         if (root < 0 || ctx->rank == root) {
