@@ -112,4 +112,12 @@ sh=$(awk '/\] phases \(CPU ms/ && !/ r0\// { sub(/.* cells [^ ]* /, ""); split($
     n++; if (m[3] > x) x = m[3] } END { if (n == 47) print x + 0 }' "$WORK/err")
 [ -n "$sh" ] && [ "$sh" -lt 64 ]
 ok $? "--np 48, 16 floats: every other rank touched under 64 kB of the shared segment (${sh:-?} kB)"
+# alltoallv: each rank reads what it receives from its own recvcounts and the rounds from the n
+# largest blocks in the segment's header (an n x n header took 8 MiB at 1,024 ranks); 1 KiB
+# slots make several rounds
+d="$WORK/a2av"
+mkdir -p "$d"
+cp_run --np 48 --backends self --ops alltoall,alltoallv --imbalance uniform,linear,moe --counts 4K \
+    --inplace both -n 2 -w 1 -B self-slot-kib=1 --output-dir "$d"
+check_clean_run "$d" "--np 48, alltoall and alltoallv in 1 KiB slots"
 done_testing
