@@ -196,10 +196,19 @@ run_floor() {
         BEGIN { getline tl < times; split(tl, tt, " ") }
         /init to fence done/ { f = $(NF - 4) }
         /resources: CPU/ { n++; cpu += $(NF - 5); if ($(NF - 1) > r) r = $(NF - 1) }
+        /phases \(CPU ms\):/ && $3 != 0 {
+            np_++
+            for (i = 7; i + 1 <= NF; i += 2) { if (!(($i) in ph)) order[++nph] = $i; ph[$i] += $(i + 1) }
+        }
         END {
             printf "%5d floor %-14s %8.2f %7s %8.2f %8s %7s %10.4f %7s %9.2f %7s %7.1f %7s %9s %6s%s\n",
                 np, "init+fence", tt[1], "-", f, "-", "-", n ? cpu / n : 0, "-",
                 tt[2] + tt[3] - cpu, "-", r, "-", "-", l0, rc != 0 || n != np ? "  (failed)" : ""
+            if (np_ > 0) {
+                printf "%27s phases, mean of the other ranks (CPU ms):", ""
+                for (j = 1; j <= nph; j++) printf " %s %.2f", order[j], ph[order[j]] / np_
+                printf "\n"
+            }
         }' "$tmp/stdout"
 }
 
