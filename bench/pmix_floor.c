@@ -27,6 +27,17 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU time (user + system) of this process so far, in ms */
+static double cpu_ms(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        return 0;
+    }
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-3;
+}
+
 static int fail(const char *what, pmix_status_t rc)
 {
     fprintf(stderr, "pmix_floor: %s: %s\n", what, PMIx_Error_string(rc));
@@ -36,8 +47,10 @@ static int fail(const char *what, pmix_status_t rc)
 int main(void)
 {
     pmix_proc_t me, zero;
+    double c_start = cpu_ms(); /* exec, the dynamic linker (PMIx's libraries) */
     double t0 = now_s();
     pmix_status_t rc = PMIx_Init(&me, NULL, 0);
+    double c_init = cpu_ms();
     if (rc != PMIX_SUCCESS) {
         return fail("PMIx_Init", rc);
     }
@@ -57,7 +70,7 @@ int main(void)
     if ((rc = PMIx_Fence(&all, 1, &collect, 1)) != PMIX_SUCCESS) {
         return fail("PMIx_Fence", rc);
     }
-    double t1 = now_s();
+    double t1 = now_s(), c_fence = cpu_ms();
     pmix_value_t *got = NULL, *size = NULL;
     PMIX_LOAD_PROCID(&zero, me.nspace, 0);
     if ((rc = PMIx_Get(&zero, "floor.host", NULL, 0, &got)) != PMIX_SUCCESS) {
@@ -69,9 +82,14 @@ int main(void)
                t1 - t0);
         PMIX_VALUE_RELEASE(size);
     }
+    double c_get = cpu_ms();
     if ((rc = PMIx_Finalize(NULL, 0)) != PMIX_SUCCESS) {
         return fail("PMIx_Finalize", rc);
     }
+    double c_end = cpu_ms();
+    printf("pmix_floor: rank %u phases (CPU ms): start %.2f init %.2f fence %.2f get %.2f "
+           "finalize %.2f\n",
+           me.rank, c_start, c_init - c_start, c_fence - c_init, c_get - c_fence, c_end - c_get);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +

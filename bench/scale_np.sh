@@ -99,12 +99,14 @@ export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
 now() { date -u +%H:%M:%S.%N; }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-# row LABEL START LOG TIMES: one row from a collprof run's log
+# row LABEL START LOG TIMES EXTRA: one row from a collprof run's log; the lines under it (the
+# phases, memory by kind, the cells of a launch with several) go to the file EXTRA
 row() {
-    awk -v label="$1" -v start="$2" -v times="$4" '
+    awk -v label="$1" -v start="$2" -v times="$4" -v extra="$5" '
         function sec(hms,   p) { split(hms, p, ":"); return p[1] * 3600 + p[2] * 60 + p[3] }
         function at(line) { return sec(substr(line, 13, 12)) - t0 }
         BEGIN { t0 = sec(start); getline tl < times; split(tl, tt, " ") }
+        { isr0 = ($0 ~ / r0\//) }
         /r-1\/0 .*ranks connected/ { for (i = 1; i <= NF; i++) if ($i == "after") conn = $(i - 2) }
         / r0\// && !line0 { line0 = at($0) }
         / r0\/.*\] cell 1\// && !cell1 { cell1 = at($0) }
@@ -118,11 +120,48 @@ row() {
             n++; cpu += c
             if ($0 ~ / r0\//) { c0 = c; r0 = r } else { if (r > rmax) rmax = r; if (p > pmax) pmax = p }
         }
+        / r0\/.*\] cell [0-9]+\/[0-9]+: [a-z]+\// {
+            split($5, k, "/"); nc = k[1] + 0; cname[nc] = $7; cstart[nc] = at($0)
+        }
+        / r0\/.*\] cell [0-9]+\/[0-9]+: (ok|wrong|error|timeout)/ {
+            split($5, k, "/"); cdur[k[1] + 0] = at($0) - cstart[k[1] + 0]; cres[k[1] + 0] = $6
+        }
+        /phases \(CPU ms/ {
+            sub(/.*kB resident at the end\): */, "")
+            np_ = split($0, w, " ")
+            r0p = 0
+            for (i = 1; i + 2 <= np_; i += 3) {
+                split(w[i + 1], cc, "/"); split(w[i + 2], m, "+"); nm = w[i]
+                if (!(nm in seen)) { seen[nm] = 1; order[++nph] = nm }
+                if (isr0) { p0[nm] = cc[1]; continue }
+                pc[nm] += cc[1]; pv[nm] += cc[2]; pi_[nm] += cc[3]; pf[nm] += cc[4]
+                if (m[1] > ka) ka = m[1]; if (m[2] > kf) kf = m[2]; if (m[3] > ks) ks = m[3]
+            }
+            if (!isr0) nphr++
+        }
         END {
             srv = tt[2] + tt[3] - cpu
             printf "%s %8.2f %7.2f %8.2f %8.2f %7.2f %10.4f %7.3f %9.2f %7.1f %7.1f %7.1f %9.1f", label,
                 tt[1], conn, line0, cell1, cellend - cell1, n ? cpu / n : 0, c0, srv, r0, rmax, pmax, b / 1000
             if (n == 0) printf "  (no resources lines: failed?)"
+            if (nphr > 0) {
+                x = sprintf("%27s phases, mean of the other ranks (CPU ms voluntary/involuntary switches faults):", "")
+                for (j = 1; j <= nph; j++) {
+                    nm = order[j]
+                    x = x sprintf(" %s %.2f %.0f/%.0f %.0f", nm, pc[nm] / nphr, pv[nm] / nphr, pi_[nm] / nphr, pf[nm] / nphr)
+                }
+                print x > extra
+                x = sprintf("%27s other ranks resident at a phase end, largest (MB): private %.2f files %.2f shared %.2f;",
+                    "", ka / 1024, kf / 1024, ks / 1024)
+                x = x " rank 0 CPU ms:"
+                for (j = 1; j <= nph; j++) x = x sprintf(" %s %.1f", order[j], p0[order[j]])
+                print x > extra
+            }
+            if (nc > 1) {
+                x = sprintf("%27s cells on rank 0 (s):", "")
+                for (j = 1; j <= nc; j++) x = x sprintf(" %s %.2f (%s)", cname[j], cdur[j], cres[j])
+                print x > extra
+            }
         }' "$3"
 }
 
@@ -132,16 +171,18 @@ run_collprof() {
     l0=$(load)
     start=$(now)
     COLLPROF_PLUGIN_PATH=$BUILD_DIR/.libs timeout -k 10 "$TIMEOUT" /usr/bin/time -o "$tmp/time" \
-        -f '%e %U %S' "$COLLPROF_BIN" --np "$np" --backends "$be" --ops "$op" --counts "$count" \
+        -f '%e %U %S' "$COLLPROF_BIN" --np "$np" --backends "$be" --ops "$(echo "$op" | tr + ,)" --counts "$count" \
         -n "$ITERS" -w 1 -v --output-dir "$tmp/out" >"$tmp/stdout" 2>"$log" || rc=$?
     [ -n "$KEEP" ] && cp "$log" "$KEEP/np$np-$be-$op-$count.log"
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         printf '%5d %-5s %-14s timeout after %d s (load %s)\n' "$np" "$be" "$op:$count" "$TIMEOUT" "$l0"
         return
     fi
-    row "$(printf '%5d %-5s %-14s' "$np" "$be" "$op:$count")" "$start" "$log" "$tmp/time"
+    : >"$tmp/extra"
+    row "$(printf '%5d %-5s %-14s' "$np" "$be" "$op:$count")" "$start" "$log" "$tmp/time" "$tmp/extra"
     [ "$rc" -eq 0 ] || printf '  (exit %d: %s)' "$rc" "$(grep -m1 'error' "$log" | cut -d']' -f2- | cut -c1-70)"
     printf ' %6s\n' "$l0"
+    cat "$tmp/extra"
 }
 
 # run_floor NP: the bare PMIx program under the same launcher
@@ -155,10 +196,19 @@ run_floor() {
         BEGIN { getline tl < times; split(tl, tt, " ") }
         /init to fence done/ { f = $(NF - 4) }
         /resources: CPU/ { n++; cpu += $(NF - 5); if ($(NF - 1) > r) r = $(NF - 1) }
+        /phases \(CPU ms\):/ && $3 != 0 {
+            np_++
+            for (i = 7; i + 1 <= NF; i += 2) { if (!(($i) in ph)) order[++nph] = $i; ph[$i] += $(i + 1) }
+        }
         END {
             printf "%5d floor %-14s %8.2f %7s %8.2f %8s %7s %10.4f %7s %9.2f %7s %7.1f %7s %9s %6s%s\n",
                 np, "init+fence", tt[1], "-", f, "-", "-", n ? cpu / n : 0, "-",
                 tt[2] + tt[3] - cpu, "-", r, "-", "-", l0, rc != 0 || n != np ? "  (failed)" : ""
+            if (np_ > 0) {
+                printf "%27s phases, mean of the other ranks (CPU ms):", ""
+                for (j = 1; j <= nph; j++) printf " %s %.2f", order[j], ph[order[j]] / np_
+                printf "\n"
+            }
         }' "$tmp/stdout"
 }
 

@@ -6,17 +6,18 @@
  * library.  It measures collprof's own overhead and lets tests drive the
  * runner without MPI.  It runs only when named (-b self).
  *
- * The segment: a process-shared barrier, a header of n x n element counts
- * (alltoallv: what every rank sends to every peer), then one slot of S bytes
+ * The segment: a process-shared barrier, a header of n element counts
+ * (alltoallv: every rank's largest block), then one slot of S bytes
  * per rank (S = 1 MiB, option self-slot-kib) and two result areas of S bytes.
  * Every operation goes through the slots in chunks: each rank copies its
  * chunk into its own slot (or, for alltoall and reducescatter, one sub-slot
  * per peer), barrier, reads what it needs from the others' slots, barrier.
  * Reductions cost O(count) per rank whatever n: allreduce and reduce are a
- * reduce-scatter (rank r reduces its 1/n share of the chunk over the n slots,
- * in rank order, into a result area) then an all-gather (every rank, or the
- * root, copies the whole result area); each element is reduced by one rank
- * only, so every rank gets the same bits.
+ * reduce-scatter (rank r reduces its 1/n share of the chunk over the n
+ * ranks' pieces, in rank order, into a result area; the pieces of a share lie
+ * side by side in the slots area, see self_op_reduce) then an all-gather
+ * (every rank, or the root, copies the whole result area); each element is
+ * reduced by one rank only, so every rank gets the same bits.
  */
 
 #include <dirent.h>
@@ -61,8 +62,7 @@ typedef struct self_ctx {
     size_t seglen; /* bytes mapped */
     void *seg;     /* the mapping */
     self_bar_t *bar;
-    size_t *counts; /* n x n: counts[q * n + p] = elements q sends to p */
-    size_t *disp;   /* n: alltoall's block offsets */
+    size_t *most; /* n: every rank's largest alltoallv send count */
     unsigned char *slots;
     unsigned char *results; /* two areas of slot bytes after the n slots */
     char err[SELF_ERR_LEN];
@@ -265,36 +265,55 @@ static size_t self_min(size_t a, size_t b)
 }
 
 /* [lo, hi): rank r's share of c elements of e bytes, in whole cache lines */
-static void self_share(const self_ctx_t *ctx, size_t c, size_t e, size_t *lo, size_t *hi)
+static void self_share(const self_ctx_t *ctx, int r, size_t c, size_t e, size_t *lo, size_t *hi)
 {
-    size_t per = SELF_LINE / e, lines = (c + per - 1) / per;
-    size_t r = (size_t)ctx->rank, n = (size_t)ctx->n;
-    *lo = self_min(c, lines * r / n * per);
-    *hi = self_min(c, lines * (r + 1) / n * per);
+    size_t per = SELF_LINE / e, lines = (c + per - 1) / per, n = (size_t)ctx->n;
+    *lo = self_min(c, lines * (size_t)r / n * per);
+    *hi = self_min(c, lines * ((size_t)r + 1) / n * per);
 }
 
 /*
  * allreduce (root < 0) and reduce, per chunk: every rank copies its input
- * into its slot; barrier; rank r reduces its share of the chunk over the n
- * slots into result area k; barrier; every rank (reduce: the root) copies
- * result area k out.  Chunks alternate between the two result areas, so the
- * reductions of chunk k + 1 never write an area still being read: the
- * barrier of chunk k + 1 comes after every rank's copy of chunk k - 1.
+ * into the slots area, share by share: the n ranks' pieces of rank s's share
+ * [lo, hi) lie side by side from n * lo elements on, rank q's at q * (hi - lo)
+ * (share-major); barrier; rank r reduces its share over those n pieces, one
+ * contiguous run, into result area k; barrier; every rank (reduce: the root)
+ * copies result area k out.  Share-major, the rank that reduces a share reads
+ * n x its share's bytes in a row: with one slot per rank it read one page in
+ * each of the n slots, n pages resident in every reducing rank (4 MiB at
+ * 1,024 ranks for a 1K allreduce); now a writer touches one page per share
+ * it writes, at most min(lines, n).  Chunks alternate between the two result
+ * areas, so the reductions of chunk k + 1 never write an area still being
+ * read: the barrier of chunk k + 1 comes after every rank's copy of chunk
+ * k - 1.
  */
 static void self_op_reduce(self_ctx_t *ctx, const self_op_t *o, int root)
 {
-    size_t e = o->esz, cap = ctx->slot / e, count = o->a->count, lo, hi;
+    size_t e = o->esz, cap = ctx->slot / e, count = o->a->count, lo, hi, n = (size_t)ctx->n;
     int k = 0;
     for (size_t off = 0; off < count; off += cap, k ^= 1) {
         size_t c = self_min(cap, count - off);
         unsigned char *res = ctx->results + (size_t)k * ctx->slot;
-        memcpy(self_slot(ctx, ctx->rank), o->src + off * e, c * e);
+        const unsigned char *in = o->src + off * e;
+        /* the shares that are not empty: all n, or one line each when there are fewer lines */
+        size_t per = SELF_LINE / e, lines = (c + per - 1) / per;
+        for (size_t i = 0; i < self_min(lines, n); i++) {
+            if (lines >= n) {
+                self_share(ctx, (int)i, c, e, &lo, &hi);
+            } else {
+                lo = i * per;
+                hi = self_min(c, lo + per);
+            }
+            memcpy(ctx->slots + (n * lo + (size_t)ctx->rank * (hi - lo)) * e, in + lo * e,
+                   (hi - lo) * e);
+        }
         self_barrier(ctx);
-        self_share(ctx, c, e, &lo, &hi);
-        memcpy(res + lo * e, self_slot(ctx, 0) + lo * e, (hi - lo) * e);
-        for (int q = 1; q < ctx->n; q++) {
-            self_reduce(res + lo * e, self_slot(ctx, q) + lo * e, hi - lo, o->a->dtype,
-                        o->a->redop);
+        self_share(ctx, ctx->rank, c, e, &lo, &hi);
+        const unsigned char *run = ctx->slots + n * lo * e;
+        size_t w = (hi - lo) * e;
+        memcpy(res + lo * e, run, w);
+        for (size_t q = 1; w > 0 && q < n; q++) {
+            self_reduce(res + lo * e, run + q * w, hi - lo, o->a->dtype, o->a->redop);
         }
         self_barrier(ctx);
         if (root < 0 || ctx->rank == root) {
@@ -443,29 +462,39 @@ static void self_op_broadcast(self_ctx_t *ctx, const self_op_t *o)
  * alltoall and alltoallv: sub-slot p of rank q's slot carries what q sends to
  * p.  Round k moves elements [k*cap, (k+1)*cap) of every peer's block, and
  * reads them before anyone writes the same range, so in place works too.
- * counts[q * n + p] (published before the rounds) tells p how much q sends.
+ * sc/sd: what this rank sends to each peer and from where, rc/rd: what it
+ * receives from each and where to; NULL for alltoall's blocks of b at p * b.
+ * A rank knows both sides from its own arguments (recvcounts[q] is what q
+ * sends it), so no rank reads another's counts.
  */
-static void self_a2a_rounds(self_ctx_t *ctx, const self_op_t *o, const size_t *sd, const size_t *rd,
-                            size_t rounds_max)
+static void self_a2a_rounds(self_ctx_t *ctx, const self_op_t *o, const size_t *sc, const size_t *sd,
+                            const size_t *rc, const size_t *rd, size_t b, size_t rounds_max)
 {
     int n = ctx->n, r = ctx->rank;
     size_t e = o->esz, cap = ctx->slot / ((size_t)n * e);
-    const size_t *mine = ctx->counts + (size_t)r * (size_t)n;
     for (size_t off = 0; off < rounds_max; off += cap) {
         for (int p = 0; p < n; p++) {
-            size_t c = mine[p] > off ? self_min(cap, mine[p] - off) : 0;
-            memcpy(self_slot(ctx, r) + (size_t)p * cap * e, o->src + (sd[p] + off) * e, c * e);
+            size_t send = sc ? sc[p] : b, from = sd ? sd[p] : (size_t)p * b;
+            size_t c = send > off ? self_min(cap, send - off) : 0;
+            memcpy(self_slot(ctx, r) + (size_t)p * cap * e, o->src + (from + off) * e, c * e);
         }
         self_barrier(ctx);
         for (int q = 0; q < n; q++) {
-            size_t have = ctx->counts[(size_t)q * (size_t)n + (size_t)r];
+            size_t have = rc ? rc[q] : b, to = rd ? rd[q] : (size_t)q * b;
             size_t c = have > off ? self_min(cap, have - off) : 0;
-            memcpy(o->dst + (rd[q] + off) * e, self_slot(ctx, q) + (size_t)r * cap * e, c * e);
+            memcpy(o->dst + (to + off) * e, self_slot(ctx, q) + (size_t)r * cap * e, c * e);
         }
         self_barrier(ctx);
     }
 }
 
+/*
+ * alltoallv: every rank runs as many rounds as the largest block of any rank
+ * needs; each publishes its largest send count in the header (n counts), and
+ * reads the n of them after a barrier.  (An n x n header of every rank's
+ * counts took n^2 x 8 bytes of the segment, 8 MiB at 1,024 ranks and 2 GiB at
+ * 16,384, and n^2 steps per call on every rank.)
+ */
 static void self_op_alltoallv(self_ctx_t *ctx, const self_op_t *o)
 {
     const collprof_args_t *a = o->a;
@@ -473,28 +502,25 @@ static void self_op_alltoallv(self_ctx_t *ctx, const self_op_t *o)
     const size_t *sc = a->in_place ? a->recvcounts : a->sendcounts;
     const size_t *sd = a->in_place ? a->rdispls : a->sdispls;
     size_t most = 0;
-    memcpy(ctx->counts + (size_t)ctx->rank * (size_t)n, sc, (size_t)n * sizeof(size_t));
+    for (int p = 0; p < n; p++) {
+        most = sc[p] > most ? sc[p] : most;
+    }
+    ctx->most[ctx->rank] = most;
     self_barrier(ctx);
-    for (size_t i = 0; i < (size_t)n * (size_t)n; i++) {
-        most = ctx->counts[i] > most ? ctx->counts[i] : most;
+    for (int q = 0; q < n; q++) {
+        most = ctx->most[q] > most ? ctx->most[q] : most;
     }
     if (most == 0) {
-        self_barrier(ctx); /* no round: keep the next call from rewriting counts early */
+        self_barrier(ctx); /* no round: keep the next call from rewriting the counts early */
     }
-    self_a2a_rounds(ctx, o, sd, a->rdispls, most);
+    self_a2a_rounds(ctx, o, sc, sd, a->recvcounts, a->rdispls, 0, most);
 }
 
 /* alltoall: blocks of b = count/n at p * b */
 static void self_op_alltoall(self_ctx_t *ctx, const self_op_t *o)
 {
-    int n = ctx->n;
-    size_t b = o->a->count / (size_t)n;
-    size_t *mine = ctx->counts + (size_t)ctx->rank * (size_t)n;
-    for (int p = 0; p < n; p++) {
-        mine[p] = b; /* read by the others only after the first barrier */
-        ctx->disp[p] = (size_t)p * b;
-    }
-    self_a2a_rounds(ctx, o, ctx->disp, ctx->disp, b);
+    size_t b = o->a->count / (size_t)ctx->n;
+    self_a2a_rounds(ctx, o, NULL, NULL, NULL, NULL, b, b);
 }
 
 static void self_op_sendrecv(self_ctx_t *ctx, const self_op_t *o)
@@ -673,7 +699,7 @@ static void *self_map(const char *name, size_t len)
 
 static size_t self_header_bytes(int n)
 {
-    size_t h = sizeof(self_bar_t) + (size_t)n * (size_t)n * sizeof(size_t);
+    size_t h = sizeof(self_bar_t) + (size_t)n * sizeof(size_t);
     return (h + SELF_PAGE - 1) / SELF_PAGE * SELF_PAGE;
 }
 
@@ -736,8 +762,7 @@ static int self_init(const collprof_host_t *h, void **out)
         return COLLPROF_ERR_INVALID;
     }
     ctx = calloc(1, sizeof(*ctx));
-    if (!ctx || !(ctx->disp = calloc((size_t)h->nranks, sizeof(size_t)))) {
-        free(ctx);
+    if (!ctx) {
         self_set_error(NULL, "init: out of memory");
         return COLLPROF_ERR_NO_MEMORY; /* the core agrees on failures before going on */
     }
@@ -748,12 +773,11 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->seglen = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot;
     rc = self_attach(h, ctx);
     if (rc != COLLPROF_OK) {
-        free(ctx->disp);
         free(ctx);
         return rc;
     }
     ctx->bar = ctx->seg;
-    ctx->counts = (size_t *)(ctx->bar + 1);
+    ctx->most = (size_t *)(ctx->bar + 1);
     ctx->slots = (unsigned char *)ctx->seg + self_header_bytes(h->nranks);
     ctx->results = ctx->slots + (size_t)h->nranks * slot;
     *out = ctx;
@@ -768,7 +792,6 @@ static int self_finalize(void *vctx)
     }
     self_barrier(ctx);
     munmap(ctx->seg, ctx->seglen);
-    free(ctx->disp);
     free(ctx);
     return COLLPROF_OK;
 }

@@ -30,6 +30,70 @@
 #include <time.h>
 #include <unistd.h>
 
+/* kB of the /proc/self/status lines named in keys ("RssAnon:"), -1 where one is not there */
+static void status_kb(const char *const *keys, long *kb, int nkeys)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    for (int k = 0; k < nkeys; k++) {
+        kb[k] = -1;
+    }
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        for (int k = 0; k < nkeys; k++) {
+            size_t klen = strlen(keys[k]);
+            if (strncmp(line, keys[k], klen) == 0) {
+                kb[k] = strtol(line + klen, NULL, 10);
+            }
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+}
+
+/*
+ * -v: where a rank's CPU and memory go, phase by phase (bench/scale_np.sh, docs/scaling.md):
+ * per phase the CPU time (user + system), the context switches (voluntary: waits; involuntary:
+ * the scheduler took the CPU away) and minor page faults since the previous mark, and the
+ * resident memory at its end by kind: private (anonymous), files (the binary and libraries)
+ * and shared memory (a shared-memory backend's segment, PMIx's store), as the kernel counts
+ * them.  Fixed storage: a mark allocates nothing.
+ */
+enum { PH_START, PH_BOOT, PH_PREPARE, PH_BACKEND, PH_OPEN, PH_CELLS, PH_END, PH_COUNT };
+static const char *const phase_names[PH_COUNT] = {"start", "boot",  "prepare", "backend",
+                                                  "open",  "cells", "end"};
+static struct phase {
+    int set;
+    double cpu;
+    long vcs, ivcs, flt;
+    long kb[3]; /* RssAnon, RssFile, RssShmem at the mark */
+} phases[PH_COUNT];
+static struct rusage phase_last; /* zero: the first mark counts from exec */
+static int phase_on;             /* -v */
+
+static double tv_s(struct timeval tv)
+{
+    return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+}
+
+static void phase_mark(int ph)
+{
+    static const char *const keys[3] = {"RssAnon:", "RssFile:", "RssShmem:"};
+    struct rusage ru;
+    if (!phase_on || getrusage(RUSAGE_SELF, &ru) != 0) {
+        return;
+    }
+    struct phase *p = &phases[ph];
+    p->set = 1;
+    p->cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime) - tv_s(phase_last.ru_utime) -
+             tv_s(phase_last.ru_stime);
+    p->vcs = ru.ru_nvcsw - phase_last.ru_nvcsw;
+    p->ivcs = ru.ru_nivcsw - phase_last.ru_nivcsw;
+    p->flt = ru.ru_minflt - phase_last.ru_minflt;
+    status_kb(keys, p->kb, 3);
+    phase_last = ru;
+}
+
 /* This process's CPU affinity as a list: "0-3,8". */
 static void cpu_affinity(char *buf, size_t len)
 {
@@ -182,6 +246,7 @@ static int rank_open(cp_rank_run_t *rr, int argc, char **argv)
     cp_boot_t *b = &rr->boot;
     cp_host_fill(&rr->host, b, rr->opt, rr->plugins, rr->nplugins);
     rr->ready = cp_backends_init(rr->plugins, rr->nplugins, &rr->plan, b, &rr->host);
+    phase_mark(PH_BACKEND);
     cp_split_start(rr->plugins, rr->nplugins, rr->plan.plugins_used, rr->split, b, &rr->host);
     /* what every rank's cells will be measured with, before the first cell */
     if (cp_prov_gather(rr->plugins, rr->nplugins, &rr->plan, &cp_oob_pmix, b->rank, b->nranks) !=
@@ -270,39 +335,40 @@ static void leave_broken(cp_rank_run_t *rr, int exit_status)
     _exit(exit_status);
 }
 
-/* kB of a /proc/self/status line ("RssAnon:"), -1 when it is not there */
-static long status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    size_t klen = strlen(key);
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        if (strncmp(line, key, klen) == 0) {
-            kb = strtol(line + klen, NULL, 10);
-            break;
-        }
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
-    return kb;
-}
-
 /* -v: what this process cost, for judging scale by CPU and memory per rank (bench/scale_np.sh):
  * the peak resident memory counts the shared pages it touched too (a shared-memory backend's
- * segment, the libraries); the private (anonymous) memory left at the end is its own alone */
+ * segment, the libraries); the private (anonymous) memory left at the end is its own alone.
+ * Then the phases: "phases: NAME CPU_ms/voluntary/involuntary switches/faults
+ * anon+file+shmem_kB ..." */
 static void log_resources(void)
 {
+    static const char *const keys[1] = {"RssAnon:"};
     struct rusage ru;
+    long anon;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
-        double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
-        double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+        double user = tv_s(ru.ru_utime), sys = tv_s(ru.ru_stime);
+        status_kb(keys, &anon, 1);
         cp_log(CP_LOG_INFO,
                "resources: CPU %.3f s (user %.3f, system %.3f), peak RSS %.1f MB, private %.1f "
                "MB at the end",
-               user + sys, user, sys, (double)ru.ru_maxrss / 1024.0,
-               (double)status_kb("RssAnon:") / 1024.0);
+               user + sys, user, sys, (double)ru.ru_maxrss / 1024.0, (double)anon / 1024.0);
+    }
+    char line[1024] = "";
+    size_t used = 0;
+    for (int ph = 0; ph < PH_COUNT && used < sizeof(line); ph++) {
+        const struct phase *p = &phases[ph];
+        if (p->set) {
+            int w = snprintf(line + used, sizeof(line) - used, " %s %.1f/%ld/%ld/%ld %ld+%ld+%ld",
+                             phase_names[ph], p->cpu * 1e3, p->vcs, p->ivcs, p->flt, p->kb[0],
+                             p->kb[1], p->kb[2]);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    if (line[0] != '\0') {
+        cp_log(CP_LOG_INFO,
+               "phases (CPU ms/voluntary/involuntary switches/minor faults, then anon+file+shmem "
+               "kB resident at the end):%s",
+               line);
     }
 }
 
@@ -311,6 +377,8 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
     cp_rank_run_t rr;
     memset(&rr, 0, sizeof(rr));
     rr.opt = opt;
+    phase_on = opt->verbose >= 1;
+    phase_mark(PH_START); /* exec, the dynamic linker, the libraries' constructors, main */
     cp_wd_hooks_t hooks = cp_wdh_hooks();
     cp_wd_start(&hooks);
     cp_wd_beat(CP_WD_START, -1, -1, 0, cp_tmo_outer(opt->timeout_s));
@@ -319,13 +387,18 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
     }
     cp_wd_set_boot(&rr.boot);
     cp_log_setup(rr.boot.rank, rr.boot.nranks, rr.boot.hostname, opt->verbose);
+    phase_mark(PH_BOOT);
     int exit_status = rank_prepare(&rr);
+    phase_mark(PH_PREPARE);
     if (exit_status < 0) {
         int stopped = 0;
-        exit_status = rank_open(&rr, argc, argv) != 0 ? CP_EXIT_FAILED
-                      : opt->screen                   ? cp_loop_screen(&rr, &stopped)
-                      : opt->link_sweep               ? cp_loop_sweep(&rr, &stopped)
-                                                      : cp_loop_cells(&rr, &stopped);
+        int opened = rank_open(&rr, argc, argv);
+        phase_mark(PH_OPEN);
+        exit_status = opened != 0       ? CP_EXIT_FAILED
+                      : opt->screen     ? cp_loop_screen(&rr, &stopped)
+                      : opt->link_sweep ? cp_loop_sweep(&rr, &stopped)
+                                        : cp_loop_cells(&rr, &stopped);
+        phase_mark(PH_CELLS);
         close_outputs(&rr, exit_status, stopped);
         if (rr.broken) {
             leave_broken(&rr, exit_status);
@@ -342,6 +415,7 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
     cp_log(CP_LOG_DEBUG, "finished: exit status %d", exit_status);
     cp_log_file_close();
     cp_boot_finalize(&rr.boot);
+    phase_mark(PH_END);
     log_resources();
     cp_wd_stop();
     return exit_status;
