@@ -1461,8 +1461,8 @@ COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_HEAD("gloo", PACKAGE_VERSION,
                           "Gloo collectives over tcp (option-style API; algorithm classes as "
                           "variants)"),
-    .flags = COLLPROF_BACKEND_GROUPS | COLLPROF_BACKEND_SHARED_BUFFERS |
-             COLLPROF_BACKEND_LOCAL_GROUPS,
+    .flags =
+        COLLPROF_BACKEND_GROUPS | COLLPROF_BACKEND_SHARED_BUFFERS | COLLPROF_BACKEND_LOCAL_GROUPS,
     COLLPROF_BACKEND_SLOTS(gl, collprof_no_mem_copy, collprof_no_run_batch),
     COLLPROF_BACKEND_EXTRAS(gl_options, COLLPROF_NROWS(gl_options), 0, gl_describe),
     .copy_rate = collprof_no_copy_rate, /* C++ names every field; host memory only */

@@ -122,7 +122,7 @@ typedef struct ofi_ctx {
     uint64_t direct_flags; /* fi_writemsg flags of M_DIRECT data writes */
     unsigned idle;         /* empty progress rounds in a row */
     int yield_idle;        /* sched_yield while idle (-B ofi-yield) */
-    double wait_limit_s;   /* a wait gives up after this (the host's "timeout", else OFI_WAIT_LIMIT_S) */
+    double wait_limit_s;   /* a wait gives up after it: "timeout", else OFI_WAIT_LIMIT_S */
     char *got_ready;       /* [n] this call */
     uint64_t *rpayload;    /* [n] READY payload of this call */
     ofi_send_t *sends;     /* [2n + 2] */

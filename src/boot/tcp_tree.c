@@ -52,7 +52,7 @@
 #define MAX_PENDING   64 /* connections being introduced at once; more wait in the backlog */
 #define MAX_LOGGED    16 /* peer addresses whose drops were logged, per accept phase */
 
-    static void close_fd(int *fd)
+static void close_fd(int *fd)
 {
     if (*fd >= 0) {
         close(*fd);

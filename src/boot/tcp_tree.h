@@ -56,9 +56,10 @@ typedef struct cp_tree_spec {
     const char *hostname; /**< this node's name (member 0 listens on its address) */
     const int *ranks;     /**< the members' job ranks, for messages (NULL: the index is one) */
     int star;             /**< every member leads itself (no locality known, or asked for) */
-    double wait_s; /**< > 0: every wait of the join at most this, and every read and write of
-                        the tree after it too (a stopped member is an error, never a hang: the
-                        screen's pairs); 0: the join's waits of timeouts.h, reads unbounded */
+    /** > 0: every wait of the join at most this, and every read and write of the tree after
+     *  it too (a stopped member is an error, never a hang: the screen's pairs); 0: the join's
+     *  waits of timeouts.h, reads unbounded */
+    double wait_s;
 } cp_tree_spec_t;
 
 typedef struct cp_tcp_stats {
