@@ -102,22 +102,23 @@ s4=$(kb 4 4) s8=$(kb 8 4) o4=$(kb 4 6) o8=$(kb 8 6)
     [ $((o8 - o4)) -lt $(((s8 - s4) / 2)) ]
 ok $? "the other ranks' peak memory flat in the ranks: ${o4:-?} kB at 4, ${o8:-?} kB at 8 (all samples ${s4:-?}, ${s8:-?} kB)"
 # the self backend's reduction reads each share's pieces in one run (share-major): with one slot
-# per rank, the rank that reduced a one-line share touched a page in every rank's slot (48 pages
-# here, 4 MiB at 1,024 ranks); -v's phases line gives each rank's shared memory at the cells' end
+# per rank, the rank that reduced a one-line share touched a page in every rank's slot (24
+# pages, 96 kB, here; 4 MiB at 1,024 ranks); -v's phases line gives each rank's shared memory
+# at the cells' end
 d="$WORK/shares"
 mkdir -p "$d"
-cp_run --np 48 --backends self --ops allreduce,reduce --counts 16 -n 2 -w 1 -v --output-dir "$d"
-check_clean_run "$d" "--np 48, a one-line allreduce and reduce"
+cp_run --np 24 --backends self --ops allreduce,reduce --counts 16 -n 2 -w 1 -v --output-dir "$d"
+check_clean_run "$d" "--np 24, a one-line allreduce and reduce"
 sh=$(awk '/\] phases \(CPU ms/ && !/ r0\// { sub(/.* cells [^ ]* /, ""); split($1, m, "+");
-    n++; if (m[3] > x) x = m[3] } END { if (n == 47) print x + 0 }' "$WORK/err")
+    n++; if (m[3] > x) x = m[3] } END { if (n == 23) print x + 0 }' "$WORK/err")
 [ -n "$sh" ] && [ "$sh" -lt 64 ]
-ok $? "--np 48, 16 floats: every other rank touched under 64 kB of the shared segment (${sh:-?} kB)"
+ok $? "--np 24, 16 floats: every other rank touched under 64 kB of the shared segment (${sh:-?} kB)"
 # alltoallv: each rank reads what it receives from its own recvcounts and the rounds from the n
 # largest blocks in the segment's header (an n x n header took 8 MiB at 1,024 ranks); 1 KiB
 # slots make several rounds
 d="$WORK/a2av"
 mkdir -p "$d"
-cp_run --np 48 --backends self --ops alltoall,alltoallv --imbalance uniform,linear,moe --counts 4K \
+cp_run --np 24 --backends self --ops alltoall,alltoallv --imbalance uniform,linear,moe --counts 1K \
     --inplace both -n 2 -w 1 -B self-slot-kib=1 --output-dir "$d"
-check_clean_run "$d" "--np 48, alltoall and alltoallv in 1 KiB slots"
+check_clean_run "$d" "--np 24, alltoall and alltoallv in 1 KiB slots"
 done_testing
