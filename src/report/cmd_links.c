@@ -494,9 +494,8 @@ static void map_labels(FILE *out, const nodes_t *nd)
     }
 }
 
-/* The message size of backend's rows of kind (0 when none). */
-static unsigned long long kind_bytes(const cp_report_file_t *f, const char *backend,
-                                     const char *kind)
+unsigned long long cp_report_links_bytes(const cp_report_file_t *f, const char *backend,
+                                         const char *kind)
 {
     for (size_t i = 0; i < f->nlinks; i++) {
         if (!strcmp(f->links[i].backend, backend) && !strcmp(f->links[i].kind, kind)) {
@@ -528,8 +527,8 @@ void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width)
         mp.lat = m + 2 * nn;
         bw_matrix(f, mp.backend, STAT_MEAN, nd.n, mp.mean);
         cp_links_matrix(f->links, f->nlinks, mp.backend, "latency", 1, nd.n, mp.lat);
-        mp.bw_bytes = kind_bytes(f, mp.backend, "bandwidth");
-        mp.lat_bytes = kind_bytes(f, mp.backend, "latency");
+        mp.bw_bytes = cp_report_links_bytes(f, mp.backend, "bandwidth");
+        mp.lat_bytes = cp_report_links_bytes(f, mp.backend, "latency");
         bw_matrix(f, mp.backend, STAT_BEST, nd.n, mp.best);
     }
     if (m != NULL && cp_links_analyse(mp.best, nd.n, 0.5, &v) == 0) {

@@ -31,25 +31,13 @@ void cp_report_base_free(cp_report_base_t *b)
     memset(b, 0, sizeof(*b));
 }
 
-/* The message size of backend's /links rows of kind in f (0 when none). */
-static unsigned long long kind_bytes(const cp_report_file_t *f, const char *backend,
-                                     const char *kind)
-{
-    for (size_t i = 0; i < f->nlinks; i++) {
-        if (!strcmp(f->links[i].backend, backend) && !strcmp(f->links[i].kind, kind)) {
-            return (unsigned long long)f->links[i].bytes;
-        }
-    }
-    return 0;
-}
-
 int cp_report_base_ref(const char *cmd, const cp_report_base_t *b, const cp_report_file_t *f,
                        const char *backend, cp_report_ref_t *r)
 {
     char err[1024];
     memset(r, 0, sizeof(*r));
-    r->lat_bytes = kind_bytes(f, backend, "latency");
-    r->bw_bytes = kind_bytes(f, backend, "bandwidth");
+    r->lat_bytes = cp_report_links_bytes(f, backend, "latency");
+    r->bw_bytes = cp_report_links_bytes(f, backend, "bandwidth");
     if (r->lat_bytes == 0 || r->bw_bytes == 0) {
         cp_report_error("%s: %s has no %s pairs of backend %s (/links) to judge against the "
                         "baseline",

@@ -124,6 +124,10 @@ int cp_report_links_nmaps(const cp_report_file_t *f);
 int cp_report_links_map_height(const cp_report_file_t *f);
 /** Heatmap k of f as SVG elements from (0, 0), width px wide: bandwidth of the best iteration. */
 void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width);
+/** The message size of backend's /links rows of kind ("latency", "bandwidth") in f; 0 when
+ *  none. */
+unsigned long long cp_report_links_bytes(const cp_report_file_t *f, const char *backend,
+                                         const char *kind);
 
 /* ---- a file's pairs judged again against a baseline (rejudge.c) ------------ */
 
