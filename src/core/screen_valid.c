@@ -268,23 +268,68 @@ static void print_level(FILE *f, const cp_halve_t *h, size_t lfirst, size_t lend
 
 /* The validation; by == NULL: collective over the job (every rank, the groupings broadcast,
  * run_level); else on rank 0 alone, each level run by by->level (the screen's pairs). */
+/* Why the validation cannot run (into v->why), or NULL when it can: the same on every rank. */
+static const char *cannot_run(const cp_runner_t *r, const cp_cell_t *bw, cp_screen_valid_t *v)
+{
+    const cp_plugin_t *p = &r->plugins[bw->plugin];
+    if (!r->opt->screen_validate) {
+        snprintf(v->why, sizeof(v->why), "off (--screen-validate off)");
+    } else if (!(p->be->flags & COLLPROF_BACKEND_GROUPS) || r->host == NULL) {
+        snprintf(v->why, sizeof(v->why), "backend %s cannot run on a group of ranks", p->name);
+    } else if (!(p->caps.ops & COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)) ||
+               !(p->caps.dtypes & COLLPROF_BIT(COLLPROF_DTYPE_FLOAT32))) {
+        snprintf(v->why, sizeof(v->why), "backend %s has no float32 allreduce", p->name);
+    } else {
+        return NULL;
+    }
+    return v->why;
+}
+
+/* Rank 0: the halving over the survivors of s, and the node names (*names); the survivors'
+ * count, or -1 when out of memory. */
+static int setup0(const cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
+                  cp_screen_valid_t *v, const char ***names)
+{
+    int n = s->n, m;
+    unsigned char *in = calloc((size_t)(n > 0 ? n : 1), 1);
+    cp_halve_opts_t o;
+    cp_halve_opts_default(&o);
+    o.ref_bw_gbs = s->ref.bw_gbs;
+    o.ref_lat_us = s->ref.lat_us;
+    o.bytes = (double)(bw->count * collprof_dtype_size(bw->dtype));
+    o.abs_thr = s->opt.thr / 2; /* the collective's own costs: half the pairs' threshold */
+    o.rel_thr = s->opt.thr;
+    *names = node_names(r->boot, lead, n);
+    if (in != NULL) {
+        survivors(s, lead, in);
+    }
+    m = in == NULL || *names == NULL ? -1 : cp_halve_init(&v->h, n, in, &o);
+    v->node_ev = m >= 0 ? calloc((size_t)(n > 0 ? n : 1), sizeof(*v->node_ev)) : NULL;
+    m = v->node_ev == NULL ? -1 : m;
+    free(in);
+    return m;
+}
+
+/* Rank 0: the words of the validation's outcome, of each culprit node and each named link. */
+static void evidence0(cp_screen_valid_t *v, int n, const char *const *names)
+{
+    cp_halve_evidence(&v->h, -1, names, v->summary, sizeof(v->summary));
+    for (int i = 0; i < n; i++) {
+        if (v->h.culprit[i]) {
+            cp_halve_evidence(&v->h, i, names, v->node_ev[i], sizeof(v->node_ev[i]));
+        }
+    }
+    for (int l = 0; l < v->h.nlinks; l++) {
+        cp_halve_link_evidence(&v->h, l, names, v->link_ev[l], sizeof(v->link_ev[l]));
+    }
+}
+
 static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
                     cp_screen_valid_t *v, FILE *progress, const cp_valid_by_t *by)
 {
     const cp_boot_t *b = r->boot;
-    const cp_plugin_t *p = &r->plugins[bw->plugin];
     memset(v, 0, sizeof(*v));
-    if (!r->opt->screen_validate) {
-        snprintf(v->why, sizeof(v->why), "off (--screen-validate off)");
-        return 0;
-    }
-    if (!(p->be->flags & COLLPROF_BACKEND_GROUPS) || r->host == NULL) {
-        snprintf(v->why, sizeof(v->why), "backend %s cannot run on a group of ranks", p->name);
-        return 0;
-    }
-    if (!(p->caps.ops & COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)) ||
-        !(p->caps.dtypes & COLLPROF_BIT(COLLPROF_DTYPE_FLOAT32))) {
-        snprintf(v->why, sizeof(v->why), "backend %s has no float32 allreduce", p->name);
+    if (cannot_run(r, bw, v) != NULL) {
         return 0;
     }
     double t0 = now_s(), budget = 0;
@@ -292,22 +337,7 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
     int *group_of = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     const char **names = NULL;
     if (b->rank == 0) {
-        unsigned char *in = calloc((size_t)(n > 0 ? n : 1), 1);
-        cp_halve_opts_t o;
-        cp_halve_opts_default(&o);
-        o.ref_bw_gbs = s->ref.bw_gbs;
-        o.ref_lat_us = s->ref.lat_us;
-        o.bytes = (double)(bw->count * collprof_dtype_size(bw->dtype));
-        o.abs_thr = s->opt.thr / 2; /* the collective's own costs: half the pairs' threshold */
-        o.rel_thr = s->opt.thr;
-        names = node_names(b, lead, n);
-        if (in != NULL) {
-            survivors(s, lead, in);
-        }
-        m = in == NULL || names == NULL ? -1 : cp_halve_init(&v->h, n, in, &o);
-        v->node_ev = m >= 0 ? calloc((size_t)(n > 0 ? n : 1), sizeof(*v->node_ev)) : NULL;
-        m = v->node_ev == NULL ? -1 : m;
-        free(in);
+        m = setup0(r, bw, s, lead, v, &names);
     }
     if ((by == NULL && cp_oob_bcast(&m, sizeof(m), 0) != 0) || group_of == NULL) {
         m = -1;
@@ -364,15 +394,7 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
     }
     v->secs = now_s() - t0;
     if (b->rank == 0 && ret == 0) {
-        cp_halve_evidence(&v->h, -1, names, v->summary, sizeof(v->summary));
-        for (int i = 0; i < n; i++) {
-            if (v->h.culprit[i]) {
-                cp_halve_evidence(&v->h, i, names, v->node_ev[i], sizeof(v->node_ev[i]));
-            }
-        }
-        for (int l = 0; l < v->h.nlinks; l++) {
-            cp_halve_link_evidence(&v->h, l, names, v->link_ev[l], sizeof(v->link_ev[l]));
-        }
+        evidence0(v, n, names);
     }
     free(group_of);
     free(names);
