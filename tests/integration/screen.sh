@@ -37,6 +37,16 @@ for b in gloo ofi mpi; do
 done
 sanitized=${CP_TIMING_UNRELIABLE:-0}
 
+# the screen's ranks still alive, in $left, after waiting up to 12 s for them to go: srun may
+# return before slurmstepd has ended a rank that spins in a fault (KillWait=5 s, then SIGKILL)
+ranks_left() {
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
+        left=$(pgrep -f "^$COLLPROF_BIN --screen" | tr '\n' ' ')
+        [ -z "$left" ] && return
+        sleep 1
+    done
+}
+
 # collprof --screen on the 8 nodes into directory $1 (rest: options); rc, h5, out (console)
 screen8() {
     d=$1
@@ -124,9 +134,10 @@ EOF
         r=$?
         ok $r "hung in the allreduce alone: its group fails within the deadline, the halving names n4, exit 1 ($took s)"
         show $r
-        sleep 1
-        [ -z "$(pgrep -f "^$COLLPROF_BIN --screen")" ]
-        ok $? "hung in the allreduce: no rank left"
+        ranks_left
+        [ -z "$left" ]
+        ok $? "hung in the allreduce: no rank left${left:+ (left: $left)}"
+        for p in $left; do kill -KILL "$p" 2>/dev/null; done
     fi
     unset COLLPROF_FAULT
 fi
@@ -412,8 +423,7 @@ stopped_after() {
     ex=$("$REPORT" screen "$h5" --format slurm 2>&1) || rc=$?
     [ "$rc" -eq 1 ] && [ "$ex" = "n4" ]
     ok $? "$1, n4 stopped: the file keeps the verdict: report screen --format slurm says n4 (rc $rc)"
-    sleep 1
-    left=$(pgrep -f "^$COLLPROF_BIN --screen" | tr '\n' ' ')
+    ranks_left
     [ -z "$left" ]
     ok $? "$1, n4 stopped: no rank left on any node${left:+ (left: $left)}"
     for p in $left; do kill -KILL "$p" 2>/dev/null; done
