@@ -33,6 +33,7 @@ static struct {
     atomic_int stop; /* set by cp_wd_stop, read by the thread every tick */
     cp_wd_hooks_t hooks;
     const cp_boot_t *boot; /* under mu: set by the main thread once booted */
+    int held; /* under mu: a report took boot and ends the process (cp_wd_set_boot waits) */
     /* the beat */
     int phase, cell, iter, warmup;
     double last_s, timeout_s;
@@ -99,8 +100,24 @@ static int lock_for_good(void)
 void cp_wd_set_boot(const cp_boot_t *boot)
 {
     pthread_mutex_lock(&wd.mu);
-    wd.boot = boot;
+    int held = wd.held && boot == NULL;
+    if (!held) {
+        wd.boot = boot;
+    }
     pthread_mutex_unlock(&wd.mu);
+    /* a report reads the tables the caller is about to free, and ends the process with _exit:
+     * wait for that instead of freeing them under it */
+    while (held) {
+        pause();
+    }
+}
+
+/* The job's tables for a report that ends the process (wd.held: they are not freed under
+ * it).  Under mu. */
+static const cp_boot_t *hold_boot(void)
+{
+    wd.held = wd.boot != NULL;
+    return wd.boot;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -645,7 +662,7 @@ static cp_wd_rec_t my_record(const cp_boot_t **boot, double *late_s)
     mine.warmup = wd.warmup;
     mine.stalled_s = now_s() - wd.last_s;
     *late_s = mine.stalled_s - wd.timeout_s;
-    *boot = wd.boot;
+    *boot = hold_boot();
     pthread_mutex_unlock(&wd.mu);
     return mine;
 }
@@ -697,7 +714,7 @@ static int boot_deputies(const cp_boot_t *b, int *dep)
 static void take_signal(int sig, double gap)
 {
     pthread_mutex_lock(&wd.mu);
-    const cp_boot_t *b = wd.boot;
+    const cp_boot_t *b = hold_boot();
     pthread_mutex_unlock(&wd.mu);
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1, dep[CP_WD_DEPUTIES];
     int ndep = boot_deputies(b, dep);

@@ -414,6 +414,7 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
     free(rr.affinity);
     cp_log(CP_LOG_DEBUG, "finished: exit status %d", exit_status);
     cp_log_file_close();
+    cp_wd_set_boot(NULL); /* from here a timeout is reported without the tables freed below */
     cp_boot_finalize(&rr.boot);
     phase_mark(PH_END);
     log_resources();
