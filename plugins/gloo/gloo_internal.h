@@ -1,0 +1,124 @@
+/*
+ * What the Gloo plugin's files share: gloo_backend.cc (entry points, query, the device,
+ * init/finalize, slots, run), gloo_ops.cc (one builder per operation) and gloo_mesh.cc (the
+ * full mesh over the host's out-of-band channel).  Internal to plugins/gloo.
+ */
+#ifndef COLLPROF_GLOO_INTERNAL_H
+#define COLLPROF_GLOO_INTERNAL_H
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gloo/context.h>
+#include <gloo/transport/device.h>
+
+#include <collprof/plugin_util.h>
+
+namespace cpgloo
+{
+
+/* A gloo::Context whose pairs are created in rank order and connected to the addresses that
+ * the other ranks published for this rank (gloo_mesh.cc). */
+class MeshContext : public gloo::Context
+{
+  public:
+    MeshContext(int r, int n) : gloo::Context(r, n)
+    {
+    }
+
+    void resetSlot(int slot)
+    {
+        slot_ = slot;
+    }
+
+    int currentSlot() const
+    {
+        return slot_;
+    }
+
+    /* How the pairs' addresses went round (for the log). */
+    std::string how;
+
+    /* Create a pair per peer on dev, exchange their addresses over the host's channel and
+     * connect them all.  Returns a collprof status; msg gets the reason on failure. */
+    int connect(const collprof_host_t *host, std::shared_ptr<gloo::transport::Device> &dev,
+                std::string &msg);
+};
+
+constexpr size_t kErrLen = 512;
+
+/* Slot prefix for sendrecv (Gloo's own prefixes are 0x01..0x08). */
+constexpr uint8_t kSendrecvSlotPrefix = 0x5c;
+
+/* gl_variants[v - 1] describes variant v (gloo_backend.cc) */
+enum GlVariant {
+    GV_DEFAULT = 0,
+    GV_RING,
+    GV_RING_CHUNKED,
+    GV_HALVING_DOUBLING,
+    GV_BCUBE,
+    GV_OPT_BCUBE,
+    GV_ONE_TO_ALL,
+    GV_ALL_TO_ALL,
+    GV_ALL_TO_ONE,
+    GV_COUNT
+};
+
+/* ---- cached operation ----------------------------------------------------- */
+
+struct CacheKey {
+    int op = -1, variant = -1, dtype = -1, redop = -1, root = -1, in_place = -1;
+    size_t count = 0;
+    const void *sendbuf = nullptr;
+    void *recvbuf = nullptr;
+    std::vector<size_t> a2av; /* alltoallv/allgatherv counts and displacements */
+    /* the part that is the same on every rank */
+    bool sameGlobal(const CacheKey &o) const
+    {
+        return op == o.op && variant == o.variant && dtype == o.dtype && redop == o.redop &&
+               root == o.root && in_place == o.in_place && count == o.count;
+    }
+    bool operator==(const CacheKey &o) const
+    {
+        return op == o.op && variant == o.variant && dtype == o.dtype && redop == o.redop &&
+               root == o.root && in_place == o.in_place && count == o.count &&
+               sendbuf == o.sendbuf && recvbuf == o.recvbuf && a2av == o.a2av;
+    }
+};
+
+struct Cached {
+    CacheKey key;
+    std::vector<char> scratch;                  /* owned before fn so it outlives it */
+    std::vector<std::shared_ptr<void>> holders; /* algorithm / options objects */
+    std::function<void()> fn;                   /* one operation */
+};
+
+struct GlCtx {
+    const collprof_host_t *host = nullptr;
+    int rank = 0, nranks = 1;
+    std::shared_ptr<gloo::transport::Device> dev;
+    std::shared_ptr<MeshContext> ctx;
+    GlVariant variant[COLLPROF_OP_COUNT] = {};
+    std::unique_ptr<Cached> cache[COLLPROF_OP_COUNT];
+    /* slots: see build_cached() */
+    CacheKey last_global[COLLPROF_OP_COUNT];
+    int last_slot[COLLPROF_OP_COUNT] = {};
+    int slot_top = 0;
+    const char *why = ""; /* how the device's interface was chosen */
+    char err[kErrLen] = "";
+};
+
+/* The message of last_error (ctx NULL: the plugin's own, g_err). */
+void set_error(GlCtx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Build c->fn for args a (gloo_ops.cc).  Throws on Gloo errors; returns a status for the
+ * combinations it refuses (the message in g->err). */
+int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a);
+
+} // namespace cpgloo
+
+#endif
