@@ -353,6 +353,25 @@ static void finish(cp_halve_t *h)
     h->lfirst = h->lend = h->ng;
 }
 
+/* Level 0's group k failed its first try: the same nodes again at the next level, before
+ * anything is halved.  0, or -1 out of memory. */
+static int retry_root(cp_halve_t *h, size_t k)
+{
+    cp_halve_group_t root = h->g[k];
+    int *copy = malloc(sizeof(int) * (size_t)root.count); /* add_group moves nodes */
+    if (copy == NULL) {
+        return -1;
+    }
+    memcpy(copy, h->nodes + root.first, sizeof(int) * (size_t)root.count);
+    long at = add_group(h, root.level + 1, -1, copy, root.count, 0);
+    free(copy);
+    if (at < 0) {
+        return -1;
+    }
+    h->g[at].retry = 1;
+    return 0;
+}
+
 int cp_halve_next(cp_halve_t *h, int stop)
 {
     if (h->lend <= h->lfirst) {
@@ -404,18 +423,7 @@ int cp_halve_next(cp_halve_t *h, int stop)
             h->culprit[node] = 1;
             h->culprit_group[node] = (int)k;
         } else if (g->parent < 0 && !g->retry && g->why != CP_HALVE_WHY_ERROR && !last) {
-            cp_halve_group_t root = *g; /* level 0 again, before anything is halved */
-            int *copy = malloc(sizeof(int) * (size_t)root.count); /* add_group moves nodes */
-            long at = copy == NULL ? -1 : 0;
-            if (copy != NULL) {
-                memcpy(copy, h->nodes + root.first, sizeof(int) * (size_t)root.count);
-                at = add_group(h, root.level + 1, -1, copy, root.count, 0);
-                free(copy);
-            }
-            rc = at < 0 ? -1 : 0;
-            if (at >= 0) {
-                h->g[at].retry = 1;
-            }
+            rc = retry_root(h, k);
         } else if (last || followed >= h->opt.max_fail) {
             unexplained(h, k);
         } else {

@@ -119,6 +119,78 @@ cp_cell_t cp_screen_valid_cell(const cp_cell_t *bw, int n, int me)
     return c;
 }
 
+/* The group's backend context on host (a copy of the runner's, over the level's group
+ * channel vgroup); NULL with the reason in why when it could not start. */
+static void *level_context(cp_runner_t *r, cp_plugin_t *p, collprof_host_t *host, int n, int me,
+                           int level, char *why, size_t wl)
+{
+    const cp_boot_t *b = r->boot;
+    int rc = cp_oob_group_open(&vgroup, b);
+    *host = *r->host;
+    host->rank = me;
+    host->nranks = n;
+    host->world_ranks = vgroup.ranks;
+    host->world_nranks = b->nranks;
+    host->oob_allgather = v_allgather;
+    host->oob_bcast = v_bcast;
+    host->oob_barrier = v_barrier;
+    host->oob_alltoall = v_alltoall;
+    void *ctx = NULL;
+    char mine_why[480] = "";
+    if (rc == COLLPROF_OK) {
+        cp_log(CP_LOG_INFO, "screen validation level %d: backend %s on a group of %d ranks", level,
+               p->name, n);
+        rc = p->be->init(host, &ctx);
+        if (rc != COLLPROF_OK) {
+            snprintf(mine_why, sizeof(mine_why), "%s: %s", collprof_status_string(rc),
+                     p->be->last_error(NULL));
+        }
+    } else {
+        snprintf(mine_why, sizeof(mine_why), "its control channel failed");
+    }
+    cp_agreement_t ag;
+    if (cp_agree(b->nranks, rc, mine_why, &ag) != CP_AGREE_OK) {
+        snprintf(why, wl, "level %d: the groups could not start: rank %d: %.200s", level, ag.rank,
+                 ag.msg);
+        if (rc == COLLPROF_OK) {
+            p->be->finalize(ctx);
+        }
+        cp_oob_group_close(&vgroup);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* What the level's allreduce gave, into h (rank 0): 0, or -1 with why when it says nothing
+ * about the groups (it timed out, or failed in a way not pinned on a rank of a group). */
+static int level_figures(const cp_boot_t *b, const cp_cell_t *c, cp_result_t *res,
+                         const int *group_of, int level, int groups, cp_halve_t *h, char *why,
+                         size_t wl)
+{
+    if (res->status != COLLPROF_CELL_OK && res->status != COLLPROF_CELL_WRONG &&
+        res->status != COLLPROF_CELL_ERROR) {
+        snprintf(why, wl, "level %d: the allreduce %s: %.200s", level,
+                 collprof_cell_status_name(res->status), res->reason);
+        return -1;
+    }
+    int bad = -1;
+    if (res->status == COLLPROF_CELL_ERROR &&
+        (sscanf(res->reason, "rank %d", &bad) != 1 || bad < 0 || bad >= b->nranks ||
+         group_of[b->node_ids[bad]] < 0)) {
+        /* an error the runner does not pin on a rank of a group: nothing to halve */
+        snprintf(why, wl, "level %d: the allreduce failed: %.200s", level, res->reason);
+        return -1;
+    }
+    for (int k = 0; b->rank == 0 && k < groups; k++) {
+        double busbw;
+        uint64_t wrong;
+        int failed;
+        group_figures(b, group_of, k, res, c->count * 4, bad, &busbw, &wrong, &failed);
+        cp_halve_set(h, k, failed, wrong, busbw);
+    }
+    return 0;
+}
+
 /* Collective: one level, every rank on its group (group_of: the level's grouping of the
  * nodes); rank 0 sets the groups' figures in h.  0, or -1 with why (the level could not
  * run: the same on every rank). */
@@ -143,36 +215,9 @@ static int run_level(cp_runner_t *r, const cp_cell_t *bw, const int *group_of, i
     } else {
         snprintf(vgroup.tag, sizeof(vgroup.tag), "valid%d.r%d", level, b->rank);
     }
-    int rc = cp_oob_group_open(&vgroup, b);
-    collprof_host_t host = *r->host;
-    host.rank = me;
-    host.nranks = n;
-    host.world_ranks = ranks;
-    host.world_nranks = b->nranks;
-    host.oob_allgather = v_allgather;
-    host.oob_bcast = v_bcast;
-    host.oob_barrier = v_barrier;
-    host.oob_alltoall = v_alltoall;
-    void *ctx = NULL;
-    char mine_why[480] = "";
-    if (rc == COLLPROF_OK) {
-        cp_log(CP_LOG_INFO, "screen validation level %d: backend %s on a group of %d ranks", level,
-               p->name, n);
-        rc = p->be->init(&host, &ctx);
-        if (rc != COLLPROF_OK) {
-            snprintf(mine_why, sizeof(mine_why), "%s: %s", collprof_status_string(rc),
-                     p->be->last_error(NULL));
-        }
-    } else {
-        snprintf(mine_why, sizeof(mine_why), "its control channel failed");
-    }
-    if (cp_agree(b->nranks, rc, mine_why, &ag) != CP_AGREE_OK) {
-        snprintf(why, wl, "level %d: the groups could not start: rank %d: %.200s", level, ag.rank,
-                 ag.msg);
-        if (rc == COLLPROF_OK) {
-            p->be->finalize(ctx);
-        }
-        cp_oob_group_close(&vgroup);
+    collprof_host_t host;
+    void *ctx = level_context(r, p, &host, n, me, level, why, wl);
+    if (ctx == NULL) {
         free(ranks);
         return -1;
     }
@@ -184,28 +229,7 @@ static int run_level(cp_runner_t *r, const cp_cell_t *bw, const int *group_of, i
     p->be->finalize(ctx);
     cp_oob_group_close(&vgroup);
     free(ranks);
-    int ret = 0;
-    if (res.status != COLLPROF_CELL_OK && res.status != COLLPROF_CELL_WRONG &&
-        res.status != COLLPROF_CELL_ERROR) {
-        snprintf(why, wl, "level %d: the allreduce %s: %.200s", level,
-                 collprof_cell_status_name(res.status), res.reason);
-        ret = -1;
-    }
-    int bad = -1;
-    if (ret == 0 && res.status == COLLPROF_CELL_ERROR &&
-        (sscanf(res.reason, "rank %d", &bad) != 1 || bad < 0 || bad >= b->nranks ||
-         group_of[b->node_ids[bad]] < 0)) {
-        /* an error the runner does not pin on a rank of a group: nothing to halve */
-        snprintf(why, wl, "level %d: the allreduce failed: %.200s", level, res.reason);
-        ret = -1;
-    }
-    for (int k = 0; ret == 0 && b->rank == 0 && k < groups; k++) {
-        double busbw;
-        uint64_t wrong;
-        int failed;
-        group_figures(b, group_of, k, &res, c.count * 4, bad, &busbw, &wrong, &failed);
-        cp_halve_set(h, k, failed, wrong, busbw);
-    }
+    int ret = level_figures(b, &c, &res, group_of, level, groups, h, why, wl);
     cp_result_free(&res);
     return ret;
 }
