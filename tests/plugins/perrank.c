@@ -3,7 +3,8 @@
  * device of its own ("fake:<rank>"), so that the ranks' provenance
  * differs: the result file must then say "per rank" in /results and keep
  * each rank's value in /cells/<cell>/provenance.  It is the self plugin's
- * code, built again under another name with another describe().
+ * code (self_backend.c included, self_ops.c linked), built again under another name with
+ * another describe().
  */
 #include <collprof/plugin.h>
 

@@ -1,0 +1,50 @@
+/*
+ * What the self plugin's files share: self_backend.c (entry, query, the shared segment,
+ * init/finalize, memory, run) and self_ops.c (the barrier, the reductions and every
+ * operation over the segment's slots).  Internal to plugins/self.
+ */
+#ifndef COLLPROF_SELF_INTERNAL_H
+#define COLLPROF_SELF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <collprof/plugin.h>
+
+#define SELF_ERR_LEN   256
+#define SELF_NAME_LEN  64
+#define SELF_LINE      64
+#define SELF_PAGE      4096
+#define SELF_SLOT_KIB  1024
+#define SELF_MAX_ALIGN 8 /* the largest element size */
+
+/* The barrier: arrivals and a generation number, on their own cache lines. */
+typedef struct self_bar {
+    uint32_t count;
+    char pad0[SELF_LINE - sizeof(uint32_t)];
+    uint32_t gen;
+    char pad1[SELF_LINE - sizeof(uint32_t)];
+} self_bar_t;
+
+typedef struct self_ctx {
+    const collprof_host_t *host;
+    int rank;
+    int n;
+    size_t slot;   /* bytes per rank's slot */
+    size_t seglen; /* bytes mapped */
+    void *seg;     /* the mapping */
+    self_bar_t *bar;
+    size_t *most; /* n: every rank's largest alltoallv send count */
+    unsigned char *slots;
+    unsigned char *results; /* two areas of slot bytes after the n slots */
+    char err[SELF_ERR_LEN];
+} self_ctx_t;
+
+/** Every rank of the node arrives before any leaves (the segment's process-shared barrier). */
+void self_barrier(self_ctx_t *ctx);
+/** d[i] = d[i] op s[i] for n elements of dtype. */
+void self_reduce(void *d, const void *s, size_t n, int dtype, int op);
+/** One operation of a (checked by the caller) over the segment. */
+void self_run_op(self_ctx_t *ctx, const collprof_args_t *a);
+
+#endif
