@@ -39,6 +39,14 @@ const char *cp_output_dir(const cp_options_t *opt);
 /** 0 when dir is an existing writable directory, else -1 and a reason. */
 int cp_output_dir_check(const char *dir, const char *option, char *err, size_t errlen);
 
+/** Reserve dir/<base>.txt (opened: the descriptor is returned) and, with HDF5, dir/<base>.h5
+ *  (created empty) with O_EXCL, trying _2, _3 ... until both names are free; -1 (errno). */
+int cp_output_create(const char *dir, const char *base, char *path, size_t len, char *h5path,
+                     size_t h5len);
+
+/** The text summary's header lines: the job, the backends, the method (summary_head.c). */
+void cp_summary_print_head(FILE *f, const cp_run_info_t *ri);
+
 /** Create the summary file and print both headers.  -1 and a reason on failure. */
 int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size_t errlen);
 /** One finished cell: its row, and the result for per-rank details.
