@@ -183,7 +183,9 @@ static int gather(cp_tree_t *t, const void *in, void *out, size_t len)
     return rc;
 }
 
-int cp_tree_gather(cp_tree_t *t, const void *in, void *out, size_t len)
+/* One collective op of the tree's sequence, timed; with one member, in is copied to out. */
+static int timed(cp_tree_t *t, int (*op)(cp_tree_t *, const void *, void *, size_t), const void *in,
+                 void *out, size_t len)
 {
     int rc = begin(t);
     if (rc != COLLPROF_OK) {
@@ -194,7 +196,12 @@ int cp_tree_gather(cp_tree_t *t, const void *in, void *out, size_t len)
         memmove(out, in, len);
         return end(t, rc, t0);
     }
-    return end(t, gather(t, in, out, len), t0);
+    return end(t, op(t, in, out, len), t0);
+}
+
+int cp_tree_gather(cp_tree_t *t, const void *in, void *out, size_t len)
+{
+    return timed(t, gather, in, out, len);
 }
 
 /* ---- broadcast --------------------------------------------------------- */
@@ -246,21 +253,17 @@ int cp_tree_bcast(cp_tree_t *t, void *buf, size_t len, int root)
     return end(t, t->n > 1 ? bcast(t, buf, len, root) : COLLPROF_OK, t0);
 }
 
+static int allgather(cp_tree_t *t, const void *in, void *out, size_t len)
+{
+    /* in may be out + me * len: read before anything lands in out */
+    int rc = gather(t, in, out, len);
+    t->seq++; /* the broadcast is a collective of its own */
+    return rc == COLLPROF_OK ? bcast(t, out, (size_t)t->n * len, 0) : rc;
+}
+
 int cp_tree_allgather(cp_tree_t *t, const void *in, void *out, size_t len)
 {
-    int rc = begin(t);
-    if (rc != COLLPROF_OK) {
-        return rc;
-    }
-    double t0 = cp_now_us();
-    if (t->n == 1) {
-        memmove(out, in, len);
-        return end(t, rc, t0);
-    }
-    /* in may be out + me * len: read before anything lands in out */
-    rc = gather(t, in, out, len);
-    t->seq++; /* the broadcast is a collective of its own */
-    return end(t, rc == COLLPROF_OK ? bcast(t, out, (size_t)t->n * len, 0) : rc, t0);
+    return timed(t, allgather, in, out, len);
 }
 
 int cp_tree_barrier(cp_tree_t *t)
@@ -312,19 +315,14 @@ static int scatter_down(cp_tree_t *t, void *out, size_t len)
     return rc;
 }
 
+static int scatter(cp_tree_t *t, const void *in, void *out, size_t len)
+{
+    return t->me == 0 ? scatter_root(t, in, out, len) : scatter_down(t, out, len);
+}
+
 int cp_tree_scatter(cp_tree_t *t, const void *in, void *out, size_t len)
 {
-    int rc = begin(t);
-    if (rc != COLLPROF_OK) {
-        return rc;
-    }
-    double t0 = cp_now_us();
-    if (t->me == 0) {
-        rc = t->n > 1 ? scatter_root(t, in, out, len) : (memmove(out, in, len), COLLPROF_OK);
-    } else {
-        rc = scatter_down(t, out, len);
-    }
-    return end(t, rc, t0);
+    return timed(t, scatter, in, out, len);
 }
 
 /* ---- all-to-all -------------------------------------------------------- */

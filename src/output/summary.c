@@ -514,6 +514,16 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
     fprintf(s->f, "finished:   %s\n", iso);
 }
 
+/* The summary's memory, once its files are closed. */
+static void summary_free(cp_summary_t *s)
+{
+    free(s->study);
+    free(s->nb);
+    free(s->ok);
+    free(s->ok_p5);
+    free(s);
+}
+
 void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why)
 {
     char result[320];
@@ -526,11 +536,7 @@ void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why)
     fprintf(stderr, "collprof: results so far (every completed cell): %s%s%s\n", s->path,
             s->h5path[0] ? " and " : "", s->h5path);
     fflush(stdout);
-    free(s->study);
-    free(s->nb);
-    free(s->ok);
-    free(s->ok_p5);
-    free(s);
+    summary_free(s);
 }
 
 void cp_summary_close(cp_summary_t *s, int exit_status)
@@ -558,11 +564,7 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
         printf("# results: %s\n", s->h5path);
     }
     fflush(stdout);
-    free(s->study);
-    free(s->nb);
-    free(s->ok);
-    free(s->ok_p5);
-    free(s);
+    summary_free(s);
 }
 
 const char *cp_summary_path(const cp_summary_t *s)
