@@ -19,10 +19,11 @@ static void merge_overlap(cp_result_t *acc, const cp_result_t *one)
     if (a + b <= 0) {
         return;
     }
-    acc->nb_overall_us = (acc->nb_overall_us * a + one->nb_overall_us * b) / (a + b);
-    acc->nb_comm_us = (acc->nb_comm_us * a + one->nb_comm_us * b) / (a + b);
-    acc->nb_compute_us = (acc->nb_compute_us * a + one->nb_compute_us * b) / (a + b);
-    acc->nb_overlap_pct = cp_overlap_pct(acc->nb_overall_us, acc->nb_compute_us, acc->nb_comm_us);
+    acc->fig.overall_us = (acc->fig.overall_us * a + one->fig.overall_us * b) / (a + b);
+    acc->fig.comm_us = (acc->fig.comm_us * a + one->fig.comm_us * b) / (a + b);
+    acc->fig.compute_us = (acc->fig.compute_us * a + one->fig.compute_us * b) / (a + b);
+    acc->fig.overlap_pct =
+        cp_overlap_pct(acc->fig.overall_us, acc->fig.compute_us, acc->fig.comm_us);
 }
 
 /* The samples of one after acc's, row by row ([row][iteration] both: rows are ranks on rank
@@ -50,7 +51,7 @@ static int append_samples(cp_result_t *acc, const cp_result_t *one)
     acc->samples = s;
     merge_overlap(acc, one);
     acc->iters += one->iters;
-    acc->rep_p50[acc->repeats] = one->stats.p50;
+    acc->rep_p50[acc->repeats] = one->fig.stats.p50;
     acc->rep_iters[acc->repeats] = (uint64_t)one->iters;
     acc->repeats++;
     return 0;
@@ -70,7 +71,7 @@ static int first_repeat(cp_result_t *acc, cp_result_t *one)
     if (acc->rep_p50 == NULL || acc->rep_iters == NULL) {
         return -1;
     }
-    acc->rep_p50[0] = acc->stats.p50;
+    acc->rep_p50[0] = acc->fig.stats.p50;
     acc->rep_iters[0] = (uint64_t)acc->iters;
     acc->repeats = 1;
     return 0;
@@ -82,11 +83,11 @@ int cp_repeat_add(cp_result_t *acc, cp_result_t *one)
     if (acc->nranks == 0) {
         rc = first_repeat(acc, one);
     } else {
-        acc->wrong += one->wrong;
-        if (one->status != COLLPROF_CELL_OK && acc->status == COLLPROF_CELL_OK) {
-            acc->status = one->status; /* the first repeat that failed says why */
-            snprintf(acc->reason, sizeof(acc->reason), "repeat %d: %s", acc->repeats + 1,
-                     one->reason);
+        acc->fig.wrong += one->fig.wrong;
+        if (one->fig.status != COLLPROF_CELL_OK && acc->fig.status == COLLPROF_CELL_OK) {
+            acc->fig.status = one->fig.status; /* the first repeat that failed says why */
+            snprintf(acc->fig.reason, sizeof(acc->fig.reason), "repeat %d: %s", acc->repeats + 1,
+                     one->fig.reason);
         }
         if (one->samples != NULL) {
             rc = append_samples(acc, one);
@@ -94,8 +95,8 @@ int cp_repeat_add(cp_result_t *acc, cp_result_t *one)
     }
     cp_result_free(one);
     if (rc != 0) {
-        acc->status = COLLPROF_CELL_ERROR;
-        snprintf(acc->reason, sizeof(acc->reason), "out of memory merging the repeats");
+        acc->fig.status = COLLPROF_CELL_ERROR;
+        snprintf(acc->fig.reason, sizeof(acc->fig.reason), "out of memory merging the repeats");
     }
     return rc;
 }
@@ -107,12 +108,12 @@ static int pooled_figures(cp_result_t *acc)
     if (imax == NULL) {
         return -1;
     }
-    double factor = acc->algbw > 0 ? acc->busbw / acc->algbw : 0;
+    double factor = acc->fig.algbw > 0 ? acc->fig.busbw / acc->fig.algbw : 0;
     cp_stats_iter_max(acc->samples, acc->nranks, acc->iters, imax);
-    cp_stats_compute(imax, acc->iters, &acc->stats);
+    cp_stats_compute(imax, acc->iters, &acc->fig.stats);
     free(imax);
-    acc->algbw = acc->stats.mean > 0 ? (double)acc->bytes / acc->stats.mean * 1e-3 : 0;
-    acc->busbw = acc->algbw * factor;
+    acc->fig.algbw = acc->fig.stats.mean > 0 ? (double)acc->bytes / acc->fig.stats.mean * 1e-3 : 0;
+    acc->fig.busbw = acc->fig.algbw * factor;
     for (int q = 0; q < acc->nranks; q++) {
         double s = 0;
         for (int i = 0; i < acc->iters; i++) {
@@ -151,8 +152,8 @@ void cp_repeat_finish(cp_result_t *acc)
         rc = repeat_figures(acc->rep_p50, acc->repeats, &acc->ci, &acc->bimodal, &acc->modes);
     }
     if (rc != 0) {
-        acc->status = COLLPROF_CELL_ERROR;
-        snprintf(acc->reason, sizeof(acc->reason), "out of memory computing the figures");
+        acc->fig.status = COLLPROF_CELL_ERROR;
+        snprintf(acc->fig.reason, sizeof(acc->fig.reason), "out of memory computing the figures");
     }
 }
 
@@ -166,7 +167,8 @@ double cp_repeat_ci_pct(const cp_median_ci_t *ci)
 
 int cp_repeat_more(const cp_options_t *opt, const cp_result_t *acc, double elapsed_s)
 {
-    if (acc->repeats == 0 || acc->status != COLLPROF_CELL_OK || acc->repeats >= CP_MAX_REPEATS) {
+    if (acc->repeats == 0 || acc->fig.status != COLLPROF_CELL_OK ||
+        acc->repeats >= CP_MAX_REPEATS) {
         return 0;
     }
     if (opt->max_time_s > 0 && elapsed_s >= opt->max_time_s) {

@@ -144,12 +144,12 @@ static int agreed(cell_run_t *c, cp_result_t *res)
     if (cp_agree_over(c->oob, c->n, c->rec.status, c->msg, &a) == CP_AGREE_OK) {
         return 0;
     }
-    res->status =
+    res->fig.status =
         a.status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED : COLLPROF_CELL_ERROR;
     if (a.result == CP_AGREE_FAILED) { /* every rank reports the first failing rank's reason */
-        snprintf(res->reason, sizeof(res->reason), "rank %d: %s", a.rank, a.msg);
+        snprintf(res->fig.reason, sizeof(res->fig.reason), "rank %d: %s", a.rank, a.msg);
     } else {
-        snprintf(res->reason, sizeof(res->reason), "%s", a.msg);
+        snprintf(res->fig.reason, sizeof(res->fig.reason), "%s", a.msg);
     }
     return -1;
 }
@@ -454,19 +454,19 @@ static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res
 {
     const cp_plugin_t *p = &r->plugins[cell->plugin];
     if (cell->pre_status != COLLPROF_CELL_PENDING) {
-        res->status = cell->pre_status;
-        snprintf(res->reason, sizeof(res->reason), "%s", cell->pre_reason);
+        res->fig.status = cell->pre_status;
+        snprintf(res->fig.reason, sizeof(res->fig.reason), "%s", cell->pre_reason);
         return 1;
     }
     if (p->ctx == NULL) {
-        res->status = COLLPROF_CELL_SKIPPED;
-        snprintf(res->reason, sizeof(res->reason), "backend %s is not initialised: %.160s", p->name,
-                 p->error);
+        res->fig.status = COLLPROF_CELL_SKIPPED;
+        snprintf(res->fig.reason, sizeof(res->fig.reason), "backend %s is not initialised: %.160s",
+                 p->name, p->error);
         return 1;
     }
     if (cell->split && r->ctx == NULL && p->gctx[cell->split] == NULL) {
-        res->status = COLLPROF_CELL_SKIPPED;
-        snprintf(res->reason, sizeof(res->reason), "backend %s: %.200s", p->name,
+        res->fig.status = COLLPROF_CELL_SKIPPED;
+        snprintf(res->fig.reason, sizeof(res->fig.reason), "backend %s: %.200s", p->name,
                  p->gerror[cell->split][0] ? p->gerror[cell->split] : "no group context");
         return 1;
     }

@@ -16,16 +16,37 @@
 #include "core/stats.h"
 #include "plugin/loader.h"
 
-typedef struct cp_result {
+/*
+ * A cell's figures: what rank 0 makes of every rank's record and samples (runner_merge.c),
+ * sent to every rank as one block, and written into the cell's /results row
+ * (output/result_row.c).  The figures of CP_ROW_FIGURES go into the row's column of the same
+ * name as they are: a new one of those is one X() here and one column in schema.h (the
+ * field takes the column's type), plus the code that computes it.
+ */
+#define CP_ROW_FIGURES(X)                                                                          \
+    X(wrong)       /* elements that differ from the exact result, summed over ranks */             \
+    X(overall_us)  /* non-blocking ops, means over ranks of each rank's mean (else 0), us: */      \
+    X(comm_us)     /*   post + overlapped computation + wait; post + wait alone; */                \
+    X(compute_us)  /*   the calibrated computation; */                                             \
+    X(overlap_pct) /*   cp_overlap_pct() of the three */
+
+#define CP_FIGURE_FIELD(col) __typeof__(((collprof_result_row_t *)0)->col) col;
+typedef struct cp_figures {
     collprof_cell_status_t status;
     char reason[256];
+    cp_stats_t stats;    /**< of the per-iteration max over ranks, us */
+    double algbw;        /**< GB/s (1e9), from the mean time */
+    double busbw;        /**< GB/s */
+    char allocation[64]; /**< the core's allocation (--alloc), "" where the backend's */
+    CP_ROW_FIGURES(CP_FIGURE_FIELD)
+} cp_figures_t;
+#undef CP_FIGURE_FIELD
+
+typedef struct cp_result {
+    cp_figures_t fig; /**< rank 0's, on every rank once the cell ran */
     int nranks;
     int iters;
-    uint64_t bytes;   /**< S of algBW = S / t */
-    uint64_t wrong;   /**< summed over ranks */
-    cp_stats_t stats; /**< of the per-iteration max over ranks, us */
-    double algbw;     /**< GB/s (1e9), from the mean time */
-    double busbw;     /**< GB/s */
+    uint64_t bytes; /**< S of algBW = S / t */
     /** [row * iters + i], us (NULL unless it ran): on rank 0 every rank's (row = rank,
      *  srows = nranks); on the others this rank's own alone (srows = 1), where the figures
      *  above and the status are rank 0's, broadcast; only rank 0 writes the results */
@@ -44,21 +65,14 @@ typedef struct cp_result {
     cp_median_ci_t ci;   /**< the median of rep_p50 and its interval */
     int bimodal;         /**< the repeats form two clusters ... */
     cp_modes_t modes;    /**< ... these */
-    /* non-blocking ops (COLLPROF_OPF_NONBLOCKING), means over ranks of each rank's mean, us;
-     * 0 for other ops */
-    double nb_overall_us;  /**< post + overlapped computation + wait */
-    double nb_comm_us;     /**< post + wait alone (the mean of the rank's samples) */
-    double nb_compute_us;  /**< the calibrated computation */
-    double nb_overlap_pct; /**< cp_overlap_pct() of the three */
     /** what the cell was measured with (borrowed from its plugin); NULL for a cell decided
      *  before it ran, or when the provenance could not be gathered */
     const struct cp_prov *prov;
     /* the policy the cell was measured with (core/policy.h): what was really applied */
-    char sync[16];       /**< barrier, none or batch; "" for a cell that never ran */
-    int batch;           /**< operations per sample */
-    int rotate;          /**< buffer slots the operations cycled through */
-    char allocation[64]; /**< the core's allocation (--alloc), "" where the backend's */
-    char check[16];      /**< --check as applied: last, every, sample:K or none; "" never ran */
+    char sync[16];  /**< barrier, none or batch; "" for a cell that never ran */
+    int batch;      /**< operations per sample */
+    int rotate;     /**< buffer slots the operations cycled through */
+    char check[16]; /**< --check as applied: last, every, sample:K or none; "" never ran */
 } cp_result_t;
 
 /* A cell's buffers kept across its repeats (collprof --repeats without --fresh-buffers): the

@@ -50,13 +50,8 @@ static int gather_all(cell_run_t *c, cell_rec_t *recs, cp_result_t *res, int me)
 
 /* What rank 0 merged from every rank's record and samples, for the other ranks. */
 typedef struct cell_sum {
-    int status;
     int bad; /* the first failing rank (its message follows from it), or -1 */
-    char reason[256];
-    uint64_t wrong;
-    cp_stats_t stats;
-    double algbw, busbw, nb_overall_us, nb_comm_us, nb_compute_us, nb_overlap_pct;
-    char allocation[64];
+    cp_figures_t fig;
 } cell_sum_t;
 
 /* Rank 0's result to every rank (a broadcast of its figures, not of the samples); *bad: the
@@ -64,39 +59,17 @@ typedef struct cell_sum {
 static int share_result(cell_run_t *c, cp_result_t *res, int me, int *bad)
 {
     cell_sum_t s;
-    _Static_assert(sizeof(s.reason) == sizeof(res->reason), "cell_sum_t.reason");
-    _Static_assert(sizeof(s.allocation) == sizeof(res->allocation), "cell_sum_t.allocation");
     memset(&s, 0, sizeof(s));
     if (me == 0) {
-        s = (cell_sum_t){.status = res->status,
-                         .bad = *bad,
-                         .wrong = res->wrong,
-                         .stats = res->stats,
-                         .algbw = res->algbw,
-                         .busbw = res->busbw,
-                         .nb_overall_us = res->nb_overall_us,
-                         .nb_comm_us = res->nb_comm_us,
-                         .nb_compute_us = res->nb_compute_us,
-                         .nb_overlap_pct = res->nb_overlap_pct};
-        memcpy(s.reason, res->reason, sizeof(s.reason));
-        memcpy(s.allocation, res->allocation, sizeof(s.allocation));
+        s.bad = *bad;
+        s.fig = res->fig;
     }
     int oob = c->oob->bcast(&s, sizeof(s), 0);
     *bad = oob == 0 && s.bad >= 0 && s.bad < c->n ? s.bad : -1;
     if (oob == 0 && me != 0) {
-        res->status = (collprof_cell_status_t)s.status;
-        res->wrong = s.wrong;
-        res->stats = s.stats;
-        res->algbw = s.algbw;
-        res->busbw = s.busbw;
-        res->nb_overall_us = s.nb_overall_us;
-        res->nb_comm_us = s.nb_comm_us;
-        res->nb_compute_us = s.nb_compute_us;
-        res->nb_overlap_pct = s.nb_overlap_pct;
-        memcpy(res->reason, s.reason, sizeof(s.reason));
-        res->reason[sizeof(res->reason) - 1] = '\0';
-        memcpy(res->allocation, s.allocation, sizeof(s.allocation));
-        res->allocation[sizeof(res->allocation) - 1] = '\0';
+        res->fig = s.fig;
+        res->fig.reason[sizeof(res->fig.reason) - 1] = '\0';
+        res->fig.allocation[sizeof(res->fig.allocation) - 1] = '\0';
     }
     return oob;
 }
@@ -105,11 +78,12 @@ static int share_result(cell_run_t *c, cp_result_t *res, int me, int *bad)
 static void merge_overlap(const cell_rec_t *recs, int n, cp_result_t *res)
 {
     for (int q = 0; q < n; q++) {
-        res->nb_comm_us += recs[q].nb_comm_us / n;
-        res->nb_overall_us += recs[q].nb_overall_us / n;
-        res->nb_compute_us += recs[q].nb_compute_us / n;
+        res->fig.comm_us += recs[q].nb_comm_us / n;
+        res->fig.overall_us += recs[q].nb_overall_us / n;
+        res->fig.compute_us += recs[q].nb_compute_us / n;
     }
-    res->nb_overlap_pct = cp_overlap_pct(res->nb_overall_us, res->nb_compute_us, res->nb_comm_us);
+    res->fig.overlap_pct =
+        cp_overlap_pct(res->fig.overall_us, res->fig.compute_us, res->fig.comm_us);
 }
 
 /* The policy the cell applied, and (recs: rank 0) the core's allocation on every rank (--alloc). */
@@ -127,9 +101,9 @@ static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
     for (int q = 0; recs != NULL && q < c->n && c->core; q++) {
         fellback |= recs[q].fellback;
         if (strcmp(recs[q].alloc, recs[0].alloc) != 0) {
-            snprintf(res->allocation, sizeof(res->allocation), "per rank");
+            snprintf(res->fig.allocation, sizeof(res->fig.allocation), "per rank");
         } else if (q == 0) {
-            snprintf(res->allocation, sizeof(res->allocation), "%s", recs[0].alloc);
+            snprintf(res->fig.allocation, sizeof(res->fig.allocation), "%s", recs[0].alloc);
         }
     }
     if (fellback && !warned && c->r->boot->rank == 0) {
@@ -146,17 +120,17 @@ static void merge_policy(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
 static int merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res)
 {
     int bad = -1;
-    res->status = COLLPROF_CELL_OK;
+    res->fig.status = COLLPROF_CELL_OK;
     res->rank_wrong = calloc((size_t)c->n, sizeof(uint64_t));
     for (int q = 0; q < c->n; q++) {
         const cell_rec_t *rq = &recs[q];
-        res->wrong += rq->wrong;
+        res->fig.wrong += rq->wrong;
         if (res->rank_wrong != NULL) {
             res->rank_wrong[q] = rq->wrong;
         }
-        if (rq->status != 0 && res->status == COLLPROF_CELL_OK) {
-            res->status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
-                                                                   : COLLPROF_CELL_ERROR;
+        if (rq->status != 0 && res->fig.status == COLLPROF_CELL_OK) {
+            res->fig.status = rq->status == COLLPROF_ERR_NOT_SUPPORTED ? COLLPROF_CELL_UNSUPPORTED
+                                                                       : COLLPROF_CELL_ERROR;
             bad = q;
         }
         double s = 0;
@@ -168,10 +142,10 @@ static int merge_records(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
     if (cp_op_flags(c->cell->op) & COLLPROF_OPF_NONBLOCKING) {
         merge_overlap(recs, c->n, res);
     }
-    if (res->status == COLLPROF_CELL_OK && res->wrong > 0) {
-        res->status = COLLPROF_CELL_WRONG;
-        snprintf(res->reason, sizeof(res->reason), "%llu wrong elements",
-                 (unsigned long long)res->wrong);
+    if (res->fig.status == COLLPROF_CELL_OK && res->fig.wrong > 0) {
+        res->fig.status = COLLPROF_CELL_WRONG;
+        snprintf(res->fig.reason, sizeof(res->fig.reason), "%llu wrong elements",
+                 (unsigned long long)res->fig.wrong);
     }
     return bad;
 }
@@ -182,7 +156,7 @@ static int failure_reason(cell_run_t *c, cp_result_t *res, int bad)
     int oob = c->oob->bcast(c->msg, sizeof(c->msg), bad);
     c->msg[sizeof(c->msg) - 1] = '\0';
     if (oob == 0) {
-        snprintf(res->reason, sizeof(res->reason), "rank %d (%s): %s", bad,
+        snprintf(res->fig.reason, sizeof(res->fig.reason), "rank %d (%s): %s", bad,
                  c->r->boot->hostnames[bad], c->msg);
     }
     return oob;
@@ -197,11 +171,11 @@ static int compute_figures(cell_run_t *c, cp_result_t *res)
         return -1;
     }
     cp_stats_iter_max(res->samples, n, c->iters, imax);
-    cp_stats_compute(imax, c->iters, &res->stats);
+    cp_stats_compute(imax, c->iters, &res->fig.stats);
     free(imax);
-    if (res->stats.mean > 0) {
-        res->algbw = (double)res->bytes / res->stats.mean * 1e-3; /* bytes/us -> GB/s */
-        res->busbw = res->algbw * collprof_busbw_factor(c->cell->op, c->gn);
+    if (res->fig.stats.mean > 0) {
+        res->fig.algbw = (double)res->bytes / res->fig.stats.mean * 1e-3; /* bytes/us -> GB/s */
+        res->fig.busbw = res->fig.algbw * collprof_busbw_factor(c->cell->op, c->gn);
     }
     return 0;
 }
@@ -258,8 +232,8 @@ static int merge_traffic(cell_run_t *c, const cell_rec_t *recs, cp_result_t *res
 
 static void oob_failed(cp_result_t *res)
 {
-    res->status = COLLPROF_CELL_ERROR;
-    snprintf(res->reason, sizeof(res->reason), "out-of-band exchange failed");
+    res->fig.status = COLLPROF_CELL_ERROR;
+    snprintf(res->fig.reason, sizeof(res->fig.reason), "out-of-band exchange failed");
 }
 
 /*
@@ -285,8 +259,9 @@ void cp_runner_finish(cell_run_t *c, cp_result_t *res)
     } else if (me == 0) {
         bad = merge_records(c, recs, res);
         if (merge_traffic(c, recs, res) != 0 || compute_figures(c, res) != 0) {
-            res->status = COLLPROF_CELL_ERROR;
-            snprintf(res->reason, sizeof(res->reason), "out of memory computing the figures");
+            res->fig.status = COLLPROF_CELL_ERROR;
+            snprintf(res->fig.reason, sizeof(res->fig.reason),
+                     "out of memory computing the figures");
         }
     }
     merge_policy(c, me == 0 ? recs : NULL, res);

@@ -30,11 +30,11 @@ double cp_pairs_now(void)
 static void fill_end(const cp_result_t *res, end_rec_t *e)
 {
     memset(e, 0, sizeof(*e));
-    e->status = res->status;
+    e->status = res->fig.status;
     e->iters = res->iters;
-    e->wrong = res->wrong;
-    snprintf(e->reason, sizeof(e->reason), "%s", res->reason);
-    if ((res->status == COLLPROF_CELL_OK || res->status == COLLPROF_CELL_WRONG) &&
+    e->wrong = res->fig.wrong;
+    snprintf(e->reason, sizeof(e->reason), "%s", res->fig.reason);
+    if ((res->fig.status == COLLPROF_CELL_OK || res->fig.status == COLLPROF_CELL_WRONG) &&
         res->samples != NULL && res->iters > 0) {
         double *v = malloc(sizeof(double) * (size_t)res->iters);
         if (v != NULL) {

@@ -167,18 +167,18 @@ static int level_figures(const cp_boot_t *b, const cp_cell_t *c, cp_result_t *re
                          const int *group_of, int level, int groups, cp_halve_t *h, char *why,
                          size_t wl)
 {
-    if (res->status != COLLPROF_CELL_OK && res->status != COLLPROF_CELL_WRONG &&
-        res->status != COLLPROF_CELL_ERROR) {
+    if (res->fig.status != COLLPROF_CELL_OK && res->fig.status != COLLPROF_CELL_WRONG &&
+        res->fig.status != COLLPROF_CELL_ERROR) {
         snprintf(why, wl, "level %d: the allreduce %s: %.200s", level,
-                 collprof_cell_status_name(res->status), res->reason);
+                 collprof_cell_status_name(res->fig.status), res->fig.reason);
         return -1;
     }
     int bad = -1;
-    if (res->status == COLLPROF_CELL_ERROR &&
-        (sscanf(res->reason, "rank %d", &bad) != 1 || bad < 0 || bad >= b->nranks ||
+    if (res->fig.status == COLLPROF_CELL_ERROR &&
+        (sscanf(res->fig.reason, "rank %d", &bad) != 1 || bad < 0 || bad >= b->nranks ||
          group_of[b->node_ids[bad]] < 0)) {
         /* an error the runner does not pin on a rank of a group: nothing to halve */
-        snprintf(why, wl, "level %d: the allreduce failed: %.200s", level, res->reason);
+        snprintf(why, wl, "level %d: the allreduce failed: %.200s", level, res->fig.reason);
         return -1;
     }
     for (int k = 0; b->rank == 0 && k < groups; k++) {

@@ -95,11 +95,11 @@ static void pair_figures(const cp_result_t *res, int ra, int rb, collprof_link_r
  * (one bad pair does not make the round's other pairs wrong), else the round's. */
 static void pair_verdict(const cp_result_t *res, int ra, int rb, collprof_link_row_t *row)
 {
-    row->wrong = res->wrong;
-    collprof_cell_status_t st = res->status;
-    const char *why = res->reason;
+    row->wrong = res->fig.wrong;
+    collprof_cell_status_t st = res->fig.status;
+    const char *why = res->fig.reason;
     char own[64];
-    if (res->status == COLLPROF_CELL_WRONG && res->rank_wrong != NULL) {
+    if (res->fig.status == COLLPROF_CELL_WRONG && res->rank_wrong != NULL) {
         row->wrong = res->rank_wrong[ra] + res->rank_wrong[rb];
         snprintf(own, sizeof(own), "%llu wrong elements", (unsigned long long)row->wrong);
         st = row->wrong > 0 ? COLLPROF_CELL_WRONG : COLLPROF_CELL_OK;
@@ -115,7 +115,7 @@ static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, co
 {
     const cp_boot_t *b = r->boot;
     const cp_plugin_t *p = &r->plugins[cell->plugin];
-    int measured = res->status == COLLPROF_CELL_OK || res->status == COLLPROF_CELL_WRONG;
+    int measured = res->fig.status == COLLPROF_CELL_OK || res->fig.status == COLLPROF_CELL_WRONG;
     for (int na = 0; na < b->nnodes; na++) {
         int nb = nodes[na];
         if (nb <= na || lead[na] < 0 || lead[nb] < 0) {
@@ -172,10 +172,10 @@ int cp_sweep_round(cp_runner_t *r, const cp_cell_t *cell, const int *lead, const
     }
     int rc = round_rows(r, cell, lead, nodes, round, &res, out, progress);
     if (progress != NULL) {
-        fprintf(progress, "%s%s\n", res.reason[0] ? " -- " : "", res.reason);
+        fprintf(progress, "%s%s\n", res.fig.reason[0] ? " -- " : "", res.fig.reason);
         fflush(progress);
     }
-    int bad = res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR;
+    int bad = res.fig.status == COLLPROF_CELL_WRONG || res.fig.status == COLLPROF_CELL_ERROR;
     cp_result_free(&res);
     return rc != 0 ? -1 : bad;
 }

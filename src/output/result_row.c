@@ -31,15 +31,14 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     row->bytes = res->bytes ? res->bytes : cell->count * dt->size;
     row->iterations = res->iters > 0 ? res->iters : cell->iters;
     row->warmup = cell->warmup;
-    row->time_mean_us = res->stats.mean;
-    row->time_min_us = res->stats.min;
-    row->time_p50_us = res->stats.p50;
-    row->time_p95_us = res->stats.p95;
-    row->time_p99_us = res->stats.p99;
-    row->time_max_us = res->stats.max;
-    row->algbw_gbs = res->algbw;
-    row->busbw_gbs = res->busbw;
-    row->wrong = res->wrong;
+    row->time_mean_us = res->fig.stats.mean;
+    row->time_min_us = res->fig.stats.min;
+    row->time_p50_us = res->fig.stats.p50;
+    row->time_p95_us = res->fig.stats.p95;
+    row->time_p99_us = res->fig.stats.p99;
+    row->time_max_us = res->fig.stats.max;
+    row->algbw_gbs = res->fig.algbw;
+    row->busbw_gbs = res->fig.busbw;
     row->repeats = res->repeats;
     row->rep_p50_us = res->repeats > 0 ? res->ci.median : 0;
     row->ci_lo_us = res->ci.lo;
@@ -50,12 +49,11 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     row->mode_lo_n = res->modes.lo_n;
     row->mode_hi_us = res->modes.hi;
     row->mode_hi_n = res->modes.hi_n;
-    row->overall_us = res->nb_overall_us;
-    row->comm_us = res->nb_comm_us;
-    row->compute_us = res->nb_compute_us;
-    row->overlap_pct = res->nb_overlap_pct;
-    snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->status));
-    snprintf(row->error, sizeof(row->error), "%s", res->reason);
+#define CP_ROW_FIGURE(col) row->col = res->fig.col;
+    CP_ROW_FIGURES(CP_ROW_FIGURE)
+#undef CP_ROW_FIGURE
+    snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(res->fig.status));
+    snprintf(row->error, sizeof(row->error), "%s", res->fig.reason);
     row->start_time = res->start_epoch;
     snprintf(row->memory, sizeof(row->memory), "%s", collprof_memtype_name(cell->memtype));
     if (cell->split) {
@@ -68,8 +66,8 @@ void cp_result_row(const cp_plugin_t *plugin, const cp_cell_t *cell, const cp_re
     if (cp_op_flags(cell->op) & COLLPROF_OPF_NONBLOCKING) { /* host timed on every backend */
         snprintf(row->timer, sizeof(row->timer), "%s", CP_PROV_HOST_TIMER);
     }
-    if (res->allocation[0]) { /* the core allocated (--alloc): not what the backend says */
-        snprintf(row->allocation, sizeof(row->allocation), "%s", res->allocation);
+    if (res->fig.allocation[0]) { /* the core allocated (--alloc): not what the backend says */
+        snprintf(row->allocation, sizeof(row->allocation), "%s", res->fig.allocation);
     }
     snprintf(row->sync, sizeof(row->sync), "%s", res->sync);
     row->batch = res->batch;

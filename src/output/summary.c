@@ -326,7 +326,7 @@ static void h5_row_only(cp_summary_t *s, const collprof_result_row_t *row, const
 /* A cell whose repeats stopped at --max-time before --target-ci was reached says so. */
 static void target_note(const cp_options_t *opt, const cp_result_t *r, FILE *f)
 {
-    if (opt->target_ci_pct <= 0 || r->repeats == 0 || r->status != COLLPROF_CELL_OK) {
+    if (opt->target_ci_pct <= 0 || r->repeats == 0 || r->fig.status != COLLPROF_CELL_OK) {
         return;
     }
     double pct = cp_repeat_ci_pct(&r->ci);
@@ -339,8 +339,8 @@ static void target_note(const cp_options_t *opt, const cp_result_t *r, FILE *f)
 int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_result_t *r)
 {
     FILE *f = s->f;
-    s->counts[r->status]++;
-    s->wrong += r->wrong;
+    s->counts[r->fig.status]++;
+    s->wrong += r->fig.wrong;
 #ifdef CP_HAVE_HDF5
     /* the HDF5 file first: once the text summary shows a cell, the result
      * file holds it too (a run killed in between keeps both consistent) */

@@ -126,7 +126,7 @@ static void run_repeats(cp_rank_run_t *rr, cp_runner_t *runner, const cp_cell_t 
         cp_result_t one;
         runner->repeat = k;
         run_repeat(rr, runner, c, &one);
-        double p50 = one.stats.p50;
+        double p50 = one.fig.stats.p50;
         int ran = one.samples != NULL;
         cp_repeat_add(res, &one);
         if (ran) {
@@ -161,9 +161,9 @@ int cp_loop_cells(cp_rank_run_t *rr, int *stopped)
                collprof_dtype_name(c->dtype), (unsigned long long)c->count);
         run_repeats(rr, &runner, c, &res);
         cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, rr->plan.ncells,
-               collprof_cell_status_name(res.status), res.reason[0] ? ": " : "", res.reason,
-               (unsigned long long)res.wrong);
-        if (res.status == COLLPROF_CELL_WRONG || res.status == COLLPROF_CELL_ERROR) {
+               collprof_cell_status_name(res.fig.status), res.fig.reason[0] ? ": " : "",
+               res.fig.reason, (unsigned long long)res.fig.wrong);
+        if (res.fig.status == COLLPROF_CELL_WRONG || res.fig.status == COLLPROF_CELL_ERROR) {
             exit_status = CP_EXIT_FAILED;
         }
         /* a rank 0 that cannot write stops every rank after this cell */

@@ -53,9 +53,9 @@ static void record_stopped(int cell, collprof_cell_status_t status, const char *
         cp_result_t res;
         collprof_result_row_t row;
         memset(&res, 0, sizeof(res));
-        res.status = status;
+        res.fig.status = status;
         res.nranks = g_run.plan->nranks;
-        snprintf(res.reason, sizeof(res.reason), "%s", msg);
+        snprintf(res.fig.reason, sizeof(res.fig.reason), "%s", msg);
         cp_result_row(&g_run.plugins[c->plugin], c, &res, cell, &row);
         cp_summary_cell(g_run.sum, &row, &res);
     }

@@ -138,15 +138,15 @@ static long run_cell(cp_runner_t *r, const cell_t *c, collprof_cell_status_t *st
         cell.imb = &imb;
     }
     cp_run_cell(r, &cell, &res);
-    *status = res.status;
-    snprintf(why, whylen, "%s", res.reason);
+    *status = res.fig.status;
+    snprintf(why, whylen, "%s", res.fig.reason);
     long wrong = -1;
     if (res.samples != NULL) { /* 3 timed iterations from run_batch, of every rank on rank 0 */
         int timed = res.srows == (r->boot->rank == 0 ? NR : 1);
         for (int k = 0; k < res.srows * 3; k++) {
             timed &= res.samples[k] >= 0;
         }
-        wrong = timed ? (long)res.wrong : -1;
+        wrong = timed ? (long)res.fig.wrong : -1;
         if (!timed) {
             snprintf(why, whylen, "run_batch left a sample unset");
         }

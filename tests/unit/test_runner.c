@@ -92,32 +92,32 @@ static void run_cases(cp_runner_t *r, const cp_imbalance_t *imb)
             cp_cell_t c = make_cell((collprof_op_t)op, ip, "default");
             c.imb = (cp_op_flags(c.op) & COLLPROF_OPF_VARIABLE) ? &imb[0] : NULL;
             cp_run_cell(r, &c, &res);
-            record(res.status == COLLPROF_CELL_OK && res.wrong == 0 && res.samples != NULL &&
-                       res.stats.mean > 0,
+            record(res.fig.status == COLLPROF_CELL_OK && res.fig.wrong == 0 &&
+                       res.samples != NULL && res.fig.stats.mean > 0,
                    "%s %s: %s, #wrong %llu %s", collprof_op_name(op), ip ? "in place" : "out",
-                   collprof_cell_status_name(res.status), (unsigned long long)res.wrong,
-                   res.reason);
+                   collprof_cell_status_name(res.fig.status), (unsigned long long)res.fig.wrong,
+                   res.fig.reason);
             cp_result_free(&res);
         }
     }
     cp_cell_t c = make_cell(COLLPROF_OP_ALLREDUCE, 0, "nope");
     cp_run_cell(r, &c, &res);
-    record(res.status == COLLPROF_CELL_UNSUPPORTED && strstr(res.reason, "rank 0") != NULL,
-           "a missing variant is unsupported on every rank (%s)", res.reason);
+    record(res.fig.status == COLLPROF_CELL_UNSUPPORTED && strstr(res.fig.reason, "rank 0") != NULL,
+           "a missing variant is unsupported on every rank (%s)", res.fig.reason);
     cp_result_free(&res);
     c = make_cell(COLLPROF_OP_ALLTOALLV, 1, "default");
     c.imb = &imb[1];
     cp_run_cell(r, &c, &res);
-    record(res.status == COLLPROF_CELL_UNSUPPORTED, "asymmetric in-place alltoallv: %s (%s)",
-           collprof_cell_status_name(res.status), res.reason);
+    record(res.fig.status == COLLPROF_CELL_UNSUPPORTED, "asymmetric in-place alltoallv: %s (%s)",
+           collprof_cell_status_name(res.fig.status), res.fig.reason);
     cp_result_free(&res);
     setenv("COLLPROF_FAULT", "wrong:1", 1);
     c = make_cell(COLLPROF_OP_ALLGATHER, 0, "default");
     cp_run_cell(r, &c, &res);
     unsetenv("COLLPROF_FAULT");
-    record(res.status == COLLPROF_CELL_WRONG && res.wrong == 1,
+    record(res.fig.status == COLLPROF_CELL_WRONG && res.fig.wrong == 1,
            "one element corrupted on rank 1 is counted on every rank: %s, #wrong %llu",
-           collprof_cell_status_name(res.status), (unsigned long long)res.wrong);
+           collprof_cell_status_name(res.fig.status), (unsigned long long)res.fig.wrong);
     cp_result_free(&res);
 }
 
@@ -130,7 +130,7 @@ static void traffic_case(cp_runner_t *r, const cp_imbalance_t *moe)
     c.imb = moe;
     cp_result_t res;
     cp_run_cell(r, &c, &res);
-    int good = res.status == COLLPROF_CELL_OK && res.wrong == 0;
+    int good = res.fig.status == COLLPROF_CELL_OK && res.fig.wrong == 0;
     if (me == 0) {
         good &= res.bytes == 24000 && res.send_bytes != NULL && res.recv_bytes != NULL &&
                 res.send_bytes[0] == 12000 && res.send_bytes[2] == 12000 &&
@@ -140,7 +140,7 @@ static void traffic_case(cp_runner_t *r, const cp_imbalance_t *moe)
         good &= res.bytes == 12000 && res.send_bytes == NULL;
     }
     record(good, "alltoallv moe:1:4: %s, S %llu bytes on rank %d, per-rank bytes on rank 0",
-           collprof_cell_status_name(res.status), (unsigned long long)res.bytes, me);
+           collprof_cell_status_name(res.fig.status), (unsigned long long)res.bytes, me);
     cp_result_free(&res);
     /* the timeout from the largest buffer, rank 0's 6000 elements (two buffers), on every
      * rank: not from the cell's count, 3000 */
@@ -160,10 +160,10 @@ static void sweep_and_agree_cases(cp_runner_t *r)
     cp_result_t res;
     cp_run_cell(r, &c, &res);
     uint64_t want = me == 2 ? 4 : c.count * 4;
-    record(res.status == COLLPROF_CELL_OK && res.wrong == 0 && res.bytes == want,
+    record(res.fig.status == COLLPROF_CELL_OK && res.fig.wrong == 0 && res.bytes == want,
            "sweep round: %s, #wrong %llu, %llu bytes on rank %d (want %llu) %s",
-           collprof_cell_status_name(res.status), (unsigned long long)res.wrong,
-           (unsigned long long)res.bytes, me, (unsigned long long)want, res.reason);
+           collprof_cell_status_name(res.fig.status), (unsigned long long)res.fig.wrong,
+           (unsigned long long)res.bytes, me, (unsigned long long)want, res.fig.reason);
     cp_result_free(&res);
     cp_agreement_t a;
     cp_agree_result_t ar = cp_agree_over(r->oob, NR, me == 2 ? COLLPROF_ERR_IO : COLLPROF_OK,
@@ -195,13 +195,14 @@ static void policy_case(cp_runner_t *r, cp_options_t *opt, const cp_imbalance_t 
             c.imb = (cp_op_flags(c.op) & COLLPROF_OPF_VARIABLE) ? &imb[0] : NULL;
             cp_result_t res;
             cp_run_cell(r, &c, &res);
-            good = res.status == COLLPROF_CELL_OK && res.wrong == 0 &&
+            good = res.fig.status == COLLPROF_CELL_OK && res.fig.wrong == 0 &&
                    !strcmp(res.sync, cp_sync_name(sync)) && res.batch == batch &&
-                   res.rotate == rotate && !strncmp(res.allocation, "mmap", 4);
+                   res.rotate == rotate && !strncmp(res.fig.allocation, "mmap", 4);
             snprintf(why, sizeof(why), "%s %s: %s, #wrong %llu, %s/%d/%d, %.60s",
-                     collprof_op_name(op), ip ? "in" : "out", collprof_cell_status_name(res.status),
-                     (unsigned long long)res.wrong, res.sync, res.batch, res.rotate,
-                     res.reason[0] ? res.reason : res.allocation);
+                     collprof_op_name(op), ip ? "in" : "out",
+                     collprof_cell_status_name(res.fig.status), (unsigned long long)res.fig.wrong,
+                     res.sync, res.batch, res.rotate,
+                     res.fig.reason[0] ? res.fig.reason : res.fig.allocation);
             cp_result_free(&res);
         }
     }
@@ -256,14 +257,15 @@ static void fail_case(cp_runner_t *r, cp_plugin_t *p)
     cp_cell_t c = make_cell(COLLPROF_OP_ALLREDUCE, 0, "default");
     cp_result_t res;
     cp_run_cell(&r1, &c, &res);
-    record(res.status == COLLPROF_CELL_ERROR &&
-               !strcmp(res.reason, "rank 2 (h2): injected on rank 2"),
-           "check fails on rank 2: %s (%s)", collprof_cell_status_name(res.status), res.reason);
+    record(res.fig.status == COLLPROF_CELL_ERROR &&
+               !strcmp(res.fig.reason, "rank 2 (h2): injected on rank 2"),
+           "check fails on rank 2: %s (%s)", collprof_cell_status_name(res.fig.status),
+           res.fig.reason);
     cp_result_free(&res);
     c = make_cell(COLLPROF_OP_ALLGATHER, 0, "default");
     cp_run_cell(r, &c, &res);
-    record(res.status == COLLPROF_CELL_OK, "next cell fine: %s (%s)",
-           collprof_cell_status_name(res.status), res.reason);
+    record(res.fig.status == COLLPROF_CELL_OK, "next cell fine: %s (%s)",
+           collprof_cell_status_name(res.fig.status), res.fig.reason);
     cp_result_free(&res);
 }
 
@@ -286,9 +288,10 @@ static void chunk_case(cp_runner_t *r, cp_options_t *opt)
         }
     }
     int rows = me == 0 ? NR : 1;
-    record(res.status == COLLPROF_CELL_OK && zeros == 0 && res.srows == rows,
+    record(res.fig.status == COLLPROF_CELL_OK && zeros == 0 && res.srows == rows,
            "%d iterations (2 gathers): %s, %d rows of samples on rank %d (want %d), %d of 0 %s",
-           c.iters, collprof_cell_status_name(res.status), res.srows, me, rows, zeros, res.reason);
+           c.iters, collprof_cell_status_name(res.fig.status), res.srows, me, rows, zeros,
+           res.fig.reason);
     cp_result_free(&res);
 }
 
@@ -314,10 +317,12 @@ static void check_case(cp_runner_t *r, cp_options_t *opt, const cp_imbalance_t *
             cp_result_t res;
             cp_run_cell(r, &c, &res);
             const char *rec = (cp_op_flags(c.op) & COLLPROF_OPF_NODATA) ? "none" : want;
-            good = res.status == COLLPROF_CELL_OK && res.wrong == 0 && !strcmp(res.check, rec);
+            good =
+                res.fig.status == COLLPROF_CELL_OK && res.fig.wrong == 0 && !strcmp(res.check, rec);
             snprintf(why, sizeof(why), "%s %s: %s, #wrong %llu, check %s, %.60s",
-                     collprof_op_name(op), ip ? "in" : "out", collprof_cell_status_name(res.status),
-                     (unsigned long long)res.wrong, res.check, res.reason);
+                     collprof_op_name(op), ip ? "in" : "out",
+                     collprof_cell_status_name(res.fig.status), (unsigned long long)res.fig.wrong,
+                     res.check, res.fig.reason);
             cp_result_free(&res);
         }
     }
@@ -382,12 +387,12 @@ static void check_device_case(cp_runner_t *r, cp_options_t *opt, cp_plugin_t *p)
         char name[32];
         cp_check_name(cases[i].mode, cases[i].k, name, sizeof(name));
         collprof_cell_status_t status = cases[i].wrong ? COLLPROF_CELL_WRONG : COLLPROF_CELL_OK;
-        record(same && res.status == status && (res.wrong > 0) == cases[i].wrong &&
+        record(same && res.fig.status == status && (res.fig.wrong > 0) == cases[i].wrong &&
                    !strcmp(res.check, name),
                "device timer, --check %s%s, fault in timed iteration 3 of 6 on rank 1: %d batches "
                "(first %d, second %d), %s, #wrong %llu",
                name, i == 0 ? " in place" : "", nbatches, batch_sizes[0], batch_sizes[1],
-               collprof_cell_status_name(res.status), (unsigned long long)res.wrong);
+               collprof_cell_status_name(res.fig.status), (unsigned long long)res.fig.wrong);
         cp_result_free(&res);
     }
     unsetenv("COLLPROF_FAULT");
@@ -481,9 +486,10 @@ static void repeat_cases(cp_runner_t *r, cp_plugin_t *p, const collprof_host_t *
     r->keep = NULL;
     cp_kept_bufs_free(p, c.memtype, &keep);
     cp_repeat_finish(&acc);
-    record(fresh_ok && same && acc.status == COLLPROF_CELL_OK && acc.wrong == 0,
+    record(fresh_ok && same && acc.fig.status == COLLPROF_CELL_OK && acc.fig.wrong == 0,
            "3 repeats, 2 on fresh contexts, on the first one's buffers: %s, #wrong %llu %s",
-           collprof_cell_status_name(acc.status), (unsigned long long)acc.wrong, acc.reason);
+           collprof_cell_status_name(acc.fig.status), (unsigned long long)acc.fig.wrong,
+           acc.fig.reason);
     int sliced = acc.repeats == 3 && acc.iters == 9 && acc.rep_iters != NULL;
     for (int k = 0; sliced && k < 3; k++) {
         sliced = acc.rep_iters[k] == 3 && acc.rep_p50[k] > 0;
