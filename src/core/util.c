@@ -151,6 +151,26 @@ const char *cp_fmt_bytes(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
+const char *cp_fmt_ranges(const int *v, int n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && o < len; i++) {
+        int j = i;
+        while (j + 1 < n && v[j + 1] == v[j] + 1) {
+            j++;
+        }
+        int w = j > i ? snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", v[i], v[j])
+                      : snprintf(buf + o, len - o, "%s%d", o ? "," : "", v[i]);
+        if (w < 0) {
+            break;
+        }
+        o += (size_t)w;
+        i = j;
+    }
+    return buf;
+}
+
 int cp_nofile_fit(long need, long *soft, long *hard)
 {
     struct rlimit rl;

@@ -37,6 +37,10 @@ const char *cp_fmt_thousands(uint64_t v, char *buf, size_t len);
 /** "4.00 MB" (binary multiples, two decimals, as profilers print tensors) */
 const char *cp_fmt_bytes(uint64_t v, char *buf, size_t len);
 
+/** The ascending integers v[0..n) as ranges, "0-3,8,10-11", into buf (cut at len); buf. The
+ *  one formatter of rank and CPU lists. */
+const char *cp_fmt_ranges(const int *v, int n, char *buf, size_t len);
+
 /** a * b and a + b, UINT64_MAX where they would overflow (memory arithmetic). */
 static inline uint64_t cp_mul_sat(uint64_t a, uint64_t b)
 {

@@ -15,21 +15,7 @@
 
 void cp_wd_ranks(const int *ranks, int n, char *buf, size_t len)
 {
-    size_t o = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n && o < len; i++) {
-        int j = i;
-        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1) {
-            j++;
-        }
-        int w = j > i ? snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", ranks[i], ranks[j])
-                      : snprintf(buf + o, len - o, "%s%d", o ? "," : "", ranks[i]);
-        if (w < 0) {
-            break;
-        }
-        o += (size_t)w;
-        i = j;
-    }
+    cp_fmt_ranges(ranks, n, buf, len);
 }
 
 /* A position for ordering: (cell, stage, iteration, step). */

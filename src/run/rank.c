@@ -13,6 +13,7 @@
 #include "core/prov.h"
 #include "core/split.h"
 #include "core/timeouts.h"
+#include "core/util.h"
 #include "core/watchdog.h"
 #include "output/summary.h"
 #include "run/backends.h"
@@ -98,24 +99,18 @@ static void phase_mark(int ph)
 static void cpu_affinity(char *buf, size_t len)
 {
     cpu_set_t set;
-    buf[0] = '\0';
+    int cpus[CPU_SETSIZE];
+    int n = 0;
     if (sched_getaffinity(0, sizeof(set), &set) != 0) {
         snprintf(buf, len, "unknown");
         return;
     }
     for (int c = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, &set)) {
-            continue;
+        if (CPU_ISSET(c, &set)) {
+            cpus[n++] = c;
         }
-        int e = c;
-        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set)) {
-            e++;
-        }
-        char item[32];
-        snprintf(item, sizeof(item), e > c ? "%s%d-%d" : "%s%d", buf[0] ? "," : "", c, e);
-        strncat(buf, item, len - strlen(buf) - 1);
-        c = e;
     }
+    cp_fmt_ranges(cpus, n, buf, len);
 }
 
 /* The --split kinds that can tell something on this job's layout; rank 0 says why the others
