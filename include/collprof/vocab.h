@@ -55,42 +55,43 @@ typedef enum collprof_shape {
 } collprof_shape_t;
 
 /*
- * X(ID, id, name, label, flags, busbw, send shape, recv shape)
- * name: the command-line and file name; label: the display name.
+ * X(ID, id, name, label, flags, busbw, send shape, recv shape, alias)
+ * name: the command-line and file name; label: the display name; alias: another accepted
+ * spelling ("" = none).
  */
 /* clang-format off */
-#define COLLPROF_OP_TABLE(X)                                                                         \
+#define COLLPROF_OP_TABLE(X)                                                                        \
     X(ALLREDUCE,     0,  "allreduce",     "AllReduce",     COLLPROF_OPF_REDUCES | COLLPROF_OPF_DEFAULT, \
-      RING2, FULL,  FULL)                                                                            \
+      RING2, FULL,  FULL, "")                                                                       \
     X(ALLGATHER,     1,  "allgather",     "AllGather",     COLLPROF_OPF_SPLIT | COLLPROF_OPF_DEFAULT, \
-      SPLIT, BLOCK, FULL)                                                                            \
-    X(REDUCESCATTER, 2,  "reducescatter", "ReduceScatter",                                           \
-      COLLPROF_OPF_REDUCES | COLLPROF_OPF_SPLIT | COLLPROF_OPF_DEFAULT, SPLIT, FULL, BLOCK)          \
+      SPLIT, BLOCK, FULL, "")                                                                       \
+    X(REDUCESCATTER, 2,  "reducescatter", "ReduceScatter",                                          \
+      COLLPROF_OPF_REDUCES | COLLPROF_OPF_SPLIT | COLLPROF_OPF_DEFAULT, SPLIT, FULL, BLOCK, "")     \
     X(ALLTOALL,      3,  "alltoall",      "AllToAll",      COLLPROF_OPF_SPLIT | COLLPROF_OPF_DEFAULT, \
-      SPLIT, FULL,  FULL)                                                                            \
-    X(ALLTOALLV,     4,  "alltoallv",     "AllToAllv",     COLLPROF_OPF_VARIABLE, SPLIT, VAR, VAR)     \
-    X(BROADCAST,     5,  "broadcast",     "Broadcast",     COLLPROF_OPF_ROOTED, ONE, NONE, FULL)       \
+      SPLIT, FULL,  FULL, "")                                                                       \
+    X(ALLTOALLV,     4,  "alltoallv",     "AllToAllv",     COLLPROF_OPF_VARIABLE, SPLIT, VAR, VAR, "") \
+    X(BROADCAST,     5,  "broadcast",     "Broadcast",     COLLPROF_OPF_ROOTED, ONE, NONE, FULL, "bcast") \
     X(REDUCE,        6,  "reduce",        "Reduce",        COLLPROF_OPF_REDUCES | COLLPROF_OPF_ROOTED, \
-      ONE,   FULL,  ROOT)                                                                            \
-    X(GATHER,        7,  "gather",        "Gather",        COLLPROF_OPF_ROOTED | COLLPROF_OPF_SPLIT,   \
-      SPLIT, BLOCK, ROOT)                                                                            \
-    X(SCATTER,       8,  "scatter",       "Scatter",       COLLPROF_OPF_ROOTED | COLLPROF_OPF_SPLIT,   \
-      SPLIT, ROOT,  BLOCK)                                                                           \
-    X(BARRIER,       9,  "barrier",       "Barrier",       COLLPROF_OPF_NODATA, NONE, NONE, NONE)      \
-    X(SENDRECV,      10, "sendrecv",      "SendRecv",      0, ONE, FULL, FULL)                         \
-    X(ALLGATHERV,    11, "allgatherv",    "AllGatherv",    COLLPROF_OPF_VARIABLE, SPLIT, VAR, VAR)     \
+      ONE,   FULL,  ROOT, "")                                                                       \
+    X(GATHER,        7,  "gather",        "Gather",        COLLPROF_OPF_ROOTED | COLLPROF_OPF_SPLIT, \
+      SPLIT, BLOCK, ROOT, "")                                                                       \
+    X(SCATTER,       8,  "scatter",       "Scatter",       COLLPROF_OPF_ROOTED | COLLPROF_OPF_SPLIT, \
+      SPLIT, ROOT,  BLOCK, "")                                                                      \
+    X(BARRIER,       9,  "barrier",       "Barrier",       COLLPROF_OPF_NODATA, NONE, NONE, NONE, "") \
+    X(SENDRECV,      10, "sendrecv",      "SendRecv",      0, ONE, FULL, FULL, "")                  \
+    X(ALLGATHERV,    11, "allgatherv",    "AllGatherv",    COLLPROF_OPF_VARIABLE, SPLIT, VAR, VAR, "") \
     X(IALLREDUCE,    12, "iallreduce",    "IAllReduce",    COLLPROF_OPF_REDUCES | COLLPROF_OPF_NONBLOCKING, \
-      RING2, FULL,  FULL)                                                                            \
+      RING2, FULL,  FULL, "")                                                                       \
     X(IALLGATHER,    13, "iallgather",    "IAllGather",    COLLPROF_OPF_SPLIT | COLLPROF_OPF_NONBLOCKING, \
-      SPLIT, BLOCK, FULL)                                                                            \
+      SPLIT, BLOCK, FULL, "")                                                                       \
     X(IALLTOALL,     14, "ialltoall",     "IAllToAll",     COLLPROF_OPF_SPLIT | COLLPROF_OPF_NONBLOCKING, \
-      SPLIT, FULL,  FULL)                                                                            \
+      SPLIT, FULL,  FULL, "")                                                                       \
     X(IBROADCAST,    15, "ibroadcast",    "IBroadcast",    COLLPROF_OPF_ROOTED | COLLPROF_OPF_NONBLOCKING, \
-      ONE,   NONE,  FULL)                                                                            \
+      ONE,   NONE,  FULL, "ibcast")                                                                 \
     X(GATHERV,       16, "gatherv",       "Gatherv",       COLLPROF_OPF_ROOTED | COLLPROF_OPF_VARIABLE, \
-      SPLIT, VAR,   VAR)                                                                             \
+      SPLIT, VAR,   VAR, "")                                                                        \
     X(SCATTERV,      17, "scatterv",      "Scatterv",      COLLPROF_OPF_ROOTED | COLLPROF_OPF_VARIABLE, \
-      SPLIT, VAR,   VAR)
+      SPLIT, VAR,   VAR, "")
 
 /* X(ID, id, name, size in bytes, is_float, exact_max, alias, alias) */
 #define COLLPROF_DTYPE_TABLE(X)                                                                      \
@@ -165,6 +166,7 @@ typedef struct {
     unsigned flags;    /**< COLLPROF_OPF_* */
     collprof_busbw_t busbw;
     collprof_shape_t send, recv;
+    const char *alias; /**< another accepted spelling ("bcast"; "" = none) */
 } collprof_op_info_t;
 
 typedef struct {
@@ -177,8 +179,8 @@ typedef struct {
 
 /* Rows are positional (C++ plugins include this header): ids run 0, 1, 2...
  * in table order, which tests/unit/test_vocab.c checks. */
-#define COLLPROF_OP_INFO(ID, id, name, label, flags, bw, s, r)                                     \
-    {name, label, flags, COLLPROF_BUSBW_##bw, COLLPROF_SHAPE_##s, COLLPROF_SHAPE_##r},
+#define COLLPROF_OP_INFO(ID, id, name, label, flags, bw, s, r, alias)                              \
+    {name, label, flags, COLLPROF_BUSBW_##bw, COLLPROF_SHAPE_##s, COLLPROF_SHAPE_##r, alias},
 #define COLLPROF_DTYPE_INFO(ID, id, name, size, fl, max, a1, a2) {name, size, fl, max, {a1, a2}},
 #define COLLPROF_NAME_OF(ID, id, name, ...)                      name,
 

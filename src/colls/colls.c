@@ -44,14 +44,9 @@ int cp_coll_from_name(const char *name)
         }
     }
     canon[o] = '\0';
-    if (!strcasecmp(canon, "bcast")) {
-        return COLLPROF_OP_BROADCAST;
-    }
-    if (!strcasecmp(canon, "ibcast")) {
-        return COLLPROF_OP_IBROADCAST;
-    }
     for (int i = 0; i < COLLPROF_OP_COUNT; i++) {
-        if (!strcasecmp(canon, collprof_op_name(i))) {
+        const char *alias = collprof_op_info(i)->alias;
+        if (!strcasecmp(canon, collprof_op_name(i)) || (alias[0] && !strcasecmp(canon, alias))) {
             return i;
         }
     }

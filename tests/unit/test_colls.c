@@ -432,7 +432,9 @@ int main(void)
        "split counts round down to a multiple of n");
     ok(cp_coll_from_name("AllReduce") == COLLPROF_OP_ALLREDUCE &&
            cp_coll_from_name("reduce_scatter") == COLLPROF_OP_REDUCESCATTER &&
-           cp_coll_from_name("bcast") == COLLPROF_OP_BROADCAST && cp_coll_from_name("nope") == -1,
+           cp_coll_from_name("bcast") == COLLPROF_OP_BROADCAST &&
+           cp_coll_from_name("I-Bcast") == COLLPROF_OP_IBROADCAST &&
+           cp_coll_from_name("nope") == -1,
        "operation names");
     vocab_tests();
     for (int i = 0; i < 4; i++) {
