@@ -54,7 +54,7 @@ void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len)
 void cp_format_limit(const collprof_result_row_t *r, char *buf, size_t len)
 {
     /* a device cell's limit is its device copy; a host cell's, memcpy (never the other's) */
-    int device = !strcmp(r->memory, "device");
+    int device = !strcmp(r->memory, collprof_memtype_name(COLLPROF_MEM_DEVICE));
     double gbs = device ? r->dcopy_gbs : r->copy_gbs;
     buf[0] = '\0';
     if (gbs > 0 && measured(r)) {

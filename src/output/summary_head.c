@@ -161,8 +161,9 @@ static void print_backends(FILE *f, const cp_run_info_t *ri)
 
 /* Header lines about how figures are measured, and the environment captured. */
 /* The repeats policy (--repeats, --min-time, --target-ci, --max-time, --fresh-buffers). */
-static void print_repeats(FILE *f, const cp_options_t *o)
+static void print_repeats(FILE *f, const cp_run_info_t *ri)
 {
+    const cp_options_t *o = ri->opt;
     if (!cp_repeat_on(o)) {
         return;
     }
@@ -176,13 +177,28 @@ static void print_repeats(FILE *f, const cp_options_t *o)
     if (o->max_time_s > 0) {
         fprintf(f, "; none started after %g s in the cell", o->max_time_s);
     }
-    fprintf(
-        f,
-        ";\n            each on a fresh context of its backend (new communicators), %s;\n"
-        "            figure: the median of the repeats' p50s with its interval (docs/metrics.md)\n",
-        o->fresh_buffers ? "with new buffers"
-                         : "on the cell's buffers\n            where the backend can share "
-                           "them (mpi, gloo, self), else new ones");
+    char shared[256] = "";
+    for (int i = 0; i < ri->nplugins && !o->fresh_buffers; i++) {
+        const cp_plugin_t *p = &ri->plugins[i];
+        size_t used = strlen(shared);
+        if (p->be != NULL && (p->be->flags & COLLPROF_BACKEND_SHARED_BUFFERS) &&
+            used < sizeof(shared)) {
+            snprintf(shared + used, sizeof(shared) - used, "%s%s", used ? ", " : "", p->name);
+        }
+    }
+    fprintf(f, ";\n            each on a fresh context of its backend (new communicators), ");
+    if (o->fresh_buffers) {
+        fprintf(f, "with new buffers");
+    } else if (shared[0]) {
+        fprintf(f,
+                "on the cell's buffers\n            where the backend can share them (%s), "
+                "else new ones",
+                shared);
+    } else {
+        fprintf(f, "with new buffers (no backend here shares them)");
+    }
+    fprintf(f, ";\n            figure: the median of the repeats' p50s with its interval "
+               "(docs/metrics.md)\n");
 }
 
 /* What the % beside busBW refers to: memcpy on host memory, the device's own copy on device
@@ -285,7 +301,7 @@ static void print_method(FILE *f, const cp_run_info_t *ri)
         fprintf(f, "            the same buffers every iteration (no cache rotation);\n");
     }
     fprintf(f, "            device memory is filled and checked through host copies\n");
-    print_repeats(f, ri->opt);
+    print_repeats(f, ri);
     print_check(f, ri->opt);
     for (char **e = environ; *e; e++) {
         char name[128];

@@ -62,11 +62,10 @@ static void print_list(const cp_plugin_t *plugins, int n, int full)
                 printf(" %s", collprof_redop_name((collprof_redop_t)r));
             }
         }
-        static const char *mem[] = {"host", "pinned", "device"};
         printf("\n  memory:    ");
         for (int m = 0; m < COLLPROF_MEM_COUNT; m++) {
             if (p->caps.memtypes & COLLPROF_BIT(m)) {
-                printf(" %s", mem[m]);
+                printf(" %s", collprof_memtype_name(m));
             }
         }
         if (p->caps.link_gbps > 0) {
