@@ -42,20 +42,19 @@ static const cli_opt_t cli_opts[] = {
     SPEC("backends", 0, "LIST", "backends", "backends to run (default: all that load)"),
     SPEC("variants", 0, "LIST", "variants", "variants, e.g. default,ring (default: all)"),
     SPEC("ops", 0, "LIST", "ops", NULL),
-    {"counts", 0, "LIST", cli_h_counts, "counts", 0, 0,
-     "element counts, K/M/G suffixes (default: 1M,4M,16M)"},
+    {"counts", 0, "LIST", cli_h_counts, "counts", 0, 0, "element counts, K/M/G suffixes"},
     {"minbytes", 'b', "SIZE", cli_h_sweep_bound, NULL, 0, 0,
      "byte sweep start, as in nccl-tests (replaces --counts)"},
     {"maxbytes", 'e', "SIZE", cli_h_sweep_bound, NULL, 0, 0, "byte sweep end"},
     {"stepfactor", 'f', "F", cli_h_sweep_factor, NULL, 0, 0, "byte sweep multiplier (default: 2)"},
     SPEC("dtype", 'd', "LIST", "dtypes", NULL),
     SPEC("redop", 'o', "LIST", "redops", NULL),
-    SPEC("root", 'r', "N", "root", "root rank of rooted operations (default: 0)"),
-    SPEC("inplace", 0, "MODE", "inplace", "out, in or both (default: out)"),
+    SPEC("root", 'r', "N", "root", "root rank of rooted operations"),
+    SPEC("inplace", 0, "MODE", "inplace", "out, in or both"),
     SPEC("imbalance", 0, "LIST", "imbalance",
          "alltoallv traffic; allgatherv, gatherv, scatterv block\n"
          "sizes: uniform, linear, spread:S, moe[:HOT[:BIAS]],\n"
-         "file:PATH (default: uniform)"),
+         "file:PATH"),
     SPEC("mem", 0, "LIST", "mem",
          "buffer memory: host, pinned, device, or auto (default:\n"
          "auto, the backend's own: host where it offers host\n"
@@ -63,8 +62,8 @@ static const cli_opt_t cli_opts[] = {
     {"matrix", 0, "FILE", cli_h_string, NULL, OPT_FIELD(matrix_file),
      "read the matrix from FILE (see collprof(1))"},
     SECTION("Measurement:"),
-    SPEC("iters", 'n', "N", "iters", "timed iterations per cell (default: 20)"),
-    SPEC("warmup", 'w', "N", "warmup", "warm-up iterations per cell (default: 5)"),
+    SPEC("iters", 'n', "N", "iters", "timed iterations per cell"),
+    SPEC("warmup", 'w', "N", "warmup", "warm-up iterations per cell"),
     {"check", 'c', "MODE", cli_h_check, NULL, 0, 0,
      "which results are verified exactly (the warm-up never):\n"
      "last: one extra run after the timed loop, not the timed\n"
@@ -229,7 +228,13 @@ static void usage_option(FILE *f, const cli_opt_t *o)
     }
     snprintf(left + n, sizeof(left) - (size_t)n, "--%s%s%s", o->name, o->arg ? " " : "",
              o->arg ? o->arg : "");
-    const char *text = o->help;
+    const char *text = o->help, *dflt = o->key != NULL ? cp_spec_default(o->key) : NULL;
+    char with[1024];
+    if (text != NULL && dflt != NULL && strstr(text, "(default") == NULL) {
+        /* a matrix key's default, from its row in spec.c */
+        snprintf(with, sizeof(with), "%s (default: %s)", text, dflt);
+        text = with;
+    }
     if (text == NULL) {
         names_help(!strcmp(o->key, "ops")      ? NAMES_OPS
                    : !strcmp(o->key, "dtypes") ? NAMES_DTYPES

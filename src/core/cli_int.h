@@ -53,6 +53,8 @@ int cli_keep_default_op(int op);
 int cli_parse_count_opt(const char *what, const char *value, long lo, long hi, int *out, char *err,
                         size_t errlen);
 void cp_spec_defaults(cp_spec_t *s);
+/* The default of matrix key key, as its value ("20", "1M,4M,16M"); NULL: none, or no such key. */
+const char *cp_spec_default(const char *key);
 void cp_spec_free(cp_spec_t *s);
 int cli_split(const char *what, const char *value, char *scratch, size_t len, char **tok, int max,
               char *err, size_t errlen);

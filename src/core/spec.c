@@ -19,32 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cp_spec_defaults(cp_spec_t *s)
-{
-    memset(s, 0, sizeof(*s));
-    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-        if (collprof_op_info(op)->flags & COLLPROF_OPF_DEFAULT) {
-            s->ops[s->nops++] = op;
-        }
-    }
-    s->dtypes[0] = COLLPROF_DTYPE_FLOAT32;
-    s->ndtypes = 1;
-    s->redops[0] = COLLPROF_REDOP_SUM;
-    s->nredops = 1;
-    s->sizes[0] = UINT64_C(1) << 20;
-    s->sizes[1] = UINT64_C(4) << 20;
-    s->sizes[2] = UINT64_C(16) << 20;
-    s->nsizes = 3;
-    s->inplace[0] = 0;
-    s->ninplace = 1;
-    s->imb[0].kind = CP_IMB_UNIFORM;
-    snprintf(s->imb[0].label, sizeof(s->imb[0].label), "uniform");
-    s->nimb = 1;
-    s->iters = 20;
-    s->warmup = 5;
-    s->root = 0;
-}
-
 /* Copy a spec; file weights are shared read-only, so duplicate them. */
 static int spec_copy(cp_spec_t *dst, const cp_spec_t *src)
 {
@@ -296,7 +270,8 @@ static int lookup_op(const char *n)
 /*
  * An --ops list with its groups spelled out into out: "all" is every
  * blocking operation (the non-blocking ones run twice and compute in
- * between: asked for by name), "nonblocking" the four non-blocking ones.
+ * between: asked for by name), "nonblocking" the four non-blocking ones, "default" those of
+ * the default matrix.
  */
 static void expand_ops(const char *value, char *out, size_t len)
 {
@@ -310,6 +285,8 @@ static void expand_ops(const char *value, char *out, size_t len)
             item = cli_join_names(NAMES_OPS, keep_blocking_op, ",", names, sizeof(names));
         } else if (tl == 11 && !strncmp(p, "nonblocking", 11)) {
             item = cli_join_names(NAMES_OPS, keep_nonblocking_op, ",", names, sizeof(names));
+        } else if (tl == 7 && !strncmp(p, "default", 7)) {
+            item = cli_join_names(NAMES_OPS, cli_keep_default_op, ",", names, sizeof(names));
         }
         if (item != NULL) {
             snprintf(out + o, len - o, "%s%s", item, p[tl] == ',' ? "," : "");
@@ -333,74 +310,165 @@ static int lookup_mem(const char *n)
     return -1;
 }
 
-int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, size_t errlen)
+/* ---- the matrix keys --------------------------------------------------- */
+
+static int set_mem(cp_spec_t *s, const char *value, char *err, size_t errlen)
 {
     char choices[512];
-    if (!strcmp(key, "mem") || !strcmp(key, "memory")) {
-        if (!strcmp(value, "auto")) {
-            s->nmems = 0;
-            return 0;
-        }
-        cli_join_names(NAMES_MEMS, cli_keep_any, ", ", choices, sizeof(choices) - 8);
-        strcat(choices, ", auto");
-        return parse_names("memory type", value, lookup_mem, COLLPROF_MEM_COUNT, choices, s->mems,
-                           &s->nmems, err, errlen);
-    }
-    if (!strcmp(key, "ops")) {
-        char expanded[4096];
-        expand_ops(value, expanded, sizeof(expanded));
-        cli_join_names(NAMES_OPS, cli_keep_any, ", ", choices, sizeof(choices) - 16);
-        strcat(choices, ", nonblocking");
-        return parse_names("operation", expanded, lookup_op, COLLPROF_OP_COUNT, choices, s->ops,
-                           &s->nops, err, errlen);
-    }
-    if (!strcmp(key, "dtypes") || !strcmp(key, "dtype")) {
-        return parse_names(
-            "dtype", value, cp_dtype_from_name, COLLPROF_DTYPE_COUNT,
-            cli_join_names(NAMES_DTYPES, cli_keep_any, ", ", choices, sizeof(choices)), s->dtypes,
-            &s->ndtypes, err, errlen);
-    }
-    if (!strcmp(key, "redops") || !strcmp(key, "redop")) {
-        return parse_names(
-            "reduction", value, cp_redop_from_name, COLLPROF_REDOP_COUNT,
-            cli_join_names(NAMES_REDOPS, cli_keep_any, ", ", choices, sizeof(choices)), s->redops,
-            &s->nredops, err, errlen);
-    }
-    if (!strcmp(key, "counts")) {
-        return parse_sizes("counts", value, s, err, errlen);
-    }
-    if (!strcmp(key, "bytes")) {
-        if (parse_sizes("bytes", value, s, err, errlen) != 0) {
-            return -1;
-        }
-        s->sizes_are_bytes = 1;
+    if (!strcmp(value, "auto")) {
+        s->nmems = 0;
         return 0;
     }
-    if (!strcmp(key, "backends")) {
-        return parse_names_into("backends", value, s->backends, &s->nbackends, err, errlen);
+    cli_join_names(NAMES_MEMS, cli_keep_any, ", ", choices, sizeof(choices) - 8);
+    strcat(choices, ", auto");
+    return parse_names("memory type", value, lookup_mem, COLLPROF_MEM_COUNT, choices, s->mems,
+                       &s->nmems, err, errlen);
+}
+
+static int set_ops(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    char choices[512], expanded[4096];
+    expand_ops(value, expanded, sizeof(expanded));
+    cli_join_names(NAMES_OPS, cli_keep_any, ", ", choices, sizeof(choices) - 32);
+    strcat(choices, ", nonblocking, default");
+    return parse_names("operation", expanded, lookup_op, COLLPROF_OP_COUNT, choices, s->ops,
+                       &s->nops, err, errlen);
+}
+
+static int set_dtypes(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    char choices[512];
+    return parse_names("dtype", value, cp_dtype_from_name, COLLPROF_DTYPE_COUNT,
+                       cli_join_names(NAMES_DTYPES, cli_keep_any, ", ", choices, sizeof(choices)),
+                       s->dtypes, &s->ndtypes, err, errlen);
+}
+
+static int set_redops(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    char choices[512];
+    return parse_names("reduction", value, cp_redop_from_name, COLLPROF_REDOP_COUNT,
+                       cli_join_names(NAMES_REDOPS, cli_keep_any, ", ", choices, sizeof(choices)),
+                       s->redops, &s->nredops, err, errlen);
+}
+
+static int set_counts(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return parse_sizes("counts", value, s, err, errlen);
+}
+
+static int set_bytes(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    if (parse_sizes("bytes", value, s, err, errlen) != 0) {
+        return -1;
     }
-    if (!strcmp(key, "variants")) {
-        return parse_names_into("variants", value, s->variants, &s->nvariants, err, errlen);
+    s->sizes_are_bytes = 1;
+    return 0;
+}
+
+static int set_backends(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return parse_names_into("backends", value, s->backends, &s->nbackends, err, errlen);
+}
+
+static int set_variants(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return parse_names_into("variants", value, s->variants, &s->nvariants, err, errlen);
+}
+
+static int set_iters(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return cli_parse_count_opt("iters", value, 1, 1000000, &s->iters, err, errlen);
+}
+
+static int set_warmup(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return cli_parse_count_opt("warmup", value, 0, 1000000, &s->warmup, err, errlen);
+}
+
+static int set_root(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return cli_parse_count_opt("root", value, 0, 1 << 24, &s->root, err, errlen);
+}
+
+static int set_inplace(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return parse_inplace(value, s, err, errlen);
+}
+
+static int set_imbalance(cp_spec_t *s, const char *value, char *err, size_t errlen)
+{
+    return parse_imbalance(value, s, err, errlen);
+}
+
+/* The keys of a matrix (a --matrix file's lines, and the options that set the same): name,
+ * another spelling, the default as a value of the key (set through the same parser), the
+ * parser.  The "unknown key" message, cp_spec_defaults and --help's defaults come from here. */
+typedef struct spec_key {
+    const char *name, *alias, *dflt;
+    int (*set)(cp_spec_t *s, const char *value, char *err, size_t errlen);
+} spec_key_t;
+
+static const spec_key_t spec_keys[] = {
+    {"backends", NULL, "all", set_backends},
+    {"variants", NULL, "all", set_variants},
+    {"ops", NULL, "default", set_ops},
+    {"dtypes", "dtype", "float32", set_dtypes},
+    {"redops", "redop", "sum", set_redops},
+    {"counts", NULL, "1M,4M,16M", set_counts},
+    {"bytes", NULL, NULL, set_bytes},
+    {"inplace", NULL, "out", set_inplace},
+    {"imbalance", NULL, "uniform", set_imbalance},
+    {"mem", "memory", "auto", set_mem},
+    {"iters", NULL, "20", set_iters},
+    {"warmup", NULL, "5", set_warmup},
+    {"root", NULL, "0", set_root},
+};
+#define NKEYS (sizeof(spec_keys) / sizeof(spec_keys[0]))
+
+static const spec_key_t *find_key(const char *key)
+{
+    for (size_t i = 0; i < NKEYS; i++) {
+        const spec_key_t *k = &spec_keys[i];
+        if (!strcmp(key, k->name) || (k->alias != NULL && !strcmp(key, k->alias))) {
+            return k;
+        }
     }
-    if (!strcmp(key, "inplace")) {
-        return parse_inplace(value, s, err, errlen);
+    return NULL;
+}
+
+const char *cp_spec_default(const char *key)
+{
+    const spec_key_t *k = find_key(key);
+    return k != NULL ? k->dflt : NULL;
+}
+
+void cp_spec_defaults(cp_spec_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    for (size_t i = 0; i < NKEYS; i++) {
+        char err[256];
+        if (spec_keys[i].dflt != NULL && spec_keys[i].set(s, spec_keys[i].dflt, err, sizeof(err))) {
+            abort(); /* a default its own parser refuses: a bug here, caught by every test */
+        }
     }
-    if (!strcmp(key, "imbalance")) {
-        return parse_imbalance(value, s, err, errlen);
+}
+
+int cp_spec_set(cp_spec_t *s, const char *key, const char *value, char *err, size_t errlen)
+{
+    const spec_key_t *k = find_key(key);
+    if (k != NULL) {
+        return k->set(s, value, err, errlen);
     }
-    if (!strcmp(key, "iters")) {
-        return cli_parse_count_opt("iters", value, 1, 1000000, &s->iters, err, errlen);
+    char names[256] = "";
+    for (size_t i = 0; i < NKEYS; i++) {
+        size_t o = strlen(names);
+        snprintf(names + o, sizeof(names) - o, "%s%s",
+                 i == 0          ? ""
+                 : i + 1 < NKEYS ? ", "
+                                 : " or ",
+                 spec_keys[i].name);
     }
-    if (!strcmp(key, "warmup")) {
-        return cli_parse_count_opt("warmup", value, 0, 1000000, &s->warmup, err, errlen);
-    }
-    if (!strcmp(key, "root")) {
-        return cli_parse_count_opt("root", value, 0, 1 << 24, &s->root, err, errlen);
-    }
-    snprintf(err, errlen,
-             "unknown key '%s' (use backends, variants, ops, dtypes, redops, counts, bytes, "
-             "inplace, imbalance, mem, iters, warmup or root)",
-             key);
+    snprintf(err, errlen, "unknown key '%s' (use %s)", key, names);
     return -1;
 }
 

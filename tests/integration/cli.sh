@@ -8,6 +8,24 @@
 cp_run --help
 [ $rc -eq 0 ] && grep -q -- '--np N' "$WORK/out" && grep -q -- '--matrix FILE' "$WORK/out"
 ok $? "--help describes the options"
+# the matrix keys' defaults: --help takes them from the key table (src/core/spec.c), and the
+# man page's entry of each option says the same value
+man="$COLLPROF_SRCDIR/docs/collprof.1"
+bad=""
+for o in iters warmup root counts inplace imbalance dtype redop; do
+    d=$(awk -v o="--$o" '
+        index($0, o " ") || index($0, o ",") { on = 1 }
+        on && /^  -/ && !index($0, o) { exit }
+        on && /\(default: / { sub(/.*\(default: /, ""); sub(/\).*/, ""); print; exit }' "$WORK/out")
+    m=$(sed 's/\\-/-/g' "$man" | awk -v o="--$o" '
+        /^\.B/ && index($0, o) { on = 1; next }
+        on && /^\.(TP|SH|PP)/ { exit }
+        on { print }')
+    case $m in *"$d"*default* | *default*"$d"*) ;; *) bad="$bad $o(${d:-none})" ;; esac
+    [ -n "$d" ] || bad="$bad $o(no default in --help)"
+done
+[ -z "$bad" ]
+ok $? "the defaults --help gives for the matrix keys are the man page's${bad:+ (differ:$bad)}"
 cp_run --version
 [ $rc -eq 0 ] && grep -q '^collprof [0-9]' "$WORK/out"
 ok $? "--version"
