@@ -8,7 +8,8 @@
  *
  * With -o the output replaces its file at once (a temporary file in the
  * same directory, renamed over it): the node exporter's textfile collector
- * or a log shipper never reads half a file.  -o DIR writes DIR/collprof.EXT.
+ * or a log shipper never reads half a file.  With --prom or --openmetrics,
+ * -o DIR writes DIR/collprof.prom or .om (the textfile collector's directory).
  */
 #include "config.h"
 
@@ -20,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* the formats, by option index; the name a directory given to -o gets */
+/* the formats, by option index; the name a directory given to -o gets (metrics only) */
 enum { FMT_CSV = 1, FMT_JSON, FMT_OUTPUT, FMT_JSONL, FMT_PROM, FMT_OM };
-static const char *const ext[] = {"", "csv", "json", "", "jsonl", "prom", "om"};
+static const char *const ext[] = {"", "", "", "", "", "prom", "om"};
 
 static void usage(FILE *f)
 {
@@ -40,8 +41,8 @@ static void usage(FILE *f)
                "  --openmetrics OpenMetrics with each run's time on its samples and '# EOF':\n"
                "                a history for 'promtool tsdb create-blocks-from openmetrics'\n"
                "  -o, --output OUT  write to OUT instead of standard output, replacing it at\n"
-               "                once (temporary file + rename); a directory gets\n"
-               "                collprof.csv, .json, .jsonl, .prom or .om\n"
+               "                once (temporary file + rename); --prom and --openmetrics\n"
+               "                take a directory too, and write collprof.prom or .om there\n"
                "  -h, --help    this help\n"
                "\n"
                "The metrics (collprof_*) are listed in docs/metrics.md.\n"
@@ -192,15 +193,16 @@ static int write_atomic(const char *path, const char *e, void (*write)(FILE *out
     return CP_REPORT_EXIT_OK;
 }
 
-/* Whether -o path is replaced by a rename: absent, a regular file or a directory (not a
- * device such as /dev/null, which is written in place, nor a FIFO, refused there). */
-static int renamed(const char *path)
+/* Whether -o path is replaced by a rename: absent, a regular file, or for the metrics a
+ * directory (not a device such as /dev/null, which is written in place, nor a FIFO or another
+ * directory, which cp_report_write refuses). */
+static int renamed(const char *path, int format)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
         return errno == ENOENT && path[0] != '\0';
     }
-    return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+    return S_ISREG(st.st_mode) || (S_ISDIR(st.st_mode) && (format == FMT_PROM || format == FMT_OM));
 }
 
 static int run(void *ctx, cp_report_file_t **files, int n)
@@ -215,8 +217,9 @@ static int run(void *ctx, cp_report_file_t **files, int n)
     }
     void (*write)(FILE *, const void *) = p ? cp_report_prom_write : write_out;
     const void *data = p ? (const void *)p : &l;
-    int rc = s->output && renamed(s->output) ? write_atomic(s->output, ext[s->format], write, data)
-                                             : cp_report_write(s->output, write, data);
+    int rc = s->output && renamed(s->output, s->format)
+                 ? write_atomic(s->output, ext[s->format], write, data)
+                 : cp_report_write(s->output, write, data);
     cp_report_prom_free(p);
     return rc;
 }

@@ -8,8 +8,9 @@
  * /results columns in schema order, the versions of its backend, the
  * host and device of every rank (rank_hosts, rank_devices, indexed by
  * rank) and the captured environment as one object (env).  The command
- * line and the environment are redacted again here (cp_redact), for files
- * whose writer did not yet do it.  docs/metrics.md describes the record.
+ * line, the other run attributes (a tag) and the environment are redacted
+ * here (cp_redact): the writer keeps the command line as given, and older
+ * writers did not redact the environment.  docs/metrics.md describes the record.
  */
 #include "config.h"
 
@@ -73,6 +74,7 @@ static void put_argv(FILE *out, const char *cmd)
 /* The run: schema version first, then every root attribute (run_*) and the Slurm facts. */
 static void put_run(FILE *out, const cp_report_file_t *f)
 {
+    static char safe[CP_JSONL_TEXT];
     fprintf(out,
             "{\"format\": \"%s\", \"format_version\": %d, \"schema_version\": ", CP_JSONL_FORMAT,
             CP_JSONL_VERSION);
@@ -90,8 +92,9 @@ static void put_run(FILE *out, const cp_report_file_t *f)
             continue;
         }
         key(out, "run_", a->name);
-        if (a->kind == COLLPROF_STR) {
-            cp_report_json_string(out, *(const char *const *)slot);
+        if (a->kind == COLLPROF_STR) { /* a tag may hold "token=..." too */
+            cp_report_json_string(out,
+                                  cp_redact(NULL, *(const char *const *)slot, safe, sizeof(safe)));
         } else if (a->kind == COLLPROF_I64) {
             fprintf(out, "%lld", *(const long long *)slot);
         } else {

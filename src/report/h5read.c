@@ -142,8 +142,8 @@ static int valid_text(const char *s, size_t max)
 
 /* ---- root attributes ------------------------------------------------------------ */
 
-/* A string attribute (fixed or variable length) into *out, malloc'd and checked. */
-static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen)
+/* A string attribute (fixed or variable length) into *out, malloc'd, as the file has it. */
+static int read_str_raw(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen)
 {
     /* HDF5 does not convert between character sets: read in the file's own */
     int var = H5Tis_variable_str(ft) > 0;
@@ -153,7 +153,7 @@ static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *
     herr_t rd = var ? H5Aread(a, mt, &s) : (v = calloc(size + 1, 1)) ? H5Aread(a, mt, v) : 0;
     cp_h5_release(mt);
     if (rd < 0) {
-        h5_fail(err, errlen, "cannot read attribute '%s'", name);
+        h5_fail(err, errlen, "cannot read attribute '%.64s'", name);
         free(v);
         return -1;
     }
@@ -163,6 +163,17 @@ static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *
     }
     if (v == NULL) {
         snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A string attribute into *out, malloc'd and checked. */
+static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen)
+{
+    char *v;
+    if (read_str_raw(a, ft, name, &v, err, errlen) != 0) {
         return -1;
     }
     if (!valid_text(v, strlen(v) + 1)) {
@@ -646,7 +657,11 @@ typedef struct slurm_iter {
     size_t errlen;
 } slurm_iter_t;
 
-/* One root attribute: kept when it is a scalar string named slurm_*; others are skipped. */
+/*
+ * One root attribute: kept when it is a scalar string named slurm_*, others are
+ * skipped.  The writer copies these from the job as they are (a job name is the
+ * user's), so the value is made printable (cp_text_sanitize) rather than refused.
+ */
 static herr_t slurm_attr(hid_t obj, const char *name, const H5A_info_t *info, void *data)
 {
     slurm_iter_t *it = data;
@@ -664,17 +679,26 @@ static herr_t slurm_attr(hid_t obj, const char *name, const H5A_info_t *info, vo
     hid_t ft = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
     hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
     cp_report_attr_t *at = &f->slurm[f->nslurm];
+    char *raw = NULL;
+    size_t len = 0;
     int rc = -1;
     if (ft < 0 || sp < 0) {
         h5_fail(it->err, it->errlen, "cannot read attribute '%.64s'", name);
     } else if (H5Tget_class(ft) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
         rc = 0; /* not one of the writer's: not shown */
-    } else if (read_str_attr(a, ft, name, &at->value, it->err, it->errlen) == 0) {
-        rc = (at->name = strdup(name)) != NULL ? 1 : -1;
-        f->nslurm++; /* value owned either way */
+    } else if (read_str_raw(a, ft, name, &raw, it->err, it->errlen) == 0) {
+        len = 4 * strlen(raw) + 1; /* room for every byte as \\xNN */
+        at->value = malloc(len);
+        at->name = malloc(4 * strlen(name) + 1);
+        f->nslurm++; /* owned either way */
+        rc = at->value != NULL && at->name != NULL ? 1 : -1;
         if (rc < 0) {
             snprintf(it->err, it->errlen, "out of memory");
+        } else {
+            cp_text_sanitize(raw, at->value, len);
+            cp_text_sanitize(name, at->name, 4 * strlen(name) + 1);
         }
+        free(raw);
     }
     cp_h5_release(sp);
     cp_h5_release(ft);
