@@ -159,14 +159,13 @@ static int write_atomic(const char *path, const char *e, void (*write)(FILE *out
     struct stat st;
     char target[4096], tmp[4200];
     int dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-    const char *slash = strrchr(path, '/');
     if (snprintf(target, sizeof(target), dir ? "%s/collprof.%s" : "%s", path, e) >=
         (int)sizeof(target)) {
         cp_report_error("export: output '%.64s...': name too long", path);
         return CP_REPORT_EXIT_BAD;
     }
     /* beside the target, hidden and not *.prom: the textfile collector skips it */
-    slash = strrchr(target, '/');
+    const char *slash = strrchr(target, '/');
     snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", slash ? (int)(slash - target + 1) : 0, target,
              slash ? slash + 1 : target);
     int fd = mkstemp(tmp);

@@ -73,6 +73,7 @@ typedef struct sample {
 struct cp_report_prom {
     sample_t *s;
     size_t n, cap;
+    const char **host; /* the file being added: each node's host, NULL when no rank names it */
     int openmetrics;
     int oom;
 };
@@ -120,6 +121,7 @@ static void add(cp_report_prom_t *p, int fam, FILE *m, char **buf, double value,
 /* A new label set holding the run's labels (partition, and the size of the run). */
 static FILE *run_labels(const cp_report_file_t *f, char **buf, size_t *len, int sized)
 {
+    *buf = NULL; /* stays NULL when the stream cannot be made: add() sees it */
     FILE *m = open_memstream(buf, len);
     if (m != NULL) {
         put_label(m, "partition", cp_report_slurm(f, "partition"));
@@ -184,12 +186,10 @@ static void add_cell(cp_report_prom_t *p, const cp_report_file_t *f, const collp
     if (!cp_report_measured(r)) {
         return;
     }
-    if (r->bytes == 0) { /* a barrier: a time, no bandwidth */
-        goto times;
+    if (r->bytes > 0) { /* a barrier has a time, no bandwidth */
+        add(p, FAM_BUSBW, cell_labels(f, r, &buf, &len), &buf, r->busbw_gbs * 1e9, ts);
+        add(p, FAM_ALGBW, cell_labels(f, r, &buf, &len), &buf, r->algbw_gbs * 1e9, ts);
     }
-    add(p, FAM_BUSBW, cell_labels(f, r, &buf, &len), &buf, r->busbw_gbs * 1e9, ts);
-    add(p, FAM_ALGBW, cell_labels(f, r, &buf, &len), &buf, r->algbw_gbs * 1e9, ts);
-times:;
     const char *stat[] = {"mean", "p50", "p99"};
     double us[] = {r->time_mean_us, r->time_p50_us, r->time_p99_us};
     for (int k = 0; k < 3; k++) {
@@ -212,14 +212,11 @@ static int nodes_of(const cp_report_file_t *f)
 }
 
 /* A new label set for node k of f (its host name; "node<k>" when no rank names it). */
-static FILE *node_labels(const cp_report_file_t *f, const char *backend, int k, char **buf,
-                         size_t *len)
+static FILE *node_labels(const cp_report_prom_t *p, const cp_report_file_t *f, const char *backend,
+                         int k, char **buf, size_t *len)
 {
     FILE *m = run_labels(f, buf, len, 0);
-    const char *host = NULL;
-    for (int q = 0; q < f->nranks && host == NULL; q++) {
-        host = f->ranks[q].node_id == k ? f->ranks[q].hostname : NULL;
-    }
+    const char *host = p->host[k];
     char name[32];
     snprintf(name, sizeof(name), "node%d", k);
     if (m != NULL) {
@@ -256,7 +253,8 @@ static int add_node_times(cp_report_prom_t *p, const cp_report_file_t *f, double
         char *buf;
         size_t len;
         if (cnt[k] > 0) {
-            add(p, FAM_NODE_TIME, node_labels(f, NULL, k, &buf, &len), &buf, sum[k] / cnt[k], ts);
+            add(p, FAM_NODE_TIME, node_labels(p, f, NULL, k, &buf, &len), &buf, sum[k] / cnt[k],
+                ts);
         }
     }
     free(sum);
@@ -268,21 +266,22 @@ static int add_node_times(cp_report_prom_t *p, const cp_report_file_t *f, double
 /* The screen's node rows: a verdict set and a score per backend and node. */
 static void add_screen(cp_report_prom_t *p, const cp_report_file_t *f, double ts)
 {
+    int nn = nodes_of(f);
     for (size_t i = 0; i < f->nscreen; i++) {
         const collprof_screen_row_t *r = &f->screen[i];
         char *buf;
         size_t len;
-        if (strcmp(r->what, "node") != 0) {
-            continue;
+        if (strcmp(r->what, "node") != 0 || r->node_a < 0 || r->node_a >= nn) {
+            continue; /* a link, the validation, or a node no rank names (node_count absent) */
         }
         for (size_t v = 0; v < NVERDICTS; v++) {
-            FILE *m = node_labels(f, r->backend, r->node_a, &buf, &len);
+            FILE *m = node_labels(p, f, r->backend, r->node_a, &buf, &len);
             if (m != NULL) {
                 put_label(m, "verdict", verdicts[v]);
             }
             add(p, FAM_NODE_SCREEN, m, &buf, !strcmp(r->verdict, verdicts[v]), ts);
         }
-        add(p, FAM_NODE_SCORE, node_labels(f, r->backend, r->node_a, &buf, &len), &buf, r->score,
+        add(p, FAM_NODE_SCORE, node_labels(p, f, r->backend, r->node_a, &buf, &len), &buf, r->score,
             ts);
     }
 }
@@ -331,7 +330,7 @@ static void add_links_kind(cp_report_prom_t *p, const cp_report_file_t *f, const
         char *buf;
         size_t len;
         if (cnt > 0) {
-            add(p, bw ? FAM_NODE_LINK_BW : FAM_NODE_LINK_LAT, node_labels(f, b, k, &buf, &len),
+            add(p, bw ? FAM_NODE_LINK_BW : FAM_NODE_LINK_LAT, node_labels(p, f, b, k, &buf, &len),
                 &buf, cp_report_median(vals + start, cnt), ts);
         }
     }
@@ -361,6 +360,14 @@ static int add_links(cp_report_prom_t *p, const cp_report_file_t *f, double ts)
 static int add_file(cp_report_prom_t *p, const cp_report_file_t *f)
 {
     double ts = run_time(f);
+    free(p->host);
+    if ((p->host = calloc((size_t)nodes_of(f), sizeof(*p->host))) == NULL) {
+        cp_report_error("export: out of memory");
+        return -1;
+    }
+    for (int q = f->nranks - 1; q >= 0; q--) { /* the node's first rank names it */
+        p->host[f->ranks[q].node_id] = f->ranks[q].hostname;
+    }
     if (p->openmetrics && ts <= 0) {
         cp_report_error("export: %s: no time of the run (no 'created' attribute, no cell start): "
                         "it cannot go into a history",
@@ -419,6 +426,7 @@ void cp_report_prom_free(cp_report_prom_t *p)
     }
     if (p != NULL) {
         free(p->s);
+        free(p->host);
     }
     free(p);
 }
