@@ -16,11 +16,12 @@ mode=${1:-run}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-# build: compilers, autotools, PMIx, Open MPI, HDF5, nettle (the control channel's HMAC); tests: h5dump, h5py, Chromium (plots)
+# build: compilers, autotools, PMIx, Open MPI, HDF5, nettle (the control channel's HMAC); tests: h5dump, h5py, Chromium (plots),
+# promtool and the node exporter (export --prom; tests/integration/prom.sh fails without them here)
 PKGS="build-essential g++ autoconf automake libtool libtool-bin pkg-config libpmix-dev libpmix-bin
 libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libfabric-dev libfabric-bin libgloo-dev nettle-dev procps python3 python3-h5py python3-numpy"
 [ "$mode" = test ] && PKGS="$PKGS clang libclang-rt-14-dev chromium python3-pandas python3-matplotlib slurmctld slurmd slurm-client
-munge libslurm-dev iproute2"
+munge libslurm-dev iproute2 prometheus prometheus-node-exporter curl"
 
 install_packages() {
     missing=
@@ -57,6 +58,20 @@ build() {
 export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
 export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo GLOO_SOCKET_IFNAME=lo NCCL_SOCKET_IFNAME=lo
 
+# Debian's prometheus packages start prometheus and the node exporter, listening on every
+# address: the tests run their own on 127.0.0.1, so stop these (systemd or init scripts)
+stop_prometheus_services() {
+    s=
+    [ "$(id -u)" -eq 0 ] || s=sudo
+    for u in prometheus prometheus-node-exporter; do
+        if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+            $s systemctl disable --now "$u" >/dev/null 2>&1 || true
+        elif [ -x "/etc/init.d/$u" ]; then
+            $s "/etc/init.d/$u" stop >/dev/null 2>&1 || true
+        fi
+    done
+}
+
 install_packages
 build
 case $mode in
@@ -65,6 +80,10 @@ run)
     exec "$top/build/collprof" --np 4 "$@"
     ;;
 test)
+    # a test that honours it (tests/integration/prom.sh) fails, not skips, without its tools
+    export COLLPROF_REQUIRE_TOOLS=1
+    # Debian's prometheus package starts its daemons (on all addresses): the tests start their own
+    stop_prometheus_services
     log=$(mktemp)
     # POSIX sh has no pipefail: carry make's status out of the pipe in a file
     { rc=0

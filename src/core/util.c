@@ -398,6 +398,16 @@ const char *cp_env_captured(const char *kv, char *name, size_t len)
     return value;
 }
 
+char *cp_redact(const char *name, const char *value, char *out, size_t len)
+{
+    if ((name != NULL && name_is_secret(name)) || value_is_secret(value)) {
+        snprintf(out, len, "<redacted>");
+    } else {
+        redact_inside(value, out, len);
+    }
+    return out;
+}
+
 void *cp_alloc_pages(size_t bytes)
 {
     void *p = NULL;

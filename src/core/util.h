@@ -79,6 +79,14 @@ void cp_utc_iso(char *buf, size_t len);
 const char *cp_env_captured(const char *kv, char *name, size_t len);
 
 /**
+ * value as cp_env_captured() would record it, for text that a writer may
+ * not have redacted (a command line word, an older file's variable): into
+ * out[len], "<redacted>" when name (NULL: none) or the value says it is a
+ * secret, else with the secret parts inside it replaced.  Returns out.
+ */
+char *cp_redact(const char *name, const char *value, char *out, size_t len);
+
+/**
  * Open path for reading when it is a regular file (a FIFO or device is
  * refused without blocking); NULL with "cannot read WHAT 'PATH': why".
  */

@@ -142,8 +142,8 @@ static int valid_text(const char *s, size_t max)
 
 /* ---- root attributes ------------------------------------------------------------ */
 
-/* A string attribute (fixed or variable length) into *out, malloc'd and checked. */
-static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen)
+/* A string attribute (fixed or variable length) into *out, malloc'd, as the file has it. */
+static int read_str_raw(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen)
 {
     /* HDF5 does not convert between character sets: read in the file's own */
     int var = H5Tis_variable_str(ft) > 0;
@@ -153,7 +153,7 @@ static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *
     herr_t rd = var ? H5Aread(a, mt, &s) : (v = calloc(size + 1, 1)) ? H5Aread(a, mt, v) : 0;
     cp_h5_release(mt);
     if (rd < 0) {
-        h5_fail(err, errlen, "cannot read attribute '%s'", name);
+        h5_fail(err, errlen, "cannot read attribute '%.64s'", name);
         free(v);
         return -1;
     }
@@ -163,6 +163,17 @@ static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *
     }
     if (v == NULL) {
         snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A string attribute into *out, malloc'd and checked. */
+static int read_str_attr(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen)
+{
+    char *v;
+    if (read_str_raw(a, ft, name, &v, err, errlen) != 0) {
         return -1;
     }
     if (!valid_text(v, strlen(v) + 1)) {
@@ -625,14 +636,103 @@ static int read_screen(hid_t file, cp_report_file_t *f, char *err, size_t errlen
     return rc;
 }
 
-/* /environment is not shown, but it is read so that damage to it is noticed too. */
-static int check_environment(hid_t file, char *err, size_t errlen)
+/* /environment: the variables that shape communication, as the writer recorded them. */
+static int read_environment(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
 {
     void *recs;
-    size_t n;
-    int rc = read_table(file, &cp_h5_table_environment, 1, NULL, NULL, &recs, &n, err, errlen);
-    free(recs);
+    int rc =
+        read_table(file, &cp_h5_table_environment, 1, NULL, NULL, &recs, &f->nenv, err, errlen);
+    f->env = recs;
     return rc;
+}
+
+/* ---- slurm_* root attributes -------------------------------------------------------- */
+
+/* at most this many: a file is not a place for an unbounded list of job facts */
+#define CP_REPORT_MAX_SLURM 256
+
+typedef struct slurm_iter {
+    cp_report_file_t *f;
+    char *err;
+    size_t errlen;
+} slurm_iter_t;
+
+/*
+ * One root attribute: kept when it is a scalar string named slurm_*, others are
+ * skipped.  The writer copies these from the job as they are (a job name is the
+ * user's), so the value is made printable (cp_text_sanitize) rather than refused.
+ */
+static herr_t slurm_attr(hid_t obj, const char *name, const H5A_info_t *info, void *data)
+{
+    slurm_iter_t *it = data;
+    cp_report_file_t *f = it->f;
+    (void)info;
+    if (strncmp(name, "slurm_", 6) != 0) {
+        return 0;
+    }
+    if (f->nslurm == CP_REPORT_MAX_SLURM) {
+        snprintf(it->err, it->errlen, "corrupted: more than %d slurm_* attributes",
+                 CP_REPORT_MAX_SLURM);
+        return -1;
+    }
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t ft = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+    hid_t sp = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+    cp_report_attr_t *at = &f->slurm[f->nslurm];
+    char *raw = NULL;
+    size_t len = 0;
+    int rc = -1;
+    if (ft < 0 || sp < 0) {
+        h5_fail(it->err, it->errlen, "cannot read attribute '%.64s'", name);
+    } else if (H5Tget_class(ft) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
+        rc = 0; /* not one of the writer's: not shown */
+    } else if (read_str_raw(a, ft, name, &raw, it->err, it->errlen) == 0) {
+        len = 4 * strlen(raw) + 1; /* room for every byte as \\xNN */
+        at->value = malloc(len);
+        at->name = malloc(4 * strlen(name) + 1);
+        f->nslurm++; /* owned either way */
+        rc = at->value != NULL && at->name != NULL ? 1 : -1;
+        if (rc < 0) {
+            snprintf(it->err, it->errlen, "out of memory");
+        } else {
+            cp_text_sanitize(raw, at->value, len);
+            cp_text_sanitize(name, at->name, 4 * strlen(name) + 1);
+        }
+        free(raw);
+    }
+    cp_h5_release(sp);
+    cp_h5_release(ft);
+    cp_h5_release(a);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The job facts the writer added under Slurm (docs/hdf5-schema.md), in creation order. */
+static int read_slurm(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+{
+    slurm_iter_t it = {f, err, errlen};
+    hsize_t idx = 0;
+    if ((f->slurm = calloc(CP_REPORT_MAX_SLURM, sizeof(*f->slurm))) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    err[0] = '\0';
+    if (H5Aiterate2(file, H5_INDEX_NAME, H5_ITER_INC, &idx, slurm_attr, &it) < 0) {
+        if (err[0] == '\0') {
+            h5_fail(err, errlen, "cannot list the root attributes");
+        }
+        return -1;
+    }
+    return 0;
+}
+
+const char *cp_report_slurm(const cp_report_file_t *f, const char *name)
+{
+    for (size_t i = 0; i < f->nslurm; i++) {
+        if (!strcmp(f->slurm[i].name + 6, name)) {
+            return f->slurm[i].value;
+        }
+    }
+    return "";
 }
 
 /* ---- /cells/<cell> ------------------------------------------------------------------ */
@@ -1051,7 +1151,8 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
              : read_backends(file, f, err, errlen) != 0    ? -1
              : read_links(file, f, err, errlen) != 0       ? -1
              : read_screen(file, f, err, errlen) != 0      ? -1
-             : check_environment(file, err, errlen) != 0   ? -1
+             : read_environment(file, f, err, errlen) != 0 ? -1
+             : read_slurm(file, f, err, errlen) != 0       ? -1
              : read_cells(file, f, err, errlen) != 0       ? -1
                                                            : 0;
     if (file >= 0 && H5Fclose(file) < 0 && rc == 0) {
@@ -1090,6 +1191,11 @@ void cp_report_close(cp_report_file_t *f)
                        c->recv_bytes, c->prov,      c->rep_p50,  c->rep_iters};
         free_all(raw, sizeof(raw) / sizeof(raw[0]));
     }
-    void *owned[] = {f->cells, f->rows, f->ranks, f->backends, f->links, f->screen, f->path, f};
+    for (size_t i = 0; f->slurm != NULL && i < f->nslurm; i++) {
+        free(f->slurm[i].name);
+        free(f->slurm[i].value);
+    }
+    void *owned[] = {f->cells,  f->rows, f->ranks, f->backends, f->links,
+                     f->screen, f->env,  f->slurm, f->path,     f};
     free_all(owned, sizeof(owned) / sizeof(owned[0]));
 }

@@ -46,6 +46,12 @@ typedef struct cp_report_cell {
     uint64_t *rep_iters;
 } cp_report_cell_t;
 
+/** A root attribute outside the schema's list (the writer's slurm_*), name and value. */
+typedef struct cp_report_attr {
+    char *name;
+    char *value;
+} cp_report_attr_t;
+
 typedef struct cp_report_file {
     char *path; /* the name given, escaped for printing (cp_text_sanitize) */
     /** root attributes: strings "" when absent, numbers 0 (the reader owns the strings);
@@ -63,7 +69,14 @@ typedef struct cp_report_file {
     size_t nlinks;
     collprof_screen_row_t *screen; /**< the screen's verdict (/screen, from 1.7); NULL: none */
     size_t nscreen;
+    collprof_env_row_t *env; /**< /environment (secrets already <redacted> by the writer) */
+    size_t nenv;
+    cp_report_attr_t *slurm; /**< the root's string attributes slurm_*, by name */
+    size_t nslurm;
 } cp_report_file_t;
+
+/** The value of the root attribute slurm_<name> of f (e.g. "partition"); "" when absent. */
+const char *cp_report_slurm(const cp_report_file_t *f, const char *name);
 
 /**
  * Load and check a result file.  On failure returns -1 with a one-line

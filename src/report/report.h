@@ -107,6 +107,24 @@ int cp_report_cmd_best(int argc, char **argv);
 int cp_report_cmd_screen(int argc, char **argv);
 int cp_report_cmd_baseline(int argc, char **argv);
 
+/* ---- export's Prometheus formats (export_prom.c) and JSON lines (export_jsonl.c) ---- */
+
+/** The metrics of some result files, built before anything is written. */
+typedef struct cp_report_prom cp_report_prom_t;
+
+/**
+ * The metrics of files[0..n): OpenMetrics with each run's time on its samples when
+ * openmetrics, else the text format without times (the newest sample of each series).
+ * NULL after a one-line error (out of memory; for OpenMetrics, a file without a time).
+ */
+cp_report_prom_t *cp_report_prom_build(cp_report_file_t *const *files, int n, int openmetrics);
+/** Write what cp_report_prom_build gave (data: the cp_report_prom_t), for cp_report_write. */
+void cp_report_prom_write(FILE *out, const void *data);
+void cp_report_prom_free(cp_report_prom_t *p);
+
+/** One JSON object per line and cell of files[0..n), flat (docs/metrics.md). */
+void cp_report_jsonl_write(FILE *out, cp_report_file_t *const *files, int n);
+
 /* ---- which backend and variant wins (cmd_best.c, also for summary and plot) ---- */
 
 /**

@@ -272,3 +272,10 @@ for tag in ("esc", "ff", "bidi", "nl"):
          lambda f, s=s: f.attrs.__setitem__("collprof_version", np.bytes_(s)))
     edit("attr_cmdline_%s.h5" % tag,
          lambda f, s=s: f.attrs.__setitem__("command_line", np.bytes_(s)))
+    # the job's facts are copied as Slurm gives them: shown escaped, never refused
+    edit("attr_slurm_%s.h5" % tag,
+         lambda f, s=s: f.attrs.__setitem__("slurm_partition", np.bytes_(s)))
+# what a Prometheus label or a JSON string must escape: quotes, backslashes, braces
+edit("str_variant_quotes.h5", set_field("results", "variant", b'a"b\\c},x="y'))
+edit("attr_slurm_quotes.h5",
+     lambda f: f.attrs.__setitem__("slurm_partition", np.bytes_(b'p"\\q\\n')))

@@ -386,6 +386,14 @@ static void check_paths_1_10(void)
        "1.10: /links path classes by the switches (%d same-switch, %d cross-switch, %d other), "
        "path_refs on %d node rows, n3 slow by class",
        same, cross, other, refs);
+    size_t procid = f->nenv;
+    for (size_t i = 0; i < f->nenv; i++) {
+        procid = !strcmp(f->env[i].name, "SLURM_PROCID") ? i : procid;
+    }
+    ok(!strcmp(cp_report_slurm(f, "partition"), "debug") && cp_report_slurm(f, "nope")[0] == 0 &&
+           f->nslurm > 10 && procid < f->nenv && !strcmp(f->env[procid].value, "0"),
+       "1.10: the slurm_* attributes (%zu, partition debug) and /environment (%zu) are kept",
+       f->nslurm, f->nenv);
     cp_report_close(f);
     f = open_sample("1.9");
     if (f != NULL) {
