@@ -68,6 +68,12 @@ void cp_plan_node_this(cp_plan_node_t *node, int local_ranks, int rank0_here);
  */
 int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
                   const cp_plan_node_t *node, cp_plan_t *plan, char *err, size_t errlen);
+
+/** The memory guard of cp_plan_build (plan_mem.c): 0 when every cell of plan fits on node,
+ *  else -1 and the neediest refused cell in err. */
+int cp_plan_memory_guard(const cp_options_t *opt, const cp_plugin_t *plugins,
+                         const cp_plan_node_t *node, const cp_plan_t *plan, char *err,
+                         size_t errlen);
 void cp_plan_free(cp_plan_t *plan);
 
 struct cp_boot;
