@@ -22,6 +22,7 @@
  */
 
 #include "boot/tcp_tree.h"
+#include "boot/tcp_tree_int.h"
 #include "boot/tcp_sock.h"
 #include "collprof/status.h"
 #include "core/fault.h"
@@ -41,18 +42,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define HELLO_MAGIC     0x43504f48u /* "CPOH": a member introduces its subtree */
-#define VERDICT_MAGIC   0x43504f56u /* "CPOV": the root says whether all came */
-#define CHALLENGE_MAGIC 0x43504f43u /* "CPOC": a listener's nonce */
-
-/* The introduction's fixed-size part: five uint32 (magic, index, 0, n, count), the child's
- * nonce, its proof. */
-#define INTRO_LEN     (5 * 4 + CP_AUTH_NONCE_LEN + CP_AUTH_MAC_LEN)
-#define CHALLENGE_LEN (4 + CP_AUTH_NONCE_LEN)
-#define MAX_PENDING   64 /* connections being introduced at once; more wait in the backlog */
-#define MAX_LOGGED    16 /* peer addresses whose drops were logged, per accept phase */
-
-static void close_fd(int *fd)
+void cp_tree_close_fd(int *fd)
 {
     if (*fd >= 0) {
         close(*fd);
@@ -65,11 +55,11 @@ void cp_tree_close(cp_tree_t *t)
     if (t == NULL) {
         return;
     }
-    close_fd(&t->lfd[0]);
-    close_fd(&t->lfd[1]);
-    close_fd(&t->parent);
+    cp_tree_close_fd(&t->lfd[0]);
+    cp_tree_close_fd(&t->lfd[1]);
+    cp_tree_close_fd(&t->parent);
     for (int k = 0; k < t->nkids; k++) {
-        close_fd(&t->kid_fd[k]);
+        cp_tree_close_fd(&t->kid_fd[k]);
     }
     t->up = 0;
 }
@@ -166,307 +156,24 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
     return t;
 }
 
-/* ---- children ---------------------------------------------------------- */
-
-static int add_kid(cp_tree_t *t, int fd, const int32_t *idx, int cnt)
-{
-    if (t->nkids == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 8;
-        int *a = realloc(t->kid_fd, (size_t)cap * sizeof(int));
-        t->kid_fd = a ? a : t->kid_fd;
-        int *b = realloc(t->kid_first, (size_t)cap * sizeof(int));
-        t->kid_first = b ? b : t->kid_first;
-        int *c = realloc(t->kid_size, (size_t)cap * sizeof(int));
-        t->kid_size = c ? c : t->kid_size;
-        if (a == NULL || b == NULL || c == NULL) {
-            return -1;
-        }
-        t->cap = cap;
-    }
-    int k = t->nkids++;
-    t->kid_fd[k] = fd;
-    t->kid_first[k] = t->sub;
-    t->kid_size[k] = cnt;
-    for (int i = 0; i < cnt; i++) {
-        t->order[t->sub++] = (int)ntohl((uint32_t)idx[i]);
-        if (t->kid_of != NULL) {
-            t->kid_of[t->order[t->sub - 1]] = k;
-        }
-    }
-    cp_sock_nodelay(fd);
-    return 0;
-}
-
-/* Whether the subtree idx[0..cnt) may join: indices in range, none the root's, none seen. */
-static int subtree_ok(const cp_tree_t *t, const int32_t *idx, int cnt, int first)
-{
-    for (int i = 0; i < cnt; i++) {
-        int x = (int)ntohl((uint32_t)idx[i]);
-        if (x <= 0 || x >= t->n || x == t->me || (i == 0 && x != first)) {
-            return 0;
-        }
-        if (t->kid_of != NULL ? t->kid_of[x] >= 0 : 0) {
-            return 0;
-        }
-        for (int j = 0; t->kid_of == NULL && j < t->sub; j++) {
-            if (t->order[j] == x) {
-                return 0;
-            }
-        }
-        for (int j = 0; j < i; j++) {
-            if (idx[j] == idx[i]) {
-                return 0;
-            }
-        }
-    }
-    return 1;
-}
-
-/* A connection not introduced yet. */
-typedef struct pending {
-    int fd;
-    int proven;       /* its proof checked out: its subtree comes next */
-    size_t got, need; /* bytes of intro (then of idx) so far, and in all */
-    double until_us;  /* its deadline */
-    int cnt;          /* its subtree's members (once proven) */
-    int32_t *idx;     /* its subtree (once proven) */
-    unsigned char na[CP_AUTH_NONCE_LEN];
-    unsigned char intro[INTRO_LEN];
-    char peer[64]; /* numeric "host:port" ("[host]:port" for IPv6) */
-} pending_t;
-
-/* One accept phase: the connections being introduced, the addresses already logged. */
-typedef struct accepting {
-    pending_t p[MAX_PENDING];
-    int np;
-    char logged[MAX_LOGGED][64];
-    int nlogged, quiet; /* addresses logged; drops not logged (address seen, or table full) */
-} accepting_t;
-
-static uint32_t word(const unsigned char *p, int i)
-{
-    uint32_t v;
-    memcpy(&v, p + 4 * i, sizeof(v));
-    return ntohl(v);
-}
-
-/* Drop connection i with the reason: logged once per peer address of this phase. */
-static void drop(accepting_t *a, int i, const char *reason)
-{
-    pending_t *c = &a->p[i];
-    char host[sizeof(c->peer)];
-    snprintf(host, sizeof(host), "%s", c->peer);
-    char *colon = strrchr(host, ':');
-    if (colon != NULL) {
-        *colon = '\0'; /* the address without the port */
-    }
-    int seen = 0;
-    for (int k = 0; k < a->nlogged && !seen; k++) {
-        seen = strcmp(a->logged[k], host) == 0;
-    }
-    if (!seen && a->nlogged < MAX_LOGGED) {
-        snprintf(a->logged[a->nlogged++], sizeof(a->logged[0]), "%s", host);
-        cp_log(CP_LOG_WARN, "control channel: dropped a connection from %s: %s", c->peer, reason);
-    } else {
-        a->quiet++;
-    }
-    close(c->fd);
-    free(c->idx);
-    a->p[i] = a->p[--a->np];
-}
-
-/* Accept one connection from listener l and send it a challenge. */
-static void open_one(accepting_t *a, int l)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    int fd = accept4(l, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-        return;
-    }
-    pending_t *c = &a->p[a->np++];
-    memset(c, 0, sizeof(*c));
-    c->fd = fd;
-    c->need = INTRO_LEN;
-    c->until_us = cp_now_us() + CP_TMO_TREE_HELLO_S * 1e6;
-    char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
-    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
-                NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
-    unsigned char ch[CHALLENGE_LEN];
-    uint32_t magic = htonl(CHALLENGE_MAGIC);
-    char why[128];
-    if (cp_auth_random(c->na, sizeof(c->na), why, sizeof(why)) != 0) {
-        drop(a, a->np - 1, why);
-        return;
-    }
-    memcpy(ch, &magic, sizeof(magic));
-    memcpy(ch + 4, c->na, sizeof(c->na));
-    /* a fresh socket's buffer takes it whole */
-    if (send(fd, ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ch)) {
-        drop(a, a->np - 1, "it went away before its challenge");
-    }
-}
-
-/* The introduction of connection i is whole: check it, answer with this member's proof, expect
- * the subtree.  0, or -1 (dropped). */
-static int check_intro(cp_tree_t *t, accepting_t *a, int i, int room)
-{
-    pending_t *c = &a->p[i];
-    const unsigned char *nc = c->intro + 20, *proof = nc + CP_AUTH_NONCE_LEN;
-    uint32_t index = word(c->intro, 1), n = word(c->intro, 3), cnt = word(c->intro, 4);
-    if (word(c->intro, 0) != HELLO_MAGIC) {
-        drop(a, i, "not a control-channel introduction");
-        return -1;
-    }
-    if (!cp_auth_check(t->key, t->purpose, CP_AUTH_CONNECTOR, c->na, nc, index, n, proof)) {
-        drop(a, i, "wrong proof");
-        return -1;
-    }
-    if (word(c->intro, 2) != 0 || n != (uint32_t)t->n || cnt < 1 || cnt > (uint32_t)room) {
-        char why[96];
-        snprintf(why, sizeof(why), "member %u of %u introduced %u members (expected %d of %d)",
-                 index, n, cnt, room, t->n);
-        drop(a, i, why);
-        return -1;
-    }
-    unsigned char mine[CP_AUTH_MAC_LEN];
-    cp_auth_mac(t->key, t->purpose, CP_AUTH_ACCEPTOR, c->na, nc, index, n, mine);
-    c->idx = malloc((size_t)cnt * sizeof(*c->idx));
-    if (c->idx == NULL ||
-        send(c->fd, mine, sizeof(mine), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(mine)) {
-        drop(a, i, c->idx == NULL ? "out of memory" : "it went away after its proof");
-        return -1;
-    }
-    c->proven = 1;
-    c->cnt = (int)cnt;
-    c->got = 0;
-    c->need = (size_t)cnt * sizeof(*c->idx);
-    return 0;
-}
-
-/* Read what connection i sent (room: members still wanted); the members it brought (it is a
- * child now), 0 (more to come, or dropped). */
-static int step(cp_tree_t *t, accepting_t *a, int i, int room)
-{
-    pending_t *c = &a->p[i];
-    for (;;) {
-        unsigned char *dst = c->proven ? (unsigned char *)c->idx : c->intro;
-        ssize_t k = recv(c->fd, dst + c->got, c->need - c->got, MSG_DONTWAIT);
-        if (k < 0 && errno == EINTR) {
-            continue;
-        }
-        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            return 0;
-        }
-        if (k <= 0) {
-            drop(a, i, c->proven ? "it closed before its subtree" : "it closed before its proof");
-            return 0;
-        }
-        c->got += (size_t)k;
-        if (c->got < c->need) {
-            continue;
-        }
-        if (!c->proven) {
-            if (check_intro(t, a, i, room) != 0) {
-                return 0;
-            }
-            continue;
-        }
-        int cnt = c->cnt, fd = c->fd;
-        if (!subtree_ok(t, c->idx, cnt, (int)word(c->intro, 1))) {
-            drop(a, i, "its members are out of range or joined already");
-            return 0;
-        }
-        int fl = fcntl(fd, F_GETFL);
-        if ((fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) || add_kid(t, fd, c->idx, cnt)) {
-            drop(a, i, "out of memory");
-            return 0;
-        }
-        free(c->idx);
-        a->p[i] = a->p[--a->np]; /* the socket is the child's now */
-        return cnt;
-    }
-}
-
-/* Accept children until want members came or wait_s passed; how many came. */
-/* A wait of the join: def, or the spec's bound when it has one. */
-static double join_wait(const cp_tree_t *t, double def)
-{
-    return t->spec.wait_s > 0 && t->spec.wait_s < def ? t->spec.wait_s : def;
-}
-
-static int accept_kids(cp_tree_t *t, int want, double wait_s)
-{
-    accepting_t *a = calloc(1, sizeof(*a));
-    int got = 0;
-    double until = cp_now_us() + wait_s * 1e6;
-    while (a != NULL && got < want && cp_now_us() < until) {
-        struct pollfd p[2 + MAX_PENDING];
-        int np = a->np, nfd = 0;
-        double next = until;
-        for (int i = 0; i < np; i++) {
-            p[nfd++] = (struct pollfd){a->p[i].fd, POLLIN, 0};
-            next = a->p[i].until_us < next ? a->p[i].until_us : next;
-        }
-        for (int l = 0; l < 2 && np < MAX_PENDING; l++) { /* when full: they wait in the backlog */
-            p[nfd++] = (struct pollfd){t->lfd[l], POLLIN, 0};
-        }
-        double left_ms = (next - cp_now_us()) / 1e3;
-        int k = poll(p, (nfds_t)nfd, left_ms > 0 ? (int)left_ms + 1 : 0);
-        if (k < 0 && errno != EINTR) {
-            break;
-        }
-        /* backwards: a drop moves the last connection into the slot, seen already */
-        for (int i = np - 1; i >= 0 && k > 0; i--) {
-            if (p[i].revents != 0 && got < want) {
-                got += step(t, a, i, want - got);
-            }
-        }
-        double now = cp_now_us();
-        for (int i = a->np - 1; i >= 0; i--) {
-            if (now >= a->p[i].until_us) {
-                char why[64];
-                snprintf(why, sizeof(why), "no proof within %.0f s", CP_TMO_TREE_HELLO_S);
-                drop(a, i, why);
-            }
-        }
-        for (int j = np; j < nfd && k > 0; j++) {
-            if ((p[j].revents & POLLIN) && a->np < MAX_PENDING) {
-                open_one(a, p[j].fd);
-            }
-        }
-    }
-    while (a != NULL && a->np > 0) {
-        drop(a, a->np - 1,
-             got == want ? "no proof before every member had come" : "no proof in time");
-    }
-    if (a != NULL && a->quiet > 0) {
-        cp_log(CP_LOG_INFO, "control channel: %d more connections dropped (not logged)", a->quiet);
-    }
-    free(a);
-    close_fd(&t->lfd[0]);
-    close_fd(&t->lfd[1]);
-    return got;
-}
-
 /* ---- the parent -------------------------------------------------------- */
 
 /* Connect to the parent, answer its challenge with this member's subtree and proof, and check
  * the parent's proof. */
 static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
 {
-    t->parent = cp_sock_dial(addr, join_wait(t, CP_TMO_TREE_CONNECT_S), why, wlen);
+    t->parent = cp_sock_dial(addr, cp_tree_join_wait(t, CP_TMO_TREE_CONNECT_S), why, wlen);
     if (t->parent < 0) {
         return -1;
     }
     unsigned char ch[CHALLENGE_LEN], nc[CP_AUTH_NONCE_LEN], theirs[CP_AUTH_MAC_LEN];
-    if (cp_sock_recv_within(t->parent, ch, sizeof(ch), join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
+    if (cp_sock_recv_within(t->parent, ch, sizeof(ch),
+                            cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
         snprintf(why, wlen, "no challenge from %s within %.0f s", addr,
-                 join_wait(t, CP_TMO_TREE_VERDICT_S));
+                 cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S));
         return -1;
     }
-    if (word(ch, 0) != CHALLENGE_MAGIC) {
+    if (cp_tree_word(ch, 0) != CHALLENGE_MAGIC) {
         snprintf(why, wlen, "%s is not a collprof control channel", addr);
         return -1;
     }
@@ -497,7 +204,7 @@ static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
         return -1;
     }
     if (cp_sock_recv_within(t->parent, theirs, sizeof(theirs),
-                            join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
+                            cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
         snprintf(why, wlen,
                  "no proof from %s within %.0f s (it refused this member's, or went away)", addr,
                  CP_TMO_TREE_VERDICT_S);
@@ -599,15 +306,16 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
     uint32_t verdict = 0;
     int rogue[2] = {-1, -1};
     int want = t->me == 0 ? t->n - 1 : t->me == t->spec.leader ? t->spec.nlocal - 1 : 0;
-    int got = want > 0 ? accept_kids(t, want,
-                                     join_wait(t, t->me == 0 ? CP_TMO_TREE_ROOT_WAIT_S
-                                                             : CP_TMO_TREE_LEADER_WAIT_S))
-                       : 0;
+    int got =
+        want > 0 ? cp_tree_accept_kids(t, want,
+                                       cp_tree_join_wait(t, t->me == 0 ? CP_TMO_TREE_ROOT_WAIT_S
+                                                                       : CP_TMO_TREE_LEADER_WAIT_S))
+                 : 0;
     if (t->me == 0) {
         verdict = got == want ? VERDICT_MAGIC : 0;
         if (got != want) {
             snprintf(why, wlen, "only %d of the %d other members connected within %.0f s", got,
-                     want, join_wait(t, CP_TMO_TREE_ROOT_WAIT_S));
+                     want, cp_tree_join_wait(t, CP_TMO_TREE_ROOT_WAIT_S));
         }
     } else if (addr[0] == '\0') {
         snprintf(why, wlen, "%s",
@@ -621,14 +329,14 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         if (go_up(t, addr, why, wlen) != 0) {
             /* why says it */
         } else if (cp_sock_recv_within(t->parent, &verdict, sizeof(verdict),
-                                       join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
+                                       cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
             snprintf(why, wlen, "no verdict from %s within %.0f s", addr,
-                     join_wait(t, CP_TMO_TREE_VERDICT_S));
+                     cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S));
         } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC) {
             snprintf(why, wlen, "rank 0 did not hear from every member in time");
         }
-        close_fd(&rogue[0]);
-        close_fd(&rogue[1]);
+        cp_tree_close_fd(&rogue[0]);
+        cp_tree_close_fd(&rogue[1]);
     }
     if (pass_verdict(t, verdict) != 0 && verdict == VERDICT_MAGIC) {
         snprintf(why, wlen, "a member went away during the set-up");
