@@ -3,7 +3,8 @@
  * registrations and what the files of the plugin call in each other.
  *
  *   ofi_backend.c   entry struct, query, variants, errors
- *   ofi_fabric.c    init/finalize: options, provider, fabric, endpoints, address exchange
+ *   ofi_provider.c  providers: hints, usable entries, link rate, a context's provider and device
+ *   ofi_fabric.c    init/finalize: options, fabric, endpoints, address exchange
  *   ofi_mr.c        memory: allocation, registration (host, CUDA, dma-buf), mem_* slots
  *   ofi_progress.c  completions, waiting, posting writes and control messages
  *   ofi_ops.c       run(): one schedule of RMA writes per operation
@@ -176,6 +177,10 @@ struct fi_info *ofi_hints(const char *prov);
 int ofi_usable(const struct fi_info *i);
 double ofi_info_link_gbps(const struct fi_info *i);
 double ofi_default_link_gbps(void);
+/* The provider (ctx->prov, else the first usable) and the device of a context: a collprof
+ * status (ofi_provider.c). */
+int ofi_pick_provider(ofi_ctx_t *ctx);
+int ofi_pick_device(ofi_ctx_t *ctx);
 int ofi_init(const collprof_host_t *host, void **out);
 int ofi_finalize(void *vctx);
 
