@@ -3,10 +3,13 @@
 COLLPROF_SRCDIR (set by `make check`) is the top of the collprof sources;
 without it, this file's place in them is used (contrib/python/tests)."""
 
+import functools
 import glob
 import os
 
 import pytest
+
+import collprof
 
 SRCDIR = os.environ.get("COLLPROF_SRCDIR") or os.path.normpath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
@@ -23,3 +26,9 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="session")
 def srcdir():
     return SRCDIR
+
+
+@functools.lru_cache(maxsize=None)
+def report(path):
+    """collprof.open(path), read once for every test (none changes it)."""
+    return collprof.open(path)

@@ -2,8 +2,6 @@
 
 import io
 import json
-import os
-import subprocess
 import sys
 
 import h5py
@@ -12,7 +10,7 @@ import pytest
 
 import collprof
 from collprof import cli
-from conftest import DATA, SAMPLES
+from conftest import DATA, SAMPLES, report
 
 
 def run(*argv):
@@ -30,7 +28,7 @@ def test_summary_of_every_sample():
     rc, out, err = run("summary", *SAMPLES)
     assert rc == 0 and err == ""
     for path in SAMPLES:
-        r = collprof.open(path)
+        r = report(path)
         assert "\n%s\n  schema collprof-results %d.%d," % ((path,) + r.schema_version) \
             in "\n" + out
     assert "  op  " in out and "busBW(GB/s)" in out
@@ -49,16 +47,10 @@ def test_export_jsonl_samples(sample):
     rc, out, err = run("export", "--table", "samples", "--format", "jsonl", sample)
     assert rc == 0 and err == ""
     lines = out.splitlines()
-    assert len(lines) == len(collprof.open(sample).samples())
+    assert len(lines) == len(report(sample).samples())
     for line in lines[:50]:
         record = json.loads(line)
         assert record["file"] == sample and record["time_us"] > 0
-
-
-def test_module_entry_point():
-    p = subprocess.run([sys.executable, "-m", "collprof", "--version"],
-                       capture_output=True, text=True)
-    assert p.returncode == 0 and collprof.__version__ in p.stdout
 
 
 @pytest.mark.parametrize("argv, status, message", [

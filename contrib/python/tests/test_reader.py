@@ -12,7 +12,7 @@ import pytest
 
 import collprof
 import collprof_h5
-from conftest import SAMPLES
+from conftest import SAMPLES, report
 
 MEASURED = ("ok", "wrong")
 
@@ -44,7 +44,7 @@ def test_version_is_configure_s(srcdir):
 
 
 def test_open(sample, srcdir):
-    r = collprof.open(sample)
+    r = report(sample)
     with h5py.File(sample, "r") as f:
         version = f.attrs["schema_version"]
         cells = f["results"].shape[0]
@@ -69,7 +69,7 @@ def test_open(sample, srcdir):
 
 
 def test_samples_long_form(sample):
-    r = collprof.open(sample)
+    r = report(sample)
     s = r.samples()
     rows = r.measured()
     ranks = r.attrs["world_size"]
@@ -105,7 +105,7 @@ def _selection(rows):
 
 def test_xarray(sample):
     pytest.importorskip("xarray")
-    r = collprof.open(sample)
+    r = report(sample)
     rows = r.measured()
     if not len(rows):
         with pytest.raises(ValueError, match="no measured cell"):
@@ -130,7 +130,7 @@ def test_xarray(sample):
 
 def test_compat_module_reads_the_same(sample):
     old = collprof_h5.load(sample)
-    new = collprof.open(sample)
+    new = report(sample)
     pd.testing.assert_frame_equal(old.results, new.results)
     for row in collprof_h5.records(old.results):
         if row["status"] in MEASURED:
@@ -139,8 +139,8 @@ def test_compat_module_reads_the_same(sample):
 
 def test_load_results_of_every_sample():
     t = collprof.load_results(SAMPLES)
-    assert len(t) == sum(len(collprof.open(p).results) for p in SAMPLES)
-    assert set(t["file"]) == {p for p in SAMPLES if len(collprof.open(p).results)}
+    assert len(t) == sum(len(report(p).results) for p in SAMPLES)
+    assert set(t["file"]) == {p for p in SAMPLES if len(report(p).results)}
     # a column that the oldest files lack is empty in their rows
     old = t[t["file"].str.endswith("collprof-1.0.h5")]
     assert old["memory"].isna().all()
@@ -158,7 +158,7 @@ def _copy(sample, tmp_path, name, **attrs):
 
 
 def newest():
-    return max(SAMPLES, key=lambda p: collprof.open(p).schema_version)
+    return max(SAMPLES, key=lambda p: report(p).schema_version)
 
 
 def test_newer_major_is_refused(tmp_path):
