@@ -62,5 +62,11 @@ def load_results(paths):
     reports = [Report(p) for p in expand_paths(paths)]
     if not reports:
         return pd.DataFrame()
-    return pd.concat([r.results.assign(file=r.path) for r in reports],
-                     ignore_index=True)
+    return _file_last(pd.concat([r.results.assign(file=r.path)
+                                 for r in reports], ignore_index=True))
+
+
+def _file_last(table):
+    """``table`` with its ``file`` column last: after the columns that only
+    the newer files have."""
+    return table[[c for c in table.columns if c != "file"] + ["file"]]

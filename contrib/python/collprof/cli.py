@@ -15,7 +15,7 @@ import json
 import math
 import sys
 
-from . import __version__, _h5, expand_paths
+from . import __version__, _file_last, _h5, expand_paths
 from .report import Report
 
 TABLES = ("results", "samples") + tuple(t for t in _h5.TABLES
@@ -122,7 +122,7 @@ def export(args, out):
         table = r.samples() if args.table == "samples" else getattr(r,
                                                                     args.table)
         frames.append(table.assign(file=path))
-    table = pd.concat(frames, ignore_index=True)
+    table = _file_last(pd.concat(frames, ignore_index=True))
     if args.format == "csv":
         table.to_csv(out, index=False)
     else:
