@@ -88,6 +88,8 @@ def open_file(path):
     path = os.fspath(path)
     if os.path.isdir(path):
         raise IsADirectoryError("%s: is a directory" % path)
+    if os.path.exists(path) and not os.access(path, os.R_OK):
+        raise PermissionError("%s: permission denied" % path)
     try:
         return h5py.File(path, "r")
     except OSError as e:

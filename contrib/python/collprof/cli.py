@@ -132,8 +132,9 @@ def export(args, out):
 
 
 def _plain(value):
-    """A value for JSON: NaN (a column an older file lacks) becomes null."""
-    if isinstance(value, float) and math.isnan(value):
+    """A value for JSON: NaN (a column an older file lacks) becomes null,
+    and so does an infinity, which JSON cannot write."""
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value.item() if hasattr(value, "item") else value
 
