@@ -21,7 +21,21 @@ cd "$top"
 PKGS="build-essential g++ autoconf automake libtool libtool-bin pkg-config libpmix-dev libpmix-bin
 libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libfabric-dev libfabric-bin libgloo-dev nettle-dev procps python3 python3-h5py python3-numpy"
 [ "$mode" = test ] && PKGS="$PKGS clang libclang-rt-14-dev chromium python3-pandas python3-matplotlib slurmctld slurmd slurm-client
-munge libslurm-dev iproute2 prometheus prometheus-node-exporter curl"
+munge libslurm-dev iproute2 prometheus prometheus-node-exporter curl python3-xarray python3-pytest python3-nbconvert python3-ipykernel python3-pip lmod tcl man-db"
+# Environment Modules (tests/integration/modules.sh) conflicts with lmod in Debian: test mode
+# unpacks its package here instead of installing it
+ENVMODULES=/opt/environment-modules
+
+need_root() { # WHAT
+    if [ "$(id -u)" -eq 0 ]; then
+        sudo=
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo=sudo
+    else
+        echo "quickstart: error: need root (or sudo) to install:$1" >&2
+        exit 1
+    fi
+}
 
 install_packages() {
     missing=
@@ -30,14 +44,7 @@ install_packages() {
     done
     [ -z "$missing" ] && return 0
     echo "quickstart: installing Debian packages:$missing"
-    if [ "$(id -u)" -eq 0 ]; then
-        sudo=
-    elif command -v sudo >/dev/null 2>&1; then
-        sudo=sudo
-    else
-        echo "quickstart: error: need root (or sudo) to install:$missing" >&2
-        exit 1
-    fi
+    need_root "$missing"
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     # shellcheck disable=SC2086
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
@@ -72,7 +79,18 @@ stop_prometheus_services() {
     done
 }
 
+unpack_envmodules() {
+    [ -f "$ENVMODULES/usr/lib/modulecmd.tcl" ] && return 0
+    echo "quickstart: unpacking environment-modules into $ENVMODULES"
+    need_root " environment-modules"
+    d=$(mktemp -d)
+    (cd "$d" && $sudo env DEBIAN_FRONTEND=noninteractive apt-get download -qq environment-modules)
+    $sudo dpkg-deb -x "$d"/environment-modules_*.deb "$ENVMODULES"
+    rm -rf "$d"
+}
+
 install_packages
+[ "$mode" = test ] && unpack_envmodules
 build
 case $mode in
 run)
@@ -84,6 +102,8 @@ test)
     export COLLPROF_REQUIRE_TOOLS=1
     # Debian's prometheus package starts its daemons (on all addresses): the tests start their own
     stop_prometheus_services
+    # a test that finds a tool missing fails rather than skips (tests/integration/lib.sh need_tool)
+    export COLLPROF_CI=1
     log=$(mktemp)
     # POSIX sh has no pipefail: carry make's status out of the pipe in a file
     { rc=0

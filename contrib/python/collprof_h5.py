@@ -1,10 +1,11 @@
-"""Read collprof HDF5 result files (schema ``collprof-results`` 1.x).
+"""Read collprof HDF5 result files: the interface of collprof 0.1's loader.
 
-The file format is described in docs/hdf5-schema.md.  Needs h5py and
-numpy; uses pandas when it is installed.  Tables (``results``, ``ranks``,
+New code should use the ``collprof`` package (``collprof.open(path)``:
+tidy DataFrames, long-form samples, xarray).  This module keeps the older
+interface working, on top of the package's reader: it needs h5py and numpy,
+and uses pandas when it is installed.  Tables (``results``, ``ranks``,
 ``backends``, ``environment``) are pandas DataFrames when pandas can be
-imported, else numpy structured arrays whose strings are decoded to
-``str``.
+imported, else numpy structured arrays whose strings are decoded to ``str``.
 
 Example::
 
@@ -17,7 +18,6 @@ Example::
 
 import os
 
-import h5py
 import numpy as np
 
 try:
@@ -25,72 +25,27 @@ try:
 except ImportError:  # pandas is optional
     pd = None
 
+# the package beside this file (contrib/python, or where both were installed)
+from collprof import _h5
+from collprof._h5 import SchemaError  # noqa: F401
+
 __all__ = ["SchemaError", "Run", "load", "load_dir", "concat", "records",
            "HAVE_PANDAS"]
 
-SCHEMA_NAME = "collprof-results"
-SCHEMA_MAJOR = 1  # the newest major version this reader understands
+SCHEMA_NAME = _h5.SCHEMA_NAME
+SCHEMA_MAJOR = _h5.SCHEMA_MAJOR
 HAVE_PANDAS = pd is not None
-
-
-class SchemaError(ValueError):
-    """The file is not a collprof result file this reader can read."""
-
-
-def _text(value):
-    """An HDF5 attribute value as a plain Python value (bytes -> str)."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _decode(array):
-    """A structured array with its fixed-size byte strings decoded to str."""
-    fields = [(name, array.dtype[name]) for name in array.dtype.names]
-    dtype = [(name, "U%d" % dt.itemsize if dt.kind == "S" else dt)
-             for name, dt in fields]
-    out = np.empty(array.shape, dtype=dtype)
-    for name, dt in fields:
-        column = array[name]
-        out[name] = (np.char.decode(column, "utf-8", "replace")
-                     if dt.kind == "S" else column)
-    return out
 
 
 def _table(array):
     """A decoded table: a DataFrame with pandas, else a structured array."""
-    array = _decode(array)
     if pd is None:
         return array
     return pd.DataFrame({name: array[name] for name in array.dtype.names},
                         columns=list(array.dtype.names))
 
 
-def _check_schema(attrs, path):
-    """Raise SchemaError unless attrs name a schema this reader supports."""
-    name = attrs.get("schema")
-    if name != SCHEMA_NAME:
-        raise SchemaError("%s: not a collprof result file (schema %r, "
-                          "expected %r)" % (path, name, SCHEMA_NAME))
-    major = attrs.get("schema_version_major")
-    if major is None:
-        version = str(attrs.get("schema_version", ""))
-        try:
-            major = int(version.split(".")[0])
-        except ValueError:
-            raise SchemaError("%s: bad schema_version %r" % (path, version))
-    if int(major) > SCHEMA_MAJOR:
-        raise SchemaError("%s: schema %s version %s is newer than this "
-                          "reader (major %d): update collprof_h5.py"
-                          % (path, SCHEMA_NAME,
-                             attrs.get("schema_version", major),
-                             SCHEMA_MAJOR))
-
-
 def _cell_index(cell):
-    """The cell number of an int or of a results row (its ``cell``)."""
     try:
         return int(cell)
     except TypeError:
@@ -107,13 +62,13 @@ class Run:
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        with h5py.File(self.path, "r") as f:
-            self.attrs = {k: _text(v) for k, v in f.attrs.items()}
-            _check_schema(self.attrs, self.path)
-            self.results = _table(f["results"][()])
-            self.ranks = _table(f["ranks"][()])
-            self.backends = _table(f["backends"][()])
-            self.environment = _table(f["environment"][()])
+        with _h5.open_file(self.path) as f:
+            self.attrs, _ = _h5.read_root(f, self.path)
+            tables = _h5.read_tables(f, self.path)
+        for name in ("results", "ranks", "backends", "environment"):
+            if name not in tables:
+                raise SchemaError("%s: no /%s table" % (self.path, name))
+            setattr(self, name, _table(tables[name]))
 
     def __repr__(self):
         return "<collprof_h5.Run %s: %d cells, %s ranks, %s>" % (
@@ -121,15 +76,11 @@ class Run:
             self.attrs.get("status"))
 
     def _read(self, cell, dataset):
-        """Dataset ``dataset`` of /cells/<cell>, or None when it is absent."""
-        name = "cells/%06d" % _cell_index(cell)
-        with h5py.File(self.path, "r") as f:
-            if name not in f:
-                raise KeyError("%s: cell %d has no raw data (it did not run; "
-                               "see its status and error columns)"
-                               % (self.path, _cell_index(cell)))
-            group = f[name]
-            return group[dataset][()] if dataset in group else None
+        with _h5.open_file(self.path) as f:
+            try:
+                return _h5.cell_dataset(f, _cell_index(cell), dataset)
+            except KeyError as e:
+                raise KeyError("%s: %s" % (self.path, e.args[0])) from None
 
     def samples(self, cell):
         """Every rank's time (us) for every timed iteration:

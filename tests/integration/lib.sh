@@ -28,6 +28,17 @@ skip_all() {
     exit 0
 }
 
+# a tool the test needs is missing: skip, but fail under CI (COLLPROF_CI, which
+# contrib/quickstart.sh test sets, or CI), where every one should be installed
+need_tool() { # WHAT-IS-MISSING
+    if [ -n "${COLLPROF_CI:-}${CI:-}" ]; then
+        echo "not ok 1 - $1 (needed under CI)"
+        echo "1..1"
+        exit 1
+    fi
+    skip_all "$1"
+}
+
 done_testing() {
     echo "1..$tap_n"
     [ "$tap_fail" -eq 0 ]

@@ -2,12 +2,15 @@
 # The Python loader and example in contrib/python/ on a real run: the loader
 # reads the file, with and without pandas; its columns are those of
 # include/collprof/schema.h; its raw samples agree with the row statistics;
-# plot_busbw.py prints its table and plots (or says why it cannot).
+# plot_busbw.py prints its table and plots (or says why it cannot). collprof_h5 is now a
+# module on top of the collprof package (tests/integration/python_pkg.sh tests the package).
+# A missing Python or h5py skips here and fails under CI (COLLPROF_CI or CI set).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 PY=/usr/bin/python3
 CONTRIB="$COLLPROF_SRCDIR/contrib/python"
-[ -x "$PY" ] || skip_all "$PY not found"
-"$PY" -c 'import h5py, numpy' 2>/dev/null || skip_all "h5py or numpy missing for $PY (python3-h5py)"
+export PYTHONDONTWRITEBYTECODE=1
+[ -x "$PY" ] || need_tool "$PY not found"
+"$PY" -c 'import h5py, numpy' 2>/dev/null || need_tool "h5py or numpy missing for $PY (python3-h5py)"
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ] || skip_all "the MPI backend was not built"
 
 d="$WORK/run"
