@@ -98,8 +98,6 @@ run)
     exec "$top/build/collprof" --np 4 "$@"
     ;;
 test)
-    # a test that honours it (tests/integration/prom.sh) fails, not skips, without its tools
-    export COLLPROF_REQUIRE_TOOLS=1
     # Debian's prometheus package starts its daemons (on all addresses): the tests start their own
     stop_prometheus_services
     # a test that finds a tool missing fails rather than skips (tests/integration/lib.sh need_tool)

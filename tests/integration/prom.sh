@@ -7,8 +7,7 @@
 # Inputs: a short self-launched run (2 ranks, backend self), the committed
 # samples (collprof-1.10.h5 has a screen and a link sweep under Slurm), and
 # copies of the run with hostile strings (h5py).
-# Without the tools the test skips, unless COLLPROF_REQUIRE_TOOLS is set (as
-# contrib/quickstart.sh test does): then it fails.
+# Without the tools the test skips, or fails under CI (need_tool, lib.sh).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 [ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
@@ -23,13 +22,7 @@ for t in promtool prometheus-node-exporter curl; do
 done
 { [ -n "$PY" ] && "$PY" -c 'import h5py, numpy' 2>/dev/null; } || missing="$missing python3-h5py"
 if [ -n "$missing" ]; then
-    why="not installed:$missing (apt-get install prometheus prometheus-node-exporter curl python3-h5py)"
-    if [ -n "${COLLPROF_REQUIRE_TOOLS:-}" ]; then
-        echo "1..1"
-        echo "not ok 1 - $why; COLLPROF_REQUIRE_TOOLS is set"
-        exit 1
-    fi
-    skip_all "$why"
+    need_tool "not installed:$missing (apt-get install prometheus prometheus-node-exporter curl python3-h5py)"
 fi
 
 # collprof-report with a timeout; output in $WORK/rout, $WORK/rerr, status in $rrc
