@@ -67,7 +67,6 @@ collprof_result_row_t *cp_import_row(cp_import_t *im, int line)
     snprintf(r->variant, sizeof(r->variant), "%s", im->variant ? im->variant : "default");
     snprintf(r->redop, sizeof(r->redop), "none");
     snprintf(r->sync, sizeof(r->sync), "%s", "");
-    r->iterations = im->iterations;
     r->warmup = im->warmup;
     return r;
 }

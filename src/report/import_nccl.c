@@ -92,6 +92,12 @@ static int add_cell(cp_import_t *im, const char *op, const line_t *l, int in_pla
     }
     r->wrong = h->wrong > 0 ? (uint64_t)h->wrong : 0;
     snprintf(r->memory, sizeof(r->memory), "device");
+    /* nccl-tests' method: after a barrier, -n operations back to back timed as one sample,
+     * divided by -n: collprof's --sync batch:N -n 1 (docs/metrics.md) */
+    snprintf(r->sync, sizeof(r->sync), "batch");
+    r->batch = im->iterations;
+    r->iterations = im->iterations > 0 ? 1 : 0;
+    r->rotate = 1;
     return cp_import_finish(im, r, l->no, h->algbw, h->busbw);
 }
 

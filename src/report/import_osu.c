@@ -174,6 +174,10 @@ static int row(cp_import_t *im, const test_t *t, int no, char *s)
     r->time_p95_us = v[O_P95];
     r->time_p99_us = v[O_P99];
     r->iterations = (int32_t)v[O_ITERS];
+    /* OSU's method: one operation per timed sample, a barrier after each, the same buffers */
+    snprintf(r->sync, sizeof(r->sync), "barrier");
+    r->batch = 1;
+    r->rotate = 1;
     if (t->col[O_VALID] >= 0) {
         const char *val = w[t->col[O_VALID]];
         if (strcmp(val, "Pass") != 0 && strcmp(val, "Fail") != 0) {
