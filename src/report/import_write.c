@@ -14,6 +14,7 @@
 #include "output/h5schema.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,30 @@ static int put_tables(hid_t file, const cp_import_t *im)
     return rc;
 }
 
+/* tmp under the name out, which must not exist: a hard link (fails if it exists), or where
+ * the file system has none, an empty file reserved with O_EXCL and then replaced. */
+static int publish(const char *tmp, const char *out)
+{
+    if (link(tmp, out) == 0) {
+        return 0;
+    }
+    if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS) {
+        return -1;
+    }
+    int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return -1;
+    }
+    close(fd);
+    if (rename(tmp, out) != 0) {
+        int e = errno;
+        unlink(out);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
 int cp_import_write(cp_import_t *im, const char *out, const char *command)
 {
     char tmp[4200];
@@ -111,7 +136,7 @@ int cp_import_write(cp_import_t *im, const char *out, const char *command)
         hid_t f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
         rc = f >= 0 && put_root(f, im, command) == 0 && put_tables(f, im) == 0 ? 0 : -1;
         rc |= f >= 0 && H5Fclose(f) < 0 ? -1 : 0;
-        if (rc == 0 && link(tmp, out) != 0) {
+        if (rc == 0 && publish(tmp, out) != 0) {
             saved = errno;
             rc = -1;
         }
