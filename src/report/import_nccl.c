@@ -459,6 +459,9 @@ static int comment(cp_import_t *im, table_t *t, char *op, int no, char *s)
                       &pid, a, &y, b) == 5) {
         char dev[300];
         snprintf(dev, sizeof(dev), "cuda:%d %s", y, b);
+        if (im->nrows > 0) { /* one world per file: a second run may have other ranks */
+            return cp_import_fail(im, no, "the ranks of a second run: import one run per file");
+        }
         return cp_import_rank(im, no, a, pid, dev);
     } else {
         char *w[MAX_WORDS];
@@ -481,6 +484,7 @@ static int text_lines(cp_import_t *im, char *text, char *op)
             *next++ = '\0';
         }
         no++;
+        s[strcspn(s, "\r")] = '\0'; /* CRLF line ends */
         if (!cp_import_valid_line(s)) {
             return cp_import_fail(im, no, "not valid UTF-8 text");
         }

@@ -237,6 +237,7 @@ int cp_import_osu(cp_import_t *im, const char *text, size_t len)
             *next++ = '\0';
         }
         no++;
+        s[strcspn(s, "\r")] = '\0'; /* CRLF line ends */
         rc = cp_import_valid_line(s) ? line(im, &t, no, s)
                                      : cp_import_fail(im, no, "not valid UTF-8 text");
     }

@@ -115,6 +115,7 @@ sed '/^# Size/d' "$O" >"$W/nohead.osu"
 N=$COLLPROF_SRCDIR/tests/data/import/nccl-allreduce.txt
 sed 's/ 0\.53 /  x.53 /' "$N" >"$W/word.nccl"
 sed 's/^ *16384 .*/       16384          4096     float     sum      -1    30.72/' "$N" >"$W/cols.nccl"
+cat "$N" "$N" >"$W/two.nccl"
 
 # ---- the checks -------------------------------------------------------------------
 # the output directory holds a result and a canary before every case

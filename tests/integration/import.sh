@@ -55,6 +55,12 @@ ok $? "nccl-tests -I: i_max in time_max_us; #wrong N/A: check none"
     "$REPORT" export --csv "$WORK/osu-noranks.h5" >/dev/null
 ok $? "OSU without --ranks: summary and export read a file without ranks or iterations"
 
+# Windows line ends (a log copied through a Windows share)
+sed 's/$/\r/' "$D/osu-allreduce-fz.txt" >"$WORK/crlf.txt"
+"$REPORT" import --ranks 2 "$WORK/crlf.txt" -o "$WORK/crlf.h5" >/dev/null &&
+    "$REPORT" export --json "$WORK/crlf.h5" | grep -q '"time_p99_us": *27.41'
+ok $? "OSU with CRLF line ends reads as with LF"
+
 # an import never replaces a file
 "$REPORT" import "$D/osu-allreduce.txt" -o "$WORK/osu-allreduce-txt.h5" >/dev/null 2>"$WORK/e"
 [ $? -eq 2 ] && grep -q 'exists' "$WORK/e"
