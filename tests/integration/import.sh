@@ -55,6 +55,11 @@ ok $? "nccl-tests -I: i_max in time_max_us; #wrong N/A: check none"
     "$REPORT" export --csv "$WORK/osu-noranks.h5" >/dev/null
 ok $? "OSU without --ranks: summary and export read a file without ranks or iterations"
 
+rc=0
+"$REPORT" best "$WORK/osu-noranks.h5" "$WORK/nccl-allreduce-json.h5" >/dev/null 2>"$WORK/e" || rc=$?
+[ "$rc" -eq 2 ] && grep -q 'import it with --ranks N' "$WORK/e"
+ok $? "best: an OSU import without --ranks is told to have them (exit $rc)"
+
 # Windows line ends (a log copied through a Windows share)
 sed 's/$/\r/' "$D/osu-allreduce-fz.txt" >"$WORK/crlf.txt"
 "$REPORT" import --ranks 2 "$WORK/crlf.txt" -o "$WORK/crlf.h5" >/dev/null &&
