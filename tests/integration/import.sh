@@ -12,6 +12,12 @@ REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 D=$COLLPROF_SRCDIR/tests/data/import
 cd "$WORK" || exit 1
 
+rc=0
+"$REPORT" import --help >"$WORK/h" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && grep -q '^Usage: collprof-report import' "$WORK/h" &&
+    "$REPORT" --help | grep -q '^  import '
+ok $? "import --help, and the command in collprof-report --help (exit $rc)"
+
 # every fixture imports, and every command reads the result
 for f in nccl-allreduce.json nccl-allreduce.txt nccl-allreduce-perf-iter.txt osu-allreduce.txt \
     osu-allreduce-f.txt osu-allreduce-z.txt osu-allreduce-fz.txt; do
