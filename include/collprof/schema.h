@@ -182,10 +182,9 @@
  * string), I64 or F64 (scalars).  Readers take a file without any of them
  * but `schema`.  Under Slurm the writer adds string attributes slurm_*
  * (src/slurm/slurm_meta.c) besides these.  The imported_* attributes are
- * written only into files of `collprof-report import` (other tools'
- * results, docs/hdf5-schema.md "Imported files"); a run's file has none of
- * them, and readers that do not know them ignore them, so they came
- * without a version bump.
+ * set in files of `collprof-report import` (other tools' results,
+ * docs/hdf5-schema.md "Imported files") and empty in a run's; readers that
+ * do not know them ignore them, so they came without a version bump.
  */
 #define COLLPROF_ROOT_ATTRS(X)                                                                     \
     X(schema,               STR, "the schema name, " COLLPROF_SCHEMA_NAME)                         \

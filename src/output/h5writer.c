@@ -145,15 +145,16 @@ static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
         .check = ri->opt->check ? "exact" : "disabled",
         .link_gbps = ri->opt->link_gbps, /* --link-gbps, 0 = not given */
         .status = "incomplete",
+        /* measured here, not imported (collprof-report import sets them) */
+        .imported_from = "",
+        .imported_version = "",
+        .imported_format = "",
+        .imported_file = "",
     };
     int rc = 0;
     for (size_t i = 0; i < CP_H5_NROOT_ATTRS; i++) {
         const cp_h5_attr_t *a = &cp_h5_root_attrs[i];
-        const void *v = (const char *)&attrs + a->offset;
-        if (a->kind == COLLPROF_STR && *(const char *const *)v == NULL) {
-            continue; /* the imported_* attributes: only an imported file has them */
-        }
-        rc |= cp_h5_write_attr(file, a->name, a->kind, v);
+        rc |= cp_h5_write_attr(file, a->name, a->kind, (const char *)&attrs + a->offset);
     }
     cp_slurm_kv_t kv[CP_SLURM_META_MAX];
     int nkv = cp_slurm_meta(kv, CP_SLURM_META_MAX);
