@@ -4,7 +4,7 @@
 # committed corpus.  New inputs go to a scratch directory, so the committed
 # corpus only changes when you copy them in.  Exit status 1 on any crash,
 # leak or sanitizer report.
-#   contrib/fuzz.sh [SECONDS] [HARNESS...]     harnesses: sizes matrix traffic h5read
+#   contrib/fuzz.sh [SECONDS] [HARNESS...]     harnesses: sizes matrix traffic h5read import
 set -eu
 secs=${1:-15}
 case $secs in
@@ -38,11 +38,13 @@ core=".libs/libcpcore.a .libs/libcputil.a"
 $cc ../tests/fuzz/fuzz_sizes.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_sizes
 $cc ../tests/fuzz/fuzz_matrix.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_matrix
 $cc ../tests/fuzz/fuzz_traffic.c .libs/libcputil.a -lm -o fuzz_traffic
+$cc ../tests/fuzz/fuzz_import.c ../src/report/json.c ../src/report/import_rows.c \
+    ../src/report/import_nccl.c ../src/report/import_osu.c .libs/libcputil.a -lm -o fuzz_import
 if [ "$hdf5_built" -ne 0 ]; then
     # shellcheck disable=SC2086
     $cc ../tests/fuzz/fuzz_h5read.c .libs/libcpreader.a $hdf5 -lm -o fuzz_h5read
 fi
-list=${*:-sizes matrix traffic h5read}
+list=${*:-sizes matrix traffic h5read import}
 status=0
 # libhdf5 trusts the lengths written in a file: a crafted 68-byte file made it
 # realloc 4 GiB and zero-fill it (RSS 3 GB) before failing.  On a real

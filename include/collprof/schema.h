@@ -181,7 +181,10 @@
  * Root attributes: X(name, kind, doc), kind STR (variable-length UTF-8
  * string), I64 or F64 (scalars).  Readers take a file without any of them
  * but `schema`.  Under Slurm the writer adds string attributes slurm_*
- * (src/slurm/slurm_meta.c) besides these.
+ * (src/slurm/slurm_meta.c) besides these.  The imported_* attributes are
+ * set in files of `collprof-report import` (other tools' results,
+ * docs/hdf5-schema.md "Imported files") and empty in a run's; readers that
+ * do not know them ignore them, so they came without a version bump.
  */
 #define COLLPROF_ROOT_ATTRS(X)                                                                     \
     X(schema,               STR, "the schema name, " COLLPROF_SCHEMA_NAME)                         \
@@ -199,7 +202,11 @@
     X(timing,               STR, "the measurement policy")                                       \
     X(check,                STR, "exact or disabled")                                            \
     X(link_gbps,            F64, "--link-gbps, 0 = not given (absent before collprof 0.2)")      \
-    X(status,               STR, "complete, incomplete (killed or still running) or aborted")
+    X(status,               STR, "complete, incomplete (killed or still running) or aborted")  \
+    X(imported_from,        STR, "collprof-report import: the tool that measured (nccl-tests, osu)") \
+    X(imported_version,     STR, "that tool's version where its output says it")                \
+    X(imported_format,      STR, "the format read: nccl-tests-json 3, nccl-tests-text, osu-text") \
+    X(imported_file,        STR, "the name of the file read (its last path component)")
 
 /*
  * /cells/<cell> (the cell number, COLLPROF_CELL_NAME_FORMAT): the raw data

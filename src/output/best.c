@@ -36,9 +36,9 @@ double cp_best_p5(const double *iter_max, int iters)
 
 /* columns that name a result, measure it or say how it was measured (F64 columns are all
  * measurements and are left out by kind) */
-static const char *const not_identity[] = {"cell",   "backend",    "variant", "iterations",
-                                           "warmup", "wrong",      "status",  "error",
-                                           "timer",  "allocation", "device"};
+static const char *const not_identity[] = {
+    "cell",  "backend", "variant",    "iterations", "warmup",  "wrong", "status",
+    "error", "timer",   "allocation", "device",     "repeats", "check"};
 
 static int identity(const char *column)
 {
@@ -122,9 +122,15 @@ static cp_best_cand_t make_cand(const item_t *it, size_t n)
     c.repeats = (int)n;
     for (size_t k = 0; k < n; k++) {
         const collprof_result_row_t *r = it[k].c->row;
-        double lo = it[k].c->p5_us >= 0 ? it[k].c->p5_us : r->time_min_us;
+        /* an imported row may lack any of them (0): the next wider figure, or the mean */
+        double lo = it[k].c->p5_us >= 0  ? it[k].c->p5_us
+                    : r->time_min_us > 0 ? r->time_min_us
+                                         : r->time_mean_us;
+        double hi = r->time_p95_us > 0   ? r->time_p95_us
+                    : r->time_max_us > 0 ? r->time_max_us
+                                         : r->time_mean_us;
         c.lo_us = k == 0 || lo < c.lo_us ? lo : c.lo_us;
-        c.hi_us = k == 0 || r->time_p95_us > c.hi_us ? r->time_p95_us : c.hi_us;
+        c.hi_us = k == 0 || hi > c.hi_us ? hi : c.hi_us;
     }
     return c;
 }

@@ -10,7 +10,9 @@
  *   variant: every /results column is part of a cell's identity except
  *   those that name it (cell, backend, variant), measure it (every F64
  *   column, wrong, status, error) or say how it was measured (iterations,
- *   warmup, timer, allocation, device).  So split and group_ranks (schema
+ *   warmup, timer, allocation, device, repeats, check: a run with --repeats
+ *   or another --check, or an import that does not record them, is the same
+ *   cell).  So split and group_ranks (schema
  *   1.3) are, and copy_gbs is not; a column the schema gains later is part
  *   of the identity unless it is an F64 or is added to that list.
  * - A candidate is one backend/variant on one such cell.  Its time is the

@@ -67,19 +67,32 @@ void cp_format_limit(const collprof_result_row_t *r, char *buf, size_t len)
     }
 }
 
+/* us as "1.234 ms"; "-" for a 0 beside a mean above it: a figure the source did not record
+ * (a file of collprof-report import) */
+static void ms_or_dash(double us, double mean_us, char *buf, size_t len)
+{
+    if (us > 0 || mean_us <= 0) {
+        snprintf(buf, len, "%.3f ms", us / 1e3);
+    } else {
+        snprintf(buf, len, "-");
+    }
+}
+
 void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t len)
 {
     char label[256];
     cp_format_label(r, label, sizeof(label));
     strncat(label, ":", sizeof(label) - strlen(label) - 1);
     if (measured(r)) {
-        char limit[96] = "";
+        char limit[96] = "", p50[32], p99[32];
         cp_format_limit(r, limit, sizeof(limit));
+        ms_or_dash(r->time_p50_us, r->time_mean_us, p50, sizeof(p50));
+        ms_or_dash(r->time_p99_us, r->time_mean_us, p99, sizeof(p99));
         snprintf(buf, len,
                  "  %-24s %9.3f ms | AlgBW: %7.2f GB/s | BusBW: %7.2f GB/s | #wrong: %llu | "
-                 "p50 %.3f ms | p99 %.3f ms%s%s",
+                 "p50 %s | p99 %s%s%s",
                  label, r->time_mean_us / 1e3, r->algbw_gbs, r->busbw_gbs,
-                 (unsigned long long)r->wrong, r->time_p50_us / 1e3, r->time_p99_us / 1e3, limit,
+                 (unsigned long long)r->wrong, p50, p99, limit,
                  !strcmp(r->status, "wrong") ? " | WRONG" : "");
     } else {
         snprintf(buf, len, "  %-24s %s: %s", label, r->status, r->error);

@@ -6,7 +6,10 @@
 
 #include "output/h5schema.h"
 
+#include "core/util.h"
+
 #include <stdio.h>
+#include <string.h>
 
 #define CP_H5_COLUMN(row, name, kind, opt)                                                         \
     {#name, COLLPROF_##kind, opt, offsetof(row, name), sizeof(((row *)0)->name)},
@@ -97,5 +100,45 @@ void cp_h5_release(hid_t id)
     /* every id we open has one reference: dropping it closes the object, whatever it is */
     if (id >= 0) {
         H5Idec_ref(id);
+    }
+}
+
+int cp_h5_write_attr(hid_t obj, const char *name, collprof_kind_t kind, const void *value)
+{
+    hid_t t = kind == COLLPROF_STR ? cp_h5_str_type(H5T_VARIABLE, H5T_CSET_UTF8)
+                                   : H5Tcopy(cp_h5_native(kind));
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Aexists(obj, name) > 0 ? H5Aopen(obj, name, H5P_DEFAULT)
+                                       : H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a >= 0 && H5Awrite(a, t, value) >= 0 ? 0 : -1;
+    cp_h5_release(a);
+    cp_h5_release(sp);
+    cp_h5_release(t);
+    return rc;
+}
+
+int cp_h5_write_records(hid_t loc, const char *name, hid_t type, const void *recs, size_t n)
+{
+    hsize_t dims[1] = {n};
+    hid_t sp = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc =
+        d >= 0 && (n == 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, recs) >= 0) ? 0 : -1;
+    cp_h5_release(d);
+    cp_h5_release(sp);
+    return rc;
+}
+
+void cp_h5_sanitize_row(const cp_h5_table_t *tab, void *row)
+{
+    for (size_t c = 0; c < tab->ncolumns; c++) {
+        const cp_h5_column_t *col = &tab->columns[c];
+        if (col->kind != COLLPROF_STR) {
+            continue;
+        }
+        char *field = (char *)row + col->offset, text[4096];
+        snprintf(text, sizeof(text), "%.*s", (int)col->size, field); /* may lack its NUL */
+        memset(field, 0, col->size);
+        cp_text_sanitize(text, field, col->size);
     }
 }

@@ -75,6 +75,18 @@ void cp_h5_insert(hid_t t, const cp_h5_column_t *c, H5T_cset_t cset);
 /** The compound type of a table's row struct, strings in UTF-8: the type written. */
 hid_t cp_h5_row_type(const cp_h5_table_t *tab);
 
+/** A scalar attribute of a schema kind (strings variable-length UTF-8), created or overwritten:
+ *  0, or -1. */
+int cp_h5_write_attr(hid_t obj, const char *name, collprof_kind_t kind, const void *value);
+
+/** n records of type as a 1-D dataset name of loc, written in one go: 0, or -1. */
+int cp_h5_write_records(hid_t loc, const char *name, hid_t type, const void *recs, size_t n);
+
+/** Make every string column of row (a record of tab) one line of valid UTF-8 that fits its
+ *  field (cp_text_sanitize): what any reader can take, whatever a host name, a tag or a
+ *  library's message held. */
+void cp_h5_sanitize_row(const cp_h5_table_t *tab, void *row);
+
 /** Close any HDF5 id (file, group, dataset, attribute, type, space, list); ids < 0 are skipped. */
 void cp_h5_release(hid_t id);
 

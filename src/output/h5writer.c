@@ -28,64 +28,19 @@ struct cp_h5 {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* A scalar attribute of a schema kind (strings variable-length UTF-8), created or overwritten. */
-static int write_attr(hid_t obj, const char *name, collprof_kind_t kind, const void *value)
-{
-    hid_t t = kind == COLLPROF_STR ? cp_h5_str_type(H5T_VARIABLE, H5T_CSET_UTF8)
-                                   : H5Tcopy(cp_h5_native(kind));
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Aexists(obj, name) > 0 ? H5Aopen(obj, name, H5P_DEFAULT)
-                                       : H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a >= 0 && H5Awrite(a, t, value) >= 0 ? 0 : -1;
-    cp_h5_release(a);
-    cp_h5_release(sp);
-    cp_h5_release(t);
-    return rc;
-}
-
 static int attr_str(hid_t obj, const char *name, const char *value)
 {
-    return write_attr(obj, name, COLLPROF_STR, &value);
-}
-
-/* Write n records of type as a 1-D dataset in one go. */
-static int write_records(hid_t loc, const char *name, hid_t type, const void *recs, size_t n)
-{
-    hsize_t dims[1] = {n};
-    hid_t sp = H5Screate_simple(1, dims, NULL);
-    hid_t d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int rc =
-        d >= 0 && (n == 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, recs) >= 0) ? 0 : -1;
-    cp_h5_release(d);
-    cp_h5_release(sp);
-    return rc;
+    return cp_h5_write_attr(obj, name, COLLPROF_STR, &value);
 }
 
 /* A table of the schema, then free(recs). */
-/* Make every string column of row one line of valid UTF-8 that fits its field
- * (cp_text_sanitize): what any reader can take, whatever a host name, a tag or a
- * library's message held. */
-static void sanitize_row(const cp_h5_table_t *tab, void *row)
-{
-    for (size_t c = 0; c < tab->ncolumns; c++) {
-        const cp_h5_column_t *col = &tab->columns[c];
-        if (col->kind != COLLPROF_STR) {
-            continue;
-        }
-        char *field = (char *)row + col->offset, text[4096];
-        snprintf(text, sizeof(text), "%.*s", (int)col->size, field); /* may lack its NUL */
-        memset(field, 0, col->size);
-        cp_text_sanitize(text, field, col->size);
-    }
-}
-
 static int write_table(hid_t file, const cp_h5_table_t *tab, void *recs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        sanitize_row(tab, (char *)recs + i * tab->recsize);
+        cp_h5_sanitize_row(tab, (char *)recs + i * tab->recsize);
     }
     hid_t t = cp_h5_row_type(tab);
-    int rc = write_records(file, tab->name, t, recs, n);
+    int rc = cp_h5_write_records(file, tab->name, t, recs, n);
     cp_h5_release(t);
     free(recs);
     return rc;
@@ -95,7 +50,7 @@ static int write_table(hid_t file, const cp_h5_table_t *tab, void *recs, size_t 
 static int write_cell_array(hid_t grp, int id, const void *buf, size_t n)
 {
     const cp_h5_dataset_t *ds = &cp_h5_cell_datasets[id];
-    return write_records(grp, ds->name, cp_h5_native(ds->kind), buf, n);
+    return cp_h5_write_records(grp, ds->name, cp_h5_native(ds->kind), buf, n);
 }
 
 /* ---- tables written once ------------------------------------------------ */
@@ -190,11 +145,16 @@ static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
         .check = ri->opt->check ? "exact" : "disabled",
         .link_gbps = ri->opt->link_gbps, /* --link-gbps, 0 = not given */
         .status = "incomplete",
+        /* measured here, not imported (collprof-report import sets them) */
+        .imported_from = "",
+        .imported_version = "",
+        .imported_format = "",
+        .imported_file = "",
     };
     int rc = 0;
     for (size_t i = 0; i < CP_H5_NROOT_ATTRS; i++) {
         const cp_h5_attr_t *a = &cp_h5_root_attrs[i];
-        rc |= write_attr(file, a->name, a->kind, (const char *)&attrs + a->offset);
+        rc |= cp_h5_write_attr(file, a->name, a->kind, (const char *)&attrs + a->offset);
     }
     cp_slurm_kv_t kv[CP_SLURM_META_MAX];
     int nkv = cp_slurm_meta(kv, CP_SLURM_META_MAX);
@@ -360,7 +320,7 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
     hid_t fs = H5Dget_space(h->results), ms = H5Screate_simple(1, one, NULL);
     H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, one, NULL);
     collprof_result_row_t clean = *row;
-    sanitize_row(&cp_h5_table_results, &clean);
+    cp_h5_sanitize_row(&cp_h5_table_results, &clean);
     rc |= H5Dwrite(h->results, h->row_type, ms, fs, H5P_DEFAULT, &clean) < 0;
     cp_h5_release(ms);
     cp_h5_release(fs);

@@ -290,10 +290,15 @@ static int run(void *ctx, cp_report_file_t **files, int n)
     const settings_t *s = ctx;
     for (int i = 1; i < n; i++) {
         if (files[i]->root.world_size != files[0]->root.world_size) {
+            const cp_report_file_t *z = files[0]->root.world_size == 0 ? files[0] : files[i];
+            char hint[4200] = ""; /* OSU does not say how many ranks ran */
+            if (z->root.world_size == 0 && z->root.imported_from[0]) {
+                snprintf(hint, sizeof(hint), " (%s: import it with --ranks N)", z->path);
+            }
             cp_report_error("best: %s has %lld ranks, %s has %lld: only runs of one world size "
-                            "are compared",
+                            "are compared%s",
                             files[0]->path, files[0]->root.world_size, files[i]->path,
-                            files[i]->root.world_size);
+                            files[i]->root.world_size, hint);
             return CP_REPORT_EXIT_BAD;
         }
     }

@@ -37,6 +37,9 @@ static void usage(FILE *f)
                "the intervals of the median of the repeats' p50s instead of the test: a\n"
                "regression when NEW's interval lies wholly above BASE's and that median grew\n"
                "by more than PCT percent (an improvement: wholly below, fell by more).\n"
+               "Where a side has no raw samples (collprof-report import: nccl-tests, OSU),\n"
+               "the verdict is the change of the p50 time (the mean where a side has no\n"
+               "p50) beyond PCT percent alone.\n"
                "\n"
                "  --threshold PCT  smallest change of the p50 time that counts (default 5)\n"
                "  --alpha A        significance level of the test (default 0.01)\n"
@@ -57,7 +60,8 @@ static int same_cell(const collprof_result_row_t *a, const collprof_result_row_t
 
 typedef struct tally {
     int compared, regressions, improvements, noise, other, only_base, only_new;
-    int by_interval; /* verdicts from the repeats' intervals */
+    int by_interval;  /* verdicts from the repeats' intervals */
+    int by_threshold; /* a side without raw samples (imported): the change alone */
 } tally_t;
 
 typedef struct settings {
@@ -107,6 +111,36 @@ static const char *interval_verdict(const settings_t *s, const collprof_result_r
     return "within noise";
 }
 
+/*
+ * A side without raw samples (an imported file: nccl-tests, OSU): no test is possible, so
+ * the verdict is the change of the time alone against the threshold, of the p50 where
+ * both have one, else of the mean (what nccl-tests reports).
+ */
+static const char *summary_verdict(const settings_t *s, const collprof_result_row_t *rb,
+                                   const collprof_result_row_t *rn, double *tb, double *tn,
+                                   char *ratio, size_t len, tally_t *t)
+{
+    int p50 = rb->time_p50_us > 0 && rn->time_p50_us > 0;
+    *tb = p50 ? rb->time_p50_us : rb->time_mean_us;
+    *tn = p50 ? rn->time_p50_us : rn->time_mean_us;
+    ratio_str(*tn, *tb, ratio, len);
+    double change = *tb > 0 ? *tn / *tb - 1 : 0;
+    t->compared++;
+    t->by_threshold++;
+    if (change * 100 > s->threshold) {
+        t->regressions++;
+        return p50 ? "regression (no samples: p50 by threshold)"
+                   : "regression (no samples: mean by threshold)";
+    }
+    if (-change * 100 > s->threshold) {
+        t->improvements++;
+        return p50 ? "improvement (no samples: p50 by threshold)"
+                   : "improvement (no samples: mean by threshold)";
+    }
+    t->noise++;
+    return "within threshold (no samples)";
+}
+
 static void compare_one(const settings_t *s, const collprof_result_row_t *rb,
                         const cp_report_cell_t *cb, const collprof_result_row_t *rn,
                         const cp_report_cell_t *cn, int width, tally_t *t)
@@ -127,8 +161,7 @@ static void compare_one(const settings_t *s, const collprof_result_row_t *rb,
         tb = rb->rep_p50_us;
         tn = rn->rep_p50_us;
     } else if (cb->iter_max == NULL || cn->iter_max == NULL) {
-        verdict = "not comparable: no raw samples";
-        t->other++;
+        verdict = summary_verdict(s, rb, rn, &tb, &tn, p50, sizeof(p50), t);
     } else {
         double p = cp_report_mann_whitney(cb->iter_max, (size_t)rb->iterations, cn->iter_max,
                                           (size_t)rn->iterations);
@@ -240,6 +273,9 @@ static int run(void *ctx, cp_report_file_t **files, int n)
            t.improvements == 1 ? "" : "s", t.noise);
     if (t.by_interval) {
         printf(" (%d from the repeats' intervals)", t.by_interval);
+    }
+    if (t.by_threshold) {
+        printf(" (%d by the threshold alone: no raw samples)", t.by_threshold);
     }
     if (t.other) {
         printf("; %d not comparable", t.other);

@@ -139,9 +139,12 @@ static void point_band(const cp_report_cell_t *cell, point_t *pt)
 {
     const collprof_result_row_t *r = pt->row;
     double p5 = cp_best_p5(cell->iter_max, r->iterations);
-    pt->what = p5 >= 0 ? "p5-p95 of the iterations" : "min-p95 of the iterations";
+    pt->what = p5 >= 0                  ? "p5-p95 of the iterations"
+               : cell->iter_max != NULL ? "min-p95 of the iterations"
+                                        : "the row's min to p95 or max (no samples: imported)";
     pt->t_lo_us = p5 >= 0 ? p5 : r->time_min_us;
-    pt->t_hi_us = r->time_p95_us;
+    /* an imported row may have a max but no p95 (OSU -f) */
+    pt->t_hi_us = r->time_p95_us > 0 ? r->time_p95_us : r->time_max_us;
     /* busBW is in inverse proportion to the time it came from (the mean) */
     double k = pt->busbw * r->time_mean_us;
     pt->hi = pt->t_lo_us > 0 ? k / pt->t_lo_us : pt->busbw;

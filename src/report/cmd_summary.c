@@ -44,7 +44,11 @@ static int file_node_of(const void *arg, int rank, const char **host)
 
 static void print_world(const cp_report_file_t *f)
 {
-    if (f->nranks != f->root.world_size) { /* no ranks table: the counts alone */
+    if (f->nranks == 0 && f->root.imported_from[0]) { /* the source did not say */
+        printf("world:      not recorded by %s\n", f->root.imported_from);
+        return;
+    }
+    if (f->nranks != f->root.world_size || f->nranks == 0) { /* no ranks table: the counts */
         printf("world:      %lld ranks on %lld nodes\n", f->root.world_size, f->root.node_count);
         return;
     }
@@ -101,6 +105,11 @@ static void print_header(const cp_report_file_t *f)
                b->library_version[0] ? b->library_version : "?",
                ready ? "" : " NOT INITIALISED: ", ready ? "" : b->state);
         print_provenance(f, b->name);
+    }
+    if (f->root.imported_from[0]) {
+        printf("imported:   from %s%s%s (%s, %s): no per-rank samples\n", f->root.imported_from,
+               f->root.imported_version[0] ? " " : "", f->root.imported_version,
+               f->root.imported_format, f->root.imported_file);
     }
     if (f->root.timing[0]) {
         printf("timing:     %s\n", f->root.timing);

@@ -60,6 +60,8 @@ static const struct {
      "the screen's verdict (or judged again against a baseline); exclude list; drain lines"},
     {"baseline", cp_report_cmd_baseline, "FILE|DIR... -o BASE.h5",
      "healthy pairs of screens and link sweeps, for --baseline (collprof --screen, screen, links)"},
+    {"import", cp_report_cmd_import, "[--from FORMAT] INPUT -o OUT.h5",
+     "nccl-tests (JSON, text) or OSU results as a collprof result file, marked as imported"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

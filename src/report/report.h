@@ -37,7 +37,12 @@ typedef enum cp_report_files {
                                    reported and skipped, and the exit status is 2 */
     CP_REPORT_FILES_ONE,      /**< FILE: one file, or a DIR holding exactly one */
     CP_REPORT_FILES_BASE_NEW, /**< BASE NEW: two such files */
+    CP_REPORT_FILES_SOURCE,   /**< INPUT: one file that is not a result file (import): given to
+                                   option() as CP_REPORT_OPERAND, never opened; run gets none */
 } cp_report_files_t;
+
+/** The option index under which option() gets the operand of CP_REPORT_FILES_SOURCE. */
+#define CP_REPORT_OPERAND (-1)
 
 /**
  * A subcommand: its options, its operands, and what it does with the
@@ -106,6 +111,7 @@ int cp_report_cmd_links(int argc, char **argv);
 int cp_report_cmd_best(int argc, char **argv);
 int cp_report_cmd_screen(int argc, char **argv);
 int cp_report_cmd_baseline(int argc, char **argv);
+int cp_report_cmd_import(int argc, char **argv);
 
 /* ---- export's Prometheus formats (export_prom.c) and JSON lines (export_jsonl.c) ---- */
 

@@ -94,6 +94,29 @@ printf '1 2\n' >"$W/row.tm"
 printf '\033[31m1\n' >"$W/esc.tm"
 printf '1\0\n' >"$W/nul.tm"
 
+# other tools' files for collprof-report import (tests/data/import holds the good ones)
+J=$COLLPROF_SRCDIR/tests/data/import/nccl-allreduce.json
+head -c 700 "$J" >"$W/trunc.json"
+sed 's/"version":3/"version":2/' "$J" >"$W/v2.json"
+sed 's/"time":20.480000/"time":1e400/' "$J" >"$W/huge.json"
+sed 's/"time":20.480000/"time":"nan"/' "$J" >"$W/nan.json"
+sed 's/"alg_bw":0.200000/"alg_bw":9.5/' "$J" >"$W/algbw.json"
+sed 's/"results":\[/"results":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[/' "$J" >"$W/deep.json"
+sed 's/"float"/"fl\xffoat"/' "$J" >"$W/utf8.json"
+O=$COLLPROF_SRCDIR/tests/data/import/osu-allreduce-f.txt
+cp "$O" "$W/good.osu"
+sed 's/^16384 .*/16384                  33.05             31.90/' "$O" >"$W/cols.osu"
+sed 's/^4096 .*/4096                   nan             20.11             22.64        1000/' "$O" >"$W/nan.osu"
+sed 's/^4096 .*/4096                   1e999             20.11             22.64        1000/' "$O" >"$W/huge.osu"
+printf '\357\273\277# OSU MPI Allreduce Latency Test v7.3\n# Size  \377Avg Latency(us)\n' >"$W/utf8.osu"
+sed 's/^# OSU MPI Allreduce/# OSU MPI Frobnicate/' "$O" >"$W/op.osu"
+sed 's/^# Size .*/# Size       Min Latency(us)/' "$O" >"$W/noavg.osu"
+sed '/^# Size/d' "$O" >"$W/nohead.osu"
+N=$COLLPROF_SRCDIR/tests/data/import/nccl-allreduce.txt
+sed 's/ 0\.53 /  x.53 /' "$N" >"$W/word.nccl"
+sed 's/^ *16384 .*/       16384          4096     float     sum      -1    30.72/' "$N" >"$W/cols.nccl"
+cat "$N" "$N" >"$W/two.nccl"
+
 # ---- the checks -------------------------------------------------------------------
 # the output directory holds a result and a canary before every case
 cp "$base" "$OUT/collprof_20260101T000000Z_w2.h5"
