@@ -194,4 +194,10 @@ extern const char cp_report_plot_script[];
 /** "mpi/default AllReduce (max) float32 4,096": a cell for people. */
 void cp_report_cell_name(const collprof_result_row_t *r, char *buf, size_t len);
 
+/* screen_drain.c: `screen --format drain`'s line for rows[i] of n (the evidence as the
+ * reason), and --apply: every flagged node's line run through scontrol (status: the screen's
+ * exit status; returns the command's) */
+void cp_report_drain_line(FILE *out, const collprof_screen_row_t *rows, size_t n, size_t i);
+int cp_report_apply_drain(const collprof_screen_row_t *rows, size_t n, int status);
+
 #endif /* COLLPROF_REPORT_REPORT_H */
