@@ -23,7 +23,7 @@
  */
 #include "config.h"
 
-#include "report/report.h"
+#include "report/links_int.h"
 
 #include "core/hostlist.h"
 #include "core/links.h"
@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STAT_BEST, STAT_MEAN };
 static const char *const stat_names[] = {"best", "mean"};
 
 static void usage(FILE *f)
@@ -69,13 +68,7 @@ static void usage(FILE *f)
                "that met nobody.\n");
 }
 
-/* The file's nodes: count and names (the host of the node's first rank). */
-typedef struct nodes {
-    int n;
-    const char **names;
-} nodes_t;
-
-static int load_nodes(const cp_report_file_t *f, nodes_t *nd)
+int cp_links_load_nodes(const cp_report_file_t *f, nodes_t *nd)
 {
     nd->n = (int)f->root.node_count;
     for (size_t i = 0; i < f->nlinks; i++) {
@@ -98,7 +91,7 @@ static int load_nodes(const cp_report_file_t *f, nodes_t *nd)
 }
 
 /* The bandwidth matrix of backend by --stat. */
-static void bw_matrix(const cp_report_file_t *f, const char *backend, int stat, int n, double *m)
+void cp_links_bw_matrix(const cp_report_file_t *f, const char *backend, int stat, int n, double *m)
 {
     memset(m, 0, sizeof(double) * (size_t)n * (size_t)n);
     for (size_t i = 0; i < f->nlinks; i++) {
@@ -148,7 +141,7 @@ static void print_matrix(const cp_report_file_t *f, size_t first, const nodes_t 
     const collprof_link_row_t *r = &f->links[first];
     int bw = !strcmp(r->kind, "bandwidth");
     if (bw) {
-        bw_matrix(f, r->backend, stat, nd->n, m);
+        cp_links_bw_matrix(f, r->backend, stat, nd->n, m);
     } else {
         cp_links_matrix(f->links, f->nlinks, r->backend, r->kind, 1, nd->n, m);
     }
@@ -169,7 +162,7 @@ static int one_backend(const cp_report_file_t *f, size_t first, const nodes_t *n
 {
     const char *backend = f->links[first].backend;
     cp_links_verdict_t v;
-    bw_matrix(f, backend, stat, nd->n, m);
+    cp_links_bw_matrix(f, backend, stat, nd->n, m);
     if (cp_links_analyse(m, nd->n, thr, &v) != 0) {
         return -1;
     }
@@ -178,7 +171,7 @@ static int one_backend(const cp_report_file_t *f, size_t first, const nodes_t *n
             print_matrix(f, i, nd, stat, m, v.slow, 0);
         }
     }
-    bw_matrix(f, backend, stat, nd->n, m);
+    cp_links_bw_matrix(f, backend, stat, nd->n, m);
     printf("\n");
     int flagged = say_verdict(backend, nd, &v, m);
     cp_links_verdict_free(&v);
@@ -186,7 +179,7 @@ static int one_backend(const cp_report_file_t *f, size_t first, const nodes_t *n
 }
 
 /* 1 when rows[i] is the first row of its backend. */
-static int first_of_backend(const collprof_link_row_t *rows, size_t i)
+int cp_links_first_of_backend(const collprof_link_row_t *rows, size_t i)
 {
     for (size_t j = 0; j < i; j++) {
         if (!strcmp(rows[j].backend, rows[i].backend)) {
@@ -199,7 +192,7 @@ static int first_of_backend(const collprof_link_row_t *rows, size_t i)
 static int report(const cp_report_file_t *f, double thr, int stat)
 {
     nodes_t nd;
-    if (load_nodes(f, &nd) != 0) {
+    if (cp_links_load_nodes(f, &nd) != 0) {
         cp_report_error("out of memory");
         return CP_REPORT_EXIT_BAD;
     }
@@ -213,7 +206,7 @@ static int report(const cp_report_file_t *f, double thr, int stat)
                nd.n);
     }
     for (size_t i = 0; i < f->nlinks && rc >= 0; i++) {
-        if (first_of_backend(f->links, i)) {
+        if (cp_links_first_of_backend(f->links, i)) {
             rc = one_backend(f, i, &nd, thr, stat, m);
             flagged += rc > 0 ? rc : 0;
         }
@@ -339,17 +332,17 @@ static int report_based(const cp_report_file_t *f, const cp_report_base_t *b, do
     nodes_t nd;
     size_t nb = 0;
     for (size_t i = 0; i < f->nlinks; i++) {
-        nb += first_of_backend(f->links, i);
+        nb += cp_links_first_of_backend(f->links, i);
     }
     cp_report_ref_t *refs = calloc(nb + 1, sizeof(*refs));
-    if (refs == NULL || load_nodes(f, &nd) != 0) {
+    if (refs == NULL || cp_links_load_nodes(f, &nd) != 0) {
         free(refs);
         cp_report_error("out of memory");
         return CP_REPORT_EXIT_BAD;
     }
     int rc = 0;
     for (size_t i = 0, k = 0; i < f->nlinks && rc == 0; i++) { /* every backend fits first */
-        if (first_of_backend(f->links, i)) {
+        if (cp_links_first_of_backend(f->links, i)) {
             rc = cp_report_base_ref("links", b, f, f->links[i].backend, &refs[k++]);
         }
     }
@@ -361,7 +354,7 @@ static int report_based(const cp_report_file_t *f, const cp_report_base_t *b, do
                f->path, nd.n, cp_links_rounds(nd.n), b->shown);
     }
     for (size_t i = 0, k = 0; rc == 0 && m != NULL && i < f->nlinks; i++) {
-        if (first_of_backend(f->links, i)) {
+        if (cp_links_first_of_backend(f->links, i)) {
             int st = one_based(f, i, &nd, stat, thr, b, &refs[k++], m);
             rc = st < 0 ? -1 : 0;
             flagged |= st == 1;
@@ -378,174 +371,6 @@ static int report_based(const cp_report_file_t *f, const cp_report_base_t *b, do
            : flagged            ? CP_REPORT_EXIT_REGRESSION
            : unsure             ? CP_REPORT_EXIT_BAD
                                 : CP_REPORT_EXIT_OK;
-}
-
-/* ---- heatmaps for plot ---------------------------------------------------- */
-
-#define MAP_CELL 56 /* px per node */
-#define MAP_TOP  72
-#define MAP_LEFT 90
-
-int cp_report_links_nmaps(const cp_report_file_t *f)
-{
-    int k = 0;
-    for (size_t i = 0; i < f->nlinks; i++) {
-        k += first_of_backend(f->links, i);
-    }
-    return k;
-}
-
-int cp_report_links_map_height(const cp_report_file_t *f)
-{
-    nodes_t nd;
-    int n = load_nodes(f, &nd) == 0 ? nd.n : 0;
-    free(nd.names);
-    return MAP_TOP + n * MAP_CELL + 40;
-}
-
-/* Light (slow) to dark blue (fast): the colour of v against the fastest link, hi. */
-static void map_colour(double v, double hi, char *buf, size_t len)
-{
-    double x = hi > 0 ? v / hi : 0;
-    x = x < 0 ? 0 : x > 1 ? 1 : x;
-    snprintf(buf, len, "#%02x%02x%02x", (int)(255 - 215 * x), (int)(245 - 145 * x),
-             (int)(240 - 60 * x));
-}
-
-/* What a heatmap shows of one backend: its matrices (n x n) and their message sizes. */
-typedef struct map {
-    const char *backend;
-    const nodes_t *nd;
-    double *best, *mean, *lat; /* GB/s of the fastest iteration, of the mean time; us */
-    unsigned long long bw_bytes, lat_bytes;
-} map_t;
-
-/* The values of link (a, b) for people, in the cell's <title>. */
-static void map_title(FILE *out, const map_t *mp, int a, int b, int slow)
-{
-    int n = mp->nd->n;
-    fputs("<title>", out);
-    cp_report_xml_text(out, mp->nd->names[a]);
-    fputs(" - ", out);
-    cp_report_xml_text(out, mp->nd->names[b]);
-    fputs(", ", out);
-    cp_report_xml_text(out, mp->backend);
-    fprintf(out, "\n%.4g GB/s of the fastest iteration, %.4g GB/s of the mean time (%llu B)",
-            mp->best[a * n + b], mp->mean[a * n + b], mp->bw_bytes);
-    if (mp->lat[a * n + b] > 0) {
-        fprintf(out, "\nlatency %.2f us (mean, %llu B)", mp->lat[a * n + b], mp->lat_bytes);
-    }
-    if (slow) {
-        fputs("\nslow link: below 0.5x the median of the other links", out);
-    }
-    fputs("</title>", out);
-}
-
-/* The cells of one matrix: colour, value, and a red frame round the slow links. */
-static void map_cells(FILE *out, const map_t *mp, const cp_links_verdict_t *v)
-{
-    int n = mp->nd->n;
-    const double *m = mp->best;
-    double hi = 0;
-    for (int i = 0; i < n * n; i++) {
-        hi = m[i] > hi ? m[i] : hi;
-    }
-    for (int a = 0; a < n; a++) {
-        for (int b = 0; b < n; b++) {
-            char col[16] = "#eeeeee";
-            int x = MAP_LEFT + b * MAP_CELL, y = MAP_TOP + a * MAP_CELL, slow = v->slow[a * n + b];
-            int measured = a != b && m[a * n + b] > 0;
-            if (measured) {
-                map_colour(m[a * n + b], hi, col, sizeof(col));
-            }
-            fprintf(out,
-                    "<rect%s x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
-                    "stroke=\"%s\" stroke-width=\"%d\"",
-                    measured ? " class=\"cell\"" : "", x, y, MAP_CELL - 2, MAP_CELL - 2, col,
-                    slow ? "#d62728" : "#ffffff", slow ? 3 : 1);
-            if (!measured) {
-                fputs("/>\n", out);
-                continue;
-            }
-            fputs(">", out);
-            map_title(out, mp, a, b, slow);
-            fprintf(out,
-                    "</rect>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" "
-                    "fill=\"%s\" pointer-events=\"none\">%.2f</text>\n",
-                    x + MAP_CELL / 2 - 1, y + MAP_CELL / 2 + 4,
-                    m[a * n + b] > hi / 2 ? "#ffffff" : "#222222", m[a * n + b]);
-        }
-    }
-}
-
-/* The node names along both sides. */
-static void map_labels(FILE *out, const nodes_t *nd)
-{
-    for (int a = 0; a < nd->n; a++) {
-        fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"end\">", MAP_LEFT - 8,
-                MAP_TOP + a * MAP_CELL + MAP_CELL / 2 + 4);
-        cp_report_xml_text(out, nd->names[a]);
-        fprintf(out,
-                "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" "
-                "text-anchor=\"middle\">",
-                MAP_LEFT + a * MAP_CELL + MAP_CELL / 2, MAP_TOP - 8);
-        cp_report_xml_text(out, nd->names[a]);
-        fprintf(out, "</text>\n");
-    }
-}
-
-unsigned long long cp_report_links_bytes(const cp_report_file_t *f, const char *backend,
-                                         const char *kind)
-{
-    for (size_t i = 0; i < f->nlinks; i++) {
-        if (!strcmp(f->links[i].backend, backend) && !strcmp(f->links[i].kind, kind)) {
-            return (unsigned long long)f->links[i].bytes;
-        }
-    }
-    return 0;
-}
-
-void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width)
-{
-    size_t i = 0;
-    for (int seen = -1; i < f->nlinks; i++) {
-        seen += first_of_backend(f->links, i);
-        if (seen == k) {
-            break;
-        }
-    }
-    nodes_t nd;
-    cp_links_verdict_t v;
-    if (i == f->nlinks || load_nodes(f, &nd) != 0) {
-        return;
-    }
-    size_t nn = (size_t)nd.n * (size_t)nd.n + 1;
-    double *m = calloc(3 * nn, sizeof(double));
-    map_t mp = {f->links[i].backend, &nd, m, NULL, NULL, 0, 0};
-    if (m != NULL) {
-        mp.mean = m + nn;
-        mp.lat = m + 2 * nn;
-        bw_matrix(f, mp.backend, STAT_MEAN, nd.n, mp.mean);
-        cp_links_matrix(f->links, f->nlinks, mp.backend, "latency", 1, nd.n, mp.lat);
-        mp.bw_bytes = cp_report_links_bytes(f, mp.backend, "bandwidth");
-        mp.lat_bytes = cp_report_links_bytes(f, mp.backend, "latency");
-        bw_matrix(f, mp.backend, STAT_BEST, nd.n, mp.best);
-    }
-    if (m != NULL && cp_links_analyse(mp.best, nd.n, 0.5, &v) == 0) {
-        fprintf(out, "<g class=\"heatmap\"><rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-                width, cp_report_links_map_height(f));
-        fprintf(out, "<text x=\"16\" y=\"28\" font-size=\"18\" font-weight=\"bold\">");
-        cp_report_xml_text(out, mp.backend);
-        fprintf(out, ": link bandwidth between nodes</text>\n<text x=\"16\" y=\"46\" "
-                     "font-size=\"12\" fill=\"#333333\">GB/s of the fastest iteration (red "
-                     "frame: below 0.5x the median of the other links)</text>\n");
-        map_labels(out, &nd);
-        map_cells(out, &mp, &v);
-        fputs("</g>\n", out);
-        cp_links_verdict_free(&v);
-    }
-    free(m);
-    free(nd.names);
 }
 
 typedef struct settings {
