@@ -142,3 +142,25 @@ void cp_h5_sanitize_row(const cp_h5_table_t *tab, void *row)
         cp_text_sanitize(text, field, col->size);
     }
 }
+
+void cp_h5_root_schema(collprof_root_attrs_t *a, char *version, size_t vlen, char *iso, size_t ilen)
+{
+    cp_utc_iso(iso, ilen);
+    snprintf(version, vlen, "%d.%d", COLLPROF_SCHEMA_VERSION_MAJOR, COLLPROF_SCHEMA_VERSION_MINOR);
+    a->schema = COLLPROF_SCHEMA_NAME;
+    a->schema_version = version;
+    a->schema_version_major = COLLPROF_SCHEMA_VERSION_MAJOR;
+    a->schema_version_minor = COLLPROF_SCHEMA_VERSION_MINOR;
+    a->collprof_version = PACKAGE_VERSION;
+    a->created = iso;
+}
+
+int cp_h5_write_root(hid_t file, const collprof_root_attrs_t *a)
+{
+    int rc = 0;
+    for (size_t i = 0; i < CP_H5_NROOT_ATTRS; i++) {
+        const cp_h5_attr_t *d = &cp_h5_root_attrs[i];
+        rc |= cp_h5_write_attr(file, d->name, d->kind, (const char *)a + d->offset);
+    }
+    return rc;
+}

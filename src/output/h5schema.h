@@ -79,6 +79,14 @@ hid_t cp_h5_row_type(const cp_h5_table_t *tab);
  *  0, or -1. */
 int cp_h5_write_attr(hid_t obj, const char *name, collprof_kind_t kind, const void *value);
 
+/** The schema's own root attributes into *a (its name, "major.minor" in version, the major and
+ *  minor numbers, collprof's version, created: now, UTC, in iso); the others are the caller's.
+ *  version and iso must outlive *a. */
+void cp_h5_root_schema(collprof_root_attrs_t *a, char *version, size_t vlen, char *iso,
+                       size_t ilen);
+/** Every root attribute of *a on file: 0, or nonzero when one could not be written. */
+int cp_h5_write_root(hid_t file, const collprof_root_attrs_t *a);
+
 /** n records of type as a 1-D dataset name of loc, written in one go: 0, or -1. */
 int cp_h5_write_records(hid_t loc, const char *name, hid_t type, const void *recs, size_t n);
 

@@ -119,22 +119,13 @@ static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
 {
     const cp_boot_t *b = ri->boot;
     char iso[64], version[32], cmd[8192] = "", timing[256];
-    cp_utc_iso(iso, sizeof(iso));
     cp_policy_describe(ri->opt->sync, ri->opt->batch, ri->opt->alloc, ri->opt->rotate, timing,
                        sizeof(timing));
-    snprintf(version, sizeof(version), "%d.%d", COLLPROF_SCHEMA_VERSION_MAJOR,
-             COLLPROF_SCHEMA_VERSION_MINOR);
     for (int i = 0; i < ri->argc; i++) {
         strncat(cmd, i ? " " : "", sizeof(cmd) - strlen(cmd) - 1);
         strncat(cmd, ri->argv[i], sizeof(cmd) - strlen(cmd) - 1);
     }
-    const collprof_root_attrs_t attrs = {
-        .schema = COLLPROF_SCHEMA_NAME,
-        .schema_version = version,
-        .schema_version_major = COLLPROF_SCHEMA_VERSION_MAJOR,
-        .schema_version_minor = COLLPROF_SCHEMA_VERSION_MINOR,
-        .collprof_version = PACKAGE_VERSION,
-        .created = iso,
+    collprof_root_attrs_t attrs = {
         .command_line = cmd,
         .world_size = b->nranks,
         .node_count = b->nnodes,
@@ -151,11 +142,8 @@ static int write_root_attrs(hid_t file, const cp_run_info_t *ri)
         .imported_format = "",
         .imported_file = "",
     };
-    int rc = 0;
-    for (size_t i = 0; i < CP_H5_NROOT_ATTRS; i++) {
-        const cp_h5_attr_t *a = &cp_h5_root_attrs[i];
-        rc |= cp_h5_write_attr(file, a->name, a->kind, (const char *)&attrs + a->offset);
-    }
+    cp_h5_root_schema(&attrs, version, sizeof(version), iso, sizeof(iso));
+    int rc = cp_h5_write_root(file, &attrs);
     cp_slurm_kv_t kv[CP_SLURM_META_MAX];
     int nkv = cp_slurm_meta(kv, CP_SLURM_META_MAX);
     for (int i = 0; i < nkv; i++) {

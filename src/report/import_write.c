@@ -42,9 +42,6 @@ static int put_table(hid_t file, const cp_h5_table_t *tab, const void *rows, siz
 static int put_root(hid_t file, const cp_import_t *im, const char *command)
 {
     char iso[64], version[32], what[128], safe_cmd[4096], name[256];
-    cp_utc_iso(iso, sizeof(iso));
-    snprintf(version, sizeof(version), "%d.%d", COLLPROF_SCHEMA_VERSION_MAJOR,
-             COLLPROF_SCHEMA_VERSION_MINOR);
     const char *base = strrchr(im->shown, '/');
     cp_text_sanitize(base != NULL ? base + 1 : im->shown, name, sizeof(name));
     cp_text_sanitize(command, safe_cmd, sizeof(safe_cmd));
@@ -53,13 +50,7 @@ static int put_root(hid_t file, const cp_import_t *im, const char *command)
     cp_text_sanitize(im->tool, tool, sizeof(tool));
     cp_text_sanitize(im->version, tver, sizeof(tver));
     cp_text_sanitize(im->timing, timing, sizeof(timing));
-    const collprof_root_attrs_t attrs = {
-        .schema = COLLPROF_SCHEMA_NAME,
-        .schema_version = version,
-        .schema_version_major = COLLPROF_SCHEMA_VERSION_MAJOR,
-        .schema_version_minor = COLLPROF_SCHEMA_VERSION_MINOR,
-        .collprof_version = PACKAGE_VERSION,
-        .created = iso,
+    collprof_root_attrs_t attrs = {
         .command_line = safe_cmd,
         .world_size = im->nranks,
         .node_count = im->nnodes,
@@ -75,12 +66,8 @@ static int put_root(hid_t file, const cp_import_t *im, const char *command)
         .imported_format = what,
         .imported_file = name,
     };
-    int rc = 0;
-    for (size_t i = 0; i < CP_H5_NROOT_ATTRS; i++) {
-        const cp_h5_attr_t *a = &cp_h5_root_attrs[i];
-        rc |= cp_h5_write_attr(file, a->name, a->kind, (const char *)&attrs + a->offset);
-    }
-    return rc;
+    cp_h5_root_schema(&attrs, version, sizeof(version), iso, sizeof(iso));
+    return cp_h5_write_root(file, &attrs);
 }
 
 static int put_tables(hid_t file, const cp_import_t *im)
