@@ -2,6 +2,8 @@
 
 #include "output/world.h"
 
+#include "core/util.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,40 +58,27 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t len, 
     }
 }
 
-static void append_run(char *buf, size_t len, const int *rk, int lo, int hi, int first)
-{
-    append(buf, len, first ? "%d" : ",%d", rk[lo]);
-    if (hi > lo) {
-        append(buf, len, "-%d", rk[hi]);
-    }
-}
-
 /* "n1 ranks 0-1,4" for the n ranks rk[] of host: ranges of consecutive
  * ranks; past WORLD_RUNS ranges the first RUNS_HEAD, "..." and the last,
  * then the count. */
 static void node_item(char *buf, size_t len, const char *host, const int *rk, int n)
 {
-    int runs = 0;
+    int runs = 0, head = n, last = 0; /* head: where run RUNS_HEAD starts; last: the last run */
     for (int i = 0; i < n; i++) {
-        runs += i == 0 || rk[i] != rk[i - 1] + 1;
-    }
-    snprintf(buf, len, "%s rank%s ", host, n == 1 ? "" : "s");
-    int run = 0;
-    for (int lo = 0; lo < n;) {
-        int hi = lo;
-        while (hi + 1 < n && rk[hi + 1] == rk[hi] + 1) {
-            hi++;
+        if (i == 0 || rk[i] != rk[i - 1] + 1) {
+            head = runs == RUNS_HEAD ? i : head;
+            last = i;
+            runs++;
         }
-        if (runs <= WORLD_RUNS || run < RUNS_HEAD || run == runs - 1) {
-            append_run(buf, len, rk, lo, hi, run == 0);
-        } else if (run == RUNS_HEAD) {
-            append(buf, len, ",...");
-        }
-        run++;
-        lo = hi + 1;
     }
-    if (runs > WORLD_RUNS) {
-        append(buf, len, " (%d ranks)", n);
+    char a[512], z[64];
+    if (runs <= WORLD_RUNS) {
+        snprintf(buf, len, "%s rank%s %s", host, n == 1 ? "" : "s",
+                 cp_fmt_ranges(rk, n, a, sizeof(a)));
+    } else {
+        snprintf(buf, len, "%s ranks %s,...,%s (%d ranks)", host,
+                 cp_fmt_ranges(rk, head, a, sizeof(a)),
+                 cp_fmt_ranges(rk + last, n - last, z, sizeof(z)), n);
     }
 }
 
