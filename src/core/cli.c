@@ -32,7 +32,7 @@
         name, s, arg, cli_h_spec, key, 0, 0, help                                                  \
     }
 
-static const cli_opt_t cli_opts[] = {
+const cli_opt_t cli_opts[] = {
     SECTION("Launching (ranks bootstrap through PMIx):"),
     {"np", 0, "N", cli_h_int, "--np 1 1024", OPT_FIELD(np),
      "self-launch N local ranks (embedded PMIx server)"},
@@ -166,113 +166,9 @@ static const cli_opt_t cli_opts[] = {
 };
 
 #define N_CLI_OPTS (sizeof(cli_opts) / sizeof(cli_opts[0]))
+const size_t cli_nopts = N_CLI_OPTS;
 /* getopt_long's value for a long-only option: OPT_LONG + its row */
 #define OPT_LONG 256
-
-/* Width of the help text of an option's vocabulary list. */
-#define NAMES_WIDTH 54
-
-/* Membership in the default spec, for the "(default: ...)" of a vocabulary. */
-static cp_spec_t default_spec;
-static int names_which;
-
-static int keep_default(int i)
-{
-    const int *v = names_which == NAMES_DTYPES ? default_spec.dtypes : default_spec.redops;
-    int n = names_which == NAMES_DTYPES ? default_spec.ndtypes : default_spec.nredops;
-    for (int k = 0; k < n; k++) {
-        if (v[k] == i) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* "a,b,c,...\n... (default: x)": a vocabulary's names wrapped at NAMES_WIDTH. */
-static void names_help(int which, char *buf, size_t len)
-{
-    char all[1024], dflt[512], *save = NULL;
-    size_t line = 0;
-    cp_spec_defaults(&default_spec);
-    names_which = which;
-    cli_join_names(which, cli_keep_any, ",", all, sizeof(all));
-    cli_join_names(which, which == NAMES_OPS ? cli_keep_default_op : keep_default, ",", dflt,
-                   sizeof(dflt));
-    buf[0] = '\0';
-    for (char *tok = strtok_r(all, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        size_t o = strlen(buf), w = strlen(tok) + (save != NULL && *save != '\0');
-        if (line > 0 && line + w > NAMES_WIDTH) {
-            snprintf(buf + o, len - o, "\n");
-            o++;
-            line = 0;
-        }
-        snprintf(buf + o, len - o, "%s%s", tok, w > strlen(tok) ? "," : "");
-        line += w;
-    }
-    size_t o = strlen(buf);
-    int fits = line + strlen(dflt) + 11 <= NAMES_WIDTH; /* " (default: " + ")" */
-    snprintf(buf + o, len - o, "%s(default: %s)", fits ? " " : "\n", dflt);
-    if (which == NAMES_OPS) {
-        o = strlen(buf);
-        snprintf(buf + o, len - o, "\nall: every blocking op; nonblocking: the i ones");
-    }
-}
-
-/* One option's --help entry: "  -x, --name ARG" padded to the text column. */
-static void usage_option(FILE *f, const cli_opt_t *o)
-{
-    char left[64], names[2048];
-    int n = 0;
-    if (o->short_name != 0) {
-        n = snprintf(left, sizeof(left), "-%c, ", o->short_name);
-    }
-    snprintf(left + n, sizeof(left) - (size_t)n, "--%s%s%s", o->name, o->arg ? " " : "",
-             o->arg ? o->arg : "");
-    const char *text = o->help, *dflt = o->key != NULL ? cp_spec_default(o->key) : NULL;
-    char with[1024];
-    if (text != NULL && dflt != NULL && strstr(text, "(default") == NULL) {
-        /* a matrix key's default, from its row in spec.c */
-        snprintf(with, sizeof(with), "%s (default: %s)", text, dflt);
-        text = with;
-    }
-    if (text == NULL) {
-        names_help(!strcmp(o->key, "ops")      ? NAMES_OPS
-                   : !strcmp(o->key, "dtypes") ? NAMES_DTYPES
-                                               : NAMES_REDOPS,
-                   names, sizeof(names));
-        text = names;
-    }
-    size_t first = strcspn(text, "\n");
-    fprintf(f, "  %-22s %.*s\n", left, (int)first, text);
-    for (text += first; *text == '\n'; text += first) {
-        text++;
-        first = strcspn(text, "\n");
-        fprintf(f, "%25s%.*s\n", "", (int)first, text);
-    }
-}
-
-void cp_cli_usage(FILE *f)
-{
-    fputs("Usage: collprof [OPTIONS]\n"
-          "Profile collective communication on every backend that loads, check results\n"
-          "exactly (by default one extra run per cell after its timed loop: --check), print\n"
-          "an nccl-tests-style table and write a timestamped text summary.\n",
-          f);
-    for (size_t i = 0; i < N_CLI_OPTS; i++) {
-        if (cli_opts[i].name == NULL) {
-            fprintf(f, "\n%s\n", cli_opts[i].help);
-        } else if (cli_opts[i].handle == NULL) {
-            fprintf(f, "  %s\n", cli_opts[i].help);
-        } else {
-            usage_option(f, &cli_opts[i]);
-        }
-    }
-    fputs("\n"
-          "Exit status: 0 success, 1 a wrong result or a failed operation, 2 bad input,\n"
-          "124 an operation timed out, 128+N stopped by signal N (results so far kept).\n"
-          "See collprof(1) for details.\n",
-          f);
-}
 
 /* getopt_long's tables from cli_opts; longs has N_CLI_OPTS + 1 entries. */
 static void getopt_tables(struct option *longs, char *shorts)

@@ -1,7 +1,8 @@
 /*
- * What the option parser's files share (cli.h): spec.c (a spec's defaults, the value
- * parsers shared with matrix files, the matrix-file loader), cli_handlers.c (each option's
- * handler) and cli.c (the option table that drives getopt_long, the parsing and --help).
+ * What the option parser's files share (cli.h): spec.c (the matrix keys' table, a spec's
+ * defaults, the value parsers shared with matrix files, the matrix-file loader),
+ * cli_handlers.c (each option's handler), cli_help.c (--help) and cli.c (the option table
+ * that drives getopt_long, the parsing and --help).
  * Internal to src/core.
  */
 #ifndef COLLPROF_CORE_CLI_INT_H
@@ -43,6 +44,10 @@ struct cli_opt {
 };
 
 #define OPT_FIELD(f) offsetof(cp_options_t, f), sizeof(((cp_options_t *)0)->f)
+
+/* cli.c: the option table (cli_nopts rows), which drives getopt_long, the parse and --help */
+extern const cli_opt_t cli_opts[];
+extern const size_t cli_nopts;
 
 /* spec.c */
 int cli_build_sweep(cp_spec_t *s, uint64_t minb, uint64_t maxb, long factor, char *err,
