@@ -21,32 +21,33 @@
 
 #define SECTION(title)                                                                             \
     {                                                                                              \
-        NULL, 0, NULL, NULL, NULL, 0, 0, title                                                     \
+        NULL, 0, NULL, NULL, NULL, 0, 0, title, NULL                                               \
     }
 #define NOTE(text)                                                                                 \
     {                                                                                              \
-        "", 0, NULL, NULL, NULL, 0, 0, text                                                        \
+        "", 0, NULL, NULL, NULL, 0, 0, text, NULL                                                  \
     }
 #define SPEC(name, s, arg, key, help)                                                              \
     {                                                                                              \
-        name, s, arg, cli_h_spec, key, 0, 0, help                                                  \
+        name, s, arg, cli_h_spec, key, 0, 0, help, NULL                                            \
     }
 
 const cli_opt_t cli_opts[] = {
     SECTION("Launching (ranks bootstrap through PMIx):"),
     {"np", 0, "N", cli_h_int, "--np 1 1024", OPT_FIELD(np),
-     "self-launch N local ranks (embedded PMIx server)"},
-    {"launcher", 0, "MODE", cli_h_launcher, NULL, 0, 0, "embedded (default) or mpirun, for --np"},
+     "self-launch N local ranks (embedded PMIx server)", NULL},
+    {"launcher", 0, "MODE", cli_h_launcher, NULL, 0, 0, "embedded or mpirun, for --np", "embedded"},
     NOTE("(or run under: mpirun -np N collprof ... | srun --mpi=pmix -n N collprof ...)"),
     SECTION("The matrix (each list is comma-separated; 'all' selects everything):"),
     SPEC("backends", 0, "LIST", "backends", "backends to run (default: all that load)"),
     SPEC("variants", 0, "LIST", "variants", "variants, e.g. default,ring (default: all)"),
     SPEC("ops", 0, "LIST", "ops", NULL),
-    {"counts", 0, "LIST", cli_h_counts, "counts", 0, 0, "element counts, K/M/G suffixes"},
+    {"counts", 0, "LIST", cli_h_counts, "counts", 0, 0, "element counts, K/M/G suffixes", NULL},
     {"minbytes", 'b', "SIZE", cli_h_sweep_bound, NULL, 0, 0,
-     "byte sweep start, as in nccl-tests (replaces --counts)"},
-    {"maxbytes", 'e', "SIZE", cli_h_sweep_bound, NULL, 0, 0, "byte sweep end"},
-    {"stepfactor", 'f', "F", cli_h_sweep_factor, NULL, 0, 0, "byte sweep multiplier (default: 2)"},
+     "byte sweep start, as in nccl-tests (replaces --counts)", NULL},
+    {"maxbytes", 'e', "SIZE", cli_h_sweep_bound, NULL, 0, 0, "byte sweep end", NULL},
+    {"stepfactor", 'f', "F", cli_h_sweep_factor, NULL, 0, 0, "byte sweep multiplier (default: 2)",
+     NULL},
     SPEC("dtype", 'd', "LIST", "dtypes", NULL),
     SPEC("redop", 'o', "LIST", "redops", NULL),
     SPEC("root", 'r', "N", "root", "root rank of rooted operations"),
@@ -60,7 +61,7 @@ const cli_opt_t cli_opts[] = {
          "auto, the backend's own: host where it offers host\n"
          "memory, else its first kind, e.g. device)"),
     {"matrix", 0, "FILE", cli_h_string, NULL, OPT_FIELD(matrix_file),
-     "read the matrix from FILE (see collprof(1))"},
+     "read the matrix from FILE (see collprof(1))", NULL},
     SECTION("Measurement:"),
     SPEC("iters", 'n', "N", "iters", "timed iterations per cell"),
     SPEC("warmup", 'w', "N", "warmup", "warm-up iterations per cell"),
@@ -70,99 +71,118 @@ const cli_opt_t cli_opts[] = {
      "iterations' own outputs; every: each timed iteration's\n"
      "output (fresh inputs before each, the fill and check\n"
      "not timed); sample:K: timed iterations K, 2K, ... and\n"
-     "the last; 0: none; 1: the default (default: last)"},
+     "the last; 0: none; 1: the default (default: last)",
+     NULL},
     {"sync", 0, "MODE", cli_h_sync, NULL, 0, 0,
      "barrier: a barrier (not timed) before each operation;\n"
      "none: operations back to back; batch[:N]: a barrier,\n"
      "then N operations timed together, divided by N, each\n"
-     "sample (nccl-tests' way; N default 20)\n"
-     "(default: barrier)"},
+     "sample (nccl-tests' way; N default 20)",
+     "barrier"},
     {"alloc", 0, "KIND", cli_h_alloc, NULL, 0, 0,
      "host buffers: malloc (the backend's own), mmap, or\n"
      "hugepages (MAP_HUGETLB, else transparent huge pages)\n"
-     "(default: malloc)"},
+     "(default: malloc)",
+     NULL},
     {"rotate-buffers", 0, "N", cli_h_int, "--rotate-buffers 1 1024", OPT_FIELD(rotate),
      "cycle operations through N copies of the buffers, so\n"
-     "that one does not find the last one's data in cache\n"
-     "(default: 1, the same buffers every time)"},
+     "that one does not find the last one's data in cache",
+     "1"},
     {"timeout", 0, "SECONDS", cli_h_timeout, NULL, 0, 0,
      "watchdog: longest one operation (or any other step) may\n"
      "take before the run stops with a report of the ranks\n"
      "that did not arrive (default: 60 s + 1 s per 10 MB of\n"
-     "the cell's largest buffer; 0: no watchdog)"},
+     "the cell's largest buffer; 0: no watchdog)",
+     NULL},
     {"repeats", 0, "R", cli_h_int, "--repeats 1 1000", OPT_FIELD(repeats),
      "run each cell R times, each on fresh communicators, and\n"
      "report the median of the repeats' p50s with its 95 %\n"
-     "interval (from 6 repeats) and bimodal cells (default: 1)"},
+     "interval (from 6 repeats) and bimodal cells (default: 1)",
+     NULL},
     {"fresh-buffers", 0, NULL, cli_h_flag, NULL, OPT_FIELD(fresh_buffers),
      "with repeats: new buffers for every repeat too (default:\n"
-     "the cell's buffers, where its backend can share them)"},
+     "the cell's buffers, where its backend can share them)",
+     NULL},
     {"min-time", 0, "SECONDS", cli_h_adaptive, NULL, OPT_FIELD(min_time_s),
-     "repeat each cell until its repeats took SECONDS"},
+     "repeat each cell until its repeats took SECONDS", NULL},
     {"target-ci", 0, "PCT", cli_h_adaptive, NULL, OPT_FIELD(target_ci_pct),
      "repeat each cell until its 95 % interval is at most PCT\n"
-     "percent of the median wide (6 repeats or more)"},
+     "percent of the median wide (6 repeats or more)",
+     NULL},
     {"max-time", 0, "SECONDS", cli_h_adaptive, NULL, OPT_FIELD(max_time_s),
      "start no further repeat of a cell after SECONDS in it\n"
      "(default: none; 60, or --min-time if longer, with\n"
-     "--min-time or --target-ci)"},
+     "--min-time or --target-ci)",
+     NULL},
     {"link-sweep", 0, NULL, cli_h_flag, NULL, OPT_FIELD(link_sweep),
      "measure every pair of nodes instead of the matrix:\n"
-     "node x node bandwidth and latency (see collprof(1))"},
+     "node x node bandwidth and latency (see collprof(1))",
+     NULL},
     {"screen", 0, NULL, cli_h_flag, NULL, OPT_FIELD(screen),
      "find the bad nodes and links: random pairings of the\n"
      "nodes, each pair judged against the median of all (of\n"
      "its path class, same-switch or cross-switch, under a\n"
      "Slurm tree topology), suspects confirmed with another\n"
      "partner (collprof(1)); exit status 0 healthy, 1 flagged,\n"
-     "2 inconclusive"},
+     "2 inconclusive",
+     NULL},
     {"screen-rounds", 0, "R", cli_h_int, "--screen-rounds 1 64", OPT_FIELD(screen_rounds),
      "random rounds of the screen before its confirmation\n"
-     "round (default: 3)"},
+     "round (default: 3)",
+     NULL},
     {"screen-threshold", 0, "X", cli_h_screen_thr, NULL, 0, 0,
      "a pair is slow below X times the reference (default:\n"
-     "0.8; a noisy cluster may want less)"},
+     "0.8; a noisy cluster may want less)",
+     NULL},
     {"screen-validate", 0, "on|off", cli_h_screen_validate, NULL, 0, 0,
      "after the rounds, one allreduce of the healthy nodes,\n"
-     "halved in parallel when it fails (default: on)"},
+     "halved in parallel when it fails (default: on)",
+     NULL},
     {"baseline", 0, "FILE", cli_h_string, NULL, OPT_FIELD(baseline),
      "judge the screen against a baseline (collprof-report\n"
      "baseline) instead of its own median: each pair against\n"
-     "its path class's row, else the \"any\" row"},
+     "its path class's row, else the \"any\" row",
+     NULL},
     {"seed", 0, "N", cli_h_int, "--seed 1 2147483647", OPT_FIELD(seed),
      "the screen's pairings (default: drawn, printed and\n"
-     "recorded, so that a run can be repeated)"},
+     "recorded, so that a run can be repeated)",
+     NULL},
     {"split", 0, "LIST", cli_h_split, NULL, 0, 0,
      "also run each cell on node (the ranks of each node) and\n"
      "cross (one rank per node) groups, every group at once\n"
-     "(nccl-tests' split communicators; default: none)"},
+     "(nccl-tests' split communicators; default: none)",
+     NULL},
     {"sweep-sizes", 0, "S,L", cli_h_sweep_sizes, NULL, 0, 0,
      "link sweep messages: latency at S, bandwidth at L\n"
-     "bytes (default: 8,4M)"},
+     "bytes (default: 8,4M)",
+     NULL},
     {"backend-opt", 'B', "K=V", cli_h_backend_opt, NULL, 0, 0,
-     "option for a backend plugin (the last one of a key wins)"},
+     "option for a backend plugin (the last one of a key wins)", NULL},
     NOTE("(a backend's options marked --NAME in --help-backend also take --NAME VALUE)"),
     {"link-gbps", 0, "X", cli_h_link_gbps, NULL, 0, 0,
      "link rate in Gbit/s for 'BusBW as % of link rate' when\n"
-     "the provider reports none (recorded with the run)"},
+     "the provider reports none (recorded with the run)",
+     NULL},
     SECTION("Output:"),
     {"output-dir", 0, "DIR", cli_h_string, NULL, OPT_FIELD(output_dir),
      "where the summary goes (default: $SLURM_SUBMIT_DIR\n"
-     "under Slurm, else the current directory)"},
-    {"tag", 0, "TEXT", cli_h_text, NULL, OPT_FIELD(tag), "label recorded in the summary"},
+     "under Slurm, else the current directory)",
+     NULL},
+    {"tag", 0, "TEXT", cli_h_text, NULL, OPT_FIELD(tag), "label recorded in the summary", NULL},
     {"log-dir", 0, "DIR", cli_h_string, NULL, OPT_FIELD(log_dir),
      "also write one log per rank to DIR: every step with an\n"
-     "ISO-8601 timestamp, whatever -v says (default: none)"},
+     "ISO-8601 timestamp, whatever -v says (default: none)",
+     NULL},
     {"list", 0, NULL, cli_h_flag, NULL, OPT_FIELD(list),
-     "list backends, operations, dtypes, variants, options"},
+     "list backends, operations, dtypes, variants, options", NULL},
     {"help-backend", 0, "NAME", cli_h_string, NULL, OPT_FIELD(help_backend),
-     "a backend's operations, variants and options, in full"},
+     "a backend's operations, variants and options, in full", NULL},
     {"dry-run", 0, NULL, cli_h_flag, NULL, OPT_FIELD(dry_run),
-     "print the plan and exit without communicating"},
+     "print the plan and exit without communicating", NULL},
     {"verbose", 'v', NULL, cli_h_more, NULL, OPT_FIELD(verbose),
-     "timestamped per-rank progress (twice: debug)"},
-    {"help", 'h', NULL, cli_h_flag, NULL, OPT_FIELD(help), "this help"},
-    {"version", 'V', NULL, cli_h_flag, NULL, OPT_FIELD(version), "version"},
+     "timestamped per-rank progress (twice: debug)", NULL},
+    {"help", 'h', NULL, cli_h_flag, NULL, OPT_FIELD(help), "this help", NULL},
+    {"version", 'V', NULL, cli_h_flag, NULL, OPT_FIELD(version), "version", NULL},
 };
 
 #define N_CLI_OPTS (sizeof(cli_opts) / sizeof(cli_opts[0]))
@@ -354,14 +374,17 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     opt->check = 1;
     opt->check_mode = CP_CHECK_DEFAULT;
     opt->check_k = CP_CHECK_DEFAULT_K;
-    opt->sync_barrier = 1;
-    opt->sync = CP_SYNC_BARRIER;
-    opt->batch = 1;
-    opt->rotate = 1;
     opt->timeout_s = -1; /* derived per cell */
     opt->sweep_bytes[0] = 8;
     opt->sweep_bytes[1] = UINT64_C(4) << 20;
     cp_spec_defaults(&st.base);
+    st.spelled = "(a default)";
+    for (size_t i = 0; i < N_CLI_OPTS; i++) { /* the rows' defaults, through their handlers */
+        const cli_opt_t *o = &cli_opts[i];
+        if (o->dflt != NULL && o->handle(&st, o, o->dflt, err, errlen) != 0) {
+            return -1; /* a default its own handler refuses: a bug here, caught by every test */
+        }
+    }
     getopt_tables(longs, shorts);
     optind = 1;
     opterr = 0;

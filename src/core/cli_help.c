@@ -78,11 +78,16 @@ static void usage_option(FILE *f, const cli_opt_t *o)
     }
     snprintf(left + n, sizeof(left) - (size_t)n, "--%s%s%s", o->name, o->arg ? " " : "",
              o->arg ? o->arg : "");
-    const char *text = o->help, *dflt = o->key != NULL ? cp_spec_default(o->key) : NULL;
+    const char *text = o->help, *dflt = o->dflt;
     char with[1024];
+    if (dflt == NULL && o->key != NULL) {
+        dflt = cp_spec_default(o->key); /* a matrix key's, from its row in spec.c */
+    }
     if (text != NULL && dflt != NULL && strstr(text, "(default") == NULL) {
-        /* a matrix key's default, from its row in spec.c */
-        snprintf(with, sizeof(with), "%s (default: %s)", text, dflt);
+        const char *last = strrchr(text, '\n');
+        size_t tail = strlen(last != NULL ? last + 1 : text) + strlen(dflt) + 12;
+        snprintf(with, sizeof(with), "%s%s(default: %s)", text, tail > NAMES_WIDTH ? "\n" : " ",
+                 dflt);
         text = with;
     }
     if (text == NULL) {

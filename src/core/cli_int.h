@@ -41,6 +41,8 @@ struct cli_opt {
     size_t off, cap;      /* destination field in cp_options_t and its size */
     const char *help;     /* help text, '\n' starting an indented continuation line;
                            * NULL: the names of key's vocabulary and the default */
+    const char *dflt;     /* the default, an argument the handler takes before argv's (and
+                           * --help says); NULL: none, or a matrix key's (spec.c) */
 };
 
 #define OPT_FIELD(f) offsetof(cp_options_t, f), sizeof(((cp_options_t *)0)->f)
