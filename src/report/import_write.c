@@ -28,7 +28,9 @@ static int put_table(hid_t file, const cp_h5_table_t *tab, const void *rows, siz
     if (copy == NULL) {
         return -1;
     }
-    memcpy(copy, rows, tab->recsize * n);
+    if (n > 0) { /* rows may be NULL when there are none (an OSU file has no /environment) */
+        memcpy(copy, rows, tab->recsize * n);
+    }
     for (size_t i = 0; i < n; i++) {
         cp_h5_sanitize_row(tab, (char *)copy + i * tab->recsize);
     }
