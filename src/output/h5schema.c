@@ -155,6 +155,17 @@ void cp_h5_root_schema(collprof_root_attrs_t *a, char *version, size_t vlen, cha
     a->created = iso;
 }
 
+int cp_h5_write_table(hid_t file, const cp_h5_table_t *tab, void *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cp_h5_sanitize_row(tab, (char *)rows + i * tab->recsize);
+    }
+    hid_t t = cp_h5_row_type(tab);
+    int rc = cp_h5_write_records(file, tab->name, t, rows, n);
+    cp_h5_release(t);
+    return rc;
+}
+
 int cp_h5_write_root(hid_t file, const collprof_root_attrs_t *a)
 {
     int rc = 0;

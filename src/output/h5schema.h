@@ -84,6 +84,9 @@ int cp_h5_write_attr(hid_t obj, const char *name, collprof_kind_t kind, const vo
  *  version and iso must outlive *a. */
 void cp_h5_root_schema(collprof_root_attrs_t *a, char *version, size_t vlen, char *iso,
                        size_t ilen);
+/** n rows of table tab as its dataset on file, each row made printable first (in place): 0, or
+ *  -1. */
+int cp_h5_write_table(hid_t file, const cp_h5_table_t *tab, void *rows, size_t n);
 /** Every root attribute of *a on file: 0, or nonzero when one could not be written. */
 int cp_h5_write_root(hid_t file, const collprof_root_attrs_t *a);
 

@@ -36,12 +36,7 @@ static int attr_str(hid_t obj, const char *name, const char *value)
 /* A table of the schema, then free(recs). */
 static int write_table(hid_t file, const cp_h5_table_t *tab, void *recs, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        cp_h5_sanitize_row(tab, (char *)recs + i * tab->recsize);
-    }
-    hid_t t = cp_h5_row_type(tab);
-    int rc = cp_h5_write_records(file, tab->name, t, recs, n);
-    cp_h5_release(t);
+    int rc = cp_h5_write_table(file, tab, recs, n);
     free(recs);
     return rc;
 }

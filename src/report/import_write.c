@@ -31,12 +31,7 @@ static int put_table(hid_t file, const cp_h5_table_t *tab, const void *rows, siz
     if (n > 0) { /* rows may be NULL when there are none (an OSU file has no /environment) */
         memcpy(copy, rows, tab->recsize * n);
     }
-    for (size_t i = 0; i < n; i++) {
-        cp_h5_sanitize_row(tab, (char *)copy + i * tab->recsize);
-    }
-    hid_t t = cp_h5_row_type(tab);
-    int rc = cp_h5_write_records(file, tab->name, t, copy, n);
-    cp_h5_release(t);
+    int rc = cp_h5_write_table(file, tab, copy, n);
     free(copy);
     return rc;
 }
