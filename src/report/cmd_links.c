@@ -418,7 +418,7 @@ static int run(void *ctx, cp_report_file_t **files, int n)
     } else if (s->baseline != NULL) {
         rc = report_based(files[0], &base, s->threshold > 0 ? s->threshold : 0.8, s->stat);
     } else {
-        rc = report(files[0], s->threshold > 0 ? s->threshold : 0.5, s->stat);
+        rc = report(files[0], s->threshold > 0 ? s->threshold : CP_LINKS_THRESHOLD, s->stat);
     }
     if (s->baseline != NULL) {
         cp_report_base_free(&base);

@@ -233,7 +233,7 @@ static void print_json(FILE *out, const char *path, const collprof_screen_row_t 
 /* ---- the run's pairs judged again --------------------------------------------------------- */
 
 /* The --screen-rounds of the run's command line: the last one given, else 3 (the default). */
-static int screen_rounds(const char *cmdline)
+int cp_report_screen_rounds(const char *cmdline)
 {
     int rounds = 3;
     const char *opt = "--screen-rounds";
@@ -270,7 +270,7 @@ static int rejudge(const settings_t *st, const cp_report_file_t *f, const cp_rep
     }
     cp_screen_opts_t o;
     cp_screen_opts_default(&o);
-    o.rounds = screen_rounds(f->root.command_line);
+    o.rounds = cp_report_screen_rounds(f->root.command_line);
     o.seed = h->seed;
     o.thr = st->threshold > 0 ? st->threshold : h->threshold;
     o.has_baseline = 1;

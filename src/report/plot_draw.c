@@ -1,7 +1,8 @@
 /*
  * One chart of `collprof-report plot` in SVG (plot_int.h): the axes on a log2 size axis, the
  * frame and ticks, each series' p5-p95 band, line and points with their values in <title>,
- * the fastest of each cell ringed; the files' description; the heatmaps after the charts.
+ * the fastest of each cell ringed; a ratio chart on a log2 ratio axis around its marked 1.0;
+ * the files' description; the heatmaps after the charts.
  */
 #include "config.h"
 
@@ -41,8 +42,9 @@ typedef struct axes {
     int pw;       /* plot width */
     int xlo, xhi; /* the first and last size tick (log2 bytes) */
     double xmin, xmax;
-    double ytop, step; /* y from 0 to ytop, ticks every step */
+    double ytop, step; /* y from 0 to ytop, ticks every step; a ratio: log2 from -ytop */
     int decimals;      /* of the y tick labels */
+    int ratio;         /* a ratio chart: y is log2 of the ratio, 1.0 in the middle */
 } axes_t;
 
 static double ax_x(const axes_t *a, double v)
@@ -52,20 +54,25 @@ static double ax_x(const axes_t *a, double v)
 
 static double ax_y(const axes_t *a, double v)
 {
+    if (a->ratio) {
+        return PLOT_T + PLOT_H / 2.0 - log2(v > 0 ? v : 1e-300) / a->ytop * (PLOT_H / 2.0);
+    }
     return PLOT_T + PLOT_H - v / a->ytop * PLOT_H;
 }
 
 static void chart_axes(const chart_t *c, axes_t *a)
 {
-    double lo = INFINITY, hi = -INFINITY, ymax = 0;
+    double lo = INFINITY, hi = -INFINITY, ymax = 0, span = 0.5;
     for (size_t i = 0; i < c->n; i++) {
         for (size_t k = 0; k < c->s[i].n; k++) {
             double lx = log2(c->s[i].pts[k].bytes);
             lo = lx < lo ? lx : lo;
             hi = lx > hi ? lx : hi;
             ymax = fmax(ymax, fmax(c->s[i].pts[k].busbw, c->s[i].pts[k].hi)); /* bands too */
+            span = fmax(span, fabs(log2(c->s[i].pts[k].busbw)) * 1.1);
         }
     }
+    a->ratio = c->kind == CHART_RATIO;
     a->pw = CHART_W - PLOT_L - PLOT_R;
     a->xlo = (int)floor(lo);
     a->xhi = (int)ceil(hi);
@@ -81,6 +88,9 @@ static void chart_axes(const chart_t *c, axes_t *a)
     a->step = raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
     a->ytop = ceil((ymax > 0 ? ymax * 1.05 : 1) / a->step) * a->step;
     a->decimals = a->step >= 1 ? 0 : (int)ceil(-log10(a->step) - 1e-9);
+    if (a->ratio) { /* symmetric around 1.0: twice as fast as far above as half as fast below */
+        a->ytop = fmin(span, 20);
+    }
 }
 
 /*
@@ -88,6 +98,24 @@ static void chart_axes(const chart_t *c, axes_t *a)
  * `collprof-report best` decides it (src/output/best.c: ok cells, ties not
  * marked), when every file has the same world size.
  */
+static void mark_view(charts_t *v, const cp_best_t *b)
+{
+    for (size_t r = 0; r < b->nrows; r++) {
+        const cp_best_duel_t *d = &b->rows[r].d;
+        for (size_t ci = 0; d->slow.row != NULL && !d->tie && ci < v->n; ci++) {
+            chart_t *c = &v->c[ci];
+            for (size_t si = 0; si < c->n; si++) {
+                for (size_t k = 0; k < c->s[si].n; k++) {
+                    if (c->s[si].pts[k].row == d->fast.row) {
+                        c->s[si].pts[k].winner = 1;
+                        c->winners++;
+                    }
+                }
+            }
+        }
+    }
+}
+
 void plot_mark_winners(plot_t *p)
 {
     size_t ncells;
@@ -102,20 +130,8 @@ void plot_mark_winners(plot_t *p)
         free(cells);
         return; /* the marks are a convenience */
     }
-    for (size_t r = 0; r < b.nrows; r++) {
-        const cp_best_duel_t *d = &b.rows[r].d;
-        for (size_t ci = 0; d->slow.row != NULL && !d->tie && ci < p->n; ci++) {
-            chart_t *c = &p->c[ci];
-            for (size_t si = 0; si < c->n; si++) {
-                for (size_t k = 0; k < c->s[si].n; k++) {
-                    if (c->s[si].pts[k].row == d->fast.row) {
-                        c->s[si].pts[k].winner = 1;
-                        c->winners++;
-                    }
-                }
-            }
-        }
-    }
+    mark_view(&p->all, &b);
+    mark_view(&p->best, &b);
     cp_best_free(&b);
     free(cells);
 }
@@ -133,6 +149,18 @@ static void draw_title(FILE *out, const chart_t *c, const axes_t *a)
             plot_chart_height(c));
     fprintf(out, "<text x=\"%d\" y=\"26\" font-size=\"18\" font-weight=\"bold\">", PLOT_L);
     xml_text(out, plot_op_label(c->op));
+    if (a->ratio) {
+        fputs(": busBW of each backend's fastest variant / ", out);
+        xml_text(out, c->ref);
+        fputs("'s</text>\n", out);
+        fprintf(out,
+                "<text x=\"%d\" y=\"42\" font-size=\"11\" fill=\"#555555\">above 1.0: "
+                "faster than ",
+                PLOT_L);
+        xml_text(out, c->ref);
+        fputs(" at that size (log scale: 2x as far above 1.0 as 0.5x below)</text>\n", out);
+        return;
+    }
     fprintf(out, ": bus bandwidth against message size</text>\n");
     if (c->winners > 0) {
         fprintf(out,
@@ -150,12 +178,59 @@ static void draw_title(FILE *out, const chart_t *c, const axes_t *a)
     }
 }
 
+/* One y tick of a ratio chart: its grid line and label ("1/16x" below 0.5, from a power of
+ * two). */
+static void ratio_tick(FILE *out, const axes_t *a, double v)
+{
+    char label[32];
+    if (v < 0.5 && fabs(log2(v) - round(log2(v))) < 1e-9) {
+        snprintf(label, sizeof(label), "1/%gx", 1 / v);
+    } else {
+        snprintf(label, sizeof(label), "%gx", v);
+    }
+    fprintf(out,
+            "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>"
+            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+            PLOT_L, PLOT_L + a->pw, ax_y(a, v), ax_y(a, v), PLOT_L - 8, ax_y(a, v) + 4, label);
+}
+
+/* The y grid of a ratio chart: powers of two, or steps of 0.1 and so on near 1.0; then the
+ * 1.0 line, marked, with the reference's name. */
+static void ratio_grid(FILE *out, const chart_t *c, const axes_t *a)
+{
+    static const double fine[] = {0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 1.75, 2};
+    if (a->ytop >= 1.5) {
+        int top = (int)floor(a->ytop), every = top > 4 ? 2 : 1;
+        for (int k = -top; k <= top; k++) {
+            if (k % every == 0) {
+                ratio_tick(out, a, exp2(k));
+            }
+        }
+    } else {
+        for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+            if (fabs(log2(fine[i])) <= a->ytop) {
+                ratio_tick(out, a, fine[i]);
+            }
+        }
+    }
+    fprintf(out,
+            "<line class=\"one\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#222222\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>\n"
+            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-weight=\"bold\">1.0 = ",
+            PLOT_L, PLOT_L + a->pw, ax_y(a, 1), ax_y(a, 1), PLOT_L + a->pw - 6, ax_y(a, 1) - 6);
+    xml_text(out, c->ref);
+    fputs("</text>\n", out);
+}
+
 /* The title, the grid with its tick labels, the frame and the axis titles. */
 static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
 {
     draw_title(out, c, a);
     fprintf(out, "<g class=\"ygrid\" font-size=\"12\" fill=\"#333333\">\n");
-    for (double y = 0; y <= a->ytop + a->step / 2; y += a->step) {
+    if (a->ratio) {
+        ratio_grid(out, c, a);
+    }
+    for (double y = 0; !a->ratio && y <= a->ytop + a->step / 2; y += a->step) {
         fprintf(out,
                 "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>"
                 "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n",
@@ -185,8 +260,30 @@ static void draw_frame(FILE *out, const chart_t *c, const axes_t *a)
             PLOT_L + a->pw / 2, PLOT_T + PLOT_H + 40);
     fprintf(out,
             "<text class=\"ytitle\" transform=\"translate(22 %d) rotate(-90)\" font-size=\"13\" "
-            "text-anchor=\"middle\">busBW (GB/s)</text>\n",
-            PLOT_T + PLOT_H / 2);
+            "text-anchor=\"middle\">%s",
+            PLOT_T + PLOT_H / 2, a->ratio ? "busBW / " : "busBW (GB/s)");
+    if (a->ratio) {
+        xml_text(out, c->ref);
+        fputs("'s (log scale)", out);
+    }
+    fputs("</text>\n", out);
+}
+
+/* A ratio point's values: the two rows it divides. */
+static void ratio_title(FILE *out, const point_t *pt)
+{
+    const collprof_result_row_t *r = pt->row, *q = pt->ref;
+    fprintf(out, "\n%.3gx the busBW of ", pt->busbw);
+    xml_text(out, q->backend);
+    fputs("\n", out);
+    xml_text(out, r->backend);
+    fputc('/', out);
+    xml_text(out, r->variant);
+    fprintf(out, " %.4g GB/s (%.2f us) vs ", r->busbw_gbs, r->time_mean_us);
+    xml_text(out, q->backend);
+    fputc('/', out);
+    xml_text(out, q->variant);
+    fprintf(out, " %.4g GB/s (%.2f us)", q->busbw_gbs, q->time_mean_us);
 }
 
 /* The values of a point for people, in its <title>: a tooltip, also without script. */
@@ -200,6 +297,18 @@ static void point_title(FILE *out, const chart_t *c, const series_t *s, const po
     fprintf(out, "\n%s B, %s elements of ", cp_fmt_thousands(pt->row->bytes, bytes, sizeof(bytes)),
             cp_fmt_thousands(pt->row->count, count, sizeof(count)));
     xml_text(out, pt->row->dtype);
+    if (c->kind == CHART_RATIO) {
+        ratio_title(out, pt);
+        fputs("</title>", out);
+        return;
+    }
+    if (pt->nvariants > 0) {
+        fputs("\nvariant ", out);
+        xml_text(out, pt->row->variant);
+        if (pt->nvariants > 1) {
+            fprintf(out, ": the fastest of the %d measured at this size", pt->nvariants);
+        }
+    }
     fprintf(out, "\ntime %.2f us (mean; ", pt->row->time_mean_us);
     xml_text(out, pt->what);
     fprintf(out, ": %.2f-%.2f us)\nbusBW %.4g GB/s (%.4g-%.4g), algBW %.4g GB/s", pt->t_lo_us,
@@ -231,7 +340,9 @@ static void draw_series(FILE *out, const chart_t *c, size_t i, const axes_t *a)
     const char *dash_open = dash[0] ? " stroke-dasharray=\"" : "",
                *dash_close = dash[0] ? "\"" : "";
     fprintf(out, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">\n", colour, colour);
-    draw_band(out, s, a);
+    if (!a->ratio) {
+        draw_band(out, s, a);
+    }
     fprintf(out, "<polyline class=\"line\" fill=\"none\" stroke-width=\"2\"%s%s%s points=\"",
             dash_open, dash, dash_close);
     for (size_t k = 0; k < s->n; k++) {
@@ -279,8 +390,9 @@ void plot_draw_chart(FILE *out, const chart_t *c)
 {
     axes_t a;
     chart_axes(c, &a);
-    fprintf(out, "<g class=\"chart\" data-plot=\"%d %d %d %d\" data-ytop=\"%.17g\">\n", PLOT_L,
-            PLOT_T, a.pw, PLOT_H, a.ytop);
+    /* a ratio chart is no .chart: the page's log busBW axis is not for it */
+    fprintf(out, "<g class=\"%s\" data-plot=\"%d %d %d %d\" data-ytop=\"%.17g\">\n",
+            a.ratio ? "ratio" : "chart", PLOT_L, PLOT_T, a.pw, PLOT_H, a.ytop);
     draw_frame(out, c, &a);
     for (size_t i = 0; i < c->n; i++) {
         draw_series(out, c, i, &a);
@@ -308,14 +420,18 @@ void plot_describe_files(FILE *out, const plot_t *p, const char *open, const cha
     }
 }
 
-/* The link sweep heatmaps of every file: one <svg> each (html), or <g>s from y down (svg);
- * returns y below the last (out NULL: only that). */
-int plot_draw_maps(FILE *out, const plot_t *p, int html, int y)
+/* The link sweep's heatmaps (which: MAPS_LINKS) or the screens' (MAPS_SCREEN) of every file:
+ * one <svg> each (html), or <g>s from y down (svg); returns y below the last (out NULL: only
+ * that). */
+int plot_draw_maps(FILE *out, const plot_t *p, int html, int y, int which)
 {
     for (int i = 0; i < p->nfiles; i++) {
         const cp_report_file_t *f = p->files[i];
-        int h = cp_report_links_map_height(f);
-        for (int k = 0; k < cp_report_links_nmaps(f); k++) {
+        int screen = which == MAPS_SCREEN;
+        int h = screen ? cp_report_screen_map_height(f, CHART_W)
+                       : cp_report_links_map_height(f, CHART_W);
+        int n = screen ? cp_report_screen_nmaps(f) : cp_report_links_nmaps(f);
+        for (int k = 0; k < n; k++) {
             if (out == NULL) {
                 y += h + 16;
                 continue;
@@ -328,7 +444,11 @@ int plot_draw_maps(FILE *out, const plot_t *p, int html, int y)
             } else {
                 fprintf(out, "<g transform=\"translate(0 %d)\">\n", y);
             }
-            cp_report_links_map(out, f, k, CHART_W);
+            if (screen) {
+                cp_report_screen_map(out, f, k, CHART_W);
+            } else {
+                cp_report_links_map(out, f, k, CHART_W);
+            }
             fputs(html ? "</svg>\n" : "</g>\n", out);
             y += h + 16;
         }

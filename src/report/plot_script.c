@@ -4,18 +4,24 @@
  * it (script off, or the standalone .svg) the pictures show everything
  * statically, and each point's values are in its <title>.
  *
- * It reads what cmd_plot.c writes: a chart is g.chart with data-plot
- * ("left top width height" of the plot area) and data-ytop (the top of the
- * linear busBW axis); its y grid is g.ygrid and its axis title .ytitle; line
- * i is the i-th g.series, holding polygon.band, polyline.line, circle.pt
- * (data-v: busBW, data-lo/data-hi: the band) and circle.winner (data-v);
- * its legend entry is g.key[data-s=i]; heatmaps are g.heatmap of rect.cell.
+ * It reads what cmd_plot.c writes: the page's parts are section.cp-view
+ * (#cp-best, the fastest-variant view, and #cp-all, every variant, one of
+ * them hidden; #cp-ratio, #cp-links, #cp-screen); a busBW chart is g.chart
+ * with data-plot ("left top width height" of the plot area) and data-ytop
+ * (the top of the linear busBW axis); its y grid is g.ygrid and its axis
+ * title .ytitle; line i is the i-th g.series, holding polygon.band,
+ * polyline.line, circle.pt (data-v: busBW, data-lo/data-hi: the band) and
+ * circle.winner (data-v); its legend entry is g.key[data-s=i]; a ratio chart
+ * is g.ratio, the same without bands; heatmaps are g.heatmap of g.cell.
  *
+ *   - a switch between the fastest-variant and the every-variant view;
  *   - legend entries hide and show their line (click, or Enter on focus);
  *   - switches for a log busBW axis, the bands and the winner rings;
  *   - each point's and heatmap cell's <title> becomes a tooltip shown at once;
- *   - #selftest in the URL flips every switch once and records the outcome
- *     in data-cp-selftest ("ok" or what failed), for tests/integration/report.sh;
+ *   - #show=best|all|ratio|links|screen in the URL shows that part alone (a
+ *     link to one view; tests/integration/report.sh takes a screenshot of each);
+ *   - #selftest in the URL (or &selftest after #show=...) flips every switch
+ *     once and records the outcome in data-cp-selftest ("ok" or what failed);
  *   - when done, data-cp-ready on <html> (script errors: data-cp-error).
  *
  * Single quotes only, so that the C string needs no escapes.
@@ -108,7 +114,7 @@ const char cp_report_plot_script[] =
     "\n"
     "  /* legend entries switch their line on and off */\n"
     "  function toggle(key) {\n"
-    "    var s = key.closest('.chart').querySelectorAll('.series')[num(key, 'data-s')];\n"
+    "    var s = key.closest('.chart, .ratio').querySelectorAll('.series')[num(key, 'data-s')];\n"
     "    var off = s.style.display !== 'none';\n"
     "    s.style.display = off ? 'none' : '';\n"
     "    key.style.opacity = off ? '0.35' : '';\n"
@@ -160,9 +166,14 @@ const char cp_report_plot_script[] =
     "  });\n"
     "  document.addEventListener('mousemove', function (e) { if (!tip.hidden) place(e); });\n"
     "\n"
-    "  /* the switches, above the first picture */\n"
-    "  var bar = document.createElement('p'), first = document.querySelector('svg');\n"
+    "  /* the switches, above the first part */\n"
+    "  var bar = document.createElement('p'), first = document.querySelector('section, svg');\n"
+    "  var best = document.getElementById('cp-best'), all = document.getElementById('cp-all');\n"
     "  bar.id = 'cp-controls';\n"
+    "  function view(showAll) {\n"
+    "    if (best) best.hidden = showAll;\n"
+    "    if (all) all.hidden = !showAll;\n"
+    "  }\n"
     "  function control(label, on, fn) {\n"
     "    var l = document.createElement('label'), b = document.createElement('input');\n"
     "    b.type = 'checkbox';\n"
@@ -173,6 +184,7 @@ const char cp_report_plot_script[] =
     "    bar.appendChild(l);\n"
     "    return b;\n"
     "  }\n"
+    "  var allBox = best && all ? control('every variant', !all.hidden, view) : null;\n"
     "  var logBox = control('log busBW axis', false, function (on) {\n"
     "    charts.forEach(function (c) { c.draw(on); });\n"
     "  });\n"
@@ -186,13 +198,37 @@ const char cp_report_plot_script[] =
     "    'its values.'));\n"
     "  if (first) first.parentNode.insertBefore(bar, first);\n"
     "\n"
+    "  /* #show=PART: that part alone */\n"
+    "  var hash = location.hash.replace(/^#/, '').split('&');\n"
+    "  hash.forEach(function (h) {\n"
+    "    var m = /^show=(best|all|ratio|links|screen)$/.exec(h);\n"
+    "    if (!m) return;\n"
+    "    if (allBox && (m[1] === 'best' || m[1] === 'all')) {\n"
+    "      allBox.checked = m[1] === 'all';\n"
+    "      view(allBox.checked);\n"
+    "    }\n"
+    "    each(document, 'section.cp-view', function (v) {\n"
+    "      if (v.id !== 'cp-' + m[1]) v.hidden = true;\n"
+    "    });\n"
+    "  });\n"
+    "\n"
     "  /* #selftest: every switch once, for the test suite */\n"
-    "  if (location.hash === '#selftest') {\n"
+    "  if (hash.indexOf('selftest') >= 0) {\n"
     "    var bad = [];\n"
     "    var flip = function (box) {\n"
     "      box.checked = !box.checked;\n"
     "      box.dispatchEvent(new Event('change'));\n"
     "    };\n"
+    "    if (allBox) { /* there and back, then as #show= left them */\n"
+    "      var was = [best.hidden, all.hidden];\n"
+    "      flip(allBox);\n"
+    "      if (all.hidden !== !allBox.checked || best.hidden === all.hidden) {\n"
+    "        bad.push('view switch');\n"
+    "      }\n"
+    "      flip(allBox);\n"
+    "      best.hidden = was[0];\n"
+    "      all.hidden = was[1];\n"
+    "    }\n"
     "    flip(logBox);\n"
     "    each(document, '.chart .pt, .chart .winner', function (p) {\n"
     "      var y = num(p, 'cy'), a = p.closest('.chart').getAttribute('data-plot').split(' ');\n"
@@ -214,7 +250,8 @@ const char cp_report_plot_script[] =
     "    root.setAttribute('data-cp-selftest', bad.length ? bad.slice(0, 3).join('; ') : 'ok');\n"
     "  }\n"
     "  root.setAttribute('data-cp-ready', charts.length + ' charts, ' +\n"
-    "                    document.querySelectorAll('.pt').length + ' points, ' +\n"
+    "                    document.querySelectorAll('.chart .pt').length + ' points, ' +\n"
+    "                    document.querySelectorAll('.ratio').length + ' ratio charts, ' +\n"
     "                    document.querySelectorAll('.heatmap').length + ' heatmaps');\n"
     "  if (root.hasAttribute('data-cp-selftest')) {\n"
     "    console.log('collprof plot: ready ' + root.getAttribute('data-cp-ready') + '; selftest ' "

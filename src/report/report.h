@@ -142,12 +142,28 @@ cp_best_cell_t *cp_report_best_cells(cp_report_file_t *const *files, int n, size
 
 /* ---- the link sweep's heatmaps (cmd_links.c, drawn by plot) --------------- */
 
-/** Heatmaps of f: one per backend of its link sweep (0 when it has none). */
+/** Heatmaps of f: one per backend of its link sweep (0 when it has none; a backend with a
+ *  screen has its pairs in /links too, and gets a screen heatmap instead). */
 int cp_report_links_nmaps(const cp_report_file_t *f);
-/** Height in px of each heatmap of f (they all have its node count). */
-int cp_report_links_map_height(const cp_report_file_t *f);
-/** Heatmap k of f as SVG elements from (0, 0), width px wide: bandwidth of the best iteration. */
+/** Height in px of each heatmap of f, width px wide (they all have its node count). */
+int cp_report_links_map_height(const cp_report_file_t *f, int width);
+/** Heatmap k of f as SVG elements from (0, 0), width px wide: bandwidth of the best iteration,
+ *  the slow links framed and the suspect nodes outlined and named as `links` judges them. */
 void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width);
+/** 1 when f has a screen (/screen rows) of backend. */
+int cp_report_has_screen(const cp_report_file_t *f, const char *backend);
+
+/* ---- the screen's heatmaps (screen_map.c, drawn by plot) ------------------- */
+
+/** Heatmaps of f: one per backend of its screen (0 when it has none). */
+int cp_report_screen_nmaps(const cp_report_file_t *f);
+/** Height in px of each screen heatmap of f, width px wide. */
+int cp_report_screen_map_height(const cp_report_file_t *f, int width);
+/** Screen heatmap k of f from (0, 0), width px wide: each measured pair's score, the nodes
+ *  and links the screen flagged (its /screen verdict) outlined or framed and named. */
+void cp_report_screen_map(FILE *out, const cp_report_file_t *f, int k, int width);
+/** The --screen-rounds of a run's command line: the last one given, else 3 (the default). */
+int cp_report_screen_rounds(const char *cmdline);
 /** The message size of backend's /links rows of kind ("latency", "bandwidth") in f; 0 when
  *  none. */
 unsigned long long cp_report_links_bytes(const cp_report_file_t *f, const char *backend,
