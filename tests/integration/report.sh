@@ -290,13 +290,16 @@ ok $? "stragglers: exit 0 and a per-node table on a clean run"
 # ---- plot ----------------------------------------------------------------------
 # with a link sweep: gloo and ofi on a 4-node virtual cluster (links.sh's), n3 throttled
 links="$COLLPROF_SRCDIR/tests/data/collprof-1.3-links.h5"
+# with a screen: gloo on 8 nodes in two switches (screen_paths.sh's), n3 slow, n2-n5 cleared
+screen="$COLLPROF_SRCDIR/tests/data/collprof-1.10.h5"
 rep plot "$base" "$slow" "$links" --out "$WORK/report.html"
-[ "$rrc" -eq 0 ] && [ "$(grep -c '<svg ' "$WORK/report.html")" -eq 5 ] &&
+# 3 ops x 2 views (fastest variant, every variant; mpi alone: no ratio chart), 2 heatmaps
+[ "$rrc" -eq 0 ] && [ "$(grep -c '<svg ' "$WORK/report.html")" -eq 8 ] &&
     [ "$(grep -c -i '<script' "$WORK/report.html")" -eq 1 ] &&
     ! grep -q -i -E 'https?://[^w]|(src|href)=' "$WORK/report.html"
-ok $? "plot: an HTML page, an inline SVG per op and per heatmap, one inline script, nothing fetched (exit $rrc)"
+ok $? "plot: an HTML page, an inline SVG per op and view and per heatmap, one inline script, nothing fetched (exit $rrc)"
 [ "$(grep -c 'class="heatmap"' "$WORK/report.html")" -eq 2 ] &&
-    [ "$(grep -c '<rect class="cell".*<title>n[1-4] - n[1-4], [a-z]*$' "$WORK/report.html")" -eq 24 ] &&
+    [ "$(grep -c '<g class="cell[a-z ]*">.*<title>n[1-4] - n[1-4], [a-z]*$' "$WORK/report.html")" -eq 24 ] &&
     [ "$(grep -c '^slow link: below' "$WORK/report.html")" -eq 12 ] &&
     [ "$(grep -c '<polygon class="band"' "$WORK/report.html")" -eq "$(grep -c '<g class="key"' "$WORK/report.html")" ]
 ok $? "plot: two heatmaps of 12 links with their values, n3's framed as slow; a band per line"
@@ -310,46 +313,141 @@ fi
 [ "$rrc" -eq 0 ] && [ "$r" -eq 0 ] && grep -q 'busBW (GB/s)' "$WORK/report.svg" &&
     ! grep -q -i '<script' "$WORK/report.svg"
 ok $? "plot: a standalone SVG that parses as XML, without script (exit $rrc)"
-if [ -x /usr/bin/chromium ]; then
-    rm -f "$WORK/shot.png"
-    # #selftest: the page's script flips every switch once and logs the outcome on the console
-    timeout -k 5 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$(mktemp -d "$WORK/chromium.XXXXXX")" --screenshot="$WORK/shot.png" \
-        --enable-logging=stderr --v=0 --window-size=1200,900 "file://$WORK/report.html#selftest" \
-        >/dev/null 2>"$WORK/chromium.err"
-    if [ -n "$PY" ]; then
-        # PNG dimensions from the IHDR chunk; colours from the inflated scanlines
-        "$PY" - "$WORK/shot.png" <<'EOF'
-import struct, sys, zlib
-png = open(sys.argv[1], "rb").read()
-assert png[:8] == b"\x89PNG\r\n\x1a\n"
-w, h = struct.unpack(">II", png[16:24])
-assert (w, h) == (1200, 900), (w, h)
-pos, idat = 8, b""
-while pos < len(png):
-    n, kind = struct.unpack(">I4s", png[pos:pos + 8])
-    if kind == b"IDAT":
-        idat += png[pos + 8:pos + 8 + n]
-    pos += 12 + n
-assert len(set(zlib.decompress(idat))) > 32, "a blank or single-colour screenshot"
+
+# the views: a real run of three backends (gloo where built) with several variants each
+backends=mpi,self
+"$COLLPROF_BIN" --list 2>/dev/null | grep -q '^gloo ' && backends=mpi,gloo,self
+mkdir -p "$WORK/trio"
+rc=0
+timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 4 --backends $backends --ops allreduce,allgather \
+    --counts 4K,64K -n 5 -w 1 --variants default,ring,halving_doubling --output-dir "$WORK/trio" \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+trio=$(h5_of "$WORK/trio")
+[ "$rc" -eq 0 ] && [ -n "$trio" ]
+ok $? "plot: a run of $backends with several variants each (exit $rc)"
+rep plot "$trio" "$links" "$screen" --out "$WORK/best.svg"
+brc=$rrc
+rep plot "$trio" "$links" "$screen" --out "$WORK/all.svg" --variants all
+arc=$rrc
+rep plot "$trio" --out "$WORK/ref.svg" --reference self
+if have_py h5py && [ "$brc$arc$rrc" = 000 ] && [ -n "$trio" ]; then
+    # the lines each view must have, counted from the file's ok cells by h5py, against the
+    # SVGs' structure
+    "$PY" - "$trio" "$WORK/best.svg" "$WORK/all.svg" "$WORK/ref.svg" <<'EOF'
+import sys, h5py, xml.etree.ElementTree as E
+S = "{http://www.w3.org/2000/svg}"
+rows = h5py.File(sys.argv[1], "r")["results"][()]
+cells = {}
+for r in rows:
+    if r["status"].decode() == "ok" and r["bytes"] > 0:
+        cells.setdefault(r["op"].decode(), set()).add((r["backend"].decode(), r["variant"].decode()))
+def groups(path, cls):
+    return [g for g in E.parse(path).iter(S + "g") if g.get("class") == cls]
+def series(g):
+    return [s for s in g.iter(S + "g") if s.get("class") == "series"]
+def check_view(path, per_op):
+    charts = groups(path, "chart")
+    assert len(charts) == len(cells), (path, len(charts), len(cells))
+    for g in charts:
+        title = "".join(next(g.iter(S + "text")).itertext())
+        op = next(o for o in cells if title.lower().startswith(o))
+        ss = series(g)
+        assert len(ss) == per_op(op), (path, op, len(ss), per_op(op))
+        colours = [s.get("stroke") for s in ss]
+        assert len(set(colours)) == len(colours), ("a colour used twice", path, op, colours)
+    return charts
+best = check_view(sys.argv[2], lambda op: len({b for b, v in cells[op]}))
+for g in best:  # every point names its variant
+    for c in g.iter(S + "circle"):
+        if c.get("class") == "pt":
+            assert "\nvariant " in c.find(S + "title").text, c.find(S + "title").text
+check_view(sys.argv[3], lambda op: len(cells[op]))
+# a ratio chart per op with two backends: one line per other backend, the 1.0 line marked
+first = next(r["backend"].decode() for r in rows if r["status"].decode() == "ok" and r["bytes"] > 0)
+for path, ref in ((sys.argv[2], first), (sys.argv[4], "self")):
+    ratios = groups(path, "ratio")
+    assert len(ratios) == sum(len({b for b, v in c}) > 1 for c in cells.values()), path
+    for g in ratios:
+        title = "".join(next(g.iter(S + "text")).itertext())
+        op = next(o for o in cells if title.lower().startswith(o))
+        assert len(series(g)) == len({b for b, v in cells[op]}) - 1, (path, op)
+        assert [l for l in g.iter(S + "line") if l.get("class") == "one"], "no 1.0 line"
+        assert any("".join(t.itertext()) == "1.0 = " + ref for t in g.iter(S + "text")), ref
+# the suspects: n3 outlined and named on both sweep heatmaps and on the screen's, its links
+# framed; the screen's cleared link n2-n5 dashed
+maps = groups(sys.argv[2], "heatmap") + groups(sys.argv[2], "heatmap screen")
+assert len(maps) == 3, len(maps)
+for g in maps:
+    marks = ["".join(t.itertext()) for t in g.iter(S + "text") if t.get("class") == "mark-label"]
+    assert len(marks) == 1 and (" node n3: " in marks[0]), marks
+    assert [s for s in g.iter(S + "g") if s.get("class") == "suspect"], "no outline"
+screen = groups(sys.argv[2], "heatmap screen")[0]
+dashed = [c for c in screen.iter(S + "g") if c.get("class") == "cell"
+          and c.find(S + "rect").get("stroke-dasharray")]
+assert len(dashed) == 2 and "n2 - n5" in dashed[0].find(S + "title").text, "n2-n5 not cleared"
+assert sum(1 for g in groups(sys.argv[2], "heatmap") for s in g.iter(S + "g")
+           if s.get("class") == "cell slow") == 12
 EOF
-        r=$?
-    else
-        [ "$(wc -c <"$WORK/shot.png")" -gt 20000 ]
-        r=$?
-    fi
-    [ -s "$WORK/shot.png" ] && [ "$r" -eq 0 ]
-    ok $? "plot: headless Chromium renders the page (a 1200x900 screenshot, not blank)"
-    grep ':CONSOLE' "$WORK/chromium.err" >"$WORK/console"
-    grep -q '"collprof plot: ready 3 charts, [1-9][0-9]* points, 2 heatmaps; selftest ok"' \
-        "$WORK/console" && ! grep -q -i 'uncaught\|error' "$WORK/console"
     r=$?
-    ok $r "plot: the page's script runs without errors; toggles, log axis and tooltips work"
-    [ "$r" -eq 0 ] || sed 's/^/# /' "$WORK/console"
 else
-    echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium not installed: the page is not rendered"
-    echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium not installed: the script is not run"
+    r=1
+fi
+ok $r "plot: a line per backend (per variant with --variants all) in distinct colours, a ratio chart per op with the 1.0 line, the suspect n3 outlined and named on every heatmap (exit $brc/$arc/$rrc)"
+rep plot "$trio" --out "$WORK/x.svg" --reference nosuch
+[ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] && [ ! -e "$WORK/x.svg" ] &&
+    grep -q "^collprof-report: error: plot: --reference nosuch: no cell of that backend" "$WORK/rerr"
+ok $? "plot: an unknown --reference is one line, exit 2 (exit $rrc)"
+
+# every view in headless Chromium, with no way out: a proxy on a closed port of 127.0.0.1
+# for every URL (loopback too) and no name resolved
+rep plot "$trio" "$links" "$screen" --out "$WORK/views.html"
+[ "$rrc" -eq 0 ] && [ "$(grep -o -i -E '(https?|ftp|wss?)://[^"'"'"' <>]*' "$WORK/views.html" | sort -u)" = "http://www.w3.org/2000/svg" ] &&
+    ! grep -q -i -E '(src|href|action)=|@import|url\(' "$WORK/views.html"
+ok $? "plot: the page names no URL but the SVG namespace, loads nothing (exit $rrc)"
+if [ -x /usr/bin/chromium ] && [ -n "$PY" ]; then
+    port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    r=0
+    for v in best all ratio links screen; do
+        rm -f "$WORK/$v.png"
+        # #show=V: that part alone; &selftest: the page's script flips every switch once and
+        # logs the outcome on the console
+        timeout -k 5 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
+            --no-first-run --disable-background-networking --disable-component-update \
+            --disable-sync --proxy-server="127.0.0.1:$port" --proxy-bypass-list='<-loopback>' \
+            --host-resolver-rules='MAP * ~NOTFOUND' \
+            --user-data-dir="$(mktemp -d "$WORK/chromium.XXXXXX")" --screenshot="$WORK/$v.png" \
+            --enable-logging=stderr --v=0 --window-size=1200,900 \
+            "file://$WORK/views.html#show=$v&selftest" >/dev/null 2>"$WORK/chromium-$v.err"
+        grep ':CONSOLE' "$WORK/chromium-$v.err" >"$WORK/console"
+        grep -q '"collprof plot: ready [1-9][0-9]* charts, [1-9][0-9]* points, [1-9] ratio charts, 3 heatmaps; selftest ok"' \
+            "$WORK/console" && ! grep -q -i 'uncaught\|error' "$WORK/console" || {
+            r=1
+            echo "# $v:" && sed 's/^/# /' "$WORK/console"
+        }
+    done
+    # PNG dimensions from the IHDR chunk; colours from the inflated scanlines; five pictures
+    "$PY" - "$WORK" <<'EOF' || r=1
+import struct, sys, zlib
+seen = set()
+for v in ("best", "all", "ratio", "links", "screen"):
+    png = open("%s/%s.png" % (sys.argv[1], v), "rb").read()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", v
+    w, h = struct.unpack(">II", png[16:24])
+    assert (w, h) == (1200, 900), (v, w, h)
+    pos, idat = 8, b""
+    while pos < len(png):
+        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        if kind == b"IDAT":
+            idat += png[pos + 8:pos + 8 + n]
+        pos += 12 + n
+    pixels = zlib.decompress(idat)
+    assert len(set(pixels)) > 32, v + ": a blank or single-colour screenshot"
+    seen.add(pixels)
+assert len(seen) == 5, "two views look the same"
+EOF
+    ok $r "plot: headless Chromium renders each view (fastest variant, every variant, ratio, link and screen heatmaps: five different 1200x900 screenshots, not blank); the script runs without errors, its switches, log axis and tooltips work"
+else
+    echo "ok $((tap_n += 1)) # SKIP /usr/bin/chromium or python3 not installed: the page is not rendered"
 fi
 
 # ---- scaling ---------------------------------------------------------------------
