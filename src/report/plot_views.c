@@ -75,6 +75,54 @@ static void merge_variant(chart_t *b, const series_t *s)
     }
 }
 
+/* 1 when lines a and b are of one backend and file */
+static int same_backend(const series_t *a, const series_t *b)
+{
+    return a->file == b->file && !strcmp(a->key->backend, b->key->backend);
+}
+
+/*
+ * One colour per backend (and file) across the charts, so that a backend keeps its colour
+ * from one operation to the next and in the ratio charts, where every chart has one line
+ * per backend and file and all of them together need no more colours than the palette has;
+ * else each chart keeps its own, as labelled.
+ */
+static void same_colours(charts_t *v)
+{
+    const series_t *seen[N_COLOURS];
+    size_t n = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        for (size_t k = 0; k < v->c[i].n; k++) {
+            const series_t *s = &v->c[i].s[k];
+            for (size_t o = 0; o < k; o++) {
+                if (same_backend(&v->c[i].s[o], s)) {
+                    return; /* two lines of a backend on a chart (in-place and not...) */
+                }
+            }
+            size_t j = 0;
+            while (j < n && !same_backend(seen[j], s)) {
+                j++;
+            }
+            if (j == n && n == N_COLOURS) {
+                return;
+            }
+            seen[j] = s;
+            n += j == n;
+        }
+    }
+    for (size_t i = 0; i < v->n; i++) {
+        for (size_t k = 0; k < v->c[i].n; k++) {
+            series_t *s = &v->c[i].s[k];
+            for (size_t j = 0; j < n; j++) {
+                if (same_backend(seen[j], s)) {
+                    s->dash += (j >= N_CVD_COLOURS) - (s->colour >= N_CVD_COLOURS);
+                    s->colour = (int)j;
+                }
+            }
+        }
+    }
+}
+
 void plot_build_best(plot_t *p)
 {
     for (size_t i = 0; i < p->all.n; i++) {
@@ -85,6 +133,7 @@ void plot_build_best(plot_t *p)
         }
         plot_label_chart(p, b, 0);
     }
+    same_colours(&p->best);
 }
 
 /* 1 when chart c has lines of two backends or more. */
