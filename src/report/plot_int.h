@@ -79,7 +79,7 @@ typedef struct plot {
     charts_t all;    /* a line per backend/variant (and file) */
     charts_t best;   /* a line per backend (and file): its fastest variant at each size */
     charts_t ratio;  /* per op with two backends or more: each best / the reference's best */
-    int show_all;    /* --variants all: the every-variant view first (the SVG: only it) */
+    int show_all;    /* --variants all: the every-variant view shown (the SVG: only it) */
     const char *ref; /* the ratio charts' reference backend */
     cp_report_file_t **files;
     int nfiles;
