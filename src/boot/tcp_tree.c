@@ -158,7 +158,9 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
         t->kid_of = wide ? malloc((size_t)n * sizeof(int)) : NULL;
         t->deep = spec->me == spec->leader && spec->me != 0 && spec->parent_lead != 0;
     }
-    if (t == NULL || t->order == NULL || (t->order_cap == n && n > 1 && t->kid_of == NULL)) {
+    if (t == NULL || t->order == NULL ||
+        (t->kid_of == NULL && t->order_cap == n && n > 1 &&
+         (spec->me == 0 || spec->kid_nodes > 0))) {
         snprintf(why, wlen, "out of memory for a control tree of %d members", n);
         cp_tree_free(t);
         return NULL;
