@@ -107,8 +107,8 @@ for b in $BACKENDS; do
             grep ' r2/4 [^]]*\] oob (run): .*; channel tcp [0-9.]*:[0-9]* (tree by node to rank 0): 2 links, ' "$WORK/err" |
             grep -qv 'channel tcp 127\.' &&
             grep -q ' r3/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* (tree by node to rank 0): 1 links, ' "$WORK/err" &&
-            grep -q ' r0/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* + [0-9.]*:[0-9]* (tree by node to rank 0): 2 links, ' "$WORK/err"
-        ok $? "gloo: the OOB collectives go over a tree: loopback on each node, the nodes' network from n2's leader to rank 0 (2 links at rank 0)"
+            grep -q ' r0/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* + [0-9.]*:[0-9]* (2 nodes, fanout 32, depth 2) (tree by node to rank 0): 2 links, ' "$WORK/err"
+        ok $? "gloo: the OOB collectives go over a tree: loopback on each node, the nodes' network from n2's leader to rank 0 (2 links at rank 0; the default fanout, two levels)"
     fi
 done
 
@@ -458,7 +458,7 @@ if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
     # on 4 nodes x 1 over a tree of fanout 2: rank 3 leads n4, below n2's leader (rank 1)
     FENV=COLLPROF_TREE_FANOUT=2 FNODES="-N 4 --ntasks-per-node=1" fault_run \
         "SIGSTOP of rank 3 on n4 (fanout 2: below n2's leader)" stop_rank3 cont_victim "rank 3 on n4"
-    FENV= FNODES=
+    FENV='' FNODES=''
     # rank 0's first deputy is the first rank of the next node (rank 2 on n2), not rank 1
     fault_run "SIGSTOP of rank 0 on n1" stop_rank0 cont_victim "rank 0 on n1" \
         "Reported in its place by rank 2, its first deputy."
