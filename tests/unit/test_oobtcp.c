@@ -204,7 +204,12 @@ static int collectives(int rank)
     }
     bad += cp_tree_bcast(T, msg, sizeof(msg), 2) != COLLPROF_OK || strcmp(msg, "from rank 2") != 0;
     long v = rank == 0 ? 12345 : -1;
+    unsigned long long sent0 = T->stats.sent_bytes;
     bad += cp_tree_bcast(T, &v, sizeof(v), 0) != COLLPROF_OK || v != 12345;
+    /* a broadcast from rank 0 leaves each member once per child: rank 0's own children (in
+     * the deep tree 1 member and 2 leaders, not every node), a leader's, none from a leaf */
+    bad += T->stats.sent_bytes - sent0 != (unsigned long long)T->nkids * sizeof(v);
+    bad += rank == 0 && fanout > 0 && T->nkids != 1 + fanout;
     bad += cp_tree_barrier(T) != COLLPROF_OK;
     /* in place: rank's part already at out + rank * len */
     unsigned char *big = malloc((size_t)NR * BIG);
