@@ -144,6 +144,8 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
     memset(pub, 0, sizeof(*pub));
     cp_tree_t *t = calloc(1, sizeof(*t));
     int n = spec->n;
+    /* a subtree of other nodes has any size below n: room for n, O(n) as at member 0 */
+    int wide = spec->me == 0 || (spec->me == spec->leader && spec->kid_nodes > 0);
     if (t != NULL) {
         t->spec = *spec;
         t->me = spec->me;
@@ -151,16 +153,12 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
         t->parent = t->lfd[0] = t->lfd[1] = -1;
         t->parent_index = spec->me == spec->leader ? spec->parent_lead : spec->leader;
         t->sub = 1;
-        /* a subtree of other nodes has any size below n: room for n, O(n) as at member 0 */
-        int wide = spec->me == 0 || (spec->me == spec->leader && spec->kid_nodes > 0);
         t->order_cap = wide ? n : spec->nlocal > 0 ? spec->nlocal : 1;
         t->order = malloc((size_t)t->order_cap * sizeof(int));
         t->kid_of = wide ? malloc((size_t)n * sizeof(int)) : NULL;
         t->deep = spec->me == spec->leader && spec->me != 0 && spec->parent_lead != 0;
     }
-    if (t == NULL || t->order == NULL ||
-        (t->kid_of == NULL && t->order_cap == n && n > 1 &&
-         (spec->me == 0 || spec->kid_nodes > 0))) {
+    if (t == NULL || t->order == NULL || (wide && t->kid_of == NULL)) {
         snprintf(why, wlen, "out of memory for a control tree of %d members", n);
         cp_tree_free(t);
         return NULL;
