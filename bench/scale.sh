@@ -13,12 +13,13 @@
 # fences and puts, then the connections rank 0 holds and the collectives of collprof's TCP
 # channel; "per cell" is rank 0's TCP bytes per cell after that.  --oob "tree star pmix" runs
 # each node count with each channel on the same cluster: the tree by node (the default; "tcp"
-# says the same), COLLPROF_OOB=star (every rank connected to rank 0) and COLLPROF_OOB=pmix (every
+# says the same), tree:K (the tree with COLLPROF_TREE_FANOUT=K: leaders below leaders past K + 1
+# nodes), COLLPROF_OOB=star (every rank connected to rank 0) and COLLPROF_OOB=pmix (every
 # out-of-band collective a PMIx fence).  It is a benchmark: exit 0 whatever the figures, 1 when
 # something failed to run, 2 on bad usage.  Needs root.
 #
 # Usage: bench/scale.sh [--nodes "4 8 16"] [--ranks-per-node 4] [--backend ofi]
-#                       [--oob "tree star pmix"] [--cells 10] [--no-sweep] [--collprof PATH]
+#                       [--oob "tree tree:4 star pmix"] [--cells 10] [--no-sweep] [--collprof PATH]
 #                       [--args "MORE COLLPROF OPTIONS"]
 # shellcheck disable=SC2034 # read by lib.sh
 NAME=scale.sh
@@ -32,7 +33,7 @@ CELLS=10
 SWEEP=1
 ARGS=
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -79,7 +80,11 @@ for n in $NODES; do
     at_least "$n" 2 || bad_usage "--nodes: '$n' is not a whole number >= 2"
 done
 for o in $OOBS; do
-    case $o in tree | tcp | star | pmix) ;; *) bad_usage "--oob: '$o' is not tree, star nor pmix" ;; esac
+    case $o in
+    tree | tcp | star | pmix) ;;
+    tree:*) at_least "${o#tree:}" 2 || bad_usage "--oob: '$o': the fanout is not a whole number >= 2" ;;
+    *) bad_usage "--oob: '$o' is not tree, tree:K, star nor pmix" ;;
+    esac
 done
 [ "$(id -u)" = 0 ] || die "virtual nodes need root (network namespaces, slurmd)"
 find_collprof
@@ -115,8 +120,10 @@ run_collprof() {
     shift 2
     wait_idle
     (
+        unset COLLPROF_TREE_FANOUT
         case $oob in
         pmix | star) export COLLPROF_OOB=$oob ;;
+        tree:*) unset COLLPROF_OOB && export COLLPROF_TREE_FANOUT="${oob#tree:}" ;;
         *) unset COLLPROF_OOB ;;
         esac
         # shellcheck disable=SC2086 # ARGS: a list of options
@@ -171,7 +178,7 @@ echo "# policy: every node is a namespace of this one machine (shared CPUs and m
 echo "# $RPN ranks per node, backend $BACKEND, $CELLS allreduce cells of 1 to $CELLS floats"
 echo "# (-n 1 -w 0); loadavg at start"
 echo "# $(cut -d' ' -f1-3 /proc/loadavg)"
-FMT='%-5s %-5s %-4s | %-7s | %-10s | %-6s | %-6s %-7s %-6s %-7s | %-5s %-5s %-6s %-8s %-8s | %-9s %-9s | %s\n'
+FMT='%-5s %-5s %-7s | %-7s | %-10s | %-6s | %-6s %-7s %-6s %-7s | %-5s %-5s %-6s %-8s %-8s | %-9s %-9s | %s\n'
 # shellcheck disable=SC2059 # FMT is the table's format
 printf "$FMT" nodes ranks oob start_s first_op_s run_s fences fence_s put_B read_B \
     links tcp tcp_s sent_B read_B cell_sent cell_read sweep_s

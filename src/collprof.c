@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include "boot/boot.h"
+#include "boot/tree_shape.h"
 #include "core/cli.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
         }
         return CP_EXIT_USAGE;
     }
-    int rc;
+    int rc, fanout;
     if (opt.help) {
         cp_cli_usage(stdout);
         rc = CP_EXIT_OK;
@@ -72,7 +73,8 @@ int main(int argc, char **argv)
     } else if (opt.list || opt.help_backend[0] != '\0') {
         rc = cp_listing_run(&opt);
     } else if (cp_slurm_check_launch(err, sizeof(err)) != 0 ||
-               cp_fault_check(err, sizeof(err)) != 0) {
+               cp_fault_check(err, sizeof(err)) != 0 ||
+               cp_tree_fanout(&fanout, err, sizeof(err)) != 0) {
         if (env_rank() <= 0) {
             cp_error_line("collprof", err);
         }

@@ -49,6 +49,16 @@ int cp_oob_rank(void);   /* this rank (0 without PMIx) */
  * when the launcher does not say. */
 int cp_pmix_local_peers(int *lowest, int *count);
 
+/* This leader's node in the control tree of fanout k (tree_shape.h), from PMIx's node list
+ * (PMIx_Resolve_nodes; rank 0's node first) and ranks per node (PMIx_Resolve_peers of this
+ * node and its parent): 0, or -1 with why (missing or not consistent with the local peers). */
+typedef struct cp_node_place {
+    int index, nnodes; /* this node's index in the tree, the job's nodes */
+    int parent_lead;   /* the parent node's lowest rank (-1 on node 0) */
+    int kid_nodes;     /* child nodes (tree_shape.h) */
+} cp_node_place_t;
+int cp_pmix_node_place(int k, int leader, int nlocal, cp_node_place_t *out, char *why, size_t wlen);
+
 /* oob_pmix.c: PMIx underneath the channel. */
 int cp_pmix_put(const char *key, const void *buf, size_t len); /* put and commit */
 int cp_pmix_fence(int collect);

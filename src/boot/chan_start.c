@@ -2,18 +2,22 @@
 
 /*
  * Choosing the control channel, once, at start-up (chan.h).  The TCP tree's
- * shape comes from PMIx's local peers: a node's leader is its lowest rank
- * (rank 0 on rank 0's node).  Rank 0's record (host, listening addresses, and
- * the run's secret: CP_AUTH_KEY_LEN bytes from getrandom(2), which every
- * connection of the tree proves, tcp_auth.h) and every other leader's
- * loopback address go out in one PMIx fence; every rank then connects to its
- * parent and learns rank 0's verdict.  Every rank decides alike: the tree,
+ * shape comes from PMIx: a node's leader is its lowest rank (PMIx's local
+ * peers; rank 0 on rank 0's node), and the leaders form a tree of fanout
+ * COLLPROF_TREE_FANOUT over PMIx's node list (tree_shape.h,
+ * cp_pmix_node_place; without a usable list, the two-level tree).  Rank 0's
+ * record (host, listening addresses, and the run's secret: CP_AUTH_KEY_LEN
+ * bytes from getrandom(2), which every connection of the tree proves,
+ * tcp_auth.h) and every other listening leader's addresses go out in one
+ * PMIx fence; every rank then connects to its parent and learns rank 0's
+ * verdict.  Every rank decides alike: the tree,
  * or PMIx fences with the reason (a warning on rank 0 unless
  * COLLPROF_OOB=pmix asked for them).
  */
 
 #include "boot/chan.h"
 #include "boot/tables.h"
+#include "boot/tree_shape.h"
 #include "collprof/status.h"
 #include "core/log.h"
 
@@ -22,7 +26,7 @@
 #include <string.h>
 
 #define KEY_ROOT   "cp.boot.root"   /* rank 0's root_rec_t */
-#define KEY_LEADER "cp.boot.leader" /* another leader's cp_tcp_pub_t */
+#define KEY_LEADER "cp.boot.leader" /* another listening leader's cp_tcp_pub_t */
 
 /* What rank 0 publishes: its record and the run's secret (zero without a TCP tree).  Only the
  * job's processes read it: PMIx's own security guards it. */
@@ -50,6 +54,22 @@ static cp_tree_spec_t world_spec(const cp_boot_t *b)
         s.nlocal = nlocal;
         s.star = nlocal == b->nranks; /* one node: every rank's leader is rank 0 */
     }
+    if (s.star || s.leader != s.me) {
+        return s;
+    }
+    /* a leader: its place among the nodes, the same on every rank without an exchange */
+    cp_node_place_t pl;
+    char why[160] = "", err[160];
+    if (cp_tree_fanout(&s.fanout, err, sizeof(err)) != 0) {
+        s.fanout = CP_TREE_FANOUT_DEFAULT; /* collprof.c refused it before: not reached */
+    }
+    if (cp_pmix_node_place(s.fanout, s.leader, s.nlocal, &pl, why, sizeof(why)) == 0) {
+        s.parent_lead = pl.parent_lead > 0 ? pl.parent_lead : 0;
+        s.kid_nodes = s.me == 0 ? 0 : pl.kid_nodes; /* member 0 takes any number */
+        s.nnodes = pl.nnodes;
+    } else {
+        cp_log(CP_LOG_INFO, "control channel: the two-level tree (%s)", why);
+    }
     return s;
 }
 
@@ -61,7 +81,7 @@ static int exchange(const cp_tree_spec_t *s, const peer_info_t *mine, root_rec_t
     int rc = COLLPROF_OK;
     if (s->me == 0) {
         rc = cp_pmix_put(KEY_ROOT, r0, sizeof(*r0));
-    } else if (s->leader == s->me && s->nlocal > 1) {
+    } else if (s->leader == s->me && (s->nlocal > 1 || s->kid_nodes > 0)) {
         rc = cp_pmix_put(KEY_LEADER, &mine->tcp, sizeof(mine->tcp));
     }
     int frc = cp_pmix_fence(1);
@@ -69,8 +89,10 @@ static int exchange(const cp_tree_spec_t *s, const peer_info_t *mine, root_rec_t
     if (rc == COLLPROF_OK && s->me != 0) {
         rc = cp_pmix_get(0, KEY_ROOT, r0, sizeof(*r0));
     }
-    if (rc == COLLPROF_OK && s->leader != s->me && s->leader != 0) {
-        rc = cp_pmix_get(s->leader, KEY_LEADER, lpub, sizeof(*lpub));
+    /* a member: its leader's; a leader below another leader: that leader's */
+    int up = s->leader != s->me ? s->leader : s->parent_lead;
+    if (rc == COLLPROF_OK && up != 0) {
+        rc = cp_pmix_get(up, KEY_LEADER, lpub, sizeof(*lpub));
     }
     return rc;
 }
@@ -102,9 +124,11 @@ static cp_tree_t *connect_tree(const cp_boot_t *b, const cp_tree_spec_t *s, cp_t
     } else if (t == NULL) {
         /* this rank could not listen: its node's ranks fail, rank 0's wait runs out */
     } else {
-        /* rank 0 describes its own; a leader and rank 0's node go to rank 0; others to theirs */
-        const cp_tcp_pub_t *parent = s->leader == s->me || s->leader == 0 ? &p0->tcp : lpub;
-        int same = strcmp(b->hostname, p0->hostname) == 0;
+        /* rank 0 describes its own; rank 0's node and the leaders below it go to rank 0;
+         * others to their leader, leaders below leaders to theirs (on another node) */
+        int up = s->leader != s->me ? s->leader : s->parent_lead;
+        const cp_tcp_pub_t *parent = up == 0 ? &p0->tcp : lpub;
+        int same = up == 0 ? strcmp(b->hostname, p0->hostname) == 0 : s->leader != s->me;
         cp_tree_key(t, r0->secret, "job");
         if (cp_tree_join(t, parent, same, why, wl) == 0) {
             return t;

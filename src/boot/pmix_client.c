@@ -8,6 +8,7 @@
 
 #include "boot/chan.h"
 #include "boot/tables.h"
+#include "boot/tree_shape.h"
 #include "collprof/status.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -258,6 +259,112 @@ int cp_pmix_local_peers(int *lowest, int *count)
     *lowest = (int)lo;
     *count = (int)n;
     return 0;
+}
+
+/* The lowest rank on node and how many (PMIx_Resolve_peers): 0, or -1. */
+static int node_peers(const char *node, int *lowest, int *count)
+{
+    pmix_proc_t *procs = NULL;
+    size_t np = 0;
+    pmix_status_t rc = PMIx_Resolve_peers(node, my_proc.nspace, &procs, &np);
+    long lo = -1;
+    for (size_t i = 0; rc == PMIX_SUCCESS && i < np; i++) {
+        lo = lo < 0 || (long)procs[i].rank < lo ? (long)procs[i].rank : lo;
+    }
+    if (procs != NULL) {
+        PMIX_PROC_FREE(procs, np);
+    }
+    if (rc != PMIX_SUCCESS || np == 0 || lo < 0 || lo >= my_nranks) {
+        return -1;
+    }
+    *lowest = (int)lo;
+    *count = (int)np;
+    return 0;
+}
+
+/* PMIX_HOSTNAME of rank, as the launcher spells it (its node list's names): 0, or -1. */
+static int host_of(pmix_rank_t rank, char *buf, size_t size)
+{
+    pmix_status_t rc;
+    pmix_value_t *val = get_value(rank, PMIX_HOSTNAME, 1, &rc);
+    int ret = -1;
+    if (val != NULL && val->type == PMIX_STRING && val->data.string != NULL &&
+        strlen(val->data.string) < size && val->data.string[0] != '\0') {
+        snprintf(buf, size, "%s", val->data.string);
+        ret = 0;
+    }
+    if (val != NULL) {
+        PMIX_VALUE_RELEASE(val);
+    }
+    return ret;
+}
+
+/* In the launcher's node list (its n names, each ended by '\0'): the positions of host me and
+ * of host zero (-1: absent, -2: twice). */
+static void find_nodes(const char *list, int n, const char *me, const char *zero, int *pos_me,
+                       int *pos0)
+{
+    const char *p = list;
+    *pos_me = *pos0 = -1;
+    for (int i = 0; i < n; i++, p += strlen(p) + 1) {
+        if (strcmp(p, me) == 0) {
+            *pos_me = *pos_me == -1 ? i : -2; /* twice: the list is not one of names */
+        }
+        if (strcmp(p, zero) == 0) {
+            *pos0 = *pos0 == -1 ? i : -2;
+        }
+    }
+}
+
+static const char *nth_name(const char *list, int want)
+{
+    for (int i = 0; i < want; i++) {
+        list += strlen(list) + 1;
+    }
+    return list;
+}
+
+int cp_pmix_node_place(int k, int leader, int nlocal, cp_node_place_t *out, char *why, size_t wlen)
+{
+    char *list = NULL, me[256], zero[256];
+    int n = 0, pos_me = -1, pos0 = -1, lo = -1, cnt = 0;
+    if (!pmix_up || PMIx_Resolve_nodes(my_proc.nspace, &list) != PMIX_SUCCESS || list == NULL ||
+        list[0] == '\0') {
+        snprintf(why, wlen, "PMIx_Resolve_nodes gave no node list");
+    } else if (host_of(my_proc.rank, me, sizeof(me)) != 0 || host_of(0, zero, sizeof(zero)) != 0) {
+        snprintf(why, wlen, "no PMIX_HOSTNAME for this rank or rank 0");
+    } else {
+        for (char *c = list; *c != '\0'; c++) { /* "n1,n2,...": one name after the other */
+            n += *c == ',' ? (*c = '\0', 1) : 0;
+        }
+        n++;
+        find_nodes(list, n, me, zero, &pos_me, &pos0);
+    }
+    int ok = n > 0 && pos_me >= 0 && pos0 >= 0;
+    if (n > 0 && !ok) {
+        snprintf(why, wlen, "the node list (%d nodes) does not hold %s and %s once each", n, me,
+                 zero);
+    }
+    int idx = ok ? cp_tree_node_swap(pos_me, pos0) : 0;
+    if (ok && (node_peers(me, &lo, &cnt) != 0 || lo != leader || cnt != nlocal)) {
+        snprintf(why, wlen, "PMIx's ranks on %s are not its local peers", me);
+        ok = 0;
+    }
+    int parent = ok ? cp_tree_node_parent(idx, k) : -1;
+    if (parent >= 0 &&
+        (node_peers(nth_name(list, cp_tree_node_swap(parent, pos0)), &lo, &cnt) != 0 ||
+         lo == leader || (parent == 0) != (lo == 0))) {
+        snprintf(why, wlen, "PMIx names no ranks for node %d of the tree", parent);
+        ok = 0;
+    }
+    if (ok) {
+        out->index = idx;
+        out->nnodes = n;
+        out->parent_lead = parent >= 0 ? lo : -1;
+        out->kid_nodes = cp_tree_node_kids(idx, k, n, &cnt);
+    }
+    free(list);
+    return ok ? 0 : -1;
 }
 
 /*

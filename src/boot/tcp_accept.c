@@ -27,7 +27,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static int add_kid(cp_tree_t *t, int fd, const int32_t *idx, int cnt)
+static int add_kid(cp_tree_t *t, int fd, const int32_t *idx, int cnt, uint32_t shape)
 {
     if (t->nkids == t->cap) {
         int cap = t->cap ? 2 * t->cap : 8;
@@ -52,6 +52,9 @@ static int add_kid(cp_tree_t *t, int fd, const int32_t *idx, int cnt)
             t->kid_of[t->order[t->sub - 1]] = k;
         }
     }
+    int height = (int)(shape & 0xffffu) + 1;
+    t->height = height > t->height ? height : t->height;
+    t->deep |= (shape >> 16) != 0;
     cp_sock_nodelay(fd);
     return 0;
 }
@@ -173,8 +176,8 @@ static int check_intro(cp_tree_t *t, accepting_t *a, int i, int room)
 {
     pending_t *c = &a->p[i];
     const unsigned char *nc = c->intro + 20, *proof = nc + CP_AUTH_NONCE_LEN;
-    uint32_t index = cp_tree_word(c->intro, 1), n = cp_tree_word(c->intro, 3),
-             cnt = cp_tree_word(c->intro, 4);
+    uint32_t index = cp_tree_word(c->intro, 1), shape = cp_tree_word(c->intro, 2),
+             n = cp_tree_word(c->intro, 3), cnt = cp_tree_word(c->intro, 4);
     if (cp_tree_word(c->intro, 0) != HELLO_MAGIC) {
         drop(a, i, "not a control-channel introduction");
         return -1;
@@ -183,7 +186,8 @@ static int check_intro(cp_tree_t *t, accepting_t *a, int i, int room)
         drop(a, i, "wrong proof");
         return -1;
     }
-    if (cp_tree_word(c->intro, 2) != 0 || n != (uint32_t)t->n || cnt < 1 || cnt > (uint32_t)room) {
+    if ((shape & 0xffffu) >= HEIGHT_MAX || (shape >> 16) > 1 || n != (uint32_t)t->n || cnt < 1 ||
+        cnt > (uint32_t)room) {
         char why[96];
         snprintf(why, sizeof(why), "member %u of %u introduced %u members (expected %d of %d)",
                  index, n, cnt, room, t->n);
@@ -239,7 +243,8 @@ static int step(cp_tree_t *t, accepting_t *a, int i, int room)
             return 0;
         }
         int fl = fcntl(fd, F_GETFL);
-        if ((fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) || add_kid(t, fd, c->idx, cnt)) {
+        if ((fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) ||
+            add_kid(t, fd, c->idx, cnt, cp_tree_word(c->intro, 2))) {
             drop(a, i, "out of memory");
             return 0;
         }
@@ -249,19 +254,20 @@ static int step(cp_tree_t *t, accepting_t *a, int i, int room)
     }
 }
 
-/* Accept children until want members came or wait_s passed; how many came. */
 /* A wait of the join: def, or the spec's bound when it has one. */
 double cp_tree_join_wait(const cp_tree_t *t, double def)
 {
     return t->spec.wait_s > 0 && t->spec.wait_s < def ? t->spec.wait_s : def;
 }
 
-int cp_tree_accept_kids(cp_tree_t *t, int want, double wait_s)
+/* Accept children until want members or want_kids children came, or wait_s passed; how many
+ * members came. */
+int cp_tree_accept_kids(cp_tree_t *t, int want, int want_kids, double wait_s)
 {
     accepting_t *a = calloc(1, sizeof(*a));
     int got = 0;
     double until = cp_now_us() + wait_s * 1e6;
-    while (a != NULL && got < want && cp_now_us() < until) {
+    while (a != NULL && got < want && t->nkids < want_kids && cp_now_us() < until) {
         struct pollfd p[2 + MAX_PENDING];
         int np = a->np, nfd = 0;
         double next = until;
@@ -279,7 +285,7 @@ int cp_tree_accept_kids(cp_tree_t *t, int want, double wait_s)
         }
         /* backwards: a drop moves the last connection into the slot, seen already */
         for (int i = np - 1; i >= 0 && k > 0; i--) {
-            if (p[i].revents != 0 && got < want) {
+            if (p[i].revents != 0 && got < want && t->nkids < want_kids) {
                 got += step(t, a, i, want - got);
             }
         }
@@ -299,7 +305,8 @@ int cp_tree_accept_kids(cp_tree_t *t, int want, double wait_s)
     }
     while (a != NULL && a->np > 0) {
         drop(a, a->np - 1,
-             got == want ? "no proof before every member had come" : "no proof in time");
+             got == want || t->nkids == want_kids ? "no proof before every member had come"
+                                                  : "no proof in time");
     }
     if (a != NULL && a->quiet > 0) {
         cp_log(CP_LOG_INFO, "control channel: %d more connections dropped (not logged)", a->quiet);

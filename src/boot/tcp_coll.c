@@ -1,8 +1,8 @@
 #include "config.h"
 
 /*
- * The collectives over the TCP control tree (tcp_tree.h): a gather goes up,
- * each leader sending its node's blocks in one message; a broadcast goes up
+ * The collectives over the TCP control tree (tcp_tree.h), at any depth: a
+ * gather goes up, each leader sending its subtree's blocks in one message; a broadcast goes up
  * from its root to member 0 and then down; an allgather is a gather and a
  * broadcast; a scatter goes down, each leader receiving its node's blocks
  * in one message; an all-to-all gathers the rows to member 0 and scatters
@@ -213,12 +213,14 @@ static int kid_holding(const cp_tree_t *t, int i)
     if (i == t->me) {
         return -1;
     }
-    if (t->kid_of != NULL) {
-        return t->kid_of[i];
+    if (t->kid_of != NULL) { /* member 0, a leader of leaders: every member it holds */
+        return t->kid_of[i] >= 0 ? t->kid_of[i] : -2;
     }
-    for (int k = 0; k < t->nkids; k++) {
-        if (t->order[t->kid_first[k]] == i) { /* a leader's children are single members */
-            return k;
+    for (int k = 0; k < t->nkids; k++) { /* a leader of its node's members: one each */
+        for (int j = t->kid_first[k]; j < t->kid_first[k] + t->kid_size[k]; j++) {
+            if (t->order[j] == i) {
+                return k;
+            }
         }
     }
     return -2;

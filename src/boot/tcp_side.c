@@ -10,6 +10,10 @@
  * connection or sent something else is one child lost, not the tree: the
  * caller stops waiting for it.  The collectives must not run while side
  * messages may still be on their way (the caller ends its protocol first).
+ * In a tree deeper than two levels of nodes (t->deep, alike on every member
+ * from the root's verdict) there are none: a leader below another leader
+ * would reach member 0 only through that leader, which the protocol must
+ * survive the loss of; the screen then does without its pair rounds.
  */
 
 #include "boot/tcp_sock.h"
@@ -67,7 +71,7 @@ static int side_recv(cp_tree_t *t, int fd, void *buf, size_t len)
 
 int cp_tree_side_direct(const cp_tree_t *t, int m)
 {
-    if (t == NULL || !t->up) {
+    if (t == NULL || !t->up || t->deep) { /* leaders below leaders: none, on every member */
         return 0;
     }
     if (t->me != 0) {

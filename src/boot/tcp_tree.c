@@ -79,8 +79,25 @@ void cp_tree_free(cp_tree_t *t)
     free(t);
 }
 
-/* Member 0's listeners: 127.0.0.1 for its node, the node's address (or COLLPROF_OOB_IFACE's)
- * for the other nodes' leaders.  Without the latter the others say why they cannot come. */
+/* A listener on this node's address (or COLLPROF_OOB_IFACE's), for the other nodes' leaders:
+ * member 0's and a leader of leaders'.  Without it they say why they cannot come. */
+static void node_listen(cp_tree_t *t, cp_tcp_pub_t *pub, int backlog, char *why, size_t wlen)
+{
+    char addr[NI_MAXHOST];
+    const char *iface = getenv("COLLPROF_OOB_IFACE");
+    int rc = iface != NULL && iface[0] != '\0'
+                 ? cp_sock_iface_addr(iface, addr, sizeof(addr), why, wlen)
+                 : cp_sock_host_addr(t->spec.hostname, addr, sizeof(addr), why, wlen);
+    if (rc > 0) { /* never a guessed interface */
+        snprintf(why, wlen, "host name %s resolves to the loopback address %s", t->spec.hostname,
+                 addr);
+    } else if (rc == 0) {
+        t->lfd[1] = cp_sock_listen(addr, backlog, pub->node, sizeof(pub->node), why, wlen);
+    }
+}
+
+/* Member 0's listeners: 127.0.0.1 for its node, the node's address for the other nodes'
+ * leaders. */
 static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
 {
     int backlog = t->n < 4096 ? t->n : 4096;
@@ -98,21 +115,28 @@ static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
     if (t->lfd[0] < 0) {
         return -1;
     }
-    if (t->spec.all_local) {
-        return 0;
-    }
-    char addr[NI_MAXHOST];
-    const char *iface = getenv("COLLPROF_OOB_IFACE");
-    int rc = iface != NULL && iface[0] != '\0'
-                 ? cp_sock_iface_addr(iface, addr, sizeof(addr), why, wlen)
-                 : cp_sock_host_addr(t->spec.hostname, addr, sizeof(addr), why, wlen);
-    if (rc > 0) { /* never a guessed interface */
-        snprintf(why, wlen, "host name %s resolves to the loopback address %s", t->spec.hostname,
-                 addr);
-    } else if (rc == 0) {
-        t->lfd[1] = cp_sock_listen(addr, backlog, pub->node, sizeof(pub->node), why, wlen);
+    if (!t->spec.all_local) {
+        node_listen(t, pub, backlog, why, wlen);
     }
     return 0; /* the members of this node can still come; the others say why not */
+}
+
+/* Another leader's: 127.0.0.1 for its node's members (and, all on one host, for its child
+ * leaders), its node's address for its child leaders. */
+static int leader_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
+{
+    const cp_tree_spec_t *s = &t->spec;
+    if (s->nlocal > 1 || s->kid_nodes > 0) {
+        t->lfd[0] = cp_sock_listen("127.0.0.1", s->nlocal + s->kid_nodes, pub->lo, sizeof(pub->lo),
+                                   why, wlen);
+        if (t->lfd[0] < 0) {
+            return -1;
+        }
+    }
+    if (s->kid_nodes > 0 && !s->all_local) {
+        node_listen(t, pub, s->kid_nodes, why, wlen);
+    }
+    return 0;
 }
 
 cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why, size_t wlen)
@@ -120,34 +144,34 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
     memset(pub, 0, sizeof(*pub));
     cp_tree_t *t = calloc(1, sizeof(*t));
     int n = spec->n;
+    /* a subtree of other nodes has any size below n: room for n, O(n) as at member 0 */
+    int wide = spec->me == 0 || (spec->me == spec->leader && spec->kid_nodes > 0);
     if (t != NULL) {
         t->spec = *spec;
         t->me = spec->me;
         t->n = n;
         t->parent = t->lfd[0] = t->lfd[1] = -1;
-        t->parent_index = spec->me == spec->leader ? 0 : spec->leader;
+        t->parent_index = spec->me == spec->leader ? spec->parent_lead : spec->leader;
         t->sub = 1;
-        t->order = malloc((size_t)(spec->me == 0      ? n
-                                   : spec->nlocal > 0 ? spec->nlocal
-                                                      : 1) *
-                          sizeof(int));
-        t->kid_of = spec->me == 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+        t->order_cap = wide ? n : spec->nlocal > 0 ? spec->nlocal : 1;
+        t->order = malloc((size_t)t->order_cap * sizeof(int));
+        t->kid_of = wide ? malloc((size_t)n * sizeof(int)) : NULL;
+        t->deep = spec->me == spec->leader && spec->me != 0 && spec->parent_lead != 0;
     }
-    if (t == NULL || t->order == NULL || (spec->me == 0 && t->kid_of == NULL)) {
+    if (t == NULL || t->order == NULL || (wide && t->kid_of == NULL)) {
         snprintf(why, wlen, "out of memory for a control tree of %d members", n);
         cp_tree_free(t);
         return NULL;
     }
     t->order[0] = spec->me;
-    for (int i = 0; spec->me == 0 && i < n; i++) {
+    for (int i = 0; t->kid_of != NULL && i < n; i++) {
         t->kid_of[i] = -1;
     }
     int rc = 0;
     if (n > 1 && spec->me == 0) {
         rc = root_listen(t, pub, why, wlen);
-    } else if (n > 1 && spec->me == spec->leader && spec->nlocal > 1) {
-        t->lfd[0] = cp_sock_listen("127.0.0.1", spec->nlocal, pub->lo, sizeof(pub->lo), why, wlen);
-        rc = t->lfd[0] < 0 ? -1 : 0;
+    } else if (n > 1 && spec->me == spec->leader) {
+        rc = leader_listen(t, pub, why, wlen);
     }
     if (rc != 0) {
         cp_tree_free(t);
@@ -186,8 +210,9 @@ static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
         snprintf(why, wlen, "out of memory");
         return -1;
     }
-    uint32_t h[5] = {htonl(HELLO_MAGIC), htonl((uint32_t)t->me), 0, htonl((uint32_t)t->n),
-                     htonl((uint32_t)cnt)};
+    uint32_t shape = (uint32_t)t->height | (t->deep ? 1u << 16 : 0u);
+    uint32_t h[5] = {htonl(HELLO_MAGIC), htonl((uint32_t)t->me), htonl(shape),
+                     htonl((uint32_t)t->n), htonl((uint32_t)cnt)};
     memcpy(msg, h, sizeof(h));
     memcpy(msg + sizeof(h), nc, sizeof(nc));
     cp_auth_mac(t->key, t->purpose, CP_AUTH_CONNECTOR, ch + 4, nc, (uint32_t)t->me, (uint32_t)t->n,
@@ -256,12 +281,18 @@ static int pass_verdict(cp_tree_t *t, uint32_t v)
 static void describe(cp_tree_t *t, const cp_tcp_pub_t *parent, const char *addr)
 {
     int links = t->nkids + (t->parent >= 0);
+    char shape[96] = "";
+    if (t->me == 0 && t->spec.nnodes > 1 && t->spec.fanout > 0) {
+        snprintf(shape, sizeof(shape), " (%d nodes, fanout %d, depth %d)", t->spec.nnodes,
+                 t->spec.fanout, t->height);
+    }
     if (t->me != 0) {
         snprintf(t->desc, sizeof(t->desc), "tcp %s", addr);
     } else if (parent->lo[0] && parent->node[0]) {
-        snprintf(t->desc, sizeof(t->desc), "tcp %s + %s", parent->lo, parent->node);
+        snprintf(t->desc, sizeof(t->desc), "tcp %s + %s%s", parent->lo, parent->node, shape);
     } else {
-        snprintf(t->desc, sizeof(t->desc), "tcp %s", parent->lo[0] ? parent->lo : parent->node);
+        snprintf(t->desc, sizeof(t->desc), "tcp %s%s", parent->lo[0] ? parent->lo : parent->node,
+                 shape);
     }
     t->stats.links = links;
 }
@@ -305,22 +336,27 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
     const char *addr = t->me == t->spec.leader && !same_host ? parent->node : parent->lo;
     uint32_t verdict = 0;
     int rogue[2] = {-1, -1};
-    int want = t->me == 0 ? t->n - 1 : t->me == t->spec.leader ? t->spec.nlocal - 1 : 0;
-    int got =
-        want > 0 ? cp_tree_accept_kids(t, want,
-                                       cp_tree_join_wait(t, t->me == 0 ? CP_TMO_TREE_ROOT_WAIT_S
-                                                                       : CP_TMO_TREE_LEADER_WAIT_S))
-                 : 0;
+    /* member 0 counts members; a leader its children: its node's members and child leaders */
+    int lead = t->me == t->spec.leader, kids = lead ? t->spec.nlocal - 1 + t->spec.kid_nodes : 0;
+    int want = t->me == 0 ? t->n - 1 : t->order_cap - 1;
+    int got = kids > 0 || t->me == 0
+                  ? cp_tree_accept_kids(t, want, t->me == 0 ? t->n : kids,
+                                        cp_tree_join_wait(t, t->me == 0 || t->spec.kid_nodes > 0
+                                                                 ? CP_TMO_TREE_ROOT_WAIT_S
+                                                                 : CP_TMO_TREE_LEADER_WAIT_S))
+                  : 0;
     if (t->me == 0) {
-        verdict = got == want ? VERDICT_MAGIC : 0;
+        verdict = got == want ? t->deep ? VERDICT_DEEP : VERDICT_MAGIC : 0;
         if (got != want) {
             snprintf(why, wlen, "only %d of the %d other members connected within %.0f s", got,
                      want, cp_tree_join_wait(t, CP_TMO_TREE_ROOT_WAIT_S));
         }
     } else if (addr[0] == '\0') {
         snprintf(why, wlen, "%s",
-                 t->me == t->spec.leader ? "rank 0 has no address for the other nodes"
-                                         : "the node's leader opened no listener");
+                 !lead                      ? "the node's leader opened no listener"
+                 : t->spec.parent_lead == 0 ? "rank 0 has no address for the other nodes"
+                                            : "a leader of leaders has no address for the "
+                                              "other nodes");
     } else {
         int rank = t->spec.ranks != NULL ? t->spec.ranks[t->me] : t->me;
         if (cp_fault_rogue(rank) && strcmp(t->purpose, "job") == 0) {
@@ -332,20 +368,22 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
                                        cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
             snprintf(why, wlen, "no verdict from %s within %.0f s", addr,
                      cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S));
-        } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC) {
+        } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC && verdict != VERDICT_DEEP) {
             snprintf(why, wlen, "rank 0 did not hear from every member in time");
         }
         cp_tree_close_fd(&rogue[0]);
         cp_tree_close_fd(&rogue[1]);
     }
-    if (pass_verdict(t, verdict) != 0 && verdict == VERDICT_MAGIC) {
+    int good = verdict == VERDICT_MAGIC || verdict == VERDICT_DEEP;
+    if (pass_verdict(t, verdict) != 0 && good) {
         snprintf(why, wlen, "a member went away during the set-up");
-        verdict = 0;
+        good = 0;
     }
-    if (verdict != VERDICT_MAGIC) {
+    if (!good) {
         cp_tree_close(t);
         return -1;
     }
+    t->deep = verdict == VERDICT_DEEP;
     t->identity = 1;
     for (int i = 0; t->me == 0 && i < t->n; i++) {
         t->identity &= t->order[i] == i;

@@ -1,16 +1,21 @@
 /*
- * The TCP control channel: a two-level tree of connections over n members
- * (the job's ranks, or the members of a --split group).  Every member of a
- * node connects to its node's leader, every leader to member 0 (the root),
- * so the root holds one connection per node plus one per member of its
- * own node, and a leader one per member of its node.  A gather goes up
+ * The TCP control channel: a tree of connections over n members (the
+ * job's ranks, or the members of a --split group).  Every member of a node
+ * connects to its node's leader, every leader to its parent: member 0 (the
+ * root) in the two-level tree, so the root holds one connection per node
+ * plus one per member of its own node, and a leader one per member of its
+ * node.  With more nodes than the fanout (COLLPROF_TREE_FANOUT,
+ * tree_shape.h) leaders hang below leaders (spec.parent_lead,
+ * spec.kid_nodes), k per leader, so that no member holds more than its
+ * node's members and k other nodes.  A gather goes up
  * (each leader sends its node's blocks in one message), a broadcast goes
  * down; the others are built from these.  With one member per node it is
  * a star to member 0.
  *
  * Set-up, on every member: cp_tree_new opens the listeners this member
- * needs (member 0: one on 127.0.0.1 and one on its node's address; another
- * leader of several members: one on 127.0.0.1) and says their addresses;
+ * needs (member 0 and a leader of leaders: one on 127.0.0.1 and one on its
+ * node's address; another leader of several members: one on 127.0.0.1) and
+ * says their addresses;
  * the caller hands every member its parent's (through PMIx at start-up,
  * through the job's tree for a group); cp_tree_join connects it all, with
  * bounded waits, and every member learns the same verdict.
@@ -45,7 +50,7 @@
 /** A listening member's addresses ("host:port" numeric; "" when that listener is absent). */
 typedef struct cp_tcp_pub {
     char lo[64];   /**< on 127.0.0.1: for the members of its node */
-    char node[80]; /**< on its node's address (member 0 only): for the other nodes' leaders */
+    char node[80]; /**< on its node's address (member 0, leaders of leaders): for other leaders */
 } cp_tcp_pub_t;
 
 typedef struct cp_tree_spec {
@@ -56,6 +61,12 @@ typedef struct cp_tree_spec {
     const char *hostname; /**< this node's name (member 0 listens on its address) */
     const int *ranks;     /**< the members' job ranks, for messages (NULL: the index is one) */
     int star;             /**< every member leads itself (no locality known, or asked for) */
+    /** A leader's parent: member 0 (0, the two-level tree) or another node's leader (deeper). */
+    int parent_lead;
+    /** Leaders of other nodes that connect to this leader (on its node's address): > 0 makes
+     *  it a leader of leaders, which listens there too; member 0 takes any number. */
+    int kid_nodes;
+    int fanout, nnodes; /**< the tree of nodes (tree_shape.h), for the description; 0: unknown */
     /** > 0: every wait of the join at most this, and every read and write of the tree after
      *  it too (a stopped member is an error, never a hang: the screen's pairs); 0: the join's
      *  waits of timeouts.h, reads unbounded */
@@ -79,12 +90,17 @@ typedef struct cp_tree {
     int *kid_fd, *kid_first, *kid_size; /**< per child: socket, its subtree in order[] */
     int sub;                            /**< members in this member's subtree (itself first) */
     int *order;                         /**< their indices, sub entries, child by child */
-    int *kid_of;  /**< root only: member index -> child slot (-1: the root itself) */
-    int identity; /**< root only: order[i] == i for all i (a gather lands in place) */
+    int *kid_of;   /**< root only: member index -> child slot (-1: the root itself) */
+    int identity;  /**< root only: order[i] == i for all i (a gather lands in place) */
+    int order_cap; /**< entries order[] holds */
+    int height;    /**< links from this member to the deepest member of its subtree */
+    /** Before the verdict: this subtree holds a leader whose parent is not member 0; after
+     *  it, the same of the whole tree, alike on every member (then side messages are off). */
+    int deep;
     uint32_t seq;
     cp_tree_spec_t spec;
     cp_tcp_stats_t stats;
-    char desc[160];
+    char desc[224];
     unsigned char key[CP_AUTH_KEY_LEN]; /**< the run's secret (cp_tree_key) */
     char purpose[CP_AUTH_PURPOSE_LEN];  /**< what the tree is for: in every proof */
     int keyed;                          /**< cp_tree_key was called */
@@ -123,7 +139,8 @@ int cp_tree_scatter(cp_tree_t *t, const void *in, void *out, size_t len);
  * that closes or sends something else is lost alone; the tree stays up.  No collective may
  * run while side messages are on their way.  Every message of one protocol has one length.
  */
-/** 1 when member m can use side messages (member 0, or a direct child of it). */
+/** 1 when member m can use side messages (member 0, or a direct child of it), 0 on every
+ * member when the tree is deeper than two levels of nodes (t->deep). */
 int cp_tree_side_direct(const cp_tree_t *t, int m);
 /** A direct child: a message to member 0. */
 int cp_tree_side_up(cp_tree_t *t, const void *buf, size_t len);

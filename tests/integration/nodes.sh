@@ -3,8 +3,9 @@
 # slurmd per node, each in its own network, UTS and mount namespace on a bridge) runs every CPU
 # backend that was built (mpi, gloo, ofi over tcp;ofi_rxm) with every op exact under
 # `srun --mpi=pmix -N 2 --ntasks-per-node=2` (on n1 and n2), block and cyclic placement,
-# `salloc -N 2` + srun and `sbatch -N 2`, and all of them in one run on 4 nodes x 1 rank; then
-# shape, link and exec of the harness, and stop.  One cluster start serves every check.  Skips
+# `salloc -N 2` + srun and `sbatch -N 2`, and all of them in one run on 4 nodes x 1 rank over a
+# control tree of fanout 2 (a leader below a leader); faults (a rank stopped on that tree's
+# deepest node, a node cut off); then shape, link and exec of the harness, and stop.  One cluster start serves every check.  Skips
 # (77) without root, without the Slurm and munge daemons, or when network namespaces are
 # refused.  Every Slurm command is bounded (--immediate and timeout); the cluster is torn down
 # at the end, also on failure.
@@ -106,8 +107,8 @@ for b in $BACKENDS; do
             grep ' r2/4 [^]]*\] oob (run): .*; channel tcp [0-9.]*:[0-9]* (tree by node to rank 0): 2 links, ' "$WORK/err" |
             grep -qv 'channel tcp 127\.' &&
             grep -q ' r3/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* (tree by node to rank 0): 1 links, ' "$WORK/err" &&
-            grep -q ' r0/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* + [0-9.]*:[0-9]* (tree by node to rank 0): 2 links, ' "$WORK/err"
-        ok $? "gloo: the OOB collectives go over a tree: loopback on each node, the nodes' network from n2's leader to rank 0 (2 links at rank 0)"
+            grep -q ' r0/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* + [0-9.]*:[0-9]* (2 nodes, fanout 32, depth 2) (tree by node to rank 0): 2 links, ' "$WORK/err"
+        ok $? "gloo: the OOB collectives go over a tree: loopback on each node, the nodes' network from n2's leader to rank 0 (2 links at rank 0; the default fanout, two levels)"
     fi
 done
 
@@ -322,7 +323,9 @@ if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ] && [ "${BACKENDS#* mpi}" != "$
     fi
 fi
 
-# ---- 5. every backend (under sanitizers the quickest) in one run on 4 nodes x 1 rank
+# ---- 5. every backend (under sanitizers the quickest) in one run on 4 nodes x 1 rank, over a
+# control tree of fanout 2 (COLLPROF_TREE_FANOUT): n2's leader (rank 1) below rank 0, n4's
+# (rank 3) below n2's, so every collective of the run also crosses a leader of leaders
 d="$WORK/four"
 mkdir -p "$d"
 all=$(echo "${BACKENDS# }" | tr ' ' ',')
@@ -331,9 +334,10 @@ nb=$(echo "$all" | tr ',' '\n' | wc -l)
 t=$(now)
 rc=0
 # shellcheck disable=SC2086 # SRUN is a list of options
-timeout -k 10 180 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$all" --ops all \
-    --counts 4K -n 3 -w 1 --variants default --ofi-provider 'tcp;ofi_rxm' --output-dir "$d" \
-    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+COLLPROF_TREE_FANOUT=2 timeout -k 10 180 $SRUN -N 4 --ntasks-per-node=1 "$COLLPROF_BIN" \
+    --backends "$all" --ops all --counts 4K -n 3 -w 1 --variants default \
+    --ofi-provider 'tcp;ofi_rxm' -v --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" ||
+    rc=$?
 [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | head -n 20
 check_clean_run "$d" "$all on 4 nodes x 1 ($(since "$t") s)"
 s=$(summary_of "$d")
@@ -344,6 +348,17 @@ case ",$all," in *,gloo,*) want=$((want - 2)) ;; esac # gloo: no gatherv, no sca
 ok $? "$all on 4 nodes: every op each backend offers, $want cells (got $n)"
 grep -q '^world: *4 ranks on 4 nodes: n1 rank 0, n2 rank 1, n3 rank 2, n4 rank 3$' "$s" 2>/dev/null
 ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
+# rank 0: 2 links (n2's and n3's leaders), the shape in its channel line; rank 1: 2 (rank 0 and
+# n4's leader); ranks 2 and 3 one each, rank 3's to n2's address, not to rank 0's node's
+n2addr=$(bash "$SL" exec n1 sed -n 's/^\([0-9.]*\) n2$/\1/p' /etc/hosts)
+chan() { grep " r$1/4 [^]]*\] oob (run): " "$WORK/err" | sed -n 's/.*; channel \(.*\)/\1/p'; }
+chan 0 | grep -q ' (4 nodes, fanout 2, depth 2) (tree by node to rank 0): 2 links, ' &&
+    chan 1 | grep -q '(tree by node to rank 0): 2 links, ' &&
+    chan 2 | grep -qv "^tcp $n2addr:" && chan 2 | grep -q '(tree by node to rank 0): 1 links, ' &&
+    chan 3 | grep -q "^tcp $n2addr:[0-9]* (tree by node to rank 0): 1 links, "
+r=$?
+ok $r "COLLPROF_TREE_FANOUT=2 on 4 nodes: rank 0 holds 2 links, n4's leader hangs below n2's ($n2addr)"
+[ "$r" -eq 0 ] || grep ' oob (run): ' "$WORK/err" | sed 's/^/# /'
 
 # ---- 5b. faults across nodes: a rank on n2 stopped (SIGSTOP), then n2's link down mid-run
 # (2 x 2 ranks, then 3 x 4).
@@ -365,8 +380,8 @@ fault_run() {
     d="$WORK/fault-$1"
     mkdir -p "$d"
     # shellcheck disable=SC2086 # SRUN, N2 and FARGS are lists of options
-    timeout -k 5 "$flimit" $SRUN ${FNODES:-$N2} "$COLLPROF_BIN" $FARGS --timeout "$FT" --output-dir "$d" \
-        </dev/null >"$WORK/fout" 2>"$WORK/ferr" &
+    timeout -k 5 "$flimit" env ${FENV:-} $SRUN ${FNODES:-$N2} "$COLLPROF_BIN" $FARGS --timeout "$FT" \
+        --output-dir "$d" </dev/null >"$WORK/fout" 2>"$WORK/ferr" &
     fpid=$!
     i=0
     # (grep -c prints 0 and fails when nothing matches, and nothing without a summary)
@@ -440,7 +455,10 @@ n2_down() { bash "$SL" link n2 down 2>/dev/null; }
 # shellcheck disable=SC2317
 n2_up() { bash "$SL" link n2 up 2>/dev/null; }
 if [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ]; then
-    fault_run "SIGSTOP of rank 3 on n2" stop_rank3 cont_victim "rank 3 on n2"
+    # on 4 nodes x 1 over a tree of fanout 2: rank 3 leads n4, below n2's leader (rank 1)
+    FENV=COLLPROF_TREE_FANOUT=2 FNODES="-N 4 --ntasks-per-node=1" fault_run \
+        "SIGSTOP of rank 3 on n4 (fanout 2: below n2's leader)" stop_rank3 cont_victim "rank 3 on n4"
+    FENV='' FNODES=''
     # rank 0's first deputy is the first rank of the next node (rank 2 on n2), not rank 1
     fault_run "SIGSTOP of rank 0 on n1" stop_rank0 cont_victim "rank 0 on n1" \
         "Reported in its place by rank 2, its first deputy."

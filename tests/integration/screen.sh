@@ -250,16 +250,18 @@ fi
 
 # ---- 2b. the same as a batch job: the shipped screen.sbatch on 8 nodes, n3 still throttled:
 # the job fails with the screen's exit status (1), its log names the host list to exclude and
-# the drain line
+# the drain line.  Over a control tree of fanout 3 (COLLPROF_TREE_FANOUT: n2-n4's leaders below
+# rank 0, n5-n8's below theirs, n8's below n3's): no side messages in a tree that deep, so the
+# pairs run as cells of the job, alike on every rank
 if [ "$sanitized" != 1 ]; then
     d="$WORK/sbatch"
     mkdir -p "$d"
     rc=0
     # shellcheck disable=SC2086 # options
-    id=$(cd "$d" && COLLPROF="$COLLPROF_BIN" COLLPROF_REPORT="$REPORT" \
+    id=$(cd "$d" && COLLPROF="$COLLPROF_BIN" COLLPROF_REPORT="$REPORT" COLLPROF_TREE_FANOUT=3 \
         COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable -N 8 "$SB/screen.sbatch" \
         --backends "$B" --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 20 -w 2 \
-        --screen-threshold 0.1 --seed 4) || rc=$?
+        --screen-threshold 0.1 --seed 4 -v) || rc=$?
     ok $rc "sbatch -N 8 screen.sbatch: submitted (job ${id:-none})"
     job_state=""
     [ -n "$id" ] && wait_job "$id" 150
@@ -267,9 +269,10 @@ if [ "$sanitized" != 1 ]; then
     timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -q 'JobState=FAILED .*ExitCode=1:0' &&
         grep -q '^collprof screen: flagged; exclude: n3$' "$log" &&
         grep -q '^collprof screen: drain: scontrol update nodename=n3 state=drain' "$log" &&
-        grep -q '^collprof screen: exit status 1 (flagged)$' "$log"
+        grep -q '^collprof screen: exit status 1 (flagged)$' "$log" &&
+        grep -q ' r0/8 [^]]*\] oob (run): .* (8 nodes, fanout 3, depth 2) (tree by node to rank 0): 3 links, ' "$log"
     r=$?
-    ok $r "screen.sbatch, n3 throttled: job $id FAILED with exit code 1, its log: exclude n3, the drain line (state $job_state)"
+    ok $r "screen.sbatch, n3 throttled, COLLPROF_TREE_FANOUT=3: job $id FAILED with exit code 1, its log: exclude n3, the drain line; rank 0 held 3 links (state $job_state)"
     [ "$r" -eq 0 ] || sed 's/^/# /' "$log" 2>/dev/null | tail -n 15
 fi
 

@@ -1,7 +1,8 @@
 /*
  * The TCP control tree (src/boot/tcp_tree.c, tcp_coll.c) on forked ranks over loopback, in two
  * shapes: a star (every rank its own node) and a tree by node (ranks placed cyclically on 3
- * "nodes", so that rank 0's order is not the ranks' and a leader holds two members): results
+ * "nodes", so that rank 0's order is not the ranks' and a leader holds two members) and a tree
+ * of leaders of leaders (4 nodes of 2, fanout 2: node 3's leader hangs below node 1's): results
  * of allgather, bcast (from rank 0, from a leader's member and from a leader), all-to-all,
  * scatter, gather (to rank 0 alone: what each rank sends and receives) and barrier, payloads
  * larger than a socket buffer, a rank that exits (every other rank fails instead of waiting),
@@ -19,6 +20,7 @@
 #include "config.h"
 #include "boot/tcp_sock.h"
 #include "boot/tcp_tree.h"
+#include "boot/tree_shape.h"
 #include "collprof/status.h"
 #include "tap.h"
 
@@ -41,6 +43,7 @@
 typedef int (*script_t)(int rank); /* 0 when this rank saw what it should */
 
 static int nodes = NR; /* ranks on node r % nodes: NR is a star */
+static int fanout;     /* > 0: node i > 0 hangs below node (i - 1) / fanout (tree_shape.h) */
 static cp_tree_t *T;   /* this rank's tree */
 static const unsigned char KEY[CP_AUTH_KEY_LEN] = "the run's secret, for the tests";
 static double join_s; /* rank 0's cp_tree_join, in seconds */
@@ -64,7 +67,21 @@ static cp_tree_spec_t spec_of(int r)
     for (int q = 0; q < NR; q++) {
         s.nlocal += node_of(q) == node_of(r);
     }
+    int first, nd = node_of(r);
+    if (fanout > 0 && nd == r && r > 0) { /* a leader, the lowest rank of its node */
+        s.parent_lead = cp_tree_node_parent(nd, fanout);
+        s.kid_nodes = cp_tree_node_kids(nd, fanout, nodes, &first);
+    }
+    s.fanout = fanout;
+    s.nnodes = nodes;
     return s;
+}
+
+/* Whom rank r connects to: its node's leader, or its parent leader (0: rank 0). */
+static int up_of(int r)
+{
+    cp_tree_spec_t s = spec_of(r);
+    return r == 0 ? 0 : s.leader != r ? s.leader : s.parent_lead;
 }
 
 /* Every rank's tree, opened before the fork (its listeners then exist for the others). */
@@ -93,8 +110,7 @@ static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t scri
         }
     }
     T = t[r];
-    int leader = node_of(r);
-    const cp_tcp_pub_t *parent = r == 0 || leader == r || leader == 0 ? &pub[0] : &pub[leader];
+    const cp_tcp_pub_t *parent = &pub[up_of(r)];
     double t0 = now_s();
     int joined = cp_tree_join(T, parent, 1, why, sizeof(why)) == 0;
     join_s = now_s() - t0;
@@ -188,7 +204,12 @@ static int collectives(int rank)
     }
     bad += cp_tree_bcast(T, msg, sizeof(msg), 2) != COLLPROF_OK || strcmp(msg, "from rank 2") != 0;
     long v = rank == 0 ? 12345 : -1;
+    unsigned long long sent0 = T->stats.sent_bytes;
     bad += cp_tree_bcast(T, &v, sizeof(v), 0) != COLLPROF_OK || v != 12345;
+    /* a broadcast from rank 0 leaves each member once per child: rank 0's own children (in
+     * the deep tree 1 member and 2 leaders, not every node), a leader's, none from a leaf */
+    bad += T->stats.sent_bytes - sent0 != (unsigned long long)T->nkids * sizeof(v);
+    bad += rank == 0 && fanout > 0 && T->nkids != 1 + fanout;
     bad += cp_tree_barrier(T) != COLLPROF_OK;
     /* in place: rank's part already at out + rank * len */
     unsigned char *big = malloc((size_t)NR * BIG);
@@ -222,15 +243,21 @@ static int collectives(int rank)
     }
     bad += cp_tree_scatter(T, rank == 0 ? blocks : NULL, &got, sizeof(got)) != COLLPROF_OK ||
            got != 1000 + rank;
-    /* a broadcast from a leader's member (rank 4: node 1's) and from a leader (rank 1) */
-    for (int root = 4; root > 0; root -= 3) {
-        long w = rank == root ? 77 + root : -1;
-        bad += cp_tree_bcast(T, &w, sizeof(w), root) != COLLPROF_OK || w != 77 + root;
+    /* a broadcast from a leader's member (rank 4: node 1's; node 0's in the deep tree), from
+     * a leader (rank 1) and from the last rank (the deep tree's deepest member) */
+    static const int roots[] = {4, 1, NR - 1};
+    for (int i = 0; i < 3; i++) {
+        long w = rank == roots[i] ? 77 + roots[i] : -1;
+        bad += cp_tree_bcast(T, &w, sizeof(w), roots[i]) != COLLPROF_OK || w != 77 + roots[i];
     }
     bad += gather_check(rank);
     /* allgather 1, bcast 2, barrier 1, allgather 1, all-to-all 2 (a gather and a scatter),
-     * scatter 1, bcast 2, gather 1 */
-    bad += T->stats.ops != 11;
+     * scatter 1, bcast 3, gather 1 */
+    bad += T->stats.ops != 12;
+    /* side messages: only in a tree of two levels of nodes, and then with member 0 */
+    int deep = fanout > 0 && nodes > fanout + 1;
+    bad += T->deep != deep || cp_tree_side_direct(T, rank) != (!deep && up_of(rank) == 0);
+    bad += rank == 0 && T->height != (deep ? 3 : nodes == NR || nodes == 1 ? 1 : 2);
     return bad;
 }
 
@@ -606,8 +633,13 @@ static void no_key(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* a write to a closed socket must not kill us (MSG_NOSIGNAL) */
-    for (nodes = NR; nodes > 0; nodes = nodes == NR ? 3 : 0) {
-        const char *shape = nodes == NR ? "star" : "tree of 3 nodes, cyclic";
+    for (int sh = 0; sh < 4; sh++) {
+        nodes = sh == 0 ? NR : sh == 1 ? 3 : sh == 2 ? 4 : 1;
+        fanout = sh == 2 ? 2 : 0;
+        const char *shape = sh == 0   ? "star"
+                            : sh == 1 ? "tree of 3 nodes, cyclic"
+                            : sh == 2 ? "deep tree of 4 nodes, fanout 2 (ranks 0 > 1 > 3 > 7)"
+                                      : "one node";
         ok(world(collectives, "collectives"),
            "%s: allgather, bcast from rank 2 and rank 0, barrier, 1 MiB in-place allgather, "
            "all-to-all, scatter, bcast from a member and a leader, 2 MiB gather (rank 0 sends "
@@ -619,6 +651,7 @@ int main(void)
            "%s: a message of another length is refused on every rank that waits for it", shape);
     }
     nodes = NR;
+    fanout = 0;
     rogue_world("star", 0, 3);
     nodes = 3;
     rogue_world("tree of 3 nodes", 1, 4); /* node 1: members 1 (its leader), 4 and 7 */
