@@ -10,7 +10,9 @@
  * bytes from getrandom(2), which every connection of the tree proves,
  * tcp_auth.h) and every other listening leader's addresses go out in one
  * PMIx fence; every rank then connects to its parent and learns rank 0's
- * verdict.  Every rank decides alike: the tree,
+ * verdict.  A leader below another leader also opens a side link to rank 0
+ * (tcp_side.c; rank 0's addresses from its record).  Every rank decides
+ * alike: the tree,
  * or PMIx fences with the reason (a warning on rank 0 unless
  * COLLPROF_OOB=pmix asked for them).
  */
@@ -130,7 +132,11 @@ static cp_tree_t *connect_tree(const cp_boot_t *b, const cp_tree_spec_t *s, cp_t
         const cp_tcp_pub_t *parent = up == 0 ? &p0->tcp : lpub;
         int same = up == 0 ? strcmp(b->hostname, p0->hostname) == 0 : s->leader != s->me;
         cp_tree_key(t, r0->secret, "job");
+        cp_tree_root(t, &p0->tcp, strcmp(b->hostname, p0->hostname) == 0); /* side links */
         if (cp_tree_join(t, parent, same, why, wl) == 0) {
+            if (t->side_off) { /* alike on every rank: the screen's pairs run as cells */
+                cp_log(CP_LOG_INFO, "control channel: no side messages (%s)", t->side_why);
+            }
             return t;
         }
     }

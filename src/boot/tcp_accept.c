@@ -54,7 +54,7 @@ static int add_kid(cp_tree_t *t, int fd, const int32_t *idx, int cnt, uint32_t s
     }
     int height = (int)(shape & 0xffffu) + 1;
     t->height = height > t->height ? height : t->height;
-    t->deep |= (shape >> 16) != 0;
+    t->side_off |= (shape >> 16) != 0;
     cp_sock_nodelay(fd);
     return 0;
 }
@@ -170,6 +170,47 @@ static void open_one(accepting_t *a, int l)
     }
 }
 
+/* Connection i introduced itself as a side link (SIDE_HELLO, tcp_side.c): taken by member 0,
+ * by the leader's index, once it proved the secret for the side purpose; dropped otherwise.
+ * -1 either way: no subtree follows. */
+static int side_intro(cp_tree_t *t, accepting_t *a, int i)
+{
+    pending_t *c = &a->p[i];
+    const unsigned char *nc = c->intro + 20, *proof = nc + CP_AUTH_NONCE_LEN;
+    uint32_t index = cp_tree_word(c->intro, 1), shape = cp_tree_word(c->intro, 2),
+             n = cp_tree_word(c->intro, 3), cnt = cp_tree_word(c->intro, 4);
+    char purpose[CP_AUTH_PURPOSE_LEN], why[96];
+    cp_tree_side_purpose(t, purpose);
+    if (t->side_of == NULL) {
+        drop(a, i, "a side link to a member that is not the root");
+        return -1;
+    }
+    if (!cp_auth_check(t->key, purpose, CP_AUTH_CONNECTOR, c->na, nc, index, n, proof)) {
+        drop(a, i, "wrong proof for a side link");
+        return -1;
+    }
+    if (shape != 0 || cnt != 0 || n != (uint32_t)t->n || index == 0 || index >= n ||
+        t->side_of[index] >= 0) {
+        snprintf(why, sizeof(why), "a side link of member %u of %u (of %d), twice or malformed",
+                 index, n, t->n);
+        drop(a, i, why);
+        return -1;
+    }
+    unsigned char mine[CP_AUTH_MAC_LEN];
+    cp_auth_mac(t->key, purpose, CP_AUTH_ACCEPTOR, c->na, nc, index, n, mine);
+    int fl = fcntl(c->fd, F_GETFL);
+    if (send(c->fd, mine, sizeof(mine), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(mine) ||
+        fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        drop(a, i, "it went away after its proof");
+        return -1;
+    }
+    cp_sock_nodelay(c->fd);
+    t->side_of[index] = c->fd;
+    t->nside++;
+    a->p[i] = a->p[--a->np]; /* the socket is the side link's now */
+    return -1;
+}
+
 /* The introduction of connection i is whole: check it, answer with this member's proof, expect
  * the subtree.  0, or -1 (dropped). */
 static int check_intro(cp_tree_t *t, accepting_t *a, int i, int room)
@@ -178,6 +219,9 @@ static int check_intro(cp_tree_t *t, accepting_t *a, int i, int room)
     const unsigned char *nc = c->intro + 20, *proof = nc + CP_AUTH_NONCE_LEN;
     uint32_t index = cp_tree_word(c->intro, 1), shape = cp_tree_word(c->intro, 2),
              n = cp_tree_word(c->intro, 3), cnt = cp_tree_word(c->intro, 4);
+    if (cp_tree_word(c->intro, 0) == SIDE_HELLO) {
+        return side_intro(t, a, i);
+    }
     if (cp_tree_word(c->intro, 0) != HELLO_MAGIC) {
         drop(a, i, "not a control-channel introduction");
         return -1;

@@ -61,6 +61,11 @@ void cp_tree_close(cp_tree_t *t)
     for (int k = 0; k < t->nkids; k++) {
         cp_tree_close_fd(&t->kid_fd[k]);
     }
+    cp_tree_close_fd(&t->side);
+    for (int m = 0; t->side_of != NULL && m < t->n; m++) {
+        cp_tree_close_fd(&t->side_of[m]);
+    }
+    t->nside = 0;
     t->up = 0;
 }
 
@@ -76,6 +81,7 @@ void cp_tree_free(cp_tree_t *t)
     free(t->kid_size);
     free(t->order);
     free(t->kid_of);
+    free(t->side_of);
     free(t);
 }
 
@@ -150,15 +156,17 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
         t->spec = *spec;
         t->me = spec->me;
         t->n = n;
-        t->parent = t->lfd[0] = t->lfd[1] = -1;
+        t->parent = t->lfd[0] = t->lfd[1] = t->side = -1;
         t->parent_index = spec->me == spec->leader ? spec->parent_lead : spec->leader;
         t->sub = 1;
         t->order_cap = wide ? n : spec->nlocal > 0 ? spec->nlocal : 1;
         t->order = malloc((size_t)t->order_cap * sizeof(int));
         t->kid_of = wide ? malloc((size_t)n * sizeof(int)) : NULL;
-        t->deep = spec->me == spec->leader && spec->me != 0 && spec->parent_lead != 0;
+        t->side_of = spec->me == 0 ? malloc((size_t)n * sizeof(int)) : NULL;
+        t->side_off = spec->me == spec->leader && spec->me != 0 && spec->parent_lead != 0;
     }
-    if (t == NULL || t->order == NULL || (wide && t->kid_of == NULL)) {
+    if (t == NULL || t->order == NULL || (wide && t->kid_of == NULL) ||
+        (spec->me == 0 && t->side_of == NULL)) {
         snprintf(why, wlen, "out of memory for a control tree of %d members", n);
         cp_tree_free(t);
         return NULL;
@@ -166,6 +174,9 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
     t->order[0] = spec->me;
     for (int i = 0; t->kid_of != NULL && i < n; i++) {
         t->kid_of[i] = -1;
+    }
+    for (int i = 0; t->side_of != NULL && i < n; i++) {
+        t->side_of[i] = -1;
     }
     int rc = 0;
     if (n > 1 && spec->me == 0) {
@@ -182,19 +193,17 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
 
 /* ---- the parent -------------------------------------------------------- */
 
-/* Connect to the parent, answer its challenge with this member's subtree and proof, and check
- * the parent's proof. */
-static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
+void cp_tree_side_purpose(const cp_tree_t *t, char *buf)
 {
-    t->parent = cp_sock_dial(addr, cp_tree_join_wait(t, CP_TMO_TREE_CONNECT_S), why, wlen);
-    if (t->parent < 0) {
-        return -1;
-    }
+    snprintf(buf, CP_AUTH_PURPOSE_LEN, "%.*s side", CP_AUTH_PURPOSE_LEN - 6, t->purpose);
+}
+
+int cp_tree_hello(const cp_tree_t *t, int fd, const char *addr, uint32_t magic, const char *purpose,
+                  uint32_t shape, const int *idx, size_t cnt, double wait_s, char *why, size_t wlen)
+{
     unsigned char ch[CHALLENGE_LEN], nc[CP_AUTH_NONCE_LEN], theirs[CP_AUTH_MAC_LEN];
-    if (cp_sock_recv_within(t->parent, ch, sizeof(ch),
-                            cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
-        snprintf(why, wlen, "no challenge from %s within %.0f s", addr,
-                 cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S));
+    if (cp_sock_recv_within(fd, ch, sizeof(ch), wait_s) != 0) {
+        snprintf(why, wlen, "no challenge from %s within %.0f s", addr, wait_s);
         return -1;
     }
     if (cp_tree_word(ch, 0) != CHALLENGE_MAGIC) {
@@ -204,44 +213,54 @@ static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
     if (cp_auth_random(nc, sizeof(nc), why, wlen) != 0) {
         return -1;
     }
-    size_t cnt = (size_t)t->sub;
     unsigned char *msg = malloc(INTRO_LEN + cnt * sizeof(uint32_t));
     if (msg == NULL) {
         snprintf(why, wlen, "out of memory");
         return -1;
     }
-    uint32_t shape = (uint32_t)t->height | (t->deep ? 1u << 16 : 0u);
-    uint32_t h[5] = {htonl(HELLO_MAGIC), htonl((uint32_t)t->me), htonl(shape),
-                     htonl((uint32_t)t->n), htonl((uint32_t)cnt)};
+    uint32_t h[5] = {htonl(magic), htonl((uint32_t)t->me), htonl(shape), htonl((uint32_t)t->n),
+                     htonl((uint32_t)cnt)};
     memcpy(msg, h, sizeof(h));
     memcpy(msg + sizeof(h), nc, sizeof(nc));
-    cp_auth_mac(t->key, t->purpose, CP_AUTH_CONNECTOR, ch + 4, nc, (uint32_t)t->me, (uint32_t)t->n,
+    cp_auth_mac(t->key, purpose, CP_AUTH_CONNECTOR, ch + 4, nc, (uint32_t)t->me, (uint32_t)t->n,
                 msg + sizeof(h) + sizeof(nc));
     for (size_t i = 0; i < cnt; i++) {
-        uint32_t x = htonl((uint32_t)t->order[i]);
+        uint32_t x = htonl((uint32_t)idx[i]);
         memcpy(msg + INTRO_LEN + 4 * i, &x, sizeof(x));
     }
     struct iovec iov = {msg, INTRO_LEN + cnt * sizeof(uint32_t)};
-    int rc = cp_sock_send_all(t->parent, &iov, 1);
+    int rc = cp_sock_send_all(fd, &iov, 1);
     free(msg);
     if (rc != 0) {
         snprintf(why, wlen, "introducing this member to %s: %s", addr, strerror(errno));
         return -1;
     }
-    if (cp_sock_recv_within(t->parent, theirs, sizeof(theirs),
-                            cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
+    if (cp_sock_recv_within(fd, theirs, sizeof(theirs), wait_s) != 0) {
         snprintf(why, wlen,
                  "no proof from %s within %.0f s (it refused this member's, or went away)", addr,
-                 CP_TMO_TREE_VERDICT_S);
+                 wait_s);
         return -1;
     }
-    if (!cp_auth_check(t->key, t->purpose, CP_AUTH_ACCEPTOR, ch + 4, nc, (uint32_t)t->me,
+    if (!cp_auth_check(t->key, purpose, CP_AUTH_ACCEPTOR, ch + 4, nc, (uint32_t)t->me,
                        (uint32_t)t->n, theirs)) {
         snprintf(why, wlen, "the listener at %s did not prove the run's secret", addr);
         cp_log(CP_LOG_WARN, "control channel: %s", why);
         return -1;
     }
     return 0;
+}
+
+/* Connect to the parent, answer its challenge with this member's subtree and proof, and check
+ * the parent's proof. */
+static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
+{
+    t->parent = cp_sock_dial(addr, cp_tree_join_wait(t, CP_TMO_TREE_CONNECT_S), why, wlen);
+    if (t->parent < 0) {
+        return -1;
+    }
+    uint32_t shape = (uint32_t)t->height | (t->side_off ? 1u << 16 : 0u);
+    return cp_tree_hello(t, t->parent, addr, HELLO_MAGIC, t->purpose, shape, t->order,
+                         (size_t)t->sub, cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S), why, wlen);
 }
 
 /* COLLPROF_FAULT=rogue (fault.h): two connections to the parent at addr, before this
@@ -280,13 +299,20 @@ static int pass_verdict(cp_tree_t *t, uint32_t v)
 
 static void describe(cp_tree_t *t, const cp_tcp_pub_t *parent, const char *addr)
 {
-    int links = t->nkids + (t->parent >= 0);
+    int links = t->nkids + (t->parent >= 0) + (t->side >= 0) + t->nside;
     char shape[96] = "";
     if (t->me == 0 && t->spec.nnodes > 1 && t->spec.fanout > 0) {
-        snprintf(shape, sizeof(shape), " (%d nodes, fanout %d, depth %d)", t->spec.nnodes,
-                 t->spec.fanout, t->height);
+        char side[40] = "";
+        if (t->spec.nnodes > t->spec.fanout + 1) {
+            snprintf(side, sizeof(side), ", %d side link%s", t->nside, t->nside == 1 ? "" : "s");
+        }
+        snprintf(shape, sizeof(shape), " (%d nodes, fanout %d, depth %d%s)", t->spec.nnodes,
+                 t->spec.fanout, t->height, side);
     }
-    if (t->me != 0) {
+    if (t->me != 0 && t->side >= 0) {
+        snprintf(t->desc, sizeof(t->desc), "tcp %s + side link %s", addr,
+                 t->root_same ? t->root_pub.lo : t->root_pub.node);
+    } else if (t->me != 0) {
         snprintf(t->desc, sizeof(t->desc), "tcp %s", addr);
     } else if (parent->lo[0] && parent->node[0]) {
         snprintf(t->desc, sizeof(t->desc), "tcp %s + %s%s", parent->lo, parent->node, shape);
@@ -314,6 +340,13 @@ static void bound_io(cp_tree_t *t)
     }
 }
 
+void cp_tree_root(cp_tree_t *t, const cp_tcp_pub_t *root, int root_same)
+{
+    t->root_pub = *root;
+    t->root_same = root_same;
+    t->has_root = 1;
+}
+
 void cp_tree_key(cp_tree_t *t, const unsigned char *key, const char *purpose)
 {
     memcpy(t->key, key, sizeof(t->key));
@@ -338,6 +371,7 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
     int rogue[2] = {-1, -1};
     /* member 0 counts members; a leader its children: its node's members and child leaders */
     int lead = t->me == t->spec.leader, kids = lead ? t->spec.nlocal - 1 + t->spec.kid_nodes : 0;
+    cp_tree_side_open(t); /* a leader below another: its side link first */
     int want = t->me == 0 ? t->n - 1 : t->order_cap - 1;
     int got = kids > 0 || t->me == 0
                   ? cp_tree_accept_kids(t, want, t->me == 0 ? t->n : kids,
@@ -346,7 +380,10 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
                                                                  : CP_TMO_TREE_LEADER_WAIT_S))
                   : 0;
     if (t->me == 0) {
-        verdict = got == want ? t->deep ? VERDICT_DEEP : VERDICT_MAGIC : 0;
+        if (got == want) {
+            cp_tree_side_check(t);
+        }
+        verdict = got == want ? t->side_off ? VERDICT_NOSIDE : VERDICT_MAGIC : 0;
         if (got != want) {
             snprintf(why, wlen, "only %d of the %d other members connected within %.0f s", got,
                      want, cp_tree_join_wait(t, CP_TMO_TREE_ROOT_WAIT_S));
@@ -368,13 +405,13 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
                                        cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S)) != 0) {
             snprintf(why, wlen, "no verdict from %s within %.0f s", addr,
                      cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S));
-        } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC && verdict != VERDICT_DEEP) {
+        } else if ((verdict = ntohl(verdict)) != VERDICT_MAGIC && verdict != VERDICT_NOSIDE) {
             snprintf(why, wlen, "rank 0 did not hear from every member in time");
         }
         cp_tree_close_fd(&rogue[0]);
         cp_tree_close_fd(&rogue[1]);
     }
-    int good = verdict == VERDICT_MAGIC || verdict == VERDICT_DEEP;
+    int good = verdict == VERDICT_MAGIC || verdict == VERDICT_NOSIDE;
     if (pass_verdict(t, verdict) != 0 && good) {
         snprintf(why, wlen, "a member went away during the set-up");
         good = 0;
@@ -383,7 +420,7 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         cp_tree_close(t);
         return -1;
     }
-    t->deep = verdict == VERDICT_DEEP;
+    cp_tree_side_verdict(t, verdict == VERDICT_MAGIC); /* alike on every member */
     t->identity = 1;
     for (int i = 0; t->me == 0 && i < t->n; i++) {
         t->identity &= t->order[i] == i;

@@ -6,8 +6,11 @@
  * plus one per member of its own node, and a leader one per member of its
  * node.  With more nodes than the fanout (COLLPROF_TREE_FANOUT,
  * tree_shape.h) leaders hang below leaders (spec.parent_lead,
- * spec.kid_nodes), k per leader, so that no member holds more than its
- * node's members and k other nodes.  A gather goes up
+ * spec.kid_nodes), k per leader, so that no member but the root holds more
+ * than its node's members and k other nodes; each of those deeper leaders
+ * also holds a side link straight to the root (cp_tree_root), for side
+ * messages alone, so that the root still holds one connection per node
+ * (tcp_side.c).  A gather goes up
  * (each leader sends its node's blocks in one message), a broadcast goes
  * down; the others are built from these.  With one member per node it is
  * a star to member 0.
@@ -94,9 +97,17 @@ typedef struct cp_tree {
     int identity;  /**< root only: order[i] == i for all i (a gather lands in place) */
     int order_cap; /**< entries order[] holds */
     int height;    /**< links from this member to the deepest member of its subtree */
-    /** Before the verdict: this subtree holds a leader whose parent is not member 0; after
-     *  it, the same of the whole tree, alike on every member (then side messages are off). */
-    int deep;
+    /** Before the verdict: this subtree holds a leader whose parent is not member 0 and that
+     *  has no side link to member 0; after it, the same of the whole tree, alike on every
+     *  member: then side messages are off (side_why says why). */
+    int side_off;
+    char side_why[160];
+    int side;      /**< a leader whose parent is not member 0: its side link to member 0 */
+    int *side_of;  /**< root only: member index -> its side link (-1: none) */
+    int nside;     /**< root: side links held */
+    int has_root;  /**< cp_tree_root was called: root_pub holds member 0's addresses */
+    int root_same; /**< member 0 runs on this member's host (its side link to root_pub.lo) */
+    cp_tcp_pub_t root_pub;
     uint32_t seq;
     cp_tree_spec_t spec;
     cp_tcp_stats_t stats;
@@ -112,6 +123,10 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
 /** The run's secret (CP_AUTH_KEY_LEN bytes, copied) and the tree's purpose ("job", "group TAG
  * FIRST"): every member of a tree gives the same, before cp_tree_join. */
 void cp_tree_key(cp_tree_t *t, const unsigned char *key, const char *purpose);
+/** A leader whose parent is not member 0: member 0's addresses, for its side link (before
+ * cp_tree_join; root_same: on this host, to root->lo).  Without it that leader has none, and
+ * side messages are off on every member. */
+void cp_tree_root(cp_tree_t *t, const cp_tcp_pub_t *root, int root_same);
 /** Connect: accept this member's children, connect to its parent (at parent->lo when
  * same_host, else parent->node; on member 0, parent is its own addresses, for the channel's
  * description), and learn the root's verdict.  Every member gets the same answer: 0 and the
@@ -133,14 +148,17 @@ int cp_tree_barrier(cp_tree_t *t);
 int cp_tree_scatter(cp_tree_t *t, const void *in, void *out, size_t len);
 
 /*
- * Side messages (tcp_side.c): between member 0 and its direct children only (the other
- * nodes' leaders and its own node's members), outside the collectives' sequence, for a
- * protocol that must go on when a member stops answering (the screen's pair rounds).  A child
- * that closes or sends something else is lost alone; the tree stays up.  No collective may
- * run while side messages are on their way.  Every message of one protocol has one length.
+ * Side messages (tcp_side.c): between member 0 and the members connected to it directly: its
+ * direct children (the other nodes' leaders below it and its own node's members) and, in a
+ * tree deeper than two levels of nodes, the other leaders' side links (one connection from
+ * each leader whose parent is not member 0 straight to member 0, proven like the tree's and
+ * for side messages alone), outside the collectives' sequence, for a protocol that must go on
+ * when a member stops answering (the screen's pair rounds).  A member that closes or sends
+ * something else is lost alone; the tree stays up.  No collective may run while side messages
+ * are on their way.  Every message of one protocol has one length.
  */
-/** 1 when member m can use side messages (member 0, or a direct child of it), 0 on every
- * member when the tree is deeper than two levels of nodes (t->deep). */
+/** 1 when member m can use side messages (member 0, a direct child of it, or a leader with
+ * a side link), 0 on every member when a leader has neither (t->side_off, the verdict). */
 int cp_tree_side_direct(const cp_tree_t *t, int m);
 /** A direct child: a message to member 0. */
 int cp_tree_side_up(cp_tree_t *t, const void *buf, size_t len);

@@ -11,14 +11,17 @@
 #include <stdint.h>
 
 #define HELLO_MAGIC     0x43504f48u /* "CPOH": a member introduces its subtree */
-#define VERDICT_MAGIC   0x43504f56u /* "CPOV": the root says whether all came */
-#define VERDICT_DEEP    0x43504f57u /* "CPOW": all came, and leaders hang below leaders */
+#define SIDE_HELLO      0x43504f4cu /* "CPOL": a leader opens its side link to the root */
+#define VERDICT_MAGIC   0x43504f56u /* "CPOV": all came, side messages on */
+#define VERDICT_NOSIDE  0x43504f57u /* "CPOW": all came, a leader has no side link: side off */
 #define HEIGHT_MAX      4096        /* a subtree's height in an introduction, at most */
 #define CHALLENGE_MAGIC 0x43504f43u /* "CPOC": a listener's nonce */
 
 /* The introduction's fixed-size part: five uint32 (magic, index, shape, n, count), the child's
  * nonce, its proof; shape: its subtree's height, plus 1 << 16 when the subtree holds a leader
- * whose parent is not member 0. */
+ * whose parent is not member 0 and that has no side link to it.  A side link's: SIDE_HELLO,
+ * the leader's index, 0, n, 0, its nonce and its proof for the purpose "PURPOSE side"
+ * (cp_tree_side_purpose), and nothing after it. */
 #define INTRO_LEN     (5 * 4 + CP_AUTH_NONCE_LEN + CP_AUTH_MAC_LEN)
 #define CHALLENGE_LEN (4 + CP_AUTH_NONCE_LEN)
 #define MAX_PENDING   64 /* connections being introduced at once; more wait in the backlog */
@@ -26,10 +29,29 @@
 
 /* tcp_tree.c */
 void cp_tree_close_fd(int *fd);
+/* Over fd, connected to addr: the listener's challenge, this member's introduction (magic,
+ * shape, the cnt indices idx after it) with its proof for purpose, the listener's proof,
+ * each wait at most wait_s.  0, or -1 with why. */
+int cp_tree_hello(const cp_tree_t *t, int fd, const char *addr, uint32_t magic, const char *purpose,
+                  uint32_t shape, const int *idx, size_t cnt, double wait_s, char *why,
+                  size_t wlen);
+/* The purpose a side link proves (CP_AUTH_PURPOSE_LEN bytes in buf). */
+void cp_tree_side_purpose(const cp_tree_t *t, char *buf);
 
 /* tcp_accept.c */
 uint32_t cp_tree_word(const unsigned char *p, int i);
 int cp_tree_accept_kids(cp_tree_t *t, int want, int want_kids, double wait_s);
 double cp_tree_join_wait(const cp_tree_t *t, double def);
+
+/* tcp_side.c */
+/* A leader whose parent is not member 0 (side_off before the join): open its side link
+ * (t->side, side_off 0), or say why not (side_why). */
+void cp_tree_side_open(cp_tree_t *t);
+/* Member 0, all members came: whether every leader below another has its side link; when not,
+ * side_off and side_why, and the links closed. */
+void cp_tree_side_check(cp_tree_t *t);
+/* The root's verdict: side messages on (every leader reaches member 0 directly) or off (every
+ * side link closed, side_off, side_why). */
+void cp_tree_side_verdict(cp_tree_t *t, int on);
 
 #endif

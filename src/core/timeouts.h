@@ -104,13 +104,17 @@ static inline double cp_tmo_outer(double timeout_s)
  * challenge at once.  Dialling the parent gives up after
  * CP_TMO_TREE_CONNECT_S; the dialler waits for the parent's challenge and
  * proof as long as for the verdict (the parent may still be accepting its
- * own node's members).
+ * own node's members).  A leader below another leader opens its side link
+ * to rank 0 first, giving up (side messages then off) after
+ * CP_TMO_TREE_SIDE_S, well within rank 0's wait, so that it still joins the
+ * tree in time.
  */
 #define CP_TMO_TREE_LEADER_WAIT_S 30.0
 #define CP_TMO_TREE_ROOT_WAIT_S   60.0
 #define CP_TMO_TREE_VERDICT_S     120.0
 #define CP_TMO_TREE_CONNECT_S     30.0
 #define CP_TMO_TREE_HELLO_S       5.0
+#define CP_TMO_TREE_SIDE_S        15.0
 
 /* ---- the watchdog (src/core/watchdog.c) --------------------------------- */
 

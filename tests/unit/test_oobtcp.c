@@ -13,7 +13,11 @@
  * whose parent's address answers without the secret does not join it.  Side messages (the
  * screen's, tcp_side.c) between rank 0 and its direct children: each child's reaches rank 0
  * from that child, rank 0's reach each child, a child that sends nothing is a timeout and one
- * that exits is lost alone, and the collectives' sequence is untouched.  A tree of two with
+ * that exits is lost alone, and the collectives' sequence is untouched.  In the deep tree the
+ * leader below another leader (rank 3) has a side link to rank 0: side messages go up and down
+ * over it, and on after its parent leader (rank 1) exits; a side link that proves the tree's
+ * purpose instead of the side link's, or nothing, is dropped and the tree and the real side
+ * link come up all the same.  A tree of two with
  * bounded waits (spec.wait_s, the screen's pair channel): a member that stops answering is an
  * error within the bound, not a hang.  alarm() turns a hang into a failure.
  */
@@ -111,6 +115,7 @@ static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t scri
     }
     T = t[r];
     const cp_tcp_pub_t *parent = &pub[up_of(r)];
+    cp_tree_root(T, &pub[0], 1); /* a leader below a leader: its side link */
     double t0 = now_s();
     int joined = cp_tree_join(T, parent, 1, why, sizeof(why)) == 0;
     join_s = now_s() - t0;
@@ -254,10 +259,15 @@ static int collectives(int rank)
     /* allgather 1, bcast 2, barrier 1, allgather 1, all-to-all 2 (a gather and a scatter),
      * scatter 1, bcast 3, gather 1 */
     bad += T->stats.ops != 12;
-    /* side messages: only in a tree of two levels of nodes, and then with member 0 */
+    /* side messages: with member 0, from its direct children and the leaders below leaders
+     * (their side links: rank 3's in the deep tree) */
     int deep = fanout > 0 && nodes > fanout + 1;
-    bad += T->deep != deep || cp_tree_side_direct(T, rank) != (!deep && up_of(rank) == 0);
+    cp_tree_spec_t sp = spec_of(rank);
+    int side = rank == sp.leader && sp.parent_lead > 0;
+    bad += T->side_off || cp_tree_side_direct(T, rank) != (up_of(rank) == 0 || side);
     bad += rank == 0 && T->height != (deep ? 3 : nodes == NR || nodes == 1 ? 1 : 2);
+    bad += (T->side >= 0) != side || (rank == 0 && T->nside != (deep ? 1 : 0));
+    bad += T->stats.links != T->nkids + (rank != 0) + side + (rank == 0 ? T->nside : 0);
     return bad;
 }
 
@@ -328,6 +338,68 @@ static int side_messages(int rank)
     bad += !T->up;
     if (bad) {
         fprintf(stderr, "# side messages: got %d, last rc %d from %d\n", got, rc, from);
+    }
+    return bad;
+}
+
+typedef struct {
+    int from, what;
+    char pad[56];
+} side_msg_t;
+
+/* Side messages in the deep tree (4 nodes of 2, fanout 2: ranks 0 > 1 > 3 > 7): leaders 1 and
+ * 2 over their tree connection, leader 3 over its side link; then rank 1, rank 3's parent,
+ * exits: rank 0 finds it lost and still reaches rank 3, which still answers. */
+static int deep_side(int rank)
+{
+    side_msg_t m = {.from = rank, .what = 1};
+    int bad = 0;
+    if (rank != 0) {
+        if (rank > 3) {
+            /* members: rank 4 on rank 0's node is its child, the others are not */
+            return cp_tree_side_direct(T, rank) != (rank == 4) || cp_tree_barrier(T) != COLLPROF_OK;
+        }
+        bad += !cp_tree_side_direct(T, rank) || cp_tree_side_up(T, &m, sizeof(m)) != COLLPROF_OK;
+        bad += cp_tree_side_from_root(T, &m, sizeof(m), 10.0) != 1 || m.what != 100 + rank;
+        bad += cp_tree_barrier(T) != COLLPROF_OK;
+        if (rank == 1) {
+            _exit(bad); /* rank 3's parent goes away */
+        }
+        if (rank == 3) { /* and rank 3 still hears rank 0, and answers */
+            bad += cp_tree_side_from_root(T, &m, sizeof(m), 10.0) != 1 || m.what != 200;
+            m.from = 3;
+            m.what = 201;
+            bad += cp_tree_side_up(T, &m, sizeof(m)) != COLLPROF_OK;
+        }
+        return bad;
+    }
+    unsigned char wait[NR] = {0, 1, 1, 1};
+    int from = -1, got = 0, rc = 0;
+    for (int k = 0; k < 3; k++) {
+        rc = cp_tree_side_poll(T, wait, 10.0, &from, &m, sizeof(m));
+        if (rc == 1 && from > 0 && from < 4 && wait[from] && m.from == from && m.what == 1) {
+            wait[from] = 0;
+            got++;
+        }
+    }
+    bad += got != 3 || T->nside != 1 || !cp_tree_side_direct(T, 3) || cp_tree_side_direct(T, 7);
+    for (int q = 1; q < 4; q++) {
+        m = (side_msg_t){.from = 0, .what = 100 + q};
+        bad += cp_tree_side_down(T, q, &m, sizeof(m)) != COLLPROF_OK;
+    }
+    bad += cp_tree_barrier(T) != COLLPROF_OK;
+    memset(wait, 0, sizeof(wait));
+    wait[1] = 1;
+    rc = cp_tree_side_poll(T, wait, 10.0, &from, &m, sizeof(m));
+    bad += rc != 2 || from != 1; /* rank 1 is gone */
+    m = (side_msg_t){.from = 0, .what = 200};
+    bad += cp_tree_side_down(T, 3, &m, sizeof(m)) != COLLPROF_OK;
+    wait[1] = 0;
+    wait[3] = 1;
+    rc = cp_tree_side_poll(T, wait, 10.0, &from, &m, sizeof(m));
+    bad += rc != 1 || from != 3 || m.what != 201;
+    if (bad) {
+        fprintf(stderr, "# deep side messages: got %d, last rc %d from %d\n", got, rc, from);
     }
     return bad;
 }
@@ -570,6 +642,85 @@ static void rogue_world(const char *shape, int target, int claim)
     fclose(log);
 }
 
+static pid_t side_rogue_pid;
+
+/* Before the ranks: a process that opens two side links to rank 0 as member 3's, one proven
+ * for the tree's purpose ("job", a child's proof, not a side link's), one with no proof at
+ * all; it exits 0 when rank 0 closed both without its own proof. */
+static void side_rogues(const cp_tcp_pub_t *pub)
+{
+    char why[256];
+    int fd[2];
+    for (int i = 0; i < 2; i++) {
+        fd[i] = cp_sock_dial(pub[0].lo, 5.0, why, sizeof(why));
+    }
+    side_rogue_pid = fork();
+    if (side_rogue_pid != 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return;
+    }
+    alarm(30);
+    int bad = 0;
+    for (int i = 0; i < 2; i++) {
+        unsigned char ch[4 + CP_AUTH_NONCE_LEN], msg[5 * 4 + CP_AUTH_NONCE_LEN + CP_AUTH_MAC_LEN];
+        uint32_t h[5] = {htonl(0x43504f4cu), htonl(3), 0, htonl(NR), 0};
+        memcpy(msg, h, sizeof(h));
+        memset(msg + sizeof(h), 0x33, CP_AUTH_NONCE_LEN + CP_AUTH_MAC_LEN);
+        if (fd[i] < 0 || cp_sock_recv_within(fd[i], ch, sizeof(ch), 10.0) != 0) {
+            _exit(10 + i);
+        }
+        if (i == 0) {
+            cp_auth_mac(KEY, "job", CP_AUTH_CONNECTOR, ch + 4, msg + sizeof(h), 3, NR,
+                        msg + sizeof(h) + CP_AUTH_NONCE_LEN);
+        }
+        struct iovec iov = {msg, sizeof(msg)};
+        cp_sock_send_all(fd[i], &iov, 1);
+        uint32_t first;
+        bad += rogue_heard(fd[i], &first) != 0; /* closed, no proof */
+    }
+    _exit(bad);
+}
+
+/* The deep tree with side_rogues first: both dropped, the tree and rank 3's side link up. */
+static void side_rogue_world(void)
+{
+    nodes = 4;
+    fanout = 2;
+    before_ranks = side_rogues;
+    FILE *log = tmpfile();
+    int saved = dup(2);
+    fflush(stderr);
+    if (log == NULL || saved < 0 || dup2(fileno(log), 2) < 0) {
+        ok(0, "side rogues: capturing stderr");
+        return;
+    }
+    int good = world(deep_side, "side rogues");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    before_ranks = NULL;
+    int st = -1;
+    if (side_rogue_pid > 0) {
+        waitpid(side_rogue_pid, &st, 0);
+    }
+    char first[1024] = "";
+    int wrong = lines_with(log, "control channel: dropped a connection from 127.0.0.1:",
+                           ": wrong proof for a side link", first, sizeof(first));
+    ok(good && WIFEXITED(st) && WEXITSTATUS(st) == 0 && wrong == 1,
+       "deep tree: two side links as rank 3's with a child's proof and none are closed without "
+       "a proof (rogue exit %d) and logged (%s); rank 3's own side link and the tree work",
+       WIFEXITED(st) ? WEXITSTATUS(st) : -1, first);
+    if (!good || wrong != 1) {
+        char line[1024];
+        rewind(log);
+        for (int k = 0; k < 20 && fgets(line, sizeof(line), log) != NULL; k++) {
+            printf("# stderr: %s", line);
+        }
+    }
+    fclose(log);
+}
+
 /* A member whose parent's address is held by a listener without the secret: it answers the
  * challenge protocol with a forged proof and a verdict, and the member refuses to join. */
 static void forged_parent(void)
@@ -659,6 +810,14 @@ int main(void)
     ok(world(side_messages, "side messages"),
        "star: side messages from every child to rank 0 and back, a barrier after them, a silent "
        "child a timeout, one that exits lost alone");
+    nodes = 4;
+    fanout = 2;
+    ok(world(deep_side, "deep side messages"),
+       "deep tree: side messages between rank 0 and leaders 1, 2 (children) and 3 (below 1, "
+       "over its side link) both ways; after rank 1 exits, rank 3 still hears rank 0 and answers");
+    side_rogue_world();
+    nodes = NR;
+    fanout = 0;
     bounded_pair();
     forged_parent();
     no_key();
