@@ -348,16 +348,19 @@ case ",$all," in *,gloo,*) want=$((want - 2)) ;; esac # gloo: no gatherv, no sca
 ok $? "$all on 4 nodes: every op each backend offers, $want cells (got $n)"
 grep -q '^world: *4 ranks on 4 nodes: n1 rank 0, n2 rank 1, n3 rank 2, n4 rank 3$' "$s" 2>/dev/null
 ok $? "$all on 4 nodes: the summary says 4 ranks on 4 nodes, one on each"
-# rank 0: 2 links (n2's and n3's leaders), the shape in its channel line; rank 1: 2 (rank 0 and
-# n4's leader); ranks 2 and 3 one each, rank 3's to n2's address, not to rank 0's node's
+# rank 0: 3 links (n2's and n3's leaders, n4's leader's side link: one per node), the shape in
+# its channel line; rank 1: 2 (rank 0 and n4's leader); rank 2 one; rank 3 two: to n2's
+# address, not to rank 0's node's, and its side link to rank 0's
+n1addr=$(bash "$SL" exec n1 sed -n 's/^\([0-9.]*\) n1$/\1/p' /etc/hosts)
 n2addr=$(bash "$SL" exec n1 sed -n 's/^\([0-9.]*\) n2$/\1/p' /etc/hosts)
 chan() { grep " r$1/4 [^]]*\] oob (run): " "$WORK/err" | sed -n 's/.*; channel \(.*\)/\1/p'; }
-chan 0 | grep -q ' (4 nodes, fanout 2, depth 2) (tree by node to rank 0): 2 links, ' &&
+chan 0 | grep -q ' (4 nodes, fanout 2, depth 2, 1 side link) (tree by node to rank 0): 3 links, ' &&
     chan 1 | grep -q '(tree by node to rank 0): 2 links, ' &&
     chan 2 | grep -qv "^tcp $n2addr:" && chan 2 | grep -q '(tree by node to rank 0): 1 links, ' &&
-    chan 3 | grep -q "^tcp $n2addr:[0-9]* (tree by node to rank 0): 1 links, "
+    chan 3 | grep -q "^tcp $n2addr:[0-9]* + side link $n1addr:[0-9]* (tree by node to rank 0): 2 links, " &&
+    ! grep -q 'no side messages' "$WORK/err"
 r=$?
-ok $r "COLLPROF_TREE_FANOUT=2 on 4 nodes: rank 0 holds 2 links, n4's leader hangs below n2's ($n2addr)"
+ok $r "COLLPROF_TREE_FANOUT=2 on 4 nodes: rank 0 holds 3 links (2 children, n4's side link), n4's leader hangs below n2's ($n2addr) and links to rank 0 ($n1addr)"
 [ "$r" -eq 0 ] || grep ' oob (run): ' "$WORK/err" | sed 's/^/# /'
 
 # ---- 5b. faults across nodes: a rank on n2 stopped (SIGSTOP), then n2's link down mid-run
