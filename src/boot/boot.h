@@ -92,7 +92,8 @@ int cp_oob_group_alltoall(cp_oob_group_t *g, const void *in, void *out, size_t l
 int cp_oob_group_barrier(cp_oob_group_t *g);
 
 /* Side messages between rank 0 and the ranks directly connected to it over the TCP channel
- * (the other nodes' leaders and the ranks of its own node), outside the collectives, for a
+ * (the other nodes' leaders, below it or over their side links, and the ranks of its own
+ * node), outside the collectives, for a
  * protocol that must go on when a rank stops answering (the screen's pair rounds): a rank that
  * closes its connection is lost alone.  Every message of one protocol has one length; no
  * collective may run while side messages are on their way.  Only over the TCP channel. */

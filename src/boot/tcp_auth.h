@@ -16,7 +16,9 @@
  * collective) before the acceptor's proof checks out: both ends prove they
  * hold the run's secret, a proof is good for one connection only (both
  * nonces), for one member index, one size and one tree ("purpose": the job's
- * tree, or one group's).  HMAC-SHA256 from nettle; proofs are compared in
+ * tree, or one group's; a leader's side link to the root proves "PURPOSE
+ * side" with its own magic, tcp_side.c, so that neither passes for the
+ * other).  HMAC-SHA256 from nettle; proofs are compared in
  * constant time.  Only the set-up is authenticated: the traffic is neither
  * encrypted nor protected against someone who can rewrite a TCP stream on
  * the wire.  Internal to src/boot.

@@ -13,7 +13,9 @@
  * checks that answer before it reads anything else.  A leader introduces
  * itself once its own node's members came (or its wait ran out).  The
  * root, having heard of all n - 1 other members or given up, sends the
- * verdict down the tree; a leader passes it on.
+ * verdict down the tree; a leader passes it on.  A leader below another
+ * leader first opens its side link to the root (tcp_side.c), which the
+ * root accepts in the same loop.
  *
  * Accepting is one poll loop over the listeners and every connection not
  * yet introduced (at most MAX_PENDING at once), each with its own deadline

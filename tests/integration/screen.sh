@@ -251,8 +251,8 @@ fi
 # ---- 2b. the same as a batch job: the shipped screen.sbatch on 8 nodes, n3 still throttled:
 # the job fails with the screen's exit status (1), its log names the host list to exclude and
 # the drain line.  Over a control tree of fanout 3 (COLLPROF_TREE_FANOUT: n2-n4's leaders below
-# rank 0, n5-n8's below theirs, n8's below n3's): no side messages in a tree that deep, so the
-# pairs run as cells of the job, alike on every rank
+# rank 0, n5-n8's below theirs, n8's below n3's): n5-n8's leaders also hold a side link to
+# rank 0 (7 links there, one per other node), so the pairs still run as pairs
 if [ "$sanitized" != 1 ]; then
     d="$WORK/sbatch"
     mkdir -p "$d"
@@ -270,9 +270,11 @@ if [ "$sanitized" != 1 ]; then
         grep -q '^collprof screen: flagged; exclude: n3$' "$log" &&
         grep -q '^collprof screen: drain: scontrol update nodename=n3 state=drain' "$log" &&
         grep -q '^collprof screen: exit status 1 (flagged)$' "$log" &&
-        grep -q ' r0/8 [^]]*\] oob (run): .* (8 nodes, fanout 3, depth 2) (tree by node to rank 0): 3 links, ' "$log"
+        grep -q ' r0/8 [^]]*\] oob (run): .* (8 nodes, fanout 3, depth 2, 4 side links) (tree by node to rank 0): 7 links, ' "$log" &&
+        grep -q ' r0/8 [^]]*\] screen: every pair on a context of its own' "$log" &&
+        ! grep -q 'no side messages' "$log"
     r=$?
-    ok $r "screen.sbatch, n3 throttled, COLLPROF_TREE_FANOUT=3: job $id FAILED with exit code 1, its log: exclude n3, the drain line; rank 0 held 3 links (state $job_state)"
+    ok $r "screen.sbatch, n3 throttled, COLLPROF_TREE_FANOUT=3: job $id FAILED with exit code 1, its log: exclude n3, the drain line; rank 0 held 7 links (3 children, 4 side links), the pairs ran as pairs (state $job_state)"
     [ "$r" -eq 0 ] || sed 's/^/# /' "$log" 2>/dev/null | tail -n 15
 fi
 
@@ -383,7 +385,10 @@ EOF
     ok $? "--baseline of a result file: exit 2, 'not a baseline file' (rc $rc)"
 fi
 
-# ---- 5. n4's rank stopped (SIGSTOP) in the second round (--timeout 5).  On gloo and ofi each
+# ---- 5. n4's rank stopped (SIGSTOP) in the second round (--timeout 5), over a control tree of
+# fanout 2 (COLLPROF_TREE_FANOUT): n4's leader hangs below n2's and n8's below n4's, so the
+# stopped node is a leader below a leader and cuts n8 off the tree; each reaches rank 0 by its
+# side link, n8's too.  On gloo and ofi each
 # pair runs on a context of its own: rank 0 hears nothing from n4 for 5 + 10 s, calls it
 # unreachable and the screen goes on to its last round: n4 unreachable, the 7 others healthy,
 # exit 1, and srun returns (rank 0 has the launcher end the stopped rank).  On mpi (one
@@ -396,9 +401,10 @@ stopped() {
     d="$WORK/stop-$1"
     mkdir -p "$d"
     # shellcheck disable=SC2086 # SRUN is a list of options
-    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$1" \
-        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n "$2" -w 2 --screen-threshold 0.2 \
-        --seed 4 --timeout 5 --output-dir "$d" </dev/null >"$d/out" 2>"$d/err" &
+    COLLPROF_TREE_FANOUT=2 timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" \
+        --screen --backends "$1" --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n "$2" \
+        -w 2 --screen-threshold 0.2 --seed 4 --timeout 5 --output-dir "$d" </dev/null \
+        >"$d/out" 2>"$d/err" &
     spid=$!
     i=0
     until grep -q '^# screen .* bandwidth .* round 1/' "$d/out" 2>/dev/null || [ "$i" -ge 600 ]; do
