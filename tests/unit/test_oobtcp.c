@@ -17,7 +17,8 @@
  * leader below another leader (rank 3) has a side link to rank 0: side messages go up and down
  * over it, and on after its parent leader (rank 1) exits; a side link that proves the tree's
  * purpose instead of the side link's, or nothing, is dropped and the tree and the real side
- * link come up all the same.  A tree of two with
+ * link come up all the same; without rank 3's side link every rank has side messages off and
+ * says why, at once.  A tree of two with
  * bounded waits (spec.wait_s, the screen's pair channel): a member that stops answering is an
  * error within the bound, not a hang.  alarm() turns a hang into a failure.
  */
@@ -50,7 +51,8 @@ static int nodes = NR; /* ranks on node r % nodes: NR is a star */
 static int fanout;     /* > 0: node i > 0 hangs below node (i - 1) / fanout (tree_shape.h) */
 static cp_tree_t *T;   /* this rank's tree */
 static const unsigned char KEY[CP_AUTH_KEY_LEN] = "the run's secret, for the tests";
-static double join_s; /* rank 0's cp_tree_join, in seconds */
+static double join_s;    /* rank 0's cp_tree_join, in seconds */
+static int no_root = -1; /* a rank not given rank 0's address: no side link */
 
 static double now_s(void)
 {
@@ -115,7 +117,9 @@ static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t scri
     }
     T = t[r];
     const cp_tcp_pub_t *parent = &pub[up_of(r)];
-    cp_tree_root(T, &pub[0], 1); /* a leader below a leader: its side link */
+    if (r != no_root) {
+        cp_tree_root(T, &pub[0], 1); /* a leader below a leader: its side link */
+    }
     double t0 = now_s();
     int joined = cp_tree_join(T, parent, 1, why, sizeof(why)) == 0;
     join_s = now_s() - t0;
@@ -642,6 +646,33 @@ static void rogue_world(const char *shape, int target, int claim)
     fclose(log);
 }
 
+/* The deep tree without rank 3's side link: side messages off on every rank, each saying why,
+ * the collectives exact, the join not held up. */
+static int side_missing(int rank)
+{
+    int bad = !T->side_off || cp_tree_side_direct(T, rank) || T->side >= 0 || T->nside != 0;
+    const char *want = rank == 3   ? "this leader has no side link to rank 0: no address of it"
+                       : rank == 0 ? "a leader below another leader has no side link to rank 0"
+                                   : "rank 0's verdict: a leader below another leader";
+    bad += strstr(T->side_why, want) == NULL;
+    bad += T->stats.links != T->nkids + (rank != 0);
+    side_msg_t m = {.from = rank};
+    bad += rank != 0 && cp_tree_side_up(T, &m, sizeof(m)) != COLLPROF_ERR_INVALID;
+    bad += rank == 0 && (cp_tree_side_down(T, 3, &m, sizeof(m)) != COLLPROF_ERR_INVALID ||
+                         cp_tree_side_down(T, 1, &m, sizeof(m)) != COLLPROF_ERR_INVALID);
+    int x = rank, all[NR];
+    bad += cp_tree_allgather(T, &x, all, sizeof(x)) != COLLPROF_OK;
+    for (int q = 0; q < NR; q++) {
+        bad += all[q] != q;
+    }
+    bad += rank == 0 && join_s > 2.0;
+    if (bad) {
+        fprintf(stderr, "# rank %d: side_off %d, why '%s', links %d, join %.2f s\n", rank,
+                T->side_off, T->side_why, T->stats.links, join_s);
+    }
+    return bad;
+}
+
 static pid_t side_rogue_pid;
 
 /* Before the ranks: a process that opens two side links to rank 0 as member 3's, one proven
@@ -816,6 +847,11 @@ int main(void)
        "deep tree: side messages between rank 0 and leaders 1, 2 (children) and 3 (below 1, "
        "over its side link) both ways; after rank 1 exits, rank 3 still hears rank 0 and answers");
     side_rogue_world();
+    no_root = 3;
+    ok(world(side_missing, "side link missing"),
+       "deep tree, rank 3 without rank 0's address: no side messages on any rank, each says why, "
+       "the collectives exact, the join not held up");
+    no_root = -1;
     nodes = NR;
     fanout = 0;
     bounded_pair();
