@@ -38,7 +38,8 @@ done
 t0=$(date +%s)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/collprof-deb.XXXXXX")
 before=$tmp/installed.before
-installed() { dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 ~ /^.i/ { print $2 }' | sort; }
+# every package dpkg knows in any state but "not installed" (a failed install leaves one half-way)
+installed() { dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 !~ /^.n/ { print $2 }' | sort; }
 installed >"$before"
 purge() {
     # everything that was not installed before the test: our packages and the test's Depends
