@@ -2,7 +2,8 @@
 # The recipes of contrib/ that cannot run here (Spack, Apptainer, enroot and pyxis are not in
 # Debian), checked statically: the Spack package parses, passes every backend explicitly, and
 # every flag it passes is one ./configure --help lists; the Apptainer definition's scripts and
-# the pyxis example pass shellcheck.
+# the pyxis example pass shellcheck; debian/: the changelog's version is configure's, every
+# configure flag debian/rules passes exists, its test scripts pass shellcheck.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)
@@ -76,4 +77,33 @@ shellcheck -s sh "$SRC/contrib/containers/pyxis.sbatch" >"$WORK/sc" 2>&1
 r=$?
 show $r "$WORK/sc"
 ok $r "pyxis.sbatch: shellcheck-clean"
+# ---- Debian (built, linted and installed by make check-packaging; checked here statically) --
+ver=$("$COLLPROF_BIN" --version 2>/dev/null | sed -n 's/^collprof \([^ ]*\).*/\1/p')
+debver=$(sed -n '1s/^collprof (\([^)]*\)).*/\1/p' "$SRC/debian/changelog")
+[ -n "$ver" ] && [ "${debver%%-*}" = "$ver" ]
+ok $? "debian/changelog's version ($debver) is configure's ($ver)"
+# every --with/--without flag debian/rules passes is one that configure knows
+flags=$(grep -o -- '--with\(out\)\{0,1\}-[a-z0-9-]*' "$SRC/debian/rules" | sed 's/^--without-/--with-/' | sort -u)
+unknown=
+for f in $flags; do
+    grep -q -- "^  $f\[=" "$WORK/help" || unknown="$unknown $f"
+done
+[ -n "$flags" ] && [ -z "$unknown" ]
+ok $? "debian/rules: every --with/--without flag is in ./configure --help (unknown:${unknown:- none})"
+missing=
+for b in pmix hdf5 slurm mpi gloo ofi ofi-cuda cuda nccl; do
+    grep -q -e "--with-$b[ =]" -e "--without-$b\( \|\$\)" "$SRC/debian/rules" || missing="$missing $b"
+done
+[ -z "$missing" ]
+ok $? "debian/rules names every optional part explicitly (missing:${missing:- none})"
+for t in selftest modules; do
+    shellcheck -s sh "$SRC/debian/tests/$t" >"$WORK/sc" 2>&1
+    r=$?
+    show $r "$WORK/sc"
+    ok $r "debian/tests/$t: shellcheck-clean"
+done
+shellcheck -s sh "$SRC/contrib/check-packaging.sh" >"$WORK/sc" 2>&1
+r=$?
+show $r "$WORK/sc"
+ok $r "contrib/check-packaging.sh: shellcheck-clean"
 done_testing
