@@ -58,8 +58,8 @@ static void put_argv(FILE *out, const char *cmd)
                 fputs(p == cmd ? "" : ", ", out);
                 cp_report_json_string(out, safe);
             } else {
-                strncat(joined, p == cmd ? "" : " ", sizeof(joined) - strlen(joined) - 1);
-                strncat(joined, safe, sizeof(joined) - strlen(joined) - 1);
+                size_t at = strlen(joined); /* appended, cut at the buffer's end */
+                snprintf(joined + at, sizeof(joined) - at, "%s%s", p == cmd ? "" : " ", safe);
             }
             p += n + (p[n] == ' ');
         }
