@@ -7,7 +7,7 @@
 #                                                  then again under ASan/UBSan (contrib/sanitize.sh),
 #                                                  then the threaded tests and short runs under
 #                                                  ThreadSanitizer (contrib/tsan.sh),
-#                                                  then 10 s of each fuzzer (contrib/fuzz.sh)
+#                                                  then 5 s of each fuzzer (contrib/fuzz.sh)
 # All traffic stays on loopback.
 set -eu
 
@@ -108,7 +108,7 @@ test)
       make -C build -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror 2>&1 || rc=$?
       [ "$rc" -eq 0 ] && { sh contrib/sanitize.sh 2>&1 || rc=$?; }
       [ "$rc" -eq 0 ] && { sh contrib/tsan.sh 2>&1 || rc=$?; }
-      [ "$rc" -eq 0 ] && { sh contrib/fuzz.sh 10 2>&1 || rc=$?; }
+      [ "$rc" -eq 0 ] && { sh contrib/fuzz.sh 5 2>&1 || rc=$?; }
       echo "$rc" >"$log.rc"; } | tee "$log"
     status=$(cat "$log.rc")
     # automake prints "# PASS:  N" per suite; close with one plain line
