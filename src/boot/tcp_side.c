@@ -29,6 +29,7 @@
 #include "boot/tcp_sock.h"
 #include "boot/tcp_tree.h"
 #include "boot/tcp_tree_int.h"
+#include "boot/tree_shape.h"
 #include "collprof/status.h"
 #include "core/log.h"
 #include "core/timeouts.h"
@@ -113,8 +114,8 @@ void cp_tree_side_check(cp_tree_t *t)
             t->nside--;
         }
     }
-    int k = t->spec.fanout, nn = t->spec.nnodes; /* leaders below leaders: nodes past k + 1 */
-    int expect = k > 0 && nn > 0 ? nn > k + 1 ? nn - 1 - k : 0 : -1;
+    int k = t->spec.fanout, nn = t->spec.nnodes;
+    int expect = k > 0 && nn > 0 ? cp_tree_node_deep(nn, k) : -1;
     if (t->side_off) {
         snprintf(t->side_why, sizeof(t->side_why),
                  "a leader below another leader has no side link to rank 0 (%d came)", t->nside);

@@ -25,6 +25,7 @@
 
 #include "boot/tcp_tree.h"
 #include "boot/tcp_tree_int.h"
+#include "boot/tree_shape.h"
 #include "boot/tcp_sock.h"
 #include "collprof/status.h"
 #include "core/fault.h"
@@ -305,7 +306,7 @@ static void describe(cp_tree_t *t, const cp_tcp_pub_t *parent, const char *addr)
     char shape[96] = "";
     if (t->me == 0 && t->spec.nnodes > 1 && t->spec.fanout > 0) {
         char side[40] = "";
-        if (t->spec.nnodes > t->spec.fanout + 1) {
+        if (cp_tree_node_deep(t->spec.nnodes, t->spec.fanout) > 0) {
             snprintf(side, sizeof(side), ", %d side link%s", t->nside, t->nside == 1 ? "" : "s");
         }
         snprintf(shape, sizeof(shape), " (%d nodes, fanout %d, depth %d%s)", t->spec.nnodes,

@@ -58,6 +58,11 @@ int cp_tree_node_levels(int nnodes, int k)
     return levels;
 }
 
+int cp_tree_node_deep(int nnodes, int k)
+{
+    return nnodes > k + 1 ? nnodes - 1 - k : 0;
+}
+
 int cp_tree_node_swap(int i, int pos0)
 {
     return i == pos0 ? 0 : i == 0 ? pos0 : i;

@@ -23,6 +23,9 @@ int cp_tree_node_parent(int i, int k);
 int cp_tree_node_kids(int i, int k, int nnodes, int *first);
 /** Levels of nodes in the tree of nnodes (1: node 0 alone, 2: the two-level tree). */
 int cp_tree_node_levels(int nnodes, int k);
+/** The nodes whose leader hangs below another node's leader, not rank 0's: those past the
+ * first k + 1 (each holds a side link to rank 0). */
+int cp_tree_node_deep(int nnodes, int k);
 /** Node i's place when rank 0's node is at position pos0 of the launcher's list: the two
  * swap places, the others keep theirs (its own inverse: a tree index back to a position). */
 int cp_tree_node_swap(int i, int pos0);

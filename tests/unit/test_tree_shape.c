@@ -16,7 +16,7 @@
  * first, and the deepest node's level is levels - 1. */
 static int consistent(int nnodes, int k)
 {
-    int *hits = calloc((size_t)nnodes, sizeof(int)), bad = hits == NULL, deepest = 0;
+    int *hits = calloc((size_t)nnodes, sizeof(int)), bad = hits == NULL, deepest = 0, below = 0;
     for (int i = 0; !bad && i < nnodes; i++) {
         int first = -1, c = cp_tree_node_kids(i, k, nnodes, &first);
         for (int j = 0; j < c; j++) {
@@ -28,12 +28,14 @@ static int consistent(int nnodes, int k)
             level++;
         }
         deepest = level > deepest ? level : deepest;
+        below += cp_tree_node_parent(i, k) > 0; /* a leader below a leader, not rank 0's */
     }
     for (int i = 0; !bad && i < nnodes; i++) {
         bad += hits[i] != (i > 0);
     }
     free(hits);
-    return !bad && cp_tree_node_levels(nnodes, k) == deepest + 1;
+    return !bad && cp_tree_node_levels(nnodes, k) == deepest + 1 &&
+           cp_tree_node_deep(nnodes, k) == below;
 }
 
 static int fanout_of(const char *v, int *k, char *err, size_t len)
