@@ -12,9 +12,11 @@
 #    screened too and what it says is printed (cross-switch pairs 0.02-0.1x of the median:
 #    suspect links that the confirmation round, with fewer pairs on the spine, mostly clears);
 #  - n3 throttled on top (10 Mbit/s): n3 alone is slow (exit 1), its evidence by class;
-#  - against the healthy run's baseline (a row per class) the same: n3 alone; n3 back to
-#    normal: healthy against it.
-# Judged at --screen-threshold 0.1 on gloo (else the first CPU backend built), as screen.sh.
+#  - against the healthy run's baseline (a row per class), n3 at 2 Mbit/s and judged at 0.025x
+#    (a baseline is absolute, and load slows healthy pairs too): n3 alone; n3 back to normal:
+#    healthy against it.
+# Judged at --screen-threshold 0.1 (0.025 against the baseline) on gloo (else the first CPU
+# backend built), as screen.sh.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
@@ -102,15 +104,22 @@ r=$?
 ok $r "slow spine and n3 at 10 Mbit/s, by class: n3 alone slow, exit 1 ($took s)"
 show $r
 
-# ---- 4. against the healthy run's baseline (a row per class): n3 alone; then healthy
-screen8 "$WORK/nodeb" --seed 5 -n 5 -w 1 --baseline "$WORK/base.h5"
+# ---- 4. against the healthy run's baseline (a row per class): n3 alone; then healthy.
+# A baseline is absolute: a loaded machine runs every pair slower than the baseline run did
+# seconds before (with four cluster tests side by side, load 8 on 2 cores, healthy nodes'
+# median pairs fell to 0.05-0.08x of it, where n3 at 10 Mbit/s is 0.03x of a cross-switch
+# pair).  So n3 is throttled to 2 Mbit/s here (0.008x of a cross-switch pair, 0.0003x of a
+# same-switch one) and judged at 0.025x: both sides of the line have a margin of 3.
+bash "$SL" shape n3 2mbit >/dev/null 2>&1
+screen8 "$WORK/nodeb" --seed 5 -n 3 -w 1 --baseline "$WORK/base.h5" --screen-threshold 0.025
 [ "$rc" -eq 1 ] && [ "$(grep -c '^slow ' "$out")" -eq 1 ] && grep -q '^exclude: n3$' "$out" &&
     grep -q '^paths: each pair against its class: same-switch .*, cross-switch ' "$out"
 r=$?
-ok $r "n3 throttled, against the baseline by class: n3 alone, exit 1 (rc $rc, $took s)"
+ok $r "n3 at 2 Mbit/s, against the baseline by class at 0.025x: n3 alone, exit 1 (rc $rc, $took s)"
 show $r
+sed -n 's/^\(slow .*\)/# \1/p' "$out"
 bash "$SL" shape n3 off >/dev/null 2>&1
-screen8 "$WORK/cleanb" --seed 5 -n 20 --baseline "$WORK/base.h5"
+screen8 "$WORK/cleanb" --seed 5 -n 20 --baseline "$WORK/base.h5" --screen-threshold 0.025
 [ "$rc" -eq 0 ] && grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out"
 r=$?
 ok $r "slow spine, n3 back, against the baseline by class: healthy, exit 0 (rc $rc, $took s)"
