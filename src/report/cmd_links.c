@@ -46,6 +46,8 @@ static void usage(FILE *f)
                "bandwidth is below X times the median of the other links, and every node\n"
                "whose median link bandwidth is below X times the median of the other\n"
                "nodes' (a suspect node).  Needs 3 nodes or more to tell a node apart.\n"
+               "On a screen's file (collprof --screen) it shows the pairs the screen\n"
+               "measured; the screen's verdict is collprof-report screen FILE.\n"
                "\n"
                "  --threshold X  fraction of the median below which a link or node is\n"
                "                 slow, in (0, 1] (default 0.5; with --baseline: of the\n"
@@ -189,6 +191,22 @@ int cp_links_first_of_backend(const collprof_link_row_t *rows, size_t i)
     return 1;
 }
 
+/* The distinct node pairs that f's /links rows measured (any backend or size). */
+static int pairs_measured(const cp_report_file_t *f, int n)
+{
+    unsigned char *seen = calloc((size_t)n * (size_t)n + 1, 1);
+    int k = 0;
+    for (size_t i = 0; seen != NULL && i < f->nlinks; i++) {
+        int a = f->links[i].node_a, b = f->links[i].node_b;
+        if (a >= 0 && b >= 0 && a < n && b < n && a != b && !seen[a * n + b]) {
+            seen[a * n + b] = seen[b * n + a] = 1;
+            k++;
+        }
+    }
+    free(seen);
+    return k;
+}
+
 static int report(const cp_report_file_t *f, double thr, int stat)
 {
     nodes_t nd;
@@ -198,8 +216,17 @@ static int report(const cp_report_file_t *f, double thr, int stat)
     }
     double *m = calloc((size_t)nd.n * (size_t)nd.n + 1, sizeof(double));
     int flagged = 0, rc = m == NULL ? -1 : 0;
-    printf("# link sweep in %s: %d nodes, %d rounds of one pair per node\n", f->path, nd.n,
-           cp_links_rounds(nd.n));
+    if (f->nscreen > 0) {
+        /* a screen measures a sample of the pairs (random rounds, then confirmations): its
+         * matrices have holes, and its verdict is by path class with those confirmations */
+        printf("# screen in %s: %d nodes, %d of their %d pairs measured (a sample, - where "
+               "not); each measured link is judged below against the others, the screen's own "
+               "verdict is: collprof-report screen %s\n",
+               f->path, nd.n, pairs_measured(f, nd.n), nd.n * (nd.n - 1) / 2, f->path);
+    } else {
+        printf("# link sweep in %s: %d nodes, %d rounds of one pair per node\n", f->path, nd.n,
+               cp_links_rounds(nd.n));
+    }
     if (nd.n < 3) {
         printf("# with %d nodes there is one link and nothing to compare it with: nothing can "
                "be flagged\n",
@@ -414,6 +441,13 @@ static int run(void *ctx, cp_report_file_t **files, int n)
         cp_report_error("links: %s has no link sweep data (/links): run collprof --link-sweep "
                         "on 2 or more nodes",
                         files[0]->path);
+        rc = CP_REPORT_EXIT_BAD;
+    } else if (s->baseline != NULL && files[0]->nscreen > 0) {
+        /* the sweep's judgement takes every pair as measured and none as a confirmation */
+        cp_report_error("links --baseline: %s is a screen (a sample of the pairs, then "
+                        "confirmations), not a link sweep: judge it with collprof-report screen "
+                        "%s --baseline %s",
+                        files[0]->path, files[0]->path, s->baseline);
         rc = CP_REPORT_EXIT_BAD;
     } else if (s->baseline != NULL) {
         rc = report_based(files[0], &base, s->threshold > 0 ? s->threshold : 0.8, s->stat);

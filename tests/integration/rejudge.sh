@@ -9,6 +9,8 @@
 #    collprof-1.3-links.h5 (n3 throttled) against a baseline of its healthy pairs: n3 the one
 #    slow node of each backend, its pairs starred; against one twice as fast, all four.
 #  - a baseline without the file's backend or sizes: a one-line error, exit 2.
+#  - collprof-report links on the screen's file: its header says it is a screen and how many
+#    pairs it measured; with --baseline a one-line error naming `screen --baseline`, exit 2.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 [ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
@@ -90,6 +92,15 @@ check "screen --baseline --threshold 0.01: n3 (0.02-0.03x) is not below it, heal
 rep screen "$SCREEN" --baseline "$WORK/own.h5" --backend ofi
 one_error 'has no screen of backend ofi'
 check "screen --baseline --backend ofi: no such screen, exit 2"
+
+# ---- links on a screen: its pairs are a sample, said so; no sweep judgement against a baseline
+rep links "$SCREEN" --baseline "$WORK/own.h5"
+one_error "links --baseline: .*collprof-1.7.h5 is a screen .*: judge it with collprof-report screen .*collprof-1.7.h5 --baseline $WORK/own.h5"
+check "links --baseline on a screen: one line naming the screen command, exit 2"
+rep links "$SCREEN"
+[ "$rrc" -eq 1 ] && grep -q '^# screen in .*: 4 nodes, 6 of their 6 pairs measured (a sample, - where not);.* collprof-report screen ' "$WORK/rout" &&
+    ! grep -q 'link sweep' "$WORK/rout"
+check "links on a screen: says it is a screen and how many pairs it measured, points to screen"
 
 # ---- the link sweep ---------------------------------------------------------------------
 rep links "$SWEEP" --baseline "$WORK/own.h5"
