@@ -65,10 +65,14 @@ prc=$?
     grep -q '^collprof: error: .*nonexistent\.h5: no such file$' "$WORK/err.err"
 ok $? "a missing file: one line on stderr, exit 1 (exit $prc: $(head -c 200 "$WORK/err.err"))"
 
-# ---- the example notebook, executed (its directory: contrib/python/examples)
+# ---- the example notebook, executed (its directory: contrib/python/examples).  The kernel
+# talks over Unix sockets in $WORK, not TCP ports picked free and bound later (other tests
+# bind ephemeral ports meanwhile: a kernel that lost its port dies), its runtime files there too
 nb="$PKG/examples/reading-results.ipynb"
-(cd "$WORK" && PYTHONPATH="$PKG" timeout -k 5 120 "$PY" -m nbconvert --to notebook --execute \
+(cd "$WORK" && PYTHONPATH="$PKG" JUPYTER_RUNTIME_DIR="$WORK/jupyter" IPYTHONDIR="$WORK/ipython" \
+    timeout -k 5 120 "$PY" -m nbconvert --to notebook --execute \
     --ExecutePreprocessor.timeout=60 --ExecutePreprocessor.kernel_name=python3 \
+    --KernelManager.transport=ipc --KernelManager.ip="$WORK/kernel" \
     --output-dir "$WORK/nb" "$nb") >"$WORK/nb.out" 2>&1
 prc=$?
 [ "$prc" -eq 0 ] || tail -n 15 "$WORK/nb.out" | sed 's/^/# /'
