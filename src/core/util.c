@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -468,4 +469,51 @@ void cp_env_reserve(void)
     }
     e[have + COLLPROF_ENV_SLOTS] = NULL;
     reserved = environ = e;
+}
+
+/* ---- the temporary file being written ------------------------------------- */
+
+static char tmp_path[4200];
+static volatile sig_atomic_t tmp_on;
+
+void cp_tmp_set(const char *path)
+{
+    tmp_on = 0;
+    if (path != NULL && snprintf(tmp_path, sizeof(tmp_path), "%s", path) < (int)sizeof(tmp_path)) {
+        tmp_on = 1;
+    }
+}
+
+void cp_tmp_unlink(void)
+{
+    if (tmp_on) {
+        tmp_on = 0;
+        unlink(tmp_path);
+    }
+}
+
+/* SA_RESETHAND: the signal, blocked while this runs, kills the process on return */
+static void on_stop(int sig)
+{
+    int e = errno;
+    cp_tmp_unlink();
+    raise(sig);
+    errno = e;
+}
+
+void cp_tmp_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        struct sigaction old;
+        /* a signal ignored by the caller (nohup, a shell's background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) {
+            sigaction(sigs[i], &sa, NULL);
+        }
+    }
 }

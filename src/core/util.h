@@ -124,4 +124,14 @@ int cp_bidi_control(unsigned cp);
  */
 int cp_nofile_fit(long need, long *soft, long *hard);
 
+/**
+ * The temporary file a program is writing before it renames it to its own name (one at a
+ * time; NULL: none), so that a signal or a crash does not leave it behind: cp_tmp_unlink
+ * (async-signal-safe) removes it, and the handlers of cp_tmp_signals (SIGINT, SIGTERM,
+ * SIGHUP) do that and then die of the signal as before.
+ */
+void cp_tmp_set(const char *path);
+void cp_tmp_unlink(void);
+void cp_tmp_signals(void);
+
 #endif /* COLLPROF_CORE_UTIL_H */

@@ -4,6 +4,8 @@
 
 #include "output/h5schema.h"
 
+#include "core/util.h"
+
 #include <errno.h>
 #include <hdf5.h>
 #include <math.h>
@@ -49,6 +51,7 @@ int cp_baseline_write(const char *path, const collprof_baseline_row_t *rows, siz
     H5E_BEGIN_TRY
     {
         hid_t f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+        cp_tmp_set(f >= 0 ? tmp : NULL);
         int rc = f >= 0 ? 0 : -1;
         rc = rc == 0 && put_attr(f, "schema", CP_BASELINE_SCHEMA) == 0 &&
                      put_attr(f, "schema_version", "1") == 0 && write_rows(f, rows, n) == 0
@@ -57,9 +60,11 @@ int cp_baseline_write(const char *path, const collprof_baseline_row_t *rows, siz
         rc |= f >= 0 && H5Fclose(f) < 0 ? -1 : 0;
         if (rc != 0 || rename(tmp, path) != 0) {
             unlink(tmp);
+            cp_tmp_set(NULL);
             snprintf(err, errlen, "%s: cannot write the baseline file", path);
             return -1;
         }
+        cp_tmp_set(NULL);
     }
     H5E_END_TRY
     return 0;

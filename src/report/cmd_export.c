@@ -15,6 +15,8 @@
 
 #include "report/report.h"
 
+#include "core/util.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +171,7 @@ static int write_atomic(const char *path, const char *e, void (*write)(FILE *out
     snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", slash ? (int)(slash - target + 1) : 0, target,
              slash ? slash + 1 : target);
     int fd = mkstemp(tmp);
+    cp_tmp_set(fd >= 0 ? tmp : NULL);
     FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (out == NULL) {
         cp_report_error("export: output '%s': %s", target, strerror(errno));
@@ -176,6 +179,7 @@ static int write_atomic(const char *path, const char *e, void (*write)(FILE *out
             close(fd);
             unlink(tmp);
         }
+        cp_tmp_set(NULL);
         return CP_REPORT_EXIT_BAD;
     }
     write(out, data);
@@ -187,8 +191,10 @@ static int write_atomic(const char *path, const char *e, void (*write)(FILE *out
     if (bad || rename(tmp, target) != 0) {
         cp_report_error("export: output '%s': %s", target, strerror(errno));
         unlink(tmp);
+        cp_tmp_set(NULL);
         return CP_REPORT_EXIT_BAD;
     }
+    cp_tmp_set(NULL);
     return CP_REPORT_EXIT_OK;
 }
 

@@ -118,6 +118,7 @@ int cp_import_write(cp_import_t *im, const char *out, const char *command)
     H5E_BEGIN_TRY
     {
         hid_t f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+        cp_tmp_set(f >= 0 ? tmp : NULL);
         rc = f >= 0 && put_root(f, im, command) == 0 && put_tables(f, im) == 0 ? 0 : -1;
         rc |= f >= 0 && H5Fclose(f) < 0 ? -1 : 0;
         if (rc == 0 && publish(tmp, out) != 0) {
@@ -127,6 +128,7 @@ int cp_import_write(cp_import_t *im, const char *out, const char *command)
         if (f >= 0) {
             unlink(tmp);
         }
+        cp_tmp_set(NULL);
     }
     H5E_END_TRY
     if (rc != 0) {

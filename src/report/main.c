@@ -8,6 +8,8 @@
 
 #include "report/reader.h"
 
+#include "core/util.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -89,6 +91,7 @@ static void usage(FILE *f)
 /* A crash, or a limit hit, while a file is read: its one error line, exit status 2. */
 static void on_fatal(int sig)
 {
+    cp_tmp_unlink(); /* a file half written under a temporary name goes too */
     const char *line = cp_report_crash_line();
     static const char other[] = "collprof-report: error: crashed or ran out of its memory or "
                                 "time limit\n";
@@ -176,6 +179,7 @@ static void guard(int argc, char **argv)
 int main(int argc, char **argv)
 {
     guard(argc, argv);
+    cp_tmp_signals();
     int rc;
     if (argc < 2) {
         cp_report_error("no command given (see 'collprof-report --help')");

@@ -1,13 +1,59 @@
 /* What the result files capture of the environment (src/core/util.c): which variables, which
  * secrets are redacted (by name and by value), that every value is one printable line, and the
- * log's escaping of what it prints (cp_escape). */
+ * log's escaping of what it prints (cp_escape).  Then the temporary file being written
+ * (cp_tmp_set): a SIGTERM removes it and still kills; an ignored SIGTERM stays ignored. */
 #include "config.h"
 
 #include "core/log.h"
 #include "core/util.h"
 #include "tap.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A child with cp_tmp_signals (SIGTERM ignored first when ignore) that creates path, names it
+ * the temporary file when named, and raises SIGTERM: its wait status. */
+static int tmp_child(const char *path, int ignore, int named)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (ignore) {
+            signal(SIGTERM, SIG_IGN);
+        }
+        cp_tmp_signals();
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0) {
+            _exit(9);
+        }
+        close(fd);
+        cp_tmp_set(named ? path : NULL);
+        raise(SIGTERM);
+        _exit(7);
+    }
+    int st = -1;
+    return pid > 0 && waitpid(pid, &st, 0) == pid ? st : -1;
+}
+
+static void tmp_checks(void)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/collprof-test-tmp.%ld", (long)getpid());
+    int st = tmp_child(path, 0, 1);
+    ok(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM && access(path, F_OK) != 0,
+       "cp_tmp_set: SIGTERM while the file is written removes it, and the process dies of it");
+    st = tmp_child(path, 0, 0);
+    ok(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM && access(path, F_OK) == 0,
+       "cp_tmp_set(NULL) (renamed to its own name by then): SIGTERM leaves the file");
+    unlink(path);
+    st = tmp_child(path, 1, 1);
+    ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 7 && access(path, F_OK) == 0,
+       "SIGTERM ignored by the caller (nohup): still ignored, nothing removed");
+    unlink(path);
+}
 
 /* the captured value of kv, or "(none)" */
 static const char *cap(const char *kv)
@@ -82,5 +128,6 @@ int main(void)
     ok(!strcmp(wide, "x\\x1b[2J\\ny\\xff\\u202bz"), "cp_escape: control, invalid, bidi (%s)", wide);
     cp_escape("abc\033", wide, 6);
     ok(!strcmp(wide, "abc"), "cp_escape: an escape that does not fit is left out whole");
+    tmp_checks();
     return tap_done();
 }
