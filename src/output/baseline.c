@@ -47,27 +47,31 @@ int cp_baseline_write(const char *path, const collprof_baseline_row_t *rows, siz
                       size_t errlen)
 {
     char tmp[4200];
+    int rc;
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     H5E_BEGIN_TRY
     {
         hid_t f = H5Fcreate(tmp, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
         cp_tmp_set(f >= 0 ? tmp : NULL);
-        int rc = f >= 0 ? 0 : -1;
-        rc = rc == 0 && put_attr(f, "schema", CP_BASELINE_SCHEMA) == 0 &&
+        rc = f >= 0 && put_attr(f, "schema", CP_BASELINE_SCHEMA) == 0 &&
                      put_attr(f, "schema_version", "1") == 0 && write_rows(f, rows, n) == 0
                  ? 0
                  : -1;
         rc |= f >= 0 && H5Fclose(f) < 0 ? -1 : 0;
         if (rc != 0 || rename(tmp, path) != 0) {
-            unlink(tmp);
-            cp_tmp_set(NULL);
-            snprintf(err, errlen, "%s: cannot write the baseline file", path);
-            return -1;
+            rc = -1;
+            if (f >= 0) {
+                unlink(tmp);
+            }
         }
         cp_tmp_set(NULL);
     }
-    H5E_END_TRY
-    return 0;
+    H5E_END_TRY /* (no return inside: it restores HDF5's error printing) */
+        if (rc != 0)
+    {
+        snprintf(err, errlen, "%s: cannot write the baseline file", path);
+    }
+    return rc;
 }
 
 /* The root attribute name as text into buf ("" when absent or not a string). */
