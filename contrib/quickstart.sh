@@ -103,6 +103,7 @@ test)
     # a test that finds a tool missing fails rather than skips (tests/integration/lib.sh need_tool)
     export COLLPROF_CI=1
     log=$(mktemp)
+    stamp=$(mktemp) # older than the suites' logs of this run
     # POSIX sh has no pipefail: carry make's status out of the pipe in a file
     { rc=0
       make -C build -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror 2>&1 || rc=$?
@@ -111,10 +112,19 @@ test)
       [ "$rc" -eq 0 ] && { sh contrib/fuzz.sh 5 2>&1 || rc=$?; }
       echo "$rc" >"$log.rc"; } | tee "$log"
     status=$(cat "$log.rc")
+    # the console shows a test's PASS/FAIL line only: end with what each failed check said
+    # (its "not ok" line and the diagnostics under it, from the suites' test-suite.log files)
+    if [ "$status" -ne 0 ]; then
+        find build build-asan -name test-suite.log -newer "$stamp" 2>/dev/null | while read -r f; do
+            awk -v f="$f" '/^not ok / { print "== " f ": " $0; d = 25; next }
+                           /^(FAIL|ERROR): / { next }
+                           d > 0 && /^#/ { print "   " $0; d--; next } { d = 0 }' "$f"
+        done | head -n 300
+    fi
     # automake prints "# PASS:  N" per suite; close with one plain line
     awk '/^# PASS:/ {p += $3} /^# FAIL:/ {f += $3} /^# ERROR:/ {f += $3} /^# SKIP:/ {s += $3}
          END {printf "%d passed, %d failed, %d skipped\n", p, f, s}' "$log"
-    rm -f "$log" "$log.rc"
+    rm -f "$log" "$log.rc" "$stamp"
     exit "$status"
     ;;
 *)
