@@ -18,6 +18,9 @@ const cp_oob_t cp_oob_pmix = {.allgather = cp_oob_allgather,
 
 static int alone_copy(const void *in, void *out, size_t len)
 {
+    if (len > 0 && out == NULL) { /* this rank is rank 0 */
+        return COLLPROF_ERR_INVALID;
+    }
     if (len > 0 && in != out) {
         memmove(out, in, len);
     }
@@ -48,7 +51,8 @@ cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *o
  * grown once.  So an agreement allocates nothing that a rank short of memory could lack and
  * every rank makes the same calls: a rank that left the gather would keep rank 0 waiting in it
  * (a hang, not an agreed failure).  NULL only above AGREE_STATIC_RANKS when the first
- * allocation fails.  Not thread-safe, as the channel is not. */
+ * allocation fails (the gather is joined all the same).  Not thread-safe, as the channel is
+ * not. */
 static int *agree_room(int n)
 {
     static int fixed[AGREE_STATIC_RANKS];
@@ -81,8 +85,11 @@ cp_agree_result_t cp_agree_over(const cp_oob_t *oob, int n, int status, const ch
     int first[2] = {-1, COLLPROF_OK};     /* rank, status */
     memset(out, 0, sizeof(*out));
     out->rank = -1;
-    int oob_rc = all == NULL ? -1 : oob->gather(&status, all, sizeof(int));
-    for (int r = 0; oob_rc == 0 && r < n && first[0] < 0; r++) {
+    /* every rank joins the gather even without room (NULL only above AGREE_STATIC_RANKS when
+     * the allocation failed): elsewhere than on rank 0 the out is not needed, and rank 0's
+     * gather then fails, so its verdict below says broken instead of leaving rank 0 waiting */
+    int oob_rc = oob->gather(&status, all, sizeof(int));
+    for (int r = 0; oob_rc == 0 && all != NULL && r < n && first[0] < 0; r++) {
         if (all[r] != COLLPROF_OK) {
             first[0] = r;
             first[1] = all[r];

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/overlap.h"
 #include "core/runner_int.h"
+#include "core/timeouts.h"
 #include "core/util.h"
 #include "core/watchdog.h"
 
@@ -23,7 +24,7 @@ double cp_cell_timeout(const cp_options_t *opt, uint64_t bytes)
     if (opt->timeout_s >= 0) {
         return opt->timeout_s;
     }
-    return 60.0 + (double)bytes / 10e6;
+    return CP_TMO_CELL_BASE_S + (double)bytes / CP_TMO_CELL_BYTES_PER_S;
 }
 
 double cp_current_timeout(void)

@@ -17,15 +17,15 @@
 /* ---- a cell ------------------------------------------------------------
  *
  * The watchdog's timeout inside a cell is cp_cell_timeout (src/core/runner.c):
- * --timeout when given, else 60 s + 1 s per 10 MB of the cell's largest
- * buffer (twice that when more than one rank exchanges it), so that the
- * largest sizes on a slow transport are not taken for hangs; the set-up of
- * a --rotate-buffers N cell (N sets of buffers to allocate and fill) gets N
- * times that.  The runner
- * keeps the value while the cell runs (cp_current_timeout).
- * (The rule is still spelled in runner.c, which another change is
- * splitting; its numbers belong here next.)
+ * --timeout when given, else CP_TMO_CELL_BASE_S + 1 s per CP_TMO_CELL_BYTES_PER_S
+ * of the cell's largest buffer (twice that when more than one rank exchanges
+ * it), so that the largest sizes on a slow transport are not taken for
+ * hangs; the set-up of a --rotate-buffers N cell (N sets of buffers to
+ * allocate and fill) gets N times that.  The runner keeps the value while
+ * the cell runs (cp_current_timeout).
  */
+#define CP_TMO_CELL_BASE_S      60.0
+#define CP_TMO_CELL_BYTES_PER_S 10e6
 
 /* ---- a backend's own timeout ("timeout" option, src/run/host.c) ---------
  *
