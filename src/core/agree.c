@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const cp_oob_t cp_oob_pmix = {.allgather = cp_oob_allgather,
-                              .gather = cp_oob_gather,
-                              .bcast = cp_oob_bcast,
-                              .barrier = cp_oob_barrier};
+const cp_oob_t cp_oob_world = {.allgather = cp_oob_allgather,
+                               .gather = cp_oob_gather,
+                               .bcast = cp_oob_bcast,
+                               .barrier = cp_oob_barrier};
 
 static int alone_copy(const void *in, void *out, size_t len)
 {
@@ -40,7 +40,7 @@ const cp_oob_t cp_oob_alone = {
 
 cp_agree_result_t cp_agree(int n, int status, const char *why, cp_agreement_t *out)
 {
-    return cp_agree_over(&cp_oob_pmix, n, status, why, out);
+    return cp_agree_over(&cp_oob_world, n, status, why, out);
 }
 
 /* Ranks up to which an agreement's room for the statuses is static (64 KiB). */

@@ -10,8 +10,10 @@
 #include <stddef.h>
 
 /* The out-of-band channel the runner agrees and gathers over: the host
- * table's functions (collective, return collprof_status_t).  cp_oob_pmix in
- * the product; tests bring their own (tests/unit/oob_shm.h). */
+ * table's functions (collective, return collprof_status_t).  cp_oob_world in
+ * the product: the job's control channel, whichever boot chose (the TCP
+ * tree, PMIx, or one rank alone; src/boot/chan.h); tests bring their own
+ * (tests/unit/oob_shm.h). */
 typedef struct cp_oob {
     int (*allgather)(const void *in, void *out, size_t len);
     /** to rank 0 alone (out: nranks * len bytes there, untouched elsewhere) */
@@ -20,7 +22,7 @@ typedef struct cp_oob {
     int (*barrier)(void);
 } cp_oob_t;
 
-extern const cp_oob_t cp_oob_pmix;
+extern const cp_oob_t cp_oob_world;
 /** Collectives of one rank by itself: a gather or an allgather copies, the rest do nothing
  *  (a runner that runs a cell alone, cp_runner_t.alone). */
 extern const cp_oob_t cp_oob_alone;

@@ -520,7 +520,7 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     c.cell = cell;
     c.p = &r->plugins[cell->plugin];
     c.be = c.p->be;
-    c.oob = r->alone ? &cp_oob_alone : r->oob != NULL ? r->oob : &cp_oob_pmix;
+    c.oob = r->alone ? &cp_oob_alone : r->oob != NULL ? r->oob : &cp_oob_world;
     c.n = r->alone ? 1 : r->boot->nranks;
     c.ctx = r->ctx != NULL ? r->ctx : cell->split ? c.p->gctx[cell->split] : c.p->ctx;
     c.gn = r->gn > 0 ? r->gn : cell->split ? cell->group_n : r->boot->nranks;

@@ -92,7 +92,7 @@ typedef struct cp_runner {
     cp_plugin_t *plugins;
     int nplugins;
     int index;           /**< the cell's position in the plan (for the watchdog) */
-    const cp_oob_t *oob; /**< NULL: cp_oob_pmix */
+    const cp_oob_t *oob; /**< NULL: cp_oob_world */
     int repeat;          /**< the repeat running now (--repeats), from 0 */
     void *ctx; /**< a fresh context of the cell's backend for this repeat; NULL: its own */
     cp_kept_bufs_t *keep; /**< buffers kept across repeats; NULL: the run's own */

@@ -244,7 +244,7 @@ static int rank_open(cp_rank_run_t *rr, int argc, char **argv)
     phase_mark(PH_BACKEND);
     cp_split_start(rr->plugins, rr->nplugins, rr->plan.plugins_used, rr->split, b, &rr->host);
     /* what every rank's cells will be measured with, before the first cell */
-    if (cp_prov_gather(rr->plugins, rr->nplugins, &rr->plan, &cp_oob_pmix, b->rank, b->nranks) !=
+    if (cp_prov_gather(rr->plugins, rr->nplugins, &rr->plan, &cp_oob_world, b->rank, b->nranks) !=
         0) {
         cp_log(CP_LOG_WARN, "the provenance of the backends could not be gathered: the result "
                             "file records none");
