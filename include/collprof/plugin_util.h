@@ -26,6 +26,10 @@
  *   collprof_unsup_mem_alloc, collprof_unsup_mem_free, collprof_unsup_run
  *       "not supported" slots for backends that never get that far (test
  *       plugins), alongside plugin.h's collprof_no_* stubs.
+ *
+ *   collprof_env_default(name, kv)
+ *       a variable the library reads from the environment, set unless the
+ *       user set it, while collprof's threads run (see COLLPROF_ENV_SLOT).
  */
 #ifndef COLLPROF_PLUGIN_UTIL_H
 #define COLLPROF_PLUGIN_UTIL_H
@@ -36,6 +40,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -191,6 +196,34 @@ static inline int collprof_ok_finalize(void *ctx)
 {
     (void)ctx;
     return COLLPROF_OK;
+}
+
+/**
+ * NAME=value into the environment unless NAME is set (a user's value is kept), safe while
+ * other threads call getenv: into a spare entry (COLLPROF_ENV_SLOT, <collprof/plugin.h>) with
+ * one atomic pointer store, so that the environment keeps its shape; setenv where none is
+ * left.  kv is "NAME=value" and must live as long as the process (a string literal); name
+ * is NAME.  0, or setenv's -1.
+ */
+static inline int collprof_env_default(const char *name, const char *kv)
+{
+    extern char **environ;
+    size_t nl = strlen(name), sl = sizeof(COLLPROF_ENV_SLOT) - 1;
+    int spare = -1;
+    for (int i = 0; environ != NULL && environ[i] != NULL; i++) {
+        const char *e = environ[i];
+        if (!strncmp(e, name, nl) && e[nl] == '=') {
+            return 0;
+        }
+        if (spare < 0 && !strncmp(e, COLLPROF_ENV_SLOT, sl) && e[sl] == '=') {
+            spare = i;
+        }
+    }
+    if (spare >= 0) {
+        __atomic_store_n(&environ[spare], (char *)kv, __ATOMIC_RELEASE);
+        return 0;
+    }
+    return setenv(name, kv + nl + 1, 0);
 }
 
 /**

@@ -83,7 +83,8 @@ static int mpi_be_tool_init(void)
     /* Must precede the first MPI_T_init_thread/MPI_Init (see the top of the
      * file).  No overwrite: a user who set it to 0 keeps 0, and init() then
      * reports that variants cannot be forced. */
-    setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 0);
+    collprof_env_default("OMPI_MCA_coll_tuned_use_dynamic_rules",
+                         "OMPI_MCA_coll_tuned_use_dynamic_rules=1"); /* threads run: no setenv */
     rc = MPI_T_init_thread(MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) {
         mpi_be.tool_state = -1;

@@ -379,8 +379,8 @@ static int nb_init(const collprof_host_t *host, void **out)
     rc = nb_agree_all(ctx, rc, ctx->err);
     if (rc == COLLPROF_OK) {
         /* one node: keep NCCL's bootstrap and socket traffic on loopback */
-        if (host->nnodes <= 1 && getenv("NCCL_SOCKET_IFNAME") == NULL) {
-            setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+        if (host->nnodes <= 1) { /* the watchdog's thread runs: no setenv */
+            collprof_env_default("NCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME=lo");
         }
         rc = nb_slot_for(ctx, cp_nccl_plan_find(&nb_plan, NULL), &slot);
     }

@@ -1,12 +1,16 @@
 /* What the result files capture of the environment (src/core/util.c): which variables, which
  * secrets are redacted (by name and by value), that every value is one printable line, and the
  * log's escaping of what it prints (cp_escape).  Then the temporary file being written
- * (cp_tmp_set): a SIGTERM removes it and still kills; an ignored SIGTERM stays ignored. */
+ * (cp_tmp_set): a SIGTERM removes it and still kills; an ignored SIGTERM stays ignored.  And
+ * a plugin's default for a library's variable (collprof_env_default): into a spare entry,
+ * the environment keeping its shape, a user's value kept, setenv once none is left. */
 #include "config.h"
 
 #include "core/log.h"
 #include "core/util.h"
 #include "tap.h"
+
+#include <collprof/plugin_util.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -36,6 +40,47 @@ static int tmp_child(const char *path, int ignore, int named)
     }
     int st = -1;
     return pid > 0 && waitpid(pid, &st, 0) == pid ? st : -1;
+}
+
+static int env_count(void)
+{
+    int n = 0;
+    while (environ[n] != NULL) {
+        n++;
+    }
+    return n;
+}
+
+static void env_default_checks(void)
+{
+    cp_env_reserve();
+    char **e0 = environ;
+    int n0 = env_count();
+    collprof_env_default("CP_TEST_NEW", "CP_TEST_NEW=one");
+    const char *v = getenv("CP_TEST_NEW");
+    ok(v != NULL && !strcmp(v, "one") && environ == e0 && env_count() == n0,
+       "collprof_env_default: set in a spare entry, the environment keeps its place and size");
+    collprof_env_default("CP_TEST_NEW", "CP_TEST_NEW=two");
+    v = getenv("CP_TEST_NEW");
+    ok(v != NULL && !strcmp(v, "one"), "... once set, kept (got %s)", v ? v : "(none)");
+    setenv("CP_TEST_USER", "mine", 1);
+    collprof_env_default("CP_TEST_USER", "CP_TEST_USER=default");
+    v = getenv("CP_TEST_USER");
+    ok(v != NULL && !strcmp(v, "mine"), "a user's value is kept (got %s)", v ? v : "(none)");
+    static const char *const kvs[] = {"CP_T0=a", "CP_T1=a", "CP_T2=a", "CP_T3=a", "CP_T4=a",
+                                      "CP_T5=a", "CP_T6=a", "CP_T7=a", "CP_T8=a", "CP_T9=a",
+                                      "CP_TA=a", "CP_TB=a", "CP_TC=a", "CP_TD=a", "CP_TE=a",
+                                      "CP_TF=a", "CP_TG=a", "CP_TH=a"};
+    int all = 1;
+    for (size_t i = 0; i < sizeof(kvs) / sizeof(kvs[0]); i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "%.5s", kvs[i]);
+        all &= collprof_env_default(name, kvs[i]) == 0;
+        v = getenv(name);
+        all &= v != NULL && !strcmp(v, "a");
+    }
+    ok(all, "%d names, more than the %d spare entries: those past them by setenv, every one set",
+       (int)(sizeof(kvs) / sizeof(kvs[0])), COLLPROF_ENV_SLOTS);
 }
 
 static void tmp_checks(void)
@@ -129,5 +174,6 @@ int main(void)
     cp_escape("abc\033", wide, 6);
     ok(!strcmp(wide, "abc"), "cp_escape: an escape that does not fit is left out whole");
     tmp_checks();
+    env_default_checks();
     return tap_done();
 }
