@@ -199,31 +199,57 @@ static inline int collprof_ok_finalize(void *ctx)
 }
 
 /**
- * NAME=value into the environment unless NAME is set (a user's value is kept), safe while
- * other threads call getenv: into a spare entry (COLLPROF_ENV_SLOT, <collprof/plugin.h>) with
- * one atomic pointer store, so that the environment keeps its shape; setenv where none is
- * left.  kv is "NAME=value" and must live as long as the process (a string literal); name
- * is NAME.  0, or setenv's -1.
+ * The spare environment entries (COLLPROF_ENV_SLOT, <collprof/plugin.h>):
+ * collprof_env_find gives the index in environ of the entry kv (by address) when kv is not
+ * NULL, else of NAME=... when set, else of the first spare entry; -1 for none.
+ * collprof_env_store puts kv at index i with one atomic pointer store, seen whole by a getenv
+ * in another thread; kv must live as long as it stays there.
  */
-static inline int collprof_env_default(const char *name, const char *kv)
+static inline int collprof_env_find(const char *kv, const char *name)
 {
     extern char **environ;
-    size_t nl = strlen(name), sl = sizeof(COLLPROF_ENV_SLOT) - 1;
+    size_t nl = name != NULL ? strlen(name) : 0, sl = sizeof(COLLPROF_ENV_SLOT) - 1;
     int spare = -1;
     for (int i = 0; environ != NULL && environ[i] != NULL; i++) {
         const char *e = environ[i];
-        if (!strncmp(e, name, nl) && e[nl] == '=') {
-            return 0;
+        if (kv != NULL && e == kv) {
+            return i;
+        }
+        if (name != NULL && !strncmp(e, name, nl) && e[nl] == '=') {
+            return i;
         }
         if (spare < 0 && !strncmp(e, COLLPROF_ENV_SLOT, sl) && e[sl] == '=') {
             spare = i;
         }
     }
-    if (spare >= 0) {
-        __atomic_store_n(&environ[spare], (char *)kv, __ATOMIC_RELEASE);
+    return kv != NULL ? -1 : spare;
+}
+
+static inline void collprof_env_store(int i, const char *kv)
+{
+    extern char **environ;
+    __atomic_store_n(&environ[i], (char *)kv, __ATOMIC_RELEASE);
+}
+
+/**
+ * NAME=value into the environment unless NAME is set (a user's value is kept), safe while
+ * other threads call getenv: into a spare entry with collprof_env_store, so that the
+ * environment keeps its shape; setenv where none is left.  kv is "NAME=value" and must live
+ * as long as the process (a string literal); name is NAME.  0, or setenv's -1.
+ */
+static inline int collprof_env_default(const char *name, const char *kv)
+{
+    extern char **environ;
+    size_t sl = sizeof(COLLPROF_ENV_SLOT) - 1;
+    int at = collprof_env_find(NULL, name);
+    if (at >= 0 && !(strncmp(environ[at], COLLPROF_ENV_SLOT, sl) == 0 && environ[at][sl] == '=')) {
+        return 0; /* NAME is set */
+    }
+    if (at >= 0) {
+        collprof_env_store(at, kv);
         return 0;
     }
-    return setenv(name, kv + nl + 1, 0);
+    return setenv(name, kv + strlen(name) + 1, 0);
 }
 
 /**

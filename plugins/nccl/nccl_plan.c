@@ -13,6 +13,8 @@
 
 #include "nccl_plan.h"
 
+#include <collprof/plugin_util.h>
+
 extern char **environ;
 
 #define OPB(x) COLLPROF_BIT(COLLPROF_OP_##x)
@@ -271,44 +273,18 @@ static const char *env_entry(const char *name, const char *value)
     return e->kv;
 }
 
-/* The index in environ of entry kv (by address), of NAME=..., or of a spare entry; -1. */
-static int env_find(const char *kv, const char *name)
-{
-    size_t nl = name != NULL ? strlen(name) : 0, sl = strlen(COLLPROF_ENV_SLOT);
-    int spare = -1;
-    for (int i = 0; environ[i] != NULL; i++) {
-        const char *e = environ[i];
-        if (kv != NULL && e == kv) {
-            return i;
-        }
-        if (name != NULL && !strncmp(e, name, nl) && e[nl] == '=') {
-            return i;
-        }
-        if (spare < 0 && !strncmp(e, COLLPROF_ENV_SLOT, sl) && e[sl] == '=') {
-            spare = i;
-        }
-    }
-    return kv != NULL ? -1 : spare;
-}
-
-/* environ[i] = kv, seen whole by a getenv in another thread. */
-static void env_store(int i, const char *kv)
-{
-    __atomic_store_n(&environ[i], (char *)kv, __ATOMIC_RELEASE);
-}
-
 int cp_nccl_env_push(const cp_nccl_variant_t *v, cp_nccl_env_saved_t *s)
 {
     memset(s, 0, sizeof(*s));
     for (int i = 0; i < v->nenv; i++) {
         const char *kv = env_entry(v->env_name[i], v->env_value[i]);
-        int at = kv != NULL ? env_find(NULL, v->env_name[i]) : -1;
+        int at = kv != NULL ? collprof_env_find(NULL, v->env_name[i]) : -1;
         snprintf(s->name[i], sizeof(s->name[i]), "%s", v->env_name[i]);
         s->n = i + 1;
         if (at >= 0) { /* swapped in place: the environment keeps its shape */
             s->was[i] = environ[at];
             s->put[i] = kv;
-            env_store(at, kv);
+            collprof_env_store(at, kv);
             continue;
         }
         const char *old = getenv(v->env_name[i]);
@@ -326,9 +302,9 @@ void cp_nccl_env_pop(cp_nccl_env_saved_t *s)
     for (int i = s->n - 1; i >= 0; i--) {
         if (s->put[i] != NULL) {
             /* where it is now: a setenv since (NCCL's of its configuration file) copies environ */
-            int at = env_find(s->put[i], NULL);
+            int at = collprof_env_find(s->put[i], NULL);
             if (at >= 0) {
-                env_store(at, s->was[i]);
+                collprof_env_store(at, s->was[i]);
             }
             s->put[i] = s->was[i] = NULL;
         } else if (s->old[i] != NULL) {
