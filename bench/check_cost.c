@@ -17,7 +17,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 #include <errno.h>
 #include <stdio.h>

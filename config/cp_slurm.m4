@@ -2,7 +2,7 @@ dnl CP_SLURM_CONFIGURE: optional libslurm for the Slurm job facts in result file
 dnl (src/slurm/slurm_meta.c).  --with-slurm[=DIR|yes|no]; default: use it when
 dnl <slurm/slurm.h> and -lslurm (no .pc file) are found.  Defines HAVE_LIBSLURM,
 dnl substitutes SLURM_CFLAGS and SLURM_LIBS, sets cp_slurm_happy=yes|no.
-dnl Does not touch LIBS: only libcpcore links -lslurm.
+dnl Does not touch LIBS: only libcpboot links -lslurm.
 AC_DEFUN([CP_SLURM_CONFIGURE], [
   CP_WITH_DEP([slurm], [libslurm for Slurm job facts in result files])
   cp_slurm_happy=no

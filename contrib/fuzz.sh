@@ -26,20 +26,22 @@ if [ ! -f config.status ] || [ ../configure -nt config.status ]; then
         --disable-shared >/dev/null
 fi
 hdf5_built=$(grep -c '^#define CP_HAVE_HDF5 1' config.h || true)
-make -j"$(nproc)" libcputil.la libcpcore.la >/dev/null
+make -j"$(nproc)" libcpoutput.la >/dev/null
 [ "$hdf5_built" -eq 0 ] || make -j"$(nproc)" libcpreader.la >/dev/null
 pmix=$(pkg-config --cflags --libs pmix)
 hdf5=$(pkg-config --cflags --libs hdf5 2>/dev/null || echo "-lhdf5")
-# the control channel's HMAC (libcpcore's tcp_auth.c)
+# the control channel's HMAC (libcpboot's tcp_auth.c)
 nettle=$(pkg-config --cflags --libs nettle 2>/dev/null || echo "-lnettle")
 inc="-I. -I../include -I../src -I../tests/fuzz"
 cc="clang -g -O1 $san -fsanitize=fuzzer $inc"
-core=".libs/libcpcore.a .libs/libcputil.a"
+# the libraries bottom last (Makefile.am): util is what needs neither PMIx nor HDF5
+util=".libs/libcpformat.a .libs/libcpscreen.a .libs/libcpcolls.a .libs/libcpbase.a"
+core=".libs/libcpoutput.a .libs/libcprunner.a .libs/libcpboot.a $util"
 $cc ../tests/fuzz/fuzz_sizes.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_sizes
 $cc ../tests/fuzz/fuzz_matrix.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_matrix
-$cc ../tests/fuzz/fuzz_traffic.c .libs/libcputil.a -lm -o fuzz_traffic
-$cc ../tests/fuzz/fuzz_import.c ../src/report/json.c ../src/report/import_rows.c \
-    ../src/report/import_nccl.c ../src/report/import_osu.c .libs/libcputil.a -lm -o fuzz_import
+$cc ../tests/fuzz/fuzz_traffic.c $util -lm -o fuzz_traffic
+$cc ../tests/fuzz/fuzz_import.c ../src/report/import/json.c ../src/report/import/import_rows.c \
+    ../src/report/import/import_nccl.c ../src/report/import/import_osu.c $util -lm -o fuzz_import
 if [ "$hdf5_built" -ne 0 ]; then
     # shellcheck disable=SC2086
     $cc ../tests/fuzz/fuzz_h5read.c .libs/libcpreader.a $hdf5 -lm -o fuzz_h5read

@@ -21,7 +21,7 @@
 #include "boot/tables.h"
 #include "boot/tree_shape.h"
 #include "collprof/status.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

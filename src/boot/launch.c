@@ -24,8 +24,8 @@
  */
 
 #include "boot/launch_int.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <pmix_common.h>
 

@@ -8,7 +8,7 @@
  */
 
 #include "boot/launch_int.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  */
 
 #include "boot/launch_int.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <limits.h>

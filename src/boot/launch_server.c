@@ -11,7 +11,7 @@
  */
 
 #include "boot/launch_int.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #include <pmix.h>
 #include <pmix_server.h>

@@ -9,7 +9,7 @@
  */
 
 #include "boot/launch_int.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #include <dirent.h>
 #include <errno.h>

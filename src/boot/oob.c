@@ -9,8 +9,8 @@
 
 #include "boot/chan.h"
 #include "collprof/status.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

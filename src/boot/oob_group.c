@@ -15,7 +15,7 @@
 
 #include "boot/chan.h"
 #include "collprof/status.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #include <stdint.h>
 #include <stdio.h>

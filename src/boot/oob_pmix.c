@@ -10,9 +10,9 @@
 
 #include "boot/chan.h"
 #include "collprof/status.h"
-#include "core/log.h"
-#include "core/timeouts.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/timeouts.h"
+#include "base/util.h"
 
 #include <pmix.h>
 

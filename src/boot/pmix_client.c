@@ -10,8 +10,8 @@
 #include "boot/tables.h"
 #include "boot/tree_shape.h"
 #include "collprof/status.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <pmix.h>
 

@@ -8,7 +8,7 @@
 
 #include "boot/tables.h"
 #include "collprof/status.h"
-#include "core/log.h"
+#include "base/log.h"
 
 #include <stdint.h>
 #include <stdio.h>

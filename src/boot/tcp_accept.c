@@ -10,10 +10,10 @@
 #include "boot/tcp_tree_int.h"
 #include "boot/tcp_sock.h"
 #include "collprof/status.h"
-#include "core/fault.h"
-#include "core/log.h"
-#include "core/timeouts.h"
-#include "core/util.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "base/timeouts.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -13,8 +13,8 @@
 #include "boot/tcp_sock.h"
 #include "boot/tcp_tree.h"
 #include "collprof/status.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * nodes' leaders below it and the members of its own node; and the side
  * links), outside the collectives' sequence, for a protocol that must go on
  * when a member stops answering (the screen's pair rounds,
- * src/core/screen_run.c).  Unlike a collective, a side message that does
+ * src/screen/run/screen_run.c).  Unlike a collective, a side message that does
  * not come is a timeout the caller decides on, and a child that closed its
  * connection or sent something else is one child lost, not the tree: the
  * caller stops waiting for it.  The collectives must not run while side
@@ -31,9 +31,9 @@
 #include "boot/tcp_tree_int.h"
 #include "boot/tree_shape.h"
 #include "collprof/status.h"
-#include "core/log.h"
-#include "core/timeouts.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/timeouts.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
 /* Sockets for the TCP control channel: see tcp_sock.h. */
 
 #include "boot/tcp_sock.h"
-#include "core/util.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

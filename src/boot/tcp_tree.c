@@ -28,10 +28,10 @@
 #include "boot/tree_shape.h"
 #include "boot/tcp_sock.h"
 #include "collprof/status.h"
-#include "core/fault.h"
-#include "core/log.h"
-#include "core/timeouts.h"
-#include "core/util.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "base/timeouts.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

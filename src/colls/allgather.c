@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /* Each rank contributes count/n elements; every rank gets all n blocks in rank order. */
 static uint64_t check(const cp_xfer_t *x, const void *recvbuf)

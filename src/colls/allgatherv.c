@@ -1,11 +1,11 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /*
  * Rank r contributes recvcounts[r] elements (from the cell's --imbalance
- * spec, src/core/imbalance.c), and every rank gathers them all, rank r's at
+ * spec, src/colls/imbalance.c), and every rank gathers them all, rank r's at
  * rdispls[r].  Element j of rank r's block holds value(r, j).  In place,
  * a rank's block sits at its own displacement in the receive buffer.
  */

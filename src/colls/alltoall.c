@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /*
  * Each rank sends block d (count/n elements) to rank d.  Element j of the

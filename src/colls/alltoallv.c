@@ -1,10 +1,10 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /*
- * Counts come from the cell's traffic (src/core/imbalance.c): this rank's
+ * Counts come from the cell's traffic (src/colls/imbalance.c): this rank's
  * row and column.  Element j of what rank s sends to rank d holds
  * value(s, d x stride + j), stride (the cell's count, or count x n for a
  * file's matrix) being at least any block, so every element a rank sends

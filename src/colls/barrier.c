@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /* No data: nothing to fill or check. */
 static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)

@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 #include <string.h>
 #include <strings.h>

@@ -12,7 +12,7 @@
 /**
  * alltoallv, allgatherv, gatherv and scatterv traffic for one cell, this
  * rank's view: its row (what it sends each rank) and its column (what each
- * rank sends it), O(n) bytes (src/core/imbalance.c; no rank holds the
+ * rank sends it), O(n) bytes (src/colls/imbalance.c; no rank holds the
  * n x n matrix).
  */
 typedef struct cp_a2av {

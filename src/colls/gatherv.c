@@ -1,11 +1,11 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /*
  * Rank r sends bcounts[r] elements (from the cell's --imbalance spec,
- * src/core/imbalance.c) and the root receives them all, rank r's block at
+ * src/colls/imbalance.c) and the root receives them all, rank r's block at
  * bdispls[r].  Element j of rank r's block holds value(r, j).  In place,
  * every rank's block sits at its own displacement of the one buffer (the
  * root's is already where it belongs: MPI_IN_PLACE).  S is the gathered

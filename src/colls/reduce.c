@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /* Like allreduce, but only the root holds (and checks) the result. */
 static uint64_t check(const cp_xfer_t *x, const void *recvbuf)

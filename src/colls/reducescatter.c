@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /* Every rank contributes count elements and receives block "rank" (count/n) of the reduction. */
 static uint64_t check(const cp_xfer_t *x, const void *recvbuf)

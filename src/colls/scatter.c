@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /* The root holds count elements; rank r receives block r (count/n elements). */
 static void fill(const cp_xfer_t *x, void *sendbuf, void *recvbuf)

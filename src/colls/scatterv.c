@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /*
  * The root holds every rank's block, rank r's of bcounts[r] elements (from

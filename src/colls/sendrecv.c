@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
+#include "colls/data.h"
 
 /* Ring exchange: rank r sends count elements to r+1 and receives from r-1;
  * or, paired (the link sweep), both ways with x->peer. */

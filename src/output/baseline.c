@@ -4,7 +4,7 @@
 
 #include "output/h5schema.h"
 
-#include "core/util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <hdf5.h>

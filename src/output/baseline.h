@@ -9,7 +9,7 @@
 #ifndef COLLPROF_OUTPUT_BASELINE_H
 #define COLLPROF_OUTPUT_BASELINE_H
 
-#include "core/screen.h"
+#include "screen/screen.h"
 
 #include <collprof/schema.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
 
 #include "output/h5schema.h"
 
-#include "core/util.h"
+#include "base/util.h"
 
 #include <stdio.h>
 #include <string.h>

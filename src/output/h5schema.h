@@ -2,7 +2,7 @@
  * The HDF5 result file's format as data: descriptor tables generated from
  * the one declaration in include/collprof/schema.h, and the HDF5 types
  * they map to.  The writer (h5writer.c) and the reader
- * (src/report/h5read.c) both work from these, so neither spells a table,
+ * (src/report/read/h5read.c) both work from these, so neither spells a table,
  * column, attribute or dataset name of its own.
  */
 #ifndef COLLPROF_OUTPUT_H5SCHEMA_H

@@ -4,9 +4,9 @@
 
 #include "output/h5schema.h"
 
-#include "core/log.h"
-#include "core/prov.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "runner/prov.h"
+#include "base/util.h"
 #include "slurm/slurm_meta.h"
 
 #include <hdf5.h>

@@ -11,7 +11,7 @@
 
 #include <collprof/schema.h>
 
-#include "core/runner.h"
+#include "runner/runner.h"
 #include "output/summary.h"
 
 typedef struct cp_h5 cp_h5_t;

@@ -3,8 +3,8 @@
 #include "output/result_row.h"
 
 #include "colls/colls.h"
-#include "core/prov.h"
-#include "core/split.h"
+#include "runner/prov.h"
+#include "runner/split.h"
 
 #include <stdio.h>
 #include <string.h>

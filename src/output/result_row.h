@@ -7,8 +7,8 @@
 
 #include <collprof/schema.h>
 
-#include "core/plan.h"
-#include "core/runner.h"
+#include "plan/plan.h"
+#include "runner/runner.h"
 #include "plugin/loader.h"
 
 /** The schema row of a finished cell (index = its position in the plan). */

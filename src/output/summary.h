@@ -12,9 +12,9 @@
 #include <stdio.h>
 
 #include "boot/boot.h"
-#include "core/cli.h"
-#include "core/plan.h"
-#include "core/runner.h"
+#include "cli/cli.h"
+#include "plan/plan.h"
+#include "runner/runner.h"
 #include "plugin/loader.h"
 
 typedef struct cp_run_info {

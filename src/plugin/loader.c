@@ -2,7 +2,7 @@
 
 #include "plugin/loader.h"
 
-#include "core/log.h"
+#include "base/log.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

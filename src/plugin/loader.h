@@ -21,7 +21,7 @@ typedef struct cp_plugin {
     int usable;      /**< loaded and queried */
     /** after init, per memory kind the plan runs it on: what its cells are measured with */
     struct cp_prov *prov[COLLPROF_MEM_COUNT];
-    /** split cells (src/core/split.c): the context of this rank's group per cp_split_t
+    /** split cells (src/runner/split.c): the context of this rank's group per cp_split_t
      *  (index 0 unused), and why a group could not start */
     void *gctx[3];
     char gerror[3][256];

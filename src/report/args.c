@@ -8,8 +8,8 @@
 
 #include "report/report.h"
 
-#include "output/format.h"
-#include "core/util.h"
+#include "format/format.h"
+#include "base/util.h"
 
 #include <dirent.h>
 #include <errno.h>

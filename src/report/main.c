@@ -6,9 +6,9 @@
 
 #include "report/report.h"
 
-#include "report/reader.h"
+#include "report/read/reader.h"
 
-#include "core/util.h"
+#include "base/util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * collprof-report: post-analysis of collprof's HDF5 result files
  * (docs/hdf5-schema.md), loaded by libcpreader (reader.h).  The program
- * links libcpreader, HDF5 and libcputil only, never PMIx, MPI or an
+ * links libcpreader, HDF5 and libcpformat (with the layers below it) only, never PMIx, MPI or an
  * accelerator runtime.
  */
 #ifndef COLLPROF_REPORT_REPORT_H
@@ -9,9 +9,9 @@
 
 #include <stdio.h>
 
-#include "core/screen.h"
-#include "output/best.h"
-#include "report/reader.h"
+#include "screen/screen.h"
+#include "format/best.h"
+#include "report/read/reader.h"
 
 /* exit statuses: 1 is reserved for "compare found a regression" */
 #define CP_REPORT_EXIT_OK         0
@@ -134,7 +134,7 @@ void cp_report_jsonl_write(FILE *out, cp_report_file_t *const *files, int n);
 /* ---- which backend and variant wins (cmd_best.c, also for summary and plot) ---- */
 
 /**
- * The results of files[0..n) as src/output/best.h takes them: every row
+ * The results of files[0..n) as src/format/best.h takes them: every row
  * (borrowed) with the p5 of its per-iteration times from the raw samples.
  * Free with free(); NULL after printing "out of memory".
  */

@@ -7,8 +7,8 @@
 
 #include "run/backends.h"
 
-#include "core/log.h"
-#include "core/runner.h"
+#include "base/log.h"
+#include "runner/runner.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,8 +8,8 @@
 #include <collprof/plugin.h>
 
 #include "boot/boot.h"
-#include "core/cli.h"
-#include "core/plan.h"
+#include "cli/cli.h"
+#include "plan/plan.h"
 #include "plugin/loader.h"
 
 /** The backends the specs name, to load only those (a static table of *n

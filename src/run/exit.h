@@ -1,6 +1,6 @@
 /*
  * The exit statuses of collprof.  A run the watchdog stops exits with
- * CP_EXIT_TIMEOUT (124, core/watchdog.h), one stopped by signal N with
+ * CP_EXIT_TIMEOUT (124, wd/watchdog.h), one stopped by signal N with
  * 128 + N.
  */
 #ifndef COLLPROF_RUN_EXIT_H

@@ -7,10 +7,10 @@
 
 #include "run/host.h"
 
-#include "core/bopts.h"
-#include "core/log.h"
-#include "core/runner.h"
-#include "core/timeouts.h"
+#include "cli/bopts.h"
+#include "base/log.h"
+#include "runner/runner.h"
+#include "base/timeouts.h"
 
 #include <stdarg.h>
 #include <stdio.h>

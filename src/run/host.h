@@ -8,7 +8,7 @@
 #include <collprof/plugin.h>
 
 #include "boot/boot.h"
-#include "core/cli.h"
+#include "cli/cli.h"
 #include "plugin/loader.h"
 
 /**

@@ -9,9 +9,9 @@
 #include "run/launcher.h"
 
 #include "boot/boot.h"
-#include "core/bopts.h"
-#include "core/log.h"
-#include "core/plan.h"
+#include "cli/bopts.h"
+#include "base/log.h"
+#include "plan/plan.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
 #include "run/backends.h"

@@ -4,7 +4,7 @@
 #ifndef COLLPROF_RUN_LAUNCHER_H
 #define COLLPROF_RUN_LAUNCHER_H
 
-#include "core/cli.h"
+#include "cli/cli.h"
 
 /** Check everything a rank would, then start opt->np ranks of argv (or
  *  print the plan for --dry-run); the exit status. */

@@ -8,8 +8,8 @@
 
 #include "run/listing.h"
 
-#include "core/bopts.h"
-#include "core/log.h"
+#include "cli/bopts.h"
+#include "base/log.h"
 #include "plugin/loader.h"
 #include "run/exit.h"
 

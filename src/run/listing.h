@@ -4,7 +4,7 @@
 #ifndef COLLPROF_RUN_LISTING_H
 #define COLLPROF_RUN_LISTING_H
 
-#include "core/cli.h"
+#include "cli/cli.h"
 
 /** Load the plugins (only NAME for --help-backend), print them on stdout;
  *  the exit status (CP_EXIT_USAGE when NAME does not load). */

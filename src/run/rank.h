@@ -4,7 +4,7 @@
 #ifndef COLLPROF_RUN_RANK_H
 #define COLLPROF_RUN_RANK_H
 
-#include "core/cli.h"
+#include "cli/cli.h"
 
 /** Boot, plan, initialise the backends, run the cells or the link sweep,
  *  write and close; the rank's exit status.  The watchdog is started and

@@ -6,9 +6,9 @@
 #define COLLPROF_RUN_RANK_RUN_H
 
 #include "boot/boot.h"
-#include "core/cli.h"
-#include "core/limits.h"
-#include "core/plan.h"
+#include "cli/cli.h"
+#include "plan/limits.h"
+#include "plan/plan.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
 

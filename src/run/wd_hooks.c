@@ -7,9 +7,9 @@
 
 #include "run/wd_hooks.h"
 
-#include "core/runner.h"
-#include "core/screen_run.h"
-#include "core/watchdog.h"
+#include "runner/runner.h"
+#include "screen/run/screen_run.h"
+#include "wd/watchdog.h"
 #include "output/result_row.h"
 
 #include <signal.h>

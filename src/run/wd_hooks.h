@@ -7,8 +7,8 @@
 #ifndef COLLPROF_RUN_WD_HOOKS_H
 #define COLLPROF_RUN_WD_HOOKS_H
 
-#include "core/plan.h"
-#include "core/watchdog.h"
+#include "plan/plan.h"
+#include "wd/watchdog.h"
 #include "output/summary.h"
 #include "plugin/loader.h"
 

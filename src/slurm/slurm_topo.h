@@ -1,6 +1,6 @@
 /*
  * Slurm's tree topology (topology.conf with TopologyPlugin=topology/tree): under which leaf
- * switch each node of the job is, for the path class of a pair of nodes (src/core/path.h).
+ * switch each node of the job is, for the path class of a pair of nodes (src/screen/path.h).
  *
  * Read through libslurm's slurm_load_topo(), the RPC `scontrol show topology` makes: the
  * switches' records, each with the host list of the nodes directly under it, expanded with

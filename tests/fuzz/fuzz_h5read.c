@@ -2,7 +2,7 @@
 #include "config.h"
 
 #include "fuzz_files.h"
-#include "report/reader.h"
+#include "report/read/reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,8 +1,8 @@
 /* libFuzzer harness: collprof-report import's readers (nccl-tests JSON and text, OSU text)
- * on the input, without writing anything; the JSON reader (src/report/json.c) with them. */
+ * on the input, without writing anything; the JSON reader (src/report/import/json.c) with them. */
 #include "config.h"
 
-#include "report/import.h"
+#include "report/import/import.h"
 
 #include <stdlib.h>
 #include <string.h>

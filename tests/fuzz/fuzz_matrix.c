@@ -1,7 +1,7 @@
 /* libFuzzer harness: the --matrix file parser, through the command line. */
 #include "config.h"
 
-#include "core/cli.h"
+#include "cli/cli.h"
 #include "fuzz_files.h"
 
 #include <string.h>

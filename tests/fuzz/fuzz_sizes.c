@@ -1,8 +1,8 @@
 /* libFuzzer harness: size parsing and every matrix key's value parser. */
 #include "config.h"
 
-#include "core/cli.h"
-#include "core/util.h"
+#include "cli/cli.h"
+#include "base/util.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * scatterv traffic it makes (every rank's view). */
 #include "config.h"
 
-#include "core/imbalance.h"
+#include "colls/imbalance.h"
 #include "fuzz_files.h"
 
 #include <stdlib.h>

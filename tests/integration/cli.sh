@@ -8,7 +8,7 @@
 cp_run --help
 [ $rc -eq 0 ] && grep -q -- '--np N' "$WORK/out" && grep -q -- '--matrix FILE' "$WORK/out"
 ok $? "--help describes the options"
-# the matrix keys' defaults: --help takes them from the key table (src/core/spec.c), and the
+# the matrix keys' defaults: --help takes them from the key table (src/cli/spec.c), and the
 # man page's entry of each option says the same value
 man="$COLLPROF_SRCDIR/docs/collprof.1"
 bad=""

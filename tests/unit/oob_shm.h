@@ -152,8 +152,8 @@ static inline collprof_host_t oob_shm_host(void (*log)(int, const char *, ...),
 }
 
 #ifdef COLLPROF_CORE_RUNNER_H
-/* The core's cell runner over this channel, for one plugin (tests that link libcpcore and
- * include core/runner.h first): the exact check on, no watchdog, every rank on one node. */
+/* The core's cell runner over this channel, for one plugin (tests that link libcpoutput and
+ * include runner/runner.h first): the exact check on, no watchdog, every rank on one node. */
 typedef struct oob_shm_runner {
     cp_options_t opt;
     cp_boot_t boot;

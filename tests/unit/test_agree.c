@@ -7,8 +7,8 @@
  */
 #include "config.h"
 
-#include "core/prov.h"
-#include "core/runner.h"
+#include "runner/prov.h"
+#include "runner/runner.h"
 #include "oob_shm.h"
 #include "tap.h"
 
@@ -38,7 +38,7 @@ static volatile int no_calloc; /* this process's callocs fail while set */
  * a call of calloc: this one) */
 static void *(*volatile plain_malloc)(size_t) = malloc;
 
-/* calloc for the whole test program (libcpcore is linked in): NULL while no_calloc is set,
+/* calloc for the whole test program (libcpoutput is linked in): NULL while no_calloc is set,
  * else malloc's memory zeroed */
 void *calloc(size_t n, size_t size)
 {

@@ -1,7 +1,7 @@
-/* Which backend and variant wins (src/output/best.c): winners, ties, ratios on known cells. */
+/* Which backend and variant wins (src/format/best.c): winners, ties, ratios on known cells. */
 #include "config.h"
 
-#include "output/best.h"
+#include "format/best.h"
 #include "tap.h"
 
 #include <stdlib.h>

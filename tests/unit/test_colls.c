@@ -7,8 +7,8 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/data.h"
-#include "core/imbalance.h"
+#include "colls/data.h"
+#include "colls/imbalance.h"
 #include "tap.h"
 
 #include <math.h>

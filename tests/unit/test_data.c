@@ -1,7 +1,7 @@
 /* Element types: exact small integers, poison, reduction bounds. */
 #include "config.h"
 
-#include "core/data.h"
+#include "colls/data.h"
 #include "tap.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* What the result files capture of the environment (src/core/util.c): which variables, which
+/* What the result files capture of the environment (src/base/util.c): which variables, which
  * secrets are redacted (by name and by value), that every value is one printable line, and the
  * log's escaping of what it prints (cp_escape).  Then the temporary file being written
  * (cp_tmp_set): a SIGTERM removes it and still kills; an ignored SIGTERM stays ignored.  And
@@ -6,8 +6,8 @@
  * the environment keeping its shape, a user's value kept, setenv once none is left. */
 #include "config.h"
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "tap.h"
 
 #include <collprof/plugin_util.h>

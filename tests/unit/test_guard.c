@@ -1,14 +1,14 @@
 /*
- * The plan's memory guard (src/core/plan.c, cp_plan_build with a cp_plan_node_t): a node
+ * The plan's memory guard (src/plan/plan.c, cp_plan_build with a cp_plan_node_t): a node
  * checks its own ranks, not the job's; host and device memory are counted apart; rank 0's
  * samples count on rank 0's node alone; what cannot fit is refused in one line naming the
  * cell.  No hardware: the node's memory is injected.
  */
 #include "config.h"
 
-#include "core/cli.h"
-#include "core/plan.h"
-#include "core/runner.h"
+#include "cli/cli.h"
+#include "plan/plan.h"
+#include "runner/runner.h"
 #include "tap.h"
 
 #include <stdlib.h>

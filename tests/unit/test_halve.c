@@ -1,5 +1,5 @@
 /*
- * The screen's validation halving (src/core/halve.c) against a simulator, no processes: a
+ * The screen's validation halving (src/screen/halve.c) against a simulator, no processes: a
  * cluster of n nodes whose allreduce over a group runs at the healthy bus bandwidth times
  * the slowest member's factor, times a link's factor when both its ends are in the group,
  * times uniform noise; a node may return wrong data, and a "scale" fault slows any group
@@ -10,7 +10,7 @@
  */
 #include "config.h"
 
-#include "core/halve.h"
+#include "screen/halve.h"
 
 #include "tap.h"
 

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "core/imbalance.h"
+#include "colls/imbalance.h"
 #include "tap.h"
 
 #include <math.h>
@@ -17,7 +17,7 @@
 #include <malloc.h>
 #endif
 
-/* ---- the reference: the n x n matrices of src/core/imbalance.c before 2026-11-27 ---- */
+/* ---- the reference: the n x n matrices of src/colls/imbalance.c before 2026-11-27 ---- */
 
 static double old_weight(const cp_imbalance_t *imb, int n, int s, int d)
 {

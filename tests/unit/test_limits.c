@@ -1,5 +1,5 @@
 /*
- * The memory-copy limit (src/core/limits.c): a positive rate for one and
+ * The memory-copy limit (src/plan/limits.c): a positive rate for one and
  * several threads, none for nothing to copy, and the plan's distinct
  * host-memory buffer sizes measured once each (one rank, no PMIx).  Device
  * cells: the backend's copy_rate slot asked once per size, device memory
@@ -8,7 +8,7 @@
  */
 #include "config.h"
 
-#include "core/limits.h"
+#include "plan/limits.h"
 #include "tap.h"
 
 #include <stdio.h>

@@ -1,13 +1,13 @@
 /*
- * The link sweep's pure parts (src/core/links.c): the round-robin schedule
+ * The link sweep's pure parts (src/screen/links.c): the round-robin schedule
  * pairs every two nodes exactly once, never a node twice in a round, in
  * N-1 rounds (N with a bye each for odd N); the analysis names a slow link
  * and a suspect node, and nothing in a clean matrix.
  */
 #include "config.h"
 
-#include "core/links.h"
-#include "core/stats.h"
+#include "screen/links.h"
+#include "base/stats.h"
 
 #include "tap.h"
 

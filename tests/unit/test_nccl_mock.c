@@ -31,10 +31,10 @@
 #include <collprof/plugin.h>
 
 #include "colls/colls.h"
-#include "core/data.h"
-#include "core/imbalance.h"
-#include "core/runner.h"
-#include "core/util.h"
+#include "colls/data.h"
+#include "colls/imbalance.h"
+#include "runner/runner.h"
+#include "base/util.h"
 #include "oob_shm.h"
 #include "tap.h"
 

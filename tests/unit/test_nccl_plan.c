@@ -7,7 +7,7 @@
 
 #include <nccl.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "nccl_plan.h"
 #include "tap.h"
 

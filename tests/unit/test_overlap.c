@@ -7,9 +7,9 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/cli.h"
-#include "core/overlap.h"
-#include "output/overlap.h"
+#include "cli/cli.h"
+#include "runner/overlap.h"
+#include "format/overlap.h"
 #include "tap.h"
 
 #include <math.h>

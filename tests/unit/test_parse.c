@@ -1,8 +1,8 @@
 /* Size parsing, option parsing and matrix files. */
 #include "config.h"
 
-#include "core/cli.h"
-#include "core/util.h"
+#include "cli/cli.h"
+#include "base/util.h"
 #include "tap.h"
 
 #include <stdlib.h>

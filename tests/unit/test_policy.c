@@ -2,7 +2,7 @@
  * core's allocations. */
 #include "config.h"
 
-#include "core/policy.h"
+#include "runner/policy.h"
 #include "tap.h"
 
 #include <stdint.h>

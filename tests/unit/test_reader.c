@@ -15,7 +15,7 @@
  */
 #include "config.h"
 
-#include "report/reader.h"
+#include "report/read/reader.h"
 
 #include "tap.h"
 

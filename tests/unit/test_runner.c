@@ -6,17 +6,17 @@
  * "unsupported" on every rank), an asymmetric in-place alltoallv, and the
  * COLLPROF_FAULT=wrong injection on one rank (#wrong counted on every rank);
  * the provenance the core gathers and records (cp_prov_*); repeats on fresh
- * contexts sharing the first one's buffers, merged (core/repeat.h); a link
+ * contexts sharing the first one's buffers, merged (runner/repeat.h); a link
  * sweep's round with a bystander, and an agreement on a failure of rank 2; a cell that fails
  * on rank 2 after it ran, and one of more iterations than one gather carries.
  */
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/imbalance.h"
-#include "core/prov.h"
-#include "core/repeat.h"
-#include "core/runner.h"
+#include "colls/imbalance.h"
+#include "runner/prov.h"
+#include "runner/repeat.h"
+#include "runner/runner.h"
 #include "oob_shm.h"
 #include "output/result_row.h"
 #include "tap.h"

@@ -1,5 +1,5 @@
 /*
- * The screen's pure parts (src/core/screen.c) and a simulator of the whole
+ * The screen's pure parts (src/screen/screen.c) and a simulator of the whole
  * method, no processes: a cluster of n nodes with injected slow nodes, slow
  * links and hung nodes, each pair's figures multiplied by uniform noise;
  * the screen's rounds run against it and the verdict is compared with what
@@ -14,11 +14,11 @@
  */
 #include "config.h"
 
-#include "core/hostlist.h"
-#include "core/links.h"
-#include "core/path.h"
-#include "core/screen.h"
-#include "output/screen_out.h"
+#include "screen/hostlist.h"
+#include "screen/links.h"
+#include "screen/path.h"
+#include "screen/screen.h"
+#include "screen/screen_out.h"
 
 #include "tap.h"
 

@@ -1,5 +1,5 @@
 /*
- * Split cells (src/core/split.c, cp_plan_split): the groups of each kind on
+ * Split cells (src/runner/split.c, cp_plan_split): the groups of each kind on
  * block and cyclic layouts, the layouts where a kind tells nothing, and the
  * plan's split cells (counts rounded for the group, roots and backends the
  * group cannot take decided at plan time).
@@ -7,8 +7,8 @@
 #include "config.h"
 
 #include "colls/colls.h"
-#include "core/plan.h"
-#include "core/split.h"
+#include "plan/plan.h"
+#include "runner/split.h"
 #include "tap.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Aggregation: per-iteration max over ranks, then nearest-rank statistics. */
 #include "config.h"
 
-#include "core/stats.h"
+#include "base/stats.h"
 #include "tap.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
-/* The RMA-write all-to-all study table (src/output/study.c): layout, link %, gaps. */
+/* The RMA-write all-to-all study table (src/format/study.c): layout, link %, gaps. */
 #include "config.h"
 
-#include "output/study.h"
+#include "format/study.h"
 #include "tap.h"
 
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  */
 #include "config.h"
 
-#include "core/runner.h"
-#include "core/sweep.h"
+#include "runner/runner.h"
+#include "screen/run/sweep.h"
 #include "oob_shm.h"
 #include "tap.h"
 

@@ -3,7 +3,7 @@
  * O(n) requests a round), over forked ranks and a key store in shared memory. */
 #include "config.h"
 
-#include "core/watchdog.h"
+#include "wd/watchdog.h"
 #include "oob_shm.h"
 #include "tap.h"
 

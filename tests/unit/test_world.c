@@ -1,7 +1,7 @@
-/* The "where ranks ran" line (src/output/world.c): ranges, cyclic lists, caps. */
+/* The "where ranks ran" line (src/format/world.c): ranges, cyclic lists, caps. */
 #include "config.h"
 
-#include "output/world.h"
+#include "format/world.h"
 #include "tap.h"
 
 #include <stdlib.h>

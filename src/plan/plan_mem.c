@@ -1,0 +1,141 @@
+#include "config.h"
+
+/*
+ * The plan's memory guard (plan.h): what the neediest cell asks of a node's memory, per node
+ * (its ranks, rank 0's samples and gathers where rank 0 is), refused before any
+ * communication in one line naming the cell, the need and the limit.
+ */
+
+#include "plan/plan.h"
+
+#include "colls/colls.h"
+#include "colls/data.h"
+#include "runner/runner.h"
+#include "runner/split.h"
+#include "base/util.h"
+#include "format/best.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What a node may give the ranks: the rest is the system's, the libraries', the page cache's. */
+#define GUARD_SHARE 0.8
+
+void cp_plan_node_this(cp_plan_node_t *node, int local_ranks, int rank0_here)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    memset(node, 0, sizeof(*node));
+    node->host_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+    /* device_bytes stays 0 (unknown): device buffers are then checked against nothing here,
+     * and never against host memory, which they do not take (their host copies do, and are
+     * counted); a device too small fails its cells in the backend's mem_alloc */
+    node->local_ranks = local_ranks > 0 ? local_ranks : 1;
+    node->rank0_here = rank0_here;
+}
+
+/* Binary units, one decimal: "64.0 MiB". */
+static const char *fmt_iec(uint64_t v, char *buf, size_t len)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double d = (double)v;
+    int u = 0;
+    while (d >= 1024.0 && u < 6) {
+        d /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u == 0 ? "%.0f %s" : "%.1f %s", d, unit[u]);
+    return buf;
+}
+
+/* "cell allreduce float32 16M (self, host)" */
+static const char *cell_name(const cp_cell_t *c, const cp_plugin_t *plugins, char *buf, size_t len)
+{
+    char n[32];
+    snprintf(buf, len, "cell %s %s %s (%s, %s)", collprof_op_name(c->op),
+             collprof_dtype_info(c->dtype)->name, cp_best_fmt_count(c->count, n, sizeof(n)),
+             plugins[c->plugin].name, collprof_memtype_name(c->memtype));
+    return buf;
+}
+
+/* Host bytes cell c needs on node, its parts in *m. */
+static uint64_t host_need(const cp_options_t *opt, const cp_plugin_t *plugins, const cp_cell_t *c,
+                          const cp_plan_node_t *node, cp_cell_mem_t *m)
+{
+    cp_cell_mem(opt, plugins[c->plugin].be, c, m);
+    uint64_t need = cp_mul_sat(m->host, (uint64_t)node->local_ranks);
+    return node->rank0_here ? cp_add_sat(need, m->root) : need;
+}
+
+/* The one line for a cell whose host memory (m, need bytes) does not fit on node. */
+static void host_refusal(const cp_cell_t *c, const cp_plugin_t *plugins, const cp_cell_mem_t *m,
+                         uint64_t need, const cp_plan_node_t *node, char *err, size_t errlen)
+{
+    char name[160], a[32], b[32], lim[32], phys[32], book[64] = "", root[80] = "";
+    if (m->book >= (UINT64_C(1) << 20)) { /* a traffic matrix, many iterations */
+        snprintf(book, sizeof(book), " + %s of samples and tables)",
+                 fmt_iec(m->book, a, sizeof(a)));
+    }
+    if (node->rank0_here) {
+        snprintf(root, sizeof(root), " + rank 0's samples and gathers %s",
+                 fmt_iec(m->root, a, sizeof(a)));
+    }
+    int samples = node->rank0_here && m->root > cp_mul_sat(m->host, (uint64_t)node->local_ranks);
+    snprintf(err, errlen,
+             "%s: needs %s of host memory per node (%d rank%s x %s%d %s of %s%s%s) but this "
+             "node has %s (%d %% of %s): use %s",
+             cell_name(c, plugins, name, sizeof(name)), fmt_iec(need, b, sizeof(b)),
+             node->local_ranks, node->local_ranks == 1 ? "" : "s", book[0] ? "(" : "", m->nbuf,
+             m->device ? (m->nbuf == 1 ? "host copy" : "host copies")
+                       : (m->nbuf == 1 ? "buffer" : "buffers"),
+             fmt_iec(m->hostbuf, a, sizeof(a)), book, root,
+             fmt_iec((uint64_t)(GUARD_SHARE * (double)node->host_bytes), lim, sizeof(lim)),
+             (int)(GUARD_SHARE * 100 + 0.5), fmt_iec(node->host_bytes, phys, sizeof(phys)),
+             samples ? "fewer iterations (-n), repeats or ranks"
+                     : "smaller --counts or fewer ranks per node");
+}
+
+/* Refuse a plan whose largest cell cannot fit on node: host memory per node (each local
+ * rank's buffers, or a device cell's host copies, and bookkeeping; rank 0's samples and
+ * gathers where it runs), device memory per rank.  A job on many nodes is never refused for
+ * its total: each node checks its own ranks (the ranks agree on the verdict). */
+int cp_plan_memory_guard(const cp_options_t *opt, const cp_plugin_t *plugins,
+                         const cp_plan_node_t *node, const cp_plan_t *plan, char *err,
+                         size_t errlen)
+{
+    int hi = -1, di = -1;
+    uint64_t hneed = 0, dneed = 0;
+    cp_cell_mem_t m;
+    for (int i = 0; i < plan->ncells; i++) {
+        const cp_cell_t *c = &plan->cells[i];
+        if (c->pre_status != COLLPROF_CELL_PENDING) {
+            continue; /* decided at plan time: it allocates nothing */
+        }
+        uint64_t h = host_need(opt, plugins, c, node, &m);
+        uint64_t d = m.device ? cp_mul_sat(m.buffer, (uint64_t)m.nbuf) : 0;
+        hi = h > hneed ? i : hi;
+        hneed = h > hneed ? h : hneed;
+        di = d > dneed ? i : di;
+        dneed = d > dneed ? d : dneed;
+    }
+    char name[160], a[32], b[32], lim[32], dev[32];
+    if (hi >= 0 && node->host_bytes > 0 && (double)hneed > GUARD_SHARE * (double)node->host_bytes) {
+        host_need(opt, plugins, &plan->cells[hi], node, &m);
+        host_refusal(&plan->cells[hi], plugins, &m, hneed, node, err, errlen);
+        return -1;
+    }
+    if (di >= 0 && node->device_bytes > 0 &&
+        (double)dneed > GUARD_SHARE * (double)node->device_bytes) {
+        cp_cell_mem(opt, plugins[plan->cells[di].plugin].be, &plan->cells[di], &m);
+        snprintf(err, errlen,
+                 "%s: needs %s of device memory per rank (%d buffer%s of %s) but a device has %s "
+                 "(%d %% of %s): use smaller --counts",
+                 cell_name(&plan->cells[di], plugins, name, sizeof(name)),
+                 fmt_iec(dneed, a, sizeof(a)), m.nbuf, m.nbuf == 1 ? "" : "s",
+                 fmt_iec(m.buffer, b, sizeof(b)),
+                 fmt_iec((uint64_t)(GUARD_SHARE * (double)node->device_bytes), lim, sizeof(lim)),
+                 (int)(GUARD_SHARE * 100 + 0.5), fmt_iec(node->device_bytes, dev, sizeof(dev)));
+        return -1;
+    }
+    return 0;
+}

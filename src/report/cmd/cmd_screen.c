@@ -1,0 +1,469 @@
+/*
+ * collprof-report screen FILE [--format text|slurm|drain|json] [--backend NAME]
+ * [--baseline BASE.h5 [--threshold X]] [--apply]: the verdict of a collprof --screen run
+ * (/screen), as the run printed it, as a Slurm host list to exclude, as the scontrol lines
+ * that drain the flagged nodes (printed; run through scontrol only with --apply), or as a
+ * versioned JSON document.  With --baseline the run's pairs (its /links rows, by round: the
+ * random rounds, then the confirmation) are judged again against a baseline file by the
+ * screen's own method (src/screen/screen.h), so that an old run, or a cluster slow as a whole,
+ * is judged against what the cluster should do.  Exit status 0 healthy, 1 something flagged,
+ * 2 inconclusive (or a file that cannot be read, or a drain refused).
+ */
+#include "config.h"
+
+#include "screen/links.h"
+#include "screen/screen.h"
+#include "base/util.h"
+#include "screen/screen_out.h"
+#include "report/read/reader.h"
+#include "report/report.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { FMT_TEXT, FMT_SLURM, FMT_DRAIN, FMT_JSON };
+static const char *const format_names[] = {"text", "slurm", "drain", "json"};
+
+#define SCREEN_JSON_VERSION 1
+
+typedef struct settings {
+    int format;
+    const char *backend;  /* NULL: every backend */
+    const char *baseline; /* NULL: the run's own verdict */
+    double threshold;     /* with a baseline: slow below it (0: the run's) */
+    int apply;            /* run the drain lines */
+} settings_t;
+
+/* A backend's screen judged again: the baseline's figures it was judged against. */
+typedef struct rejudged {
+    char backend[32];
+    cp_report_ref_t ref;
+} rejudged_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: collprof-report screen FILE [--format text|slurm|drain|json] "
+            "[--backend NAME]\n"
+            "                              [--baseline BASE.h5 [--threshold X]] [--apply]\n"
+            "The verdict of a collprof --screen run: healthy, slow and unreachable nodes,\n"
+            "slow links, with the pairs behind each verdict.\n"
+            "  --format text   the verdict as the run printed it (default)\n"
+            "  --format slurm  the nodes to exclude, as a Slurm host list (n[3,17-18]),\n"
+            "                  for sbatch --exclude; empty when none\n"
+            "  --format drain  one 'scontrol update nodename=... state=drain reason=...' line\n"
+            "                  per flagged node (printed, not run without --apply)\n"
+            "  --format json   a versioned document (format collprof-screen, version %d)\n"
+            "  --backend NAME  that backend's screen only (default: every backend's)\n"
+            "  --baseline BASE.h5  judge the run's pairs again against a baseline file\n"
+            "                  (collprof-report baseline), by the screen's method, instead of\n"
+            "                  printing the run's own verdict: a cluster slow as a whole is\n"
+            "                  caught, and old runs are judged by today's baseline.  The\n"
+            "                  baseline must have the backend and message sizes of the run\n"
+            "  --threshold X   with --baseline: a pair is slow below X times the baseline,\n"
+            "                  X in (0, 1) (default: the run's --screen-threshold)\n"
+            "  --apply         with --format drain: also run each line through scontrol\n"
+            "                  (found in PATH; root or a Slurm operator), printing each\n"
+            "                  node drained; refused (exit 2) when scontrol is missing or\n"
+            "                  the update is refused.  Without it nothing is ever run\n"
+            "Exit status: 0 healthy, 1 a node or link flagged, 2 inconclusive, bad usage,\n"
+            "a file that cannot be read, a baseline that does not fit, or a drain refused.\n",
+            SCREEN_JSON_VERSION);
+}
+
+static int option(void *ctx, int k, char *val)
+{
+    settings_t *s = ctx;
+    if (k == 1) {
+        s->format = cp_report_parse_choice("screen", "--format", val, format_names, 4,
+                                           "text, slurm, drain or json");
+        return s->format < 0 ? -1 : 0;
+    }
+    if (k == 3) {
+        s->baseline = val;
+    } else if (k == 4) {
+        if (cp_report_parse_double("screen", "--threshold", val, 1e-9, 1, &s->threshold) != 0) {
+            return -1;
+        }
+    } else if (k == 5) {
+        s->apply = 1;
+    } else {
+        s->backend = val;
+    }
+    return 0;
+}
+
+static const char *check(void *ctx)
+{
+    const settings_t *s = ctx;
+    if (s->apply && s->format != FMT_DRAIN) {
+        return "--apply runs the drain lines: it needs --format drain";
+    }
+    if (s->threshold >= 1) {
+        return "--threshold: a fraction of the baseline below 1";
+    }
+    if (s->threshold > 0 && s->baseline == NULL) {
+        return "--threshold judges the pairs again: it needs --baseline BASE.h5";
+    }
+    return NULL;
+}
+
+/* ---- JSON --------------------------------------------------------------------------------- */
+
+static void json_row(FILE *out, const collprof_screen_row_t *r, int first)
+{
+    int link = !strcmp(r->what, "link");
+    fprintf(out, "%s\n      {\"host\": ", first ? "" : ",");
+    cp_report_json_string(out, r->host_a);
+    if (link) {
+        fprintf(out, ", \"peer\": ");
+        cp_report_json_string(out, r->host_b);
+    }
+    fprintf(out, ", \"node\": %d, \"verdict\": ", r->node_a);
+    cp_report_json_string(out, r->verdict);
+    char score[32];
+    cp_report_fmt_double(r->score, score, sizeof(score));
+    fprintf(out, ", \"score\": %s, \"suspect\": %s, \"partners\": %d, \"slow_partners\": %d, ",
+            score, r->suspect ? "true" : "false", r->partners, r->slow_partners);
+    fprintf(out, "\"evidence\": ");
+    cp_report_json_string(out, r->evidence);
+    fputc('}', out);
+}
+
+/* What a backend's screen was judged against, when it was judged again (json_backend). */
+static void json_rejudged(FILE *out, const cp_report_base_t *b, const rejudged_t *j)
+{
+    char bw[32], bwm[32], lat[32], latm[32];
+    cp_report_fmt_double(j->ref.ref.bw_gbs, bw, sizeof(bw));
+    cp_report_fmt_double(j->ref.ref.bw_mad, bwm, sizeof(bwm));
+    cp_report_fmt_double(j->ref.ref.lat_us, lat, sizeof(lat));
+    cp_report_fmt_double(j->ref.ref.lat_mad, latm, sizeof(latm));
+    fprintf(out, ",\n     \"rejudged\": {\"baseline\": ");
+    cp_report_json_string(out, b->shown);
+    fprintf(out,
+            ", \"bw_gbs\": %s, \"bw_mad_log\": %s, \"bw_bytes\": %llu, \"lat_us\": %s, "
+            "\"lat_mad_log\": %s, \"lat_bytes\": %llu}",
+            bw, bwm, j->ref.bw_bytes, lat, latm, j->ref.lat_bytes);
+}
+
+/* One backend's document: rows [first, end); j: what it was judged against again, or NULL. */
+static void json_backend(FILE *out, const collprof_screen_row_t *rows, size_t first, size_t end,
+                         const cp_report_base_t *b, const rejudged_t *j)
+{
+    const collprof_screen_row_t *h = &rows[first];
+    char ex[4096], bw[32], lat[32], thr[32];
+    cp_screen_exclude_list(rows + first, end - first, NULL, ex, sizeof(ex));
+    cp_report_fmt_double(h->ref_bw_gbs, bw, sizeof(bw));
+    cp_report_fmt_double(h->ref_lat_us, lat, sizeof(lat));
+    cp_report_fmt_double(h->threshold, thr, sizeof(thr));
+    fprintf(out, "    {\"backend\": ");
+    cp_report_json_string(out, h->backend);
+    fprintf(out,
+            ", \"seed\": %llu, \"rounds\": %d, \"status\": %d,\n     \"reference\": {\"source\": ",
+            (unsigned long long)h->seed, h->rounds, cp_screen_status(rows + first, end - first));
+    cp_report_json_string(out, h->reference);
+    fprintf(out, ", \"bw_gbs\": %s, \"lat_us\": %s, \"threshold\": %s", bw, lat, thr);
+    if (h->path_refs[0] != '\0') { /* 1.10: judged by path class */
+        fprintf(out, ", \"paths\": ");
+        cp_report_json_string(out, h->path_refs);
+    }
+    fprintf(out, "}");
+    if (j != NULL) {
+        json_rejudged(out, b, j);
+    }
+    fprintf(out, ",\n     \"exclude\": ");
+    cp_report_json_string(out, ex);
+    for (int link = 0; link < 2; link++) {
+        fprintf(out, ",\n     \"%s\": [", link ? "links" : "nodes");
+        int any = 0;
+        for (size_t i = first; i < end; i++) {
+            if (!strcmp(rows[i].what, link ? "link" : "node")) {
+                json_row(out, &rows[i], !any);
+                any = 1;
+            }
+        }
+        fprintf(out, "%s]", any ? "\n     " : "");
+    }
+    for (size_t i = first; i < end; i++) { /* the validation collective (absent before it) */
+        const collprof_screen_row_t *r = &rows[i];
+        if (!strcmp(r->what, "verify")) {
+            char score[32];
+            cp_report_fmt_double(r->score, score, sizeof(score));
+            fprintf(out, ",\n     \"validation\": {\"verdict\": ");
+            cp_report_json_string(out, r->verdict);
+            fprintf(out, ", \"nodes\": %d, \"score\": %s, \"evidence\": ", r->partners, score);
+            cp_report_json_string(out, r->evidence);
+            fputc('}', out);
+        }
+    }
+    fputc('}', out);
+}
+
+/* The document; b and j (one per backend, in the rows' order) when judged again, else NULL. */
+static void print_json(FILE *out, const char *path, const collprof_screen_row_t *rows, size_t n,
+                       const cp_report_base_t *b, const rejudged_t *j)
+{
+    fprintf(out,
+            "{\"format\": \"collprof-screen\", \"version\": %d, \"file\": ", SCREEN_JSON_VERSION);
+    cp_report_json_string(out, path);
+    if (b != NULL) {
+        fprintf(out, ", \"baseline\": ");
+        cp_report_json_string(out, b->shown);
+    }
+    fprintf(out, ", \"status\": %d,\n  \"screens\": [\n", cp_screen_status(rows, n));
+    for (size_t i = 0, k = 0; i < n; k++) {
+        size_t j2 = i + 1;
+        while (j2 < n && !strcmp(rows[j2].backend, rows[i].backend)) {
+            j2++;
+        }
+        if (i > 0) {
+            fprintf(out, ",\n");
+        }
+        json_backend(out, rows, i, j2, b, j != NULL ? &j[k] : NULL);
+        i = j2;
+    }
+    fprintf(out, "\n  ]}\n");
+}
+
+/* ---- the run's pairs judged again --------------------------------------------------------- */
+
+/* The --screen-rounds of the run's command line: the last one given, else 3 (the default). */
+int cp_report_screen_rounds(const char *cmdline)
+{
+    int rounds = 3;
+    const char *opt = "--screen-rounds";
+    for (const char *p = cmdline; p != NULL && (p = strstr(p, opt)) != NULL;) {
+        p += strlen(opt);
+        if (*p == '=' || *p == ' ') {
+            char *end;
+            long v = strtol(p + 1, &end, 10);
+            rounds = end != p + 1 && v >= 1 && v <= 64 ? (int)v : rounds;
+        }
+    }
+    return rounds;
+}
+
+/*
+ * Judge again backend's screen of f, its rows [first, end) of the run's verdict, against
+ * the baseline: its pairs rebuilt from /links, judged, attributed and decided by the screen's
+ * method, the new verdict's rows appended to *out (*nout).  0, or the exit status 2 after the
+ * error.
+ */
+static int rejudge(const settings_t *st, const cp_report_file_t *f, const cp_report_base_t *b,
+                   const collprof_screen_row_t *rows, size_t first, size_t end, rejudged_t *j,
+                   collprof_screen_row_t **out, size_t *nout)
+{
+    const collprof_screen_row_t *h = &rows[first];
+    snprintf(j->backend, sizeof(j->backend), "%s", h->backend);
+    if (cp_report_base_ref("screen", b, f, h->backend, &j->ref) != 0) {
+        return CP_REPORT_EXIT_BAD;
+    }
+    int n = 0;
+    for (size_t i = first; i < end; i++) {
+        int top = !strcmp(rows[i].what, "node") ? rows[i].node_a : rows[i].node_b;
+        n = top + 1 > n ? top + 1 : n;
+    }
+    cp_screen_opts_t o;
+    cp_screen_opts_default(&o);
+    o.rounds = cp_report_screen_rounds(f->root.command_line);
+    o.seed = h->seed;
+    o.thr = st->threshold > 0 ? st->threshold : h->threshold;
+    o.has_baseline = 1;
+    o.baseline = j->ref.ref;
+    cp_screen_t s;
+    const char **names = calloc((size_t)n + 1, sizeof(char *));
+    if (names == NULL || cp_screen_init(&s, n, &o) != 0) {
+        free(names);
+        cp_report_error("screen: out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    for (size_t i = first; i < end; i++) {
+        if (!strcmp(rows[i].what, "node")) {
+            names[rows[i].node_a] = rows[i].host_a;
+            if (!strcmp(rows[i].verdict, "unreachable")) {
+                cp_screen_unreachable(&s, rows[i].node_a);
+            }
+        }
+    }
+    int rc = cp_screen_add_rows(&s, f->links, f->nlinks, h->backend, cp_screen_random_rounds(&s));
+    int bad = rc >= 0 ? cp_screen_schedule_check(&s) : -1;
+    if (rc == -2) {
+        cp_report_error("screen: %s: a /links row of backend %s names a node outside its "
+                        "screen (%d nodes) or a negative round",
+                        f->path, h->backend, n);
+    } else if (rc < 0 || bad == -2) {
+        cp_report_error("screen: out of memory");
+    } else if (bad >= 0) {
+        cp_report_error("screen: %s: the pairs of round %d of backend %s are not the schedule "
+                        "of seed %llu on %d nodes (with --screen-rounds %d, from its command "
+                        "line): its random rounds cannot be told from its confirmation",
+                        f->path, bad + 1, h->backend, (unsigned long long)h->seed, n, o.rounds);
+    } else {
+        s.rounds_run = h->rounds > s.rounds_run ? h->rounds : s.rounds_run;
+        cp_screen_judge(&s, &o.baseline);
+        rc = cp_screen_replay(&s) < 0 || cp_screen_rows(&s, h->backend, names, out, nout) != 0 ? -1
+                                                                                               : 0;
+        if (rc != 0) {
+            cp_report_error("screen: out of memory");
+        }
+    }
+    int ok = rc == 0 && bad == -1;
+    cp_screen_free(&s);
+    free(names);
+    return ok ? 0 : CP_REPORT_EXIT_BAD;
+}
+
+/* Each backend's screen of rows[0..n) judged again: the new rows in *out (*nout), what each
+ * was judged against in *jout (one per backend); 0, or the exit status 2 after the error. */
+static int rejudge_all(const settings_t *st, const cp_report_file_t *f, const cp_report_base_t *b,
+                       const collprof_screen_row_t *rows, size_t n, collprof_screen_row_t **out,
+                       size_t *nout, rejudged_t **jout)
+{
+    rejudged_t *j = calloc(n + 1, sizeof(*j));
+    *out = NULL;
+    *nout = 0;
+    *jout = NULL;
+    if (j == NULL) {
+        cp_report_error("screen: out of memory");
+        return CP_REPORT_EXIT_BAD;
+    }
+    for (size_t i = 0, k = 0; i < n; k++) {
+        size_t e = i + 1;
+        while (e < n && !strcmp(rows[e].backend, rows[i].backend)) {
+            e++;
+        }
+        if (rejudge(st, f, b, rows, i, e, &j[k], out, nout) != 0) {
+            free(*out);
+            free(j);
+            *out = NULL;
+            *nout = 0;
+            return CP_REPORT_EXIT_BAD;
+        }
+        i = e;
+    }
+    *jout = j;
+    return 0;
+}
+
+/* "# re-judged against the baseline ..." of each backend of rows[0..n), on out. */
+static void say_rejudged(FILE *out, const cp_report_file_t *f, const cp_report_base_t *b,
+                         const collprof_screen_row_t *rows, size_t n, const rejudged_t *j,
+                         const char *prefix)
+{
+    for (size_t i = 0, k = 0; i < n; k++) {
+        char words[1024];
+        cp_report_base_words(b, j[k].backend, &j[k].ref, words, sizeof(words));
+        fprintf(out,
+                "%sre-judged against %s, slow below %.2fx: not the run's own verdict (the "
+                "one collprof-report screen %s prints without --baseline)\n",
+                prefix, words, rows[i].threshold, f->path);
+        while (i < n && !strcmp(rows[i].backend, j[k].backend)) {
+            i++;
+        }
+    }
+}
+
+/* The rows of backend (every row when NULL) into a new array; *n of them. */
+static collprof_screen_row_t *pick(const cp_report_file_t *f, const char *backend, size_t *n)
+{
+    collprof_screen_row_t *rows = malloc(sizeof(*rows) * (f->nscreen + 1));
+    *n = 0;
+    for (size_t i = 0; rows != NULL && i < f->nscreen; i++) {
+        if (backend == NULL || !strcmp(f->screen[i].backend, backend)) {
+            rows[(*n)++] = f->screen[i];
+        }
+    }
+    return rows;
+}
+
+/* The verdict of rows[0..n) in the format asked for; the exit status. */
+static int print_verdict(const settings_t *s, const cp_report_file_t *f,
+                         const collprof_screen_row_t *rows, size_t n, const cp_report_base_t *b,
+                         const rejudged_t *j)
+{
+    int status = cp_screen_status(rows, n);
+    if (s->format == FMT_TEXT) {
+        for (size_t i = 0, k = 0; i < n; k++) { /* each backend: what it was judged against */
+            size_t e = i + 1;
+            while (e < n && !strcmp(rows[e].backend, rows[i].backend)) {
+                e++;
+            }
+            if (j != NULL) {
+                say_rejudged(stdout, f, b, rows + i, e - i, j + k, "\n# ");
+            }
+            cp_screen_print(stdout, rows + i, e - i);
+            i = e;
+        }
+    } else if (s->format == FMT_SLURM) {
+        char ex[65536];
+        if (j != NULL) { /* standard output is the host list alone */
+            say_rejudged(stderr, f, b, rows, n, j, "collprof-report: screen: ");
+        }
+        cp_screen_exclude_list(rows, n, NULL, ex, sizeof(ex));
+        printf("%s\n", ex);
+    } else if (s->format == FMT_DRAIN) {
+        if (j != NULL) { /* a shell comment: the lines stay a script */
+            say_rejudged(stdout, f, b, rows, n, j, "# ");
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (cp_screen_excluded(&rows[i])) {
+                cp_report_drain_line(stdout, rows, n, i);
+            }
+        }
+        status = s->apply ? cp_report_apply_drain(rows, n, status) : status;
+    } else {
+        print_json(stdout, f->path, rows, n, b, j);
+    }
+    return status;
+}
+
+static int run(void *ctx, cp_report_file_t **files, int nfiles)
+{
+    const settings_t *s = ctx;
+    const cp_report_file_t *f = files[0];
+    cp_report_base_t base;
+    (void)nfiles;
+    if (s->baseline != NULL && cp_report_base_load("screen", s->baseline, &base) != 0) {
+        return CP_REPORT_EXIT_BAD;
+    }
+    size_t n = 0, nj = 0;
+    collprof_screen_row_t *rows = NULL, *again = NULL;
+    rejudged_t *j = NULL;
+    int status = CP_REPORT_EXIT_BAD;
+    if (f->nscreen == 0) {
+        cp_report_error("screen: %s has no screen verdict (/screen): run collprof --screen "
+                        "on 2 or more nodes",
+                        f->path);
+    } else if ((rows = pick(f, s->backend, &n)) == NULL) {
+        cp_report_error("screen: out of memory");
+    } else if (n == 0) {
+        cp_report_error("screen: %s has no screen of backend %s", f->path, s->backend);
+    } else if (s->baseline == NULL) {
+        status = print_verdict(s, f, rows, n, NULL, NULL);
+    } else if (rejudge_all(s, f, &base, rows, n, &again, &nj, &j) == 0) {
+        status = print_verdict(s, f, again, nj, &base, j);
+    }
+    free(rows);
+    free(again);
+    free(j);
+    if (s->baseline != NULL) {
+        cp_report_base_free(&base);
+    }
+    return status;
+}
+
+int cp_report_cmd_screen(int argc, char **argv)
+{
+    static const cp_report_opt_t opts[] = {
+        {"help", 'h', 0},    {"format", 0, 1}, {"backend", 0, 1}, {"baseline", 0, 1},
+        {"threshold", 0, 1}, {"apply", 0, 0},  {NULL, 0, 0}};
+    static const cp_report_cmd_t cmd = {"screen", usage, opts, option, check, CP_REPORT_FILES_ONE,
+                                        run};
+    settings_t s = {FMT_TEXT, NULL, NULL, 0, 0};
+    return cp_report_run(&cmd, &s, argc, argv);
+}

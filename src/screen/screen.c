@@ -1,0 +1,329 @@
+#include "config.h"
+
+/*
+ * The screen's method (screen.h), pure: options, the random matchings of the rounds, the
+ * pairs and their judgement against a robust reference or a baseline.  Attribution to nodes
+ * and links, confirmation, rechecks, the verdict and its words: screen_attr.c.
+ */
+
+#include "screen/screen.h"
+
+#include "screen/links.h"
+#include "base/stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cp_screen_opts_default(cp_screen_opts_t *o)
+{
+    o->rounds = 3;
+    o->seed = 1;
+    o->thr = 0.8;
+    o->z = 3.0;
+    o->has_baseline = 0;
+    memset(&o->baseline, 0, sizeof(o->baseline));
+}
+
+const char *cp_screen_verdict_name(int v)
+{
+    static const char *const names[] = {"healthy", "slow", "unreachable", "inconclusive",
+                                        "untested"};
+    return v >= 0 && v < (int)(sizeof(names) / sizeof(names[0])) ? names[v] : "?";
+}
+
+static void shuffle(uint64_t *x, int *v, int m);
+
+int cp_screen_init(cp_screen_t *s, int n, const cp_screen_opts_t *o)
+{
+    memset(s, 0, sizeof(*s));
+    s->n = n;
+    s->opt = *o;
+    size_t k = (size_t)(n > 0 ? n : 1);
+    int avail = cp_links_rounds(n);
+    s->verdict = calloc(k, sizeof(int));
+    s->suspect = calloc(k, 1);
+    s->reach = malloc(k);
+    s->confirm_with = malloc(k * sizeof(int));
+    s->perm = malloc(k * sizeof(int));
+    s->order = malloc((size_t)(avail > 0 ? avail : 1) * sizeof(int));
+    if (s->verdict == NULL || s->suspect == NULL || s->reach == NULL || s->confirm_with == NULL ||
+        s->perm == NULL || s->order == NULL) {
+        cp_screen_free(s);
+        return -1;
+    }
+    memset(s->reach, 1, k);
+    for (int i = 0; i < n; i++) {
+        s->confirm_with[i] = -1;
+    }
+    uint64_t x = o->seed;
+    shuffle(&x, s->perm, n);      /* position p holds node perm[p] */
+    shuffle(&x, s->order, avail); /* the circle's rounds, in a random order */
+    return 0;
+}
+
+void cp_screen_free(cp_screen_t *s)
+{
+    free(s->pairs);
+    free(s->verdict);
+    free(s->suspect);
+    free(s->reach);
+    free(s->confirm_with);
+    free(s->link_a);
+    free(s->link_b);
+    free(s->link_verdict);
+    free(s->perm);
+    free(s->order);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---- the schedule ------------------------------------------------------------------------ */
+
+/* splitmix64: a small, well-mixed generator that gives the same numbers everywhere. */
+static uint64_t next_u64(uint64_t *x)
+{
+    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* A uniform integer below m (m > 0), without the modulo's bias. */
+static int below(uint64_t *x, int m)
+{
+    uint64_t lim = UINT64_MAX - UINT64_MAX % (uint64_t)m, v;
+    do {
+        v = next_u64(x);
+    } while (v >= lim);
+    return (int)(v % (uint64_t)m);
+}
+
+/* v[0..m) = 0..m-1 shuffled by the generator (Fisher-Yates). */
+static void shuffle(uint64_t *x, int *v, int m)
+{
+    for (int i = 0; i < m; i++) {
+        v[i] = i;
+    }
+    for (int i = m - 1; i > 0; i--) {
+        int j = below(x, i + 1), t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
+int cp_screen_random_rounds(const cp_screen_t *s)
+{
+    int avail = cp_links_rounds(s->n);
+    return s->opt.rounds < avail ? s->opt.rounds : avail;
+}
+
+void cp_screen_matching(const cp_screen_t *s, int k, int *partner)
+{
+    int n = s->n;
+    for (int i = 0; i < n; i++) {
+        partner[i] = -1;
+    }
+    for (int p = 0; k >= 0 && k < cp_screen_random_rounds(s) && p < n; p++) {
+        int q = cp_links_partner(n, s->order[k], p);
+        partner[s->perm[p]] = q < 0 ? -1 : s->perm[q];
+    }
+}
+
+/* ---- pairs and judgement ----------------------------------------------------------------- */
+
+int cp_screen_add(cp_screen_t *s, const cp_screen_pair_t *p)
+{
+    if (s->npairs == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        cp_screen_pair_t *g = realloc(s->pairs, cap * sizeof(*g));
+        if (g == NULL) {
+            return -1;
+        }
+        s->pairs = g;
+        s->cap = cap;
+    }
+    cp_screen_pair_t *q = &s->pairs[s->npairs++];
+    *q = *p;
+    if (q->a > q->b) {
+        int t = q->a;
+        q->a = q->b;
+        q->b = t;
+    }
+    return 0;
+}
+
+void cp_screen_unreachable(cp_screen_t *s, int node)
+{
+    if (node >= 0 && node < s->n) {
+        s->reach[node] = 0;
+    }
+}
+
+/* 1 when p is a measured random-round pair between reachable nodes with a value of field. */
+static int usable(const cp_screen_t *s, const cp_screen_pair_t *p, int lat)
+{
+    double x = lat ? p->lat_us : p->bw_gbs;
+    return p->phase == CP_SCREEN_RANDOM && p->status == CP_SCREEN_OK && x > 0 && s->reach[p->a] &&
+           s->reach[p->b];
+}
+
+/*
+ * The reference of the field (0: bandwidth, 1: latency): the median over the nodes of each
+ * node's median pair (natural logarithms: noise is a factor), *mad the median distance of
+ * those node medians from it.  Node medians, not pairs: with few nodes a bad node is in a
+ * large share of the pairs (half of them at 4 nodes), but it is one node of several, and a
+ * good node's median shrugs off one bad partner.  Over the pairs of path class cls alone
+ * (cls < 0: every pair).  Returns the usable pairs.
+ */
+static int robust(const cp_screen_t *s, int lat, int cls, double *med, double *mad)
+{
+    int n = s->n, per = s->opt.rounds > 0 ? s->opt.rounds : 1, m = 0, pairs = 0;
+    double *v = malloc(sizeof(double) * (size_t)n * (size_t)per + 1);
+    double *nm = malloc(sizeof(double) * (size_t)n + 1);
+    int *cnt = calloc((size_t)n + 1, sizeof(int));
+    for (size_t i = 0; v != NULL && nm != NULL && cnt != NULL && i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        double x = lat ? p->lat_us : p->bw_gbs;
+        if (!usable(s, p, lat) || (cls >= 0 && p->path != cls)) {
+            continue;
+        }
+        pairs++;
+        int ends[2] = {p->a, p->b};
+        for (int e = 0; e < 2; e++) {
+            if (cnt[ends[e]] < per) {
+                v[(size_t)ends[e] * (size_t)per + (size_t)cnt[ends[e]]++] = log(x);
+            }
+        }
+    }
+    for (int i = 0; cnt != NULL && nm != NULL && v != NULL && i < n; i++) {
+        if (cnt[i] > 0) {
+            nm[m++] = cp_stats_median(v + (size_t)i * (size_t)per, (size_t)cnt[i]);
+        }
+    }
+    double lm = cp_stats_median(nm, (size_t)m);
+    for (int i = 0; i < m; i++) {
+        nm[i] = fabs(nm[i] - lm);
+    }
+    *med = m > 0 ? exp(lm) : 0;
+    *mad = cp_stats_median(nm, (size_t)m);
+    free(v);
+    free(nm);
+    free(cnt);
+    return pairs;
+}
+
+/* Score and slow flag of one pair against ref: slow when below thr x the reference and more
+ * than z robust deviations (of the logarithm) below it, or when it failed. */
+static void judge_pair(const cp_screen_opts_t *o, const cp_screen_ref_t *ref, cp_screen_pair_t *p)
+{
+    p->slow = 0;
+    p->score = 0;
+    if (p->status == CP_SCREEN_FAILED) {
+        p->slow = 1;
+        return;
+    }
+    if (p->status != CP_SCREEN_OK) {
+        return;
+    }
+    /* the pair's path class's figures where the reference has them, else every pair's */
+    const cp_screen_cref_t *c = p->path >= 0 && p->path < CP_PATH_NCLASSES && ref->cls[p->path].own
+                                    ? &ref->cls[p->path]
+                                    : NULL;
+    double rbw = c != NULL ? c->bw_gbs : ref->bw_gbs, bmad = c != NULL ? c->bw_mad : ref->bw_mad;
+    double rlat = c != NULL ? c->lat_us : ref->lat_us, lmad = c != NULL ? c->lat_mad : ref->lat_mad;
+    double sb = rbw > 0 && p->bw_gbs > 0 ? p->bw_gbs / rbw : INFINITY;
+    double sl = rlat > 0 && p->lat_us > 0 ? rlat / p->lat_us : INFINITY;
+    int slow_bw = sb < o->thr && -log(sb) > o->z * 1.4826 * bmad;
+    int slow_lat = sl < o->thr && -log(sl) > o->z * 1.4826 * lmad;
+    p->score = sb < sl ? sb : sl;
+    p->score = isinf(p->score) ? 1.0 : p->score;
+    p->slow = slow_bw || slow_lat;
+}
+
+/*
+ * The screen's own reference per path class: when its random rounds' measured pairs are of
+ * two classes or more (a topology that puts some pairs under one switch and some across), each
+ * class with CP_SCREEN_CLASS_MIN_PAIRS measured pairs gets the median and MAD of its own pairs
+ * (node medians as in robust, over the class's pairs alone): a slower spine is the cross-switch
+ * pairs' normal, not a fault.  A class with fewer pairs is judged against every pair's figures:
+ * a few pairs' median would be as much a bad node's as the class's.
+ */
+static void class_refs(cp_screen_t *s)
+{
+    int count[CP_PATH_NCLASSES] = {0}, classes = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->path >= 0 && p->path < CP_PATH_NCLASSES && (usable(s, p, 0) || usable(s, p, 1))) {
+            classes += count[p->path]++ == 0;
+        }
+    }
+    for (int c = 0; c < CP_PATH_NCLASSES && classes >= 2; c++) {
+        cp_screen_cref_t *r = &s->ref.cls[c];
+        if (count[c] == 0) {
+            continue;
+        }
+        int mb = robust(s, 0, c, &r->bw_gbs, &r->bw_mad);
+        int ml = robust(s, 1, c, &r->lat_us, &r->lat_mad);
+        r->pairs = mb > ml ? mb : ml;
+        r->own = r->pairs >= CP_SCREEN_CLASS_MIN_PAIRS;
+    }
+}
+
+int cp_screen_by_class(const cp_screen_ref_t *ref)
+{
+    for (int c = 0; c < CP_PATH_NCLASSES; c++) {
+        if (ref->cls[c].own) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cp_screen_class_words(const cp_screen_ref_t *ref, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CP_PATH_NCLASSES && cp_screen_by_class(ref) && at < len; c++) {
+        const cp_screen_cref_t *r = &ref->cls[c];
+        int w = 0;
+        if (r->own && ref->source) {
+            w = snprintf(buf + at, len - at, "%s%s %.4g GB/s %.4g us", at ? ", " : "",
+                         cp_path_name(c), r->bw_gbs, r->lat_us);
+        } else if (r->own) {
+            w = snprintf(buf + at, len - at, "%s%s %.4g GB/s %.4g us (%d pairs)", at ? ", " : "",
+                         cp_path_name(c), r->bw_gbs, r->lat_us, r->pairs);
+        } else if (r->pairs > 0) {
+            w = snprintf(buf + at, len - at, "%s%s (%d pair%s: any)", at ? ", " : "",
+                         cp_path_name(c), r->pairs, r->pairs == 1 ? "" : "s");
+        }
+        at += w > 0 ? (size_t)w : 0;
+    }
+}
+
+int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline)
+{
+    if (baseline != NULL) {
+        s->ref = *baseline;
+        s->ref.source = 1;
+    } else {
+        memset(&s->ref, 0, sizeof(s->ref));
+        int mb = robust(s, 0, -1, &s->ref.bw_gbs, &s->ref.bw_mad);
+        int ml = robust(s, 1, -1, &s->ref.lat_us, &s->ref.lat_mad);
+        s->ref.pairs = mb > ml ? mb : ml;
+        if (s->ref.pairs < 3) {
+            memset(&s->ref, 0, sizeof(s->ref));
+            return 0;
+        }
+        class_refs(s);
+    }
+    for (size_t i = 0; i < s->npairs; i++) {
+        judge_pair(&s->opt, &s->ref, &s->pairs[i]);
+    }
+    return baseline != NULL ? 1 : s->ref.pairs;
+}
+
+int cp_screen_judge_opt(cp_screen_t *s)
+{
+    return cp_screen_judge(s, s->opt.has_baseline ? &s->opt.baseline : NULL);
+}

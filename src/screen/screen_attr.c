@@ -1,0 +1,455 @@
+#include "config.h"
+
+/*
+ * The screen's attribution (screen.h), pure: node and link faults from the judged pairs,
+ * the confirmation and recheck rounds, the verdict, a record judged again, and the evidence
+ * in words.
+ */
+
+#include "screen/screen.h"
+
+#include "screen/links.h"
+#include "base/stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- attribution ------------------------------------------------------------------------- */
+
+/* The other end of pair p seen from node, or -1 when node is not in it. */
+static int other(const cp_screen_pair_t *p, int node)
+{
+    return p->a == node ? p->b : p->b == node ? p->a : -1;
+}
+
+/* Node's random-round pairs with reachable partners: *meas measured or failed, *slow slow. */
+static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
+{
+    *meas = *slow = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        int o = other(p, node);
+        if (o < 0 || p->phase != CP_SCREEN_RANDOM || !s->reach[o] ||
+            p->status == CP_SCREEN_TIMEOUT) {
+            continue;
+        }
+        (*meas)++;
+        *slow += p->slow;
+    }
+}
+
+void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *score)
+{
+    node_counts(s, node, meas, slow);
+    double v[64];
+    int m = 0;
+    for (size_t i = 0; i < s->npairs && m < 64; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (other(p, node) >= 0 && p->status != CP_SCREEN_TIMEOUT) {
+            v[m++] = p->score;
+        }
+    }
+    *score = cp_stats_median(v, (size_t)m);
+}
+
+/* 1 when node met peer in any pair so far. */
+static int met(const cp_screen_t *s, int node, int peer)
+{
+    for (size_t i = 0; i < s->npairs; i++) {
+        if (other(&s->pairs[i], node) == peer) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Record the slow random-round pairs between reachable non-suspects as suspect links. */
+static int find_links(cp_screen_t *s)
+{
+    size_t cap = s->npairs ? s->npairs : 1;
+    s->link_a = malloc(cap * sizeof(int));
+    s->link_b = malloc(cap * sizeof(int));
+    s->link_verdict = malloc(cap * sizeof(int));
+    if (s->link_a == NULL || s->link_b == NULL || s->link_verdict == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase == CP_SCREEN_RANDOM && p->slow && s->reach[p->a] && s->reach[p->b] &&
+            !s->suspect[p->a] && !s->suspect[p->b]) {
+            s->link_a[s->nlinks] = p->a;
+            s->link_b[s->nlinks] = p->b;
+            s->link_verdict[s->nlinks++] = CP_SCREEN_INCONCLUSIVE;
+        }
+    }
+    return 0;
+}
+
+/* A confirmation partner for suspect node: reachable, not a suspect, free in this round, and
+ * not met before where there is one (else one met before: few nodes); searched from node + 1
+ * on, so that suspects spread over the good nodes. */
+static int good_partner(const cp_screen_t *s, int node, const int *partner)
+{
+    int again = -1;
+    for (int k = 1; k < s->n; k++) {
+        int g = (node + k) % s->n;
+        if (s->reach[g] && !s->suspect[g] && partner[g] < 0) {
+            if (!met(s, node, g)) {
+                return g;
+            }
+            again = again < 0 ? g : again;
+        }
+    }
+    return again;
+}
+
+/* The node that explains most of the slow pairs not yet explained by a suspect: the highest
+ * share of slow pairs among its pairs with partners that are not suspects, two or more of
+ * them (or all, when it has one); -1 when none is left.  meas and slow are scratch [n]. */
+static int next_suspect(const cp_screen_t *s, int *meas, int *slow)
+{
+    memset(meas, 0, sizeof(int) * (size_t)s->n);
+    memset(slow, 0, sizeof(int) * (size_t)s->n);
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase != CP_SCREEN_RANDOM || p->status == CP_SCREEN_TIMEOUT || !s->reach[p->a] ||
+            !s->reach[p->b]) {
+            continue;
+        }
+        if (!s->suspect[p->b]) { /* a pair with a suspect is explained by the suspect */
+            meas[p->a]++;
+            slow[p->a] += p->slow;
+        }
+        if (!s->suspect[p->a]) {
+            meas[p->b]++;
+            slow[p->b] += p->slow;
+        }
+    }
+    int best = -1;
+    for (int i = 0; i < s->n; i++) {
+        if (s->suspect[i] || slow[i] == 0 || (slow[i] < 2 && slow[i] < meas[i])) {
+            continue;
+        }
+        /* slow[i] / meas[i] > slow[best] / meas[best], ties to the more slow pairs */
+        long lhs = (long)slow[i] * (best >= 0 ? meas[best] : 1);
+        long rhs = best >= 0 ? (long)slow[best] * meas[i] : 0;
+        if (best < 0 || lhs > rhs || (lhs == rhs && slow[i] > slow[best])) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
+{
+    int *meas = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    int *slow = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    if (meas == NULL || slow == NULL) {
+        free(meas);
+        free(slow);
+        return -1;
+    }
+    for (int i = 0; i < s->n; i++) {
+        partner[i] = -1;
+        s->suspect[i] = 0;
+    }
+    for (int b; (b = next_suspect(s, meas, slow)) >= 0;) {
+        s->suspect[b] = 1;
+    }
+    free(meas);
+    free(slow);
+    if (find_links(s) != 0) {
+        return -1;
+    }
+    int planned = 0;
+    for (int l = 0; l < s->nlinks; l++) { /* each end is in at most one: else it is a suspect */
+        if (partner[s->link_a[l]] < 0 && partner[s->link_b[l]] < 0) {
+            partner[s->link_a[l]] = s->link_b[l];
+            partner[s->link_b[l]] = s->link_a[l];
+            planned++;
+        }
+    }
+    for (int i = 0; i < s->n; i++) {
+        int g = s->suspect[i] ? good_partner(s, i, partner) : -1;
+        if (g >= 0) {
+            partner[i] = g;
+            partner[g] = i;
+            s->confirm_with[i] = g;
+            planned++;
+        }
+    }
+    return planned;
+}
+
+/* The confirmation pair of a and b, or NULL. */
+static const cp_screen_pair_t *confirm_pair(const cp_screen_t *s, int a, int b)
+{
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase == CP_SCREEN_CONFIRM && other(p, a) == b) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The verdict of a suspect from its confirmation pair with peer (peer < 0: none). */
+static int confirmed(const cp_screen_t *s, int node, int peer)
+{
+    const cp_screen_pair_t *p = peer >= 0 ? confirm_pair(s, node, peer) : NULL;
+    if (!s->reach[node]) {
+        return CP_SCREEN_UNREACHABLE;
+    }
+    if (p == NULL || p->status == CP_SCREEN_TIMEOUT) {
+        return CP_SCREEN_INCONCLUSIVE;
+    }
+    return p->slow ? CP_SCREEN_SLOW : CP_SCREEN_HEALTHY;
+}
+
+/* 1 when (a, b) is a suspect link already. */
+static int is_link(const cp_screen_t *s, int a, int b)
+{
+    for (int l = 0; l < s->nlinks; l++) {
+        if ((s->link_a[l] == a && s->link_b[l] == b) || (s->link_a[l] == b && s->link_b[l] == a)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
+{
+    int planned = 0;
+    for (int i = 0; i < s->n; i++) {
+        partner[i] = -1;
+    }
+    for (size_t i = 0; i < s->npairs && s->link_a != NULL; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase != CP_SCREEN_RANDOM || !p->slow || !s->reach[p->a] || !s->reach[p->b] ||
+            is_link(s, p->a, p->b)) {
+            continue;
+        }
+        /* a slow pair of a suspect its confirmation cleared, whose other end is not slow */
+        int va = s->suspect[p->a] ? confirmed(s, p->a, s->confirm_with[p->a]) : -1;
+        int vb = s->suspect[p->b] ? confirmed(s, p->b, s->confirm_with[p->b]) : -1;
+        if ((va == CP_SCREEN_HEALTHY && vb != CP_SCREEN_SLOW) ||
+            (vb == CP_SCREEN_HEALTHY && va != CP_SCREEN_SLOW)) {
+            s->link_a[s->nlinks] = p->a;
+            s->link_b[s->nlinks] = p->b;
+            s->link_verdict[s->nlinks++] = CP_SCREEN_INCONCLUSIVE;
+        }
+    }
+    for (int l = 0; l < s->nlinks; l++) { /* every link not run again yet, where both are free */
+        int a = s->link_a[l], b = s->link_b[l];
+        if (confirm_pair(s, a, b) == NULL && s->reach[a] && s->reach[b] && partner[a] < 0 &&
+            partner[b] < 0) {
+            partner[a] = b;
+            partner[b] = a;
+            planned++;
+        }
+    }
+    return planned;
+}
+
+/*
+ * Node's median score over its judged pairs (the confirmation included), *m of them.  A node
+ * that is not a suspect is judged by its pairs with partners that are not suspects, where it
+ * has any: a pair with a suspect is explained by the suspect, as in next_suspect, and with
+ * few nodes a good node may meet a bad one twice (a random round and the confirmation), half
+ * of its pairs.  A suspect, and a node that met only suspects (a cluster slow as a whole), by
+ * all of its pairs.
+ */
+static double judged_median(const cp_screen_t *s, int node, int *m)
+{
+    double v[64];
+    for (int all = s->suspect[node]; all < 2; all++) {
+        *m = 0;
+        for (size_t i = 0; i < s->npairs && *m < 64; i++) {
+            const cp_screen_pair_t *p = &s->pairs[i];
+            int o = other(p, node);
+            if (o >= 0 && s->reach[o] && p->status != CP_SCREEN_TIMEOUT &&
+                (all || !s->suspect[o])) {
+                v[(*m)++] = p->score;
+            }
+        }
+        if (*m > 0) {
+            break;
+        }
+    }
+    return cp_stats_median(v, (size_t)*m);
+}
+
+/* Against a baseline, a node whose median pair is slow is slow, whoever it met. */
+static void baseline_verdicts(cp_screen_t *s)
+{
+    for (int i = 0; s->opt.has_baseline && i < s->n; i++) {
+        /* against a baseline, a node whose median pair is slow is slow, whoever it met: a
+         * cluster slow as a whole has no good partner to confirm with, and needs none */
+        int meas;
+        double score = judged_median(s, i, &meas);
+        /* the median of meas pairs spreads about 1.25 / sqrt(meas) times less than a pair */
+        double spread = 1.25 / sqrt(meas > 0 ? meas : 1) * s->opt.baseline.bw_mad;
+        if (s->reach[i] && meas >= 2 && score > 0 && score < s->opt.thr &&
+            -log(score) > s->opt.z * 1.4826 * spread) {
+            s->verdict[i] = CP_SCREEN_SLOW;
+        }
+    }
+}
+
+/* The exit status of the verdicts: 1 something flagged, 2 something inconclusive, else 0. */
+static int verdict_status(const cp_screen_t *s, int unsure)
+{
+    int flagged = 0;
+    for (int l = 0; l < s->nlinks; l++) {
+        flagged |= s->link_verdict[l] == CP_SCREEN_SLOW;
+        unsure |= s->link_verdict[l] == CP_SCREEN_INCONCLUSIVE;
+    }
+    for (int i = 0; i < s->n; i++) {
+        flagged |= s->verdict[i] == CP_SCREEN_SLOW || s->verdict[i] == CP_SCREEN_UNREACHABLE;
+        unsure |= s->verdict[i] == CP_SCREEN_INCONCLUSIVE || s->verdict[i] == CP_SCREEN_UNTESTED;
+    }
+    return flagged ? 1 : unsure ? 2 : 0;
+}
+
+int cp_screen_decide(cp_screen_t *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        int meas, slow;
+        node_counts(s, i, &meas, &slow);
+        s->verdict[i] = !s->reach[i]    ? CP_SCREEN_UNREACHABLE
+                        : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
+                        : meas == 0     ? CP_SCREEN_UNTESTED
+                                        : CP_SCREEN_HEALTHY;
+    }
+    baseline_verdicts(s);
+    for (int l = 0; l < s->nlinks; l++) {
+        int a = s->link_a[l], b = s->link_b[l];
+        int v = confirmed(s, a, b);
+        s->link_verdict[l] = v == CP_SCREEN_UNREACHABLE ? CP_SCREEN_INCONCLUSIVE : v;
+        if (!s->reach[b]) {
+            s->link_verdict[l] = CP_SCREEN_INCONCLUSIVE;
+        }
+    }
+    return verdict_status(s, s->ref.pairs == 0 && s->ref.source == 0);
+}
+
+/* ---- a record judged again --------------------------------------------------------------- */
+
+int cp_screen_schedule_check(const cp_screen_t *s)
+{
+    int n = s->n, nr = cp_screen_random_rounds(s), bad = -1;
+    int *pos = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (pos == NULL) {
+        return -2;
+    }
+    for (int p = 0; p < n; p++) {
+        pos[s->perm[p]] = p; /* where each node sits in the shuffled order */
+    }
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase != CP_SCREEN_RANDOM) {
+            continue;
+        }
+        int q = p->round >= 0 && p->round < nr ? cp_links_partner(n, s->order[p->round], pos[p->a])
+                                               : -1;
+        int r = p->round < 0 ? 0 : p->round;
+        if ((q < 0 || s->perm[q] != p->b) && (bad < 0 || r < bad)) {
+            bad = r;
+        }
+    }
+    free(pos);
+    return bad;
+}
+
+int cp_screen_replay(cp_screen_t *s)
+{
+    int *partner = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    if (partner == NULL || cp_screen_plan_confirm(s, partner) < 0) {
+        free(partner);
+        return -1;
+    }
+    for (int i = 0; i < s->n; i++) {
+        int w = s->confirm_with[i];
+        if (!s->suspect[i] || (w >= 0 && confirm_pair(s, i, w) != NULL)) {
+            continue;
+        }
+        for (size_t k = 0; k < s->npairs; k++) { /* the confirmation the record holds */
+            const cp_screen_pair_t *p = &s->pairs[k];
+            int o = other(p, i);
+            if (p->phase == CP_SCREEN_CONFIRM && o >= 0 && s->reach[o] && !s->suspect[o] &&
+                p->status != CP_SCREEN_TIMEOUT) {
+                s->confirm_with[i] = o;
+                break;
+            }
+        }
+    }
+    cp_screen_plan_recheck(s, partner); /* the links a cleared suspect leaves */
+    free(partner);
+    return cp_screen_decide(s);
+}
+
+int cp_screen_decide_sweep(cp_screen_t *s)
+{
+    int *partner = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
+    if (partner == NULL || cp_screen_plan_confirm(s, partner) < 0) {
+        free(partner);
+        return -1;
+    }
+    free(partner);
+    for (int i = 0; i < s->n; i++) {
+        int meas, slow;
+        node_counts(s, i, &meas, &slow);
+        s->confirm_with[i] = -1; /* no confirmation round: the sweep's pairs are the evidence */
+        s->verdict[i] = !s->reach[i]                                    ? CP_SCREEN_UNREACHABLE
+                        : meas == 0                                     ? CP_SCREEN_UNTESTED
+                        : s->suspect[i] && slow >= 2 && 2 * slow > meas ? CP_SCREEN_SLOW
+                                                                        : CP_SCREEN_HEALTHY;
+    }
+    baseline_verdicts(s);
+    s->nlinks = 0; /* the slow pairs that no slow node explains (room: one per pair) */
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (p->phase == CP_SCREEN_RANDOM && p->slow && s->reach[p->a] && s->reach[p->b] &&
+            s->verdict[p->a] != CP_SCREEN_SLOW && s->verdict[p->b] != CP_SCREEN_SLOW &&
+            !is_link(s, p->a, p->b)) {
+            s->link_a[s->nlinks] = p->a;
+            s->link_b[s->nlinks] = p->b;
+            s->link_verdict[s->nlinks++] = CP_SCREEN_SLOW;
+        }
+    }
+    return verdict_status(s, s->ref.pairs == 0 && s->ref.source == 0);
+}
+
+/* ---- words ------------------------------------------------------------------------------- */
+
+void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,
+                        size_t len)
+{
+    size_t at = 0;
+    int by = cp_screen_by_class(&s->ref); /* the class where the pairs were judged by it */
+    buf[0] = '\0';
+    for (size_t i = 0; i < s->npairs && at < len; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        int o = other(p, node);
+        if (o < 0) {
+            continue;
+        }
+        char who[64];
+        if (names != NULL && names[o] != NULL) {
+            snprintf(who, sizeof(who), "%s", names[o]);
+        } else {
+            snprintf(who, sizeof(who), "node %d", o);
+        }
+        const char *what = p->status == CP_SCREEN_TIMEOUT  ? "timeout"
+                           : p->status == CP_SCREEN_FAILED ? "failed"
+                           : p->slow                       ? "slow"
+                                                           : "ok";
+        int w = snprintf(buf + at, len - at, "%s%s %.2fx with %s (%s%s%s)", at ? ", " : "",
+                         p->phase == CP_SCREEN_CONFIRM ? "confirm" : what, p->score, who,
+                         p->phase == CP_SCREEN_CONFIRM ? what : "random", by ? ", " : "",
+                         by ? cp_path_name(p->path) : "");
+        at += w > 0 ? (size_t)w : 0;
+    }
+}

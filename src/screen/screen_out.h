@@ -1,0 +1,53 @@
+/*
+ * The screen's verdict as rows of the /screen table (include/collprof/schema.h) and as text:
+ * the run's summary and collprof-report screen print it from the same rows, so that what a
+ * file says and what the run said are the same words.
+ */
+#ifndef COLLPROF_OUTPUT_SCREEN_OUT_H
+#define COLLPROF_OUTPUT_SCREEN_OUT_H
+
+#include "screen/screen.h"
+
+#include <collprof/schema.h>
+#include <stdio.h>
+
+/**
+ * The rows of s's verdict for backend: one per node, then one per suspect link, appended to
+ * *rows (*n rows, reallocated); names[node] the host names.  0, or -1 when out of memory.
+ */
+int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const *names,
+                   collprof_screen_row_t **rows, size_t *n);
+
+/**
+ * Merge one /links row of a pair, its latency or its bandwidth row, into p: the figure of a
+ * row that is ok (lat_us: the latency row's p50; bw_gbs: bytes / the bandwidth row's p50), a
+ * failed pair when a row is wrong or an error, a timed-out pair when one timed out.  The
+ * runner and collprof-report read rows into pairs the same way.
+ */
+void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row);
+
+/**
+ * The pairs of backend's /links rows added to s (cp_screen_init'ed for the nodes): a pair's
+ * rows of one round make one pair, rounds below random in CP_SCREEN_RANDOM, the later ones in
+ * CP_SCREEN_CONFIRM, ordered by round; s->rounds_run the rounds seen.  Returns the pairs added,
+ * -1 when out of memory, -2 when a row names a node outside s or a negative round.
+ */
+int cp_screen_add_rows(cp_screen_t *s, const collprof_link_row_t *rows, size_t n,
+                       const char *backend, int random);
+
+/** The exit status rows say: 0 healthy, 1 something flagged, 2 inconclusive (or no rows). */
+int cp_screen_status(const collprof_screen_row_t *rows, size_t n);
+
+/** 1 when row is a node to exclude (slow or unreachable). */
+int cp_screen_excluded(const collprof_screen_row_t *row);
+
+/** The verdict as text: per backend, the flagged nodes and links with their evidence, the
+ * unreachable, the counts, and the Slurm exclude list. */
+void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n);
+
+/** Slurm's host list of the nodes of backend's rows to exclude into buf (as snprintf);
+ * backend NULL: every backend's. */
+int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const char *backend,
+                           char *buf, size_t len);
+
+#endif /* COLLPROF_OUTPUT_SCREEN_OUT_H */
