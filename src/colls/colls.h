@@ -2,6 +2,9 @@
  * One file per operation in src/colls/: how to fill its inputs and count
  * wrong elements, and where its bytes or buffers differ from what its row
  * of COLLPROF_OP_TABLE says.  docs/metrics.md documents the busBW factors.
+ * Order, top to bottom: colls.c (the table and the figures every operation
+ * shares) > one file per operation > colls_fill.c (shared fills and checks),
+ * imbalance.c (v-operations' traffic) > data.c (element types and patterns).
  */
 #ifndef COLLPROF_COLLS_COLLS_H
 #define COLLPROF_COLLS_COLLS_H
@@ -86,7 +89,7 @@ uint64_t cp_coll_result_at(const cp_xfer_t *x);
 /** The element count actually used for a requested one (rounded to a multiple of n). */
 uint64_t cp_coll_effective_count(collprof_op_t op, uint64_t count, int n);
 
-/* Shared fill and check steps. */
+/* Shared fill and check steps (colls_fill.c, the bottom of src/colls). */
 /** Every rank contributes count elements to a reduction. */
 void cp_coll_fill_contrib(const cp_xfer_t *x, void *sendbuf, void *recvbuf);
 /** Wrong elements among len reduced ones, element j holding result first + j. */

@@ -12,7 +12,6 @@
 #include "base/util.h"
 #include "wd/watchdog.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -33,22 +32,6 @@ double cp_current_timeout(void)
 }
 
 /* ---- one cell, phase by phase ---------------------------------------- */
-
-__attribute__((format(printf, 4, 5))) void cp_runner_fail(cell_run_t *c, int status, int phase,
-                                                          const char *fmt, ...)
-{
-    if (c->rec.status != 0) {
-        return; /* the first failure is the one reported */
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
-    va_end(ap);
-    c->rec.status = status;
-    c->rec.phase = phase;
-    cp_log(CP_LOG_DEBUG, "%s/%s %s: failed on this rank (%s): %s", c->p->name, c->cell->variant,
-           collprof_op_name(c->cell->op), collprof_status_string(status), c->msg);
-}
 
 static void corrupt_one(const cp_xfer_t *x, void *recvbuf)
 {

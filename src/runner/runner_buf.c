@@ -8,8 +8,27 @@
 #include "runner/runner_int.h"
 #include "base/util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A failure on this rank, in any phase (runner_int.h): the first one is kept. */
+__attribute__((format(printf, 4, 5))) void cp_runner_fail(cell_run_t *c, int status, int phase,
+                                                          const char *fmt, ...)
+{
+    if (c->rec.status != 0) {
+        return; /* the first failure is the one reported */
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
+    va_end(ap);
+    c->rec.status = status;
+    c->rec.phase = phase;
+    cp_log(CP_LOG_DEBUG, "%s/%s %s: failed on this rank (%s): %s", c->p->name, c->cell->variant,
+           collprof_op_name(c->cell->op), collprof_status_string(status), c->msg);
+}
 
 /* Host copy <-> the backend's buffer: the backend's mem_copy for device
  * memory, memcpy for host memory (the COLLPROF_TEST_STAGED path). */

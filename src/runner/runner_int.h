@@ -2,8 +2,10 @@
  * Runner internals (one cell on one rank), shared by the files of src/runner/runner*.c:
  *
  *   runner.c        cp_run_cell(): the phases (set-up, agreement, timed loop, check)
- *   runner_buf.c    the buffers: policy, allocation, slots, host copies, release
  *   runner_merge.c  the gathers to rank 0, the merge, the figures, rank 0's result to all
+ *   runner_buf.c    the buffers: policy, allocation, slots, host copies, release; a failure
+ *                   on this rank (cp_runner_fail)
+ * in that order, top to bottom: a file calls only the files below it.
  */
 #ifndef COLLPROF_CORE_RUNNER_INT_H
 #define COLLPROF_CORE_RUNNER_INT_H

@@ -1,8 +1,8 @@
 /*
  * libcpreader: collprof's HDF5 result files (docs/hdf5-schema.md) loaded
  * and checked, for collprof-report and the tests.  It links HDF5 and
- * libcpformat and the layers below it only, never PMIx, MPI or an accelerator runtime, so it runs on
- * any machine the files are copied to.
+ * libcpformat (with the layers below it) only, never PMIx, MPI or an
+ * accelerator runtime, so it runs on any machine the files are copied to.
  *
  * A file is loaded and checked completely by cp_report_open() and the HDF5
  * handle is closed again; callers work on the loaded copy.  The tables and

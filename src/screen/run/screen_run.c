@@ -20,36 +20,6 @@ void cp_screen_out_free(cp_screen_out_t *out)
     memset(out, 0, sizeof(*out));
 }
 
-/* The screen pair of nodes (a, b) in s, appended when new. */
-static cp_screen_pair_t *pair_of(cp_screen_t *s, size_t from, int a, int b, int phase, int round)
-{
-    for (size_t i = from; i < s->npairs; i++) {
-        if (s->pairs[i].a == a && s->pairs[i].b == b) {
-            return &s->pairs[i];
-        }
-    }
-    cp_screen_pair_t p = {.a = a, .b = b, .phase = phase, .round = round};
-    return cp_screen_add(s, &p) == 0 ? &s->pairs[s->npairs - 1] : NULL;
-}
-
-/* Rank 0: the sweep rows [from, end) of one round (a latency and a bandwidth row per pair)
- * as screen pairs.  A pair is measured when both rows are ok, failed when either is wrong or
- * an error, timed out when either timed out. */
-int cp_screen_add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase,
-                        int round)
-{
-    size_t first = s->npairs;
-    for (size_t i = from; i < rows->nrows; i++) {
-        const collprof_link_row_t *row = &rows->rows[i];
-        cp_screen_pair_t *p = pair_of(s, first, row->node_a, row->node_b, phase, round);
-        if (p == NULL) {
-            return -1;
-        }
-        cp_screen_pair_merge(p, row);
-    }
-    return 0;
-}
-
 /* One round of pairing nodes[] at both sizes; rank 0 adds its pairs to s. */
 static int run_round(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, const int *lead,
                      const int *nodes, cp_screen_t *s, int phase, const char *what,
@@ -167,7 +137,8 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
     }
     int failed = 0; /* rank 0 could not keep a round's pairs: the rounds go on, no verdict */
     int alone = worst == 0 && cp_screen_pairs_usable(r, lat); /* the same on every rank */
-    cp_screen_valid_t val = {.ran = 0}; /* the validation collective (src/screen/run/screen_valid.h) */
+    /* the validation collective (src/screen/run/screen_valid.h) */
+    cp_screen_valid_t val = {.ran = 0};
     if (alone) { /* rounds and validation, every group on a context of its own */
         worst = cp_screen_pairs(r, lat, bw, &s, lead, out, &val, progress);
     }

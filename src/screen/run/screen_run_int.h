@@ -7,12 +7,6 @@
 #include "screen/run/screen_run.h"
 #include "screen/run/screen_valid.h"
 
-/* Rank 0: the sweep rows [from, end) of one round (a latency and a bandwidth row per pair) as
- * screen pairs: measured when both rows are ok, failed when either is wrong or an error,
- * timed out when either timed out.  -1 when out of memory. */
-int cp_screen_add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase,
-                        int round);
-
 /* Every pair by itself (screen_pairs.c): the backend keeps a deadline per peer, the control
  * channel is TCP with rank 0 reaching every node's leader directly, --timeout is not 0, and
  * there are 2 nodes or more.  The same answer on every rank. */

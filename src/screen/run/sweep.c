@@ -6,6 +6,8 @@
 #include "screen/links.h"
 #include "base/log.h"
 #include "screen/path.h"
+#include "screen/screen.h"
+#include "screen/screen_out.h"
 #include "base/stats.h"
 
 #include <stdlib.h>
@@ -207,4 +209,34 @@ int cp_sweep_cell(cp_runner_t *r, const cp_cell_t *cell, cp_sweep_rows_t *out, F
     free(lead);
     free(nodes);
     return worst;
+}
+
+/* The screen pair of nodes (a, b) in s, appended when new. */
+static cp_screen_pair_t *pair_of(cp_screen_t *s, size_t from, int a, int b, int phase, int round)
+{
+    for (size_t i = from; i < s->npairs; i++) {
+        if (s->pairs[i].a == a && s->pairs[i].b == b) {
+            return &s->pairs[i];
+        }
+    }
+    cp_screen_pair_t p = {.a = a, .b = b, .phase = phase, .round = round};
+    return cp_screen_add(s, &p) == 0 ? &s->pairs[s->npairs - 1] : NULL;
+}
+
+/* Rank 0: the sweep rows [from, end) of one round (a latency and a bandwidth row per pair)
+ * as screen pairs.  A pair is measured when both rows are ok, failed when either is wrong or
+ * an error, timed out when either timed out. */
+int cp_screen_add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase,
+                        int round)
+{
+    size_t first = s->npairs;
+    for (size_t i = from; i < rows->nrows; i++) {
+        const collprof_link_row_t *row = &rows->rows[i];
+        cp_screen_pair_t *p = pair_of(s, first, row->node_a, row->node_b, phase, round);
+        if (p == NULL) {
+            return -1;
+        }
+        cp_screen_pair_merge(p, row);
+    }
+    return 0;
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "runner/runner.h"
+#include "screen/screen.h"
 
 /** The rows measured so far (one per backend x size x pair of nodes). */
 typedef struct cp_sweep_rows {
@@ -45,6 +46,12 @@ int *cp_sweep_leaders(const cp_boot_t *b);
 int cp_sweep_round(cp_runner_t *r, const cp_cell_t *cell, const int *lead, const int *nodes,
                    int round, const char *title, const char *what, cp_sweep_rows_t *out,
                    FILE *progress);
+
+/* Rank 0: the sweep rows [from, end) of one round of the screen (a latency and a bandwidth
+ * row per pair) as screen pairs of s: measured when both rows are ok, failed when either is
+ * wrong or an error, timed out when either timed out.  -1 when out of memory. */
+int cp_screen_add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from, int phase,
+                        int round);
 
 /** The kind of a sweep cell by its size: "latency" (the smaller) or "bandwidth". */
 const char *cp_sweep_kind(const cp_options_t *opt, const cp_cell_t *cell);
