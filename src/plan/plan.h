@@ -26,7 +26,7 @@ typedef struct cp_cell {
     const cp_imbalance_t *imb; /**< alltoallv and allgatherv only */
     int iters;
     int warmup;
-    int sweep;      /**< a link-sweep round (screen/run/sweep.c): sendrecv with peer, not the ring */
+    int sweep;      /**< a link-sweep round (sweep.c): sendrecv with peer, not the ring */
     int peer;       /**< sweep: the rank this rank exchanges with (itself when it sits out) */
     int split;      /**< cp_split_t: the whole job, or this rank's node or cross group (--split) */
     int group_n;    /**< ranks of this rank's group (the job's for CP_SPLIT_WORLD) */
