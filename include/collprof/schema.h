@@ -3,7 +3,7 @@
  * the HDF5 result file, declared once.  The HDF5 writer
  * (src/output/h5writer.c), the text summary and collprof-report's reader
  * (src/report/read/h5read.c) all work from these lists, through the descriptor
- * tables of src/output/h5schema.h.  docs/hdf5-schema.md describes the file.
+ * tables of src/schema/h5schema.h.  docs/hdf5-schema.md describes the file.
  *
  * Each X(name, kind, size, opt, unit, doc) row is one column of a table.
  * kind is one of STR (fixed-size string of `size` bytes, NUL padded), I32,

@@ -2,7 +2,7 @@
 
 #include "output/h5writer.h"
 
-#include "output/h5schema.h"
+#include "schema/h5schema.h"
 
 #include "base/log.h"
 #include "runner/prov.h"

@@ -15,7 +15,7 @@
 #include "screen/run/sweep.h"
 #include "base/util.h"
 #include "wd/watchdog.h"
-#include "output/baseline.h"
+#include "schema/baseline.h"
 #include "output/result_row.h"
 #include "screen/screen_out.h"
 #include "output/summary.h"

@@ -5,7 +5,7 @@
  * under different leaf switches "cross-switch"; without a topology, or with a node that is
  * not in it, "any".  The screen judges a pair against the reference of its class where the
  * classes differ (src/screen/screen.h), a baseline keeps one row per class
- * (src/output/baseline.h), and /links records each pair's class (its `path` column, 1.10).
+ * (src/schema/baseline.h), and /links records each pair's class (its `path` column, 1.10).
  * Pure: no I/O.
  */
 #ifndef COLLPROF_CORE_PATH_H

@@ -76,7 +76,7 @@ typedef struct cp_screen_opts {
     double thr;               /**< slow below thr x the reference (default 0.8) */
     double z;                 /**< and more than z robust deviations below it (default 3) */
     int has_baseline;         /**< judge against baseline, not the screen's own median */
-    cp_screen_ref_t baseline; /**< (src/output/baseline.h) */
+    cp_screen_ref_t baseline; /**< (src/schema/baseline.h) */
 } cp_screen_opts_t;
 
 /** Defaults: 3 rounds, thr 0.8, z 3, seed 1. */

@@ -19,7 +19,7 @@
 
 #include "tap.h"
 
-#include "output/h5schema.h"
+#include "schema/h5schema.h"
 
 #include <hdf5.h>
 #include <stdio.h>

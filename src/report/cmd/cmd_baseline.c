@@ -2,7 +2,7 @@
  * collprof-report baseline FILE|DIR... -o BASE.h5: the healthy pairs of screens and link
  * sweeps (their /links rows that are ok, between nodes the file's /screen calls healthy where
  * it has one), per backend, kind and message size: the median and the MAD of the pairs'
- * logarithms, written as a baseline file (src/output/baseline.h) that collprof --screen
+ * logarithms, written as a baseline file (src/schema/baseline.h) that collprof --screen
  * --baseline judges against.  One row of path class "any" over every pair, and one per path
  * class the files' /links rows record (their `path` column, 1.10: same-switch, cross-switch
  * from Slurm's tree topology) over that class's pairs alone.
@@ -11,7 +11,7 @@
 
 #include "screen/path.h"
 #include "base/stats.h"
-#include "output/baseline.h"
+#include "schema/baseline.h"
 #include "report/read/reader.h"
 #include "report/report.h"
 

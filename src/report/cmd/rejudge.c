@@ -7,7 +7,7 @@
 #include "config.h"
 
 #include "base/util.h"
-#include "output/baseline.h"
+#include "schema/baseline.h"
 #include "report/report.h"
 
 #include <stdlib.h>

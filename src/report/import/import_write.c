@@ -1,7 +1,7 @@
 /*
  * An import written as a collprof result file: the root attributes, /results,
  * /ranks, /backends and /environment of include/collprof/schema.h through the
- * descriptor tables of src/output/h5schema.h, as the run's writer writes them,
+ * descriptor tables of src/schema/h5schema.h, as the run's writer writes them,
  * but no /cells (the sources keep no per-rank samples).  Written under a
  * temporary name and linked to its own at the end, so that a failure leaves
  * nothing behind and an existing file is never replaced.
@@ -11,7 +11,7 @@
 #include "report/import/import.h"
 
 #include "base/util.h"
-#include "output/h5schema.h"
+#include "schema/h5schema.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  *
  * Every table is read by field NAME: the memory compound types below are
  * built from the tables of include/collprof/schema.h (through
- * src/output/h5schema.h, as the writer's), and HDF5 converts the file's
+ * src/schema/h5schema.h, as the writer's), and HDF5 converts the file's
  * records into them member by member.  A file of a newer minor schema
  * version, whose tables only have more columns, therefore reads
  * unchanged; a column added later (opt) may be missing from an older one.

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "output/h5schema.h"
+#include "schema/h5schema.h"
 
 /** One column of one row: s for strings, i, u or d for numbers (by kind). */
 typedef struct cp_report_value {

@@ -1,8 +1,8 @@
 #include "config.h"
 
-#include "output/baseline.h"
+#include "schema/baseline.h"
 
-#include "output/h5schema.h"
+#include "schema/h5schema.h"
 
 #include "base/util.h"
 

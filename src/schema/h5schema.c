@@ -4,7 +4,7 @@
  */
 #include "config.h"
 
-#include "output/h5schema.h"
+#include "schema/h5schema.h"
 
 #include "base/util.h"
 
