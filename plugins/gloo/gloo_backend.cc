@@ -36,7 +36,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -82,15 +81,6 @@
 
 #define GL_STR2(x) #x
 #define GL_STR(x)  GL_STR2(x)
-
-namespace cpgloo
-{
-
-char g_err[kErrLen]; /* last_error(NULL) */
-
-COLLPROF_DEFINE_SET_ERROR(set_error, GlCtx, err, g_err);
-
-} // namespace cpgloo
 
 namespace
 {

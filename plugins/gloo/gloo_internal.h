@@ -1,7 +1,10 @@
 /*
  * What the Gloo plugin's files share: gloo_backend.cc (entry points, query, the device,
- * init/finalize, slots, run), gloo_ops.cc (one builder per operation) and gloo_mesh.cc (the
- * full mesh over the host's out-of-band channel).  Internal to plugins/gloo.
+ * init/finalize, slots, run), gloo_ops.cc (one builder per operation), gloo_mesh.cc (the
+ * full mesh over the host's out-of-band channel) and gloo_util.cc (the error buffer and
+ * set_error).  Internal to plugins/gloo.
+ *
+ * Calls go down only, top to bottom: gloo_backend.cc > gloo_ops.cc > gloo_mesh.cc > gloo_util.cc.
  */
 #ifndef COLLPROF_GLOO_INTERNAL_H
 #define COLLPROF_GLOO_INTERNAL_H
@@ -112,7 +115,10 @@ struct GlCtx {
     char err[kErrLen] = "";
 };
 
-/* The message of last_error (ctx NULL: the plugin's own, g_err). */
+/* last_error(NULL): the plugin's own message (gloo_util.cc) */
+extern char g_err[kErrLen];
+
+/* The message of last_error (ctx NULL: the plugin's own, g_err; gloo_util.cc). */
 void set_error(GlCtx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Build c->fn for args a (gloo_ops.cc).  Throws on Gloo errors; returns a status for the

@@ -3,11 +3,14 @@
  * and what the files of the plugin call in each other.  Every file of the
  * plugin includes this header and no other's.
  *
- *   mpi_backend.c  entry struct, errors and logging, query, init/finalize (starting and
- *                  stopping MPI, the group communicator), memory, describe
+ *   mpi_backend.c  entry struct, query, init/finalize (starting and stopping MPI, the
+ *                  group communicator), memory, describe
  *   mpi_tuned.c    Open MPI's coll/tuned algorithms through MPI_T: discovery (the variant
  *                  table), whether they can be forced, select_variant() forcing one
  *   mpi_run.c      run(): every operation as one MPI call on the op's communicator
+ *   mpi_util.c     the process-wide state (mpi_be), errors and logging
+ *
+ * Calls go down only, top to bottom: mpi_backend.c > mpi_tuned.c > mpi_run.c > mpi_util.c.
  */
 #ifndef CP_MPI_INTERNAL_H
 #define CP_MPI_INTERNAL_H
@@ -53,7 +56,7 @@ typedef struct mpi_be_state {
     char err[MPI_BE_ERR_LEN]; /* last_error(NULL): query/init failures */
 } mpi_be_state_t;
 
-/* the one instance (mpi_backend.c) */
+/* the one instance (mpi_util.c) */
 extern mpi_be_state_t mpi_be;
 
 /* ---- per-init context ------------------------------------------------- */
@@ -72,7 +75,7 @@ typedef struct mpi_be_ctx {
     char err[MPI_BE_ERR_LEN];
 } mpi_be_ctx_t;
 
-/* mpi_backend.c */
+/* mpi_util.c */
 __attribute__((format(printf, 2, 3))) void mpi_be_set_error(mpi_be_ctx_t *ctx, const char *fmt,
                                                             ...);
 __attribute__((format(printf, 3, 4))) void mpi_be_log(const mpi_be_ctx_t *ctx, int level,

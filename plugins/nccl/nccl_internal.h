@@ -3,17 +3,22 @@
  * the buffer records and what the files of the plugin call in each other.
  * Every file of the plugin includes this header and no other's.
  *
- *   nccl_backend.c  entry struct, options, errors, plan and query, init/finalize, describe
+ *   nccl_backend.c  entry struct, options, building the plan and query, init/finalize, describe
+ *   nccl_variant.c  select_variant(): what applies, the forced-algorithm probe
+ *   nccl_run.c      run() and run_batch(): what is not timed (staging space, registration,
+ *                   graph capture), the launches, the timings
+ *   nccl_issue.c    one operation's NCCL calls on the stream (staging, send/recv groups)
+ *   nccl_mem.c      memory: the mem_* slots and the buffer records; the device copy rate
+ *   nccl_wait.c     the CUDA events and the wait for them under the per-operation timeout
  *   nccl_comm.c     communicators: the cache (LRU), creation under a variant's environment,
  *                   settling non-blocking calls, abort; the graphs and registrations per slot
- *   nccl_issue.c    one operation's NCCL calls on the stream (staging, send/recv groups)
- *   nccl_run.c      run() and run_batch(): what is not timed (staging space, registration,
- *                   graph capture), the launches, the CUDA events and the wait
- *   nccl_variant.c  select_variant(): what applies, the forced-algorithm probe
- *   nccl_mem.c      memory: the mem_* slots and the buffer records; the device copy rate
+ *   nccl_util.c     the plan (nb_plan), errors, the clock, the timeout, the nap between polls
  *   nccl_plan.c     what needs no GPU: the variant table, the environment, versions,
  *                   status and dtype maps (nccl_plan.h; tests/unit/test_nccl_plan.t)
  *   nccl_p2p.c      the grouped send/recv schedules, no GPU needed either (the same)
+ *
+ * Calls go down only, top to bottom: nccl_backend > nccl_variant > nccl_run > nccl_issue >
+ * nccl_mem > nccl_wait > nccl_comm > nccl_util > nccl_plan > nccl_p2p.
  */
 #ifndef CP_NCCL_INTERNAL_H
 #define CP_NCCL_INTERNAL_H
@@ -88,11 +93,11 @@ typedef struct nb_ctx {
     char err[NB_ERR_LEN];
 } nb_ctx_t;
 
-/* state shared by the files of the plugin (nccl_backend.c) */
+/* state shared by the files of the plugin (nccl_util.c) */
 extern cp_nccl_plan_t nb_plan; /* the variant table, built once (query or init) */
 extern char nb_global_err[NB_ERR_LEN];
 
-/* nccl_backend.c */
+/* nccl_util.c */
 __attribute__((format(printf, 2, 3))) void nb_set_error(nb_ctx_t *ctx, const char *fmt, ...);
 int nb_cuda_fail(nb_ctx_t *ctx, const char *call, cudaError_t e);
 int nb_nccl_fail(nb_ctx_t *ctx, ncclComm_t comm, const char *call, ncclResult_t r);
@@ -114,9 +119,11 @@ int nb_slot_for(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int *slot);
 size_t nb_stage_bytes(nb_ctx_t *ctx, const cp_nccl_variant_t *v, const collprof_args_t *a);
 int nb_issue(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot, const collprof_args_t *a);
 
-/* nccl_run.c */
+/* nccl_wait.c */
 int nb_events(nb_ctx_t *ctx, int need);
 int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev);
+
+/* nccl_run.c */
 int nb_run(void *vctx, const collprof_args_t *ia);
 int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double *times_us);
 

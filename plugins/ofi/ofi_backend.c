@@ -63,10 +63,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rdma/fabric.h>
-#include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
 #include "ofi_internal.h"
@@ -79,28 +77,7 @@
 #define PACKAGE_VERSION "0.1.0"
 #endif
 
-char ofi_global_err[OFI_ERR_LEN];
 static char ofi_libversion[64];
-static int ofi_ngpus = -1; /* cached cudaGetDeviceCount, 0 on any error */
-
-/* GPUs the CUDA runtime sees; 0 without CUDA support, a driver or a device */
-int ofi_gpu_count(void)
-{
-#ifdef CP_OFI_HAVE_CUDA
-    if (ofi_ngpus < 0) {
-        int n = 0; /* left unwritten on errors such as cudaErrorInsufficientDriver */
-        if (cudaGetDeviceCount(&n) != cudaSuccess || n < 0) {
-            n = 0;
-            (void)cudaGetLastError(); /* clear it */
-        }
-        ofi_ngpus = n;
-    }
-    return ofi_ngpus;
-#else
-    ofi_ngpus = 0;
-    return 0;
-#endif
-}
 
 static const collprof_variant_t ofi_variants[] = {
     {"single", "every RMA write on one endpoint (channel 0)", OFI_VOPS | OFI_NBOPS},
@@ -113,21 +90,6 @@ static const collprof_variant_t ofi_variants[] = {
      "and one notification per block",
      OFI_VOPS | OFI_NBOPS},
 };
-
-COLLPROF_DEFINE_SET_ERROR(ofi_set_error, ofi_ctx_t, err, ofi_global_err);
-
-int ofi_fail(ofi_ctx_t *ctx, const char *call, long rc)
-{
-    ofi_set_error(ctx, "%s failed: %s (%ld)", call, fi_strerror((int)-rc), rc);
-    return COLLPROF_ERR_BACKEND;
-}
-
-double ofi_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- query ---------------------------------------------------------------- */
 

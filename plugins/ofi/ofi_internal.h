@@ -2,14 +2,19 @@
  * Private header of the libfabric (OFI) backend: the context, the buffer
  * registrations and what the files of the plugin call in each other.
  *
- *   ofi_backend.c   entry struct, query, variants, errors
- *   ofi_provider.c  providers: hints, usable entries, link rate, a context's provider and device
+ *   ofi_backend.c   entry struct, query, variants, describe
  *   ofi_fabric.c    init/finalize: options, fabric, endpoints, address exchange
- *   ofi_mr.c        memory: allocation, registration (host, CUDA, dma-buf), mem_* slots
- *   ofi_progress.c  completions, waiting, posting writes and control messages
+ *   ofi_provider.c  providers: hints, usable entries, link rate, a context's provider and device
  *   ofi_ops.c       run(): one schedule of RMA writes per operation
  *   ofi_nb.c        run() of the non-blocking ops: posted, overlap(), finished in the wait
  *   ofi_reduce.c    host reductions and the reduce-scatter phase
+ *   ofi_progress.c  completions, waiting, posting writes and control messages
+ *   ofi_mr.c        memory: allocation, registration (host, CUDA, dma-buf), mem_* slots; a
+ *                   run()'s buffers looked up in the registrations (ofi_call_init)
+ *   ofi_util.c      errors, the clock, the GPU count
+ *
+ * Calls go down only, top to bottom: ofi_backend > ofi_fabric > ofi_provider > ofi_ops >
+ * ofi_nb > ofi_reduce > ofi_progress > ofi_mr > ofi_util.
  */
 #ifndef CP_OFI_INTERNAL_H
 #define CP_OFI_INTERNAL_H
@@ -137,7 +142,7 @@ typedef struct ofi_ctx {
     char err[OFI_ERR_LEN];
 } ofi_ctx_t;
 
-/* one run(): the arguments resolved against the registrations (ofi_call_init) */
+/* one run(): the arguments resolved against the registrations (ofi_call_init, ofi_mr.c) */
 typedef struct ofi_call {
     const collprof_args_t *a;
     ofi_buf_t *rb;        /* registration of recvbuf */
@@ -155,7 +160,7 @@ static inline fi_addr_t ofi_peer_addr(const ofi_ctx_t *ctx, int peer, int ch)
     return ctx->addr[(size_t)peer * (size_t)ctx->nep + (size_t)ch];
 }
 
-/* state shared by the files of the plugin (ofi_backend.c) */
+/* state shared by the files of the plugin (ofi_util.c) */
 extern char ofi_global_err[OFI_ERR_LEN];
 
 /* Bytes per element of a dtype the backend supports, else 0. */
@@ -166,7 +171,7 @@ static inline size_t ofi_dtsize(collprof_dtype_t dt)
                : 0;
 }
 
-/* ofi_backend.c */
+/* ofi_util.c */
 __attribute__((format(printf, 2, 3))) void ofi_set_error(ofi_ctx_t *ctx, const char *fmt, ...);
 int ofi_fail(ofi_ctx_t *ctx, const char *call, long rc);
 double ofi_now(void);
@@ -192,6 +197,7 @@ void ofi_copy(ofi_ctx_t *ctx, void *dst, const void *src, size_t len);
 int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr);
 int ofi_mem_free(void *vctx, int memtype, void *ptr);
 int ofi_mem_copy(void *vctx, int memtype, void *dst, const void *src, size_t bytes, int to_device);
+int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c);
 
 /* ofi_progress.c */
 int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need);
@@ -213,7 +219,6 @@ int ofi_rs_phase(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_buf_t *rb, const 
                  void *indesc, int even, char *out, int mode);
 
 /* ofi_ops.c */
-int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c);
 int ofi_run(void *vctx, const collprof_args_t *a);
 
 /* ofi_nb.c */

@@ -1,4 +1,5 @@
-/* memory of the ofi backend: allocation and registration (host, CUDA, dma-buf) */
+/* memory of the ofi backend: allocation and registration (host, CUDA, dma-buf); a run()'s
+ * buffers looked up in the registrations */
 #include "config.h"
 
 #include <stdio.h>
@@ -360,4 +361,32 @@ int ofi_mem_free(void *vctx, int memtype, void *ptr)
     }
     ofi_set_error(ctx, "mem_free: %p was not allocated by this backend", ptr);
     return COLLPROF_ERR_INVALID;
+}
+
+/* the buffers of a data-moving op, looked up in the registrations */
+int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c)
+{
+    ofi_buf_t *sb;
+    memset(c, 0, sizeof(*c));
+    c->a = a;
+    c->n = ctx->n;
+    c->me = ctx->rank;
+    c->mode = ctx->mode[a->op];
+    c->esz = ofi_dtsize(a->dtype);
+    c->recv = a->recvbuf;
+    c->send = a->in_place ? a->recvbuf : a->sendbuf;
+    if (c->esz == 0) {
+        ofi_set_error(ctx, "dtype %d is not supported", (int)a->dtype);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    c->rb = ofi_find(ctx, a->recvbuf);
+    sb = c->send != NULL ? ofi_find(ctx, c->send) : NULL;
+    if (c->rb == NULL || (c->send != NULL && sb == NULL && a->op != COLLPROF_OP_BROADCAST)) {
+        ofi_set_error(ctx, "buffers were not allocated through this backend's mem_alloc");
+        return COLLPROF_ERR_INVALID;
+    }
+    c->sdesc = sb != NULL ? sb->desc : NULL;
+    c->blk = a->count / (size_t)c->n * c->esz;
+    c->all = a->count * c->esz;
+    return COLLPROF_OK;
 }
