@@ -1,12 +1,15 @@
 /*
  * libcpreader: collprof's HDF5 result files (docs/hdf5-schema.md) loaded
  * and checked, for collprof-report and the tests.  It links HDF5 and
- * libcpformat and the layers below it only, never PMIx, MPI or an accelerator runtime, so it runs on
- * any machine the files are copied to.
+ * libcpformat and the layers below it only, never PMIx, MPI or an accelerator runtime, so it runs
+ * on any machine the files are copied to.
  *
  * A file is loaded and checked completely by cp_report_open() and the HDF5
  * handle is closed again; callers work on the loaded copy.  The tables and
  * attributes are those declared once in include/collprof/schema.h.
+ *
+ * Its files, top to bottom (each calls only files below it; h5read_int.h):
+ * h5read > h5read_cells > h5read_tables > h5read_util > rstats
  */
 #ifndef COLLPROF_REPORT_READER_H
 #define COLLPROF_REPORT_READER_H
