@@ -3,6 +3,16 @@
  * (docs/hdf5-schema.md), loaded by libcpreader (reader.h).  The program
  * links libcpreader, HDF5 and libcpformat (with the layers below it) only, never PMIx, MPI or an
  * accelerator runtime.
+ *
+ * Its layers, top to bottom, each file calling only files below it: main.c; the commands
+ * (cmd/cmd_*.c, import/cmd_import.c, export/cmd_export.c, plot/cmd_plot.c); their helpers
+ * (the other files of cmd/, import/, export/ and plot/); what commands and helpers of several
+ * folders share (best_cells.c, links_data.c); args.c; the reader (read/, reader.h); then
+ * src/format, src/screen, src/colls and src/base.  Each folder's files, top to bottom (no
+ * command calls another; the other folders' orders are in import.h, plot_int.h, reader.h):
+ * src/report: main > best_cells > links_data > args
+ * cmd: cmd_*.c (the nine commands, side by side) > rejudge > screen_drain
+ * export: cmd_export > export_prom > export_jsonl
  */
 #ifndef COLLPROF_REPORT_REPORT_H
 #define COLLPROF_REPORT_REPORT_H
@@ -131,7 +141,7 @@ void cp_report_prom_free(cp_report_prom_t *p);
 /** One JSON object per line and cell of files[0..n), flat (docs/metrics.md). */
 void cp_report_jsonl_write(FILE *out, cp_report_file_t *const *files, int n);
 
-/* ---- which backend and variant wins (cmd_best.c, also for summary and plot) ---- */
+/* ---- which backend and variant wins (best_cells.c, for best, summary and plot) ---- */
 
 /**
  * The results of files[0..n) as src/format/best.h takes them: every row
@@ -140,7 +150,7 @@ void cp_report_jsonl_write(FILE *out, cp_report_file_t *const *files, int n);
  */
 cp_best_cell_t *cp_report_best_cells(cp_report_file_t *const *files, int n, size_t *count);
 
-/* ---- the link sweep's heatmaps (cmd_links.c, drawn by plot) --------------- */
+/* ---- the link sweep's heatmaps (links_map.c, drawn by plot) --------------- */
 
 /** Heatmaps of f: one per backend of its link sweep (0 when it has none; a backend with a
  *  screen has its pairs in /links too, and gets a screen heatmap instead). */
@@ -162,12 +172,6 @@ int cp_report_screen_map_height(const cp_report_file_t *f, int width);
 /** Screen heatmap k of f from (0, 0), width px wide: each measured pair's score, the nodes
  *  and links the screen flagged (its /screen verdict) outlined or framed and named. */
 void cp_report_screen_map(FILE *out, const cp_report_file_t *f, int k, int width);
-/** The --screen-rounds of a run's command line: the last one given, else 3 (the default). */
-int cp_report_screen_rounds(const char *cmdline);
-/** The message size of backend's /links rows of kind ("latency", "bandwidth") in f; 0 when
- *  none. */
-unsigned long long cp_report_links_bytes(const cp_report_file_t *f, const char *backend,
-                                         const char *kind);
 
 /* ---- a file's pairs judged again against a baseline (rejudge.c) ------------ */
 

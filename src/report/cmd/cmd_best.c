@@ -42,28 +42,6 @@ static void usage(FILE *f)
                "of different world sizes (then nothing is written).\n");
 }
 
-cp_best_cell_t *cp_report_best_cells(cp_report_file_t *const *files, int n, size_t *count)
-{
-    size_t total = 0, k = 0;
-    for (int i = 0; i < n; i++) {
-        total += files[i]->nrows;
-    }
-    cp_best_cell_t *cells = calloc(total + 1, sizeof(*cells));
-    if (cells == NULL) {
-        cp_report_error("out of memory");
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        for (size_t r = 0; r < files[i]->nrows; r++) {
-            const cp_report_cell_t *c = &files[i]->cells[r];
-            cells[k].row = &files[i]->rows[r];
-            cells[k++].p5_us = cp_best_p5(c->iter_max, files[i]->rows[r].iterations);
-        }
-    }
-    *count = k;
-    return cells;
-}
-
 /* ---- --csv and --json: one record per table row ----------------------------------- */
 
 enum { OUT_TEXT, OUT_CSV, OUT_JSON };

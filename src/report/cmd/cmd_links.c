@@ -70,42 +70,6 @@ static void usage(FILE *f)
                "that met nobody.\n");
 }
 
-int cp_links_load_nodes(const cp_report_file_t *f, nodes_t *nd)
-{
-    nd->n = (int)f->root.node_count;
-    for (size_t i = 0; i < f->nlinks; i++) {
-        nd->n = f->links[i].node_b + 1 > nd->n ? f->links[i].node_b + 1 : nd->n;
-    }
-    for (int q = 0; q < f->nranks; q++) {
-        nd->n = f->ranks[q].node_id + 1 > nd->n ? f->ranks[q].node_id + 1 : nd->n;
-    }
-    nd->names = calloc((size_t)nd->n + 1, sizeof(char *));
-    if (nd->names == NULL) {
-        return -1;
-    }
-    for (int q = f->nranks - 1; q >= 0; q--) {
-        nd->names[f->ranks[q].node_id] = f->ranks[q].hostname;
-    }
-    for (int i = 0; i < nd->n; i++) {
-        nd->names[i] = nd->names[i] != NULL ? nd->names[i] : "?";
-    }
-    return 0;
-}
-
-/* The bandwidth matrix of backend by --stat. */
-void cp_links_bw_matrix(const cp_report_file_t *f, const char *backend, int stat, int n, double *m)
-{
-    memset(m, 0, sizeof(double) * (size_t)n * (size_t)n);
-    for (size_t i = 0; i < f->nlinks; i++) {
-        const collprof_link_row_t *r = &f->links[i];
-        if (!strcmp(r->backend, backend) && !strcmp(r->kind, "bandwidth") &&
-            (!strcmp(r->status, "ok") || !strcmp(r->status, "wrong"))) {
-            double v = stat == STAT_BEST ? r->bw_best_gbs : r->bw_gbs;
-            m[r->node_a * n + r->node_b] = m[r->node_b * n + r->node_a] = v;
-        }
-    }
-}
-
 /* The flags of one backend in words; the number of things flagged. */
 static int say_verdict(const char *backend, const nodes_t *nd, const cp_links_verdict_t *v,
                        const double *m)
@@ -178,17 +142,6 @@ static int one_backend(const cp_report_file_t *f, size_t first, const nodes_t *n
     int flagged = say_verdict(backend, nd, &v, m);
     cp_links_verdict_free(&v);
     return flagged;
-}
-
-/* 1 when rows[i] is the first row of its backend. */
-int cp_links_first_of_backend(const collprof_link_row_t *rows, size_t i)
-{
-    for (size_t j = 0; j < i; j++) {
-        if (!strcmp(rows[j].backend, rows[i].backend)) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* The distinct node pairs that f's /links rows measured (any backend or size). */

@@ -16,6 +16,7 @@
 #include "base/util.h"
 #include "screen/screen_out.h"
 #include "report/read/reader.h"
+#include "report/links_data.h"
 #include "report/report.h"
 
 #include <ctype.h>
@@ -231,22 +232,6 @@ static void print_json(FILE *out, const char *path, const collprof_screen_row_t 
 }
 
 /* ---- the run's pairs judged again --------------------------------------------------------- */
-
-/* The --screen-rounds of the run's command line: the last one given, else 3 (the default). */
-int cp_report_screen_rounds(const char *cmdline)
-{
-    int rounds = 3;
-    const char *opt = "--screen-rounds";
-    for (const char *p = cmdline; p != NULL && (p = strstr(p, opt)) != NULL;) {
-        p += strlen(opt);
-        if (*p == '=' || *p == ' ') {
-            char *end;
-            long v = strtol(p + 1, &end, 10);
-            rounds = end != p + 1 && v >= 1 && v <= 64 ? (int)v : rounds;
-        }
-    }
-    return rounds;
-}
 
 /*
  * Judge again backend's screen of f, its rows [first, end) of the run's verdict, against

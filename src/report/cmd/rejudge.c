@@ -8,6 +8,7 @@
 
 #include "base/util.h"
 #include "schema/baseline.h"
+#include "report/links_data.h"
 #include "report/report.h"
 
 #include <stdlib.h>

@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include "report/links_data.h"
 #include "report/report.h"
 
 #include <collprof/vocab.h>

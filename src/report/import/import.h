@@ -6,6 +6,9 @@
  * writes it with the tables of include/collprof/schema.h (no /cells: the
  * sources keep no per-rank samples).  The mapping is in docs/hdf5-schema.md
  * ("Imported files").
+ *
+ * import/'s files, top to bottom (each calls only files below it; json.h is json.c's):
+ * cmd_import > import_nccl > import_osu > import_write > import_rows > json
  */
 #ifndef COLLPROF_REPORT_IMPORT_H
 #define COLLPROF_REPORT_IMPORT_H

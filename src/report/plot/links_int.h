@@ -1,31 +1,16 @@
 /*
  * What `collprof-report links`' files share: cmd_links.c (the command: matrices, verdicts,
  * baselines), links_map.c (the link sweep's heatmaps `plot` draws, and the node x node grid
- * that screen_map.c draws the screen's on).  Internal to src/report.
+ * that screen_map.c draws the screen's on); both read the sweep through links_data.h
+ * (src/report/links_data.c, below them).  Internal to src/report.
  */
 #ifndef COLLPROF_REPORT_LINKS_INT_H
 #define COLLPROF_REPORT_LINKS_INT_H
 
-#include "report/report.h"
+#include "report/links_data.h"
 
 /* `links`' default --threshold, and the one plot's heatmaps judge by */
 #define CP_LINKS_THRESHOLD 0.5
-
-/* --stat: which bandwidth of a pair */
-enum { STAT_BEST, STAT_MEAN };
-
-/* The file's nodes: count and names (the host of the node's first rank). */
-typedef struct nodes {
-    int n;
-    const char **names;
-} nodes_t;
-
-/* The file's nodes into nd (names borrowed from f); -1 out of memory. */
-int cp_links_load_nodes(const cp_report_file_t *f, nodes_t *nd);
-/* 1 when rows[i] is the first row of its backend. */
-int cp_links_first_of_backend(const collprof_link_row_t *rows, size_t i);
-/* The n x n bandwidth matrix of backend by stat into m. */
-void cp_links_bw_matrix(const cp_report_file_t *f, const char *backend, int stat, int n, double *m);
 
 /* ---- a node x node heatmap in SVG (links_map.c) ---------------------------------------- */
 

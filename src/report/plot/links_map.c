@@ -279,17 +279,6 @@ static void map_marks(FILE *out, const map_geom_t *g, const nodes_t *nd,
     cp_map_foot(out, g, 1, one);
 }
 
-unsigned long long cp_report_links_bytes(const cp_report_file_t *f, const char *backend,
-                                         const char *kind)
-{
-    for (size_t i = 0; i < f->nlinks; i++) {
-        if (!strcmp(f->links[i].backend, backend) && !strcmp(f->links[i].kind, kind)) {
-            return (unsigned long long)f->links[i].bytes;
-        }
-    }
-    return 0;
-}
-
 void cp_report_links_map(FILE *out, const cp_report_file_t *f, int k, int width)
 {
     size_t i = 0;

@@ -1,8 +1,13 @@
 /*
  * What `collprof-report plot`'s files share: cmd_plot.c (the command, the series from the
  * files' rows, the page), plot_views.c (the fastest-variant view and the ratio charts built
- * from every variant's lines) and plot_draw.c (one chart's SVG: axes, frame, bands, lines,
- * points, and the heatmaps' place).  Internal to src/report.
+ * from every variant's lines), plot_draw.c (one chart's SVG: axes, frame, bands, lines,
+ * points, and the heatmaps' place) and plot_lines.c (the lines: growing arrays, which rows
+ * make one, labels and colours).  The heatmaps are screen_map.c's and links_map.c's
+ * (links_int.h); the page's script is plot_script.c's.  Internal to src/report.
+ *
+ * plot/'s files, top to bottom (each calls only files below it):
+ * cmd_plot > plot_views > plot_draw > screen_map > links_map > plot_lines > plot_script
  */
 #ifndef COLLPROF_REPORT_PLOT_INT_H
 #define COLLPROF_REPORT_PLOT_INT_H
@@ -95,7 +100,7 @@ int plot_chart_height(const chart_t *c);
 void plot_mark_winners(plot_t *p);
 const char *plot_op_label(const char *op);
 
-/* cmd_plot.c */
+/* plot_lines.c */
 const char *plot_base_name(const char *path);
 void *plot_grow(void *v, size_t *cap, size_t n, size_t elsize);
 /* what plot_same_line compares: everything, all but the variant, all but backend and variant */

@@ -1,8 +1,9 @@
 /*
- * What the result-file reader's files share (reader.h): h5read.c (values, errors, text
- * checks, the root attributes, open and close), h5read_tables.c (every table, the slurm_*
- * attributes) and h5read_cells.c (/cells/<cell>: samples, per-rank data, repeats, and the
- * cross-check of each row's statistics).  Internal to src/report.
+ * What the result-file reader's files share (reader.h): h5read.c (the root attributes, open
+ * and close), h5read_cells.c (/cells/<cell>: samples, per-rank data, repeats, and the
+ * cross-check of each row's statistics), h5read_tables.c (every table, the slurm_*
+ * attributes) and h5read_util.c (values, errors, text checks, string attributes, the file's
+ * size), each calling only those after it (the order in reader.h).  Internal to src/report.
  */
 #ifndef COLLPROF_REPORT_H5READ_INT_H
 #define COLLPROF_REPORT_H5READ_INT_H
@@ -27,13 +28,8 @@
 typedef int row_check_t(const void *rec, size_t i, const cp_report_file_t *f, char *err,
                         size_t errlen);
 
-/* h5read.c */
-/* The size of the file being read (cp_report_open): the most its tables may unpack to. */
-extern double rd_file_bytes;
-int rd_read_str_raw(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen);
-void rd_h5_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-int rd_valid_text(const char *s, size_t max);
+/* h5read_cells.c */
+int rd_read_cells(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 
 /* h5read_tables.c */
 int rd_read_environment(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
@@ -47,7 +43,12 @@ int rd_read_table(hid_t file, const cp_h5_table_t *tab, int optional, row_check_
                   const cp_report_file_t *f, void **out, size_t *n, char *err, size_t errlen);
 int rd_size_plausible(hid_t d, hid_t ft, hsize_t elems, const char *what, char *err, size_t errlen);
 
-/* h5read_cells.c */
-int rd_read_cells(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
+/* h5read_util.c */
+/* The size of the file being read (cp_report_open): the most its tables may unpack to. */
+extern double rd_file_bytes;
+int rd_read_str_raw(hid_t a, hid_t ft, const char *name, char **out, char *err, size_t errlen);
+void rd_h5_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int rd_valid_text(const char *s, size_t max);
 
 #endif

@@ -7,6 +7,9 @@
  * A file is loaded and checked completely by cp_report_open() and the HDF5
  * handle is closed again; callers work on the loaded copy.  The tables and
  * attributes are those declared once in include/collprof/schema.h.
+ *
+ * Its files, top to bottom (each calls only files below it; h5read_int.h):
+ * h5read > h5read_cells > h5read_tables > h5read_util > rstats
  */
 #ifndef COLLPROF_REPORT_READER_H
 #define COLLPROF_REPORT_READER_H
