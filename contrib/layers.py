@@ -27,6 +27,8 @@ LAYERS = [
     ["src/schema"],
     ["src/report/read"],
     ["src/report/args"],
+    ["src/report/links_data"],
+    ["src/report/best_cells"],
     ["src/report/import", "src/report/export", "src/report/plot", "src/report/cmd"],
     ["src/report/main"],
     ["src/plugin", "src/launch"],
