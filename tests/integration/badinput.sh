@@ -108,6 +108,9 @@ cp "$O" "$W/good.osu"
 sed 's/^16384 .*/16384                  33.05             31.90/' "$O" >"$W/cols.osu"
 sed 's/^4096 .*/4096                   nan             20.11             22.64        1000/' "$O" >"$W/nan.osu"
 sed 's/^4096 .*/4096                   1e999             20.11             22.64        1000/' "$O" >"$W/huge.osu"
+# a per-rank size whose product with --ranks wraps to 0 in 64 bits (2^44 x 2^20)
+sed -e 's/^# OSU MPI Allreduce/# OSU MPI Allgather/' \
+    -e 's/^4096 .*/17592186044416         21.37             20.11             22.64        1000/' "$O" >"$W/wrap.osu"
 printf '\357\273\277# OSU MPI Allreduce Latency Test v7.3\n# Size  \377Avg Latency(us)\n' >"$W/utf8.osu"
 sed 's/^# OSU MPI Allreduce/# OSU MPI Frobnicate/' "$O" >"$W/op.osu"
 sed 's/^# Size .*/# Size       Min Latency(us)/' "$O" >"$W/noavg.osu"

@@ -20,6 +20,7 @@
 #include <collprof/vocab.h>
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +165,10 @@ static int row(cp_import_t *im, const test_t *t, int no, char *s)
     uint64_t elsize = 1;
     for (int d = 0; d < COLLPROF_DTYPE_COUNT; d++) {
         elsize = !strcmp(collprof_dtype_name(d), t->dtype) ? collprof_dtype_size(d) : elsize;
+    }
+    if (per_rank && size > (uint64_t)1e15 / n_) { /* the whole buffer within the size's bound */
+        return cp_import_fail(im, no, "size %" PRIu64 " x %" PRIu64 " ranks out of range", size,
+                              n_);
     }
     r->bytes = per_rank ? size * n_ : size;
     r->count = r->bytes / elsize;
