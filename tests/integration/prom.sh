@@ -100,8 +100,14 @@ for line in open(sys.argv[2]):
 n = 0
 for r in rows:
     lab = ('partition="",nodes="1",ranks="2",backend="%s",variant="%s",op="%s",dtype="%s",'
-           'redop="%s",memory="%s",bytes="%s"' % (r["backend"], r["variant"], r["op"], r["dtype"],
-                                                   r["redop"], r["memory"], r["bytes"]))
+           'redop="%s",memory="%s",bytes="%s",root="%s",in_place="%s"' %
+           (r["backend"], r["variant"], r["op"], r["dtype"], r["redop"], r["memory"], r["bytes"],
+            r["root"], r["in_place"]))
+    for k, name in (("imbalance", "imbalance"), ("split", "split"), ("sync", "sync"),
+                    ("allocation", "alloc")):
+        if r[k]:
+            lab += ',%s="%s"' % (name, r[k])
+    lab += ',batch="%s",rotate="%s"' % (r["batch"], r["rotate"])
     if prom[("collprof_cell_failed", lab)] != (r["status"] != "ok"):
         sys.exit("failed: %s" % lab)
     t = prom[("collprof_cell_time_seconds", lab + ',stat="p99"')]
@@ -116,6 +122,18 @@ if n != 5:
     sys.exit("%d cells" % n)
 EOF
 ok $? "each cell's failed flag, p99 (s) and busBW (B/s) equal the CSV export's"
+
+# cells that differ only in their root or in place: one series each (a series is one cell)
+mkdir "$WORK/cells"
+cp_run --np 2 --backends self --ops allreduce,broadcast --counts 1K --inplace both -r 1 -n 2 \
+    -w 0 --output-dir "$WORK/cells"
+CELLS=$(ls "$WORK"/cells/*.h5 2>/dev/null | head -n 1)
+rep export --prom "${CELLS:-none}"
+series=$(grep -c '^collprof_cell_busbw_bytes_per_second{' "$WORK/rout")
+rep export --csv "${CELLS:-none}"
+cells=$(($(wc -l <"$WORK/rout") - 1))
+[ "$rc" -eq 0 ] && [ "$cells" -eq 4 ] && [ "$series" -eq "$cells" ]
+ok $? "cells apart only by root or in place: a series each ($series series, $cells cells)"
 
 rep export --prom "$WORK/hostile.h5"
 cp "$WORK/rout" "$WORK/hostile.prom"

@@ -147,6 +147,19 @@ static FILE *cell_labels(const cp_report_file_t *f, const collprof_result_row_t 
         put_label(m, "redop", r->redop);
         put_label(m, "memory", r->memory);
         put_label_num(m, "bytes", (unsigned long long)r->bytes);
+        /* what else tells two cells of a run, or of two runs, apart: each a label, so that a
+         * series is one cell (an empty value is no label, as Prometheus reads it) */
+        put_label_num(m, "root", (unsigned long long)(r->root > 0 ? r->root : 0));
+        put_label_num(m, "in_place", (unsigned long long)(r->in_place != 0));
+        const char *name[] = {"imbalance", "split", "sync", "alloc"};
+        const char *value[] = {r->imbalance, r->split, r->sync, r->allocation};
+        for (int k = 0; k < 4; k++) {
+            if (value[k][0] != '\0') {
+                put_label(m, name[k], value[k]);
+            }
+        }
+        put_label_num(m, "batch", (unsigned long long)(r->batch > 0 ? r->batch : 0));
+        put_label_num(m, "rotate", (unsigned long long)(r->rotate > 0 ? r->rotate : 0));
     }
     return m;
 }
