@@ -46,16 +46,21 @@ typedef struct cp_plan {
 /** The node a plan is built on, for its memory guard: what one node offers and how many
  *  of the job's ranks share it.  cp_plan_node_this() fills it; tests set their own. */
 typedef struct cp_plan_node {
-    uint64_t host_bytes;   /**< the node's physical memory; 0: unknown (host memory unchecked) */
+    uint64_t host_bytes; /**< the node's memory for the job; 0: unknown (host memory unchecked) */
+    int host_cgroup;     /**< 1: host_bytes is this process's cgroup limit, below physical memory */
     uint64_t device_bytes; /**< one device's memory (each rank has one); 0: unknown (unchecked) */
     int local_ranks;       /**< the job's ranks on this node */
     int rank0_here;        /**< rank 0, which holds every rank's samples, runs on this node */
 } cp_plan_node_t;
 
-/** This machine's memory (sysconf), local_ranks and rank0_here as given.  device_bytes is
- *  0: the plan is built before any backend opens its device, and no backend reports its
- *  device's memory. */
+/** This machine's memory (sysconf), or this process's cgroup limit where it is smaller;
+ *  local_ranks and rank0_here as given.  device_bytes is 0: the plan is built before any
+ *  backend opens its device, and no backend reports its device's memory. */
 void cp_plan_node_this(cp_plan_node_t *node, int local_ranks, int rank0_here);
+
+/** The memory limit of this process's control group, v1 or v2, the smallest from its own
+ *  group up to the root (cgroup.c); 0 when there is none or it cannot be read. */
+uint64_t cp_cgroup_mem_limit(void);
 
 /**
  * Expand opt->specs over the usable plugins for nranks ranks.  Returns 0,

@@ -27,6 +27,11 @@ void cp_plan_node_this(cp_plan_node_t *node, int local_ranks, int rank0_here)
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     memset(node, 0, sizeof(*node));
     node->host_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+    uint64_t cg = cp_cgroup_mem_limit(); /* Slurm's ConstrainRAMSpace, a container's limit */
+    if (cg > 0 && (node->host_bytes == 0 || cg < node->host_bytes)) {
+        node->host_bytes = cg;
+        node->host_cgroup = 1;
+    }
     /* device_bytes stays 0 (unknown): device buffers are then checked against nothing here,
      * and never against host memory, which they do not take (their host copies do, and are
      * counted); a device too small fails its cells in the backend's mem_alloc */
@@ -83,7 +88,7 @@ static void host_refusal(const cp_cell_t *c, const cp_plugin_t *plugins, const c
     int samples = node->rank0_here && m->root > cp_mul_sat(m->host, (uint64_t)node->local_ranks);
     snprintf(err, errlen,
              "%s: needs %s of host memory per node (%d rank%s x %s%d %s of %s%s%s) but this "
-             "node has %s (%d %% of %s): use %s",
+             "node has %s (%d %% of %s%s): use %s",
              cell_name(c, plugins, name, sizeof(name)), fmt_iec(need, b, sizeof(b)),
              node->local_ranks, node->local_ranks == 1 ? "" : "s", book[0] ? "(" : "", m->nbuf,
              m->device ? (m->nbuf == 1 ? "host copy" : "host copies")
@@ -91,6 +96,7 @@ static void host_refusal(const cp_cell_t *c, const cp_plugin_t *plugins, const c
              fmt_iec(m->hostbuf, a, sizeof(a)), book, root,
              fmt_iec((uint64_t)(GUARD_SHARE * (double)node->host_bytes), lim, sizeof(lim)),
              (int)(GUARD_SHARE * 100 + 0.5), fmt_iec(node->host_bytes, phys, sizeof(phys)),
+             node->host_cgroup ? ", the cgroup's memory limit" : "",
              samples ? "fewer iterations (-n), repeats or ranks"
                      : "smaller --counts or fewer ranks per node");
 }

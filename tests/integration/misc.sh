@@ -162,4 +162,32 @@ grep -q '^limit: ' "$s" &&
     grep -q -E 'AllReduce: .* \| BusBW [0-9.]+% of memcpy [0-9]+\.[0-9]+ GB/s$' "$s"
 ok $? "the summary prints busBW as a percentage of the measured memory-copy rate"
 
+# the memory guard takes the job's cgroup limit where it is below the machine's memory (Slurm's
+# ConstrainRAMSpace, a container): in a 300 MiB memory cgroup made here (v1, or v2 with the
+# memory controller), where this machine lets the test make one
+cg=
+for parent in /sys/fs/cgroup/memory /sys/fs/cgroup; do
+    [ -w "$parent" ] || continue
+    [ -f "$parent/memory.limit_in_bytes" ] && lim=memory.limit_in_bytes || lim=memory.max
+    [ -f "$parent/$lim" ] || [ -f "$parent/cgroup.subtree_control" ] || continue
+    mkdir "$parent/collprof-test-$$" 2>/dev/null || continue
+    if echo $((300 * 1024 * 1024)) >"$parent/collprof-test-$$/$lim" 2>/dev/null; then
+        cg="$parent/collprof-test-$$"
+        break
+    fi
+    rmdir "$parent/collprof-test-$$"
+done
+if [ -n "$cg" ]; then
+    rc=0
+    sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" timeout -k 10 "$CP_TIMEOUT" \
+        "$COLLPROF_BIN" --np 2 --backends self --ops allreduce --counts 64M -n 1 -w 0 \
+        --output-dir "$WORK" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    rmdir "$cg" 2>/dev/null
+    [ "$rc" -eq 2 ] && [ "$(grep -c . "$WORK/err")" -eq 1 ] &&
+        grep -q "(80 % of 300.0 MiB, the cgroup's memory limit): use smaller --counts" "$WORK/err"
+    ok $? "in a 300 MiB cgroup a 1 GiB plan is refused against the cgroup's limit: $(head -c 300 "$WORK/err")"
+else
+    echo "ok $((tap_n += 1)) - the cgroup's memory limit # SKIP cannot make a memory cgroup here"
+fi
+
 done_testing
