@@ -6,9 +6,9 @@
  * collectives are in oob.c, oob_group.c, oob_pmix.c and tcp_coll.c.
  */
 
-#include "boot/chan.h"
+#include "chan/chan.h"
 #include "boot/tables.h"
-#include "boot/tree_shape.h"
+#include "chan/tree_shape.h"
 #include "collprof/status.h"
 #include "base/log.h"
 #include "base/util.h"

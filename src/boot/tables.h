@@ -3,7 +3,7 @@
 #define COLLPROF_BOOT_TABLES_H
 
 #include "boot/boot.h"
-#include "boot/tcp_tree.h"
+#include "chan/tcp_tree.h"
 
 #include <stdint.h>
 

@@ -10,7 +10,7 @@
 #define COLLPROF_BOOT_CHAN_H
 
 #include "boot/boot.h"
-#include "boot/tcp_tree.h"
+#include "chan/tcp_tree.h"
 
 #include <stddef.h>
 

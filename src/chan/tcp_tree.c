@@ -23,10 +23,10 @@
  * holding up the others, and logged once per peer address.
  */
 
-#include "boot/tcp_tree.h"
-#include "boot/tcp_tree_int.h"
-#include "boot/tree_shape.h"
-#include "boot/tcp_sock.h"
+#include "chan/tcp_tree.h"
+#include "chan/tcp_tree_int.h"
+#include "chan/tree_shape.h"
+#include "chan/tcp_sock.h"
 #include "collprof/status.h"
 #include "base/fault.h"
 #include "base/log.h"

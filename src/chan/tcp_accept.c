@@ -6,9 +6,9 @@
  * and subtree; a silent or wrong connection dropped without holding up the others.
  */
 
-#include "boot/tcp_tree.h"
-#include "boot/tcp_tree_int.h"
-#include "boot/tcp_sock.h"
+#include "chan/tcp_tree.h"
+#include "chan/tcp_tree_int.h"
+#include "chan/tcp_sock.h"
 #include "collprof/status.h"
 #include "base/fault.h"
 #include "base/log.h"

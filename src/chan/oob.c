@@ -7,7 +7,7 @@
  * cost.
  */
 
-#include "boot/chan.h"
+#include "chan/chan.h"
 #include "collprof/status.h"
 #include "base/log.h"
 #include "base/util.h"

@@ -9,8 +9,8 @@
  */
 
 #include "boot/boot.h"
-#include "boot/chan.h"
-#include "boot/tcp_tree.h"
+#include "chan/chan.h"
+#include "chan/tcp_tree.h"
 #include "collprof/status.h"
 
 #include <stdio.h>

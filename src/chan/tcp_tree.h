@@ -45,7 +45,7 @@
 #ifndef COLLPROF_BOOT_TCP_TREE_H
 #define COLLPROF_BOOT_TCP_TREE_H
 
-#include "boot/tcp_auth.h"
+#include "chan/tcp_auth.h"
 
 #include <stddef.h>
 #include <stdint.h>

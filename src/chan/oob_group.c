@@ -13,7 +13,7 @@
  * rank.
  */
 
-#include "boot/chan.h"
+#include "chan/chan.h"
 #include "collprof/status.h"
 #include "base/log.h"
 

@@ -6,7 +6,7 @@
 #ifndef COLLPROF_BOOT_TCP_TREE_INT_H
 #define COLLPROF_BOOT_TCP_TREE_INT_H
 
-#include "boot/tcp_tree.h"
+#include "chan/tcp_tree.h"
 
 #include <stdint.h>
 
