@@ -6,8 +6,7 @@
  *   - a PMIx server is reachable (mpirun, srun --mpi=pmix, or our own
  *     embedded server for --np): PMIx client;
  *   - nothing: one rank, OOB calls are local copies.
- * And one way to start ranks: cp_launch_self() (embedded PMIx server, or
- * re-exec under mpirun).
+ * Starting ranks (--np, cp_launch_self) is src/launch's (launch/launch.h).
  */
 #ifndef COLLPROF_BOOT_BOOT_H
 #define COLLPROF_BOOT_BOOT_H
@@ -176,30 +175,5 @@ int cp_oob_fetch_all(const int *ranks, int nr, const char *key, void *dst, size_
 
 /** True when this process runs under a PMIx server (per the environment). */
 int cp_boot_have_pmix_env(void);
-
-typedef enum cp_launch_mode {
-    CP_LAUNCH_EMBEDDED = 0, /**< the embedded PMIx server (it also runs Open MPI 4.1 jobs) */
-    CP_LAUNCH_MPIRUN        /**< re-exec under mpirun */
-} cp_launch_mode_t;
-
-typedef struct cp_launch_opts {
-    cp_launch_mode_t mode;
-    double timeout_s; /**< 0: none; else terminate the job after this many seconds */
-} cp_launch_opts_t;
-
-/**
- * Start np local ranks running argv (argv[0] is resolved through
- * /proc/self/exe), each with COLLPROF_SELF_LAUNCHED=1 in its environment,
- * wait for them, forward SIGINT/SIGTERM/SIGHUP, and kill the rest (5 s
- * after the first failure) when one dies abnormally.  Returns the exit
- * status for the launcher process: 0 when every rank exited 0, else the
- * first non-zero rank status (128+signal for a signal); the status a rank
- * passed to PMIx_Abort (MPI_Abort); 124 when opts->timeout_s
- * ran out.  Call it before starting any thread: it blocks SIGCHLD, SIGINT,
- * SIGTERM and SIGHUP in the calling thread while it runs.  In embedded mode
- * the ranks also get the Open MPI settings for direct launch (OMPI_MCA_schizo,
- * OMPI_MCA_ess, session and shared-memory directories; see launch_env.c).
- */
-int cp_launch_self(int np, char **argv, const cp_launch_opts_t *opts);
 
 #endif /* COLLPROF_BOOT_BOOT_H */
