@@ -18,7 +18,6 @@
  */
 
 #include "chan/chan.h"
-#include "boot/tables.h"
 #include "chan/tree_shape.h"
 #include "collprof/status.h"
 #include "base/log.h"
