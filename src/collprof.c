@@ -17,7 +17,7 @@
 #include "config.h"
 
 #include "boot/boot.h"
-#include "boot/tree_shape.h"
+#include "chan/tree_shape.h"
 #include "cli/cli.h"
 #include "base/fault.h"
 #include "base/log.h"

@@ -81,7 +81,7 @@ static inline double cp_tmo_outer(double timeout_s)
                                             : timeout_s;
 }
 
-/* ---- group collectives over PMIx keys (src/boot/oob_pmix.c) -------------
+/* ---- group collectives over PMIx keys (src/chan/oob_pmix.c) -------------
  *
  * A member's bounded wait for another member's key.  Longer than the
  * watchdog's default timeouts (a cell's without --timeout, CP_TMO_OUTER_*),
@@ -89,7 +89,7 @@ static inline double cp_tmo_outer(double timeout_s)
  */
 #define CP_TMO_GROUP_WAIT_S 300.0
 
-/* ---- the TCP tree's set-up (src/boot/tcp_tree.c) ------------------------
+/* ---- the TCP tree's set-up (src/chan/tcp_tree.c) ------------------------
  *
  * A leader waits CP_TMO_TREE_LEADER_WAIT_S for its node's members; rank 0
  * waits longer for the leaders (CP_TMO_TREE_ROOT_WAIT_S), as each of them

@@ -3,17 +3,7 @@
 #define COLLPROF_BOOT_TABLES_H
 
 #include "boot/boot.h"
-#include "boot/tcp_tree.h"
-
-#include <stdint.h>
-
-/* What each rank sends rank 0 at start-up (and rank 0 every rank, through PMIx, first). */
-typedef struct peer_info {
-    char hostname[256];
-    int32_t local_rank;
-    int32_t pid;
-    cp_tcp_pub_t tcp; /* rank 0's TCP listeners; a node leader's loopback one; else empty */
-} peer_info_t;
+#include "chan/chan.h" /* peer_info_t */
 
 /* The tables for n ranks, zeroed; -1 (logged) out of memory. */
 int cp_tables_alloc(cp_boot_t *b, int n);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "boot/boot.h"
+#include "launch/launch.h"
 #include "colls/imbalance.h"
 #include "runner/policy.h"
 #include <collprof/plugin.h>

@@ -8,7 +8,7 @@
 
 #include "run/launcher.h"
 
-#include "boot/boot.h"
+#include "launch/launch.h"
 #include "cli/bopts.h"
 #include "base/log.h"
 #include "plan/plan.h"

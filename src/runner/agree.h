@@ -12,7 +12,7 @@
 /* The out-of-band channel the runner agrees and gathers over: the host
  * table's functions (collective, return collprof_status_t).  cp_oob_world in
  * the product: the job's control channel, whichever boot chose (the TCP
- * tree, PMIx, or one rank alone; src/boot/chan.h); tests bring their own
+ * tree, PMIx, or one rank alone; src/chan/chan.h); tests bring their own
  * (tests/unit/oob_shm.h). */
 typedef struct cp_oob {
     int (*allgather)(const void *in, void *out, size_t len);

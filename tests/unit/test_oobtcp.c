@@ -1,5 +1,5 @@
 /*
- * The TCP control tree (src/boot/tcp_tree.c, tcp_coll.c) on forked ranks over loopback, in two
+ * The TCP control tree (src/chan/tcp_tree.c, tcp_coll.c) on forked ranks over loopback, in two
  * shapes: a star (every rank its own node) and a tree by node (ranks placed cyclically on 3
  * "nodes", so that rank 0's order is not the ranks' and a leader holds two members) and a tree
  * of leaders of leaders (4 nodes of 2, fanout 2: node 3's leader hangs below node 1's): results
@@ -23,9 +23,9 @@
  * error within the bound, not a hang.  alarm() turns a hang into a failure.
  */
 #include "config.h"
-#include "boot/tcp_sock.h"
-#include "boot/tcp_tree.h"
-#include "boot/tree_shape.h"
+#include "chan/tcp_sock.h"
+#include "chan/tcp_tree.h"
+#include "chan/tree_shape.h"
 #include "collprof/status.h"
 #include "tap.h"
 

@@ -1,12 +1,12 @@
 /*
- * The control tree's shape over the nodes (src/boot/tree_shape.c): every node but node 0 has
+ * The control tree's shape over the nodes (src/chan/tree_shape.c): every node but node 0 has
  * one parent, below it in the order, and is among that parent's children exactly once; the
  * levels; the swap that puts rank 0's node first; COLLPROF_TREE_FANOUT's parsing (default,
  * accepted values, one clear line for anything else).
  */
 #include "config.h"
 
-#include "boot/tree_shape.h"
+#include "chan/tree_shape.h"
 #include "tap.h"
 
 #include <stdlib.h>

@@ -1,12 +1,13 @@
 /*
- * What the TCP control tree's set-up files share (tcp_tree.h): tcp_tree.c (listeners, the
- * connection to the parent, the verdict) and tcp_accept.c (accepting the children's
- * introductions).  Internal to src/boot.
+ * What the TCP control tree's set-up files share (tcp_tree.h), top to bottom: tcp_tree.c
+ * (listeners, the connection to the parent, the verdict), tcp_side.c (side links and
+ * messages), tcp_accept.c (accepting the children's introductions), tcp_hello.c (a member's
+ * introduction and the small pieces both ends use).  Internal to src/chan.
  */
-#ifndef COLLPROF_BOOT_TCP_TREE_INT_H
-#define COLLPROF_BOOT_TCP_TREE_INT_H
+#ifndef COLLPROF_CHAN_TCP_TREE_INT_H
+#define COLLPROF_CHAN_TCP_TREE_INT_H
 
-#include "boot/tcp_tree.h"
+#include "chan/tcp_tree.h"
 
 #include <stdint.h>
 
@@ -27,7 +28,7 @@
 #define MAX_PENDING   64 /* connections being introduced at once; more wait in the backlog */
 #define MAX_LOGGED    16 /* peer addresses whose drops were logged, per accept phase */
 
-/* tcp_tree.c */
+/* tcp_hello.c */
 void cp_tree_close_fd(int *fd);
 /* Over fd, connected to addr: the listener's challenge, this member's introduction (magic,
  * shape, the cnt indices idx after it) with its proof for purpose, the listener's proof,
@@ -37,11 +38,13 @@ int cp_tree_hello(const cp_tree_t *t, int fd, const char *addr, uint32_t magic, 
                   size_t wlen);
 /* The purpose a side link proves (CP_AUTH_PURPOSE_LEN bytes in buf). */
 void cp_tree_side_purpose(const cp_tree_t *t, char *buf);
+/* Word i of an introduction or a challenge (big-endian uint32). */
+uint32_t cp_tree_word(const unsigned char *p, int i);
+/* A wait of the join: def, or the spec's bound when it has one. */
+double cp_tree_join_wait(const cp_tree_t *t, double def);
 
 /* tcp_accept.c */
-uint32_t cp_tree_word(const unsigned char *p, int i);
 int cp_tree_accept_kids(cp_tree_t *t, int want, int want_kids, double wait_s);
-double cp_tree_join_wait(const cp_tree_t *t, double def);
 
 /* tcp_side.c */
 /* A leader whose parent is not member 0 (side_off before the join): open its side link

@@ -2,7 +2,7 @@
 
 /* The TCP control channel's proofs: see tcp_auth.h. */
 
-#include "boot/tcp_auth.h"
+#include "chan/tcp_auth.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

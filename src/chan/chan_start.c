@@ -17,9 +17,8 @@
  * COLLPROF_OOB=pmix asked for them).
  */
 
-#include "boot/chan.h"
-#include "boot/tables.h"
-#include "boot/tree_shape.h"
+#include "chan/chan.h"
+#include "chan/tree_shape.h"
 #include "collprof/status.h"
 #include "base/log.h"
 

@@ -1,13 +1,13 @@
 #include "config.h"
 
 /*
- * The control channel's one interface (boot.h's cp_oob_*): the arguments'
+ * The control channel's one interface (oob.h's cp_oob_*): the arguments'
  * checks, then the transport chosen once at start-up (chan.h); the group
  * collectives of --split, over a tree of their own or over PMIx; what it all
  * cost.
  */
 
-#include "boot/chan.h"
+#include "chan/chan.h"
 #include "collprof/status.h"
 #include "base/log.h"
 #include "base/util.h"

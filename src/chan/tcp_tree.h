@@ -40,12 +40,12 @@
  * of the tree, so that its own peers fail at once too.  A stopped peer
  * keeps the others waiting, as a fence does: the watchdog ends the run.
  * Not thread-safe; no lock, so the watchdog's exit path never waits on it.
- * Internal to src/boot.
+ * Internal to src/chan.
  */
-#ifndef COLLPROF_BOOT_TCP_TREE_H
-#define COLLPROF_BOOT_TCP_TREE_H
+#ifndef COLLPROF_CHAN_TCP_TREE_H
+#define COLLPROF_CHAN_TCP_TREE_H
 
-#include "boot/tcp_auth.h"
+#include "chan/tcp_auth.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -137,7 +137,7 @@ void cp_tree_free(cp_tree_t *t);
 /** Close every socket: the tree is off from now on (the run's channel failed or ends). */
 void cp_tree_close(cp_tree_t *t);
 
-/* The collectives: contracts of cp_oob_* (boot.h) over the tree's members; return
+/* The collectives: contracts of cp_oob_* (oob.h) over the tree's members; return
  * collprof_status_t; a peer that went away is COLLPROF_ERR_BOOTSTRAP at once (EOF). */
 int cp_tree_gather(cp_tree_t *t, const void *in, void *out, size_t len);
 int cp_tree_bcast(cp_tree_t *t, void *buf, size_t len, int root);
@@ -173,4 +173,4 @@ int cp_tree_side_from_root(cp_tree_t *t, void *buf, size_t len, double s);
 int cp_tree_side_poll(cp_tree_t *t, const unsigned char *wait, double s, int *m, void *buf,
                       size_t len);
 
-#endif /* COLLPROF_BOOT_TCP_TREE_H */
+#endif /* COLLPROF_CHAN_TCP_TREE_H */

@@ -1,17 +1,17 @@
 /*
- * Self-launch internals (collprof --np N), shared by the files of
- * src/boot/launch*.c:
+ * Self-launch internals (collprof --np N), shared by the files of src/launch, top to bottom
+ * (each calls only files below it):
  *
  *   launch.c            cp_launch_self() and the embedded-server launch
- *   launch_env.c        the ranks' environment, paths, private directories
+ *   launch_mpirun.c     the re-exec under mpirun
  *   launch_server.c     the PMIx server process (its own process: see launch.c)
  *   launch_supervise.c  the launcher's loop: fork/exec, reap, signals, timeouts
- *   launch_mpirun.c     the re-exec under mpirun
+ *   launch_env.c        the ranks' environment, paths, private directories
  */
-#ifndef COLLPROF_BOOT_LAUNCH_INT_H
-#define COLLPROF_BOOT_LAUNCH_INT_H
+#ifndef COLLPROF_LAUNCH_LAUNCH_INT_H
+#define COLLPROF_LAUNCH_LAUNCH_INT_H
 
-#include "boot/boot.h"
+#include "launch/launch.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -146,4 +146,4 @@ void cp_launch_server_stop(cp_launch_job_t *job, int clean);
 /** Re-exec argv under mpirun -np np and supervise it. */
 int cp_launch_mpirun(int np, char **argv, const cp_launch_opts_t *opts);
 
-#endif /* COLLPROF_BOOT_LAUNCH_INT_H */
+#endif /* COLLPROF_LAUNCH_LAUNCH_INT_H */

@@ -5,7 +5,7 @@
  * whose node 0 is rank 0's, and COLLPROF_TREE_FANOUT.
  */
 
-#include "boot/tree_shape.h"
+#include "chan/tree_shape.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * the launcher and the server process share.
  */
 
-#include "boot/launch_int.h"
+#include "launch/launch_int.h"
 #include "base/log.h"
 
 #include <dirent.h>

@@ -1,7 +1,7 @@
 #include "config.h"
 
 /*
- * The group collectives of --split (boot.h's cp_oob_group_*).  When the
+ * The group collectives of --split (oob.h's cp_oob_group_*).  When the
  * job's channel is the TCP tree, every group gets a tree of its own (its
  * members' connections to their node's first member, those to the group's
  * member 0), opened once per group kind: each member tells rank 0 over the
@@ -13,7 +13,7 @@
  * rank.
  */
 
-#include "boot/chan.h"
+#include "chan/chan.h"
 #include "collprof/status.h"
 #include "base/log.h"
 

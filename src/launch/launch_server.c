@@ -10,7 +10,7 @@
  * and aborts to the launcher the same way.
  */
 
-#include "boot/launch_int.h"
+#include "launch/launch_int.h"
 #include "base/log.h"
 
 #include <pmix.h>

@@ -1,16 +1,15 @@
 #include "config.h"
 
 /*
- * A channel of a few ranks by themselves (boot.h, cp_oob_pair_*): a TCP tree of its members
+ * A channel of a few ranks by themselves (oob.h, cp_oob_pair_*): a TCP tree of its members
  * (tcp_tree.h), a star to member 0, the lowest rank and the listener, proven with the run's
  * secret, every wait of it bounded (spec.wait_s), so that a member that stops is an error
  * within the bound, never a hang.  The screen's pairs and validation groups start their own
  * backend contexts over it.
  */
 
-#include "boot/boot.h"
-#include "boot/chan.h"
-#include "boot/tcp_tree.h"
+#include "chan/chan.h"
+#include "chan/tcp_tree.h"
 #include "collprof/status.h"
 
 #include <stdio.h>

@@ -2,11 +2,11 @@
  * Sockets for the TCP control channel (tcp_tree.c, tcp_coll.c): whole-message I/O over
  * blocking sockets, bounded waits, listeners and connections by numeric
  * address, and the addresses of an interface or of a host name.  Internal
- * to src/boot.  Functions that can fail for a reason worth telling write
+ * to src/chan.  Functions that can fail for a reason worth telling write
  * it into why (one line, at most wlen bytes).
  */
-#ifndef COLLPROF_BOOT_TCP_SOCK_H
-#define COLLPROF_BOOT_TCP_SOCK_H
+#ifndef COLLPROF_CHAN_TCP_SOCK_H
+#define COLLPROF_CHAN_TCP_SOCK_H
 
 #include <stddef.h>
 #include <sys/uio.h>
@@ -31,4 +31,4 @@ int cp_sock_iface_addr(const char *iface, char *buf, size_t size, char *why, siz
 /* The IPv4 (else IPv6) address hostname resolves to: 0; 1 when it is a loopback one; -1. */
 int cp_sock_host_addr(const char *hostname, char *buf, size_t size, char *why, size_t wlen);
 
-#endif /* COLLPROF_BOOT_TCP_SOCK_H */
+#endif /* COLLPROF_CHAN_TCP_SOCK_H */

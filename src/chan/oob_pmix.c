@@ -8,7 +8,7 @@
  * (post/fetch without a fence) and abort.
  */
 
-#include "boot/chan.h"
+#include "chan/chan.h"
 #include "collprof/status.h"
 #include "base/log.h"
 #include "base/timeouts.h"

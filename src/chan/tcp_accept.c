@@ -6,9 +6,9 @@
  * and subtree; a silent or wrong connection dropped without holding up the others.
  */
 
-#include "boot/tcp_tree.h"
-#include "boot/tcp_tree_int.h"
-#include "boot/tcp_sock.h"
+#include "chan/tcp_tree.h"
+#include "chan/tcp_tree_int.h"
+#include "chan/tcp_sock.h"
 #include "collprof/status.h"
 #include "base/fault.h"
 #include "base/log.h"
@@ -104,13 +104,6 @@ typedef struct accepting {
     char logged[MAX_LOGGED][64];
     int nlogged, quiet; /* addresses logged; drops not logged (address seen, or table full) */
 } accepting_t;
-
-uint32_t cp_tree_word(const unsigned char *p, int i)
-{
-    uint32_t v;
-    memcpy(&v, p + 4 * i, sizeof(v));
-    return ntohl(v);
-}
 
 /* Drop connection i with the reason: logged once per peer address of this phase. */
 static void drop(accepting_t *a, int i, const char *reason)
@@ -296,12 +289,6 @@ static int step(cp_tree_t *t, accepting_t *a, int i, int room)
         a->p[i] = a->p[--a->np]; /* the socket is the child's now */
         return cnt;
     }
-}
-
-/* A wait of the join: def, or the spec's bound when it has one. */
-double cp_tree_join_wait(const cp_tree_t *t, double def)
-{
-    return t->spec.wait_s > 0 && t->spec.wait_s < def ? t->spec.wait_s : def;
 }
 
 /* Accept children until want members or want_kids children came, or wait_s passed; how many

@@ -6,7 +6,7 @@
  * process like a rank.
  */
 
-#include "boot/launch_int.h"
+#include "launch/launch_int.h"
 #include "base/log.h"
 
 #include <errno.h>

@@ -21,10 +21,10 @@
  * other).  HMAC-SHA256 from nettle; proofs are compared in
  * constant time.  Only the set-up is authenticated: the traffic is neither
  * encrypted nor protected against someone who can rewrite a TCP stream on
- * the wire.  Internal to src/boot.
+ * the wire.  Internal to src/chan.
  */
-#ifndef COLLPROF_BOOT_TCP_AUTH_H
-#define COLLPROF_BOOT_TCP_AUTH_H
+#ifndef COLLPROF_CHAN_TCP_AUTH_H
+#define COLLPROF_CHAN_TCP_AUTH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,4 +51,4 @@ int cp_auth_check(const unsigned char *key, const char *purpose, int role, const
 /** Forget len bytes of a secret (not optimised away). */
 void cp_auth_wipe(void *buf, size_t len);
 
-#endif /* COLLPROF_BOOT_TCP_AUTH_H */
+#endif /* COLLPROF_CHAN_TCP_AUTH_H */

@@ -23,7 +23,7 @@
  * prepared in launch_env.c.
  */
 
-#include "boot/launch_int.h"
+#include "launch/launch_int.h"
 #include "base/log.h"
 #include "base/util.h"
 

@@ -8,7 +8,7 @@
  * fails, and honours the job timeout.
  */
 
-#include "boot/launch_int.h"
+#include "launch/launch_int.h"
 #include "base/log.h"
 
 #include <dirent.h>

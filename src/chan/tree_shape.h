@@ -4,10 +4,10 @@
  * node i's children are nodes k i + 1 .. k i + k.  With k + 1 nodes or
  * fewer every node hangs below node 0: the two-level tree.  k comes from
  * COLLPROF_TREE_FANOUT (default CP_TREE_FANOUT_DEFAULT).  Internal to
- * src/boot (and collprof.c's check of the environment).
+ * src/chan (and collprof.c's check of the environment).
  */
-#ifndef COLLPROF_BOOT_TREE_SHAPE_H
-#define COLLPROF_BOOT_TREE_SHAPE_H
+#ifndef COLLPROF_CHAN_TREE_SHAPE_H
+#define COLLPROF_CHAN_TREE_SHAPE_H
 
 #include <stddef.h>
 
@@ -30,4 +30,4 @@ int cp_tree_node_deep(int nnodes, int k);
  * swap places, the others keep theirs (its own inverse: a tree index back to a position). */
 int cp_tree_node_swap(int i, int pos0);
 
-#endif /* COLLPROF_BOOT_TREE_SHAPE_H */
+#endif /* COLLPROF_CHAN_TREE_SHAPE_H */

@@ -10,8 +10,8 @@
  * per child, where the star moved them in n - 1 messages.
  */
 
-#include "boot/tcp_sock.h"
-#include "boot/tcp_tree.h"
+#include "chan/tcp_sock.h"
+#include "chan/tcp_tree.h"
 #include "collprof/status.h"
 #include "base/log.h"
 #include "base/util.h"

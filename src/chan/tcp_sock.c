@@ -2,7 +2,7 @@
 
 /* Sockets for the TCP control channel: see tcp_sock.h. */
 
-#include "boot/tcp_sock.h"
+#include "chan/tcp_sock.h"
 #include "base/util.h"
 
 #include <arpa/inet.h>

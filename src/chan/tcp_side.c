@@ -26,10 +26,10 @@
  * the shape's, so that every member decides alike and none waits for it.
  */
 
-#include "boot/tcp_sock.h"
-#include "boot/tcp_tree.h"
-#include "boot/tcp_tree_int.h"
-#include "boot/tree_shape.h"
+#include "chan/tcp_sock.h"
+#include "chan/tcp_tree.h"
+#include "chan/tcp_tree_int.h"
+#include "chan/tree_shape.h"
 #include "collprof/status.h"
 #include "base/log.h"
 #include "base/timeouts.h"
