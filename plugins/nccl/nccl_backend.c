@@ -202,6 +202,47 @@ static int nb_parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/*
+ * How many devices this rank sees (*count > 0), or why none:
+ * COLLPROF_ERR_NO_DEVICE when nothing is there (no GPU, no driver, a driver
+ * too old for the runtime: cp_nccl_no_gpu), an error when a driver is there
+ * and fails otherwise.
+ */
+static int nb_count_devices(nb_ctx_t *ctx, int *count)
+{
+    int drv = 0, rt = 0;
+    const char *load_err = NULL;
+    char why[NB_ERR_LEN];
+    void *cuda = NULL;
+    *count = 0; /* left unwritten by some failures */
+    cudaError_t e = cudaGetDeviceCount(count);
+    if (e == cudaSuccess && *count > 0) {
+        return COLLPROF_OK;
+    }
+    if (cudaDriverGetVersion(&drv) != cudaSuccess) {
+        drv = 0;
+    }
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess) {
+        rt = CUDART_VERSION;
+    }
+    if (drv <= 0 && e != cudaErrorStubLibrary) { /* why the driver is not there */
+        cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        load_err = cuda == NULL ? dlerror() : NULL;
+        if (load_err != NULL && strncmp(load_err, "libcuda.so.1: ", 14) == 0) {
+            load_err += 14;
+        }
+    }
+    int none = cp_nccl_no_gpu(e, *count, drv, rt, ctx->rank, load_err, why, sizeof(why));
+    if (cuda != NULL) {
+        dlclose(cuda);
+    }
+    if (none) {
+        nb_set_error(ctx, "%s", why);
+        return COLLPROF_ERR_NO_DEVICE;
+    }
+    return nb_cuda_fail(ctx, "cudaGetDeviceCount", e);
+}
+
 /* this rank's device: everything local, no communication */
 static int nb_local_setup(nb_ctx_t *ctx)
 {
@@ -209,7 +250,7 @@ static int nb_local_setup(nb_ctx_t *ctx)
     const char *devopt = h->get_option ? h->get_option("nccl-device") : NULL;
     const char *comms = h->get_option ? h->get_option("nccl-max-comms") : NULL;
     const char *blk = h->get_option ? h->get_option("nccl-blocking") : NULL;
-    int count = 0; /* left unwritten by some failures */
+    int count = 0, rc;
     long v;
 
     nb_read_timeout(ctx);
@@ -229,11 +270,8 @@ static int nb_local_setup(nb_ctx_t *ctx)
         }
         ctx->max_comms = (int)v;
     }
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count <= 0) {
-        nb_set_error(ctx, "no usable GPU: %s",
-                     e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device found");
-        return COLLPROF_ERR_NO_DEVICE;
+    if ((rc = nb_count_devices(ctx, &count)) != COLLPROF_OK) {
+        return rc;
     }
     /*
      * The visible devices in turn: with one per task (CUDA_VISIBLE_DEVICES set
@@ -249,9 +287,9 @@ static int nb_local_setup(nb_ctx_t *ctx)
         }
         ctx->dev = (int)v;
     }
-    if ((e = cudaSetDevice(ctx->dev)) != cudaSuccess) {
-        nb_cuda_fail(ctx, "cudaSetDevice", e);
-        return COLLPROF_ERR_NO_DEVICE;
+    cudaError_t e = cudaSetDevice(ctx->dev);
+    if (e != cudaSuccess) { /* a device that is there and fails: an error */
+        return nb_cuda_fail(ctx, "cudaSetDevice", e);
     }
     if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         return nb_cuda_fail(ctx, "cudaStreamCreateWithFlags", e);

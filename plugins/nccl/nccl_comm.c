@@ -205,7 +205,7 @@ int nb_agree_all(nb_ctx_t *ctx, int rc, const char *why)
         if (all[q].rc != 0) {
             res = all[q].rc;
             all[q].why[sizeof(all[q].why) - 1] = '\0';
-            if (q == ctx->rank) {
+            if (q == ctx->rank || all[q].rc == COLLPROF_ERR_NO_DEVICE) { /* that one names q */
                 nb_set_error(ctx, "%s", all[q].why);
             } else {
                 nb_set_error(ctx, "rank %d: %s", q, all[q].why);

@@ -385,16 +385,34 @@ int cp_nccl_cuda_status(int e)
     case cudaSuccess: return COLLPROF_OK;
     case cudaErrorMemoryAllocation: return COLLPROF_ERR_NO_MEMORY;
     case cudaErrorInvalidValue: return COLLPROF_ERR_INVALID;
-    case cudaErrorInsufficientDriver: /* fall through */
-    case cudaErrorNoDevice:
-    case cudaErrorInvalidDevice:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorInitializationError:
-    case cudaErrorStubLibrary:
-    case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice: return COLLPROF_ERR_NO_DEVICE;
-    default: return COLLPROF_ERR_BACKEND;
+    default: return COLLPROF_ERR_BACKEND; /* never "no device": cp_nccl_no_gpu says that */
     }
+}
+
+int cp_nccl_no_gpu(int count_err, int count, int driver, int runtime, int rank,
+                   const char *load_err, char *why, size_t len)
+{
+    if (count_err == cudaSuccess && count > 0) {
+        return 0;
+    }
+    if (count_err == cudaSuccess || count_err == cudaErrorNoDevice) {
+        snprintf(why, len, "no GPU on rank %d: no CUDA device found", rank);
+    } else if (count_err == cudaErrorStubLibrary) {
+        snprintf(why, len, "no GPU driver on rank %d: libcuda.so.1 is CUDA's stub, not a driver",
+                 rank);
+    } else if (driver <= 0 && load_err != NULL) {
+        snprintf(why, len, "no GPU driver on rank %d: cannot load libcuda.so.1 (%s)", rank,
+                 load_err);
+    } else if (driver <= 0) {
+        snprintf(why, len, "no GPU driver on rank %d: cudaDriverGetVersion reports none", rank);
+    } else if (driver < runtime) {
+        snprintf(why, len,
+                 "GPU driver too old on rank %d: driver supports CUDA %d.%d, runtime is %d.%d",
+                 rank, driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    } else {
+        return 0; /* a driver recent enough that fails: an error, not an absence */
+    }
+    return 1;
 }
 
 int cp_nccl_dtype(collprof_dtype_t dt)

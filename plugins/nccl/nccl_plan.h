@@ -117,8 +117,23 @@ int cp_nccl_detect_ncclx(int (*has_symbol)(const char *sym, void *arg), void *ar
 
 /** ncclResult_t (as int) -> collprof_status_t */
 int cp_nccl_status(int nccl_result);
-/** cudaError_t (as int) -> collprof_status_t */
+/** cudaError_t (as int) -> collprof_status_t, for a call on a device that was found: never
+ *  COLLPROF_ERR_NO_DEVICE (only cp_nccl_no_gpu decides that nothing is there). */
 int cp_nccl_cuda_status(int cuda_error);
+
+/**
+ * Whether this rank has nothing to run on, from what cudaGetDeviceCount
+ * answered (count_err, and count when it succeeded), the versions
+ * cudaDriverGetVersion and cudaRuntimeGetVersion gave (driver 0: none) and,
+ * when there is no driver, why libcuda.so.1 does not load (dlerror's text,
+ * NULL when it loads).  1 with the reason in why, naming rank, when nothing
+ * is there: no CUDA device (cudaErrorNoDevice or a count of 0), no driver
+ * (cudaErrorStubLibrary, or no driver version), or a driver older than the
+ * runtime (both versions said).  0 when there is a device, or a driver
+ * recent enough that fails otherwise: that is an error, not an absence.
+ */
+int cp_nccl_no_gpu(int count_err, int count, int driver, int runtime, int rank,
+                   const char *load_err, char *why, size_t len);
 
 /** collprof dtype -> ncclDataType_t; -1 if NCCL has no exact equivalent. */
 int cp_nccl_dtype(collprof_dtype_t dt);

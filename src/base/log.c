@@ -35,11 +35,17 @@ char *cp_escape(const char *in, char *out, size_t outlen)
     return out;
 }
 
-void cp_error_line(const char *prog, const char *msg)
+/* "PROG: TAG: MSG" on stderr, MSG escaped */
+static void tagged_line(const char *prog, const char *tag, const char *msg)
 {
     char safe[4096];
-    fprintf(stderr, "%s: error: %s\n", prog, cp_escape(msg, safe, sizeof(safe)));
+    fprintf(stderr, "%s: %s: %s\n", prog, tag, cp_escape(msg, safe, sizeof(safe)));
     fflush(stderr);
+}
+
+void cp_error_line(const char *prog, const char *msg)
+{
+    tagged_line(prog, "error", msg);
 }
 
 void cp_log_hold(int on)
@@ -162,21 +168,36 @@ void cp_log(int level, const char *fmt, ...)
     va_end(ap);
 }
 
-void cp_error_once(const char *fmt, ...)
+/* a message every rank reaches identically: in every rank's log, on stderr from rank 0 alone */
+__attribute__((format(printf, 2, 0))) static void vonce(const char *tag, const char *fmt,
+                                                        va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     char msg[2048];
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     pthread_mutex_lock(&log_mu);
-    file_line("error: %s", msg);
+    file_line("%s: %s", tag, msg);
     int rank = log_rank;
     pthread_mutex_unlock(&log_mu);
     if (rank > 0) {
         return;
     }
-    cp_error_line("collprof", msg);
+    tagged_line("collprof", tag, msg);
+}
+
+void cp_error_once(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vonce("error", fmt, ap);
+    va_end(ap);
+}
+
+void cp_note_once(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vonce("note", fmt, ap);
+    va_end(ap);
 }
 
 /* log_mu held. */

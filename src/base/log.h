@@ -21,6 +21,9 @@ void cp_vlog(int level, const char *prefix, const char *fmt, va_list ap)
 
 /** An error that every rank reaches identically: printed once, by rank 0. */
 void cp_error_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** The same for what is not an error, and needs no --verbose to be seen: "collprof: note: ..."
+ *  (a backend with nothing to run on here: no GPU, no GPU driver). */
+void cp_note_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /**
  * Copy in to out (NUL-terminated, truncated to outlen) so that it prints as

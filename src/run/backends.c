@@ -1,7 +1,10 @@
 /*
  * The backends of a run: which plugins to load (those the specs name), the
  * ones that cannot run said once, and their initialisation and finalisation
- * on every rank together.
+ * on every rank together.  A backend whose init answers
+ * COLLPROF_ERR_NO_DEVICE has nothing to run on here (no GPU, no driver, a
+ * driver too old for its runtime): said as a note with the plugin's reason,
+ * not as an error; every other failure is an error.
  */
 #include "config.h"
 
@@ -61,12 +64,21 @@ static int init_backend(cp_plugin_t *p, const cp_boot_t *b, collprof_host_t *hos
     int rc = p->be->init(host, &ctx);
     char why[480] = "";
     cp_agreement_t a;
-    if (rc != COLLPROF_OK) {
+    if (rc == COLLPROF_ERR_NO_DEVICE) { /* the plugin's reason says what is missing */
+        snprintf(why, sizeof(why), "%s", p->be->last_error(NULL));
+    } else if (rc != COLLPROF_OK) {
         snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc), p->be->last_error(NULL));
     }
     if (cp_agree(b->nranks, rc, why, &a) != CP_AGREE_OK) {
-        snprintf(p->error, sizeof(p->error), "initialisation failed on rank %d: %s", a.rank, a.msg);
-        cp_error_once("backend %s skipped: %s", p->name, p->error);
+        if (a.result == CP_AGREE_FAILED && a.status == COLLPROF_ERR_NO_DEVICE) {
+            /* nothing to run on here (no GPU, no driver): a note, not an error */
+            snprintf(p->error, sizeof(p->error), "%s", a.msg);
+            cp_note_once("backend %s skipped: %s", p->name, p->error);
+        } else {
+            snprintf(p->error, sizeof(p->error), "initialisation failed on rank %d: %s", a.rank,
+                     a.msg);
+            cp_error_once("backend %s skipped: %s", p->name, p->error);
+        }
         if (rc == COLLPROF_OK) {
             p->be->finalize(ctx);
         }

@@ -21,7 +21,9 @@ char (*cp_backends_only(const cp_options_t *opt, int *n))[64];
 void cp_backends_report_unusable(const cp_plugin_t *plugins, int n, const cp_options_t *opt);
 
 /** Collective: initialise every backend the plan uses on every rank, with
- *  host; how many every rank has. */
+ *  host; how many every rank has.  One that fails is said once: a note when
+ *  the first failing rank's status is COLLPROF_ERR_NO_DEVICE (nothing to run
+ *  on: "collprof: note: backend NAME skipped: REASON"), an error otherwise. */
 int cp_backends_init(cp_plugin_t *plugins, int n, const cp_plan_t *plan, const cp_boot_t *b,
                      collprof_host_t *host);
 

@@ -1,9 +1,12 @@
 #!/bin/sh
 # NCCL backend without a GPU (the machines this project builds on): the
 # plugin loads and lists its variants, its initialisation fails on every rank
-# with one "no usable GPU" message, its cells are skipped while MPI's run,
-# and asking for NCCL alone fails clearly.  With a GPU, use make check-gpu
-# (tests/integration/nccl_gpu.sh).
+# and one note (not an error) says what is missing (no GPU, no GPU driver, a
+# driver too old for the runtime), its cells are skipped while the other
+# backends run with exit status 0, and asking for NCCL alone fails clearly.
+# On the CUDA/NCCL stand-in: each missing piece gives its own note, and a GPU
+# that is there and fails (cudaSetDevice) stays an error.  With a GPU, use
+# make check-gpu (tests/integration/nccl_gpu.sh).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -32,21 +35,46 @@ ok $? "--list: CollNet, NVLS and PAT only with the Simple protocol"
 ! grep -q '^    ctran-' "$WORK/list"
 ok $? "--list: no CTran variants with plain NCCL"
 
-# NCCL next to MPI: one message, NCCL cells skipped, MPI cells measured, exit 0
+# the one note that says why nccl is skipped, whatever is missing here
+NOTE='^collprof: note: backend nccl skipped: (no GPU|no GPU driver|GPU driver too old) on rank 0: '
+
+# no 'error' in $WORK/out or $WORK/err but the cell counts' "0 error"
+no_error() {
+    ! grep -v '^# cells: .* 0 error, ' "$WORK/out" "$WORK/err" | grep -q -i error
+}
+
+# NCCL next to self: one note on stderr, NCCL cells skipped, self's measured, exit 0
+d="$WORK/self"
+mkdir -p "$d"
+cp_run --np 2 --backends nccl,self --ops allreduce --counts 1K -n 2 --output-dir "$d"
+ok $rc "nccl,self without a GPU: exit status 0"
+no_error
+ok $? "nccl,self: no 'error' on stdout or stderr ($(grep -v '^# cells: .* 0 error, ' "$WORK/out" \
+    "$WORK/err" | grep -i -m 1 error))"
+n=$(grep -c -i nccl "$WORK/err")
+[ "$n" -eq 1 ]
+ok $? "nccl,self: one line about nccl on stderr (got $n)"
+grep -q -E "$NOTE"'[a-z]' "$WORK/err"
+ok $? "nccl,self: it is a note that says what is missing ($(head -n 1 "$WORK/err"))"
+grep -q -E '^  nccl  .*not initialised: (no GPU|no GPU driver|GPU driver too old) on rank 0' \
+    "$WORK/out" && grep -q '^# cells: 1 ok, 0 wrong, 0 error, ' "$WORK/out"
+ok $? "nccl,self: the console table folds nccl's cells into one line, self's cell ok"
+s=$(summary_of "$d")
+grep -q -E '^backend: *nccl .*NOT INITIALISED: (no GPU|no GPU driver|GPU driver too old) on rank 0' \
+    "$s" && grep -q '^result: *PASSED' "$s" && ! grep -i -q 'error:' "$s"
+ok $? "nccl,self: summary header records why nccl did not run, PASSED, no error"
+
+# NCCL next to MPI: the same, over two libraries that both run collectives
 if [ -n "${CP_MPIRUN:-}" ] && [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ]; then
     d="$WORK/both"
     mkdir -p "$d"
     cp_run --np 2 --backends nccl,mpi --ops allreduce --counts 1K -n 3 -w 1 --output-dir "$d"
     ok $rc "nccl,mpi without a GPU: exit status 0"
-    n=$(grep -c 'no usable GPU' "$WORK/err")
-    [ "$n" -eq 1 ]
-    ok $? "nccl,mpi: 'no usable GPU' printed once on stderr (got $n)"
-    grep -q 'backend nccl skipped: .*no usable GPU: ' "$WORK/err"
-    ok $? "nccl,mpi: the message names the backend and CUDA's reason"
+    n=$(grep -c -i nccl "$WORK/err")
+    [ "$n" -eq 1 ] && grep -q -E "$NOTE" "$WORK/err" && no_error
+    ok $? "nccl,mpi: one note about nccl on stderr (got $n), no 'error'"
     s=$(summary_of "$d")
-    grep -q '^backend: *nccl .*NOT INITIALISED: .*no usable GPU' "$s"
-    ok $? "nccl,mpi: summary header records why nccl did not run"
-    awk '/^== nccl \// { n = 1; next } /^== / { n = 0 } n && /AllReduce:/ && !/skipped: / { bad++ }
+    awk '/^== nccl \// { n = 1; next } /^== / { n = 0 } n && /AllReduce/ && !/skipped: / { bad++ }
          END { exit bad ? 1 : 0 }' "$s"
     ok $? "nccl,mpi: every nccl cell is skipped"
     awk '/^== mpi \// { m = 1; next } /^== / { m = 0 }
@@ -56,27 +84,43 @@ if [ -n "${CP_MPIRUN:-}" ] && [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so"
     ok $? "nccl,mpi: summary says PASSED"
 fi
 
-# NCCL alone: nothing can run, so a clear error and a non-zero exit
+# NCCL alone: nothing can run, so the note, then a clear error and a non-zero exit
 d="$WORK/alone"
 mkdir -p "$d"
 cp_run --np 2 --backends nccl --ops allreduce --counts 1K -n 1 -w 0 --variants default \
     --output-dir "$d"
 [ "$rc" -ne 0 ]
 ok $? "--backends nccl alone without a GPU: non-zero exit ($rc)"
-grep -q 'no usable GPU' "$WORK/err"
-ok $? "--backends nccl alone: says there is no usable GPU"
+grep -q -E "$NOTE" "$WORK/err"
+ok $? "--backends nccl alone: the note says what is missing"
 grep -q 'no backend could run' "$WORK/err"
 ok $? "--backends nccl alone: says no backend could run"
 
 # a single rank too (no launcher, no PMIx server): same clean failure
 cp_run --backends nccl --ops barrier -n 1 -w 0 --variants default --output-dir "$d"
-[ "$rc" -ne 0 ] && grep -q 'no usable GPU' "$WORK/err"
+[ "$rc" -ne 0 ] && grep -q -E "$NOTE" "$WORK/err"
 ok $? "one rank, no GPU: clean failure"
+
 # the whole device path through the core (device buffers, host copies, run_batch
 # timing, the check after a download) with the plugin built against the test
 # stand-in for CUDA and NCCL (tests/nccl_mock: "device" memory is host memory)
 mock="$(dirname "$COLLPROF_BIN")/tests/nccl_mock/.libs"
 if [ -e "$mock/collprof_nccl.so" ]; then
+    # what is missing, told apart (CPMOCK_NO_GPU on every rank): a note each, exit 0; a GPU
+    # that is there and fails (CPMOCK_SETDEVICE_FAIL): an error, as before
+    for lack in "1:GPU driver too old on rank 0: driver supports CUDA [0-9]+\.[0-9]+, runtime is [0-9]+\.[0-9]+$" \
+        "nodev:no GPU on rank 0: no CUDA device found$" "stub:no GPU driver on rank 0: libcuda.so.1 is CUDA's stub"; do
+        CPMOCK_NO_GPU=${lack%%:*} COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 2 \
+            --backends nccl,self --ops allreduce --counts 1K -n 1 -w 0 --output-dir "$WORK"
+        [ "$rc" -eq 0 ] && [ "$(grep -c -i nccl "$WORK/err")" -eq 1 ] && no_error &&
+            grep -q -E "^collprof: note: backend nccl skipped: ${lack#*:}" "$WORK/err"
+        ok $? "stand-in, CPMOCK_NO_GPU=${lack%%:*}: exit 0, one note: $(cat "$WORK/err")"
+    done
+    CPMOCK_SETDEVICE_FAIL=1 COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 2 \
+        --backends nccl,self --ops allreduce --counts 1K -n 1 -w 0 --output-dir "$WORK"
+    grep -q '^collprof: error: backend nccl skipped: initialisation failed on rank 0: .*cudaSetDevice failed: ' \
+        "$WORK/err" && ! grep -q 'note:' "$WORK/err"
+    ok $? "stand-in, cudaSetDevice fails on a GPU that is there: an error ($(cat "$WORK/err"))"
     d="$WORK/mock"
     mkdir -p "$d"
     COLLPROF_PLUGIN_PATH="$mock:$COLLPROF_PLUGIN_PATH" cp_run --np 3 --backends nccl --ops all \

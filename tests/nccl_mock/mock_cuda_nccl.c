@@ -841,13 +841,42 @@ ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t dt, int peer, ncclCo
 
 /* ---- CUDA runtime ------------------------------------------------------------ */
 
-cudaError_t cudaGetDeviceCount(int *n)
+/*
+ * CPMOCK_NO_GPU says what this process lacks: "1" or "old": a recent enough
+ * driver (12.2 under a 13.0 runtime: cudaErrorInsufficientDriver);
+ * "nodriver": any driver (the same error, driver version 0); "stub": a real
+ * driver (CUDA's stub only: cudaErrorStubLibrary); "nodev": a device
+ * (cudaErrorNoDevice); "zero": a device (a count of 0).  "broken" lacks
+ * nothing: the driver is recent and fails (cudaErrorSystemDriverMismatch).
+ * CPMOCK_SETDEVICE_FAIL=1: the devices are there and cudaSetDevice fails
+ * (cudaErrorDevicesUnavailable, as in exclusive-process mode).
+ */
+static int mock_lacks(const char *what)
 {
     const char *e = getenv("CPMOCK_NO_GPU");
-    if (e != NULL && e[0] == '1') {
+    return e != NULL && (!strcmp(e, what) || (e[0] == '1' && !strcmp(what, "old")));
+}
+
+cudaError_t cudaGetDeviceCount(int *n)
+{
+    if (mock_lacks("old") || mock_lacks("nodriver")) {
         return cudaErrorInsufficientDriver; /* count left unwritten, like CUDA 13 */
     }
-    *n = 8;
+    if (mock_lacks("stub") || mock_lacks("nodev") || mock_lacks("broken")) {
+        return mock_lacks("stub")    ? cudaErrorStubLibrary
+               : mock_lacks("nodev") ? cudaErrorNoDevice
+                                     : cudaErrorSystemDriverMismatch;
+    }
+    *n = mock_lacks("zero") ? 0 : 8;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *v)
+{
+    /* "old": x.2 of the major version before the runtime's (12.2 under 13.0) */
+    *v = mock_lacks("old")                              ? (CUDART_VERSION / 1000 - 1) * 1000 + 20
+         : mock_lacks("nodriver") || mock_lacks("stub") ? 0
+                                                        : CUDART_VERSION;
     return cudaSuccess;
 }
 
@@ -871,6 +900,10 @@ cudaError_t cudaRuntimeGetVersion(int *v)
 
 cudaError_t cudaSetDevice(int d)
 {
+    const char *f = getenv("CPMOCK_SETDEVICE_FAIL");
+    if (f != NULL && f[0] == '1') {
+        return cudaErrorDevicesUnavailable;
+    }
     return d >= 0 && d < 8 ? cudaSuccess : cudaErrorInvalidDevice;
 }
 

@@ -8,7 +8,8 @@
  * operation in and out of place, non-zero root,
  * variants default/graph/reg+graph/p2p/ring-ll/tree-ll, refused forced
  * algorithms, communicator eviction (nccl-max-comms=2), environment restore,
- * the no-GPU init failure and a timeout that aborts the communicator.  The
+ * the init failures (nothing there: no GPU, no driver, a driver too old; or
+ * a driver or a device that fails) and a timeout that aborts the communicator.  The
  * stand-in refuses as NCCL 2.28 does (at once on blocking communicators,
  * later and sticky on non-blocking ones), so the tests also check that a
  * refused probe leaves the variant's other operations working, on blocking
@@ -428,22 +429,56 @@ static void check_copy_rate(const collprof_backend_t *be, void *ctx, void (*d2d)
           "copy_rate: buffers that do not fit fail with no rate (%s)", be->last_error(ctx));
 }
 
-/* init fails on every rank when one has no GPU; then a real init; 0 when it worked */
+/*
+ * One init on every rank with env=val set on rank who alone: it fails on
+ * every rank (nobody hangs) with status want and a message that says
+ * (at its start when nothing is there: that message names its rank itself).
+ */
+static void init_fails(const collprof_backend_t *be, int who, const char *env, const char *val,
+                       int want, const char *says)
+{
+    void *ctx = NULL;
+    if (my_rank == who) {
+        setenv(env, val, 1);
+    }
+    int rc = be->init(&host, &ctx);
+    unsetenv(env);
+    const char *msg = be->last_error(NULL);
+    int said = want == COLLPROF_ERR_NO_DEVICE ? strncmp(msg, says, strlen(says)) == 0
+                                              : strstr(msg, says) != NULL;
+    check(rc == want && ctx == NULL && said,
+          "%s=%s on rank %d: init fails on every rank with %s (got %s): %s", env, val, who,
+          collprof_status_string(want), collprof_status_string(rc), msg);
+}
+
+/* init fails on every rank when one has no GPU (a note), or a GPU that fails (an error); then a
+ * real init; 0 when it worked */
 static int init_all(const collprof_backend_t *be, void **ctx)
 {
-    /* no GPU on one rank only: every rank fails, nobody hangs */
-    if (my_rank == 2) {
-        setenv("CPMOCK_NO_GPU", "1", 1);
-    }
-    int rc = be->init(&host, ctx);
-    unsetenv("CPMOCK_NO_GPU");
-    check(rc == COLLPROF_ERR_NO_DEVICE && *ctx == NULL,
-          "init with no GPU on rank 2 fails on every rank (%d)", rc);
-    check(strstr(be->last_error(NULL), "no usable GPU: CUDA driver version is insufficient") !=
-              NULL,
-          "init failure message: %s", be->last_error(NULL));
+    int dmaj = 0, dmin = 0, rmaj = 0, rmin = 0;
+    init_fails(be, 2, "CPMOCK_NO_GPU", "1", COLLPROF_ERR_NO_DEVICE,
+               "GPU driver too old on rank 2: driver supports CUDA ");
+    check(sscanf(be->last_error(NULL),
+                 "GPU driver too old on rank 2: driver supports CUDA %d.%d, "
+                 "runtime is %d.%d",
+                 &dmaj, &dmin, &rmaj, &rmin) == 4 &&
+              dmaj == rmaj - 1 && dmin == 2 && rmaj >= 12,
+          "a driver too old: both versions said, the stand-in's x.2 under the runtime's x+1 (%s)",
+          be->last_error(NULL));
+    init_fails(be, 1, "CPMOCK_NO_GPU", "nodriver", COLLPROF_ERR_NO_DEVICE,
+               "no GPU driver on rank 1: ");
+    init_fails(be, 0, "CPMOCK_NO_GPU", "stub", COLLPROF_ERR_NO_DEVICE,
+               "no GPU driver on rank 0: libcuda.so.1 is CUDA's stub, not a driver");
+    init_fails(be, 2, "CPMOCK_NO_GPU", "nodev", COLLPROF_ERR_NO_DEVICE,
+               "no GPU on rank 2: no CUDA device found");
+    init_fails(be, 1, "CPMOCK_NO_GPU", "zero", COLLPROF_ERR_NO_DEVICE,
+               "no GPU on rank 1: no CUDA device found");
+    /* a driver or a device that is there and fails: an error, never "no device" */
+    init_fails(be, 2, "CPMOCK_NO_GPU", "broken", COLLPROF_ERR_BACKEND,
+               "cudaGetDeviceCount failed: ");
+    init_fails(be, 1, "CPMOCK_SETDEVICE_FAIL", "1", COLLPROF_ERR_BACKEND, "cudaSetDevice failed: ");
     unsetenv("NCCL_SOCKET_IFNAME");
-    rc = be->init(&host, ctx);
+    int rc = be->init(&host, ctx);
     check(rc == COLLPROF_OK && *ctx != NULL, "init (%s)", rc ? be->last_error(NULL) : "ok");
     if (rc != COLLPROF_OK) {
         return -1;

@@ -226,6 +226,45 @@ static void test_versions(void)
     ok(cp_nccl_detect_ncclx(fake_syms, a2av), "ncclAllToAllv (C linkage): NCCLX");
 }
 
+/* what is missing, from cudaGetDeviceCount's answer and the versions (why: NULL when it is no
+ * absence but a device, or a driver recent enough that fails: an error) */
+static void test_no_gpu(void)
+{
+    static const char *gone = "cannot open shared object file: No such file or directory";
+    static const struct {
+        int err, count, driver, runtime, rank;
+        const char *load_err, *why, *what;
+    } cases[] = {
+        {cudaSuccess, 2, 12020, 12040, 0, NULL, NULL, "devices counted (12.2 runs 12.4)"},
+        {cudaSuccess, 0, 13000, 13000, 3, NULL, "no GPU on rank 3: no CUDA device found",
+         "a count of 0"},
+        {cudaErrorNoDevice, 0, 13000, 13000, 0, NULL, "no GPU on rank 0: no CUDA device found",
+         "cudaErrorNoDevice"},
+        {cudaErrorInsufficientDriver, 0, 0, 13000, 1, "x: y",
+         "no GPU driver on rank 1: cannot load libcuda.so.1 (x: y)", "no libcuda.so.1"},
+        {cudaErrorInsufficientDriver, 0, 0, 13000, 1, NULL,
+         "no GPU driver on rank 1: cudaDriverGetVersion reports none", "a driver without version"},
+        {cudaErrorStubLibrary, 0, 0, 13000, 0, NULL,
+         "no GPU driver on rank 0: libcuda.so.1 is CUDA's stub, not a driver", "CUDA's stub"},
+        {cudaErrorInsufficientDriver, 0, 12020, 13000, 0, NULL,
+         "GPU driver too old on rank 0: driver supports CUDA 12.2, runtime is 13.0",
+         "a driver too old"},
+        {cudaErrorSystemDriverMismatch, 0, 13000, 13000, 0, NULL, NULL, "a driver that fails"},
+        {cudaErrorInitializationError, 0, 13010, 13000, 0, NULL, NULL, "a newer one that fails"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char why[256] = "";
+        int none = cp_nccl_no_gpu(cases[i].err, cases[i].count, cases[i].driver, cases[i].runtime,
+                                  cases[i].rank, cases[i].load_err, why, sizeof(why));
+        ok(cases[i].why ? none == 1 && !strcmp(why, cases[i].why) : none == 0, "no GPU? %s: %s",
+           cases[i].what, none ? why : "no: an error, or a device");
+    }
+    char why[256];
+    cp_nccl_no_gpu(cudaErrorInsufficientDriver, 0, 0, 13000, 0, gone, why, sizeof(why));
+    ok(strstr(why, "(cannot open shared object file: No such file or directory)") != NULL,
+       "this machine: %s", why);
+}
+
 static void test_maps(void)
 {
     ok(cp_nccl_status(ncclSuccess) == COLLPROF_OK, "ncclSuccess -> OK");
@@ -237,9 +276,10 @@ static void test_maps(void)
            cp_nccl_status(ncclRemoteError) == COLLPROF_ERR_BACKEND &&
            cp_nccl_status(ncclUnhandledCudaError) == COLLPROF_ERR_BACKEND,
        "system/remote/CUDA errors -> backend");
-    ok(cp_nccl_cuda_status(cudaErrorInsufficientDriver) == COLLPROF_ERR_NO_DEVICE &&
-           cp_nccl_cuda_status(cudaErrorNoDevice) == COLLPROF_ERR_NO_DEVICE,
-       "no driver (35) / no device (100) -> no device");
+    ok(cp_nccl_cuda_status(cudaErrorInvalidDevice) == COLLPROF_ERR_BACKEND &&
+           cp_nccl_cuda_status(cudaErrorDevicesUnavailable) == COLLPROF_ERR_BACKEND &&
+           cp_nccl_cuda_status(cudaErrorInsufficientDriver) == COLLPROF_ERR_BACKEND,
+       "a call on a device that was found never maps to 'no device' (cp_nccl_no_gpu says that)");
     ok(cp_nccl_cuda_status(cudaErrorMemoryAllocation) == COLLPROF_ERR_NO_MEMORY,
        "OOM -> no memory");
     ok(cp_nccl_cuda_status(cudaErrorLaunchFailure) == COLLPROF_ERR_BACKEND,
@@ -429,6 +469,7 @@ int main(void)
     test_env_slots();
     test_versions();
     test_maps();
+    test_no_gpu();
     test_p2p();
     return tap_done();
 }
