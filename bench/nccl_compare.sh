@@ -61,6 +61,7 @@ EOF
 }
 
 NAME=nccl_compare.sh
+# shellcheck source=bench/lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 ROUNDS=5 ITERS=50 WARMUP=10 MINB=8 MAXB=256M FACTOR=2 NP=1 OPS=allreduce KEEP=0 PIN='' CONTROL=0
@@ -68,32 +69,23 @@ ANALYSE=
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 LOOP_BIN=${NCCL_LOOP:-}
+BENCH_OPTS="ROUNDS ITERS WARMUP NP OPS PLUGIN_PATH" # the shared options it takes (bench_opt)
 
 while [ $# -gt 0 ]; do
     case $1 in
-    -r | --rounds) need_arg "$1" $#; ROUNDS=$2; shift 2 ;;
-    -n | --iters) need_arg "$1" $#; ITERS=$2; shift 2 ;;
-    -w | --warmup) need_arg "$1" $#; WARMUP=$2; shift 2 ;;
     -b | --minbytes) need_arg "$1" $#; MINB=$2; shift 2 ;;
     -e | --maxbytes) need_arg "$1" $#; MAXB=$2; shift 2 ;;
     -f | --stepfactor) need_arg "$1" $#; FACTOR=$2; shift 2 ;;
-    --np) need_arg "$1" $#; NP=$2; shift 2 ;;
-    --ops) need_arg "$1" $#; OPS=$2; shift 2 ;;
-    --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
-    --plugin-path) need_arg "$1" $#; PLUGIN_PATH=$2; shift 2 ;;
     --nccl-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
     --pin) need_arg "$1" $#; PIN=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --control) CONTROL=1; shift ;;
     --analyse | --analyze) need_arg "$1" $#; ANALYSE=$2; shift 2 ;;
-    -h | --help) usage; exit 0 ;;
-    *) bad_usage "unknown argument '$1'" ;;
+    *) bench_opt "$@" || bad_usage "unknown argument '$1'"; shift 2 ;;
     esac
 done
 
-at_least "$ROUNDS" 1 || bad_usage "--rounds must be a positive integer"
-at_least "$ITERS" 1 || bad_usage "--iters must be a positive integer"
-at_least "$WARMUP" 0 || bad_usage "--warmup must be a non-negative integer"
+check_loop_counts
 at_least "$NP" 1 || bad_usage "--np must be a positive integer"
 at_least "$FACTOR" 2 || bad_usage "--stepfactor must be an integer of at least 2"
 for s in "$MINB" "$MAXB"; do

@@ -14,6 +14,7 @@ ROUNDS=1
 SIZES="160 1440"
 CHANNELS="pmix tcp"
 NP=3
+BENCH_OPTS="ROUNDS NP" # the shared options it takes (bench_opt)
 
 usage() {
     cat <<'USAGE'
@@ -33,13 +34,9 @@ USAGE
 . "$(dirname "$0")/lib.sh"
 while [ $# -gt 0 ]; do
     case $1 in
-    -r | --rounds) need_arg "$1" $# && ROUNDS=$2 && shift ;;
     --sizes) need_arg "$1" $# && SIZES=$(echo "$2" | tr , ' ') && shift ;;
     --channels) need_arg "$1" $# && CHANNELS=$(echo "$2" | tr , ' ') && shift ;;
-    --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
-    --np) need_arg "$1" $# && NP=$2 && shift ;;
-    -h | --help) usage && exit 0 ;;
-    *) bad_usage "unknown option $1" ;;
+    *) bench_opt "$@" || bad_usage "unknown option $1"; shift ;;
     esac
     shift
 done
@@ -54,8 +51,7 @@ done
 find_collprof
 export COLLPROF_PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-$BUILD_DIR/.libs}
 export GLOO_SOCKET_IFNAME=lo
-tmp=$(mktemp -d) || die "no temporary directory"
-trap 'rm -rf "$tmp"' EXIT
+make_tmp
 
 # cells: 5 ops x dtypes x 4 redops x 2 in-place x 4 variants (unsupported ones counted too)
 dtypes() {
@@ -77,10 +73,7 @@ for size in $SIZES; do
                 --ops allreduce,reducescatter,reduce,allgather,broadcast --counts 3K \
                 -d "$(dtypes "$size")" -o sum,prod,min,max --inplace both -n 2 -w 1 \
                 --variants default,ring,ring_chunked,halving_doubling -v \
-                --output-dir "$tmp" >"$tmp/out" 2>"$tmp/err" || {
-                tail -n 5 "$tmp/err" >&2
-                die "the $size-cell run over $ch failed"
-            }
+                --output-dir "$tmp" >"$tmp/out" 2>"$tmp/err" || die_run "the $size-cell run over $ch failed"
             t1=$(date +%s.%N)
             line=$(grep " r0/$NP [^]]*\\] oob (run): " "$tmp/err" | sed 's/.*\] oob (run): //')
             [ "$NP" = 1 ] && [ "$ch" = tcp ] && ch=none

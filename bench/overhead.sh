@@ -57,6 +57,7 @@ EOF
 }
 
 NAME=overhead.sh
+# shellcheck source=bench/lib.sh
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 ROUNDS=5
@@ -74,31 +75,22 @@ OTHER_MAX=10 # % of the CPUs used by other work above which a round is disturbed
 COLLPROF_BIN=${COLLPROF:-}
 PLUGIN_PATH=${COLLPROF_PLUGIN_PATH:-}
 LOOP_BIN=${MPI_LOOP:-}
+BENCH_OPTS="ROUNDS ITERS WARMUP NP OPS PLUGIN_PATH" # the shared options it takes (bench_opt)
 
 while [ $# -gt 0 ]; do
     case $1 in
-    -r | --rounds) need_arg "$1" $#; ROUNDS=$2; shift 2 ;;
-    -n | --iters) need_arg "$1" $#; ITERS=$2; shift 2 ;;
-    -w | --warmup) need_arg "$1" $#; WARMUP=$2; shift 2 ;;
     -c | --count) need_arg "$1" $#; COUNT=$2; shift 2 ;;
-    --np) need_arg "$1" $#; NP=$2; shift 2 ;;
-    --ops) need_arg "$1" $#; OPS=$2; shift 2 ;;
-    --collprof) need_arg "$1" $#; COLLPROF_BIN=$2; shift 2 ;;
-    --plugin-path) need_arg "$1" $#; PLUGIN_PATH=$2; shift 2 ;;
     --mpi-loop) need_arg "$1" $#; LOOP_BIN=$2; shift 2 ;;
     --retries) need_arg "$1" $#; RETRIES=$2; shift 2 ;;
     --quiet-wait) need_arg "$1" $#; QUIET_WAIT=$2; shift 2 ;;
     --no-aa) AA=0; shift ;;
     --no-mpi4py) PY=0; shift ;;
     --keep) KEEP=1; shift ;;
-    -h | --help) usage; exit 0 ;;
-    *) bad_usage "unknown argument '$1'" ;;
+    *) bench_opt "$@" || bad_usage "unknown argument '$1'"; shift 2 ;;
     esac
 done
 
-at_least "$ROUNDS" 1 || bad_usage "--rounds must be a positive integer"
-at_least "$ITERS" 1 || bad_usage "--iters must be a positive integer"
-at_least "$WARMUP" 0 || bad_usage "--warmup must be a non-negative integer"
+check_loop_counts
 at_least "$NP" 2 || bad_usage "--np must be at least 2"
 RETRIES=${RETRIES:-$ROUNDS}
 at_least "$RETRIES" 0 || bad_usage "--retries must be a non-negative integer"

@@ -16,6 +16,7 @@ COLLPROF_BIN=${COLLPROF:-}
 BASE=
 NPS="4 8 16"
 ITERS=100000
+BENCH_OPTS="NPS ITERS BASE" # the shared options it takes (bench_opt)
 REPEATS=3
 
 usage() {
@@ -24,37 +25,26 @@ Usage: bench/rank_memory.sh [OPTIONS]
   --np LIST          rank counts, comma-separated (default: 4,8,16)
   -n, --iters N      timed iterations of the cell (default: 100000)
   -r, --repeats R    runs of the cell (default: 3)
-  --base PATH        another collprof build to run beside this one (its
-                     plugins: .libs next to it)
-  --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, PATH)
-  -h, --help         this help
 USAGE
+    bench_usage
 }
 
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 while [ $# -gt 0 ]; do
     case $1 in
-    --np) need_arg "$1" $# && NPS=$(echo "$2" | tr , ' ') && shift ;;
-    -n | --iters) need_arg "$1" $# && ITERS=$2 && shift ;;
     -r | --repeats) need_arg "$1" $# && REPEATS=$2 && shift ;;
-    --base) need_arg "$1" $# && BASE=$2 && shift ;;
-    --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
-    -h | --help) usage && exit 0 ;;
-    *) bad_usage "unknown option $1" ;;
+    *) bench_opt "$@" || bad_usage "unknown option $1"; shift ;;
     esac
     shift
 done
 at_least "$ITERS" 1 || bad_usage "--iters needs a whole number >= 1"
 at_least "$REPEATS" 1 || bad_usage "--repeats needs a whole number >= 1"
-for np in $NPS; do
-    at_least "$np" 2 || bad_usage "--np: whole numbers >= 2, not '$np'"
-done
+check_nps 2
 [ -r /proc/self/status ] || die "needs Linux's /proc"
 find_collprof
 find_base
-tmp=$(mktemp -d) || die "no temporary directory"
-trap 'rm -rf "$tmp"' EXIT
+make_tmp
 
 # "RANK KB" for every rank of the run (the launcher's children: not another run's ranks,
 # such as those of tests running beside it), each poll; the largest per rank is kept later
@@ -75,22 +65,15 @@ poll() { # pid of the run
 printf '%5s %-6s %10s %14s %22s %18s\n' ranks build iterations samples_MB rank0_peak_MB \
     other_ranks_peak_MB # iterations of each repeat; samples: every rank's, every repeat's
 for np in $NPS; do
-    for build in this base; do
-        bin=$COLLPROF_BIN
-        if [ "$build" = base ]; then
-            [ -n "$BASE" ] || continue
-            bin=$BASE
-        fi
+    for build in this ${BASE:+base}; do
+        bin=$(build_bin "$build")
         bin=$(readlink -f "$bin") # as /proc/PID/exe names it
         COLLPROF_PLUGIN_PATH=$(dirname "$bin")/.libs "$bin" --np "$np" --backends self \
             --ops allreduce --counts 1 -n "$ITERS" -w 0 --repeats "$REPEATS" --output-dir "$tmp" \
             >"$tmp/out" 2>"$tmp/err" &
         pid=$!
         poll "$pid" >"$tmp/rss"
-        wait "$pid" || {
-            tail -n 5 "$tmp/err" >&2
-            die "the $np-rank run of $bin failed"
-        }
+        wait "$pid" || die_run "the $np-rank run of $bin failed"
         awk -v np="$np" -v b="$build" -v it="$ITERS" -v rep="$REPEATS" '
             $1 == "0" { r0 = $2 > r0 ? $2 : r0 }
             $1 ~ /^[1-9][0-9]*$/ { o = $2 > o ? $2 : o; seen[$1] = 1 }

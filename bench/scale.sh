@@ -64,15 +64,7 @@ while [ $# -gt 0 ]; do
         shift
         ;;
     --no-sweep) SWEEP=0 ;;
-    --collprof)
-        COLLPROF_BIN=$2
-        shift
-        ;;
-    -h | --help)
-        usage
-        exit 0
-        ;;
-    *) bad_usage "unknown option '$1'" ;;
+    *) bench_opt "$@" || bad_usage "unknown option '$1'"; shift ;;
     esac
     shift
 done
@@ -88,14 +80,8 @@ for o in $OOBS; do
 done
 [ "$(id -u)" = 0 ] || die "virtual nodes need root (network namespaces, slurmd)"
 find_collprof
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-SL=$SRC/contrib/slurm-local/slurm-local.sh
-[ -f "$SL" ] || die "no $SL"
-export COLLPROF_PLUGIN_PATH="${COLLPROF_PLUGIN_PATH:-$BUILD_DIR/.libs}"
-WORK=$(mktemp -d /tmp/collprof-scale.XXXXXX)
-chmod 755 "$WORK" # munged wants every directory up to its socket searchable
-export COLLPROF_SLURM_DIR="$WORK/slurm" COLLPROF_SLURM_CPUS="$RPN"
-trap 'bash "$SL" purge >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT INT TERM
+cluster_setup collprof-scale
+export COLLPROF_SLURM_CPUS="$RPN"
 
 now() { date +%s.%N; }
 # seconds from $1 to $2
@@ -107,14 +93,6 @@ stamp_s() {
 }
 sweep_supported() { "$COLLPROF_BIN" --help 2>/dev/null | grep -q -- '--link-sweep'; }
 # srun of collprof on the whole cluster with the out-of-band channel $oob; $1: stdout, $2: stderr
-# until the previous job is gone from every node (srun --immediate would find them busy)
-wait_idle() {
-    i=0
-    while [ -n "$(squeue -h 2>/dev/null)" ] && [ "$i" -lt 120 ]; do
-        sleep 0.5
-        i=$((i + 1))
-    done
-}
 run_collprof() {
     out=$1 err=$2
     shift 2

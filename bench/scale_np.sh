@@ -40,6 +40,7 @@ TIMEOUT=300
 MPIRUN=0
 FLOOR=1
 KEEP=
+BENCH_OPTS="NPS ITERS" # the shared options it takes (bench_opt)
 
 usage() {
     cat <<'USAGE'
@@ -53,25 +54,21 @@ Usage: bench/scale_np.sh [OPTIONS]
   --no-floor         leave out bench/pmix_floor (e.g. for a build without
                      COLLPROF_BENCH_EXEC)
   --keep DIR         keep every run's log in DIR
-  --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, PATH)
-  -h, --help         this help
 USAGE
+    bench_usage
 }
 
+# shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 while [ $# -gt 0 ]; do
     case $1 in
-    --np) need_arg "$1" $# && NPS=$(echo "$2" | tr , ' ') && shift ;;
     --backends) need_arg "$1" $# && BACKENDS=$(echo "$2" | tr , ' ') && shift ;;
     --cells) need_arg "$1" $# && CELLS=$(echo "$2" | tr , ' ') && shift ;;
-    -n | --iters) need_arg "$1" $# && ITERS=$2 && shift ;;
     --timeout) need_arg "$1" $# && TIMEOUT=$2 && shift ;;
     --mpirun) MPIRUN=1 ;;
     --no-floor) FLOOR=0 ;;
     --keep) need_arg "$1" $# && KEEP=$2 && shift ;;
-    --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
-    -h | --help) usage && exit 0 ;;
-    *) bad_usage "unknown option $1" ;;
+    *) bench_opt "$@" || bad_usage "unknown option $1"; shift ;;
     esac
     shift
 done
@@ -89,8 +86,7 @@ FLOOR_BIN=$BUILD_DIR/bench/pmix_floor
 if [ "$FLOOR" -eq 1 ]; then
     make -C "$BUILD_DIR" bench/pmix_floor >/dev/null 2>&1 || die "could not build bench/pmix_floor"
 fi
-tmp=$(mktemp -d) || die "no temporary directory"
-trap 'rm -rf "$tmp"' EXIT
+make_tmp
 mkdir "$tmp/out" || die "cannot make $tmp/out"
 [ -n "$KEEP" ] && { mkdir -p "$KEEP" || die "cannot make $KEEP"; }
 export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo GLOO_SOCKET_IFNAME=lo

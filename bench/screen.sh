@@ -31,7 +31,7 @@ usage() {
 }
 while [ $# -gt 0 ]; do
     case $1 in
-    --nodes | --runs | --backend | --slow | --rate | --threshold | --sizes | --iters | --collprof)
+    --nodes | --runs | --backend | --slow | --rate | --threshold | --sizes | --iters)
         need_arg "$1" $#
         case $1 in
         --nodes) N=$2 ;;
@@ -42,15 +42,10 @@ while [ $# -gt 0 ]; do
         --threshold) THR=$2 ;;
         --sizes) SIZES=$2 ;;
         --iters) ITERS=$2 ;;
-        --collprof) COLLPROF_BIN=$2 ;;
         esac
         shift
         ;;
-    -h | --help)
-        usage
-        exit 0
-        ;;
-    *) bad_usage "unknown option '$1'" ;;
+    *) bench_opt "$@" || bad_usage "unknown option '$1'"; shift ;;
     esac
     shift
 done
@@ -62,25 +57,11 @@ at_least "${SLOW#n}" 1 && [ "${SLOW#n}" -le "$N" ] || bad_usage "--slow: no node
 [ "$(id -u)" = 0 ] || die "virtual nodes need root (network namespaces, slurmd)"
 find_collprof
 "$COLLPROF_BIN" --help 2>/dev/null | grep -q -- '--screen' || die "$COLLPROF_BIN has no --screen"
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-SL=$SRC/contrib/slurm-local/slurm-local.sh
-[ -f "$SL" ] || die "no $SL"
-export COLLPROF_PLUGIN_PATH="${COLLPROF_PLUGIN_PATH:-$BUILD_DIR/.libs}"
-WORK=$(mktemp -d /tmp/collprof-screen.XXXXXX)
-chmod 755 "$WORK" # munged wants every directory up to its socket searchable
-export COLLPROF_SLURM_DIR="$WORK/slurm"
-trap 'bash "$SL" purge >/dev/null 2>&1; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT INT TERM
+cluster_setup collprof-screen
 
 now() { date +%s.%N; }
 diff_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 load() { cut -d' ' -f1 /proc/loadavg; }
-wait_idle() {
-    i=0
-    while [ -n "$(squeue -h 2>/dev/null)" ] && [ "$i" -lt 120 ]; do
-        sleep 0.5
-        i=$((i + 1))
-    done
-}
 # collprof on every node, one rank each, into $WORK/$1 (rest: options); rc, secs, out
 run() {
     d=$WORK/$1

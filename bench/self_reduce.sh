@@ -21,6 +21,7 @@ COUNT=1M
 ITERS=2
 WARMUP=1
 CHECK=1
+BENCH_OPTS="NPS ITERS WARMUP BASE" # the shared options it takes (bench_opt)
 
 usage() {
     cat <<'USAGE'
@@ -30,56 +31,37 @@ Usage: bench/self_reduce.sh [OPTIONS]
   -n, --iters N      timed iterations per cell (default: 2)
   -w, --warmup W     warm-up iterations per cell (default: 1)
   --no-check         collprof --check 0 (quicker runs; the timed region is the same)
-  --base PATH        another collprof build to run beside this one (its
-                     plugins: .libs next to it)
-  --collprof PATH    collprof binary (default: $COLLPROF, ./collprof, PATH)
-  -h, --help         this help
 USAGE
+    bench_usage
 }
 
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 while [ $# -gt 0 ]; do
     case $1 in
-    --np) need_arg "$1" $# && NPS=$(echo "$2" | tr , ' ') && shift ;;
     -c | --count) need_arg "$1" $# && COUNT=$2 && shift ;;
-    -n | --iters) need_arg "$1" $# && ITERS=$2 && shift ;;
-    -w | --warmup) need_arg "$1" $# && WARMUP=$2 && shift ;;
     --no-check) CHECK=0 ;;
-    --base) need_arg "$1" $# && BASE=$2 && shift ;;
-    --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
-    -h | --help) usage && exit 0 ;;
-    *) bad_usage "unknown option $1" ;;
+    *) bench_opt "$@" || bad_usage "unknown option $1"; shift ;;
     esac
     shift
 done
 at_least "$ITERS" 1 || bad_usage "--iters needs a whole number >= 1"
 at_least "$WARMUP" 0 || bad_usage "--warmup needs a whole number >= 0"
-for np in $NPS; do
-    at_least "$np" 2 || bad_usage "--np: whole numbers >= 2, not '$np'"
-done
+check_nps 2
 find_collprof
 find_base
-tmp=$(mktemp -d) || die "no temporary directory"
-trap 'rm -rf "$tmp"' EXIT
+make_tmp
 
 printf '%5s %-6s %8s %14s %14s %18s %10s\n' ranks build load1 allreduce_ms allgather_ms \
     reducescatter_ms ar/ag
 for np in $NPS; do
-    for build in this base; do
-        bin=$COLLPROF_BIN
-        if [ "$build" = base ]; then
-            [ -n "$BASE" ] || continue
-            bin=$BASE
-        fi
+    for build in this ${BASE:+base}; do
+        bin=$(build_bin "$build")
         load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
         COLLPROF_PLUGIN_PATH=$(dirname "$bin")/.libs "$bin" --np "$np" --backends self \
             --ops allreduce,allgather,reducescatter --counts "$COUNT" -d float32 -n "$ITERS" \
             -w "$WARMUP" --check "$CHECK" --timeout 600 --output-dir "$tmp" \
-            >"$tmp/out" 2>"$tmp/err" || {
-            tail -n 5 "$tmp/err" >&2
-            die "the $np-rank run of $bin failed"
-        }
+            >"$tmp/out" 2>"$tmp/err" || die_run "the $np-rank run of $bin failed"
         # the console table: backend variant op size count type redop root time(us) ...
         awk -v np="$np" -v b="$build" -v load="$load" '
             $1 == "self" && NF >= 9 && $0 !~ /in-place/ { t[$3] = $9 / 1000 }

@@ -23,6 +23,34 @@ need_virtual_nodes() {
     [ -n "$BACKENDS" ] || skip_all "no CPU backend (mpi, gloo, ofi) was built"
 }
 
+# B: the backend the screen tests judge, gloo, else the first CPU backend built (ofi, mpi)
+screen_backend() {
+    B=""
+    for b in gloo ofi mpi; do
+        case " $BACKENDS " in *" $b "*) B=${B:-$b} ;; esac
+    done
+}
+
+# collprof --screen on the 8 nodes, one rank each, on backend $B (screen_backend), into
+# directory $1 (rest: options; SCREEN_ARGS, when set, go before them); rc, took, h5, out
+# (the console)
+# shellcheck disable=SC2034 # took, h5, out: for the tests that source this file
+screen8() {
+    d=$1
+    shift
+    mkdir -p "$d"
+    rc=0
+    t=$(now)
+    # shellcheck disable=SC2086 # SRUN and SCREEN_ARGS are lists of options
+    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
+        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K ${SCREEN_ARGS:-} -w 2 --screen-threshold 0.1 \
+        --output-dir "$d" "$@" </dev/null >"$d/out" 2>"$d/err" || rc=$?
+    took=$(since "$t")
+    # shellcheck disable=SC2012 # our own file names
+    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+    out=$d/out
+}
+
 # start an N-node cluster in /tmp/NAME.XXXXXX, stopped at exit (one TAP line); skips when the
 # namespaces are refused, ends the test when it fails; then SLURM_CONF and the interface
 # variables of the nodes' network are exported (they replace lib.sh's loopback ones)

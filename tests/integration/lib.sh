@@ -69,6 +69,12 @@ need_mpirun() {
     fi
 }
 
+# REPORT: the collprof-report beside collprof; skip without it (a build without HDF5)
+need_report() {
+    REPORT="$(dirname "$COLLPROF_BIN")/collprof-report"
+    [ -x "$REPORT" ] || skip_all "collprof-report was not built (no HDF5)"
+}
+
 # the one summary file of a run in directory $1
 summary_of() {
     ls "$1"/collprof_*.txt 2>/dev/null | head -n 1

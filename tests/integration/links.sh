@@ -18,8 +18,7 @@
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
 need_virtual_nodes
-REPORT="$(dirname "$COLLPROF_BIN")/collprof-report"
-[ -x "$REPORT" ] || skip_all "collprof-report was not built (no HDF5)"
+need_report
 
 T0=$(now)
 cluster_start 4 collprof-links-test

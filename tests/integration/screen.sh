@@ -24,17 +24,14 @@
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
 need_virtual_nodes
-REPORT="$(dirname "$COLLPROF_BIN")/collprof-report"
-[ -x "$REPORT" ] || skip_all "collprof-report was not built (no HDF5)"
+need_report
 
 T0=$(now)
 cluster_start 8 collprof-screen-test
 
 SRUN="srun --immediate=30 --mpi=pmix"
-B=""
-for b in gloo ofi mpi; do
-    case " $BACKENDS " in *" $b "*) B=${B:-$b} ;; esac
-done
+screen_backend
+SCREEN_ARGS="-n 20" # in every screen8 (a call's own -n comes after it)
 sanitized=${CP_TIMING_UNRELIABLE:-0}
 
 # the screen's ranks still alive, in $left, after waiting up to 12 s for them to go: srun may
@@ -45,23 +42,6 @@ ranks_left() {
         [ -z "$left" ] && return
         sleep 1
     done
-}
-
-# collprof --screen on the 8 nodes into directory $1 (rest: options); rc, h5, out (console)
-screen8() {
-    d=$1
-    shift
-    mkdir -p "$d"
-    rc=0
-    t=$(now)
-    # shellcheck disable=SC2086 # SRUN is a list of options
-    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
-        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 20 -w 2 --screen-threshold 0.1 \
-        --output-dir "$d" "$@" </dev/null >"$d/out" 2>"$d/err" || rc=$?
-    took=$(since "$t")
-    # shellcheck disable=SC2012 # our own file names
-    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
-    out=$d/out
 }
 
 # print the verdict as a diagnostic when $1 (an exit status) is not 0

@@ -21,8 +21,7 @@
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
 need_virtual_nodes
-REPORT="$(dirname "$COLLPROF_BIN")/collprof-report"
-[ -x "$REPORT" ] || skip_all "collprof-report was not built (no HDF5)"
+need_report
 [ "${CP_TIMING_UNRELIABLE:-0}" != 1 ] || skip_all "timing-based (sanitizers: figures say little)"
 
 T0=$(now)
@@ -31,32 +30,13 @@ export COLLPROF_SLURM_SWITCHES
 cluster_start 8 collprof-paths-test
 
 SRUN="srun --immediate=30 --mpi=pmix"
-B=""
-for b in gloo ofi mpi; do
-    case " $BACKENDS " in *" $b "*) B=${B:-$b} ;; esac
-done
+screen_backend
 
 scontrol show topology >"$WORK/topo" 2>&1
 grep -q '^SwitchName=s1 .*Nodes=n\[1-4\]' "$WORK/topo" &&
     grep -q '^SwitchName=s2 .*Nodes=n\[5-8\]' "$WORK/topo"
 ok $? "scontrol show topology: s1 n[1-4], s2 n[5-8]"
 
-# collprof --screen on the 8 nodes into directory $1 (rest: options); rc, h5, out (console)
-screen8() {
-    d=$1
-    shift
-    mkdir -p "$d"
-    rc=0
-    t=$(now)
-    # shellcheck disable=SC2086 # SRUN is a list of options
-    timeout -k 10 150 $SRUN -N 8 --ntasks-per-node=1 "$COLLPROF_BIN" --screen --backends "$B" \
-        --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -w 2 --screen-threshold 0.1 \
-        --output-dir "$d" "$@" </dev/null >"$d/out" 2>"$d/err" || rc=$?
-    took=$(since "$t")
-    # shellcheck disable=SC2012 # our own file names
-    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
-    out=$d/out
-}
 
 # the verdict as a diagnostic when $1 (an exit status) is not 0
 show() {
