@@ -51,10 +51,35 @@ screen8() {
     out=$d/out
 }
 
+# At most CP_CLUSTER_SLOTS (default 2) virtual-cluster tests at once, whatever make -j says:
+# their timing checks keep their margins only when the clusters do not share the CPUs with
+# more than one other (four side by side made healthy pairs as slow as the faults judged).
+# A slot is a lock (flock) on TMPDIR/collprof-cluster-slot.K, held on descriptor 8 until this
+# test's shell exits; a test waits for a free one and says how long it waited.
+cluster_slot() {
+    command -v flock >/dev/null 2>&1 || return 0
+    n=${CP_CLUSTER_SLOTS:-2}
+    t=$(now)
+    while :; do
+        k=1
+        while [ "$k" -le "$n" ]; do
+            exec 8>>"${TMPDIR:-/tmp}/collprof-cluster-slot.$k"
+            if flock -n 8; then
+                echo "# virtual-cluster slot $k of $n, after $(since "$t") s"
+                return 0
+            fi
+            k=$((k + 1))
+        done
+        exec 8>&-
+        sleep 2
+    done
+}
+
 # start an N-node cluster in /tmp/NAME.XXXXXX, stopped at exit (one TAP line); skips when the
 # namespaces are refused, ends the test when it fails; then SLURM_CONF and the interface
 # variables of the nodes' network are exported (they replace lib.sh's loopback ones)
 cluster_start() { # N NAME
+    cluster_slot
     slurm_local_setup "$2"
     t=$(now)
     rc=0
