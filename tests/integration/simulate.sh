@@ -17,13 +17,10 @@ rep() {
     rrc=0
     timeout -k 5 120 "$REPORT" simulate "$@" </dev/null >"$WORK/rout" 2>"$WORK/rerr" || rrc=$?
 }
-diag() { # STATUS: what the report printed, as TAP comments, after a failed check
-    [ "$1" -eq 0 ] || sed 's/^/# /' "$WORK/rout" "$WORK/rerr" | head -n 40
-}
-check() { # DESCRIPTION (the last command's status is the check's)
+check() { # DESCRIPTION: the last command's status; after a failure what the report printed
     r=$?
     ok $r "$1"
-    diag $r
+    [ "$r" -eq 0 ] || sed 's/^/# /' "$WORK/rout" "$WORK/rerr" | head -n 40
 }
 one_error() { # REGEXP: exit 2 and one error line matching it, nothing on standard output
     [ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] && [ ! -s "$WORK/rout" ] &&

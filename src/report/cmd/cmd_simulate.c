@@ -98,6 +98,18 @@ static long number(const char *s, char **end, long hi)
     return errno != 0 || v > hi ? -1 : v;
 }
 
+/* A whole number from lo to 65536 (the whole of val) for option opt; -1 after the error. */
+static int whole(const char *opt, const char *val, int lo)
+{
+    char *end = (char *)val;
+    long v = number(val, &end, 65536);
+    if (v < lo || *end != '\0') {
+        cp_report_error("simulate: %s '%s' is not a number from %d to 65536", opt, val, lo);
+        return -1;
+    }
+    return (int)v;
+}
+
 /* A factor in (0, 1] from s (the whole of it); -1 when not. */
 static double factor_of(const char *s)
 {
@@ -204,7 +216,6 @@ static int option(void *ctx, int k, char *val)
 {
     settings_t *s = ctx;
     double d;
-    char *end = val;
     switch (k) {
     case CP_REPORT_OPERAND:
         if (strcmp(val, "screen") != 0) {
@@ -213,21 +224,9 @@ static int option(void *ctx, int k, char *val)
         }
         s->what = 1;
         return 0;
-    case 1:
-        s->nodes = (int)number(val, &end, 65536);
-        if (s->nodes < 2 || *end != '\0') {
-            cp_report_error("simulate: --nodes '%s' is not a number from 2 to 65536", val);
-            return -1;
-        }
-        return 0;
+    case 1: return (s->nodes = whole("--nodes", val, 2)) < 0 ? -1 : 0;
     case 2: return list(s, CP_SIM_SLOW, "--slow", val, "I:F (node I at factor F, 0 < F <= 1)");
-    case 3:
-        s->slow_count = (int)number(val, &end, 65536);
-        if (s->slow_count < 0 || *end != '\0') {
-            cp_report_error("simulate: --slow-count '%s' is not a count of nodes", val);
-            return -1;
-        }
-        return 0;
+    case 3: return (s->slow_count = whole("--slow-count", val, 0)) < 0 ? -1 : 0;
     case 4:
         if (cp_report_parse_double("simulate", "--factor", val, 1e-6, 1, &d) != 0) {
             return -1;

@@ -210,11 +210,12 @@ void cp_report_sim_text(FILE *out, const cp_report_sim_t *cases, size_t n, doubl
         char seeds[32];
         snprintf(seeds, sizeof(seeds), "%llu-%llu", (unsigned long long)c->k.seed_lo,
                  (unsigned long long)c->k.seed_hi);
-        fprintf(out, "%5d  %-30s %4.0f%% %4s %9s %5d %5d %6d %5d %5d %8ld %6.2f %3d %5d %5d %5d\n",
+        fprintf(out,
+                "%5d  %-30s %4.0f%% %4s %9s %5d %5d %6d %5d %5d %8ld %6.2f %3d %5d %5d %5d %10d\n",
                 c->k.n, c->label, c->k.noise * 100, c->k.baseline ? "yes" : "no", seeds, k->runs,
                 k->exact, k->missed, k->false_positive, k->inconclusive, k->untested,
                 k->runs > 0 ? (double)k->rounds_sum / k->runs : 0.0, k->rounds_max, k->status[0],
-                k->status[1], k->status[2]);
+                k->status[1], k->status[2], k->setup_slow);
         runs += k->runs;
     }
     fprintf(out, "# %zu case%s, %ld screens simulated in %.1f s\n", n, n == 1 ? "" : "s", runs,
