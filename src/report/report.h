@@ -11,7 +11,7 @@
  * src/format, src/screen, src/colls and src/base.  Each folder's files, top to bottom (no
  * command calls another; the other folders' orders are in import.h, plot_int.h, reader.h):
  * src/report: main > best_cells > links_data > args
- * cmd: cmd_*.c (the nine commands, side by side) > rejudge > screen_drain
+ * cmd: cmd_*.c (the ten commands, side by side) > rejudge > screen_drain, simulate_grid
  * export: cmd_export > export_prom > export_jsonl
  */
 #ifndef COLLPROF_REPORT_REPORT_H
@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "screen/screen.h"
+#include "screen/sim.h"
 #include "format/best.h"
 #include "report/read/reader.h"
 
@@ -122,6 +123,7 @@ int cp_report_cmd_best(int argc, char **argv);
 int cp_report_cmd_screen(int argc, char **argv);
 int cp_report_cmd_baseline(int argc, char **argv);
 int cp_report_cmd_import(int argc, char **argv);
+int cp_report_cmd_simulate(int argc, char **argv);
 
 /* ---- export's Prometheus formats (export_prom.c) and JSON lines (export_jsonl.c) ---- */
 
@@ -219,5 +221,30 @@ void cp_report_cell_name(const collprof_result_row_t *r, char *buf, size_t len);
  * exit status; returns the command's) */
 void cp_report_drain_line(FILE *out, const collprof_screen_row_t *rows, size_t n, size_t i);
 int cp_report_apply_drain(const collprof_screen_row_t *rows, size_t n, int status);
+
+/* ---- collprof-report simulate screen's cases, grid and output (simulate_grid.c) ---- */
+
+/** A case of the simulator: its label, its parameters (faults owned by the case list) and
+ *  what its runs gave. */
+typedef struct cp_report_sim {
+    char label[96];
+    cp_sim_case_t k;
+    cp_sim_counts_t counts;
+} cp_report_sim_t;
+
+/** The built-in grid (collprof-report simulate screen --grid) into *cases (*n of them; free
+ *  with cp_report_sim_free); 0, or -1 after printing "out of memory". */
+int cp_report_sim_grid(cp_report_sim_t **cases, size_t *n);
+void cp_report_sim_free(cp_report_sim_t *cases, size_t n);
+
+/** A label for a case from its parameters ("1 random at 0.5x", "node 3 at 0.3x, hung 5"). */
+void cp_report_sim_label(const cp_sim_case_t *k, char *buf, size_t len);
+
+/** Run every case; its total seconds in *secs.  0, or the exit status 2 after the error. */
+int cp_report_sim_run(cp_report_sim_t *cases, size_t n, double *secs);
+
+/** The cases as a table (text; a last comment line with secs) or one JSON document. */
+void cp_report_sim_text(FILE *out, const cp_report_sim_t *cases, size_t n, double secs);
+void cp_report_sim_json(FILE *out, const cp_report_sim_t *cases, size_t n);
 
 #endif /* COLLPROF_REPORT_REPORT_H */

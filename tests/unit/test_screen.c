@@ -1,16 +1,16 @@
 /*
- * The screen's pure parts (src/screen/screen.c) and a simulator of the whole
- * method, no processes: a cluster of n nodes with injected slow nodes, slow
- * links and hung nodes, each pair's figures multiplied by uniform noise;
- * the screen's rounds run against it and the verdict is compared with what
- * was injected.  Checks the schedule (perfect matchings, no pair twice,
- * different byes, deterministic by seed), the rounds used at 16, 1,024 and
- * 4,096 nodes, recall, the node/link class and false positives, and the
- * Slurm host list.  Then a screen's pairs written as /links rows and judged again against a
- * baseline (collprof-report screen --baseline), and a link sweep's pairs judged against one
- * (collprof-report links --baseline).  Path classes: clusters on two leaf switches whose
- * cross-switch pairs are 0.5x (or 0.25x) a same-switch pair, judged by class and without
- * classes, against the screen's own median and against a baseline with rows per class.
+ * The screen's pure parts (src/screen/screen.c) and the simulator of the whole
+ * method (src/screen/sim.h, shared with collprof-report simulate screen), no processes: a
+ * cluster of n nodes with injected slow nodes, slow links and hung nodes, each pair's figures
+ * multiplied by uniform noise; the screen's rounds and its validation run against it as the
+ * runtime runs them, and the verdict is compared with what was injected.  Checks the schedule
+ * (perfect matchings, no pair twice, different byes, deterministic by seed), the rounds used at 16,
+ * 1,024 and 4,096 nodes, recall, the node/link class and false positives, and the Slurm host list.
+ * Then a screen's pairs written as /links rows and judged again against a baseline (collprof-report
+ * screen --baseline), and a link sweep's pairs judged against one (collprof-report links
+ * --baseline).  Path classes: clusters on two leaf switches whose cross-switch pairs are 0.5x (or
+ * 0.25x) a same-switch pair, judged by class and without classes, against the screen's own median
+ * and against a baseline with rows per class.
  */
 #include "config.h"
 
@@ -19,6 +19,7 @@
 #include "screen/path.h"
 #include "screen/screen.h"
 #include "screen/screen_out.h"
+#include "screen/sim.h"
 
 #include "tap.h"
 
@@ -26,112 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the simulated cluster ---------------------------------------------------------------- */
-
-typedef struct sim {
-    int n;
-    double *node_f;      /* [n] bandwidth factor of each node (1: healthy) */
-    int flaky;           /* a node slow (0.2x) in the random rounds only (-1: none) */
-    unsigned char *hung; /* [n] stops answering */
-    int la, lb;          /* one slow link (-1: none) */
-    double lf;           /* its factor */
-    double jitter;       /* noise: uniform in [1 - jitter, 1 + jitter] */
-    uint64_t x;          /* the noise's generator */
-    int *sw;             /* [n] each node's leaf switch (NULL: one switch, no topology) */
-    double spine;        /* a pair across switches: its figures times this (1: no spine) */
-    int classes;         /* the pairs carry their path class (else "any": no topology known) */
-} sim_t;
-
-static double uniform(uint64_t *x)
-{
-    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
-}
-
-static void sim_init(sim_t *c, int n, double jitter, uint64_t seed)
-{
-    memset(c, 0, sizeof(*c));
-    c->n = n;
-    c->node_f = malloc(sizeof(double) * (size_t)n);
-    c->hung = calloc((size_t)n, 1);
-    for (int i = 0; i < n; i++) {
-        c->node_f[i] = 1.0;
-    }
-    c->la = c->lb = -1;
-    c->flaky = -1;
-    c->lf = 1.0;
-    c->jitter = jitter;
-    c->x = seed * 7919 + 13;
-    c->spine = 1.0;
-}
-
-/* Two leaf switches (nodes 0 .. n/2 - 1 under the first) whose spine makes a cross-switch
- * pair f times as fast as a same-switch one; the pairs carry their path class when classes. */
-static void sim_switches(sim_t *c, double f, int classes)
-{
-    c->sw = malloc(sizeof(int) * (size_t)c->n);
-    for (int i = 0; i < c->n; i++) {
-        c->sw[i] = i < c->n / 2 ? 0 : 1;
-    }
-    c->spine = f;
-    c->classes = classes;
-}
-
-static void sim_free(sim_t *c)
-{
-    free(c->node_f);
-    free(c->hung);
-    free(c->sw);
-}
-
-/* One pair test between a and b as the runner would report it. */
-static cp_screen_pair_t sim_pair(sim_t *c, int a, int b, int phase, int round)
-{
-    cp_screen_pair_t p = {.a = a, .b = b, .phase = phase, .round = round};
-    if (c->hung[a] || c->hung[b]) {
-        p.status = CP_SCREEN_TIMEOUT;
-        return p;
-    }
-    double f = c->node_f[a] < c->node_f[b] ? c->node_f[a] : c->node_f[b];
-    if ((a == c->flaky || b == c->flaky) && phase == CP_SCREEN_RANDOM && f > 0.2) {
-        f = 0.2; /* a passing disturbance: its random rounds look like a slow node's */
-    }
-    if ((a == c->la && b == c->lb) || (a == c->lb && b == c->la)) {
-        f *= c->lf;
-    }
-    p.path = cp_path_of(c->classes ? c->sw : NULL, a, b);
-    if (cp_path_of(c->sw, a, b) == CP_PATH_CROSS_SWITCH) {
-        f *= c->spine;
-    }
-    p.bw_gbs = 12.0 * f * (1 + c->jitter * (2 * uniform(&c->x) - 1));
-    p.lat_us = 20.0 / f * (1 + c->jitter * (2 * uniform(&c->x) - 1));
-    return p;
-}
-
-/* One round of partner[] against the cluster; hung nodes become unreachable. */
-static void sim_round(sim_t *c, cp_screen_t *s, const int *partner, int phase, int round)
-{
-    for (int a = 0; a < c->n; a++) {
-        int b = partner[a];
-        if (b > a) {
-            cp_screen_pair_t p = sim_pair(c, a, b, phase, round);
-            cp_screen_add(s, &p);
-        }
-        if (b >= 0 && c->hung[a]) {
-            cp_screen_unreachable(s, a); /* its partner reports the deadline, it nothing */
-        }
-    }
-    s->rounds_run++;
-}
+/* ---- the simulated cluster (src/screen/sim.h) ------------------------------------------- */
 
 /* The baseline of the simulated cluster's healthy pairs (NULL: none). */
 static const cp_screen_ref_t *sim_baseline;
 
-/* The whole screen against c; the rounds used (the validation collective counted); the exit
- * status in *status. */
-static int sim_screen(sim_t *c, cp_screen_t *s, uint64_t seed, int *status)
+/* The whole screen against c as the runtime runs it (the shared simulator: the validation
+ * collective too), its rounds and verdict into s; the rounds used (the validation's levels
+ * counted); cp_screen_decide's status in *status. */
+static int sim_screen(cp_sim_t *c, cp_screen_t *s, uint64_t seed, int *status)
 {
     cp_screen_opts_t o;
     cp_screen_opts_default(&o);
@@ -140,24 +44,17 @@ static int sim_screen(sim_t *c, cp_screen_t *s, uint64_t seed, int *status)
         o.has_baseline = 1;
         o.baseline = *sim_baseline;
     }
-    cp_screen_init(s, c->n, &o);
-    int *partner = malloc(sizeof(int) * (size_t)c->n);
-    for (int k = 0; k < cp_screen_random_rounds(s); k++) {
-        cp_screen_matching(s, k, partner);
-        sim_round(c, s, partner, CP_SCREEN_RANDOM, k);
+    cp_sim_run_t r;
+    if (cp_sim_screen(c, &o, 1, &r) != 0) {
+        printf("Bail out! simulator: out of memory\n");
+        exit(1);
     }
-    cp_screen_judge_opt(s);
-    if (cp_screen_plan_confirm(s, partner) > 0) {
-        sim_round(c, s, partner, CP_SCREEN_CONFIRM, s->rounds_run);
-        cp_screen_judge_opt(s);
-        while (cp_screen_plan_recheck(s, partner) > 0) {
-            sim_round(c, s, partner, CP_SCREEN_CONFIRM, s->rounds_run);
-            cp_screen_judge_opt(s);
-        }
-    }
-    *status = cp_screen_decide(s);
-    free(partner);
-    return s->rounds_run + 1;
+    *s = r.s; /* the caller frees it */
+    memset(&r.s, 0, sizeof(r.s));
+    *status = r.screen_status;
+    int rounds = r.rounds;
+    cp_sim_run_free(&r);
+    return rounds;
 }
 
 /* 1 when exactly the nodes with want[i] have verdict v, and no link is flagged. */
@@ -242,10 +139,10 @@ static int scenario(int n, int nbad, double f, int hung, double jitter, int runs
     int hits = 0;
     *rmax = 0;
     for (int r = 0; r < runs; r++) {
-        sim_t c;
-        sim_init(&c, n, jitter, (uint64_t)r + 1);
+        cp_sim_t c;
+        cp_sim_init(&c, n, jitter, (uint64_t)r + 1);
         if (sim_spine > 0) {
-            sim_switches(&c, sim_spine, sim_classes);
+            cp_sim_switches(&c, sim_spine, sim_classes);
         }
         unsigned char *want = calloc((size_t)n, 1);
         for (int k = 0; k < nbad; k++) {
@@ -264,7 +161,7 @@ static int scenario(int n, int nbad, double f, int hung, double jitter, int runs
         *rmax = rounds > *rmax ? rounds : *rmax;
         cp_screen_free(&s);
         free(want);
-        sim_free(&c);
+        cp_sim_free(&c);
     }
     return hits;
 }
@@ -275,8 +172,8 @@ static int link_scenario(int n, double f, double jitter, int runs, int flaky_end
     int hits = 0;
     for (int r = 0; r < runs; r++) {
         uint64_t seed = (uint64_t)r * 31 + 7;
-        sim_t c;
-        sim_init(&c, n, jitter, (uint64_t)r + 1);
+        cp_sim_t c;
+        cp_sim_init(&c, n, jitter, (uint64_t)r + 1);
         cp_screen_opts_t o;
         cp_screen_opts_default(&o);
         o.seed = seed;
@@ -284,17 +181,16 @@ static int link_scenario(int n, double f, double jitter, int runs, int flaky_end
         cp_screen_init(&probe, n, &o);
         int *p = malloc(sizeof(int) * (size_t)n);
         cp_screen_matching(&probe, r % 3, p);
-        c.la = r % n; /* n is even here: everybody meets somebody */
-        c.lb = p[c.la];
-        c.lf = f;
-        c.flaky = flaky_end ? c.la : -1;
+        int la = r % n, lb = p[la]; /* n is even here: everybody meets somebody */
+        cp_sim_link(&c, la, lb, f);
+        c.flaky = flaky_end ? la : -1;
         cp_screen_t s;
         int status;
         sim_screen(&c, &s, seed, &status);
         int link_ok = 1, slow_links = 0; /* the one slow link; the others cleared */
         for (int l = 0; l < s.nlinks; l++) {
-            int it = (s.link_a[l] == c.la && s.link_b[l] == c.lb) ||
-                     (s.link_a[l] == c.lb && s.link_b[l] == c.la);
+            int it = (s.link_a[l] == la && s.link_b[l] == lb) ||
+                     (s.link_a[l] == lb && s.link_b[l] == la);
             slow_links += s.link_verdict[l] == CP_SCREEN_SLOW;
             link_ok &= s.link_verdict[l] == (it ? CP_SCREEN_SLOW : CP_SCREEN_HEALTHY);
         }
@@ -307,7 +203,7 @@ static int link_scenario(int n, double f, double jitter, int runs, int flaky_end
         cp_screen_free(&s);
         cp_screen_free(&probe);
         free(p);
-        sim_free(&c);
+        cp_sim_free(&c);
     }
     return hits;
 }
@@ -385,12 +281,12 @@ static void check_rejudge(void)
 {
     cp_screen_ref_t base = {
         .bw_gbs = 12.0, .bw_mad = 0.05, .lat_us = 20.0, .lat_mad = 0.05, .source = 1};
-    sim_t c;
+    cp_sim_t c;
     cp_screen_t s, t;
     int status, st, sched;
 
     /* every node at 0.5x, screened against itself: nothing to tell; judged again: all slow */
-    sim_init(&c, 16, 0.10, 3);
+    cp_sim_init(&c, 16, 0.10, 3);
     for (int i = 0; i < 16; i++) {
         c.node_f[i] = 0.5;
     }
@@ -412,17 +308,17 @@ static void check_rejudge(void)
        st);
     cp_screen_free(&t);
     cp_screen_free(&s);
-    sim_free(&c);
+    cp_sim_free(&c);
     base.bw_gbs = 12.0, base.lat_us = 20.0;
 
     /* a run against the baseline, judged again against it: the run's verdict, node by node */
     int same = 0, runs = 10;
     sim_baseline = &base;
     for (int r = 0; r < runs; r++) {
-        sim_init(&c, r % 2 ? 8 : 16, 0.10, (uint64_t)r + 40);
+        cp_sim_init(&c, r % 2 ? 8 : 16, 0.10, (uint64_t)r + 40);
         c.node_f[r % 8] = 0.3;
         if (r % 3 == 0) { /* and a slow link */
-            c.la = (r + 3) % 8, c.lb = (r + 5) % 8, c.lf = 0.2;
+            cp_sim_link(&c, (r + 3) % 8, (r + 5) % 8, 0.2);
         }
         sim_screen(&c, &s, (uint64_t)r * 7 + 1, &status);
         st = rejudge(&s, &base, &t, &sched);
@@ -436,7 +332,7 @@ static void check_rejudge(void)
         same += eq;
         cp_screen_free(&t);
         cp_screen_free(&s);
-        sim_free(&c);
+        cp_sim_free(&c);
     }
     sim_baseline = NULL;
     ok(same == runs,
@@ -445,7 +341,7 @@ static void check_rejudge(void)
        same, runs);
 
     /* a node slow in a run without a baseline, judged again: found alone, confirmation kept */
-    sim_init(&c, 16, 0.10, 5);
+    cp_sim_init(&c, 16, 0.10, 5);
     c.node_f[6] = 0.3;
     sim_screen(&c, &s, 5, &status);
     st = rejudge(&s, &base, &t, &sched);
@@ -478,11 +374,11 @@ static void check_rejudge(void)
     cp_screen_free(&t);
     free(rows);
     cp_screen_free(&s);
-    sim_free(&c);
+    cp_sim_free(&c);
 }
 
 /* Every pair of n nodes once (the link sweep's rounds), against base: the status; t decided. */
-static int sweep(sim_t *c, const cp_screen_ref_t *base, cp_screen_t *t)
+static int sweep(cp_sim_t *c, const cp_screen_ref_t *base, cp_screen_t *t)
 {
     cp_screen_opts_t o;
     cp_screen_opts_default(&o);
@@ -494,7 +390,7 @@ static int sweep(sim_t *c, const cp_screen_ref_t *base, cp_screen_t *t)
         for (int a = 0; a < c->n; a++) {
             int b = cp_links_partner(c->n, k, a);
             if (b > a) {
-                cp_screen_pair_t p = sim_pair(c, a, b, CP_SCREEN_RANDOM, k);
+                cp_screen_pair_t p = cp_sim_pair(c, a, b, CP_SCREEN_RANDOM, k);
                 cp_screen_add(t, &p);
             }
         }
@@ -508,9 +404,9 @@ static void check_sweep(void)
     cp_screen_ref_t base = {
         .bw_gbs = 12.0, .bw_mad = 0.05, .lat_us = 20.0, .lat_mad = 0.05, .source = 1};
     unsigned char want[7] = {0};
-    sim_t c;
+    cp_sim_t c;
     cp_screen_t t;
-    sim_init(&c, 7, 0.10, 9);
+    cp_sim_init(&c, 7, 0.10, 9);
     int st = sweep(&c, &base, &t);
     ok(st == 0 && flagged_exactly(&t, want, CP_SCREEN_SLOW) && t.nlinks == 0,
        "sweep: 7 healthy nodes against the baseline: nothing flagged (%d)", st);
@@ -523,7 +419,7 @@ static void check_sweep(void)
     cp_screen_free(&t);
     c.node_f[2] = 1;
     want[2] = 0;
-    c.la = 1, c.lb = 4, c.lf = 0.2;
+    cp_sim_link(&c, 1, 4, 0.2);
     st = sweep(&c, &base, &t);
     int healthy = 0;
     for (int i = 0; i < 7; i++) {
@@ -533,7 +429,7 @@ static void check_sweep(void)
            t.link_verdict[0] == CP_SCREEN_SLOW,
        "sweep: the 1-4 link at 0.2x: a slow link, no node (%d, %d links)", st, t.nlinks);
     cp_screen_free(&t);
-    c.la = c.lb = -1;
+    c.nlinks = 0;
     for (int i = 0; i < 7; i++) {
         c.node_f[i] = 0.5;
         want[i] = 1;
@@ -542,15 +438,15 @@ static void check_sweep(void)
     ok(st == 1 && flagged_exactly(&t, want, CP_SCREEN_SLOW),
        "sweep: every node at 0.5x: all 7 slow against the baseline (%d)", st);
     cp_screen_free(&t);
-    sim_free(&c);
-    sim_init(&c, 2, 0.10, 9);
+    cp_sim_free(&c);
+    cp_sim_init(&c, 2, 0.10, 9);
     c.node_f[1] = 0.2;
     st = sweep(&c, &base, &t);
     ok(st == 1 && t.verdict[0] == CP_SCREEN_HEALTHY && t.verdict[1] == CP_SCREEN_HEALTHY &&
            t.nlinks == 1,
        "sweep: 2 nodes, their pair slow: a slow link, neither node blamed (%d)", st);
     cp_screen_free(&t);
-    sim_free(&c);
+    cp_sim_free(&c);
 }
 
 /* ---- path classes ------------------------------------------------------------------------ */
@@ -642,12 +538,12 @@ static void check_paths(void)
 
     /* a run by class without a baseline, its /links rows judged again against the baseline by
      * class: the path column carries the classes (node 5 at 0.3x) */
-    sim_t c;
+    cp_sim_t c;
     cp_screen_t s, t;
     int status, sched, same = 0;
     for (int r = 0; r < 5; r++) {
-        sim_init(&c, 16, 0.10, (uint64_t)r + 60);
-        sim_switches(&c, 0.5, 1);
+        cp_sim_init(&c, 16, 0.10, (uint64_t)r + 60);
+        cp_sim_switches(&c, 0.5, 1);
         c.node_f[5] = 0.3;
         sim_screen(&c, &s, (uint64_t)r + 3, &status);
         int st = rejudge(&s, &base, &t, &sched);
@@ -658,7 +554,7 @@ static void check_paths(void)
                 cross_pairs(&t) == cross_pairs(&s) && cross_pairs(&s) > 0;
         cp_screen_free(&t);
         cp_screen_free(&s);
-        sim_free(&c);
+        cp_sim_free(&c);
     }
     ok(same == 5,
        "by class, node 5 at 0.3x, judged again from its /links rows against the baseline by "
@@ -667,8 +563,8 @@ static void check_paths(void)
 
     /* 4 nodes on 2 switches: 2 same-switch and 4 cross-switch pairs, too few for references of
      * their own (one bad node is in half of them): judged as without a topology */
-    sim_init(&c, 4, 0.10, 9);
-    sim_switches(&c, 0.5, 1);
+    cp_sim_init(&c, 4, 0.10, 9);
+    cp_sim_switches(&c, 0.5, 1);
     sim_screen(&c, &s, 7, &status);
     ok(!cp_screen_by_class(&s.ref) && s.ref.cls[CP_PATH_CROSS_SWITCH].pairs == 4 &&
            s.ref.cls[CP_PATH_SAME_SWITCH].pairs == 2,
@@ -676,11 +572,11 @@ static void check_paths(void)
        s.ref.cls[CP_PATH_SAME_SWITCH].pairs, s.ref.cls[CP_PATH_CROSS_SWITCH].pairs,
        CP_SCREEN_CLASS_MIN_PAIRS);
     cp_screen_free(&s);
-    sim_free(&c);
+    cp_sim_free(&c);
 
     /* the evidence names the classes where the pairs were judged by them */
-    sim_init(&c, 8, 0.10, 9);
-    sim_switches(&c, 0.5, 1);
+    cp_sim_init(&c, 8, 0.10, 9);
+    cp_sim_switches(&c, 0.5, 1);
     c.node_f[2] = 0.1;
     sim_screen(&c, &s, 4, &status);
     char ev[512], words[256];
@@ -691,7 +587,7 @@ static void check_paths(void)
     ok(strstr(words, "same-switch ") == words && strstr(words, ", cross-switch ") != NULL,
        "class references: %s", words);
     cp_screen_free(&s);
-    sim_free(&c);
+    cp_sim_free(&c);
 }
 
 int main(void)
