@@ -454,7 +454,7 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
                          s->n == 2 ? "2 nodes meet once, and one slow pair cannot say which end "
                                      "is slow without a baseline (--baseline)"
                                    : "fewer than 3 pairs measured, no reference without a "
-                                     "baseline (--screen-baseline)");
+                                     "baseline (--baseline)");
         at = w > 0 && (size_t)w < len ? (size_t)w : 0;
     }
     for (size_t i = 0; i < s->npairs && at < len; i++) {
