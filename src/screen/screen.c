@@ -114,8 +114,10 @@ static void shuffle(uint64_t *x, int *v, int m)
 
 int cp_screen_random_rounds(const cp_screen_t *s)
 {
-    int avail = cp_links_rounds(s->n);
-    return s->opt.rounds < avail ? s->opt.rounds : avail;
+    /* with an odd count each round leaves one node out: one more round gives every node as
+     * many pairs as the rounds asked for (the byes of the rounds are distinct) */
+    int avail = cp_links_rounds(s->n), want = s->opt.rounds + (s->n % 2 == 1 && s->opt.rounds > 0);
+    return want < avail ? want : avail;
 }
 
 void cp_screen_matching(const cp_screen_t *s, int k, int *partner)
@@ -168,48 +170,151 @@ static int usable(const cp_screen_t *s, const cp_screen_pair_t *p, int lat)
            s->reach[p->b];
 }
 
-/*
- * The reference of the field (0: bandwidth, 1: latency): the median over the nodes of each
- * node's median pair (natural logarithms: noise is a factor), *mad the median distance of
- * those node medians from it.  Node medians, not pairs: with few nodes a bad node is in a
- * large share of the pairs (half of them at 4 nodes), but it is one node of several, and a
- * good node's median shrugs off one bad partner.  Over the pairs of path class cls alone
- * (cls < 0: every pair).  Returns the usable pairs.
- */
-static int robust(const cp_screen_t *s, int lat, int cls, double *med, double *mad)
+/* The quantile of the nodes' fastest pairs that gives the healthy end's first estimate. */
+#define REF_QUANTILE 0.75
+
+/* The q-quantile of v[0..m) (sorted here), interpolated; 0 when m is 0. */
+static double quantile(double *v, int m, double q)
 {
-    int n = s->n, per = s->opt.rounds > 0 ? s->opt.rounds : 1, m = 0, pairs = 0;
-    double *v = malloc(sizeof(double) * (size_t)n * (size_t)per + 1);
-    double *nm = malloc(sizeof(double) * (size_t)n + 1);
-    int *cnt = calloc((size_t)n + 1, sizeof(int));
-    for (size_t i = 0; v != NULL && nm != NULL && cnt != NULL && i < s->npairs; i++) {
+    if (m <= 0) {
+        return 0;
+    }
+    for (int i = 1; i < m; i++) { /* insertion sort: m is the node count, sorted once */
+        double x = v[i];
+        int j = i - 1;
+        for (; j >= 0 && v[j] > x; j--) {
+            v[j + 1] = v[j];
+        }
+        v[j + 1] = x;
+    }
+    double at = q * (m - 1);
+    int lo = (int)at;
+    return lo + 1 < m ? v[lo] + (at - lo) * (v[lo + 1] - v[lo]) : v[m - 1];
+}
+
+/* Every node's usable pairs of one field: per node at most per values (natural logarithms
+ * signed so that larger is faster: noise is a factor, a fault only slows) and partners. */
+typedef struct node_pairs {
+    int n, per;
+    double *v; /* [n * per] */
+    int *with; /* [n * per] the partner of each */
+    int *cnt;  /* [n] */
+} node_pairs_t;
+
+static void node_pairs_free(node_pairs_t *np)
+{
+    free(np->v);
+    free(np->with);
+    free(np->cnt);
+}
+
+/* np of the field (0: bandwidth, 1: latency) over the pairs of path class cls alone (cls < 0:
+ * every pair): 0, or -1 when out of memory; *pairs the usable pairs. */
+static int node_pairs(const cp_screen_t *s, int lat, int cls, node_pairs_t *np, int *pairs)
+{
+    np->n = s->n;
+    np->per = cp_screen_random_rounds(s) > 0 ? cp_screen_random_rounds(s) : 1;
+    np->v = malloc(sizeof(double) * (size_t)np->n * (size_t)np->per + 1);
+    np->with = malloc(sizeof(int) * (size_t)np->n * (size_t)np->per + 1);
+    np->cnt = calloc((size_t)np->n + 1, sizeof(int));
+    *pairs = 0;
+    if (np->v == NULL || np->with == NULL || np->cnt == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         double x = lat ? p->lat_us : p->bw_gbs;
         if (!usable(s, p, lat) || (cls >= 0 && p->path != cls)) {
             continue;
         }
-        pairs++;
+        (*pairs)++;
         int ends[2] = {p->a, p->b};
         for (int e = 0; e < 2; e++) {
-            if (cnt[ends[e]] < per) {
-                v[(size_t)ends[e] * (size_t)per + (size_t)cnt[ends[e]]++] = log(x);
+            size_t at = (size_t)ends[e] * (size_t)np->per + (size_t)np->cnt[ends[e]];
+            if (np->cnt[ends[e]] < np->per) {
+                np->v[at] = lat ? -log(x) : log(x);
+                np->with[at] = ends[1 - e];
+                np->cnt[ends[e]]++;
             }
         }
     }
-    for (int i = 0; cnt != NULL && nm != NULL && v != NULL && i < n; i++) {
-        if (cnt[i] > 0) {
-            nm[m++] = cp_stats_median(v + (size_t)i * (size_t)per, (size_t)cnt[i]);
+    return 0;
+}
+
+/* healthy[i] = 1 for each node at the healthy end: its fastest pair within thr^2 of the upper
+ * quartile of the nodes' fastest pairs.  A node's fastest pair shows what it can do: a good
+ * node's is good unless every partner it met was slow, a slow node's is slow whoever it met;
+ * so the quartile stands among good nodes while fewer than about three quarters of the nodes
+ * are slow or met only slow ones.  Returns the nodes with pairs, *h those at the healthy end. */
+static int healthy_end(const node_pairs_t *np, double thr, unsigned char *healthy, int *h)
+{
+    double *mx = malloc(sizeof(double) * (size_t)np->n + 1), top;
+    int m = 0;
+    *h = 0;
+    for (int i = 0; mx != NULL && i < np->n; i++) {
+        double best = -INFINITY;
+        for (int k = 0; k < np->cnt[i]; k++) {
+            best = fmax(best, np->v[(size_t)i * (size_t)np->per + (size_t)k]);
+        }
+        healthy[i] = 0;
+        if (np->cnt[i] > 0) {
+            mx[m++] = best;
         }
     }
-    double lm = cp_stats_median(nm, (size_t)m);
-    for (int i = 0; i < m; i++) {
+    top = quantile(mx, m, REF_QUANTILE) + 2 * log(thr);
+    for (int i = 0; mx != NULL && i < np->n; i++) {
+        for (int k = 0; k < np->cnt[i] && !healthy[i]; k++) {
+            healthy[i] = np->v[(size_t)i * (size_t)np->per + (size_t)k] >= top;
+        }
+        *h += healthy[i];
+    }
+    free(mx);
+    return m;
+}
+
+/*
+ * The reference of the field (0: bandwidth, 1: latency) from the healthy end (healthy_end):
+ * faults only slow nodes down, so the estimate must hold however many nodes are slow, up to
+ * half of them and past.  Each healthy node's median over its pairs with healthy partners
+ * (node medians, not pairs: with few nodes a bad node is in a large share of the pairs), their
+ * median is the reference and their median distance from it the spread (*mad): slow nodes
+ * neither pull the reference down nor widen the spread.  *healthy: the share of the nodes
+ * with pairs at the healthy end.  Over the pairs of path class cls alone (cls < 0: every
+ * pair).  Returns the usable pairs.
+ */
+static int robust(const cp_screen_t *s, int lat, int cls, double *med, double *mad, double *healthy)
+{
+    node_pairs_t np = {0};
+    int pairs = 0, h = 0, m = 0, k = 0;
+    unsigned char *good = malloc((size_t)s->n + 1);
+    double *nm = malloc(sizeof(double) * (size_t)s->n + 1), *v = NULL;
+    if (good != NULL && nm != NULL && node_pairs(s, lat, cls, &np, &pairs) == 0 &&
+        (v = malloc(sizeof(double) * (size_t)np.per)) != NULL) {
+        m = healthy_end(&np, s->opt.thr, good, &h);
+    }
+    for (int i = 0; m > 0 && i < s->n; i++) {
+        int c = 0;
+        for (int j = 0; good[i] && j < np.cnt[i]; j++) {
+            size_t at = (size_t)i * (size_t)np.per + (size_t)j;
+            if (good[np.with[at]]) {
+                v[c++] = np.v[at];
+            }
+        }
+        if (c > 0) {
+            nm[k++] = cp_stats_median(v, (size_t)c);
+        }
+    }
+    double lm = cp_stats_median(nm, (size_t)k);
+    for (int i = 0; i < k; i++) {
         nm[i] = fabs(nm[i] - lm);
     }
-    *med = m > 0 ? exp(lm) : 0;
-    *mad = cp_stats_median(nm, (size_t)m);
-    free(v);
+    *med = k > 0 ? exp(lat ? -lm : lm) : 0;
+    *mad = cp_stats_median(nm, (size_t)k);
+    *healthy = m > 0 ? (double)h / m : 0;
+    node_pairs_free(&np);
+    free(good);
     free(nm);
-    free(cnt);
+    free(v);
     return pairs;
 }
 
@@ -263,8 +368,9 @@ static void class_refs(cp_screen_t *s)
         if (count[c] == 0) {
             continue;
         }
-        int mb = robust(s, 0, c, &r->bw_gbs, &r->bw_mad);
-        int ml = robust(s, 1, c, &r->lat_us, &r->lat_mad);
+        double hb, hl;
+        int mb = robust(s, 0, c, &r->bw_gbs, &r->bw_mad, &hb);
+        int ml = robust(s, 1, c, &r->lat_us, &r->lat_mad, &hl);
         r->pairs = mb > ml ? mb : ml;
         r->own = r->pairs >= CP_SCREEN_CLASS_MIN_PAIRS;
     }
@@ -308,8 +414,10 @@ int cp_screen_judge(cp_screen_t *s, const cp_screen_ref_t *baseline)
         s->ref.source = 1;
     } else {
         memset(&s->ref, 0, sizeof(s->ref));
-        int mb = robust(s, 0, -1, &s->ref.bw_gbs, &s->ref.bw_mad);
-        int ml = robust(s, 1, -1, &s->ref.lat_us, &s->ref.lat_mad);
+        double hb, hl;
+        int mb = robust(s, 0, -1, &s->ref.bw_gbs, &s->ref.bw_mad, &hb);
+        int ml = robust(s, 1, -1, &s->ref.lat_us, &s->ref.lat_mad, &hl);
+        s->ref.healthy = hb < hl ? hb : hl;
         s->ref.pairs = mb > ml ? mb : ml;
         if (s->ref.pairs < 3) {
             memset(&s->ref, 0, sizeof(s->ref));

@@ -62,6 +62,7 @@ typedef struct cp_screen_ref {
     double lat_us, lat_mad; /**< the same for latency */
     int pairs;              /**< measured pairs behind it (0 for a baseline) */
     int source;             /**< 0: the screen's own pairs, 1: a baseline */
+    double healthy;         /**< the screen's own: the share of node medians at its healthy end */
     /** Per path class (cp_path_class_t, src/screen/path.h): a pair of a class with .own set is
      *  judged against that class's figures, any other against the ones above.  The screen's
      *  own: set when its random rounds' pairs are of two classes or more, for each class with

@@ -105,6 +105,21 @@ static int good_partner(const cp_screen_t *s, int node, const int *partner)
     return again;
 }
 
+/* A node that is not a suspect yet and was slow with every partner it met, two or more,
+ * suspects included: where many nodes are slow, a slow node may have met only slow ones,
+ * whose suspicion explains its pairs away; its confirmation with a good node decides. -1: none. */
+static int all_slow_node(const cp_screen_t *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        int meas, slow;
+        node_counts(s, i, &meas, &slow);
+        if (!s->suspect[i] && s->reach[i] && meas >= 2 && slow == meas) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* The node that explains most of the slow pairs not yet explained by a suspect: the highest
  * share of slow pairs among its pairs with partners that are not suspects, two or more of
  * them (or all, when it has one); -1 when none is left.  meas and slow are scratch [n]. */
@@ -139,7 +154,7 @@ static int next_suspect(const cp_screen_t *s, int *meas, int *slow)
             best = i;
         }
     }
-    return best;
+    return best >= 0 ? best : all_slow_node(s);
 }
 
 int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
@@ -315,13 +330,17 @@ static int verdict_status(const cp_screen_t *s, int unsure)
 
 int cp_screen_decide(cp_screen_t *s)
 {
+    /* no reference (fewer than 3 measured pairs, no baseline): a node that met others was not
+     * judged, and is never called healthy */
+    int judged = s->ref.pairs > 0 || s->ref.source != 0;
     for (int i = 0; i < s->n; i++) {
         int meas, slow;
         node_counts(s, i, &meas, &slow);
         s->verdict[i] = !s->reach[i]    ? CP_SCREEN_UNREACHABLE
                         : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
                         : meas == 0     ? CP_SCREEN_UNTESTED
-                                        : CP_SCREEN_HEALTHY;
+                        : judged        ? CP_SCREEN_HEALTHY
+                                        : CP_SCREEN_INCONCLUSIVE;
     }
     baseline_verdicts(s);
     for (int l = 0; l < s->nlinks; l++) {
@@ -430,6 +449,14 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
     size_t at = 0;
     int by = cp_screen_by_class(&s->ref); /* the class where the pairs were judged by it */
     buf[0] = '\0';
+    if (s->ref.pairs == 0 && s->ref.source == 0 && s->reach[node]) { /* what 2 nodes cannot tell */
+        int w = snprintf(buf, len, "not judged: %s; ",
+                         s->n == 2 ? "2 nodes meet once, and one slow pair cannot say which end "
+                                     "is slow without a baseline (--baseline)"
+                                   : "fewer than 3 pairs measured, no reference without a "
+                                     "baseline (--baseline)");
+        at = w > 0 && (size_t)w < len ? (size_t)w : 0;
+    }
     for (size_t i = 0; i < s->npairs && at < len; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         int o = other(p, node);
