@@ -221,7 +221,7 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
             "\n== screen: %s, %d rounds (seed %llu), reference %s: %.2f GB/s, %.1f us; slow "
             "below %.2fx ==\n",
             h->backend, h->rounds, (unsigned long long)h->seed,
-            !strcmp(h->reference, "baseline") ? "the baseline" : "the median node", h->ref_bw_gbs,
+            !strcmp(h->reference, "baseline") ? "the baseline" : "the healthy nodes", h->ref_bw_gbs,
             h->ref_lat_us, h->threshold);
     if (h->path_refs[0] != '\0') { /* 1.10: judged by path class */
         fprintf(f, "paths: each pair against its class: %s\n", h->path_refs);
