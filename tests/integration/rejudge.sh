@@ -66,7 +66,7 @@ check "screen --baseline --format slurm: n3 alone on stdout, the baseline named 
 
 rep screen "$SCREEN" --baseline "$WORK/own.h5" --format drain
 [ "$rrc" -eq 1 ] && [ "$(wc -l <"$WORK/rout")" -eq 2 ] && grep -q '^# re-judged against ' "$WORK/rout" &&
-    grep -q '^scontrol update nodename=n3 state=drain reason="collprof screen: slow, 0\.0[0-9]x of the baseline with 3 of 3 partners, confirmed with n4"$' "$WORK/rout"
+    grep -q '^scontrol update nodename=n3 state=drain reason="collprof: screen: slow, 0\.0[0-9]x of the baseline with 3 of 3 partners, confirmed with n4"$' "$WORK/rout"
 check "screen --baseline --format drain: a comment, then n3's line 'of the baseline'"
 
 if [ -n "$PY" ]; then
