@@ -15,8 +15,7 @@
 #  - a state file that is not ours (garbage, a link, writable by others) and an scontrol
 #    that refuses: one line, exit 2, the state file as it was (or the drain not counted).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
-[ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
+. "${COLLPROF_SRCDIR}/tests/integration/report_lib.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)
 
@@ -69,22 +68,7 @@ nodes_idle() { # n1..n6 idle
 }
 nodes_idle
 
-rep() {
-    rrc=0
-    timeout -k 5 60 "$REPORT" "$@" </dev/null >"$WORK/rout" 2>"$WORK/rerr" || rrc=$?
-}
-diag() {
-    [ "$1" -eq 0 ] || sed 's/^/# /' "$WORK/rout" "$WORK/rerr" "$FAKE/log" 2>/dev/null | head -n 40
-}
-check() {
-    r=$?
-    ok $r "$1"
-    diag $r
-}
-one_error() { # REGEXP: exit 2 and one error line matching it
-    [ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] &&
-        grep -q "^collprof-report: error: .*$1" "$WORK/rerr"
-}
+DIAG_MORE=$FAKE/log
 updates() { # the fake's update calls
     { grep '^update ' "$FAKE/log" 2>/dev/null || true; } | wc -l
 }
