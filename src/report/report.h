@@ -227,9 +227,6 @@ typedef struct cp_report_drain_opts {
     int reset_breaker;    /**< --reset-breaker */
 } cp_report_drain_opts_t;
 
-/** `screen --format drain`'s line for rows[i] of n (its evidence as the reason). */
-void cp_report_drain_line(FILE *out, const collprof_screen_row_t *rows, size_t n, size_t i);
-
 /**
  * The drain of f's verdict rows[0..n) as o asks (screen_drain.c): the lines printed, and
  * with o->apply run.  status: the screen's exit status; returns the command's (2 after a

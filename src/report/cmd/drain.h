@@ -103,6 +103,10 @@ int cp_drain_state_load(const char *path, cp_drain_state_t *s);
  */
 int cp_drain_state_save(const char *path, const cp_drain_state_t *s);
 
+/** Lock path's FILE.lock (flock, waiting up to 60 s): its descriptor, to close when done;
+ *  -1 after a one-line error. */
+int cp_drain_state_lock(const char *path);
+
 void cp_drain_state_free(cp_drain_state_t *s);
 
 /** The failing verdicts of node, or NULL. */

@@ -10,7 +10,8 @@
  *
  * Read only from a regular file of this user (or root) that nobody else may write, checked
  * line by line (anything else is refused, never half read); written atomically (a temporary
- * file beside it, fsync'd, renamed over it), so that an error never truncates it.
+ * file beside it, fsync'd, renamed over it), so that an error never truncates it; FILE.lock
+ * beside it (flock) keeps two runs from reading and writing it at once.
  */
 #include "config.h"
 
@@ -22,7 +23,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STATE_MAGIC "collprof-drain-state 1"
@@ -264,6 +267,35 @@ int cp_drain_state_save(const char *path, const cp_drain_state_t *s)
     }
     free(tmp);
     return 0;
+}
+
+int cp_drain_state_lock(const char *path)
+{
+    size_t pl = strlen(path);
+    char *lp = malloc(pl + 8);
+    int fd = -1, err = ENOMEM;
+    struct stat st;
+    if (lp != NULL) {
+        snprintf(lp, pl + 8, "%s.lock", path);
+        fd = open(lp, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+        err = fd < 0 ? errno : fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+    }
+    for (int i = 0; err == 0 && i < 600; i++) { /* 60 s at most */
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            free(lp);
+            return fd;
+        }
+        err = errno == EWOULDBLOCK ? 0 : errno;
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    cp_report_error("screen: --state %s: cannot lock %s.lock (%s): nothing changed", path, path,
+                    err ? strerror(err) : "another run held it for 60 s");
+    if (fd >= 0) {
+        close(fd);
+    }
+    free(lp);
+    return -1;
 }
 
 void cp_drain_state_free(cp_drain_state_t *s)

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A host name safe inside a shell word and scontrol's reason: [A-Za-z0-9._-] only. */
 static void safe_name(const char *in, char *out, size_t len)
@@ -75,7 +76,7 @@ static void drain_reason(const collprof_screen_row_t *rows, size_t n, size_t i, 
 }
 
 /* The drain line of flagged node rows[i]. */
-void cp_report_drain_line(FILE *out, const collprof_screen_row_t *rows, size_t n, size_t i)
+static void drain_line(FILE *out, const collprof_screen_row_t *rows, size_t n, size_t i)
 {
     char host[80], reason[256];
     safe_name(rows[i].host_a, host, sizeof(host));
@@ -364,7 +365,7 @@ static int count_verdicts(const cp_report_file_t *f, const collprof_screen_row_t
         char reason[256];
         drain_reason(rows, n, p[k].row, reason, sizeof(reason));
         if (p[k].flagged && p[k].due) {
-            cp_report_drain_line(stdout, rows, n, p[k].row);
+            drain_line(stdout, rows, n, p[k].row);
         } else if (p[k].flagged) {
             printf("# %s: failing verdict %d of %d in a row: not drained yet (%s)\n", p[k].host,
                    p[k].count, o->drain_after, reason);
@@ -421,13 +422,17 @@ int cp_report_drain(const cp_report_file_t *f, const collprof_screen_row_t *rows
     if (o->state == NULL) { /* no history: every flagged node's line (--apply needs one) */
         for (size_t k = 0; k < np; k++) {
             if (p[k].flagged) {
-                cp_report_drain_line(stdout, rows, n, p[k].row);
+                drain_line(stdout, rows, n, p[k].row);
             }
         }
         free(p);
         return status;
     }
-    if (cp_drain_state_load(o->state, &st) != 0) {
+    int lock = o->apply ? cp_drain_state_lock(o->state) : -2;
+    if (lock == -1 || cp_drain_state_load(o->state, &st) != 0) {
+        if (lock >= 0) {
+            close(lock);
+        }
         free(p);
         return CP_REPORT_EXIT_BAD;
     }
@@ -449,6 +454,9 @@ int cp_report_drain(const cp_report_file_t *f, const collprof_screen_row_t *rows
         }
     }
     cp_drain_state_free(&st);
+    if (lock >= 0) {
+        close(lock);
+    }
     free(p);
     return rc;
 }
@@ -488,10 +496,14 @@ int cp_report_resume(const cp_report_file_t *f, const cp_report_drain_opts_t *o)
     cp_drain_state_t st;
     size_t nn = 0, np = 0;
     memset(&st, 0, sizeof(st));
-    if ((o->apply && o->state != NULL && cp_drain_state_load(o->state, &st) != 0) ||
+    int lock = o->apply && o->state != NULL ? cp_drain_state_lock(o->state) : -2;
+    if (lock == -1 || (lock >= 0 && cp_drain_state_load(o->state, &st) != 0) ||
         cp_drain_find_scontrol(o->scontrol, "nothing resumed", exe, sizeof(exe)) != 0 ||
         cp_drain_read_nodes(exe, &nodes, &nn) != 0) {
         cp_drain_state_free(&st);
+        if (lock >= 0) {
+            close(lock);
+        }
         return CP_REPORT_EXIT_BAD;
     }
     pick_t *p = drained_by_us(f, nodes, nn, &np);
@@ -525,5 +537,8 @@ int cp_report_resume(const cp_report_file_t *f, const cp_report_drain_opts_t *o)
     free(p);
     free(nodes);
     cp_drain_state_free(&st);
+    if (lock >= 0) {
+        close(lock);
+    }
     return rc;
 }
