@@ -216,11 +216,30 @@ extern const char cp_report_plot_script[];
 /** "mpi/default AllReduce (max) float32 4,096": a cell for people. */
 void cp_report_cell_name(const collprof_result_row_t *r, char *buf, size_t len);
 
-/* screen_drain.c: `screen --format drain`'s line for rows[i] of n (the evidence as the
- * reason), and --apply: every flagged node's line run through scontrol (status: the screen's
- * exit status; returns the command's) */
-void cp_report_drain_line(FILE *out, const collprof_screen_row_t *rows, size_t n, size_t i);
-int cp_report_apply_drain(const collprof_screen_row_t *rows, size_t n, int status);
+/* ---- screen --format drain and --resume (screen_drain.c) ------------------ */
+
+/** What screen's drain options ask for. */
+typedef struct cp_report_drain_opts {
+    int apply;            /**< run the lines through scontrol */
+    const char *scontrol; /**< --scontrol PATH; NULL: PATH's absolute elements */
+    const char *state;    /**< --state FILE: failing verdicts, drains, the breaker; NULL: none */
+    int drain_after;      /**< failing verdicts in a row before a drain (2) */
+    double max_share;     /**< the breaker: at most this share of a partition ... */
+    long long window;     /**< ... drained in this many seconds (0.1, 3600) */
+    int reset_breaker;    /**< --reset-breaker */
+} cp_report_drain_opts_t;
+
+/**
+ * The drain of f's verdict rows[0..n) as o asks (screen_drain.c): the lines printed, and
+ * with o->apply run.  status: the screen's exit status; returns the command's (2 after a
+ * one-line error: a node outside the run, a bad state file, the breaker, scontrol).
+ */
+int cp_report_drain(const cp_report_file_t *f, const collprof_screen_row_t *rows, size_t n,
+                    const cp_report_drain_opts_t *o, int status);
+
+/** --resume: the nodes of f's run drained by collprof, resumed with o->apply; 0, or 2 after
+ *  a one-line error. */
+int cp_report_resume(const cp_report_file_t *f, const cp_report_drain_opts_t *o);
 
 /* ---- collprof-report simulate screen's cases, grid and output (simulate_grid.c) ---- */
 

@@ -12,8 +12,7 @@
 #  - collprof-report links on the screen's file: its header says it is a screen and how many
 #    pairs it measured; with --baseline a one-line error naming `screen --baseline`, exit 2.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
-[ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
+. "${COLLPROF_SRCDIR}/tests/integration/report_lib.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)
 have_h5py=no
@@ -21,22 +20,6 @@ have_h5py=no
 
 SCREEN=$COLLPROF_SRCDIR/tests/data/collprof-1.7.h5
 SWEEP=$COLLPROF_SRCDIR/tests/data/collprof-1.3-links.h5
-rep() {
-    rrc=0
-    timeout -k 5 60 "$REPORT" "$@" </dev/null >"$WORK/rout" 2>"$WORK/rerr" || rrc=$?
-}
-diag() { # STATUS: what the report printed, as TAP comments, after a failed check
-    [ "$1" -eq 0 ] || sed 's/^/# /' "$WORK/rout" "$WORK/rerr" | head -n 40
-}
-check() { # DESCRIPTION (the last command's status is the check's)
-    r=$?
-    ok $r "$1"
-    diag $r
-}
-one_error() { # REGEXP: exit 2 and one error line matching it
-    [ "$rrc" -eq 2 ] && [ "$(wc -l <"$WORK/rerr")" -eq 1 ] &&
-        grep -q "^collprof-report: error: .*$1" "$WORK/rerr"
-}
 
 rep screen --help
 [ "$rrc" -eq 0 ] && grep -q -- '--baseline BASE.h5' "$WORK/rout" && grep -q -- '--apply ' "$WORK/rout"
@@ -66,7 +49,7 @@ check "screen --baseline --format slurm: n3 alone on stdout, the baseline named 
 
 rep screen "$SCREEN" --baseline "$WORK/own.h5" --format drain
 [ "$rrc" -eq 1 ] && [ "$(wc -l <"$WORK/rout")" -eq 2 ] && grep -q '^# re-judged against ' "$WORK/rout" &&
-    grep -q '^scontrol update nodename=n3 state=drain reason="collprof screen: slow, 0\.0[0-9]x of the baseline with 3 of 3 partners, confirmed with n4"$' "$WORK/rout"
+    grep -q '^scontrol update nodename=n3 state=drain reason="collprof: screen: slow, 0\.0[0-9]x of the baseline with 3 of 3 partners, confirmed with n4"$' "$WORK/rout"
 check "screen --baseline --format drain: a comment, then n3's line 'of the baseline'"
 
 if [ -n "$PY" ]; then

@@ -5,8 +5,11 @@
 # tbf); the n2-n5 link, and no node, when only the link between n2 and n5 is throttled
 # (slurm-local shape-pair: a veth of their own); n3 and n6 when both are throttled (exit 1
 # each time); and collprof-report screen prints the same verdict, the Slurm exclude list,
-# the drain lines and a JSON document, and with --apply drains n3 for real (scontrol; then
-# resumed), refused without scontrol or as a user who is not a Slurm operator.  Every node
+# the drain lines and a JSON document; with --apply --state n3's first failing verdict is not
+# drained, the sbatch job's screen (COLLPROF_DRAIN=apply) drains it for real (scontrol, reason
+# "collprof: screen: ..."), --resume returns it and leaves another's drain (n6) alone, the
+# circuit breaker (1 of 8 nodes an hour) refuses the next drain; refused without scontrol or
+# as a user who is not a Slurm operator.  Every node
 # throttled: the screen cannot tell, a baseline of the healthy run can, at run time and
 # afterwards (collprof-report screen --baseline on the run made without it).  The validation
 # allreduce passes over the healthy nodes (without a throttled one), and a node slow in
@@ -83,7 +86,7 @@ if [ "$sanitized" != 1 ]; then
     show $r
     sed -n 's/^\(# screen validation, .*\)/# \1/p' "$out"
     "$REPORT" screen "$h5" --format drain >"$WORK/vdrain" 2>&1
-    grep -q '^scontrol update nodename=n4 state=drain reason="collprof screen: slow in the validation allreduce (backend [a-z]*, seed 4)"$' "$WORK/vdrain"
+    grep -q '^scontrol update nodename=n4 state=drain reason="collprof: screen: slow in the validation allreduce (backend [a-z]*, seed 4)"$' "$WORK/vdrain"
     ok $? "report screen --format drain: n4, slow in the validation allreduce"
     if command -v python3 >/dev/null 2>&1; then
         "$REPORT" screen "$h5" --format json >"$WORK/vjson" 2>&1
@@ -156,44 +159,41 @@ ok $? "report screen: the verdict the run printed"
 if [ "$sanitized" != 1 ]; then
     "$REPORT" screen "$h5" --format drain >"$WORK/drain" 2>&1
     [ "$(wc -l <"$WORK/drain")" -eq 1 ] &&
-        grep -q '^scontrol update nodename=n3 state=drain reason="collprof screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners, confirmed with n[0-9]"$' "$WORK/drain"
+        grep -q '^scontrol update nodename=n3 state=drain reason="collprof: screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners, confirmed with n[0-9]"$' "$WORK/drain"
     ok $? "report screen --format drain: one scontrol line for n3, with its evidence"
     sed 's/^/# /' "$WORK/drain"
-    # --apply: the line run through scontrol (n3 drained with the collprof reason), then n3
-    # resumed so that the later screens have it
+    # --apply --state: n3's first failing verdict, not drained yet (the sbatch job below gives
+    # the second, and drains it)
+    DS=$WORK/drain-state/state
+    mkdir -p "$WORK/drain-state"
     rc=0
-    "$REPORT" screen "$h5" --format drain --apply >"$WORK/apply" 2>"$WORK/apply.err" || rc=$?
+    "$REPORT" screen "$h5" --format drain --apply --state "$DS" >"$WORK/apply" 2>"$WORK/apply.err" || rc=$?
     node=$(scontrol show node n3 2>&1)
-    [ "$rc" -eq 1 ] && [ ! -s "$WORK/apply.err" ] && head -n 1 "$WORK/apply" | cmp -s - "$WORK/drain" &&
-        grep -q '^# drained n3: collprof screen: slow, ' "$WORK/apply" &&
-        grep -q '^# --apply: drained 1 of 1 flagged node through .*scontrol' "$WORK/apply" &&
-        echo "$node" | grep -q 'State=[A-Z+]*DRAIN' &&
-        echo "$node" | grep -q 'Reason=collprof screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners' &&
-        [ "$(sinfo -h -n n3 -o %T)" = drained ]
+    [ "$rc" -eq 1 ] && [ ! -s "$WORK/apply.err" ] &&
+        grep -q '^# n3: failing verdict 1 of 2 in a row: not drained yet (collprof: screen: slow, ' "$WORK/apply" &&
+        ! echo "$node" | grep -q 'State=[A-Z+]*DRAIN' && grep -q '^fail n3 1 ' "$DS"
     r=$?
-    ok $r "report screen --format drain --apply: n3 drained, with the collprof reason (rc $rc)"
+    ok $r "report screen --format drain --apply --state: n3's first failing verdict, not drained yet (rc $rc)"
     [ $r -eq 0 ] || sed 's/^/# /' "$WORK/apply" "$WORK/apply.err"
-    [ $r -eq 0 ] || echo "$node" | sed 's/^/# /'
-    scontrol update nodename=n3 state=resume
-    ! scontrol show node n3 | grep -q 'State=[A-Z+]*DRAIN'
-    ok $? "n3 resumed (scontrol update nodename=n3 state=resume)"
     # refused: no scontrol in PATH; a user who is not a Slurm operator.  One error line, exit
-    # 2, the drain line still printed, n3 not drained
+    # 2, the drain line still printed (--drain-after 1: due now), n3 not drained
     rc=0
-    PATH=/nonexistent "$REPORT" screen "$h5" --format drain --apply >"$WORK/apply" \
-        2>"$WORK/apply.err" || rc=$?
+    PATH=/nonexistent "$REPORT" screen "$h5" --format drain --apply --state "$DS" --drain-after 1 \
+        >"$WORK/apply" 2>"$WORK/apply.err" || rc=$?
     [ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/apply.err")" -eq 1 ] &&
-        grep -q 'error: screen: --apply: scontrol is not in PATH: nothing drained' "$WORK/apply.err" &&
-        cmp -s "$WORK/apply" "$WORK/drain"
+        grep -q 'error: screen: scontrol is not in PATH .*: nothing drained' "$WORK/apply.err" &&
+        cmp -s "$WORK/apply" "$WORK/drain" && grep -q '^fail n3 1 ' "$DS"
     ok $? "--apply without scontrol in PATH: one-line error, exit 2, the line printed (rc $rc)"
     if command -v setpriv >/dev/null 2>&1; then
         d=$(mktemp -d /tmp/collprof-apply.XXXXXX)
         chmod 755 "$d"
         cp "$h5" "$d/screen.h5"
         chmod 644 "$d/screen.h5"
+        chown 65534 "$d"
         rc=0
         setpriv --reuid=65534 --regid=65534 --clear-groups "$REPORT" screen "$d/screen.h5" \
-            --format drain --apply >"$WORK/apply" 2>"$WORK/apply.err" || rc=$?
+            --format drain --apply --state "$d/state" --drain-after 1 >"$WORK/apply" \
+            2>"$WORK/apply.err" || rc=$?
         rm -rf "$d"
         [ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/apply.err")" -eq 1 ] &&
             grep -q 'error: screen: --apply: .*scontrol refused to drain n3 (exit [0-9]*.*): drained 0 of 1' "$WORK/apply.err" &&
@@ -241,6 +241,7 @@ if [ "$sanitized" != 1 ]; then
     rc=0
     # shellcheck disable=SC2086 # options
     id=$(cd "$d" && COLLPROF="$COLLPROF_BIN" COLLPROF_REPORT="$REPORT" COLLPROF_TREE_FANOUT=3 \
+        COLLPROF_DRAIN=apply COLLPROF_DRAIN_STATE="$DS" \
         COLLPROF_SRUN="--immediate=30" timeout 30 sbatch --parsable -N 8 "$SB/screen.sbatch" \
         --backends "$B" --ofi-provider 'tcp;ofi_rxm' --sweep-sizes 8,256K -n 20 -w 2 \
         --screen-threshold 0.1 --seed 4 -v) || rc=$?
@@ -258,6 +259,45 @@ if [ "$sanitized" != 1 ]; then
     r=$?
     ok $r "screen.sbatch, n3 throttled, COLLPROF_TREE_FANOUT=3: job $id FAILED with exit code 1, its log: exclude n3, the drain line; rank 0 held 7 links (3 children, 4 side links), the pairs ran as pairs (state $job_state)"
     [ "$r" -eq 0 ] || sed 's/^/# /' "$log" 2>/dev/null | tail -n 15
+    # COLLPROF_DRAIN=apply: the job's screen is n3's second failing verdict in a row (the
+    # state file DS): the job drained it, with collprof's reason
+    node=$(scontrol show node n3 2>&1)
+    grep -q '^collprof screen: drain: # drained n3: collprof: screen: slow, ' "$log" &&
+        grep -q '^collprof screen: drain: # --apply: drained 1 of 1 flagged node through /' "$log" &&
+        echo "$node" | grep -q 'State=[A-Z+]*DRAIN' &&
+        echo "$node" | grep -q 'Reason=collprof: screen: slow, 0\.[0-9]*x of the median with 3 of 3 partners' &&
+        [ "$(sinfo -h -n n3 -o %T)" = drained ] && grep -q '^fail n3 2 ' "$DS" && grep -q '^drained n3 [0-9]* debug$' "$DS"
+    r=$?
+    ok $r "screen.sbatch with COLLPROF_DRAIN=apply: n3's second failing verdict in a row, drained by the job with reason 'collprof: screen: slow, ...'"
+    [ "$r" -eq 0 ] || { grep '^collprof screen: drain' "$log"; echo "$node"; cat "$DS"; } | sed 's/^/# /'
+    # --resume: collprof's drain (n3) cleared, another's (n6: maint) left alone
+    scontrol update nodename=n6 state=drain reason="maint: cable"
+    rc=0
+    "$REPORT" screen "$h5" --format drain --resume --apply --state "$DS" >"$WORK/resume" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] && grep -q '^scontrol update nodename=n3 state=resume$' "$WORK/resume" &&
+        grep -q "^# n6: drained by someone else (reason 'maint: cable'): not resumed$" "$WORK/resume" &&
+        grep -q '^# --resume --apply: resumed 1 node drained by collprof through /' "$WORK/resume" &&
+        ! scontrol show node n3 | grep -q 'State=[A-Z+]*DRAIN' &&
+        scontrol show node n6 | grep -q 'State=[A-Z+]*DRAIN' &&
+        scontrol show node n6 | grep -q 'Reason=maint: cable' && ! grep -q '^fail n3 ' "$DS"
+    r=$?
+    ok $r "--resume --apply: n3 (collprof's drain) resumed, n6 (drained for maint) left drained (rc $rc)"
+    [ "$r" -eq 0 ] || sed 's/^/# /' "$WORK/resume"
+    # the circuit breaker: 10 % of debug's 8 nodes is 1 an hour (at least 1), n3's drain
+    # counted: another drain trips it, and it stays tripped; n3 is not drained
+    for k in 1 2; do
+        rc=0
+        "$REPORT" screen "$h5" --format drain --apply --state "$DS" --drain-after 1 \
+            >"$WORK/apply" 2>"$WORK/apply.err" || rc=$?
+        [ "$rc" -eq 2 ] && [ "$(wc -l <"$WORK/apply.err")" -eq 1 ] &&
+            grep -q "circuit breaker tripped.*1 more drain with 1 in the last 3600 s would pass 10% of partition debug's 8 nodes (at most 1)" "$WORK/apply.err" &&
+            ! scontrol show node n3 | grep -q 'State=[A-Z+]*DRAIN' && grep -q '^breaker tripped ' "$DS"
+        r=$?
+        ok $r "circuit breaker: a second drain within the hour on 8 nodes refused ($k: $([ "$k" = 1 ] && echo trips || echo stays tripped)), exit 2 (rc $rc)"
+        [ "$r" -eq 0 ] || sed 's/^/# /' "$WORK/apply.err"
+    done
+    scontrol update nodename=n6 state=resume
+    scontrol update nodename=n3 state=resume 2>/dev/null
 fi
 
 # ---- 3. two throttled nodes at once
@@ -337,7 +377,7 @@ if [ "$sanitized" != 1 ]; then
     ok $? "... --format slurm: n[1-8] (got '$ex', rc $rc)"
     rc=0
     "$REPORT" screen "$h5all" --baseline "$WORK/base.h5" --format drain >"$WORK/rejudged" || rc=$?
-    [ "$rc" -eq 1 ] && [ "$(grep -c '^scontrol update nodename=n[1-8] state=drain reason="collprof screen: slow, [0-9.]*x of the baseline' "$WORK/rejudged")" -eq 8 ]
+    [ "$rc" -eq 1 ] && [ "$(grep -c '^scontrol update nodename=n[1-8] state=drain reason="collprof: screen: slow, [0-9.]*x of the baseline' "$WORK/rejudged")" -eq 8 ]
     ok $? "... --format drain: 8 lines, 'of the baseline' (rc $rc)"
     if command -v python3 >/dev/null 2>&1; then
         rc=0

@@ -1,13 +1,16 @@
 /*
  * collprof-report screen FILE [--format text|slurm|drain|json] [--backend NAME]
- * [--baseline BASE.h5 [--threshold X]] [--apply]: the verdict of a collprof --screen run
- * (/screen), as the run printed it, as a Slurm host list to exclude, as the scontrol lines
- * that drain the flagged nodes (printed; run through scontrol only with --apply), or as a
- * versioned JSON document.  With --baseline the run's pairs (its /links rows, by round: the
+ * [--baseline BASE.h5 [--threshold X]] [--apply] [--state FILE] [--resume] ...: the verdict
+ * of a collprof --screen run (/screen), as the run printed it, as a Slurm host list to
+ * exclude, as the scontrol lines that drain the flagged nodes (printed; run through scontrol
+ * only with --apply, after --drain-after failing verdicts in a row, under a circuit breaker:
+ * screen_drain.c), or as a versioned JSON document; --resume returns the nodes collprof
+ * drained.  With --baseline the run's pairs (its /links rows, by round: the
  * random rounds, then the confirmation) are judged again against a baseline file by the
  * screen's own method (src/screen/screen.h), so that an old run, or a cluster slow as a whole,
- * is judged against what the cluster should do.  Exit status 0 healthy, 1 something flagged,
- * 2 inconclusive (or a file that cannot be read, or a drain refused).
+ * is judged against what the cluster should do.  Exit status 0 healthy, 1 something flagged
+ * (drained or not), 2 inconclusive or misconfigured (a file that cannot be read, a drain
+ * refused); --resume 0 or 2.
  */
 #include "config.h"
 
@@ -37,7 +40,9 @@ typedef struct settings {
     const char *backend;  /* NULL: every backend */
     const char *baseline; /* NULL: the run's own verdict */
     double threshold;     /* with a baseline: slow below it (0: the run's) */
-    int apply;            /* run the drain lines */
+    int format_set;       /* --format given */
+    int resume;           /* --resume */
+    cp_report_drain_opts_t drain;
 } settings_t;
 
 /* A backend's screen judged again: the baseline's figures it was judged against. */
@@ -51,14 +56,20 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: collprof-report screen FILE [--format text|slurm|drain|json] "
             "[--backend NAME]\n"
-            "                              [--baseline BASE.h5 [--threshold X]] [--apply]\n"
+            "                              [--baseline BASE.h5 [--threshold X]]\n"
+            "                              [--state FILE [--drain-after N]] [--apply]\n"
+            "                              [--max-drain-share P] [--window SECONDS]\n"
+            "                              [--reset-breaker] [--scontrol PATH]\n"
+            "       collprof-report screen FILE --resume [--apply] [--state FILE] "
+            "[--scontrol PATH]\n"
             "The verdict of a collprof --screen run: healthy, slow and unreachable nodes,\n"
             "slow links, with the pairs behind each verdict.\n"
             "  --format text   the verdict as the run printed it (default)\n"
             "  --format slurm  the nodes to exclude, as a Slurm host list (n[3,17-18]),\n"
             "                  for sbatch --exclude; empty when none\n"
-            "  --format drain  one 'scontrol update nodename=... state=drain reason=...' line\n"
-            "                  per flagged node (printed, not run without --apply)\n"
+            "  --format drain  one 'scontrol update nodename=... state=drain reason=\"collprof:\n"
+            "                  screen: ...\"' line per flagged node of the run's allocation\n"
+            "                  (printed, not run without --apply)\n"
             "  --format json   a versioned document (format collprof-screen, version %d)\n"
             "  --backend NAME  that backend's screen only (default: every backend's)\n"
             "  --baseline BASE.h5  judge the run's pairs again against a baseline file\n"
@@ -68,42 +79,117 @@ static void usage(FILE *f)
             "                  baseline must have the backend and message sizes of the run\n"
             "  --threshold X   with --baseline: a pair is slow below X times the baseline,\n"
             "                  X in (0, 1) (default: the run's --screen-threshold)\n"
-            "  --apply         with --format drain: also run each line through scontrol\n"
-            "                  (found in PATH; root or a Slurm operator), printing each\n"
-            "                  node drained; refused (exit 2) when scontrol is missing or\n"
-            "                  the update is refused.  Without it nothing is ever run\n"
-            "Exit status: 0 healthy, 1 a node or link flagged, 2 inconclusive, bad usage,\n"
-            "a file that cannot be read, a baseline that does not fit, or a drain refused.\n",
+            "  --state FILE    with --format drain: the failing verdicts in a row per node,\n"
+            "                  the drains and the circuit breaker, kept in FILE (written\n"
+            "                  with --apply only); a node's line is printed on its\n"
+            "                  --drain-after'th failing verdict in a row, a healthy verdict\n"
+            "                  resets it\n"
+            "  --drain-after N failing verdicts in a row before a drain (default 2)\n"
+            "  --apply         with --format drain and --state: also run the lines through\n"
+            "                  scontrol (root or a Slurm operator), printing each node\n"
+            "                  drained; a node Slurm has drained or down already is left\n"
+            "                  as it is.  Without it nothing is ever run\n"
+            "  --max-drain-share P  the circuit breaker: more than P (0.1: 10 %%) of the\n"
+            "                  partition's nodes (at least 1) drained within --window trips\n"
+            "                  it: nothing drained, exit 2, until --reset-breaker\n"
+            "  --window SECONDS  the breaker's window (default 3600)\n"
+            "  --reset-breaker with --apply: reset a tripped breaker first\n"
+            "  --scontrol PATH scontrol's absolute path (default: the first in PATH's\n"
+            "                  absolute directories; empty and relative ones are skipped)\n"
+            "  --resume        print 'scontrol update nodename=... state=resume' for each\n"
+            "                  node of FILE's run that Slurm has drained with a reason\n"
+            "                  starting 'collprof:' (never another's drain); --apply runs\n"
+            "                  them (and clears their failing verdicts in --state)\n"
+            "Exit status: 0 healthy, 1 a node or link flagged (drained or not), 2\n"
+            "inconclusive or misconfigured: bad usage, a file that cannot be read, a baseline\n"
+            "that does not fit, a flagged node outside the run's allocation, a state file\n"
+            "that is not ours, the circuit breaker, scontrol missing or refusing.  With\n"
+            "--resume: 0, or 2.\n",
             SCREEN_JSON_VERSION);
+}
+
+/* An integer option in [lo, hi] into *v: 0, or -1 after the error. */
+static int parse_int(const char *opt, const char *val, double lo, double hi, long long *v)
+{
+    double d;
+    if (cp_report_parse_double("screen", opt, val, lo, hi, &d) != 0) {
+        return -1;
+    }
+    if (d != (double)(long long)d) {
+        cp_report_error("screen: %s '%s' is not a whole number", opt, val);
+        return -1;
+    }
+    *v = (long long)d;
+    return 0;
 }
 
 static int option(void *ctx, int k, char *val)
 {
     settings_t *s = ctx;
-    if (k == 1) {
+    long long v = 0;
+    switch (k) {
+    case 1:
         s->format = cp_report_parse_choice("screen", "--format", val, format_names, 4,
                                            "text, slurm, drain or json");
+        s->format_set = 1;
         return s->format < 0 ? -1 : 0;
-    }
-    if (k == 3) {
-        s->baseline = val;
-    } else if (k == 4) {
-        if (cp_report_parse_double("screen", "--threshold", val, 1e-9, 1, &s->threshold) != 0) {
+    case 2: s->backend = val; return 0;
+    case 3: s->baseline = val; return 0;
+    case 4: return cp_report_parse_double("screen", "--threshold", val, 1e-9, 1, &s->threshold);
+    case 5: s->drain.apply = 1; return 0;
+    case 6: s->drain.state = val; return 0;
+    case 7:
+        if (parse_int("--drain-after", val, 1, 1000, &v) != 0) {
             return -1;
         }
-    } else if (k == 5) {
-        s->apply = 1;
-    } else {
-        s->backend = val;
+        s->drain.drain_after = (int)v;
+        return 0;
+    case 8:
+        return cp_report_parse_double("screen", "--max-drain-share", val, 1e-9, 1,
+                                      &s->drain.max_share);
+    case 9: return parse_int("--window", val, 1, 1e9, &s->drain.window);
+    case 10: s->drain.reset_breaker = 1; return 0;
+    case 11:
+        if (val[0] != '/') {
+            cp_report_error("screen: --scontrol %s: not an absolute path", val);
+            return -1;
+        }
+        s->drain.scontrol = val;
+        return 0;
+    default: s->resume = 1; return 0;
     }
-    return 0;
 }
 
 static const char *check(void *ctx)
 {
-    const settings_t *s = ctx;
-    if (s->apply && s->format != FMT_DRAIN) {
+    settings_t *s = ctx;
+    const cp_report_drain_opts_t *d = &s->drain;
+    int drain_opts = d->state || d->drain_after || d->max_share > 0 || d->window ||
+                     d->reset_breaker || d->scontrol;
+    if (s->resume && !s->format_set) {
+        s->format = FMT_DRAIN;
+    }
+    if (s->resume && (s->format != FMT_DRAIN || s->baseline || d->drain_after || d->max_share > 0 ||
+                      d->window || d->reset_breaker)) {
+        return "--resume takes --apply, --state and --scontrol only (and --format drain)";
+    }
+    if (d->apply && s->format != FMT_DRAIN) {
         return "--apply runs the drain lines: it needs --format drain";
+    }
+    if (drain_opts && s->format != FMT_DRAIN) {
+        return "--state, --drain-after, --max-drain-share, --window, --reset-breaker and "
+               "--scontrol are for the drain: they need --format drain";
+    }
+    if (d->apply && !s->resume && d->state == NULL) {
+        return "--apply needs --state FILE: the failing verdicts so far and the circuit "
+               "breaker's drains (the sbatch template names one)";
+    }
+    if (d->drain_after && d->state == NULL) {
+        return "--drain-after counts failing verdicts in --state FILE: it needs --state";
+    }
+    if ((d->max_share > 0 || d->window || d->reset_breaker) && !d->apply) {
+        return "--max-drain-share, --window and --reset-breaker are the circuit breaker of "
+               "--apply: they need --apply";
     }
     if (s->threshold >= 1) {
         return "--threshold: a fraction of the baseline below 1";
@@ -111,6 +197,9 @@ static const char *check(void *ctx)
     if (s->threshold > 0 && s->baseline == NULL) {
         return "--threshold judges the pairs again: it needs --baseline BASE.h5";
     }
+    s->drain.drain_after = d->drain_after ? d->drain_after : 2;
+    s->drain.max_share = d->max_share > 0 ? d->max_share : 0.1;
+    s->drain.window = d->window ? d->window : 3600;
     return NULL;
 }
 
@@ -395,12 +484,7 @@ static int print_verdict(const settings_t *s, const cp_report_file_t *f,
         if (j != NULL) { /* a shell comment: the lines stay a script */
             say_rejudged(stdout, f, b, rows, n, j, "# ");
         }
-        for (size_t i = 0; i < n; i++) {
-            if (cp_screen_excluded(&rows[i])) {
-                cp_report_drain_line(stdout, rows, n, i);
-            }
-        }
-        status = s->apply ? cp_report_apply_drain(rows, n, status) : status;
+        status = cp_report_drain(f, rows, n, &s->drain, status);
     } else {
         print_json(stdout, f->path, rows, n, b, j);
     }
@@ -413,6 +497,9 @@ static int run(void *ctx, cp_report_file_t **files, int nfiles)
     const cp_report_file_t *f = files[0];
     cp_report_base_t base;
     (void)nfiles;
+    if (s->resume) {
+        return cp_report_resume(f, &s->drain);
+    }
     if (s->baseline != NULL && cp_report_base_load("screen", s->baseline, &base) != 0) {
         return CP_REPORT_EXIT_BAD;
     }
@@ -445,10 +532,12 @@ static int run(void *ctx, cp_report_file_t **files, int nfiles)
 int cp_report_cmd_screen(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {
-        {"help", 'h', 0},    {"format", 0, 1}, {"backend", 0, 1}, {"baseline", 0, 1},
-        {"threshold", 0, 1}, {"apply", 0, 0},  {NULL, 0, 0}};
+        {"help", 'h', 0},          {"format", 0, 1}, {"backend", 0, 1},       {"baseline", 0, 1},
+        {"threshold", 0, 1},       {"apply", 0, 0},  {"state", 0, 1},         {"drain-after", 0, 1},
+        {"max-drain-share", 0, 1}, {"window", 0, 1}, {"reset-breaker", 0, 0}, {"scontrol", 0, 1},
+        {"resume", 0, 0},          {NULL, 0, 0}};
     static const cp_report_cmd_t cmd = {"screen", usage, opts, option, check, CP_REPORT_FILES_ONE,
                                         run};
-    settings_t s = {FMT_TEXT, NULL, NULL, 0, 0};
+    settings_t s = {FMT_TEXT, NULL, NULL, 0, 0, 0, {0}};
     return cp_report_run(&cmd, &s, argc, argv);
 }
