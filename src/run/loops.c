@@ -388,5 +388,7 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
     if (*stopped || no_backend(rr)) {
         return CP_EXIT_FAILED;
     }
-    return exit_status != CP_EXIT_OK ? exit_status : verdict;
+    /* the verdict is rank 0's to carry: under srun every other rank exits 0 unless it failed
+     * itself, so that a flagged screen gives one srun error line, not one per node */
+    return exit_status != CP_EXIT_OK ? exit_status : rr->boot.rank == 0 ? verdict : CP_EXIT_OK;
 }
