@@ -30,6 +30,8 @@ make -j"$(nproc)" libcpoutput.la >/dev/null
 [ "$hdf5_built" -eq 0 ] || make -j"$(nproc)" libcpreader.la >/dev/null
 pmix=$(pkg-config --cflags --libs pmix)
 hdf5=$(pkg-config --cflags --libs hdf5 2>/dev/null || echo "-lhdf5")
+# import's JSON reader (src/report/import/json.c)
+yajl=$(pkg-config --cflags --libs yajl 2>/dev/null || echo "-lyajl")
 # the control channel's HMAC (libcpboot's tcp_auth.c)
 nettle=$(pkg-config --cflags --libs nettle 2>/dev/null || echo "-lnettle")
 inc="-I. -I../include -I../src -I../tests/fuzz"
@@ -41,7 +43,8 @@ $cc ../tests/fuzz/fuzz_sizes.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o f
 $cc ../tests/fuzz/fuzz_matrix.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_matrix
 $cc ../tests/fuzz/fuzz_traffic.c $util -lm -o fuzz_traffic
 $cc ../tests/fuzz/fuzz_import.c ../src/report/import/json.c ../src/report/import/import_rows.c \
-    ../src/report/import/import_nccl.c ../src/report/import/import_osu.c $util -lm -o fuzz_import
+    ../src/report/import/import_nccl.c ../src/report/import/import_osu.c $util $yajl -lm \
+    -o fuzz_import
 if [ "$hdf5_built" -ne 0 ]; then
     # shellcheck disable=SC2086
     $cc ../tests/fuzz/fuzz_h5read.c .libs/libcpreader.a $hdf5 -lm -o fuzz_h5read

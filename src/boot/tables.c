@@ -9,6 +9,7 @@
 #include "boot/tables.h"
 #include "collprof/status.h"
 #include "base/log.h"
+#include "base/strset.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -42,42 +43,24 @@ int cp_tables_alloc(cp_boot_t *b, int n)
     return 0;
 }
 
-/* Node ids by host name in O(n): open addressing over a table twice the ranks' size. */
-static unsigned long host_hash(const char *h)
-{
-    unsigned long x = 1469598103934665603ul; /* FNV-1a */
-    for (; *h; h++) {
-        x = (x ^ (unsigned char)*h) * 1099511628211ul;
-    }
-    return x;
-}
-
+/* Node ids by host name in O(n), in order of first appearance (base/strset.h). */
 int cp_tables_fill(cp_boot_t *b, const peer_info_t *all)
 {
-    size_t cap = 2 * (size_t)b->nranks;
-    int *slot = malloc(cap * sizeof(int)); /* a rank of each node seen, or -1 */
-    if (slot == NULL) {
-        return -1;
-    }
-    memset(slot, 0xff, cap * sizeof(int));
-    int nnodes = 0;
+    cp_strset_t hosts = {0};
     for (int r = 0; r < b->nranks; r++) {
         snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", all[r].hostname);
         b->local_ranks[r] = all[r].local_rank;
         b->pids[r] = (pid_t)all[r].pid;
-        size_t i = host_hash(b->hostnames[r]) % cap;
-        while (slot[i] >= 0 && strcmp(b->hostnames[slot[i]], b->hostnames[r]) != 0) {
-            i = (i + 1) % cap;
+        int added;
+        long id = cp_strset_put(&hosts, b->hostnames[r], strlen(b->hostnames[r]), &added);
+        if (id < 0) {
+            cp_strset_free(&hosts);
+            return -1;
         }
-        if (slot[i] < 0) {
-            slot[i] = r;
-            b->node_ids[r] = nnodes++;
-        } else {
-            b->node_ids[r] = b->node_ids[slot[i]];
-        }
+        b->node_ids[r] = (int)id;
     }
-    free(slot);
-    b->nnodes = nnodes;
+    b->nnodes = (int)hosts.n;
+    cp_strset_free(&hosts);
     b->node_id = b->node_ids[b->rank];
     return 0;
 }

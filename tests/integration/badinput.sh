@@ -103,6 +103,20 @@ sed 's/"time":20.480000/"time":"nan"/' "$J" >"$W/nan.json"
 sed 's/"alg_bw":0.200000/"alg_bw":9.5/' "$J" >"$W/algbw.json"
 sed 's/"results":\[/"results":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[/' "$J" >"$W/deep.json"
 sed 's/"float"/"fl\xffoat"/' "$J" >"$W/utf8.json"
+sed 's/"version":3,/"version":3,"args":[],/' "$J" >"$W/dup.json"
+# 1024 x 1024 ranks declared in 164 bytes, and no results: refused before any rank is built
+printf '%s' '{"version":3,"args":["./all_reduce_perf"],"config":{"nthreads":1024,"ngpus":1024,' \
+    '"devices":[{"pid":1,"hostname":"a","device":0,"device_info":"H100"}]},"results":[]}' \
+    >"$W/ranks.json"
+# with results: 1024 x 1024 GPUs in one process, then 1025 processes of 1024 GPUs (2^20 + 1024)
+sed 's/"nthreads":1,"ngpus":1,/"nthreads":1024,"ngpus":1024,/' "$J" >"$W/gpus.json"
+awk 'BEGIN { printf "{\"version\":3,\"args\":[\"./all_reduce_perf\"],\"config\":{\"nthreads\":32,"
+    printf "\"ngpus\":32,\"devices\":["
+    for (i = 0; i < 1025; i++) printf "%s{\"pid\":%d,\"hostname\":\"h\",\"device\":0,\"device_info\":\"x\"}", i ? "," : "", i
+    printf "]},\"results\":[{}]}" }' >"$W/devices.json"
+# 2^21 + 1 numbers where import reads (results): refused by the count, not by memory
+awk 'BEGIN { printf "{\"version\":3,\"results\":[0"; for (i = 0; i < 2097152; i++) printf ",1"; printf "]}" }' \
+    >"$W/values.json"
 O=$COLLPROF_SRCDIR/tests/data/import/osu-allreduce-f.txt
 cp "$O" "$W/good.osu"
 sed 's/^16384 .*/16384                  33.05             31.90/' "$O" >"$W/cols.osu"

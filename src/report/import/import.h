@@ -14,6 +14,9 @@
 #define COLLPROF_REPORT_IMPORT_H
 
 #include <collprof/schema.h>
+
+#include "base/strset.h"
+
 #include <stddef.h>
 
 /* The largest input read (a year of nccl-tests runs in one JSON file is far less). */
@@ -37,6 +40,9 @@ typedef struct cp_import {
     int iterations, warmup;
     collprof_rank_row_t *rank_rows; /**< [nrank_rows] */
     int nrank_rows, nnodes;
+    cp_strset_t hosts; /**< the nodes' host names: node id by name in O(1) */
+    int *node_ranks;   /**< [nnodes] ranks on each node so far (the next local rank) */
+    size_t env_cap;
     collprof_env_row_t *env;
     size_t nenv;
     collprof_result_row_t *rows;

@@ -18,6 +18,7 @@
 #include "base/util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,40 @@ static int jresult(cp_import_t *im, const char *op, const cp_json_t *res)
     return any ? 0 : cp_import_fail(im, res->line, "a result without figures");
 }
 
+/* The ranks the devices declare (one entry per process, each with per GPUs), counted with
+ * overflow checks before any is built: 0, or -1 after the error. */
+static int jranks(cp_import_t *im, const cp_json_t *cfg, const cp_json_t *dev, double per)
+{
+    size_t ndev = dev != NULL && dev->type == CP_JSON_ARR ? dev->n : 0;
+    if (per > 1024) {
+        return cp_import_fail(im, cfg->line,
+                              "config out of range: nthreads x ngpus is %g GPUs a process "
+                              "(at most 1024)",
+                              per);
+    }
+    if (ndev > (size_t)CP_IMPORT_MAX_RANKS / (size_t)per) {
+        return cp_import_fail(im, dev->line, "%zu devices of %g GPUs each: more than %d ranks",
+                              ndev, per, CP_IMPORT_MAX_RANKS);
+    }
+    for (size_t i = 0; i < ndev; i++) {
+        const cp_json_t *d = dev->kids[i];
+        const char *host = jstr(im, d, "hostname"), *info = jstr(im, d, "device_info");
+        double pid = 0, gpu = 0;
+        if (host == NULL || info == NULL || jnum(im, d, "pid", 1, &pid) != 0 ||
+            jnum(im, d, "device", 1, &gpu) != 0 || !whole(gpu, 1e6) || !whole(pid, 1e12)) {
+            return im->err[0] ? -1 : cp_import_fail(im, d->line, "a device out of range");
+        }
+        for (int k = 0; k < (int)per; k++) { /* one entry per process: its GPUs */
+            char name[64];
+            snprintf(name, sizeof(name), "cuda:%d %s", (int)gpu + k, info);
+            if (cp_import_rank(im, d->line, host, (long)pid, name) != 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* config: iterations, and the ranks from the devices (one entry per process). */
 static int jconfig(cp_import_t *im, const cp_json_t *cfg)
 {
@@ -219,22 +254,8 @@ static int jconfig(cp_import_t *im, const cp_json_t *cfg)
     }
     im->iterations = (int)it;
     im->warmup = (int)wu;
-    const cp_json_t *dev = cp_json_get(cfg, "devices");
-    for (size_t i = 0; dev != NULL && dev->type == CP_JSON_ARR && i < dev->n; i++) {
-        const cp_json_t *d = dev->kids[i];
-        const char *host = jstr(im, d, "hostname"), *info = jstr(im, d, "device_info");
-        double pid = 0, gpu = 0;
-        if (host == NULL || info == NULL || jnum(im, d, "pid", 1, &pid) != 0 ||
-            jnum(im, d, "device", 1, &gpu) != 0 || !whole(gpu, 1e6) || !whole(pid, 1e12)) {
-            return im->err[0] ? -1 : cp_import_fail(im, d->line, "a device out of range");
-        }
-        for (int k = 0; k < (int)(nt * ng); k++) { /* one entry per process: its GPUs */
-            char name[64];
-            snprintf(name, sizeof(name), "cuda:%d %s", (int)gpu + k, info);
-            if (cp_import_rank(im, d->line, host, (long)pid, name) != 0) {
-                return -1;
-            }
-        }
+    if (jranks(im, cfg, cp_json_get(cfg, "devices"), nt * ng) != 0) {
+        return -1;
     }
     im->nranks = im->nrank_rows > 0 ? im->nrank_rows : im->ranks;
     return 0;
@@ -251,11 +272,17 @@ static int jenv(cp_import_t *im, const cp_json_t *env)
         if (value == NULL) {
             continue;
         }
-        collprof_env_row_t *g = realloc(im->env, sizeof(*g) * (im->nenv + 1));
-        if (g == NULL) {
-            return cp_import_fail(im, e->line, "out of memory");
+        if (im->nenv == im->env_cap) { /* room doubles: linear on a long list */
+            size_t cap = im->env_cap ? 2 * im->env_cap : 16;
+            collprof_env_row_t *g =
+                cap <= SIZE_MAX / sizeof(*g) ? realloc(im->env, sizeof(*g) * cap) : NULL;
+            if (g == NULL) {
+                return cp_import_fail(im, e->line, "out of memory");
+            }
+            im->env = g;
+            im->env_cap = cap;
         }
-        im->env = g;
+        collprof_env_row_t *g = im->env;
         memset(&g[im->nenv], 0, sizeof(*g));
         snprintf(g[im->nenv].name, sizeof(g->name), "%s", name);
         snprintf(g[im->nenv].value, sizeof(g->value), "%s", value);
@@ -288,12 +315,16 @@ static int jdocument(cp_import_t *im, const cp_json_t *doc)
         return cp_import_fail(im, args ? args->line : doc->line,
                               "args[0] does not name a nccl-tests program (give --op)");
     }
+    /* the results first: a file of none declaring a million ranks builds none of them */
     const cp_json_t *res = cp_json_get(doc, "results");
-    if (jconfig(im, cp_json_get(doc, "config")) != 0 || jenv(im, cp_json_get(doc, "env")) != 0) {
-        return -1;
-    }
     if (res == NULL || res->type != CP_JSON_ARR) {
         return cp_import_fail(im, res ? res->line : doc->line, "no 'results' list");
+    }
+    if (res->n == 0) {
+        return cp_import_fail(im, 0, "no results in it");
+    }
+    if (jconfig(im, cp_json_get(doc, "config")) != 0 || jenv(im, cp_json_get(doc, "env")) != 0) {
+        return -1;
     }
     for (size_t i = 0; i < res->n; i++) {
         if (jresult(im, op, res->kids[i]) != 0) {
@@ -315,12 +346,16 @@ static void nccl_defaults(cp_import_t *im, const char *format)
 
 int cp_import_nccl_json(cp_import_t *im, const char *text, size_t len)
 {
-    char err[256];
-    int line = 0;
+    /* what jdocument reads: the rest is checked as it streams past, and dropped */
+    static const char *const keep[] = {"version", "nccl_version", "args", "config",
+                                       "env",     "results",      NULL};
+    const cp_json_opts_t opts = {keep, 0};
+    cp_json_error_t e;
     nccl_defaults(im, "nccl-tests-json 3");
-    cp_json_t *doc = cp_json_parse(text, len, &line, err, sizeof(err));
+    cp_json_t *doc = cp_json_parse(text, len, &opts, &e);
     if (doc == NULL) {
-        return cp_import_fail(im, line, "not valid JSON: %s", err);
+        return cp_import_fail(im, e.line, "%s%s",
+                              e.too_large ? "too large: " : "not valid JSON: ", e.msg);
     }
     int rc = jdocument(im, doc);
     cp_json_free(doc);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,9 @@ collprof_result_row_t *cp_import_row(cp_import_t *im, int line)
         return NULL;
     }
     if (im->nrows == im->cap) {
-        size_t cap = im->cap ? im->cap * 2 : 64;
-        collprof_result_row_t *g = realloc(im->rows, cap * sizeof(*g));
+        size_t cap = im->cap ? im->cap * 2 : 64; /* im->cap <= 2 x CP_IMPORT_MAX_ROWS */
+        collprof_result_row_t *g =
+            cap <= SIZE_MAX / sizeof(*g) ? realloc(im->rows, cap * sizeof(*g)) : NULL;
         if (g == NULL) {
             cp_import_fail(im, line, "out of memory");
             return NULL;
@@ -123,18 +125,31 @@ int cp_import_finish(cp_import_t *im, collprof_result_row_t *r, int line, double
     return 0;
 }
 
+/* Room for rank n and for a new node: 0, or -1 after the error. */
+static int rank_room(cp_import_t *im, int line, int n)
+{
+    if ((n & (n - 1)) == 0) { /* room doubles at each power of two */
+        size_t cap = n ? 2 * (size_t)n : 1;
+        collprof_rank_row_t *g =
+            cap <= SIZE_MAX / sizeof(*g) ? realloc(im->rank_rows, sizeof(*g) * cap) : NULL;
+        int *k = cap <= SIZE_MAX / sizeof(*k) ? realloc(im->node_ranks, sizeof(*k) * cap) : NULL;
+        im->rank_rows = g != NULL ? g : im->rank_rows;
+        im->node_ranks = k != NULL ? k : im->node_ranks;
+        if (g == NULL || k == NULL) {
+            return cp_import_fail(im, line, "out of memory");
+        }
+    }
+    return 0;
+}
+
 int cp_import_rank(cp_import_t *im, int line, const char *host, long pid, const char *device)
 {
     if (im->nrank_rows >= CP_IMPORT_MAX_RANKS) {
         return cp_import_fail(im, line, "more than %d ranks", CP_IMPORT_MAX_RANKS);
     }
-    int n = im->nrank_rows;
-    if ((n & (n - 1)) == 0) {
-        collprof_rank_row_t *g = realloc(im->rank_rows, sizeof(*g) * (size_t)(n ? 2 * n : 1));
-        if (g == NULL) {
-            return cp_import_fail(im, line, "out of memory");
-        }
-        im->rank_rows = g;
+    int n = im->nrank_rows, added;
+    if (rank_room(im, line, n) != 0) {
+        return -1;
     }
     collprof_rank_row_t *r = &im->rank_rows[n];
     memset(r, 0, sizeof(*r));
@@ -142,18 +157,17 @@ int cp_import_rank(cp_import_t *im, int line, const char *host, long pid, const 
     snprintf(r->hostname, sizeof(r->hostname), "%s", host);
     snprintf(r->device, sizeof(r->device), "%s", device);
     r->pid = pid;
-    r->node_id = -1;
-    for (int q = 0; q < n && r->node_id < 0; q++) {
-        if (!strcmp(im->rank_rows[q].hostname, r->hostname)) {
-            r->node_id = im->rank_rows[q].node_id;
-        }
+    /* the node by host name in O(1) (nodes <= ranks: node_ranks has the room) */
+    long id = cp_strset_put(&im->hosts, r->hostname, strlen(r->hostname), &added);
+    if (id < 0) {
+        return cp_import_fail(im, line, "out of memory");
     }
-    if (r->node_id < 0) {
-        r->node_id = im->nnodes++;
+    if (added) {
+        im->node_ranks[id] = 0;
+        im->nnodes++;
     }
-    for (int q = 0; q < n; q++) {
-        r->local_rank += im->rank_rows[q].node_id == r->node_id;
-    }
+    r->node_id = (int32_t)id;
+    r->local_rank = im->node_ranks[id]++;
     im->nrank_rows++;
     return 0;
 }
@@ -192,5 +206,7 @@ void cp_import_free(cp_import_t *im)
 {
     free(im->rows);
     free(im->rank_rows);
+    free(im->node_ranks);
+    cp_strset_free(&im->hosts);
     free(im->env);
 }

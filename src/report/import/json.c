@@ -1,396 +1,404 @@
 /*
- * The strict JSON reader of json.h: recursive descent over the text, with
- * the depth bounded so that a hostile file cannot exhaust the stack.
+ * The JSON reader of json.h: yajl's callback parser over the text, a frame
+ * per open container, a set of member names per open object (duplicates in
+ * O(1), base/strset.h), and the values kept allocated from an arena freed at
+ * once.  yajl checks the grammar; strings (UTF-8, no NUL), numbers (finite
+ * doubles), depth and duplicate names are checked here, so that each error
+ * keeps the reader's documented message.
  */
 #include "config.h"
 
 #include "report/import/json.h"
 
+#include "base/strset.h"
 #include "base/util.h"
+
+#include <yajl/yajl_parse.h>
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct parser {
-    const char *p, *end;
+/* One block of the arena: the tree's values, names and strings. */
+typedef struct chunk {
+    struct chunk *prev;
+    size_t used, size;
+    _Alignas(max_align_t) char data[];
+} chunk_t;
+
+/* An open container: the value kept (NULL: skipped), its kids so far. */
+typedef struct frame {
+    cp_json_t *v, *first, *last;
+    char *key;     /* the pending member name, where kept */
+    int keep_next; /* the next member or element is kept */
+} frame_t;
+
+typedef struct builder {
+    const char *text;
+    size_t len, base, pos; /* base: where yajl's current buffer starts; pos: lines counted to */
     int line;
-    char *err;
-    size_t errlen;
-} parser_t;
+    yajl_handle h;
+    chunk_t *arena;
+    const char *const *keep;
+    size_t values, max_values;
+    int depth; /* open containers: fr[1..depth] */
+    frame_t fr[CP_JSON_MAX_DEPTH + 1];
+    cp_strset_t names[CP_JSON_MAX_DEPTH + 1]; /* the member names of each open object */
+    cp_json_t *root;
+    cp_json_error_t *e;
+} builder_t;
 
-static cp_json_t *fail(parser_t *ps, const char *what)
+/* The line yajl has read to (the newlines counted once, from where the last call left). */
+static int line_now(builder_t *b)
 {
-    if (ps->err[0] == '\0') {
-        snprintf(ps->err, ps->errlen, "%s", what);
-    }
-    return NULL;
-}
-
-static void skip_ws(parser_t *ps)
-{
-    while (ps->p < ps->end &&
-           (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')) {
-        ps->line += *ps->p == '\n';
-        ps->p++;
-    }
-}
-
-static cp_json_t *node(parser_t *ps, cp_json_type_t type)
-{
-    cp_json_t *v = calloc(1, sizeof(*v));
-    if (v == NULL) {
-        return fail(ps, "out of memory");
-    }
-    v->type = type;
-    v->line = ps->line;
-    return v;
-}
-
-static int hex4(const char *s, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0) {
-            return -1;
+    size_t at = b->base + yajl_get_bytes_consumed(b->h);
+    at = at > b->len ? b->len : at;
+    while (b->pos < at) {
+        const char *nl = memchr(b->text + b->pos, '\n', at - b->pos);
+        if (nl == NULL) {
+            b->pos = at;
+            break;
         }
-        v = v * 16 + (unsigned)d;
+        b->line++;
+        b->pos = (size_t)(nl - b->text) + 1;
+    }
+    return b->line;
+}
+
+/* Record the error (the first one) and stop the parse: yajl's "cancel" (0). */
+static int fail(builder_t *b, int too_large, const char *what)
+{
+    if (b->e->msg[0] == '\0') {
+        b->e->line = line_now(b);
+        b->e->too_large = too_large;
+        snprintf(b->e->msg, sizeof(b->e->msg), "%s", what);
+    }
+    return 0;
+}
+
+static void *arena_alloc(builder_t *b, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    chunk_t *c = b->arena;
+    if (n == 0 || n > SIZE_MAX / 2) {
+        return NULL;
+    }
+    if (c == NULL || c->size - c->used < n) {
+        size_t size = n > (1u << 20) ? n : (1u << 20);
+        c = malloc(sizeof(*c) + size);
+        if (c == NULL) {
+            return NULL;
+        }
+        c->prev = b->arena;
+        c->used = 0;
+        c->size = size;
+        b->arena = c;
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+static char *arena_str(builder_t *b, const unsigned char *s, size_t len)
+{
+    char *p = len < SIZE_MAX ? arena_alloc(b, len + 1) : NULL;
+    if (p != NULL) {
+        memcpy(p, s, len);
+        p[len] = '\0';
+    }
+    return p;
+}
+
+/* A string or name of valid UTF-8 without NUL (\u0000 decoded): 1, else 0 after the error. */
+static int check_string(builder_t *b, const unsigned char *s, size_t len)
+{
+    if (memchr(s, '\0', len) != NULL) {
+        return fail(b, 0, "a string holds a control character or a bad escape");
+    }
+    for (size_t i = 0; i < len;) {
+        unsigned cp;
+        int k = s[i] < 0x80 ? 1 : cp_utf8_seq(s + i, len - i, &cp);
+        if (k <= 0) {
+            return fail(b, 0, "a string is not valid UTF-8");
+        }
+        i += (size_t)k;
+    }
+    return 1;
+}
+
+/* A new value of type t where the parse is: *out, or NULL when it is not kept; 0 or -1. */
+static int new_value(builder_t *b, cp_json_type_t t, cp_json_t **out)
+{
+    frame_t *f = b->depth > 0 ? &b->fr[b->depth] : NULL;
+    *out = NULL;
+    if (f != NULL && !f->keep_next) {
+        return 0;
+    }
+    if (b->values >= b->max_values) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "more than %zu values in the parts import reads", b->max_values);
+        return fail(b, 1, msg) - 1;
+    }
+    cp_json_t *v = arena_alloc(b, sizeof(*v));
+    if (v == NULL) {
+        return fail(b, 0, "out of memory") - 1;
+    }
+    memset(v, 0, sizeof(*v));
+    v->type = t;
+    v->line = line_now(b);
+    b->values++;
+    if (f == NULL) {
+        b->root = v;
+    } else {
+        v->name = f->key;
+        f->key = NULL;
+        *(f->last != NULL ? &f->last->next : &f->first) = v;
+        f->last = v;
+        f->v->n++;
     }
     *out = v;
     return 0;
 }
 
-/* Code point cp as UTF-8 at out: its length. */
-static size_t put_utf8(unsigned cp, char *out)
+static int on_null(void *ctx)
 {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
+    cp_json_t *v;
+    return new_value(ctx, CP_JSON_NULL, &v) == 0;
 }
 
-/* \uXXXX (a surrogate pair as one) after the backslash-u at s: the code point, or -1. */
-static long unicode_escape(parser_t *ps, const char **s)
+static int on_boolean(void *ctx, int boolean)
 {
-    unsigned hi, lo;
-    if (ps->end - *s < 4 || hex4(*s, &hi) != 0) {
-        return -1;
-    }
-    *s += 4;
-    if (hi >= 0xdc00 && hi <= 0xdfff) {
-        return -1;
-    }
-    if (hi < 0xd800 || hi > 0xdbff) {
-        return hi;
-    }
-    if (ps->end - *s < 6 || (*s)[0] != '\\' || (*s)[1] != 'u' || hex4(*s + 2, &lo) != 0 ||
-        lo < 0xdc00 || lo > 0xdfff) {
-        return -1;
-    }
-    *s += 6;
-    return 0x10000 + (((long)hi - 0xd800) << 10) + ((long)lo - 0xdc00);
-}
-
-/* One escape after the backslash at *s into out: its length, 0 when invalid. */
-static size_t escape(parser_t *ps, const char **s, char *out)
-{
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-    char c = *(*s)++;
-    const char *k = c != '\0' ? strchr(from, c) : NULL;
-    if (k != NULL) {
-        *out = to[k - from];
-        return 1;
-    }
-    if (c != 'u') {
+    cp_json_t *v;
+    if (new_value(ctx, CP_JSON_BOOL, &v) != 0) {
         return 0;
     }
-    long cp = unicode_escape(ps, s);
-    return cp <= 0 ? 0 : put_utf8((unsigned)cp, out); /* \u0000 would end the string early */
+    if (v != NULL) {
+        v->boolean = boolean != 0;
+    }
+    return 1;
 }
 
-static char *string_body(parser_t *ps)
+static int on_number(void *ctx, const char *s, size_t len)
 {
-    const char *s = ps->p + 1; /* after the quote */
-    const char *q = s;
-    while (q < ps->end && *q != '"') {
-        q += *q == '\\' && q + 1 < ps->end ? 2 : 1;
-    }
-    if (q >= ps->end) {
-        fail(ps, "unterminated string");
-        return NULL;
-    }
-    char *out = malloc((size_t)(q - s) + 1), *o = out;
-    if (out == NULL) {
-        fail(ps, "out of memory");
-        return NULL;
-    }
-    while (s < q) {
-        unsigned cp;
-        int n = cp_utf8_seq((const unsigned char *)s, (size_t)(q - s), &cp);
-        size_t w = 0;
-        if (*s == '\\') {
-            s++;
-            w = escape(ps, &s, o);
-        } else if (n > 0 && cp >= 0x20) {
-            memcpy(o, s, (size_t)n);
-            s += n;
-            w = (size_t)n;
-        }
-        if (w == 0) {
-            free(out);
-            fail(ps, n == 0 ? "a string is not valid UTF-8"
-                            : "a string holds a control character or a bad escape");
-            return NULL;
-        }
-        o += w;
-    }
-    *o = '\0';
-    ps->p = q + 1;
-    return out;
-}
-
-static cp_json_t *number(parser_t *ps)
-{
-    const char *s = ps->p;
-    s += s < ps->end && *s == '-';
-    int ok = s < ps->end && (*s == '0' || (*s >= '1' && *s <= '9'));
-    const char *d = s;
-    while (s < ps->end && *s >= '0' && *s <= '9') {
-        s++;
-    }
-    ok = ok && !(*d == '0' && s - d > 1);
-    if (ok && s < ps->end && *s == '.') {
-        const char *f = ++s;
-        while (s < ps->end && *s >= '0' && *s <= '9') {
-            s++;
-        }
-        ok = s > f;
-    }
-    if (ok && s < ps->end && (*s == 'e' || *s == 'E')) {
-        s += s + 1 < ps->end && (s[1] == '+' || s[1] == '-') ? 2 : 1;
-        const char *e = s;
-        while (s < ps->end && *s >= '0' && *s <= '9') {
-            s++;
-        }
-        ok = s > e;
-    }
+    builder_t *b = ctx;
     char buf[64];
-    if (!ok || s - ps->p >= (long)sizeof(buf)) {
-        return fail(ps, !ok ? "a malformed number" : "a number of too many digits");
+    if (len >= sizeof(buf)) {
+        return fail(b, 0, "a number of too many digits");
     }
-    memcpy(buf, ps->p, (size_t)(s - ps->p));
-    buf[s - ps->p] = '\0';
+    memcpy(buf, s, len);
+    buf[len] = '\0';
     errno = 0;
-    double v = strtod(buf, NULL);
-    if (!isfinite(v) || errno == ERANGE) {
-        return fail(ps, "a number out of range");
+    double d = strtod(buf, NULL);
+    if (!isfinite(d) || errno == ERANGE) {
+        return fail(b, 0, "a number out of range");
     }
-    cp_json_t *n = node(ps, CP_JSON_NUM);
-    if (n != NULL) {
-        n->num = v;
-        ps->p = s;
+    cp_json_t *v;
+    if (new_value(b, CP_JSON_NUM, &v) != 0) {
+        return 0;
     }
-    return n;
+    if (v != NULL) {
+        v->num = d;
+    }
+    return 1;
 }
 
-static cp_json_t *value(parser_t *ps, int depth);
-
-/* Append kid (and key, for objects) to v. */
-static int add(parser_t *ps, cp_json_t *v, cp_json_t *kid, char *key)
+static int on_string(void *ctx, const unsigned char *s, size_t len)
 {
-    /* room doubles at each power of two: appending stays linear on a huge array */
-    size_t cap = v->n == 0 ? 1 : v->n * 2;
-    int grow = (v->n & (v->n - 1)) == 0;
-    cp_json_t **k = grow ? realloc(v->kids, sizeof(*k) * cap) : v->kids;
-    char **keys = key == NULL         ? NULL
-                  : grow && k != NULL ? realloc(v->keys, sizeof(*keys) * cap)
-                                      : v->keys;
-    if (k != NULL) {
-        v->kids = k;
+    builder_t *b = ctx;
+    cp_json_t *v;
+    if (!check_string(b, s, len) || new_value(b, CP_JSON_STR, &v) != 0) {
+        return 0;
     }
-    if (keys != NULL) {
-        v->keys = keys;
+    if (v != NULL && (v->str = arena_str(b, s, len)) == NULL) {
+        return fail(b, 0, "out of memory");
     }
-    if (k == NULL || (key != NULL && keys == NULL)) {
-        cp_json_free(kid);
-        free(key);
-        fail(ps, "out of memory");
-        return -1;
+    return 1;
+}
+
+static int kept_name(const builder_t *b, const char *key)
+{
+    if (b->depth != 1 || b->keep == NULL) {
+        return 1;
     }
-    v->kids[v->n] = kid;
-    if (key != NULL) {
-        v->keys[v->n] = key;
+    for (const char *const *k = b->keep; *k != NULL; k++) {
+        if (!strcmp(*k, key)) {
+            return 1;
+        }
     }
-    v->n++;
     return 0;
 }
 
-/* One member "key": value of object v. */
-static int member(parser_t *ps, cp_json_t *v, int depth)
+static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
-    skip_ws(ps);
-    if (ps->p >= ps->end || *ps->p != '"') {
-        fail(ps, "expected a member name");
-        return -1;
+    builder_t *b = ctx;
+    frame_t *f = &b->fr[b->depth];
+    int added;
+    if (!check_string(b, s, len)) {
+        return 0;
     }
-    char *key = string_body(ps);
-    if (key == NULL) {
-        return -1;
+    long id = cp_strset_put(&b->names[b->depth], (const char *)s, len, &added);
+    if (id < 0) {
+        return fail(b, 0, "out of memory");
     }
-    if (cp_json_get(v, key) != NULL) {
-        free(key);
-        fail(ps, "a duplicate member name");
-        return -1;
+    if (!added) {
+        return fail(b, 0, "a duplicate member name");
     }
-    skip_ws(ps);
-    if (ps->p >= ps->end || *ps->p != ':') {
-        free(key);
-        fail(ps, "expected ':'");
-        return -1;
+    const char *key = cp_strset_key(&b->names[b->depth], id);
+    f->keep_next = f->v != NULL && kept_name(b, key);
+    if (f->keep_next && (f->key = arena_str(b, s, len)) == NULL) {
+        return fail(b, 0, "out of memory");
     }
-    ps->p++;
-    cp_json_t *kid = value(ps, depth + 1);
-    if (kid == NULL) {
-        free(key);
-        return -1;
-    }
-    return add(ps, v, kid, key);
+    return 1;
 }
 
-static cp_json_t *container(parser_t *ps, int depth)
+static int open_container(builder_t *b, cp_json_type_t t)
 {
-    int obj = *ps->p == '{';
-    char close = obj ? '}' : ']';
-    cp_json_t *v = node(ps, obj ? CP_JSON_OBJ : CP_JSON_ARR);
-    if (v == NULL) {
+    cp_json_t *v;
+    if (b->depth >= CP_JSON_MAX_DEPTH) {
+        return fail(b, 0, "nested too deeply");
+    }
+    if (new_value(b, t, &v) != 0) {
+        return 0;
+    }
+    frame_t *f = &b->fr[++b->depth];
+    memset(f, 0, sizeof(*f));
+    f->v = v;
+    /* the root's elements, where only some members are kept, are not */
+    f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL);
+    if (t == CP_JSON_OBJ) {
+        cp_strset_clear(&b->names[b->depth]);
+    }
+    return 1;
+}
+
+static int on_start_map(void *ctx)
+{
+    return open_container(ctx, CP_JSON_OBJ);
+}
+
+static int on_start_array(void *ctx)
+{
+    return open_container(ctx, CP_JSON_ARR);
+}
+
+/* The container closes: its kids (and names) as arrays. */
+static int close_container(void *ctx)
+{
+    builder_t *b = ctx;
+    frame_t *f = &b->fr[b->depth--];
+    cp_json_t *v = f->v;
+    if (v == NULL || v->n == 0) {
+        return 1;
+    }
+    if (v->n > SIZE_MAX / sizeof(*v->kids) ||
+        (v->kids = arena_alloc(b, v->n * sizeof(*v->kids))) == NULL ||
+        (v->type == CP_JSON_OBJ && (v->keys = arena_alloc(b, v->n * sizeof(*v->keys))) == NULL)) {
+        return fail(b, 0, "out of memory");
+    }
+    size_t i = 0;
+    for (cp_json_t *k = f->first; k != NULL; k = k->next, i++) {
+        v->kids[i] = k;
+        if (v->keys != NULL) {
+            v->keys[i] = k->name;
+        }
+    }
+    return 1;
+}
+
+static const yajl_callbacks callbacks = {
+    on_null,      on_boolean, NULL /* integer */, NULL /* double */, on_number,       on_string,
+    on_start_map, on_map_key, close_container,    on_start_array,    close_container,
+};
+
+/* yajl's own error (the grammar) in the reader's words. */
+static void grammar_error(builder_t *b)
+{
+    static const char *const map[][2] = {
+        {"invalid character inside string", "a string holds a control character or a bad escape"},
+        {"occurs before a character", "a string holds a control character or a bad escape"},
+        {"after '\\u'", "a string holds a control character or a bad escape"},
+        {"invalid bytes in UTF8", "a string is not valid UTF-8"},
+        {"malformed number", "a malformed number"},
+        {"premature EOF", "truncated (the document ends inside it)"},
+        {"trailing garbage", "more after the document"},
+        {"separated by a colon", "expected ':'"},
+        {"inside map, I expect", "expected ',' or '}'"},
+        {"after array element", "expected ',' or ']'"},
+        {"invalid object key", "expected a member name"},
+    };
+    unsigned char *y = yajl_get_error(b->h, 0, (const unsigned char *)b->text, b->len);
+    const char *said = y != NULL ? (const char *)y : "";
+    const char *what = "an unexpected character"; /* invalid char or literal, unallowed token */
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (strstr(said, map[i][0]) != NULL) {
+            what = map[i][1];
+            break;
+        }
+    }
+    fail(b, 0, what);
+    if (y != NULL) {
+        yajl_free_error(b->h, y);
+    }
+}
+
+static void builder_free(builder_t *b)
+{
+    for (int d = 0; d <= CP_JSON_MAX_DEPTH; d++) {
+        cp_strset_free(&b->names[d]);
+    }
+    if (b->h != NULL) {
+        yajl_free(b->h);
+    }
+}
+
+cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opts,
+                         cp_json_error_t *e)
+{
+    builder_t *b = calloc(1, sizeof(*b));
+    memset(e, 0, sizeof(*e));
+    if (b == NULL) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
         return NULL;
     }
-    ps->p++;
-    skip_ws(ps);
-    if (ps->p < ps->end && *ps->p == close) {
-        ps->p++;
-        return v;
-    }
-    for (;;) {
-        cp_json_t *kid = NULL;
-        int rc = obj                                    ? member(ps, v, depth)
-                 : (kid = value(ps, depth + 1)) == NULL ? -1
-                                                        : add(ps, v, kid, NULL);
-        skip_ws(ps);
-        if (rc == 0 && ps->p < ps->end && *ps->p == ',') {
-            ps->p++;
-            continue;
+    *b = (builder_t){.text = text, .len = len, .line = 1, .e = e};
+    b->keep = opts != NULL ? opts->keep : NULL;
+    b->max_values = opts != NULL && opts->max_values > 0 ? opts->max_values : CP_JSON_MAX_VALUES;
+    b->h = yajl_alloc(&callbacks, NULL, b);
+    if (b->h == NULL || !yajl_config(b->h, yajl_dont_validate_strings, 1)) {
+        fail(b, 0, "out of memory");
+    } else {
+        yajl_status st = yajl_parse(b->h, (const unsigned char *)text, len);
+        if (st == yajl_status_ok) {
+            b->base = len; /* the end: yajl_complete_parse reads an empty buffer */
+            st = yajl_complete_parse(b->h);
         }
-        if (rc == 0 && ps->p < ps->end && *ps->p == close) {
-            ps->p++;
-            return v;
+        if (st == yajl_status_error) {
+            grammar_error(b);
         }
-        cp_json_free(v);
-        return rc == 0 ? fail(ps, ps->p >= ps->end ? "truncated (the document ends inside it)"
-                                  : obj            ? "expected ',' or '}'"
-                                                   : "expected ',' or ']'")
-                       : NULL;
     }
+    cp_json_t *root = e->msg[0] == '\0' ? b->root : NULL;
+    if (root != NULL) {
+        root->arena = b->arena;
+    } else {
+        for (chunk_t *c = b->arena, *p; c != NULL; c = p) {
+            p = c->prev;
+            free(c);
+        }
+    }
+    builder_free(b);
+    free(b);
+    return root;
 }
 
-static cp_json_t *literal(parser_t *ps)
+void cp_json_free(cp_json_t *root)
 {
-    static const char *const words[] = {"null", "false", "true"};
-    for (int i = 0; i < 3; i++) {
-        size_t len = strlen(words[i]);
-        if ((size_t)(ps->end - ps->p) >= len && !memcmp(ps->p, words[i], len)) {
-            cp_json_t *v = node(ps, i == 0 ? CP_JSON_NULL : CP_JSON_BOOL);
-            if (v != NULL) {
-                v->boolean = i == 2;
-                ps->p += len;
-            }
-            return v;
-        }
+    for (chunk_t *c = root != NULL ? root->arena : NULL, *p; c != NULL; c = p) {
+        p = c->prev;
+        free(c);
     }
-    return fail(ps, "an unexpected character");
-}
-
-static cp_json_t *value(parser_t *ps, int depth)
-{
-    skip_ws(ps);
-    if (depth > CP_JSON_MAX_DEPTH) {
-        return fail(ps, "nested too deeply");
-    }
-    if (ps->p >= ps->end) {
-        return fail(ps, "truncated (a value is missing)");
-    }
-    char c = *ps->p;
-    if (c == '{' || c == '[') {
-        return container(ps, depth);
-    }
-    if (c == '"') {
-        cp_json_t *v = node(ps, CP_JSON_STR);
-        if (v != NULL && (v->str = string_body(ps)) == NULL) {
-            free(v);
-            v = NULL;
-        }
-        return v;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        return number(ps);
-    }
-    return literal(ps);
-}
-
-cp_json_t *cp_json_parse(const char *text, size_t len, int *line, char *err, size_t errlen)
-{
-    parser_t ps = {text, text + len, 1, err, errlen};
-    err[0] = '\0';
-    cp_json_t *v = value(&ps, 0);
-    if (v != NULL) {
-        skip_ws(&ps);
-        if (ps.p < ps.end) {
-            cp_json_free(v);
-            v = fail(&ps, "more after the document");
-        }
-    }
-    *line = ps.line;
-    return v;
-}
-
-void cp_json_free(cp_json_t *v)
-{
-    if (v == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < v->n; i++) {
-        cp_json_free(v->kids[i]);
-        if (v->keys != NULL) {
-            free(v->keys[i]);
-        }
-    }
-    free(v->kids);
-    free(v->keys);
-    free(v->str);
-    free(v);
 }
 
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)

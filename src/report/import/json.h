@@ -1,9 +1,13 @@
 /*
- * A small strict JSON reader (RFC 8259) for `collprof-report import`: the
- * whole document in memory as a tree, every value with the line it starts
- * on.  Strict: one value, no trailing commas or comments, strings of valid
- * UTF-8 without NUL, numbers finite as doubles, objects without duplicate
- * keys, nesting at most CP_JSON_MAX_DEPTH deep.
+ * The JSON reader of `collprof-report import`, on yajl's streaming parser
+ * (libyajl): the document is checked whole, strictly (RFC 8259: one value,
+ * no trailing commas or comments, strings of valid UTF-8 without NUL,
+ * numbers finite as doubles, objects without duplicate member names, nesting
+ * at most CP_JSON_MAX_DEPTH deep), but only the parts the caller names are
+ * kept, as a tree whose values carry the line they start on.  Memory grows
+ * with what is kept (at most max_values values), not with the file: a 64 MiB
+ * object of millions of members, or an array of millions of numbers, that
+ * the caller does not read is checked and dropped as it streams past.
  */
 #ifndef COLLPROF_REPORT_JSON_H
 #define COLLPROF_REPORT_JSON_H
@@ -11,6 +15,8 @@
 #include <stddef.h>
 
 #define CP_JSON_MAX_DEPTH 64
+/* The most values kept by default (a year of nccl-tests results is far less). */
+#define CP_JSON_MAX_VALUES (1u << 21)
 
 typedef enum cp_json_type {
     CP_JSON_NULL,
@@ -30,14 +36,31 @@ typedef struct cp_json {
     size_t n;              /**< members or elements */
     struct cp_json **kids; /**< [n] the elements, or the members' values */
     char **keys;           /**< [n] CP_JSON_OBJ: the members' names */
+    struct cp_json *next;  /**< (while parsing) the next member or element */
+    char *name;            /**< (while parsing) its member name */
+    void *arena;           /**< the root only: where the whole tree lives */
 } cp_json_t;
 
-/**
- * Parse text[0..len): the tree, or NULL with *line (where it went wrong) and
- * a reason in err.
- */
-cp_json_t *cp_json_parse(const char *text, size_t len, int *line, char *err, size_t errlen);
-void cp_json_free(cp_json_t *v);
+typedef struct cp_json_opts {
+    /** NULL: keep the whole document; else keep only the root object's members of these
+     *  names (NULL-terminated list): the root, whatever its type, is kept without the
+     *  rest of its content */
+    const char *const *keep;
+    size_t max_values; /**< the most values kept; 0: CP_JSON_MAX_VALUES */
+} cp_json_opts_t;
+
+typedef struct cp_json_error {
+    int line;      /**< where it went wrong */
+    int too_large; /**< 1: valid so far, but past max_values; 0: not valid JSON */
+    char msg[256];
+} cp_json_error_t;
+
+/** Parse text[0..len): the tree (kept parts), or NULL with the error in *e. */
+cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opts,
+                         cp_json_error_t *e);
+
+/** Free a tree cp_json_parse returned (the root; its values go with it). */
+void cp_json_free(cp_json_t *root);
 
 /** Member key of object obj, or NULL (also when obj is not an object). */
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key);
