@@ -37,6 +37,7 @@ class Collprof(AutotoolsPackage, CudaPackage):
     depends_on("nccl", when="+nccl")
     depends_on("slurm", when="+slurm")
     depends_on("hdf5~mpi", when="+hdf5")
+    depends_on("yajl", when="+hdf5")  # collprof-report import reads JSON with it
     conflicts("+nccl", when="~cuda", msg="the NCCL backend needs +cuda")
 
     def autoreconf(self, spec, prefix):
@@ -50,6 +51,8 @@ class Collprof(AutotoolsPackage, CudaPackage):
                 args.append("--with-{0}={1}".format(name, spec[name].prefix))
             else:
                 args.append("--without-" + name)
+        if spec.satisfies("+hdf5"):
+            args.append("--with-yajl={0}".format(spec["yajl"].prefix))
         if spec.satisfies("+cuda"):
             args.append("--with-cuda={0}".format(spec["cuda"].prefix))
         else:
