@@ -179,14 +179,7 @@ static double quantile(double *v, int m, double q)
     if (m <= 0) {
         return 0;
     }
-    for (int i = 1; i < m; i++) { /* insertion sort: m is the node count, sorted once */
-        double x = v[i];
-        int j = i - 1;
-        for (; j >= 0 && v[j] > x; j--) {
-            v[j + 1] = v[j];
-        }
-        v[j + 1] = x;
-    }
+    (void)cp_stats_median(v, (size_t)m); /* which sorts v */
     double at = q * (m - 1);
     int lo = (int)at;
     return lo + 1 < m ? v[lo] + (at - lo) * (v[lo + 1] - v[lo]) : v[m - 1];
