@@ -202,6 +202,11 @@ double cp_now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
+double cp_now_s(void)
+{
+    return cp_now_us() * 1e-6;
+}
+
 void cp_utc_compact(char *buf, size_t len)
 {
     time_t t = time(NULL);

@@ -54,6 +54,8 @@ static inline uint64_t cp_add_sat(uint64_t a, uint64_t b)
 
 /** Monotonic clock in microseconds. */
 double cp_now_us(void);
+/** The same clock in seconds: every deadline and budget of the screen reads it. */
+double cp_now_s(void);
 
 /** Page-aligned host memory (NULL when out of memory); cp_free_pages frees it. */
 void *cp_alloc_pages(size_t bytes);

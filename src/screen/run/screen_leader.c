@@ -22,11 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double cp_pairs_now(void)
-{
-    return cp_now_us() * 1e-6;
-}
-
 static void fill_end(const cp_result_t *res, end_rec_t *e)
 {
     memset(e, 0, sizeof(*e));
@@ -60,7 +55,7 @@ void cp_pairs_failed_ends(end_rec_t rec[2], int status, const char *why)
  * (force: now, else at most every CP_TMO_SCREEN_BEAT_S). */
 void cp_pairs_alive_now(cp_pairs_run_t *pr, int force)
 {
-    double now = cp_pairs_now();
+    double now = cp_now_s();
     if (!force && now - pr->last_alive < CP_TMO_SCREEN_BEAT_S) {
         return;
     }

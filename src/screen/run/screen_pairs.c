@@ -75,14 +75,13 @@ static void collect(cp_pairs_run_t *pr, int want)
 {
     const cp_boot_t *b = pr->r->boot;
     const double silent = pr->deadline + CP_TMO_SCREEN_SILENT_S;
-    double start =
-        cp_pairs_now(); /* each gets a whole window from here: what waited is read first */
+    double start = cp_now_s(); /* each gets a whole window from here: what waited is read first */
     for (int q = 1; q < b->nranks; q++) {
         pr->heard[q] = pr->wait[q] && pr->heard[q] < start ? start : pr->heard[q];
     }
     for (;;) {
         int waiting = 0;
-        double now = cp_pairs_now();
+        double now = cp_now_s();
         for (int nd = 0; nd < b->nnodes; nd++) {
             int q = pr->lead[nd];
             if (q <= 0 || !pr->wait[q]) {
@@ -113,7 +112,7 @@ static void collect(cp_pairs_run_t *pr, int want)
             pr->gone[nd] = 2;
             continue;
         }
-        pr->heard[q] = cp_pairs_now();
+        pr->heard[q] = cp_now_s();
         if (m.type == want || m.type == MSG_RESULT) {
             pr->got[nd] = m;
             pr->wait[q] = 0;
@@ -153,7 +152,7 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
     group_places(pr);
     memset(pr->got, 0, sizeof(screen_msg_t) * (size_t)n);
     memset(pr->wait, 0, (size_t)b->nranks);
-    double now = cp_pairs_now();
+    double now = cp_now_s();
     for (int nd = 0; nd < n; nd++) {
         int q = pr->lead[nd], g = pr->group[nd];
         if (q <= 0 || pr->gone[nd] == 1) {

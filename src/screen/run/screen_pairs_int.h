@@ -65,8 +65,6 @@ typedef struct cp_pairs_run {
     cp_screen_valid_t *val; /* the validation's outcome (NULL: none) */
 } cp_pairs_run_t;
 
-/* Seconds on the monotonic clock. */
-double cp_pairs_now(void);
 /* Both sizes failed before they ran (status, why). */
 void cp_pairs_failed_ends(end_rec_t rec[2], int status, const char *why);
 /* The sign of life of a rank at work: to rank 0, or from rank 0 to every leader it reaches

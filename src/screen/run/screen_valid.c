@@ -6,26 +6,19 @@
 #include "runner/agree.h"
 #include "screen/hostlist.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "runner/split.h"
 #include "base/stats.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 void cp_screen_valid_free(cp_screen_valid_t *v)
 {
     cp_halve_free(&v->h);
     free(v->node_ev);
     memset(v, 0, sizeof(*v));
-}
-
-static double now_s(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
 }
 
 /* ---- the level's group: one per rank at a time ----------------------------------------- */
@@ -356,7 +349,7 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
     if (cannot_run(r, bw, v) != NULL) {
         return 0;
     }
-    double t0 = now_s(), budget = 0;
+    double t0 = cp_now_s(), budget = 0;
     int n = s->n, m = 0;
     int *group_of = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
     const char **names = NULL;
@@ -387,7 +380,7 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
         if (groups <= 0) {
             break;
         }
-        double tl = now_s();
+        double tl = cp_now_s();
         char why[256] = "";
         int failed =
             (by != NULL ? by->level(by->arg, group_of, level, groups, &v->h, why, sizeof(why))
@@ -397,11 +390,12 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
             v->ran = level > 0;
         }
         if (b->rank == 0) {
-            budget = level == 0 ? 60 + 10 * (now_s() - tl) : budget;
+            budget = level == 0 ? 60 + 10 * (cp_now_s() - tl) : budget;
             int stop = 0;
-            if (!failed && now_s() - t0 > budget) {
+            if (!failed && cp_now_s() - t0 > budget) {
                 snprintf(v->why, sizeof(v->why),
-                         "stopped after %.0f s (the budget: 60 s + 10 x level 0's)", now_s() - t0);
+                         "stopped after %.0f s (the budget: 60 s + 10 x level 0's)",
+                         cp_now_s() - t0);
                 stop = 1;
             }
             if (failed) {
@@ -411,12 +405,12 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
                 cp_halve_abort(&v->h);
             }
             if (!failed) {
-                print_level(progress, &v->h, lfirst, lend, names, now_s() - tl);
+                print_level(progress, &v->h, lfirst, lend, names, cp_now_s() - tl);
             }
         }
         level++;
     }
-    v->secs = now_s() - t0;
+    v->secs = cp_now_s() - t0;
     if (b->rank == 0 && ret == 0) {
         evidence0(v, n, names);
     }
