@@ -391,12 +391,11 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
         }
         if (b->rank == 0) {
             budget = level == 0 ? 60 + 10 * (cp_now_s() - tl) : budget;
-            int stop = 0;
-            if (!failed && cp_now_s() - t0 > budget) {
+            int stop = !failed && cp_now_s() - t0 > budget;
+            if (stop) {
                 snprintf(v->why, sizeof(v->why),
                          "stopped after %.0f s (the budget: 60 s + 10 x level 0's)",
                          cp_now_s() - t0);
-                stop = 1;
             }
             if (failed) {
                 cp_halve_abort(&v->h);
