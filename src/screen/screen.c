@@ -19,6 +19,7 @@
 void cp_screen_opts_default(cp_screen_opts_t *o)
 {
     o->rounds = 3;
+    o->small_round = 1;
     o->seed = 1;
     o->thr = 0.8;
     o->z = 3.0;
@@ -117,6 +118,8 @@ int cp_screen_random_rounds(const cp_screen_t *s)
     /* with an odd count each round leaves one node out: one more round gives every node as
      * many pairs as the rounds asked for (the byes of the rounds are distinct) */
     int avail = cp_links_rounds(s->n), want = s->opt.rounds + (s->n % 2 == 1 && s->opt.rounds > 0);
+    /* and a small screen one more: its few pairs tell a pair's noise from a fault poorly */
+    want += s->opt.small_round && s->n <= CP_SCREEN_SMALL_NODES && s->opt.rounds > 0;
     return want < avail ? want : avail;
 }
 
@@ -170,8 +173,10 @@ static int usable(const cp_screen_t *s, const cp_screen_pair_t *p, int lat)
            s->reach[p->b];
 }
 
-/* The quantile of the nodes' fastest pairs that gives the healthy end's first estimate. */
-#define REF_QUANTILE 0.75
+/* The quantile of the nodes' fastest pairs that gives the healthy end's first estimate (high:
+ * a fault only slows, and noise of +-30 % leaves every good node's fastest pair within thr^2 of
+ * it). */
+#define REF_QUANTILE 0.95
 
 /* The q-quantile of v[0..m) (sorted here), interpolated; 0 when m is 0. */
 static double quantile(double *v, int m, double q)
@@ -234,11 +239,13 @@ static int node_pairs(const cp_screen_t *s, int lat, int cls, node_pairs_t *np, 
     return 0;
 }
 
-/* healthy[i] = 1 for each node at the healthy end: its fastest pair within thr^2 of the upper
- * quartile of the nodes' fastest pairs.  A node's fastest pair shows what it can do: a good
+/* healthy[i] = 1 for each node at the healthy end: its fastest pair within thr^2 of the 95th
+ * percentile of the nodes' fastest pairs.  A node's fastest pair shows what it can do: a good
  * node's is good unless every partner it met was slow, a slow node's is slow whoever it met;
- * so the quartile stands among good nodes while fewer than about three quarters of the nodes
- * are slow or met only slow ones.  Returns the nodes with pairs, *h those at the healthy end. */
+ * so the percentile stands among good nodes while more than one node in twenty met a good
+ * partner, up to three quarters of the nodes slow and past (the upper quartile, used before,
+ * fell to the slow nodes' figures with three quarters slow, and a screen with most of its
+ * nodes slow called them healthy).  Returns the nodes with pairs, *h those at the healthy end. */
 static int healthy_end(const node_pairs_t *np, double thr, unsigned char *healthy, int *h)
 {
     double *mx = malloc(sizeof(double) * (size_t)np->n + 1), top;
@@ -265,13 +272,54 @@ static int healthy_end(const node_pairs_t *np, double thr, unsigned char *health
     return m;
 }
 
+/* The spread of the pairs between core nodes: healthy-end nodes whose median over their
+ * healthy-end partners is within lthr (log thr, < 0) of the reference lm.  The mean distance
+ * of those pairs from lm (of a uniform or normal noise about the MAD; steadier than a median
+ * with the few pairs of a small screen): a pair's own noise, which a pair is judged against. */
+static double core_spread(const node_pairs_t *np, const unsigned char *good, double lm, double lthr,
+                          double *scratch)
+{
+    unsigned char *core = malloc((size_t)np->n + 1);
+    double *dev = malloc(sizeof(double) * (size_t)np->n * (size_t)np->per + 1);
+    int d = 0;
+    for (int i = 0; core != NULL && i < np->n; i++) {
+        int c = 0;
+        for (int j = 0; good[i] && j < np->cnt[i]; j++) {
+            size_t at = (size_t)i * (size_t)np->per + (size_t)j;
+            if (good[np->with[at]]) {
+                scratch[c++] = np->v[at];
+            }
+        }
+        core[i] = c > 0 && cp_stats_median(scratch, (size_t)c) - lm >= lthr;
+    }
+    for (int i = 0; core != NULL && dev != NULL && i < np->n; i++) {
+        for (int j = 0; core[i] && j < np->cnt[i]; j++) {
+            size_t at = (size_t)i * (size_t)np->per + (size_t)j;
+            if (core[np->with[at]] && np->with[at] > i) {
+                dev[d++] = fabs(np->v[at] - lm);
+            }
+        }
+    }
+    double sum = 0;
+    for (int i = 0; i < d; i++) {
+        sum += dev[i];
+    }
+    double mad = d > 0 ? sum / d : 0;
+    free(core);
+    free(dev);
+    return mad;
+}
+
 /*
  * The reference of the field (0: bandwidth, 1: latency) from the healthy end (healthy_end):
  * faults only slow nodes down, so the estimate must hold however many nodes are slow, up to
  * half of them and past.  Each healthy node's median over its pairs with healthy partners
  * (node medians, not pairs: with few nodes a bad node is in a large share of the pairs), their
- * median is the reference and their median distance from it the spread (*mad): slow nodes
- * neither pull the reference down nor widen the spread.  *healthy: the share of the nodes
+ * median is the reference; the spread (*mad) is that of the pairs between core nodes
+ * (core_spread): what a pair is judged against is a pair's noise, not a node median's, which
+ * is about sqrt(3) times smaller (judged against that, 3.5 % of healthy screens with +-20 %
+ * noise flagged something).  Slow nodes neither pull the reference down nor widen the spread.
+ * *healthy: the share of the nodes
  * with pairs at the healthy end.  Over the pairs of path class cls alone (cls < 0: every
  * pair).  Returns the usable pairs.
  */
@@ -298,11 +346,8 @@ static int robust(const cp_screen_t *s, int lat, int cls, double *med, double *m
         }
     }
     double lm = cp_stats_median(nm, (size_t)k);
-    for (int i = 0; i < k; i++) {
-        nm[i] = fabs(nm[i] - lm);
-    }
     *med = k > 0 ? exp(lat ? -lm : lm) : 0;
-    *mad = cp_stats_median(nm, (size_t)k);
+    *mad = k > 0 ? core_spread(&np, good, lm, log(s->opt.thr), v) : 0;
     *healthy = m > 0 ? (double)h / m : 0;
     node_pairs_free(&np);
     free(good);

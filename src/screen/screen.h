@@ -10,13 +10,13 @@
  *     the nodes, then r distinct rounds of the circle schedule over the
  *     shuffled order (src/screen/links.h), so that no two nodes meet twice
  *     and, with an odd count, a different node sits out each round.
- *  2. Every pair is judged against a robust reference: the median over the
- *     nodes of each node's median pair in the random rounds (or a baseline:
- *     node medians hold when a bad node is in many of the few pairs of a
- *     small screen), a pair being slow when its
- *     bandwidth (or inverse latency) is below thr x the reference AND more
- *     than z robust deviations below it, judged in logarithms (noise is a
- *     factor): -ln(score) > z x 1.4826 x MAD(ln).  Where a tree topology puts the pairs in
+ *  2. Every pair is judged against a robust reference from the healthy end (faults only
+ *     slow): the median over the healthy-end nodes of each one's median pair with healthy-end
+ *     partners (or a baseline), a pair being slow when its bandwidth (or inverse latency) is
+ *     below thr x the reference AND more than z robust deviations below it, judged in
+ *     logarithms (noise is a factor): -ln(score) > z x 1.4826 x spread, the spread being that
+ *     of the pairs between the nodes at the reference's level (screen.c core_spread).  Up to
+ *     CP_SCREEN_SMALL_NODES nodes one more random round.  Where a tree topology puts the pairs in
  *     several path classes (same-switch, cross-switch: src/screen/path.h), each class with
  *     CP_SCREEN_CLASS_MIN_PAIRS measured pairs has a reference of its own, and its pairs are
  *     judged against it (a slower spine is no fault); a smaller class against every pair's.
@@ -30,8 +30,12 @@
  *     flagged ("two independent failures").  When a node suspect is cleared,
  *     its slow pairs whose other end is good become link suspects, re-run in
  *     one more round (cp_screen_plan_recheck).
- *  With a baseline, a node whose median pair (its score) is slow against it is
- *  slow too, whoever it met: a cluster slow as a whole has no good node left.
+ *  A node whose median pair (three or more with partners that are not suspects) is slow is
+ *  slow too, unless a pair at the reference's level proves it good; with a baseline and no
+ *  node proven good, whoever it met: a cluster slow as a whole has no good node left.
+ *  Suspects left without a good partner in the confirmation round meet one in the recheck
+ *  rounds.  More than CP_SCREEN_LARGE_SLOW of the judged nodes slow against the screen's own
+ *  reference: "a large part of the allocation is slow: judge against a baseline" (exit 2).
  *  5. A node that did not answer within a pair's deadline is unreachable; it
  *     is never a reference and its partners are not blamed.
  */
@@ -47,6 +51,16 @@
  * of its own when the screen's pairs are of several classes; a class with fewer is judged
  * against the reference of every pair (class "any"). */
 #define CP_SCREEN_CLASS_MIN_PAIRS 6
+
+/** Up to this many nodes a screen runs one more random round (cp_screen_random_rounds): with
+ * few nodes a round has few pairs, too few to tell a pair's noise from a node at 0.7x. */
+#define CP_SCREEN_SMALL_NODES 12
+
+/** Above this share of its judged nodes slow, a screen against its own reference says "a large
+ * part of the allocation is slow: judge against a baseline" (exit status 2) instead of naming
+ * them: faults are one-sided, so the healthy end still stands up to half the nodes slow, but a
+ * majority slow leaves only the screen's word that the fast part is the healthy one. */
+#define CP_SCREEN_LARGE_SLOW 0.5
 
 /** The reference of one path class (cp_screen_ref_t.cls). */
 typedef struct cp_screen_cref {
@@ -73,6 +87,9 @@ typedef struct cp_screen_ref {
 /** The screen's knobs. */
 typedef struct cp_screen_opts {
     int rounds;               /**< random rounds before the confirmation (default 3) */
+    int small_round;          /**< 1 (default): one more random round up to
+                                   CP_SCREEN_SMALL_NODES nodes; 0: as collprof wrote files
+                                   before it (collprof-report reading such a file) */
     uint64_t seed;            /**< the matchings' seed (the same on every rank) */
     double thr;               /**< slow below thr x the reference (default 0.8) */
     double z;                 /**< and more than z robust deviations below it (default 3) */

@@ -87,22 +87,52 @@ static int find_links(cp_screen_t *s)
     return 0;
 }
 
-/* A confirmation partner for suspect node: reachable, not a suspect, free in this round, and
- * not met before where there is one (else one met before: few nodes); searched from node + 1
- * on, so that suspects spread over the good nodes. */
-static int good_partner(const cp_screen_t *s, int node, const int *partner)
+static int confirmed(const cp_screen_t *s, int node, int peer);
+
+/* pv[node] = 1 when node has a measured pair clearly at the reference's level (score at least
+ * sqrt(thr)): faults only slow a pair down, so such a pair proves both its ends good, whoever
+ * else they met.  A node that met only slow ones proves nothing either way.  NULL when out of
+ * memory (then nothing is proven). */
+static unsigned char *proven(const cp_screen_t *s)
 {
-    int again = -1;
-    for (int k = 1; k < s->n; k++) {
-        int g = (node + k) % s->n;
-        if (s->reach[g] && !s->suspect[g] && partner[g] < 0) {
-            if (!met(s, node, g)) {
-                return g;
-            }
-            again = again < 0 ? g : again;
+    unsigned char *pv = calloc((size_t)s->n + 1, 1);
+    for (size_t i = 0; pv != NULL && i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (s->reach[p->a] && s->reach[p->b] && p->status == CP_SCREEN_OK && !p->slow &&
+            p->score >= sqrt(s->opt.thr)) {
+            pv[p->a] = pv[p->b] = 1;
         }
     }
-    return again;
+    return pv;
+}
+
+/* 1 when g can confirm a suspect: reachable, and not a suspect or (cleared) a suspect its own
+ * confirmation found healthy. */
+static int good_node(const cp_screen_t *s, int g, int cleared)
+{
+    return s->reach[g] &&
+           (!s->suspect[g] || (cleared && s->confirm_with[g] >= 0 &&
+                               confirmed(s, g, s->confirm_with[g]) == CP_SCREEN_HEALTHY));
+}
+
+/* A confirmation partner for suspect node: a good node (good_node), free in this round,
+ * proven good (proven) and not met before where there is one, then proven, then not met (else
+ * one met before: few nodes); searched from node + 1 on, so that suspects spread over the good
+ * nodes.  Where most nodes are slow, a node that is no suspect may be a slow one whose slow
+ * pairs other suspects explained: a proven one cannot be. */
+static int good_partner(const cp_screen_t *s, int node, const int *partner, int cleared,
+                        const unsigned char *pv)
+{
+    int pick[4] = {-1, -1, -1, -1}; /* proven and not met, proven, not met, any */
+    for (int k = 1; k < s->n && pick[0] < 0; k++) {
+        int g = (node + k) % s->n, p = pv != NULL && pv[g];
+        if (!good_node(s, g, cleared) || partner[g] >= 0 || (!p && pick[2] >= 0)) {
+            continue; /* (met() only where the pick could change: it reads every pair) */
+        }
+        int at = (p ? 0 : 2) + met(s, node, g);
+        pick[at] = pick[at] < 0 ? g : pick[at];
+    }
+    return pick[0] >= 0 ? pick[0] : pick[1] >= 0 ? pick[1] : pick[2] >= 0 ? pick[2] : pick[3];
 }
 
 /* A node that is not a suspect yet and was slow with every partner it met, two or more,
@@ -179,6 +209,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
         return -1;
     }
     int planned = 0;
+    unsigned char *pv = proven(s);
     for (int l = 0; l < s->nlinks; l++) { /* each end is in at most one: else it is a suspect */
         if (partner[s->link_a[l]] < 0 && partner[s->link_b[l]] < 0) {
             partner[s->link_a[l]] = s->link_b[l];
@@ -187,7 +218,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
         }
     }
     for (int i = 0; i < s->n; i++) {
-        int g = s->suspect[i] ? good_partner(s, i, partner) : -1;
+        int g = s->suspect[i] ? good_partner(s, i, partner, 0, pv) : -1;
         if (g >= 0) {
             partner[i] = g;
             partner[g] = i;
@@ -195,6 +226,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
             planned++;
         }
     }
+    free(pv);
     return planned;
 }
 
@@ -234,12 +266,34 @@ static int is_link(const cp_screen_t *s, int a, int b)
     return 0;
 }
 
+/* The suspects that found no good partner free in the confirmation round (more suspects than
+ * good nodes: up to half the nodes slow) meet one now, a cleared suspect being good too. */
+static int plan_late_confirm(cp_screen_t *s, int *partner)
+{
+    int planned = 0;
+    unsigned char *pv = proven(s);
+    for (int i = 0; i < s->n; i++) {
+        if (s->suspect[i] && s->reach[i] && s->confirm_with[i] < 0 && partner[i] < 0) {
+            int g = good_partner(s, i, partner, 1, pv);
+            if (g >= 0) {
+                partner[i] = g;
+                partner[g] = i;
+                s->confirm_with[i] = g;
+                planned++;
+            }
+        }
+    }
+    free(pv);
+    return planned;
+}
+
 int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
 {
     int planned = 0;
     for (int i = 0; i < s->n; i++) {
         partner[i] = -1;
     }
+    planned += plan_late_confirm(s, partner);
     for (size_t i = 0; i < s->npairs && s->link_a != NULL; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         if (p->phase != CP_SCREEN_RANDOM || !p->slow || !s->reach[p->a] || !s->reach[p->b] ||
@@ -276,10 +330,10 @@ int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
  * of its pairs.  A suspect, and a node that met only suspects (a cluster slow as a whole), by
  * all of its pairs.
  */
-static double judged_median(const cp_screen_t *s, int node, int *m)
+static double judged_median(const cp_screen_t *s, int node, int strict, int *m)
 {
     double v[64];
-    for (int all = s->suspect[node]; all < 2; all++) {
+    for (int all = s->suspect[node] && !strict; all < 2 - strict; all++) {
         *m = 0;
         for (size_t i = 0; i < s->npairs && *m < 64; i++) {
             const cp_screen_pair_t *p = &s->pairs[i];
@@ -296,21 +350,35 @@ static double judged_median(const cp_screen_t *s, int node, int *m)
     return cp_stats_median(v, (size_t)*m);
 }
 
-/* Against a baseline, a node whose median pair is slow is slow, whoever it met. */
-static void baseline_verdicts(cp_screen_t *s)
+/*
+ * A node whose median pair is slow is slow, unless a pair proves it good (proven).  Against a
+ * baseline, with no node proven good, whoever it met: a cluster slow as a whole has no good
+ * partner to confirm with, and needs none; else, and against the screen's own reference, its
+ * median over pairs with partners that are not suspects (the confirmation's included), two or
+ * more against a baseline, three or more against its own: each pair with another partner, so
+ * as many independent failures, where one or two pairs cannot tell a node at 0.7x from a noisy
+ * one with a small screen's few pairs behind its spread.  The median of m pairs spreads about
+ * 1.25 / sqrt(m) times less than a pair; the wider of the two fields' spreads.
+ */
+static void median_verdicts(cp_screen_t *s)
 {
-    for (int i = 0; s->opt.has_baseline && i < s->n; i++) {
-        /* against a baseline, a node whose median pair is slow is slow, whoever it met: a
-         * cluster slow as a whole has no good partner to confirm with, and needs none */
+    int own = !s->opt.has_baseline && s->ref.pairs > 0;
+    double mad = fmax(s->ref.bw_mad, s->ref.lat_mad);
+    unsigned char *pv = (s->opt.has_baseline || own) ? proven(s) : NULL;
+    int any = 0; /* a node proven good: the cluster is not slow as a whole */
+    for (int i = 0; pv != NULL && i < s->n; i++) {
+        any |= pv[i];
+    }
+    for (int i = 0; pv != NULL && i < s->n; i++) {
         int meas;
-        double score = judged_median(s, i, &meas);
-        /* the median of meas pairs spreads about 1.25 / sqrt(meas) times less than a pair */
-        double spread = 1.25 / sqrt(meas > 0 ? meas : 1) * s->opt.baseline.bw_mad;
-        if (s->reach[i] && meas >= 2 && score > 0 && score < s->opt.thr &&
+        double score = judged_median(s, i, own || any, &meas);
+        double spread = 1.25 / sqrt(meas > 0 ? meas : 1) * mad;
+        if (s->reach[i] && !pv[i] && meas >= (own ? 3 : 2) && score > 0 && score < s->opt.thr &&
             -log(score) > s->opt.z * 1.4826 * spread) {
             s->verdict[i] = CP_SCREEN_SLOW;
         }
     }
+    free(pv);
 }
 
 /* The exit status of the verdicts: 1 something flagged, 2 something inconclusive, else 0. */
@@ -342,13 +410,16 @@ int cp_screen_decide(cp_screen_t *s)
                         : judged        ? CP_SCREEN_HEALTHY
                                         : CP_SCREEN_INCONCLUSIVE;
     }
-    baseline_verdicts(s);
+    median_verdicts(s);
     for (int l = 0; l < s->nlinks; l++) {
         int a = s->link_a[l], b = s->link_b[l];
         int v = confirmed(s, a, b);
         s->link_verdict[l] = v == CP_SCREEN_UNREACHABLE ? CP_SCREEN_INCONCLUSIVE : v;
         if (!s->reach[b]) {
             s->link_verdict[l] = CP_SCREEN_INCONCLUSIVE;
+        }
+        if (s->verdict[a] == CP_SCREEN_SLOW || s->verdict[b] == CP_SCREEN_SLOW) {
+            s->link_verdict[l] = CP_SCREEN_HEALTHY; /* a slow end explains it */
         }
     }
     return verdict_status(s, s->ref.pairs == 0 && s->ref.source == 0);
@@ -426,7 +497,7 @@ int cp_screen_decide_sweep(cp_screen_t *s)
                         : s->suspect[i] && slow >= 2 && 2 * slow > meas ? CP_SCREEN_SLOW
                                                                         : CP_SCREEN_HEALTHY;
     }
-    baseline_verdicts(s);
+    median_verdicts(s);
     s->nlinks = 0; /* the slow pairs that no slow node explains (room: one per pair) */
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];

@@ -178,11 +178,44 @@ int cp_screen_excluded(const collprof_screen_row_t *row)
     return !strcmp(row->what, "node") && (is(row, "slow") || is(row, "unreachable"));
 }
 
+int cp_screen_large_slow(const collprof_screen_row_t *rows, size_t n, size_t at, int *slow,
+                         int *judged)
+{
+    size_t first = at, end = at;
+    while (first > 0 && !strcmp(rows[first - 1].backend, rows[at].backend)) {
+        first--;
+    }
+    while (end < n && !strcmp(rows[end].backend, rows[at].backend)) {
+        end++;
+    }
+    int s = 0, j = 0, own = at < n && !strcmp(rows[at].reference, "screen");
+    for (size_t i = first; i < end; i++) {
+        if (!strcmp(rows[i].what, "node") && (is(&rows[i], "slow") || is(&rows[i], "healthy"))) {
+            j++;
+            s += is(&rows[i], "slow");
+        }
+    }
+    if (slow != NULL) {
+        *slow = s;
+    }
+    if (judged != NULL) {
+        *judged = j;
+    }
+    return own && j > 0 && s > CP_SCREEN_LARGE_SLOW * j;
+}
+
 int cp_screen_status(const collprof_screen_row_t *rows, size_t n)
 {
-    int flagged = 0, unsure = n == 0;
+    int flagged = 0, unsure = n == 0, large = 0;
     for (size_t i = 0; i < n; i++) {
         const collprof_screen_row_t *r = &rows[i];
+        if (i == 0 || strcmp(r->backend, rows[i - 1].backend) != 0) { /* a backend's first */
+            large = cp_screen_large_slow(rows, n, i, NULL, NULL);
+            unsure |= large;
+        }
+        if (large && !strcmp(r->what, "node") && is(r, "slow")) {
+            continue; /* not flagged: judge against a baseline */
+        }
         flagged |= cp_screen_excluded(r) || (!strcmp(r->what, "link") && is(r, "slow")) ||
                    (!strcmp(r->what, "verify") && is(r, "failed"));
         unsure |= is(r, "inconclusive") || is(r, "untested");
@@ -198,9 +231,13 @@ int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const ch
     unsigned char *pick = calloc(n + 1, 1);
     int w = 0;
     if (names != NULL && pick != NULL) {
+        int large = 0;
         for (size_t i = 0; i < n; i++) {
+            if (i == 0 || strcmp(rows[i].backend, rows[i - 1].backend) != 0) {
+                large = cp_screen_large_slow(rows, n, i, NULL, NULL);
+            }
             names[i] = rows[i].host_a;
-            pick[i] = cp_screen_excluded(&rows[i]) &&
+            pick[i] = cp_screen_excluded(&rows[i]) && !(large && is(&rows[i], "slow")) &&
                       (backend == NULL || !strcmp(rows[i].backend, backend));
         }
         w = cp_hostlist(names, pick, (int)n, buf, len);
@@ -250,6 +287,13 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
         if (!strcmp(rows[i].what, "verify")) {
             fprintf(f, "validation: %s: %s\n", rows[i].verdict, rows[i].evidence);
         }
+    }
+    int slow, judged;
+    if (cp_screen_large_slow(rows, end, first, &slow, &judged)) {
+        fprintf(f,
+                "verdict: a large part of the allocation is slow (%d of %d judged nodes, more "
+                "than %.0f %%): judge against a baseline (--baseline FILE); nothing flagged\n",
+                slow, judged, 100 * CP_SCREEN_LARGE_SLOW);
     }
     fprintf(f, "exclude: %s\n", ex[0] ? ex : "(none)");
 }

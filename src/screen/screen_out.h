@@ -35,8 +35,19 @@ void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row);
 int cp_screen_add_rows(cp_screen_t *s, const collprof_link_row_t *rows, size_t n,
                        const char *backend, int random);
 
-/** The exit status rows say: 0 healthy, 1 something flagged, 2 inconclusive (or no rows). */
+/** The exit status rows say: 0 healthy, 1 something flagged, 2 inconclusive (or no rows, or
+ * a backend's screen with a large part of its nodes slow: cp_screen_large_slow). */
 int cp_screen_status(const collprof_screen_row_t *rows, size_t n);
+
+/**
+ * 1 when the rows of the backend of row `at` (rows of one backend are consecutive) were judged
+ * against the screen's own reference and more than CP_SCREEN_LARGE_SLOW of its judged nodes
+ * (healthy or slow) are slow: what the screen calls healthy is then its fastest part, which a
+ * baseline must confirm, and its slow nodes are not flagged (exit status 2, nothing drained).
+ * *slow and *judged the counts (either may be NULL).
+ */
+int cp_screen_large_slow(const collprof_screen_row_t *rows, size_t n, size_t at, int *slow,
+                         int *judged);
 
 /** 1 when row is a node to exclude (slow or unreachable). */
 int cp_screen_excluded(const collprof_screen_row_t *row);

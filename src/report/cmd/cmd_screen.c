@@ -322,6 +322,35 @@ static void print_json(FILE *out, const char *path, const collprof_screen_row_t 
 
 /* ---- the run's pairs judged again --------------------------------------------------------- */
 
+/* The screen of rows [first, end) with options o into s (cp_screen_init'ed here), its pairs
+ * from f's /links, the unreachable marked, names[node] its host; *bad the schedule check's.
+ * As cp_screen_add_rows, or -3 when s could not be set up (nothing to free). */
+static int load(cp_screen_t *s, const cp_screen_opts_t *o, const cp_report_file_t *f,
+                const collprof_screen_row_t *rows, size_t first, size_t end, const char **names,
+                int *bad)
+{
+    int n = 0;
+    for (size_t i = first; i < end; i++) {
+        int top = !strcmp(rows[i].what, "node") ? rows[i].node_a : rows[i].node_b;
+        n = top + 1 > n ? top + 1 : n;
+    }
+    if (cp_screen_init(s, n, o) != 0) {
+        return -3;
+    }
+    for (size_t i = first; i < end; i++) {
+        if (!strcmp(rows[i].what, "node")) {
+            names[rows[i].node_a] = rows[i].host_a;
+            if (!strcmp(rows[i].verdict, "unreachable")) {
+                cp_screen_unreachable(s, rows[i].node_a);
+            }
+        }
+    }
+    int rc =
+        cp_screen_add_rows(s, f->links, f->nlinks, rows[first].backend, cp_screen_random_rounds(s));
+    *bad = rc >= 0 ? cp_screen_schedule_check(s) : -1;
+    return rc;
+}
+
 /*
  * Judge again backend's screen of f, its rows [first, end) of the run's verdict, against
  * the baseline: its pairs rebuilt from /links, judged, attributed and decided by the screen's
@@ -351,21 +380,17 @@ static int rejudge(const settings_t *st, const cp_report_file_t *f, const cp_rep
     o.baseline = j->ref.ref;
     cp_screen_t s;
     const char **names = calloc((size_t)n + 1, sizeof(char *));
-    if (names == NULL || cp_screen_init(&s, n, &o) != 0) {
+    int bad = -1, rc = names == NULL ? -1 : load(&s, &o, f, rows, first, end, names, &bad);
+    if (rc >= 0 && bad >= 0 && n <= CP_SCREEN_SMALL_NODES) { /* written before the small round */
+        cp_screen_free(&s);
+        o.small_round = 0;
+        rc = load(&s, &o, f, rows, first, end, names, &bad);
+    }
+    if (rc == -3) {
         free(names);
         cp_report_error("screen: out of memory");
         return CP_REPORT_EXIT_BAD;
     }
-    for (size_t i = first; i < end; i++) {
-        if (!strcmp(rows[i].what, "node")) {
-            names[rows[i].node_a] = rows[i].host_a;
-            if (!strcmp(rows[i].verdict, "unreachable")) {
-                cp_screen_unreachable(&s, rows[i].node_a);
-            }
-        }
-    }
-    int rc = cp_screen_add_rows(&s, f->links, f->nlinks, h->backend, cp_screen_random_rounds(&s));
-    int bad = rc >= 0 ? cp_screen_schedule_check(&s) : -1;
     if (rc == -2) {
         cp_report_error("screen: %s: a /links row of backend %s names a node outside its "
                         "screen (%d nodes) or a negative round",

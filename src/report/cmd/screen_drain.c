@@ -100,8 +100,12 @@ typedef struct pick {
 static pick_t *picks(const collprof_screen_row_t *rows, size_t n, size_t *np)
 {
     pick_t *p = calloc(n + 1, sizeof(*p));
+    int large = 0;
     *np = 0;
     for (size_t i = 0; p != NULL && i < n; i++) {
+        if (i == 0 || strcmp(rows[i].backend, rows[i - 1].backend) != 0) {
+            large = cp_screen_large_slow(rows, n, i, NULL, NULL); /* its slow ones: not drained */
+        }
         if (strcmp(rows[i].what, "node") != 0) {
             continue;
         }
@@ -112,7 +116,7 @@ static pick_t *picks(const collprof_screen_row_t *rows, size_t n, size_t *np)
         if (k == *np) {
             p[(*np)++] = (pick_t){rows[i].host_a, i, 0, 1, 0, 0, 0};
         }
-        int bad = cp_screen_excluded(&rows[i]);
+        int bad = cp_screen_excluded(&rows[i]) && !(large && !strcmp(rows[i].verdict, "slow"));
         p[k].row = bad && !p[k].flagged ? i : p[k].row;
         p[k].flagged |= bad;
         p[k].healthy &= !strcmp(rows[i].verdict, "healthy");
