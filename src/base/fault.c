@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/util.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,23 @@ int cp_fault_nomem(int rank, int cell)
     return fault_rank_cell("nomem", rank, cell);
 }
 
+int cp_fault_idlestop(int rank, int round)
+{
+    const char *a = fault_args("idlestop");
+    if (a == NULL || *a == '\0' || atoi(a) != rank) {
+        return 0;
+    }
+    const char *colon = strchr(a, ':');
+    return round >= (colon != NULL ? atoi(colon + 1) : 2);
+}
+
+void cp_fault_stop_now(int rank, int round)
+{
+    cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d stops (SIGSTOP) before screen round %d", rank,
+           round);
+    raise(SIGSTOP);
+}
+
 void cp_fault_spin(long us)
 {
     double until = cp_now_us() + (double)us;
@@ -168,7 +186,8 @@ static int skip_opt_number(const char **p)
 static int fault_args_ok(const char *kind, const char *a)
 {
     if (a[-1] != ':') { /* the kind alone */
-        return strcmp(kind, "slowrep") != 0 && strcmp(kind, "wrongiter") != 0;
+        return strcmp(kind, "slowrep") != 0 && strcmp(kind, "wrongiter") != 0 &&
+               strcmp(kind, "idlestop") != 0;
     }
     if (strcmp(kind, "slowrep") == 0) {
         do {
@@ -194,7 +213,7 @@ static int fault_args_ok(const char *kind, const char *a)
 int cp_fault_check(char *err, size_t len)
 {
     static const char *kinds[] = {"wrong", "exit",  "slowrep", "slowcoll", "slow",
-                                  "hang",  "nomem", "rogue",   NULL};
+                                  "hang",  "nomem", "rogue",   "idlestop", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -217,7 +236,8 @@ int cp_fault_check(char *err, size_t len)
              "wrongiter:ITER[:RANK], exit[:RANK], "
              "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
              "nomem[:RANK[:CELL]], "
-             "slowrep:LIST[:USEC] or rogue[:RANK] (tests only; unset it for a real run)",
+             "slowrep:LIST[:USEC], rogue[:RANK] or idlestop:RANK[:ROUND] (tests only; unset it "
+             "for a real run)",
              f, strlen(f) > 40 ? "..." : "");
     return -1;
 }
