@@ -123,14 +123,14 @@ int cp_fault_nomem(int rank, int cell)
     return fault_rank_cell("nomem", rank, cell);
 }
 
-int cp_fault_idlestop(int rank, int round)
+int cp_fault_idlestop(int rank, int round, int member)
 {
     const char *a = fault_args("idlestop");
     if (a == NULL || *a == '\0' || atoi(a) != rank) {
         return 0;
     }
-    const char *colon = strchr(a, ':');
-    return round >= (colon != NULL ? atoi(colon + 1) : 2);
+    const char *c1 = strchr(a, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+    return round >= (c1 != NULL ? atoi(c1 + 1) : 2) && member == (c2 != NULL ? atoi(c2 + 1) : 0);
 }
 
 void cp_fault_stop_now(int rank, int round)
@@ -207,6 +207,9 @@ static int fault_args_ok(const char *kind, const char *a)
     if (two && skip_opt_number(&a) != 0) {
         return 0;
     }
+    if (strcmp(kind, "idlestop") == 0 && skip_opt_number(&a) != 0) { /* :MEMBER */
+        return 0;
+    }
     return *a == '\0';
 }
 
@@ -231,14 +234,15 @@ int cp_fault_check(char *err, size_t len)
             break;
         }
     }
-    snprintf(err, len,
-             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
-             "wrongiter:ITER[:RANK], exit[:RANK], "
-             "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
-             "nomem[:RANK[:CELL]], "
-             "slowrep:LIST[:USEC], rogue[:RANK] or idlestop:RANK[:ROUND] (tests only; unset it "
-             "for a real run)",
-             f, strlen(f) > 40 ? "..." : "");
+    snprintf(
+        err, len,
+        "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
+        "wrongiter:ITER[:RANK], exit[:RANK], "
+        "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
+        "nomem[:RANK[:CELL]], "
+        "slowrep:LIST[:USEC], rogue[:RANK] or idlestop:RANK[:ROUND[:MEMBER]] (tests only; unset it "
+        "for a real run)",
+        f, strlen(f) > 40 ? "..." : "");
     return -1;
 }
 

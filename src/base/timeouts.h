@@ -72,11 +72,17 @@ static inline double cp_tmo_screen_silent(double deadline_s)
 {
     return deadline_s + CP_TMO_SCREEN_SILENT_S;
 }
-/** How long a group's member 0 accepts its members: at least rank 0's silence limit. */
+/** How long a group's member 0 accepts its members: at least rank 0's silence limit.  It is
+ *  silent meanwhile, so rank 0 counts its silence from where a pair deadline's accept would
+ *  have ended (its limit: the accept plus CP_TMO_SCREEN_SILENT_S), and its own watchdog,
+ *  last fed as the plan came, waits the deadline plus CP_TMO_SCREEN_WD_MARGIN_S: longer. */
 static inline double cp_tmo_screen_accept(double deadline_s)
 {
     return cp_tmo_screen_silent(deadline_s);
 }
+_Static_assert(CP_TMO_SCREEN_SILENT_S < CP_TMO_SCREEN_WD_MARGIN_S,
+               "a member 0's accept (the deadline + CP_TMO_SCREEN_SILENT_S) must end before its "
+               "watchdog fires (the deadline + CP_TMO_SCREEN_WD_MARGIN_S)");
 
 /* ---- outside cells (start-up, finish; src/run/rank.c) --------------------
  *

@@ -18,21 +18,26 @@ static int check(const char *f)
 
 int main(void)
 {
-    ok(check("idlestop:3") == 0 && check("idlestop:3:4") == 0, "idlestop:RANK[:ROUND] accepted");
+    ok(check("idlestop:3") == 0 && check("idlestop:3:4") == 0 && check("idlestop:3:4:1") == 0,
+       "idlestop:RANK[:ROUND[:MEMBER]] accepted");
     ok(check("idlestop") != 0 && check("idlestop:") != 0 && check("idlestop:x") != 0 &&
-           check("idlestop:1:2:3") != 0 && check("idlestop:1:") != 0,
-       "idlestop without a rank, with a bad number or a third field: refused");
+           check("idlestop:1:2:3:4") != 0 && check("idlestop:1:") != 0 &&
+           check("idlestop:1:2:") != 0,
+       "idlestop without a rank, with a bad number or a fourth field: refused");
 
-    setenv("COLLPROF_FAULT", "idlestop:3", 1); /* ROUND defaults to 2 */
-    ok(!cp_fault_idlestop(3, 1) && cp_fault_idlestop(3, 2) && cp_fault_idlestop(3, 5),
+    setenv("COLLPROF_FAULT", "idlestop:3", 1); /* ROUND defaults to 2, MEMBER to 0 */
+    ok(!cp_fault_idlestop(3, 1, 0) && cp_fault_idlestop(3, 2, 0) && cp_fault_idlestop(3, 5, 0),
        "idlestop:3: rank 3 from round 2 on");
-    ok(!cp_fault_idlestop(2, 2) && !cp_fault_idlestop(0, 2), "idlestop:3: no other rank");
+    ok(!cp_fault_idlestop(3, 2, 1), "idlestop:3: as member 0 only");
+    ok(!cp_fault_idlestop(2, 2, 0) && !cp_fault_idlestop(0, 2, 0), "idlestop:3: no other rank");
     setenv("COLLPROF_FAULT", "idlestop:1:4", 1);
-    ok(!cp_fault_idlestop(1, 3) && cp_fault_idlestop(1, 4), "idlestop:1:4: from round 4");
+    ok(!cp_fault_idlestop(1, 3, 0) && cp_fault_idlestop(1, 4, 0), "idlestop:1:4: from round 4");
+    setenv("COLLPROF_FAULT", "idlestop:7:2:1", 1);
+    ok(cp_fault_idlestop(7, 2, 1) && !cp_fault_idlestop(7, 2, 0), "idlestop:7:2:1: as member 1");
     setenv("COLLPROF_FAULT", "slow:1", 1);
-    ok(!cp_fault_idlestop(1, 4), "another fault: no idlestop");
+    ok(!cp_fault_idlestop(1, 4, 0), "another fault: no idlestop");
     unsetenv("COLLPROF_FAULT");
-    ok(!cp_fault_idlestop(1, 4), "unset: no idlestop");
+    ok(!cp_fault_idlestop(1, 4, 0), "unset: no idlestop");
 
     int fine = 1;
     for (double d = 0.5; d <= 600; d *= 2) {

@@ -202,9 +202,9 @@ static int leader_round(cp_pairs_run_t *pr, const screen_msg_t *m)
     res.round = m->round;
     res.partner = m->partner;
     static int stopped; /* COLLPROF_FAULT=idlestop: once */
-    if (m->gsize >= 2 && m->gidx == 0 && m->run == RUN_PAIR && !stopped &&
-        cp_fault_idlestop(b->rank, m->round + 1)) {
-        stopped = 1; /* stopped while idle: the plan unread, as member 0 of its pair */
+    if (m->gsize >= 2 && m->run == RUN_PAIR && !stopped &&
+        cp_fault_idlestop(b->rank, m->round + 1, m->gidx)) {
+        stopped = 1; /* stopped while idle: the plan unread, as a member of its pair */
         cp_fault_stop_now(b->rank, m->round + 1);
     }
     if (m->gsize >= 2) {

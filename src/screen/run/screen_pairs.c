@@ -103,6 +103,7 @@ static void pub_done(cp_pairs_run_t *pr, int nd, int round)
         return;
     }
     const screen_msg_t *m = &pr->got[nd];
+    pr->lost_idle = pr->gone[nd] == 1 ? nd : pr->lost_idle;
     send_go(pr, g, round, pr->gone[nd] != 1 && m->type == MSG_PUB ? m->addr : NULL);
 }
 
@@ -159,6 +160,11 @@ static void collect(cp_pairs_run_t *pr, int want, int round)
             continue;
         }
         pr->heard[q] = cp_now_s();
+        if (m.type == MSG_PUB && want == MSG_PUB && m.addr[0] != '\0') {
+            /* it accepts its members now, silent for up to its accept: its silence limit
+             * counts from where the accept would have ended for the pair deadline */
+            pr->heard[q] += cp_tmo_screen_accept(pr->deadline) - pr->deadline;
+        }
         if (m.type == want || m.type == MSG_RESULT) {
             pr->got[nd] = m;
             pr->wait[q] = 0;
@@ -206,6 +212,7 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
         pr->group[nd] = pr->gone[nd] == 1 || pr->lead[nd] < 0 ? -1 : pr->group[nd];
     }
     group_places(pr);
+    pr->lost_idle = -1;
     memset(pr->got, 0, sizeof(screen_msg_t) * (size_t)n);
     memset(pr->wait, 0, (size_t)b->nranks);
     double now = cp_now_s();
@@ -266,10 +273,11 @@ static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
 }
 
 /* Rank 0: one level of the validation (cp_valid_by_t): the groups of group_of[] run their
- * allreduce, each on its own context; a group fails when a member's failed or ran nothing;
- * its bus bandwidth from its slowest member's median (cp_screen_valid_busbw, as on every
- * backend).  A member that became unreachable here stops the level (-1, why): a node that
- * stopped is unreachable, never a culprit, and its group's others are not blamed. */
+ * allreduce, each on its own context; a group fails when a member's failed, ran nothing, or is
+ * unreachable (one that hangs in the allreduce: the halving names it); its bus bandwidth from
+ * its slowest member's median (cp_screen_valid_busbw, as on every backend).  A member 0 found
+ * unreachable before it published (a node stopped while idle) stops the level (-1, why): it
+ * is unreachable, never a culprit, and its group's others are not blamed. */
 static int valid_level(void *arg, const int *group_of, int level, int groups, cp_halve_t *h,
                        char *why, size_t wl)
 {
@@ -280,12 +288,10 @@ static int valid_level(void *arg, const int *group_of, int level, int groups, cp
     char what[48];
     snprintf(what, sizeof(what), "validation level %d", level);
     run_groups(pr, RUN_VALID, -1 - level, what);
-    for (int nd = 0; nd < n; nd++) {
-        if (group_of[nd] >= 0 && pr->gone[nd] == 1) {
-            snprintf(why, wl, "level %d: %s became unreachable: the level is not judged", level,
-                     b->hostnames[pr->lead[nd]]);
-            return -1;
-        }
+    if (pr->lost_idle >= 0) {
+        snprintf(why, wl, "level %d: %s became unreachable before its group ran: not judged", level,
+                 b->hostnames[pr->lead[pr->lost_idle]]);
+        return -1;
     }
     for (int k = 0; k < groups; k++) {
         int m = 0, failed = 0;
@@ -297,7 +303,7 @@ static int valid_level(void *arg, const int *group_of, int level, int groups, cp
             }
             const end_rec_t *e = &pr->got[nd].rec[0];
             m++;
-            failed |= pr->group[nd] != k ||
+            failed |= pr->gone[nd] == 1 || pr->group[nd] != k ||
                       (e->status != COLLPROF_CELL_OK && e->status != COLLPROF_CELL_WRONG);
             wrong += e->wrong;
             worst = e->p50 > worst ? e->p50 : worst;
