@@ -63,7 +63,7 @@ typedef struct cp_pairs_run {
     double *heard;       /* [nranks] when rank 0 last heard from the rank */
     unsigned char *wait; /* [nranks] rank 0 waits for a message from it */
     int nunreach;
-    int lost_idle;          /* this run's last member 0 found unreachable before it published, -1 */
+    int lost_idle;          /* a member 0 lost before it published (this run), -1 */
     cp_screen_valid_t *val; /* the validation's outcome (NULL: none) */
 } cp_pairs_run_t;
 
