@@ -345,8 +345,8 @@ static void evidence0(cp_screen_valid_t *v, int n, const char *const *names)
 }
 
 /* Rank 0, a level judged: each cap of the halving that this level hit, logged once with what
- * it dropped (logged: the caps already logged, bits): the time budget (stop), the failing
- * groups followed per level (max_fail), the links named (8). */
+ * it dropped (logged: the caps already logged, bits): the time budget (stop), the level
+ * bound (max_levels), the failing groups followed per level (max_fail), the links named (8). */
 static void caps_hit(cp_screen_valid_t *v, size_t lfirst, size_t lend, int stop, int *logged)
 {
     const cp_halve_t *h = &v->h;
@@ -358,7 +358,15 @@ static void caps_hit(cp_screen_valid_t *v, size_t lfirst, size_t lend, int stop,
         cp_log(CP_LOG_WARN, "screen validation: %s; what still fails is left unexplained", v->why);
         *logged |= 1;
     }
-    if (!stop && nf > h->opt.max_fail && !(*logged & 2)) {
+    int bound = h->g[lfirst].level + 1 >= h->opt.max_levels;
+    if (!stop && bound && nf > 0 && !(*logged & 8)) {
+        cp_log(CP_LOG_WARN,
+               "screen validation: the level bound (%d levels) is reached: %d failing group%s "
+               "left unexplained",
+               h->opt.max_levels, nf, nf == 1 ? "" : "s");
+        *logged |= 8;
+    }
+    if (!stop && !bound && nf > h->opt.max_fail && !(*logged & 2)) {
         cp_log(CP_LOG_WARN,
                "screen validation: level %d has %d failing groups, the halving follows %d a "
                "level: %d left unexplained",
