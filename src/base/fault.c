@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/util.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,23 @@ int cp_fault_nomem(int rank, int cell)
     return fault_rank_cell("nomem", rank, cell);
 }
 
+int cp_fault_idlestop(int rank, int round, int member)
+{
+    const char *a = fault_args("idlestop");
+    if (a == NULL || *a == '\0' || atoi(a) != rank) {
+        return 0;
+    }
+    const char *c1 = strchr(a, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+    return round >= (c1 != NULL ? atoi(c1 + 1) : 2) && member == (c2 != NULL ? atoi(c2 + 1) : 0);
+}
+
+void cp_fault_stop_now(int rank, int round)
+{
+    cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d stops (SIGSTOP) before screen round %d", rank,
+           round);
+    raise(SIGSTOP);
+}
+
 void cp_fault_spin(long us)
 {
     double until = cp_now_us() + (double)us;
@@ -168,7 +186,8 @@ static int skip_opt_number(const char **p)
 static int fault_args_ok(const char *kind, const char *a)
 {
     if (a[-1] != ':') { /* the kind alone */
-        return strcmp(kind, "slowrep") != 0 && strcmp(kind, "wrongiter") != 0;
+        return strcmp(kind, "slowrep") != 0 && strcmp(kind, "wrongiter") != 0 &&
+               strcmp(kind, "idlestop") != 0;
     }
     if (strcmp(kind, "slowrep") == 0) {
         do {
@@ -188,13 +207,16 @@ static int fault_args_ok(const char *kind, const char *a)
     if (two && skip_opt_number(&a) != 0) {
         return 0;
     }
+    if (strcmp(kind, "idlestop") == 0 && skip_opt_number(&a) != 0) { /* :MEMBER */
+        return 0;
+    }
     return *a == '\0';
 }
 
 int cp_fault_check(char *err, size_t len)
 {
     static const char *kinds[] = {"wrong", "exit",  "slowrep", "slowcoll", "slow",
-                                  "hang",  "nomem", "rogue",   NULL};
+                                  "hang",  "nomem", "rogue",   "idlestop", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -212,13 +234,15 @@ int cp_fault_check(char *err, size_t len)
             break;
         }
     }
-    snprintf(err, len,
-             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
-             "wrongiter:ITER[:RANK], exit[:RANK], "
-             "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
-             "nomem[:RANK[:CELL]], "
-             "slowrep:LIST[:USEC] or rogue[:RANK] (tests only; unset it for a real run)",
-             f, strlen(f) > 40 ? "..." : "");
+    snprintf(
+        err, len,
+        "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
+        "wrongiter:ITER[:RANK], exit[:RANK], "
+        "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
+        "nomem[:RANK[:CELL]], "
+        "slowrep:LIST[:USEC], rogue[:RANK] or idlestop:RANK[:ROUND[:MEMBER]] (tests only; unset it "
+        "for a real run)",
+        f, strlen(f) > 40 ? "..." : "");
     return -1;
 }
 

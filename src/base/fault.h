@@ -21,6 +21,12 @@
  *   rogue[:RANK]            before RANK (default 1) joins the control tree, it opens
  *                           two connections to its parent that do not prove the run's
  *                           secret: one silent, one with a wrong proof for RANK's slot
+ *   idlestop:RANK[:ROUND[:MEMBER]]  RANK's node leader in --screen (not rank 0) stops itself
+ *                           (SIGSTOP) as it gets the plan of the first pair round at or after
+ *                           ROUND (from 1, as the console counts them; default 2) in which it is
+ *                           member MEMBER (0, the default: the one that publishes the channel;
+ *                           1: the one that joins it) of its pair, before it reads anything
+ *                           else: a node stopped while idle, right before its next pair
  * RANK defaults to 0 (slow: every rank; rogue: 1).  COLLPROF_TEST_STAGED=1 fills and
  * checks host memory through host copies, as device memory is.
  */
@@ -47,6 +53,10 @@ long cp_fault_slow_repeat_us(int repeat);
 int cp_fault_hang(int rank, int cell);
 /** Does "nomem" apply to rank in cell? */
 int cp_fault_nomem(int rank, int cell);
+/** Does "idlestop" stop rank as member member of its pair in the screen's round (from 1)? */
+int cp_fault_idlestop(int rank, int round, int member);
+/** Stop this process now (SIGSTOP to itself), as the "idlestop" fault does. */
+void cp_fault_stop_now(int rank, int round);
 /** Busy-wait us microseconds (sleeping overshoots by milliseconds here). */
 void cp_fault_spin(long us);
 /** Stop this process's progress for good (the "exit" and "hang" faults). */

@@ -61,6 +61,29 @@ static inline double cp_tmo_screen_pair(double timeout_s)
     return timeout_s < 0 ? CP_TMO_SCREEN_PAIR_S : timeout_s;
 }
 
+/* Rank 0's silence limit and member 0's accept come from one constant, so that they cannot
+ * drift apart: rank 0 gives up on a silent member 0 of a group (and sends its other members
+ * a GO with no partner) after cp_tmo_screen_silent; a member 0 that did publish its channel
+ * accepts its members for as long (cp_tmo_screen_accept), so that no member that rank 0 still
+ * sends to a group finds its listener closed.  Rank 0 sends each group's GO as soon as that
+ * group's member 0 published, so a member 0 that stops costs its own group alone. */
+/** Rank 0's silence limit for a node with something to do, for pair deadline deadline_s. */
+static inline double cp_tmo_screen_silent(double deadline_s)
+{
+    return deadline_s + CP_TMO_SCREEN_SILENT_S;
+}
+/** How long a group's member 0 accepts its members: at least rank 0's silence limit.  It is
+ *  silent meanwhile, so rank 0 counts its silence from where a pair deadline's accept would
+ *  have ended (its limit: the accept plus CP_TMO_SCREEN_SILENT_S), and its own watchdog,
+ *  last fed as the plan came, waits the deadline plus CP_TMO_SCREEN_WD_MARGIN_S: longer. */
+static inline double cp_tmo_screen_accept(double deadline_s)
+{
+    return cp_tmo_screen_silent(deadline_s);
+}
+_Static_assert(CP_TMO_SCREEN_SILENT_S < CP_TMO_SCREEN_WD_MARGIN_S,
+               "a member 0's accept (the deadline + CP_TMO_SCREEN_SILENT_S) must end before its "
+               "watchdog fires (the deadline + CP_TMO_SCREEN_WD_MARGIN_S)");
+
 /* ---- outside cells (start-up, finish; src/run/rank.c) --------------------
  *
  * Boot, plan and backend initialisation, and closing the backends, take

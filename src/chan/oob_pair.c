@@ -10,6 +10,7 @@
 
 #include "chan/chan.h"
 #include "chan/tcp_tree.h"
+#include "base/timeouts.h"
 #include "collprof/status.h"
 
 #include <stdio.h>
@@ -48,7 +49,10 @@ cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int me, int n, double wait_s,
                            .nlocal = 1,
                            .hostname = b->hostname,
                            .star = 1,
-                           .wait_s = wait_s};
+                           .wait_s = wait_s,
+                           .accept_s = me == 0 && b->rank != 0 ? cp_tmo_screen_accept(wait_s) : 0};
+    /* a member 0 but rank 0 accepts as long as rank 0 waits for it (rank 0 hands its address
+     * on as it arrives); rank 0 tells its own group's members as it joins: the pair deadline */
     p->t = cp_tree_new(&spec, &p->pub, why, wlen);
     if (p->t == NULL) {
         free(ranks);

@@ -311,12 +311,13 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
     int lead = t->me == t->spec.leader, kids = lead ? t->spec.nlocal - 1 + t->spec.kid_nodes : 0;
     cp_tree_side_open(t); /* a leader below another: its side link first */
     int want = t->me == 0 ? t->n - 1 : t->order_cap - 1;
-    int got = kids > 0 || t->me == 0
-                  ? cp_tree_accept_kids(t, want, t->me == 0 ? t->n : kids,
-                                        cp_tree_join_wait(t, t->me == 0 || t->spec.kid_nodes > 0
-                                                                 ? CP_TMO_TREE_ROOT_WAIT_S
-                                                                 : CP_TMO_TREE_LEADER_WAIT_S))
-                  : 0;
+    double acc =
+        t->me == 0 && t->spec.accept_s > 0
+            ? t->spec.accept_s
+            : cp_tree_join_wait(t, t->me == 0 || t->spec.kid_nodes > 0 ? CP_TMO_TREE_ROOT_WAIT_S
+                                                                       : CP_TMO_TREE_LEADER_WAIT_S);
+    int got =
+        kids > 0 || t->me == 0 ? cp_tree_accept_kids(t, want, t->me == 0 ? t->n : kids, acc) : 0;
     if (t->me == 0) {
         if (got == want) {
             cp_tree_side_check(t);
@@ -324,7 +325,7 @@ int cp_tree_join(cp_tree_t *t, const cp_tcp_pub_t *parent, int same_host, char *
         verdict = got == want ? t->side_off ? VERDICT_NOSIDE : VERDICT_MAGIC : 0;
         if (got != want) {
             snprintf(why, wlen, "only %d of the %d other members connected within %.0f s", got,
-                     want, cp_tree_join_wait(t, CP_TMO_TREE_ROOT_WAIT_S));
+                     want, acc);
         }
     } else if (addr[0] == '\0') {
         snprintf(why, wlen, "%s",

@@ -74,6 +74,9 @@ typedef struct cp_tree_spec {
      *  it too (a stopped member is an error, never a hang: the screen's pairs); 0: the join's
      *  waits of timeouts.h, reads unbounded */
     double wait_s;
+    /** > 0: member 0 accepts the other members this long (else as the join's other waits);
+     *  the screen's groups: rank 0's silence limit (timeouts.h, cp_tmo_screen_accept) */
+    double accept_s;
 } cp_tree_spec_t;
 
 typedef struct cp_tcp_stats {

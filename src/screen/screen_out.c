@@ -110,8 +110,13 @@ void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row)
     } else if (!strcmp(row->kind, "latency")) {
         p->lat_us = row->time_p50_us;
     } else {
-        p->bw_gbs = row->time_p50_us > 0 ? (double)row->bytes / row->time_p50_us * 1e-3 : 0;
+        p->bw_gbs = cp_screen_row_bw_gbs(row);
     }
+}
+
+double cp_screen_row_bw_gbs(const collprof_link_row_t *row)
+{
+    return row->time_p50_us > 0 ? (double)row->bytes / row->time_p50_us * 1e-3 : 0;
 }
 
 /* qsort: rows (pointers to them) by round, then pair. */

@@ -26,6 +26,10 @@ int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const 
  */
 void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row);
 
+/** The bandwidth the verdict judges a pair by (GB/s): bytes / the row's p50 (0: none).  The
+ *  console's lines of a screen show it, not the row's bw_gbs (bytes / the mean). */
+double cp_screen_row_bw_gbs(const collprof_link_row_t *row);
+
 /**
  * The pairs of backend's /links rows added to s (cp_screen_init'ed for the nodes): a pair's
  * rows of one round make one pair, rounds below random in CP_SCREEN_RANDOM, the later ones in

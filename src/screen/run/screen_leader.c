@@ -12,6 +12,7 @@
 
 #include "boot/boot.h"
 #include "collprof/status.h"
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/timeouts.h"
@@ -200,6 +201,12 @@ static int leader_round(cp_pairs_run_t *pr, const screen_msg_t *m)
     res.type = MSG_RESULT;
     res.round = m->round;
     res.partner = m->partner;
+    static int stopped; /* COLLPROF_FAULT=idlestop: once */
+    if (m->gsize >= 2 && m->run == RUN_PAIR && !stopped &&
+        cp_fault_idlestop(b->rank, m->round + 1, m->gidx)) {
+        stopped = 1; /* stopped while idle: the plan unread, as a member of its pair */
+        cp_fault_stop_now(b->rank, m->round + 1);
+    }
     if (m->gsize >= 2) {
         if (m->run == RUN_PAIR) {
             cp_log(CP_LOG_INFO, "screen %s: with rank %d, on a context of the two", m->what,

@@ -6,13 +6,16 @@
  * Each round, rank 0 sends every node leader its partner (side messages over the TCP control
  * channel, cp_oob_side_*).  The lower rank of each pair opens a channel of the two
  * (cp_oob_pair_*: proven with the run's secret, every wait bounded by the pair deadline) and
- * sends rank 0 its address, which rank 0 hands to the higher rank; the two join, start a
+ * sends rank 0 its address, which rank 0 hands to the higher rank as soon as it arrives, each
+ * pair on its own (a member 0 that stops costs its own pair alone: its partner gets no
+ * partner when rank 0's silence limit for it passes, and a member 0 accepts for as long,
+ * timeouts.h cp_tmo_screen_accept); the two join, start a
  * context of the backend on the pair (COLLPROF_BACKEND_LOCAL_GROUPS: init over the pair's
  * channel alone, failing within the deadline), run the latency and the bandwidth tests alone
  * (cp_runner_t.alone: a paired sendrecv, timed and checked on each end), close it, and each
  * end sends rank 0 its figures.  A rank in a pair sends rank 0 signs of life; rank 0 sends the
  * waiting ranks signs of its own, which their watchdog counts as beats.  A node rank 0 did
- * not hear from for the pair deadline plus CP_TMO_SCREEN_SILENT_S while it had something to
+ * not hear from for its silence limit (cp_tmo_screen_silent) while it had something to
  * do, or whose connection closed, is unreachable: it gets no partner from then on, its pairs
  * are timeouts, and the screen goes on with the others.  At the end rank 0 tells every leader
  * it reaches whether the job is whole; when it is not, no collective of the whole job follows
@@ -25,6 +28,7 @@
 #include "collprof/status.h"
 #include "base/log.h"
 #include "screen/screen.h"
+#include "screen/screen_out.h"
 #include "screen/run/screen_pairs_int.h"
 #include "screen/run/screen_run_int.h"
 #include "screen/run/screen_valid.h"
@@ -69,36 +73,79 @@ static int send_to(cp_pairs_run_t *pr, int nd, const screen_msg_t *m)
     return 0;
 }
 
-/* Rank 0: wait until no rank in pr->wait is left: each sent a message of type want (kept in
- * got[its node]; a RESULT ends a wait for a PUB too), or its node is unreachable. */
-static void collect(cp_pairs_run_t *pr, int want)
+/* Rank 0: group g's members but member 0 told where to join: at, member 0's channel, or
+ * nowhere (NULL or "": partner -1, they sit the run out and blame nobody). */
+static void send_go(cp_pairs_run_t *pr, int g, int round, const char *at)
+{
+    int o = pr->m0[g];
+    int up = at != NULL && at[0] != '\0' && pr->gone[o] != 1;
+    for (int nd = pr->gnext[o]; nd >= 0; nd = pr->gnext[nd]) {
+        if (pr->lead[nd] <= 0 || pr->gone[nd] == 1) {
+            continue;
+        }
+        screen_msg_t go;
+        memset(&go, 0, sizeof(go));
+        go.type = MSG_GO;
+        go.round = round;
+        go.partner = up ? pr->lead[o] : -1;
+        snprintf(go.addr, sizeof(go.addr), "%s", up ? at : "");
+        send_to(pr, nd, &go);
+    }
+}
+
+/* Rank 0, waiting for the member 0s' channels: node nd's wait ended (its PUB, a RESULT
+ * instead, or it went unreachable): its group's other members get their GO now, whatever the
+ * other groups do, so that a member 0 that stops costs its own group alone. */
+static void pub_done(cp_pairs_run_t *pr, int nd, int round)
+{
+    int g = pr->group[nd];
+    if (g < 0 || pr->m0[g] != nd || pr->gsize[g] < 2) {
+        return;
+    }
+    const screen_msg_t *m = &pr->got[nd];
+    pr->lost_idle = pr->gone[nd] == 1 ? nd : pr->lost_idle;
+    send_go(pr, g, round, pr->gone[nd] != 1 && m->type == MSG_PUB ? m->addr : NULL);
+}
+
+/* Rank 0: the ranks of pr->wait whose node is unreachable, or silent past the silence limit,
+ * no longer waited for (each PUB's group told at once); how many are still waited for. */
+static int still_waiting(cp_pairs_run_t *pr, int want, int round)
 {
     const cp_boot_t *b = pr->r->boot;
-    const double silent = pr->deadline + CP_TMO_SCREEN_SILENT_S;
+    const double silent = cp_tmo_screen_silent(pr->deadline), now = cp_now_s();
+    int waiting = 0;
+    for (int nd = 0; nd < b->nnodes; nd++) {
+        int q = pr->lead[nd];
+        if (q <= 0 || !pr->wait[q]) {
+            continue;
+        }
+        if (pr->gone[nd] != 0 || now - pr->heard[q] > silent) {
+            char why[96];
+            snprintf(why, sizeof(why), "nothing from it for %.0f s", now - pr->heard[q]);
+            mark_gone(pr, nd, pr->gone[nd] == 2 ? "its connection to rank 0 closed" : why);
+            pr->wait[q] = 0;
+            if (want == MSG_PUB) {
+                pub_done(pr, nd, round);
+            }
+            continue;
+        }
+        waiting++;
+    }
+    return waiting;
+}
+
+/* Rank 0: wait until no rank in pr->wait is left: each sent a message of type want (kept in
+ * got[its node]; a RESULT ends a wait for a PUB too), or its node is unreachable.  Waiting
+ * for PUBs (round: the plan's), each group's GO goes out as its member 0's wait ends. */
+static void collect(cp_pairs_run_t *pr, int want, int round)
+{
+    const cp_boot_t *b = pr->r->boot;
+    const double silent = cp_tmo_screen_silent(pr->deadline);
     double start = cp_now_s(); /* each gets a whole window from here: what waited is read first */
     for (int q = 1; q < b->nranks; q++) {
         pr->heard[q] = pr->wait[q] && pr->heard[q] < start ? start : pr->heard[q];
     }
-    for (;;) {
-        int waiting = 0;
-        double now = cp_now_s();
-        for (int nd = 0; nd < b->nnodes; nd++) {
-            int q = pr->lead[nd];
-            if (q <= 0 || !pr->wait[q]) {
-                continue;
-            }
-            if (pr->gone[nd] != 0 || now - pr->heard[q] > silent) {
-                char why[96];
-                snprintf(why, sizeof(why), "nothing from it for %.0f s", now - pr->heard[q]);
-                mark_gone(pr, nd, pr->gone[nd] == 2 ? "its connection to rank 0 closed" : why);
-                pr->wait[q] = 0;
-                continue;
-            }
-            waiting++;
-        }
-        if (waiting == 0) {
-            return;
-        }
+    while (still_waiting(pr, want, round) > 0) {
         cp_wd_beat(CP_WD_GATHER, pr->r->index, -1, 0, silent + CP_TMO_SCREEN_WD_MARGIN_S);
         cp_pairs_alive(pr); /* the leaders that wait for their next message */
         screen_msg_t m;
@@ -113,9 +160,17 @@ static void collect(cp_pairs_run_t *pr, int want)
             continue;
         }
         pr->heard[q] = cp_now_s();
+        if (m.type == MSG_PUB && want == MSG_PUB && m.addr[0] != '\0') {
+            /* it accepts its members now, silent for up to its accept: its silence limit
+             * counts from where the accept would have ended for the pair deadline */
+            pr->heard[q] += cp_tmo_screen_accept(pr->deadline) - pr->deadline;
+        }
         if (m.type == want || m.type == MSG_RESULT) {
             pr->got[nd] = m;
             pr->wait[q] = 0;
+            if (want == MSG_PUB) {
+                pub_done(pr, nd, round);
+            }
         }
     }
 }
@@ -134,7 +189,14 @@ static void group_places(cp_pairs_run_t *pr)
         pr->gidx[nd] = -1;
         if (g >= 0 && g < n) {
             pr->gidx[nd] = pr->gsize[g]++;
-            pr->m0[g] = pr->m0[g] < 0 ? nd : pr->m0[g];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) { /* each group's members as a list from its member 0 */
+        int nd = pr->order[i], g = pr->group[nd];
+        pr->gnext[nd] = -1;
+        if (g >= 0 && g < n) {
+            pr->gnext[nd] = pr->m0[g];
+            pr->m0[g] = nd;
         }
     }
 }
@@ -150,6 +212,7 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
         pr->group[nd] = pr->gone[nd] == 1 || pr->lead[nd] < 0 ? -1 : pr->group[nd];
     }
     group_places(pr);
+    pr->lost_idle = -1;
     memset(pr->got, 0, sizeof(screen_msg_t) * (size_t)n);
     memset(pr->wait, 0, (size_t)b->nranks);
     double now = cp_now_s();
@@ -177,22 +240,9 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
     cp_oob_pair_t *pp = mine ? cp_oob_pair_new(b, 0, pr->gsize[g0], pr->deadline, addr0,
                                                sizeof(addr0), why, sizeof(why))
                              : NULL;
-    collect(pr, MSG_PUB);
-    for (int nd = 0; nd < n; nd++) { /* the other members: where to join, or not */
-        int q = pr->lead[nd], g = pr->group[nd];
-        if (q <= 0 || pr->gone[nd] == 1 || g < 0 || pr->gsize[g] < 2 || pr->gidx[nd] == 0) {
-            continue;
-        }
-        int o = pr->m0[g];
-        screen_msg_t go;
-        memset(&go, 0, sizeof(go));
-        go.type = MSG_GO;
-        go.round = round;
-        const char *at = o == me ? (pp != NULL ? addr0 : "") : pr->got[o].addr;
-        int up = pr->gone[o] != 1 && at[0] != '\0' && (o == me || pr->got[o].type == MSG_PUB);
-        go.partner = up ? pr->lead[o] : -1;
-        snprintf(go.addr, sizeof(go.addr), "%s", up ? at : "");
-        send_to(pr, nd, &go);
+    collect(pr, MSG_PUB, round); /* every other group's GO as its member 0 publishes */
+    if (mine) {                  /* rank 0's own group: now, as rank 0 joins it */
+        send_go(pr, g0, round, pp != NULL ? addr0 : NULL);
     }
     for (int nd = 0; nd < n; nd++) { /* every leader that is reachable: its result */
         int q = pr->lead[nd];
@@ -209,7 +259,7 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
         cp_pairs_join_and_test(pr, pp, NULL, run, own->rec);
     }
     cp_oob_pair_free(pp);
-    collect(pr, MSG_RESULT);
+    collect(pr, MSG_RESULT, round);
 }
 
 /* Rank 0: a round of the pairing in pr->partner, as groups of two. */
@@ -224,18 +274,25 @@ static void run_pairs(cp_pairs_run_t *pr, int round, const char *what)
 
 /* Rank 0: one level of the validation (cp_valid_by_t): the groups of group_of[] run their
  * allreduce, each on its own context; a group fails when a member's failed, ran nothing, or is
- * unreachable; its bus bandwidth from its slowest member's median. */
+ * unreachable (one that hangs in the allreduce: the halving names it); its bus bandwidth from
+ * its slowest member's median (cp_screen_valid_busbw, as on every backend).  A member 0 found
+ * unreachable before it published (a node stopped while idle) stops the level (-1, why): it
+ * is unreachable, never a culprit, and its group's others are not blamed. */
 static int valid_level(void *arg, const int *group_of, int level, int groups, cp_halve_t *h,
                        char *why, size_t wl)
 {
     cp_pairs_run_t *pr = arg;
     const cp_boot_t *b = pr->r->boot;
     int n = b->nnodes;
-    (void)why, (void)wl;
     memcpy(pr->group, group_of, sizeof(int) * (size_t)n);
     char what[48];
     snprintf(what, sizeof(what), "validation level %d", level);
     run_groups(pr, RUN_VALID, -1 - level, what);
+    if (pr->lost_idle >= 0) {
+        snprintf(why, wl, "level %d: %s became unreachable before its group ran: not judged", level,
+                 b->hostnames[pr->lead[pr->lost_idle]]);
+        return -1;
+    }
     for (int k = 0; k < groups; k++) {
         int m = 0, failed = 0;
         uint64_t wrong = 0;
@@ -252,8 +309,7 @@ static int valid_level(void *arg, const int *group_of, int level, int groups, cp
             worst = e->p50 > worst ? e->p50 : worst;
         }
         cp_cell_t c = cp_screen_valid_cell(pr->cell[1], m > 0 ? m : 1, 0);
-        double bytes = (double)(c.count * 4);
-        double busbw = !failed && m > 1 && worst > 0 ? bytes / worst * 1e-3 * 2.0 * (m - 1) / m : 0;
+        double busbw = failed ? 0 : cp_screen_valid_busbw((double)(c.count * 4), m, worst);
         cp_halve_set(h, k, failed, wrong, busbw);
     }
     return 0;
@@ -343,11 +399,11 @@ static int round0(cp_pairs_run_t *pr, int phase, const char *what, cp_screen_out
                 return -1;
             }
             const collprof_link_row_t *row = &out->pairs.rows[out->pairs.nrows - 1];
-            if (progress != NULL) {
+            if (progress != NULL) { /* the figures the verdict judges: the p50s */
                 int ok = !strcmp(row->status, "ok");
                 fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", b->hostnames[pr->lead[na]],
-                        b->hostnames[pr->lead[nb]], row->bw_gbs, row->time_mean_us, ok ? "" : " ",
-                        ok ? "" : row->status);
+                        b->hostnames[pr->lead[nb]], cp_screen_row_bw_gbs(row), row->time_p50_us,
+                        ok ? "" : " ", ok ? "" : row->status);
             }
         }
         if (progress != NULL) {
@@ -356,6 +412,17 @@ static int round0(cp_pairs_run_t *pr, int phase, const char *what, cp_screen_out
         }
     }
     return cp_screen_add_round(pr->s, &out->pairs, from, phase, round);
+}
+
+int cp_screen_recheck_cap(int planned, int nr, int log)
+{
+    if (planned > 0 && log) {
+        cp_log(CP_LOG_WARN,
+               "screen: the recheck rounds' cap (%d, one per random round) is reached: %d "
+               "pair%s not run again; their links stay inconclusive",
+               nr, planned, planned == 1 ? "" : "s");
+    }
+    return planned < 0 ? planned : 0;
 }
 
 static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
@@ -374,7 +441,8 @@ static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
         rc = round0(pr, CP_SCREEN_CONFIRM, k == 0 ? "confirmation round" : "recheck round", out,
                     progress);
         cp_screen_judge_opt(s);
-        planned = rc != 0 ? -1 : k < nr ? cp_screen_plan_recheck(s, pr->partner) : 0;
+        planned = rc != 0 ? -1 : cp_screen_plan_recheck(s, pr->partner);
+        planned = k < nr ? planned : cp_screen_recheck_cap(planned, nr, 1);
     }
     if (pr->val != NULL && planned >= 0) { /* the validation, each group on its own context */
         cp_valid_by_t by = {.level = valid_level, .arg = pr};
@@ -447,12 +515,12 @@ int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, c
     pr.got = calloc(n, sizeof(screen_msg_t));
     pr.heard = calloc(nr, sizeof(double));
     pr.wait = calloc(nr, 1);
-    int *ints = malloc(sizeof(int) * 5 * n);
+    int *ints = malloc(sizeof(int) * 6 * n);
     int rc = -1;
     if (pr.gone != NULL && pr.partner != NULL && pr.got != NULL && pr.heard != NULL &&
         pr.wait != NULL && ints != NULL) {
         pr.group = ints, pr.gsize = ints + n, pr.gidx = ints + 2 * n, pr.m0 = ints + 3 * n;
-        pr.order = ints + 4 * n;
+        pr.order = ints + 4 * n, pr.gnext = ints + 5 * n;
         by_rank(lead, (int)n, pr.order);
         rc = run0(&pr, out, progress);
     }

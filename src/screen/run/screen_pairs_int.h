@@ -57,11 +57,13 @@ typedef struct cp_pairs_run {
     int *group;          /* [nnodes] this run's group of each node, -1: none */
     int *gsize, *gidx;   /* [nnodes] the group's size (by group), the node's index in it */
     int *m0;             /* [nnodes] each group's member 0 (its lowest rank's node) */
+    int *gnext;          /* [nnodes] the next node of the node's group (-1: the last) */
     int *order;          /* [nnodes] the nodes by ascending leader rank */
     screen_msg_t *got;   /* [nnodes] this round's messages: PUB, then RESULT */
     double *heard;       /* [nranks] when rank 0 last heard from the rank */
     unsigned char *wait; /* [nranks] rank 0 waits for a message from it */
     int nunreach;
+    int lost_idle;          /* a member 0 lost before it published (this run), -1 */
     cp_screen_valid_t *val; /* the validation's outcome (NULL: none) */
 } cp_pairs_run_t;
 

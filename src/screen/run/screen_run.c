@@ -157,7 +157,8 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
     for (int k = 0; planned > 0 && k <= nr; k++) {
         int rc = run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_CONFIRM,
                            k == 0 ? "confirmation round" : "recheck round", out, progress);
-        planned = rc < 0 ? -1 : k < nr ? agree_confirm(r, &s, nodes, 0, 1) : 0;
+        planned = rc < 0 ? -1 : agree_confirm(r, &s, nodes, 0, 1);
+        planned = k < nr ? planned : cp_screen_recheck_cap(planned, nr, r->boot->rank == 0);
         worst |= rc > 0;
     }
     /* the validation of the healthy nodes, as cells of the job (the pairs ran theirs) */

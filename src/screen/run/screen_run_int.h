@@ -19,4 +19,9 @@ int cp_screen_pairs_usable(const cp_runner_t *r, const cp_cell_t *lat);
 int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, cp_screen_t *s,
                     const int *lead, cp_screen_out_t *out, cp_screen_valid_t *val, FILE *progress);
 
+/* After the last recheck round the cap allows (nr: one per random round): planned, the
+ * pairs still planned, are dropped, logged once (when log) with how many; 0, or planned when
+ * negative (a failure). */
+int cp_screen_recheck_cap(int planned, int nr, int log);
+
 #endif /* COLLPROF_CORE_SCREEN_RUN_INT_H */

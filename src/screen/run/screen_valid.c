@@ -58,17 +58,22 @@ static int *members_of(const cp_boot_t *b, const int *group_of, int *n, int *me)
     return ranks;
 }
 
-/* Rank 0: group k's figures from the level's result: the per-iteration max over its ranks,
- * its median, busbw; its wrong elements; failed when the cell's first failing rank is in it
- * (the runner names that rank alone). */
+double cp_screen_valid_busbw(double bytes, int m, double slowest_p50_us)
+{
+    return m > 1 && slowest_p50_us > 0 ? bytes / slowest_p50_us * 1e-3 * 2.0 * (m - 1) / m : 0;
+}
+
+/* Rank 0: group k's figures from the level's result: busbw from its slowest member's median
+ * (cp_screen_valid_busbw); its wrong elements; failed when the cell's first failing rank is
+ * in it (the runner names that rank alone). */
 static void group_figures(const cp_boot_t *b, const int *group_of, int k, const cp_result_t *res,
                           uint64_t bytes, int bad, double *busbw, uint64_t *wrong, int *failed)
 {
     int iters = res->iters, m = 0;
-    double *t = calloc((size_t)(iters > 0 ? iters : 1), sizeof(double));
-    *busbw = 0;
+    double *t = calloc((size_t)(iters > 0 ? iters : 1), sizeof(double)), slowest = 0;
     *wrong = 0;
     *failed = t == NULL;
+    int rows = res->samples != NULL && res->srows == b->nranks && iters > 0;
     for (int q = 0; t != NULL && q < b->nranks; q++) {
         if (group_of[b->node_ids[q]] != k) {
             continue;
@@ -76,16 +81,14 @@ static void group_figures(const cp_boot_t *b, const int *group_of, int k, const 
         m++;
         *failed |= q == bad;
         *wrong += res->rank_wrong != NULL ? res->rank_wrong[q] : 0;
-        for (int i = 0; res->samples != NULL && res->srows == b->nranks && i < iters; i++) {
-            double x = res->samples[(size_t)q * (size_t)iters + (size_t)i];
-            t[i] = x > t[i] ? x : t[i];
+        if (rows) { /* this member's median, as each end of a pair takes its own (p50) */
+            memcpy(t, res->samples + (size_t)q * (size_t)iters, sizeof(double) * (size_t)iters);
+            cp_stats_t st;
+            cp_stats_compute(t, iters, &st);
+            slowest = st.p50 > slowest ? st.p50 : slowest;
         }
     }
-    if (t != NULL && m > 1 && iters > 0) {
-        cp_stats_t st;
-        cp_stats_compute(t, iters, &st);
-        *busbw = st.p50 > 0 ? (double)bytes / st.p50 * 1e-3 * 2.0 * (m - 1) / m : 0;
-    }
+    *busbw = *failed ? 0 : cp_screen_valid_busbw((double)bytes, m, slowest);
     free(t);
 }
 
@@ -341,6 +344,67 @@ static void evidence0(cp_screen_valid_t *v, int n, const char *const *names)
     }
 }
 
+/* Rank 0, a level judged: each cap of the halving that this level hit, logged once with what
+ * it dropped (logged: the caps already logged, bits): the time budget (stop), the level
+ * bound (max_levels), the failing groups followed per level (max_fail), the links named (8). */
+static void caps_hit(cp_screen_valid_t *v, size_t lfirst, size_t lend, int stop, int *logged)
+{
+    const cp_halve_t *h = &v->h;
+    int nf = 0;
+    for (size_t k = lfirst; k < lend; k++) {
+        nf += h->g[k].verdict == CP_HALVE_FAIL && !h->g[k].witness;
+    }
+    if (stop && !(*logged & 1)) {
+        cp_log(CP_LOG_WARN, "screen validation: %s; what still fails is left unexplained", v->why);
+        *logged |= 1;
+    }
+    int bound = h->g[lfirst].level + 1 >= h->opt.max_levels;
+    if (!stop && bound && nf > 0 && !(*logged & 8)) {
+        cp_log(CP_LOG_WARN,
+               "screen validation: the level bound (%d levels) is reached: %d failing group%s "
+               "left unexplained",
+               h->opt.max_levels, nf, nf == 1 ? "" : "s");
+        *logged |= 8;
+    }
+    if (!stop && !bound && nf > h->opt.max_fail && !(*logged & 2)) {
+        cp_log(CP_LOG_WARN,
+               "screen validation: level %d has %d failing groups, the halving follows %d a "
+               "level: %d left unexplained",
+               h->g[lfirst].level, nf, h->opt.max_fail, nf - h->opt.max_fail);
+        *logged |= 2;
+    }
+    if (h->nlinks >= (int)(sizeof(h->link_a) / sizeof(h->link_a[0])) && !(*logged & 4)) {
+        cp_log(CP_LOG_WARN,
+               "screen validation: %d links named, the most the halving keeps; any "
+               "further link is left unexplained",
+               h->nlinks);
+        *logged |= 4;
+    }
+}
+
+/* Rank 0: the level just run (lfirst .. lend) judged and the next planned: failed (it could
+ * not run: v->why says why), or stopped after spent s (the time budget; 0: not spent).  0,
+ * or -1 when out of memory. */
+static int judge0(cp_screen_valid_t *v, int failed, double spent, size_t lfirst, size_t lend,
+                  int *logged)
+{
+    if (spent > 0) {
+        snprintf(v->why, sizeof(v->why), "stopped after %.0f s (the budget: 60 s + 10 x level 0's)",
+                 spent);
+    }
+    if (failed) {
+        cp_log(CP_LOG_WARN, "screen validation: %s", v->why);
+        cp_halve_abort(&v->h);
+        return 0;
+    }
+    if (cp_halve_next(&v->h, spent > 0) < 0) {
+        cp_halve_abort(&v->h);
+        return -1;
+    }
+    caps_hit(v, lfirst, lend, spent > 0, logged);
+    return 0;
+}
+
 static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
                     cp_screen_valid_t *v, FILE *progress, const cp_valid_by_t *by)
 {
@@ -367,7 +431,7 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
         return m < 0 ? -1 : 0;
     }
     v->ran = 1;
-    int level = 0, ret = 0;
+    int level = 0, ret = 0, logged = 0;
     for (;;) {
         int groups = b->rank == 0 ? cp_halve_level(&v->h, group_of) : 0;
         size_t lfirst = b->rank == 0 ? v->h.lfirst : 0, lend = b->rank == 0 ? v->h.lend : 0;
@@ -392,17 +456,8 @@ static int validate(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const i
         if (b->rank == 0) {
             budget = level == 0 ? 60 + 10 * (cp_now_s() - tl) : budget;
             int stop = !failed && cp_now_s() - t0 > budget;
-            if (stop) {
-                snprintf(v->why, sizeof(v->why),
-                         "stopped after %.0f s (the budget: 60 s + 10 x level 0's)",
-                         cp_now_s() - t0);
-            }
-            if (failed) {
-                cp_halve_abort(&v->h);
-            } else if (cp_halve_next(&v->h, stop) < 0) {
-                ret = -1;
-                cp_halve_abort(&v->h);
-            }
+            ret = judge0(v, failed, stop ? cp_now_s() - t0 : 0, lfirst, lend, &logged) != 0 ? -1
+                                                                                            : ret;
             if (!failed) {
                 print_level(progress, &v->h, lfirst, lend, names, cp_now_s() - tl);
             }

@@ -53,6 +53,12 @@ typedef struct cp_valid_by {
 int cp_screen_validate_by(cp_runner_t *r, const cp_cell_t *bw, cp_screen_t *s, const int *lead,
                           cp_screen_valid_t *v, FILE *progress, const cp_valid_by_t *by);
 
+/** A validation group's bus bandwidth in GB/s: an allreduce of bytes over m members whose
+ *  slowest member's median time is slowest_p50_us (0: not measured, or fewer than 2).  The
+ *  one definition of a group's figure, whatever drives the level (run_level on a backend
+ *  with a communicator of the job, the screen's pairs on one with groups of their own). */
+double cp_screen_valid_busbw(double bytes, int m, double slowest_p50_us);
+
 /** The allreduce cell of a level from the screen's bandwidth cell (float32, the same bytes),
  *  for a group of n ranks where this rank is me. */
 cp_cell_t cp_screen_valid_cell(const cp_cell_t *bw, int n, int me);
