@@ -33,33 +33,6 @@ const char *cp_screen_verdict_name(int v)
     return v >= 0 && v < (int)(sizeof(names) / sizeof(names[0])) ? names[v] : "?";
 }
 
-int cp_screen_outcome_of(const char *status)
-{
-    return !strcmp(status, "ok")            ? CP_SCREEN_MEASURED
-           : !strcmp(status, "wrong")       ? CP_SCREEN_WRONG
-           : !strcmp(status, "timeout")     ? CP_SCREEN_TIMEOUT
-           : !strcmp(status, "unreachable") ? CP_SCREEN_PARTNER_GONE
-                                            : CP_SCREEN_NOSETUP;
-}
-
-const char *cp_screen_outcome_status(int outcome)
-{
-    static const char *const st[] = {"ok", "wrong", "timeout", "nosetup", "unreachable"};
-    return outcome >= 0 && outcome < (int)(sizeof(st) / sizeof(st[0])) ? st[outcome] : "?";
-}
-
-const char *cp_screen_outcome_words(int outcome)
-{
-    static const char *const words[] = {"measured", "wrong data", "timeout", "not set up",
-                                        "partner unreachable"};
-    return outcome >= 0 && outcome < (int)(sizeof(words) / sizeof(words[0])) ? words[outcome] : "?";
-}
-
-int cp_screen_outcome_judged(int outcome)
-{
-    return outcome == CP_SCREEN_MEASURED || outcome == CP_SCREEN_WRONG;
-}
-
 static void shuffle(uint64_t *x, int *v, int m);
 
 int cp_screen_init(cp_screen_t *s, int n, const cp_screen_opts_t *o)

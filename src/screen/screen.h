@@ -107,7 +107,7 @@ int cp_screen_outcome_of(const char *status);
  *  "unreachable" (cell statuses, include/collprof/vocab.h); "?" out of range. */
 const char *cp_screen_outcome_status(int outcome);
 /** The outcome's words in evidence: "measured", "wrong data", "timeout", "not set up",
- *  "partner unreachable"; "?" out of range. */
+ *  "unreachable"; "?" out of range. */
 const char *cp_screen_outcome_words(int outcome);
 /** 1 when a pair of this outcome is judged (MEASURED or WRONG). */
 int cp_screen_outcome_judged(int outcome);

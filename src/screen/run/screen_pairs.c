@@ -361,6 +361,18 @@ static int round0(cp_pairs_run_t *pr, int phase, const char *what, cp_screen_out
     return cp_screen_add_round(pr->s, &out->pairs, from, phase, round);
 }
 
+int cp_screen_repair_capped(int k, int m)
+{
+    if (k < CP_SCREEN_REPAIR_ROUNDS) {
+        return 0;
+    }
+    cp_log(CP_LOG_WARN,
+           "screen: re-pairing stopped at its cap of %d rounds with %d pair%s still to run: "
+           "a node with no measured pair is untested",
+           CP_SCREEN_REPAIR_ROUNDS, m, m == 1 ? "" : "s");
+    return 1;
+}
+
 static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
 {
     cp_screen_t *s = pr->s;

@@ -38,18 +38,6 @@ static int run_round(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, 
     return rc | rc2;
 }
 
-int cp_screen_repair_capped(int k, int m)
-{
-    if (k < CP_SCREEN_REPAIR_ROUNDS) {
-        return 0;
-    }
-    cp_log(CP_LOG_WARN,
-           "screen: re-pairing stopped at its cap of %d rounds with %d pair%s still to run: "
-           "a node with no measured pair is untested",
-           CP_SCREEN_REPAIR_ROUNDS, m, m == 1 ? "" : "s");
-    return 1;
-}
-
 /* Rank 0: plan the confirmation (recheck 0), the recheck round (1) or re-pairing round k - 2
  * (k >= 2, planned 0 after the cap) into nodes[] (-1 after its own failure: out of memory);
  * every rank: receive the count planned and the pairing.  The same answer everywhere. */
