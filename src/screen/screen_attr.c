@@ -515,8 +515,12 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
         const char *phase = p->phase == CP_SCREEN_CONFIRM  ? what
                             : p->phase == CP_SCREEN_REPAIR ? "re-paired"
                                                            : "random";
-        int w = snprintf(buf + at, len - at, "%s%s %.2fx with %s (%s%s%s)", sep,
-                         p->phase == CP_SCREEN_CONFIRM ? "confirm" : what, p->score, who, phase,
+        char score[16] = ""; /* a pair with no figure has no score */
+        if (judged(p)) {
+            snprintf(score, sizeof(score), " %.2fx", p->score);
+        }
+        int w = snprintf(buf + at, len - at, "%s%s%s with %s (%s%s%s)", sep,
+                         p->phase == CP_SCREEN_CONFIRM ? "confirm" : what, score, who, phase,
                          by ? ", " : "", by ? cp_path_name(p->path) : "");
         at += w > 0 ? (size_t)w : 0;
     }
