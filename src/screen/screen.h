@@ -34,6 +34,11 @@
  *  slow too, whoever it met: a cluster slow as a whole has no good node left.
  *  5. A node that did not answer within a pair's deadline is unreachable; it
  *     is never a reference and its partners are not blamed.
+ *  6. Only a measured pair is judged (cp_screen_outcome_t; wrong data counts as slow): a
+ *     pair that could not be set up, timed out or lost an end says nothing of either end.
+ *     After the random rounds, the nodes that lost pairs to a set-up failure meet other
+ *     partners in up to CP_SCREEN_REPAIR_ROUNDS re-pairing rounds (cp_screen_plan_repair);
+ *     a node with no judged pair is untested, never slow.
  */
 #ifndef COLLPROF_CORE_SCREEN_H
 #define COLLPROF_CORE_SCREEN_H
