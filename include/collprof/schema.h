@@ -122,7 +122,7 @@
     X(bw_gbs,       F64,    0, 0, "GB/s",   "bytes / mean time, each direction, 1e9 B/s")                \
     X(bw_best_gbs,  F64,    0, 0, "GB/s",   "bytes / the fastest iteration: what the link can do")       \
     X(wrong,        U64,    0, 0, "",       "wrong elements on the pair's two ranks")                    \
-    X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout")           \
+    X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout; a screen's: nosetup, unreachable") \
     X(error,        STR,  256, 0, "",       "why the pair gave no result, else empty")      \
     X(path,         STR,   16, 1, "",       "path class: same-switch, cross-switch (Slurm's tree topology) or any; empty: before 1.10")
 
@@ -139,7 +139,7 @@
     X(verdict,       STR,   16, 0, "",      "healthy, slow, unreachable, inconclusive or untested; verify: passed, failed, inconclusive or skipped") \
     X(score,         F64,    0, 0, "",      "node: median, link: worst of its pairs' min(bw/ref, ref lat/lat)")   \
     X(suspect,       I32,    0, 0, "",      "1 when the random rounds made it a suspect")                \
-    X(partners,      I32,    0, 0, "",      "partners measured in the random rounds")                    \
+    X(partners,      I32,    0, 0, "",      "judged partners in the random and re-pairing rounds")       \
     X(slow_partners, I32,    0, 0, "",      "of those, the slow ones")                                   \
     X(confirm_with,  I32,    0, 0, "",      "node of its confirmation pair, -1 when none")               \
     X(ref_bw_gbs,    F64,    0, 0, "GB/s",  "the reference bandwidth (median of the random rounds)")     \

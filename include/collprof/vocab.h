@@ -128,7 +128,9 @@ typedef enum collprof_shape {
     X(ERROR,       4, "error",       "the backend failed")                                           \
     X(SKIPPED,     5, "skipped",     "not run (backend failed to initialise, size too small)")       \
     X(TIMEOUT,     6, "timeout",     "an operation did not complete within the watchdog timeout")    \
-    X(INCOMPLETE,  7, "incomplete",  "the run stopped while it ran (a signal, a full disk)")
+    X(INCOMPLETE,  7, "incomplete",  "the run stopped while it ran (a signal, a full disk)")      \
+    X(NOSETUP,     8, "nosetup",     "a screen pair's channel or backend context could not be set up") \
+    X(UNREACHABLE, 9, "unreachable", "a screen pair's partner stopped answering")
 /* clang-format on */
 
 /* ---- the enums ---------------------------------------------------------- */

@@ -48,6 +48,11 @@ int cp_fault_exit(int rank)
     return fault_rank_is("exit", rank);
 }
 
+int cp_fault_nopair(int rank)
+{
+    return fault_rank_is("nopair", rank);
+}
+
 int cp_fault_rogue(int rank)
 {
     const char *a = fault_args("rogue");
@@ -203,7 +208,8 @@ static int fault_args_ok(const char *kind, const char *a)
     } else if (skip_number(&a) != 0) {
         return 0;
     }
-    int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0 && strcmp(kind, "rogue") != 0;
+    int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0 &&
+              strcmp(kind, "rogue") != 0 && strcmp(kind, "nopair") != 0;
     if (two && skip_opt_number(&a) != 0) {
         return 0;
     }
@@ -216,7 +222,7 @@ static int fault_args_ok(const char *kind, const char *a)
 int cp_fault_check(char *err, size_t len)
 {
     static const char *kinds[] = {"wrong", "exit",  "slowrep", "slowcoll", "slow",
-                                  "hang",  "nomem", "rogue",   "idlestop", NULL};
+                                  "hang",  "nomem", "rogue",   "idlestop", "nopair", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -240,7 +246,7 @@ int cp_fault_check(char *err, size_t len)
         "wrongiter:ITER[:RANK], exit[:RANK], "
         "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
         "nomem[:RANK[:CELL]], "
-        "slowrep:LIST[:USEC], rogue[:RANK] or idlestop:RANK[:ROUND[:MEMBER]] (tests only; unset it "
+        "slowrep:LIST[:USEC], rogue[:RANK], idlestop:RANK[:ROUND[:MEMBER]] or nopair[:RANK] (tests only; unset it "
         "for a real run)",
         f, strlen(f) > 40 ? "..." : "");
     return -1;

@@ -27,6 +27,9 @@
  *                           member MEMBER (0, the default: the one that publishes the channel;
  *                           1: the one that joins it) of its pair, before it reads anything
  *                           else: a node stopped while idle, right before its next pair
+ *   nopair[:RANK]           RANK, a node leader of --screen, closes each pair's (and
+ *                           validation group's) channel as soon as it formed: its pairs
+ *                           cannot be set up (the node is untested, its partners re-paired)
  * RANK defaults to 0 (slow: every rank; rogue: 1).  COLLPROF_TEST_STAGED=1 fills and
  * checks host memory through host copies, as device memory is.
  */
@@ -41,6 +44,8 @@ int cp_fault_wrong(int rank);
 int cp_fault_wrong_iter(int rank, int iter);
 /** Does "exit" apply to rank? */
 int cp_fault_exit(int rank);
+/** Does "nopair" apply to rank? */
+int cp_fault_nopair(int rank);
 /** Does "rogue" apply to rank? */
 int cp_fault_rogue(int rank);
 /** Microseconds "slow" adds to each timed operation of rank (0: none). */

@@ -2,6 +2,8 @@
 
 #include "screen/links.h"
 
+#include "screen/screen.h"
+
 #include "base/stats.h"
 
 #include <math.h>
@@ -167,7 +169,7 @@ void cp_links_matrix(const collprof_link_row_t *rows, size_t nrows, const char *
         int a = r->node_a, b = r->node_b;
         if (strcmp(r->backend, backend) != 0 || strcmp(r->kind, kind) != 0 || a < 0 || b < 0 ||
             a >= n || b >= n || a == b ||
-            (strcmp(r->status, "ok") != 0 && strcmp(r->status, "wrong") != 0)) {
+            !cp_screen_outcome_judged(cp_screen_outcome_of(r->status))) {
             continue;
         }
         m[a * n + b] = m[b * n + a] = time ? r->time_mean_us : r->bw_gbs;

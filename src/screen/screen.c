@@ -169,8 +169,8 @@ void cp_screen_unreachable(cp_screen_t *s, int node)
 static int usable(const cp_screen_t *s, const cp_screen_pair_t *p, int lat)
 {
     double x = lat ? p->lat_us : p->bw_gbs;
-    return p->phase == CP_SCREEN_RANDOM && p->status == CP_SCREEN_OK && x > 0 && s->reach[p->a] &&
-           s->reach[p->b];
+    return p->phase == CP_SCREEN_RANDOM && p->outcome == CP_SCREEN_MEASURED && x > 0 &&
+           s->reach[p->a] && s->reach[p->b];
 }
 
 /* The quantile of the nodes' fastest pairs that gives the healthy end's first estimate (high:
@@ -357,16 +357,17 @@ static int robust(const cp_screen_t *s, int lat, int cls, double *med, double *m
 }
 
 /* Score and slow flag of one pair against ref: slow when below thr x the reference and more
- * than z robust deviations (of the logarithm) below it, or when it failed. */
+ * than z robust deviations (of the logarithm) below it, or when its data was wrong; a pair
+ * with no figure (not set up, timed out, partner unreachable) is never slow. */
 static void judge_pair(const cp_screen_opts_t *o, const cp_screen_ref_t *ref, cp_screen_pair_t *p)
 {
     p->slow = 0;
     p->score = 0;
-    if (p->status == CP_SCREEN_FAILED) {
+    if (p->outcome == CP_SCREEN_WRONG) {
         p->slow = 1;
         return;
     }
-    if (p->status != CP_SCREEN_OK) {
+    if (p->outcome != CP_SCREEN_MEASURED) {
         return;
     }
     /* the pair's path class's figures where the reference has them, else every pair's */

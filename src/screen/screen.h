@@ -38,6 +38,11 @@
  *  reference: "a large part of the allocation is slow: judge against a baseline" (exit 2).
  *  5. A node that did not answer within a pair's deadline is unreachable; it
  *     is never a reference and its partners are not blamed.
+ *  6. Only a measured pair is judged (cp_screen_outcome_t; wrong data counts as slow): a
+ *     pair that could not be set up, timed out or lost an end says nothing of either end.
+ *     After the random rounds, the nodes that lost pairs to a set-up failure meet other
+ *     partners in up to CP_SCREEN_REPAIR_ROUNDS re-pairing rounds (cp_screen_plan_repair);
+ *     a node with no judged pair is untested, never slow.
  */
 #ifndef COLLPROF_CORE_SCREEN_H
 #define COLLPROF_CORE_SCREEN_H
@@ -100,28 +105,55 @@ typedef struct cp_screen_opts {
 /** Defaults: 3 rounds, thr 0.8, z 3, seed 1. */
 void cp_screen_opts_default(cp_screen_opts_t *o);
 
-/** What a pair test gave. */
-typedef enum cp_screen_status {
-    CP_SCREEN_OK = 0,      /**< measured, data exact */
-    CP_SCREEN_FAILED = 1,  /**< wrong data or a backend error: counts as slow */
-    CP_SCREEN_TIMEOUT = 2, /**< did not finish by its deadline */
-} cp_screen_status_t;
+/**
+ * What a pair test gave: its outcome, the one vocabulary of the runtime, the file's /links rows
+ * (cp_screen_outcome_of maps a row's status to it), the simulator and the attribution.  Only
+ * a MEASURED pair is judged slow or fast and a WRONG one counts as slow; the others say
+ * nothing of either end's speed (infrastructure is not slowness): a node whose pairs are all
+ * of them is "untested".
+ */
+typedef enum cp_screen_outcome {
+    CP_SCREEN_MEASURED = 0,    /**< measured, data exact (row status "ok") */
+    CP_SCREEN_WRONG = 1,       /**< measured, wrong data ("wrong"): counts as slow */
+    CP_SCREEN_TIMEOUT = 2,     /**< did not finish by its deadline ("timeout") */
+    CP_SCREEN_NOSETUP = 3,     /**< its channel or backend context could not be set up, or it
+                                    gave no figure ("nosetup"; "error", "skipped", any other) */
+    CP_SCREEN_PARTNER_GONE = 4 /**< an end stopped answering ("unreachable") */
+} cp_screen_outcome_t;
+
+/** The outcome a /links row's status names (the cell vocabulary, include/collprof/vocab.h):
+ *  "ok", "wrong", "timeout", "unreachable"; "nosetup" and every other status (an "error" of a
+ *  file before 1.11, "skipped", "unsupported") CP_SCREEN_NOSETUP. */
+int cp_screen_outcome_of(const char *status);
+/** The status a /links row of the outcome stores: "ok", "wrong", "timeout", "nosetup",
+ *  "unreachable" (cell statuses, include/collprof/vocab.h); "?" out of range. */
+const char *cp_screen_outcome_status(int outcome);
+/** The outcome's words in evidence: "measured", "wrong data", "timeout", "not set up",
+ *  "unreachable"; "?" out of range. */
+const char *cp_screen_outcome_words(int outcome);
+/** 1 when a pair of this outcome is judged (MEASURED or WRONG). */
+int cp_screen_outcome_judged(int outcome);
 
 /** The phase a pair ran in. */
 typedef enum cp_screen_phase {
     CP_SCREEN_RANDOM = 0,  /**< a random round */
     CP_SCREEN_CONFIRM = 1, /**< the confirmation round */
+    CP_SCREEN_REPAIR = 2,  /**< a re-pairing round (cp_screen_plan_repair): attributed as a
+                                random round's pair, not in the reference */
 } cp_screen_phase_t;
+
+/** Re-pairing rounds at most after the random rounds (cp_screen_plan_repair). */
+#define CP_SCREEN_REPAIR_ROUNDS 2
 
 /** One pair test: filled by the runner (or the simulator), judged by cp_screen_judge. */
 typedef struct cp_screen_pair {
     int a, b;         /**< node indices, a < b */
     int phase, round; /**< cp_screen_phase_t; the round, counted over the whole screen */
-    int status;       /**< cp_screen_status_t */
+    int outcome;      /**< cp_screen_outcome_t */
     double lat_us;    /**< small message: time of one exchange (0: not measured) */
     double bw_gbs;    /**< large message: bandwidth each way (0: not measured) */
     double score;     /**< min(bw / ref_bw, ref_lat / lat): 1 = as the reference */
-    int slow;         /**< judged slow (a failed pair is slow; a timeout is not judged) */
+    int slow;         /**< judged slow (a WRONG pair is slow; one not judged never is) */
     int path;         /**< cp_path_class_t of the two nodes (CP_PATH_ANY: no topology) */
 } cp_screen_pair_t;
 
@@ -131,7 +163,8 @@ typedef enum cp_screen_verdict {
     CP_SCREEN_SLOW = 1,         /**< flagged: slow, confirmed */
     CP_SCREEN_UNREACHABLE = 2,  /**< did not answer within a deadline */
     CP_SCREEN_INCONCLUSIVE = 3, /**< suspect, but no good node was left to confirm it */
-    CP_SCREEN_UNTESTED = 4,     /**< met nobody (fewer than 2 nodes answered) */
+    CP_SCREEN_UNTESTED = 4,     /**< no judged pair: its pairs could not be set up, timed out,
+                                     or its partners were unreachable; never drained */
 } cp_screen_verdict_t;
 
 /** "healthy", "slow", "unreachable", "inconclusive", "untested"; "?" out of range. */
@@ -208,8 +241,34 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner);
  */
 int cp_screen_plan_recheck(cp_screen_t *s, int *partner);
 
-/** After the confirmation round (added and judged): every node's and link's verdict.
- * Returns 0 healthy, 1 something flagged (slow or unreachable), 2 inconclusive. */
+/**
+ * After the random rounds (and after each re-pairing round), before the judgement: the
+ * partners of a re-pairing round (its pairs added as CP_SCREEN_REPAIR) into partner[n].  A
+ * reachable node with a pair that could not be set up (CP_SCREEN_NOSETUP) and fewer judged
+ * pairs (random and re-pairing rounds, cp_screen_outcome_judged) than it had random-round pairs
+ * with reachable partners meets a reachable node it has not met, free in this round: one
+ * without a set-up failure where there is one.  Pure: the same pairs give the same plan
+ * (collprof-report finds the re-pairing rounds of a file by it, cp_screen_replay).  The runner
+ * calls it at most CP_SCREEN_REPAIR_ROUNDS times, and once more to log the nodes the cap left
+ * short.  Returns the pairs planned (0: none), -1 when out of memory.
+ */
+int cp_screen_plan_repair(const cp_screen_t *s, int *partner);
+
+/**
+ * Pairs read back from a file (rounds from random on added as CP_SCREEN_CONFIRM): the rounds
+ * right after the random ones that are the re-pairing cp_screen_plan_repair plans from the
+ * pairs before them, at most CP_SCREEN_REPAIR_ROUNDS, marked CP_SCREEN_REPAIR.  Returns the
+ * rounds found, -1 when out of memory.
+ */
+int cp_screen_mark_repairs(cp_screen_t *s, int random);
+
+/**
+ * After the confirmation round (added and judged): every node's and link's verdict.  Only
+ * judged pairs (measured or wrong data) make a node slow or healthy; a reachable node with none
+ * is untested.  Returns 0 healthy, 1 something flagged (slow or unreachable, whatever else),
+ * 2 inconclusive (nothing flagged, and a node or link inconclusive or untested, or no
+ * reference).
+ */
 int cp_screen_decide(cp_screen_t *s);
 
 /**

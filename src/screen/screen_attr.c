@@ -24,15 +24,27 @@ static int other(const cp_screen_pair_t *p, int node)
     return p->a == node ? p->b : p->b == node ? p->a : -1;
 }
 
-/* Node's random-round pairs with reachable partners: *meas measured or failed, *slow slow. */
+/* 1 when p ran in a random or a re-pairing round (what the attribution counts). */
+static int early(const cp_screen_pair_t *p)
+{
+    return p->phase == CP_SCREEN_RANDOM || p->phase == CP_SCREEN_REPAIR;
+}
+
+/* 1 when p is judged: measured, or wrong data (only those tell anything of a node). */
+static int judged(const cp_screen_pair_t *p)
+{
+    return cp_screen_outcome_judged(p->outcome);
+}
+
+/* Node's judged random-round and re-pairing pairs with reachable partners (*meas), the slow
+ * ones (*slow). */
 static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
 {
     *meas = *slow = 0;
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         int o = other(p, node);
-        if (o < 0 || p->phase != CP_SCREEN_RANDOM || !s->reach[o] ||
-            p->status == CP_SCREEN_TIMEOUT) {
+        if (o < 0 || !early(p) || !s->reach[o] || !judged(p)) {
             continue;
         }
         (*meas)++;
@@ -47,7 +59,7 @@ void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, 
     int m = 0;
     for (size_t i = 0; i < s->npairs && m < 64; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (other(p, node) >= 0 && p->status != CP_SCREEN_TIMEOUT) {
+        if (other(p, node) >= 0 && judged(p)) {
             v[m++] = p->score;
         }
     }
@@ -77,8 +89,8 @@ static int find_links(cp_screen_t *s)
     }
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (p->phase == CP_SCREEN_RANDOM && p->slow && s->reach[p->a] && s->reach[p->b] &&
-            !s->suspect[p->a] && !s->suspect[p->b]) {
+        if (early(p) && p->slow && s->reach[p->a] && s->reach[p->b] && !s->suspect[p->a] &&
+            !s->suspect[p->b]) {
             s->link_a[s->nlinks] = p->a;
             s->link_b[s->nlinks] = p->b;
             s->link_verdict[s->nlinks++] = CP_SCREEN_INCONCLUSIVE;
@@ -98,7 +110,7 @@ static unsigned char *proven(const cp_screen_t *s)
     unsigned char *pv = calloc((size_t)s->n + 1, 1);
     for (size_t i = 0; pv != NULL && i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (s->reach[p->a] && s->reach[p->b] && p->status == CP_SCREEN_OK && !p->slow &&
+        if (s->reach[p->a] && s->reach[p->b] && p->outcome == CP_SCREEN_MEASURED && !p->slow &&
             p->score >= sqrt(s->opt.thr)) {
             pv[p->a] = pv[p->b] = 1;
         }
@@ -159,8 +171,7 @@ static int next_suspect(const cp_screen_t *s, int *meas, int *slow)
     memset(slow, 0, sizeof(int) * (size_t)s->n);
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (p->phase != CP_SCREEN_RANDOM || p->status == CP_SCREEN_TIMEOUT || !s->reach[p->a] ||
-            !s->reach[p->b]) {
+        if (!early(p) || !judged(p) || !s->reach[p->a] || !s->reach[p->b]) {
             continue;
         }
         if (!s->suspect[p->b]) { /* a pair with a suspect is explained by the suspect */
@@ -249,7 +260,7 @@ static int confirmed(const cp_screen_t *s, int node, int peer)
     if (!s->reach[node]) {
         return CP_SCREEN_UNREACHABLE;
     }
-    if (p == NULL || p->status == CP_SCREEN_TIMEOUT) {
+    if (p == NULL || !judged(p)) {
         return CP_SCREEN_INCONCLUSIVE;
     }
     return p->slow ? CP_SCREEN_SLOW : CP_SCREEN_HEALTHY;
@@ -296,8 +307,7 @@ int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
     planned += plan_late_confirm(s, partner);
     for (size_t i = 0; i < s->npairs && s->link_a != NULL; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (p->phase != CP_SCREEN_RANDOM || !p->slow || !s->reach[p->a] || !s->reach[p->b] ||
-            is_link(s, p->a, p->b)) {
+        if (!early(p) || !p->slow || !s->reach[p->a] || !s->reach[p->b] || is_link(s, p->a, p->b)) {
             continue;
         }
         /* a slow pair of a suspect its confirmation cleared, whose other end is not slow */
@@ -338,8 +348,7 @@ static double judged_median(const cp_screen_t *s, int node, int strict, int *m)
         for (size_t i = 0; i < s->npairs && *m < 64; i++) {
             const cp_screen_pair_t *p = &s->pairs[i];
             int o = other(p, node);
-            if (o >= 0 && s->reach[o] && p->status != CP_SCREEN_TIMEOUT &&
-                (all || !s->suspect[o])) {
+            if (o >= 0 && s->reach[o] && judged(p) && (all || !s->suspect[o])) {
                 v[(*m)++] = p->score;
             }
         }
@@ -469,7 +478,7 @@ int cp_screen_replay(cp_screen_t *s)
             const cp_screen_pair_t *p = &s->pairs[k];
             int o = other(p, i);
             if (p->phase == CP_SCREEN_CONFIRM && o >= 0 && s->reach[o] && !s->suspect[o] &&
-                p->status != CP_SCREEN_TIMEOUT) {
+                judged(p)) {
                 s->confirm_with[i] = o;
                 break;
             }
@@ -514,13 +523,43 @@ int cp_screen_decide_sweep(cp_screen_t *s)
 
 /* ---- words ------------------------------------------------------------------------------- */
 
+/* Why node was not tested, into buf ("" when it has a judged pair or is unreachable): "not
+ * tested: 3 pairs could not be set up, 1 partner unreachable; ".  Returns the length. */
+static size_t untested_words(const cp_screen_t *s, int node, char *buf, size_t len)
+{
+    static const char *const why[] = {"", "", "timed out", "could not be set up",
+                                      "had an unreachable partner"};
+    int n[5] = {0}, any = 0, meas, slow;
+    node_counts(s, node, &meas, &slow);
+    for (size_t i = 0; i < s->npairs && meas == 0 && s->reach[node]; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (other(p, node) >= 0 && p->outcome >= 0 && p->outcome < 5) {
+            n[p->outcome]++;
+            any = 1;
+        }
+    }
+    size_t at = 0;
+    for (int k = 0; k < 5 && any && at < len; k++) {
+        int w = !cp_screen_outcome_judged(k) && n[k] > 0
+                    ? snprintf(buf + at, len - at, "%s%d pair%s %s",
+                               at ? ", " : "not tested: ", n[k], n[k] == 1 ? "" : "s", why[k])
+                    : 0;
+        at += w > 0 ? (size_t)w : 0;
+    }
+    int w = at > 0 && at < len ? snprintf(buf + at, len - at, "; ") : 0;
+    at += w > 0 ? (size_t)w : 0;
+    return at < len ? at : (len > 0 ? len - 1 : 0);
+}
+
 void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names, char *buf,
                         size_t len)
 {
-    size_t at = 0;
+    size_t at = untested_words(s, node, buf, len);
     int by = cp_screen_by_class(&s->ref); /* the class where the pairs were judged by it */
-    buf[0] = '\0';
-    if (s->ref.pairs == 0 && s->ref.source == 0 && s->reach[node]) { /* what 2 nodes cannot tell */
+    if (at == 0 && len > 0) {
+        buf[0] = '\0';
+    }
+    if (at == 0 && s->ref.pairs == 0 && s->ref.source == 0 && s->reach[node]) {
         int w = snprintf(buf, len, "not judged: %s; ",
                          s->n == 2 ? "2 nodes meet once, and one slow pair cannot say which end "
                                      "is slow without a baseline (--baseline)"
@@ -528,26 +567,32 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
                                      "baseline (--baseline)");
         at = w > 0 && (size_t)w < len ? (size_t)w : 0;
     }
-    for (size_t i = 0; i < s->npairs && at < len; i++) {
+    for (size_t i = 0, start = at; i < s->npairs && at < len; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         int o = other(p, node);
         if (o < 0) {
             continue;
         }
+        const char *sep = at > start ? ", " : "";
         char who[64];
         if (names != NULL && names[o] != NULL) {
             snprintf(who, sizeof(who), "%s", names[o]);
         } else {
             snprintf(who, sizeof(who), "node %d", o);
         }
-        const char *what = p->status == CP_SCREEN_TIMEOUT  ? "timeout"
-                           : p->status == CP_SCREEN_FAILED ? "failed"
-                           : p->slow                       ? "slow"
-                                                           : "ok";
-        int w = snprintf(buf + at, len - at, "%s%s %.2fx with %s (%s%s%s)", at ? ", " : "",
-                         p->phase == CP_SCREEN_CONFIRM ? "confirm" : what, p->score, who,
-                         p->phase == CP_SCREEN_CONFIRM ? what : "random", by ? ", " : "",
-                         by ? cp_path_name(p->path) : "");
+        const char *what = p->outcome != CP_SCREEN_MEASURED ? cp_screen_outcome_words(p->outcome)
+                           : p->slow                        ? "slow"
+                                                            : "ok";
+        const char *phase = p->phase == CP_SCREEN_CONFIRM  ? what
+                            : p->phase == CP_SCREEN_REPAIR ? "re-paired"
+                                                           : "random";
+        char score[16] = ""; /* a pair with no figure has no score */
+        if (judged(p)) {
+            snprintf(score, sizeof(score), " %.2fx", p->score);
+        }
+        int w = snprintf(buf + at, len - at, "%s%s%s with %s (%s%s%s)", sep,
+                         p->phase == CP_SCREEN_CONFIRM ? "confirm" : what, score, who, phase,
+                         by ? ", " : "", by ? cp_path_name(p->path) : "");
         at += w > 0 ? (size_t)w : 0;
     }
 }

@@ -99,14 +99,26 @@ int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const 
     return 0;
 }
 
+/* How much an outcome says against the pair, to merge its two rows: the one that says most
+ * wins (an end gone, then wrong data, a timeout, no set-up, measured). */
+static int weight(int outcome)
+{
+    static const int w[] = {[CP_SCREEN_MEASURED] = 0,
+                            [CP_SCREEN_NOSETUP] = 1,
+                            [CP_SCREEN_TIMEOUT] = 2,
+                            [CP_SCREEN_WRONG] = 3,
+                            [CP_SCREEN_PARTNER_GONE] = 4};
+    return outcome >= 0 && outcome <= CP_SCREEN_PARTNER_GONE ? w[outcome] : 1;
+}
+
 void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row)
 {
-    int c = cp_path_parse(row->path);
+    int c = cp_path_parse(row->path), o = cp_screen_outcome_of(row->status);
     p->path = c < 0 ? CP_PATH_ANY : c; /* a class this collprof does not know: "any" */
-    if (!strcmp(row->status, "timeout")) {
-        p->status = CP_SCREEN_TIMEOUT;
-    } else if (strcmp(row->status, "ok") != 0 && p->status != CP_SCREEN_TIMEOUT) {
-        p->status = CP_SCREEN_FAILED;
+    if (weight(o) > weight(p->outcome)) {
+        p->outcome = o;
+    } else if (o != CP_SCREEN_MEASURED) {
+        /* the pair's outcome already says as much */
     } else if (!strcmp(row->kind, "latency")) {
         p->lat_us = row->time_p50_us;
     } else {
@@ -170,7 +182,7 @@ int cp_screen_add_rows(cp_screen_t *s, const collprof_link_row_t *rows, size_t n
         s->rounds_run = r->round + 1 > s->rounds_run ? r->round + 1 : s->rounds_run;
     }
     free(by);
-    return added;
+    return cp_screen_mark_repairs(s, random) < 0 ? -1 : added;
 }
 
 static int is(const collprof_screen_row_t *r, const char *verdict)

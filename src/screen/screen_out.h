@@ -20,9 +20,10 @@ int cp_screen_rows(const cp_screen_t *s, const char *backend, const char *const 
 
 /**
  * Merge one /links row of a pair, its latency or its bandwidth row, into p: the figure of a
- * row that is ok (lat_us: the latency row's p50; bw_gbs: bytes / the bandwidth row's p50), a
- * failed pair when a row is wrong or an error, a timed-out pair when one timed out.  The
- * runner and collprof-report read rows into pairs the same way.
+ * row that is ok (lat_us: the latency row's p50; bw_gbs: bytes / the bandwidth row's p50);
+ * the pair's outcome the row's (cp_screen_outcome_of) that says most against it (an end
+ * unreachable, wrong data, a timeout, not set up, measured).  The runner and collprof-report
+ * read rows into pairs the same way.
  */
 void cp_screen_pair_merge(cp_screen_pair_t *p, const collprof_link_row_t *row);
 
@@ -33,7 +34,8 @@ double cp_screen_row_bw_gbs(const collprof_link_row_t *row);
 /**
  * The pairs of backend's /links rows added to s (cp_screen_init'ed for the nodes): a pair's
  * rows of one round make one pair, rounds below random in CP_SCREEN_RANDOM, the later ones in
- * CP_SCREEN_CONFIRM, ordered by round; s->rounds_run the rounds seen.  Returns the pairs added,
+ * CP_SCREEN_CONFIRM, ordered by round, then the re-pairing rounds among those marked
+ * (cp_screen_mark_repairs); s->rounds_run the rounds seen.  Returns the pairs added,
  * -1 when out of memory, -2 when a row names a node outside s or a negative round.
  */
 int cp_screen_add_rows(cp_screen_t *s, const collprof_link_row_t *rows, size_t n,

@@ -101,12 +101,12 @@ cp_screen_pair_t cp_sim_pair(cp_sim_t *c, int a, int b, int phase, int round)
 {
     cp_screen_pair_t p = {.a = a, .b = b, .phase = phase, .round = round};
     p.path = cp_path_of(c->classes ? c->sw : NULL, a, b);
-    if (c->hung[a] || c->hung[b]) {
-        p.status = CP_SCREEN_TIMEOUT;
+    if (c->hung[a] || c->hung[b]) { /* as the runtime reports it: the end is gone */
+        p.outcome = CP_SCREEN_PARTNER_GONE;
         return p;
     }
-    if (c->nosetup[a] || c->nosetup[b]) { /* as the runtime reports it today: a failed pair */
-        p.status = CP_SCREEN_FAILED;
+    if (c->nosetup[a] || c->nosetup[b]) { /* as the runtime reports it: not set up */
+        p.outcome = CP_SCREEN_NOSETUP;
         return p;
     }
     double f = c->node_f[a] < c->node_f[b] ? c->node_f[a] : c->node_f[b];
@@ -293,6 +293,9 @@ int cp_sim_screen(cp_sim_t *c, const cp_screen_opts_t *o, int validate_on, cp_si
     for (int k = 0; k < nr; k++) {
         cp_screen_matching(s, k, partner);
         cp_sim_round(c, s, partner, CP_SCREEN_RANDOM);
+    }
+    for (int k = 0; k < CP_SCREEN_REPAIR_ROUNDS && cp_screen_plan_repair(s, partner) > 0; k++) {
+        cp_sim_round(c, s, partner, CP_SCREEN_REPAIR); /* pairs that could not be set up */
     }
     cp_screen_judge_opt(s);
     int planned = cp_screen_plan_confirm(s, partner);

@@ -8,7 +8,8 @@
  *
  * cp_sim_screen runs the real judgement (src/screen/screen.h, src/screen/halve.h) in the order
  * the runtime runs it (src/screen/run/screen_pairs.c, run0; screen_valid.c): the random
- * rounds' matchings of the seed, nobody paired with a node found unreachable, the judgement,
+ * rounds' matchings of the seed, nobody paired with a node found unreachable, at most
+ * CP_SCREEN_REPAIR_ROUNDS re-pairing rounds (cp_screen_plan_repair), the judgement,
  * the confirmation round and at most one recheck round per random round, the verdict, then
  * the validation collective over the survivors (level 0, its levels and witnesses, a group's
  * bus bandwidth that of a ring allreduce limited by its slowest member, link and spine, times
@@ -17,10 +18,10 @@
  * validation failed or inconclusive), and the exit status by cp_screen_status over those rows.
  * Rounds are counted as the rows count them: the pair rounds, plus the validation's levels.
  *
- * Today's runtime reports a pair that could not be set up as a failed pair (CP_SCREEN_FAILED,
- * "counts as slow"), and the model does the same; a node that stops answering times its pairs
- * out (CP_SCREEN_TIMEOUT) and is unreachable from then on.  The validation's time budget is
- * not modelled (no level stops for time).
+ * A pair with a node whose pairs cannot be set up is CP_SCREEN_NOSETUP, as the runtime
+ * reports it (never slow: the node ends untested, its partners re-paired); a node that stops
+ * answering gives its pairs CP_SCREEN_PARTNER_GONE and is unreachable from then on.  The
+ * validation's time budget is not modelled (no level stops for time).
  *
  * cp_sim_case_run runs one case over a range of seeds and counts what the verdicts got right.
  */
@@ -68,8 +69,8 @@ int cp_sim_link(cp_sim_t *c, int a, int b, double f);
 /** A uniform double in [0, 1) from the generator state *x (splitmix64). */
 double cp_sim_uniform(uint64_t *x);
 
-/** One pair test of a and b as the runtime reports it: timed out when an end is hung, failed
- *  when an end cannot be set up, else measured. */
+/** One pair test of a and b as the runtime reports it: partner unreachable when an end is
+ *  hung, not set up when an end cannot be set up, else measured. */
 cp_screen_pair_t cp_sim_pair(cp_sim_t *c, int a, int b, int phase, int round);
 
 /** One round of partner[] (a pair with an unreachable node does not run: both sit out), its

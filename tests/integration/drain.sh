@@ -8,6 +8,7 @@
 #    second screen's drains it, once; drained already, it is left as it is; a healthy
 #    verdict forgets its count;
 #  - a flagged node outside the run's allocation (the job's nodes without it) is refused;
+#  - an untested or unreachable node is never drained (a comment line says so);
 #  - the circuit breaker holds at its cap (10 % of a 20-node partition: 2), trips on the
 #    third drain in the window, stays tripped for the next screen, --reset-breaker resets it;
 #  - --resume touches only nodes of the run drained with a "collprof:" reason;
@@ -151,6 +152,15 @@ mkscreen "$WORK/f4.h5" 18 n3=healthy
 mkscreen "$WORK/f5.h5" 19 n2=slow
 mkscreen "$WORK/f6.h5" 20
 mkscreen "$WORK/f7.h5" 21
+mkscreen "$WORK/f8.h5" 22 n2=untested n4=unreachable
+
+# untested (no pair of it measured) and unreachable: never drained, said so
+rep screen "$WORK/f8.h5" --format drain
+[ "$rrc" -eq 1 ] && [ "$(grep -c '^scontrol' "$WORK/rout")" -eq 1 ] &&
+    grep -q '^scontrol update nodename=n3 state=drain ' "$WORK/rout" &&
+    grep -q '^# n2: untested: never drained (no pair of it was measured' "$WORK/rout" &&
+    grep -q '^# n4: unreachable: never drained (it stopped answering' "$WORK/rout"
+check "n2 untested, n4 unreachable: never drained (a comment line each), n3's line alone"
 
 apply "$WORK/f2.h5"
 [ "$rrc" -eq 1 ] && [ ! -s "$WORK/rerr" ] && [ "$(updates)" -eq 1 ] &&

@@ -13,7 +13,8 @@
 # throttled: the screen cannot tell, a baseline of the healthy run can, at run time and
 # afterwards (collprof-report screen --baseline on the run made without it).  The validation
 # allreduce passes over the healthy nodes (without a throttled one), and a node slow in
-# collectives alone (COLLPROF_FAULT=slowcoll) is named by its halving.  A node stopped
+# collectives alone (COLLPROF_FAULT=slowcoll) is named by its halving.  A node whose pairs
+# cannot be set up (COLLPROF_FAULT=nopair) is untested, never slow or drained.  A node stopped
 # (SIGSTOP) in the second round: on gloo or ofi (a context per pair) the screen goes on
 # without it, n4 unreachable (exit 1); on mpi the watchdog ends the screen with n4
 # unreachable and the others judged (exit 124).  One node: nothing to screen (exit 2).
@@ -125,6 +126,29 @@ EOF
         for p in $left; do kill -KILL "$p" 2>/dev/null; done
     fi
     unset COLLPROF_FAULT
+fi
+
+# ---- 1c. n4's pairs cannot be set up (COLLPROF_FAULT=nopair:3: rank 3, n4, closes each pair's
+# channel as soon as it formed; gloo, ofi: a context per pair): that is no slowness.  Its
+# partners meet other nodes in a re-pairing round, n4 meets two more and fails again (the cap
+# of 2 rounds, logged): n4 untested, the 7 others healthy, exit 2, nothing to exclude, and the
+# drain lines leave n4 alone
+if [ "$sanitized" != 1 ] && { [ "$B" = gloo ] || [ "$B" = ofi ]; }; then
+    export COLLPROF_FAULT=nopair:3
+    screen8 "$WORK/nopair" --seed 4 --timeout 10
+    unset COLLPROF_FAULT
+    [ "$rc" -eq 2 ] && grep -q '^untested  *n4: not tested: [0-9]* pairs could not be set up' "$out" &&
+        grep -q '^nodes: 7 healthy, 0 slow, 0 unreachable, 0 inconclusive, 1 untested' "$out" &&
+        grep -q '^exclude: (none)$' "$out" && grep -q '^# screen .*re-pairing round 2/2' "$out" &&
+        grep -q 'screen: re-pairing stopped at its cap of 2 rounds' "$d/err"
+    r=$?
+    ok $r "n4's pairs not set up: n4 untested, the 7 others healthy, re-paired, exit 2 (rc $rc, $took s)"
+    show $r
+    drc=0
+    "$REPORT" screen "$h5" --format drain >"$WORK/npdrain" 2>&1 || drc=$?
+    [ "$drc" -eq 2 ] && ! grep -q '^scontrol' "$WORK/npdrain" &&
+        grep -q '^# n4: untested: never drained' "$WORK/npdrain"
+    ok $? "n4's pairs not set up: report screen --format drain drains nothing, exit 2 (rc $drc)"
 fi
 
 # ---- 2. n3's link throttled: n3, and only n3, is a slow node.  Under the sanitizers the
@@ -468,7 +492,7 @@ if [ "$sanitized" != 1 ] && { [ "$B" = gloo ] || [ "$B" = ofi ]; }; then
     awk -v r="$took" 'BEGIN { exit !(r <= 90) }' && [ "$rc" -eq 1 ] && [ -n "$victim" ] &&
         [ "$n3" -eq 2 ]
     ok $? "$B, n4 stopped: the screen went on to round 3/3, srun returned 1 ${took} s after the stop"
-    grep -q '^unreachable  *n4: .*timeout' "$out" &&
+    grep -q '^unreachable  *n4: .*unreachable .*with' "$out" &&
         grep -q '^nodes: 7 healthy, 0 slow, 1 unreachable, 0 inconclusive, 0 untested' "$out" &&
         ! grep -q '^slow ' "$out" && grep -q '^exclude: n4$' "$out" &&
         grep -q 'screen: node n4 (rank 3) is unreachable: nothing from it' "$d/err" &&

@@ -108,6 +108,13 @@ rep screen --nodes 8 --slow-count 1 --factor 0.3 --noise 5% --seeds 1-100 --form
 k = c[0]
 assert k['exact'] >= 95, k"
 check "8 nodes, one at 0.3x, ±5 %: found alone in at least 95 of 100"
+# a node whose pairs cannot be set up is untested, never slow; its partners, re-paired, healthy
+rep screen --nodes 16 --setup-fail 3 --slow 7:0.3 --seeds 1-100 --format json
+[ "$rrc" -eq 0 ] && json "
+k = c[0]
+assert k['setup_slow'] == 0 and k['exact'] == 100 and k['untested'] == 100, k
+assert k['exit_status']['1'] == 100, k"
+check "16 nodes, node 3 not set up, node 7 at 0.3x: 3 untested, 7 slow alone, in 100 of 100"
 
 # ---- text ------------------------------------------------------------------------------------
 rep screen --nodes 4 --slow 1:0.5 --seeds 1-10

@@ -249,10 +249,7 @@ static size_t pairs_to_rows(const cp_screen_t *s, collprof_link_row_t *rows)
             r->node_b = p->a;
             r->round = p->round;
             snprintf(r->path, sizeof(r->path), "%s", cp_path_name(p->path));
-            snprintf(r->status, sizeof(r->status), "%s",
-                     p->status == CP_SCREEN_TIMEOUT  ? "timeout"
-                     : p->status == CP_SCREEN_FAILED ? "wrong"
-                                                     : "ok");
+            snprintf(r->status, sizeof(r->status), "%s", cp_screen_outcome_status(p->outcome));
             r->time_p50_us = k ? (double)r->bytes * 1e-3 / p->bw_gbs : p->lat_us;
         }
     }
@@ -591,6 +588,147 @@ static void check_paths(void)
     cp_sim_free(&c);
 }
 
+/* ---- outcomes: infrastructure is not slowness ---------------------------------------------- */
+
+/* Pairs of s in phase ph. */
+static int in_phase(const cp_screen_t *s, int ph)
+{
+    int m = 0;
+    for (size_t i = 0; i < s->npairs; i++) {
+        m += s->pairs[i].phase == ph;
+    }
+    return m;
+}
+
+/* The outcome of a pair of two rows of status x (latency) and y (bandwidth). */
+static int merged(const char *x, const char *y)
+{
+    cp_screen_pair_t p = {.a = 0, .b = 1};
+    collprof_link_row_t r = {.kind = "latency", .bytes = 8, .time_p50_us = 20};
+    snprintf(r.status, sizeof(r.status), "%s", x);
+    cp_screen_pair_merge(&p, &r);
+    snprintf(r.kind, sizeof(r.kind), "bandwidth");
+    snprintf(r.status, sizeof(r.status), "%s", y);
+    cp_screen_pair_merge(&p, &r);
+    return p.outcome;
+}
+
+static void check_outcomes(void)
+{
+    int round = 1;
+    for (int o = 0; o <= CP_SCREEN_PARTNER_GONE; o++) {
+        round &= cp_screen_outcome_of(cp_screen_outcome_status(o)) == o;
+    }
+    ok(round && cp_screen_outcome_of("ok") == CP_SCREEN_MEASURED &&
+           cp_screen_outcome_of("wrong") == CP_SCREEN_WRONG &&
+           cp_screen_outcome_of("timeout") == CP_SCREEN_TIMEOUT &&
+           cp_screen_outcome_of("unreachable") == CP_SCREEN_PARTNER_GONE &&
+           cp_screen_outcome_of("nosetup") == CP_SCREEN_NOSETUP &&
+           cp_screen_outcome_of("error") == CP_SCREEN_NOSETUP &&
+           cp_screen_outcome_of("skipped") == CP_SCREEN_NOSETUP,
+       "outcome: every row status maps to its outcome and back (an old file's error: not set up)");
+    ok(cp_screen_outcome_judged(CP_SCREEN_MEASURED) && cp_screen_outcome_judged(CP_SCREEN_WRONG) &&
+           !cp_screen_outcome_judged(CP_SCREEN_NOSETUP) &&
+           !cp_screen_outcome_judged(CP_SCREEN_TIMEOUT) &&
+           !cp_screen_outcome_judged(CP_SCREEN_PARTNER_GONE),
+       "outcome: only measured and wrong-data pairs are judged");
+    ok(merged("ok", "ok") == CP_SCREEN_MEASURED && merged("ok", "nosetup") == CP_SCREEN_NOSETUP &&
+           merged("wrong", "timeout") == CP_SCREEN_WRONG &&
+           merged("nosetup", "unreachable") == CP_SCREEN_PARTNER_GONE &&
+           merged("timeout", "error") == CP_SCREEN_TIMEOUT,
+       "outcome: a pair's two rows merge to the one that says most against it");
+
+    /* 8 nodes, node 2's pairs cannot be set up: re-paired, untested, never slow */
+    cp_sim_t c;
+    cp_sim_init(&c, 8, 0.10, 3);
+    c.nosetup[2] = 1;
+    cp_screen_opts_t o;
+    cp_screen_opts_default(&o);
+    o.seed = 9;
+    cp_screen_t s;
+    cp_screen_init(&s, 8, &o);
+    int partner[8], nr = cp_screen_random_rounds(&s);
+    for (int k = 0; k < nr; k++) {
+        cp_screen_matching(&s, k, partner);
+        cp_sim_round(&c, &s, partner, CP_SCREEN_RANDOM);
+    }
+    int planned = cp_screen_plan_repair(&s, partner), fresh = 1, lost = 0;
+    for (size_t i = 0; i < s.npairs; i++) {
+        const cp_screen_pair_t *p = &s.pairs[i];
+        int other = p->a == 2 ? p->b : p->b == 2 ? p->a : -1;
+        lost += other >= 0 && partner[other] >= 0; /* each of its partners meets another */
+        fresh &= partner[p->a] != p->b;            /* nobody meets one it met */
+    }
+    ok(planned >= 3 && partner[2] >= 0 && lost == nr && fresh,
+       "repair: node 2 and its %d partners re-paired (%d pairs planned), none with a node it met",
+       lost, planned);
+    cp_screen_free(&s);
+
+    cp_sim_run_t r;
+    cp_sim_screen(&c, &o, 1, &r);
+    int healthy = 0;
+    for (int i = 0; i < 8; i++) {
+        healthy += i != 2 && r.verdict[i] == CP_SCREEN_HEALTHY;
+    }
+    char ev[512];
+    cp_screen_evidence(&r.s, 2, NULL, ev, sizeof(ev));
+    ok(r.verdict[2] == CP_SCREEN_UNTESTED && healthy == 7 && r.status == 2 &&
+           r.screen_status == 2 && in_phase(&r.s, CP_SCREEN_REPAIR) > 0,
+       "repair: node 2 untested (%s), the 7 others healthy (%d), exit 2 (%d), %d re-paired pairs",
+       cp_screen_verdict_name(r.verdict[2]), healthy, r.status, in_phase(&r.s, CP_SCREEN_REPAIR));
+    ok(strncmp(ev, "not tested: ", 12) == 0 && strstr(ev, "could not be set up") != NULL,
+       "repair: node 2's evidence says why: %.60s", ev);
+
+    /* read back from its rows: the re-pairing rounds found, the same verdict */
+    cp_screen_ref_t base;
+    cp_sim_baseline(&c, &base);
+    cp_screen_t t;
+    int sched, st = rejudge(&r.s, &base, &t, &sched);
+    ok(st == 2 && t.verdict[2] == CP_SCREEN_UNTESTED &&
+           in_phase(&t, CP_SCREEN_REPAIR) == in_phase(&r.s, CP_SCREEN_REPAIR),
+       "repair: read back from its rows, %d re-paired pairs found (of %d), node 2 %s, status %d",
+       in_phase(&t, CP_SCREEN_REPAIR), in_phase(&r.s, CP_SCREEN_REPAIR),
+       cp_screen_verdict_name(t.verdict[2]), st);
+    cp_screen_free(&t);
+    cp_sim_run_free(&r);
+
+    /* and a slow node beside it: slow alone, exit 1 */
+    c.node_f[5] = 0.3;
+    cp_sim_screen(&c, &o, 1, &r);
+    int others = 0;
+    for (int i = 0; i < 8; i++) {
+        others += i != 2 && i != 5 && r.verdict[i] != CP_SCREEN_HEALTHY;
+    }
+    ok(r.verdict[2] == CP_SCREEN_UNTESTED && r.verdict[5] == CP_SCREEN_SLOW && others == 0 &&
+           r.status == 1,
+       "repair: node 5 at 0.3x beside node 2: node 5 slow, node 2 %s, status %d",
+       cp_screen_verdict_name(r.verdict[2]), r.status);
+    cp_sim_run_free(&r);
+    cp_sim_free(&c);
+
+    /* every pair of node 3 timed out or lost its partner: untested, not healthy */
+    cp_screen_init(&s, 6, &o);
+    for (int k = 0; k < cp_screen_random_rounds(&s); k++) {
+        cp_screen_matching(&s, k, partner);
+        for (int a = 0; a < 6; a++) {
+            if (partner[a] > a) {
+                cp_screen_pair_t p = {
+                    .a = a, .b = partner[a], .round = k, .bw_gbs = 12, .lat_us = 20};
+                p.outcome = a == 3 || partner[a] == 3 ? CP_SCREEN_TIMEOUT : CP_SCREEN_MEASURED;
+                cp_screen_add(&s, &p);
+            }
+        }
+    }
+    cp_screen_judge_opt(&s);
+    cp_screen_plan_confirm(&s, partner);
+    st = cp_screen_decide(&s);
+    ok(s.verdict[3] == CP_SCREEN_UNTESTED && s.verdict[0] == CP_SCREEN_HEALTHY && st == 2 &&
+           cp_screen_plan_repair(&s, partner) == 0,
+       "timeouts: node 3 untested (%s), not re-paired, status %d",
+       cp_screen_verdict_name(s.verdict[3]), st);
+    cp_screen_free(&s);
+}
+
 int main(void)
 {
     check_schedule(16, 1);
@@ -601,6 +739,7 @@ int main(void)
     check_rejudge();
     check_sweep();
     check_paths();
+    check_outcomes();
 
     int rmax, hits;
     hits = scenario(16, 1, 0.5, 0, 0.10, 20, &rmax);

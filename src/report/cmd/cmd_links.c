@@ -217,7 +217,7 @@ static void say_based(const char *backend, const nodes_t *nd, const cp_screen_t 
             printf("%s: pair %s-%s: %.2fx the baseline (%.4g GB/s, %.4g us%s): slower than the "
                    "baseline\n",
                    backend, names[p->a], names[p->b], p->score, p->bw_gbs, p->lat_us,
-                   p->status == CP_SCREEN_FAILED ? ", failed" : "");
+                   p->outcome == CP_SCREEN_WRONG ? ", wrong data" : "");
         }
     }
     unsigned char *pick = calloc((size_t)n + 1, 1);

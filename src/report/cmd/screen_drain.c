@@ -50,12 +50,6 @@ static void drain_reason(const collprof_screen_row_t *rows, size_t n, size_t i, 
 {
     const collprof_screen_row_t *r = &rows[i];
     char with[80];
-    if (!strcmp(r->verdict, "unreachable")) {
-        safe_name(r->backend, with, sizeof(with));
-        snprintf(buf, len, "collprof: screen: unreachable (backend %s, seed %llu)", with,
-                 (unsigned long long)r->seed);
-        return;
-    }
     if (r->confirm_with < 0 && strstr(r->evidence, "validation:") != NULL) { /* not the pairs */
         safe_name(r->backend, with, sizeof(with));
         snprintf(buf, len,
@@ -82,6 +76,22 @@ static void drain_line(FILE *out, const collprof_screen_row_t *rows, size_t n, s
     safe_name(rows[i].host_a, host, sizeof(host));
     drain_reason(rows, n, i, reason, sizeof(reason));
     fprintf(out, "scontrol update nodename=%s state=drain reason=\"%s\"\n", host, reason);
+}
+
+/* A comment line for each node that is unreachable or untested: never drained. */
+static void not_drained(const collprof_screen_row_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const collprof_screen_row_t *r = &rows[i];
+        int gone = !strcmp(r->verdict, "unreachable");
+        if (!strcmp(r->what, "node") && (gone || !strcmp(r->verdict, "untested"))) {
+            char host[80];
+            safe_name(r->host_a, host, sizeof(host));
+            printf("# %s: %s: never drained (%s)\n", host, r->verdict,
+                   gone ? "it stopped answering: see to the node and its network"
+                        : "no pair of it was measured: not a verdict on its speed");
+        }
+    }
 }
 
 /* ---- the nodes of the verdict ------------------------------------------------------------- */
@@ -116,7 +126,10 @@ static pick_t *picks(const collprof_screen_row_t *rows, size_t n, size_t *np)
         if (k == *np) {
             p[(*np)++] = (pick_t){rows[i].host_a, i, 0, 1, 0, 0, 0};
         }
-        int bad = cp_screen_excluded(&rows[i]) && !(large && !strcmp(rows[i].verdict, "slow"));
+        /* only a slow node is drained: an unreachable or untested one may be the network's
+         * or the set-up's (the exclude list still leaves an unreachable one out); nor a slow
+         * one where a large part of the allocation is (judge against a baseline) */
+        int bad = !strcmp(rows[i].verdict, "slow") && !large;
         p[k].row = bad && !p[k].flagged ? i : p[k].row;
         p[k].flagged |= bad;
         p[k].healthy &= !strcmp(rows[i].verdict, "healthy");
@@ -423,6 +436,7 @@ int cp_report_drain(const cp_report_file_t *f, const collprof_screen_row_t *rows
         free(p);
         return CP_REPORT_EXIT_BAD;
     }
+    not_drained(rows, n);
     if (o->state == NULL) { /* no history: every flagged node's line (--apply needs one) */
         for (size_t k = 0; k < np; k++) {
             if (p[k].flagged) {

@@ -167,13 +167,15 @@ static void cell_title(FILE *out, const smap_t *m, int a, int b, int mark)
         const cp_screen_pair_t *p = &m->s.pairs[i];
         if ((p->a == a && p->b == b) || (p->a == b && p->b == a)) {
             fprintf(out, "\nround %d (%s): ", p->round + 1,
-                    p->phase == CP_SCREEN_CONFIRM ? "confirmation" : "random");
-            if (p->status == CP_SCREEN_TIMEOUT) {
-                fputs("timed out, not judged", out);
+                    p->phase == CP_SCREEN_CONFIRM  ? "confirmation"
+                    : p->phase == CP_SCREEN_REPAIR ? "re-pairing"
+                                                   : "random");
+            if (!cp_screen_outcome_judged(p->outcome)) {
+                fprintf(out, "%s, not judged", cp_screen_outcome_words(p->outcome));
                 continue;
             }
             fprintf(out, "score %.2fx, %.4g GB/s, %.1f us%s%s", p->score, p->bw_gbs, p->lat_us,
-                    p->status == CP_SCREEN_FAILED ? ", failed" : "", p->slow ? ", slow" : "");
+                    p->outcome == CP_SCREEN_WRONG ? ", wrong data" : "", p->slow ? ", slow" : "");
         }
     }
     if (mark != MARK_NONE) {
@@ -195,7 +197,7 @@ static void cells(FILE *out, const map_geom_t *g, const smap_t *m)
     }
     for (size_t i = 0; i < m->s.npairs; i++) {
         const cp_screen_pair_t *p = &m->s.pairs[i];
-        double v = p->status == CP_SCREEN_TIMEOUT ? 0 : p->score;
+        double v = !cp_screen_outcome_judged(p->outcome) ? 0 : p->score;
         for (int side = 0; side < 2; side++) {
             double *w = side ? &worst[p->b * n + p->a] : &worst[p->a * n + p->b];
             *w = *w < 0 || v < *w ? v : *w;

@@ -129,7 +129,7 @@ static void group_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, int what, end_rec
     if (rc != COLLPROF_OK) {
         char why[160];
         snprintf(why, sizeof(why), "%s on a group of %d: %s", p->name, n, p->be->last_error(NULL));
-        cp_pairs_failed_ends(rec, COLLPROF_CELL_ERROR, why);
+        cp_pairs_failed_ends(rec, COLLPROF_CELL_NOSETUP, why); /* no context: not set up */
         cur = NULL;
         return;
     }
@@ -164,7 +164,12 @@ void cp_pairs_join_and_test(cp_pairs_run_t *pr, cp_oob_pair_t *pp, const char *a
         char msg[300];
         snprintf(msg, sizeof(msg), "no channel with the %s: %s",
                  what == RUN_PAIR ? "partner" : "group", why);
-        cp_pairs_failed_ends(rec, COLLPROF_CELL_ERROR, msg);
+        cp_pairs_failed_ends(rec, COLLPROF_CELL_NOSETUP, msg);
+        return;
+    }
+    if (cp_fault_nopair(pr->r->boot->rank)) { /* the channel closed at once: set-up failed */
+        cp_log(CP_LOG_WARN, "COLLPROF_FAULT: rank %d closes its pair channel", pr->r->boot->rank);
+        cp_pairs_failed_ends(rec, COLLPROF_CELL_NOSETUP, "COLLPROF_FAULT=nopair: channel closed");
         return;
     }
     group_tests(pr, pp, what, rec);
@@ -227,7 +232,7 @@ static int leader_round(cp_pairs_run_t *pr, const screen_msg_t *m)
             return -1;
         }
         if (pp == NULL) {
-            cp_pairs_failed_ends(res.rec, COLLPROF_CELL_ERROR, why);
+            cp_pairs_failed_ends(res.rec, COLLPROF_CELL_NOSETUP, why);
         } else if (m->gidx == 0) {
             cp_pairs_join_and_test(pr, pp, NULL, m->run, res.rec);
         } else {

@@ -254,7 +254,7 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
     memset(own, 0, sizeof(*own));
     own->partner = run == RUN_PAIR && pr->partner[me] >= 0 ? pr->lead[pr->partner[me]] : -1;
     if (mine && pp == NULL) {
-        cp_pairs_failed_ends(own->rec, COLLPROF_CELL_ERROR, why);
+        cp_pairs_failed_ends(own->rec, COLLPROF_CELL_NOSETUP, why);
     } else if (mine) {
         cp_pairs_join_and_test(pr, pp, NULL, run, own->rec);
     }
@@ -344,7 +344,7 @@ static int pair_row(cp_pairs_run_t *pr, int na, int nb, int k, int round, cp_swe
     const char *why = "";
     if (pr->gone[na] == 1 || pr->gone[nb] == 1) {
         int g = pr->gone[na] == 1 ? na : nb;
-        st = COLLPROF_CELL_TIMEOUT;
+        st = COLLPROF_CELL_UNREACHABLE; /* the pair's outcome: partner unreachable */
         snprintf(row->error, sizeof(row->error), "no answer from %s within the pair deadline",
                  pr->r->boot->hostnames[pr->lead[g]]);
     } else {
@@ -353,8 +353,11 @@ static int pair_row(cp_pairs_run_t *pr, int na, int nb, int k, int round, cp_swe
         if (bad == ea && eb->status != COLLPROF_CELL_OK && ea->status == COLLPROF_CELL_PENDING) {
             bad = eb;
         }
-        st = bad->status == COLLPROF_CELL_PENDING ? COLLPROF_CELL_SKIPPED : bad->status;
-        why = st == COLLPROF_CELL_OK ? "" : bad->reason[0] ? bad->reason : "the pair did not run";
+        /* neither end ran: the channel was not set up (member 0 had none) */
+        st = bad->status == COLLPROF_CELL_PENDING ? COLLPROF_CELL_NOSETUP : bad->status;
+        why = st == COLLPROF_CELL_OK ? ""
+              : bad->reason[0]       ? bad->reason
+                                     : "the pair's channel was not set up";
         snprintf(row->error, sizeof(row->error), "%s", why);
     }
     snprintf(row->status, sizeof(row->status), "%s", collprof_cell_status_name(st));
@@ -400,7 +403,7 @@ static int round0(cp_pairs_run_t *pr, int phase, const char *what, cp_screen_out
             }
             const collprof_link_row_t *row = &out->pairs.rows[out->pairs.nrows - 1];
             if (progress != NULL) { /* the figures the verdict judges: the p50s */
-                int ok = !strcmp(row->status, "ok");
+                int ok = cp_screen_outcome_of(row->status) == CP_SCREEN_MEASURED;
                 fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", b->hostnames[pr->lead[na]],
                         b->hostnames[pr->lead[nb]], cp_screen_row_bw_gbs(row), row->time_p50_us,
                         ok ? "" : " ", ok ? "" : row->status);
@@ -425,6 +428,18 @@ int cp_screen_recheck_cap(int planned, int nr, int log)
     return planned < 0 ? planned : 0;
 }
 
+int cp_screen_repair_capped(int k, int m)
+{
+    if (k < CP_SCREEN_REPAIR_ROUNDS) {
+        return 0;
+    }
+    cp_log(CP_LOG_WARN,
+           "screen: re-pairing stopped at its cap of %d rounds with %d pair%s still to run: "
+           "a node with no measured pair is untested",
+           CP_SCREEN_REPAIR_ROUNDS, m, m == 1 ? "" : "s");
+    return 1;
+}
+
 static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
 {
     cp_screen_t *s = pr->s;
@@ -434,6 +449,16 @@ static int run0(cp_pairs_run_t *pr, cp_screen_out_t *out, FILE *progress)
         snprintf(what, sizeof(what), "round %d/%d (random)", k + 1, nr);
         cp_screen_matching(s, k, pr->partner);
         rc = round0(pr, CP_SCREEN_RANDOM, what, out, progress);
+    }
+    for (int k = 0; rc == 0; k++) { /* pairs that could not be set up: other partners */
+        int m = cp_screen_plan_repair(s, pr->partner);
+        rc = m < 0 ? -1 : 0;
+        if (m <= 0 || cp_screen_repair_capped(k, m)) {
+            break;
+        }
+        char what[48];
+        snprintf(what, sizeof(what), "re-pairing round %d/%d", k + 1, CP_SCREEN_REPAIR_ROUNDS);
+        rc = round0(pr, CP_SCREEN_REPAIR, what, out, progress);
     }
     cp_screen_judge_opt(s);
     int planned = rc == 0 ? cp_screen_plan_confirm(s, pr->partner) : -1;

@@ -38,13 +38,16 @@ static int run_round(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, 
     return rc | rc2;
 }
 
-/* Rank 0: plan the confirmation (recheck 0) or the recheck round (1) into nodes[] (-1 after
- * its own failure: out of memory); every rank: receive the count planned and the pairing.
- * The same answer everywhere. */
+/* Rank 0: plan the confirmation (recheck 0), the recheck round (1) or re-pairing round k - 2
+ * (k >= 2, planned 0 after the cap) into nodes[] (-1 after its own failure: out of memory);
+ * every rank: receive the count planned and the pairing.  The same answer everywhere. */
 static int agree_confirm(cp_runner_t *r, cp_screen_t *s, int *nodes, int failed, int recheck)
 {
     int planned = failed ? -1 : 0;
-    if (r->boot->rank == 0 && !failed) {
+    if (r->boot->rank == 0 && !failed && recheck >= 2) {
+        planned = cp_screen_plan_repair(s, nodes);
+        planned = planned > 0 && cp_screen_repair_capped(recheck - 2, planned) ? 0 : planned;
+    } else if (r->boot->rank == 0 && !failed) {
         cp_screen_judge_opt(s);
         planned = recheck ? cp_screen_plan_recheck(s, nodes) : cp_screen_plan_confirm(s, nodes);
     }
@@ -150,6 +153,20 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
         int rc = run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_RANDOM, what, out, progress);
         failed |= rc < 0;
         worst |= rc > 0;
+    }
+    /* pairs that could not be set up: other partners, at most CP_SCREEN_REPAIR_ROUNDS rounds */
+    for (int k = 0, m;
+         worst == 0 && !alone && (m = agree_confirm(r, &s, nodes, failed, 2 + k)) != 0; k++) {
+        char what[48];
+        snprintf(what, sizeof(what), "re-pairing round %d/%d", k + 1, CP_SCREEN_REPAIR_ROUNDS);
+        int rc =
+            m < 0 ? -1
+                  : run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_REPAIR, what, out, progress);
+        failed |= rc < 0;
+        worst |= rc > 0;
+        if (m < 0) {
+            break;
+        }
     }
     int planned = worst == 0 && !alone ? agree_confirm(r, &s, nodes, failed, 0) : 0;
     /* the confirmation round, then recheck rounds while a cleared suspect leaves slow pairs

@@ -24,4 +24,8 @@ int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, c
  * negative (a failure). */
 int cp_screen_recheck_cap(int planned, int nr, int log);
 
+/* Rank 0, before re-pairing round k (from 0) with m pairs planned: 1, logged, when the cap
+ * (CP_SCREEN_REPAIR_ROUNDS) stops it, else 0 (screen_pairs.c; both runners use it). */
+int cp_screen_repair_capped(int k, int m);
+
 #endif /* COLLPROF_CORE_SCREEN_RUN_INT_H */
