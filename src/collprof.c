@@ -9,7 +9,7 @@
  * status 2 on every rank and no rank waits for another.
  *
  * This file parses and dispatches; the work is in src/run/: listing.c
- * (--list, --help-backend), launcher.c (--np N), rank.c (one rank's run),
+ * (--list, --help-backend), health.c (--healthcheck), launcher.c (--np N), rank.c (one rank's run),
  * loops.c (the cells, their repeats, the link sweep), backends.c (which to
  * load, init, finalize), host.c (the plugins' host table and option
  * policy), wd_hooks.c (the watchdog's hooks and the state they read).
@@ -24,6 +24,7 @@
 #include "base/util.h"
 #include "wd/watchdog.h"
 #include "run/exit.h"
+#include "run/health.h"
 #include "run/launcher.h"
 #include "run/listing.h"
 #include "run/rank.h"
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
             cp_error_line("collprof", err);
         }
         rc = CP_EXIT_USAGE;
+    } else if (opt.healthcheck && getenv("COLLPROF_SELF_LAUNCHED") == NULL) {
+        rc = cp_health_run(&opt); /* this node alone: it starts the ranks it needs */
     } else if (opt.np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL && !cp_boot_have_pmix_env()) {
         cp_log_setup(-1, 0, NULL, opt.verbose);
         rc = cp_launcher_run(argv, &opt);

@@ -47,6 +47,16 @@ int cp_fault_exit(int rank)
     return fault_rank_is("exit", rank);
 }
 
+long cp_fault_slowcopy_us(void)
+{
+    const char *a = fault_args("slowcopy");
+    if (a == NULL) {
+        return 0;
+    }
+    long us = *a != '\0' ? atol(a) : 200000;
+    return us > 0 ? us : 0;
+}
+
 int cp_fault_rogue(int rank)
 {
     const char *a = fault_args("rogue");
@@ -184,7 +194,8 @@ static int fault_args_ok(const char *kind, const char *a)
     } else if (skip_number(&a) != 0) {
         return 0;
     }
-    int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0 && strcmp(kind, "rogue") != 0;
+    int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0 &&
+              strcmp(kind, "rogue") != 0 && strcmp(kind, "slowcopy") != 0;
     if (two && skip_opt_number(&a) != 0) {
         return 0;
     }
@@ -193,8 +204,8 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong", "exit",  "slowrep", "slowcoll", "slow",
-                                  "hang",  "nomem", "rogue",   NULL};
+    static const char *kinds[] = {"wrong", "exit", "slowrep", "slowcoll", "slowcopy",
+                                  "slow",  "hang", "nomem",   "rogue",    NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -217,7 +228,8 @@ int cp_fault_check(char *err, size_t len)
              "wrongiter:ITER[:RANK], exit[:RANK], "
              "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
              "nomem[:RANK[:CELL]], "
-             "slowrep:LIST[:USEC] or rogue[:RANK] (tests only; unset it for a real run)",
+             "slowrep:LIST[:USEC], slowcopy[:USEC] or rogue[:RANK] (tests only; unset it for a "
+             "real run)",
              f, strlen(f) > 40 ? "..." : "");
     return -1;
 }
