@@ -54,12 +54,9 @@ static void check_collectives(cp_hc_t *hc)
 
 /* Each NIC's loopback: ofi's tcp provider between two of this node's ranks, through the
  * interface's own address. */
-static void check_nics(cp_hc_t *hc)
+static void check_nics(cp_hc_t *hc, const char *nics)
 {
-    char nics[1024], backends[1024];
-    if (cp_hc_nic_list(hc, nics, sizeof(nics)) != 0) {
-        return;
-    }
+    char backends[1024];
     given_backends(hc->opt, backends, sizeof(backends));
     if (nics[0] == '\0') {
         cp_hc_note(hc, "nics: %s", strcmp(hc->opt->hc_nics, "none") ? "none up" : "none asked");
@@ -137,12 +134,15 @@ int cp_health_run(const cp_options_t *opt)
         return CP_HC_INCONCLUSIVE;
     }
     hc.exe[n] = '\0';
-    cp_hc_copy(&hc);
+    char nics[1024];
+    if (cp_hc_nic_list(&hc, nics, sizeof(nics)) == 0) { /* a NIC named wrong: nothing runs */
+        cp_hc_copy(&hc);
+    }
     if (hc.status == CP_HC_OK) {
         check_collectives(&hc);
     }
     if (hc.status == CP_HC_OK) {
-        check_nics(&hc);
+        check_nics(&hc, nics);
     }
     if (opt->verbose > 0) {
         fprintf(stderr, "collprof: healthcheck: the runs' files kept in %s\n", hc.dir);

@@ -158,7 +158,8 @@ static void log_error(const char *log, char *buf, size_t len)
             snprintf(last, sizeof(last), "%s", line);
         }
         if (buf[0] == '\0' && strstr(line, "error") != NULL) {
-            cp_text_sanitize(line, buf, len);
+            const char *p = strstr(line, "collprof: error: ") == line ? line + 17 : line;
+            cp_text_sanitize(p, buf, len);
         }
     }
     if (f != NULL) {
