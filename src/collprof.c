@@ -73,6 +73,9 @@ int main(int argc, char **argv)
         rc = CP_EXIT_OK;
     } else if (opt.list || opt.help_backend[0] != '\0') {
         rc = cp_listing_run(&opt);
+    } else if (opt.healthcheck && getenv("COLLPROF_SELF_LAUNCHED") == NULL &&
+               cp_fault_check(err, sizeof(err)) == 0) {
+        rc = cp_health_run(&opt); /* this node alone, whatever started it: its own ranks */
     } else if (cp_slurm_check_launch(err, sizeof(err)) != 0 ||
                cp_fault_check(err, sizeof(err)) != 0 ||
                cp_tree_fanout(&fanout, err, sizeof(err)) != 0) {
@@ -80,8 +83,6 @@ int main(int argc, char **argv)
             cp_error_line("collprof", err);
         }
         rc = CP_EXIT_USAGE;
-    } else if (opt.healthcheck && getenv("COLLPROF_SELF_LAUNCHED") == NULL) {
-        rc = cp_health_run(&opt); /* this node alone: it starts the ranks it needs */
     } else if (opt.np > 0 && getenv("COLLPROF_SELF_LAUNCHED") == NULL && !cp_boot_have_pmix_env()) {
         cp_log_setup(-1, 0, NULL, opt.verbose);
         rc = cp_launcher_run(argv, &opt);

@@ -108,16 +108,23 @@ static void child(const cp_hc_t *hc, char **argv, const char *cells, const char 
     if (fd < 0 || null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
         _exit(127);
     }
-    /* a launcher's PMIx around this check is not the ranks' (they get the embedded one) */
+    /* a launcher around this check (srun, mpirun) is not the ranks' (they get the embedded
+     * PMIx server): its identity and PMIx are not passed on */
+    static const char *const launcher[] = {
+        "PMIX_",          "PMI_", "OMPI_COMM_WORLD_", "SLURM_STEP_ID=", "SLURM_PROCID=",
+        "SLURM_LOCALID=", NULL};
     for (int again = 1; again;) {
         again = 0;
-        for (char **e = environ; *e != NULL; e++) {
-            if (strncmp(*e, "PMIX_", 5) == 0 || strncmp(*e, "PMI_", 4) == 0) {
+        for (char **e = environ; *e != NULL && !again; e++) {
+            int drop = 0;
+            for (int k = 0; launcher[k] != NULL; k++) {
+                drop |= strncmp(*e, launcher[k], strlen(launcher[k])) == 0;
+            }
+            if (drop) {
                 char name[256];
                 snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
                 unsetenv(name);
                 again = 1;
-                break;
             }
         }
     }

@@ -4,6 +4,8 @@
 # runs `collprof --healthcheck --healthcheck-drain` (the default two failures in a row) every
 # HealthCheckInterval; on n2 the script plants wrong data (COLLPROF_FAULT=wrong:1).  n2 ends
 # DRAIN with a reason that starts "collprof: healthcheck:", n1 (its checks pass) stays up.
+# Then, the program off and n2 resumed, one check per node of an allocation through srun, with
+# and without PMIx (the check starts its own ranks whatever started it).
 # slurmd runs the program with an environment of its own (SLURMD_NODENAME and little else), so
 # the script sets what collprof and scontrol need.  Skips (77) as nodes.sh does.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
@@ -21,6 +23,7 @@ COLLPROF_PLUGIN_PATH='$COLLPROF_PLUGIN_PATH'
 TMPDIR='$HC/tmp'
 export PATH COLLPROF_PLUGIN_PATH TMPDIR
 [ -r '$HC/env' ] && . '$HC/env'
+[ -e '$HC/off' ] && exit 0
 node=\${SLURMD_NODENAME:-\$(hostname)}
 echo "\$(date +%s) \$node SLURMD_NODENAME=\${SLURMD_NODENAME:-unset}" >>'$HC/runs'
 [ "\$node" = n2 ] && COLLPROF_FAULT=wrong:1 && export COLLPROF_FAULT
@@ -81,5 +84,26 @@ tail -n 2 "$HC/out-n1" | sed 's/^/# n1: /'
 took_max=$(sed -n 's/.* in \([0-9.]*\) s.*/\1/p' "$HC/out-n1" | sort -n | tail -n 1)
 awk -v t="${took_max:-99}" 'BEGIN { exit !(t < 50) }'
 ok $? "n1: the longest check took ${took_max:-?} s (under 50 s)"
+
+# ---- every node of an allocation checked at once, through srun
+touch "$HC/off"
+timeout 10 scontrol update NodeName=n2 State=RESUME
+for mpi in none pmix; do
+    rc=0
+    timeout -k 10 120 srun --immediate=30 --mpi=$mpi -N 2 --ntasks-per-node=1 "$COLLPROF_BIN" \
+        --healthcheck --backends self --healthcheck-nics none </dev/null >"$WORK/out" \
+        2>"$WORK/err" || rc=$?
+    [ "$rc" -eq 0 ] && [ "$(grep -c '^collprof: healthcheck: ok' "$WORK/out")" -eq 2 ] &&
+        [ "$(wc -l <"$WORK/out")" -eq 2 ]
+    ok $? "srun --mpi=$mpi -N 2: one passing line per node (exit $rc)" ||
+        sed 's/^/# /' "$WORK/out" "$WORK/err"
+done
+rc=0
+COLLPROF_FAULT=wrong:1 timeout -k 10 120 srun --immediate=30 --mpi=pmix -N 2 \
+    --ntasks-per-node=1 "$COLLPROF_BIN" --healthcheck --backends self --healthcheck-nics none \
+    </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 1 ] && [ "$(grep -c '^ERROR:  collprof:  Health check failed:  collectives:  ' "$WORK/err")" -eq 2 ]
+ok $? "srun -N 2 with wrong data planted: one NHC line per node, exit $rc" ||
+    sed 's/^/# /' "$WORK/out" "$WORK/err"
 
 done_testing
