@@ -43,13 +43,35 @@ static void given_backends(const cp_options_t *opt, char *buf, size_t len)
     }
 }
 
-/* Every operation of the local backends at a small and a medium size. */
+/*
+ * Every operation of the local backends at a small and a medium size: those on host memory on
+ * this node's ranks, those on device memory alone (nccl) on one rank per GPU, as NCCL needs.
+ */
 static void check_collectives(cp_hc_t *hc)
 {
-    char backends[1024];
-    given_backends(hc->opt, backends, sizeof(backends));
-    const char *args[] = {"--ops", "all", backends[0] ? "--backends" : NULL, backends, NULL};
-    cp_hc_collective_run(hc, "collectives", args, "");
+    const cp_spec_t *s = hc->opt->nspecs > 0 ? &hc->opt->specs[0] : NULL;
+    char host[1024], device[1024];
+    cp_hc_backends(s != NULL ? (char(*)[64])s->backends : NULL, s != NULL ? s->nbackends : 0, host,
+                   device, sizeof(host));
+    if (host[0] == '\0' && device[0] == '\0') { /* the run says why (no plugin, a bad name) */
+        given_backends(hc->opt, host, sizeof(host));
+    }
+    if (host[0] != '\0' || device[0] == '\0') {
+        const char *args[] = {"--ops", "all", host[0] ? "--backends" : NULL, host, NULL};
+        cp_hc_collective_run(hc, "collectives", args, "");
+    }
+    if (device[0] == '\0' || hc->status != CP_HC_OK) {
+        return;
+    }
+    int gpus = cp_hc_gpus(), np = hc->np;
+    if (gpus == 0) {
+        cp_hc_note(hc, "gpus: none listed, %s not run", device);
+        return;
+    }
+    const char *args[] = {"--ops", "all", "--backends", device, NULL};
+    hc->np = gpus;
+    cp_hc_collective_run(hc, "gpus", args, "");
+    hc->np = np;
 }
 
 /* Each NIC's loopback: ofi's tcp provider between two of this node's ranks, through the

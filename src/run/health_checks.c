@@ -6,6 +6,7 @@
 #include "base/util.h"
 #include "plugin/loader.h"
 
+#include <dirent.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -174,15 +175,42 @@ int cp_hc_nic_list(cp_hc_t *hc, char *buf, size_t len)
 
 int cp_hc_backend_here(const char *name)
 {
+    char host[1024], device[1024];
     char only[1][64];
-    cp_plugin_t *p = NULL;
-    int n = 0, here = 0;
     snprintf(only[0], sizeof(only[0]), "%s", name);
-    if (cp_plugins_load(only, 1, &p, &n) == 0) {
-        for (int k = 0; k < n; k++) {
-            here |= p[k].usable && strcmp(p[k].name, name) == 0;
-        }
-        cp_plugins_unload(p, n);
+    cp_hc_backends(only, 1, host, device, sizeof(host));
+    return host[0] != '\0' || device[0] != '\0';
+}
+
+void cp_hc_backends(char (*only)[64], int nonly, char *host, char *device, size_t len)
+{
+    cp_plugin_t *p = NULL;
+    int n = 0;
+    host[0] = device[0] = '\0';
+    if (cp_plugins_load(only, nonly, &p, &n) != 0) {
+        return;
     }
-    return here;
+    for (int k = 0; k < n; k++) {
+        if (!p[k].usable) {
+            continue;
+        }
+        int on_host = (p[k].caps.memtypes & COLLPROF_BIT(COLLPROF_MEM_HOST)) != 0;
+        add_name(on_host ? host : device, len, p[k].name);
+    }
+    cp_plugins_unload(p, n);
+}
+
+int cp_hc_gpus(void)
+{
+    const char *dir = getenv("COLLPROF_HEALTHCHECK_GPU_DIR"); /* tests: a fake driver tree */
+    DIR *d = opendir(dir != NULL && dir[0] == '/' ? dir : "/proc/driver/nvidia/gpus");
+    struct dirent *e;
+    int n = 0;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        n += e->d_name[0] != '.';
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return n;
 }

@@ -25,7 +25,8 @@ typedef struct watch {
     size_t used;
     char cell[256]; /* the cell started last */
     int passed;
-    int failed; /* this run failed a check (or an earlier check had) */
+    int failed;        /* this run failed a check (or an earlier check had) */
+    char skipped[320]; /* the first skipped cell's reason */
 } watch_t;
 
 /* The tab-separated fields of line into f (at most n); how many there are. */
@@ -67,7 +68,13 @@ static void on_line(cp_hc_t *hc, const char *check, char *line, watch_t *w)
         }
     } else if (strcmp(status, "wrong") == 0) {
         cp_hc_fail(hc, CP_HC_FAILED, check, "%s: wrong data (#wrong %s)", name, f[3]);
-    } else if (strcmp(status, "unsupported") != 0 && strcmp(status, "skipped") != 0) {
+    } else if (strcmp(status, "skipped") == 0 && strstr(reason, "initialisation failed") != NULL) {
+        cp_hc_fail(hc, CP_HC_FAILED, check, "%s", reason); /* a backend that failed to start */
+    } else if (strcmp(status, "skipped") == 0) {
+        if (w->skipped[0] == '\0') {
+            snprintf(w->skipped, sizeof(w->skipped), "%s", reason[0] ? reason : "skipped");
+        }
+    } else if (strcmp(status, "unsupported") != 0) {
         cp_hc_fail(hc, CP_HC_FAILED, check, "%s: %s%s%s", name, status, reason[0] ? ": " : "",
                    reason);
     }
@@ -222,10 +229,11 @@ static void judge_exit(cp_hc_t *hc, const char *check, const watch_t *w, int st,
                    : code == 127 ? "could not start: "
                                  : "",
                    why);
+    } else if (w->passed == 0 && w->skipped[0] != '\0') { /* nothing could run: why */
+        cp_hc_fail(hc, CP_HC_FAILED, check, "%s", w->skipped);
     } else {
         cp_hc_fail(hc, CP_HC_FAILED, check, "the run ended with status %d%s%s", code,
                    w->cell[0] ? " in " : "", w->cell);
-        (void)why;
     }
 }
 

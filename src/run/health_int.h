@@ -37,6 +37,11 @@ void cp_hc_copy(cp_hc_t *hc);
 int cp_hc_nic_list(cp_hc_t *hc, char *buf, size_t len);
 /** Is backend name built and loadable here (its plugin found)? */
 int cp_hc_backend_here(const char *name);
+/** The usable backends (only[] when nonly > 0, else every one found), comma-separated: those
+ *  that offer host memory in host, the others (device memory alone) in device. */
+void cp_hc_backends(char (*only)[64], int nonly, char *host, char *device, size_t len);
+/** This node's GPUs as the NVIDIA driver lists them (/proc/driver/nvidia/gpus); 0: none. */
+int cp_hc_gpus(void);
 
 /* health_child.c */
 /**

@@ -7,6 +7,8 @@
 #  - the time bound: a rank that hangs fails the check by name within --healthcheck-time,
 #    and no process of the run is left;
 #  - exit 2 (inconclusive, never drained): a NIC that is not there, a backend that is not;
+#  - nccl (device memory alone) run on one rank per GPU the driver lists, and failed when it
+#    cannot use a GPU listed (a fake driver tree), not run where none is;
 #  - --healthcheck-drain against a fake scontrol (found in PATH's absolute directories only,
 #    never a planted ./scontrol): the first failure counted, the second drains this node
 #    (SLURMD_NODENAME) with reason "collprof: healthcheck: ...", a pass forgets the count, a
@@ -104,6 +106,21 @@ hc -- --backends nosuch --healthcheck-nics none
 one_line "$WORK/err" "^collprof: healthcheck: inconclusive: collectives: unknown backend 'nosuch'" &&
     [ "$rc" -eq 2 ]
 ok $? "a backend that is not there: exit $rc ($(cat "$WORK/err"))" || show
+
+# ---- a device backend (nccl) runs one rank per GPU the driver lists; listed GPUs it cannot
+# use fail the check (a fake driver tree of one GPU, on a machine without a GPU driver)
+if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] && [ ! -e /proc/driver/nvidia ]; then
+    mkdir -p "$WORK/gpus/0000:01:00.0"
+    hc COLLPROF_HEALTHCHECK_GPU_DIR="$WORK/gpus" -- --backends self,nccl --healthcheck-nics none
+    one_line "$WORK/err" "${NHC}gpus:  backend nccl is not initialised: " && [ "$rc" -eq 1 ]
+    ok $? "a GPU listed that nccl cannot use: exit $rc ($(cat "$WORK/err"))" || show
+    hc -- --backends self,nccl --healthcheck-nics none
+    one_line "$WORK/out" "$OKLINE" && grep -q 'gpus: none listed, nccl not run' "$WORK/out"
+    ok $? "no GPU listed: nccl not run, said ($(cat "$WORK/out"))" || show
+else
+    ok 0 "# SKIP the nccl backend was not built, or this machine has a GPU driver"
+    ok 0 "# SKIP the nccl backend was not built, or this machine has a GPU driver"
+fi
 
 # ---- --healthcheck-drain through a fake scontrol
 FAKE=$WORK/fake
