@@ -167,6 +167,10 @@ void cp_hc_drain(const cp_hc_t *hc, char *note, size_t len)
         return;
     }
     n++;
+    if (hc->opt->hc_confirm <= 1) { /* at once: no count needed */
+        drain(hc, node, note, len);
+        return;
+    }
     if (write_count(path, n) != 0) {
         snprintf(note, len, " [not drained: %s could not be written: %s]", path, strerror(errno));
         return;
