@@ -9,7 +9,7 @@
  * status 2 on every rank and no rank waits for another.
  *
  * This file parses and dispatches; the work is in src/run/: listing.c
- * (--list, --help-backend), launcher.c (--np N), rank.c (one rank's run),
+ * (--list, --help-backend), health.c (--healthcheck), launcher.c (--np N), rank.c (one rank's run),
  * loops.c (the cells, their repeats, the link sweep), backends.c (which to
  * load, init, finalize), host.c (the plugins' host table and option
  * policy), wd_hooks.c (the watchdog's hooks and the state they read).
@@ -24,6 +24,7 @@
 #include "base/util.h"
 #include "wd/watchdog.h"
 #include "run/exit.h"
+#include "run/health.h"
 #include "run/launcher.h"
 #include "run/listing.h"
 #include "run/rank.h"
@@ -72,6 +73,9 @@ int main(int argc, char **argv)
         rc = CP_EXIT_OK;
     } else if (opt.list || opt.help_backend[0] != '\0') {
         rc = cp_listing_run(&opt);
+    } else if (opt.healthcheck && getenv("COLLPROF_SELF_LAUNCHED") == NULL &&
+               cp_fault_check(err, sizeof(err)) == 0) {
+        rc = cp_health_run(&opt); /* this node alone, whatever started it: its own ranks */
     } else if (cp_slurm_check_launch(err, sizeof(err)) != 0 ||
                cp_fault_check(err, sizeof(err)) != 0 ||
                cp_tree_fanout(&fanout, err, sizeof(err)) != 0) {

@@ -34,6 +34,7 @@
 # first 198.18.x.0/24, the benchmarking range, that no local interface uses).  Each namespace's
 # link is called cpnet0.  Must run as root (namespaces, slurmd and SlurmUser=root).
 #
+# $COLLPROF_SLURM_EXTRA_CONF names a file of slurm.conf lines added to the configuration.
 # Switches (--switches S, $COLLPROF_SLURM_SWITCHES; default 1: one bridge, no topology): the
 # nodes in S contiguous groups (sizes differ by one at most), each on a bridge of its own, leaf
 # switch sK; s2..sS each joined to s1 (which holds this namespace and ctl) by a veth, the
@@ -152,6 +153,12 @@ SlurmdTimeout=60
 EOF
 }
 
+# $COLLPROF_SLURM_EXTRA_CONF: a file of slurm.conf lines added at the end (a test's
+# HealthCheckProgram, for instance)
+extra_conf() {
+    [ -z "${COLLPROF_SLURM_EXTRA_CONF:-}" ] || cat "$COLLPROF_SLURM_EXTRA_CONF"
+}
+
 node_cpus() { echo "${COLLPROF_SLURM_CPUS:-$(nproc)}"; }
 node_mem() { awk '/^MemTotal:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }
 
@@ -165,6 +172,7 @@ write_conf() {
         conf_common "localhost(127.0.0.1)" "$DIR/spool/slurmd.%n" "$DIR/tmp" jobcomp/none
         echo "NodeName=localhost NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN"
         echo "PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
+        extra_conf
     } >"$CONF.tmp"
     mv "$CONF.tmp" "$CONF"
 }
@@ -490,6 +498,7 @@ mn_write_conf() {
         echo "PartitionName=debug Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP" \
             "OverSubscribe=FORCE:4"
         [ "$SWITCHES" -lt 2 ] || echo "TopologyPlugin=topology/tree"
+        extra_conf
     } >"$CONF.tmp"
     mv "$CONF.tmp" "$CONF"
     rm -f "$DIR/topology.conf"

@@ -53,6 +53,16 @@ int cp_fault_nopair(int rank)
     return fault_rank_is("nopair", rank);
 }
 
+long cp_fault_slowcopy_us(void)
+{
+    const char *a = fault_args("slowcopy");
+    if (a == NULL) {
+        return 0;
+    }
+    long us = *a != '\0' ? atol(a) : 200000;
+    return us > 0 ? us : 0;
+}
+
 int cp_fault_rogue(int rank)
 {
     const char *a = fault_args("rogue");
@@ -209,7 +219,8 @@ static int fault_args_ok(const char *kind, const char *a)
         return 0;
     }
     int two = strcmp(kind, "wrong") != 0 && strcmp(kind, "exit") != 0 &&
-              strcmp(kind, "rogue") != 0 && strcmp(kind, "nopair") != 0;
+              strcmp(kind, "rogue") != 0 && strcmp(kind, "nopair") != 0 &&
+              strcmp(kind, "slowcopy") != 0;
     if (two && skip_opt_number(&a) != 0) {
         return 0;
     }
@@ -221,8 +232,8 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong", "exit",  "slowrep", "slowcoll", "slow",
-                                  "hang",  "nomem", "rogue",   "idlestop", "nopair", NULL};
+    static const char *kinds[] = {"wrong", "exit",  "slowrep",  "slowcoll", "slow",     "hang",
+                                  "nomem", "rogue", "idlestop", "nopair",   "slowcopy", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -240,15 +251,15 @@ int cp_fault_check(char *err, size_t len)
             break;
         }
     }
-    snprintf(
-        err, len,
-        "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
-        "wrongiter:ITER[:RANK], exit[:RANK], "
-        "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
-        "nomem[:RANK[:CELL]], "
-        "slowrep:LIST[:USEC], rogue[:RANK], idlestop:RANK[:ROUND[:MEMBER]] or nopair[:RANK] (tests only; unset it "
-        "for a real run)",
-        f, strlen(f) > 40 ? "..." : "");
+    snprintf(err, len,
+             "COLLPROF_FAULT='%.40s%s' is not a fault: expected wrong[:RANK], "
+             "wrongiter:ITER[:RANK], exit[:RANK], "
+             "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
+             "nomem[:RANK[:CELL]], "
+             "slowrep:LIST[:USEC], rogue[:RANK], idlestop:RANK[:ROUND[:MEMBER]], nopair[:RANK] or "
+             "slowcopy[:USEC] (tests only; unset it "
+             "for a real run)",
+             f, strlen(f) > 40 ? "..." : "");
     return -1;
 }
 

@@ -18,6 +18,8 @@
  *   slowrep:LIST[:USEC]     add USEC (default 2000) to each timed operation of every
  *                           rank in the repeats (--repeats) LIST names, e.g. 0,2
  *                           (counted from 0): a cell with two modes, for tests
+ *   slowcopy[:USEC]         add USEC (default 200000) to each timed host memcpy of
+ *                           --healthcheck's copy check: a node with slow memory
  *   rogue[:RANK]            before RANK (default 1) joins the control tree, it opens
  *                           two connections to its parent that do not prove the run's
  *                           secret: one silent, one with a wrong proof for RANK's slot
@@ -52,6 +54,8 @@ int cp_fault_rogue(int rank);
 long cp_fault_slow_us(int rank);
 /** Microseconds "slowcoll" adds to each timed collective (not pair) operation of rank. */
 long cp_fault_slowcoll_us(int rank);
+/** Microseconds "slowcopy" adds to each timed memcpy of --healthcheck (0: none). */
+long cp_fault_slowcopy_us(void);
 /** Microseconds "slowrep" adds to each timed operation of repeat (0: none). */
 long cp_fault_slow_repeat_us(int repeat);
 /** Does "hang" apply to rank in cell? */

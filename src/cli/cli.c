@@ -163,6 +163,38 @@ const cli_opt_t cli_opts[] = {
      "link rate in Gbit/s for 'BusBW as % of link rate' when\n"
      "the provider reports none (recorded with the run)",
      NULL},
+    SECTION("Health check (this node alone; exit 0 ok, 1 failed, 2 misconfigured):"),
+    {"healthcheck", 0, NULL, cli_h_flag, NULL, OPT_FIELD(healthcheck),
+     "check this node alone: host memory copy, every\n"
+     "operation of the local backends (exact), each NIC's\n"
+     "loopback; prints one line (NHC's form on failure)",
+     NULL},
+    {"healthcheck-time", 0, "S", cli_h_real, "--healthcheck-time 5 3600", OPT_FIELD(hc_time_s),
+     "the whole check's budget; a check still running then\n"
+     "fails by name (default: 50; Slurm kills at 60)",
+     NULL},
+    {"healthcheck-drain", 0, NULL, cli_h_flag, NULL, OPT_FIELD(hc_drain),
+     "on failure drain this node (scontrol, reason\n"
+     "'collprof: healthcheck: ...'), for HealthCheckProgram",
+     NULL},
+    {"healthcheck-confirm", 0, "K", cli_h_int, "--healthcheck-confirm 1 100", OPT_FIELD(hc_confirm),
+     "failures in a row before a drain (default: 2)", NULL},
+    {"healthcheck-state", 0, "FILE", cli_h_string, NULL, OPT_FIELD(hc_state),
+     "where the failures in a row are counted (default:\n"
+     "/run/collprof/healthcheck-NODE)",
+     NULL},
+    {"healthcheck-min-copy", 0, "GBS", cli_h_real, "--healthcheck-min-copy 0.001 10000",
+     OPT_FIELD(hc_min_copy), "host memcpy floor in GB/s (default: 1)", NULL},
+    {"healthcheck-max-ms", 0, "MS", cli_h_real, "--healthcheck-max-ms 0.001 100000",
+     OPT_FIELD(hc_max_ms),
+     "ceiling on each cell's p50 in ms (the medium cells\n"
+     "move 1 MiB per rank; default: 1000)",
+     NULL},
+    {"healthcheck-nics", 0, "LIST", cli_h_string, NULL, OPT_FIELD(hc_nics),
+     "interfaces whose loopback is checked, or none\n"
+     "(default: every interface up with an IPv4 address\n"
+     "but lo)",
+     NULL},
     SECTION("Output:"),
     {"output-dir", 0, "DIR", cli_h_string, NULL, OPT_FIELD(output_dir),
      "where the summary goes (default: $SLURM_SUBMIT_DIR\n"
@@ -284,12 +316,47 @@ static int screen_options(cp_options_t *opt, char *err, size_t errlen)
     return 0;
 }
 
+/* --healthcheck sets its own matrix; its options need it.  Fills its defaults. */
+static int health_options(const cli_state_t *st, char *err, size_t errlen)
+{
+    cp_options_t *opt = st->opt;
+    if (!opt->healthcheck) {
+        if (opt->hc_time_s > 0 || opt->hc_drain || opt->hc_confirm || opt->hc_min_copy > 0 ||
+            opt->hc_max_ms > 0 || opt->hc_nics[0] != '\0' || opt->hc_state[0] != '\0') {
+            snprintf(err, errlen,
+                     "the --healthcheck-* options shape the health check: add "
+                     "--healthcheck");
+            return -1;
+        }
+        return 0;
+    }
+    if (opt->screen || opt->link_sweep || opt->split || opt->dry_run || opt->list ||
+        opt->matrix_file[0] != '\0' || st->have_counts || st->have_sweep) {
+        snprintf(err, errlen,
+                 "--healthcheck runs its own fixed checks: it takes no --screen, "
+                 "--link-sweep, --split, --dry-run, --list, --matrix, --counts or "
+                 "-b/-e/-f");
+        return -1;
+    }
+    if (!opt->hc_drain && (opt->hc_confirm || opt->hc_state[0] != '\0')) {
+        snprintf(err, errlen,
+                 "--healthcheck-confirm and --healthcheck-state count the failures "
+                 "before a drain: add --healthcheck-drain");
+        return -1;
+    }
+    opt->hc_time_s = opt->hc_time_s > 0 ? opt->hc_time_s : 50;
+    opt->hc_confirm = opt->hc_confirm > 0 ? opt->hc_confirm : 2;
+    opt->hc_min_copy = opt->hc_min_copy > 0 ? opt->hc_min_copy : 1;
+    opt->hc_max_ms = opt->hc_max_ms > 0 ? opt->hc_max_ms : 1000;
+    return 0;
+}
+
 /* After the options: the link sweep's spec, the byte sweep, then the matrix file or the one
  * spec. */
 static int finish_specs(cli_state_t *st, char *err, size_t errlen)
 {
     cp_options_t *opt = st->opt;
-    if (screen_options(opt, err, errlen) != 0) {
+    if (health_options(st, err, errlen) != 0 || screen_options(opt, err, errlen) != 0) {
         return -1;
     }
     if (opt->link_sweep && sweep_spec(st, err, errlen) != 0) {

@@ -95,6 +95,14 @@ typedef struct cp_options {
     unsigned char backend_opt_long[32]; /**< 1: spelled --key (a backend must declare it so) */
     int nbackend_opts;
     char help_backend[64]; /**< --help-backend NAME */
+    int healthcheck;       /**< --healthcheck: this node's own checks, one line, exit 0/1/2 */
+    double hc_time_s;      /**< --healthcheck-time: the whole check's budget (0 while parsing) */
+    int hc_drain;          /**< --healthcheck-drain: drain this node when it fails */
+    int hc_confirm;        /**< --healthcheck-confirm: failures in a row before a drain */
+    double hc_min_copy;    /**< --healthcheck-min-copy: host memcpy floor, GB/s */
+    double hc_max_ms;      /**< --healthcheck-max-ms: the medium cells' p50 ceiling, ms */
+    char hc_nics[1024];    /**< --healthcheck-nics: interfaces, "none", or "" (every one up) */
+    char hc_state[4096];   /**< --healthcheck-state: the failures-in-a-row file ("": default) */
     cp_spec_t *specs;      /**< the blocks to run */
     int nspecs;
 } cp_options_t;

@@ -117,6 +117,22 @@ static int parse_real(const char *arg, int zero_ok, double *out)
     return 0;
 }
 
+/* A number in the range the row's key gives ("--NAME LO HI"), into the row's double field. */
+int cli_h_real(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    char what[64];
+    double lo, hi, v;
+    if (sscanf(o->key, "%63s %lf %lf", what, &lo, &hi) != 3) {
+        return -1;
+    }
+    if (parse_real(arg, 0, &v) != 0 || v < lo || v > hi) {
+        snprintf(why, len, "%s: '%s' is not a number in %g..%g", what, arg, lo, hi);
+        return -1;
+    }
+    *(double *)(void *)((char *)st->opt + o->off) = v;
+    return 0;
+}
+
 int cli_h_timeout(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     (void)o;

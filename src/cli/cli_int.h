@@ -78,6 +78,7 @@ int cli_h_check(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
 int cli_h_counts(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_flag(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_int(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
+int cli_h_real(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_launcher(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_link_gbps(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_more(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);

@@ -20,6 +20,7 @@
 #include "screen/screen_out.h"
 #include "output/summary.h"
 #include "run/exit.h"
+#include "run/health_log.h"
 #include "run/wd_hooks.h"
 #include "slurm/slurm_topo.h"
 
@@ -159,7 +160,9 @@ int cp_loop_cells(cp_rank_run_t *rr, int *stopped)
         cp_log(CP_LOG_INFO, "cell %d/%d: %s/%s %s %s count %llu", i + 1, rr->plan.ncells,
                rr->plugins[c->plugin].name, c->variant, collprof_op_name(c->op),
                collprof_dtype_name(c->dtype), (unsigned long long)c->count);
+        cp_health_log_start(rr, i);
         run_repeats(rr, &runner, c, &res);
+        cp_health_log_done(rr, i, &res);
         cp_log(CP_LOG_INFO, "cell %d/%d: %s%s%s (#wrong %llu)", i + 1, rr->plan.ncells,
                collprof_cell_status_name(res.fig.status), res.fig.reason[0] ? ": " : "",
                res.fig.reason, (unsigned long long)res.fig.wrong);
