@@ -305,7 +305,15 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
             fprintf(f, "validation: %s: %s\n", rows[i].verdict, rows[i].evidence);
         }
     }
-    int slow, judged;
+    int slow, judged, nodes = 0;
+    for (size_t i = first; i < end; i++) {
+        nodes += !strcmp(rows[i].what, "node");
+    }
+    if (nodes == 3 && !strcmp(h->reference, "screen")) { /* what 3 nodes cannot tell */
+        fprintf(f, "note: 3 nodes meet in 3 pairs, 2 each, which cannot tell a node at 0.7x from "
+                   "noise: without a baseline only a node at about 0.5x or slower is found "
+                   "(docs/screen.md); judge against one (--baseline FILE)\n");
+    }
     if (cp_screen_large_slow(rows, end, first, &slow, &judged)) {
         fprintf(f,
                 "verdict: a large part of the allocation is slow (%d of %d judged nodes, more "
