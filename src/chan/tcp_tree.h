@@ -70,6 +70,7 @@ typedef struct cp_tree_spec {
      *  it a leader of leaders, which listens there too; member 0 takes any number. */
     int kid_nodes;
     int fanout, nnodes; /**< the tree of nodes (tree_shape.h), for the description; 0: unknown */
+    int node; /**< this member's node in that tree (a deep leader staggers its side link by it) */
     /** > 0: every wait of the join at most this, and every read and write of the tree after
      *  it too (a stopped member is an error, never a hang: the screen's pairs); 0: the join's
      *  waits of timeouts.h, reads unbounded */

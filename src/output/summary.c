@@ -411,7 +411,7 @@ static void print_links(FILE *f, const cp_run_info_t *ri, const collprof_link_ro
         return;
     }
     for (int q = b->nranks - 1; q >= 0; q--) {
-        names[b->node_ids[q]] = b->hostnames[q]; /* the first rank of each node wins */
+        names[b->node_ids[q]] = cp_boot_host(b, q); /* the first rank of each node wins */
     }
     fprintf(f, "\n== link sweep: %d nodes, %d rounds, one pair per node at a time ==\n", b->nnodes,
             cp_links_rounds(b->nnodes));

@@ -143,8 +143,8 @@ static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, co
             pair_figures(res, lead[na], lead[nb], row);
         }
         if (progress != NULL) {
-            fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", b->hostnames[lead[na]],
-                    b->hostnames[lead[nb]], row->bw_gbs, row->time_mean_us, measured ? "" : " ",
+            fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", cp_boot_host(b, lead[na]),
+                    cp_boot_host(b, lead[nb]), row->bw_gbs, row->time_mean_us, measured ? "" : " ",
                     measured ? "" : row->status);
         }
     }
