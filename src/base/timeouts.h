@@ -105,9 +105,9 @@ static inline double cp_tmo_outer(double timeout_s)
  * CP_TMO_TREE_CONNECT_S; the dialler waits for the parent's challenge and
  * proof as long as for the verdict (the parent may still be accepting its
  * own node's members).  A leader below another leader opens its side link
- * to rank 0 first, giving up (side messages then off) after
- * CP_TMO_TREE_SIDE_S, well within rank 0's wait, so that it still joins the
- * tree in time.
+ * to rank 0 first (staggered, its connects retried: tcp_side.c), giving up
+ * (side messages then off) after CP_TMO_TREE_SIDE_S, well within rank 0's
+ * wait, so that it still joins the tree in time.
  */
 #define CP_TMO_TREE_LEADER_WAIT_S 30.0
 #define CP_TMO_TREE_ROOT_WAIT_S   60.0
