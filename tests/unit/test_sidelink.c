@@ -30,6 +30,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,9 +77,18 @@ static long read_long(const char *path)
     return n > 0 ? strtol(buf, NULL, 10) : -1;
 }
 
-/* A network namespace of this process's own, its loopback up, the kernel's caps small. */
+/* A network namespace of this process's own, its loopback up, the kernel's caps small (only
+ * where those caps are the namespace's own: Linux 4.15 and later, lest the host's change). */
 static int own_netns(char *why, size_t len)
 {
+    struct utsname u;
+    memset(&u, 0, sizeof(u));
+    int major = 0, minor = 0;
+    if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
+        major * 1000 + minor < 4015) {
+        snprintf(why, len, "kernel %s: its TCP caps may not be per network namespace", u.release);
+        return -1;
+    }
     if (unshare(CLONE_NEWNET) != 0) {
         snprintf(why, len, "no network namespace of its own (unshare: %s)", strerror(errno));
         return -1;
