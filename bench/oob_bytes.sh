@@ -53,7 +53,7 @@ for np in $NPS; do
         COLLPROF_PLUGIN_PATH=$(dirname "$bin")/.libs "$bin" --np "$np" --backends self \
             --ops allreduce,allgather,broadcast --counts 1K,4K,16K -n "$ITERS" -w 1 -v \
             --output-dir "$tmp" >"$tmp/out" 2>"$tmp/err" || die_run "the $np-rank run of $bin failed"
-        cells=$(sed -n 's/^# cells: \([0-9]*\) ok, .*/\1/p' "$tmp/out")
+        cells=$(sed -n 's/^# cells: \([0-9]*\) ok[,;].*/\1/p' "$tmp/out")
         read -r c0 s0 r0 <<<"$(figures "$tmp/err" "$np" start-up)"
         read -r c1 s1 r1 <<<"$(figures "$tmp/err" "$np" run)"
         [ -n "${c1:-}" ] && [ -n "${c0:-}" ] && [ "${cells:-0}" -gt 0 ] ||

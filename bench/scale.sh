@@ -131,7 +131,7 @@ measure() {
     bytes=$(echo "$line" | sed -n 's/.* puts of \([0-9]*\) bytes, \([0-9]*\) bytes read.*/\1 \2/p')
     tcp=$(tcp_of start-up <"$d/err")
     # per cell: the run's TCP bytes less the start-up's, over the cells
-    cells=$(sed -n 's/^# cells: \([0-9]*\) ok, .*/\1/p' "$d/out")
+    cells=$(sed -n 's/^# cells: \([0-9]*\) ok[,;].*/\1/p' "$d/out")
     percell=$(printf '%s\n%s\n' "$tcp" "$(tcp_of run <"$d/err")" | awk -v c="${cells:-0}" '
         NR == 1 { s = $4; r = $5 }
         NR == 2 && c > 0 && $4 != "" { printf "%d %d", ($4 - s) / c, ($5 - r) / c }')

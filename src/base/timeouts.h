@@ -121,16 +121,18 @@ static inline double cp_tmo_outer(double timeout_s)
  * member's impatience, decides whether the tree is used and every rank
  * chooses the same channel.  A connection that does not prove the run's
  * secret and introduce itself within CP_TMO_TREE_HELLO_S of its accept is
- * dropped: the accepting rank handles every pending connection at once, so
- * the deadline only bounds how long one that is not ours (or stalled)
- * holds one of its slots, never the others' wait; a real member answers the
- * challenge at once.  Dialling the parent gives up after
+ * dropped: the accepting rank handles up to 64 pending connections at once
+ * (tcp_tree_int.h MAX_PENDING), so the deadline bounds how long one that is
+ * not ours (or stalled) holds one of those slots; the others beside it go
+ * on, but past 64 at once the next wait in the kernel's queue for a slot (a
+ * flood delays a real member by this much per 64).  A real member answers
+ * the challenge at once.  Dialling the parent gives up after
  * CP_TMO_TREE_CONNECT_S; the dialler waits for the parent's challenge and
  * proof as long as for the verdict (the parent may still be accepting its
  * own node's members).  A leader below another leader opens its side link
- * to rank 0 first, giving up (side messages then off) after
- * CP_TMO_TREE_SIDE_S, well within rank 0's wait, so that it still joins the
- * tree in time.
+ * to rank 0 first (staggered, its connects retried: tcp_side.c), giving up
+ * (side messages then off) after CP_TMO_TREE_SIDE_S, well within rank 0's
+ * wait, so that it still joins the tree in time.
  */
 #define CP_TMO_TREE_LEADER_WAIT_S 30.0
 #define CP_TMO_TREE_ROOT_WAIT_S   60.0

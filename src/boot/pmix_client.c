@@ -139,10 +139,11 @@ static int init_single(cp_boot_t *b)
     b->nnodes = 1;
     local_hostname(b->hostname, sizeof(b->hostname));
     b->launcher = "none";
-    if (cp_tables_alloc(b, 1) != 0) {
+    if (cp_tables_alloc(b, 1) != 0 || cp_tables_names(b, 1) != 0) {
+        cp_tables_free(b);
         return COLLPROF_ERR_NO_MEMORY;
     }
-    snprintf(b->hostnames[0], sizeof(b->hostnames[0]), "%s", b->hostname);
+    snprintf(b->node_names[0], sizeof(b->node_names[0]), "%s", b->hostname);
     b->pids[0] = getpid();
     return COLLPROF_OK;
 }

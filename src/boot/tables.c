@@ -1,9 +1,9 @@
 #include "config.h"
 
 /*
- * The per-rank tables every rank holds (cp_boot_t's hostnames, node ids,
- * local ranks, pids): rank 0 builds them from every rank's record and sends
- * them out over the control channel (tables.h).
+ * The tables every rank holds (cp_boot_t's node ids, local ranks and pids per
+ * rank, and each node's name once): rank 0 builds them from every rank's record
+ * and sends them out over the control channel (tables.h).
  */
 
 #include "boot/tables.h"
@@ -19,11 +19,11 @@
 
 void cp_tables_free(cp_boot_t *b)
 {
-    free(b->hostnames);
+    free(b->node_names);
     free(b->node_ids);
     free(b->local_ranks);
     free(b->pids);
-    b->hostnames = NULL;
+    b->node_names = NULL;
     b->node_ids = NULL;
     b->local_ranks = NULL;
     b->pids = NULL;
@@ -31,11 +31,11 @@ void cp_tables_free(cp_boot_t *b)
 
 int cp_tables_alloc(cp_boot_t *b, int n)
 {
-    b->hostnames = calloc((size_t)n, sizeof(*b->hostnames));
+    b->node_names = NULL; /* cp_tables_names, once the nodes are known */
     b->node_ids = calloc((size_t)n, sizeof(*b->node_ids));
     b->local_ranks = calloc((size_t)n, sizeof(*b->local_ranks));
     b->pids = calloc((size_t)n, sizeof(*b->pids));
-    if (b->hostnames == NULL || b->node_ids == NULL || b->local_ranks == NULL || b->pids == NULL) {
+    if (b->node_ids == NULL || b->local_ranks == NULL || b->pids == NULL) {
         cp_tables_free(b);
         cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d ranks)", n);
         return -1;
@@ -43,16 +43,54 @@ int cp_tables_alloc(cp_boot_t *b, int n)
     return 0;
 }
 
-/* Node ids by host name in O(n), in order of first appearance (base/strset.h). */
+int cp_tables_names(cp_boot_t *b, int nnodes)
+{
+    free(b->node_names);
+    b->node_names = calloc((size_t)(nnodes > 0 ? nnodes : 1), sizeof(*b->node_names));
+    if (b->node_names == NULL) {
+        cp_log(CP_LOG_ERROR, "out of memory for the bootstrap tables (%d nodes)", nnodes);
+        return -1;
+    }
+    return 0;
+}
+
+uint64_t cp_boot_tables_bytes(uint64_t ranks, uint64_t nodes)
+{
+    const cp_boot_t *b = NULL;
+    uint64_t per_rank = sizeof(*b->node_ids) + sizeof(*b->local_ranks) + sizeof(*b->pids);
+    return ranks * per_rank + nodes * sizeof(*b->node_names);
+}
+
+uint64_t cp_boot_startup_bytes(uint64_t ranks, uint64_t nodes, int rank0)
+{
+    const cp_boot_t *b = NULL;
+    /* cp_tables_share's message: two int32 a rank, the names */
+    uint64_t wire = 8 * ranks + nodes * sizeof(*b->node_names);
+    if (!rank0) {
+        return wire;
+    }
+    /* every rank's record (gather_tables), and the set numbering the nodes by name: its
+     * slots (a power of two, at least twice the names), offsets, hashes and the names */
+    uint64_t cap = 2;
+    while (cap < 2 * nodes) {
+        cap *= 2;
+    }
+    uint64_t set = cap * sizeof(uint32_t) + (nodes + 1) * (sizeof(size_t) + sizeof(uint32_t)) +
+                   nodes * sizeof(*b->node_names);
+    return wire + ranks * sizeof(peer_info_t) + 2 * set; /* 2: the set grows by doubling */
+}
+
+/* Node ids by host name in O(n), in order of first appearance (base/strset.h); each
+ * node's name once. */
 int cp_tables_fill(cp_boot_t *b, const peer_info_t *all)
 {
     cp_strset_t hosts = {0};
     for (int r = 0; r < b->nranks; r++) {
-        snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", all[r].hostname);
         b->local_ranks[r] = all[r].local_rank;
         b->pids[r] = (pid_t)all[r].pid;
         int added;
-        long id = cp_strset_put(&hosts, b->hostnames[r], strlen(b->hostnames[r]), &added);
+        const char *h = all[r].hostname;
+        long id = cp_strset_put(&hosts, h, strnlen(h, sizeof(all[r].hostname) - 1), &added);
         if (id < 0) {
             cp_strset_free(&hosts);
             return -1;
@@ -60,6 +98,13 @@ int cp_tables_fill(cp_boot_t *b, const peer_info_t *all)
         b->node_ids[r] = (int)id;
     }
     b->nnodes = (int)hosts.n;
+    if (cp_tables_names(b, b->nnodes) != 0) {
+        cp_strset_free(&hosts);
+        return -1;
+    }
+    for (int k = 0; k < b->nnodes; k++) {
+        snprintf(b->node_names[k], sizeof(b->node_names[k]), "%s", cp_strset_key(&hosts, k));
+    }
     cp_strset_free(&hosts);
     b->node_id = b->node_ids[b->rank];
     return 0;
@@ -97,15 +142,17 @@ static int unpack_tables(cp_boot_t *b, const char *buf, int nnodes, size_t len)
     size_t n = (size_t)b->nranks;
     const int32_t *ids = (const int32_t *)buf, *lrs = ids + n;
     const char *at = buf + 8 * n, *end = buf + len;
-    char(*names)[256] = calloc((size_t)nnodes, sizeof(*names));
-    int ret = names == NULL ? COLLPROF_ERR_NO_MEMORY : COLLPROF_OK;
+    int ret = nnodes > b->nranks ? COLLPROF_ERR_BOOTSTRAP : COLLPROF_OK; /* a node has a rank */
+    if (ret == COLLPROF_OK && cp_tables_names(b, nnodes) != 0) {
+        ret = COLLPROF_ERR_NO_MEMORY;
+    }
     for (int k = 0; ret == COLLPROF_OK && k < nnodes; k++) {
         size_t l = strnlen(at, (size_t)(end - at));
         if (l == (size_t)(end - at)) {
             ret = COLLPROF_ERR_BOOTSTRAP;
             break;
         }
-        snprintf(names[k], sizeof(names[k]), "%s", at);
+        snprintf(b->node_names[k], sizeof(b->node_names[k]), "%s", at);
         at += l + 1;
     }
     for (size_t r = 0; ret == COLLPROF_OK && r < n; r++) {
@@ -115,11 +162,11 @@ static int unpack_tables(cp_boot_t *b, const char *buf, int nnodes, size_t len)
         }
         b->node_ids[r] = ids[r];
         b->local_ranks[r] = lrs[r];
-        snprintf(b->hostnames[r], sizeof(b->hostnames[r]), "%s", names[ids[r]]);
     }
-    free(names);
     if (ret != COLLPROF_OK) {
-        cp_log(CP_LOG_ERROR, "the rank table from rank 0 is malformed");
+        if (ret == COLLPROF_ERR_BOOTSTRAP) {
+            cp_log(CP_LOG_ERROR, "the rank table from rank 0 is malformed");
+        }
         return ret;
     }
     b->nnodes = nnodes;
@@ -139,11 +186,8 @@ int cp_tables_share(cp_boot_t *b)
 {
     size_t n = (size_t)b->nranks;
     int32_t head[2] = {b->nnodes, 0};
-    for (size_t r = 0, next = 0; b->rank == 0 && r < n; r++) {
-        if ((size_t)b->node_ids[r] == next) { /* a node's first rank: ids grow from 0 */
-            head[1] += (int32_t)strlen(b->hostnames[r]) + 1;
-            next++;
-        }
+    for (int k = 0; b->rank == 0 && k < b->nnodes; k++) {
+        head[1] += (int32_t)strlen(b->node_names[k]) + 1;
     }
     int ret = cp_oob_bcast(head, sizeof(head), 0);
     size_t len = 8 * n + (size_t)(head[1] > 0 ? head[1] : 0);
@@ -154,13 +198,12 @@ int cp_tables_share(cp_boot_t *b)
     if (ret == COLLPROF_OK && b->rank == 0) {
         int32_t *ids = (int32_t *)buf, *lrs = ids + n;
         char *at = buf + 8 * n;
-        for (size_t r = 0, next = 0; r < n; r++) {
+        for (size_t r = 0; r < n; r++) {
             ids[r] = b->node_ids[r];
             lrs[r] = b->local_ranks[r];
-            if ((size_t)b->node_ids[r] == next) {
-                at = stpcpy(at, b->hostnames[r]) + 1;
-                next++;
-            }
+        }
+        for (int k = 0; k < b->nnodes; k++) {
+            at = stpcpy(at, b->node_names[k]) + 1;
         }
     }
     if (ret == COLLPROF_OK) {

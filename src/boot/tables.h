@@ -5,8 +5,10 @@
 #include "boot/boot.h"
 #include "chan/chan.h" /* peer_info_t */
 
-/* The tables for n ranks, zeroed; -1 (logged) out of memory. */
+/* The per-rank tables for n ranks, zeroed (node_names NULL); -1 (logged) out of memory. */
 int cp_tables_alloc(cp_boot_t *b, int n);
+/* node_names for nnodes nodes, zeroed; -1 (logged) out of memory. */
+int cp_tables_names(cp_boot_t *b, int nnodes);
 void cp_tables_free(cp_boot_t *b);
 /* Rank 0: the tables from every rank's record; -1 out of memory. */
 int cp_tables_fill(cp_boot_t *b, const peer_info_t *all);

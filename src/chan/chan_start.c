@@ -68,6 +68,7 @@ static cp_tree_spec_t world_spec(const cp_boot_t *b)
         s.parent_lead = pl.parent_lead > 0 ? pl.parent_lead : 0;
         s.kid_nodes = s.me == 0 ? 0 : pl.kid_nodes; /* member 0 takes any number */
         s.nnodes = pl.nnodes;
+        s.node = pl.index;
     } else {
         cp_log(CP_LOG_INFO, "control channel: the two-level tree (%s)", why);
     }

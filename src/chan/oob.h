@@ -21,12 +21,20 @@ typedef struct cp_boot {
     char hostname[256];
     const char *launcher;  /**< "self", "mpirun", "slurm", "pmix", "none" */
     char pmix_version[64]; /**< "" when PMIx is not in use */
+    /* per node (index = node id), gathered at init: each node's name, once */
+    char (*node_names)[256];
     /* per rank, gathered at init (index = rank) */
-    char (*hostnames)[256];
     int *node_ids;
     int *local_ranks;
     pid_t *pids;
 } cp_boot_t;
+
+/** The host name of rank's node (rank in 0..nranks-1): the names are held once per node
+ *  (node_names), not once per rank (boot/tables.c). */
+static inline const char *cp_boot_host(const cp_boot_t *b, int rank)
+{
+    return b->node_names[b->node_ids[rank]];
+}
 
 /* Out-of-band collectives over all ranks.  Collective: every rank calls them
  * in the same order, with the same len (and root).  Return

@@ -80,22 +80,75 @@ static int root_fd(const cp_tree_t *t)
 
 /* ---- side links (set-up) ---------------------------------------------- */
 
+/* Seconds a deep leader waits before dialling rank 0: the deep leaders in groups of
+ * SIDE_BURST, one group every SIDE_STEP_S, by their node's place in the tree (4,060 at 4,096
+ * nodes and fanout 32: 2.5 s), so that rank 0's accept queue, which the kernel caps at
+ * net.core.somaxconn, meets a stream, not one burst; at most a quarter of the wait w. */
+#define SIDE_BURST  16
+#define SIDE_STEP_S 0.01
+static double side_stagger(const cp_tree_t *t, double w)
+{
+    int k = t->spec.fanout, j = t->spec.node - (k + 1); /* its place among the deep leaders */
+    double d = k > 0 && j > 0 ? (double)(j / SIDE_BURST) * SIDE_STEP_S : 0.0;
+    return d < w / 4 ? d : w / 4;
+}
+
+/* The side link to member 0 at addr within w seconds: connects retried (tcp_sock.h), and a
+ * connection whose challenge does not come within SIDE_CHALLENGE_S (doubling each time) dropped
+ * for a fresh one: under a flood the kernel answers with a SYN cookie and drops the handshake's
+ * last ACK while the accept queue is full, and the listener, which speaks first, then never
+ * hears of the connection.  The fd, proven, or -1 (why); *tries: the connects made. */
+#define SIDE_CHALLENGE_S 2.0
+static int side_dial(const cp_tree_t *t, const char *addr, double w, int *tries, char *why,
+                     size_t wlen)
+{
+    char purpose[CP_AUTH_PURPOSE_LEN];
+    double end = cp_now_s() + w, wait = SIDE_CHALLENGE_S, left = w;
+    int fd = -1, n = 0;
+    cp_tree_side_purpose(t, purpose);
+    for (*tries = 0; fd < 0 && left > 0; left = end - cp_now_s()) {
+        fd = cp_sock_dial_retry(addr, left, (unsigned)t->me, &n, why, wlen);
+        *tries += n;
+        left = end - cp_now_s();
+        if (fd < 0 || left <= 0) {
+            break;
+        }
+        if (wait >= left || cp_sock_wait(fd, POLLIN, wait) == 1) { /* its challenge came */
+            if (cp_tree_hello(t, fd, addr, SIDE_HELLO, purpose, 0, NULL, 0, left > 0.5 ? left : 0.5,
+                              why, wlen) != 0) {
+                cp_tree_close_fd(&fd);
+            }
+            break;
+        }
+        cp_tree_close_fd(&fd);
+        snprintf(why, wlen, "no challenge from %s within %.0f s on any of %d connections", addr,
+                 wait, *tries);
+        wait *= 2;
+    }
+    return fd;
+}
+
 void cp_tree_side_open(cp_tree_t *t)
 {
     if (!t->side_off || t->me == 0) { /* before the join: a leader whose parent is not 0 */
         return;
     }
-    char why[112] = "", purpose[CP_AUTH_PURPOSE_LEN];
+    char why[112] = "";
     const char *addr = !t->has_root ? "" : t->root_same ? t->root_pub.lo : t->root_pub.node;
-    double w = cp_tree_join_wait(t, CP_TMO_TREE_SIDE_S);
-    cp_tree_side_purpose(t, purpose);
+    double w = cp_tree_join_wait(t, CP_TMO_TREE_SIDE_S), t0 = cp_now_s();
+    int tries = 0;
     if (addr[0] == '\0') {
         snprintf(why, sizeof(why), "%s",
                  t->has_root ? "rank 0 has no address for the other nodes" : "no address of it");
-    } else if ((t->side = cp_sock_dial(addr, w, why, sizeof(why))) >= 0 &&
-               cp_tree_hello(t, t->side, addr, SIDE_HELLO, purpose, 0, NULL, 0, w, why,
-                             sizeof(why)) != 0) {
-        cp_tree_close_fd(&t->side);
+    } else {
+        double d = side_stagger(t, w);
+        struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+        nanosleep(&ts, NULL);
+        t->side = side_dial(t, addr, w - d, &tries, why, sizeof(why));
+    }
+    if (tries > 1) {
+        cp_log(CP_LOG_DEBUG, "control channel: side link to %s %s after %d connects in %.1f s",
+               addr, t->side >= 0 ? "up" : "not up", tries, cp_now_s() - t0);
     }
     if (t->side >= 0) {
         cp_sock_nodelay(t->side);

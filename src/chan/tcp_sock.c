@@ -16,9 +16,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 int cp_sock_send_all(int fd, struct iovec *iov, int iovcnt)
@@ -126,6 +128,18 @@ static int sock_name(int fd, char *buf, size_t size)
     return k > 0 && (size_t)k < size ? 0 : -1;
 }
 
+int cp_sock_somaxconn(void)
+{
+    char buf[32] = "";
+    int fd = open("/proc/sys/net/core/somaxconn", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    long v = n > 0 ? strtol(buf, NULL, 10) : -1;
+    return v > 0 && v <= INT_MAX ? (int)v : -1;
+}
+
 int cp_sock_listen(const char *host, int backlog, char *pub, size_t size, char *why, size_t wlen)
 {
     struct addrinfo hints, *ai = NULL;
@@ -212,7 +226,9 @@ int cp_sock_host_addr(const char *hostname, char *buf, size_t size, char *why, s
     return loop;
 }
 
-int cp_sock_dial(const char *hostport, double s, char *why, size_t wlen)
+/* One connect within s seconds: the fd, or -1 with the errno in *err (0: not worth a retry,
+ * the address is bad). */
+static int dial_once(const char *hostport, double s, int *err_out, char *why, size_t wlen)
 {
     char host[NI_MAXHOST];
     const char *colon = strrchr(hostport, ':');
@@ -223,6 +239,7 @@ int cp_sock_dial(const char *hostport, double s, char *why, size_t wlen)
     }
     if (colon == NULL || hl == 0 || hl >= sizeof(host)) {
         snprintf(why, wlen, "bad address %s", hostport);
+        *err_out = 0;
         return -1;
     }
     memcpy(host, hostport, hl);
@@ -234,6 +251,7 @@ int cp_sock_dial(const char *hostport, double s, char *why, size_t wlen)
     int grc = getaddrinfo(host, colon + 1, &hints, &ai);
     if (grc != 0) {
         snprintf(why, wlen, "address %s: %s", hostport, gai_strerror(grc));
+        *err_out = 0;
         return -1;
     }
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -255,10 +273,55 @@ int cp_sock_dial(const char *hostport, double s, char *why, size_t wlen)
         if (fd >= 0) {
             close(fd);
         }
+        *err_out = err;
         return -1;
     }
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     cp_sock_nodelay(fd);
+    return fd;
+}
+
+int cp_sock_dial(const char *hostport, double s, char *why, size_t wlen)
+{
+    int err;
+    return dial_once(hostport, s, &err, why, wlen);
+}
+
+/* Errors a later connect may not meet: a full accept queue (its SYN dropped, or refused
+ * where the kernel aborts on overflow), a reset, no local port or buffer for the moment. */
+static int worth_retry(int err)
+{
+    return err == ETIMEDOUT || err == ECONNREFUSED || err == ECONNRESET || err == EAGAIN ||
+           err == EADDRNOTAVAIL || err == ENOBUFS || err == EINTR || err == EHOSTUNREACH ||
+           err == ENETUNREACH;
+}
+
+int cp_sock_dial_retry(const char *hostport, double s, unsigned seed, int *tries, char *why,
+                       size_t wlen)
+{
+    double end = cp_now_s() + s, left = s, attempt_s = CP_SOCK_TRY_S, pause = 0.05;
+    int fd = -1, err = 0;
+    /* a fraction in [0.5, 1.5) of each pause, the same member always the same */
+    double jitter = 0.5 + (double)((seed * 2654435761u) >> 22) / 1024.0;
+    for (*tries = 0; fd < 0 && left > 0; left = end - cp_now_s()) {
+        ++*tries;
+        fd = dial_once(hostport, attempt_s < left ? attempt_s : left, &err, why, wlen);
+        if (fd >= 0 || !worth_retry(err)) {
+            break;
+        }
+        attempt_s *= 2; /* the kernel's own SYN retries get longer within a try */
+        double p = pause * jitter, rest = end - cp_now_s();
+        p = p < rest ? p : rest;
+        if (p > 0) {
+            struct timespec ts = {(time_t)p, (long)((p - (double)(time_t)p) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        pause = pause * 2 < CP_SOCK_PAUSE_MAX_S ? pause * 2 : CP_SOCK_PAUSE_MAX_S;
+    }
+    if (fd < 0 && *tries > 1) {
+        size_t l = strlen(why);
+        snprintf(why + l, wlen - l, " (%d tries in %.1f s)", *tries, s);
+    }
     return fd;
 }

@@ -19,11 +19,23 @@ int cp_sock_recv_all(int fd, void *buf, size_t len);
 int cp_sock_wait(int fd, short ev, double s);
 /* Read exactly len bytes within s seconds: 0, or -1. */
 int cp_sock_recv_within(int fd, void *buf, size_t len, double s);
+/* The kernel's cap on a listener's accept queue in this network namespace
+ * (net.core.somaxconn; listen() takes the smaller of it and its backlog), or -1 unknown. */
+int cp_sock_somaxconn(void);
 /* Listen on host (numeric) at an ephemeral port: the fd and "host:port" ("[h]:p" for IPv6) in
  * pub, or -1. */
 int cp_sock_listen(const char *host, int backlog, char *pub, size_t size, char *why, size_t wlen);
 /* Connect to "host:port" within s seconds; the fd (blocking, TCP_NODELAY) or -1. */
 int cp_sock_dial(const char *hostport, double s, char *why, size_t wlen);
+/* The same, tried again within s seconds after a failure a later try may not meet (a timeout,
+ * a refusal, a reset: a listener's full accept queue drops or refuses SYNs): each try
+ * CP_SOCK_TRY_S, then twice as long as the one before, with pauses from 50 ms doubling up to
+ * CP_SOCK_PAUSE_MAX_S between them, each scaled by 0.5-1.5 from seed (so that dialers that
+ * failed together do not come back together).  *tries: the connects made. */
+#define CP_SOCK_TRY_S       1.0
+#define CP_SOCK_PAUSE_MAX_S 1.0
+int cp_sock_dial_retry(const char *hostport, double s, unsigned seed, int *tries, char *why,
+                       size_t wlen);
 /* TCP_NODELAY: a control message goes out at once. */
 void cp_sock_nodelay(int fd);
 /* The IPv4 (else IPv6) address of interface iface: 0, or -1. */

@@ -101,8 +101,18 @@ static void node_listen(cp_tree_t *t, cp_tcp_pub_t *pub, int backlog, char *why,
  * leaders. */
 static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
 {
-    int backlog = t->n < 4096 ? t->n : 4096;
+    /* an accept queue for every member at once, as far as the kernel allows (somaxconn: 4,096
+     * from Linux 5.4, 128 before); past it the leaders' side links come staggered and their
+     * connects retry (tcp_side.c) */
+    int backlog = t->n, cap = cp_sock_somaxconn();
     long soft, hard;
+    if (cap > 0 && cap < t->spec.nnodes - 1) {
+        cp_log(CP_LOG_INFO,
+               "control channel: the kernel caps rank 0's accept queue at %d connections "
+               "(net.core.somaxconn) for %d other nodes' leaders: their side links come "
+               "staggered and retry",
+               cap, t->spec.nnodes - 1);
+    }
     if (cp_nofile_fit(t->n + CP_NOFILE_SPARE, &soft, &hard) != 0) {
         /* its accepts would fail until the deadline */
         snprintf(why, wlen,

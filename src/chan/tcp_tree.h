@@ -26,10 +26,12 @@
  * Authentication (tcp_auth.h): every tree has the run's secret and a
  * purpose (cp_tree_key); a connection is read from only once it proved the
  * secret in a challenge and a response, and a member reads its parent only
- * once the parent proved it too.  A listener handles every pending
- * connection at once, each with its own short deadline: one that does not
- * prove the secret is dropped, logged once per peer address, and never
- * delays the others.
+ * once the parent proved it too.  A listener handles up to MAX_PENDING
+ * (64) pending connections at once, each with its own short deadline: one
+ * that does not prove the secret is dropped, logged once per peer address,
+ * and does not delay the others beside it; past 64 at once the next wait in
+ * the kernel's accept queue for a slot, so a flood of silent connections
+ * delays a real member by up to CP_TMO_TREE_HELLO_S per 64 of them.
  *
  * Messages: a 16-byte header (magic, sequence number, payload length, all
  * big-endian) and the payload.  The sequence number counts the tree's
@@ -70,6 +72,7 @@ typedef struct cp_tree_spec {
      *  it a leader of leaders, which listens there too; member 0 takes any number. */
     int kid_nodes;
     int fanout, nnodes; /**< the tree of nodes (tree_shape.h), for the description; 0: unknown */
+    int node; /**< this member's node in that tree (a deep leader staggers its side link by it) */
     /** > 0: every wait of the join at most this, and every read and write of the tree after
      *  it too (a stopped member is an error, never a hang: the screen's pairs); 0: the join's
      *  waits of timeouts.h, reads unbounded */

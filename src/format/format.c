@@ -258,3 +258,16 @@ void cp_format_logs_line(const char *rank0_log, char *buf, size_t len)
         snprintf(buf, len, "logs:       %s (rank 0's)", rank0_log);
     }
 }
+
+void cp_format_status_counts(const int *counts, char *buf, size_t len)
+{
+    size_t at = 0;
+    snprintf(buf, len, "none");
+    for (int i = 0; i < COLLPROF_CELL_STATUS_COUNT; i++) {
+        if (counts[i] > 0 && at < len) {
+            int k = snprintf(buf + at, len - at, "%s%d %s", at > 0 ? ", " : "", counts[i],
+                             collprof_cell_status_name(i));
+            at += k > 0 ? (size_t)k : 0;
+        }
+    }
+}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include <collprof/schema.h>
+#include <collprof/vocab.h>
 
 /** "AllReduce (max, in-place)": the op's display name and its non-default attributes. */
 void cp_format_label(const collprof_result_row_t *r, char *buf, size_t len);
@@ -32,6 +33,11 @@ void cp_format_summary_line(const collprof_result_row_t *r, char *buf, size_t le
 void cp_format_provenance(const collprof_result_row_t *r, char *buf, size_t len);
 /** "logs:       DIR/collprof_RUN_r*.log (one per rank)" from rank 0's log path (--log-dir). */
 void cp_format_logs_line(const char *rank0_log, char *buf, size_t len);
+
+/** The cells by status, the statuses that have any in the vocabulary's order and words
+ *  (collprof/vocab.h): "3 ok, 1 unsupported, 1 timeout"; "none" when every count is 0.  counts
+ *  has COLLPROF_CELL_STATUS_COUNT entries. */
+void cp_format_status_counts(const int *counts, char *buf, size_t len);
 
 /** The coverage an interval of the repeats must reach to be called a 95 % interval. */
 #define CP_FORMAT_CI_LEVEL 0.95

@@ -59,7 +59,7 @@ static int write_ranks(hid_t file, const cp_run_info_t *ri)
     }
     for (int r = 0; r < b->nranks; r++) {
         recs[r].rank = r;
-        snprintf(recs[r].hostname, sizeof(recs[r].hostname), "%s", b->hostnames[r]);
+        snprintf(recs[r].hostname, sizeof(recs[r].hostname), "%s", cp_boot_host(b, r));
         recs[r].node_id = b->node_ids[r];
         recs[r].local_rank = b->local_ranks[r];
         recs[r].pid = b->pids[r];

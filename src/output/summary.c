@@ -411,7 +411,7 @@ static void print_links(FILE *f, const cp_run_info_t *ri, const collprof_link_ro
         return;
     }
     for (int q = b->nranks - 1; q >= 0; q--) {
-        names[b->node_ids[q]] = b->hostnames[q]; /* the first rank of each node wins */
+        names[b->node_ids[q]] = cp_boot_host(b, q); /* the first rank of each node wins */
     }
     fprintf(f, "\n== link sweep: %d nodes, %d rounds, one pair per node at a time ==\n", b->nnodes,
             cp_links_rounds(b->nnodes));
@@ -553,10 +553,9 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
         printf("# links: %d measured, %d not ok: %s\n", s->nlinks, s->links_failed,
                exit_status == 0 ? "PASSED" : "FAILED");
     } else {
-        printf("# cells: %d ok, %d wrong, %d error, %d unsupported, %d skipped; #wrong %llu: %s\n",
-               s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
-               s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
-               s->counts[COLLPROF_CELL_SKIPPED], (unsigned long long)s->wrong,
+        char counts[160]; /* only the statuses that occurred: "1 ok, 3 unsupported" */
+        cp_format_status_counts(s->counts, counts, sizeof(counts));
+        printf("# cells: %s; #wrong %llu: %s\n", counts, (unsigned long long)s->wrong,
                exit_status == 0 ? "PASSED" : "FAILED");
     }
     printf("# summary: %s\n", s->path);

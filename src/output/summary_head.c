@@ -72,7 +72,7 @@ void cp_run_backend_row(const cp_run_info_t *ri, int i, collprof_backend_row_t *
 static int boot_node_of(const void *arg, int rank, const char **host)
 {
     const cp_boot_t *b = arg;
-    *host = b->hostnames[rank];
+    *host = cp_boot_host(b, rank);
     return b->node_ids[rank];
 }
 
@@ -216,7 +216,7 @@ static void print_limit(FILE *f, const cp_run_info_t *ri)
             "            and copy1_gbs with one\n"
             "            thread; see docs/metrics.md; where busBW is 0 (one rank: the\n"
             "            collective is a copy), 'AlgBW N%% of ...' instead\n",
-            ri->boot->hostnames[0]);
+            cp_boot_host(ri->boot, 0));
     if (device) {
         fprintf(
             f, "            'BusBW N%% of device copy R' (device memory): R = device-to-device\n"

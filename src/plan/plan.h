@@ -51,12 +51,13 @@ typedef struct cp_plan_node {
     uint64_t device_bytes; /**< one device's memory (each rank has one); 0: unknown (unchecked) */
     int local_ranks;       /**< the job's ranks on this node */
     int rank0_here;        /**< rank 0, which holds every rank's samples, runs on this node */
+    int nnodes; /**< the job's nodes (for the start-up tables); 0: the ranks over local_ranks */
 } cp_plan_node_t;
 
 /** This machine's memory (sysconf), or this process's cgroup limit where it is smaller;
- *  local_ranks and rank0_here as given.  device_bytes is 0: the plan is built before any
- *  backend opens its device, and no backend reports its device's memory. */
-void cp_plan_node_this(cp_plan_node_t *node, int local_ranks, int rank0_here);
+ *  local_ranks, rank0_here and nnodes as given.  device_bytes is 0: the plan is built before
+ *  any backend opens its device, and no backend reports its device's memory. */
+void cp_plan_node_this(cp_plan_node_t *node, int local_ranks, int rank0_here, int nnodes);
 
 /** The memory limit of this process's control group, v1 or v2, the smallest from its own
  *  group up to the root (cgroup.c); 0 when there is none or it cannot be read. */
@@ -67,9 +68,10 @@ uint64_t cp_cgroup_mem_limit(void);
  * or -1 with a one-line error (unknown backend/variant, bad root, traffic
  * matrix size, memory) for exit status 2.  node: the memory guard refuses
  * a cell that cannot fit on it (host memory per node: its local ranks'
- * buffers and bookkeeping, and rank 0's samples and gathers where rank 0
- * runs; device memory per rank), keeping 20 % for the rest; NULL checks
- * no memory.
+ * buffers and bookkeeping, the job's tables each rank holds, and rank 0's
+ * samples and gathers where rank 0 runs; device memory per rank), and a job
+ * whose start-up tables alone cannot (rank 0's records of every rank where
+ * it runs), keeping 20 % for the rest; NULL checks no memory.
  */
 int cp_plan_build(const cp_options_t *opt, const cp_plugin_t *plugins, int nplugins, int nranks,
                   const cp_plan_node_t *node, cp_plan_t *plan, char *err, size_t errlen);

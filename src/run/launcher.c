@@ -41,7 +41,7 @@ int cp_launcher_run(char **argv, cp_options_t *opt)
         cp_log(CP_LOG_ERROR, "out of memory loading plugins");
         return CP_EXIT_FAILED;
     }
-    cp_plan_node_this(&node, opt->np, 1); /* every rank, rank 0 with them, on this node */
+    cp_plan_node_this(&node, opt->np, 1, 1); /* every rank, rank 0 with them, on this node */
     if (cp_bopts_check(opt, plugins, nplugins, err, sizeof(err)) != 0 ||
         cp_plan_build(opt, plugins, nplugins, opt->np, &node, &plan, err, sizeof(err)) != 0) {
         cp_log(CP_LOG_ERROR, "%s", err);

@@ -195,7 +195,7 @@ static int *node_leaves(const cp_rank_run_t *rr)
     int found = 0, placed = 0;
     if (lead != NULL && leaf != NULL && hosts != NULL) {
         for (int nd = 0; nd < b->nnodes; nd++) {
-            hosts[nd] = lead[nd] >= 0 ? b->hostnames[lead[nd]] : NULL;
+            hosts[nd] = lead[nd] >= 0 ? cp_boot_host(b, lead[nd]) : NULL;
         }
         found = cp_slurm_topo_leaves(hosts, b->nnodes, leaf, why, sizeof(why));
     }

@@ -181,7 +181,7 @@ static int rank_prepare(cp_rank_run_t *rr)
         status = CP_EXIT_FAILED;
     }
     cp_plan_node_t node; /* this rank's node: each node checks its own ranks' memory */
-    cp_plan_node_this(&node, b->local_size, b->node_ids[0] == b->node_id);
+    cp_plan_node_this(&node, b->local_size, b->node_ids[0] == b->node_id, b->nnodes);
     if (status == 0 &&
         (cp_bopts_check(rr->opt, rr->plugins, rr->nplugins, err, sizeof(err)) != 0 ||
          cp_plan_build(rr->opt, rr->plugins, rr->nplugins, b->nranks, &node, &rr->plan, err,

@@ -157,7 +157,7 @@ static int failure_reason(cell_run_t *c, cp_result_t *res, int bad)
     c->msg[sizeof(c->msg) - 1] = '\0';
     if (oob == 0) {
         snprintf(res->fig.reason, sizeof(res->fig.reason), "rank %d (%s): %s", bad,
-                 c->r->boot->hostnames[bad], c->msg);
+                 cp_boot_host(c->r->boot, bad), c->msg);
     }
     return oob;
 }

@@ -226,7 +226,7 @@ static void writer_lost(const cp_boot_t *b, int cell, const int *dep, int ndep, 
         msg, len,
         " Rank 0 (%s), which writes the result files, does not answer: unless it resumes to "
         "close them, they hold ",
-        b->hostnames[0]);
+        cp_boot_host(b, 0));
     if (cell > 0) {
         cp_wd_append(msg, len, "only the cells before cell %d, with no row for this one", cell);
     } else {
@@ -254,8 +254,9 @@ static void report_timeout(cp_wd_rec_t *recs, int n, int me, int nsilent, const 
         cp_log(CP_LOG_ERROR, "watchdog: no progress for %.1f s; out of memory", recs[me].stalled_s);
         _exit(CP_EXIT_TIMEOUT);
     }
-    int cell = cp_wd_explain(recs, n, b ? (const char(*)[256])b->hostnames : NULL,
-                             wd.hooks.describe, wd.hooks.arg, msg, 4096);
+    cp_wd_hosts_t hosts = {b ? (const char(*)[256])b->node_names : NULL, b ? b->node_ids : NULL};
+    int cell =
+        cp_wd_explain(recs, n, b ? &hosts : NULL, wd.hooks.describe, wd.hooks.arg, msg, 4096);
     if (me != 0) {
         int dep[CP_WD_DEPUTIES], ndep = boot_deputies(b, dep);
         writer_lost(b, cell, dep, ndep, msg, 4096);

@@ -99,13 +99,20 @@ void cp_wd_publish_files(const char *files);
 /** Stop the thread (end of a normal run). */
 void cp_wd_stop(void);
 
+/** Every rank's host name: names[node_of[rank]] (names once per node, as cp_boot_t holds
+ *  them), or names[rank] where node_of is NULL. */
+typedef struct cp_wd_hosts {
+    const char (*names)[256];
+    const int *node_of;
+} cp_wd_hosts_t;
+
 /**
  * The attribution, pure (exposed for tests): from every rank's record,
  * the message naming the cell, the ranks that did not arrive with their
  * hosts and positions, the ranks that wait, and the ranks that did not
- * answer.  Returns the cell the job is stuck in (-1: none).
+ * answer (hosts NULL: unknown, "?").  Returns the cell the job is stuck in (-1: none).
  */
-int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
+int cp_wd_explain(const cp_wd_rec_t *recs, int n, const cp_wd_hosts_t *hosts,
                   void (*describe)(void *arg, int cell, char *buf, size_t len), void *arg,
                   char *msg, size_t len);
 

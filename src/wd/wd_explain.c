@@ -137,8 +137,17 @@ static int find_front(const cp_wd_rec_t *recs, int n, double *stalled)
     return front;
 }
 
+/* Rank q's host name; "?" where the hosts are unknown. */
+static const char *host_of(const cp_wd_hosts_t *h, int q)
+{
+    if (h == NULL || h->names == NULL) {
+        return "?";
+    }
+    return h->names[h->node_of != NULL ? h->node_of[q] : q];
+}
+
 /* " Did not arrive: rank q (host) last seen ...;" for the nbehind ranks behind f. */
-static void explain_behind(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
+static void explain_behind(const cp_wd_rec_t *recs, int n, const cp_wd_hosts_t *hosts,
                            const cp_wd_rec_t *f, int nbehind, char *msg, size_t len)
 {
     pos_t fp = position(f);
@@ -160,7 +169,7 @@ static void explain_behind(const cp_wd_rec_t *recs, int n, const char (*hosts)[2
         char w[160];
         cp_wd_where(&recs[q], recs[q].cell != f->cell, w, sizeof(w));
         int furthest = nbehind > 1 && pos_cmp(position(&recs[q]), position(&recs[last])) == 0;
-        cp_wd_append(msg, len, " rank %d (%s) last seen %s%s;", q, hosts ? hosts[q] : "?", w,
+        cp_wd_append(msg, len, " rank %d (%s) last seen %s%s;", q, host_of(hosts, q), w,
                      furthest ? " (furthest behind)" : "");
         shown++;
     }
@@ -170,7 +179,7 @@ static void explain_behind(const cp_wd_rec_t *recs, int n, const char (*hosts)[2
 /* " rank 3 on n2, ranks 4-7 on n3." : the silent ranks grouped by host, in
  * rank order of each host's first; past SILENT_HOSTS hosts, a count. */
 #define SILENT_HOSTS 4
-static void explain_silent(const int *silent, int nsilent, const char (*hosts)[256], char *msg,
+static void explain_silent(const int *silent, int nsilent, const cp_wd_hosts_t *hosts, char *msg,
                            size_t len)
 {
     int *mine = calloc((size_t)nsilent, sizeof(int)), *done = calloc((size_t)nsilent, sizeof(int));
@@ -182,7 +191,7 @@ static void explain_silent(const int *silent, int nsilent, const char (*hosts)[2
         }
         int n = 0;
         for (int j = i; j < nsilent; j++) {
-            if (!done[j] && (hosts == NULL || !strcmp(hosts[silent[j]], hosts[silent[i]]))) {
+            if (!done[j] && !strcmp(host_of(hosts, silent[j]), host_of(hosts, silent[i]))) {
                 mine[n++] = silent[j];
                 done[j] = 1;
             }
@@ -195,7 +204,7 @@ static void explain_silent(const int *silent, int nsilent, const char (*hosts)[2
         cp_wd_ranks(mine, n, list, sizeof(list));
         cp_wd_append(msg, len, " rank%s %s", n > 1 ? "s" : "", list);
         if (hosts != NULL) {
-            cp_wd_append(msg, len, " on %s", hosts[silent[i]]);
+            cp_wd_append(msg, len, " on %s", host_of(hosts, silent[i]));
         }
         cp_wd_append(msg, len, ",");
         nhosts++;
@@ -212,7 +221,7 @@ static void explain_silent(const int *silent, int nsilent, const char (*hosts)[2
 
 /* The ranks at the front (waiting) and those that did not answer (silent). */
 static void explain_rest(const int *waiting, int nwait, const int *silent, int nsilent, int n,
-                         int nbehind, const char *fw, const char (*hosts)[256], char *msg,
+                         int nbehind, const char *fw, const cp_wd_hosts_t *hosts, char *msg,
                          size_t len)
 {
     char list[256];
@@ -264,7 +273,7 @@ static void explain_groups(const cp_wd_rec_t *recs, int n, int cell, char *msg, 
     msg[strlen(msg) - 1] = '.';
 }
 
-int cp_wd_explain(const cp_wd_rec_t *recs, int n, const char (*hosts)[256],
+int cp_wd_explain(const cp_wd_rec_t *recs, int n, const cp_wd_hosts_t *hosts,
                   void (*describe)(void *arg, int cell, char *buf, size_t len), void *arg,
                   char *msg, size_t len)
 {

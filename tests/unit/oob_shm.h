@@ -161,13 +161,20 @@ typedef struct oob_shm_runner {
     cp_runner_t r;
 } oob_shm_runner_t;
 
+/* hosts: one name per rank, each rank on a node of its own (node_ids the identity; a test
+ * that places ranks otherwise sets node_ids and node_names itself) */
 static inline void oob_shm_runner(oob_shm_runner_t *k, cp_plugin_t *p, char (*hosts)[256])
 {
+    static int self_node[256];
+    for (int r = 0; r < 256; r++) {
+        self_node[r] = r;
+    }
     memset(k, 0, sizeof(*k));
     k->opt.check = 1;
     k->boot.rank = oob_shm_rank;
     k->boot.nranks = oob_shm->nranks;
-    k->boot.hostnames = hosts;
+    k->boot.node_names = hosts;
+    k->boot.node_ids = oob_shm->nranks <= 256 ? self_node : NULL;
     k->oob = (cp_oob_t){.allgather = oob_shm_allgather,
                         .gather = oob_shm_gather,
                         .bcast = oob_shm_bcast,

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "format/best.h"
+#include "format/format.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -220,8 +221,27 @@ static void test_helpers(void)
     ok(cp_best_key_cmp(&a, &c) != 0, "memory is part of the cell");
 }
 
+/* The console's "# cells:" counts (format.h): only the statuses that occurred, by name. */
+static void check_status_counts(void)
+{
+    int c[COLLPROF_CELL_STATUS_COUNT] = {0};
+    char buf[160];
+    cp_format_status_counts(c, buf, sizeof(buf));
+    ok(strcmp(buf, "none") == 0, "no cells: %s", buf);
+    c[COLLPROF_CELL_OK] = 3;
+    c[COLLPROF_CELL_UNSUPPORTED] = 1;
+    c[COLLPROF_CELL_TIMEOUT] = 2;
+    cp_format_status_counts(c, buf, sizeof(buf));
+    ok(strcmp(buf, "3 ok, 1 unsupported, 2 timeout") == 0,
+       "zero counts left out, the vocabulary's names and order: %s", buf);
+    c[COLLPROF_CELL_OK] = 0;
+    cp_format_status_counts(c, buf, 12);
+    ok(strlen(buf) == 11 && strncmp(buf, "1 unsupport", 11) == 0, "cut to its room: %s", buf);
+}
+
 int main(void)
 {
+    check_status_counts();
     cp_best_t b;
     fill();
     ok(cp_best_compute(cells, nrows, &b) == 0, "compute");

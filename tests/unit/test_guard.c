@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "boot/boot.h"
 #include "cli/cli.h"
 #include "plan/plan.h"
 #include "runner/runner.h"
@@ -203,11 +204,12 @@ static void test_rank0(void)
 {
     cp_plan_node_t node = {.host_bytes = 128 * GIB, .local_ranks = 8, .rank0_here = 1};
     char err[1024];
+    /* each rank: 15.6 MiB of samples, 0.7 MiB of the job's tables (2,048 nodes) */
     /* 16,384 ranks x 1,000,000 iterations x 8 B: 122 GiB of samples on rank 0 */
     int rc = plan("--backends hostbe --ops allreduce --counts 1K -n 1000000", 16384, &node, err,
                   sizeof(err));
     ok(rc == -1 && one_line(err) &&
-           strstr(err, "(8 ranks x (2 buffers of 4.0 KiB + 15.6 MiB of samples and tables) + rank "
+           strstr(err, "(8 ranks x (2 buffers of 4.0 KiB + 16.3 MiB of samples and tables) + rank "
                        "0's samples and gathers 126.1 GiB)") &&
            strstr(err, "use fewer iterations (-n), repeats or ranks") != NULL,
        "rank 0's node: its samples refused (%s)", err);
@@ -225,6 +227,55 @@ static void test_rank0(void)
        "--repeats 10 piles up the samples: refused (%s)", err);
 }
 
+/* The start-up tables (boot.h): each node's name once, and counted by the guard. */
+static void test_tables(void)
+{
+    const uint64_t ranks = 131072, nodes = 1024, goal = 16 * ranks + 256 * nodes;
+    uint64_t held = cp_boot_tables_bytes(ranks, nodes);
+    ok(held <= goal,
+       "131,072 ranks on 1,024 nodes: %llu bytes of tables a rank, at most 16 x ranks + 256 x "
+       "nodes = %llu (one 256-byte name a rank was %llu)",
+       (unsigned long long)held, (unsigned long long)goal, (unsigned long long)(256 * ranks));
+    ok(cp_boot_tables_bytes(2 * ranks, nodes) - held == 12 * ranks &&
+           cp_boot_tables_bytes(ranks, 2 * nodes) - held == 256 * nodes,
+       "12 bytes a rank, 256 a node");
+    uint64_t start = cp_boot_startup_bytes(ranks, nodes, 0);
+    uint64_t root = cp_boot_startup_bytes(ranks, nodes, 1);
+    ok(start <= 8 * ranks + 256 * nodes && root >= start + 256 * ranks,
+       "start-up: the message %llu B on every rank; rank 0 also every rank's record (%llu B)",
+       (unsigned long long)start, (unsigned long long)root);
+
+    /* 128 ranks a node: 128 x 1.8 MiB of tables (the old 256 B x ranks: 4.0 GiB) */
+    cp_plan_node_t node = {
+        .host_bytes = 256 << 20, .local_ranks = 128, .rank0_here = 0, .nnodes = 1024};
+    char err[1024];
+    ok(plan("--backends hostbe --ops allreduce --counts 1", 131072, &node, err, sizeof(err)) ==
+               -1 &&
+           one_line(err) &&
+           strstr(err, "131072 ranks on 1024 nodes: the start-up tables need ") == err &&
+           strstr(err, "(128 ranks x ") != NULL && strstr(err, "use fewer ranks per node") != NULL,
+       "256 MiB a node: the tables alone refused: %s", err);
+    node.host_bytes = 4 * GIB;
+    ok(plan("--backends hostbe --ops allreduce --counts 1", 131072, &node, err, sizeof(err)) == 0,
+       "4 GiB a node: accepted (names once per node) %s", err);
+    /* 600 MiB: 480 MiB for the job, room for 128 ranks' 3.0 MiB, not for rank 0's records
+     * of every rank as well (boot records, /ranks rows, CPU affinities: 198 MiB) */
+    node.host_bytes = 600 << 20;
+    ok(plan("--backends hostbe --ops allreduce --counts 1", 131072, &node, err, sizeof(err)) == 0,
+       "600 MiB a node: accepted where rank 0 is not %s", err);
+    node.rank0_here = 1;
+    ok(plan("--backends hostbe --ops allreduce --counts 1", 131072, &node, err, sizeof(err)) ==
+               -1 &&
+           strstr(err, "rank 0's records of every rank included") != NULL,
+       "... refused on rank 0's node: its records of every rank counted too: %s", err);
+    node.rank0_here = 0;
+    node.host_bytes = 900 << 20; /* the tables fit; with 128 x 2 buffers of 2 MiB they do not */
+    ok(plan("--backends hostbe --ops allreduce --counts 512K", 131072, &node, err, sizeof(err)) ==
+               -1 &&
+           strstr(err, "MiB of samples and tables)") != NULL,
+       "a cell's need includes the tables each rank holds: %s", err);
+}
+
 int main(void)
 {
     make_plugins();
@@ -233,5 +284,6 @@ int main(void)
     test_refused();
     test_device();
     test_rank0();
+    test_tables();
     return tap_done();
 }

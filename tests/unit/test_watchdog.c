@@ -222,6 +222,7 @@ static void test_reporter(void)
 static void test_explain(void)
 {
     char hosts[6][256] = {"n0", "n1", "n2", "n3", "n4", "n5"};
+    cp_wd_hosts_t H = {(const char(*)[256])hosts, NULL};
     char msg[2048], list[128];
 
     int r1[] = {0, 2, 3, 4, 7};
@@ -234,7 +235,7 @@ static void test_explain(void)
     /* rank 1 stuck before the operation every other rank is in */
     cp_wd_rec_t a[4] = {rec(CP_WD_OP, 3, 6), rec(CP_WD_SYNC, 3, 6), rec(CP_WD_OP, 3, 6),
                         rec(CP_WD_OP, 3, 6)};
-    int cell = cp_wd_explain(a, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    int cell = cp_wd_explain(a, 4, &H, describe, NULL, msg, sizeof(msg));
     ok(cell == 3, "stuck cell is 3 (%d)", cell);
     ok(strstr(msg, "cell 3 (desc-of-3) timed out: no progress for 3.5 s") != NULL, "%s", msg);
     ok(strstr(msg, "Did not arrive: rank 1 (n1) last seen in the barrier before iteration 5.") !=
@@ -245,7 +246,7 @@ static void test_explain(void)
 
     /* everybody in the same operation: the library hangs */
     cp_wd_rec_t b[3] = {rec(CP_WD_OP, 0, 1), rec(CP_WD_OP, 0, 1), rec(CP_WD_OP, 0, 1)};
-    cp_wd_explain(b, 3, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    cp_wd_explain(b, 3, &H, describe, NULL, msg, sizeof(msg));
     ok(strstr(msg, "All 3 ranks are in the operation, warm-up iteration 2: the backend did not "
                    "complete it.") != NULL,
        "a hang inside the backend: %s", msg);
@@ -254,7 +255,7 @@ static void test_explain(void)
     cp_wd_rec_t c[4] = {rec(CP_WD_WRITE, 4, -1), rec(CP_WD_SETUP, 5, -1), rec(CP_WD_SETUP, 5, -1),
                         rec(CP_WD_SETUP, 5, -1)};
     c[3].valid = 0;
-    cell = cp_wd_explain(c, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    cell = cp_wd_explain(c, 4, &H, describe, NULL, msg, sizeof(msg));
     ok(cell == 5, "the cell the job waits in is 5 (%d)", cell);
     ok(strstr(msg, "Waiting: rank 0 in cell 4, writing results; ranks 1-2 setting up the "
                    "cell.") != NULL &&
@@ -265,7 +266,7 @@ static void test_explain(void)
 
     /* ranks drifting apart (broadcast without barriers): the one furthest behind is marked */
     cp_wd_rec_t f[3] = {rec(CP_WD_OP, 0, 8), rec(CP_WD_OP_DONE, 0, 7), rec(CP_WD_OP, 0, 9)};
-    cp_wd_explain(f, 3, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    cp_wd_explain(f, 3, &H, describe, NULL, msg, sizeof(msg));
     ok(strstr(msg, "rank 0 (n0) last seen in the operation, iteration 7;") != NULL &&
            strstr(msg, "rank 1 (n1) last seen past the operation of iteration 6 (furthest "
                        "behind).") != NULL &&
@@ -276,7 +277,7 @@ static void test_explain(void)
      * behind the ones in iteration 8's operation, and ahead of one past iteration 6's */
     cp_wd_rec_t v[4] = {rec(CP_WD_VERIFY, 0, 8), rec(CP_WD_OP, 0, 9), rec(CP_WD_FILL, 0, 9),
                         rec(CP_WD_OP_DONE, 0, 7)};
-    cp_wd_explain(v, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    cp_wd_explain(v, 4, &H, describe, NULL, msg, sizeof(msg));
     ok(strstr(msg, "rank 0 (n0) last seen checking the output of iteration 7 (--check);") != NULL &&
            strstr(msg, "rank 2 (n2) last seen filling fresh inputs before iteration 8 "
                        "(--check);") != NULL &&
@@ -287,7 +288,7 @@ static void test_explain(void)
 
     /* results gathered over the control channel (TCP, PMIx only as its fall-back) */
     cp_wd_rec_t g[2] = {rec(CP_WD_GATHER, 6, -1), rec(CP_WD_OP_DONE, 6, 2)};
-    cp_wd_explain(g, 2, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    cp_wd_explain(g, 2, &H, describe, NULL, msg, sizeof(msg));
     ok(strstr(msg, "rank 1 (n1) last seen past the operation of iteration 1") != NULL &&
            strstr(msg, "Waiting (gathering results over the control channel): "
                        "rank 0.") != NULL,
@@ -301,13 +302,13 @@ static void test_explain(void)
 
     /* start-up hang: no cell */
     cp_wd_rec_t e[2] = {rec(CP_WD_START, -1, -1), rec(CP_WD_SETUP, 0, -1)};
-    cell = cp_wd_explain(e, 2, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    cell = cp_wd_explain(e, 2, &H, describe, NULL, msg, sizeof(msg));
     ok(cell == 0 && strstr(msg, "rank 0 (n0) last seen starting up") != NULL, "%s", msg);
 
     /* a short buffer is cut, never overrun */
     char small[40];
     memset(small, 'x', sizeof(small));
-    cp_wd_explain(a, 4, (const char(*)[256])hosts, describe, NULL, small, 32);
+    cp_wd_explain(a, 4, &H, describe, NULL, small, 32);
     ok(strlen(small) < 32 && small[39] == 'x', "output bounded by its length");
 }
 
@@ -315,13 +316,14 @@ static void test_explain(void)
 static void test_explain_silent(void)
 {
     char hosts[6][256] = {"n0", "n1", "n2", "n3", "n4", "n5"};
+    cp_wd_hosts_t H = {(const char(*)[256])hosts, NULL};
     char msg[2048];
     /* a stopped rank leaves a collective half done: its peers are at different
      * places, and none of them is blamed (issue 15) */
     cp_wd_rec_t s4[4] = {rec(CP_WD_OP_DONE, 2, 9), rec(CP_WD_OP, 2, 8), rec(CP_WD_OP, 2, 8),
                          rec(CP_WD_OP_DONE, 2, 9)};
     s4[2].valid = 0;
-    cp_wd_explain(s4, 4, (const char(*)[256])hosts, describe, NULL, msg, sizeof(msg));
+    cp_wd_explain(s4, 4, &H, describe, NULL, msg, sizeof(msg));
     ok(strstr(msg, "Waiting: ranks 0,3 past the operation of iteration 8; rank 1 in the "
                    "operation, iteration 7. No answer (stopped, dead, or cut off from PMIx): "
                    "rank 2 on n2.") != NULL &&
@@ -332,8 +334,9 @@ static void test_explain_silent(void)
     cp_wd_rec_t g[4] = {rec(CP_WD_OP, 2, 4), rec(CP_WD_OP, 2, 4), rec(CP_WD_OP, 2, 4),
                         rec(CP_WD_OP, 2, 4)};
     g[1].valid = g[3].valid = 0;
-    static const char two[4][256] = {"n1", "n2", "n1", "n2"};
-    cp_wd_explain(g, 4, two, describe, NULL, msg, sizeof(msg));
+    static const char two[2][256] = {"n1", "n2"}; /* once per node, as cp_boot_t holds them */
+    static const int node_of[4] = {0, 1, 0, 1};
+    cp_wd_explain(g, 4, &(cp_wd_hosts_t){two, node_of}, describe, NULL, msg, sizeof(msg));
     ok(strstr(msg, "Waiting (in the operation, iteration 3): ranks 0,2. No answer (stopped, dead, "
                    "or cut off from PMIx): ranks 1,3 on n2.") != NULL,
        "a silent node: %s", msg);
@@ -341,7 +344,7 @@ static void test_explain_silent(void)
     cp_wd_rec_t h[6];
     memset(h, 0, sizeof(h));
     h[0] = rec(CP_WD_OP, 2, 4);
-    cp_wd_explain(h, 6, four, describe, NULL, msg, sizeof(msg));
+    cp_wd_explain(h, 6, &(cp_wd_hosts_t){four, NULL}, describe, NULL, msg, sizeof(msg));
     ok(strstr(msg, "No answer (stopped, dead, or cut off from PMIx): rank 1 on n2, ranks 2-3 on "
                    "n3, rank 4 on n4, rank 5 on n5.") != NULL,
        "silent ranks on four nodes: %s", msg);

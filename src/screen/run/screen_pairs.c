@@ -60,7 +60,7 @@ static void mark_gone(cp_pairs_run_t *pr, int nd, const char *why)
     pr->nunreach++;
     cp_screen_unreachable(pr->s, nd);
     cp_log(CP_LOG_WARN, "screen: node %s (rank %d) is unreachable: %s; the screen goes on",
-           pr->r->boot->hostnames[pr->lead[nd]], pr->lead[nd], why);
+           cp_boot_host(pr->r->boot, pr->lead[nd]), pr->lead[nd], why);
 }
 
 /* Send leader q of node nd message m; its node unreachable when that fails. */
@@ -346,7 +346,7 @@ static int pair_row(cp_pairs_run_t *pr, int na, int nb, int k, int round, cp_swe
         int g = pr->gone[na] == 1 ? na : nb;
         st = COLLPROF_CELL_UNREACHABLE; /* the pair's outcome: partner unreachable */
         snprintf(row->error, sizeof(row->error), "no answer from %s within the pair deadline",
-                 pr->r->boot->hostnames[pr->lead[g]]);
+                 cp_boot_host(pr->r->boot, pr->lead[g]));
     } else {
         /* the end that failed; one that ran nothing (its partner had no channel) after it */
         const end_rec_t *bad = ea->status != COLLPROF_CELL_OK ? ea : eb;
@@ -404,8 +404,8 @@ static int round0(cp_pairs_run_t *pr, int phase, const char *what, cp_screen_out
             const collprof_link_row_t *row = &out->pairs.rows[out->pairs.nrows - 1];
             if (progress != NULL) { /* the figures the verdict judges: the p50s */
                 int ok = cp_screen_outcome_of(row->status) == CP_SCREEN_MEASURED;
-                fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", b->hostnames[pr->lead[na]],
-                        b->hostnames[pr->lead[nb]], cp_screen_row_bw_gbs(row), row->time_p50_us,
+                fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", cp_boot_host(b, pr->lead[na]),
+                        cp_boot_host(b, pr->lead[nb]), cp_screen_row_bw_gbs(row), row->time_p50_us,
                         ok ? "" : " ", ok ? "" : row->status);
             }
         }

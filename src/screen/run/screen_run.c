@@ -69,7 +69,7 @@ static int verdict_rows(cp_runner_t *r, const cp_cell_t *lat, cp_screen_t *s, co
         return -1;
     }
     for (int nd = 0; nd < s->n; nd++) {
-        names[nd] = lead[nd] >= 0 ? r->boot->hostnames[lead[nd]] : "";
+        names[nd] = lead[nd] >= 0 ? cp_boot_host(r->boot, lead[nd]) : "";
     }
     cp_screen_judge_opt(s);
     cp_screen_decide(s);

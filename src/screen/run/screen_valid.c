@@ -252,7 +252,7 @@ static const char **node_names(const cp_boot_t *b, const int *lead, int n)
 {
     const char **names = calloc((size_t)n + 1, sizeof(char *));
     for (int i = 0; names != NULL && i < n; i++) {
-        names[i] = lead[i] >= 0 ? b->hostnames[lead[i]] : "";
+        names[i] = lead[i] >= 0 ? cp_boot_host(b, lead[i]) : "";
     }
     return names;
 }
@@ -533,8 +533,8 @@ int cp_screen_valid_rows(const cp_screen_valid_t *v, const int *lead, const cp_b
         snprintf(r->what, sizeof(r->what), "link");
         r->node_a = a;
         r->node_b = c;
-        snprintf(r->host_a, sizeof(r->host_a), "%s", lead[a] >= 0 ? b->hostnames[lead[a]] : "");
-        snprintf(r->host_b, sizeof(r->host_b), "%s", lead[c] >= 0 ? b->hostnames[lead[c]] : "");
+        snprintf(r->host_a, sizeof(r->host_a), "%s", lead[a] >= 0 ? cp_boot_host(b, lead[a]) : "");
+        snprintf(r->host_b, sizeof(r->host_b), "%s", lead[c] >= 0 ? cp_boot_host(b, lead[c]) : "");
         snprintf(r->verdict, sizeof(r->verdict), "%s", cp_screen_verdict_name(CP_SCREEN_SLOW));
         r->score = 0;
         r->suspect = 0;

@@ -143,8 +143,8 @@ static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, co
             pair_figures(res, lead[na], lead[nb], row);
         }
         if (progress != NULL) { /* the figures the verdict judges: the p50s */
-            fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", b->hostnames[lead[na]],
-                    b->hostnames[lead[nb]], cp_screen_row_bw_gbs(row), row->time_p50_us,
+            fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", cp_boot_host(b, lead[na]),
+                    cp_boot_host(b, lead[nb]), cp_screen_row_bw_gbs(row), row->time_p50_us,
                     measured ? "" : " ", measured ? "" : row->status);
         }
     }
