@@ -295,7 +295,7 @@ static double core_spread(const node_pairs_t *np, const unsigned char *good, dou
     for (int i = 0; core != NULL && dev != NULL && i < np->n; i++) {
         for (int j = 0; core[i] && j < np->cnt[i]; j++) {
             size_t at = (size_t)i * (size_t)np->per + (size_t)j;
-            if (core[np->with[at]] && np->with[at] > i) {
+            if (core[np->with[at]] && np->with[at] > i && np->v[at] - lm >= 2 * lthr) {
                 dev[d++] = fabs(np->v[at] - lm);
             }
         }

@@ -267,7 +267,7 @@ int cp_screen_mark_repairs(cp_screen_t *s, int random);
  * judged pairs (measured or wrong data) make a node slow or healthy; a reachable node with none
  * is untested.  Returns 0 healthy, 1 something flagged (slow or unreachable, whatever else),
  * 2 inconclusive (nothing flagged, and a node or link inconclusive or untested, or no
- * reference).
+ * reference), -1 when out of memory.
  */
 int cp_screen_decide(cp_screen_t *s);
 

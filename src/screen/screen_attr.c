@@ -52,6 +52,28 @@ static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
     }
 }
 
+/* node_counts of every node at once into meas[n] and slow[n] (one pass over the pairs: per node
+ * it is O(pairs), O(nodes x pairs) over a screen of 4,096 nodes). */
+static void all_counts(const cp_screen_t *s, int *meas, int *slow)
+{
+    memset(meas, 0, sizeof(int) * (size_t)s->n);
+    memset(slow, 0, sizeof(int) * (size_t)s->n);
+    for (size_t i = 0; i < s->npairs; i++) {
+        const cp_screen_pair_t *p = &s->pairs[i];
+        if (!early(p) || !judged(p)) {
+            continue;
+        }
+        if (s->reach[p->b]) {
+            meas[p->a]++;
+            slow[p->a] += p->slow;
+        }
+        if (s->reach[p->a]) {
+            meas[p->b]++;
+            slow[p->b] += p->slow;
+        }
+    }
+}
+
 void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *score)
 {
     node_counts(s, node, meas, slow);
@@ -101,44 +123,45 @@ static int find_links(cp_screen_t *s)
 
 static int confirmed(const cp_screen_t *s, int node, int peer);
 
-/* pv[node] = 1 when node has a measured pair clearly at the reference's level (score at least
- * sqrt(thr)): faults only slow a pair down, so such a pair proves both its ends good, whoever
- * else they met.  A node that met only slow ones proves nothing either way.  NULL when out of
- * memory (then nothing is proven). */
-static unsigned char *proven(const cp_screen_t *s)
+/* Marks of each node for the confirmation's planning, MARK_GOOD and MARK_PROVEN (NULL when out
+ * of memory).  Good: it can confirm a suspect: reachable, and not a suspect or (cleared) a
+ * suspect its own confirmation found healthy.  Proven: it has a measured pair clearly at the
+ * reference's level (score at least sqrt(thr)): faults only slow a pair down, so such a pair
+ * proves both its ends good, whoever else they met; a node that met only slow ones proves
+ * nothing either way.  Computed once per plan: each reads every pair. */
+#define MARK_GOOD   1
+#define MARK_PROVEN 2
+static unsigned char *marks(const cp_screen_t *s, int cleared)
 {
-    unsigned char *pv = calloc((size_t)s->n + 1, 1);
-    for (size_t i = 0; pv != NULL && i < s->npairs; i++) {
+    unsigned char *m = calloc((size_t)s->n + 1, 1);
+    for (size_t i = 0; m != NULL && i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         if (s->reach[p->a] && s->reach[p->b] && p->outcome == CP_SCREEN_MEASURED && !p->slow &&
             p->score >= sqrt(s->opt.thr)) {
-            pv[p->a] = pv[p->b] = 1;
+            m[p->a] |= MARK_PROVEN;
+            m[p->b] |= MARK_PROVEN;
         }
     }
-    return pv;
+    for (int g = 0; m != NULL && g < s->n; g++) {
+        int good = s->reach[g] &&
+                   (!s->suspect[g] || (cleared && s->confirm_with[g] >= 0 &&
+                                       confirmed(s, g, s->confirm_with[g]) == CP_SCREEN_HEALTHY));
+        m[g] |= good ? MARK_GOOD : 0;
+    }
+    return m;
 }
 
-/* 1 when g can confirm a suspect: reachable, and not a suspect or (cleared) a suspect its own
- * confirmation found healthy. */
-static int good_node(const cp_screen_t *s, int g, int cleared)
-{
-    return s->reach[g] &&
-           (!s->suspect[g] || (cleared && s->confirm_with[g] >= 0 &&
-                               confirmed(s, g, s->confirm_with[g]) == CP_SCREEN_HEALTHY));
-}
-
-/* A confirmation partner for suspect node: a good node (good_node), free in this round,
- * proven good (proven) and not met before where there is one, then proven, then not met (else
- * one met before: few nodes); searched from node + 1 on, so that suspects spread over the good
- * nodes.  Where most nodes are slow, a node that is no suspect may be a slow one whose slow
- * pairs other suspects explained: a proven one cannot be. */
-static int good_partner(const cp_screen_t *s, int node, const int *partner, int cleared,
-                        const unsigned char *pv)
+/* A confirmation partner for suspect node: a good node (marks), free in this round, proven
+ * good and not met before where there is one, then proven, then not met (else one met
+ * before: few nodes); searched from node + 1 on, so that suspects spread over the good nodes.
+ * Where most nodes are slow, a node that is no suspect may be a slow one whose slow pairs
+ * other suspects explained: a proven one cannot be.  -1: none (m NULL: none either). */
+static int good_partner(const cp_screen_t *s, int node, const int *partner, const unsigned char *m)
 {
     int pick[4] = {-1, -1, -1, -1}; /* proven and not met, proven, not met, any */
-    for (int k = 1; k < s->n && pick[0] < 0; k++) {
-        int g = (node + k) % s->n, p = pv != NULL && pv[g];
-        if (!good_node(s, g, cleared) || partner[g] >= 0 || (!p && pick[2] >= 0)) {
+    for (int k = 1; m != NULL && k < s->n && pick[0] < 0; k++) {
+        int g = (node + k) % s->n, p = (m[g] & MARK_PROVEN) != 0;
+        if (!(m[g] & MARK_GOOD) || partner[g] >= 0 || (!p && pick[2] >= 0)) {
             continue; /* (met() only where the pick could change: it reads every pair) */
         }
         int at = (p ? 0 : 2) + met(s, node, g);
@@ -152,14 +175,20 @@ static int good_partner(const cp_screen_t *s, int node, const int *partner, int 
  * whose suspicion explains its pairs away; its confirmation with a good node decides. -1: none. */
 static int all_slow_node(const cp_screen_t *s)
 {
-    for (int i = 0; i < s->n; i++) {
-        int meas, slow;
-        node_counts(s, i, &meas, &slow);
-        if (!s->suspect[i] && s->reach[i] && meas >= 2 && slow == meas) {
-            return i;
+    int *meas = calloc((size_t)s->n + 1, sizeof(int)),
+        *slow = calloc((size_t)s->n + 1, sizeof(int));
+    int found = -1;
+    if (meas != NULL && slow != NULL) {
+        all_counts(s, meas, slow);
+    }
+    for (int i = 0; meas != NULL && slow != NULL && i < s->n && found < 0; i++) {
+        if (!s->suspect[i] && s->reach[i] && meas[i] >= 2 && slow[i] == meas[i]) {
+            found = i;
         }
     }
-    return -1;
+    free(meas);
+    free(slow);
+    return found;
 }
 
 /* The node that explains most of the slow pairs not yet explained by a suspect: the highest
@@ -220,7 +249,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
         return -1;
     }
     int planned = 0;
-    unsigned char *pv = proven(s);
+    unsigned char *pv = marks(s, 0);
     for (int l = 0; l < s->nlinks; l++) { /* each end is in at most one: else it is a suspect */
         if (partner[s->link_a[l]] < 0 && partner[s->link_b[l]] < 0) {
             partner[s->link_a[l]] = s->link_b[l];
@@ -229,7 +258,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
         }
     }
     for (int i = 0; i < s->n; i++) {
-        int g = s->suspect[i] ? good_partner(s, i, partner, 0, pv) : -1;
+        int g = s->suspect[i] ? good_partner(s, i, partner, pv) : -1;
         if (g >= 0) {
             partner[i] = g;
             partner[g] = i;
@@ -282,10 +311,10 @@ static int is_link(const cp_screen_t *s, int a, int b)
 static int plan_late_confirm(cp_screen_t *s, int *partner)
 {
     int planned = 0;
-    unsigned char *pv = proven(s);
+    unsigned char *pv = marks(s, 1);
     for (int i = 0; i < s->n; i++) {
         if (s->suspect[i] && s->reach[i] && s->confirm_with[i] < 0 && partner[i] < 0) {
-            int g = good_partner(s, i, partner, 1, pv);
+            int g = good_partner(s, i, partner, pv);
             if (g >= 0) {
                 partner[i] = g;
                 partner[g] = i;
@@ -373,17 +402,17 @@ static void median_verdicts(cp_screen_t *s)
 {
     int own = !s->opt.has_baseline && s->ref.pairs > 0;
     double mad = fmax(s->ref.bw_mad, s->ref.lat_mad);
-    unsigned char *pv = (s->opt.has_baseline || own) ? proven(s) : NULL;
+    unsigned char *pv = (s->opt.has_baseline || own) ? marks(s, 0) : NULL;
     int any = 0; /* a node proven good: the cluster is not slow as a whole */
     for (int i = 0; pv != NULL && i < s->n; i++) {
-        any |= pv[i];
+        any |= (pv[i] & MARK_PROVEN) != 0;
     }
     for (int i = 0; pv != NULL && i < s->n; i++) {
         int meas;
         double score = judged_median(s, i, own || any, &meas);
         double spread = 1.25 / sqrt(meas > 0 ? meas : 1) * mad;
-        if (s->reach[i] && !pv[i] && meas >= (own ? 3 : 2) && score > 0 && score < s->opt.thr &&
-            -log(score) > s->opt.z * 1.4826 * spread) {
+        if (s->reach[i] && !(pv[i] & MARK_PROVEN) && meas >= (own ? 3 : 2) && score > 0 &&
+            score < s->opt.thr && -log(score) > s->opt.z * 1.4826 * spread) {
             s->verdict[i] = CP_SCREEN_SLOW;
         }
     }
@@ -410,15 +439,23 @@ int cp_screen_decide(cp_screen_t *s)
     /* no reference (fewer than 3 measured pairs, no baseline): a node that met others was not
      * judged, and is never called healthy */
     int judged = s->ref.pairs > 0 || s->ref.source != 0;
+    int *meas = calloc((size_t)s->n + 1, sizeof(int)),
+        *slow = calloc((size_t)s->n + 1, sizeof(int));
+    if (meas == NULL || slow == NULL) {
+        free(meas);
+        free(slow);
+        return -1;
+    }
+    all_counts(s, meas, slow);
     for (int i = 0; i < s->n; i++) {
-        int meas, slow;
-        node_counts(s, i, &meas, &slow);
         s->verdict[i] = !s->reach[i]    ? CP_SCREEN_UNREACHABLE
                         : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
-                        : meas == 0     ? CP_SCREEN_UNTESTED
+                        : meas[i] == 0  ? CP_SCREEN_UNTESTED
                         : judged        ? CP_SCREEN_HEALTHY
                                         : CP_SCREEN_INCONCLUSIVE;
     }
+    free(meas);
+    free(slow);
     median_verdicts(s);
     for (int l = 0; l < s->nlinks; l++) {
         int a = s->link_a[l], b = s->link_b[l];
