@@ -99,9 +99,11 @@ int cp_oob_side_poll(const unsigned char *wait, double s, int *rank, void *buf, 
  * (the connections, and every message after them), so that a member that stops is an error
  * within wait_s, never a hang.  Only over the TCP channel.  Every member calls
  * cp_oob_pair_new with its index me (by ascending job rank); member 0's gives its address in
- * addr ("" on the others), which the others get from it some other way (the screen: through
- * rank 0's side messages) and pass to cp_oob_pair_join; all join (member 0 accepts).  NULL
- * (why) when there is no TCP channel or no listener. */
+ * addr ("" on the others; "HOST:PORT#RANK.TAG", under 80 bytes: member 0's rank and a fresh
+ * tag that the channel's proofs bind, so that no member of another pair or round joins it),
+ * which the others get from it some other way (the screen: through rank 0's side messages) and
+ * pass to cp_oob_pair_join; all join (member 0 accepts).  NULL (why) when there is no TCP
+ * channel or no listener. */
 typedef struct cp_oob_pair cp_oob_pair_t;
 cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int me, int n, double wait_s, char *addr,
                                size_t alen, char *why, size_t wlen);

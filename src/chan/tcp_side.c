@@ -92,10 +92,9 @@ void cp_tree_side_open(cp_tree_t *t)
     if (addr[0] == '\0') {
         snprintf(why, sizeof(why), "%s",
                  t->has_root ? "rank 0 has no address for the other nodes" : "no address of it");
-    } else if ((t->side = cp_sock_dial(addr, w, why, sizeof(why))) >= 0 &&
-               cp_tree_hello(t, t->side, addr, SIDE_HELLO, purpose, 0, NULL, 0, w, why,
-                             sizeof(why)) != 0) {
-        cp_tree_close_fd(&t->side);
+    } else {
+        t->side =
+            cp_tree_dial_hello(t, addr, SIDE_HELLO, purpose, 0, NULL, 0, w, w, why, sizeof(why));
     }
     if (t->side >= 0) {
         cp_sock_nodelay(t->side);

@@ -61,6 +61,8 @@ typedef struct cp_tree_spec {
     int leader;           /**< its node's leader (the node's first member; 0 on member 0's node) */
     int nlocal;           /**< members on its node, itself included */
     int all_local;        /**< every member is on this node: no listener on the node's address */
+    int remote_only;      /**< every other member is on another node: member 0 listens on the
+                               node's address alone (the screen's pairs and groups) */
     const char *hostname; /**< this node's name (member 0 listens on its address) */
     const int *ranks;     /**< the members' job ranks, for messages (NULL: the index is one) */
     int star;             /**< every member leads itself (no locality known, or asked for) */
