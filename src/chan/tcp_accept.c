@@ -435,7 +435,7 @@ static void finish(cp_tree_t *t, accepting_t *a, int done)
         cp_log(CP_LOG_INFO, "control channel: %d more connections dropped (not logged)", a->quiet);
     }
     if (a != NULL && a->evicted > 0) {
-        cp_log(CP_LOG_INFO,
+        cp_log(CP_LOG_WARN,
                "control channel: %d unproven connections evicted (at most %d per address, %d "
                "in all)",
                a->evicted, MAX_PER_PEER, MAX_PENDING);
