@@ -19,10 +19,13 @@
 #include "chan/chan.h"
 #include "chan/tcp_tree.h"
 #include "collprof/status.h"
+#include "base/fault.h"
+#include "base/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CP_OOB_PAIR_ADDR_MAX 80 /* what the screen's messages carry (screen_pairs_int.h) */
 
@@ -122,6 +125,11 @@ int cp_oob_pair_join(cp_oob_pair_t *p, const cp_boot_t *b, const char *addr, cha
             return COLLPROF_ERR_BOOTSTRAP;
         }
         snprintf(parent.node, sizeof(parent.node), "%.*s", (int)(strrchr(addr, '#') - addr), addr);
+        long late = cp_fault_pair_late_ms(b->rank);
+        if (late > 0) {
+            cp_log(CP_LOG_WARN, "COLLPROF_FAULT: %ld ms before dialling member 0", late);
+            usleep((useconds_t)late * 1000);
+        }
     }
     if (cp_tree_join(p->t, &parent, 0, why, wlen) != 0) {
         return COLLPROF_ERR_BOOTSTRAP;
