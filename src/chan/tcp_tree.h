@@ -27,9 +27,11 @@
  * purpose (cp_tree_key); a connection is read from only once it proved the
  * secret in a challenge and a response, and a member reads its parent only
  * once the parent proved it too.  A listener handles every pending
- * connection at once, each with its own short deadline: one that does not
- * prove the secret is dropped, logged once per peer address, and never
- * delays the others.
+ * connection at once, each with its own deadline of about a round trip,
+ * and never stops accepting (a bounded table, capped per peer address, the
+ * oldest evicted: tcp_tree_int.h): one that does not prove the secret is
+ * dropped, logged once per peer address, and cannot keep a member out (a
+ * member whose connection was evicted dials again).
  *
  * Messages: a 16-byte header (magic, sequence number, payload length, all
  * big-endian) and the payload.  The sequence number counts the tree's
