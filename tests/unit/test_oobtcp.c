@@ -19,7 +19,8 @@
  * purpose instead of the side link's, or nothing, is dropped and the tree and the real side
  * link come up all the same; without rank 3's side link every rank has side messages off and
  * says why, at once.  A flood of 400 silent connections at rank 0's listener from the members'
- * own address, first: the oldest evicted, every member joins within seconds.  A tree of two with
+ * own address, first: the oldest evicted, every member joins within seconds; out of
+ * descriptors, the accept loop does not spin.  A tree of two with
  * bounded waits (spec.wait_s, the screen's pair channel): a member that stops answering is an
  * error within the bound, not a hang.  alarm() turns a hang into a failure.
  */
@@ -38,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -646,6 +648,69 @@ static void flood_world(void)
     }
 }
 
+/* Out of descriptors: a tree of two whose member 0 may open two more files than it holds
+ * while 20 silent connections wait at its listener, and no member comes.  Its accepts fail
+ * with EMFILE: it must not busy-loop on the listener that stays readable (the CPU it spends in
+ * its 3 s wait, measured in a child so that the limit stays there).  Exit 0: under 0.5 s. */
+static int emfile_child(void)
+{
+    cp_tree_spec_t s = {.me = 0,
+                        .n = 2,
+                        .leader = 0,
+                        .nlocal = 1,
+                        .all_local = 1,
+                        .hostname = "localhost",
+                        .star = 1,
+                        .wait_s = 3.0};
+    cp_tcp_pub_t pub;
+    char why[256] = "";
+    cp_tree_t *t = cp_tree_new(&s, &pub, why, sizeof(why));
+    if (t == NULL) {
+        return 2;
+    }
+    cp_tree_key(t, KEY, "job");
+    pid_t pid = fork();
+    if (pid == 0) { /* 20 silent connections, held 5 s */
+        for (int i = 0; i < 20; i++) {
+            cp_sock_dial(pub.lo, 2.0, why, sizeof(why));
+        }
+        sleep(5);
+        _exit(0);
+    }
+    usleep(300000);
+    int top = dup(0); /* the lowest free descriptor */
+    close(top);
+    struct rlimit rl = {(rlim_t)top + 2, (rlim_t)top + 2};
+    setrlimit(RLIMIT_NOFILE, &rl);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    int rc = cp_tree_join(t, &pub, 1, why, sizeof(why));
+    getrusage(RUSAGE_SELF, &r1);
+    double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                 (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                 1e-6 * (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
+                                 r0.ru_stime.tv_usec);
+    fprintf(stderr, "# out of descriptors: join rc %d, %.3f s of CPU in its 3 s wait\n", rc, cpu);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return rc == -1 && cpu < 0.5 ? 0 : 1;
+}
+
+static void emfile_no_spin(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30);
+        _exit(emfile_child());
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+       "out of descriptors with 20 silent connections waiting: the accept loop does not spin "
+       "(under 0.5 s of CPU in a 3 s wait; exit %d)",
+       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 /* The collectives on NR ranks while rogue connections wait at target's listener first. */
 static void rogue_world(const char *shape, int target, int claim)
 {
@@ -907,6 +972,7 @@ int main(void)
     nodes = NR;
     fanout = 0;
     flood_world();
+    emfile_no_spin();
     nodes = 4;
     fanout = 2;
     side_rogue_world();
