@@ -174,26 +174,41 @@ static int oldest(const accepting_t *a, uint64_t host, int all)
 
 /* Room for a connection from host: its address's oldest evicted when it holds MAX_PER_PEER,
  * else, the table full, the oldest of the address that holds the most. */
+static int by_host(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The address that holds the most connections (the table is full): O(np log np). */
+static uint64_t busiest(const accepting_t *a)
+{
+    uint64_t h[MAX_PENDING], top = 0;
+    int most = 0;
+    for (int i = 0; i < a->np; i++) {
+        h[i] = a->p[i].host;
+    }
+    qsort(h, (size_t)a->np, sizeof(h[0]), by_host);
+    for (int i = 0, run = 0; i < a->np; i++) {
+        run = i > 0 && h[i] == h[i - 1] ? run + 1 : 1;
+        if (run > most) {
+            most = run;
+            top = h[i];
+        }
+    }
+    return top;
+}
+
 static void make_room(accepting_t *a, uint64_t host)
 {
-    int mine = 0, top = -1, most = 0;
+    int mine = 0;
     for (int i = 0; i < a->np; i++) {
         mine += a->p[i].host == host;
     }
     if (mine < MAX_PER_PEER && a->np < MAX_PENDING) {
         return;
     }
-    for (int i = 0; mine < MAX_PER_PEER && i < a->np; i++) { /* O(np^2), only when full */
-        int k = 0;
-        for (int j = 0; j < a->np; j++) {
-            k += a->p[j].host == a->p[i].host;
-        }
-        if (k > most) {
-            most = k;
-            top = i;
-        }
-    }
-    int v = oldest(a, mine >= MAX_PER_PEER ? host : a->p[top].host, 0);
+    int v = oldest(a, mine >= MAX_PER_PEER ? host : busiest(a), 0);
     a->evicted++;
     drop(a, v,
          mine >= MAX_PER_PEER ? "evicted: its address holds the most unproven connections allowed"
