@@ -69,6 +69,19 @@ int cp_fault_rogue(int rank)
     return a != NULL && (*a != '\0' ? atoi(a) : 1) == rank;
 }
 
+long cp_fault_pair_late_ms(int rank)
+{
+    const char *a = fault_args("pairlate");
+    if (a == NULL) {
+        return 0;
+    }
+    const char *colon = strchr(a, ':');
+    if (*a != '\0' && strncmp(a, "all", 3) != 0 && atoi(a) != rank) {
+        return 0;
+    }
+    return colon != NULL ? atol(colon + 1) : 1000;
+}
+
 long cp_fault_slow_us(int rank)
 {
     const char *a = fault_args("slow");
@@ -213,7 +226,8 @@ static int fault_args_ok(const char *kind, const char *a)
         if (a[-1] == ',') {
             return 0;
         }
-    } else if (strcmp(kind, "slow") == 0 && strncmp(a, "all", 3) == 0) {
+    } else if ((strcmp(kind, "slow") == 0 || strcmp(kind, "pairlate") == 0) &&
+               strncmp(a, "all", 3) == 0) {
         a += 3;
     } else if (skip_number(&a) != 0) {
         return 0;
@@ -232,8 +246,9 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong", "exit",  "slowrep",  "slowcoll", "slow",     "hang",
-                                  "nomem", "rogue", "idlestop", "nopair",   "slowcopy", NULL};
+    static const char *kinds[] = {"wrong",    "exit",     "slowrep", "slowcoll", "slow",
+                                  "hang",     "nomem",    "rogue",   "idlestop", "nopair",
+                                  "slowcopy", "pairlate", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -256,8 +271,8 @@ int cp_fault_check(char *err, size_t len)
              "wrongiter:ITER[:RANK], exit[:RANK], "
              "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
              "nomem[:RANK[:CELL]], "
-             "slowrep:LIST[:USEC], rogue[:RANK], idlestop:RANK[:ROUND[:MEMBER]], nopair[:RANK] or "
-             "slowcopy[:USEC] (tests only; unset it "
+             "slowrep:LIST[:USEC], rogue[:RANK], idlestop:RANK[:ROUND[:MEMBER]], nopair[:RANK], "
+             "slowcopy[:USEC] or pairlate[:RANK|all[:MSEC]] (tests only; unset it "
              "for a real run)",
              f, strlen(f) > 40 ? "..." : "");
     return -1;

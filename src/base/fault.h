@@ -32,8 +32,13 @@
  *   nopair[:RANK]           RANK, a node leader of --screen, closes each pair's (and
  *                           validation group's) channel as soon as it formed: its pairs
  *                           cannot be set up (the node is untested, its partners re-paired)
- * RANK defaults to 0 (slow: every rank; rogue: 1).  COLLPROF_TEST_STAGED=1 fills and
- * checks host memory through host copies, as device memory is.
+ *   pairlate[:RANK|all[:MSEC]]  RANK (all: every rank; the default), as a member other
+ *                           than 0 of a screen pair's or group's channel, waits MSEC
+ *                           (default 1000) before it dials member 0: a window in which
+ *                           others reach member 0's listener first (tests/integration/
+ *                           foreign.sh)
+ * RANK defaults to 0 (slow: every rank; rogue: 1; pairlate: every rank).  COLLPROF_TEST_STAGED=1
+ * fills and checks host memory through host copies, as device memory is.
  */
 #ifndef COLLPROF_CORE_FAULT_H
 #define COLLPROF_CORE_FAULT_H
@@ -50,6 +55,8 @@ int cp_fault_exit(int rank);
 int cp_fault_nopair(int rank);
 /** Does "rogue" apply to rank? */
 int cp_fault_rogue(int rank);
+/** Milliseconds "pairlate" makes rank wait before it dials its pair's member 0 (0: none). */
+long cp_fault_pair_late_ms(int rank);
 /** Microseconds "slow" adds to each timed operation of rank (0: none). */
 long cp_fault_slow_us(int rank);
 /** Microseconds "slowcoll" adds to each timed collective (not pair) operation of rank. */

@@ -120,13 +120,16 @@ static inline double cp_tmo_outer(double timeout_s)
  * than both together (CP_TMO_TREE_VERDICT_S), so that the verdict, not a
  * member's impatience, decides whether the tree is used and every rank
  * chooses the same channel.  A connection that does not prove the run's
- * secret and introduce itself within CP_TMO_TREE_HELLO_S of its accept is
- * dropped: the accepting rank handles up to 64 pending connections at once
- * (tcp_tree_int.h MAX_PENDING), so the deadline bounds how long one that is
- * not ours (or stalled) holds one of those slots; the others beside it go
- * on, but past 64 at once the next wait in the kernel's queue for a slot (a
- * flood delays a real member by this much per 64).  A real member answers
- * the challenge at once.  Dialling the parent gives up after
+ * secret and introduce itself within CP_TREE_HELLO_RTTS round trips of its
+ * accept (as the TCP handshake measured them), at least
+ * CP_TMO_TREE_HELLO_MIN_S and at most CP_TMO_TREE_HELLO_S, is dropped: the
+ * accepting rank handles every pending connection at once, and a full
+ * table evicts the oldest (tcp_tree_int.h), so the deadline only bounds how
+ * long one that is not ours (or stalled) holds a slot and a descriptor,
+ * never the others' wait; a real member answers the challenge within a
+ * round trip, and the floor is for a member on a busy node that is
+ * scheduled late.  A member whose connection was closed before its proof
+ * dials again (tcp_hello.c).  Dialling the parent gives up after
  * CP_TMO_TREE_CONNECT_S; the dialler waits for the parent's challenge and
  * proof as long as for the verdict (the parent may still be accepting its
  * own node's members).  A leader below another leader opens its side link
@@ -139,6 +142,8 @@ static inline double cp_tmo_outer(double timeout_s)
 #define CP_TMO_TREE_VERDICT_S     120.0
 #define CP_TMO_TREE_CONNECT_S     30.0
 #define CP_TMO_TREE_HELLO_S       5.0
+#define CP_TMO_TREE_HELLO_MIN_S   1.0
+#define CP_TREE_HELLO_RTTS        16.0
 #define CP_TMO_TREE_SIDE_S        15.0
 
 /* ---- the watchdog (src/wd/watchdog.c) --------------------------------- */

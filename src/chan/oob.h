@@ -106,11 +106,14 @@ int cp_oob_side_poll(const unsigned char *wait, double s, int *rank, void *buf, 
  * TCP connections to member 0, proven with the run's secret, every wait of it at most wait_s
  * (the connections, and every message after them), so that a member that stops is an error
  * within wait_s, never a hang; member 0 accepts for cp_tmo_screen_accept(wait_s) (timeouts.h:
- * at least rank 0's silence limit, so that a member rank 0 sends late still finds it).  Only over
- * the TCP channel.  Every member calls cp_oob_pair_new with its index me (by ascending job rank);
- * member 0's gives its address in addr ("" on the others), which the others get from it some other
- * way (the screen: through rank 0's side messages) and pass to cp_oob_pair_join; all join (member 0
- * accepts).  NULL (why) when there is no TCP channel or no listener. */
+ * at least rank 0's silence limit, so that a member rank 0 sends late still finds it).  Only
+ * over the TCP channel.  Every member calls
+ * cp_oob_pair_new with its index me (by ascending job rank); member 0's gives its address in
+ * addr ("" on the others; "HOST:PORT#RANK.TAG", under 80 bytes: member 0's rank and a fresh
+ * tag that the channel's proofs bind, so that no member of another pair or round joins it),
+ * which the others get from it some other way (the screen: through rank 0's side messages) and
+ * pass to cp_oob_pair_join; all join (member 0 accepts).  NULL (why) when there is no TCP
+ * channel or no listener. */
 typedef struct cp_oob_pair cp_oob_pair_t;
 cp_oob_pair_t *cp_oob_pair_new(const cp_boot_t *b, int me, int n, double wait_s, char *addr,
                                size_t alen, char *why, size_t wlen);

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -89,7 +91,9 @@ typedef struct pending {
     int fd;
     int proven;       /* its proof checked out: its subtree comes next */
     size_t got, need; /* bytes of intro (then of idx) so far, and in all */
+    double since_us;  /* accepted at */
     double until_us;  /* its deadline */
+    uint64_t host;    /* its peer address (a hash of it, without the port) */
     int cnt;          /* its subtree's members (once proven) */
     int32_t *idx;     /* its subtree (once proven) */
     unsigned char na[CP_AUTH_NONCE_LEN];
@@ -103,6 +107,10 @@ typedef struct accepting {
     int np;
     char logged[MAX_LOGGED][64];
     int nlogged, quiet; /* addresses logged; drops not logged (address seen, or table full) */
+    int evicted;        /* connections evicted to make room */
+    int reserve;        /* a descriptor kept to accept and close with when out of them */
+    int out_of_fds;     /* accepts failed for want of descriptors (logged once) */
+    double pause_us;    /* out of descriptors, none to free: the listeners rest until then */
 } accepting_t;
 
 /* Drop connection i with the reason: logged once per peer address of this phase. */
@@ -130,30 +138,156 @@ static void drop(accepting_t *a, int i, const char *reason)
     a->p[i] = a->p[--a->np];
 }
 
-/* Accept one connection from listener l and send it a challenge. */
-static void open_one(accepting_t *a, int l)
+/* A hash of the peer's address without its port: the unit of the per-address cap. */
+static uint64_t host_of(const struct sockaddr_storage *ss)
+{
+    const unsigned char *p = NULL;
+    size_t len = 0;
+    if (ss->ss_family == AF_INET) {
+        p = (const unsigned char *)&((const struct sockaddr_in *)ss)->sin_addr;
+        len = 4;
+    } else if (ss->ss_family == AF_INET6) {
+        p = (const unsigned char *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+        len = 16;
+    }
+    uint64_t h = 1469598103934665603ull ^ ss->ss_family; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* The oldest connection from host (any host: all), those still unproven first; -1: none. */
+static int oldest(const accepting_t *a, uint64_t host, int all)
+{
+    int best = -1;
+    for (int i = 0; i < a->np; i++) {
+        const pending_t *c = &a->p[i];
+        if ((all || c->host == host) &&
+            (best < 0 || c->proven < a->p[best].proven ||
+             (c->proven == a->p[best].proven && c->since_us < a->p[best].since_us))) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* Room for a connection from host: its address's oldest evicted when it holds MAX_PER_PEER,
+ * else, the table full, the oldest of the address that holds the most. */
+static int by_host(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The address that holds the most connections (the table is full): O(np log np). */
+static uint64_t busiest(const accepting_t *a)
+{
+    uint64_t h[MAX_PENDING], top = 0;
+    int most = 0;
+    for (int i = 0; i < a->np; i++) {
+        h[i] = a->p[i].host;
+    }
+    qsort(h, (size_t)a->np, sizeof(h[0]), by_host);
+    for (int i = 0, run = 0; i < a->np; i++) {
+        run = i > 0 && h[i] == h[i - 1] ? run + 1 : 1;
+        if (run > most) {
+            most = run;
+            top = h[i];
+        }
+    }
+    return top;
+}
+
+static void make_room(accepting_t *a, uint64_t host)
+{
+    int mine = 0;
+    for (int i = 0; i < a->np; i++) {
+        mine += a->p[i].host == host;
+    }
+    if (mine < MAX_PER_PEER && a->np < MAX_PENDING) {
+        return;
+    }
+    int v = oldest(a, mine >= MAX_PER_PEER ? host : busiest(a), 0);
+    a->evicted++;
+    drop(a, v,
+         mine >= MAX_PER_PEER ? "evicted: its address holds the most unproven connections allowed"
+                              : "evicted: the table of unproven connections is full");
+}
+
+/* Its deadline: about a round trip, as the handshake measured it (TCP_INFO), times
+ * CP_TREE_HELLO_RTTS, at least CP_TMO_TREE_HELLO_MIN_S, at most CP_TMO_TREE_HELLO_S. */
+static double hello_s(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    double s = CP_TMO_TREE_HELLO_MIN_S;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+        double rtt = CP_TREE_HELLO_RTTS * (double)ti.tcpi_rtt * 1e-6;
+        s = rtt > s ? rtt : s;
+    }
+    return s < CP_TMO_TREE_HELLO_S ? s : CP_TMO_TREE_HELLO_S;
+}
+
+/* accept4 failed for want of descriptors: free one (the oldest unproven connection), or take
+ * the waiting connection with the reserve descriptor and close it, or rest the listeners
+ * 100 ms: never a busy loop on a listener that stays readable. */
+static void out_of_fds(accepting_t *a, int l)
+{
+    if (a->out_of_fds++ == 0) {
+        cp_log(CP_LOG_WARN,
+               "control channel: out of file descriptors while accepting (ulimit -n): %s",
+               a->np > 0 ? "the oldest unproven connections give way" : "connections closed");
+    }
+    if (a->np > 0) {
+        a->evicted++;
+        drop(a, oldest(a, 0, 1), "evicted: out of file descriptors");
+    } else if (a->reserve >= 0) {
+        close(a->reserve);
+        int fd = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+        }
+        a->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    } else {
+        a->pause_us = cp_now_us() + 1e5;
+    }
+}
+
+/* Accept one connection from listener l and send it a challenge: 1 (one more may wait), 0
+ * (none waits, or the listeners rest). */
+static int open_one(accepting_t *a, int l)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     int fd = accept4(l, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-        return;
+        if (errno == EMFILE || errno == ENFILE) {
+            out_of_fds(a, l);
+            return a->pause_us == 0;
+        }
+        return errno == EINTR || errno == ECONNABORTED || errno == EPROTO;
     }
+    uint64_t host = host_of(&ss);
+    make_room(a, host);
     pending_t *c = &a->p[a->np++];
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     c->need = INTRO_LEN;
-    c->until_us = cp_now_us() + CP_TMO_TREE_HELLO_S * 1e6;
-    char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
-    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+    c->host = host;
+    c->since_us = cp_now_us();
+    c->until_us = c->since_us + hello_s(fd) * 1e6;
+    char host_s[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
+    getnameinfo((struct sockaddr *)&ss, sl, host_s, sizeof(host_s), port, sizeof(port),
                 NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+    snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host_s,
+             port);
     unsigned char ch[CHALLENGE_LEN];
     uint32_t magic = htonl(CHALLENGE_MAGIC);
     char why[128];
     if (cp_auth_random(c->na, sizeof(c->na), why, sizeof(why)) != 0) {
         drop(a, a->np - 1, why);
-        return;
+        return 1;
     }
     memcpy(ch, &magic, sizeof(magic));
     memcpy(ch + 4, c->na, sizeof(c->na));
@@ -161,6 +295,7 @@ static void open_one(accepting_t *a, int l)
     if (send(fd, ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ch)) {
         drop(a, a->np - 1, "it went away before its challenge");
     }
+    return 1;
 }
 
 /* Connection i introduced itself as a side link (SIDE_HELLO, tcp_side.c): taken by member 0,
@@ -291,25 +426,75 @@ static int step(cp_tree_t *t, accepting_t *a, int i, int room)
     }
 }
 
+/* Drop every connection past its deadline. */
+static void expire(accepting_t *a)
+{
+    double now = cp_now_us();
+    for (int i = a->np - 1; i >= 0; i--) {
+        if (now >= a->p[i].until_us) {
+            char why[64];
+            snprintf(why, sizeof(why), "no proof within %.1f s",
+                     (a->p[i].until_us - a->p[i].since_us) * 1e-6);
+            drop(a, i, why);
+        }
+    }
+}
+
+/* The end of an accept phase: what is left dropped, the counts logged, the listeners closed. */
+static void finish(cp_tree_t *t, accepting_t *a, int done)
+{
+    while (a != NULL && a->np > 0) {
+        drop(a, a->np - 1, done ? "no proof before every member had come" : "no proof in time");
+    }
+    if (a != NULL && a->quiet > 0) {
+        cp_log(CP_LOG_INFO, "control channel: %d more connections dropped (not logged)", a->quiet);
+    }
+    if (a != NULL && a->evicted > 0) {
+        cp_log(CP_LOG_WARN,
+               "control channel: %d unproven connections evicted (at most %d per address, %d "
+               "in all)",
+               a->evicted, MAX_PER_PEER, MAX_PENDING);
+    }
+    if (a != NULL && a->reserve >= 0) {
+        close(a->reserve);
+    }
+    free(a);
+    cp_tree_close_fd(&t->lfd[0]);
+    cp_tree_close_fd(&t->lfd[1]);
+}
+
 /* Accept children until want members or want_kids children came, or wait_s passed; how many
- * members came. */
+ * members came.  The listeners are polled on every turn (a full table evicts, make_room), but
+ * while out of descriptors with none to free (out_of_fds). */
 int cp_tree_accept_kids(cp_tree_t *t, int want, int want_kids, double wait_s)
 {
     accepting_t *a = calloc(1, sizeof(*a));
     int got = 0;
     double until = cp_now_us() + wait_s * 1e6;
+    if (a != NULL) {
+        a->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    for (int l = 0; l < 2; l++) { /* an accept burst stops at EAGAIN, never blocks */
+        int fl = t->lfd[l] >= 0 ? fcntl(t->lfd[l], F_GETFL) : -1;
+        if (fl >= 0) {
+            fcntl(t->lfd[l], F_SETFL, fl | O_NONBLOCK);
+        }
+    }
     while (a != NULL && got < want && t->nkids < want_kids && cp_now_us() < until) {
         struct pollfd p[2 + MAX_PENDING];
         int np = a->np, nfd = 0;
-        double next = until;
+        double next = until, now = cp_now_us();
         for (int i = 0; i < np; i++) {
             p[nfd++] = (struct pollfd){a->p[i].fd, POLLIN, 0};
             next = a->p[i].until_us < next ? a->p[i].until_us : next;
         }
-        for (int l = 0; l < 2 && np < MAX_PENDING; l++) { /* when full: they wait in the backlog */
+        int rest = a->pause_us > now;
+        for (int l = 0; l < 2 && !rest; l++) {
             p[nfd++] = (struct pollfd){t->lfd[l], POLLIN, 0};
         }
-        double left_ms = (next - cp_now_us()) / 1e3;
+        next = rest && a->pause_us < next ? a->pause_us : next;
+        a->pause_us = rest ? a->pause_us : 0;
+        double left_ms = (next - now) / 1e3;
         int k = poll(p, (nfds_t)nfd, left_ms > 0 ? (int)left_ms + 1 : 0);
         if (k < 0 && errno != EINTR) {
             break;
@@ -320,30 +505,13 @@ int cp_tree_accept_kids(cp_tree_t *t, int want, int want_kids, double wait_s)
                 got += step(t, a, i, want - got);
             }
         }
-        double now = cp_now_us();
-        for (int i = a->np - 1; i >= 0; i--) {
-            if (now >= a->p[i].until_us) {
-                char why[64];
-                snprintf(why, sizeof(why), "no proof within %.0f s", CP_TMO_TREE_HELLO_S);
-                drop(a, i, why);
-            }
-        }
+        expire(a);
         for (int j = np; j < nfd && k > 0; j++) {
-            if ((p[j].revents & POLLIN) && a->np < MAX_PENDING) {
-                open_one(a, p[j].fd);
+            for (int b = 0; (p[j].revents & POLLIN) && b < ACCEPT_BURST && open_one(a, p[j].fd);
+                 b++) {
             }
         }
     }
-    while (a != NULL && a->np > 0) {
-        drop(a, a->np - 1,
-             got == want || t->nkids == want_kids ? "no proof before every member had come"
-                                                  : "no proof in time");
-    }
-    if (a != NULL && a->quiet > 0) {
-        cp_log(CP_LOG_INFO, "control channel: %d more connections dropped (not logged)", a->quiet);
-    }
-    free(a);
-    cp_tree_close_fd(&t->lfd[0]);
-    cp_tree_close_fd(&t->lfd[1]);
+    finish(t, a, got == want || t->nkids == want_kids);
     return got;
 }

@@ -11,6 +11,7 @@
 #include "chan/tcp_tree_int.h"
 #include "chan/tcp_sock.h"
 #include "base/log.h"
+#include "base/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,8 +39,10 @@ int cp_tree_hello(const cp_tree_t *t, int fd, const char *addr, uint32_t magic, 
 {
     unsigned char ch[CHALLENGE_LEN], nc[CP_AUTH_NONCE_LEN], theirs[CP_AUTH_MAC_LEN];
     if (cp_sock_recv_within(fd, ch, sizeof(ch), wait_s) != 0) {
-        snprintf(why, wlen, "no challenge from %s within %.0f s", addr, wait_s);
-        return -1;
+        int closed = errno == ECONNRESET;
+        snprintf(why, wlen, "%s %s within %.0f s",
+                 closed ? "closed before its challenge by" : "no challenge from", addr, wait_s);
+        return closed ? -2 : -1;
     }
     if (cp_tree_word(ch, 0) != CHALLENGE_MAGIC) {
         snprintf(why, wlen, "%s is not a collprof control channel", addr);
@@ -67,14 +70,16 @@ int cp_tree_hello(const cp_tree_t *t, int fd, const char *addr, uint32_t magic, 
     int rc = cp_sock_send_all(fd, &iov, 1);
     free(msg);
     if (rc != 0) {
+        int closed = errno == EPIPE || errno == ECONNRESET;
         snprintf(why, wlen, "introducing this member to %s: %s", addr, strerror(errno));
-        return -1;
+        return closed ? -2 : -1;
     }
     if (cp_sock_recv_within(fd, theirs, sizeof(theirs), wait_s) != 0) {
+        int closed = errno == ECONNRESET;
         snprintf(why, wlen,
                  "no proof from %s within %.0f s (it refused this member's, or went away)", addr,
                  wait_s);
-        return -1;
+        return closed ? -2 : -1;
     }
     if (!cp_auth_check(t->key, purpose, CP_AUTH_ACCEPTOR, ch + 4, nc, (uint32_t)t->me,
                        (uint32_t)t->n, theirs)) {
@@ -83,6 +88,37 @@ int cp_tree_hello(const cp_tree_t *t, int fd, const char *addr, uint32_t magic, 
         return -1;
     }
     return 0;
+}
+
+int cp_tree_dial_hello(const cp_tree_t *t, const char *addr, uint32_t magic, const char *purpose,
+                       uint32_t shape, const int *idx, size_t cnt, double dial_s, double wait_s,
+                       char *why, size_t wlen)
+{
+    double until = cp_now_s() + wait_s, pause = 0.02;
+    for (int k = 0; k < DIAL_TRIES; k++) {
+        double left = until - cp_now_s();
+        int fd = cp_sock_dial(addr, left < dial_s ? left : dial_s, why, wlen);
+        if (fd < 0) {
+            return -1; /* nobody listens, or the dial's own wait ran out */
+        }
+        left = until - cp_now_s();
+        int rc = left > 0
+                     ? cp_tree_hello(t, fd, addr, magic, purpose, shape, idx, cnt, left, why, wlen)
+                     : -1;
+        if (rc == 0) {
+            return fd;
+        }
+        close(fd);
+        if (rc != -2 || until - cp_now_s() < 2 * pause) {
+            break; /* a timeout, or a listener that answered without the secret */
+        }
+        if (k + 1 < DIAL_TRIES) {
+            cp_log(CP_LOG_INFO, "control channel: %s; dialling again", why);
+            usleep((useconds_t)(pause * 1e6));
+            pause = pause < 0.3 ? 2 * pause : pause;
+        }
+    }
+    return -1;
 }
 
 uint32_t cp_tree_word(const unsigned char *p, int i)

@@ -92,11 +92,14 @@ int cp_sock_recv_within(int fd, void *buf, size_t len, double s)
     double until = cp_now_us() + s * 1e6;
     char *p = buf;
     while (len > 0) {
-        if (cp_sock_wait(fd, POLLIN, (until - cp_now_us()) * 1e-6) != 1) {
+        int w = cp_sock_wait(fd, POLLIN, (until - cp_now_us()) * 1e-6);
+        if (w != 1) {
+            errno = w == 0 ? ETIMEDOUT : errno;
             return -1;
         }
         ssize_t k = recv(fd, p, len, MSG_DONTWAIT);
         if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
+            errno = k == 0 ? ECONNRESET : errno; /* the peer closed: as a reset */
             return -1;
         }
         if (k > 0) {

@@ -17,7 +17,8 @@ int cp_sock_send_all(int fd, struct iovec *iov, int iovcnt);
 int cp_sock_recv_all(int fd, void *buf, size_t len);
 /* Wait up to s seconds for fd to be ready for ev (POLLIN/POLLOUT): 1 ready, 0 timed out, -1. */
 int cp_sock_wait(int fd, short ev, double s);
-/* Read exactly len bytes within s seconds: 0, or -1. */
+/* Read exactly len bytes within s seconds: 0, or -1 with errno (ETIMEDOUT: nothing in time;
+ * ECONNRESET: the peer closed or reset). */
 int cp_sock_recv_within(int fd, void *buf, size_t len, double s);
 /* The kernel's cap on a listener's accept queue in this network namespace
  * (net.core.somaxconn; listen() takes the smaller of it and its backlog), or -1 unknown. */

@@ -18,9 +18,12 @@
  * root accepts in the same loop.
  *
  * Accepting is one poll loop over the listeners and every connection not
- * yet introduced (at most MAX_PENDING at once), each with its own deadline
- * (CP_TMO_TREE_HELLO_S): a silent or wrong connection is dropped without
- * holding up the others, and logged once per peer address.
+ * yet introduced (at most MAX_PENDING at once, MAX_PER_PEER per peer
+ * address, the oldest evicted for a new one: the listeners are always
+ * polled), each with its own deadline of about a round trip (timeouts.h):
+ * a silent or wrong connection is dropped without holding up the others,
+ * and logged once per peer address.  A member whose connection was closed
+ * before its proof dials again (cp_tree_dial_hello).
  */
 
 #include "chan/tcp_tree.h"
@@ -105,6 +108,7 @@ static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
      * from Linux 5.4, 128 before); past it the leaders' side links come staggered and their
      * connects retry (tcp_side.c) */
     int backlog = t->n, cap = cp_sock_somaxconn();
+    backlog = backlog > MIN_BACKLOG ? backlog : MIN_BACKLOG; /* a flood drains, never fills it */
     long soft, hard;
     if (cap > 0 && cap < t->spec.nnodes - 1) {
         cp_log(CP_LOG_INFO,
@@ -122,6 +126,10 @@ static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
                  t->n + CP_NOFILE_SPARE);
         return -1;
     }
+    if (t->spec.remote_only) { /* no loopback listener for nobody to use */
+        node_listen(t, pub, backlog, why, wlen);
+        return t->lfd[1] >= 0 ? 0 : -1;
+    }
     t->lfd[0] = cp_sock_listen("127.0.0.1", backlog, pub->lo, sizeof(pub->lo), why, wlen);
     if (t->lfd[0] < 0) {
         return -1;
@@ -137,15 +145,15 @@ static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
 static int leader_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
 {
     const cp_tree_spec_t *s = &t->spec;
+    int backlog = s->nlocal + s->kid_nodes > MIN_BACKLOG ? s->nlocal + s->kid_nodes : MIN_BACKLOG;
     if (s->nlocal > 1 || s->kid_nodes > 0) {
-        t->lfd[0] = cp_sock_listen("127.0.0.1", s->nlocal + s->kid_nodes, pub->lo, sizeof(pub->lo),
-                                   why, wlen);
+        t->lfd[0] = cp_sock_listen("127.0.0.1", backlog, pub->lo, sizeof(pub->lo), why, wlen);
         if (t->lfd[0] < 0) {
             return -1;
         }
     }
     if (s->kid_nodes > 0 && !s->all_local) {
-        node_listen(t, pub, s->kid_nodes, why, wlen);
+        node_listen(t, pub, backlog, why, wlen);
     }
     return 0;
 }
@@ -202,13 +210,11 @@ cp_tree_t *cp_tree_new(const cp_tree_spec_t *spec, cp_tcp_pub_t *pub, char *why,
  * the parent's proof. */
 static int go_up(cp_tree_t *t, const char *addr, char *why, size_t wlen)
 {
-    t->parent = cp_sock_dial(addr, cp_tree_join_wait(t, CP_TMO_TREE_CONNECT_S), why, wlen);
-    if (t->parent < 0) {
-        return -1;
-    }
     uint32_t shape = (uint32_t)t->height | (t->side_off ? 1u << 16 : 0u);
-    return cp_tree_hello(t, t->parent, addr, HELLO_MAGIC, t->purpose, shape, t->order,
-                         (size_t)t->sub, cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S), why, wlen);
+    t->parent = cp_tree_dial_hello(t, addr, HELLO_MAGIC, t->purpose, shape, t->order,
+                                   (size_t)t->sub, cp_tree_join_wait(t, CP_TMO_TREE_CONNECT_S),
+                                   cp_tree_join_wait(t, CP_TMO_TREE_VERDICT_S), why, wlen);
+    return t->parent < 0 ? -1 : 0;
 }
 
 /* COLLPROF_FAULT=rogue (fault.h): two connections to the parent at addr, before this

@@ -26,12 +26,12 @@
  * Authentication (tcp_auth.h): every tree has the run's secret and a
  * purpose (cp_tree_key); a connection is read from only once it proved the
  * secret in a challenge and a response, and a member reads its parent only
- * once the parent proved it too.  A listener handles up to MAX_PENDING
- * (64) pending connections at once, each with its own short deadline: one
- * that does not prove the secret is dropped, logged once per peer address,
- * and does not delay the others beside it; past 64 at once the next wait in
- * the kernel's accept queue for a slot, so a flood of silent connections
- * delays a real member by up to CP_TMO_TREE_HELLO_S per 64 of them.
+ * once the parent proved it too.  A listener handles every pending
+ * connection at once, each with its own deadline of about a round trip,
+ * and never stops accepting (a bounded table, capped per peer address, the
+ * oldest evicted: tcp_tree_int.h): one that does not prove the secret is
+ * dropped, logged once per peer address, and cannot keep a member out (a
+ * member whose connection was evicted dials again).
  *
  * Messages: a 16-byte header (magic, sequence number, payload length, all
  * big-endian) and the payload.  The sequence number counts the tree's
@@ -63,6 +63,8 @@ typedef struct cp_tree_spec {
     int leader;           /**< its node's leader (the node's first member; 0 on member 0's node) */
     int nlocal;           /**< members on its node, itself included */
     int all_local;        /**< every member is on this node: no listener on the node's address */
+    int remote_only;      /**< every other member is on another node: member 0 listens on the
+                               node's address alone (the screen's pairs and groups) */
     const char *hostname; /**< this node's name (member 0 listens on its address) */
     const int *ranks;     /**< the members' job ranks, for messages (NULL: the index is one) */
     int star;             /**< every member leads itself (no locality known, or asked for) */

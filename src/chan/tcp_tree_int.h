@@ -25,17 +25,35 @@
  * (cp_tree_side_purpose), and nothing after it. */
 #define INTRO_LEN     (5 * 4 + CP_AUTH_NONCE_LEN + CP_AUTH_MAC_LEN)
 #define CHALLENGE_LEN (4 + CP_AUTH_NONCE_LEN)
-#define MAX_PENDING   64 /* connections being introduced at once; more wait in the backlog */
-#define MAX_LOGGED    16 /* peer addresses whose drops were logged, per accept phase */
+/* Connections being introduced at once.  The listeners are always polled: a full table evicts
+ * the oldest connection of the peer address that holds the most, and one address holds at most
+ * MAX_PER_PEER (its oldest evicted for a new one), so that a flood from a few addresses never
+ * takes a member's slot, and one from a member's own address (a node's members all come from
+ * 127.0.0.1) must open MAX_PER_PEER connections within that member's round trip to take it
+ * (and the member then dials again).  A node's members arrive at once: MAX_PER_PEER is far
+ * above what they hold while they prove themselves. */
+#define MAX_PENDING  512
+#define MAX_PER_PEER 128
+#define MAX_LOGGED   16  /* peer addresses whose drops were logged, per accept phase */
+#define MIN_BACKLOG  128 /* a listener's accept queue, at least (the kernel caps it) */
+#define DIAL_TRIES   8   /* introductions tried per connection to a parent */
+#define ACCEPT_BURST 32  /* accepts per listener per turn of the loop: the queue drains */
 
 /* tcp_hello.c */
 void cp_tree_close_fd(int *fd);
 /* Over fd, connected to addr: the listener's challenge, this member's introduction (magic,
  * shape, the cnt indices idx after it) with its proof for purpose, the listener's proof,
- * each wait at most wait_s.  0, or -1 with why. */
+ * each wait at most wait_s.  0, or -1 with why; -2 when the listener closed the connection
+ * before its proof (dropped or evicted: worth dialling again). */
 int cp_tree_hello(const cp_tree_t *t, int fd, const char *addr, uint32_t magic, const char *purpose,
                   uint32_t shape, const int *idx, size_t cnt, double wait_s, char *why,
                   size_t wlen);
+/* Dial addr and introduce this member (cp_tree_hello) within wait_s in all: a connection the
+ * listener closed before its proof (evicted by a flood, or dropped) is dialled again, up to
+ * DIAL_TRIES times, while the wait lasts; each dial at most dial_s.  The fd, or -1 with why. */
+int cp_tree_dial_hello(const cp_tree_t *t, const char *addr, uint32_t magic, const char *purpose,
+                       uint32_t shape, const int *idx, size_t cnt, double dial_s, double wait_s,
+                       char *why, size_t wlen);
 /* The purpose a side link proves (CP_AUTH_PURPOSE_LEN bytes in buf). */
 void cp_tree_side_purpose(const cp_tree_t *t, char *buf);
 /* Word i of an introduction or a challenge (big-endian uint32). */

@@ -122,6 +122,9 @@ static int launch_embedded(int np, char **argv, const cp_launch_opts_t *opts)
         return 1;
     }
 
+    if (cp_launch_contain() < 0) { /* before the server and the ranks: they inherit it */
+        return 1;
+    }
     if (gethostname(e.host, sizeof(e.host)) != 0) {
         snprintf(e.host, sizeof(e.host), "localhost");
     }

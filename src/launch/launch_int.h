@@ -67,6 +67,13 @@ void cp_launch_remove_tree(const char *dir);
 /** Search PATH for an executable name (no shell involved). */
 int cp_launch_find_in_path(const char *name, char *out, size_t size);
 
+/* ---- launch_netns.c ------------------------------------------------- */
+
+/** This process (and the server and ranks it starts after) in a private network namespace
+ *  with loopback alone, unless COLLPROF_NP_NETNS=0: 0 contained, 1 not (said at info level,
+ *  a warning with COLLPROF_NP_NETNS=1), -1 half done (logged): the launch must stop. */
+int cp_launch_contain(void);
+
 /* ---- launch_server.c ------------------------------------------------ */
 
 /**

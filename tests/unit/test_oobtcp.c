@@ -18,7 +18,9 @@
  * over it, and on after its parent leader (rank 1) exits; a side link that proves the tree's
  * purpose instead of the side link's, or nothing, is dropped and the tree and the real side
  * link come up all the same; without rank 3's side link every rank has side messages off and
- * says why, at once.  A tree of two with
+ * says why, at once.  A flood of 400 silent connections at rank 0's listener from the members'
+ * own address, first: the oldest evicted, every member joins within seconds; out of
+ * descriptors, the accept loop does not spin.  A tree of two with
  * bounded waits (spec.wait_s, the screen's pair channel): a member that stops answering is an
  * error within the bound, not a hang.  alarm() turns a hang into a failure.
  */
@@ -37,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -588,6 +591,126 @@ static int lines_with(FILE *f, const char *a, const char *b, char *first, size_t
     return k;
 }
 
+/* ---- a flood -------------------------------------------------------------- */
+
+enum { FLOODN = 400 }; /* silent connections: more than an address may hold (128) */
+static int flood_fd[FLOODN];
+
+/* FLOODN silent connections to rank 0's listener, from 127.0.0.1 as the members', before any
+ * member's: more than the kernel's queue holds at once, so that more keep coming. */
+static void flood(const cp_tcp_pub_t *pub)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    const char *colon = strrchr(pub[0].lo, ':');
+    sa.sin_port = htons((uint16_t)atoi(colon != NULL ? colon + 1 : "0"));
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    for (int i = 0; i < FLOODN; i++) {
+        flood_fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (flood_fd[i] >= 0) {
+            connect(flood_fd[i], (struct sockaddr *)&sa, sizeof(sa)); /* EINPROGRESS */
+        }
+    }
+}
+
+/* The collectives on NR ranks (a star) with FLOODN silent connections at rank 0's listener
+ * first: the listener evicts the oldest of them, never stops accepting, and every member joins
+ * (a member evicted too dials again) within a few seconds, not the 5 s per 64 of a table that
+ * waits for its connections' deadlines. */
+static void flood_world(void)
+{
+    before_ranks = flood;
+    FILE *log = tmpfile();
+    int saved = dup(2);
+    fflush(stderr);
+    if (log == NULL || saved < 0 || dup2(fileno(log), 2) < 0) {
+        ok(0, "flood: capturing stderr");
+        return;
+    }
+    double t0 = now_s();
+    int good = world(collectives, "flood");
+    double took = now_s() - t0;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    before_ranks = NULL;
+    for (int i = 0; i < FLOODN; i++) {
+        close(flood_fd[i]);
+    }
+    char first[1024] = "";
+    int evicted = lines_with(log, "unproven connections evicted (at most 128 per address", "",
+                             first, sizeof(first));
+    ok(good && took < 5.0 && evicted == 1,
+       "star, %d silent connections at rank 0's listener from the members' address first: every "
+       "member joins, the collectives exact, in %.2f s (< 5 s), the evictions logged (%s)",
+       FLOODN, took, first);
+    if (log != NULL) {
+        fclose(log);
+    }
+}
+
+/* Out of descriptors: a tree of two whose member 0 may open two more files than it holds
+ * while 20 silent connections wait at its listener, and no member comes.  Its accepts fail
+ * with EMFILE: it must not busy-loop on the listener that stays readable (the CPU it spends in
+ * its 3 s wait, measured in a child so that the limit stays there).  Exit 0: under 0.5 s. */
+static int emfile_child(void)
+{
+    cp_tree_spec_t s = {.me = 0,
+                        .n = 2,
+                        .leader = 0,
+                        .nlocal = 1,
+                        .all_local = 1,
+                        .hostname = "localhost",
+                        .star = 1,
+                        .wait_s = 3.0};
+    cp_tcp_pub_t pub;
+    char why[256] = "";
+    cp_tree_t *t = cp_tree_new(&s, &pub, why, sizeof(why));
+    if (t == NULL) {
+        return 2;
+    }
+    cp_tree_key(t, KEY, "job");
+    pid_t pid = fork();
+    if (pid == 0) { /* 20 silent connections, held 5 s */
+        for (int i = 0; i < 20; i++) {
+            cp_sock_dial(pub.lo, 2.0, why, sizeof(why));
+        }
+        sleep(5);
+        _exit(0);
+    }
+    usleep(300000);
+    int top = dup(0); /* the lowest free descriptor */
+    close(top);
+    struct rlimit rl = {(rlim_t)top + 2, (rlim_t)top + 2};
+    setrlimit(RLIMIT_NOFILE, &rl);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    int rc = cp_tree_join(t, &pub, 1, why, sizeof(why));
+    getrusage(RUSAGE_SELF, &r1);
+    double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                 (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                 1e-6 * (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
+                                 r0.ru_stime.tv_usec);
+    fprintf(stderr, "# out of descriptors: join rc %d, %.3f s of CPU in its 3 s wait\n", rc, cpu);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return rc == -1 && cpu < 0.5 ? 0 : 1;
+}
+
+static void emfile_no_spin(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30);
+        _exit(emfile_child());
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+       "out of descriptors with 20 silent connections waiting: the accept loop does not spin "
+       "(under 0.5 s of CPU in a 3 s wait; exit %d)",
+       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 /* The collectives on NR ranks while rogue connections wait at target's listener first. */
 static void rogue_world(const char *shape, int target, int claim)
 {
@@ -846,6 +969,12 @@ int main(void)
     ok(world(deep_side, "deep side messages"),
        "deep tree: side messages between rank 0 and leaders 1, 2 (children) and 3 (below 1, "
        "over its side link) both ways; after rank 1 exits, rank 3 still hears rank 0 and answers");
+    nodes = NR;
+    fanout = 0;
+    flood_world();
+    emfile_no_spin();
+    nodes = 4;
+    fanout = 2;
     side_rogue_world();
     no_root = 3;
     ok(world(side_missing, "side link missing"),

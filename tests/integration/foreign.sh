@@ -1,0 +1,91 @@
+#!/bin/sh
+# Foreign connections at the screen's listeners (issue 38): on the 8-node virtual cluster
+# (cluster.sh), a stream of silent connections from outside the run (the login namespace,
+# tests/integration/flood.py --stream: 300 held at once, one more for each the listener
+# closes) at every listener of n1's rank that greets with collprof's challenge, the job's
+# control channel at start-up and each pair's and validation group's channel where n1 is
+# member 0, every round, changes nothing: the healthy cluster's verdict stays "8 healthy, 0
+# slow", exit 0, every pair forms (no "no channel"), and the screen takes at most twice the
+# clean one's time plus 5 s (a listener that stops accepting while its table is full: 46.5 s
+# against 6.0 s, measured before issue 38); with n3's link throttled, n3 alone is
+# slow, exit 1, as without the flood.  The listener evicts the flood's oldest connections
+# (at most 128 unproven per address, tcp_tree_int.h) and never stops accepting.  Every screen
+# here runs with COLLPROF_FAULT=pairlate:all:1000: the other members of a pair wait 1 s
+# before they dial member 0, so the flood is there first (in a real screen they dial within
+# milliseconds, and a flood must find the port first); behind a listener that stops accepting
+# while its table is full (64 connections, 5 s each, as before issue 38) they wait seconds.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+. "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
+
+need_virtual_nodes
+PY=/usr/bin/python3
+[ -x "$PY" ] || need_tool "/usr/bin/python3 not found (the flood helper)"
+FLOOD="${COLLPROF_SRCDIR}/tests/integration/flood.py"
+re=$(printf '%s' "$COLLPROF_BIN" | sed 's/[].[*^$\\+?(){}|]/\\&/g')
+
+cluster_start 8 collprof-foreign-test
+SRUN="srun --immediate=30 --mpi=pmix"
+screen_backend
+SCREEN_ARGS="-n 20"
+sanitized=${CP_TIMING_UNRELIABLE:-0}
+export COLLPROF_FAULT=pairlate:all:1000
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+# a stream of silent connections at node $1's screen rank, its line in file $2 (fpid)
+flood_at() {
+    rm -f "$2.ready"
+    "$PY" "$FLOOD" --match "^$re --screen" --env "SLURMD_NODENAME=$1" --collprof-only --stream \
+        --conns 300 --duration 160 --ready "$2.ready" >"$2" 2>&1 &
+    fpid=$!
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        [ -e "$2.ready" ] && break
+        sleep 0.2
+    done
+}
+
+# "L C K": listeners dialled, connections opened, closed by the listener (flood line in $1)
+flood_counts() {
+    sed -n 's/^flood: \([0-9]*\) listeners .* dialled, \([0-9]*\) connections opened, \([0-9]*\) closed.*/\1 \2 \3/p' "$1"
+}
+
+no_channel() { grep -l 'no channel with the\|could not be set up' "$1/out" "$1/err" 2>/dev/null; }
+
+# ---- 1. healthy: the same verdict with and without the flood
+screen8 "$WORK/clean" --seed 4
+clean_took=$took
+grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out" && [ "$rc" -eq 0 ]
+ok $? "healthy, no flood: exit 0, 8 healthy ($took s, load $(load))"
+
+flood_at n1 "$WORK/f1"
+screen8 "$WORK/flood" --seed 4
+wait "$fpid"
+echo "# $(cat "$WORK/f1")"
+set -- $(flood_counts "$WORK/f1") 0 0 0
+[ "$1" -ge 4 ] && [ "$2" -ge 1000 ] && [ "$3" -ge 1 ]
+ok $? "the flood reached n1's control channel and pair listeners ($1 listeners, $2 connections, $3 closed by them)"
+if [ "$sanitized" != 1 ]; then
+    grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out" && [ "$rc" -eq 0 ] &&
+        ! grep -q '^slow ' "$out" && [ -z "$(no_channel "$WORK/flood")" ] &&
+        awk -v t="$took" -v c="$clean_took" 'BEGIN { exit !(t <= 2 * c + 5) }'
+    r=$?
+    ok $r "healthy, n1's listeners flooded: exit 0, 8 healthy, no slow node or link, every pair formed, in $took s: at most 2 x $clean_took + 5 s (rc $rc, load $(load))"
+    [ "$r" -eq 0 ] || sed -n '/^== screen/,$s/^/# /p' "$out"
+    [ "$r" -eq 0 ] || grep -h 'no channel\|could not be set up' "$WORK/flood/out" "$WORK/flood/err" | head -n 5 | sed 's/^/# /'
+fi
+
+# ---- 2. n3 throttled: n3 alone, with the flood as without
+bash "$SL" shape n3 20mbit >/dev/null 2>&1
+ok $? "shape n3 20mbit"
+flood_at n1 "$WORK/f2"
+screen8 "$WORK/node" --seed 4
+wait "$fpid"
+echo "# $(cat "$WORK/f2")"
+if [ "$sanitized" != 1 ]; then
+    [ "$rc" -eq 1 ] && grep -q '^slow  *n3: ' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 1 ] &&
+        grep -q '^exclude: n3$' "$out" && [ -z "$(no_channel "$WORK/node")" ]
+    r=$?
+    ok $r "n3 throttled, n1's listeners flooded: exit 1, n3 alone slow, exclude n3, every pair formed (rc $rc, $took s, load $(load))"
+    [ "$r" -eq 0 ] || sed -n '/^== screen/,$s/^/# /p' "$out"
+fi
+bash "$SL" shape n3 off >/dev/null 2>&1
+done_testing
