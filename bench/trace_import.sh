@@ -23,6 +23,7 @@ bytes=$(wc -c <"$d/0.json")
 ops=$(sed -n 's/^1 file: \([0-9]*\) operations.*/\1/p' "$d/out")
 wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$d/time" | awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
 rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$d/time")
-awk -v b="$bytes" -v w="$wall" -v o="$ops" -v r="$rss" -v h5="$(wc -c <"$d/t.h5")" 'BEGIN {
-    printf "trace %.1f MB, %d ops: %.2f s, %.1f MB/s, %.0f ops/s, peak RSS %.1f MiB, output %.1f MB\n",
-        b / 1e6, o, w, b / 1e6 / w, o / w, r / 1024, h5 / 1e6 }'
+user=$(sed -n 's/.*User time (seconds): //p' "$d/time")
+awk -v b="$bytes" -v w="$wall" -v u="$user" -v o="$ops" -v r="$rss" -v h5="$(wc -c <"$d/t.h5")" 'BEGIN {
+    printf "trace %.1f MB, %d ops: %.2f s wall (%.1f MB/s, %.0f ops/s), %.2f s user CPU (%.1f MB/s), peak RSS %.1f MiB, output %.1f MB\n",
+        b / 1e6, o, w, b / 1e6 / w, o / w, u, b / 1e6 / u, r / 1024, h5 / 1e6 }'
