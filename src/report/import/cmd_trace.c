@@ -11,34 +11,9 @@
 
 #include "base/util.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-int cp_trace_open_input(cp_trace_t *t, const char *path)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    const char *why = NULL;
-    if (fd < 0) {
-        why = strerror(errno);
-    } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        why = "not a regular file (a FIFO, device, socket or directory)";
-    } else if (st.st_size == 0) {
-        why = "empty file";
-    }
-    if (why != NULL) {
-        if (fd >= 0) {
-            close(fd);
-        }
-        return cp_trace_fail(t, 0, "%s", why);
-    }
-    return fd;
-}
 
 int cp_import_trace(const char *format, char **paths, int n, const char *out, const char *command)
 {

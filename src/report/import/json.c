@@ -234,8 +234,18 @@ static int on_number(void *ctx, const char *s, size_t len)
     }
     memcpy(buf, s, len);
     buf[len] = '\0';
+    int whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
+                memchr(buf, 'E', len) == NULL;
+    long long i = 0;
+    double d;
     errno = 0;
-    double d = strtod(buf, NULL);
+    if (whole && (i = strtoll(buf, NULL, 10), errno == 0)) {
+        d = (double)i; /* a whole number: exact where it fits 64 bits */
+    } else {
+        whole = 0;
+        errno = 0;
+        d = strtod(buf, NULL);
+    }
     if (!isfinite(d) || errno == ERANGE) {
         return fail(b, 0, "a number out of range");
     }
@@ -245,11 +255,8 @@ static int on_number(void *ctx, const char *s, size_t len)
     }
     if (v != NULL) {
         v->num = d;
-        if (strpbrk(buf, ".eE") == NULL) { /* a whole number: exact where it fits 64 bits */
-            errno = 0;
-            v->inum = strtoll(buf, NULL, 10);
-            v->is_int = errno == 0;
-        }
+        v->inum = i;
+        v->is_int = whole;
     }
     return done(b, v);
 }
@@ -535,7 +542,7 @@ void cp_json_free(cp_json_t *root)
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
 {
     for (size_t i = 0; obj != NULL && obj->type == CP_JSON_OBJ && i < obj->n; i++) {
-        if (!strcmp(obj->keys[i], key)) {
+        if (obj->keys[i][0] == key[0] && !strcmp(obj->keys[i], key)) {
             return obj->kids[i];
         }
     }

@@ -59,7 +59,8 @@ typedef struct cp_trace {
     char err[1024];
 } cp_trace_t;
 
-/** Record "import: NAME:LINE: message" (line 0: no line) as the error; returns -1. */
+/** Record "import: NAME:LINE: message" (line 0: no line) as the error; returns -1
+ *  (trace_write.c, the lowest file). */
 int cp_trace_fail(cp_trace_t *t, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -112,7 +113,8 @@ int cp_trace_param(cp_trace_t *t, char **paths, int n);
 int cp_trace_inspector(cp_trace_t *t, char **paths, int n);
 int cp_trace_fr(cp_trace_t *t, char **paths, int n);
 
-/** Open path for reading (a regular file, not empty): the fd, or -1 with the error. */
+/** Open path for reading (a regular file, not empty): the fd, or -1 with the error
+ *  (trace_core.c). */
 int cp_trace_open_input(cp_trace_t *t, const char *path);
 
 #endif /* COLLPROF_REPORT_TRACE_H */

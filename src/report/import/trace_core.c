@@ -14,31 +14,15 @@
 #include "base/util.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int cp_trace_fail(cp_trace_t *t, int line, const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    const char *name = t->shown != NULL ? t->shown : "";
-    if (t->err[0] == '\0') {
-        if (line > 0) {
-            snprintf(t->err, sizeof(t->err), "import: %s:%d: %s", name, line, msg);
-        } else if (name[0] != '\0') {
-            snprintf(t->err, sizeof(t->err), "import: %s: %s", name, msg);
-        } else {
-            snprintf(t->err, sizeof(t->err), "import: %s", msg);
-        }
-    }
-    return -1;
-}
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* name lower case, without a "lib:" prefix, '_', '-', ' ' and what follows a space ("nccl:send
  * 0->1"), into k */
@@ -304,4 +288,25 @@ int cp_trace_int(const cp_json_t *v, double lo, double hi, int64_t *out)
     }
     *out = v->is_int ? (int64_t)v->inum : (int64_t)v->num;
     return 0;
+}
+
+int cp_trace_open_input(cp_trace_t *t, const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    const char *why = NULL;
+    if (fd < 0) {
+        why = strerror(errno);
+    } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        why = "not a regular file (a FIFO, device, socket or directory)";
+    } else if (st.st_size == 0) {
+        why = "empty file";
+    }
+    if (why != NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return cp_trace_fail(t, 0, "%s", why);
+    }
+    return fd;
 }

@@ -15,10 +15,31 @@
 #include "schema/h5schema.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+int cp_trace_fail(cp_trace_t *t, int line, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    const char *name = t->shown != NULL ? t->shown : "";
+    if (t->err[0] == '\0') {
+        if (line > 0) {
+            snprintf(t->err, sizeof(t->err), "import: %s:%d: %s", name, line, msg);
+        } else if (name[0] != '\0') {
+            snprintf(t->err, sizeof(t->err), "import: %s: %s", name, msg);
+        } else {
+            snprintf(t->err, sizeof(t->err), "import: %s", msg);
+        }
+    }
+    return -1;
+}
 
 /* An empty, growable 1-D dataset of tab's rows. */
 static hid_t growable(hid_t file, const cp_h5_table_t *tab)
