@@ -110,4 +110,17 @@ printf '[{"comms": "all_reduce"' >bad-rank0.json
 "$REPORT" import --trace param bad-rank0.json -o bad.h5 >/dev/null 2>e.out
 [ $? -eq 2 ] && [ "$(wc -l <e.out)" -eq 1 ] && [ ! -e bad.h5 ] && ! ls bad.h5.* >/dev/null 2>&1
 ok $? "a bad trace: one error line, exit 2, nothing written"
+# streaming: 100,000 ops (about 19 MB) import in bounded memory, every op in the file
+if [ -x /usr/bin/time ]; then
+    awk 'BEGIN { printf "["; for (i = 0; i < 100000; i++) printf "%s{\"comms\": \"all_reduce\", \"seqnum\": %d, \"pg_id\": 0, \"global_ranks\": [0, 1, 2, 3], \"in_msg_size\": %d, \"out_msg_size\": %d, \"dtype\": \"Float\", \"startTime_ns\": %d}\n", i ? "," : "", i, i % 64 + 1, i % 64 + 1, 1000 * i; printf "]\n" }' >big-rank0.json
+    /usr/bin/time -f '%M' -o rss.out "$REPORT" import --trace param big-rank0.json -o big.h5 >big.out 2>&1
+    rc=$?
+    rss=$(tail -n 1 rss.out)
+    last=$(rows big.h5 trace_ops | tail -n 1 | cut -d'|' -f2,3,5)
+    [ "$rc" -eq 0 ] && grep -q '100000 operations' big.out && [ "$last" = "99999|allreduce|32" ] &&
+        [ "$rss" -lt 49152 ]
+    ok $? "100,000 ops stream into the file in bounded memory (peak RSS ${rss} kB < 48 MiB; last op $last)"
+else
+    ok 0 "# SKIP /usr/bin/time not installed"
+fi
 done_testing

@@ -250,7 +250,8 @@ int cp_trace_add(cp_trace_t *t, int line, collprof_trace_op_row_t *r, const uint
         }
     }
     t->buf[t->nbuf++] = *r;
-    if (t->nbuf == CP_TRACE_BLOCK && cp_trace_flush(t) != 0) {
+    /* a block of ops, or of split sizes (8192 all-to-all-v of thousands of ranks are many) */
+    if ((t->nbuf == CP_TRACE_BLOCK || t->nsbuf >= 64 * CP_TRACE_BLOCK) && cp_trace_flush(t) != 0) {
         return cp_trace_fail(t, line, "cannot write the output");
     }
     return 0;

@@ -37,15 +37,22 @@ typedef struct fr {
 /* "[0, 1, 2]" (or a JSON list) as the members of group g. */
 static int members(cp_trace_t *t, int g, const cp_json_t *v)
 {
-    int *m = malloc(CP_TRACE_MAX_RANKS / 64 * sizeof(int)), n = 0, rc = 0;
+    size_t cap = 1; /* the most ranks the value can hold: its elements, or the string's commas */
+    if (v->type == CP_JSON_ARR) {
+        cap += v->n;
+    }
+    for (const char *c = v->type == CP_JSON_STR ? v->str : ""; *c != '\0'; c++) {
+        cap += *c == ',';
+    }
+    int *m = cap <= CP_TRACE_MAX_RANKS ? malloc(cap * sizeof(int)) : NULL, n = 0, rc = 0;
     if (m == NULL) {
-        return cp_trace_fail(t, v->line, "out of memory");
+        return cp_trace_fail(
+            t, v->line, cap > CP_TRACE_MAX_RANKS ? "pg_config: too many ranks" : "out of memory");
     }
     if (v->type == CP_JSON_ARR) {
         for (size_t i = 0; rc == 0 && i < v->n; i++) {
             int64_t r;
-            rc = n < CP_TRACE_MAX_RANKS / 64 &&
-                         cp_trace_int(v->kids[i], 0, CP_TRACE_MAX_RANKS - 1, &r) == 0
+            rc = (size_t)n < cap && cp_trace_int(v->kids[i], 0, CP_TRACE_MAX_RANKS - 1, &r) == 0
                      ? (m[n++] = (int)r, 0)
                      : -1;
         }
@@ -54,7 +61,7 @@ static int members(cp_trace_t *t, int g, const cp_json_t *v)
         while (rc == 0 && *p != '\0' && *p != ']') {
             char *end;
             long r = strtol(p, &end, 10);
-            rc = end != p && r >= 0 && r < CP_TRACE_MAX_RANKS && n < CP_TRACE_MAX_RANKS / 64
+            rc = end != p && r >= 0 && r < CP_TRACE_MAX_RANKS && (size_t)n < cap
                      ? (m[n++] = (int)r, 0)
                      : -1;
             p = end + strspn(end, " ,");
