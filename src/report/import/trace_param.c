@@ -87,6 +87,18 @@ static int param_group(param_file_t *p, const cp_json_t *o, collprof_trace_op_ro
     const cp_json_t *gr = cp_json_get(o, "global_ranks");
     int64_t *ranks = NULL;
     int n = 0, rc = 0;
+    const cp_trace_group_t *G = &p->t->groups[g];
+    if (gr != NULL && gr->type == CP_JSON_ARR && G->size > 0 && gr->n == (size_t)G->size) {
+        size_t i = 0; /* the common case: the members the group has, checked in place */
+        for (int64_t m;
+             i < gr->n && cp_trace_int(gr->kids[i], 0, CP_TRACE_MAX_RANKS - 1, &m) == 0 &&
+             m == G->members[i];
+             i++) {
+        }
+        if (i == gr->n) {
+            return 0;
+        }
+    }
     if (gr != NULL && gr->type != CP_JSON_NULL) {
         rc = num_array(p, gr, "global_ranks", CP_TRACE_MAX_RANKS - 1, &ranks, &n);
     } else if (has_ws && pg == 0 && (ranks = malloc((size_t)ws * sizeof(*ranks))) != NULL) {
