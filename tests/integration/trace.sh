@@ -102,6 +102,11 @@ done
 [ -z "$bad" ]
 ok $? "summary, export and best open a trace file; an older file still reads${bad:+ (failed:$bad)}"
 
+"$REPORT" summary p.h5 >s.out 2>&1 && grep -q '^world:      2 ranks (a trace)$' s.out &&
+    grep -q '^trace:      18 operations in 2 process groups' s.out &&
+    grep -q '^timing:     PARAM basic trace' s.out
+ok $? "summary of a trace file: its ranks, operations, groups and the import's note"
+
 # refused: an output that exists, nothing written on an error
 "$REPORT" import --trace param "$D/param-rank0.json" -o p.h5 >/dev/null 2>e.out
 [ $? -eq 2 ] && grep -q 'exists' e.out
