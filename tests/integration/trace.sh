@@ -91,6 +91,8 @@ ok $? "Flight Recorder: ops in order, shapes as counts, the coalesced pair, the 
 [ "$(rows f.h5 trace_groups | cut -d'|' -f1-5 | tr '\n' ';')" = "0|0|default_pg|0|2;1|1|tp|1|2;" ] &&
     [ "$(rows f.h5 trace_members | tr '\n' ' ')" = "0 1 1 0 " ]
 ok $? "Flight Recorder: groups and members from pg_config"
+grep -q '4 entries without one' f.out && grep -q '1 entries not completed' f.out
+ok $? "Flight Recorder: the note counts the entries without a duration and those not completed"
 
 # every command still reads a trace file (empty /results), and old files are untouched by it
 bad=

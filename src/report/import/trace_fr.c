@@ -247,7 +247,8 @@ static int refuse_pickle(cp_trace_t *t, int fd)
     return 0;
 }
 
-static int fr_file(cp_trace_t *t, const char *path, int rank)
+/* One rank's file; counts[0..1] += its entries without a duration, and not completed. */
+static int fr_file(cp_trace_t *t, const char *path, int rank, int64_t *counts)
 {
     static const char *const keep[] = {"version", "pg_config", NULL};
     fr_t f = {.t = t, .rank = rank};
@@ -271,12 +272,8 @@ static int fr_file(cp_trace_t *t, const char *path, int rank)
     if (fd >= 0) {
         close(fd);
     }
-    snprintf(t->note, sizeof(t->note),
-             "Flight Recorder: issue times are time_created_ns (enqueue); durations only with "
-             "TORCH_NCCL_ENABLE_TIMING=1 (%" PRId64 " entries without one); the ring keeps the "
-             "last TORCH_FR_BUFFER_SIZE (2000) entries; %" PRId64
-             " entries not completed; no roots",
-             f.no_dur, f.not_done);
+    counts[0] += f.no_dur;
+    counts[1] += f.not_done;
     return rc;
 }
 
@@ -284,6 +281,7 @@ int cp_trace_fr(cp_trace_t *t, char **paths, int n)
 {
     snprintf(t->format, sizeof(t->format), "flight-recorder-json");
     snprintf(t->tool, sizeof(t->tool), "pytorch-flight-recorder");
+    int64_t counts[2] = {0, 0};
     for (int i = 0; i < n; i++) {
         int rank = cp_trace_rank_of_name(paths[i]);
         t->shown = paths[i];
@@ -295,9 +293,15 @@ int cp_trace_fr(cp_trace_t *t, char **paths, int n)
         if (rank < t->nseq && t->next_seq[rank] > 0) {
             return cp_trace_fail(t, 0, "a second file of rank %d", rank);
         }
-        if (fr_file(t, paths[i], rank) != 0) {
+        if (fr_file(t, paths[i], rank, counts) != 0) {
             return -1;
         }
     }
+    snprintf(t->note, sizeof(t->note),
+             "Flight Recorder: issue times are time_created_ns (enqueue); durations only with "
+             "TORCH_NCCL_ENABLE_TIMING=1 (%" PRId64 " entries without one); the ring keeps the "
+             "last TORCH_FR_BUFFER_SIZE (2000) entries of each rank; %" PRId64
+             " entries not completed; no roots",
+             counts[0], counts[1]);
     return 0;
 }
