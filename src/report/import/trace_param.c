@@ -250,11 +250,13 @@ static int param_file(cp_trace_t *t, const char *path, int rank)
     if (fd < 0) {
         return -1;
     }
+    static const char *const none[] = {NULL}; /* a root that is not a list: nothing kept */
     param_file_t p = {t, rank, -1, 0};
     cp_json_stream_t s = {NULL, 0, param_entry, &p};
+    cp_json_opts_t opts = {none, 0};
     cp_json_t *root = NULL;
     cp_json_error_t e;
-    int rc = cp_json_read_fd(fd, NULL, &s, &root, &e);
+    int rc = cp_json_read_fd(fd, &opts, &s, &root, &e);
     close(fd);
     if (rc != 0 && !e.stopped) {
         cp_trace_fail(t, e.line, "not valid JSON: %s", e.msg);
