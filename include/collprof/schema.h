@@ -164,6 +164,52 @@
     X(pairs,         I64,    0, 0, "",      "healthy pairs behind it")                                   \
     X(files,         I32,    0, 0, "",      "result files they came from")
 
+/* The trace model (collprof-report import --trace, docs/replay.md): a real job's communication
+ * as the replay will issue it.  /trace_ops: per rank, its operations in the order it issued
+ * them (rank, seq); /trace_groups: the process groups (communicators) the ops name, their
+ * members as global ranks in /trace_members[member_off .. member_off + size); the split sizes
+ * of the variable ops in /trace_splits.  Absent from other files and from files before them. */
+#define COLLPROF_TRACE_OP_COLUMNS(X)                                                                     \
+    X(rank,          I32,    0, 0, "",      "global rank that issued it")                                \
+    X(seq,           I64,    0, 0, "",      "its place in the rank's order, from 0")                     \
+    X(op,            STR,   16, 0, "",      "collprof's operation, send, recv or wait")                  \
+    X(dtype,         STR,   16, 0, "",      "collprof's element type; empty: not recorded (bytes only)") \
+    X(in_count,      U64,    0, 0, "elements", "elements sent (input); 0: none or not recorded")      \
+    X(out_count,     U64,    0, 0, "elements", "elements received (output); 0: none or not recorded") \
+    X(bytes,         U64,    0, 0, "B",     "the message size as recorded: the larger buffer's bytes")  \
+    X(group,         I32,    0, 0, "",      "its process group: the /trace_groups row")                  \
+    X(root,          I32,    0, 0, "",      "rooted ops: the root's global rank; -1: none or not recorded") \
+    X(peer,          I32,    0, 0, "",      "send, recv: the peer's global rank; -1: none")              \
+    X(req,           I64,    0, 0, "",      "async: the request it issues (a wait: the one it waits on); -1: blocking") \
+    X(coalesced,     I64,    0, 0, "",      "ops issued as one group call share a number; -1: none")     \
+    X(split_off,     I64,    0, 0, "",      "variable ops: in splits at /trace_splits[split_off..+nsplit), then the out splits; -1: none") \
+    X(nsplit,        I32,    0, 0, "",      "variable ops: split sizes each way (the group size); 0: none") \
+    X(t_issue_ns,    I64,    0, 0, "ns",    "issue time, the source's clock; -1: not recorded")          \
+    X(dur_ns,        I64,    0, 0, "ns",    "duration as the source measured it; -1: not recorded")      \
+    X(source_seq,    I64,    0, 0, "",      "the source's own sequence number; -1: none")                \
+    X(source_name,   STR,   32, 0, "",      "the source's name of the op, verbatim")
+
+#define COLLPROF_TRACE_GROUP_COLUMNS(X)                                                                  \
+    X(group,         I32,    0, 0, "",      "group id, also the row index")                              \
+    X(name,          STR,   64, 0, "",      "the source's name: pg name, communicator name or pg_id")    \
+    X(desc,          STR,   64, 0, "",      "the source's description of it, else empty")                \
+    X(source_hash,   STR,   32, 0, "",      "the key it was joined on: communicator hash, pg name or pg_id") \
+    X(size,          I32,    0, 0, "",      "members")                                                   \
+    X(member_off,    I64,    0, 0, "",      "its members (global ranks, in group-rank order) at /trace_members[member_off..+size)")
+
+#define COLLPROF_TRACE_MEMBER_COLUMNS(X)                                                                 \
+    X(rank,          I32,    0, 0, "",      "global rank of a group member")
+
+#define COLLPROF_TRACE_SPLIT_COLUMNS(X)                                                                  \
+    X(count,         U64,    0, 0, "elements", "one split size of a variable op")
+
+/* The trace tables: X(table, columns, row type), like COLLPROF_TABLES. */
+#define COLLPROF_TRACE_TABLES(X)                                                                   \
+    X(trace_ops, COLLPROF_TRACE_OP_COLUMNS, collprof_trace_op_row_t)                               \
+    X(trace_groups, COLLPROF_TRACE_GROUP_COLUMNS, collprof_trace_group_row_t)                      \
+    X(trace_members, COLLPROF_TRACE_MEMBER_COLUMNS, collprof_trace_member_row_t)                   \
+    X(trace_splits, COLLPROF_TRACE_SPLIT_COLUMNS, collprof_trace_split_row_t)
+
 /*
  * The tables: X(table, columns, row type).  Each is a 1-D dataset of the
  * compound type of its row, at the root of the file.
@@ -280,6 +326,22 @@ typedef struct collprof_screen_row {
 typedef struct collprof_baseline_row {
     COLLPROF_BASELINE_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_baseline_row_t;
+
+typedef struct collprof_trace_op_row {
+    COLLPROF_TRACE_OP_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_trace_op_row_t;
+
+typedef struct collprof_trace_group_row {
+    COLLPROF_TRACE_GROUP_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_trace_group_row_t;
+
+typedef struct collprof_trace_member_row {
+    COLLPROF_TRACE_MEMBER_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_trace_member_row_t;
+
+typedef struct collprof_trace_split_row {
+    COLLPROF_TRACE_SPLIT_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_trace_split_row_t;
 
 /* The root attributes in memory: strings are borrowed (writer) or owned (reader). */
 #define COLLPROF_ATTR_FIELD_STR(name)        const char *name;

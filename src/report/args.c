@@ -358,6 +358,7 @@ static const struct {
     [CP_REPORT_FILES_BASE_NEW] = {2, 2, "needs two files, BASE and NEW",
                                   "takes two files, BASE and NEW"},
     [CP_REPORT_FILES_SOURCE] = {1, 1, "no input file given", "takes one input file"},
+    [CP_REPORT_FILES_SOURCES] = {1, 0, "no input file given", NULL},
 };
 
 /* Parse the command line into ops[0..*n): CONTINUE, or the exit status (--help, or an error). */
@@ -377,7 +378,8 @@ static int parse(const cp_report_cmd_t *c, void *ctx, int argc, char **argv, cha
             return CP_REPORT_EXIT_BAD;
         } else if (k == ARG_OPERAND) {
             ops[(*n)++] = val;
-            if (c->files == CP_REPORT_FILES_SOURCE && c->option(ctx, CP_REPORT_OPERAND, val) != 0) {
+            if ((c->files == CP_REPORT_FILES_SOURCE || c->files == CP_REPORT_FILES_SOURCES) &&
+                c->option(ctx, CP_REPORT_OPERAND, val) != 0) {
                 return CP_REPORT_EXIT_BAD;
             }
         } else if (c->option(ctx, k, val) != 0) {
@@ -441,7 +443,8 @@ int cp_report_run(const cp_report_cmd_t *c, void *ctx, int argc, char **argv)
         return CP_REPORT_EXIT_BAD;
     }
     int nops = 0, rc = parse(c, ctx, argc, argv, ops, &nops);
-    if (rc == CONTINUE && c->files == CP_REPORT_FILES_SOURCE) { /* not a result file */
+    if (rc == CONTINUE &&
+        (c->files == CP_REPORT_FILES_SOURCE || c->files == CP_REPORT_FILES_SOURCES)) {
         free(ops);
         return c->run(ctx, NULL, 0);
     }

@@ -50,6 +50,7 @@ typedef enum cp_report_files {
     CP_REPORT_FILES_BASE_NEW, /**< BASE NEW: two such files */
     CP_REPORT_FILES_SOURCE,   /**< INPUT: one file that is not a result file (import): given to
                                    option() as CP_REPORT_OPERAND, never opened; run gets none */
+    CP_REPORT_FILES_SOURCES,  /**< INPUT...: the same, any number (import --trace) */
 } cp_report_files_t;
 
 /** The option index under which option() gets the operand of CP_REPORT_FILES_SOURCE. */

@@ -38,7 +38,17 @@
 #define CP_H5_COLUMN_OF_baseline(name, kind, size, opt, unit, doc)                                 \
     CP_H5_COLUMN(collprof_baseline_row_t, name, kind, opt)
 
+#define CP_H5_COLUMN_OF_trace_ops(name, kind, size, opt, unit, doc)                                \
+    CP_H5_COLUMN(collprof_trace_op_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_trace_groups(name, kind, size, opt, unit, doc)                             \
+    CP_H5_COLUMN(collprof_trace_group_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_trace_members(name, kind, size, opt, unit, doc)                            \
+    CP_H5_COLUMN(collprof_trace_member_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_trace_splits(name, kind, size, opt, unit, doc)                             \
+    CP_H5_COLUMN(collprof_trace_split_row_t, name, kind, opt)
+
 COLLPROF_TABLES(CP_H5_TABLE_DEF)
+COLLPROF_TRACE_TABLES(CP_H5_TABLE_DEF)
 COLLPROF_CELL_TABLES(CP_H5_TABLE_DEF)
 
 #define CP_H5_ROOT_ATTR(name, kind, doc)                                                           \

@@ -32,6 +32,8 @@ typedef struct cp_h5_table {
 /* cp_h5_table_results, _ranks, _backends, _environment, _links */
 #define CP_H5_TABLE_DECL(table, columns, type) extern const cp_h5_table_t cp_h5_table_##table;
 COLLPROF_TABLES(CP_H5_TABLE_DECL)
+/* cp_h5_table_trace_ops, _trace_groups, _trace_members, _trace_splits: a trace file's */
+COLLPROF_TRACE_TABLES(CP_H5_TABLE_DECL)
 /* cp_h5_table_provenance: a table inside /cells/<cell> */
 COLLPROF_CELL_TABLES(CP_H5_TABLE_DECL)
 #undef CP_H5_TABLE_DECL

@@ -133,6 +133,28 @@ N=$COLLPROF_SRCDIR/tests/data/import/nccl-allreduce.txt
 sed 's/ 0\.53 /  x.53 /' "$N" >"$W/word.nccl"
 sed 's/^ *16384 .*/       16384          4096     float     sum      -1    30.72/' "$N" >"$W/cols.nccl"
 cat "$N" "$N" >"$W/two.nccl"
+# traces for import --trace (tests/data/trace holds the good ones)
+T=$COLLPROF_SRCDIR/tests/data/trace
+head -c 300 "$T/param-rank0.json" >"$W/trunc-rank0.json"
+sed 's/"all_reduce"/"all_frobnicate"/' "$T/param-rank0.json" >"$W/op-rank0.json"
+sed 's/"dtype": "Float"/"dtype": "Quaternion"/' "$T/param-rank0.json" >"$W/dtype-rank0.json"
+sed 's/"in_split": \[10, 20\]/"in_split": [10, 20, 30]/' "$T/param-rank0.json" >"$W/split-rank0.json"
+sed 's/"global_ranks": \[1, 0\]/"global_ranks": [1, 1]/' "$T/param-rank0.json" >"$W/twice-rank0.json"
+sed 's/"root": 1,/"root": 1048576,/' "$T/param-rank0.json" >"$W/root-rank0.json"
+sed 's/"global_ranks": \[1, 0\]/"global_ranks": [0, 1]/' "$T/param-rank1.json" >"$W/differ-rank1.json"
+printf '{"comms": "all_reduce"}' >"$W/obj-rank0.json"
+cp "$T/param-rank0.json" "$W/noname.json"
+cp "$T/param-rank0.json" "$W/again-rank0.json"
+sed 's/"rank":1,"n_ranks":2/"rank":2,"n_ranks":2/' "$T/gpu-b-pid200.log" >"$W/rank-pid2.log"
+sed 's/"p2p_peer":0/"p2p_peer":5/' "$T/gpu-b-pid200.log" >"$W/peer-pid2.log"
+sed '1d' "$T/gpu-b-pid200.log" >"$W/nohead-pid2.log"
+cp "$T/gpu-a-pid100.log" "$W/good-pid1.log"
+printf '\200\002}q\000.' >"$W/fr-pickle0"
+sed 's/"version": "2.4"/"version": "1.0"/' "$T/fr-rank0.json" >"$W/fr-v1-rank0.json"
+sed 's/"nccl:send 1->0"/"nccl:send 1->7"/' "$T/fr-rank0.json" >"$W/fr-peer-rank0.json"
+sed 's/"ranks": "\[0, 1\]"/"ranks": "[0, x]"/' "$T/fr-rank0.json" >"$W/fr-ranks-rank0.json"
+sed 's/"\[1, 0\]"/"[0, 1]"/' "$T/fr-rank0.json" >"$W/fr-me-rank0.json"
+awk 'BEGIN { printf "["; for (i = 0; i < 70; i++) printf "["; printf "]" }' >"$W/deep-rank0.json"
 
 # ---- the checks -------------------------------------------------------------------
 # the output directory holds a result and a canary before every case

@@ -44,6 +44,12 @@ static int file_node_of(const void *arg, int rank, const char **host)
 
 static void print_world(const cp_report_file_t *f)
 {
+    if (f->trace_ops > 0) { /* a trace: its ranks and groups */
+        printf("world:      %lld ranks (a trace)\n", f->root.world_size);
+        printf("trace:      %llu operations in %llu process groups (docs/replay.md)\n",
+               (unsigned long long)f->trace_ops, (unsigned long long)f->trace_groups);
+        return;
+    }
     if (f->nranks == 0 && f->root.imported_from[0]) { /* the source did not say */
         printf("world:      not recorded by %s\n", f->root.imported_from);
         return;

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "report/import/import.h"
+#include "report/import/trace.h"
 #include "report/report.h"
 
 #include <collprof/vocab.h>
@@ -36,12 +37,16 @@ typedef struct settings {
     cp_import_t im;
     int from;
     const char *input, *out;
+    const char *trace; /**< --trace FORMAT: the trace import, of every input */
+    char **inputs;     /**< [ninputs] the operands */
+    int ninputs;
     char command[4096];
 } settings_t;
 
 static void usage(FILE *f)
 {
     fprintf(f, "Usage: collprof-report import [--from FORMAT] INPUT -o OUT.h5\n"
+               "       collprof-report import --trace FORMAT FILE... -o OUT.h5\n"
                "Read another tool's results into a collprof result file (marked as imported),\n"
                "for compare, best, plot, export and summary beside collprof's own runs.\n"
                "\n"
@@ -56,6 +61,12 @@ static void usage(FILE *f)
                "  --op OP         the operation, where the source does not say it\n"
                "  --ranks N       the number of ranks, where the source does not say it (OSU):\n"
                "                  needed for busBW and for the ops whose size is per rank\n"
+               "  --trace FORMAT  a job's communication as a trace (docs/replay.md), from one\n"
+               "                  file per rank or process: param (PARAM's basic JSON trace,\n"
+               "                  <rank>.json), nccl-inspector (NCCL Inspector JSON lines, the\n"
+               "                  groups rebuilt by joining the files on the communicator hash)\n"
+               "                  or flight-recorder (PyTorch Flight Recorder JSON 2.x, the\n"
+               "                  rank the last number in each file's name)\n"
                "  -h, --help      this help\n"
                "\n"
                "What the source did not record (per-rank samples, percentiles) stays empty.\n"
@@ -68,7 +79,20 @@ static int option(void *ctx, int k, char *val)
     settings_t *s = ctx;
     double v;
     switch (k) {
-    case CP_REPORT_OPERAND: s->input = val; return 0;
+    case CP_REPORT_OPERAND:
+        s->input = s->input != NULL ? s->input : val;
+        s->inputs[s->ninputs++] = val;
+        return 0;
+    case 7:
+        if (strcmp(val, "param") != 0 && strcmp(val, "nccl-inspector") != 0 &&
+            strcmp(val, "flight-recorder") != 0) {
+            cp_report_error("import: --trace '%s' is not a trace format (param, nccl-inspector "
+                            "or flight-recorder)",
+                            val);
+            return -1;
+        }
+        s->trace = val;
+        return 0;
     case 1:
         s->from = cp_report_parse_choice("import", "--from", val, from_names, 4,
                                          "auto, nccl-tests-json, nccl-tests or osu");
@@ -108,9 +132,10 @@ static int option(void *ctx, int k, char *val)
 static const char *check(void *ctx)
 {
     settings_t *s = ctx;
-    return s->input == NULL ? "no input file given"
-           : s->out == NULL ? "-o OUT.h5 is required"
-                            : NULL;
+    return s->input == NULL                     ? "no input file given"
+           : s->out == NULL                     ? "-o OUT.h5 is required"
+           : s->trace == NULL && s->ninputs > 1 ? "takes one input file (several: --trace)"
+                                                : NULL;
 }
 
 /* The input, whole, NUL-terminated: NULL after the error. */
@@ -175,6 +200,11 @@ static int run(void *ctx, cp_report_file_t **files, int n)
     settings_t *s = ctx;
     (void)files;
     (void)n;
+    if (s->trace != NULL) {
+        return cp_import_trace(s->trace, s->inputs, s->ninputs, s->out, s->command) == 0
+                   ? CP_REPORT_EXIT_OK
+                   : CP_REPORT_EXIT_BAD;
+    }
     char shown[4096];
     cp_text_sanitize(s->input, shown, sizeof(shown));
     s->im.shown = shown;
@@ -215,11 +245,14 @@ int cp_report_cmd_import(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {{"help", 'h', 0},  {"from", 0, 1},    {"output", 'o', 1},
                                            {"backend", 0, 1}, {"variant", 0, 1}, {"op", 0, 1},
-                                           {"ranks", 0, 1},   {NULL, 0, 0}};
+                                           {"ranks", 0, 1},   {"trace", 0, 1},   {NULL, 0, 0}};
     static const cp_report_cmd_t cmd = {
-        "import", usage, opts, option, check, CP_REPORT_FILES_SOURCE, run};
+        "import", usage, opts, option, check, CP_REPORT_FILES_SOURCES, run};
     settings_t *s = calloc(1, sizeof(*s));
-    if (s == NULL) {
+    char **inputs = calloc((size_t)argc + 1, sizeof(char *));
+    if (s == NULL || inputs == NULL) {
+        free(s);
+        free(inputs);
         cp_report_error("out of memory");
         return CP_REPORT_EXIT_BAD;
     }
@@ -228,7 +261,9 @@ int cp_report_cmd_import(int argc, char **argv)
         strncat(s->command, " ", sizeof(s->command) - strlen(s->command) - 1);
         strncat(s->command, argv[i], sizeof(s->command) - strlen(s->command) - 1);
     }
+    s->inputs = inputs;
     int rc = cp_report_run(&cmd, s, argc, argv);
+    free(inputs);
     free(s);
     return rc;
 }

@@ -89,6 +89,14 @@ int cp_import_osu(cp_import_t *im, const char *text, size_t len);
  */
 int cp_import_write(cp_import_t *im, const char *out, const char *command);
 
+/** The finished file tmp under the name out, which must not exist (a hard link, or where the
+ *  file system has none, an O_EXCL reservation then a rename): 0, or -1 with errno. */
+int cp_import_publish(const char *tmp, const char *out);
+
 void cp_import_free(cp_import_t *im);
+
+/** `import --trace FORMAT` (param, nccl-inspector, flight-recorder) of paths[0..n) into out
+ *  (cmd_trace.c): 0, or -1 after printing the error. */
+int cp_import_trace(const char *format, char **paths, int n, const char *out, const char *command);
 
 #endif /* COLLPROF_REPORT_IMPORT_H */

@@ -85,7 +85,7 @@ static int put_tables(hid_t file, const cp_import_t *im)
 
 /* tmp under the name out, which must not exist: a hard link (fails if it exists), or where
  * the file system has none, an empty file reserved with O_EXCL and then replaced. */
-static int publish(const char *tmp, const char *out)
+int cp_import_publish(const char *tmp, const char *out)
 {
     if (link(tmp, out) == 0) {
         return 0;
@@ -121,7 +121,7 @@ int cp_import_write(cp_import_t *im, const char *out, const char *command)
         cp_tmp_set(f >= 0 ? tmp : NULL);
         rc = f >= 0 && put_root(f, im, command) == 0 && put_tables(f, im) == 0 ? 0 : -1;
         rc |= f >= 0 && H5Fclose(f) < 0 ? -1 : 0;
-        if (rc == 0 && publish(tmp, out) != 0) {
+        if (rc == 0 && cp_import_publish(tmp, out) != 0) {
             saved = errno;
             rc = -1;
         }

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ typedef struct frame {
     cp_json_t *v, *first, *last;
     char *key;     /* the pending member name, where kept */
     int keep_next; /* the next member or element is kept */
+    int stream;    /* its elements go to each() one at a time (cp_json_read_fd) */
 } frame_t;
 
 typedef struct builder {
@@ -44,6 +46,13 @@ typedef struct builder {
     chunk_t *arena;
     const char *const *keep;
     size_t values, max_values;
+    /* streaming (cp_json_read_fd): the element being read lives in its own arena, freed
+     * (but its first block) once each() has seen it */
+    const cp_json_stream_t *s;
+    chunk_t *earena;
+    cp_json_t *elem;
+    int in_elem;
+    size_t evalues;
     int depth; /* open containers: fr[1..depth] */
     frame_t fr[CP_JSON_MAX_DEPTH + 1];
     cp_strset_t names[CP_JSON_MAX_DEPTH + 1]; /* the member names of each open object */
@@ -81,8 +90,9 @@ static int fail(builder_t *b, int too_large, const char *what)
 
 static void *arena_alloc(builder_t *b, size_t n)
 {
+    chunk_t **arena = b->in_elem ? &b->earena : &b->arena;
     n = (n + 15) & ~(size_t)15;
-    chunk_t *c = b->arena;
+    chunk_t *c = *arena;
     if (n == 0 || n > SIZE_MAX / 2) {
         return NULL;
     }
@@ -92,10 +102,10 @@ static void *arena_alloc(builder_t *b, size_t n)
         if (c == NULL) {
             return NULL;
         }
-        c->prev = b->arena;
+        c->prev = *arena;
         c->used = 0;
         c->size = size;
-        b->arena = c;
+        *arena = c;
     }
     void *p = c->data + c->used;
     c->used += n;
@@ -133,11 +143,17 @@ static int check_string(builder_t *b, const unsigned char *s, size_t len)
 static int new_value(builder_t *b, cp_json_type_t t, cp_json_t **out)
 {
     frame_t *f = b->depth > 0 ? &b->fr[b->depth] : NULL;
+    int starts = f != NULL ? f->stream : b->s != NULL && b->s->many && b->s->each != NULL;
     *out = NULL;
     if (f != NULL && !f->keep_next) {
         return 0;
     }
-    if (b->values >= b->max_values) {
+    if (starts) { /* an element to stream: counted and kept apart */
+        b->in_elem = 1;
+        b->evalues = 0;
+    }
+    size_t *count = b->in_elem ? &b->evalues : &b->values;
+    if ((*count)++ >= b->max_values) {
         char msg[128];
         snprintf(msg, sizeof(msg), "more than %zu values in the parts import reads", b->max_values);
         return fail(b, 1, msg) - 1;
@@ -149,8 +165,9 @@ static int new_value(builder_t *b, cp_json_type_t t, cp_json_t **out)
     memset(v, 0, sizeof(*v));
     v->type = t;
     v->line = line_now(b);
-    b->values++;
-    if (f == NULL) {
+    if (starts) {
+        b->elem = v;
+    } else if (f == NULL) {
         b->root = v;
     } else {
         v->name = f->key;
@@ -163,10 +180,37 @@ static int new_value(builder_t *b, cp_json_type_t t, cp_json_t **out)
     return 0;
 }
 
+/* A value is complete: where it is a streamed element, each() sees it and it goes.  1, or 0
+ * (yajl's cancel) when each() stops the parse. */
+static int done(builder_t *b, const cp_json_t *v)
+{
+    if (v == NULL || v != b->elem) {
+        return 1;
+    }
+    int rc = b->s->each(b->s->ctx, v);
+    b->elem = NULL;
+    b->in_elem = 0;
+    for (chunk_t *c = b->earena; c != NULL;) { /* keep the first block: no malloc per element */
+        chunk_t *p = c->prev;
+        if (p == NULL) {
+            c->used = 0;
+        } else {
+            free(c);
+        }
+        b->earena = p != NULL ? p : c;
+        c = p;
+    }
+    if (rc != 0) {
+        b->e->stopped = 1;
+        return fail(b, 0, "stopped by the reader");
+    }
+    return 1;
+}
+
 static int on_null(void *ctx)
 {
     cp_json_t *v;
-    return new_value(ctx, CP_JSON_NULL, &v) == 0;
+    return new_value(ctx, CP_JSON_NULL, &v) == 0 && done(ctx, v);
 }
 
 static int on_boolean(void *ctx, int boolean)
@@ -178,7 +222,7 @@ static int on_boolean(void *ctx, int boolean)
     if (v != NULL) {
         v->boolean = boolean != 0;
     }
-    return 1;
+    return done(ctx, v);
 }
 
 static int on_number(void *ctx, const char *s, size_t len)
@@ -190,8 +234,18 @@ static int on_number(void *ctx, const char *s, size_t len)
     }
     memcpy(buf, s, len);
     buf[len] = '\0';
+    int whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
+                memchr(buf, 'E', len) == NULL;
+    long long i = 0;
+    double d;
     errno = 0;
-    double d = strtod(buf, NULL);
+    if (whole && (i = strtoll(buf, NULL, 10), errno == 0)) {
+        d = (double)i; /* a whole number: exact where it fits 64 bits */
+    } else {
+        whole = 0;
+        errno = 0;
+        d = strtod(buf, NULL);
+    }
     if (!isfinite(d) || errno == ERANGE) {
         return fail(b, 0, "a number out of range");
     }
@@ -201,8 +255,10 @@ static int on_number(void *ctx, const char *s, size_t len)
     }
     if (v != NULL) {
         v->num = d;
+        v->inum = i;
+        v->is_int = whole;
     }
-    return 1;
+    return done(b, v);
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t len)
@@ -215,12 +271,15 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
     if (v != NULL && (v->str = arena_str(b, s, len)) == NULL) {
         return fail(b, 0, "out of memory");
     }
-    return 1;
+    return done(b, v);
 }
 
 static int kept_name(const builder_t *b, const char *key)
 {
     if (b->depth != 1 || b->keep == NULL) {
+        return 1;
+    }
+    if (b->s != NULL && b->s->member != NULL && !strcmp(b->s->member, key)) {
         return 1;
     }
     for (const char *const *k = b->keep; *k != NULL; k++) {
@@ -263,11 +322,17 @@ static int open_container(builder_t *b, cp_json_type_t t)
     if (new_value(b, t, &v) != 0) {
         return 0;
     }
+    const char *key = b->depth == 1 && v != NULL ? v->name : NULL; /* the member it is of */
     frame_t *f = &b->fr[++b->depth];
     memset(f, 0, sizeof(*f));
     f->v = v;
+    if (b->s != NULL && b->s->each != NULL && v != NULL && t == CP_JSON_ARR && !b->in_elem) {
+        f->stream = b->s->member == NULL
+                        ? b->depth == 1 && !b->s->many
+                        : b->depth == 2 && key != NULL && !strcmp(key, b->s->member);
+    }
     /* the root's elements, where only some members are kept, are not */
-    f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL);
+    f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL || f->stream);
     if (t == CP_JSON_OBJ) {
         cp_strset_clear(&b->names[b->depth]);
     }
@@ -291,7 +356,7 @@ static int close_container(void *ctx)
     frame_t *f = &b->fr[b->depth--];
     cp_json_t *v = f->v;
     if (v == NULL || v->n == 0) {
-        return 1;
+        return done(b, v);
     }
     if (v->n > SIZE_MAX / sizeof(*v->kids) ||
         (v->kids = arena_alloc(b, v->n * sizeof(*v->kids))) == NULL ||
@@ -305,7 +370,7 @@ static int close_container(void *ctx)
             v->keys[i] = k->name;
         }
     }
-    return 1;
+    return done(b, v);
 }
 
 static const yajl_callbacks callbacks = {
@@ -354,8 +419,9 @@ static void builder_free(builder_t *b)
     }
 }
 
-cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opts,
-                         cp_json_error_t *e)
+/* A builder for opts (and s, where streaming): NULL with the error in *e. */
+static builder_t *builder_new(const cp_json_opts_t *opts, const cp_json_stream_t *s,
+                              cp_json_error_t *e)
 {
     builder_t *b = calloc(1, sizeof(*b));
     memset(e, 0, sizeof(*e));
@@ -363,23 +429,40 @@ cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opt
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         return NULL;
     }
-    *b = (builder_t){.text = text, .len = len, .line = 1, .e = e};
+    *b = (builder_t){.line = 1, .e = e, .s = s};
     b->keep = opts != NULL ? opts->keep : NULL;
     b->max_values = opts != NULL && opts->max_values > 0 ? opts->max_values : CP_JSON_MAX_VALUES;
     b->h = yajl_alloc(&callbacks, NULL, b);
-    if (b->h == NULL || !yajl_config(b->h, yajl_dont_validate_strings, 1)) {
+    if (b->h == NULL || !yajl_config(b->h, yajl_dont_validate_strings, 1) ||
+        (s != NULL && s->many && !yajl_config(b->h, yajl_allow_multiple_values, 1))) {
         fail(b, 0, "out of memory");
-    } else {
-        yajl_status st = yajl_parse(b->h, (const unsigned char *)text, len);
-        if (st == yajl_status_ok) {
-            b->base = len; /* the end: yajl_complete_parse reads an empty buffer */
-            st = yajl_complete_parse(b->h);
-        }
-        if (st == yajl_status_error) {
-            grammar_error(b);
-        }
     }
-    cp_json_t *root = e->msg[0] == '\0' ? b->root : NULL;
+    return b;
+}
+
+/* Parse the next piece of the text (len 0: the end); 0, or -1 after the error. */
+static int feed(builder_t *b, const char *text, size_t len)
+{
+    b->text = text;
+    b->len = len;
+    b->base = 0;
+    b->pos = 0;
+    yajl_status st = yajl_status_ok;
+    if (len > 0) {
+        st = yajl_parse(b->h, (const unsigned char *)text, len);
+    } else {
+        st = yajl_complete_parse(b->h); /* reads an empty buffer */
+    }
+    if (st == yajl_status_error) {
+        grammar_error(b);
+    }
+    return b->e->msg[0] == '\0' ? 0 : -1;
+}
+
+/* The builder's root (NULL after an error), the builder gone. */
+static cp_json_t *builder_end(builder_t *b)
+{
+    cp_json_t *root = b->e->msg[0] == '\0' ? b->root : NULL;
     if (root != NULL) {
         root->arena = b->arena;
     } else {
@@ -388,9 +471,64 @@ cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opt
             free(c);
         }
     }
+    for (chunk_t *c = b->earena, *p; c != NULL; c = p) {
+        p = c->prev;
+        free(c);
+    }
     builder_free(b);
     free(b);
     return root;
+}
+
+cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opts,
+                         cp_json_error_t *e)
+{
+    builder_t *b = builder_new(opts, NULL, e);
+    if (b == NULL) {
+        return NULL;
+    }
+    if (e->msg[0] == '\0' && feed(b, text, len) == 0) {
+        feed(b, text + len, 0);
+    }
+    return builder_end(b);
+}
+
+int cp_json_read_fd(int fd, const cp_json_opts_t *opts, const cp_json_stream_t *s, cp_json_t **root,
+                    cp_json_error_t *e)
+{
+    enum { PIECE = 1 << 16 };
+    builder_t *b = builder_new(opts, s, e);
+    char *buf = malloc(PIECE);
+    *root = NULL;
+    if (b == NULL || buf == NULL) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        free(buf);
+        return b != NULL ? (builder_end(b), -1) : -1;
+    }
+    int rc = e->msg[0] == '\0' ? 0 : -1;
+    while (rc == 0) {
+        ssize_t n = read(fd, buf, PIECE);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            snprintf(e->msg, sizeof(e->msg), "cannot read it: %s", strerror(errno));
+            e->line = b->line;
+            rc = -1;
+        } else if (memchr(buf, '\0', (size_t)n) != NULL) {
+            snprintf(e->msg, sizeof(e->msg), "a NUL byte: not a text file");
+            e->line = b->line;
+            rc = -1;
+        } else {
+            rc = feed(b, buf, (size_t)n);
+            if (n == 0) {
+                break;
+            }
+        }
+    }
+    free(buf);
+    *root = builder_end(b);
+    return rc == 0 && e->msg[0] == '\0' ? 0 : -1;
 }
 
 void cp_json_free(cp_json_t *root)
@@ -404,7 +542,7 @@ void cp_json_free(cp_json_t *root)
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
 {
     for (size_t i = 0; obj != NULL && obj->type == CP_JSON_OBJ && i < obj->n; i++) {
-        if (!strcmp(obj->keys[i], key)) {
+        if (obj->keys[i][0] == key[0] && !strcmp(obj->keys[i], key)) {
             return obj->kids[i];
         }
     }

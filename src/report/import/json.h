@@ -32,6 +32,8 @@ typedef struct cp_json {
     int line;              /**< 1-based line of the value's first character */
     int boolean;           /**< CP_JSON_BOOL */
     double num;            /**< CP_JSON_NUM */
+    long long inum;        /**< CP_JSON_NUM written as a whole number that fits: exactly */
+    int is_int;            /**< 1 when inum holds it (num is the nearest double) */
     char *str;             /**< CP_JSON_STR: NUL-terminated UTF-8 */
     size_t n;              /**< members or elements */
     struct cp_json **kids; /**< [n] the elements, or the members' values */
@@ -52,12 +54,35 @@ typedef struct cp_json_opts {
 typedef struct cp_json_error {
     int line;      /**< where it went wrong */
     int too_large; /**< 1: valid so far, but past max_values; 0: not valid JSON */
+    int stopped;   /**< cp_json_read_fd: each() stopped the parse (its own error is the one) */
     char msg[256];
 } cp_json_error_t;
 
 /** Parse text[0..len): the tree (kept parts), or NULL with the error in *e. */
 cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opts,
                          cp_json_error_t *e);
+
+/** One streamed element (a tree valid until the call returns): 0 to go on, else stop. */
+typedef int (*cp_json_each_fn)(void *ctx, const cp_json_t *v);
+
+/** What cp_json_read_fd streams. */
+typedef struct cp_json_stream {
+    /** NULL: the elements of the root array, or with many every root value; else the
+     *  elements of the root object's member of that name (an array), which is also kept */
+    const char *member;
+    int many;             /**< several root values one after the other (JSON lines) */
+    cp_json_each_fn each; /**< NULL: stream nothing (opts->keep says what is kept) */
+    void *ctx;
+} cp_json_stream_t;
+
+/**
+ * Read JSON from fd in pieces, checked as cp_json_parse checks it, the streamed elements
+ * handed to s->each one at a time and dropped: memory grows with one element (and the kept
+ * root members of opts->keep), not with the file.  *root: the kept root (NULL with many, or
+ * after an error).  0, or -1 with the error in *e (e->stopped: each() stopped it).
+ */
+int cp_json_read_fd(int fd, const cp_json_opts_t *opts, const cp_json_stream_t *s, cp_json_t **root,
+                    cp_json_error_t *e);
 
 /** Free a tree cp_json_parse returned (the root; its values go with it). */
 void cp_json_free(cp_json_t *root);

@@ -240,17 +240,18 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
         return -1;
     }
     hid_t file = open_h5(path, err, errlen);
-    int rc = file < 0                                         ? -1
-             : read_root(file, &f->root, err, errlen) != 0    ? -1
-             : rd_read_results(file, f, err, errlen) != 0     ? -1
-             : rd_read_ranks(file, f, err, errlen) != 0       ? -1
-             : rd_read_backends(file, f, err, errlen) != 0    ? -1
-             : rd_read_links(file, f, err, errlen) != 0       ? -1
-             : rd_read_screen(file, f, err, errlen) != 0      ? -1
-             : rd_read_environment(file, f, err, errlen) != 0 ? -1
-             : rd_read_slurm(file, f, err, errlen) != 0       ? -1
-             : rd_read_cells(file, f, err, errlen) != 0       ? -1
-                                                              : 0;
+    int rc = file < 0                                          ? -1
+             : read_root(file, &f->root, err, errlen) != 0     ? -1
+             : rd_read_results(file, f, err, errlen) != 0      ? -1
+             : rd_read_ranks(file, f, err, errlen) != 0        ? -1
+             : rd_read_backends(file, f, err, errlen) != 0     ? -1
+             : rd_read_links(file, f, err, errlen) != 0        ? -1
+             : rd_read_trace_counts(file, f, err, errlen) != 0 ? -1
+             : rd_read_screen(file, f, err, errlen) != 0       ? -1
+             : rd_read_environment(file, f, err, errlen) != 0  ? -1
+             : rd_read_slurm(file, f, err, errlen) != 0        ? -1
+             : rd_read_cells(file, f, err, errlen) != 0        ? -1
+                                                               : 0;
     if (file >= 0 && H5Fclose(file) < 0 && rc == 0) {
         rd_h5_fail(err, errlen, "cannot close the HDF5 file");
         rc = -1;

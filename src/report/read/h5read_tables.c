@@ -457,3 +457,39 @@ const char *cp_report_slurm(const cp_report_file_t *f, const char *name)
     }
     return "";
 }
+
+/* The rows of the 1-D dataset name (0 when absent): 0, or -1. */
+static int count_rows(hid_t file, const char *name, uint64_t *n, char *err, size_t errlen)
+{
+    *n = 0;
+    htri_t ex = H5Lexists(file, name, H5P_DEFAULT);
+    if (ex <= 0) {
+        if (ex < 0) {
+            rd_h5_fail(err, errlen, "cannot look up /%s", name);
+        }
+        return ex < 0 ? -1 : 0;
+    }
+    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    hid_t sp = d >= 0 ? H5Dget_space(d) : H5I_INVALID_HID;
+    hsize_t dims[1] = {0};
+    int rc = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+                     H5Sget_simple_extent_dims(sp, dims, NULL) == 1
+                 ? 0
+                 : -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "corrupted: /%s is not a table", name);
+    }
+    *n = (uint64_t)dims[0];
+    cp_h5_release(sp);
+    cp_h5_release(d);
+    return rc;
+}
+
+int rd_read_trace_counts(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+{
+    return count_rows(file, cp_h5_table_trace_ops.name, &f->trace_ops, err, errlen) != 0 ||
+                   count_rows(file, cp_h5_table_trace_groups.name, &f->trace_groups, err, errlen) !=
+                       0
+               ? -1
+               : 0;
+}

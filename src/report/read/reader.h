@@ -76,6 +76,9 @@ typedef struct cp_report_file {
     size_t nenv;
     cp_report_attr_t *slurm; /**< the root's string attributes slurm_*, by name */
     size_t nslurm;
+    /** a trace file's (collprof-report import --trace) /trace_ops and /trace_groups rows,
+     *  counted, not read; 0 in other files */
+    uint64_t trace_ops, trace_groups;
 } cp_report_file_t;
 
 /** The value of the root attribute slurm_<name> of f (e.g. "partition"); "" when absent. */

@@ -1,0 +1,57 @@
+/*
+ * `collprof-report import --trace FORMAT FILE... -o OUT.h5` (trace.h): the
+ * files read by the format's reader into one trace file, published only when
+ * complete; one error line and nothing written otherwise.
+ */
+#include "config.h"
+
+#include "report/import/import.h"
+#include "report/import/trace.h"
+#include "report/report.h"
+
+#include "base/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cp_import_trace(const char *format, char **paths, int n, const char *out, const char *command)
+{
+    cp_trace_t *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        cp_report_error("out of memory");
+        return -1;
+    }
+    int rc = cp_trace_open(t, out);
+    if (rc == 0) { /* errors name the file as given: the error line is made printable */
+        rc = !strcmp(format, "param")            ? cp_trace_param(t, paths, n)
+             : !strcmp(format, "nccl-inspector") ? cp_trace_inspector(t, paths, n)
+                                                 : cp_trace_fr(t, paths, n);
+    }
+    uint64_t nops = t->nops + t->nbuf;
+    if (rc == 0 && nops == 0) {
+        t->shown = NULL;
+        rc = cp_trace_fail(t, 0, "no operations in %s", n > 1 ? "the files" : "the file");
+    }
+    t->shown = n > 0 ? paths[n - 1] : NULL;
+    size_t ngroups = t->ngroups;
+    int world = 0;
+    for (int r = 0; r < t->nseq; r++) {
+        world = t->next_seq[r] > 0 ? r + 1 : world;
+    }
+    if (rc == 0) {
+        rc = cp_trace_close(t, out, command);
+    }
+    if (rc != 0) {
+        char safe[1100];
+        cp_text_sanitize(t->err, safe, sizeof(safe));
+        cp_report_error("%s", safe);
+    } else {
+        printf("%d file%s: %llu operations of %d ranks in %zu groups (%s) written to %s\n", n,
+               n == 1 ? "" : "s", (unsigned long long)nops, world, ngroups, t->format, out);
+        printf("note: %s\n", t->note);
+    }
+    cp_trace_free(t);
+    free(t);
+    return rc;
+}

@@ -1,0 +1,133 @@
+#!/bin/sh
+# collprof-report import --trace: the fixtures of tests/data/trace (PARAM basic
+# JSON, NCCL Inspector JSON lines in the v4.0 and v4.3 forms, Flight Recorder
+# JSON 2.x, written from the documented formats) become the trace model, op for
+# op: the sequence (rank, seq, op, dtype, counts, bytes, group, root, peer,
+# req, coalesced) and the groups are exactly the fixtures', the Inspector's
+# groups rebuilt by joining the files on the communicator hash.  The hostile
+# versions are rows of tests/data/badinput.tsv.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
+[ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
+[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
+D=$COLLPROF_SRCDIR/tests/data/trace
+cd "$WORK" || exit 1
+
+# the rows of a table, one a line, fields joined by '|'
+rows() {
+    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
+        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
+    echo
+}
+
+# ---- PARAM: two ranks, two groups, async ops and their waits, a batch, all_to_allv splits
+"$REPORT" import --trace param "$D/param-rank0.json" "$D/param-rank1.json" -o p.h5 >p.out 2>&1
+ok $? "PARAM basic trace of two ranks imports"
+rows p.h5 trace_ops | cut -d'|' -f1-14 >got
+cat >want <<'W'
+0|0|allreduce|float32|1024|1024|4096|0|-1|-1|0|-1|-1|0
+0|1|wait||0|0|0|0|-1|-1|0|-1|-1|0
+0|2|alltoallv|float16|30|50|100|0|-1|-1|-1|-1|0|2
+0|3|broadcast|bfloat16|256|256|512|1|1|-1|-1|-1|-1|0
+0|4|send|int64|8|8|64|0|-1|1|5|0|-1|0
+0|5|recv|int64|8|8|64|0|-1|1|6|0|-1|0
+0|6|wait||0|0|0|0|-1|-1|5|-1|-1|0
+0|7|wait||0|0|0|0|-1|-1|6|-1|-1|0
+0|8|barrier||0|0|0|0|-1|-1|-1|-1|-1|0
+1|0|allreduce|float32|1024|1024|4096|0|-1|-1|0|-1|-1|0
+1|1|wait||0|0|0|0|-1|-1|0|-1|-1|0
+1|2|alltoallv|float16|60|40|120|0|-1|-1|-1|-1|4|2
+1|3|broadcast|bfloat16|256|256|512|1|1|-1|-1|-1|-1|0
+1|4|recv|int64|8|8|64|0|-1|0|5|1|-1|0
+1|5|send|int64|8|8|64|0|-1|0|6|1|-1|0
+1|6|wait||0|0|0|0|-1|-1|5|-1|-1|0
+1|7|wait||0|0|0|0|-1|-1|6|-1|-1|0
+1|8|barrier||0|0|0|0|-1|-1|-1|-1|-1|0
+W
+diff want got >d.out
+ok $? "PARAM: every op in order, sizes, groups, root, peers, req and batch as recorded$(sed 's/^/ /' d.out | tr '\n' ';')"
+[ "$(rows p.h5 trace_splits | tr '\n' ' ')" = "10 20 10 40 20 40 20 20 " ]
+ok $? "PARAM: all_to_allv split sizes in /trace_splits, in then out"
+[ "$(rows p.h5 trace_groups | cut -d'|' -f1,4,5,6 | tr '\n' ' ')" = "0|0|2|0 1|1|2|2 " ] &&
+    [ "$(rows p.h5 trace_members | tr '\n' ' ')" = "0 1 1 0 " ]
+ok $? "PARAM: groups by pg_id with their global_ranks ([0,1] and [1,0])"
+rows p.h5 trace_ops | awk -F'|' '$1 == 0 && $3 == "allreduce" { print $15 }' | grep -qx 1000000
+ok $? "PARAM: startTime_ns as the issue time"
+
+# ---- NCCL Inspector: two processes, two communicators, one with its ranks the other way round
+"$REPORT" import --trace nccl-inspector "$D/gpu-a-pid100.log" "$D/gpu-b-pid200.log" -o i.h5 >i.out 2>&1
+ok $? "NCCL Inspector JSON lines of two processes import"
+rows i.h5 trace_ops | cut -d'|' -f1-3,7-10,15-17 >got
+cat >want <<'W'
+0|0|allreduce|1048576|0|-1|-1|1748030377700000000|120000|1
+0|1|allgather|65536|1|-1|-1|-1|40000|1
+0|2|send|524288|0|-1|1|-1|50000|2
+1|0|allreduce|1048576|0|-1|-1|-1|118000|1
+1|1|recv|524288|0|-1|0|-1|52000|2
+1|2|allgather|65536|1|-1|-1|-1|41000|1
+W
+diff want got >d.out
+ok $? "Inspector: ops per process in order, bytes, groups, peers as global ranks, times$(sed 's/^/ /' d.out | tr '\n' ';')"
+[ "$(rows i.h5 trace_groups | cut -d'|' -f1,2,4,5 | tr '\n' ';')" = "0|world|0x7f00aa|2;1|pair reversed|0x7f00bb|2;" ] &&
+    [ "$(rows i.h5 trace_members | tr '\n' ' ')" = "0 1 1 0 " ]
+ok $? "Inspector: groups rebuilt by joining the files on the communicator hash"
+grep -q 'drops ops under 8 KiB' i.out && grep -q '5 of 6 ops without one' i.out &&
+    grep -q '3 records overwritten' i.out && "$CP_H5DUMP" -a /timing i.h5 | grep -q '8 KiB'
+ok $? "Inspector: the note says what the defaults dropped, printed and in the file"
+
+# ---- Flight Recorder: groups from pg_config, a coalesced pair, a send in group ranks
+"$REPORT" import --trace flight-recorder "$D/fr-rank0.json" -o f.h5 >f.out 2>&1
+ok $? "Flight Recorder JSON imports"
+rows f.h5 trace_ops | cut -d'|' -f1-10,12,15-17 >got
+cat >want <<'W'
+0|0|allreduce|float32|1024|1024|4096|0|-1|-1|-1|1700000000000000000|250000|1
+0|1|allgather|bfloat16|1024|2048|4096|1|-1|-1|-1|1700000000000500000|-1|2
+0|2|allreduce|float32|64|64|256|0|-1|-1|0|1700000000001000000|-1|3
+0|3|allreduce|float32|32|32|128|0|-1|-1|0|1700000000001000100|-1|3
+0|4|send|int64|16|16|128|1|-1|1|-1|1700000000002000000|-1|1
+W
+diff want got >d.out
+ok $? "Flight Recorder: ops in order, shapes as counts, the coalesced pair, the send's peer global, exact ns$(sed 's/^/ /' d.out | tr '\n' ';')"
+[ "$(rows f.h5 trace_groups | cut -d'|' -f1-5 | tr '\n' ';')" = "0|0|default_pg|0|2;1|1|tp|1|2;" ] &&
+    [ "$(rows f.h5 trace_members | tr '\n' ' ')" = "0 1 1 0 " ]
+ok $? "Flight Recorder: groups and members from pg_config"
+grep -q '4 entries without one' f.out && grep -q '1 entries not completed' f.out
+ok $? "Flight Recorder: the note counts the entries without a duration and those not completed"
+
+# every command still reads a trace file (empty /results), and old files are untouched by it
+bad=
+for c in summary "export --csv" best; do
+    # shellcheck disable=SC2086 # the command's words
+    "$REPORT" $c p.h5 >/dev/null 2>c.err || bad="$bad $c"
+done
+"$REPORT" summary "$COLLPROF_SRCDIR/tests/data/collprof-1.10.h5" >/dev/null 2>&1 || bad="$bad old"
+[ -z "$bad" ]
+ok $? "summary, export and best open a trace file; an older file still reads${bad:+ (failed:$bad)}"
+
+"$REPORT" summary p.h5 >s.out 2>&1 && grep -q '^world:      2 ranks (a trace)$' s.out &&
+    grep -q '^trace:      18 operations in 2 process groups' s.out &&
+    grep -q '^timing:     PARAM basic trace' s.out
+ok $? "summary of a trace file: its ranks, operations, groups and the import's note"
+
+# refused: an output that exists, nothing written on an error
+"$REPORT" import --trace param "$D/param-rank0.json" -o p.h5 >/dev/null 2>e.out
+[ $? -eq 2 ] && grep -q 'exists' e.out
+ok $? "import --trace refuses an output that exists"
+printf '[{"comms": "all_reduce"' >bad-rank0.json
+"$REPORT" import --trace param bad-rank0.json -o bad.h5 >/dev/null 2>e.out
+[ $? -eq 2 ] && [ "$(wc -l <e.out)" -eq 1 ] && [ ! -e bad.h5 ] && ! ls bad.h5.* >/dev/null 2>&1
+ok $? "a bad trace: one error line, exit 2, nothing written"
+# streaming: 100,000 ops (about 19 MB) import in bounded memory, every op in the file
+if [ -x /usr/bin/time ]; then
+    awk 'BEGIN { printf "["; for (i = 0; i < 100000; i++) printf "%s{\"comms\": \"all_reduce\", \"seqnum\": %d, \"pg_id\": 0, \"global_ranks\": [0, 1, 2, 3], \"in_msg_size\": %d, \"out_msg_size\": %d, \"dtype\": \"Float\", \"startTime_ns\": %d}\n", i ? "," : "", i, i % 64 + 1, i % 64 + 1, 1000 * i; printf "]\n" }' >big-rank0.json
+    /usr/bin/time -f '%M' -o rss.out "$REPORT" import --trace param big-rank0.json -o big.h5 >big.out 2>&1
+    rc=$?
+    rss=$(tail -n 1 rss.out)
+    last=$(rows big.h5 trace_ops | tail -n 1 | cut -d'|' -f2,3,5)
+    [ "$rc" -eq 0 ] && grep -q '100000 operations' big.out && [ "$last" = "99999|allreduce|32" ] &&
+        [ "$rss" -lt 49152 ]
+    ok $? "100,000 ops stream into the file in bounded memory (peak RSS ${rss} kB < 48 MiB; last op $last)"
+else
+    ok 0 "# SKIP /usr/bin/time not installed"
+fi
+done_testing
