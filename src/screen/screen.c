@@ -274,8 +274,9 @@ static int healthy_end(const node_pairs_t *np, double thr, unsigned char *health
 
 /* The spread of the pairs between core nodes: healthy-end nodes whose median over their
  * healthy-end partners is within lthr (log thr, < 0) of the reference lm.  The mean distance
- * of those pairs from lm (of a uniform or normal noise about the MAD; steadier than a median
- * with the few pairs of a small screen): a pair's own noise, which a pair is judged against. */
+ * of those pairs from lm, the largest eighth left out (of a uniform or normal noise about the
+ * MAD; steadier than a median with the few pairs of a small screen): a pair's own noise, which
+ * a pair is judged against. */
 static double core_spread(const node_pairs_t *np, const unsigned char *good, double lm, double lthr,
                           double *scratch)
 {
@@ -295,16 +296,27 @@ static double core_spread(const node_pairs_t *np, const unsigned char *good, dou
     for (int i = 0; core != NULL && dev != NULL && i < np->n; i++) {
         for (int j = 0; core[i] && j < np->cnt[i]; j++) {
             size_t at = (size_t)i * (size_t)np->per + (size_t)j;
-            if (core[np->with[at]] && np->with[at] > i && np->v[at] - lm >= 2 * lthr) {
-                dev[d++] = fabs(np->v[at] - lm);
+            if (core[np->with[at]] && np->with[at] > i) {
+                dev[d++] = np->v[at] - lm; /* signed: below the reference < 0 */
             }
         }
     }
+    /* the pairs below thr^2 left out while they are few (at most an eighth, at least one): a
+     * slow link's pair among a small screen's few would widen it; many such pairs are the
+     * class's own long tail (a shared, shaped spine's latency), which the spread must keep */
+    int low = 0;
+    for (int i = 0; i < d; i++) {
+        low += dev[i] < 2 * lthr;
+    }
+    int cut = low <= (d >= 2 && d < 8 ? 1 : d / 8), keep = 0;
     double sum = 0;
     for (int i = 0; i < d; i++) {
-        sum += dev[i];
+        if (!cut || dev[i] >= 2 * lthr) {
+            sum += fabs(dev[i]);
+            keep++;
+        }
     }
-    double mad = d > 0 ? sum / d : 0;
+    double mad = keep > 0 ? sum / keep : 0;
     free(core);
     free(dev);
     return mad;
@@ -348,6 +360,13 @@ static int robust(const cp_screen_t *s, int lat, int cls, double *med, double *m
     double lm = cp_stats_median(nm, (size_t)k);
     *med = k > 0 ? exp(lat ? -lm : lm) : 0;
     *mad = k > 0 ? core_spread(&np, good, lm, log(s->opt.thr), v) : 0;
+    for (int i = 0; i < k; i++) {
+        nm[i] = fabs(nm[i] - lm);
+    }
+    /* and never below the node medians' own spread: where a class's pairs have a long tail
+     * (the latency of pairs that share a shaped spine with the round's bandwidth), the core
+     * nodes are the few quiet ones, and the medians of the others still show the tail */
+    *mad = fmax(*mad, cp_stats_median(nm, (size_t)k));
     *healthy = m > 0 ? (double)h / m : 0;
     node_pairs_free(&np);
     free(good);
