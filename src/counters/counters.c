@@ -63,36 +63,6 @@ const char *cp_counters_name(unsigned mask, char *buf, size_t len)
     return buf;
 }
 
-const char *cp_counters_root(void)
-{
-    const char *r = getenv("COLLPROF_SYSFS_ROOT");
-    return r != NULL ? r : "";
-}
-
-int cp_counters_add(cp_cnt_snap_t *s, const char *source, const char *name, const char *unit,
-                    int kind, int bits, double scale, uint64_t raw)
-{
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 64;
-        cp_cnt_t *v = realloc(s->v, (size_t)cap * sizeof(*v));
-        if (v == NULL) {
-            return -1;
-        }
-        s->v = v;
-        s->cap = cap;
-    }
-    cp_cnt_t *c = &s->v[s->n++];
-    memset(c, 0, sizeof(*c));
-    snprintf(c->source, sizeof(c->source), "%s", source);
-    snprintf(c->name, sizeof(c->name), "%s", name);
-    snprintf(c->unit, sizeof(c->unit), "%s", unit);
-    c->kind = kind;
-    c->bits = bits;
-    c->scale = scale;
-    c->raw = raw;
-    return 0;
-}
-
 int cp_counters_read(unsigned mask, cp_cnt_snap_t *s)
 {
     s->n = 0;

@@ -70,7 +70,7 @@ int cp_counters_delta(const cp_cnt_snap_t *before, const cp_cnt_snap_t *after, c
  *  wrap when a fits in bits, else (a counter reset) the increase is b. */
 uint64_t cp_counters_wrap(uint64_t a, uint64_t b, int bits);
 
-/* ---- the readers (counters_sys.c, counters_nvml.c) ---- */
+/* ---- the readers (counters_sys.c, counters_nvml.c) and their helpers (counters_util.c) ---- */
 
 /** The root the paths are read under: COLLPROF_SYSFS_ROOT, or "" (the real /). */
 const char *cp_counters_root(void);

@@ -11,6 +11,7 @@
 #include "runner/prov.h"
 #include "runner/repeat.h"
 #include "base/util.h"
+#include "format/cflags.h"
 #include "format/best.h"
 #include "format/format.h"
 #include "format/overlap.h"
@@ -357,6 +358,7 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
 #endif
     cp_format_summary_row(&s->fmt, row, f);
     target_note(s->ri->opt, r, f);
+    cp_cflag_notes(r->counters, (size_t)r->ncounters, f);
     keep_study_row(s, row);
     keep_ok_row(s, row, r);
     keep_nb_row(s, row);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "counters/counters.h"
+#include "format/cflags.h"
 #include "tap.h"
 
 #include <math.h>
@@ -269,6 +270,55 @@ static void test_nvml(const char *stub)
     cp_counters_free(&b);
 }
 
+static collprof_counter_row_t row(const char *src, const char *name, const char *kind, double d)
+{
+    collprof_counter_row_t r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.source, sizeof(r.source), "%s", src);
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    snprintf(r.kind, sizeof(r.kind), "%s", kind);
+    r.delta = d;
+    return r;
+}
+
+/* What the summary and collprof-report flag (src/format/cflags.c). */
+static void test_flags(void)
+{
+    collprof_counter_row_t r = row("ib", "mlx5_0/1/symbol_error", "counter", 2);
+    const char *w = cp_cflag(&r);
+    ok(w && strcmp(w, "link errors") == 0, "symbol errors: link errors");
+    r = row("ib", "mlx5_0/1/symbol_error", "counter", 0);
+    ok(cp_cflag(&r) == NULL, "no new symbol error: nothing");
+    r = row("efa", "rdmap0s31/1/retrans_pkts", "counter", 3);
+    w = cp_cflag(&r);
+    ok(w && strcmp(w, "retransmissions") == 0, "EFA retransmitted packets: retransmissions");
+    r = row("efa", "rdmap0s31/1/tx_bytes", "counter", 1e9);
+    ok(cp_cflag(&r) == NULL, "bytes moved: nothing");
+    r = row("host", "cpu_steal_pct", "gauge", 2.9);
+    ok(cp_cflag(&r) == NULL, "CPU steal 2.9 %%: not flagged");
+    r = row("host", "cpu_steal_pct", "gauge", 3.5);
+    w = cp_cflag(&r);
+    ok(w && strcmp(w, "CPU steal") == 0, "CPU steal 3.5 %%: flagged");
+    r = row("gpu", "gpu0/throttle_reasons", "gauge", 0x1);
+    ok(cp_cflag(&r) == NULL, "an idle GPU (reason 0x1) is not throttled");
+    r = row("gpu", "gpu0/throttle_reasons", "gauge", 0x41);
+    w = cp_cflag(&r);
+    ok(w && strcmp(w, "GPU throttled") == 0, "hardware thermal slowdown (0x40): throttled");
+    r = row("net", "eth0/rx_errors", "counter", 1);
+    w = cp_cflag(&r);
+    ok(w && strcmp(w, "interface errors or drops") == 0, "interface errors");
+    char buf[512] = "";
+    FILE *f = fmemopen(buf, sizeof(buf), "w");
+    collprof_counter_row_t rows[2] = {row("net", "eth0/rx_bytes", "counter", 10),
+                                      row("ib", "mlx5_0/1/link_downed", "counter", 1)};
+    snprintf(rows[1].host, sizeof(rows[1].host), "n3");
+    rows[1].node = 3;
+    int lines = cp_cflag_notes(rows, 2, f);
+    fclose(f);
+    ok(lines == 1 && strstr(buf, "node 3 (n3): mlx5_0/1/link_downed +1") != NULL,
+       "the summary's note names node, host, counter, increase");
+}
+
 int main(void)
 {
     snprintf(root, sizeof(root), "%s/cp_counters_XXXXXX",
@@ -279,6 +329,7 @@ int main(void)
     }
     setenv("COLLPROF_SYSFS_ROOT", root, 1);
     test_parse();
+    test_flags();
     test_wrap();
     test_tree();
     test_empty_root();
