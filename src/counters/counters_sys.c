@@ -9,24 +9,28 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* The number in file path (root prepended by the caller); 0, or -1 when it is not there. */
+/* The number in file path (root prepended by the caller); 0, or -1 when it is not there.
+ * open and read rather than stdio: a reading of a big node opens hundreds of these files. */
 static int read_u64(const char *path, uint64_t *out)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         return -1;
     }
     char buf[64];
-    int ok = fgets(buf, sizeof(buf), f) != NULL;
-    fclose(f);
-    if (!ok) {
+    ssize_t got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (got <= 0) {
         return -1;
     }
+    buf[got] = '\0';
     char *end;
     errno = 0;
     unsigned long long v = strtoull(buf, &end, 0);
