@@ -51,7 +51,7 @@ for r in $(seq 1 "$rounds"); do
         walls "$d"/collprof_*.h5 >"$work/$mode.$r.walls"
     done
 done
-echo "load before/after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load after the rounds: $(cut -d' ' -f1-3 /proc/loadavg)"
 for mode in auto none; do
     for r in $(seq 1 "$rounds"); do awk '{ s += $2 } END { printf "%.6f\n", s }' "$work/$mode.$r.walls"; done |
         sort -g | awk -v m="$mode" '{ v[NR] = $1 } END { printf "%s: median over %d rounds of the cells'"'"' wall sum: %.3f s\n", m, NR, v[int((NR + 1) / 2)] }'
@@ -61,5 +61,16 @@ for r in $(seq 1 "$rounds"); do
     paste -d' ' "$work/auto.$r.walls" "$work/none.$r.walls" | awk '{ printf "%d %.6f\n", $1, ($2 - $4) / $4 * 100 }'
 done | sort -k1,1n -k2,2g | awk '{ v[$1] = v[$1] " " $2; n[$1]++ }
     END { for (c in v) { split(substr(v[c], 2), a, " "); m = a[int((n[c] + 1) / 2)]; printf "%d %.2f\n", c, m } }' |
-    sort -k1,1n | awk '{ print "cell " $1 ": auto vs none, median over rounds " $2 " %"; s[NR] = $2 }
-    END { asort(s); printf "median over cells: %.2f %%\n", s[int((NR + 1) / 2)] }'
+    sort -k1,1n | awk '{ print "cell " $1 ": auto vs none, median over rounds " $2 " %" }' | tee "$work/cells"
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%s", v[int((NR + 1) / 2)] }'; }
+awk '{ print $(NF - 1) }' "$work/cells" | median | awk '{ printf "median over cells: %s %%\n", $1 }'
+# the readings' and the gather's own cost, from rank 0's -vv line of every cell (one more run)
+mkdir -p "$work/vv"
+"$collprof" -vv --np "$np" --backends "$backend" --ops "$ops" --counts "$counts" --counters auto \
+    --output-dir "$work/vv" 2>&1 >/dev/null |
+    sed -n 's/.*counters: \([0-9]*\) on this node, its two readings \([0-9]*\) us, the gather \([0-9]*\) us/\1 \2 \3/p' \
+        >"$work/costs"
+echo "per cell ($(wc -l <"$work/costs") cells, $(awk 'NR == 1 { print $1 }' "$work/costs") counters):" \
+    "two readings median $(awk '{ print $2 }' "$work/costs" | median) us," \
+    "gather median $(awk '{ print $3 }' "$work/costs" | median) us"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

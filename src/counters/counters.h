@@ -7,7 +7,8 @@
  * counter the system does not offer is absent from the snapshot, never a zero.
  *
  * Every path is read under a root: "/" unless COLLPROF_SYSFS_ROOT names another directory,
- * under which sys/class/..., sys/devices/... and proc/stat are read (the tests' fake trees).
+ * under which sys/class/..., sys/devices/..., proc/net/dev and proc/stat are read (the tests'
+ * fake trees).
  * Not thread-safe; no collective call: the node leader reads its own node.
  */
 #ifndef COLLPROF_COUNTERS_H
@@ -18,7 +19,7 @@
 
 /* The sources, as bits of a mask (--counters LIST names them). */
 enum {
-    CP_CNT_NET = 1u << 0,  /**< /sys/class/net/IFACE/statistics */
+    CP_CNT_NET = 1u << 0,  /**< /proc/net/dev, else /sys/class/net/IFACE/statistics */
     CP_CNT_IB = 1u << 1,   /**< /sys/class/infiniband/DEV/ports/P/{counters,hw_counters} */
     CP_CNT_HOST = 1u << 2, /**< /proc/stat, cpufreq */
     CP_CNT_GPU = 1u << 3,  /**< NVML (libnvidia-ml.so.1, dlopen'ed) */

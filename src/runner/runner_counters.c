@@ -10,6 +10,9 @@
 
 #include "runner/runner_int.h"
 
+#include "base/log.h"
+#include "base/util.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +39,14 @@ static int reader(const cell_run_t *c)
 
 void cp_runner_counters_before(cell_run_t *c)
 {
-    if (reader(c) && cp_counters_read(c->r->opt->counters, &c->cnt_before) < 0) {
+    if (!reader(c)) {
+        return;
+    }
+    double t0 = cp_now_us();
+    if (cp_counters_read(c->r->opt->counters, &c->cnt_before) < 0) {
         cp_counters_free(&c->cnt_before);
     }
+    c->cnt_us = cp_now_us() - t0;
 }
 
 void cp_runner_counters_after(cell_run_t *c)
@@ -48,6 +56,7 @@ void cp_runner_counters_after(cell_run_t *c)
         return;
     }
     cp_cnt_snap_t after = {0};
+    double t0 = cp_now_us();
     if (cp_counters_read(c->r->opt->counters, &after) >= 0) {
         c->cnt = calloc((size_t)c->cnt_before.n + 2, sizeof(*c->cnt));
         c->ncnt = c->cnt != NULL ? cp_counters_delta(&c->cnt_before, &after, c->cnt) : 0;
@@ -55,6 +64,7 @@ void cp_runner_counters_after(cell_run_t *c)
     c->cnt_ops = c->ops > 0 ? c->ops : (long)c->cell->warmup + c->iters;
     cp_counters_free(&after);
     cp_counters_free(&c->cnt_before);
+    c->cnt_us += cp_now_us() - t0;
 }
 
 /* This rank's deltas as most records (the rest zero). */
@@ -108,6 +118,7 @@ void cp_runner_counters_gather(cell_run_t *c, cp_result_t *res)
         return;
     }
     static wire_t mine[WIRE_MAX]; /* no allocation that could fail on one rank alone */
+    double t0 = cp_now_us();
     const int root = c->r->boot->rank == 0;
     int n = c->ncnt < WIRE_MAX ? c->ncnt : WIRE_MAX, most = 0;
     /* the counts into the record gather's room on rank 0 (nranks parts of more than an int) */
@@ -129,6 +140,11 @@ void cp_runner_counters_gather(cell_run_t *c, cp_result_t *res)
     }
     if (root && rc == 0 && most > 0) {
         rows_of(c, counts, all, most, res);
+    }
+    if (root) { /* bench/counters.sh reads this line */
+        cp_log(CP_LOG_DEBUG,
+               "counters: %d on this node, its two readings %.0f us, the gather %.0f us", c->ncnt,
+               c->cnt_us, cp_now_us() - t0);
     }
     free(all);
     free(counts);

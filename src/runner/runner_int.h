@@ -78,7 +78,8 @@ typedef struct cell_run {
     cp_cnt_snap_t cnt_before;
     cp_cnt_delta_t *cnt;
     int ncnt;
-    long cnt_ops; /* operations run between the readings */
+    long cnt_ops;  /* operations run between the readings */
+    double cnt_us; /* what the two readings took, us */
 } cell_run_t;
 
 /* This rank's place in the cell's gathers: 0 when it runs the cell alone (cp_runner_t.alone). */

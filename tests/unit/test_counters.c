@@ -209,6 +209,30 @@ static void test_tree(void)
     cp_counters_free(&b);
 }
 
+/* /proc/net/dev, where the root has one, stands for the sysfs statistics. */
+static void test_procnet(void)
+{
+    put("proc/net/dev", "Inter-|   Receive                            |  Transmit\n"
+                        " face |bytes packets errs drop fifo frame compressed multicast|bytes "
+                        "packets errs drop fifo colls carrier compressed\n"
+                        "  eth1: 1000 10 1 2 0 0 0 0 2000 20 3 4 0 0 0 0\n"
+                        "    lo:  5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n");
+    cp_cnt_snap_t s = {0};
+    int n = cp_counters_read(CP_CNT_NET, &s);
+    uint64_t tx = 0, txerr = 0, rxdrop = 0;
+    for (int k = 0; k < s.n; k++) {
+        tx = strcmp(s.v[k].name, "eth1/tx_bytes") == 0 ? s.v[k].raw : tx;
+        txerr = strcmp(s.v[k].name, "eth1/tx_errors") == 0 ? s.v[k].raw : txerr;
+        rxdrop = strcmp(s.v[k].name, "eth1/rx_dropped") == 0 ? s.v[k].raw : rxdrop;
+    }
+    ok(n == 16 && tx == 2000 && txerr == 3 && rxdrop == 2 && !has(&s, "eth0/rx_bytes"),
+       "/proc/net/dev: 8 statistics of each of its 2 interfaces, sysfs's eth0 not read (%d)", n);
+    cp_counters_free(&s);
+    char p[512];
+    snprintf(p, sizeof(p), "%s/proc/net/dev", root);
+    unlink(p);
+}
+
 static void test_empty_root(void)
 {
     char empty[300];
@@ -332,6 +356,7 @@ int main(void)
     test_flags();
     test_wrap();
     test_tree();
+    test_procnet();
     test_empty_root();
     test_no_nvml();
     char stub[4096], cwd[2048];
