@@ -66,6 +66,30 @@ h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
     [ "$(cells_with "$WORK/list.txt" host)" -eq 1 ]
 ok $? "--counters host: the host's rows alone"
 
+# NVML through the tests' stub library (tests/stubs/nvml_stub.c: 2 GPUs, gpu1 held at its
+# software power cap): gpu rows in each cell, the summary's note, the report's and the
+# Prometheus export's flag
+stub="$(dirname "$COLLPROF_BIN")/tests/stubs/libnvidia-ml.so.1"
+if [ -f "$stub" ]; then
+    d="$WORK/gpu"
+    mkdir -p "$d"
+    COLLPROF_NVML_LIB="$stub" cp_run --np 2 --backends self --ops allreduce -b 1K -e 2K -n 3 -w 0 \
+        --counters gpu,host --output-dir "$d"
+    h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+    "$REPORT" counters "$h5" >"$WORK/gpu.txt" 2>&1
+    [ "$rc" -eq 0 ] && [ "$(cells_with "$WORK/gpu.txt" gpu)" -eq 2 ] &&
+        awk '$4 == "gpu" && $5 == "gpu0/energy" && $8 == 5' "$WORK/gpu.txt" | grep -q . &&
+        awk '$4 == "gpu" && $5 == "gpu0/sm_clock" && $8 == 1410' "$WORK/gpu.txt" | grep -q .
+    ok $? "NVML stub: gpu rows in both cells (energy +5 J, SM clock 1410 MHz)"
+    [ "$(grep -c 'counters: node 0 (.*): gpu1/throttle_reasons 4 mask (GPU throttled)' "$(summary_of "$d")")" -eq 2 ]
+    ok $? "the summary notes the throttled GPU under each of the 2 cells"
+    grep -q '^flagged: GPU throttled in 2 cells$' "$WORK/gpu.txt"
+    ok $? "collprof-report counters: GPU throttled in 2 cells"
+    "$REPORT" export --prom "$h5" -o "$WORK/prom.txt" >/dev/null 2>&1 &&
+        [ "$(grep -c '^collprof_cell_counter_flagged{.*counter="gpu1/throttle_reasons".*why="GPU throttled"} 4$' "$WORK/prom.txt")" -eq 2 ]
+    ok $? "export --prom: the flagged rows as collprof_cell_counter_flagged"
+fi
+
 cp_run --np 2 --backends self --counters host,disk
 [ "$rc" -eq 2 ] && grep -q "'disk'" "$WORK/err"
 ok $? "--counters with an unknown source: exit 2, named"
