@@ -106,3 +106,36 @@ int cp_cflag_notes(const collprof_counter_row_t *rows, size_t n, FILE *f)
     }
     return lines;
 }
+
+static const char *const kinds[CP_CFLAG_KINDS] = {
+    "link errors",    "retransmissions", "interface errors or drops", "CPU steal", "GPU throttled",
+    "GPU ECC errors", "PCIe replays"};
+
+void cp_cflag_tally_add(cp_cflag_tally_t *t, int cell, const collprof_counter_row_t *rows, size_t n)
+{
+    for (size_t i = 0; rows != NULL && i < n; i++) {
+        const char *why = cp_cflag(&rows[i]);
+        for (int k = 0; why != NULL && k < CP_CFLAG_KINDS; k++) {
+            if (strcmp(why, kinds[k]) == 0 && t->last[k] != cell + 1) {
+                t->cells[k]++;
+                t->last[k] = cell + 1;
+            }
+        }
+    }
+}
+
+const char *cp_cflag_tally_text(const cp_cflag_tally_t *t, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < CP_CFLAG_KINDS; k++) {
+        if (t->cells[k] > 0 && at < len) {
+            at += (size_t)snprintf(buf + at, len - at, "%s%s in %d cell%s", at ? "; " : "",
+                                   kinds[k], t->cells[k], t->cells[k] == 1 ? "" : "s");
+        }
+    }
+    if (at == 0) {
+        snprintf(buf, len, "nothing");
+    }
+    return buf;
+}

@@ -28,4 +28,20 @@ const char *cp_cflag(const collprof_counter_row_t *r);
  *  N (HOST): NAME +DELTA UNIT (kind)"; nothing when none is flagged.  The lines printed. */
 int cp_cflag_notes(const collprof_counter_row_t *rows, size_t n, FILE *f);
 
+/* The kinds cp_cflag() names, in the order the tallies print them. */
+#define CP_CFLAG_KINDS 7
+
+/** Per kind of trouble, the cells it touched (a cell counted once per kind). */
+typedef struct cp_cflag_tally {
+    int cells[CP_CFLAG_KINDS];
+    int last[CP_CFLAG_KINDS]; /**< the cell counted last, +1 (0: none yet) */
+} cp_cflag_tally_t;
+
+/** Count rows[0..n), cell's rows, into t. */
+void cp_cflag_tally_add(cp_cflag_tally_t *t, int cell, const collprof_counter_row_t *rows,
+                        size_t n);
+/** "GPU throttled in 3 cells; CPU steal in 1 cell" (the kinds seen, in the order above), or
+ *  "nothing"; into buf. */
+const char *cp_cflag_tally_text(const cp_cflag_tally_t *t, char *buf, size_t len);
+
 #endif /* COLLPROF_FORMAT_CFLAGS_H */

@@ -83,6 +83,8 @@ if [ -f "$stub" ]; then
     ok $? "NVML stub: gpu rows in both cells (energy +5 J, SM clock 1410 MHz)"
     [ "$(grep -c 'counters: node 0 (.*): gpu1/throttle_reasons 4 mask (GPU throttled)' "$(summary_of "$d")")" -eq 2 ]
     ok $? "the summary notes the throttled GPU under each of the 2 cells"
+    grep -q '^counters:   GPU throttled in 2 cells flagged$' "$(summary_of "$d")"
+    ok $? "the summary's totals: GPU throttled in 2 cells"
     grep -q '^flagged: GPU throttled in 2 cells$' "$WORK/gpu.txt"
     ok $? "collprof-report counters: GPU throttled in 2 cells"
     "$REPORT" export --prom "$h5" -o "$WORK/prom.txt" >/dev/null 2>&1 &&

@@ -65,30 +65,15 @@ static int wanted(const settings_t *s, const collprof_counter_row_t *r)
     return 0;
 }
 
-/* The kinds of trouble and the cells each touched (a cell counted once per kind). */
+/* The kinds of trouble and the cells each touched. */
 static void flagged(const cp_report_file_t *f)
 {
-    static const char *const kinds[] = {
-        "link errors", "retransmissions", "interface errors or drops",
-        "CPU steal",   "GPU throttled",   "GPU ECC errors",
-        "PCIe replays"};
-    int any = 0;
-    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-        int cells = 0, last = -1;
-        for (size_t i = 0; i < f->ncounters; i++) {
-            const char *why = cp_cflag(&f->counters[i]);
-            if (why != NULL && strcmp(why, kinds[k]) == 0 && f->counters[i].cell != last) {
-                cells++;
-                last = f->counters[i].cell;
-            }
-        }
-        if (cells > 0) {
-            printf("%s%s in %d cell%s", any ? "; " : "flagged: ", kinds[k], cells,
-                   cells == 1 ? "" : "s");
-            any = 1;
-        }
+    cp_cflag_tally_t t = {{0}, {0}};
+    char buf[512];
+    for (size_t i = 0; i < f->ncounters; i++) {
+        cp_cflag_tally_add(&t, f->counters[i].cell, &f->counters[i], 1);
     }
-    printf("%s\n", any ? "" : "flagged: nothing");
+    printf("flagged: %s\n", cp_cflag_tally_text(&t, buf, sizeof(buf)));
 }
 
 static int run(void *ctx, cp_report_file_t **files, int n)
