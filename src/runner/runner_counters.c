@@ -23,8 +23,9 @@ typedef struct wire {
     int64_t ops;
     double delta;
 } wire_t;
+_Static_assert(sizeof(wire_t) == 112, "docs/metrics.md states the records' size");
 
-/* Counters one node sends per cell, at most (a 96 KiB buffer). */
+/* Counters one node sends per cell, at most (a 112 KiB buffer: 112-byte records). */
 #define WIRE_MAX 1024
 
 static int enabled(const cell_run_t *c)
