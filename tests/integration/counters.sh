@@ -85,6 +85,10 @@ if [ -f "$stub" ]; then
     ok $? "the summary notes the throttled GPU under each of the 2 cells"
     grep -q '^counters:   GPU throttled in 2 cells flagged$' "$(summary_of "$d")"
     ok $? "the summary's totals: GPU throttled in 2 cells"
+    "$REPORT" summary "$h5" 2>/dev/null | sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' >"$WORK/gpu_rep"
+    sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' "$(summary_of "$d")" >"$WORK/gpu_txt"
+    grep -q 'GPU throttled' "$WORK/gpu_rep" && cmp -s "$WORK/gpu_rep" "$WORK/gpu_txt"
+    ok $? "collprof-report summary prints the counters' notes and totals as the run did"
     grep -q '^flagged: GPU throttled in 2 cells$' "$WORK/gpu.txt"
     ok $? "collprof-report counters: GPU throttled in 2 cells"
     "$REPORT" export --prom "$h5" -o "$WORK/prom.txt" >/dev/null 2>&1 &&
