@@ -33,7 +33,13 @@ typedef struct {
 } nvml_field_t;
 
 enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
-enum { NVML_FI_NVLINK_DATA_TX = 138, NVML_FI_NVLINK_DATA_RX = 139 };
+/* NVLink data in KiB, all links (scope UINT_MAX); PCIe bytes (NVML 12.x; may wrap) */
+enum {
+    NVML_FI_NVLINK_DATA_TX = 138,
+    NVML_FI_NVLINK_DATA_RX = 139,
+    NVML_FI_PCIE_TX_BYTES = 197,
+    NVML_FI_PCIE_RX_BYTES = 198
+};
 
 static struct {
     int tried, ok;
@@ -46,7 +52,6 @@ static struct {
     int (*throttle)(nvml_dev_t, unsigned long long *);
     int (*energy)(nvml_dev_t, unsigned long long *);
     int (*ecc)(nvml_dev_t, int, int, unsigned long long *);
-    int (*pcie_tput)(nvml_dev_t, int, unsigned *);
     int (*pcie_replay)(nvml_dev_t, unsigned *);
     int (*violation)(nvml_dev_t, int, nvml_violation_t *);
     int (*fields)(nvml_dev_t, int, nvml_field_t *);
@@ -77,7 +82,6 @@ static int load(void)
     }
     SYM(energy, "nvmlDeviceGetTotalEnergyConsumption");
     SYM(ecc, "nvmlDeviceGetTotalEccErrors");
-    SYM(pcie_tput, "nvmlDeviceGetPcieThroughput");
     SYM(pcie_replay, "nvmlDeviceGetPcieReplayCounter");
     SYM(violation, "nvmlDeviceGetViolationStatus");
     SYM(fields, "nvmlDeviceGetFieldValues");
@@ -100,7 +104,8 @@ static int add(cp_cnt_snap_t *s, unsigned i, const char *what, const char *unit,
     return cp_counters_add(s, "gpu", name, unit, kind, 64, scale, (uint64_t)v);
 }
 
-/* Clocks, power, temperature, throttle reasons, PCIe rates: gauges (the value after). */
+/* Clocks, power, temperature, throttle reasons: gauges (the value after).  Not
+ * nvmlDeviceGetPcieThroughput: it samples for 20 ms per call; the PCIe byte fields instead. */
 static int gauges(cp_cnt_snap_t *s, unsigned i, nvml_dev_t d)
 {
     unsigned u;
@@ -121,16 +126,10 @@ static int gauges(cp_cnt_snap_t *s, unsigned i, nvml_dev_t d)
     if (nv.throttle != NULL && nv.throttle(d, &ull) == 0) {
         rc |= add(s, i, "throttle_reasons", "mask", CP_CNT_GAUGE, 1, ull);
     }
-    if (nv.pcie_tput != NULL && nv.pcie_tput(d, 0, &u) == 0) {
-        rc |= add(s, i, "pcie_tx_rate", "KB/s", CP_CNT_GAUGE, 1, u);
-    }
-    if (nv.pcie_tput != NULL && nv.pcie_tput(d, 1, &u) == 0) {
-        rc |= add(s, i, "pcie_rx_rate", "KB/s", CP_CNT_GAUGE, 1, u);
-    }
     return rc;
 }
 
-/* Energy, ECC, PCIe replays, time held below the clocks, NVLink bytes: counters. */
+/* Energy, ECC, PCIe replays, time held below the clocks, NVLink and PCIe bytes: counters. */
 static int counters(cp_cnt_snap_t *s, unsigned i, nvml_dev_t d)
 {
     unsigned u;
@@ -155,13 +154,28 @@ static int counters(cp_cnt_snap_t *s, unsigned i, nvml_dev_t d)
     if (nv.violation != NULL && nv.violation(d, 1, &vt) == 0) { /* ..._THERMAL */
         rc |= add(s, i, "thermal_capped_time", "ns", CP_CNT_COUNTER, 1, vt.violation_time);
     }
-    nvml_field_t f[2] = {{.field_id = NVML_FI_NVLINK_DATA_TX, .scope_id = UINT_MAX},
-                         {.field_id = NVML_FI_NVLINK_DATA_RX, .scope_id = UINT_MAX}};
-    if (nv.fields != NULL && nv.fields(d, 2, f) == 0) { /* KiB, every link summed */
-        for (int k = 0; k < 2; k++) {
+    static const struct {
+        unsigned id;
+        const char *name;
+        double scale;
+        int bits;
+    } fi[] = {{NVML_FI_NVLINK_DATA_TX, "nvlink_tx", 1024, 64},
+              {NVML_FI_NVLINK_DATA_RX, "nvlink_rx", 1024, 64},
+              {NVML_FI_PCIE_TX_BYTES, "pcie_tx", 1, 32},
+              {NVML_FI_PCIE_RX_BYTES, "pcie_rx", 1, 32}};
+    nvml_field_t f[4];
+    memset(f, 0, sizeof(f));
+    for (int k = 0; k < 4; k++) {
+        f[k].field_id = fi[k].id;
+        f[k].scope_id = k < 2 ? UINT_MAX : 0;
+    }
+    if (nv.fields != NULL && nv.fields(d, 4, f) == 0) {
+        for (int k = 0; k < 4; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "gpu%u/%s", i, fi[k].name);
             if (f[k].nvml_return == 0) {
-                rc |= add(s, i, k == 0 ? "nvlink_tx" : "nvlink_rx", "B", CP_CNT_COUNTER, 1024,
-                          f[k].value.ull);
+                rc |= cp_counters_add(s, "gpu", name, "B", CP_CNT_COUNTER, fi[k].bits, fi[k].scale,
+                                      f[k].value.ull);
             }
         }
     }

@@ -3,7 +3,8 @@
  * returning scripted values, so that collprof's NVML reader (src/counters/counters_nvml.c)
  * runs without a GPU.  Two GPUs; each call of nvmlDeviceGetTotalEnergyConsumption and of
  * nvmlDeviceGetFieldValues advances its counter, so that two snapshots differ.  GPU 1 has no
- * ECC (NVML_ERROR_NOT_SUPPORTED); nvmlDeviceGetPcieThroughput is not exported at all.
+ * ECC (NVML_ERROR_NOT_SUPPORTED); nvmlDeviceGetPcieReplayCounter is not exported at all; GPU
+ * 0's PCIe TX field wraps at 32 bits between its first two readings, GPU 1 has none.
  */
 #include <string.h>
 
@@ -18,7 +19,7 @@ typedef struct {
 } field_t;
 
 static int devs[2];
-static unsigned long long energy[2], nvlink[2];
+static unsigned long long energy[2], nvlink[2], pcie;
 
 int nvmlInit_v2(void)
 {
@@ -95,6 +96,9 @@ int nvmlDeviceGetFieldValues(void *d, int n, field_t *f)
             f[k].value.ull = nvlink[index_of(d)];
         } else if (f[k].field_id == 139) {
             f[k].value.ull = 100;
+        } else if (f[k].field_id == 197 && index_of(d) == 0) { /* PCIe TX bytes, 32 bits: wraps */
+            pcie = pcie == 0 ? 0xfffffff0ull : 0x10;
+            f[k].value.ull = pcie;
         } else {
             f[k].nvml_return = 3;
         }

@@ -288,7 +288,11 @@ static void test_nvml(const char *stub)
     x = find(d, nd, "gpu", "gpu0/ecc_corrected");
     ok(x && x->delta == 0, "ECC corrected present on gpu0");
     ok(find(d, nd, "gpu", "gpu1/ecc_corrected") == NULL, "ECC not supported on gpu1: absent");
-    ok(find(d, nd, "gpu", "gpu0/pcie_tx_rate") == NULL, "an entry point the library lacks: absent");
+    ok(find(d, nd, "gpu", "gpu0/pcie_replays") == NULL, "an entry point the library lacks: absent");
+    x = find(d, nd, "gpu", "gpu0/pcie_tx");
+    ok(x && x->delta == 0x20, "PCIe TX bytes across a 32-bit wrap (%g)", x ? x->delta : -1);
+    ok(find(d, nd, "gpu", "gpu1/pcie_tx") == NULL && find(d, nd, "gpu", "gpu0/pcie_rx") == NULL,
+       "a field NVML does not return: absent");
     free(d);
     cp_counters_free(&a);
     cp_counters_free(&b);
