@@ -62,9 +62,13 @@ static collprof_counter_row_t *same_counter(cp_result_t *acc, const collprof_cou
                                             int at)
 {
     for (int k = -1; k < acc->ncounters; k++) {
-        collprof_counter_row_t *a = &acc->counters[k < 0 ? at : k];
-        if ((k >= 0 || at < acc->ncounters) && a->node == b->node &&
-            strcmp(a->name, b->name) == 0 && strcmp(a->source, b->source) == 0) {
+        int i = k < 0 ? at : k;
+        if (i >= acc->ncounters) {
+            continue;
+        }
+        collprof_counter_row_t *a = &acc->counters[i];
+        if (a->node == b->node && strcmp(a->name, b->name) == 0 &&
+            strcmp(a->source, b->source) == 0) {
             return a;
         }
     }

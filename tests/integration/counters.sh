@@ -96,6 +96,16 @@ if [ -f "$stub" ]; then
     ok $? "export --prom: the flagged rows as collprof_cell_counter_flagged"
 fi
 
+# --repeats: each repeat reads its own pair, the rows add up (2 repeats x (1 warm-up + 3 timed))
+d="$WORK/repeats"
+mkdir -p "$d"
+cp_run --np 2 --backends self --ops allreduce -b 1K -e 1K -n 3 -w 1 --repeats 2 --counters host \
+    --output-dir "$d"
+"$REPORT" counters "$(ls "$d"/collprof_*.h5 | head -n 1)" >"$WORK/rep.txt" 2>&1
+[ "$rc" -eq 0 ] && awk '$5 == "context_switches" && $10 == 8' "$WORK/rep.txt" | grep -q . &&
+    [ "$(awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $7 == "counter" && $10 != 8' "$WORK/rep.txt" | wc -l)" -eq 0 ]
+ok $? "--repeats 2: every counter row spans both repeats' 8 operations"
+
 cp_run --np 2 --backends self --counters host,disk
 [ "$rc" -eq 2 ] && grep -q "'disk'" "$WORK/err"
 ok $? "--counters with an unknown source: exit 2, named"

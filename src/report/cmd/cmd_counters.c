@@ -17,8 +17,9 @@ static void usage(FILE *f)
     fprintf(f, "Usage: collprof-report counters FILE [--nonzero] [--source LIST]\n"
                "List the counters each node's first rank read just before and just after\n"
                "every cell (collprof --counters): cell, node, host, source, counter, unit,\n"
-               "kind, delta (a counter's increase, a gauge's value after the cell) and the\n"
-               "increase per operation.  Then the rows a user must see (link errors,\n"
+               "kind, delta (a counter's increase, a gauge's value after the cell), the\n"
+               "increase per operation and the operations between the readings.  Then the rows a "
+               "user must see (link errors,\n"
                "retransmissions, interface errors or drops, CPU steal above 3 %%, a\n"
                "throttled GPU, ECC errors, PCIe replays) and in how many cells.\n"
                "\n"
@@ -86,13 +87,14 @@ static int run(void *ctx, cp_report_file_t **files, int n)
                f->path);
         return 0;
     }
-    printf("%5s %4s %-16s %-6s %-40s %-9s %-7s %16s %14s\n", "cell", "node", "host", "source",
-           "counter", "unit", "kind", "delta", "per op");
+    printf("%5s %4s %-16s %-6s %-40s %-9s %-7s %16s %14s %8s\n", "cell", "node", "host", "source",
+           "counter", "unit", "kind", "delta", "per op", "ops");
     for (size_t i = 0; i < f->ncounters; i++) {
         const collprof_counter_row_t *r = &f->counters[i];
         if (wanted(s, r)) {
-            printf("%5d %4d %-16.16s %-6s %-40s %-9s %-7s %16.6g %14.6g\n", r->cell, r->node,
-                   r->host, r->source, r->name, r->unit, r->kind, r->delta, r->per_op);
+            printf("%5d %4d %-16.16s %-6s %-40s %-9s %-7s %16.6g %14.6g %8lld\n", r->cell, r->node,
+                   r->host, r->source, r->name, r->unit, r->kind, r->delta, r->per_op,
+                   (long long)r->ops);
         }
     }
     for (size_t i = 0; i < f->ncounters; i++) {
