@@ -21,6 +21,7 @@ import sys
 # one on its own line but itself).  A file named here sits apart from its folder.
 LAYERS = [
     ["src/base"],
+    ["src/counters"],
     ["src/colls"],
     ["src/screen"],
     ["src/format"],

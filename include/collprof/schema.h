@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 10
+#define COLLPROF_SCHEMA_VERSION_MINOR 11
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -210,6 +210,22 @@
     X(trace_members, COLLPROF_TRACE_MEMBER_COLUMNS, collprof_trace_member_row_t)                   \
     X(trace_splits, COLLPROF_TRACE_SPLIT_COLUMNS, collprof_trace_split_row_t)
 
+/* /counters: hardware and host counters around each cell (collprof --counters, added in
+ * 1.11; docs/metrics.md), one row per cell, node and counter, read by the node's first rank
+ * just before and just after the cell's warm-up and timed iterations; absent from files
+ * without any (--counters none, or older files). */
+#define COLLPROF_COUNTER_COLUMNS(X)                                                                      \
+    X(cell,          I32,    0, 0, "",      "the cell's index, as in /results")                          \
+    X(node,          I32,    0, 0, "",      "node index, as in /ranks")                                  \
+    X(host,          STR,   64, 0, "",      "the node's host name")                                      \
+    X(source,        STR,    8, 0, "",      "net, ib, efa, host or gpu")                                 \
+    X(name,          STR,   64, 0, "",      "device/port/counter, interface/statistic, gpuN/figure")     \
+    X(unit,          STR,   16, 0, "",      "of delta: B, packets, events, jiffies, MHz, W, C, ...")     \
+    X(kind,          STR,    8, 0, "",      "counter (delta: the increase) or gauge (the value after)")  \
+    X(delta,         F64,    0, 0, "",      "the increase over the interval, or a gauge's value after")  \
+    X(per_op,        F64,    0, 0, "",      "counter: delta / ops; gauge: 0")                            \
+    X(ops,           I64,    0, 0, "",      "operations run between the two readings (all repeats)")
+
 /*
  * The tables: X(table, columns, row type).  Each is a 1-D dataset of the
  * compound type of its row, at the root of the file.
@@ -221,7 +237,8 @@
     X(environment, COLLPROF_ENV_COLUMNS, collprof_env_row_t)                                      \
     X(links, COLLPROF_LINK_COLUMNS, collprof_link_row_t)                                           \
     X(screen, COLLPROF_SCREEN_COLUMNS, collprof_screen_row_t)                                       \
-    X(baseline, COLLPROF_BASELINE_COLUMNS, collprof_baseline_row_t)
+    X(baseline, COLLPROF_BASELINE_COLUMNS, collprof_baseline_row_t)                                 \
+    X(counters, COLLPROF_COUNTER_COLUMNS, collprof_counter_row_t)
 
 /*
  * Root attributes: X(name, kind, doc), kind STR (variable-length UTF-8
@@ -342,6 +359,10 @@ typedef struct collprof_trace_member_row {
 typedef struct collprof_trace_split_row {
     COLLPROF_TRACE_SPLIT_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_trace_split_row_t;
+
+typedef struct collprof_counter_row {
+    COLLPROF_COUNTER_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_counter_row_t;
 
 /* The root attributes in memory: strings are borrowed (writer) or owned (reader). */
 #define COLLPROF_ATTR_FIELD_STR(name)        const char *name;

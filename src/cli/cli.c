@@ -79,6 +79,12 @@ const cli_opt_t cli_opts[] = {
      "then N operations timed together, divided by N, each\n"
      "sample (nccl-tests' way; N default 20)",
      "barrier"},
+    {"counters", 0, "LIST", cli_h_counters, NULL, 0, 0,
+     "hardware and host counters each node's first rank reads\n"
+     "just before and after every cell's loop (not timed):\n"
+     "auto (all there are), none, or a list of net, ib\n"
+     "(InfiniBand and EFA), host, gpu (NVML) (default: auto)",
+     "auto"},
     {"alloc", 0, "KIND", cli_h_alloc, NULL, 0, 0,
      "host buffers: malloc (the backend's own), mmap, or\n"
      "hugepages (MAP_HUGETLB, else transparent huge pages)\n"
@@ -440,6 +446,7 @@ int cp_cli_parse(int argc, char **argv, cp_options_t *opt, char *err, size_t err
     memset(opt, 0, sizeof(*opt));
     opt->check = 1;
     opt->check_mode = CP_CHECK_DEFAULT;
+    opt->counters = CP_CNT_ALL;
     opt->check_k = CP_CHECK_DEFAULT_K;
     opt->timeout_s = -1; /* derived per cell */
     opt->sweep_bytes[0] = 8;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "counters/counters.h"
 #include "launch/launch.h"
 #include "colls/imbalance.h"
 #include "runner/policy.h"
@@ -69,6 +70,9 @@ typedef struct cp_options {
     int batch;        /**< operations per sample: N of --sync batch:N, else 1 */
     cp_alloc_t alloc; /**< --alloc malloc|mmap|hugepages (host buffers) */
     int rotate;       /**< --rotate-buffers N: buffer slots operations cycle through (1: none) */
+
+    unsigned counters; /**< --counters: the CP_CNT_* sources read around each cell (0: none) */
+
     cp_launch_mode_t launch_mode;
     double timeout_s;      /**< --timeout: -1 derived per cell, 0 none, else seconds */
     int repeats;           /**< --repeats: runs of each cell, each on fresh communicators */

@@ -259,6 +259,12 @@ int cli_check_check(const cp_options_t *opt, char *err, size_t errlen)
     return 0;
 }
 
+int cli_h_counters(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    (void)o;
+    return cp_counters_parse(arg, &st->opt->counters, why, len);
+}
+
 int cli_h_alloc(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     (void)o;

@@ -90,6 +90,7 @@ int cli_h_string(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why
 int cli_h_sweep_bound(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_sweep_factor(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_sweep_sizes(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
+int cli_h_counters(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_sync(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_text(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_timeout(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);

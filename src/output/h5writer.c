@@ -23,6 +23,9 @@ struct cp_h5 {
     hid_t results;
     hid_t cells;
     hsize_t nrows;
+    hid_t counters, counter_type; /* /counters, created with its first rows (have_counters) */
+    hsize_t ncounters;
+    int have_counters;
     int broken; /* a write failed: the library's view of the file is unreliable */
 };
 
@@ -291,6 +294,42 @@ static int write_cell(hid_t cells, const collprof_result_row_t *row, const cp_re
     return 0;
 }
 
+/* /counters: created with the first cell that has some, extended by each after it. */
+static int append_counters(cp_h5_t *h, int cell, const cp_result_t *r)
+{
+    const cp_h5_table_t *tab = &cp_h5_table_counters;
+    if (!h->have_counters) {
+        hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {256};
+        hid_t sp = H5Screate_simple(1, dims, maxdims), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 1, chunk);
+        h->counter_type = cp_h5_row_type(tab);
+        h->counters =
+            H5Dcreate2(h->file, tab->name, h->counter_type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        cp_h5_release(dcpl);
+        cp_h5_release(sp);
+        h->have_counters = 1;
+    }
+    hsize_t n = (hsize_t)r->ncounters, newsize[1] = {h->ncounters + n}, start[1] = {h->ncounters};
+    collprof_counter_row_t *rows = malloc((size_t)n * sizeof(*rows));
+    if (h->counters < 0 || rows == NULL || H5Dset_extent(h->counters, newsize) < 0) {
+        free(rows);
+        return -1;
+    }
+    for (hsize_t k = 0; k < n; k++) {
+        rows[k] = r->counters[k];
+        rows[k].cell = cell;
+        cp_h5_sanitize_row(tab, &rows[k]);
+    }
+    hid_t fs = H5Dget_space(h->counters), ms = H5Screate_simple(1, &n, NULL);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, &n, NULL);
+    int rc = H5Dwrite(h->counters, h->counter_type, ms, fs, H5P_DEFAULT, rows) < 0;
+    cp_h5_release(ms);
+    cp_h5_release(fs);
+    free(rows);
+    h->ncounters += n;
+    return rc ? -1 : 0;
+}
+
 int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *r)
 {
     int rc = 0;
@@ -310,6 +349,10 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
     h->nrows++;
     /* the raw data of a cell that ran */
     if (r->samples != NULL && r->rank_mean != NULL && write_cell(h->cells, row, r, &rc) != 0) {
+        h->broken = 1;
+        return -1;
+    }
+    if (r->ncounters > 0 && append_counters(h, row->cell, r) != 0) {
         h->broken = 1;
         return -1;
     }
@@ -362,6 +405,10 @@ void cp_h5_close(cp_h5_t *h, const char *status)
     cp_h5_release(h->results);
     cp_h5_release(h->cells);
     cp_h5_release(h->row_type);
+    if (h->have_counters) {
+        cp_h5_release(h->counters);
+        cp_h5_release(h->counter_type);
+    }
     if (h->file >= 0) {
         H5Fclose(h->file);
     }

@@ -11,6 +11,7 @@
 #include "runner/prov.h"
 #include "runner/repeat.h"
 #include "base/util.h"
+#include "format/cflags.h"
 #include "format/best.h"
 #include "format/format.h"
 #include "format/overlap.h"
@@ -54,6 +55,8 @@ struct cp_summary {
     int nquiet;
     int nlinks, links_failed;    /* link sweep rows written, and those not ok */
     int screened, screen_status; /* a screen's verdict was written; its status (0, 1, 2) */
+    cp_cflag_tally_t cflags;     /* --counters: the cells each kind of trouble touched */
+    int counted;                 /* cells with counter rows */
 };
 
 /* Does a backend in use declare a study of row's op? */
@@ -357,6 +360,9 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
 #endif
     cp_format_summary_row(&s->fmt, row, f);
     target_note(s->ri->opt, r, f);
+    cp_cflag_notes(r->counters, (size_t)r->ncounters, f);
+    cp_cflag_tally_add(&s->cflags, row->cell, r->counters, (size_t)r->ncounters);
+    s->counted += r->ncounters > 0;
     keep_study_row(s, row);
     keep_ok_row(s, row, r);
     keep_nb_row(s, row);
@@ -508,6 +514,11 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
     if (s->ri->opt->link_sweep) {
         fprintf(s->f, "links:      %d measured (pairs x sizes x backends), %d not ok\n", s->nlinks,
                 s->links_failed);
+    }
+    if (s->counted > 0) {
+        char buf[512];
+        fprintf(s->f, "counters:   %s flagged\n",
+                cp_cflag_tally_text(&s->cflags, buf, sizeof(buf)));
     }
     fprintf(s->f, "#wrong:     %llu\n", (unsigned long long)s->wrong);
     fprintf(s->f, "result:     %s (exit status %d)\n", result, exit_status);

@@ -55,6 +55,8 @@ static const struct {
      "the RMA-write all-to-all study: per size, each variant's BW, BusBW (% of link), latency"},
     {"best", cp_report_cmd_best, "FILE|DIR... [--csv|--json] [-o OUT]",
      "which backend/variant is fastest per cell; backend vs backend; variant vs default"},
+    {"counters", cp_report_cmd_counters, "FILE [--nonzero] [--source LIST]",
+     "the hardware and host counters around each cell, and what they flag"},
     {"links", cp_report_cmd_links, "FILE [--threshold X] [--stat best|mean] [--baseline B]",
      "the link sweep's matrices; slow links and suspect nodes (or: against a baseline)"},
     {"screen", cp_report_cmd_screen,

@@ -120,6 +120,7 @@ int cp_report_cmd_plot(int argc, char **argv);
 int cp_report_cmd_scaling(int argc, char **argv);
 int cp_report_cmd_study(int argc, char **argv);
 int cp_report_cmd_links(int argc, char **argv);
+int cp_report_cmd_counters(int argc, char **argv);
 int cp_report_cmd_best(int argc, char **argv);
 int cp_report_cmd_screen(int argc, char **argv);
 int cp_report_cmd_baseline(int argc, char **argv);

@@ -57,6 +57,45 @@ static int append_samples(cp_result_t *acc, const cp_result_t *one)
     return 0;
 }
 
+/* acc's row for b: the same index when the repeats read the same counters, else a search. */
+static collprof_counter_row_t *same_counter(cp_result_t *acc, const collprof_counter_row_t *b,
+                                            int at)
+{
+    for (int k = -1; k < acc->ncounters; k++) {
+        int i = k < 0 ? at : k;
+        if (i >= acc->ncounters) {
+            continue;
+        }
+        collprof_counter_row_t *a = &acc->counters[i];
+        if (a->node == b->node && strcmp(a->name, b->name) == 0 &&
+            strcmp(a->source, b->source) == 0) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+/* The counters of a further repeat: counters add up (their ops too), gauges take its value
+ * (the one after the last repeat); a counter acc lacks (absent from the first repeat's
+ * readings) is left out. */
+static void merge_counters(cp_result_t *acc, const cp_result_t *one)
+{
+    for (int k = 0; k < one->ncounters; k++) {
+        const collprof_counter_row_t *b = &one->counters[k];
+        collprof_counter_row_t *a = same_counter(acc, b, k);
+        if (a == NULL) {
+            continue;
+        }
+        if (strcmp(a->kind, "gauge") == 0) {
+            a->delta = b->delta;
+            continue;
+        }
+        a->delta += b->delta;
+        a->ops += b->ops;
+        a->per_op = a->ops > 0 ? a->delta / (double)a->ops : 0;
+    }
+}
+
 /* The first repeat: acc takes everything one holds. */
 static int first_repeat(cp_result_t *acc, cp_result_t *one)
 {
@@ -84,6 +123,7 @@ int cp_repeat_add(cp_result_t *acc, cp_result_t *one)
         rc = first_repeat(acc, one);
     } else {
         acc->fig.wrong += one->fig.wrong;
+        merge_counters(acc, one);
         if (one->fig.status != COLLPROF_CELL_OK && acc->fig.status == COLLPROF_CELL_OK) {
             acc->fig.status = one->fig.status; /* the first repeat that failed says why */
             snprintf(acc->fig.reason, sizeof(acc->fig.reason), "repeat %d: %s", acc->repeats + 1,

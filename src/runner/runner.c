@@ -545,9 +545,12 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
             cp_runner_log_buffers(&c);
             cp_log(CP_LOG_DEBUG, "%s/%s %s: %d warm-up and %d timed iterations", c.p->name,
                    cell->variant, collprof_op_name(cell->op), cell->warmup, c.iters);
+            cp_runner_counters_before(&c); /* --counters: a node's first rank, not timed */
             run_timed(&c);
+            cp_runner_counters_after(&c);
             run_check(&c);
             cp_runner_finish(&c, res);
+            cp_runner_counters_gather(&c, res);
         }
     }
     cp_runner_release(&c);
@@ -563,6 +566,9 @@ void cp_result_free(cp_result_t *res)
     res->rank_wrong = NULL;
     free(res->rep_p50);
     free(res->rep_iters);
+    free(res->counters);
+    res->counters = NULL;
+    res->ncounters = 0;
     res->rep_p50 = NULL;
     res->rep_iters = NULL;
     res->samples = res->rank_mean = NULL;

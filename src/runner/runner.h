@@ -73,6 +73,10 @@ typedef struct cp_result {
     int batch;      /**< operations per sample */
     int rotate;     /**< buffer slots the operations cycled through */
     char check[16]; /**< --check as applied: last, every, sample:K or none; "" never ran */
+    /** rank 0: the nodes' counters around the cell (--counters, runner_counters.c), their
+     *  cell column unset (the writer sets it); NULL, 0 where none */
+    collprof_counter_row_t *counters;
+    int ncounters;
 } cp_result_t;
 
 /* A cell's buffers kept across its repeats (collprof --repeats without --fresh-buffers): the

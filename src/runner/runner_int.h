@@ -2,6 +2,7 @@
  * Runner internals (one cell on one rank), shared by the files of src/runner/runner*.c:
  *
  *   runner.c        cp_run_cell(): the phases (set-up, agreement, timed loop, check)
+ *   runner_counters.c  --counters: the node leaders' readings around the loop, to rank 0
  *   runner_merge.c  the gathers to rank 0, the merge, the figures, rank 0's result to all
  *   runner_buf.c    the buffers: policy, allocation, slots, host copies, release; a failure
  *                   on this rank (cp_runner_fail)
@@ -11,6 +12,7 @@
 #define COLLPROF_CORE_RUNNER_INT_H
 
 #include "colls/colls.h"
+#include "counters/counters.h"
 #include "runner/policy.h"
 #include "runner/runner.h"
 
@@ -72,6 +74,12 @@ typedef struct cell_run {
     int wrong_outputs;             /* ... of which some elements were wrong */
     uint64_t nb_loops;             /* non-blocking ops: the calibrated computation's loops */
     double nb_last_us;             /* ... and how long it took in the last iteration */
+    /* --counters, on a node's first rank: the reading before the loop, then the deltas */
+    cp_cnt_snap_t cnt_before;
+    cp_cnt_delta_t *cnt;
+    int ncnt;
+    long cnt_ops;  /* operations run between the readings */
+    double cnt_us; /* what the two readings took, us */
 } cell_run_t;
 
 /* This rank's place in the cell's gathers: 0 when it runs the cell alone (cp_runner_t.alone). */
@@ -105,6 +113,16 @@ void cp_runner_setup_buffers(cell_run_t *c);
 void cp_runner_release(cell_run_t *c);
 /** What cp_runner_setup_buffers did, for --verbose. */
 void cp_runner_log_buffers(const cell_run_t *c);
+
+/* ---- runner_counters.c ---------------------------------------------- */
+
+/** A node's first rank reads its counters (--counters) just before the loop ... */
+void cp_runner_counters_before(cell_run_t *c);
+/** ... and just after it, keeping the deltas. */
+void cp_runner_counters_after(cell_run_t *c);
+/** Collective (every rank of a cell that ran, with --counters): the leaders' deltas to rank 0,
+ *  as res->counters rows. */
+void cp_runner_counters_gather(cell_run_t *c, cp_result_t *res);
 
 /* ---- runner_merge.c ------------------------------------------------- */
 

@@ -37,6 +37,8 @@
     CP_H5_COLUMN(collprof_screen_row_t, name, kind, opt)
 #define CP_H5_COLUMN_OF_baseline(name, kind, size, opt, unit, doc)                                 \
     CP_H5_COLUMN(collprof_baseline_row_t, name, kind, opt)
+#define CP_H5_COLUMN_OF_counters(name, kind, size, opt, unit, doc)                                 \
+    CP_H5_COLUMN(collprof_counter_row_t, name, kind, opt)
 
 #define CP_H5_COLUMN_OF_trace_ops(name, kind, size, opt, unit, doc)                                \
     CP_H5_COLUMN(collprof_trace_op_row_t, name, kind, opt)

@@ -43,6 +43,22 @@ ok $? "nccl --np $np: every measured line but a barrier's ends with busBW (one r
 grep -o 'of device copy [0-9.]* GB/s' "$s" | sort -u | sed 's/^/# 4K and 1M: /'
 part_done "every op and dtype"
 
+# 1a. --counters (default auto): the real NVML, loaded at run time, read around every cell:
+# each cell has gpu0's SM clock and power, and the energy counter rose over the 1M allreduce
+report="$(dirname "$COLLPROF_BIN")/collprof-report"
+h5=$(ls "$d"/collprof_*.h5 2>/dev/null | head -n 1)
+if [ -x "$report" ] && [ -n "$h5" ] && "$report" counters "$h5" --source gpu >"$WORK/gpu_counters" 2>&1; then
+    cells=$(awk '$5 == "gpu0/sm_clock" && $8 > 0 { print $1 }' "$WORK/gpu_counters" | sort -u | wc -l)
+    rows=$(grep -c '^ *[0-9]' "$WORK/gpu_counters")
+    [ "$cells" -gt 0 ] && awk '$5 == "gpu0/power" && $8 > 0' "$WORK/gpu_counters" | grep -q .
+    ok $? "--counters: gpu0's SM clock in $cells cells, its power read through NVML ($rows gpu rows)"
+    awk 'NR > 1 && $1 ~ /^[0-9]+$/ { seen[$5]++ } END { for (n in seen) print n }' "$WORK/gpu_counters" |
+        sort | head -n 40 | tr '\n' ' ' | sed 's/^/# gpu counters read: /; s/$/\n/'
+    grep '^flagged:' "$WORK/gpu_counters" | sed 's/^/# /'
+else
+    echo "# no collprof-report beside $COLLPROF_BIN: --counters not checked"
+fi
+
 # 1b. the non-blocking ops: the call on the stream while the host computes (overlap expected)
 d="$WORK/nonblocking"
 mkdir -p "$d"

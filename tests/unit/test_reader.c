@@ -335,6 +335,34 @@ static void check_device_limit_1_6(void)
     }
 }
 
+/* 1.11: /counters, from a run on a fake tree (COLLPROF_SYSFS_ROOT, docs/hdf5-schema.md): per
+ * cell 22 rows of node 0, InfiniBand, EFA, net and host; 1.10 has none */
+static void check_counters_1_11(void)
+{
+    cp_report_file_t *f = open_sample("1.11");
+    if (f == NULL) {
+        return;
+    }
+    int efa = 0, ib = 0, host = 0, other = 0;
+    for (size_t i = 0; i < f->ncounters; i++) {
+        const collprof_counter_row_t *r = &f->counters[i];
+        other += r->cell != 0 || r->node != 0 || r->ops != 5;
+        efa += !strcmp(r->source, "efa") && !strcmp(r->name, "rdmap0s31/1/retrans_pkts");
+        ib += !strcmp(r->source, "ib") && !strcmp(r->name, "mlx5_0/1/port_xmit_data") &&
+              !strcmp(r->unit, "B");
+        host += !strcmp(r->source, "host") && !strcmp(r->kind, "counter");
+    }
+    ok(f->ncounters == 22 && efa == 1 && ib == 1 && host == 5 && other == 0,
+       "1.11: /counters, 22 rows of cell 0 on node 0 (%zu; EFA, InfiniBand, host), 5 ops each",
+       f->ncounters);
+    cp_report_close(f);
+    f = open_sample("1.10");
+    if (f != NULL) {
+        ok(f->ncounters == 0 && f->counters == NULL, "1.10: no /counters, none read");
+        cp_report_close(f);
+    }
+}
+
 /* 1.9: a screen on 4 virtual nodes whose n3 is slow in collectives alone (COLLPROF_FAULT=
  * slowcoll): the rounds pass it, the validation's halving names it (a verify row) */
 static void check_verify_1_9(void)
@@ -493,6 +521,7 @@ int main(void)
     check_device_limit_1_6();
     check_screen_1_7();
     check_verify_1_9();
+    check_counters_1_11();
     check_paths_1_10();
     f = open_sample("1.2");
     if (f != NULL) {

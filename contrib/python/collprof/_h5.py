@@ -15,12 +15,13 @@ SCHEMA_NAME = "collprof-results"
 #: adds columns, so it is read; a newer major version is refused.
 SCHEMA_MAJOR = 1
 #: The newest minor version this reader knows of (include/collprof/schema.h).
-SCHEMA_MINOR = 10
+SCHEMA_MINOR = 11
 
 #: The tables a result file may hold; ``results`` and ``ranks`` are always
 #: there, ``links`` (from 1.2) and ``screen`` (from 1.7) only after a link
-#: sweep or a screen.
-TABLES = ("results", "ranks", "backends", "environment", "links", "screen")
+#: sweep or a screen, ``counters`` (from 1.11) in runs with --counters.
+TABLES = ("results", "ranks", "backends", "environment", "links", "screen",
+          "counters")
 REQUIRED_TABLES = ("results", "ranks")
 
 

@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include "format/cflags.h"
 #include "report/report.h"
 
 #include "format/best.h"
@@ -151,17 +152,43 @@ static void print_best(cp_report_file_t *f)
     }
 }
 
+/* The /counters rows of cell r (the writer appends each cell's together, cells in the order of
+ * /results): their notes as the run's summary printed them, and counted into t.  *at is a
+ * cursor over f->counters that moves with the cells. */
+static void counter_notes(const cp_report_file_t *f, const collprof_result_row_t *r, size_t *at,
+                          cp_cflag_tally_t *t)
+{
+    size_t i = *at;
+    while (i < f->ncounters && f->counters[i].cell != r->cell) {
+        i++;
+    }
+    if (i == f->ncounters) {
+        return; /* none for this cell: the cursor stays for the next one */
+    }
+    size_t end = i;
+    while (end < f->ncounters && f->counters[end].cell == r->cell) {
+        end++;
+    }
+    cp_cflag_notes(&f->counters[i], end - i, stdout);
+    cp_cflag_tally_add(t, r->cell, &f->counters[i], end - i);
+    *at = end;
+}
+
 static void print_file(cp_report_file_t *f)
 {
     cp_format_state_t st;
     int ok = 0, wrong = 0, error = 0, unsupported = 0, skipped = 0, timeout = 0;
     unsigned long long nwrong = 0;
+    size_t at = 0;
+    cp_cflag_tally_t tally;
+    memset(&tally, 0, sizeof(tally));
     memset(&st, 0, sizeof(st));
     print_header(f);
     for (size_t i = 0; i < f->nrows; i++) {
         const collprof_result_row_t *r = &f->rows[i];
         const cp_report_cell_t *c = &f->cells[i];
         cp_format_summary_row(&st, r, stdout);
+        counter_notes(f, r, &at, &tally);
         if (c->send_bytes != NULL && c->recv_bytes != NULL) {
             /* the same line as cp_summary_cell() in src/output/summary.c */
             printf("    bytes sent/received per rank:");
@@ -195,6 +222,10 @@ static void print_file(cp_report_file_t *f)
         }
         /* as the run's own totals say it; collprof-report links prints the matrices */
         printf("links:      %zu measured (pairs x sizes x backends), %zu not ok\n", f->nlinks, bad);
+    }
+    if (f->ncounters > 0) { /* as the run's own totals say it */
+        char buf[512];
+        printf("counters:   %s flagged\n", cp_cflag_tally_text(&tally, buf, sizeof(buf)));
     }
     printf("#wrong:     %llu\n", nwrong);
 }

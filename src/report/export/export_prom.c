@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include "format/cflags.h"
 #include "report/links_data.h"
 #include "report/report.h"
 
@@ -46,7 +47,9 @@
     X(NODE_SCREEN, "node_screen_verdict", "",                                                      \
       "Screen verdict of a node: 1 for its verdict, 0 for the others")                             \
     X(NODE_SCORE, "node_screen_score_ratio", "ratio",                                              \
-      "Screen score of a node: median of its pairs' min(bandwidth/reference, reference/latency)")
+      "Screen score of a node: median of its pairs' min(bandwidth/reference, reference/latency)")  \
+    X(COUNTER_FLAG, "cell_counter_flagged", "",                                                    \
+      "A counter the summary flags around a cell: its increase, or a gauge's value (--counters)")
 /* clang-format on */
 
 #define CP_PROM_ENUM(id, name, unit, help) FAM_##id,
@@ -212,6 +215,34 @@ static void add_cell(cp_report_prom_t *p, const cp_report_file_t *f, const collp
             put_label(m, "stat", stat[k]);
         }
         add(p, FAM_TIME, m, &buf, us[k] * 1e-6, ts);
+    }
+}
+
+/* The counter rows the summary flags (src/format/cflags.c), each with its cell's labels and the
+ * node's host, the source, the counter and why: a few series, not every counter of every cell. */
+static void add_counters(cp_report_prom_t *p, const cp_report_file_t *f, double ts)
+{
+    for (size_t i = 0; i < f->ncounters; i++) {
+        const collprof_counter_row_t *c = &f->counters[i];
+        const char *why = cp_cflag(c);
+        size_t k = 0;
+        while (k < f->nrows && f->rows[k].cell != c->cell) {
+            k++;
+        }
+        if (why == NULL || k == f->nrows) {
+            continue;
+        }
+        char *buf;
+        size_t len;
+        FILE *m = cell_labels(f, &f->rows[k], &buf, &len);
+        if (m != NULL) {
+            put_label(m, "host", c->host);
+            put_label(m, "source", c->source);
+            put_label(m, "counter", c->name);
+            put_label(m, "unit", c->unit);
+            put_label(m, "why", why);
+        }
+        add(p, FAM_COUNTER_FLAG, m, &buf, c->delta, ts);
     }
 }
 
@@ -397,6 +428,7 @@ static int add_file(cp_report_prom_t *p, const cp_report_file_t *f)
         add_cell(p, f, &f->rows[i], ts);
     }
     add_screen(p, f, ts);
+    add_counters(p, f, ts);
     if (add_node_times(p, f, ts) != 0 || add_links(p, f, ts) != 0 || p->oom) {
         cp_report_error("export: out of memory");
         return -1;

@@ -34,6 +34,7 @@ int rd_read_cells(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 /* h5read_tables.c */
 int rd_read_environment(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 int rd_read_screen(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
+int rd_read_counters(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 int rd_read_links(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 /** The rows of a trace file's /trace_ops and /trace_groups (1-D datasets), counted. */
 int rd_read_trace_counts(hid_t file, cp_report_file_t *f, char *err, size_t errlen);

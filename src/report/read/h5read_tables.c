@@ -315,6 +315,29 @@ int rd_read_links(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
     return rc;
 }
 
+static int check_counter(const void *rec, size_t i, const cp_report_file_t *f, char *err,
+                         size_t errlen)
+{
+    const collprof_counter_row_t *r = rec;
+    long long nodes = f->root.node_count > 0 ? f->root.node_count : 1 << 20;
+    if (r->cell < 0 || r->node < 0 || r->node >= nodes || r->ops < 0) {
+        snprintf(err, errlen, "corrupted: /counters row %zu", i);
+        return -1;
+    }
+    return 0;
+}
+
+/* The counters around the cells, optional: files before 1.11 and runs with --counters none
+ * have none. */
+int rd_read_counters(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+{
+    void *recs;
+    int rc = rd_read_table(file, &cp_h5_table_counters, 1, check_counter, f, &recs, &f->ncounters,
+                           err, errlen);
+    f->counters = recs;
+    return rc;
+}
+
 static const char *const screen_verdicts[] = {"healthy", "slow", "unreachable", "inconclusive",
                                               "untested"};
 

@@ -72,6 +72,8 @@ typedef struct cp_report_file {
     size_t nlinks;
     collprof_screen_row_t *screen; /**< the screen's verdict (/screen, from 1.7); NULL: none */
     size_t nscreen;
+    collprof_counter_row_t *counters; /**< /counters (--counters, from 1.11); NULL: none */
+    size_t ncounters;
     collprof_env_row_t *env; /**< /environment (secrets already <redacted> by the writer) */
     size_t nenv;
     cp_report_attr_t *slurm; /**< the root's string attributes slurm_*, by name */
