@@ -290,7 +290,7 @@ static int valid_level(void *arg, const int *group_of, int level, int groups, cp
     run_groups(pr, RUN_VALID, -1 - level, what);
     if (pr->lost_idle >= 0) {
         snprintf(why, wl, "level %d: %s became unreachable before its group ran: not judged", level,
-                 b->hostnames[pr->lead[pr->lost_idle]]);
+                 cp_boot_host(b, pr->lead[pr->lost_idle]));
         return -1;
     }
     for (int k = 0; k < groups; k++) {
