@@ -381,7 +381,9 @@ franks() { pgrep -f "^$COLLPROF_BIN $FARGS --timeout $FT" 2>/dev/null; }
 # ACTION may set t, the moment its fault took hold.  With FROM, UNDO waits for srun: srun's
 # end of the job kills the stopped rank 0 where it stands, while a rank 0 resumed at the
 # report would run on into a SIGKILL at any point of its work, between its two files' writes
-# of a cell too (the HDF5 file then holds one cell more than the text summary)
+# of a cell too (the HDF5 file then holds one cell more than the text summary), or, its peers
+# gone, through its last cells as errors to close the HDF5 file as complete (once in 4 stops
+# made in a write, 2026-12-06)
 fault_run() {
     from=${5:-}
     d="$WORK/fault-$1"
