@@ -2,11 +2,12 @@
 
 /*
  * The screen's attribution (screen.h), pure: node and link faults from the judged pairs,
- * the confirmation and recheck rounds, the verdict, a record judged again, and the evidence
- * in words.
+ * the confirmation and recheck rounds, and the evidence in words; the verdict from them is
+ * screen_verdict.c's.
  */
 
 #include "screen/screen.h"
+#include "screen/screen_attr_int.h"
 
 #include "screen/links.h"
 #include "base/stats.h"
@@ -19,32 +20,32 @@
 /* ---- attribution ------------------------------------------------------------------------- */
 
 /* The other end of pair p seen from node, or -1 when node is not in it. */
-static int other(const cp_screen_pair_t *p, int node)
+int cp_attr_other(const cp_screen_pair_t *p, int node)
 {
     return p->a == node ? p->b : p->b == node ? p->a : -1;
 }
 
 /* 1 when p ran in a random or a re-pairing round (what the attribution counts). */
-static int early(const cp_screen_pair_t *p)
+int cp_attr_early(const cp_screen_pair_t *p)
 {
     return p->phase == CP_SCREEN_RANDOM || p->phase == CP_SCREEN_REPAIR;
 }
 
 /* 1 when p is judged: measured, or wrong data (only those tell anything of a node). */
-static int judged(const cp_screen_pair_t *p)
+int cp_attr_judged(const cp_screen_pair_t *p)
 {
     return cp_screen_outcome_judged(p->outcome);
 }
 
 /* Node's judged random-round and re-pairing pairs with reachable partners (*meas), the slow
  * ones (*slow). */
-static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
+void cp_attr_node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
 {
     *meas = *slow = 0;
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        int o = other(p, node);
-        if (o < 0 || !early(p) || !s->reach[o] || !judged(p)) {
+        int o = cp_attr_other(p, node);
+        if (o < 0 || !cp_attr_early(p) || !s->reach[o] || !cp_attr_judged(p)) {
             continue;
         }
         (*meas)++;
@@ -54,13 +55,13 @@ static void node_counts(const cp_screen_t *s, int node, int *meas, int *slow)
 
 /* node_counts of every node at once into meas[n] and slow[n] (one pass over the pairs: per node
  * it is O(pairs), O(nodes x pairs) over a screen of 4,096 nodes). */
-static void all_counts(const cp_screen_t *s, int *meas, int *slow)
+void cp_attr_all_counts(const cp_screen_t *s, int *meas, int *slow)
 {
     memset(meas, 0, sizeof(int) * (size_t)s->n);
     memset(slow, 0, sizeof(int) * (size_t)s->n);
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (!early(p) || !judged(p)) {
+        if (!cp_attr_early(p) || !cp_attr_judged(p)) {
             continue;
         }
         if (s->reach[p->b]) {
@@ -76,12 +77,12 @@ static void all_counts(const cp_screen_t *s, int *meas, int *slow)
 
 void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, double *score)
 {
-    node_counts(s, node, meas, slow);
+    cp_attr_node_counts(s, node, meas, slow);
     double v[64];
     int m = 0;
     for (size_t i = 0; i < s->npairs && m < 64; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (other(p, node) >= 0 && judged(p)) {
+        if (cp_attr_other(p, node) >= 0 && cp_attr_judged(p)) {
             v[m++] = p->score;
         }
     }
@@ -92,7 +93,7 @@ void cp_screen_node_stats(const cp_screen_t *s, int node, int *meas, int *slow, 
 static int met(const cp_screen_t *s, int node, int peer)
 {
     for (size_t i = 0; i < s->npairs; i++) {
-        if (other(&s->pairs[i], node) == peer) {
+        if (cp_attr_other(&s->pairs[i], node) == peer) {
             return 1;
         }
     }
@@ -111,7 +112,7 @@ static int find_links(cp_screen_t *s)
     }
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (early(p) && p->slow && s->reach[p->a] && s->reach[p->b] && !s->suspect[p->a] &&
+        if (cp_attr_early(p) && p->slow && s->reach[p->a] && s->reach[p->b] && !s->suspect[p->a] &&
             !s->suspect[p->b]) {
             s->link_a[s->nlinks] = p->a;
             s->link_b[s->nlinks] = p->b;
@@ -121,17 +122,13 @@ static int find_links(cp_screen_t *s)
     return 0;
 }
 
-static int confirmed(const cp_screen_t *s, int node, int peer);
-
 /* Marks of each node for the confirmation's planning, MARK_GOOD and MARK_PROVEN (NULL when out
  * of memory).  Good: it can confirm a suspect: reachable, and not a suspect or (cleared) a
  * suspect its own confirmation found healthy.  Proven: it has a measured pair clearly at the
  * reference's level (score at least sqrt(thr)): faults only slow a pair down, so such a pair
  * proves both its ends good, whoever else they met; a node that met only slow ones proves
  * nothing either way.  Computed once per plan: each reads every pair. */
-#define MARK_GOOD   1
-#define MARK_PROVEN 2
-static unsigned char *marks(const cp_screen_t *s, int cleared)
+unsigned char *cp_attr_marks(const cp_screen_t *s, int cleared)
 {
     unsigned char *m = calloc((size_t)s->n + 1, 1);
     for (size_t i = 0; m != NULL && i < s->npairs; i++) {
@@ -143,9 +140,10 @@ static unsigned char *marks(const cp_screen_t *s, int cleared)
         }
     }
     for (int g = 0; m != NULL && g < s->n; g++) {
-        int good = s->reach[g] &&
-                   (!s->suspect[g] || (cleared && s->confirm_with[g] >= 0 &&
-                                       confirmed(s, g, s->confirm_with[g]) == CP_SCREEN_HEALTHY));
+        int good =
+            s->reach[g] &&
+            (!s->suspect[g] || (cleared && s->confirm_with[g] >= 0 &&
+                                cp_attr_confirmed(s, g, s->confirm_with[g]) == CP_SCREEN_HEALTHY));
         m[g] |= good ? MARK_GOOD : 0;
     }
     return m;
@@ -179,7 +177,7 @@ static int all_slow_node(const cp_screen_t *s)
         *slow = calloc((size_t)s->n + 1, sizeof(int));
     int found = -1;
     if (meas != NULL && slow != NULL) {
-        all_counts(s, meas, slow);
+        cp_attr_all_counts(s, meas, slow);
     }
     for (int i = 0; meas != NULL && slow != NULL && i < s->n && found < 0; i++) {
         if (!s->suspect[i] && s->reach[i] && meas[i] >= 2 && slow[i] == meas[i]) {
@@ -200,7 +198,7 @@ static int next_suspect(const cp_screen_t *s, int *meas, int *slow)
     memset(slow, 0, sizeof(int) * (size_t)s->n);
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (!early(p) || !judged(p) || !s->reach[p->a] || !s->reach[p->b]) {
+        if (!cp_attr_early(p) || !cp_attr_judged(p) || !s->reach[p->a] || !s->reach[p->b]) {
             continue;
         }
         if (!s->suspect[p->b]) { /* a pair with a suspect is explained by the suspect */
@@ -249,7 +247,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
         return -1;
     }
     int planned = 0;
-    unsigned char *pv = marks(s, 0);
+    unsigned char *pv = cp_attr_marks(s, 0);
     for (int l = 0; l < s->nlinks; l++) { /* each end is in at most one: else it is a suspect */
         if (partner[s->link_a[l]] < 0 && partner[s->link_b[l]] < 0) {
             partner[s->link_a[l]] = s->link_b[l];
@@ -271,11 +269,11 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
 }
 
 /* The confirmation pair of a and b, or NULL. */
-static const cp_screen_pair_t *confirm_pair(const cp_screen_t *s, int a, int b)
+const cp_screen_pair_t *cp_attr_confirm_pair(const cp_screen_t *s, int a, int b)
 {
     for (size_t i = 0; i < s->npairs; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (p->phase == CP_SCREEN_CONFIRM && other(p, a) == b) {
+        if (p->phase == CP_SCREEN_CONFIRM && cp_attr_other(p, a) == b) {
             return p;
         }
     }
@@ -283,20 +281,20 @@ static const cp_screen_pair_t *confirm_pair(const cp_screen_t *s, int a, int b)
 }
 
 /* The verdict of a suspect from its confirmation pair with peer (peer < 0: none). */
-static int confirmed(const cp_screen_t *s, int node, int peer)
+int cp_attr_confirmed(const cp_screen_t *s, int node, int peer)
 {
-    const cp_screen_pair_t *p = peer >= 0 ? confirm_pair(s, node, peer) : NULL;
+    const cp_screen_pair_t *p = peer >= 0 ? cp_attr_confirm_pair(s, node, peer) : NULL;
     if (!s->reach[node]) {
         return CP_SCREEN_UNREACHABLE;
     }
-    if (p == NULL || !judged(p)) {
+    if (p == NULL || !cp_attr_judged(p)) {
         return CP_SCREEN_INCONCLUSIVE;
     }
     return p->slow ? CP_SCREEN_SLOW : CP_SCREEN_HEALTHY;
 }
 
 /* 1 when (a, b) is a suspect link already. */
-static int is_link(const cp_screen_t *s, int a, int b)
+int cp_attr_is_link(const cp_screen_t *s, int a, int b)
 {
     for (int l = 0; l < s->nlinks; l++) {
         if ((s->link_a[l] == a && s->link_b[l] == b) || (s->link_a[l] == b && s->link_b[l] == a)) {
@@ -311,7 +309,7 @@ static int is_link(const cp_screen_t *s, int a, int b)
 static int plan_late_confirm(cp_screen_t *s, int *partner)
 {
     int planned = 0;
-    unsigned char *pv = marks(s, 1);
+    unsigned char *pv = cp_attr_marks(s, 1);
     for (int i = 0; i < s->n; i++) {
         if (s->suspect[i] && s->reach[i] && s->confirm_with[i] < 0 && partner[i] < 0) {
             int g = good_partner(s, i, partner, pv);
@@ -336,12 +334,13 @@ int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
     planned += plan_late_confirm(s, partner);
     for (size_t i = 0; i < s->npairs && s->link_a != NULL; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (!early(p) || !p->slow || !s->reach[p->a] || !s->reach[p->b] || is_link(s, p->a, p->b)) {
+        if (!cp_attr_early(p) || !p->slow || !s->reach[p->a] || !s->reach[p->b] ||
+            cp_attr_is_link(s, p->a, p->b)) {
             continue;
         }
         /* a slow pair of a suspect its confirmation cleared, whose other end is not slow */
-        int va = s->suspect[p->a] ? confirmed(s, p->a, s->confirm_with[p->a]) : -1;
-        int vb = s->suspect[p->b] ? confirmed(s, p->b, s->confirm_with[p->b]) : -1;
+        int va = s->suspect[p->a] ? cp_attr_confirmed(s, p->a, s->confirm_with[p->a]) : -1;
+        int vb = s->suspect[p->b] ? cp_attr_confirmed(s, p->b, s->confirm_with[p->b]) : -1;
         if ((va == CP_SCREEN_HEALTHY && vb != CP_SCREEN_SLOW) ||
             (vb == CP_SCREEN_HEALTHY && va != CP_SCREEN_SLOW)) {
             s->link_a[s->nlinks] = p->a;
@@ -351,7 +350,7 @@ int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
     }
     for (int l = 0; l < s->nlinks; l++) { /* every link not run again yet, where both are free */
         int a = s->link_a[l], b = s->link_b[l];
-        if (confirm_pair(s, a, b) == NULL && s->reach[a] && s->reach[b] && partner[a] < 0 &&
+        if (cp_attr_confirm_pair(s, a, b) == NULL && s->reach[a] && s->reach[b] && partner[a] < 0 &&
             partner[b] < 0) {
             partner[a] = b;
             partner[b] = a;
@@ -359,203 +358,6 @@ int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
         }
     }
     return planned;
-}
-
-/*
- * Node's median score over its judged pairs (the confirmation included), *m of them.  A node
- * that is not a suspect is judged by its pairs with partners that are not suspects, where it
- * has any: a pair with a suspect is explained by the suspect, as in next_suspect, and with
- * few nodes a good node may meet a bad one twice (a random round and the confirmation), half
- * of its pairs.  A suspect, and a node that met only suspects (a cluster slow as a whole), by
- * all of its pairs.
- */
-static double judged_median(const cp_screen_t *s, int node, int strict, int *m)
-{
-    double v[64];
-    for (int all = s->suspect[node] && !strict; all < 2 - strict; all++) {
-        *m = 0;
-        for (size_t i = 0; i < s->npairs && *m < 64; i++) {
-            const cp_screen_pair_t *p = &s->pairs[i];
-            int o = other(p, node);
-            if (o >= 0 && s->reach[o] && judged(p) && (all || !s->suspect[o])) {
-                v[(*m)++] = p->score;
-            }
-        }
-        if (*m > 0) {
-            break;
-        }
-    }
-    return cp_stats_median(v, (size_t)*m);
-}
-
-/*
- * A node whose median pair is slow is slow, unless a pair proves it good (proven).  Against a
- * baseline, with no node proven good, whoever it met: a cluster slow as a whole has no good
- * partner to confirm with, and needs none; else, and against the screen's own reference, its
- * median over pairs with partners that are not suspects (the confirmation's included), two or
- * more against a baseline, three or more against its own: each pair with another partner, so
- * as many independent failures, where one or two pairs cannot tell a node at 0.7x from a noisy
- * one with a small screen's few pairs behind its spread.  The median of m pairs spreads about
- * 1.25 / sqrt(m) times less than a pair; the wider of the two fields' spreads.
- */
-static void median_verdicts(cp_screen_t *s)
-{
-    int own = !s->opt.has_baseline && s->ref.pairs > 0;
-    double mad = fmax(s->ref.bw_mad, s->ref.lat_mad);
-    unsigned char *pv = (s->opt.has_baseline || own) ? marks(s, 0) : NULL;
-    int any = 0; /* a node proven good: the cluster is not slow as a whole */
-    for (int i = 0; pv != NULL && i < s->n; i++) {
-        any |= (pv[i] & MARK_PROVEN) != 0;
-    }
-    for (int i = 0; pv != NULL && i < s->n; i++) {
-        int meas;
-        double score = judged_median(s, i, own || any, &meas);
-        double spread = 1.25 / sqrt(meas > 0 ? meas : 1) * mad;
-        if (s->reach[i] && !(pv[i] & MARK_PROVEN) && meas >= (own ? 3 : 2) && score > 0 &&
-            score < s->opt.thr && -log(score) > s->opt.z * 1.4826 * spread) {
-            s->verdict[i] = CP_SCREEN_SLOW;
-        }
-    }
-    free(pv);
-}
-
-/* The exit status of the verdicts: 1 something flagged, 2 something inconclusive, else 0. */
-static int verdict_status(const cp_screen_t *s, int unsure)
-{
-    int flagged = 0;
-    for (int l = 0; l < s->nlinks; l++) {
-        flagged |= s->link_verdict[l] == CP_SCREEN_SLOW;
-        unsure |= s->link_verdict[l] == CP_SCREEN_INCONCLUSIVE;
-    }
-    for (int i = 0; i < s->n; i++) {
-        flagged |= s->verdict[i] == CP_SCREEN_SLOW || s->verdict[i] == CP_SCREEN_UNREACHABLE;
-        unsure |= s->verdict[i] == CP_SCREEN_INCONCLUSIVE || s->verdict[i] == CP_SCREEN_UNTESTED;
-    }
-    return flagged ? 1 : unsure ? 2 : 0;
-}
-
-int cp_screen_decide(cp_screen_t *s)
-{
-    /* no reference (fewer than 3 measured pairs, no baseline): a node that met others was not
-     * judged, and is never called healthy */
-    int judged = s->ref.pairs > 0 || s->ref.source != 0;
-    int *meas = calloc((size_t)s->n + 1, sizeof(int)),
-        *slow = calloc((size_t)s->n + 1, sizeof(int));
-    if (meas == NULL || slow == NULL) {
-        free(meas);
-        free(slow);
-        return -1;
-    }
-    all_counts(s, meas, slow);
-    for (int i = 0; i < s->n; i++) {
-        s->verdict[i] = !s->reach[i]    ? CP_SCREEN_UNREACHABLE
-                        : s->suspect[i] ? confirmed(s, i, s->confirm_with[i])
-                        : meas[i] == 0  ? CP_SCREEN_UNTESTED
-                        : judged        ? CP_SCREEN_HEALTHY
-                                        : CP_SCREEN_INCONCLUSIVE;
-    }
-    free(meas);
-    free(slow);
-    median_verdicts(s);
-    for (int l = 0; l < s->nlinks; l++) {
-        int a = s->link_a[l], b = s->link_b[l];
-        int v = confirmed(s, a, b);
-        s->link_verdict[l] = v == CP_SCREEN_UNREACHABLE ? CP_SCREEN_INCONCLUSIVE : v;
-        if (!s->reach[b]) {
-            s->link_verdict[l] = CP_SCREEN_INCONCLUSIVE;
-        }
-        if (s->verdict[a] == CP_SCREEN_SLOW || s->verdict[b] == CP_SCREEN_SLOW) {
-            s->link_verdict[l] = CP_SCREEN_HEALTHY; /* a slow end explains it */
-        }
-    }
-    return verdict_status(s, s->ref.pairs == 0 && s->ref.source == 0);
-}
-
-/* ---- a record judged again --------------------------------------------------------------- */
-
-int cp_screen_schedule_check(const cp_screen_t *s)
-{
-    int n = s->n, nr = cp_screen_random_rounds(s), bad = -1;
-    int *pos = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    if (pos == NULL) {
-        return -2;
-    }
-    for (int p = 0; p < n; p++) {
-        pos[s->perm[p]] = p; /* where each node sits in the shuffled order */
-    }
-    for (size_t i = 0; i < s->npairs; i++) {
-        const cp_screen_pair_t *p = &s->pairs[i];
-        if (p->phase != CP_SCREEN_RANDOM) {
-            continue;
-        }
-        int q = p->round >= 0 && p->round < nr ? cp_links_partner(n, s->order[p->round], pos[p->a])
-                                               : -1;
-        int r = p->round < 0 ? 0 : p->round;
-        if ((q < 0 || s->perm[q] != p->b) && (bad < 0 || r < bad)) {
-            bad = r;
-        }
-    }
-    free(pos);
-    return bad;
-}
-
-int cp_screen_replay(cp_screen_t *s)
-{
-    int *partner = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
-    if (partner == NULL || cp_screen_plan_confirm(s, partner) < 0) {
-        free(partner);
-        return -1;
-    }
-    for (int i = 0; i < s->n; i++) {
-        int w = s->confirm_with[i];
-        if (!s->suspect[i] || (w >= 0 && confirm_pair(s, i, w) != NULL)) {
-            continue;
-        }
-        for (size_t k = 0; k < s->npairs; k++) { /* the confirmation the record holds */
-            const cp_screen_pair_t *p = &s->pairs[k];
-            int o = other(p, i);
-            if (p->phase == CP_SCREEN_CONFIRM && o >= 0 && s->reach[o] && !s->suspect[o] &&
-                judged(p)) {
-                s->confirm_with[i] = o;
-                break;
-            }
-        }
-    }
-    cp_screen_plan_recheck(s, partner); /* the links a cleared suspect leaves */
-    free(partner);
-    return cp_screen_decide(s);
-}
-
-int cp_screen_decide_sweep(cp_screen_t *s)
-{
-    int *partner = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
-    if (partner == NULL || cp_screen_plan_confirm(s, partner) < 0) {
-        free(partner);
-        return -1;
-    }
-    free(partner);
-    for (int i = 0; i < s->n; i++) {
-        int meas, slow;
-        node_counts(s, i, &meas, &slow);
-        s->confirm_with[i] = -1; /* no confirmation round: the sweep's pairs are the evidence */
-        s->verdict[i] = !s->reach[i]                                    ? CP_SCREEN_UNREACHABLE
-                        : meas == 0                                     ? CP_SCREEN_UNTESTED
-                        : s->suspect[i] && slow >= 2 && 2 * slow > meas ? CP_SCREEN_SLOW
-                                                                        : CP_SCREEN_HEALTHY;
-    }
-    median_verdicts(s);
-    s->nlinks = 0; /* the slow pairs that no slow node explains (room: one per pair) */
-    for (size_t i = 0; i < s->npairs; i++) {
-        const cp_screen_pair_t *p = &s->pairs[i];
-        if (p->phase == CP_SCREEN_RANDOM && p->slow && s->reach[p->a] && s->reach[p->b] &&
-            s->verdict[p->a] != CP_SCREEN_SLOW && s->verdict[p->b] != CP_SCREEN_SLOW &&
-            !is_link(s, p->a, p->b)) {
-            s->link_a[s->nlinks] = p->a;
-            s->link_b[s->nlinks] = p->b;
-            s->link_verdict[s->nlinks++] = CP_SCREEN_SLOW;
-        }
-    }
-    return verdict_status(s, s->ref.pairs == 0 && s->ref.source == 0);
 }
 
 /* ---- words ------------------------------------------------------------------------------- */
@@ -567,10 +369,10 @@ static size_t untested_words(const cp_screen_t *s, int node, char *buf, size_t l
     static const char *const why[] = {"", "", "timed out", "could not be set up",
                                       "had an unreachable partner"};
     int n[5] = {0}, any = 0, meas, slow;
-    node_counts(s, node, &meas, &slow);
+    cp_attr_node_counts(s, node, &meas, &slow);
     for (size_t i = 0; i < s->npairs && meas == 0 && s->reach[node]; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (other(p, node) >= 0 && p->outcome >= 0 && p->outcome < 5) {
+        if (cp_attr_other(p, node) >= 0 && p->outcome >= 0 && p->outcome < 5) {
             n[p->outcome]++;
             any = 1;
         }
@@ -606,7 +408,7 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
     }
     for (size_t i = 0, start = at; i < s->npairs && at < len; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
-        int o = other(p, node);
+        int o = cp_attr_other(p, node);
         if (o < 0) {
             continue;
         }
@@ -624,7 +426,7 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
                             : p->phase == CP_SCREEN_REPAIR ? "re-paired"
                                                            : "random";
         char score[16] = ""; /* a pair with no figure has no score */
-        if (judged(p)) {
+        if (cp_attr_judged(p)) {
             snprintf(score, sizeof(score), " %.2fx", p->score);
         }
         int w = snprintf(buf + at, len - at, "%s%s%s with %s (%s%s%s)", sep,

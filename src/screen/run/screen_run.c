@@ -112,6 +112,48 @@ cp_screen_out_t *cp_screen_hang_verdict(const unsigned char *silent, int n)
     return verdict_rows(live.r, live.lat, s, live.lead, live.out) == 0 ? live.out : NULL;
 }
 
+/* The rounds as cells of the job (a backend whose pairs cannot run on contexts of their own):
+ * the random rounds, the re-pairing rounds, the confirmation and recheck rounds; *worst as
+ * run_round's; the last plan's result (negative: the rounds could not go on). */
+static int job_rounds(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, const int *lead,
+                      int *nodes, cp_screen_t *s, cp_screen_out_t *out, FILE *progress, int *worst)
+{
+    int failed = 0; /* rank 0 could not keep a round's pairs: the rounds go on, no verdict */
+    int nr = cp_screen_random_rounds(s);
+    for (int k = 0; k < nr; k++) {
+        char what[48];
+        snprintf(what, sizeof(what), "round %d/%d (random)", k + 1, nr);
+        cp_screen_matching(s, k, nodes);
+        int rc = run_round(r, lat, bw, lead, nodes, s, CP_SCREEN_RANDOM, what, out, progress);
+        failed |= rc < 0;
+        *worst |= rc > 0;
+    }
+    /* pairs that could not be set up: other partners, at most CP_SCREEN_REPAIR_ROUNDS rounds */
+    for (int k = 0, m; *worst == 0 && (m = agree_confirm(r, s, nodes, failed, 2 + k)) != 0; k++) {
+        char what[48];
+        snprintf(what, sizeof(what), "re-pairing round %d/%d", k + 1, CP_SCREEN_REPAIR_ROUNDS);
+        int rc = m < 0
+                     ? -1
+                     : run_round(r, lat, bw, lead, nodes, s, CP_SCREEN_REPAIR, what, out, progress);
+        failed |= rc < 0;
+        *worst |= rc > 0;
+        if (m < 0) {
+            break;
+        }
+    }
+    int planned = *worst == 0 ? agree_confirm(r, s, nodes, failed, 0) : 0;
+    /* the confirmation round, then recheck rounds while a cleared suspect leaves slow pairs
+     * to run again (at most one per random round) */
+    for (int k = 0; planned > 0 && k <= nr; k++) {
+        int rc = run_round(r, lat, bw, lead, nodes, s, CP_SCREEN_CONFIRM,
+                           k == 0 ? "confirmation round" : "recheck round", out, progress);
+        planned = rc < 0 ? -1 : agree_confirm(r, s, nodes, 0, 1);
+        planned = k < nr ? planned : cp_screen_recheck_cap(planned, nr, r->boot->rank == 0);
+        *worst |= rc > 0;
+    }
+    return planned;
+}
+
 int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, int rounds,
                       double thr, uint64_t seed, const cp_screen_ref_t *baseline,
                       cp_screen_out_t *out, FILE *progress)
@@ -138,46 +180,14 @@ int cp_screen_backend(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw,
     if (worst == 0 && b->rank == 0) {
         live.r = r, live.lat = lat, live.s = &s, live.lead = lead, live.out = out;
     }
-    int failed = 0; /* rank 0 could not keep a round's pairs: the rounds go on, no verdict */
     int alone = worst == 0 && cp_screen_pairs_usable(r, lat); /* the same on every rank */
     /* the validation collective (src/screen/run/screen_valid.h) */
     cp_screen_valid_t val = {.ran = 0};
     if (alone) { /* rounds and validation, every group on a context of its own */
         worst = cp_screen_pairs(r, lat, bw, &s, lead, out, &val, progress);
     }
-    int nr = worst == 0 && !alone ? cp_screen_random_rounds(&s) : 0;
-    for (int k = 0; k < nr; k++) {
-        char what[48];
-        snprintf(what, sizeof(what), "round %d/%d (random)", k + 1, nr);
-        cp_screen_matching(&s, k, nodes);
-        int rc = run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_RANDOM, what, out, progress);
-        failed |= rc < 0;
-        worst |= rc > 0;
-    }
-    /* pairs that could not be set up: other partners, at most CP_SCREEN_REPAIR_ROUNDS rounds */
-    for (int k = 0, m;
-         worst == 0 && !alone && (m = agree_confirm(r, &s, nodes, failed, 2 + k)) != 0; k++) {
-        char what[48];
-        snprintf(what, sizeof(what), "re-pairing round %d/%d", k + 1, CP_SCREEN_REPAIR_ROUNDS);
-        int rc =
-            m < 0 ? -1
-                  : run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_REPAIR, what, out, progress);
-        failed |= rc < 0;
-        worst |= rc > 0;
-        if (m < 0) {
-            break;
-        }
-    }
-    int planned = worst == 0 && !alone ? agree_confirm(r, &s, nodes, failed, 0) : 0;
-    /* the confirmation round, then recheck rounds while a cleared suspect leaves slow pairs
-     * to run again (at most one per random round) */
-    for (int k = 0; planned > 0 && k <= nr; k++) {
-        int rc = run_round(r, lat, bw, lead, nodes, &s, CP_SCREEN_CONFIRM,
-                           k == 0 ? "confirmation round" : "recheck round", out, progress);
-        planned = rc < 0 ? -1 : agree_confirm(r, &s, nodes, 0, 1);
-        planned = k < nr ? planned : cp_screen_recheck_cap(planned, nr, r->boot->rank == 0);
-        worst |= rc > 0;
-    }
+    int planned =
+        worst == 0 && !alone ? job_rounds(r, lat, bw, lead, nodes, &s, out, progress, &worst) : 0;
     /* the validation of the healthy nodes, as cells of the job (the pairs ran theirs) */
     if (!alone && planned >= 0 && worst >= 0 &&
         cp_screen_validate(r, bw, &s, lead, &val, progress) != 0) {
