@@ -51,6 +51,14 @@ screen8() {
     out=$d/out
 }
 
+# The --screen ranks of this test alone (their --output-dir is under its $WORK): two cluster
+# tests run side by side (CP_CLUSTER_SLOTS), each with nodes n1..n8, so a rank matched by the
+# binary or the node name alone may be the other test's (a test once stopped, then killed,
+# another's ranks).
+own_screen_ranks() {
+    pgrep -f "^$COLLPROF_BIN --screen .*--output-dir $WORK/" 2>/dev/null | tr '\n' ' '
+}
+
 # At most CP_CLUSTER_SLOTS (default 2) virtual-cluster tests at once, whatever make -j says:
 # their timing checks keep their margins only when the clusters do not share the CPUs with
 # more than one other (four side by side made healthy pairs as slow as the faults judged).

@@ -22,6 +22,9 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || need_tool "/usr/bin/python3 not found (the flood helper)"
 FLOOD="${COLLPROF_SRCDIR}/tests/integration/flood.py"
 re=$(printf '%s' "$COLLPROF_BIN" | sed 's/[].[*^$\\+?(){}|]/\\&/g')
+# this test's ranks alone (their --output-dir is under its $WORK): another cluster test beside it
+# has nodes of the same names
+wre=$(printf '%s' "$WORK/" | sed 's/[].[*^$\\+?(){}|]/\\&/g')
 
 cluster_start 8 collprof-foreign-test
 SRUN="srun --immediate=30 --mpi=pmix"
@@ -34,7 +37,7 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 # a stream of silent connections at node $1's screen rank, its line in file $2 (fpid)
 flood_at() {
     rm -f "$2.ready"
-    "$PY" "$FLOOD" --match "^$re --screen" --env "SLURMD_NODENAME=$1" --collprof-only --stream \
+    "$PY" "$FLOOD" --match "^$re --screen .*--output-dir $wre" --env "SLURMD_NODENAME=$1" --collprof-only --stream \
         --conns 300 --duration 160 --ready "$2.ready" >"$2" 2>&1 &
     fpid=$!
     for _ in 1 2 3 4 5 6 7 8 9 10; do

@@ -42,7 +42,7 @@ sanitized=${CP_TIMING_UNRELIABLE:-0}
 # return before slurmstepd has ended a rank that spins in a fault (KillWait=5 s, then SIGKILL)
 ranks_left() {
     for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
-        left=$(pgrep -f "^$COLLPROF_BIN --screen" | tr '\n' ' ')
+        left=$(own_screen_ranks)
         [ -z "$left" ] && return
         sleep 1
     done
@@ -460,7 +460,7 @@ stopped() {
         i=$((i + 1))
     done
     victim=""
-    for p in $(pgrep -f "^$COLLPROF_BIN --screen" 2>/dev/null); do
+    for p in $(own_screen_ranks); do
         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURMD_NODENAME=n4" && victim=$p
     done
     t=$(now)

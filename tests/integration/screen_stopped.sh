@@ -89,7 +89,7 @@ stopped() {
 
     left=""
     for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
-        left=$(pgrep -f "^$COLLPROF_BIN --screen" | tr '\n' ' ')
+        left=$(own_screen_ranks)
         [ -z "$left" ] && break
         sleep 1
     done
