@@ -42,9 +42,9 @@ void cp_cflag_path_note(const collprof_counter_row_t *rows, size_t n, size_t k, 
     const collprof_counter_row_t *v = &rows[k];
     fprintf(f, "    path: node %d (%s): %s: ", v->node, v->host, v->unit);
     if (v->delta > 0) {
-        fprintf(f, "%.3gx the bound ", v->delta);
+        fprintf(f, "%.2fx the bound ", v->delta);
     }
-    fprintf(f, "(NIC %.6g B/op, bound %.6g B/op), via ", per_op(rows, n, k, "nic"),
+    fprintf(f, "(NIC %.0f B/op, bound %.0f B/op), via ", per_op(rows, n, k, "nic"),
             per_op(rows, n, k, "bound"));
     ifaces(rows, n, k, "via/", f);
     fputs(" (expected ", f);

@@ -1,0 +1,78 @@
+#!/bin/sh
+# The path check (--counters, docs/metrics.md "Path check") on two virtual nodes: a gloo (else
+# mpi) allreduce of 1 MiB between n1 and n2, one rank each, whose data interface is cpnet0
+# (slurm-local's GLOO_SOCKET_IFNAME, OMPI_MCA_btl_tcp_if_include):
+#  - routed as meant: each node's verdict ok, carried by cpnet0, its NIC bytes per operation
+#    within 10 % above the bound plus the protocol overhead allowed (6 % of the bound + 2 KiB);
+#  - steered to a second interface (slurm-local shape-pair n1 n2: a veth pair of their own,
+#    cps-n2 in n1 and cps-n1 in n2, with a host route to the other's address over it): other-nic,
+#    carried by cps-*, in the summary, collprof-report counters and the /counters rows.
+# Twice each (PATHCHECK_RUNS); docs/metrics.md has the rates of 10 runs.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+. "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
+
+need_virtual_nodes
+need_report
+B=""
+for b in ${PATHCHECK_BACKEND:-} gloo mpi; do
+    case " $BACKENDS " in *" $b "*) B=${B:-$b} ;; esac
+done
+[ -n "$B" ] || skip_all "neither gloo nor mpi was built"
+RUNS=${PATHCHECK_RUNS:-2}
+
+cluster_start 2 collprof-pathcheck-test
+SRUN="srun --immediate=30 --mpi=pmix"
+
+run2() { # DIR
+    mkdir -p "$1"
+    rc=0
+    timeout -k 10 120 $SRUN -N 2 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$B" \
+        --ops allreduce --variants default --counts 256K -d float32 -n 20 -w 2 \
+        --output-dir "$1" \
+        </dev/null >"$1/out" 2>"$1/err" || rc=$?
+    h5=$(ls "$1"/collprof_*.h5 2>/dev/null | head -n 1)
+    sum=$(ls "$1"/collprof_*.txt 2>/dev/null | head -n 1)
+    "$REPORT" counters "$h5" --source path >"$1/path.txt" 2>&1
+}
+
+# "NODE VERDICT NIC-PER-OP BOUND-PER-OP VIA" of each node, from the report's path rows
+verdicts() {
+    awk '$4 == "path" { k = $2; if ($5 == "verdict") v[k] = $6; if ($5 == "nic") nic[k] = $9
+            if ($5 == "bound") b[k] = $9; if ($5 ~ /^via\//) via[k] = via[k] substr($5, 5) "," }
+        END { for (k in v) print k, v[k], nic[k], b[k], via[k] }' "$1"
+}
+
+for i in $(seq 1 "$RUNS"); do
+    d="$WORK/ok$i"
+    run2 "$d"
+    verdicts "$d/path.txt" >"$d/v"
+    sed "s/^/# run $i, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v"
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"$d/v")" -eq 2 ] &&
+        awk '$2 != "ok" || $5 != "cpnet0," { bad = 1 }
+            $3 > 1.10 * ($4 * 1.06 + 2048) || $3 < $4 { bad = 1 } END { exit bad }' "$d/v"
+    ok $? "routed as meant, run $i: both nodes ok, via cpnet0, NIC bytes in [bound, 1.1 x (1.06 bound + 2 KiB)]"
+    [ -n "$sum" ] && ! grep -q '    path: ' "$sum"
+    ok $? "routed as meant, run $i: the summary flags no path"
+done
+
+bash "$SL" shape-pair n1 n2 10gbit >"$WORK/shape.out" 2>&1
+ok $? "shape-pair n1 n2: a second veth pair between them, routed"
+
+for i in $(seq 1 "$RUNS"); do
+    d="$WORK/steered$i"
+    run2 "$d"
+    verdicts "$d/path.txt" >"$d/v"
+    sed "s/^/# steered run $i, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v"
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"$d/v")" -eq 2 ] &&
+        awk '$2 != "other-nic" || $5 !~ /^cps-n[12],$/ { bad = 1 } END { exit bad }' "$d/v"
+    ok $? "steered, run $i: both nodes other-nic, via cps-n1/cps-n2"
+    grep -q '^    path: node [01] ([^)]*): other-nic: [0-9.]*x the bound .* via cps-n[12] (expected cpnet0)$' \
+        "$sum" && grep -q '^counters: .*path: other NIC in 1 cell' "$sum"
+    ok $? "steered, run $i: the summary names the interface, the ratio and the expected one"
+    grep -q '^flagged: .*path: other NIC in 1 cell' "$d/path.txt"
+    ok $? "steered, run $i: collprof-report counters flags it"
+done
+bash "$SL" shape-pair n1 n2 off >/dev/null 2>&1
+
+[ -z "${PATHCHECK_KEEP:-}" ] || cp -r "$WORK" "$PATHCHECK_KEEP"
+done_testing
