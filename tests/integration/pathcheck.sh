@@ -1,13 +1,15 @@
 #!/bin/sh
-# The path check (--counters, docs/metrics.md "Path check") on two virtual nodes: a gloo (else
-# mpi) allreduce of 1 MiB between n1 and n2, one rank each, whose data interface is cpnet0
-# (slurm-local's GLOO_SOCKET_IFNAME, OMPI_MCA_btl_tcp_if_include):
+# The path check (--counters, docs/metrics.md "Path check") on virtual nodes: a gloo (else mpi;
+# PATHCHECK_BACKEND picks) allreduce of 1 MiB between n1 and n2, one rank each, whose data
+# interface is cpnet0 (slurm-local's GLOO_SOCKET_IFNAME, OMPI_MCA_btl_tcp_if_include):
 #  - routed as meant: each node's verdict ok, carried by cpnet0, its NIC bytes per operation
 #    within 10 % above the bound plus the protocol overhead allowed (6 % of the bound + 2 KiB);
 #  - steered to a second interface (slurm-local shape-pair n1 n2: a veth pair of their own,
 #    cps-n2 in n1 and cps-n1 in n2, with a host route to the other's address over it): other-nic,
-#    carried by cps-*, in the summary, collprof-report counters and the /counters rows.
-# Twice each (PATHCHECK_RUNS); docs/metrics.md has the rates of 10 runs.
+#    carried by cps-*, in the summary, collprof-report counters and the /counters rows;
+#  - once on 4 nodes (ok, within the same margin) and on 2 nodes of 2 ranks (ok).
+# Twice each (PATHCHECK_RUNS); docs/metrics.md has the rates of 10 runs.  ofi runs over
+# tcp;ofi_rxm (PATHCHECK_BACKEND=ofi).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
@@ -17,16 +19,21 @@ B=""
 for b in ${PATHCHECK_BACKEND:-} gloo mpi; do
     case " $BACKENDS " in *" $b "*) B=${B:-$b} ;; esac
 done
+PROV=""
+[ "$B" != ofi ] || PROV="--ofi-provider tcp;ofi_rxm"
 [ -n "$B" ] || skip_all "neither gloo nor mpi was built"
 RUNS=${PATHCHECK_RUNS:-2}
 
-cluster_start 2 collprof-pathcheck-test
+cluster_start 4 collprof-pathcheck-test
 SRUN="srun --immediate=30 --mpi=pmix"
 
-run2() { # DIR
+run2() { # DIR [NODES [RANKS-PER-NODE]]
     mkdir -p "$1"
     rc=0
-    timeout -k 10 120 $SRUN -N 2 --ntasks-per-node=1 "$COLLPROF_BIN" --backends "$B" \
+    nl=n1,n2
+    [ "${2:-2}" -eq 4 ] && nl=n1,n2,n3,n4
+    timeout -k 10 120 $SRUN -N "${2:-2}" -w "$nl" --ntasks-per-node="${3:-1}" -O \
+        "$COLLPROF_BIN" --backends "$B" $PROV \
         --ops allreduce --variants default --counts 256K -d float32 -n 20 -w 2 \
         --output-dir "$1" \
         </dev/null >"$1/out" 2>"$1/err" || rc=$?
@@ -54,6 +61,24 @@ for i in $(seq 1 "$RUNS"); do
     [ -n "$sum" ] && ! grep -q '    path: ' "$sum"
     ok $? "routed as meant, run $i: the summary flags no path"
 done
+
+# 4 nodes (bound 1.5 x the buffer), and 2 nodes of 2 ranks (the same bound as one rank each:
+# a flat ring of 4 ranks sends 1.5 x the buffer per node, under the factor 2 of excess)
+d="$WORK/four"
+run2 "$d" 4
+verdicts "$d/path.txt" >"$d/v"
+sed "s/^/# 4 nodes, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v"
+[ "$rc" -eq 0 ] && [ "$(wc -l <"$d/v")" -eq 4 ] &&
+    awk '$2 != "ok" || $5 != "cpnet0," { bad = 1 }
+        $3 > 1.10 * ($4 * 1.06 + 2048) || $3 < $4 { bad = 1 } END { exit bad }' "$d/v"
+ok $? "4 nodes: every node ok, via cpnet0, NIC bytes in [bound, 1.1 x (1.06 bound + 2 KiB)]"
+d="$WORK/twobytwo"
+run2 "$d" 2 2
+verdicts "$d/path.txt" >"$d/v"
+sed "s/^/# 2 nodes x 2 ranks, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v"
+[ "$rc" -eq 0 ] && [ "$(wc -l <"$d/v")" -eq 2 ] &&
+    awk '$2 != "ok" || $5 != "cpnet0," || $3 < $4 { bad = 1 } END { exit bad }' "$d/v"
+ok $? "2 nodes x 2 ranks: both nodes ok, via cpnet0, not under the bound"
 
 bash "$SL" shape-pair n1 n2 10gbit >"$WORK/shape.out" 2>&1
 ok $? "shape-pair n1 n2: a second veth pair between them, routed"
