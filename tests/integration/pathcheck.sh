@@ -7,7 +7,9 @@
 #  - steered to a second interface (slurm-local shape-pair n1 n2: a veth pair of their own,
 #    cps-n2 in n1 and cps-n1 in n2, with a host route to the other's address over it): other-nic,
 #    carried by cps-*, in the summary, collprof-report counters and the /counters rows;
-#  - once on 4 nodes (ok, within the same margin) and on 2 nodes of 2 ranks (ok).
+#  - once on 4 nodes (ok, within the same margin) and on 2 nodes of 2 ranks (ok);
+#  - gloo: a broadcast whose root sends the buffer to every other rank (one_to_all, 4 nodes of
+#    2 ranks: 6 x the bound on the root's node): excess there.
 # Twice each (PATHCHECK_RUNS); docs/metrics.md has the rates of 10 runs.  ofi runs over
 # tcp;ofi_rxm (PATHCHECK_BACKEND=ofi).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
@@ -27,14 +29,14 @@ RUNS=${PATHCHECK_RUNS:-2}
 cluster_start 4 collprof-pathcheck-test
 SRUN="srun --immediate=30 --mpi=pmix"
 
-run2() { # DIR [NODES [RANKS-PER-NODE]]
+run2() { # DIR [NODES [RANKS-PER-NODE [OP VARIANT]]]
     mkdir -p "$1"
     rc=0
     nl=n1,n2
     [ "${2:-2}" -eq 4 ] && nl=n1,n2,n3,n4
     timeout -k 10 120 $SRUN -N "${2:-2}" -w "$nl" --ntasks-per-node="${3:-1}" -O \
         "$COLLPROF_BIN" --backends "$B" $PROV \
-        --ops allreduce --variants default --counts 256K -d float32 -n 20 -w 2 \
+        --ops "${4:-allreduce}" --variants "${5:-default}" --counts 256K -d float32 -n 20 -w 2 \
         --output-dir "$1" \
         </dev/null >"$1/out" 2>"$1/err" || rc=$?
     h5=$(ls "$1"/collprof_*.h5 2>/dev/null | head -n 1)
@@ -79,6 +81,22 @@ sed "s/^/# 2 nodes x 2 ranks, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v
 [ "$rc" -eq 0 ] && [ "$(wc -l <"$d/v")" -eq 2 ] &&
     awk '$2 != "ok" || $5 != "cpnet0," || $3 < $4 { bad = 1 } END { exit bad }' "$d/v"
 ok $? "2 nodes x 2 ranks: both nodes ok, via cpnet0, not under the bound"
+
+# excess: gloo's broadcast one_to_all on 4 nodes of 2 ranks: the root sends the whole buffer
+# to each of the 6 ranks of the other nodes, 6 x the bound (B) on its node; the others
+# receive 2 x B (ok, 6 % under the threshold: not asserted)
+if [ "$B" = gloo ]; then
+    d="$WORK/excess"
+    run2 "$d" 4 2 broadcast one_to_all
+    verdicts "$d/path.txt" >"$d/v"
+    sed "s/^/# broadcast one_to_all, 4 nodes x 2 ranks, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v"
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"$d/v")" -eq 4 ] &&
+        awk '$1 == 0 && $2 != "excess" { bad = 1 }
+            $1 != 0 && $2 != "ok" && $2 != "excess" { bad = 1 } END { exit bad }' "$d/v" &&
+        grep -q '^    path: node 0 ([^)]*): excess: [0-9.]*x the bound' "$sum" &&
+        grep -q '^counters: .*path: excess bytes in 1 cell' "$sum"
+    ok $? "gloo broadcast one_to_all, 4 nodes x 2 ranks: the root's node excess, in the summary"
+fi
 
 bash "$SL" shape-pair n1 n2 10gbit >"$WORK/shape.out" 2>&1
 ok $? "shape-pair n1 n2: a second veth pair between them, routed"
