@@ -71,6 +71,14 @@ static const char *gpu_flag(const collprof_counter_row_t *r)
 
 const char *cp_cflag(const collprof_counter_row_t *r)
 {
+    if (strcmp(r->source, "path") == 0) { /* the path check's verdict (counters/path_check.h) */
+        if (strcmp(r->name, "verdict") != 0) {
+            return NULL;
+        }
+        return strcmp(r->unit, "other-nic") == 0 ? "path: other NIC"
+               : strcmp(r->unit, "excess") == 0  ? "path: excess bytes"
+                                                 : NULL;
+    }
     if (strcmp(r->source, "gpu") == 0) {
         return gpu_flag(r);
     }
@@ -98,6 +106,11 @@ int cp_cflag_notes(const collprof_counter_row_t *rows, size_t n, FILE *f)
         if (why == NULL) {
             continue;
         }
+        if (strcmp(rows[k].source, "path") == 0) {
+            cp_cflag_path_note(rows, n, k, f);
+            lines++;
+            continue;
+        }
         const int gauge = strcmp(rows[k].kind, "gauge") == 0;
         fprintf(f, "    counters: node %d (%s): %s %s%g%s%s (%s)\n", rows[k].node, rows[k].host,
                 rows[k].name, gauge ? "" : "+", rows[k].delta, rows[k].unit[0] ? " " : "",
@@ -108,8 +121,9 @@ int cp_cflag_notes(const collprof_counter_row_t *rows, size_t n, FILE *f)
 }
 
 static const char *const kinds[CP_CFLAG_KINDS] = {
-    "link errors",    "retransmissions", "interface errors or drops", "CPU steal", "GPU throttled",
-    "GPU ECC errors", "PCIe replays"};
+    "link errors",  "retransmissions", "interface errors or drops",
+    "CPU steal",    "GPU throttled",   "GPU ECC errors",
+    "PCIe replays", "path: other NIC", "path: excess bytes"};
 
 void cp_cflag_tally_add(cp_cflag_tally_t *t, int cell, const collprof_counter_row_t *rows, size_t n)
 {

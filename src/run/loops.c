@@ -19,6 +19,7 @@
 #include "output/result_row.h"
 #include "screen/screen_out.h"
 #include "output/summary.h"
+#include "output/path_rows.h"
 #include "run/exit.h"
 #include "run/health_log.h"
 #include "run/wd_hooks.h"
@@ -47,10 +48,19 @@ static int record_cell(cp_rank_run_t *rr, int i, const cp_result_t *res)
     } else if (c->memtype == COLLPROF_MEM_DEVICE) {
         row.dcopy_gbs = cp_limits_device(&rr->limits, c->plugin, c->memtype, bytes);
     }
+    /* the path check's rows after the node's counters (docs/metrics.md "Path check") */
+    cp_result_t with = *res;
+    collprof_counter_row_t *path = cp_path_add_rows(&row, res, &rr->boot, &with.ncounters);
+    if (path != NULL) {
+        with.counters = path;
+    } else {
+        with.ncounters = res->ncounters;
+    }
     cp_wd_lock();
-    if (cp_summary_cell(rr->sum, &row, res) != 0) {
+    if (cp_summary_cell(rr->sum, &row, &with) != 0) {
         rc = -1;
     }
+    free(path);
     cp_wdh_set_done(i + 1);
     cp_wd_unlock();
     return rc;

@@ -14,21 +14,26 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: collprof-report counters FILE [--nonzero] [--source LIST]\n"
-               "List the counters each node's first rank read just before and just after\n"
-               "every cell (collprof --counters): cell, node, host, source, counter, unit,\n"
-               "kind, delta (a counter's increase, a gauge's value after the cell), the\n"
-               "increase per operation and the operations between the readings.  Then the rows a "
-               "user must see (link errors,\n"
-               "retransmissions, interface errors or drops, CPU steal above 3 %%, a\n"
-               "throttled GPU, ECC errors, PCIe replays) and in how many cells.\n"
-               "\n"
-               "  --nonzero      leave out counters that did not move\n"
-               "  --source LIST  only these sources: net, ib, efa, host, gpu (comma-separated)\n"
-               "  -h, --help     this help\n"
-               "\n"
-               "Exit status: 0 (also when something is flagged or the file has no counters),\n"
-               "2 bad usage or a file that cannot be read.\n");
+    fprintf(f,
+            "Usage: collprof-report counters FILE [--nonzero] [--source LIST]\n"
+            "List the counters each node's first rank read just before and just after\n"
+            "every cell (collprof --counters): cell, node, host, source, counter, unit,\n"
+            "kind, delta (a counter's increase, a gauge's value after the cell), the\n"
+            "increase per operation and the operations between the readings.  Then the rows a "
+            "user must see (link errors,\n"
+            "retransmissions, interface errors or drops, CPU steal above 3 %%, a\n"
+            "throttled GPU, ECC errors, PCIe replays, a path check other than ok) and\n"
+            "in how many cells.  Cells on several nodes end with the path check of each\n"
+            "node (source path): its verdict (ok, other-nic, excess, unknown), the NIC\n"
+            "bytes per operation against the lower bound, the interfaces that carried\n"
+            "them and the expected ones (docs/metrics.md).\n"
+            "\n"
+            "  --nonzero      leave out counters that did not move\n"
+            "  --source LIST  only these sources: net, ib, efa, host, gpu, path (comma-separated)\n"
+            "  -h, --help     this help\n"
+            "\n"
+            "Exit status: 0 (also when something is flagged or the file has no counters),\n"
+            "2 bad usage or a file that cannot be read.\n");
 }
 
 typedef struct settings {
@@ -97,9 +102,16 @@ static int run(void *ctx, cp_report_file_t **files, int n)
                    (long long)r->ops);
         }
     }
+    for (size_t i = 0; i < f->ncounters; i++) { /* the path check of every cell and node */
+        const collprof_counter_row_t *r = &f->counters[i];
+        if (strcmp(r->source, "path") == 0 && strcmp(r->name, "verdict") == 0) {
+            printf("cell %d:", r->cell);
+            cp_cflag_path_note(f->counters, f->ncounters, i, stdout);
+        }
+    }
     for (size_t i = 0; i < f->ncounters; i++) {
         const char *why = cp_cflag(&f->counters[i]);
-        if (why != NULL) {
+        if (why != NULL && strcmp(f->counters[i].source, "path") != 0) {
             printf("cell %d: ", f->counters[i].cell);
             cp_cflag_notes(&f->counters[i], 1, stdout);
         }
