@@ -26,6 +26,7 @@ typedef struct cp_rank_run {
     int ready;            /* backends initialised */
     cp_limits_t limits;   /* the memory-copy limit per buffer size (rank 0) */
     unsigned split;       /* the --split kinds with cells */
+    struct cp_trace *trace; /* --replay's trace (replay_loop.c), else NULL */
     int broken;           /* the screen found a node unreachable: no collective of the whole job
                              follows; rank 0 ends the job's ranks once its outputs are closed */
 } cp_rank_run_t;
