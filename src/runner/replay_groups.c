@@ -49,7 +49,7 @@ static int cmp_int(const void *a, const void *b)
 static int members(const cp_trace_t *t, size_t gi, int rank, cp_rgroup_t *g)
 {
     const collprof_trace_group_row_t *r = &t->groups[gi];
-    g->ranks = malloc(sizeof(int) * (size_t)r->size);
+    g->ranks = malloc(sizeof(int) * (size_t)(r->size + 1));
     if (g->ranks == NULL) {
         return -1;
     }
@@ -78,6 +78,10 @@ static void group_ctx(cp_plugin_t *p, size_t gi, cp_rgroup_t *g, const cp_boot_t
     *o = g->me >= 0 ? (cp_oob_group_t){.ranks = g->ranks, .n = g->n, .me = g->me}
                     : (cp_oob_group_t){.ranks = &solo, .n = 1, .me = 0};
     snprintf(o->tag, sizeof(o->tag), "replay%zu%s", gi, g->me >= 0 ? "" : "x");
+    if (g->n == 0) { /* the same on every rank: no collective call */
+        snprintf(g->err, sizeof(g->err), "the trace does not list its group's members");
+        return;
+    }
     if (whole) {
         g->ctx = p->ctx;
         return;

@@ -47,7 +47,7 @@ static int check_trace(cp_trace_t *t, char *err, size_t errlen)
     int top = -1;
     for (size_t g = 0; g < t->ngroups; g++) {
         const collprof_trace_group_row_t *r = &t->groups[g];
-        if (r->group != (int)g || r->size < 1 || r->member_off < 0 ||
+        if (r->group != (int)g || r->size < 0 || r->member_off < 0 ||
             (size_t)r->member_off + (size_t)r->size > t->nmembers) {
             snprintf(err, errlen, "/trace_groups row %zu: bad group, size or member_off", g);
             return -1;

@@ -36,14 +36,16 @@ ok $? "a copy with matching all_to_allv splits"
 ok $? "it imports"
 rows c.h5 trace_ops | awk -F'|' 'NF > 1 { print $1 "|" $2 "|" $3 "|" $7 "|" $8 }' >want
 
-# replay on backend $1 with $2 ranks; the op rows of backend $1 in got.$1
+# replay trace $3.h5 on backend $1 with $2 ranks: /replay in all.$1.$2.$3, its op rows in
+# ops.$1.$2.$3, their rank|seq|op|bytes|group in got.$1.$2.$3
 replay() {
-    mkdir -p "r.$1.$2"
-    cp_run --np "$2" --backends "$1" --replay "${3:-c.h5}" --replay-iters 3 --output-dir "r.$1.$2"
-    h5=$(ls "r.$1.$2"/collprof_*.h5 2>/dev/null | head -n 1)
-    rows "$h5" replay >"all.$1.$2"
-    awk -F'|' '$1 == "op"' "all.$1.$2" >"ops.$1.$2"
-    awk -F'|' '{ print $3 "|" $4 "|" $5 "|" $7 "|" $8 }' "ops.$1.$2" >"got.$1.$2"
+    t="$1.$2.$3"
+    mkdir -p "r.$t"
+    cp_run --np "$2" --backends "$1" --replay "$3.h5" --replay-iters 3 --output-dir "r.$t"
+    h5=$(ls "r.$t"/collprof_*.h5 2>/dev/null | head -n 1)
+    rows "$h5" replay >"all.$t"
+    awk -F'|' '$1 == "op"' "all.$t" >"ops.$t"
+    awk -F'|' '{ print $3 "|" $4 "|" $5 "|" $7 "|" $8 }' "ops.$t" >"got.$t"
 }
 
 for b in self gloo mpi; do
@@ -51,40 +53,40 @@ for b in self gloo mpi; do
         ok 0 "# SKIP the $b backend was not built"
         continue
     fi
-    replay "$b" 2
+    replay "$b" 2 c
     [ "$rc" -eq 0 ]
     ok $? "$b: --np 2 --replay runs (exit $rc$(head -c 300 err | tr '\n' ' '))"
-    diff want "got.$b.2" >d.out
+    diff want "got.$b.2.c" >d.out
     ok $? "$b: the replayed sequence is the trace's: rank, seq, op, bytes, group$(tr '\n' ';' <d.out)"
     # collectives: ok with wrong 0, or unsupported by the backend; send, recv, wait: skipped
     awk -F'|' '($5 ~ /^(send|recv|wait)$/ && $16 != "skipped") ||
                ($5 !~ /^(send|recv|wait)$/ && !(($16 == "ok" && $15 == 0) || $16 == "unsupported"))' \
-        "ops.$b.2" >bad
+        "ops.$b.2.c" >bad
     [ ! -s bad ]
     ok $? "$b: every collective it offers replayed and checked ok, the rest said$(tr '\n' ';' <bad)"
-    n=$(awk -F'|' '$16 == "ok" && $5 == "allreduce" && $12 > 0' "ops.$b.2" | wc -l)
+    n=$(awk -F'|' '$16 == "ok" && $5 == "allreduce" && $12 > 0' "ops.$b.2.c" | wc -l)
     [ "$n" -eq 2 ]
     ok $? "$b: both ranks' allreduce (async in the trace) timed and ok ($n)"
-    grep -q '^whole trace: 18 ops' "r.$b.2"/collprof_*.txt &&
-        [ "$(awk -F'|' '$1 == "trace"' "all.$b.2" | wc -l)" -eq 1 ] &&
-        [ "$(awk -F'|' '$1 == "type"' "all.$b.2" | wc -l)" -eq 8 ]
+    grep -q '^whole trace: 18 ops' "r.$b.2.c"/collprof_*.txt &&
+        [ "$(awk -F'|' '$1 == "trace"' "all.$b.2.c" | wc -l)" -eq 1 ] &&
+        [ "$(awk -F'|' '$1 == "type"' "all.$b.2.c" | wc -l)" -eq 8 ]
     ok $? "$b: the summary and /replay have the 8 op x size x group rows and the whole trace"
 done
 
-n=$(awk -F'|' '$5 != "send" && $5 != "recv" && $5 != "wait" && $16 == "ok"' ops.self.2 | wc -l)
+n=$(awk -F'|' '$5 != "send" && $5 != "recv" && $5 != "wait" && $16 == "ok"' ops.self.2.c | wc -l)
 [ "$n" -eq 8 ]
 ok $? "self: all 8 collectives (allreduce, all_to_allv, broadcast on group 1, barrier) ok ($n)"
 
-replay self 2 p.h5
-n=$(awk -F'|' '$5 == "alltoallv" && $16 == "skipped" && $17 ~ /splits disagree/' ops.self.2 | wc -l)
+replay self 2 p
+n=$(awk -F'|' '$5 == "alltoallv" && $16 == "skipped" && $17 ~ /splits disagree/' ops.self.2.p | wc -l)
 [ "$rc" -eq 0 ] && [ "$n" -eq 2 ]
 ok $? "the fixture's all_to_allv, its splits not matching between ranks, skipped on both ($n)"
 
 for b in self gloo; do
     [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
-    replay "$b" 3
-    bad=$(awk -F'|' '$5 !~ /^(send|recv|wait)$/ && $16 != "ok" && $16 != "unsupported"' "ops.$b.3")
-    [ "$rc" -eq 0 ] && diff -q want "got.$b.3" >/dev/null && [ -z "$bad" ]
+    replay "$b" 3 c
+    bad=$(awk -F'|' '$5 !~ /^(send|recv|wait)$/ && $16 != "ok" && $16 != "unsupported"' "ops.$b.3.c")
+    [ "$rc" -eq 0 ] && diff -q want "got.$b.3.c" >/dev/null && [ -z "$bad" ]
     ok $? "$b: --np 3: the 2-rank groups as group contexts of 2 of 3 ranks, ok"
 done
 
