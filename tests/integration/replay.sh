@@ -73,6 +73,16 @@ for b in self gloo mpi; do
     ok $? "$b: the summary and /replay have the 8 op x size x group rows and the whole trace"
 done
 
+cols=$(sed -n '/^#define COLLPROF_REPLAY_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \
+    "$COLLPROF_SRCDIR/include/collprof/schema.h")
+"$CP_H5DUMP" -H "$(ls r.self.2.c/collprof_*.h5 | head -n 1)" >hdr 2>&1
+missing=
+for c in $cols; do
+    grep -q "\"$c\"" hdr || missing="$missing $c"
+done
+[ -n "$cols" ] && [ -z "$missing" ]
+ok $? "every /replay column of schema.h is in the file${missing:+ (missing:$missing)}"
+
 n=$(awk -F'|' '$5 != "send" && $5 != "recv" && $5 != "wait" && $16 == "ok"' ops.self.2.c | wc -l)
 [ "$n" -eq 8 ]
 ok $? "self: all 8 collectives (allreduce, all_to_allv, broadcast on group 1, barrier) ok ($n)"
