@@ -208,8 +208,14 @@ static collprof_replay_row_t *fold_all(const collprof_replay_row_t *all, size_t 
     return out;
 }
 
-/* Replay the trace on plugin p; rank 0 writes its rows.  Its exit status. */
-static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p)
+/* Every backend's rows on rank 0, written once (one /replay table). */
+typedef struct acc {
+    collprof_replay_row_t *rows;
+    size_t n;
+} acc_t;
+
+/* Replay the trace on plugin p; rank 0 appends its rows to acc.  Its exit status. */
+static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, acc_t *acc)
 {
     const cp_trace_t *t = rr->trace;
     collprof_replay_row_t *mine = NULL, *all = NULL, *out = NULL;
@@ -238,7 +244,13 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p)
                 status = CP_EXIT_FAILED;
             }
         }
-        if (out != NULL && rr->sum != NULL && cp_summary_replay(rr->sum, out, nout) != 0) {
+        collprof_replay_row_t *grown =
+            out != NULL ? realloc(acc->rows, (acc->n + nout) * sizeof(*out)) : NULL;
+        if (grown != NULL) {
+            memcpy(grown + acc->n, out, nout * sizeof(*out));
+            acc->rows = grown;
+            acc->n += nout;
+        } else {
             status = CP_EXIT_FAILED;
         }
     }
@@ -252,15 +264,20 @@ int cp_loop_replay(cp_rank_run_t *rr, int *stopped)
 {
     (void)stopped;
     int status = CP_EXIT_OK, any = 0;
+    acc_t acc = {NULL, 0};
     for (int i = 0; i < rr->nplugins; i++) {
         cp_plugin_t *p = &rr->plugins[i];
         if (!rr->plan.plugins_used[i] || p->ctx == NULL) {
             continue;
         }
         any = 1;
-        int s = replay_on(rr, p);
+        int s = replay_on(rr, p, &acc);
         status = s != CP_EXIT_OK ? s : status;
     }
+    if (acc.n > 0 && rr->sum != NULL && cp_summary_replay(rr->sum, acc.rows, acc.n) != 0) {
+        status = CP_EXIT_FAILED;
+    }
+    free(acc.rows);
     if (!any && rr->boot.rank == 0) {
         fprintf(stderr, "collprof: error: no backend could run the replay (see the messages "
                         "above)\n");

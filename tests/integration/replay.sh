@@ -100,6 +100,15 @@ for b in self gloo; do
     ok $? "$b: --np 3: the 2-rank groups as group contexts of 2 of 3 ranks, ok"
 done
 
+if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ]; then
+    mkdir -p two
+    cp_run --np 2 --backends self,gloo --replay c.h5 --replay-iters 2 --output-dir two
+    h5=$(ls two/collprof_*.h5 2>/dev/null | head -n 1)
+    [ "$rc" -eq 0 ] && [ "$(rows "$h5" replay | awk -F'|' '$1 == "trace" { print $2 }' | sort |
+        tr '\n' ' ')" = "gloo self " ]
+    ok $? "two backends in one run: one /replay table, a whole-trace row each (exit $rc)"
+fi
+
 cp_run --np 1 --backends self --replay c.h5 --output-dir .
 [ "$rc" -eq 2 ] && grep -q 'recorded on 2 ranks and this run has 1' err
 ok $? "a trace of 2 ranks is refused on 1 with the numbers (exit $rc: $(head -c 200 err))"
