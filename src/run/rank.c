@@ -263,7 +263,7 @@ static int rank_open(cp_rank_run_t *rr, int argc, char **argv)
         free(rr->affinity);
         rr->affinity = NULL;
     }
-    if (!rr->opt->link_sweep &&
+    if (!rr->opt->link_sweep && rr->opt->replay[0] == '\0' &&
         cp_limits_measure(&rr->plan, rr->plugins, rr->nplugins, b, &rr->limits) != 0) {
         cp_log(CP_LOG_WARN, "the memory-copy limit could not be measured");
     }
