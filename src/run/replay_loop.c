@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "base/stats.h"
+#include "base/timeouts.h"
 #include "chan/oob.h"
 #include "output/summary.h"
 #include "run/exit.h"
@@ -223,7 +224,8 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, acc_t *acc)
     double whole = 0;
     cp_log(CP_LOG_INFO, "replay: %zu ops of %d ranks in %zu groups on %s, %d times", t->nops,
            t->nranks, t->ngroups, p->name, rr->opt->replay_iters);
-    int rc = cp_replay_run(p, t, &rr->boot, &rr->host, rr->opt->replay_iters, &mine, &n, &whole);
+    int rc = cp_replay_run(p, t, &rr->boot, &rr->host, rr->opt->replay_iters,
+                           cp_tmo_outer(rr->opt->timeout_s), &mine, &n, &whole);
     double *wholes = calloc((size_t)rr->boot.nranks, sizeof(double));
     if (wholes == NULL || cp_oob_allgather(&whole, wholes, sizeof(whole)) != 0) {
         rc = -1;

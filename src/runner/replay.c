@@ -8,6 +8,7 @@
 #include "colls/colls.h"
 #include "colls/data.h"
 #include "runner/agree.h"
+#include "wd/watchdog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,11 +320,12 @@ static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, do
 }
 
 /* The replays: every op of o[n] in order, iters times; times[op * iters + it]. */
-static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double *times,
-                    double *whole)
+static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
+                    double *times, double *whole)
 {
     for (int it = 0; it < iters; it++) {
-        cp_oob_barrier(); /* every replay starts together */
+        cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
+        cp_oob_barrier();                     /* every replay starts together */
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
             double us = o[i].op >= 0 && !o[i].failed ? run_one(p, &o[i], g) : 0;
@@ -334,7 +336,7 @@ static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
 }
 
 int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
-                  const collprof_host_t *world, int iters, collprof_replay_row_t **rows,
+                  const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
                   size_t *nrows, double *whole_us)
 {
     *rows = NULL;
@@ -355,7 +357,8 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
              CP_AGREE_OK &&
          alloc_bufs(p, t, g, b->nranks) == 0;
     if (ok) {
-        replays(p, o, n, g, iters, times, whole);
+        replays(p, o, n, g, iters, tmo, times, whole);
+        cp_wd_beat(CP_WD_GATHER, -1, -1, 0, tmo);
         for (size_t i = 0; i < n; i++) {
             op_row(p, &o[i], t, &times[i * (size_t)iters], iters, &out[i]);
         }

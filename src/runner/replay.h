@@ -34,11 +34,12 @@ void cp_replay_groups_stop(cp_plugin_t *p, cp_rgroup_t *g, size_t ngroups);
 /** Make group g's out-of-band functions the current ones (before any call on its context). */
 void cp_replay_groups_use(cp_rgroup_t *g, size_t gi);
 
-/** Collective over the job: replay t iters times on p; this rank's op rows in *rows (*nrows,
- *  malloc'ed, in seq order) and the p50 of the sum of its ops' times per replay in *whole_us.
- *  0, or -1 when out of memory. */
+/** Collective over the job: replay t iters times on p, each replay within tmo seconds (the
+ *  watchdog's; 0: none); this rank's op rows in *rows (*nrows, malloc'ed, in seq order) and
+ *  the p50 of the sum of its ops' times per replay in *whole_us.  0, or -1 when out of
+ *  memory. */
 int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
-                  const collprof_host_t *world, int iters, collprof_replay_row_t **rows,
+                  const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
                   size_t *nrows, double *whole_us);
 
 /** Do the splits of alltoallv op r agree with those of the same op (the k-th alltoallv of the
