@@ -109,6 +109,17 @@ if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ]; then
     ok $? "two backends in one run: one /replay table, a whole-trace row each (exit $rc)"
 fi
 
+if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ] &&
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ]; then
+    mkdir -p mr
+    cp_mpirun 2 --backends mpi --replay c.h5 --replay-iters 2 --output-dir mr
+    h5=$(ls mr/collprof_*.h5 2>/dev/null | head -n 1)
+    [ "$rc" -eq 0 ] && [ -n "$h5" ] &&
+        rows "$h5" replay | awk -F'|' '$1 == "op" { print $3 "|" $4 "|" $5 "|" $7 "|" $8 }' |
+        diff -q want - >/dev/null
+    ok $? "mpirun -np 2: the mpi replay's sequence is the trace's (exit $rc)"
+fi
+
 cp_run --np 1 --backends self --replay c.h5 --output-dir .
 [ "$rc" -eq 2 ] && grep -q 'recorded on 2 ranks and this run has 1' err
 ok $? "a trace of 2 ranks is refused on 1 with the numbers (exit $rc: $(head -c 200 err))"
