@@ -22,7 +22,8 @@ typedef struct cp_rgroup {
     int own;      /**< ctx is a group context of ours (finalize it) */
     void *buf[2]; /**< send, receive buffers of bytes each, from ctx */
     size_t bytes;
-    char err[256]; /**< why it has no context, else "" */
+    char err[256];        /**< why it has no context, else "" */
+    collprof_host_t host; /**< its group context's host (valid until it is finalized) */
 } cp_rgroup_t;
 
 /** Collective over the job: the contexts of every group of t on plugin p (members alone get

@@ -13,7 +13,6 @@
 /* The group whose out-of-band functions the host table's point to: a host's functions take no
  * context, and every call on a group's context is made with its group current. */
 static cp_oob_group_t *cur;
-static collprof_host_t ghost;
 
 static int g_allgather(const void *in, void *out, size_t len)
 {
@@ -93,17 +92,18 @@ static void group_ctx(cp_plugin_t *p, size_t gi, cp_rgroup_t *g, const cp_boot_t
         rc = COLLPROF_ERR_NOT_SUPPORTED;
         snprintf(why, sizeof(why), "backend %s runs on the whole job only", p->name);
     } else if (g->me >= 0) {
-        ghost = *world;
-        ghost.rank = g->me;
-        ghost.nranks = g->n;
-        ghost.world_ranks = g->ranks;
-        ghost.world_nranks = b->nranks;
-        ghost.oob_allgather = g_allgather;
-        ghost.oob_bcast = g_bcast;
-        ghost.oob_barrier = g_barrier;
-        ghost.oob_alltoall = g_alltoall;
+        collprof_host_t *h = &g->host; /* the plugin may keep it: one per group */
+        *h = *world;
+        h->rank = g->me;
+        h->nranks = g->n;
+        h->world_ranks = g->ranks;
+        h->world_nranks = b->nranks;
+        h->oob_allgather = g_allgather;
+        h->oob_bcast = g_bcast;
+        h->oob_barrier = g_barrier;
+        h->oob_alltoall = g_alltoall;
         cp_replay_groups_use(g, gi);
-        rc = p->be->init(&ghost, &g->ctx);
+        rc = p->be->init(h, &g->ctx);
         if (rc != COLLPROF_OK) {
             g->ctx = NULL;
             snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc),
