@@ -6,7 +6,8 @@
 # replayed and checked ok (wrong 0), the others said (send, recv, wait: skipped; a type the
 # backend lacks: unsupported); the fixture's all_to_allv, whose splits do not match between
 # its ranks, is skipped with the reason.  With --np 3 the groups are groups of 2 of 3 ranks
-# (the split contexts).  A trace recorded on more ranks than the run has is refused.
+# (the split contexts); a 4-rank trace of the world and two halves replays every op ok.
+# A trace recorded on more ranks than the run has is refused.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 need_report
 [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
@@ -98,6 +99,31 @@ for b in self gloo; do
     bad=$(awk -F'|' '$5 !~ /^(send|recv|wait)$/ && $16 != "ok" && $16 != "unsupported"' "ops.$b.3.c")
     [ "$rc" -eq 0 ] && diff -q want "got.$b.3.c" >/dev/null && [ -z "$bad" ]
     ok $? "$b: --np 3: the 2-rank groups as group contexts of 2 of 3 ranks, ok"
+done
+
+# four ranks, the world and two halves (disjoint group contexts started side by side), a
+# broadcast rooted at each half's second rank: every op ok, in order, on each backend
+for r in 0 1 2 3; do
+    h=$((r / 2))
+    cat >"q-rank$r.json" <<EOF
+[
+  {"comms": "all_reduce", "seqnum": 1, "pg_id": 0, "global_ranks": [0, 1, 2, 3], "in_msg_size": 4096, "out_msg_size": 4096, "dtype": "Float"},
+  {"comms": "all_reduce", "seqnum": 2, "pg_id": $((h + 1)), "global_ranks": [$((2 * h)), $((2 * h + 1))], "in_msg_size": 1000, "out_msg_size": 1000, "dtype": "Int"},
+  {"comms": "broadcast", "seqnum": 3, "pg_id": $((h + 1)), "global_ranks": [$((2 * h)), $((2 * h + 1))], "root": $((2 * h + 1)), "in_msg_size": 64, "out_msg_size": 64, "dtype": "Double"},
+  {"comms": "all_gather", "seqnum": 4, "pg_id": 0, "global_ranks": [0, 1, 2, 3], "in_msg_size": 16, "out_msg_size": 64, "dtype": "Float"},
+  {"comms": "barrier", "seqnum": 5, "pg_id": 0, "global_ranks": [0, 1, 2, 3]}
+]
+EOF
+done
+"$REPORT" import --trace param q-rank0.json q-rank1.json q-rank2.json q-rank3.json -o q.h5 >q.out 2>&1
+ok $? "a 4-rank trace with two halves imports"
+rows q.h5 trace_ops | awk -F'|' 'NF > 1 { print $1 "|" $2 "|" $3 "|" $7 "|" $8 }' >want4
+for b in self gloo mpi; do
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+    replay "$b" 4 q
+    n=$(awk -F'|' '$16 == "ok" && $15 == 0' "ops.$b.4.q" | wc -l)
+    [ "$rc" -eq 0 ] && diff -q want4 "got.$b.4.q" >/dev/null && [ "$n" -eq 20 ]
+    ok $? "$b: --np 4, world and halves: the sequence is the trace's, all 20 ops ok ($n, exit $rc)"
 done
 
 if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ]; then
