@@ -210,6 +210,31 @@
     X(trace_members, COLLPROF_TRACE_MEMBER_COLUMNS, collprof_trace_member_row_t)                   \
     X(trace_splits, COLLPROF_TRACE_SPLIT_COLUMNS, collprof_trace_split_row_t)
 
+/* /replay: a replay of a trace (collprof --replay, docs/replay.md), in a run's file; absent
+ * from other files.  Rows of three kinds (what): "op", one per rank and op of the trace in its
+ * order; "type", one per operation x message size x group, the op rows of every rank folded;
+ * "trace", one for the whole trace. */
+#define COLLPROF_REPLAY_COLUMNS(X)                                                                       \
+    X(what,          STR,    8, 0, "",      "op, type or trace")                                         \
+    X(backend,       STR,   32, 0, "",      "backend plugin name")                                       \
+    X(rank,          I32,    0, 0, "",      "op: the global rank that issued it; else -1")               \
+    X(seq,           I64,    0, 0, "",      "op: its seq in /trace_ops; else -1")                        \
+    X(op,            STR,   16, 0, "",      "collprof's operation (send, recv, wait as recorded); trace: empty") \
+    X(dtype,         STR,   16, 0, "",      "element type replayed")                                     \
+    X(bytes,         U64,    0, 0, "B",     "the message size as recorded")                              \
+    X(group,         I32,    0, 0, "",      "its process group (/trace_groups row); trace: -1")          \
+    X(group_size,    I32,    0, 0, "",      "members of the group")                                      \
+    X(ops,           I64,    0, 0, "",      "op: 1; type: its op rows; trace: every op row")             \
+    X(iterations,    I32,    0, 0, "",      "replays of the trace (--replay-iters)")                     \
+    X(time_p50_us,   F64,    0, 0, "us",    "op: p50 over the replays; type: median of its ops' p50; trace: the slowest rank's p50 of its ops' sum") \
+    X(recorded_us,   F64,    0, 0, "us",    "the recorded duration (type: median; trace: the recorded window); -1: none") \
+    X(ratio,         F64,    0, 0, "",      "time_p50_us / recorded_us; 0: nothing recorded")             \
+    X(wrong,         U64,    0, 0, "",      "wrong elements, every replay (type, trace: summed)")        \
+    X(status,        STR,   16, 0, "",      "ok, wrong, error, unsupported or skipped (type, trace: the worst)")      \
+    X(note,          STR,  128, 0, "",      "why an op was not replayed as recorded, else empty")
+
+#define COLLPROF_REPLAY_TABLES(X) X(replay, COLLPROF_REPLAY_COLUMNS, collprof_replay_row_t)
+
 /* /counters: hardware and host counters around each cell (collprof --counters, added in
  * 1.11; docs/metrics.md), one row per cell, node and counter, read by the node's first rank
  * just before and just after the cell's warm-up and timed iterations; absent from files
@@ -359,6 +384,10 @@ typedef struct collprof_trace_member_row {
 typedef struct collprof_trace_split_row {
     COLLPROF_TRACE_SPLIT_COLUMNS(COLLPROF_ROW_FIELD)
 } collprof_trace_split_row_t;
+
+typedef struct collprof_replay_row {
+    COLLPROF_REPLAY_COLUMNS(COLLPROF_ROW_FIELD)
+} collprof_replay_row_t;
 
 typedef struct collprof_counter_row {
     COLLPROF_COUNTER_COLUMNS(COLLPROF_ROW_FIELD)

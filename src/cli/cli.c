@@ -158,6 +158,16 @@ const cli_opt_t cli_opts[] = {
      "cross (one rank per node) groups, every group at once\n"
      "(nccl-tests' split communicators; default: none)",
      NULL},
+    {"replay", 0, "TRACE", cli_h_string, NULL, OPT_FIELD(replay),
+     "replay a trace (collprof-report import --trace) instead\n"
+     "of the matrix: its groups, its ops in order, checked",
+     NULL},
+    {"replay-iters", 0, "N", cli_h_int, "--replay-iters 1 100000", OPT_FIELD(replay_iters),
+     "times the whole trace is replayed (default: 5)", NULL},
+    {"gaps", 0, "MODE", cli_h_string, NULL, OPT_FIELD(gaps),
+     "time between a replay's ops: none (back to back, the\n"
+     "only mode yet; the default)",
+     NULL},
     {"sweep-sizes", 0, "S,L", cli_h_sweep_sizes, NULL, 0, 0,
      "link sweep messages: latency at S, bandwidth at L\n"
      "bytes (default: 8,4M)",
@@ -322,6 +332,27 @@ static int screen_options(cp_options_t *opt, char *err, size_t errlen)
     return 0;
 }
 
+/* --replay replays a trace instead of the matrix; its options need it. */
+static int replay_options(cp_options_t *opt, char *err, size_t errlen)
+{
+    if (opt->replay[0] == '\0' && (opt->replay_iters != 0 || opt->gaps[0] != '\0')) {
+        snprintf(err, errlen, "--replay-iters and --gaps shape a replay: add --replay TRACE");
+        return -1;
+    }
+    if (opt->gaps[0] != '\0' && strcmp(opt->gaps, "none") != 0) {
+        snprintf(err, errlen, "--gaps %s: only none is implemented yet (back to back)", opt->gaps);
+        return -1;
+    }
+    if (opt->replay[0] != '\0' && (opt->link_sweep || opt->screen || opt->healthcheck)) {
+        snprintf(err, errlen,
+                 "--replay replays a trace: leave out --screen, --link-sweep and "
+                 "--healthcheck");
+        return -1;
+    }
+    opt->replay_iters = opt->replay_iters > 0 ? opt->replay_iters : 5;
+    return 0;
+}
+
 /* --healthcheck sets its own matrix; its options need it.  Fills its defaults. */
 static int health_options(const cli_state_t *st, char *err, size_t errlen)
 {
@@ -362,7 +393,8 @@ static int health_options(const cli_state_t *st, char *err, size_t errlen)
 static int finish_specs(cli_state_t *st, char *err, size_t errlen)
 {
     cp_options_t *opt = st->opt;
-    if (health_options(st, err, errlen) != 0 || screen_options(opt, err, errlen) != 0) {
+    if (health_options(st, err, errlen) != 0 || screen_options(opt, err, errlen) != 0 ||
+        replay_options(opt, err, errlen) != 0) {
         return -1;
     }
     if (opt->link_sweep && sweep_spec(st, err, errlen) != 0) {

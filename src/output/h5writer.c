@@ -388,6 +388,11 @@ int cp_h5_screen(cp_h5_t *h, const collprof_screen_row_t *rows, size_t n)
     return whole_table(h, &cp_h5_table_screen, rows, n);
 }
 
+int cp_h5_replay(cp_h5_t *h, const collprof_replay_row_t *rows, size_t n)
+{
+    return whole_table(h, &cp_h5_table_replay, rows, n);
+}
+
 void cp_h5_close(cp_h5_t *h, const char *status)
 {
     if (h == NULL) {

@@ -484,6 +484,17 @@ int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t
     return flushed(s);
 }
 
+int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n)
+{
+    errno = 0;
+#ifdef CP_HAVE_HDF5
+    h5_written(s, s->h5 != NULL ? cp_h5_replay(s->h5, rows, n) : 0);
+#endif
+    cp_replay_print(s->f, rows, n);
+    cp_replay_print(stdout, rows, n);
+    return flushed(s);
+}
+
 /* What a screen's status (cp_screen_status) means. */
 static const char *screen_words(int status)
 {

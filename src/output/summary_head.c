@@ -319,5 +319,14 @@ void cp_summary_print_head(FILE *f, const cp_run_info_t *ri)
 {
     print_job(f, ri);
     print_backends(f, ri);
+    if (ri->opt->replay[0] != '\0') { /* the matrix's method does not apply */
+        fprintf(f,
+                "replay:     %s (docs/replay.md): each rank's ops in recorded order, back to\n"
+                "            back (--gaps none), %d replays; each op's blocking call timed\n"
+                "            with CLOCK_MONOTONIC, its inputs filled and its output checked\n"
+                "            exactly around it, every replay; p50 over the replays\n",
+                ri->opt->replay, ri->opt->replay_iters);
+        return;
+    }
     print_method(f, ri);
 }

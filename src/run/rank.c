@@ -196,6 +196,9 @@ static int rank_prepare(cp_rank_run_t *rr)
                  rr->opt->screen ? "--screen" : "--link-sweep", b->nranks, b->hostname);
         status = CP_EXIT_USAGE;
     }
+    if (status == 0 && rr->opt->replay[0] != '\0') {
+        status = cp_replay_prepare(rr, err, sizeof(err));
+    }
     if (status == 0 && b->rank == 0 && !rr->opt->dry_run &&
         cp_output_dir_check(cp_output_dir(rr->opt), "--output-dir", err, sizeof(err)) != 0) {
         status = CP_EXIT_USAGE;
@@ -260,7 +263,7 @@ static int rank_open(cp_rank_run_t *rr, int argc, char **argv)
         free(rr->affinity);
         rr->affinity = NULL;
     }
-    if (!rr->opt->link_sweep &&
+    if (!rr->opt->link_sweep && rr->opt->replay[0] == '\0' &&
         cp_limits_measure(&rr->plan, rr->plugins, rr->nplugins, b, &rr->limits) != 0) {
         cp_log(CP_LOG_WARN, "the memory-copy limit could not be measured");
     }
@@ -390,6 +393,7 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
         int opened = rank_open(&rr, argc, argv);
         phase_mark(PH_OPEN);
         exit_status = opened != 0       ? CP_EXIT_FAILED
+                      : opt->replay[0]  ? cp_loop_replay(&rr, &stopped)
                       : opt->screen     ? cp_loop_screen(&rr, &stopped)
                       : opt->link_sweep ? cp_loop_sweep(&rr, &stopped)
                                         : cp_loop_cells(&rr, &stopped);
@@ -402,6 +406,7 @@ int cp_rank_run(int argc, char **argv, cp_options_t *opt)
         cp_split_stop(rr.plugins, rr.nplugins);
         cp_backends_finalize(rr.plugins, rr.nplugins);
     }
+    cp_replay_free(&rr);
     cp_limits_free(&rr.limits);
     cp_prov_free(rr.plugins, rr.nplugins);
     cp_plugins_unload(rr.plugins, rr.nplugins);

@@ -50,7 +50,11 @@
     CP_H5_COLUMN(collprof_trace_split_row_t, name, kind, opt)
 
 COLLPROF_TABLES(CP_H5_TABLE_DEF)
+#define CP_H5_COLUMN_OF_replay(name, kind, size, opt, unit, doc)                                   \
+    CP_H5_COLUMN(collprof_replay_row_t, name, kind, opt)
+
 COLLPROF_TRACE_TABLES(CP_H5_TABLE_DEF)
+COLLPROF_REPLAY_TABLES(CP_H5_TABLE_DEF)
 COLLPROF_CELL_TABLES(CP_H5_TABLE_DEF)
 
 #define CP_H5_ROOT_ATTR(name, kind, doc)                                                           \

@@ -34,6 +34,8 @@ typedef struct cp_h5_table {
 COLLPROF_TABLES(CP_H5_TABLE_DECL)
 /* cp_h5_table_trace_ops, _trace_groups, _trace_members, _trace_splits: a trace file's */
 COLLPROF_TRACE_TABLES(CP_H5_TABLE_DECL)
+/* cp_h5_table_replay: a replay's (collprof --replay) */
+COLLPROF_REPLAY_TABLES(CP_H5_TABLE_DECL)
 /* cp_h5_table_provenance: a table inside /cells/<cell> */
 COLLPROF_CELL_TABLES(CP_H5_TABLE_DECL)
 #undef CP_H5_TABLE_DECL

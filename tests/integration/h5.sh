@@ -25,7 +25,7 @@ ok $? "a finished run is marked complete"
 
 # every column and root attribute of the schema header is documented and written (the /links
 # and /screen columns only by a link sweep or a screen: links.sh and test_reader check those;
-# the trace tables only by import --trace: trace.sh;
+# the trace tables only by import --trace: trace.sh; /replay only by --replay: replay.sh;
 # /baseline is a baseline file's, which screen.sh makes)
 cols=$(sed '/^#define COLLPROF_TABLES/,/^$/d' "$COLLPROF_SRCDIR/include/collprof/schema.h" |
     sed -n 's/^ *X(\([a-z0-9_]*\), .*/\1/p')
@@ -33,6 +33,7 @@ sweep_only=$(sed -n -e '/^#define COLLPROF_LINK_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*
     -e '/^#define COLLPROF_SCREEN_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \
     -e '/^#define COLLPROF_BASELINE_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \
     -e '/^#define COLLPROF_TRACE_/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \
+    -e '/^#define COLLPROF_REPLAY_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \
     "$COLLPROF_SRCDIR/include/collprof/schema.h" | tr '\n' ' ')
 missing=
 for c in $cols; do

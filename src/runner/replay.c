@@ -1,0 +1,381 @@
+#include "config.h"
+
+#include "runner/replay.h"
+
+#include "base/log.h"
+#include "base/stats.h"
+#include "chan/oob.h"
+#include "colls/colls.h"
+#include "colls/data.h"
+#include "runner/agree.h"
+#include "wd/watchdog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* One op of this rank, prepared before the first replay. */
+typedef struct rop {
+    const collprof_trace_op_row_t *t;
+    int op;         /**< collprof_op_t; -1: not replayed (note says why) */
+    int group;      /**< its /trace_groups row */
+    cp_xfer_t x;    /**< its transfer on its group's context */
+    cp_a2av_t a2av; /**< alltoallv's counts in the context's rank order */
+    size_t *counts; /**< the four arrays of a2av, one block */
+    uint64_t wrong;
+    int failed; /**< the backend failed it */
+    int unsup;  /**< the backend does not offer its op or type */
+    char note[128];
+} rop_t;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* The index of job rank r in group g (its context's rank), -1 when not a member. */
+static int ctx_rank(const cp_rgroup_t *g, int r)
+{
+    for (int i = 0; i < g->n; i++) {
+        if (g->ranks[i] == r) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The largest split of the trace: alltoallv's stride, the same on every rank. */
+static uint64_t max_split(const cp_trace_t *t)
+{
+    uint64_t m = 1;
+    for (size_t i = 0; i < t->nsplits; i++) {
+        m = t->splits[i].count > m ? t->splits[i].count : m;
+    }
+    return m;
+}
+
+/* alltoallv's arrays from the trace's splits (trace group-rank order) in ctx rank order. */
+static int a2av_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
+{
+    int n = g->n;
+    const collprof_trace_group_row_t *gr = &t->groups[o->group];
+    o->counts = calloc(4 * (size_t)n, sizeof(size_t));
+    if (o->counts == NULL) {
+        return -1;
+    }
+    cp_a2av_t *a = &o->a2av;
+    a->n = n;
+    a->sendcounts = o->counts;
+    a->sdispls = o->counts + n;
+    a->recvcounts = o->counts + 2 * n;
+    a->rdispls = o->counts + 3 * n;
+    a->stride = max_split(t);
+    for (int i = 0; i < n; i++) { /* trace group rank i is job rank members[i] */
+        int c = ctx_rank(g, t->members[gr->member_off + i].rank);
+        uint64_t in = o->t->in_count / (uint64_t)n, out = o->t->out_count / (uint64_t)n;
+        if (o->t->nsplit == n) {
+            in = t->splits[o->t->split_off + i].count;
+            out = t->splits[o->t->split_off + n + i].count;
+        }
+        a->sendcounts[c] = in;
+        a->recvcounts[c] = out;
+    }
+    for (int c = 0; c < n; c++) {
+        a->sdispls[c] = c > 0 ? a->sdispls[c - 1] + a->sendcounts[c - 1] : 0;
+        a->rdispls[c] = c > 0 ? a->rdispls[c - 1] + a->recvcounts[c - 1] : 0;
+        a->send_total += a->sendcounts[c];
+        a->recv_total += a->recvcounts[c];
+    }
+    o->x.a2av = a;
+    return 0;
+}
+
+/* Op o as collprof runs it on its group's context; o->op -1 with a note when it cannot. */
+static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp_rgroup_t *gs,
+                   int rank)
+{
+    const collprof_trace_op_row_t *r = o->t;
+    const cp_rgroup_t *g = &gs[r->group];
+    o->group = r->group;
+    o->op = cp_coll_from_name(r->op);
+    if (!strcmp(r->op, "wait")) {
+        o->op = -1;
+        snprintf(o->note, sizeof(o->note), "async ops are waited at once: nothing to wait for");
+        return 0;
+    }
+    unsigned f = o->op >= 0 ? cp_op_flags((collprof_op_t)o->op) : 0;
+    if (o->op < 0 || o->op == COLLPROF_OP_SENDRECV || (f & COLLPROF_OPF_NONBLOCKING) ||
+        ((f & COLLPROF_OPF_VARIABLE) && o->op != COLLPROF_OP_ALLTOALLV)) {
+        snprintf(o->note, sizeof(o->note), "%s is not replayed yet", r->op);
+        o->op = -1;
+        return 0;
+    }
+    if (g->ctx == NULL) {
+        snprintf(o->note, sizeof(o->note), "%s", g->err[0] ? g->err : "its group has no context");
+        o->op = -1;
+        return 0;
+    }
+    int dt = r->dtype[0] ? cp_dtype_from_name(r->dtype) : COLLPROF_DTYPE_UINT8;
+    if (dt < 0) {
+        snprintf(o->note, sizeof(o->note), "element type %s unknown", r->dtype);
+        o->op = -1;
+        return 0;
+    }
+    uint64_t count = r->in_count > r->out_count ? r->in_count : r->out_count;
+    if (count == 0 && r->bytes > 0) {
+        count = r->bytes / collprof_dtype_size(dt);
+    }
+    o->x = (cp_xfer_t){.op = (collprof_op_t)o->op,
+                       .dtype = (collprof_dtype_t)dt,
+                       .redop = COLLPROF_REDOP_SUM,
+                       .root = r->root >= 0 ? ctx_rank(g, r->root) : 0,
+                       .rank = ctx_rank(g, rank),
+                       .n = g->n,
+                       .count = cp_coll_effective_count((collprof_op_t)o->op, count, g->n)};
+    if (!(p->caps.ops & COLLPROF_BIT(o->op)) || !(p->caps.dtypes & COLLPROF_BIT(dt))) {
+        snprintf(o->note, sizeof(o->note), "backend %s does not offer %s of %s", p->name,
+                 collprof_op_name(o->op), collprof_dtype_name(dt));
+        o->op = -1;
+        o->unsup = 1;
+        return 0;
+    }
+    if (o->x.root < 0) {
+        snprintf(o->note, sizeof(o->note), "its root %d is not in its group", r->root);
+        o->op = -1;
+        return 0;
+    }
+    if (o->x.count != count) {
+        snprintf(o->note, sizeof(o->note), "count %llu rounded to %llu (a multiple of %d)",
+                 (unsigned long long)count, (unsigned long long)o->x.count, g->n);
+    }
+    if (o->op == COLLPROF_OP_REDUCE || o->op == COLLPROF_OP_ALLREDUCE ||
+        o->op == COLLPROF_OP_REDUCESCATTER) {
+        snprintf(o->note + strlen(o->note), sizeof(o->note) - strlen(o->note), "%sreduced by sum",
+                 o->note[0] ? "; " : "");
+    }
+    if (r->req >= 0) {
+        snprintf(o->note + strlen(o->note), sizeof(o->note) - strlen(o->note),
+                 "%sasync: issued and waited at once", o->note[0] ? "; " : "");
+    }
+    if (o->op == COLLPROF_OP_ALLTOALLV &&
+        !cp_replay_splits_agree(t, r, o->note + strlen(o->note),
+                                sizeof(o->note) - strlen(o->note))) {
+        o->op = -1; /* every member skips it: the same trace, the same answer */
+        return 0;
+    }
+    return o->op == COLLPROF_OP_ALLTOALLV ? a2av_of(o, t, g) : 0;
+}
+
+/* An upper bound of the bytes of op r's buffers, the same on every rank. */
+static size_t bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r)
+{
+    int dt = r->dtype[0] ? cp_dtype_from_name(r->dtype) : COLLPROF_DTYPE_UINT8;
+    size_t es = dt >= 0 ? collprof_dtype_size(dt) : 1;
+    uint64_t e = r->in_count > r->out_count ? r->in_count : r->out_count;
+    uint64_t in = 0, out = 0;
+    for (int i = 0; r->nsplit > 0 && i < r->nsplit; i++) {
+        in += t->splits[r->split_off + i].count;
+        out += t->splits[r->split_off + r->nsplit + i].count;
+    }
+    e = in > e ? in : e;
+    e = out > e ? out : e;
+    size_t b = (size_t)e * es;
+    return (b > r->bytes ? b : (size_t)r->bytes) + 64;
+}
+
+/* Collective over the job: each group's two buffers, on its members, as large as any op of
+ * the group needs on any rank.  0, or -1 (agreed). */
+static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int nranks)
+{
+    for (size_t i = 0; i < t->nops; i++) {
+        size_t b = bound_bytes(t, &t->ops[i]);
+        cp_rgroup_t *gi = &g[t->ops[i].group];
+        gi->bytes = b > gi->bytes ? b : gi->bytes;
+    }
+    int rc = COLLPROF_OK;
+    char why[256] = "";
+    for (size_t i = 0; i < t->ngroups; i++) {
+        if (g[i].ctx == NULL || g[i].me < 0 || g[i].bytes == 0) {
+            continue;
+        }
+        cp_replay_groups_use(g, i);
+        for (int k = 0; k < 2 && rc == COLLPROF_OK; k++) {
+            rc = p->be->mem_alloc(g[i].ctx, COLLPROF_MEM_HOST, g[i].bytes, &g[i].buf[k]);
+            if (rc != COLLPROF_OK) {
+                g[i].buf[k] = NULL;
+                snprintf(why, sizeof(why), "group %zu: %zu B: %s", i, g[i].bytes,
+                         p->be->last_error(g[i].ctx));
+            }
+        }
+    }
+    cp_agreement_t a;
+    if (cp_agree(nranks, rc, why, &a) != CP_AGREE_OK) {
+        cp_error_once("replay: buffers could not be allocated: rank %d: %s", a.rank, a.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Run op o once on its group (inputs fresh, output poisoned and checked); its time in us,
+ * -1 when the backend failed. */
+static double run_one(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs)
+{
+    cp_rgroup_t *g = &gs[o->group];
+    const cp_coll_t *coll = cp_coll_get(o->x.op);
+    size_t bytes = (size_t)cp_coll_buffer_elems(&o->x) * collprof_dtype_size(o->x.dtype);
+    memset(g->buf[1], 0xff, bytes <= g->bytes ? bytes : g->bytes);
+    coll->fill(&o->x, g->buf[0], g->buf[1]);
+    collprof_args_t a = {.op = o->x.op,
+                         .dtype = o->x.dtype,
+                         .redop = o->x.redop,
+                         .root = o->x.root,
+                         .memtype = COLLPROF_MEM_HOST,
+                         .sendbuf = g->buf[0],
+                         .recvbuf = g->buf[1],
+                         .count = (size_t)o->x.count,
+                         .sendcounts = o->a2av.sendcounts,
+                         .sdispls = o->a2av.sdispls,
+                         .recvcounts = o->a2av.recvcounts,
+                         .rdispls = o->a2av.rdispls};
+    cp_replay_groups_use(gs, (size_t)o->group);
+    double t0 = now_us();
+    int rc = p->be->run(g->ctx, &a);
+    double t = now_us() - t0;
+    if (rc != COLLPROF_OK) {
+        snprintf(o->note, sizeof(o->note), "%s: %s", collprof_status_string(rc),
+                 p->be->last_error(g->ctx));
+        o->failed = 1;
+        return -1;
+    }
+    if (!(cp_op_flags(o->x.op) & COLLPROF_OPF_NODATA)) {
+        o->wrong += coll->check(&o->x, g->buf[1]);
+    }
+    return t;
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+    const rop_t *x = a, *y = b;
+    return x->t->seq < y->t->seq ? -1 : x->t->seq > y->t->seq;
+}
+
+/* This rank's ops of t, in seq order, prepared; NULL when out of memory. */
+static rop_t *my_ops(const cp_plugin_t *p, const cp_trace_t *t, const cp_rgroup_t *g, int rank,
+                     size_t *n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        k += t->ops[i].rank == rank;
+    }
+    rop_t *o = calloc(k + 1, sizeof(*o));
+    *n = 0;
+    for (size_t i = 0; o != NULL && i < t->nops; i++) {
+        if (t->ops[i].rank == rank) {
+            o[(*n)++].t = &t->ops[i];
+        }
+    }
+    if (o != NULL) {
+        qsort(o, *n, sizeof(*o), cmp_seq);
+    }
+    for (size_t i = 0; o != NULL && i < *n; i++) {
+        if (prepare(p, &o[i], t, g, rank) != 0) {
+            free(o); /* (the counts of those before leak only on this failure) */
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* Op row of o: its p50 over the replays from times[iters]. */
+static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, double *times,
+                   int iters, collprof_replay_row_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    snprintf(r->what, sizeof(r->what), "op");
+    snprintf(r->backend, sizeof(r->backend), "%s", p->name);
+    r->rank = o->t->rank;
+    r->seq = o->t->seq;
+    snprintf(r->op, sizeof(r->op), "%s", o->t->op);
+    snprintf(r->dtype, sizeof(r->dtype), "%s",
+             o->op >= 0 ? collprof_dtype_name(o->x.dtype) : o->t->dtype);
+    r->bytes = o->t->bytes;
+    r->group = o->t->group;
+    r->group_size = t->groups[o->t->group].size;
+    r->ops = 1;
+    r->iterations = iters;
+    r->time_p50_us = o->op >= 0 && !o->failed ? cp_stats_median(times, (size_t)iters) : 0;
+    r->recorded_us = o->t->dur_ns >= 0 ? (double)o->t->dur_ns / 1e3 : -1;
+    r->ratio = r->recorded_us > 0 ? r->time_p50_us / r->recorded_us : 0;
+    r->wrong = o->wrong;
+    snprintf(r->status, sizeof(r->status), "%s",
+             o->unsup    ? "unsupported"
+             : o->op < 0 ? "skipped"
+             : o->failed ? "error"
+             : o->wrong  ? "wrong"
+                         : "ok");
+    snprintf(r->note, sizeof(r->note), "%s", o->note);
+}
+
+/* The replays: every op of o[n] in order, iters times; times[op * iters + it]. */
+static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
+                    double *times, double *whole)
+{
+    for (int it = 0; it < iters; it++) {
+        cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
+        cp_oob_barrier();                     /* every replay starts together */
+        whole[it] = 0;
+        for (size_t i = 0; i < n; i++) {
+            double us = o[i].op >= 0 && !o[i].failed ? run_one(p, &o[i], g) : 0;
+            times[i * (size_t)iters + (size_t)it] = us > 0 ? us : 0;
+            whole[it] += us > 0 ? us : 0;
+        }
+    }
+}
+
+int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
+                  const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
+                  size_t *nrows, double *whole_us)
+{
+    *rows = NULL;
+    *nrows = 0;
+    *whole_us = 0;
+    cp_rgroup_t *g = cp_replay_groups_start(p, t, b, world);
+    if (g == NULL) {
+        return -1;
+    }
+    size_t n = 0;
+    rop_t *o = my_ops(p, t, g, b->rank, &n);
+    double *times = calloc(n * (size_t)iters + 1, sizeof(double));
+    double *whole = calloc((size_t)iters, sizeof(double));
+    collprof_replay_row_t *out = calloc(n + 1, sizeof(*out));
+    int ok = o != NULL && times != NULL && whole != NULL && out != NULL;
+    cp_agreement_t a;
+    ok = cp_agree(b->nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) ==
+             CP_AGREE_OK &&
+         alloc_bufs(p, t, g, b->nranks) == 0;
+    if (ok) {
+        replays(p, o, n, g, iters, tmo, times, whole);
+        cp_wd_beat(CP_WD_GATHER, -1, -1, 0, tmo);
+        for (size_t i = 0; i < n; i++) {
+            op_row(p, &o[i], t, &times[i * (size_t)iters], iters, &out[i]);
+        }
+        *whole_us = cp_stats_median(whole, (size_t)iters);
+        *rows = out;
+        *nrows = n;
+        out = NULL;
+    }
+    cp_oob_barrier();
+    cp_replay_groups_stop(p, g, t->ngroups);
+    cp_replay_match_free();
+    for (size_t i = 0; o != NULL && i < n; i++) {
+        free(o[i].counts);
+    }
+    free(o);
+    free(times);
+    free(whole);
+    free(out);
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,52 @@
+/*
+ * collprof --replay (docs/replay.md): every process group of a trace as a context of its
+ * members on one backend (the whole job's own context for a group of every rank, else a
+ * group context as --split starts them, COLLPROF_BACKEND_GROUPS), then this rank's ops in
+ * their recorded order, back to back, each filled and checked exactly as a matrix cell.
+ */
+#ifndef COLLPROF_RUNNER_REPLAY_H
+#define COLLPROF_RUNNER_REPLAY_H
+
+#include "boot/boot.h"
+#include "plugin/loader.h"
+#include "schema/trace_read.h"
+
+#include <collprof/plugin.h>
+#include <collprof/schema.h>
+
+/** One group's context on this rank (replay_groups.c). */
+typedef struct cp_rgroup {
+    int *ranks;   /**< its members as job ranks, ascending */
+    int n, me;    /**< members, this rank's index (-1: not a member) */
+    void *ctx;    /**< the context (NULL: none on this rank) */
+    int own;      /**< ctx is a group context of ours (finalize it) */
+    void *buf[2]; /**< send, receive buffers of bytes each, from ctx */
+    size_t bytes;
+    char err[256];        /**< why it has no context, else "" */
+    collprof_host_t host; /**< its group context's host (valid until it is finalized) */
+} cp_rgroup_t;
+
+/** Collective over the job: the contexts of every group of t on plugin p (members alone get
+ *  one); a group that cannot start leaves its err, agreed on every rank. */
+cp_rgroup_t *cp_replay_groups_start(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
+                                    const collprof_host_t *world);
+/** Collective over the job: free the buffers, finalize the group contexts. */
+void cp_replay_groups_stop(cp_plugin_t *p, cp_rgroup_t *g, size_t ngroups);
+/** Make group g's out-of-band functions the current ones (before any call on its context). */
+void cp_replay_groups_use(cp_rgroup_t *g, size_t gi);
+
+/** Collective over the job: replay t iters times on p, each replay within tmo seconds (the
+ *  watchdog's; 0: none); this rank's op rows in *rows (*nrows, malloc'ed, in seq order) and
+ *  the p50 of the sum of its ops' times per replay in *whole_us.  0, or -1 when out of
+ *  memory. */
+int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
+                  const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
+                  size_t *nrows, double *whole_us);
+
+/** Do the splits of alltoallv op r agree with those of the same op (the k-th alltoallv of the
+ *  group) on every other member (replay_match.c)?  1, else 0 and why. */
+int cp_replay_splits_agree(const cp_trace_t *t, const collprof_trace_op_row_t *r, char *why,
+                           size_t len);
+void cp_replay_match_free(void);
+
+#endif /* COLLPROF_RUNNER_REPLAY_H */
