@@ -116,7 +116,8 @@ static void child(const cp_hc_t *hc, char **argv, const char *cells, const char 
         _exit(127);
     }
     /* a launcher around this check (srun, mpirun) is not the ranks' (they get the embedded
-     * PMIx server): its identity and PMIx are not passed on */
+     * PMIx server): its identity and PMIx are not passed on (PMIx's own settings, PMIX_MCA_*,
+     * are: under the sanitizers they keep its components loaded, for their leak reports) */
     static const char *const launcher[] = {
         "PMIX_",          "PMI_", "OMPI_COMM_WORLD_", "SLURM_STEP_ID=", "SLURM_PROCID=",
         "SLURM_LOCALID=", NULL};
@@ -127,6 +128,7 @@ static void child(const cp_hc_t *hc, char **argv, const char *cells, const char 
             for (int k = 0; launcher[k] != NULL; k++) {
                 drop |= strncmp(*e, launcher[k], strlen(launcher[k])) == 0;
             }
+            drop &= strncmp(*e, "PMIX_MCA_", 9) != 0; /* PMIx's settings: the ranks' too */
             if (drop) {
                 char name[256];
                 snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
