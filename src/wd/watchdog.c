@@ -436,8 +436,10 @@ static void take_resume(const wd_seen_t *pre, double stopped_at, double t)
                t - stopped_at, pre->timeout_s, q);
         take_timeout_at(mine, mine.stalled_s - pre->timeout_s, b);
     }
+    /* a beat from before the stop (the stop took most of the span; the thread saw the beat a
+     * tick before it at most), not one since the resume: moved on by the stop's length */
     pthread_mutex_lock(&wd.mu);
-    if (wd.last_s <= stopped_at) {
+    if (wd.last_s < t - 0.5 * (t - stopped_at)) {
         wd.last_s += t - stopped_at;
     }
     wd.held = 0;
