@@ -480,6 +480,10 @@ static void *wd_main(void *unused)
         if (span > CP_TMO_WD_FROZEN_S) {
             away = span;
             away_at = t;
+            /* a stop ends the wait without the signal sent along with the SIGCONT (a launcher
+             * ending the job sends both): that signal comes first */
+            const struct timespec none = {0, 0};
+            sig = sig > 0 ? sig : sigtimedwait(&set, NULL, &none);
         }
         if (sig > 0) {
             take_signal(sig, t - away_at < 5.0 ? away : span);
