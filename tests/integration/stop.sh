@@ -91,7 +91,8 @@ ok $r "rank 0 resumed after the others gave up: one report, no cell run without 
     grep -q 'status: *incomplete' "$d/rsum"
 r=$?
 ok $r "rank 0 resumed after the others gave up: both files keep the $nok completed cells, one timeout row, incomplete"
-[ "$r" -eq 0 ] && sleep 0.5 || { grep -e '^result' -e '^timeouts' "$s"; grep status "$d/rsum"; } | sed 's/^/# /'
+[ "$r" -eq 0 ] || { grep -e '^result' -e '^timeouts' "$s"; grep status "$d/rsum"; } | sed 's/^/# /'
+sleep 0.5
 ! pgrep -f -- "--output-dir $d" >/dev/null
 ok $? "rank 0 resumed after the others gave up: no process left"
 
