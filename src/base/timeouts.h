@@ -171,5 +171,9 @@ static inline double cp_tmo_outer(double timeout_s)
  * when it did and posted theirs during its CP_TMO_WD_DEPUTY_WAIT_S (as long as rank 0 gives
  * them), so that a run whose rank 0 (and deputy 1) is stopped still ends within --timeout + 5 s. */
 #define CP_TMO_WD_DEPUTY_COLLECT_S CP_TMO_WD_FETCH_WAIT_S
+/* A rank resumed after a stop past its timeout asks the deputies this long whether they gave up
+ * on it (their watchdogs fire within a tick or two of its limit; under Slurm's suspend none
+ * does, and the rank waits this long once, its outputs held). */
+#define CP_TMO_WD_RESUME_ASK_S 1.0
 
 #endif /* COLLPROF_CORE_TIMEOUTS_H */

@@ -34,7 +34,8 @@ static struct {
     atomic_int stop; /* set by cp_wd_stop, read by the thread every tick */
     cp_wd_hooks_t hooks;
     const cp_boot_t *boot; /* under mu: set by the main thread once booted */
-    int held; /* under mu: a report took boot and ends the process (cp_wd_set_boot waits) */
+    int held;       /* under mu: a report took boot and ends the process (cp_wd_set_boot waits) */
+    int own_writer; /* the thread's alone: it holds the writer lock */
     /* the beat */
     int phase, cell, iter, warmup;
     double last_s, timeout_s;
@@ -82,6 +83,9 @@ void cp_wd_unlock(void)
  * is the one stuck (in a write to a hung file system).  1 when held. */
 static int lock_for_good(void)
 {
+    if (wd.own_writer) {
+        return 1;
+    }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)CP_TMO_WD_CLOSE_WAIT_S / 2;
@@ -90,21 +94,26 @@ static int lock_for_good(void)
                              "them as the last completed cell left them");
         return 0;
     }
+    wd.own_writer = 1;
     return 1;
 }
 
 void cp_wd_set_boot(const cp_boot_t *boot)
 {
-    pthread_mutex_lock(&wd.mu);
-    int held = wd.held && boot == NULL;
-    if (!held) {
-        wd.boot = boot;
-    }
-    pthread_mutex_unlock(&wd.mu);
-    /* a report reads the tables the caller is about to free, and ends the process with _exit:
-     * wait for that instead of freeing them under it */
-    while (held) {
-        pause();
+    for (;;) {
+        pthread_mutex_lock(&wd.mu);
+        int held = wd.held && boot == NULL;
+        if (!held) {
+            wd.boot = boot;
+        }
+        pthread_mutex_unlock(&wd.mu);
+        if (!held) {
+            return;
+        }
+        /* a report reads the tables the caller is about to free, and ends the process with
+         * _exit: wait for that instead of freeing them under it (the check after a stop lets
+         * them go again) */
+        usleep(20000);
     }
 }
 
@@ -334,11 +343,9 @@ static void deputy_timeout(cp_wd_rec_t *recs, int n, int me, const cp_boot_t *b)
     _exit(CP_EXIT_TIMEOUT);
 }
 
-static void take_timeout(void)
+/* This rank timed out at record mine, late seconds past its limit (boot b held). */
+static void take_timeout_at(cp_wd_rec_t mine, double late, const cp_boot_t *b)
 {
-    const cp_boot_t *b;
-    double late;
-    cp_wd_rec_t mine = my_record(&b, &late);
     /* the watchdog looks every tick: so late, the whole process was stopped */
     int frozen = late > CP_TMO_WD_FROZEN_S;
     int rank = b ? b->rank : 0, n = b ? b->nranks : 1;
@@ -368,6 +375,85 @@ static void take_timeout(void)
     _exit(CP_EXIT_TIMEOUT);
 }
 
+static void take_timeout(void)
+{
+    const cp_boot_t *b;
+    double late;
+    cp_wd_rec_t mine = my_record(&b, &late);
+    take_timeout_at(mine, late, b);
+}
+
+/* The beat as the thread saw it at its last tick. */
+typedef struct wd_seen {
+    cp_wd_rec_t rec;
+    double last_s, timeout_s;
+} wd_seen_t;
+
+/* The beat into *seen; 1 when the main thread is past its limit. */
+static int look(wd_seen_t *seen)
+{
+    pthread_mutex_lock(&wd.mu);
+    double now = cp_wd_now_s();
+    int stalled = wd.timeout_s > 0 && now - wd.last_s > wd.timeout_s;
+    memset(&seen->rec, 0, sizeof(seen->rec));
+    seen->rec.valid = 1;
+    seen->rec.phase = wd.phase;
+    seen->rec.cell = wd.cell;
+    seen->rec.iter = wd.iter;
+    seen->rec.warmup = wd.warmup;
+    seen->last_s = wd.last_s;
+    seen->timeout_s = wd.timeout_s;
+    pthread_mutex_unlock(&wd.mu);
+    return stalled;
+}
+
+/* The process was stopped (SIGSTOP, a debugger, Slurm's suspend) from stopped_at until t, the
+ * beat then *pre.  Once resumed, the main thread may beat before this thread looks (it
+ * finishes an operation its peers had already fed, or the write it was in), which would hide
+ * a stop past the limit; so the stop is judged here, by the job: when a deputy posted its
+ * record, the others gave up on this rank (they report, or wait for a report, and end), and
+ * this rank times out at the place it was stopped in (rank 0: the timeout row, both files
+ * closed as incomplete, whatever its main thread did meanwhile).  When none did, the whole job
+ * was stopped and resumed together: the stop does not count. */
+static void take_resume(const wd_seen_t *pre, double stopped_at, double t)
+{
+    double stalled = t - pre->last_s;
+    if (pre->timeout_s <= 0 || stalled + CP_TMO_WD_FROZEN_S <= pre->timeout_s) {
+        return; /* well within the limit: no peer can have given up on this stop */
+    }
+    pthread_mutex_lock(&wd.mu);
+    const cp_boot_t *b = hold_boot();
+    pthread_mutex_unlock(&wd.mu);
+    int rank = b ? b->rank : 0, n = b ? b->nranks : 1, dep[CP_WD_DEPUTIES];
+    int ndep = boot_deputies(b, dep), own = rank == 0 && lock_for_good();
+    int q = n > 1 ? cp_wd_gave_up(rank, dep, ndep, CP_TMO_WD_RESUME_ASK_S) : -1;
+    if (q >= 0) {
+        cp_wd_rec_t mine = pre->rec;
+        mine.stalled_s = cp_wd_now_s() - pre->last_s;
+        cp_log(CP_LOG_ERROR,
+               "watchdog: this rank was stopped for %.1f s, past its timeout (%.1f s), and rank %d "
+               "gave up on it",
+               t - stopped_at, pre->timeout_s, q);
+        take_timeout_at(mine, mine.stalled_s - pre->timeout_s, b);
+    }
+    /* a beat from before the stop (the stop took most of the span; the thread saw the beat a
+     * tick before it at most), not one since the resume: moved on by the stop's length */
+    pthread_mutex_lock(&wd.mu);
+    if (wd.last_s < t - 0.5 * (t - stopped_at)) {
+        wd.last_s += t - stopped_at;
+    }
+    wd.held = 0;
+    pthread_mutex_unlock(&wd.mu);
+    if (own) {
+        wd.own_writer = 0;
+        cp_wd_unlock();
+    }
+    cp_log(CP_LOG_INFO,
+           "watchdog: this rank was stopped for %.1f s and resumed with the rest of the job: the "
+           "stop does not count against its timeout",
+           t - stopped_at);
+}
+
 void cp_wd_publish_files(const char *files)
 {
     char buf[CP_WD_FILES_LEN];
@@ -385,6 +471,8 @@ static void *wd_main(void *unused)
      * tick's wait may run out during it) shows as a long span between two
      * returns of the wait, before the signal that woke the process is taken */
     double last = cp_wd_now_s(), away = 0.0, away_at = 0.0;
+    wd_seen_t seen;
+    look(&seen);
     while (!atomic_load(&wd.stop)) {
         int sig = sigtimedwait(&set, NULL, &tick);
         double t = cp_wd_now_s(), span = t - last;
@@ -392,14 +480,18 @@ static void *wd_main(void *unused)
         if (span > CP_TMO_WD_FROZEN_S) {
             away = span;
             away_at = t;
+            /* a stop ends the wait without the signal sent along with the SIGCONT (a launcher
+             * ending the job sends both): that signal comes first */
+            const struct timespec none = {0, 0};
+            sig = sig > 0 ? sig : sigtimedwait(&set, NULL, &none);
         }
         if (sig > 0) {
             take_signal(sig, t - away_at < 5.0 ? away : span);
         }
-        pthread_mutex_lock(&wd.mu);
-        int stalled = wd.timeout_s > 0 && cp_wd_now_s() - wd.last_s > wd.timeout_s;
-        pthread_mutex_unlock(&wd.mu);
-        if (stalled && !atomic_load(&wd.stop)) {
+        if (span > CP_TMO_WD_FROZEN_S && !atomic_load(&wd.stop)) {
+            take_resume(&seen, t - span, t);
+        }
+        if (look(&seen) && !atomic_load(&wd.stop)) {
             take_timeout();
         }
     }

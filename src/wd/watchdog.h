@@ -157,6 +157,11 @@ int cp_wd_may_report(const cp_wd_rec_t *recs, const int *node_ids, int n, int me
  *  turn); its rank, or -1 after wait_s. */
 int cp_wd_wait_done(int me, const int *dep, int ndep, double wait_s);
 
+/** Rank me, resumed after a stop past its timeout: the first deputy other than me that posted
+ *  its record (its watchdog fired: it reports, or waits for a report, and ends), asked once a
+ *  round for wait_s; -1 when none did (the whole job was stopped and resumed together). */
+int cp_wd_gave_up(int me, const int *dep, int ndep, double wait_s);
+
 /** The key-value exchange the watchdog uses (cp_oob_post, cp_oob_fetch_all
  *  by default); tests put their own in (NULL: the default). */
 typedef struct cp_wd_io {

@@ -220,3 +220,29 @@ int cp_wd_wait_done(int me, const int *dep, int ndep, double wait_s)
     }
     return -1;
 }
+
+int cp_wd_gave_up(int me, const int *dep, int ndep, double wait_s)
+{
+    int ask[CP_WD_DEPUTIES], got[CP_WD_DEPUTIES], k = 0;
+    cp_wd_rec_t in[CP_WD_DEPUTIES];
+    for (int i = 0; i < ndep && i < CP_WD_DEPUTIES; i++) {
+        if (dep[i] != me) {
+            ask[k++] = dep[i];
+        }
+    }
+    /* a record is posted once, by a rank whose own watchdog fired: it ends whatever comes */
+    double deadline = cp_wd_now_s() + wait_s;
+    while (k > 0) {
+        io->fetch_all(ask, k, KEY_REC, in, sizeof(in[0]), round_wait(deadline), got);
+        for (int j = 0; j < k; j++) {
+            if (got[j]) {
+                return ask[j];
+            }
+        }
+        if (cp_wd_now_s() >= deadline) {
+            break;
+        }
+        usleep(100000);
+    }
+    return -1;
+}

@@ -3,11 +3,15 @@
  * O(n) requests a round), over forked ranks and a key store in shared memory. */
 #include "config.h"
 
+#include "base/util.h"
 #include "wd/watchdog.h"
 #include "oob_shm.h"
 #include "tap.h"
 
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void describe(void *arg, int cell, char *buf, size_t len)
 {
@@ -219,6 +223,107 @@ static void test_reporter(void)
        nrep, nrep ? who[0] : -1);
 }
 
+/* ---- a rank stopped past its timeout and resumed: the real thread, in a child ---- */
+
+static struct resumed {
+    int timeout_cell; /* 1 + the cell on_timeout recorded (0: none) */
+    int signalled, go_on;
+    char msg[768];
+} * R;
+
+static void r_timeout(void *arg, int cell, const char *msg)
+{
+    (void)arg;
+    snprintf(R->msg, sizeof(R->msg), "%s", msg);
+    __atomic_store_n(&R->timeout_cell, 1 + cell, __ATOMIC_RELEASE);
+}
+
+static void r_signal(void *arg, int sig, int cell)
+{
+    (void)arg;
+    (void)cell;
+    R->signalled = sig;
+}
+
+/* Rank 0 of 2 (rank 1: its first deputy) beats without pause, as a main thread does that
+ * finishes an operation its peer had fed before the stop: once resumed, it beats before the
+ * watchdog looks.  The parent stops it past its timeout (1 s), resumes it, and lets it end. */
+static int r_child(void)
+{
+    static const cp_wd_io_t wio = {w_post, w_fetch_all};
+    static char names[1][256] = {"n1"};
+    static int node_ids[2] = {0, 0};
+    cp_boot_t b;
+    memset(&b, 0, sizeof(b));
+    b.nranks = 2;
+    b.nnodes = 1;
+    b.node_names = names;
+    b.node_ids = node_ids;
+    oob_shm_rank = 0;
+    cp_wd_set_io(&wio);
+    cp_wd_hooks_t h = {.on_timeout = r_timeout, .on_signal = r_signal, .describe = describe};
+    if (cp_wd_start(&h) != 0) {
+        return 99;
+    }
+    cp_wd_set_boot(&b);
+    double prev = cp_now_s(), hurry = 0.0;
+    for (int i = 0; !__atomic_load_n(&R->go_on, __ATOMIC_ACQUIRE); i++) {
+        cp_wd_beat(CP_WD_OP, 1, i, 2, 1.0);
+        /* 20 us between beats, spent without the beat's lock (the watchdog takes it too); for
+         * 0.1 s after a stop none, so that the beat comes before the watchdog looks */
+        double t = cp_now_s();
+        hurry = t - prev > 0.3 ? t + 0.1 : hurry;
+        while (t < hurry ? 0 : cp_now_s() - t < 20e-6) {
+        }
+        prev = t;
+    }
+    cp_wd_set_boot(NULL);
+    cp_wd_stop();
+    return 0;
+}
+
+/* The child's exit status (-1: not exited normally) after a stop of stop_s, the deputy having
+ * given up on it (its record and its "I act" posted) or not (the whole job stopped). */
+static int r_case(int gave_up, double stop_s)
+{
+    memset(W, 0, sizeof(*W));
+    memset(R, 0, sizeof(*R));
+    W->n = 2;
+    if (gave_up) {
+        W->kv[1].rec = rec(CP_WD_OP, 1, 4);
+        W->kv[1].lead = 1;
+        W->kv[1].has_rec = W->kv[1].has_lead = 1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30);
+        _exit(r_child());
+    }
+    usleep(300000);
+    kill(pid, SIGSTOP);
+    usleep((useconds_t)(stop_s * 1e6));
+    kill(pid, SIGCONT);
+    usleep(2500000); /* the resumed child asks for 1 s at most, then acts */
+    __atomic_store_n(&R->go_on, 1, __ATOMIC_RELEASE);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_resumed(void)
+{
+    int rc = r_case(1, 3.0);
+    ok(rc == CP_EXIT_TIMEOUT && R->timeout_cell == 2 && R->signalled == 0,
+       "rank 0 stopped 3 s past its 1 s timeout, its deputy acting, its main thread beating "
+       "first once resumed: cell 1 recorded as timed out, exit 124 (exit %d, cell %d: %s)",
+       rc, R->timeout_cell - 1, R->msg);
+    rc = r_case(0, 3.0);
+    ok(rc == 0 && R->timeout_cell == 0,
+       "every rank stopped 3 s and resumed together (no deputy gave up): no timeout, the run "
+       "goes on (exit %d, cell %d: %s)",
+       rc, R->timeout_cell - 1, R->msg);
+}
+
 static void test_explain(void)
 {
     char hosts[6][256] = {"n0", "n1", "n2", "n3", "n4", "n5"};
@@ -363,5 +468,10 @@ int main(void)
     }
     test_deputies();
     test_reporter();
+    R = mmap(NULL, sizeof(*R), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (R == MAP_FAILED) {
+        return 99;
+    }
+    test_resumed();
     return tap_done();
 }
