@@ -225,6 +225,29 @@ static int next_suspect(const cp_screen_t *s, int *meas, int *slow)
     return best >= 0 ? best : all_slow_node(s);
 }
 
+/* Each suspect not paired yet (no confirmation partner, free in this round) meets a good node
+ * (good_partner; cleared: a suspect its own confirmation cleared is good too); the pairs
+ * planned.  In the confirmation round, and in the recheck rounds for the suspects that found
+ * no good partner free there (more suspects than good nodes: up to half the nodes slow). */
+static int confirm_suspects(cp_screen_t *s, int *partner, int cleared)
+{
+    int planned = 0;
+    unsigned char *pv = cp_attr_marks(s, cleared);
+    for (int i = 0; i < s->n; i++) {
+        if (s->suspect[i] && s->reach[i] && s->confirm_with[i] < 0 && partner[i] < 0) {
+            int g = good_partner(s, i, partner, pv);
+            if (g >= 0) {
+                partner[i] = g;
+                partner[g] = i;
+                s->confirm_with[i] = g;
+                planned++;
+            }
+        }
+    }
+    free(pv);
+    return planned;
+}
+
 int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
 {
     int *meas = malloc(sizeof(int) * (size_t)(s->n > 0 ? s->n : 1));
@@ -237,6 +260,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
     for (int i = 0; i < s->n; i++) {
         partner[i] = -1;
         s->suspect[i] = 0;
+        s->confirm_with[i] = -1;
     }
     for (int b; (b = next_suspect(s, meas, slow)) >= 0;) {
         s->suspect[b] = 1;
@@ -247,7 +271,6 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
         return -1;
     }
     int planned = 0;
-    unsigned char *pv = cp_attr_marks(s, 0);
     for (int l = 0; l < s->nlinks; l++) { /* each end is in at most one: else it is a suspect */
         if (partner[s->link_a[l]] < 0 && partner[s->link_b[l]] < 0) {
             partner[s->link_a[l]] = s->link_b[l];
@@ -255,17 +278,7 @@ int cp_screen_plan_confirm(cp_screen_t *s, int *partner)
             planned++;
         }
     }
-    for (int i = 0; i < s->n; i++) {
-        int g = s->suspect[i] ? good_partner(s, i, partner, pv) : -1;
-        if (g >= 0) {
-            partner[i] = g;
-            partner[g] = i;
-            s->confirm_with[i] = g;
-            planned++;
-        }
-    }
-    free(pv);
-    return planned;
+    return planned + confirm_suspects(s, partner, 0);
 }
 
 /* The confirmation pair of a and b, or NULL. */
@@ -304,34 +317,13 @@ int cp_attr_is_link(const cp_screen_t *s, int a, int b)
     return 0;
 }
 
-/* The suspects that found no good partner free in the confirmation round (more suspects than
- * good nodes: up to half the nodes slow) meet one now, a cleared suspect being good too. */
-static int plan_late_confirm(cp_screen_t *s, int *partner)
-{
-    int planned = 0;
-    unsigned char *pv = cp_attr_marks(s, 1);
-    for (int i = 0; i < s->n; i++) {
-        if (s->suspect[i] && s->reach[i] && s->confirm_with[i] < 0 && partner[i] < 0) {
-            int g = good_partner(s, i, partner, pv);
-            if (g >= 0) {
-                partner[i] = g;
-                partner[g] = i;
-                s->confirm_with[i] = g;
-                planned++;
-            }
-        }
-    }
-    free(pv);
-    return planned;
-}
-
 int cp_screen_plan_recheck(cp_screen_t *s, int *partner)
 {
     int planned = 0;
     for (int i = 0; i < s->n; i++) {
         partner[i] = -1;
     }
-    planned += plan_late_confirm(s, partner);
+    planned += confirm_suspects(s, partner, 1);
     for (size_t i = 0; i < s->npairs && s->link_a != NULL; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         if (!cp_attr_early(p) || !p->slow || !s->reach[p->a] || !s->reach[p->b] ||
