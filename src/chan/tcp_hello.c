@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ int cp_tree_dial_hello(const cp_tree_t *t, const char *addr, uint32_t magic, con
                        uint32_t shape, const int *idx, size_t cnt, double dial_s, double wait_s,
                        char *why, size_t wlen)
 {
-    double until = cp_now_s() + wait_s, pause = 0.02;
+    double until = cp_now_s() + wait_s, pause = 0.02, hear = CHALLENGE_S;
     for (int k = 0; k < DIAL_TRIES; k++) {
         double left = until - cp_now_s();
         int fd = cp_sock_dial(addr, left < dial_s ? left : dial_s, why, wlen);
@@ -102,6 +103,17 @@ int cp_tree_dial_hello(const cp_tree_t *t, const char *addr, uint32_t magic, con
             return -1; /* nobody listens, or the dial's own wait ran out */
         }
         left = until - cp_now_s();
+        /* the listener speaks first: a connection whose challenge does not come within hear
+         * (doubling) is dialled again while time is left.  Past a full accept queue (a flood
+         * of silent connections) the kernel answers with a SYN cookie and may drop the
+         * handshake's last ACK: the connect succeeds, and the listener never sees it. */
+        if (k + 1 < DIAL_TRIES && hear < left && cp_sock_wait(fd, POLLIN, hear) != 1) {
+            close(fd);
+            snprintf(why, wlen, "no challenge from %s within %.0f s", addr, hear);
+            cp_log(CP_LOG_INFO, "control channel: %s; dialling again", why);
+            hear *= 2;
+            continue;
+        }
         int rc = left > 0
                      ? cp_tree_hello(t, fd, addr, magic, purpose, shape, idx, cnt, left, why, wlen)
                      : -1;

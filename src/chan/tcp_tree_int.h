@@ -37,6 +37,7 @@
 #define MAX_LOGGED   16  /* peer addresses whose drops were logged, per accept phase */
 #define MIN_BACKLOG  128 /* a listener's accept queue, at least (the kernel caps it) */
 #define DIAL_TRIES   8   /* introductions tried per connection to a parent */
+#define CHALLENGE_S  2.0 /* a dial's first wait for the listener's challenge (then doubled) */
 #define ACCEPT_BURST 32  /* accepts per listener per turn of the loop: the queue drains */
 
 /* tcp_hello.c */
