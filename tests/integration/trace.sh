@@ -124,8 +124,10 @@ if [ -x /usr/bin/time ]; then
     rc=$?
     rss=$(tail -n 1 rss.out)
     last=$(rows big.h5 trace_ops | tail -n 1 | cut -d'|' -f2,3,5)
+    # the bound is a measurement of memory: not under the sanitizers, whose allocator and
+    # shadow change it (np.sh's peak memory likewise)
     [ "$rc" -eq 0 ] && grep -q '100000 operations' big.out && [ "$last" = "99999|allreduce|32" ] &&
-        [ "$rss" -lt 49152 ]
+        { [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] || [ "$rss" -lt 49152 ]; }
     ok $? "100,000 ops stream into the file in bounded memory (peak RSS ${rss} kB < 48 MiB; last op $last)"
 else
     ok 0 "# SKIP /usr/bin/time not installed"
