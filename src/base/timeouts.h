@@ -80,7 +80,7 @@ static inline double cp_tmo_screen_accept(double deadline_s)
 {
     return cp_tmo_screen_silent(deadline_s);
 }
-_Static_assert(CP_TMO_SCREEN_SILENT_S < CP_TMO_SCREEN_WD_MARGIN_S,
+_Static_assert((long)CP_TMO_SCREEN_SILENT_S < (long)CP_TMO_SCREEN_WD_MARGIN_S, /* (long): clang */
                "a member 0's accept (the deadline + CP_TMO_SCREEN_SILENT_S) must end before its "
                "watchdog fires (the deadline + CP_TMO_SCREEN_WD_MARGIN_S)");
 
