@@ -129,7 +129,7 @@ def k_rows(cases):
 
 
 # Known shortfalls against the goals, held at a floor: (goal, nodes) -> the least share exact.
-SHORTFALLS = {("one slow node", 4): 0.90}
+SHORTFALLS = {}  # none held: 4 nodes met the goal once the screen ran the circle twice
 
 
 def share(c, field="exact"):

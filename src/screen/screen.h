@@ -138,6 +138,9 @@ int cp_screen_outcome_judged(int outcome);
 typedef enum cp_screen_phase {
     CP_SCREEN_RANDOM = 0,  /**< a random round */
     CP_SCREEN_CONFIRM = 1, /**< the confirmation round */
+    CP_SCREEN_REPEAT = 3,  /**< a random round's pair measured again where the rounds went
+                                round the circle twice (4 nodes or fewer): folded into its first
+                                measurement by cp_screen_judge, not judged by itself */
     CP_SCREEN_REPAIR = 2,  /**< a re-pairing round (cp_screen_plan_repair): attributed as a
                                 random round's pair, not in the reference */
 } cp_screen_phase_t;

@@ -401,7 +401,7 @@ void cp_screen_evidence(const cp_screen_t *s, int node, const char *const *names
     for (size_t i = 0, start = at; i < s->npairs && at < len; i++) {
         const cp_screen_pair_t *p = &s->pairs[i];
         int o = cp_attr_other(p, node);
-        if (o < 0) {
+        if (o < 0 || p->phase == CP_SCREEN_REPEAT) { /* folded into its first pass's pair */
             continue;
         }
         const char *sep = at > start ? ", " : "";

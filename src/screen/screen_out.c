@@ -59,7 +59,7 @@ static int link_row(const cp_screen_t *s, int l, const char *backend, const char
     size_t at = 0;
     for (size_t i = 0; i < s->npairs; i++) { /* the link's own pairs only */
         const cp_screen_pair_t *p = &s->pairs[i];
-        if (p->a == (a < b ? a : b) && p->b == (a < b ? b : a)) {
+        if (p->a == (a < b ? a : b) && p->b == (a < b ? b : a) && p->phase != CP_SCREEN_REPEAT) {
             r->score = p->score < r->score ? p->score : r->score;
             int w =
                 snprintf(r->evidence + at, sizeof(r->evidence) - at, "%s%s %.2fx (%s%s%s)",

@@ -121,6 +121,25 @@ if [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ]; then
     ok $? "/links: every column, 6 bandwidth rows per backend${missing:+ (missing:$missing)}"
 fi
 
+# ---- 3b. a 4-node --screen of the same cluster: 4 nodes meet every pair in 3 rounds, so the
+# screen runs the circle twice (6 random rounds, each pair's two figures folded into one;
+# docs/screen.md) and names n3 alone
+t=$(now)
+run4 "$WORK/screen4" --screen --backends "$calm" --sweep-sizes 8,256K -n 20 -w 2 \
+    --screen-threshold 0.1
+out=$WORK/screen4/out
+cp "$WORK/out" "$out" 2>/dev/null
+if [ "$sanitized" != 1 ]; then
+    [ "$rc" -eq 1 ] && [ "$(grep -c '^slow ' "$out")" -eq 1 ] && grep -q '^slow  *n3: ' "$out"
+    ok $? "4-node screen, n3 throttled: exit 1, n3 slow, nothing else (rc $rc, $(since "$t") s)"
+else
+    { [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ]; } && grep -q '^nodes: ' "$out"
+    ok $? "4-node screen, n3 throttled (sanitizers): a verdict, exit $rc"
+fi
+grep -q '^# screen .*round 6/6 (random)' "$out" && ! grep -q '^# screen .*round 7/' "$out"
+ok $? "4-node screen: 6 random rounds, the circle twice"
+[ "$rc" -le 1 ] || sed -n '/^== screen/,$s/^/# /p' "$out"
+
 # ---- 4. stragglers names n3 from sendrecv, alltoall and scatter
 if [ "$sanitized" != 1 ]; then
     t=$(now)

@@ -126,6 +126,60 @@ static void check_schedule(int n, uint64_t seed)
     free(bye);
 }
 
+/* 4 nodes: the circle's 3 rounds twice (cp_screen_random_rounds), each pass perfect
+ * matchings that meet every pair once; a pair's second measurement is folded into its first
+ * by the judgement (geometric mean, no verdict of its own). */
+static void check_twice(uint64_t seed)
+{
+    cp_screen_opts_t o;
+    cp_screen_opts_default(&o);
+    o.seed = seed;
+    cp_screen_t s;
+    cp_screen_init(&s, 4, &o);
+    int rounds = cp_screen_random_rounds(&s), p[4], met[16] = {0}, good = rounds == 6;
+    for (int k = 0; k < rounds; k++) {
+        cp_screen_matching(&s, k, p);
+        for (int a = 0; a < 4; a++) {
+            good &= p[a] >= 0 && p[a] != a && p[p[a]] == a;
+            met[a * 4 + (p[a] & 3)] += a < p[a] ? (k >= 3 ? 10 : 1) : 0;
+        }
+    }
+    for (int a = 0; a < 4; a++) {
+        for (int b = a + 1; b < 4; b++) {
+            good &= met[a * 4 + b] == 11; /* once in each pass */
+        }
+    }
+    ok(good, "n 4 seed %llu: %d rounds, the circle twice, every pair once in each pass",
+       (unsigned long long)seed, rounds);
+    for (int k = 0; k < rounds; k++) { /* every pair at 10 GB/s, pair 0-1 at 2.5 the second time */
+        cp_screen_matching(&s, k, p);
+        for (int a = 0; a < 4; a++) {
+            if (a < p[a]) {
+                cp_screen_pair_t q = {.a = a,
+                                      .b = p[a],
+                                      .round = k,
+                                      .lat_us = 20,
+                                      .bw_gbs = k >= 3 && a == 0 && p[a] == 1 ? 2.5 : 10};
+                cp_screen_add(&s, &q);
+            }
+        }
+    }
+    cp_screen_judge(&s, NULL);
+    int repeats = 0;
+    double first01 = 0;
+    for (size_t i = 0; i < s.npairs; i++) {
+        repeats += s.pairs[i].phase == CP_SCREEN_REPEAT;
+        first01 = s.pairs[i].phase == CP_SCREEN_RANDOM && s.pairs[i].a == 0 && s.pairs[i].b == 1
+                      ? s.pairs[i].bw_gbs
+                      : first01;
+    }
+    ok(repeats == 6 && first01 > 4.99 && first01 < 5.01,
+       "n 4: the second pass folded into the first (%d repeats; pair 0-1 at %.2f GB/s, the "
+       "geometric mean of 10 and 2.5)",
+       repeats, first01);
+    cp_screen_free(&s);
+}
+
 /* ---- scenarios ---------------------------------------------------------------------------- */
 
 /* The scenarios' clusters on two leaf switches, a cross-switch pair sim_spine times as fast
@@ -734,6 +788,7 @@ int main(void)
     check_schedule(16, 1);
     check_schedule(17, 5);
     check_schedule(3, 2);
+    check_twice(3);
     check_schedule(1024, 9);
     check_hostlist();
     check_rejudge();
@@ -762,6 +817,9 @@ int main(void)
     ok(hits == 20, "16 nodes, one hung: unreachable, nothing else flagged, in %d of 20", hits);
     hits = scenario(8, 1, 0.5, 0, 0.10, 20, &rmax);
     ok(hits >= 19, "8 nodes, one at 0.5x: found alone in %d of 20", hits);
+    hits = scenario(4, 1, 0.7, 0, 0.10, 20, &rmax);
+    ok(hits >= 19, "4 nodes, one at 0.7x, jitter 10%%: found alone in %d of 20 (%d rounds)", hits,
+       rmax);
     hits = scenario(4, 1, 0.1, 0, 0.30, 20, &rmax);
     ok(hits >= 19, "4 nodes, one at 0.1x, jitter 30%%: found alone in %d of 20 (%d rounds)", hits,
        rmax);
