@@ -23,6 +23,7 @@ typedef struct np_comm {
     char name[64];
     int nranks, rank, nnodes; /* nranks, nnodes 0: not known (v3) */
     uint64_t p2p_sn;
+    char head[768]; /* its lines' header and metadata, made at the first (ncclprof_rec.c) */
 } np_comm_t;
 
 /* an op as any version describes it */

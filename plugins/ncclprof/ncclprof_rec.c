@@ -81,19 +81,37 @@ static int dtype_size(const char *t)
     return 0;
 }
 
-/* s as a JSON string body (quotes, backslashes and control characters escaped) */
-static void put_str(FILE *f, const char *s)
+/* a line being built: text appended, cut (never overrun) at its size */
+typedef struct {
+    char b[2048];
+    size_t n;
+} np_line_t;
+
+static void add(np_line_t *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(np_line_t *l, const char *fmt, ...)
 {
-    for (; s != NULL && *s != '\0'; s++) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(l->b + l->n, sizeof(l->b) - l->n, fmt, ap);
+    va_end(ap);
+    l->n += k < 0 ? 0 : (size_t)k < sizeof(l->b) - l->n ? (size_t)k : sizeof(l->b) - l->n - 1;
+}
+
+/* s as a JSON string body (quotes, backslashes and control characters escaped) */
+static void add_str(np_line_t *l, const char *s)
+{
+    for (; s != NULL && *s != '\0' && l->n + 8 < sizeof(l->b); s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') {
-            fprintf(f, "\\%c", c);
+            l->b[l->n++] = '\\';
+            l->b[l->n++] = (char)c;
         } else if (c < 0x20) {
-            fprintf(f, "\\u%04x", c);
+            l->n += (size_t)snprintf(l->b + l->n, 8, "\\u%04x", c);
         } else {
-            fputc(c, f);
+            l->b[l->n++] = (char)c;
         }
     }
+    l->b[l->n] = '\0';
 }
 
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -178,60 +196,73 @@ static void counts(const np_op_t *o, int n, uint64_t *in, uint64_t *outc)
     }
 }
 
-static void write_times(const np_op_t *o, const char *p)
+static void add_times(np_line_t *l, const np_op_t *o, const char *p)
 {
     int gpu = o->gpu_start != 0 && o->gpu_stop >= o->gpu_start;
-    int64_t dur = gpu ? (int64_t)(o->gpu_stop - o->gpu_start)
-                      : (o->cpu_stop >= o->cpu_start ? o->cpu_stop - o->cpu_start : -1);
-    fprintf(out, ",\"%s_exec_time_us\":%lld,\"%s_timing_source\":\"%s\",\"exec_time_ns\":%lld", p,
-            (long long)(dur >= 0 ? (dur + 500) / 1000 : 0), p, gpu ? "kernel_gpu" : "cpu",
-            (long long)dur);
-    fprintf(out, ",\"cpu_start_ns\":%lld,\"cpu_stop_ns\":%lld", (long long)o->cpu_start,
-            (long long)(o->stopped ? o->cpu_stop : -1));
+    int64_t dur =
+        gpu ? (int64_t)(o->gpu_stop - o->gpu_start)
+            : (o->stopped && o->cpu_stop >= o->cpu_start ? o->cpu_stop - o->cpu_start : -1);
+    add(l,
+        ",\"%s_exec_time_us\":%lld,\"%s_timing_source\":\"%s\",\"exec_time_ns\":%lld,"
+        "\"cpu_start_ns\":%lld,\"cpu_stop_ns\":%lld",
+        p, (long long)(dur >= 0 ? (dur + 500) / 1000 : 0), p, gpu ? "kernel_gpu" : "cpu",
+        (long long)dur, (long long)o->cpu_start, (long long)(o->stopped ? o->cpu_stop : -1));
     if (gpu) {
-        fprintf(out, ",\"gpu_start_ns\":%llu,\"gpu_stop_ns\":%llu",
-                (unsigned long long)o->gpu_start, (unsigned long long)o->gpu_stop);
+        add(l, ",\"gpu_start_ns\":%llu,\"gpu_stop_ns\":%llu", (unsigned long long)o->gpu_start,
+            (unsigned long long)o->gpu_stop);
     }
-    fprintf(out, ",\"event_trace_ts\":{\"%s_start_ts\":%lld}}}\n", p,
-            (long long)(o->cpu_start / 1000));
+    add(l, ",\"event_trace_ts\":{\"%s_start_ts\":%lld}}}\n", p, (long long)(o->cpu_start / 1000));
+}
+
+/* the communicator's header and metadata, the same on each of its lines: made once (v3: at
+ * its first op's writing, when the op has named the communicator) */
+static const char *comm_head(np_comm_t *c)
+{
+    if (c->head[0] == '\0') {
+        np_line_t l = {.n = 0};
+        add(&l, "{\"header\":{\"id\":\"0x%llx\",\"comm_name\":\"", (unsigned long long)c->hash);
+        add_str(&l, c->name);
+        add(&l, "\",\"rank\":%d", c->rank);
+        if (c->nranks > 0) {
+            add(&l, ",\"n_ranks\":%d,\"nnodes\":%d", c->nranks, c->nnodes);
+        }
+        add(&l,
+            "},\"metadata\":{\"collprof_nccl_profiler\":\"1\",\"profiler_api\":\"v%d\","
+            "\"hostname\":\"",
+            c->api);
+        add_str(&l, host);
+        add(&l, "\",\"pid\":%ld},", (long)getpid());
+        snprintf(c->head, sizeof(c->head), "%s", l.b);
+    }
+    return c->head;
 }
 
 /* One op as a JSON line, Inspector v4.0's layout plus collprof's fields. */
 static void write_op(np_op_t *o)
 {
-    const np_comm_t *c = o->comm;
+    np_line_t l = {.n = 0};
     const char *p = o->p2p ? "p2p" : "coll";
     uint64_t in, oc;
-    counts(o, c->nranks, &in, &oc);
-    fprintf(out, "{\"header\":{\"id\":\"0x%llx\",\"comm_name\":\"", (unsigned long long)c->hash);
-    put_str(out, c->name);
-    fprintf(out, "\",\"rank\":%d", c->rank);
-    if (c->nranks > 0) {
-        fprintf(out, ",\"n_ranks\":%d,\"nnodes\":%d", c->nranks, c->nnodes);
-    }
-    fprintf(out,
-            "},\"metadata\":{\"collprof_nccl_profiler\":\"1\",\"profiler_api\":\"v%d\","
-            "\"hostname\":\"",
-            c->api);
-    put_str(out, host);
-    fprintf(out, "\",\"pid\":%ld},\"%s_perf\":{\"%s\":\"", (long)getpid(), p, p);
-    put_str(out, o->func);
-    fprintf(out, "\",\"%s_sn\":%llu,\"%s_msg_size_bytes\":%llu", p, (unsigned long long)o->seq, p,
-            (unsigned long long)(o->count * (uint64_t)dtype_size(o->dtype)));
+    counts(o, o->comm->nranks, &in, &oc);
+    add(&l, "%s\"%s_perf\":{\"%s\":\"", comm_head(o->comm), p, p);
+    add_str(&l, o->func);
+    add(&l, "\",\"%s_sn\":%llu,\"%s_msg_size_bytes\":%llu", p, (unsigned long long)o->seq, p,
+        (unsigned long long)(o->count * (uint64_t)dtype_size(o->dtype)));
     if (o->p2p) {
-        fprintf(out, ",\"p2p_peer\":%d", o->peer);
+        add(&l, ",\"p2p_peer\":%d", o->peer);
     }
-    fprintf(out, ",\"count\":%llu,\"in_count\":%llu,\"out_count\":%llu,\"dtype\":\"",
-            (unsigned long long)o->count, (unsigned long long)in, (unsigned long long)oc);
-    put_str(out, o->dtype);
-    fprintf(out, "\",\"root\":%d,\"algo\":\"", o->p2p ? -1 : o->root);
-    put_str(out, o->algo);
-    fprintf(out, "\",\"proto\":\"");
-    put_str(out, o->proto);
-    fprintf(out, "\",\"copy_engine\":%d,\"issue\":%llu,\"group_call\":%lld,\"group_ops\":%d", o->ce,
-            (unsigned long long)o->issue, o->grp ? (long long)o->grp->id : -1LL,
-            o->grp ? o->grp->nops : 1);
-    write_times(o, p);
+    add(&l, ",\"count\":%llu,\"in_count\":%llu,\"out_count\":%llu,\"dtype\":\"",
+        (unsigned long long)o->count, (unsigned long long)in, (unsigned long long)oc);
+    add_str(&l, o->dtype);
+    add(&l, "\",\"root\":%d,\"algo\":\"", o->p2p ? -1 : o->root);
+    add_str(&l, o->algo);
+    add(&l, "\",\"proto\":\"");
+    add_str(&l, o->proto);
+    add(&l, "\",\"copy_engine\":%d,\"issue\":%llu,\"group_call\":%lld,\"group_ops\":%d", o->ce,
+        (unsigned long long)o->issue, o->grp ? (long long)o->grp->id : -1LL,
+        o->grp ? o->grp->nops : 1);
+    add_times(&l, o, p);
+    fwrite(l.b, 1, l.n, out);
 }
 
 static void group_put(np_group_t *g)

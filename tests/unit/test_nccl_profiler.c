@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- NCCL's declarations, as its profiler_v3.h .. v6.h give them ---- */
@@ -189,11 +190,18 @@ static void comm_init(comm_t *c, uint64_t hash, int nranks, int rank, int *mask)
     }
 }
 
+/* the table in use, looked up once per version (as NCCL does) */
 static const table3_t *any_table(void)
 {
-    return dlsym(lib, ver == 6   ? "ncclProfiler_v6"
-                      : ver == 4 ? "ncclProfiler_v4"
-                                 : "ncclProfiler_v3");
+    static const table3_t *t;
+    static int t_ver;
+    if (t == NULL || t_ver != ver) {
+        t = dlsym(lib, ver == 6   ? "ncclProfiler_v6"
+                       : ver == 4 ? "ncclProfiler_v4"
+                                  : "ncclProfiler_v3");
+        t_ver = ver;
+    }
+    return t;
 }
 
 static void *start(comm_t *c, void *d)
@@ -543,6 +551,52 @@ static void unwritable(void)
        "a trace folder that cannot be written: no context and no events (a note says why)");
 }
 
+/* The plugin's cost per op as NCCL drives it (v6: a plan of one allreduce, two kernel channels,
+ * the line written), in a child writing into a scratch folder: printed, and bounded loosely
+ * (a bound a shared 2-core machine keeps; the figure is the point). */
+static void cost(void)
+{
+    char dir[] = "/tmp/cp-ncclprof-XXXXXX", cmd[64];
+    int fd[2];
+    double per = -1;
+    if (mkdtemp(dir) == NULL || pipe(fd) != 0) {
+        ok(0, "cost: a scratch folder and a pipe");
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        comm_t w;
+        void *h[1];
+        int mask, n = 100000;
+        struct timespec a, b;
+        setenv("COLLPROF_TRACE_DIR", dir, 1);
+        ver = 6;
+        comm_init(&w, 0xe55, 2, 0, &mask);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        for (int i = 0; i < n; i++) {
+            plan(&w, &AR, 1, h);
+            channel(&w, h[0], 0, 1000, 2000);
+            channel(&w, h[0], 1, 1000, 2000);
+        }
+        finalize(&w);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        per = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / n;
+        _exit(write(fd[1], &per, sizeof(per)) == sizeof(per) ? 0 : 1);
+    }
+    close(fd[1]);
+    int got = read(fd[0], &per, sizeof(per)) == sizeof(per);
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    ok(got && per > 0 && per < 50000,
+       "cost: %.0f ns of CPU per op (a plan of one op, 2 kernel channels, the line written; 100000 "
+       "ops)",
+       per);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        ok(0, "cost: scratch folder removed");
+    }
+}
+
 static const char want6[] = "0|0|allreduce|float32|1024|1024|4096|0xa11|-1|-1|-\n"
                             "0|1|broadcast|bfloat16|256|256|512|0xb22|2|-1|-\n"
                             "0|2|allgather|float32|100|300|1200|0xa11|-1|-1|c\n"
@@ -591,5 +645,6 @@ int main(void)
     scenario("v6", 6, rank6, 3, want6, dur6, "0xb22", "2 0");
     scenario("v4", 4, rank4, 2, want4, dur4, "0xd44", "0 1");
     scenario("v3", 3, rank3, 2, want3, NULL, "0xc33", "0 1");
+    cost();
     return tap_done();
 }
