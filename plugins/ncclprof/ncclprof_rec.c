@@ -150,6 +150,7 @@ static int open_out(void)
         note("cannot write %s (%s): nothing is recorded", path, strerror(errno));
         return -1;
     }
+    setvbuf(out, NULL, _IOFBF, 1 << 16); /* about 90 lines a write; flushed at each finalize */
     return 0;
 }
 
