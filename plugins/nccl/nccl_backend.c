@@ -332,6 +332,25 @@ static void nb_log_device(const nb_ctx_t *ctx)
                    uuid, ctx->blocking ? "blocking" : "non-blocking", ctx->timeout_s);
 }
 
+/* COLLPROF_TRACE_DIR asks for a recording, but NCCL loads the one profiler plugin
+ * NCCL_PROFILER_PLUGIN names: one line (rank 0) when that is not collprof's
+ * (docs/replay.md, "Recording from NCCL programs") */
+static void nb_note_profiler(const nb_ctx_t *ctx)
+{
+    static int noted; /* once per process, whatever the inits */
+    const char *dir = getenv("COLLPROF_TRACE_DIR"), *p = getenv("NCCL_PROFILER_PLUGIN");
+    if (noted || dir == NULL || dir[0] == '\0' || ctx->rank != 0 || ctx->host->log == NULL ||
+        (p != NULL && strstr(p, "collprof") != NULL)) {
+        return;
+    }
+    noted = 1;
+    ctx->host->log(COLLPROF_LOG_WARN,
+                   "nccl: COLLPROF_TRACE_DIR is set, but NCCL_PROFILER_PLUGIN %s%s: NCCL loads "
+                   "one profiler plugin, so collprof's records nothing (set "
+                   "NCCL_PROFILER_PLUGIN to libnccl-profiler-collprof.so's path)",
+                   p != NULL ? "names another plugin: " : "is not set", p != NULL ? p : "");
+}
+
 static int nb_init(const collprof_host_t *host, void **out)
 {
     nb_ctx_t *ctx;
@@ -372,6 +391,7 @@ static int nb_init(const collprof_host_t *host, void **out)
         return rc;
     }
     nb_log_device(ctx);
+    nb_note_profiler(ctx);
     *out = ctx;
     return COLLPROF_OK;
 }

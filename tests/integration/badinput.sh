@@ -149,6 +149,8 @@ sed 's/"rank":1,"n_ranks":2/"rank":2,"n_ranks":2/' "$T/gpu-b-pid200.log" >"$W/ra
 sed 's/"p2p_peer":0/"p2p_peer":5/' "$T/gpu-b-pid200.log" >"$W/peer-pid2.log"
 sed '1d' "$T/gpu-b-pid200.log" >"$W/nohead-pid2.log"
 cp "$T/gpu-a-pid100.log" "$W/good-pid1.log"
+sed 's/"rank":[0-9]*,"n_ranks":[0-9]*,//' "$T/gpu-b-pid200.log" >"$W/norank-pid2.log"
+sed 's/,"n_ranks":[0-9]*//' "$T/gpu-b-pid200.log" >"$W/v3-pid2.log"
 printf '\200\002}q\000.' >"$W/fr-pickle0"
 sed 's/"version": "2.4"/"version": "1.0"/' "$T/fr-rank0.json" >"$W/fr-v1-rank0.json"
 sed 's/"nccl:send 1->0"/"nccl:send 1->7"/' "$T/fr-rank0.json" >"$W/fr-peer-rank0.json"

@@ -75,6 +75,17 @@ grep -q 'drops ops under 8 KiB' i.out && grep -q '5 of 6 ops without one' i.out 
     grep -q '3 records overwritten' i.out && "$CP_H5DUMP" -a /timing i.h5 | grep -q '8 KiB'
 ok $? "Inspector: the note says what the defaults dropped, printed and in the file"
 
+# ---- collprof's NCCL profiler plugin's files (nccl-collprof): the Inspector's layout; under
+# NCCL's profiler API v3 the headers have no n_ranks, rebuilt from the ranks the files give
+# (the plugin itself: tests/unit/test_nccl_profiler)
+sed 's/,"n_ranks":[0-9]*//' "$D/gpu-a-pid100.log" >v3a.jsonl
+sed 's/,"n_ranks":[0-9]*//' "$D/gpu-b-pid200.log" >v3b.jsonl
+"$REPORT" import --trace nccl-collprof v3a.jsonl v3b.jsonl -o c.h5 >c.out 2>&1
+ok $? "nccl-collprof: files without n_ranks (profiler API v3) import"
+[ "$(rows c.h5 trace_ops | cut -d'|' -f1-3,7-10 | tr '\n' ';')" = "$(rows i.h5 trace_ops | cut -d'|' -f1-3,7-10 | tr '\n' ';')" ] &&
+    [ "$(rows c.h5 trace_members | tr '\n' ' ')" = "0 1 1 0 " ] && grep -q "collprof's NCCL profiler" c.out
+ok $? "nccl-collprof: the same ops and groups as with n_ranks, sizes rebuilt; its own note"
+
 # ---- Flight Recorder: groups from pg_config, a coalesced pair, a send in group ranks
 "$REPORT" import --trace flight-recorder "$D/fr-rank0.json" -o f.h5 >f.out 2>&1
 ok $? "Flight Recorder JSON imports"

@@ -72,9 +72,12 @@ static const char *get_option(const char *key)
     return NULL;
 }
 
+static int saw_profiler_note; /* the plugin said NCCL_PROFILER_PLUGIN names another plugin */
+
 static void host_log(int level, const char *fmt, ...)
 {
     va_list ap;
+    saw_profiler_note |= level == COLLPROF_LOG_WARN && strstr(fmt, "one profiler plugin") != NULL;
     if (getenv("CPMOCK_VERBOSE") == NULL && level > COLLPROF_LOG_WARN) {
         return;
     }
@@ -516,6 +519,9 @@ static void rank_main(const char *path)
     if (init_all(be, &p.ctx) != 0) {
         return;
     }
+    check(saw_profiler_note == (my_rank == 0),
+          "COLLPROF_TRACE_DIR with NCCL_PROFILER_PLUGIN naming another plugin: one warning (rank "
+          "0) that collprof's NCCL profiler records nothing");
     /* before the cells, as the core measures it; the cells then run on the same stream */
     check_copy_rate(be, p.ctx, (void (*)(unsigned long *))dlsym(h, "cpmock_d2d"));
     oob_shm_runner_t k;
@@ -555,6 +561,8 @@ int main(void)
     memset(sh, 0, sizeof(*sh));
     unsetenv("NCCL_ALGO");
     unsetenv("NCCL_PROTO");
+    setenv("COLLPROF_TRACE_DIR", "/nonexistent/cp-trace", 1); /* a recording asked for... */
+    setenv("NCCL_PROFILER_PLUGIN", "inspector", 1);           /* ...and another plugin named */
     int st[NR];
     oob_shm_fork(rank_entry, (void *)path, 240, st);
     for (int r = 0; r < NR; r++) {

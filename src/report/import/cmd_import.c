@@ -64,7 +64,8 @@ static void usage(FILE *f)
                "  --trace FORMAT  a job's communication as a trace (docs/replay.md), from one\n"
                "                  file per rank or process: param (PARAM's basic JSON trace,\n"
                "                  <rank>.json), nccl-inspector (NCCL Inspector JSON lines, the\n"
-               "                  groups rebuilt by joining the files on the communicator hash)\n"
+               "                  groups rebuilt by joining the files on the communicator hash),\n"
+               "                  nccl-collprof (the files of collprof's NCCL profiler plugin)\n"
                "                  or flight-recorder (PyTorch Flight Recorder JSON 2.x, the\n"
                "                  rank the last number in each file's name)\n"
                "  -h, --help      this help\n"
@@ -85,9 +86,9 @@ static int option(void *ctx, int k, char *val)
         return 0;
     case 7:
         if (strcmp(val, "param") != 0 && strcmp(val, "nccl-inspector") != 0 &&
-            strcmp(val, "flight-recorder") != 0) {
-            cp_report_error("import: --trace '%s' is not a trace format (param, nccl-inspector "
-                            "or flight-recorder)",
+            strcmp(val, "nccl-collprof") != 0 && strcmp(val, "flight-recorder") != 0) {
+            cp_report_error("import: --trace '%s' is not a trace format (param, nccl-inspector, "
+                            "nccl-collprof or flight-recorder)",
                             val);
             return -1;
         }

@@ -25,7 +25,8 @@ int cp_import_trace(const char *format, char **paths, int n, const char *out, co
     int rc = cp_trace_open(t, out);
     if (rc == 0) { /* errors name the file as given: the error line is made printable */
         rc = !strcmp(format, "param")            ? cp_trace_param(t, paths, n)
-             : !strcmp(format, "nccl-inspector") ? cp_trace_inspector(t, paths, n)
+             : !strcmp(format, "nccl-inspector") ? cp_trace_inspector(t, paths, n, 0)
+             : !strcmp(format, "nccl-collprof")  ? cp_trace_inspector(t, paths, n, 1)
                                                  : cp_trace_fr(t, paths, n);
     }
     uint64_t nops = t->nops + t->nbuf;

@@ -110,7 +110,8 @@ void cp_trace_free(cp_trace_t *t);
 
 /* the readers: every file of paths[0..n) into t; 0, or -1 with t->err */
 int cp_trace_param(cp_trace_t *t, char **paths, int n);
-int cp_trace_inspector(cp_trace_t *t, char **paths, int n);
+/* own: the files of collprof's NCCL profiler plugin (Inspector's layout, more fields) */
+int cp_trace_inspector(cp_trace_t *t, char **paths, int n, int own);
 int cp_trace_fr(cp_trace_t *t, char **paths, int n);
 
 /** Open path for reading (a regular file, not empty): the fd, or -1 with the error

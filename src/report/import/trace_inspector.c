@@ -12,6 +12,13 @@
  * rebuilt by joining the files on the communicator hash (a first pass reads
  * the headers), and a process's global rank is its rank in the communicator
  * of every rank (the one with the most ranks).  One process, one rank.
+ *
+ * collprof's NCCL profiler plugin (plugins/ncclprof) writes the same layout
+ * with the header on every record and more fields in each op record: "dtype",
+ * "in_count", "out_count", "root" (a rank of the communicator), "cpu_start_ns",
+ * "exec_time_ns", "group_call" and "group_ops" (the ops NCCL launched as one
+ * kernel plan); "n_ranks" is absent under NCCL's profiler API v3 (rebuilt
+ * here as 1 + the largest rank any file gives the communicator).
  */
 #include "config.h"
 
@@ -31,7 +38,31 @@ typedef struct insp {
     int group;     /* the context: the current header's group, -1 none */
     int comm_rank; /* and the rank in it */
     int64_t dropped, no_ts, ops;
+    int own;                          /* collprof's plugin's files */
+    int64_t last_call, co, gpu, open; /* own: the group call going on, ops GPU-timed, not done */
 } insp_t;
+
+/* own, n_ranks absent (API v3): group g has at least rank + 1 ranks.  0, or -1. */
+static int grow(insp_t *s, int g, int64_t rank, int line)
+{
+    cp_trace_group_t *G = &s->t->groups[g];
+    if (rank < G->nranks) {
+        return 0;
+    }
+    if (s->pass == 2) {
+        return cp_trace_fail(s->t, line, "rank %" PRId64 " unseen in the first pass", rank);
+    }
+    int *m = realloc(G->members, (size_t)(rank + 1) * sizeof(int));
+    if (m == NULL) {
+        return cp_trace_fail(s->t, line, "out of memory");
+    }
+    for (int r = G->nranks; r <= rank; r++) {
+        m[r] = -1;
+    }
+    G->members = m;
+    G->nranks = (int)rank + 1;
+    return 0;
+}
 
 /* The header of o (where it has one) as the context; 0, or -1. */
 static int header(insp_t *s, const cp_json_t *o)
@@ -51,8 +82,13 @@ static int header(insp_t *s, const cp_json_t *o)
     } else {
         return cp_trace_fail(s->t, h->line, "a header without a communicator 'id'");
     }
-    if (cp_trace_int(cp_json_get(h, "n_ranks"), 1, CP_TRACE_MAX_RANKS, &n) != 0 ||
-        cp_trace_int(cp_json_get(h, "rank"), 0, (double)n - 1, &rank) != 0) {
+    if (s->own && cp_json_get(h, "n_ranks") == NULL) {
+        n = -1; /* API v3: not known */
+        if (cp_trace_int(cp_json_get(h, "rank"), 0, CP_TRACE_MAX_RANKS - 1, &rank) != 0) {
+            return cp_trace_fail(s->t, h->line, "a header without 'rank'");
+        }
+    } else if (cp_trace_int(cp_json_get(h, "n_ranks"), 1, CP_TRACE_MAX_RANKS, &n) != 0 ||
+               cp_trace_int(cp_json_get(h, "rank"), 0, (double)n - 1, &rank) != 0) {
         return cp_trace_fail(s->t, h->line,
                              "a header without 'rank' in 0..n_ranks-1 and 'n_ranks'");
     }
@@ -62,7 +98,11 @@ static int header(insp_t *s, const cp_json_t *o)
         return -1;
     }
     cp_trace_group_t *G = &s->t->groups[g];
-    if (G->nranks == 0) {
+    if (n < 0) {
+        if (grow(s, g, rank, h->line) != 0) {
+            return -1;
+        }
+    } else if (G->nranks == 0) {
         G->nranks = (int)n;
         if ((G->members = malloc((size_t)n * sizeof(int))) == NULL) {
             return cp_trace_fail(s->t, h->line, "out of memory");
@@ -82,6 +122,49 @@ static int header(insp_t *s, const cp_json_t *o)
     }
     s->group = g;
     s->comm_rank = (int)rank;
+    return 0;
+}
+
+/* own: the fields collprof's plugin adds to r (the Inspector's are set): 0, or -1. */
+static int own_fields(insp_t *s, const cp_json_t *perf, collprof_trace_op_row_t *r,
+                      const cp_trace_group_t *G)
+{
+    const cp_json_t *dt = cp_json_get(perf, "dtype");
+    int64_t v, in = 0, out = 0;
+    if (dt != NULL && dt->type == CP_JSON_STR) {
+        const char *d = cp_trace_dtype(strncmp(dt->str, "nccl", 4) ? dt->str : dt->str + 4);
+        snprintf(r->dtype, sizeof(r->dtype), "%s", d != NULL ? d : "");
+    }
+    if (cp_trace_int(cp_json_get(perf, "in_count"), 0, 1e18, &in) == 0 &&
+        cp_trace_int(cp_json_get(perf, "out_count"), 0, 1e18, &out) == 0) {
+        r->in_count = (uint64_t)in;
+        r->out_count = (uint64_t)out;
+        int size = r->dtype[0] != '\0' ? cp_trace_dtype_size(r->dtype) : 0;
+        r->bytes = size > 0 ? (uint64_t)(in > out ? in : out) * (uint64_t)size : r->bytes;
+    }
+    if (cp_trace_int(cp_json_get(perf, "root"), 0, G->nranks - 1, &v) == 0 &&
+        (!strcmp(r->op, "broadcast") || !strcmp(r->op, "reduce") || !strcmp(r->op, "gather") ||
+         !strcmp(r->op, "scatter"))) {
+        r->root = G->members[v];
+    }
+    if (cp_trace_int(cp_json_get(perf, "cpu_start_ns"), 0, 9.2e18, &v) == 0) {
+        r->t_issue_ns = v;
+    }
+    int p2p = !strcmp(r->op, "send") || !strcmp(r->op, "recv");
+    const cp_json_t *src = cp_json_get(perf, p2p ? "p2p_timing_source" : "coll_timing_source");
+    r->dur_ns = cp_trace_int(cp_json_get(perf, "exec_time_ns"), 0, 9.2e18, &v) == 0 ? v : -1;
+    s->gpu += r->dur_ns >= 0 && src != NULL && src->type == CP_JSON_STR &&
+              !strcmp(src->str, "kernel_gpu");
+    s->open += r->dur_ns < 0;
+    int64_t call, nops;
+    if (cp_trace_int(cp_json_get(perf, "group_call"), 0, 9e15, &call) == 0 &&
+        cp_trace_int(cp_json_get(perf, "group_ops"), 2, 9e15, &nops) == 0) {
+        if (call != s->last_call) {
+            s->last_call = call;
+            s->co = s->t->next_coalesced++;
+        }
+        r->coalesced = s->co;
+    }
     return 0;
 }
 
@@ -128,6 +211,9 @@ static int op(insp_t *s, const cp_json_t *perf, int p2p)
         }
         r.peer = G->members[v];
     }
+    if (s->own && own_fields(s, perf, &r, G) != 0) {
+        return -1;
+    }
     s->ops++;
     return cp_trace_add(t, perf->line, &r, NULL, NULL, 0);
 }
@@ -162,6 +248,7 @@ static int read_all(insp_t *s, char **paths)
     for (s->file = 0; s->file < s->nfiles; s->file++) {
         s->t->shown = paths[s->file];
         s->group = -1;
+        s->last_call = -1;
         int fd = cp_trace_open_input(s->t, paths[s->file]);
         if (fd < 0) {
             return -1;
@@ -224,11 +311,11 @@ static int join(insp_t *s, char **paths)
     return 0;
 }
 
-int cp_trace_inspector(cp_trace_t *t, char **paths, int n)
+int cp_trace_inspector(cp_trace_t *t, char **paths, int n, int own)
 {
-    snprintf(t->format, sizeof(t->format), "nccl-inspector-jsonl");
-    snprintf(t->tool, sizeof(t->tool), "nccl-inspector");
-    insp_t s = {.t = t, .pass = 1, .nfiles = n, .group = -1};
+    snprintf(t->format, sizeof(t->format), own ? "nccl-collprof-jsonl" : "nccl-inspector-jsonl");
+    snprintf(t->tool, sizeof(t->tool), own ? "collprof-nccl-profiler" : "nccl-inspector");
+    insp_t s = {.t = t, .pass = 1, .nfiles = n, .group = -1, .own = own};
     s.global = calloc((size_t)n, sizeof(int));
     int rc = s.global == NULL ? cp_trace_fail(t, 0, "out of memory") : 0;
     if (rc == 0 && read_all(&s, paths) == 0 && join(&s, paths) == 0) {
@@ -236,6 +323,17 @@ int cp_trace_inspector(cp_trace_t *t, char **paths, int n)
         rc = read_all(&s, paths);
     } else {
         rc = -1;
+    }
+    if (own) {
+        snprintf(t->note, sizeof(t->note),
+                 "collprof's NCCL profiler: issue times are the host's clock (CLOCK_REALTIME) "
+                 "when NCCL started the op's kernel plan; durations are the GPU's kernel time "
+                 "where NCCL timed the channels (profiler API v4 or later: %" PRId64 " of %" PRId64
+                 " ops), else the host's start to stop of the plan's launch; %" PRId64
+                 " ops written before they completed (no duration)",
+                 s.gpu, s.ops, s.open);
+        free(s.global);
+        return rc;
     }
     snprintf(t->note, sizeof(t->note),
              "NCCL Inspector: durations are coll_exec_time_us (GPU-timed by default); by default "
