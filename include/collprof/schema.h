@@ -239,7 +239,7 @@
     X(skew_us,       F64,    0, 1, "us",    "op: its group's spread of issue_us for it; type: the median over its ops; -1: none (1.12)") \
     X(straggler,     I32,    0, 1, "",      "op: its group's member that issued it last; type: the rank most often last; -1: none (1.12)") \
     X(straggler_ops, I64,    0, 1, "",      "type: the ops of its group the straggler issued last (of ops / group_size) (1.12)") \
-    X(critical_us,   F64,    0, 1, "us",    "trace: the critical path's length; op: its part of it, 0: not on it; -1: none (1.12)") \
+    X(critical_us,   F64,    0, 1, "us",    "trace: the critical path's length; op: its cost on it, 0: not on it; type: its ops' sum; -1: none (1.12)") \
     X(exposed_us,    F64,    0, 1, "us",    "communication time not overlapped with the rank's compute (--gaps compute); -1: not measured (1.12)")
 
 #define COLLPROF_REPLAY_TABLES(X) X(replay, COLLPROF_REPLAY_COLUMNS, collprof_replay_row_t)
