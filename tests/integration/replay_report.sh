@@ -133,6 +133,9 @@ for b in $backends; do
     grep -v '^$' "rep.$b" >got.$b
     [ "$rc" -eq 0 ] && [ -s "want.$b" ] && diff "want.$b" "got.$b" >d.out
     ok $? "$b: collprof-report replay FILE prints the run's section (exit $rc$(head -c 300 d.out))"
+    "$REPORT" summary "$b.h5" | awk '/^== replay on/ { p = 1 } /^== totals/ { exit } p' |
+        grep -v '^$' | diff "want.$b" - >d.out
+    ok $? "$b: and collprof-report summary FILE has it too$(head -c 300 d.out)"
     awk '/^== replay on/ { p = 1 } p && /^(critical path|whole trace)/' "out.$b" >con.$b
     [ "$(wc -l <"con.$b")" -eq 2 ] && grep -qF "$(cat "con.$b" | head -n 1)" "rep.$b"
     ok $? "$b: and the console's"
