@@ -6,8 +6,10 @@
 # its members; the critical path is the sum of its ops' parts, at most the replay time and at
 # least each rank's own chain of op costs (an op's cost: the least time of its group's
 # members); `collprof-report replay FILE` prints what the run printed; compare and best take
-# the two backends' files row by row; a file without /replay, a matrix run against a replay
-# and a truncated file are refused with one line and exit 2.
+# the two backends' files row by row; a half that allreduces 1 MiB four times before the
+# world's allreduce makes one of its ranks that op's straggler, with a skew of at least half
+# their time, and puts its allreduces on the critical path; a file without /replay, a matrix
+# run against a replay and a truncated file are refused with one line and exit 2.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 need_report
 [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
@@ -156,6 +158,39 @@ if [ -s all.self ] && [ -s all.gloo ]; then
     [ "$rc" -eq 0 ] && [ "$n" -eq "$ntype" ] && grep -q '^whole trace  *\(self\|gloo\) (file' best.out
     ok $? "best: the fastest backend per row and for the whole trace ($n of $ntype, exit $rc)"
 fi
+
+# a known straggler: ranks 2 and 3 allreduce 1 MiB four times in their half before the world's
+# allreduce, ranks 0 and 1 go straight to it; the world op's last member is 2 or 3, its skew
+# at least half of what the half's allreduces took, and the critical path runs through them
+for r in 0 1 2 3; do
+    {
+        echo '['
+        if [ "$r" -ge 2 ]; then
+            for k in 1 2 3 4; do
+                echo "{\"comms\": \"all_reduce\", \"seqnum\": $k, \"pg_id\": 2, \"global_ranks\": [2, 3], \"in_msg_size\": 262144, \"out_msg_size\": 262144, \"dtype\": \"Float\"},"
+            done
+        fi
+        echo '{"comms": "all_reduce", "seqnum": 9, "pg_id": 0, "global_ranks": [0, 1, 2, 3], "in_msg_size": 1, "out_msg_size": 1, "dtype": "Float"}'
+        echo ']'
+    } >"s-rank$r.json"
+done
+"$REPORT" import --trace param s-rank0.json s-rank1.json s-rank2.json s-rank3.json -o s.h5 >s.out 2>&1
+mkdir -p r.s
+cp_run --np 4 --backends self --replay s.h5 --replay-iters 5 --output-dir r.s
+h5=$(ls r.s/collprof_*.h5 2>/dev/null | head -n 1)
+[ "$rc" -eq 0 ] && [ -n "$h5" ] && rows "$h5" replay >all.s
+chk=$(awk -F'|' -v gs="$(col group_size)" -v t="$TIME" -v sk="$SKEW" -v l="$LAST" \
+    -v c="$CRIT" -v r="$RANK" '
+    $1 == "op" && $gs == 2 && $r == 2 { half += $t }
+    $1 == "op" && $gs == 2 && $c > 0 { onhalf++ }
+    $1 == "type" && $gs == 4 { skew = $sk; last = $l }
+    END {
+        ok = (last == 2 || last == 3) && skew >= half / 2 && half > 0 && onhalf == 4
+        printf "%s: last %s, skew %.2f us, the half'"'"'s allreduces %.2f us, %d of them on the path\n",
+            ok ? "ok" : "bad", last, skew, half, onhalf
+    }' all.s 2>/dev/null)
+[ "${chk%%:*}" = ok ]
+ok $? "a straggling half: $chk"
 
 # hostile and foreign files: one line, exit 2
 b=${backends# }
