@@ -20,6 +20,7 @@
 #include "runner/replay.h"
 #include "schema/trace_read.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,17 +135,19 @@ static void bandwidths(collprof_replay_row_t *r)
     r->busbw_gbs = op >= 0 ? r->algbw_gbs * collprof_busbw_factor(op, r->group_size) : 0;
 }
 
-/* The median of the op rows' field f that are >= 0 (v: scratch), -1 when none. */
-#define MEDIAN_OF(ops, k, v, f)                                                                    \
-    __extension__({                                                                                \
-        size_t nv_ = 0;                                                                            \
-        for (size_t i_ = 0; i_ < (k); i_++) {                                                      \
-            if ((ops)[i_].f >= 0) {                                                                \
-                (v)[nv_++] = (ops)[i_].f;                                                          \
-            }                                                                                      \
-        }                                                                                          \
-        nv_ > 0 ? cp_stats_median((v), nv_) : -1.0;                                                \
-    })
+/* The median of the op rows' double at offset off that are >= 0 (v: scratch), -1 when none. */
+static double median_of(const collprof_replay_row_t *ops, size_t k, double *v, size_t off)
+{
+    size_t nv = 0;
+    for (size_t i = 0; i < k; i++) {
+        double x;
+        memcpy(&x, (const char *)&ops[i] + off, sizeof(x));
+        if (x >= 0) {
+            v[nv++] = x;
+        }
+    }
+    return nv > 0 ? cp_stats_median(v, nv) : -1.0;
+}
 
 /* A type row's cross-rank figures from its op rows (cp_replay_path's): the median skew, the
  * rank most often last (ties: the lowest) and how often, its ops' parts of the critical path,
@@ -153,8 +156,8 @@ static void fold_ranks(const collprof_replay_row_t *ops, size_t k, double *v,
                        collprof_replay_row_t *r)
 {
     r->issue_us = -1;
-    r->skew_us = MEDIAN_OF(ops, k, v, skew_us);
-    r->exposed_us = MEDIAN_OF(ops, k, v, exposed_us);
+    r->skew_us = median_of(ops, k, v, offsetof(collprof_replay_row_t, skew_us));
+    r->exposed_us = median_of(ops, k, v, offsetof(collprof_replay_row_t, exposed_us));
     r->straggler = -1;
     r->straggler_ops = 0;
     r->critical_us = -1;
