@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 11
+#define COLLPROF_SCHEMA_VERSION_MINOR 12
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -231,7 +231,16 @@
     X(ratio,         F64,    0, 0, "",      "time_p50_us / recorded_us; 0: nothing recorded")             \
     X(wrong,         U64,    0, 0, "",      "wrong elements, every replay (type, trace: summed)")        \
     X(status,        STR,   16, 0, "",      "ok, wrong, error, unsupported or skipped (type, trace: the worst)")      \
-    X(note,          STR,  128, 0, "",      "why an op was not replayed as recorded, else empty")
+    X(note,          STR,  128, 0, "",      "why an op was not replayed as recorded, else empty") \
+    X(replayed_bytes, U64,   0, 1, "B",     "op, type: S of algBW = S / time, the replayed transfer's as a matrix cell's; 0: not replayed (1.12)") \
+    X(algbw_gbs,     F64,    0, 1, "GB/s",  "op, type: replayed_bytes / time_p50_us, 1e9 B/s; 0: none (1.12)") \
+    X(busbw_gbs,     F64,    0, 1, "GB/s",  "op, type: algbw_gbs x the op's bus factor on the group's size (1.12)") \
+    X(issue_us,      F64,    0, 1, "us",    "op: its issue, from its rank's exit of the barrier that starts a replay, p50; else -1 (1.12)") \
+    X(skew_us,       F64,    0, 1, "us",    "op: its group's spread of issue_us for it; type: the median over its ops; -1: none (1.12)") \
+    X(straggler,     I32,    0, 1, "",      "op: its group's member that issued it last; type: the rank most often last; -1: none (1.12)") \
+    X(straggler_ops, I64,    0, 1, "",      "type: the ops of its group the straggler issued last (of ops / group_size) (1.12)") \
+    X(critical_us,   F64,    0, 1, "us",    "trace: the critical path's length; op: its cost on it, 0: not on it; type: its ops' sum; -1: none (1.12)") \
+    X(exposed_us,    F64,    0, 1, "us",    "communication time not overlapped with the rank's compute (--gaps compute); -1: not measured (1.12)")
 
 #define COLLPROF_REPLAY_TABLES(X) X(replay, COLLPROF_REPLAY_COLUMNS, collprof_replay_row_t)
 

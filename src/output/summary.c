@@ -15,6 +15,7 @@
 #include "format/best.h"
 #include "format/format.h"
 #include "format/overlap.h"
+#include "format/replay_print.h"
 #include "format/study.h"
 #include "format/world.h"
 #include "slurm/slurm_meta.h"
@@ -490,8 +491,8 @@ int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t
 #ifdef CP_HAVE_HDF5
     h5_written(s, s->h5 != NULL ? cp_h5_replay(s->h5, rows, n) : 0);
 #endif
-    cp_replay_print(s->f, rows, n);
-    cp_replay_print(stdout, rows, n);
+    cp_replay_print(s->f, rows, n, COLLPROF_SCHEMA_VERSION_MINOR);
+    cp_replay_print(stdout, rows, n, COLLPROF_SCHEMA_VERSION_MINOR);
     return flushed(s);
 }
 

@@ -63,8 +63,6 @@ void cp_summary_close(cp_summary_t *s, int exit_status);
 /** A replay's rows (collprof --replay): the /replay table, its type and trace rows in both
  *  summaries; -1 when a file could not be written. */
 int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n);
-/** Print the type and trace rows of a replay (replay_print.c). */
-void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n);
 /** Footer saying the run stopped early (why), close; the HDF5 file keeps
  *  status "incomplete".  Safe on the watchdog thread under the writer lock. */
 void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why);

@@ -66,6 +66,8 @@ static const struct {
      "healthy pairs of screens and link sweeps, for --baseline (collprof --screen, screen, links)"},
     {"import", cp_report_cmd_import, "[--from FORMAT] INPUT | --trace FORMAT FILE... -o OUT.h5",
      "nccl-tests or OSU results as a result file; or a job's trace (PARAM, NCCL Inspector, FR)"},
+    {"replay", cp_report_cmd_replay, "FILE",
+     "a replay's report (collprof --replay): per op x size x group, skew, critical path"},
     {"simulate", cp_report_cmd_simulate,
      "screen --nodes N [--slow I:F] [--noise P] [--seeds A-B] | screen --grid",
      "the screen's own judgement on a model cluster, over many seeds: how often it is right"},

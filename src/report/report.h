@@ -11,7 +11,7 @@
  * src/format, src/screen, src/colls and src/base.  Each folder's files, top to bottom (no
  * command calls another; the other folders' orders are in import.h, plot_int.h, reader.h):
  * src/report: main > best_cells > links_data > args
- * cmd: cmd_*.c (the ten commands, side by side) > rejudge > screen_drain, simulate_grid
+ * cmd: cmd_*.c (the commands, side by side) > rejudge, replay_rows > screen_drain, simulate_grid
  * export: cmd_export > export_prom > export_jsonl
  */
 #ifndef COLLPROF_REPORT_REPORT_H
@@ -126,6 +126,19 @@ int cp_report_cmd_screen(int argc, char **argv);
 int cp_report_cmd_baseline(int argc, char **argv);
 int cp_report_cmd_import(int argc, char **argv);
 int cp_report_cmd_simulate(int argc, char **argv);
+int cp_report_cmd_replay(int argc, char **argv);
+
+/* ---- compare and best on replays (cmd/replay_rows.c) ----------------------- */
+
+/** A file that holds a replay (/replay) and no matrix cells. */
+#define CP_REPORT_IS_REPLAY(f) ((f)->nreplay > 0 && (f)->nrows == 0)
+/** compare on two replays: their type and trace rows by op x size x group (and backend,
+ *  unless each replayed on one), the p50 time's change against threshold (percent); the
+ *  exit status (1: a regression). */
+int cp_report_replay_compare(const cp_report_file_t *base, const cp_report_file_t *cur,
+                             double threshold);
+/** best on replays: per op x size x group and for the whole trace, the fastest replay. */
+void cp_report_replay_best(cp_report_file_t *const *files, int n);
 
 /* ---- export's Prometheus formats (export_prom.c) and JSON lines (export_jsonl.c) ---- */
 

@@ -12,12 +12,15 @@
 #include "base/stats.h"
 #include "base/timeouts.h"
 #include "chan/oob.h"
+#include "colls/colls.h"
 #include "output/summary.h"
 #include "run/exit.h"
 #include "runner/agree.h"
+#include "run/replay_path.h"
 #include "runner/replay.h"
 #include "schema/trace_read.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +125,62 @@ static const char *worse(const char *a, const char *b)
     return a;
 }
 
+/* Row r's algBW and busBW from its replayed_bytes and time (the matrix's factors). */
+static void bandwidths(collprof_replay_row_t *r)
+{
+    int op = cp_coll_from_name(r->op);
+    r->algbw_gbs = r->replayed_bytes > 0 && r->time_p50_us > 0
+                       ? (double)r->replayed_bytes / r->time_p50_us * 1e-3 /* B/us -> GB/s */
+                       : 0;
+    r->busbw_gbs = op >= 0 ? r->algbw_gbs * collprof_busbw_factor(op, r->group_size) : 0;
+}
+
+/* The median of the op rows' double at offset off that are >= 0 (v: scratch), -1 when none. */
+static double median_of(const collprof_replay_row_t *ops, size_t k, double *v, size_t off)
+{
+    size_t nv = 0;
+    for (size_t i = 0; i < k; i++) {
+        double x;
+        memcpy(&x, (const char *)&ops[i] + off, sizeof(x));
+        if (x >= 0) {
+            v[nv++] = x;
+        }
+    }
+    return nv > 0 ? cp_stats_median(v, nv) : -1.0;
+}
+
+/* A type row's cross-rank figures from its op rows (cp_replay_path's): the median skew, the
+ * rank most often last (ties: the lowest) and how often, its ops' parts of the critical path,
+ * the median exposed time. */
+static void fold_ranks(const collprof_replay_row_t *ops, size_t k, double *v,
+                       collprof_replay_row_t *r)
+{
+    r->issue_us = -1;
+    r->skew_us = median_of(ops, k, v, offsetof(collprof_replay_row_t, skew_us));
+    r->exposed_us = median_of(ops, k, v, offsetof(collprof_replay_row_t, exposed_us));
+    r->straggler = -1;
+    r->straggler_ops = 0;
+    r->critical_us = -1;
+    int nr = 0;
+    for (size_t i = 0; i < k; i++) {
+        nr = ops[i].rank + 1 > nr ? ops[i].rank + 1 : nr;
+        if (ops[i].critical_us >= 0) {
+            r->critical_us = (r->critical_us > 0 ? r->critical_us : 0) + ops[i].critical_us;
+        }
+    }
+    int64_t *last = calloc((size_t)nr + 1, sizeof(int64_t)); /* per rank: the ops it was last in */
+    for (size_t i = 0; last != NULL && i < k; i++) {
+        last[ops[i].rank] += ops[i].straggler >= 0 && ops[i].straggler == ops[i].rank;
+    }
+    for (int q = 0; last != NULL && q < nr; q++) {
+        if (last[q] > r->straggler_ops) {
+            r->straggler = q;
+            r->straggler_ops = last[q];
+        }
+    }
+    free(last);
+}
+
 /* One type row from the op rows ops[0..k) of one key; v: scratch of k doubles. */
 static void fold(const collprof_replay_row_t *ops, size_t k, double *v, collprof_replay_row_t *r)
 {
@@ -147,6 +206,12 @@ static void fold(const collprof_replay_row_t *ops, size_t k, double *v, collprof
     }
     r->recorded_us = nrec > 0 ? cp_stats_median(v, nrec) : -1;
     r->ratio = r->recorded_us > 0 && nt > 0 ? r->time_p50_us / r->recorded_us : 0;
+    for (size_t i = 0; i < k; i++) {
+        r->replayed_bytes =
+            ops[i].replayed_bytes > r->replayed_bytes ? ops[i].replayed_bytes : r->replayed_bytes;
+    }
+    bandwidths(r);
+    fold_ranks(ops, k, v, r);
 }
 
 /* The recorded window of t: first issue to last completion, us; -1 when not recorded. */
@@ -164,6 +229,22 @@ static double window_us(const cp_trace_t *t)
     return lo >= 0 && hi > lo ? (double)(hi - lo) / 1e3 : -1;
 }
 
+/* The slowest rank's sum of its ops' exposed_us (--gaps compute), -1 when none measured. */
+static double exposed_of(const collprof_replay_row_t *ops, size_t n)
+{
+    double most = -1, sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && ops[i].rank != ops[i - 1].rank) {
+            sum = 0;
+        }
+        if (ops[i].exposed_us >= 0) {
+            sum += ops[i].exposed_us;
+            most = sum > most ? sum : most;
+        }
+    }
+    return most;
+}
+
 /* Rank 0: all[n] op rows, then their type rows and the trace row appended; *nout rows. */
 static collprof_replay_row_t *fold_all(const collprof_replay_row_t *all, size_t n,
                                        const cp_trace_t *t, double whole, size_t *nout)
@@ -178,7 +259,11 @@ static collprof_replay_row_t *fold_all(const collprof_replay_row_t *all, size_t 
         return NULL;
     }
     memcpy(out, all, n * sizeof(*all));
-    memcpy(key, all, n * sizeof(*all));
+    double crit = cp_replay_path(out, n); /* skews, stragglers, the path's ops */
+    for (size_t i = 0; i < n; i++) {
+        bandwidths(&out[i]);
+    }
+    memcpy(key, out, n * sizeof(*all));
     qsort(key, n, sizeof(*key), cmp_key);
     size_t k = n;
     collprof_replay_row_t *tr = &out[2 * n]; /* the trace row, moved last below */
@@ -188,7 +273,13 @@ static collprof_replay_row_t *fold_all(const collprof_replay_row_t *all, size_t 
     tr->op[0] = tr->dtype[0] = tr->note[0] = '\0';
     tr->rank = tr->group = tr->group_size = -1;
     tr->seq = -1;
-    tr->bytes = tr->wrong = 0;
+    tr->bytes = tr->wrong = tr->replayed_bytes = 0;
+    tr->algbw_gbs = tr->busbw_gbs = 0;
+    tr->issue_us = tr->skew_us = -1;
+    tr->straggler = -1;
+    tr->straggler_ops = 0;
+    tr->critical_us = crit;
+    tr->exposed_us = exposed_of(out, n);
     for (size_t i = 0, j; i < n; i = j) {
         for (j = i; j < n && cmp_key(&key[i], &key[j]) == 0; j++) {
         }

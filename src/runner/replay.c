@@ -220,8 +220,8 @@ static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int n
 }
 
 /* Run op o once on its group (inputs fresh, output poisoned and checked); its time in us,
- * -1 when the backend failed. */
-static double run_one(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs)
+ * -1 when the backend failed; *at: when it was issued (now_us). */
+static double run_one(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, double *at)
 {
     cp_rgroup_t *g = &gs[o->group];
     const cp_coll_t *coll = cp_coll_get(o->x.op);
@@ -242,6 +242,7 @@ static double run_one(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs)
                          .rdispls = o->a2av.rdispls};
     cp_replay_groups_use(gs, (size_t)o->group);
     double t0 = now_us();
+    *at = t0;
     int rc = p->be->run(g->ctx, &a);
     double t = now_us() - t0;
     if (rc != COLLPROF_OK) {
@@ -289,9 +290,9 @@ static rop_t *my_ops(const cp_plugin_t *p, const cp_trace_t *t, const cp_rgroup_
     return o;
 }
 
-/* Op row of o: its p50 over the replays from times[iters]. */
+/* Op row of o: its p50 over the replays from times[iters], its issue's from issues[iters]. */
 static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, double *times,
-                   int iters, collprof_replay_row_t *r)
+                   double *issues, int iters, collprof_replay_row_t *r)
 {
     memset(r, 0, sizeof(*r));
     snprintf(r->what, sizeof(r->what), "op");
@@ -309,6 +310,11 @@ static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, do
     r->time_p50_us = o->op >= 0 && !o->failed ? cp_stats_median(times, (size_t)iters) : 0;
     r->recorded_us = o->t->dur_ns >= 0 ? (double)o->t->dur_ns / 1e3 : -1;
     r->ratio = r->recorded_us > 0 ? r->time_p50_us / r->recorded_us : 0;
+    int timed = o->op >= 0 && !o->failed;
+    r->replayed_bytes = timed ? cp_coll_bytes(&o->x) : 0; /* bandwidths, skew: the fold's */
+    r->issue_us = timed ? cp_stats_median(issues, (size_t)iters) : -1;
+    r->skew_us = r->critical_us = r->exposed_us = -1; /* exposed: --gaps compute alone */
+    r->straggler = -1;
     r->wrong = o->wrong;
     snprintf(r->status, sizeof(r->status), "%s",
              o->unsup    ? "unsupported"
@@ -319,17 +325,20 @@ static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, do
     snprintf(r->note, sizeof(r->note), "%s", o->note);
 }
 
-/* The replays: every op of o[n] in order, iters times; times[op * iters + it]. */
+/* The replays: every op of o[n] in order, iters times; times[op * iters + it], and issues[]
+ * alike: when it was issued, from this rank's exit of the barrier that starts the replay. */
 static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *whole)
+                    double *times, double *issues, double *whole)
 {
     for (int it = 0; it < iters; it++) {
         cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
         cp_oob_barrier();                     /* every replay starts together */
+        double base = now_us(), at = base;
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
-            double us = o[i].op >= 0 && !o[i].failed ? run_one(p, &o[i], g) : 0;
+            double us = o[i].op >= 0 && !o[i].failed ? run_one(p, &o[i], g, &at) : 0;
             times[i * (size_t)iters + (size_t)it] = us > 0 ? us : 0;
+            issues[i * (size_t)iters + (size_t)it] = at - base;
             whole[it] += us > 0 ? us : 0;
         }
     }
@@ -349,18 +358,20 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     size_t n = 0;
     rop_t *o = my_ops(p, t, g, b->rank, &n);
     double *times = calloc(n * (size_t)iters + 1, sizeof(double));
+    double *issues = calloc(n * (size_t)iters + 1, sizeof(double));
     double *whole = calloc((size_t)iters, sizeof(double));
     collprof_replay_row_t *out = calloc(n + 1, sizeof(*out));
-    int ok = o != NULL && times != NULL && whole != NULL && out != NULL;
+    int ok = o != NULL && times != NULL && issues != NULL && whole != NULL && out != NULL;
     cp_agreement_t a;
     ok = cp_agree(b->nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) ==
              CP_AGREE_OK &&
          alloc_bufs(p, t, g, b->nranks) == 0;
     if (ok) {
-        replays(p, o, n, g, iters, tmo, times, whole);
+        replays(p, o, n, g, iters, tmo, times, issues, whole);
         cp_wd_beat(CP_WD_GATHER, -1, -1, 0, tmo);
         for (size_t i = 0; i < n; i++) {
-            op_row(p, &o[i], t, &times[i * (size_t)iters], iters, &out[i]);
+            op_row(p, &o[i], t, &times[i * (size_t)iters], &issues[i * (size_t)iters], iters,
+                   &out[i]);
         }
         *whole_us = cp_stats_median(whole, (size_t)iters);
         *rows = out;
@@ -375,6 +386,7 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     }
     free(o);
     free(times);
+    free(issues);
     free(whole);
     free(out);
     return ok ? 0 : -1;

@@ -363,6 +363,49 @@ static void check_counters_1_11(void)
     }
 }
 
+/* 1.12: a replay (collprof --replay of the PARAM fixture with matching all-to-all-v splits,
+ * --np 2 --backends self --replay-iters 3): 18 op rows, 8 type rows, a whole trace; the
+ * columns of 1.12 (busBW with the bus factor, skew, straggler, the critical path); the 1.11
+ * sample has no /replay */
+static void check_replay_1_12(void)
+{
+    cp_report_file_t *f = open_sample("1.12");
+    if (f == NULL) {
+        return;
+    }
+    size_t ops = 0, types = 0, traces = 0, badbw = 0;
+    double path = 0, crit = -1, whole = 0;
+    for (size_t i = 0; i < f->nreplay; i++) {
+        const collprof_replay_row_t *r = &f->replay[i];
+        ops += !strcmp(r->what, "op");
+        types += !strcmp(r->what, "type");
+        if (!strcmp(r->what, "trace")) {
+            traces++;
+            crit = r->critical_us;
+            whole = r->time_p50_us;
+        }
+        path += !strcmp(r->what, "op") && r->critical_us > 0 ? r->critical_us : 0;
+        /* all-to-all-v of 2 ranks moves half its bytes over the links: (n-1)/n */
+        badbw += !strcmp(r->op, "alltoallv") && !strcmp(r->status, "ok") &&
+                 (r->algbw_gbs <= 0 || r->busbw_gbs < r->algbw_gbs * 0.5 * 0.999 ||
+                  r->busbw_gbs > r->algbw_gbs * 0.5 * 1.001);
+    }
+    ok(f->nrows == 0 && ops == 18 && types == 8 && traces == 1,
+       "1.12: a replay, no cells: 18 op rows, 8 type rows, one trace (%zu, %zu, %zu)", ops, types,
+       traces);
+    ok(crit > 0 && crit <= whole && path > crit * 0.999 && path < crit * 1.001,
+       "1.12: the critical path (%g us) is the sum of its ops' parts (%g) and at most the "
+       "replay (%g)",
+       crit, path, whole);
+    ok(badbw == 0, "1.12: all-to-all-v's busBW is half its algBW on 2 ranks");
+    cp_report_close(f);
+    f = open_sample("1.11");
+    if (f != NULL) {
+        ok(f->nreplay == 0 && f->replay == NULL, "1.11: no /replay, none read");
+        cp_report_close(f);
+    }
+}
+
 /* 1.9: a screen on 4 virtual nodes whose n3 is slow in collectives alone (COLLPROF_FAULT=
  * slowcoll): the rounds pass it, the validation's halving names it (a verify row) */
 static void check_verify_1_9(void)
@@ -522,6 +565,7 @@ int main(void)
     check_screen_1_7();
     check_verify_1_9();
     check_counters_1_11();
+    check_replay_1_12();
     check_paths_1_10();
     f = open_sample("1.2");
     if (f != NULL) {

@@ -31,6 +31,9 @@ static void usage(FILE *f)
                "with several results on one cell (several files) is represented by its\n"
                "median result, and its noise range spans them all.\n"
                "\n"
+               "Replays of one trace (collprof --replay, on several backends) are ranked by\n"
+               "op x size x group and for the whole trace instead (text only).\n"
+               "\n"
                "  --csv         one comma-separated table, a 'table' column first\n"
                "                (best, pair or gain), a header line first\n"
                "  --json        an object: files, world_size, and the arrays best,\n"
@@ -266,6 +269,21 @@ static int option(void *ctx, int k, char *val)
 static int run(void *ctx, cp_report_file_t **files, int n)
 {
     const settings_t *s = ctx;
+    int replays = 0;
+    for (int i = 0; i < n; i++) {
+        replays += CP_REPORT_IS_REPLAY(files[i]);
+    }
+    if (replays > 0 && (replays < n || s->format != OUT_TEXT || s->output != NULL)) {
+        cp_report_error("best: %s", replays < n ? "replays (collprof --replay) and matrix runs "
+                                                  "cannot be ranked together"
+                                                : "replays are ranked as text on standard output "
+                                                  "only (no --csv, --json or -o yet)");
+        return CP_REPORT_EXIT_BAD;
+    }
+    if (replays > 0) {
+        cp_report_replay_best(files, n);
+        return CP_REPORT_EXIT_OK;
+    }
     for (int i = 1; i < n; i++) {
         if (files[i]->root.world_size != files[0]->root.world_size) {
             const cp_report_file_t *z = files[0]->root.world_size == 0 ? files[0] : files[i];

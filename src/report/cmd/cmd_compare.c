@@ -45,6 +45,11 @@ static void usage(FILE *f)
                "  --alpha A        significance level of the test (default 0.01)\n"
                "  -h, --help       this help\n"
                "\n"
+               "Two replays (collprof --replay) compare by op x size x group instead\n"
+               "(the /replay rows, and the whole trace; by backend too unless each file\n"
+               "replayed on one: this trace on gloo against mpi), the p50 time's change\n"
+               "beyond PCT percent alone (a replay keeps no raw samples per op).\n"
+               "\n"
                "Exit status: 0 no regression, 1 at least one regression, 2 bad usage or a\n"
                "file that cannot be read.\n");
 }
@@ -267,6 +272,16 @@ static int run(void *ctx, cp_report_file_t **files, int n)
     tally_t t;
     (void)n;
     memset(&t, 0, sizeof(t));
+    if (CP_REPORT_IS_REPLAY(files[0]) != CP_REPORT_IS_REPLAY(files[1])) {
+        const cp_report_file_t *r = CP_REPORT_IS_REPLAY(files[0]) ? files[0] : files[1];
+        cp_report_error("compare: %s is a replay (collprof --replay) and %s is not: compare "
+                        "replays with replays",
+                        r->path, r == files[0] ? files[1]->path : files[0]->path);
+        return CP_REPORT_EXIT_BAD;
+    }
+    if (CP_REPORT_IS_REPLAY(files[0])) {
+        return cp_report_replay_compare(files[0], files[1], ((settings_t *)ctx)->threshold);
+    }
     run_compare(ctx, files[0], files[1], &t);
     printf("# %d cells compared: %d regression%s, %d improvement%s, %d within noise", t.compared,
            t.regressions, t.regressions == 1 ? "" : "s", t.improvements,

@@ -15,6 +15,7 @@
 #include "format/best.h"
 #include "format/format.h"
 #include "format/overlap.h"
+#include "format/replay_print.h"
 #include "format/study.h"
 #include "format/world.h"
 
@@ -209,6 +210,9 @@ static void print_file(cp_report_file_t *f)
     print_study(f);
     cp_overlap_print(stdout, f->rows, f->nrows); /* the non-blocking ops, as the run's summary */
     print_best(f);
+    if (f->nreplay > 0) { /* a replay's report, as the run printed it (collprof-report replay) */
+        cp_replay_print(stdout, f->replay, f->nreplay, f->root.schema_version_minor);
+    }
     printf("\n== totals ==\n");
     printf("cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n", ok, wrong, error,
            unsupported, skipped);

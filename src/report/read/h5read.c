@@ -248,6 +248,7 @@ int cp_report_open(const char *path, cp_report_file_t **out, char *err, size_t e
              : rd_read_links(file, f, err, errlen) != 0        ? -1
              : rd_read_counters(file, f, err, errlen) != 0     ? -1
              : rd_read_trace_counts(file, f, err, errlen) != 0 ? -1
+             : rd_read_replay(file, f, err, errlen) != 0       ? -1
              : rd_read_screen(file, f, err, errlen) != 0       ? -1
              : rd_read_environment(file, f, err, errlen) != 0  ? -1
              : rd_read_slurm(file, f, err, errlen) != 0        ? -1
@@ -293,7 +294,7 @@ void cp_report_close(cp_report_file_t *f)
         free(f->slurm[i].name);
         free(f->slurm[i].value);
     }
-    void *owned[] = {f->cells, f->rows,  f->ranks, f->backends, f->links, f->screen,
-                     f->env,   f->slurm, f->path,  f->counters, f};
+    void *owned[] = {f->cells, f->rows,  f->ranks, f->backends, f->links,  f->screen,
+                     f->env,   f->slurm, f->path,  f->counters, f->replay, f};
     free_all(owned, sizeof(owned) / sizeof(owned[0]));
 }

@@ -38,6 +38,8 @@ int rd_read_counters(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 int rd_read_links(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 /** The rows of a trace file's /trace_ops and /trace_groups (1-D datasets), counted. */
 int rd_read_trace_counts(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
+/** A replay's /replay rows (collprof --replay), optional. */
+int rd_read_replay(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 int rd_read_slurm(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 int rd_read_ranks(hid_t file, cp_report_file_t *f, char *err, size_t errlen);
 int rd_read_backends(hid_t file, cp_report_file_t *f, char *err, size_t errlen);

@@ -137,7 +137,7 @@ static int read_records(hid_t d, hid_t ft, hid_t sp, const cp_h5_table_t *tab, v
 
 /*
  * Check every string of every record (valid text) and every float (finite,
- * not negative).
+ * not negative; /replay's may be -1, its "not recorded").
  */
 static int check_records(const cp_h5_table_t *tab, const void *recs, size_t n, char *err,
                          size_t errlen)
@@ -153,7 +153,8 @@ static int check_records(const cp_h5_table_t *tab, const void *recs, size_t n, c
                          tab->name, i, c->name);
                 return -1;
             }
-            if (c->kind == COLLPROF_F64 && (!isfinite(v.d) || v.d < 0)) {
+            if (c->kind == COLLPROF_F64 && (!isfinite(v.d) || v.d < 0) &&
+                !(tab == &cp_h5_table_replay && v.d == -1)) {
                 snprintf(err, errlen, "corrupted: /%s row %zu, column '%s' is %g", tab->name, i,
                          c->name, v.d);
                 return -1;
@@ -515,4 +516,36 @@ int rd_read_trace_counts(hid_t file, cp_report_file_t *f, char *err, size_t errl
                        0
                ? -1
                : 0;
+}
+
+static const char *const replay_statuses[] = {"ok", "wrong", "error", "unsupported", "skipped"};
+
+static int check_replay(const void *rec, size_t i, const cp_report_file_t *f, char *err,
+                        size_t errlen)
+{
+    const collprof_replay_row_t *r = rec;
+    int known = 0, op = !strcmp(r->what, "op");
+    (void)f;
+    for (size_t v = 0; v < sizeof(replay_statuses) / sizeof(replay_statuses[0]); v++) {
+        known |= !strcmp(r->status, replay_statuses[v]);
+    }
+    if (!known || (!op && strcmp(r->what, "type") != 0 && strcmp(r->what, "trace") != 0) ||
+        r->backend[0] == '\0' || (op && (r->rank < 0 || r->seq < 0 || r->group < 0)) ||
+        r->rank < -1 || r->group < -1 || r->ops < 0 || r->iterations < 0 ||
+        !(r->time_p50_us >= 0) || r->time_p50_us > 1e15 || !(r->critical_us < 1e15) ||
+        r->straggler < -1 || r->straggler_ops < 0) {
+        snprintf(err, errlen, "corrupted: /replay row %zu", i);
+        return -1;
+    }
+    return 0;
+}
+
+/* A replay's rows, optional: files of other runs, and before 1.11, have none. */
+int rd_read_replay(hid_t file, cp_report_file_t *f, char *err, size_t errlen)
+{
+    void *recs;
+    int rc = rd_read_table(file, &cp_h5_table_replay, 1, check_replay, f, &recs, &f->nreplay, err,
+                           errlen);
+    f->replay = recs;
+    return rc;
 }

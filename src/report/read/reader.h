@@ -81,6 +81,10 @@ typedef struct cp_report_file {
     /** a trace file's (collprof-report import --trace) /trace_ops and /trace_groups rows,
      *  counted, not read; 0 in other files */
     uint64_t trace_ops, trace_groups;
+    /** a replay's rows (collprof --replay, /replay, from 1.11; the bandwidths, skew and
+     *  critical path from 1.12); NULL: none */
+    collprof_replay_row_t *replay;
+    size_t nreplay;
 } cp_report_file_t;
 
 /** The value of the root attribute slurm_<name> of f (e.g. "partition"); "" when absent. */
