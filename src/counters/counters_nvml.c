@@ -15,6 +15,12 @@
 #include <string.h>
 
 typedef void *nvml_dev_t;
+typedef void *nvml_evset_t;
+typedef struct {
+    nvml_dev_t device;
+    unsigned long long type, data; /* data: the Xid's number */
+    unsigned gpu_instance, compute_instance;
+} nvml_event_t;
 typedef struct {
     unsigned long long reference_time; /* CPU timestamp, us */
     unsigned long long violation_time; /* ns below the application clocks */
@@ -33,6 +39,8 @@ typedef struct {
 } nvml_field_t;
 
 enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
+/* nvmlEventTypeXidCriticalError; NVML_ERROR_TIMEOUT: no event waiting */
+enum { NVML_EVENT_XID = 0x8, NVML_ERR_TIMEOUT = 10 };
 /* NVLink data in KiB, all links (scope UINT_MAX); PCIe bytes (NVML 12.x; may wrap) */
 enum {
     NVML_FI_NVLINK_DATA_TX = 138,
@@ -55,6 +63,12 @@ static struct {
     int (*pcie_replay)(nvml_dev_t, unsigned *);
     int (*violation)(nvml_dev_t, int, nvml_violation_t *);
     int (*fields)(nvml_dev_t, int, nvml_field_t *);
+    int (*evset)(nvml_evset_t *);
+    int (*reg)(nvml_dev_t, unsigned long long, nvml_evset_t);
+    int (*wait)(nvml_evset_t, nvml_event_t *, unsigned);
+    nvml_evset_t set; /* Xid events of the GPUs registered (xid_on) */
+    unsigned char xid_on[64];
+    unsigned long long xids[64], last_xid[64];
 } nv;
 
 #define SYM(field, name) *(void **)&nv.field = dlsym(lib, name)
@@ -85,6 +99,9 @@ static int load(void)
     SYM(pcie_replay, "nvmlDeviceGetPcieReplayCounter");
     SYM(violation, "nvmlDeviceGetViolationStatus");
     SYM(fields, "nvmlDeviceGetFieldValues");
+    SYM(evset, "nvmlEventSetCreate");
+    SYM(reg, "nvmlDeviceRegisterEvents");
+    SYM(wait, "nvmlEventSetWait_v2");
     if (nv.init == NULL || nv.count == NULL || nv.handle == NULL || nv.init() != 0) {
         dlclose(lib);
         memset(&nv, 0, sizeof(nv));
@@ -182,6 +199,38 @@ static int counters(cp_cnt_snap_t *s, unsigned i, nvml_dev_t d)
     return rc;
 }
 
+/*
+ * Xid errors (the driver's critical error reports: a GPU fallen off the bus, a double-bit ECC
+ * error, a hung channel): NVML hands them out as events, not as a counter.  The first reading
+ * registers every GPU that allows it for Xid events (one event set per process: the node
+ * leader's); each reading then drains what arrived, without waiting, into a count per GPU,
+ * a counter from that first reading on (gpuN/xid_errors), and the last Xid's number, a gauge
+ * (gpuN/last_xid, 0: none yet).  A GPU that refuses the registration (not supported, no
+ * permission) has neither.
+ */
+static void drain_xids(unsigned n, const nvml_dev_t *dev)
+{
+    if (nv.set == NULL && nv.evset != NULL && nv.reg != NULL && nv.wait != NULL &&
+        nv.evset(&nv.set) == 0) {
+        for (unsigned i = 0; i < n && i < 64; i++) {
+            nv.xid_on[i] = dev[i] != NULL && nv.reg(dev[i], NVML_EVENT_XID, nv.set) == 0;
+        }
+    }
+    nvml_event_t e;
+    for (int k = 0; nv.set != NULL && k < 1024; k++) { /* bounded: a storm waits for the next */
+        memset(&e, 0, sizeof(e));
+        if (nv.wait(nv.set, &e, 0) != 0) {
+            break; /* NVML_ERR_TIMEOUT: nothing waiting; any other error: try again later */
+        }
+        for (unsigned i = 0; i < n && i < 64; i++) {
+            if (dev[i] == e.device && (e.type & NVML_EVENT_XID)) {
+                nv.xids[i]++;
+                nv.last_xid[i] = e.data;
+            }
+        }
+    }
+}
+
 int cp_counters_read_gpu(cp_cnt_snap_t *s)
 {
     unsigned n = 0;
@@ -189,10 +238,20 @@ int cp_counters_read_gpu(cp_cnt_snap_t *s)
         return 0;
     }
     int rc = 0;
+    nvml_dev_t dev[64];
     for (unsigned i = 0; i < n && i < 64; i++) {
-        nvml_dev_t d;
-        if (nv.handle(i, &d) == 0) {
-            rc |= gauges(s, i, d) | counters(s, i, d);
+        dev[i] = NULL;
+        if (nv.handle(i, &dev[i]) == 0) {
+            rc |= gauges(s, i, dev[i]) | counters(s, i, dev[i]);
+        } else {
+            dev[i] = NULL;
+        }
+    }
+    drain_xids(n, dev);
+    for (unsigned i = 0; i < n && i < 64; i++) {
+        if (nv.xid_on[i]) {
+            rc |= add(s, i, "xid_errors", "events", CP_CNT_COUNTER, 1, nv.xids[i]) |
+                  add(s, i, "last_xid", "xid", CP_CNT_GAUGE, 1, nv.last_xid[i]);
         }
     }
     return rc;

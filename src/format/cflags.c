@@ -66,6 +66,9 @@ static const char *gpu_flag(const collprof_counter_row_t *r)
     if (ends_with(r->name, "/ecc_uncorrected")) {
         return "GPU ECC errors";
     }
+    if (ends_with(r->name, "/xid_errors")) {
+        return "GPU Xid errors";
+    }
     return ends_with(r->name, "/pcie_replays") ? "PCIe replays" : NULL;
 }
 
@@ -123,7 +126,7 @@ int cp_cflag_notes(const collprof_counter_row_t *rows, size_t n, FILE *f)
 static const char *const kinds[CP_CFLAG_KINDS] = {
     "link errors",  "retransmissions", "interface errors or drops",
     "CPU steal",    "GPU throttled",   "GPU ECC errors",
-    "PCIe replays", "path: other NIC", "path: excess bytes"};
+    "PCIe replays", "path: other NIC", "path: excess bytes", "GPU Xid errors"};
 
 void cp_cflag_tally_add(cp_cflag_tally_t *t, int cell, const collprof_counter_row_t *rows, size_t n)
 {

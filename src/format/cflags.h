@@ -3,7 +3,7 @@
  * docs/metrics.md "What is flagged"): link errors and retransmissions on InfiniBand/EFA,
  * interface errors and drops, CPU steal above CP_CFLAG_STEAL_PCT, a GPU held below its clocks
  * (throttle reasons other than idle and application clocks, time power or thermal capped),
- * uncorrected ECC errors and PCIe replays; and the path check's verdicts other-nic and excess
+ * uncorrected ECC errors, Xid errors and PCIe replays; and the path check's verdicts other-nic and excess
  * (src/counters/path_check.h).
  */
 #ifndef COLLPROF_FORMAT_CFLAGS_H
@@ -35,7 +35,7 @@ int cp_cflag_notes(const collprof_counter_row_t *rows, size_t n, FILE *f);
 void cp_cflag_path_note(const collprof_counter_row_t *rows, size_t n, size_t k, FILE *f);
 
 /* The kinds cp_cflag() names, in the order the tallies print them. */
-#define CP_CFLAG_KINDS 9
+#define CP_CFLAG_KINDS 10
 
 /** Per kind of trouble, the cells it touched (a cell counted once per kind). */
 typedef struct cp_cflag_tally {

@@ -83,14 +83,16 @@ if [ -f "$stub" ]; then
     ok $? "NVML stub: gpu rows in both cells (energy +5 J, SM clock 1410 MHz)"
     [ "$(grep -c 'counters: node 0 (.*): gpu1/throttle_reasons 4 mask (GPU throttled)' "$(summary_of "$d")")" -eq 2 ]
     ok $? "the summary notes the throttled GPU under each of the 2 cells"
-    grep -q '^counters:   GPU throttled in 2 cells flagged$' "$(summary_of "$d")"
-    ok $? "the summary's totals: GPU throttled in 2 cells"
+    grep '^counters: ' "$(summary_of "$d")" | sed 's/^/# /'
+    grep -q '^counters:   GPU throttled in 2 cells; GPU Xid errors in 1 cell flagged$' "$(summary_of "$d")"
+    ok $? "the summary's totals: GPU throttled in 2 cells, the stub's two Xid events in 1"
     "$REPORT" summary "$h5" 2>/dev/null | sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' >"$WORK/gpu_rep"
     sed -n '/^== .* \/ .* ==$/,/^#wrong:/p' "$(summary_of "$d")" >"$WORK/gpu_txt"
     grep -q 'GPU throttled' "$WORK/gpu_rep" && cmp -s "$WORK/gpu_rep" "$WORK/gpu_txt"
     ok $? "collprof-report summary prints the counters' notes and totals as the run did"
-    grep -q '^flagged: GPU throttled in 2 cells$' "$WORK/gpu.txt"
-    ok $? "collprof-report counters: GPU throttled in 2 cells"
+    grep '^flagged: ' "$WORK/gpu.txt" | sed 's/^/# /'
+    grep -q '^flagged: GPU throttled in 2 cells; GPU Xid errors in 1 cell$' "$WORK/gpu.txt"
+    ok $? "collprof-report counters: GPU throttled in 2 cells, Xid errors in 1"
     "$REPORT" export --prom "$h5" -o "$WORK/prom.txt" >/dev/null 2>&1 &&
         [ "$(grep -c '^collprof_cell_counter_flagged{.*counter="gpu1/throttle_reasons".*why="GPU throttled"} 4$' "$WORK/prom.txt")" -eq 2 ]
     ok $? "export --prom: the flagged rows as collprof_cell_counter_flagged"

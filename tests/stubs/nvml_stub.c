@@ -5,6 +5,9 @@
  * nvmlDeviceGetFieldValues advances its counter, so that two snapshots differ.  GPU 1 has no
  * ECC (NVML_ERROR_NOT_SUPPORTED); nvmlDeviceGetPcieReplayCounter is not exported at all; GPU
  * 0's PCIe TX field wraps at 32 bits between its first two readings, GPU 1 has none.
+ * Xid events: GPU 0 registers, GPU 1 refuses (NVML_ERROR_NO_PERMISSION); the second wait
+ * after the registration, and the third, deliver an Xid 79 of GPU 0 (two events between the
+ * first and the second reading of a snapshot pair), then none.
  */
 #include <string.h>
 
@@ -104,4 +107,46 @@ int nvmlDeviceGetFieldValues(void *d, int n, field_t *f)
         }
     }
     return 0;
+}
+
+static int set_made, waits;
+
+int nvmlEventSetCreate(void **set)
+{
+    set_made = 1;
+    *set = &set_made;
+    return 0;
+}
+
+int nvmlDeviceRegisterEvents(void *d, unsigned long long types, void *set)
+{
+    if (set != &set_made || !(types & 0x8)) {
+        return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+    }
+    return index_of(d) == 1 ? 4 : 0; /* GPU 1: NVML_ERROR_NO_PERMISSION */
+}
+
+typedef struct {
+    void *device;
+    unsigned long long type, data;
+    unsigned gpu_instance, compute_instance;
+} event_t;
+
+int nvmlEventSetWait_v2(void *set, event_t *e, unsigned timeout_ms)
+{
+    (void)timeout_ms;
+    if (set != &set_made) {
+        return 2;
+    }
+    waits++;
+    if (waits == 2 || waits == 3) {
+        e->device = &devs[0];
+        e->type = 0x8;
+        e->data = 79;
+        return 0;
+    }
+    if (waits == 4) { /* the wait that ends the second reading's drain */
+        waits = 100;
+    }
+    return 10; /* NVML_ERROR_TIMEOUT */
 }

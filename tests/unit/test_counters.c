@@ -293,6 +293,13 @@ static void test_nvml(const char *stub)
     ok(x && x->delta == 0x20, "PCIe TX bytes across a 32-bit wrap (%g)", x ? x->delta : -1);
     ok(find(d, nd, "gpu", "gpu1/pcie_tx") == NULL && find(d, nd, "gpu", "gpu0/pcie_rx") == NULL,
        "a field NVML does not return: absent");
+    x = find(d, nd, "gpu", "gpu0/xid_errors");
+    ok(x && x->delta == 2 && x->kind == CP_CNT_COUNTER,
+       "Xid events drained into a counter: 2 between the readings (%g)", x ? x->delta : -1);
+    x = find(d, nd, "gpu", "gpu0/last_xid");
+    ok(x && x->delta == 79 && x->kind == CP_CNT_GAUGE, "the last Xid's number, 79");
+    ok(find(d, nd, "gpu", "gpu1/xid_errors") == NULL,
+       "a GPU that refuses the Xid registration: absent");
     free(d);
     cp_counters_free(&a);
     cp_counters_free(&b);
