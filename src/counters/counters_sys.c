@@ -325,7 +325,53 @@ static int cpu_freq(cp_cnt_snap_t *s)
     return rc | cp_counters_add(s, "host", "cpu_freq_min", "MHz", CP_CNT_GAUGE, 0, 1e-3, min);
 }
 
+/*
+ * The node's memory traffic where the kernel exposes a counter: resctrl's memory bandwidth
+ * monitoring (Intel RDT MBM, AMD QoS; /sys/fs/resctrl mounted), the bytes each L3 domain's
+ * tasks of the default group moved to and from memory (mbm_total_bytes), and those of its own
+ * NUMA node (mbm_local_bytes), summed over the domains (mon_L3_NN): mem_bytes and
+ * mem_local_bytes.  A domain that does not read (the file says "Unavailable") leaves the sum
+ * absent: a partial sum would read as a drop.  Tasks moved into another resctrl group are not
+ * in the default group's counts.
+ */
+static int mem_bw(cp_cnt_snap_t *s)
+{
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/sys/fs/resctrl/mon_data", cp_counters_root());
+    struct dirent **l;
+    int n = list_dir(dir, &l), seen = 0, bad[2] = {0, 0};
+    uint64_t sum[2] = {0, 0};
+    static const char *const file[2] = {"mbm_total_bytes", "mbm_local_bytes"};
+    for (int k = 0; k < n; k++) {
+        if (strncmp(l[k]->d_name, "mon_L3_", 7) != 0) {
+            continue;
+        }
+        seen++;
+        for (int f = 0; f < 2; f++) {
+            char path[1024];
+            uint64_t v;
+            snprintf(path, sizeof(path), "%s/%s/%s", dir, l[k]->d_name, file[f]);
+            if (read_u64(path, &v) == 0) {
+                sum[f] += v;
+            } else {
+                bad[f] = 1;
+            }
+        }
+    }
+    if (n > 0) {
+        free_list(l, n);
+    }
+    int rc = 0;
+    static const char *const name[2] = {"mem_bytes", "mem_local_bytes"};
+    for (int f = 0; seen > 0 && f < 2; f++) {
+        if (!bad[f]) {
+            rc |= cp_counters_add(s, "host", name[f], "B", CP_CNT_COUNTER, 64, 1, sum[f]);
+        }
+    }
+    return rc;
+}
+
 int cp_counters_read_host(cp_cnt_snap_t *s)
 {
-    return proc_stat(s) | cpu_freq(s);
+    return proc_stat(s) | cpu_freq(s) | mem_bw(s);
 }

@@ -85,6 +85,10 @@ static void tree_before(void)
                      "intr 555 1 2 3\nctxt 1000\nbtime 1\nprocs_running 2\n");
     put("sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "2000000\n");
     put("sys/devices/system/cpu/cpu1/cpufreq/scaling_cur_freq", "3000000\n");
+    put("sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "1000000\n");
+    put("sys/fs/resctrl/mon_data/mon_L3_00/mbm_local_bytes", "600000\n");
+    put("sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "2000000\n");
+    put("sys/fs/resctrl/mon_data/mon_L3_01/mbm_local_bytes", "Unavailable\n");
 }
 
 static void tree_after(void)
@@ -97,6 +101,8 @@ static void tree_after(void)
     put("sys/class/net/eth0/statistics/rx_bytes", "10500\n");
     /* 100 jiffies more, 5 of them stolen, 60 idle */
     put("proc/stat", "cpu  130 0 55 860 10 0 0 45 0 0\nintr 600\nctxt 1250\n");
+    put("sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "5000000\n"); /* +4 MB */
+    put("sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "3000000\n"); /* +1 MB */
     char p[512];
     snprintf(p, sizeof(p), "%s/%scounters/port_xmit_packets", root, IB);
     unlink(p); /* gone in between: absent from the delta */
@@ -204,6 +210,11 @@ static void test_tree(void)
     ok(x && fabs(x->delta - 2500) < 1e-6 && x->kind == CP_CNT_GAUGE, "CPU frequency 2500 MHz");
     x = find(d, nd, "host", "cpu_freq_min");
     ok(x && fabs(x->delta - 2000) < 1e-6, "slowest CPU 2000 MHz");
+    x = find(d, nd, "host", "mem_bytes");
+    ok(x && x->delta == 5e6 && strcmp(x->unit, "B") == 0,
+       "resctrl memory traffic, both L3 domains summed: +5 MB (%g)", x ? x->delta : -1);
+    ok(find(d, nd, "host", "mem_local_bytes") == NULL,
+       "a domain whose counter is Unavailable: the local sum absent");
     free(d);
     cp_counters_free(&a);
     cp_counters_free(&b);
