@@ -153,6 +153,14 @@ void cp_h5_sanitize_row(const cp_h5_table_t *tab, void *row)
             continue;
         }
         char *field = (char *)row + col->offset, text[4096];
+        size_t len = strnlen(field, col->size), k = 0;
+        while (k < len && field[k] >= 0x20 && field[k] < 0x7f) {
+            k++;
+        }
+        if (k == len && len < col->size) { /* printable ASCII, terminated: as it is (fast) */
+            memset(field + len, 0, col->size - len);
+            continue;
+        }
         snprintf(text, sizeof(text), "%.*s", (int)col->size, field); /* may lack its NUL */
         memset(field, 0, col->size);
         cp_text_sanitize(text, field, col->size);
