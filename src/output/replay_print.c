@@ -21,11 +21,11 @@ void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n)
     const char *backend = "";
     for (size_t i = 0; i < n; i++) {
         const collprof_replay_row_t *r = &rows[i];
-        char rec[32], ratio[32];
+        char rec[32], ratio[32], gaps[48];
         if (strcmp(r->backend, backend) != 0) {
             backend = r->backend;
-            fprintf(f, "\n== replay on %s (p50 over %d replays, back to back) ==\n", backend,
-                    r->iterations);
+            fprintf(f, "\n== replay on %s (p50 over %d replays, %s) ==\n", backend, r->iterations,
+                    cp_replay_gaps_words(rows, n, backend, gaps, sizeof(gaps)));
             fprintf(f, "%-14s %12s %5s %5s %7s %12s %12s %8s %-8s %s\n", "op", "bytes", "group",
                     "size", "ops", "replay_us", "recorded_us", "ratio", "status", "note");
         }
@@ -41,6 +41,8 @@ void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n)
                     (long long)r->ops, r->time_p50_us, fig(rec, sizeof(rec), r->recorded_us, 2),
                     fig(ratio, sizeof(ratio), r->ratio, 3), (unsigned long long)r->wrong,
                     r->status);
+        } else if (!strcmp(r->what, "rank")) {
+            cp_replay_gaps_print(f, rows, i);
         }
     }
 }

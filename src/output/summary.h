@@ -65,6 +65,11 @@ void cp_summary_close(cp_summary_t *s, int exit_status);
 int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n);
 /** Print the type and trace rows of a replay (replay_print.c). */
 void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n);
+/** --gaps (replay_gaps_print.c): the words for backend's replay in rows[n] ("back to back",
+ *  "gaps trace:0.5"), and the line of rank row rows[i] (a header before the first). */
+const char *cp_replay_gaps_words(const collprof_replay_row_t *rows, size_t n, const char *backend,
+                                 char *buf, size_t len);
+void cp_replay_gaps_print(FILE *f, const collprof_replay_row_t *rows, size_t i);
 /** Footer saying the run stopped early (why), close; the HDF5 file keeps
  *  status "incomplete".  Safe on the watchdog thread under the writer lock. */
 void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why);
