@@ -117,6 +117,50 @@ int cp_replay_ops_parse(const char *s, int64_t *lo, int64_t *hi, char *err, size
     return 0;
 }
 
+static int is_coll(const collprof_trace_op_row_t *r)
+{
+    return strcmp(r->op, "send") != 0 && strcmp(r->op, "recv") != 0 && strcmp(r->op, "wait") != 0;
+}
+
+/* Does the range [lo, hi] keep each group's collectives alike on all its members, where the
+ * whole trace has them alike?  0, else -1 and why (a cut collective would hang). */
+static int cuts_none(const cp_trace_t *t, int64_t lo, int64_t hi, const char *range, char *err,
+                     size_t len)
+{
+    size_t nr = (size_t)(t->nranks > 0 ? t->nranks : 1), cells = t->ngroups * nr;
+    int64_t *all = calloc(2 * cells + 1, sizeof(int64_t)), *kept = all + cells;
+    if (all == NULL) {
+        return 0; /* (only a check) */
+    }
+    for (size_t i = 0; i < t->nops; i++) {
+        const collprof_trace_op_row_t *r = &t->ops[i];
+        if (is_coll(r) && r->group >= 0 && (size_t)r->group < t->ngroups && r->rank >= 0 &&
+            (size_t)r->rank < nr) {
+            all[(size_t)r->group * nr + (size_t)r->rank]++;
+            kept[(size_t)r->group * nr + (size_t)r->rank] +=
+                r->seq >= lo && (hi < 0 || r->seq <= hi);
+        }
+    }
+    int rc = 0;
+    for (size_t g = 0; g < t->ngroups && rc == 0; g++) {
+        const collprof_trace_group_row_t *gr = &t->groups[g];
+        for (int m = 1; m < gr->size && rc == 0; m++) {
+            size_t a = (size_t)t->members[gr->member_off].rank,
+                   b = (size_t)t->members[gr->member_off + m].rank;
+            if (a < nr && b < nr && all[g * nr + a] == all[g * nr + b] &&
+                kept[g * nr + a] != kept[g * nr + b]) {
+                snprintf(err, len,
+                         "--replay-ops %s: keeps %lld collectives of group %zu on rank %zu and "
+                         "%lld on rank %zu: the range cuts a collective between its members",
+                         range, (long long)kept[g * nr + a], g, a, (long long)kept[g * nr + b], b);
+                rc = -1;
+            }
+        }
+    }
+    free(all);
+    return rc;
+}
+
 /* Keep the ops of t whose seq is in [lo, hi] (hi -1: no end).  0, or -1 and why. */
 static int select_ops(cp_trace_t *t, const char *range, char *err, size_t len)
 {
@@ -133,6 +177,9 @@ static int select_ops(cp_trace_t *t, const char *range, char *err, size_t len)
     if (lo > top || hi > top) {
         snprintf(err, len, "--replay-ops %s: outside the trace, whose ops are seq 0 to %" PRId64,
                  range, top);
+        return -1;
+    }
+    if (cuts_none(t, lo, hi, range, err, len) != 0) {
         return -1;
     }
     size_t k = 0;

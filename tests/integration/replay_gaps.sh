@@ -123,6 +123,26 @@ bad '--replay-ops 0-11: outside the trace, whose ops are seq 0 to 10' --replay g
 bad '--replay-ops 12-: outside the trace' --replay g.h5 --replay-ops 12-
 bad '--gaps trace: the trace has no issue times' --replay n.h5 --gaps trace
 bad '--gaps compute:2: the trace has no issue times' --replay n.h5 --gaps compute:2
+# rank 0 issues an op of its own group first: a range of seq 0 keeps rank 1's allreduce and
+# not rank 0's, which would hang
+cat >u-rank0.json <<'EOF'
+[
+  {"comms": "all_reduce", "seqnum": 1, "pg_id": 1, "global_ranks": [0], "in_msg_size": 8, "out_msg_size": 8, "dtype": "Float"},
+  {"comms": "all_reduce", "seqnum": 2, "pg_id": 0, "global_ranks": [0, 1], "in_msg_size": 8, "out_msg_size": 8, "dtype": "Float"}
+]
+EOF
+cat >u-rank1.json <<'EOF'
+[
+  {"comms": "all_reduce", "seqnum": 2, "pg_id": 0, "global_ranks": [0, 1], "in_msg_size": 8, "out_msg_size": 8, "dtype": "Float"}
+]
+EOF
+"$REPORT" import --trace param u-rank0.json u-rank1.json -o u.h5 >u.out 2>&1
+ok $? "a trace whose ranks' seqs differ imports"
+bad 'keeps 0 collectives of group [0-9] on rank 0 and 1 on rank 1: the range cuts a collective' \
+    --replay u.h5 --replay-ops 0
+cp_run --np 2 --backends self --output-dir . --replay u.h5 --replay-iters 1
+[ "$rc" -eq 0 ]
+ok $? "the whole of that trace replays (exit $rc: $(head -c 200 err))"
 cp_run --np 2 --backends self --output-dir . --replay n.h5 --replay-iters 1
 [ "$rc" -eq 0 ]
 ok $? "a trace without issue times replays back to back (exit $rc)"
