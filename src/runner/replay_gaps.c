@@ -473,7 +473,7 @@ int cp_gaps_rank_row(const char *backend, collprof_replay_row_t *row)
         snprintf(mode + strlen(mode), sizeof(mode) - strlen(mode), ":%g", G.scale);
     }
     snprintf(row->note, sizeof(row->note),
-             "gaps %s; %zu ops issued at a target, %zu at once (no issue time)", mode, timed,
+             "gaps %s; %zu ops issued at a target and %zu at once (no issue time)", mode, timed,
              untimed);
     free(v);
     return 1;
