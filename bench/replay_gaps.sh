@@ -44,14 +44,15 @@ export OMPI_MCA_btl_tcp_if_include=${OMPI_MCA_btl_tcp_if_include:-lo}
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 
-# the trace: every rank's ops at the same offsets, GAP us apart (%.0f: mawk's %d stops at 2^31)
+# the trace: every rank's ops at the same offsets, GAP us apart (%.0f: mawk's %d stops at
+# 2^31; a base of 1e12 ns keeps the offsets exact in awk's doubles)
 r=0
 while [ "$r" -lt "$NP" ]; do
     awk -v n="$OPS" -v gap="$GAP" -v np="$NP" 'BEGIN {
         g = "0"; for (i = 1; i < np; i++) g = g ", " i
         printf "[\n"
         for (i = 0; i < n; i++)
-            printf "%s{\"comms\": \"all_reduce\", \"seqnum\": %d, \"startTime_ns\": %.0f, \"pg_id\": 0, \"global_ranks\": [%s], \"in_msg_size\": 1024, \"out_msg_size\": 1024, \"dtype\": \"Float\"}", i ? ",\n" : "", i, 1700000000000000000 + i * gap * 1000, g
+            printf "%s{\"comms\": \"all_reduce\", \"seqnum\": %d, \"startTime_ns\": %.0f, \"pg_id\": 0, \"global_ranks\": [%s], \"in_msg_size\": 1024, \"out_msg_size\": 1024, \"dtype\": \"Float\"}", i ? ",\n" : "", i, 1000000000000 + i * gap * 1000, g
         printf "\n]\n" }' >"$D/t-rank$r.json"
     r=$((r + 1))
 done
