@@ -248,7 +248,12 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, acc_t *acc)
     if (rr->boot.rank == 0 && all != NULL) {
         size_t nrk = cp_gaps_partition(all, nall); /* --gaps' rank rows, last */
         out = fold_all(all, nall - nrk, t, whole, &nout);
-        out = out != NULL ? realloc(out, (nout + nrk + 1) * sizeof(*out)) : NULL;
+        collprof_replay_row_t *big =
+            out != NULL ? realloc(out, (nout + nrk + 1) * sizeof(*out)) : NULL;
+        if (big == NULL) {
+            free(out);
+        }
+        out = big;
         if (out != NULL) {
             memcpy(&out[nout], &all[nall - nrk], nrk * sizeof(*out));
             cp_gaps_trace_row(out, nout, &all[nall - nrk], nrk);
