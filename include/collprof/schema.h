@@ -213,9 +213,11 @@
 /* /replay: a replay of a trace (collprof --replay, docs/replay.md), in a run's file; absent
  * from other files.  Rows of three kinds (what): "op", one per rank and op of the trace in its
  * order; "type", one per operation x message size x group, the op rows of every rank folded;
- * "trace", one for the whole trace. */
+ * "trace", one for the whole trace; under --gaps trace or compute, "rank", one per rank: its
+ * issue errors, its span against its recorded window (added without a version bump: the table
+ * came after 1.11's files and has had no release). */
 #define COLLPROF_REPLAY_COLUMNS(X)                                                                       \
-    X(what,          STR,    8, 0, "",      "op, type or trace")                                         \
+    X(what,          STR,    8, 0, "",      "op, type, trace or rank")                                    \
     X(backend,       STR,   32, 0, "",      "backend plugin name")                                       \
     X(rank,          I32,    0, 0, "",      "op: the global rank that issued it; else -1")               \
     X(seq,           I64,    0, 0, "",      "op: its seq in /trace_ops; else -1")                        \
@@ -240,7 +242,11 @@
     X(straggler,     I32,    0, 1, "",      "op: its group's member that issued it last; type: the rank most often last; -1: none (1.12)") \
     X(straggler_ops, I64,    0, 1, "",      "type: the ops of its group the straggler issued last (of ops / group_size) (1.12)") \
     X(critical_us,   F64,    0, 1, "us",    "trace: the critical path's length; op: its cost on it, 0: not on it; type: its ops' sum; -1: none (1.12)") \
-    X(exposed_us,    F64,    0, 1, "us",    "communication time not overlapped with the rank's compute (--gaps compute); -1: not measured (1.12)")
+    X(exposed_us,    F64,    0, 1, "us",    "communication time not overlapped with the rank's compute (--gaps compute); -1: not measured (1.12)") \
+    X(issue_err_p50_us, F64, 0, 1, "us",    "--gaps: |issue - target|, p50 (op: over the replays; rank: its ops x replays; type, trace: the largest); -1: none (1.12)") \
+    X(issue_err_p99_us, F64, 0, 1, "us",    "--gaps: |issue - target|, p99, as issue_err_p50_us (1.12)")         \
+    X(issue_err_max_us, F64, 0, 1, "us",    "--gaps: |issue - target|, the largest, as issue_err_p50_us (1.12)") \
+    X(late,          I64,    0, 1, "",      "--gaps: issues past their target (the op before ended late), summed (1.12)")
 
 #define COLLPROF_REPLAY_TABLES(X) X(replay, COLLPROF_REPLAY_COLUMNS, collprof_replay_row_t)
 

@@ -9,6 +9,7 @@
 
 #include "colls/colls.h"
 #include "colls/data.h"
+#include "runner/replay_gaps.h"
 #include "runner/split.h"
 #include "base/util.h"
 
@@ -166,7 +167,13 @@ const cli_opt_t cli_opts[] = {
      "times the whole trace is replayed (default: 5)", NULL},
     {"gaps", 0, "MODE", cli_h_string, NULL, OPT_FIELD(gaps),
      "time between a replay's ops: none (back to back, the\n"
-     "only mode yet; the default)",
+     "default), trace[:SCALE] (each op at its recorded offset,\n"
+     "the gaps times SCALE) or compute[:SCALE] (each gap\n"
+     "filled with a memory-bandwidth loop)",
+     NULL},
+    {"replay-ops", 0, "RANGE", cli_h_string, NULL, OPT_FIELD(replay_ops),
+     "replay only the ops whose seq is in RANGE (A-B, A-,\n"
+     "-B or A; each rank's own seqs), with their gaps",
      NULL},
     {"sweep-sizes", 0, "S,L", cli_h_sweep_sizes, NULL, 0, 0,
      "link sweep messages: latency at S, bandwidth at L\n"
@@ -335,12 +342,18 @@ static int screen_options(cp_options_t *opt, char *err, size_t errlen)
 /* --replay replays a trace instead of the matrix; its options need it. */
 static int replay_options(cp_options_t *opt, char *err, size_t errlen)
 {
-    if (opt->replay[0] == '\0' && (opt->replay_iters != 0 || opt->gaps[0] != '\0')) {
-        snprintf(err, errlen, "--replay-iters and --gaps shape a replay: add --replay TRACE");
+    if (opt->replay[0] == '\0' &&
+        (opt->replay_iters != 0 || opt->gaps[0] != '\0' || opt->replay_ops[0] != '\0')) {
+        snprintf(err, errlen,
+                 "--replay-iters, --replay-ops and --gaps shape a replay: add --replay TRACE");
         return -1;
     }
-    if (opt->gaps[0] != '\0' && strcmp(opt->gaps, "none") != 0) {
-        snprintf(err, errlen, "--gaps %s: only none is implemented yet (back to back)", opt->gaps);
+    int mode;
+    double scale;
+    int64_t lo, hi;
+    if (cp_gaps_parse(opt->gaps, &mode, &scale, err, errlen) != 0 ||
+        (opt->replay_ops[0] != '\0' &&
+         cp_replay_ops_parse(opt->replay_ops, &lo, &hi, err, errlen) != 0)) {
         return -1;
     }
     if (opt->replay[0] != '\0' && (opt->link_sweep || opt->screen || opt->healthcheck)) {

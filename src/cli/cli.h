@@ -96,7 +96,8 @@ typedef struct cp_options {
     char baseline[4096];        /**< --baseline: judge the screen against this file ("": no) */
     char replay[4096];          /**< --replay: the trace to replay ("": run the matrix) */
     int replay_iters;           /**< --replay-iters: times the trace is replayed (0: default 5) */
-    char gaps[16];              /**< --gaps: none (the only mode yet; "": none) */
+    char gaps[40];              /**< --gaps: none, trace[:SCALE], compute[:SCALE] ("": none) */
+    char replay_ops[64];        /**< --replay-ops: the seqs replayed, A-B, A-, -B, A ("": all) */
     unsigned split;             /**< --split: COLLPROF_BIT(cp_split_t) of the extra groupings */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */
     unsigned char backend_opt_long[32]; /**< 1: spelled --key (a backend must declare it so) */

@@ -149,11 +149,12 @@ void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n, long 
     size_t first = 0; /* the backend's first row */
     for (size_t i = 0; i < n; i++) {
         const collprof_replay_row_t *r = &rows[i];
+        char gaps[48];
         if (strcmp(r->backend, backend) != 0) {
             backend = r->backend;
             first = i;
-            fprintf(f, "\n== replay on %s (p50 over %d replays, back to back) ==\n", backend,
-                    r->iterations);
+            fprintf(f, "\n== replay on %s (p50 over %d replays, %s) ==\n", backend, r->iterations,
+                    cp_replay_gaps_words(rows, n, backend, gaps, sizeof(gaps)));
             fprintf(f, "%-14s %12s %5s %5s %7s %12s %12s %8s %10s %9s %-10s %-8s %s\n", "op",
                     "bytes", "group", "size", "ops", "replay_us", "recorded_us", "ratio",
                     "busBW_GB/s", "skew_us", "last", "status", "note");
@@ -162,6 +163,8 @@ void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n, long 
             type_line(f, r, v12);
         } else if (!strcmp(r->what, "trace")) {
             trace_lines(f, rows + first, i - first, r, v12);
+        } else if (!strcmp(r->what, "rank")) {
+            cp_replay_gaps_print(f, rows, i);
         }
     }
 }

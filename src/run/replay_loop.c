@@ -18,6 +18,7 @@
 #include "runner/agree.h"
 #include "run/replay_path.h"
 #include "runner/replay.h"
+#include "runner/replay_gaps.h"
 #include "schema/trace_read.h"
 
 #include <stddef.h>
@@ -44,6 +45,10 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
                  rr->opt->replay, t->nranks, rr->boot.nranks, t->nranks);
         return CP_EXIT_USAGE;
     }
+    if (cp_gaps_setup(rr->opt->gaps, rr->opt->replay_ops, t, rr->boot.rank, rr->opt->replay_iters,
+                      err, len) != 0) {
+        return CP_EXIT_USAGE; /* (--replay-ops keeps only its ops of t) */
+    }
     return 0;
 #else
     (void)rr;
@@ -59,6 +64,7 @@ void cp_replay_free(cp_rank_run_t *rr)
         cp_trace_free(rr->trace);
     }
 #endif
+    cp_gaps_free();
     free(rr->trace);
     rr->trace = NULL;
 }
@@ -212,6 +218,7 @@ static void fold(const collprof_replay_row_t *ops, size_t k, double *v, collprof
     }
     bandwidths(r);
     fold_ranks(ops, k, v, r);
+    cp_gaps_fold(ops, k, r);
 }
 
 /* The recorded window of t: first issue to last completion, us; -1 when not recorded. */
@@ -330,7 +337,19 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, acc_t *acc)
     }
     int status = rc == 0 ? CP_EXIT_OK : CP_EXIT_FAILED;
     if (rr->boot.rank == 0 && all != NULL) {
-        out = fold_all(all, nall, t, whole, &nout);
+        size_t nrk = cp_gaps_partition(all, nall); /* --gaps' rank rows, last */
+        out = fold_all(all, nall - nrk, t, whole, &nout);
+        collprof_replay_row_t *big =
+            out != NULL ? realloc(out, (nout + nrk + 1) * sizeof(*out)) : NULL;
+        if (big == NULL) {
+            free(out);
+        }
+        out = big;
+        if (out != NULL) {
+            memcpy(&out[nout], &all[nall - nrk], nrk * sizeof(*out));
+            cp_gaps_trace_row(out, nout, &all[nall - nrk], nrk);
+            nout += nrk;
+        }
         status = out == NULL ? CP_EXIT_FAILED : status;
         for (size_t i = 0; out != NULL && i < nout; i++) {
             if (!strcmp(out[i].status, "wrong") || !strcmp(out[i].status, "error")) {

@@ -8,6 +8,7 @@
 #include "colls/colls.h"
 #include "colls/data.h"
 #include "runner/agree.h"
+#include "runner/replay_gaps.h"
 #include "wd/watchdog.h"
 
 #include <stdio.h>
@@ -241,10 +242,12 @@ static double run_one(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, double *at)
                          .recvcounts = o->a2av.recvcounts,
                          .rdispls = o->a2av.rdispls};
     cp_replay_groups_use(gs, (size_t)o->group);
+    cp_gaps_wait(o->t); /* --gaps: until its target (its buffers ready) */
     double t0 = now_us();
     *at = t0;
     int rc = p->be->run(g->ctx, &a);
     double t = now_us() - t0;
+    cp_gaps_done(o->t);
     if (rc != COLLPROF_OK) {
         snprintf(o->note, sizeof(o->note), "%s: %s", collprof_status_string(rc),
                  p->be->last_error(g->ctx));
@@ -333,6 +336,7 @@ static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
     for (int it = 0; it < iters; it++) {
         cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
         cp_oob_barrier();                     /* every replay starts together */
+        cp_gaps_begin(it);
         double base = now_us(), at = base;
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
@@ -341,6 +345,7 @@ static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
             issues[i * (size_t)iters + (size_t)it] = at - base;
             whole[it] += us > 0 ? us : 0;
         }
+        cp_gaps_end(it);
     }
 }
 
@@ -360,7 +365,7 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     double *times = calloc(n * (size_t)iters + 1, sizeof(double));
     double *issues = calloc(n * (size_t)iters + 1, sizeof(double));
     double *whole = calloc((size_t)iters, sizeof(double));
-    collprof_replay_row_t *out = calloc(n + 1, sizeof(*out));
+    collprof_replay_row_t *out = calloc(n + 2, sizeof(*out)); /* (+ the rank row of --gaps) */
     int ok = o != NULL && times != NULL && issues != NULL && whole != NULL && out != NULL;
     cp_agreement_t a;
     ok = cp_agree(b->nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) ==
@@ -372,7 +377,9 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
         for (size_t i = 0; i < n; i++) {
             op_row(p, &o[i], t, &times[i * (size_t)iters], &issues[i * (size_t)iters], iters,
                    &out[i]);
+            cp_gaps_op_row(o[i].t, &out[i]);
         }
+        n += (size_t)cp_gaps_rank_row(p->name, &out[n]);
         *whole_us = cp_stats_median(whole, (size_t)iters);
         *rows = out;
         *nrows = n;

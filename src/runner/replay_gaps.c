@@ -1,0 +1,544 @@
+#include "config.h"
+
+#include "runner/replay_gaps.h"
+
+#include "base/stats.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The sleep ends this long before a target; a spin on the clock does the rest. */
+#define SPIN_NS 80000
+/* The replay's start: this long after the barrier that starts it (the first op's buffers are
+ * filled in it, so that an op recorded at offset 0 is not late by its fill). */
+#define LEAD_NS 1000000
+/* compute: the memory-bandwidth loop's buffer (at least; 4 x the LLC where that is more), and
+ * the elements it touches between two looks at the clock (32 KiB). */
+#define WORK_BYTES (64u << 20)
+#define WORK_CHUNK 4096
+
+static struct {
+    int mode;
+    double scale;
+    const cp_trace_t *t;
+    int rank, iters, it;
+    int64_t origin;   /* ns, the first recorded issue of the replayed ops, every rank's */
+    int64_t *loc;     /* [t->nops]: the op's index among this rank's, -1 when another's */
+    size_t nmine;     /* this rank's ops */
+    double *err;      /* [nmine * iters] |issue - target| in us, -1: not timed */
+    double *lateness; /* [nmine * iters] us an op was late by, 0: on time */
+    double *span;     /* [iters] us from the start to the last op's end */
+    int64_t start, prev_end, prev_rec_end;
+    uint64_t *buf; /* compute's buffer */
+    size_t nbuf, at;
+    int slack_set;
+    long slack_old;
+} G = {.mode = CP_GAPS_NONE};
+
+static volatile uint64_t sink; /* keeps the bandwidth loop's work */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int cp_gaps_parse(const char *s, int *mode, double *scale, char *err, size_t len)
+{
+    *mode = CP_GAPS_NONE;
+    *scale = 1;
+    if (s[0] == '\0' || !strcmp(s, "none")) {
+        return 0;
+    }
+    const char *colon = strchr(s, ':');
+    size_t k = colon != NULL ? (size_t)(colon - s) : strlen(s);
+    if (k == 5 && !strncmp(s, "trace", k)) {
+        *mode = CP_GAPS_TRACE;
+    } else if (k == 7 && !strncmp(s, "compute", k)) {
+        *mode = CP_GAPS_COMPUTE;
+    } else {
+        snprintf(err, len, "--gaps %s: not none, trace, trace:SCALE, compute or compute:SCALE", s);
+        return -1;
+    }
+    if (colon != NULL) {
+        char *end = NULL;
+        errno = 0;
+        *scale = strtod(colon + 1, &end);
+        if (end == colon + 1 || *end != '\0' || errno != 0 || !(*scale > 0) || *scale > 1000) {
+            snprintf(err, len,
+                     "--gaps %s: SCALE must be a number in (0, 1000] (0.5: half the gaps)", s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A seq: decimal digits, at most 18 of them; -1 when not. */
+static int64_t seq_of(const char *s, size_t n)
+{
+    if (n == 0 || n > 18) {
+        return -1;
+    }
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+int cp_replay_ops_parse(const char *s, int64_t *lo, int64_t *hi, char *err, size_t len)
+{
+    const char *dash = strchr(s, '-');
+    int bad;
+    if (dash == NULL) {
+        *lo = *hi = seq_of(s, strlen(s));
+        bad = *lo < 0;
+    } else {
+        size_t a = (size_t)(dash - s), b = strlen(dash + 1);
+        *lo = a > 0 ? seq_of(s, a) : 0;
+        *hi = b > 0 ? seq_of(dash + 1, b) : -1;
+        bad = (a == 0 && b == 0) || *lo < 0 || (b > 0 && *hi < 0) || (*hi >= 0 && *hi < *lo);
+    }
+    if (bad) {
+        snprintf(err, len, "--replay-ops %s: not a range of seqs A-B, A-, -B or A (A <= B, from 0)",
+                 s);
+        return -1;
+    }
+    return 0;
+}
+
+static int is_coll(const collprof_trace_op_row_t *r)
+{
+    return strcmp(r->op, "send") != 0 && strcmp(r->op, "recv") != 0 && strcmp(r->op, "wait") != 0;
+}
+
+/* Does the range [lo, hi] keep each group's collectives alike on all its members, where the
+ * whole trace has them alike?  0, else -1 and why (a cut collective would hang). */
+static int cuts_none(const cp_trace_t *t, int64_t lo, int64_t hi, const char *range, char *err,
+                     size_t len)
+{
+    size_t nr = (size_t)(t->nranks > 0 ? t->nranks : 1), cells = t->ngroups * nr;
+    int64_t *all = calloc(2 * cells + 1, sizeof(int64_t)), *kept = all + cells;
+    if (all == NULL) {
+        return 0; /* (only a check) */
+    }
+    for (size_t i = 0; i < t->nops; i++) {
+        const collprof_trace_op_row_t *r = &t->ops[i];
+        if (is_coll(r) && r->group >= 0 && (size_t)r->group < t->ngroups && r->rank >= 0 &&
+            (size_t)r->rank < nr) {
+            all[(size_t)r->group * nr + (size_t)r->rank]++;
+            kept[(size_t)r->group * nr + (size_t)r->rank] +=
+                r->seq >= lo && (hi < 0 || r->seq <= hi);
+        }
+    }
+    int rc = 0;
+    for (size_t g = 0; g < t->ngroups && rc == 0; g++) {
+        const collprof_trace_group_row_t *gr = &t->groups[g];
+        for (int m = 1; m < gr->size && rc == 0; m++) {
+            size_t a = (size_t)t->members[gr->member_off].rank,
+                   b = (size_t)t->members[gr->member_off + m].rank;
+            if (a < nr && b < nr && all[g * nr + a] == all[g * nr + b] &&
+                kept[g * nr + a] != kept[g * nr + b]) {
+                snprintf(err, len,
+                         "--replay-ops %s: keeps %lld collectives of group %zu on rank %zu and "
+                         "%lld on rank %zu: the range cuts a collective between its members",
+                         range, (long long)kept[g * nr + a], g, a, (long long)kept[g * nr + b], b);
+                rc = -1;
+            }
+        }
+    }
+    free(all);
+    return rc;
+}
+
+/* Keep the ops of t whose seq is in [lo, hi] (hi -1: no end).  0, or -1 and why. */
+static int select_ops(cp_trace_t *t, const char *range, char *err, size_t len)
+{
+    int64_t lo = 0, hi = -1, top = -1;
+    if (range[0] == '\0') {
+        return 0;
+    }
+    if (cp_replay_ops_parse(range, &lo, &hi, err, len) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < t->nops; i++) {
+        top = t->ops[i].seq > top ? t->ops[i].seq : top;
+    }
+    if (lo > top || hi > top) {
+        snprintf(err, len, "--replay-ops %s: outside the trace, whose ops are seq 0 to %" PRId64,
+                 range, top);
+        return -1;
+    }
+    if (cuts_none(t, lo, hi, range, err, len) != 0) {
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        if (t->ops[i].seq >= lo && (hi < 0 || t->ops[i].seq <= hi)) {
+            t->ops[k++] = t->ops[i];
+        }
+    }
+    t->nops = k;
+    return 0;
+}
+
+/* The origin (the first recorded issue of t's ops) into G.origin; 0, or -1 when none. */
+static int find_origin(const cp_trace_t *t)
+{
+    G.origin = -1;
+    for (size_t i = 0; i < t->nops; i++) {
+        int64_t s = t->ops[i].t_issue_ns;
+        if (s >= 0 && (G.origin < 0 || s < G.origin)) {
+            G.origin = s;
+        }
+    }
+    return G.origin >= 0 ? 0 : -1;
+}
+
+/* compute's buffer: larger than the last-level cache, its pages touched. */
+static int work_buffer(void)
+{
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t bytes = WORK_BYTES;
+    if (llc > 0 && (size_t)llc * 4 > bytes) {
+        bytes = (size_t)llc * 4;
+    }
+    G.nbuf = bytes / sizeof(uint64_t) / WORK_CHUNK * WORK_CHUNK;
+    G.buf = calloc(G.nbuf, sizeof(uint64_t));
+    if (G.buf == NULL) {
+        return -1;
+    }
+    memset(G.buf, 1, G.nbuf * sizeof(uint64_t));
+    G.at = 0;
+    return 0;
+}
+
+/* This rank's ops: G.loc, G.nmine and the per-op, per-replay arrays. */
+static int my_arrays(const cp_trace_t *t)
+{
+    G.loc = malloc((t->nops + 1) * sizeof(*G.loc));
+    if (G.loc == NULL) {
+        return -1;
+    }
+    G.nmine = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        G.loc[i] = t->ops[i].rank == G.rank ? (int64_t)G.nmine++ : -1;
+    }
+    size_t n = G.nmine * (size_t)G.iters + 1;
+    G.err = malloc(n * sizeof(double));
+    G.lateness = calloc(n, sizeof(double));
+    G.span = calloc((size_t)G.iters + 1, sizeof(double));
+    return G.err != NULL && G.lateness != NULL && G.span != NULL ? 0 : -1;
+}
+
+int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, int rank, int iters,
+                  char *err, size_t len)
+{
+    cp_gaps_free();
+    if (cp_gaps_parse(gaps, &G.mode, &G.scale, err, len) != 0 ||
+        select_ops(t, range, err, len) != 0) {
+        return -1;
+    }
+    if (G.mode != CP_GAPS_NONE && find_origin(t) != 0) {
+        snprintf(err, len,
+                 "--gaps %s: the trace has no issue times (t_issue_ns)%s: replay it with --gaps "
+                 "none (an NCCL Inspector trace has them when recorded with "
+                 "NCCL_INSPECTOR_DUMP_VERBOSE=1)",
+                 gaps, range[0] ? " in --replay-ops" : "");
+        G.mode = CP_GAPS_NONE;
+        return -1;
+    }
+    G.t = t;
+    G.rank = rank;
+    G.iters = iters > 0 ? iters : 1;
+    if (G.mode == CP_GAPS_NONE) {
+        return 0;
+    }
+    if (my_arrays(t) != 0 || (G.mode == CP_GAPS_COMPUTE && work_buffer() != 0)) {
+        snprintf(err, len, "--gaps %s: out of memory", gaps);
+        cp_gaps_free();
+        return -1;
+    }
+    int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0); /* wake-ups to the ns, not the 50 us */
+    if (old > 0 && prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0) {
+        G.slack_set = 1;
+        G.slack_old = old;
+    }
+    return 0;
+}
+
+int cp_gaps_mode(void)
+{
+    return G.mode;
+}
+
+void cp_gaps_begin(int it)
+{
+    if (G.mode == CP_GAPS_NONE || it < 0 || it >= G.iters) {
+        return;
+    }
+    if (it == 0) { /* a new backend: its own figures */
+        for (size_t i = 0; i < G.nmine * (size_t)G.iters; i++) {
+            G.err[i] = -1;
+            G.lateness[i] = 0;
+        }
+    }
+    G.it = it;
+    G.start = mono_ns() + LEAD_NS;
+    G.prev_end = G.start;
+    G.prev_rec_end = -1;
+}
+
+/* Sleep (absolute) to SPIN_NS before target, then spin on the clock. */
+static void sleep_until(int64_t target)
+{
+    int64_t wake = target - SPIN_NS;
+    if (wake > mono_ns()) {
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000),
+                              .tv_nsec = (long)(wake % 1000000000)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        }
+    }
+    while (mono_ns() < target) {
+    }
+}
+
+/* Read and write the buffer, 32 KiB between looks at the clock, until target. */
+static void work_until(int64_t target)
+{
+    uint64_t s = 0;
+    while (mono_ns() < target) {
+        uint64_t *b = G.buf + G.at;
+        for (size_t k = 0; k < WORK_CHUNK; k++) {
+            b[k] = b[k] * 3 + k;
+            s += b[k];
+        }
+        G.at = (G.at + WORK_CHUNK) % G.nbuf;
+    }
+    sink += s;
+}
+
+/* Op r's target on this replay's clock, ns. */
+static int64_t target_of(const collprof_trace_op_row_t *r)
+{
+    if (G.mode == CP_GAPS_COMPUTE && G.prev_rec_end >= 0) { /* its gap after the last op */
+        int64_t gap = r->t_issue_ns - G.prev_rec_end;
+        return G.prev_end + (gap > 0 ? (int64_t)((double)gap * G.scale) : 0);
+    }
+    return G.start + (int64_t)((double)(r->t_issue_ns - G.origin) * G.scale);
+}
+
+void cp_gaps_wait(const collprof_trace_op_row_t *r)
+{
+    if (G.mode == CP_GAPS_NONE || r->t_issue_ns < 0) {
+        return; /* (an op without an issue time goes at once) */
+    }
+    int64_t target = target_of(r), now = mono_ns();
+    size_t i = (size_t)G.loc[r - G.t->ops] * (size_t)G.iters + (size_t)G.it;
+    if (now < target) {
+        if (G.mode == CP_GAPS_COMPUTE) {
+            work_until(target);
+        } else {
+            sleep_until(target);
+        }
+        now = mono_ns();
+    } else {
+        G.lateness[i] = (double)(now - target) / 1e3;
+    }
+    G.err[i] = (double)(now > target ? now - target : target - now) / 1e3;
+    G.prev_rec_end = r->t_issue_ns + (r->dur_ns > 0 ? r->dur_ns : 0);
+}
+
+void cp_gaps_done(const collprof_trace_op_row_t *r)
+{
+    (void)r;
+    if (G.mode != CP_GAPS_NONE) {
+        G.prev_end = mono_ns();
+    }
+}
+
+void cp_gaps_end(int it)
+{
+    if (G.mode != CP_GAPS_NONE && it >= 0 && it < G.iters) {
+        G.span[it] = (double)(G.prev_end - G.start) / 1e3;
+    }
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* p50, p99, max of the values >= 0 of v[n] (v reordered) into row; -1 when none. */
+static void errs_into(double *v, size_t n, collprof_replay_row_t *row)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] >= 0) {
+            v[k++] = v[i];
+        }
+    }
+    row->issue_err_p50_us = row->issue_err_p99_us = row->issue_err_max_us = -1;
+    if (k > 0) {
+        qsort(v, k, sizeof(double), cmp_dbl);
+        row->issue_err_p50_us = cp_stats_percentile(v, (int)k, 0.5);
+        row->issue_err_p99_us = cp_stats_percentile(v, (int)k, 0.99);
+        row->issue_err_max_us = v[k - 1];
+    }
+}
+
+void cp_gaps_op_row(const collprof_trace_op_row_t *r, collprof_replay_row_t *row)
+{
+    row->issue_err_p50_us = row->issue_err_p99_us = row->issue_err_max_us = -1;
+    row->late = 0;
+    if (G.mode == CP_GAPS_NONE || G.t == NULL || r < G.t->ops || r >= G.t->ops + G.t->nops ||
+        G.loc[r - G.t->ops] < 0) {
+        return;
+    }
+    size_t at = (size_t)G.loc[r - G.t->ops] * (size_t)G.iters;
+    double v[64], *w = G.iters <= 64 ? v : malloc((size_t)G.iters * sizeof(double));
+    if (w == NULL) {
+        return;
+    }
+    memcpy(w, &G.err[at], (size_t)G.iters * sizeof(double));
+    errs_into(w, (size_t)G.iters, row);
+    for (int it = 0; it < G.iters; it++) {
+        row->late += G.lateness[at + (size_t)it] > 0;
+    }
+    if (w != v) {
+        free(w);
+    }
+}
+
+/* This rank's recorded window, scaled: its last timed op's target offset, us; -1: none. */
+static double my_window_us(void)
+{
+    int64_t last = -1, dur = 0;
+    for (size_t i = 0; i < G.t->nops; i++) {
+        const collprof_trace_op_row_t *r = &G.t->ops[i];
+        if (G.loc[i] >= 0 && r->t_issue_ns >= 0 && r->t_issue_ns >= last) {
+            last = r->t_issue_ns;
+            dur = r->dur_ns > 0 ? r->dur_ns : 0;
+        }
+    }
+    return last < 0 ? -1 : ((double)(last - G.origin) * G.scale + (double)dur) / 1e3;
+}
+
+int cp_gaps_rank_row(const char *backend, collprof_replay_row_t *row)
+{
+    if (G.mode == CP_GAPS_NONE || G.t == NULL) {
+        return 0;
+    }
+    memset(row, 0, sizeof(*row));
+    snprintf(row->what, sizeof(row->what), "rank");
+    snprintf(row->backend, sizeof(row->backend), "%s", backend);
+    snprintf(row->status, sizeof(row->status), "ok");
+    row->rank = G.rank;
+    row->seq = -1;
+    row->group = row->group_size = -1;
+    row->iterations = G.iters;
+    size_t n = G.nmine * (size_t)G.iters, timed = 0, untimed = 0;
+    double *v = malloc((n + 1) * sizeof(double));
+    if (v == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        row->late += G.lateness[i] > 0;
+    }
+    for (size_t i = 0; i < G.t->nops; i++) {
+        timed += G.loc[i] >= 0 && G.t->ops[i].t_issue_ns >= 0;
+        untimed += G.loc[i] >= 0 && G.t->ops[i].t_issue_ns < 0;
+    }
+    memcpy(v, G.err, n * sizeof(double));
+    errs_into(v, n, row);
+    row->ops = (int64_t)timed;
+    memcpy(v, G.span, (size_t)G.iters * sizeof(double));
+    row->time_p50_us = cp_stats_median(v, (size_t)G.iters);
+    row->recorded_us = my_window_us();
+    row->ratio = row->recorded_us > 0 ? row->time_p50_us / row->recorded_us : 0;
+    char mode[40];
+    snprintf(mode, sizeof(mode), "%s", G.mode == CP_GAPS_TRACE ? "trace" : "compute");
+    if (G.scale != 1) {
+        snprintf(mode + strlen(mode), sizeof(mode) - strlen(mode), ":%g", G.scale);
+    }
+    snprintf(row->note, sizeof(row->note),
+             "gaps %s; %zu ops issued at a target and %zu at once (no issue time)", mode, timed,
+             untimed);
+    free(v);
+    return 1;
+}
+
+size_t cp_gaps_partition(collprof_replay_row_t *rows, size_t n)
+{
+    size_t k = 0, nrk = 0;
+    collprof_replay_row_t *rk = malloc((n + 1) * sizeof(*rk));
+    if (rk == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].what, "rank")) {
+            rk[nrk++] = rows[i];
+        } else {
+            rows[k++] = rows[i];
+        }
+    }
+    memcpy(&rows[k], rk, nrk * sizeof(*rk));
+    free(rk);
+    return nrk;
+}
+
+/* into: the largest errors of into and r, the late ops summed. */
+static void worst_of(collprof_replay_row_t *into, const collprof_replay_row_t *r)
+{
+    into->issue_err_p50_us =
+        r->issue_err_p50_us > into->issue_err_p50_us ? r->issue_err_p50_us : into->issue_err_p50_us;
+    into->issue_err_p99_us =
+        r->issue_err_p99_us > into->issue_err_p99_us ? r->issue_err_p99_us : into->issue_err_p99_us;
+    into->issue_err_max_us =
+        r->issue_err_max_us > into->issue_err_max_us ? r->issue_err_max_us : into->issue_err_max_us;
+    into->late += r->late;
+}
+
+void cp_gaps_fold(const collprof_replay_row_t *ops, size_t k, collprof_replay_row_t *r)
+{
+    r->issue_err_p50_us = r->issue_err_p99_us = r->issue_err_max_us = -1;
+    r->late = 0;
+    for (size_t i = 0; i < k; i++) {
+        worst_of(r, &ops[i]);
+    }
+}
+
+void cp_gaps_trace_row(collprof_replay_row_t *rows, size_t n, const collprof_replay_row_t *rk,
+                       size_t nrk)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].what, "trace")) {
+            cp_gaps_fold(rk, nrk, &rows[i]);
+        }
+    }
+}
+
+void cp_gaps_free(void)
+{
+    if (G.slack_set) {
+        prctl(PR_SET_TIMERSLACK, (unsigned long)G.slack_old, 0, 0, 0);
+    }
+    free(G.loc);
+    free(G.err);
+    free(G.lateness);
+    free(G.span);
+    free(G.buf);
+    memset(&G, 0, sizeof(G));
+    G.mode = CP_GAPS_NONE;
+}
