@@ -90,5 +90,7 @@ void mpi_be_cvar_str(const char *name, char *buf, size_t len);
 
 /* mpi_run.c */
 int mpi_be_run(void *vctx, const collprof_args_t *a);
+int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req);
+int mpi_be_wait(void *vctx, void *req);
 
 #endif /* CP_MPI_INTERNAL_H */

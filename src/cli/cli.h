@@ -96,6 +96,7 @@ typedef struct cp_options {
     char baseline[4096];        /**< --baseline: judge the screen against this file ("": no) */
     char replay[4096];          /**< --replay: the trace to replay ("": run the matrix) */
     int replay_iters;           /**< --replay-iters: times the trace is replayed (0: default 5) */
+    int replay_shrink;          /**< --shrink: fold a trace of more ranks onto the run's */
     char gaps[16];              /**< --gaps: none (the only mode yet; "": none) */
     unsigned split;             /**< --split: COLLPROF_BIT(cp_split_t) of the extra groupings */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */
