@@ -40,7 +40,7 @@ typedef struct self_p2p {
 
 size_t self_p2p_ring_bytes(int n)
 {
-    size_t r = (size_t)16 << 20; /* 16 MiB over every pair, 256 B to 64 KiB each */
+    size_t r = (size_t)4 << 20; /* 4 MiB over every pair, 256 B to 64 KiB each */
     r /= (size_t)n * (size_t)n;
     r = r < 256 ? 256 : r > 65536 ? 65536 : r;
     return r / SELF_LINE * SELF_LINE;

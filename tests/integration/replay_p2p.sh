@@ -8,8 +8,9 @@
 # where its op ran at once), the send and recv rows counted (10), the async collectives posted
 # on mpi and run at once with the note on self and gloo.  With COLLPROF_FAULT=wrong:1 rank 1
 # sends one wrong element per send: the receiver's rows say wrong, exit 1.  The 8-rank
-# fixture is refused on 4 ranks, and with --shrink replayed on 4: 32 op rows, all ok, the
-# summary says it was shrunk from 8 ranks to 4.
+# fixture is refused on 4 ranks, and with --shrink replayed on 4: 36 op rows, all ok (the
+# halves [0..3] and [4..7] both on the 4 ranks, the pairs [q, q+4] folded onto groups of one),
+# the summary says it was shrunk from 8 ranks to 4.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 need_report
 [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
@@ -99,11 +100,13 @@ for b in self gloo mpi; do
     replay "$b" 4 s --shrink
     n=$(awk -F'|' '$16 == "ok" && $15 == 0' "ops.$b.4.s" | wc -l)
     p=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok"' "ops.$b.4.s" | wc -l)
-    g=$(awk -F'|' '$5 == "allreduce" && $9 == 4 && ($8 == 1 || $8 == 2)' "ops.$b.4.s" | wc -l)
-    [ "$rc" -eq 0 ] && [ "$(wc -l <"ops.$b.4.s")" -eq 32 ] && [ "$n" -eq 32 ] &&
-        [ "$p" -eq 8 ] && [ "$g" -eq 8 ]
-    ok $? "$b: --shrink 8 onto 4: 32 ops all ok, 8 sends and recvs, both halves on 4 ($n, $p, $g, exit $rc)"
-    grep -q '^whole trace: 32 ops.*shrunk from 8 ranks to 4' "r.$b.4.s"/collprof_*.txt
+    # the halves' allreduce of 400 B on groups of 4; the pairs' of 256 B on groups of 1
+    g=$(awk -F'|' '$5 == "allreduce" && $7 == 400 && $9 == 4 && $16 == "ok"' "ops.$b.4.s" | wc -l)
+    o=$(awk -F'|' '$5 == "allreduce" && $7 == 256 && $9 == 1 && $16 == "ok"' "ops.$b.4.s" | wc -l)
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"ops.$b.4.s")" -eq 36 ] && [ "$n" -eq 36 ] &&
+        [ "$p" -eq 8 ] && [ "$g" -eq 8 ] && [ "$o" -eq 4 ]
+    ok $? "$b: --shrink 8 onto 4: 36 ops all ok, 8 sends and recvs, both halves on 4, the pairs [q, q+4] on 1 ($n, $p, $g, $o, exit $rc)"
+    grep -q '^whole trace: 36 ops.*shrunk from 8 ranks to 4' "r.$b.4.s"/collprof_*.txt
     ok $? "$b: the summary says the trace was shrunk from 8 ranks to 4"
 done
 
