@@ -83,7 +83,6 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
     o->op = cp_coll_from_name(r->op);
     if (!strcmp(r->op, "wait")) { /* cp_replay_schedule() pairs it with its op */
         o->op = -1;
-        snprintf(o->note, sizeof(o->note), "no op of this rank issued its request");
         return 0;
     }
     if (!strcmp(r->op, "send") || !strcmp(r->op, "recv")) {

@@ -49,6 +49,23 @@ static int plain_p2p(const rop_t *o, int g)
     return o->p2p != 0 && o->t->req < 0 && o->t->coalesced < 0 && o->group == g;
 }
 
+/* The wait of op i's req, after it and not yet paired: of its group where there is one (a
+ * source may number requests per group), else of any; n when none. */
+static size_t wait_of(const rop_t *o, size_t n, size_t i)
+{
+    size_t any = n;
+    for (size_t j = i + 1; j < n; j++) {
+        if (!strcmp(o[j].t->op, "wait") && o[j].t->req == o[i].t->req && o[j].waits < 0 &&
+            o[j].note[0] == '\0') {
+            if (o[j].group == o[i].group) {
+                return j;
+            }
+            any = any < n ? any : j;
+        }
+    }
+    return any;
+}
+
 /* When posted op i completes: its done_at, its wait's waits, the notes. */
 static void complete_at(rop_t *o, size_t n, size_t i)
 {
@@ -56,9 +73,7 @@ static void complete_at(rop_t *o, size_t n, size_t i)
     char s[96];
     size_t j = i + 1;
     if (r->req >= 0) {
-        while (j < n && !(!strcmp(o[j].t->op, "wait") && o[j].t->req == r->req && o[j].waits < 0)) {
-            j++;
-        }
+        j = wait_of(o, n, i);
         if (j < n) {
             o[j].waits = (long)i;
             snprintf(o[j].note, sizeof(o[j].note), "completes seq %lld", (long long)r->seq);
@@ -88,6 +103,11 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
 {
     const collprof_trace_op_row_t *r = o[i].t;
     int want = o[i].p2p != 0 || r->req >= 0 || r->coalesced >= 0;
+    size_t w = r->req >= 0 && strcmp(r->op, "wait") != 0 ? wait_of(o, n, i) : n;
+    if (o[i].op < 0 && w < n) {
+        snprintf(o[w].note, sizeof(o[w].note), "its op (seq %lld) is not replayed",
+                 (long long)r->seq);
+    }
     if (o[i].op < 0 || !want) {
         return;
     }
@@ -100,12 +120,9 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
     snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)",
              r->req >= 0 ? "async" : "coalesced", p->name, collprof_op_name(o[i].op));
     note_add(&o[i], s);
-    for (size_t j = i + 1; r->req >= 0 && j < n; j++) {
-        if (!strcmp(o[j].t->op, "wait") && o[j].t->req == r->req && o[j].waits < 0) {
-            snprintf(o[j].note, sizeof(o[j].note), "its op (seq %lld) completed at once",
-                     (long long)r->seq);
-            break;
-        }
+    if (w < n) {
+        snprintf(o[w].note, sizeof(o[w].note), "its op (seq %lld) completed at once",
+                 (long long)r->seq);
     }
 }
 
@@ -116,6 +133,11 @@ void cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, 
     for (size_t i = 0; i < n; i++) {
         o[i].done_at = n;
         how_of(p, o, n, i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(o[i].t->op, "wait") && o[i].note[0] == '\0') {
+            snprintf(o[i].note, sizeof(o[i].note), "no op of this rank issued its request");
+        }
     }
     for (size_t i = 0; top != NULL && pend != NULL && fly != NULL && i < n; i++) {
         for (size_t k = 0; k < nfly;) { /* those completed before op i */
