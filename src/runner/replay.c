@@ -290,17 +290,15 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     double *times = calloc(n * (size_t)iters + 1, sizeof(double));
     double *whole = calloc((size_t)iters, sizeof(double));
     collprof_replay_row_t *out = calloc(n + 1, sizeof(*out));
-    size_t *need = calloc(t->ngroups + 1, sizeof(size_t));
-    int ok = o != NULL && times != NULL && whole != NULL && out != NULL && need != NULL;
-    if (ok) {
-        cp_replay_schedule(p, o, n, need, t->ngroups);
-    }
+    size_t *need = calloc(t->ngroups + 1, sizeof(size_t)), *fly = calloc(n + 1, sizeof(size_t));
+    int ok = o != NULL && times != NULL && whole != NULL && out != NULL && need != NULL &&
+             fly != NULL && cp_replay_schedule(p, o, n, need, t->ngroups) == 0;
     cp_agreement_t a;
     ok = cp_agree(b->nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) ==
              CP_AGREE_OK &&
          alloc_bufs(p, t, g, b->nranks, need) == 0;
     if (ok) {
-        cp_replay_loop(p, o, n, g, iters, tmo, times, whole, b->rank);
+        cp_replay_loop(p, o, n, g, iters, tmo, times, whole, b->rank, fly);
         cp_wd_beat(CP_WD_GATHER, -1, -1, 0, tmo);
         for (size_t i = 0; i < n; i++) {
             op_row(p, &o[i], t, &times[i * (size_t)iters], iters, &out[i]);
@@ -321,5 +319,6 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     free(whole);
     free(out);
     free(need);
+    free(fly);
     return ok ? 0 : -1;
 }

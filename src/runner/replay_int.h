@@ -47,11 +47,13 @@ void cp_replay_p2p_fill(const rop_t *o, void *buf, int rank);
 uint64_t cp_replay_p2p_check(const rop_t *o, const void *buf);
 
 /** Decide how each of o[n] is issued and when completed, and its buffer offset; the bytes
- *  each group's buffers need on this rank in need[ngroups] (replay_issue.c). */
-void cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, size_t ngroups);
-/** The replays: every op of o[n], iters times; times[op * iters + it], whole[it]. */
+ *  each group's buffers need on this rank in need[ngroups] (replay_issue.c).  0, or -1 when
+ *  out of memory. */
+int cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, size_t ngroups);
+/** The replays: every op of o[n], iters times; times[op * iters + it], whole[it]; fly:
+ *  scratch of n + 1. */
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *whole, int rank);
+                    double *times, double *whole, int rank, size_t *fly);
 /** An upper bound of the bytes of op r's buffers, the same on every rank (replay.c). */
 size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r);
 

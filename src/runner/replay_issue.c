@@ -126,7 +126,7 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
     }
 }
 
-void cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, size_t ngroups)
+int cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, size_t ngroups)
 {
     size_t *top = calloc(ngroups + 1, sizeof(size_t)), *pend = calloc(ngroups + 1, sizeof(size_t));
     size_t *fly = calloc(n + 1, sizeof(size_t)), nfly = 0; /* the posted ops in flight */
@@ -161,9 +161,11 @@ void cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, 
             fly[nfly++] = i;
         }
     }
+    int ok = top != NULL && pend != NULL && fly != NULL;
     free(top);
     free(pend);
     free(fly);
+    return ok ? 0 : -1;
 }
 
 /* Its args, on buffers sb, rb; inputs written and output poisoned. */
@@ -270,10 +272,10 @@ static void due(cp_plugin_t *p, rop_t *o, size_t n, size_t i, cp_rgroup_t *g, fl
 }
 
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *whole, int rank)
+                    double *times, double *whole, int rank, size_t *fly)
 {
-    fly_t f = {calloc(n + 1, sizeof(size_t)), 0};
-    for (int it = 0; f.k != NULL && it < iters; it++) {
+    fly_t f = {fly, 0};
+    for (int it = 0; it < iters; it++) {
         cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
         cp_oob_barrier();                     /* every replay starts together */
         whole[it] = 0;
@@ -294,5 +296,4 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
             whole[it] += o[i].us;
         }
     }
-    free(f.k);
 }
