@@ -96,7 +96,7 @@ static int mpi_be_query(void *ctx, collprof_caps_t *caps)
     /* post(): point-to-point and the collectives with a non-blocking twin */
     c.post_ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV) | COLLPROF_BIT(COLLPROF_OP_ALLREDUCE) |
                  COLLPROF_BIT(COLLPROF_OP_ALLGATHER) | COLLPROF_BIT(COLLPROF_OP_ALLTOALL) |
-                 COLLPROF_BIT(COLLPROF_OP_BROADCAST);
+                 COLLPROF_BIT(COLLPROF_OP_BROADCAST) | COLLPROF_MPI_POST_MORE;
     /* an older core's struct may end before the appended fields (zeroed here) */
     memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;

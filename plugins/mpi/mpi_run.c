@@ -329,6 +329,28 @@ static int mpi_be_twin(collprof_op_t op)
     }
 }
 
+/* The non-blocking form of an op without a twin among collprof's ops (not in place); an MPI
+ * return code, or -1 when there is none. */
+static int mpi_be_post_more(const collprof_args_t *a, mpi_be_call_t *c, MPI_Request *r)
+{
+    switch (a->op) {
+    case COLLPROF_OP_BARRIER: c->call = "MPI_Ibarrier"; return MPI_Ibarrier(c->comm, r);
+    case COLLPROF_OP_REDUCE:
+        c->call = "MPI_Ireduce";
+        return MPI_Ireduce(c->sbuf, c->rbuf, c->cnt, c->dt, c->mop, c->root, c->comm, r);
+    case COLLPROF_OP_REDUCESCATTER:
+        c->call = "MPI_Ireduce_scatter_block";
+        return MPI_Ireduce_scatter_block(c->sbuf, c->rbuf, c->blk, c->dt, c->mop, c->comm, r);
+    case COLLPROF_OP_GATHER:
+        c->call = "MPI_Igather";
+        return MPI_Igather(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->root, c->comm, r);
+    case COLLPROF_OP_SCATTER:
+        c->call = "MPI_Iscatter";
+        return MPI_Iscatter(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->root, c->comm, r);
+    default: return -1;
+    }
+}
+
 /* A send (peer_recv -1) or recv (peer_send -1) posted on the base communicator. */
 static int mpi_be_post_p2p(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_Request *r)
 {
@@ -360,9 +382,18 @@ int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req)
     *r = MPI_REQUEST_NULL;
     if (a->op == COLLPROF_OP_SENDRECV && (a->peer_send < 0) != (a->peer_recv < 0)) {
         rc = mpi_be_post_p2p(ctx, a, r);
-    } else if ((int)a->op < 0 || a->op >= COLLPROF_OP_COUNT || mpi_be_twin(a->op) < 0) {
+    } else if ((int)a->op < 0 || a->op >= COLLPROF_OP_COUNT ||
+               (mpi_be_twin(a->op) < 0 && !(COLLPROF_MPI_POST_MORE & COLLPROF_BIT(a->op))) ||
+               (mpi_be_twin(a->op) < 0 && a->in_place)) {
         mpi_be_set_error(ctx, "post: op %d has no non-blocking form here", (int)a->op);
         rc = COLLPROF_ERR_NOT_SUPPORTED;
+    } else if (mpi_be_twin(a->op) < 0) {
+        mpi_be_call_t c;
+        rc = mpi_be_prepare(ctx, a, &c);
+        if (rc == COLLPROF_OK) {
+            int mrc = mpi_be_post_more(a, &c, r);
+            rc = mrc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, mrc);
+        }
     } else {
         collprof_args_t b = *a;
         mpi_be_call_t c;

@@ -4,7 +4,7 @@
 # (2 ranks): a blocking send/recv pair of 1 MiB that both ranks record send first (it would
 # deadlock on a rendezvous protocol, issued blocking), an isend/irecv completed at its wait
 # past an allreduce, a use_batch pair (coalesced) issued in opposite orders, two async
-# collectives waited in opposite orders.  Every op row ok with wrong 0 (a wait: ok, or skipped
+# collectives waited in opposite orders, an async reduce.  Every op row ok with wrong 0 (a wait: ok, or skipped
 # where its op ran at once), the send and recv rows counted (10), the async collectives posted
 # on mpi and run at once with the note on self and gloo.  With COLLPROF_FAULT=wrong:1 rank 1
 # sends one wrong element per send: the receiver's rows say wrong, exit 1.  The 8-rank
@@ -52,8 +52,8 @@ for b in self gloo mpi; do
         continue
     fi
     replay "$b" 2 p
-    [ "$rc" -eq 0 ] && [ "$(wc -l <"ops.$b.2.p")" -eq 24 ]
-    ok $? "$b: the p2p trace replays, 24 op rows (exit $rc$(head -c 300 err | tr '\n' ' '))"
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"ops.$b.2.p")" -eq 28 ]
+    ok $? "$b: the p2p trace replays, 28 op rows (exit $rc$(head -c 300 err | tr '\n' ' '))"
     awk -F'|' '!($16 == "ok" && $15 == 0) && !($5 == "wait" && $16 == "skipped")' \
         "ops.$b.2.p" >bad
     [ ! -s bad ]
@@ -67,13 +67,13 @@ for b in self gloo mpi; do
     ok $? "$b: the coalesced pair posted together on both ranks ($n)"
     n=$(awk -F'|' '$5 == "wait" && $16 == "ok" && $17 ~ /^completes seq/' "ops.$b.2.p" | wc -l)
     if [ "$b" = mpi ]; then
-        m=$(awk -F'|' '($5 == "allreduce" || $5 == "allgather") && $17 ~ /async: posted/' \
+        m=$(awk -F'|' '$5 ~ /^(allreduce|allgather|reduce)$/ && $17 ~ /async: posted/' \
             "ops.$b.2.p" | wc -l)
-        [ "$n" -eq 6 ] && [ "$m" -eq 4 ]
+        [ "$n" -eq 8 ] && [ "$m" -eq 6 ]
         ok $? "mpi: the async collectives posted and completed at their waits ($m; waits $n)"
     else
         m=$(awk -F'|' '$17 ~ /async: issued and completed at once/' "ops.$b.2.p" | wc -l)
-        [ "$n" -eq 2 ] && [ "$m" -eq 4 ]
+        [ "$n" -eq 2 ] && [ "$m" -eq 6 ]
         ok $? "$b: the async collectives run at once with the note ($m; waits of p2p $n)"
     fi
 done
