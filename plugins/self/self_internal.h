@@ -36,10 +36,11 @@ typedef struct self_ctx {
     self_bar_t *bar;
     size_t *most; /* n: every rank's largest alltoallv send count */
     unsigned char *slots;
-    unsigned char *results;  /* two areas of slot bytes after the n slots */
-    unsigned char *p2p;      /* n * n rings of sends and recvs after them (self_p2p.c) */
-    size_t ring;             /* bytes of each ring's data */
-    struct self_p2p *posted; /* this rank's posted sends and recvs, in order */
+    unsigned char *results;     /* two areas of slot bytes after the n slots */
+    unsigned char *p2p;         /* n * n rings of sends and recvs after them (self_p2p.c) */
+    size_t ring;                /* bytes of each ring's data */
+    struct self_p2p *posted;    /* this rank's posted sends and recvs, in order */
+    struct self_ctx *live_next; /* the next context with posted ops (self_p2p.c) */
     char err[SELF_ERR_LEN];
 } self_ctx_t;
 

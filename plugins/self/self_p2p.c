@@ -5,9 +5,9 @@
  * --replay through a ring per ordered pair of ranks in the segment (self_backend.c sizes
  * it).  A message is an 8-byte length and the payload, streamed through the ring by the
  * sender and taken out by the receiver; post() moves what fits and returns, wait() moves
- * every posted send and recv of this rank until its own is done, so two ranks that each
- * wait on a send to the other, their rings full, still go on.  Sends to one peer leave,
- * and recvs from one peer are matched, in the order posted.
+ * every posted send and recv of this process (of every context) until its own is done, so
+ * two ranks that each wait on a send to the other, their rings full, still go on.  Sends to one
+ * peer leave, and recvs from one peer are matched, in the order posted.
  */
 
 #include <sched.h>
@@ -140,6 +140,43 @@ static size_t progress(self_ctx_t *ctx)
     return moved;
 }
 
+/* Every context of this process with posted ops: a wait moves those of every context (the
+ * group contexts of a replay side by side), so a rank waiting on one group never stalls a
+ * peer that waits on another. */
+static self_ctx_t *live;
+
+static size_t progress_all(void)
+{
+    size_t moved = 0;
+    for (self_ctx_t *c = live; c != NULL; c = c->live_next) {
+        moved += progress(c);
+    }
+    return moved;
+}
+
+static void live_add(self_ctx_t *ctx)
+{
+    self_ctx_t *c = live;
+    while (c != NULL && c != ctx) {
+        c = c->live_next;
+    }
+    if (c == NULL) {
+        ctx->live_next = live;
+        live = ctx;
+    }
+}
+
+static void live_drop(self_ctx_t *ctx)
+{
+    self_ctx_t **p = &live;
+    while (*p != NULL && *p != ctx) {
+        p = &(*p)->live_next;
+    }
+    if (*p != NULL) {
+        *p = ctx->live_next;
+    }
+}
+
 int self_post(void *vctx, const collprof_args_t *a, void **req)
 {
     self_ctx_t *ctx = vctx;
@@ -167,6 +204,7 @@ int self_post(void *vctx, const collprof_args_t *a, void **req)
         end = &(*end)->next;
     }
     *end = q;
+    live_add(ctx);
     progress(ctx);
     *req = q;
     return COLLPROF_OK;
@@ -177,7 +215,7 @@ int self_wait(void *vctx, void *req)
     self_ctx_t *ctx = vctx;
     self_p2p_t *q = req, **p = &ctx->posted;
     while (!q->done) {
-        if (progress(ctx) == 0) {
+        if (progress_all() == 0) {
             sched_yield();
         }
     }
@@ -185,6 +223,9 @@ int self_wait(void *vctx, void *req)
         p = &(*p)->next;
     }
     *p = q->next;
+    if (ctx->posted == NULL) {
+        live_drop(ctx);
+    }
     int rc = COLLPROF_OK;
     if (!q->send && q->msg != q->len) {
         snprintf(ctx->err, sizeof(ctx->err), "recv of %zu B from rank %d: its message has %llu B",
@@ -197,6 +238,7 @@ int self_wait(void *vctx, void *req)
 
 void self_p2p_free(self_ctx_t *ctx)
 {
+    live_drop(ctx);
     while (ctx->posted != NULL) {
         self_p2p_t *q = ctx->posted;
         ctx->posted = q->next;

@@ -90,6 +90,36 @@ for b in self mpi; do
     ok $? "$b: a wrong element in rank 1's sends: rank 0's two recvs from it wrong, exit 1 ($w, $o, exit $rc)"
 done
 
+# two groups of the same two ranks (two contexts side by side on 3 ranks), 4 MiB each way, each
+# rank waiting first on its recv of the group the other sends on last: only a wait that moves
+# every context's posted ops (self: every ring of the process) gets through
+A='"pg_id": 1, "global_ranks": [0, 1]'
+B='"pg_id": 2, "global_ranks": [0, 1]'
+W='"pg_id": 0, "global_ranks": [0, 1, 2]'
+M='"in_msg_size": 1048576, "out_msg_size": 1048576, "dtype": "Float"'
+cat >x-rank0.json <<EOF
+[{"comms": "isend", "seqnum": 1, "req": 1, $A, "src_rank": 0, "dst_rank": 1, $M},
+ {"comms": "irecv", "seqnum": 2, "req": 2, $B, "src_rank": 1, "dst_rank": 0, $M},
+ {"comms": "wait", "req": 2, $B}, {"comms": "wait", "req": 1, $A},
+ {"comms": "barrier", "seqnum": 3, $W}]
+EOF
+cat >x-rank1.json <<EOF
+[{"comms": "isend", "seqnum": 1, "req": 3, $B, "src_rank": 1, "dst_rank": 0, $M},
+ {"comms": "irecv", "seqnum": 2, "req": 4, $A, "src_rank": 0, "dst_rank": 1, $M},
+ {"comms": "wait", "req": 4, $A}, {"comms": "wait", "req": 3, $B},
+ {"comms": "barrier", "seqnum": 3, $W}]
+EOF
+echo '[{"comms": "barrier", "seqnum": 3, '"$W"'}]' >x-rank2.json
+"$REPORT" import --trace param x-rank0.json x-rank1.json x-rank2.json -o x.h5 >x.out 2>&1
+ok $? "a trace of two groups of the same two ranks imports"
+for b in self gloo mpi; do
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+    replay "$b" 3 x
+    n=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok" && $15 == 0' "ops.$b.3.x" | wc -l)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
+    ok $? "$b: crossed waits on two group contexts complete, 4 sends and recvs ok ($n, exit $rc)"
+done
+
 "$REPORT" import --trace param "$D"/shrink-rank[0-7].json -o s.h5 >s.out 2>&1
 ok $? "the 8-rank fixture imports"
 cp_run --np 4 --backends self --replay s.h5 --output-dir .
