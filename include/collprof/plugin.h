@@ -256,6 +256,12 @@ typedef struct collprof_caps {
      * cell, "default", where both would run (an alias makes no second cell).
      */
     const char *default_variant;
+    /**
+     * COLLPROF_BIT(op) of the ops that post() takes (ABI 2.3, with the post
+     * and wait slots); COLLPROF_BIT(COLLPROF_OP_SENDRECV) stands for the
+     * point-to-point send and recv (see post()).  0: none.
+     */
+    uint32_t post_ops;
 } collprof_caps_t;
 
 /** sizeof(collprof_caps_t) before any append: the least a plugin accepts in caps->size. */
@@ -405,6 +411,27 @@ typedef struct collprof_backend {
      * COLLPROF_ERR_NOT_SUPPORTED for memory it has no device copy for (host).
      */
     int (*copy_rate)(void *ctx, int memtype, size_t bytes, double *gbs);
+
+    /* ---- ABI 2.3: optional, both or neither (collprof --replay, docs/replay.md) ---- */
+    /**
+     * Post one operation and return without waiting for it; *req names it
+     * for wait().  Only the ops whose bit caps->post_ops sets.  A collective
+     * op is COLLECTIVE as run() is (every rank posts the context's
+     * collectives in the same order); a point-to-point op is LOCAL: a send is
+     * op COLLPROF_OP_SENDRECV with peer_recv -1 (count elements of sendbuf to
+     * context rank peer_send), a recv the same with peer_send -1 (count
+     * elements into recvbuf from peer_recv); the sends from one rank to
+     * another match that rank's recvs from it in the order posted.  Several
+     * ops may be in flight at once, each with its own buffers; the plugin
+     * must not block in post() on a peer that has not posted yet.
+     */
+    int (*post)(void *ctx, const collprof_args_t *args, void **req);
+    /**
+     * Wait until the op req (from post()) is complete on this rank and free
+     * req.  While it waits, every op in flight on the context progresses (a
+     * rank waiting on one op never stalls a peer that waits on another).
+     */
+    int (*wait)(void *ctx, void *req);
 } collprof_backend_t;
 
 /** sizeof(collprof_backend_t) of ABI 2 before any optional slot: the least the core accepts. */

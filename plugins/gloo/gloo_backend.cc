@@ -206,6 +206,7 @@ int gl_query(void *, collprof_caps_t *caps)
     c.memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     c.variants = gl_variants;
     c.nvariants = kNumVariants;
+    c.post_ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV); /* sends and recvs (gloo_p2p.cc) */
     /* an older core's struct may end before the appended fields (zeroed here) */
     memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;
@@ -587,4 +588,6 @@ COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_SLOTS(gl, collprof_no_mem_copy, collprof_no_run_batch),
     COLLPROF_BACKEND_EXTRAS(gl_options, COLLPROF_NROWS(gl_options), 0, gl_describe),
     .copy_rate = collprof_no_copy_rate, /* C++ names every field; host memory only */
+    .post = cpgloo::gl_post,
+    .wait = cpgloo::gl_wait,
 };

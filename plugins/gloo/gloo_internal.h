@@ -56,6 +56,8 @@ constexpr size_t kErrLen = 512;
 
 /* Slot prefix for sendrecv (Gloo's own prefixes are 0x01..0x08). */
 constexpr uint8_t kSendrecvSlotPrefix = 0x5c;
+/* Slot prefix for the posted sends and recvs (post(), gloo_p2p.cc). */
+constexpr uint8_t kP2pSlotPrefix = 0x5d;
 
 /* gl_variants[v - 1] describes variant v (gloo_backend.cc) */
 enum GlVariant {
@@ -124,6 +126,10 @@ void set_error(GlCtx *ctx, const char *fmt, ...) __attribute__((format(printf, 2
 /* Build c->fn for args a (gloo_ops.cc).  Throws on Gloo errors; returns a status for the
  * combinations it refuses (the message in g->err). */
 int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a);
+
+/* post() and wait() of a send or recv (gloo_p2p.cc). */
+int gl_post(void *vctx, const collprof_args_t *a, void **req);
+int gl_wait(void *vctx, void *req);
 
 } // namespace cpgloo
 

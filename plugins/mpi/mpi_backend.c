@@ -93,6 +93,10 @@ static int mpi_be_query(void *ctx, collprof_caps_t *caps)
     c.memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     c.variants = mpi_be.nvariants ? mpi_be.variants : NULL;
     c.nvariants = mpi_be.nvariants;
+    /* post(): point-to-point and the collectives with a non-blocking twin */
+    c.post_ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV) | COLLPROF_BIT(COLLPROF_OP_ALLREDUCE) |
+                 COLLPROF_BIT(COLLPROF_OP_ALLGATHER) | COLLPROF_BIT(COLLPROF_OP_ALLTOALL) |
+                 COLLPROF_BIT(COLLPROF_OP_BROADCAST) | COLLPROF_MPI_POST_MORE;
     /* an older core's struct may end before the appended fields (zeroed here) */
     memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;
@@ -384,4 +388,6 @@ COLLPROF_PLUGIN_ENTRY = {
         COLLPROF_BACKEND_RTLD_GLOBAL | COLLPROF_BACKEND_GROUPS | COLLPROF_BACKEND_SHARED_BUFFERS,
     COLLPROF_BACKEND_SLOTS(mpi_be, collprof_no_mem_copy, collprof_no_run_batch),
     COLLPROF_BACKEND_EXTRAS(NULL, 0, 0, mpi_be_describe),
+    .post = mpi_be_post_op,
+    .wait = mpi_be_wait,
 };

@@ -90,5 +90,12 @@ void mpi_be_cvar_str(const char *name, char *buf, size_t len);
 
 /* mpi_run.c */
 int mpi_be_run(void *vctx, const collprof_args_t *a);
+/* post(): the ops posted besides the four with a non-blocking twin and point-to-point */
+#define COLLPROF_MPI_POST_MORE                                                                     \
+    (COLLPROF_BIT(COLLPROF_OP_BARRIER) | COLLPROF_BIT(COLLPROF_OP_REDUCE) |                        \
+     COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER) | COLLPROF_BIT(COLLPROF_OP_GATHER) |                  \
+     COLLPROF_BIT(COLLPROF_OP_SCATTER))
+int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req);
+int mpi_be_wait(void *vctx, void *req);
 
 #endif /* CP_MPI_INTERNAL_H */

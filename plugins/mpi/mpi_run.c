@@ -314,3 +314,108 @@ int mpi_be_run(void *vctx, const collprof_args_t *a)
     rc = mpi_be_issue(ctx, a, &c);
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, rc);
 }
+
+/* ---- post and wait (ABI 2.3: collprof --replay's async, coalesced and p2p ops) ---- */
+
+/* The non-blocking twin of a blocking op post() takes, or -1. */
+static int mpi_be_twin(collprof_op_t op)
+{
+    switch (op) {
+    case COLLPROF_OP_ALLREDUCE: return COLLPROF_OP_IALLREDUCE;
+    case COLLPROF_OP_ALLGATHER: return COLLPROF_OP_IALLGATHER;
+    case COLLPROF_OP_ALLTOALL: return COLLPROF_OP_IALLTOALL;
+    case COLLPROF_OP_BROADCAST: return COLLPROF_OP_IBROADCAST;
+    default: return collprof_op_info(op)->flags & COLLPROF_OPF_NONBLOCKING ? (int)op : -1;
+    }
+}
+
+/* The non-blocking form of an op without a twin among collprof's ops (not in place); an MPI
+ * return code, or -1 when there is none. */
+static int mpi_be_post_more(const collprof_args_t *a, mpi_be_call_t *c, MPI_Request *r)
+{
+    switch (a->op) {
+    case COLLPROF_OP_BARRIER: c->call = "MPI_Ibarrier"; return MPI_Ibarrier(c->comm, r);
+    case COLLPROF_OP_REDUCE:
+        c->call = "MPI_Ireduce";
+        return MPI_Ireduce(c->sbuf, c->rbuf, c->cnt, c->dt, c->mop, c->root, c->comm, r);
+    case COLLPROF_OP_REDUCESCATTER:
+        c->call = "MPI_Ireduce_scatter_block";
+        return MPI_Ireduce_scatter_block(c->sbuf, c->rbuf, c->blk, c->dt, c->mop, c->comm, r);
+    case COLLPROF_OP_GATHER:
+        c->call = "MPI_Igather";
+        return MPI_Igather(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->root, c->comm, r);
+    case COLLPROF_OP_SCATTER:
+        c->call = "MPI_Iscatter";
+        return MPI_Iscatter(c->sbuf, c->blk, c->dt, c->rbuf, c->blk, c->dt, c->root, c->comm, r);
+    default: return -1;
+    }
+}
+
+/* A send (peer_recv -1) or recv (peer_send -1) posted on the base communicator. */
+static int mpi_be_post_p2p(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_Request *r)
+{
+    size_t es = 0;
+    MPI_Datatype dt = mpi_be_dtype(a->dtype, &es);
+    if (dt == MPI_DATATYPE_NULL || a->count > INT_MAX || a->memtype != COLLPROF_MEM_HOST) {
+        mpi_be_set_error(ctx, "post: dtype %d, count %zu or memory %d not offered", (int)a->dtype,
+                         a->count, a->memtype);
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    int rc =
+        a->peer_send >= 0
+            ? MPI_Isend(a->sendbuf, (int)a->count, dt, a->peer_send, MPI_BE_TAG + 1, ctx->base, r)
+            : MPI_Irecv(a->recvbuf, (int)a->count, dt, a->peer_recv, MPI_BE_TAG + 1, ctx->base, r);
+    return rc == MPI_SUCCESS
+               ? COLLPROF_OK
+               : mpi_be_mpi_error(ctx, a->peer_send >= 0 ? "MPI_Isend" : "MPI_Irecv", rc);
+}
+
+int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req)
+{
+    mpi_be_ctx_t *ctx = vctx;
+    MPI_Request *r = malloc(sizeof(*r));
+    int rc = COLLPROF_ERR_NO_MEMORY;
+    if (r == NULL) {
+        mpi_be_set_error(ctx, "post: out of memory");
+        return rc;
+    }
+    *r = MPI_REQUEST_NULL;
+    if (a->op == COLLPROF_OP_SENDRECV && (a->peer_send < 0) != (a->peer_recv < 0)) {
+        rc = mpi_be_post_p2p(ctx, a, r);
+    } else if ((int)a->op < 0 || a->op >= COLLPROF_OP_COUNT ||
+               (mpi_be_twin(a->op) < 0 && !(COLLPROF_MPI_POST_MORE & COLLPROF_BIT(a->op))) ||
+               (mpi_be_twin(a->op) < 0 && a->in_place)) {
+        mpi_be_set_error(ctx, "post: op %d has no non-blocking form here", (int)a->op);
+        rc = COLLPROF_ERR_NOT_SUPPORTED;
+    } else if (mpi_be_twin(a->op) < 0) {
+        mpi_be_call_t c;
+        rc = mpi_be_prepare(ctx, a, &c);
+        if (rc == COLLPROF_OK) {
+            int mrc = mpi_be_post_more(a, &c, r);
+            rc = mrc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, mrc);
+        }
+    } else {
+        collprof_args_t b = *a;
+        mpi_be_call_t c;
+        b.op = (collprof_op_t)mpi_be_twin(a->op);
+        rc = mpi_be_prepare(ctx, &b, &c);
+        if (rc == COLLPROF_OK) {
+            int mrc = mpi_be_post(&b, &c, r);
+            rc = mrc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c.call, mrc);
+        }
+    }
+    if (rc != COLLPROF_OK) {
+        free(r);
+        return rc;
+    }
+    *req = r;
+    return COLLPROF_OK;
+}
+
+int mpi_be_wait(void *vctx, void *req)
+{
+    MPI_Request *r = req;
+    int rc = MPI_Wait(r, MPI_STATUS_IGNORE);
+    free(r);
+    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(vctx, "MPI_Wait", rc);
+}

@@ -115,6 +115,9 @@ static int self_query(void *ctx, collprof_caps_t *caps)
     caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     caps->variants = NULL;
     caps->nvariants = 0;
+    if (COLLPROF_CAPS_HAS(caps, post_ops)) {
+        caps->post_ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV); /* sends and recvs (self_p2p.c) */
+    }
     return COLLPROF_OK;
 }
 
@@ -269,7 +272,8 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->rank = h->rank;
     ctx->n = h->nranks;
     ctx->slot = slot;
-    ctx->seglen = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot;
+    ctx->seglen = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot +
+                  self_p2p_area_bytes(h->nranks);
     rc = self_attach(h, ctx);
     if (rc != COLLPROF_OK) {
         free(ctx);
@@ -279,6 +283,8 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->most = (size_t *)(ctx->bar + 1);
     ctx->slots = (unsigned char *)ctx->seg + self_header_bytes(h->nranks);
     ctx->results = ctx->slots + (size_t)h->nranks * slot;
+    ctx->p2p = ctx->results + 2 * slot;
+    ctx->ring = self_p2p_ring_bytes(h->nranks);
     *out = ctx;
     return COLLPROF_OK;
 }
@@ -290,6 +296,7 @@ static int self_finalize(void *vctx)
         return COLLPROF_OK;
     }
     self_barrier(ctx);
+    self_p2p_free(ctx);
     munmap(ctx->seg, ctx->seglen);
     free(ctx);
     return COLLPROF_OK;
@@ -379,4 +386,7 @@ __attribute__((visibility("default"))) const collprof_backend_t collprof_backend
     .noptions = sizeof(self_options) / sizeof(self_options[0]),
     .study_ops = 0,
     .describe = SELF_ENTRY_DESCRIBE,
+    .copy_rate = NULL,
+    .post = self_post,
+    .wait = self_wait,
 };

@@ -36,7 +36,11 @@ typedef struct self_ctx {
     self_bar_t *bar;
     size_t *most; /* n: every rank's largest alltoallv send count */
     unsigned char *slots;
-    unsigned char *results; /* two areas of slot bytes after the n slots */
+    unsigned char *results;     /* two areas of slot bytes after the n slots */
+    unsigned char *p2p;         /* n * n rings of sends and recvs after them (self_p2p.c) */
+    size_t ring;                /* bytes of each ring's data */
+    struct self_p2p *posted;    /* this rank's posted sends and recvs, in order */
+    struct self_ctx *live_next; /* the next context with posted ops (self_p2p.c) */
     char err[SELF_ERR_LEN];
 } self_ctx_t;
 
@@ -46,5 +50,12 @@ void self_barrier(self_ctx_t *ctx);
 void self_reduce(void *d, const void *s, size_t n, int dtype, int op);
 /** One operation of a (checked by the caller) over the segment. */
 void self_run_op(self_ctx_t *ctx, const collprof_args_t *a);
+
+/* self_p2p.c: post() and wait() of sends and recvs over the rings. */
+size_t self_p2p_ring_bytes(int n);
+size_t self_p2p_area_bytes(int n);
+int self_post(void *vctx, const collprof_args_t *a, void **req);
+int self_wait(void *vctx, void *req);
+void self_p2p_free(self_ctx_t *ctx);
 
 #endif

@@ -2,7 +2,8 @@
  * Fault injection for tests, in one place: COLLPROF_FAULT (collprof(1),
  * ENVIRONMENT) names one fault for the whole run.
  *   wrong[:RANK]            corrupt one result element of each checked output (the
- *                           check run of --check last, each checked iteration else)
+ *                           check run of --check last, each checked iteration else;
+ *                           --replay: one element of each send RANK replays)
  *   wrongiter:ITER[:RANK]   corrupt one element of RANK's output of timed iteration ITER
  *                           (1 = the first; every cell): --check every and sample:K
  *                           with ITER a multiple of K see it, --check last does not

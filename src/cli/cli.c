@@ -165,6 +165,10 @@ const cli_opt_t cli_opts[] = {
      NULL},
     {"replay-iters", 0, "N", cli_h_int, "--replay-iters 1 100000", OPT_FIELD(replay_iters),
      "times the whole trace is replayed (default: 5)", NULL},
+    {"shrink", 0, NULL, cli_h_flag, NULL, OPT_FIELD(replay_shrink),
+     "replay a trace recorded on more ranks than the run\n"
+     "has: trace rank r on rank r mod N (docs/replay.md)",
+     NULL},
     {"gaps", 0, "MODE", cli_h_string, NULL, OPT_FIELD(gaps),
      "time between a replay's ops: none (back to back, the\n"
      "default), trace[:SCALE] (each op at its recorded offset,\n"
@@ -343,9 +347,10 @@ static int screen_options(cp_options_t *opt, char *err, size_t errlen)
 static int replay_options(cp_options_t *opt, char *err, size_t errlen)
 {
     if (opt->replay[0] == '\0' &&
-        (opt->replay_iters != 0 || opt->gaps[0] != '\0' || opt->replay_ops[0] != '\0')) {
-        snprintf(err, errlen,
-                 "--replay-iters, --replay-ops and --gaps shape a replay: add --replay TRACE");
+        (opt->replay_iters != 0 || opt->gaps[0] != '\0' || opt->replay_ops[0] != '\0' ||
+         opt->replay_shrink)) {
+        snprintf(err, errlen, "--replay-iters, --replay-ops, --gaps and --shrink shape a replay: "
+                              "add --replay TRACE");
         return -1;
     }
     int mode;

@@ -128,9 +128,10 @@ static void trace_lines(FILE *f, const collprof_replay_row_t *rows, size_t n,
     char rec[32], ratio[32];
     fprintf(f,
             "whole trace: %lld ops, replay %.2f us (the slowest rank's sum of its ops), "
-            "recorded window %s us, ratio %s, %llu wrong elements: %s\n",
+            "recorded window %s us, ratio %s, %llu wrong elements: %s%s%s\n",
             (long long)r->ops, r->time_p50_us, fig(rec, sizeof(rec), r->recorded_us, 2),
-            fig(ratio, sizeof(ratio), r->ratio, 3), (unsigned long long)r->wrong, r->status);
+            fig(ratio, sizeof(ratio), r->ratio, 3), (unsigned long long)r->wrong, r->status,
+            r->note[0] ? "; " : "", r->note);
     if (v12 && r->critical_us >= 0) {
         path_line(f, rows, n, r);
     }

@@ -38,12 +38,22 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
     if (cp_trace_read(rr->opt->replay, t, err, len) != 0) {
         return CP_EXIT_USAGE;
     }
-    if (t->nranks > rr->boot.nranks) {
+    if (t->nranks > rr->boot.nranks && !rr->opt->replay_shrink) {
         snprintf(err, len,
                  "--replay %s: the trace was recorded on %d ranks and this run has %d: run "
-                 "it on %d or more (shrinking a trace is not implemented yet)",
+                 "it on %d or more, or fold it onto this run's ranks with --shrink",
                  rr->opt->replay, t->nranks, rr->boot.nranks, t->nranks);
         return CP_EXIT_USAGE;
+    }
+    if (t->nranks > rr->boot.nranks) { /* the same fold on every rank: the same trace */
+        if (cp_trace_shrink(t, rr->boot.nranks) != 0) {
+            snprintf(err, len, "--shrink: out of memory");
+            return CP_EXIT_FAILED;
+        }
+        cp_log(CP_LOG_INFO,
+               "replay: --shrink: the trace's %d ranks folded onto %d (rank r "
+               "replayed by rank r mod %d), %zu ops kept",
+               t->shrunk_from, t->nranks, t->nranks, t->nops);
     }
     if (cp_gaps_setup(rr->opt->gaps, rr->opt->replay_ops, t, rr->boot.rank, rr->opt->replay_iters,
                       err, len) != 0) {
@@ -278,6 +288,10 @@ static collprof_replay_row_t *fold_all(const collprof_replay_row_t *all, size_t 
     snprintf(tr->what, sizeof(tr->what), "trace");
     snprintf(tr->status, sizeof(tr->status), "skipped");
     tr->op[0] = tr->dtype[0] = tr->note[0] = '\0';
+    if (t->shrunk_from > 0) {
+        snprintf(tr->note, sizeof(tr->note), "shrunk from %d ranks to %d (--shrink)",
+                 t->shrunk_from, t->nranks);
+    }
     tr->rank = tr->group = tr->group_size = -1;
     tr->seq = -1;
     tr->bytes = tr->wrong = tr->replayed_bytes = 0;

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "runner/replay.h"
+#include "runner/replay_int.h"
 
 #include "base/log.h"
 #include "base/stats.h"
@@ -15,27 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* One op of this rank, prepared before the first replay. */
-typedef struct rop {
-    const collprof_trace_op_row_t *t;
-    int op;         /**< collprof_op_t; -1: not replayed (note says why) */
-    int group;      /**< its /trace_groups row */
-    cp_xfer_t x;    /**< its transfer on its group's context */
-    cp_a2av_t a2av; /**< alltoallv's counts in the context's rank order */
-    size_t *counts; /**< the four arrays of a2av, one block */
-    uint64_t wrong;
-    int failed; /**< the backend failed it */
-    int unsup;  /**< the backend does not offer its op or type */
-    char note[128];
-} rop_t;
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* The index of job rank r in group g (its context's rank), -1 when not a member. */
 static int ctx_rank(const cp_rgroup_t *g, int r)
@@ -102,10 +82,12 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
     const cp_rgroup_t *g = &gs[r->group];
     o->group = r->group;
     o->op = cp_coll_from_name(r->op);
-    if (!strcmp(r->op, "wait")) {
+    if (!strcmp(r->op, "wait")) { /* cp_replay_schedule() pairs it with its op */
         o->op = -1;
-        snprintf(o->note, sizeof(o->note), "async ops are waited at once: nothing to wait for");
         return 0;
+    }
+    if (!strcmp(r->op, "send") || !strcmp(r->op, "recv")) {
+        return cp_replay_prepare_p2p(p, o, g, rank);
     }
     unsigned f = o->op >= 0 ? cp_op_flags((collprof_op_t)o->op) : 0;
     if (o->op < 0 || o->op == COLLPROF_OP_SENDRECV || (f & COLLPROF_OPF_NONBLOCKING) ||
@@ -157,10 +139,6 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
         snprintf(o->note + strlen(o->note), sizeof(o->note) - strlen(o->note), "%sreduced by sum",
                  o->note[0] ? "; " : "");
     }
-    if (r->req >= 0) {
-        snprintf(o->note + strlen(o->note), sizeof(o->note) - strlen(o->note),
-                 "%sasync: issued and waited at once", o->note[0] ? "; " : "");
-    }
     if (o->op == COLLPROF_OP_ALLTOALLV &&
         !cp_replay_splits_agree(t, r, o->note + strlen(o->note),
                                 sizeof(o->note) - strlen(o->note))) {
@@ -171,7 +149,7 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
 }
 
 /* An upper bound of the bytes of op r's buffers, the same on every rank. */
-static size_t bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r)
+size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r)
 {
     int dt = r->dtype[0] ? cp_dtype_from_name(r->dtype) : COLLPROF_DTYPE_UINT8;
     size_t es = dt >= 0 ? collprof_dtype_size(dt) : 1;
@@ -184,21 +162,30 @@ static size_t bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r)
     e = in > e ? in : e;
     e = out > e ? out : e;
     size_t b = (size_t)e * es;
-    return (b > r->bytes ? b : (size_t)r->bytes) + 64;
+    return ((b > r->bytes ? b : (size_t)r->bytes) + 64 + 63) / 64 * 64;
 }
 
-/* Collective over the job: each group's two buffers, on its members, as large as any op of
- * the group needs on any rank.  0, or -1 (agreed). */
-static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int nranks)
+/* Collective over the job: each group's two buffers, on its members, as large as any rank
+ * needs (need[]: this rank's, from cp_replay_schedule).  0, or -1 (agreed). */
+static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int nranks,
+                      const size_t *need)
 {
-    for (size_t i = 0; i < t->nops; i++) {
-        size_t b = bound_bytes(t, &t->ops[i]);
-        cp_rgroup_t *gi = &g[t->ops[i].group];
-        gi->bytes = b > gi->bytes ? b : gi->bytes;
+    size_t ng = t->ngroups;
+    uint64_t *mine = calloc(ng + 1, sizeof(uint64_t));
+    uint64_t *all = calloc((ng + 1) * (size_t)nranks, sizeof(uint64_t));
+    int rc = mine != NULL && all != NULL ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY;
+    char why[256] = "out of memory";
+    for (size_t i = 0; mine != NULL && i < ng; i++) {
+        mine[i] = need[i];
     }
-    int rc = COLLPROF_OK;
-    char why[256] = "";
-    for (size_t i = 0; i < t->ngroups; i++) {
+    if (cp_oob_allgather(mine, all, (ng + 1) * sizeof(uint64_t)) != 0) {
+        rc = COLLPROF_ERR_BOOTSTRAP; /* (the channel's failure ends the job) */
+    }
+    for (size_t i = 0; rc == COLLPROF_OK && i < ng; i++) {
+        for (int r = 0; r < nranks; r++) {
+            size_t b = (size_t)all[(size_t)r * (ng + 1) + i];
+            g[i].bytes = b > g[i].bytes ? b : g[i].bytes;
+        }
         if (g[i].ctx == NULL || g[i].me < 0 || g[i].bytes == 0) {
             continue;
         }
@@ -212,52 +199,14 @@ static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int n
             }
         }
     }
+    free(mine);
+    free(all);
     cp_agreement_t a;
     if (cp_agree(nranks, rc, why, &a) != CP_AGREE_OK) {
         cp_error_once("replay: buffers could not be allocated: rank %d: %s", a.rank, a.msg);
         return -1;
     }
     return 0;
-}
-
-/* Run op o once on its group (inputs fresh, output poisoned and checked); its time in us,
- * -1 when the backend failed; *at: when it was issued (now_us). */
-static double run_one(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, double *at)
-{
-    cp_rgroup_t *g = &gs[o->group];
-    const cp_coll_t *coll = cp_coll_get(o->x.op);
-    size_t bytes = (size_t)cp_coll_buffer_elems(&o->x) * collprof_dtype_size(o->x.dtype);
-    memset(g->buf[1], 0xff, bytes <= g->bytes ? bytes : g->bytes);
-    coll->fill(&o->x, g->buf[0], g->buf[1]);
-    collprof_args_t a = {.op = o->x.op,
-                         .dtype = o->x.dtype,
-                         .redop = o->x.redop,
-                         .root = o->x.root,
-                         .memtype = COLLPROF_MEM_HOST,
-                         .sendbuf = g->buf[0],
-                         .recvbuf = g->buf[1],
-                         .count = (size_t)o->x.count,
-                         .sendcounts = o->a2av.sendcounts,
-                         .sdispls = o->a2av.sdispls,
-                         .recvcounts = o->a2av.recvcounts,
-                         .rdispls = o->a2av.rdispls};
-    cp_replay_groups_use(gs, (size_t)o->group);
-    cp_gaps_wait(o->t); /* --gaps: until its target (its buffers ready) */
-    double t0 = now_us();
-    *at = t0;
-    int rc = p->be->run(g->ctx, &a);
-    double t = now_us() - t0;
-    cp_gaps_done(o->t);
-    if (rc != COLLPROF_OK) {
-        snprintf(o->note, sizeof(o->note), "%s: %s", collprof_status_string(rc),
-                 p->be->last_error(g->ctx));
-        o->failed = 1;
-        return -1;
-    }
-    if (!(cp_op_flags(o->x.op) & COLLPROF_OPF_NODATA)) {
-        o->wrong += coll->check(&o->x, g->buf[1]);
-    }
-    return t;
 }
 
 static int cmp_seq(const void *a, const void *b)
@@ -285,6 +234,8 @@ static rop_t *my_ops(const cp_plugin_t *p, const cp_trace_t *t, const cp_rgroup_
         qsort(o, *n, sizeof(*o), cmp_seq);
     }
     for (size_t i = 0; o != NULL && i < *n; i++) {
+        o[i].need = cp_replay_bound_bytes(t, o[i].t);
+        o[i].waits = -1;
         if (prepare(p, &o[i], t, g, rank) != 0) {
             free(o); /* (the counts of those before leak only on this failure) */
             return NULL;
@@ -310,43 +261,23 @@ static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, do
     r->group_size = t->groups[o->t->group].size;
     r->ops = 1;
     r->iterations = iters;
-    r->time_p50_us = o->op >= 0 && !o->failed ? cp_stats_median(times, (size_t)iters) : 0;
+    int timed = (o->op >= 0 || o->waits >= 0) && !o->failed;
+    r->time_p50_us = timed ? cp_stats_median(times, (size_t)iters) : 0;
     r->recorded_us = o->t->dur_ns >= 0 ? (double)o->t->dur_ns / 1e3 : -1;
     r->ratio = r->recorded_us > 0 ? r->time_p50_us / r->recorded_us : 0;
-    int timed = o->op >= 0 && !o->failed;
-    r->replayed_bytes = timed ? cp_coll_bytes(&o->x) : 0; /* bandwidths, skew: the fold's */
-    r->issue_us = timed ? cp_stats_median(issues, (size_t)iters) : -1;
+    int xfer = o->op >= 0 && !o->failed; /* (a wait is timed, moves nothing of its own) */
+    r->replayed_bytes = xfer ? cp_coll_bytes(&o->x) : 0; /* bandwidths, skew: the fold's */
+    r->issue_us = xfer ? cp_stats_median(issues, (size_t)iters) : -1;
     r->skew_us = r->critical_us = r->exposed_us = -1; /* exposed: --gaps compute alone */
     r->straggler = -1;
     r->wrong = o->wrong;
     snprintf(r->status, sizeof(r->status), "%s",
-             o->unsup    ? "unsupported"
-             : o->op < 0 ? "skipped"
-             : o->failed ? "error"
-             : o->wrong  ? "wrong"
-                         : "ok");
+             o->unsup                    ? "unsupported"
+             : o->op < 0 && o->waits < 0 ? "skipped"
+             : o->failed                 ? "error"
+             : o->wrong                  ? "wrong"
+                                         : "ok");
     snprintf(r->note, sizeof(r->note), "%s", o->note);
-}
-
-/* The replays: every op of o[n] in order, iters times; times[op * iters + it], and issues[]
- * alike: when it was issued, from this rank's exit of the barrier that starts the replay. */
-static void replays(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *issues, double *whole)
-{
-    for (int it = 0; it < iters; it++) {
-        cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
-        cp_oob_barrier();                     /* every replay starts together */
-        cp_gaps_begin(it);
-        double base = now_us(), at = base;
-        whole[it] = 0;
-        for (size_t i = 0; i < n; i++) {
-            double us = o[i].op >= 0 && !o[i].failed ? run_one(p, &o[i], g, &at) : 0;
-            times[i * (size_t)iters + (size_t)it] = us > 0 ? us : 0;
-            issues[i * (size_t)iters + (size_t)it] = at - base;
-            whole[it] += us > 0 ? us : 0;
-        }
-        cp_gaps_end(it);
-    }
 }
 
 int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
@@ -366,13 +297,15 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     double *issues = calloc(n * (size_t)iters + 1, sizeof(double));
     double *whole = calloc((size_t)iters, sizeof(double));
     collprof_replay_row_t *out = calloc(n + 2, sizeof(*out)); /* (+ the rank row of --gaps) */
-    int ok = o != NULL && times != NULL && issues != NULL && whole != NULL && out != NULL;
+    size_t *need = calloc(t->ngroups + 1, sizeof(size_t)), *fly = calloc(n + 1, sizeof(size_t));
+    int ok = o != NULL && times != NULL && issues != NULL && whole != NULL && out != NULL &&
+             need != NULL && fly != NULL && cp_replay_schedule(p, o, n, need, t->ngroups) == 0;
     cp_agreement_t a;
     ok = cp_agree(b->nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) ==
              CP_AGREE_OK &&
-         alloc_bufs(p, t, g, b->nranks) == 0;
+         alloc_bufs(p, t, g, b->nranks, need) == 0;
     if (ok) {
-        replays(p, o, n, g, iters, tmo, times, issues, whole);
+        cp_replay_loop(p, o, n, g, iters, tmo, times, issues, whole, b->rank, fly);
         cp_wd_beat(CP_WD_GATHER, -1, -1, 0, tmo);
         for (size_t i = 0; i < n; i++) {
             op_row(p, &o[i], t, &times[i * (size_t)iters], &issues[i * (size_t)iters], iters,
@@ -396,5 +329,7 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     free(issues);
     free(whole);
     free(out);
+    free(need);
+    free(fly);
     return ok ? 0 : -1;
 }

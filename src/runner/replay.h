@@ -49,4 +49,8 @@ int cp_replay_splits_agree(const cp_trace_t *t, const collprof_trace_op_row_t *r
                            size_t len);
 void cp_replay_match_free(void);
 
+/** collprof --replay --shrink: fold t, recorded on more ranks, onto n (replay_shrink.c,
+ *  docs/replay.md).  0, or -1 when out of memory. */
+int cp_trace_shrink(cp_trace_t *t, int n);
+
 #endif /* COLLPROF_RUNNER_REPLAY_H */

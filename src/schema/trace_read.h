@@ -18,7 +18,8 @@ typedef struct cp_trace {
     size_t nmembers;
     collprof_trace_split_row_t *splits;
     size_t nsplits;
-    int nranks; /**< 1 + the largest rank among the ops and the members */
+    int nranks;      /**< 1 + the largest rank among the ops and the members */
+    int shrunk_from; /**< collprof --replay --shrink: the ranks it was recorded on; 0: not shrunk */
 } cp_trace_t;
 
 /** Read and check path's trace tables into t.  0, or -1 and a one-line reason in err. */

@@ -1,0 +1,311 @@
+/*
+ * collprof --replay: when each op of a rank is issued and when it is completed
+ * (docs/replay.md, "Async ops, point-to-point and group calls").  An op is issued at once
+ * (run(): it returns complete) or posted (the plugin's post(), ABI 2.3) and completed later
+ * (wait()):
+ *  - an async op (req set) is posted and completed at the wait that names its req;
+ *  - the ops of one coalesced call are posted one after the other and completed together
+ *    before the next op that is not of the call;
+ *  - a blocking send or recv is posted with the consecutive blocking sends and recvs of its
+ *    group, all completed before the next op that is not one of them: a pair recorded in an
+ *    order that would deadlock on a rendezvous protocol does not.
+ * A collective the backend cannot post runs at once, its note says so.  Ops in flight
+ * together each have their own place in their group's buffers.
+ */
+#include "config.h"
+
+#include "runner/replay_int.h"
+#include "runner/replay_gaps.h"
+
+#include "wd/watchdog.h"
+#include "chan/oob.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void note_add(rop_t *o, const char *s)
+{
+    size_t l = strlen(o->note);
+    snprintf(o->note + l, sizeof(o->note) - l, "%s%s", l > 0 ? "; " : "", s);
+}
+
+/* Can p post op o? */
+static int can_post(const cp_plugin_t *p, const rop_t *o)
+{
+    return o->op >= 0 && cp_replay_has_post(p) && (p->caps.post_ops & COLLPROF_BIT(o->op));
+}
+
+/* A blocking send or recv of group g (the run of them a blocking one joins)? */
+static int plain_p2p(const rop_t *o, int g)
+{
+    return o->p2p != 0 && o->t->req < 0 && o->t->coalesced < 0 && o->group == g;
+}
+
+/* The wait of op i's req, after it and not yet paired: of its group where there is one (a
+ * source may number requests per group), else of any; n when none. */
+static size_t wait_of(const rop_t *o, size_t n, size_t i)
+{
+    size_t any = n;
+    for (size_t j = i + 1; j < n; j++) {
+        if (!strcmp(o[j].t->op, "wait") && o[j].t->req == o[i].t->req && o[j].waits < 0 &&
+            o[j].note[0] == '\0') {
+            if (o[j].group == o[i].group) {
+                return j;
+            }
+            any = any < n ? any : j;
+        }
+    }
+    return any;
+}
+
+/* When posted op i completes: its done_at, its wait's waits, the notes. */
+static void complete_at(rop_t *o, size_t n, size_t i)
+{
+    const collprof_trace_op_row_t *r = o[i].t;
+    char s[96];
+    size_t j = i + 1;
+    if (r->req >= 0) {
+        j = wait_of(o, n, i);
+        if (j < n) {
+            o[j].waits = (long)i;
+            snprintf(o[j].note, sizeof(o[j].note), "completes seq %lld", (long long)r->seq);
+        }
+        snprintf(s, sizeof(s),
+                 j < n ? "async: posted, completed at its wait (seq %lld)"
+                       : "async: posted; no wait: completed at the end",
+                 j < n ? (long long)o[j].t->seq : 0LL);
+        note_add(&o[i], s);
+    } else if (r->coalesced >= 0) {
+        while (j < n && o[j].t->coalesced == r->coalesced) {
+            j++;
+        }
+        snprintf(s, sizeof(s), "coalesced %lld: posted, completed with the call's other ops",
+                 (long long)r->coalesced);
+        note_add(&o[i], s);
+    } else {
+        while (j < n && plain_p2p(&o[j], o[i].group)) {
+            j++;
+        }
+    }
+    o[i].done_at = j;
+}
+
+/* How op i is issued: posted when it is point-to-point, or async or coalesced and p can. */
+static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
+{
+    const collprof_trace_op_row_t *r = o[i].t;
+    int want = o[i].p2p != 0 || r->req >= 0 || r->coalesced >= 0;
+    size_t w = r->req >= 0 && strcmp(r->op, "wait") != 0 ? wait_of(o, n, i) : n;
+    if (o[i].op < 0 && w < n) {
+        snprintf(o[w].note, sizeof(o[w].note), "its op (seq %lld) is not replayed",
+                 (long long)r->seq);
+    }
+    if (o[i].op < 0 || !want) {
+        return;
+    }
+    if (o[i].p2p != 0 || can_post(p, &o[i])) {
+        o[i].how = RP_POST;
+        complete_at(o, n, i);
+        return;
+    }
+    char s[112];
+    snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)",
+             r->req >= 0 ? "async" : "coalesced", p->name, collprof_op_name(o[i].op));
+    note_add(&o[i], s);
+    if (w < n) {
+        snprintf(o[w].note, sizeof(o[w].note), "its op (seq %lld) completed at once",
+                 (long long)r->seq);
+    }
+}
+
+int cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, size_t ngroups)
+{
+    size_t *top = calloc(ngroups + 1, sizeof(size_t)), *pend = calloc(ngroups + 1, sizeof(size_t));
+    size_t *fly = calloc(n + 1, sizeof(size_t)), nfly = 0; /* the posted ops in flight */
+    for (size_t i = 0; i < n; i++) {
+        o[i].done_at = n;
+        how_of(p, o, n, i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(o[i].t->op, "wait") && o[i].note[0] == '\0') {
+            snprintf(o[i].note, sizeof(o[i].note), "no op of this rank issued its request");
+        }
+    }
+    for (size_t i = 0; top != NULL && pend != NULL && fly != NULL && i < n; i++) {
+        for (size_t k = 0; k < nfly;) { /* those completed before op i */
+            rop_t *d = &o[fly[k]];
+            if (d->done_at != i) {
+                k++;
+                continue;
+            }
+            top[d->group] = --pend[d->group] == 0 ? 0 : top[d->group];
+            fly[k] = fly[--nfly];
+        }
+        if (o[i].op < 0) {
+            continue;
+        }
+        size_t g = (size_t)o[i].group;
+        o[i].off = top[g];
+        need[g] = top[g] + o[i].need > need[g] ? top[g] + o[i].need : need[g];
+        if (o[i].how == RP_POST) {
+            top[g] += o[i].need;
+            pend[g]++;
+            fly[nfly++] = i;
+        }
+    }
+    int ok = top != NULL && pend != NULL && fly != NULL;
+    free(top);
+    free(pend);
+    free(fly);
+    return ok ? 0 : -1;
+}
+
+/* Its args, on buffers sb, rb; inputs written and output poisoned. */
+static collprof_args_t args_of(rop_t *o, unsigned char *sb, unsigned char *rb, int rank)
+{
+    size_t bytes = o->need - 64;
+    collprof_args_t a = {.op = o->x.op,
+                         .dtype = o->x.dtype,
+                         .redop = o->x.redop,
+                         .root = o->x.root,
+                         .memtype = COLLPROF_MEM_HOST,
+                         .sendbuf = sb,
+                         .recvbuf = rb,
+                         .count = (size_t)o->x.count,
+                         .sendcounts = o->a2av.sendcounts,
+                         .sdispls = o->a2av.sdispls,
+                         .recvcounts = o->a2av.recvcounts,
+                         .rdispls = o->a2av.rdispls,
+                         .peer_send = o->p2p == RP_SEND ? o->peer : -1,
+                         .peer_recv = o->p2p == RP_RECV ? o->peer : -1};
+    memset(rb, 0xff, bytes);
+    if (o->p2p == RP_SEND) {
+        cp_replay_p2p_fill(o, sb, rank);
+    } else if (o->p2p == 0) {
+        cp_coll_get(o->x.op)->fill(&o->x, sb, rb);
+    }
+    return a;
+}
+
+/* Count op o's wrong elements once complete. */
+static void check(rop_t *o, const cp_rgroup_t *g)
+{
+    const unsigned char *rb = (const unsigned char *)g->buf[1] + o->off;
+    if (o->p2p == RP_RECV) {
+        o->wrong += cp_replay_p2p_check(o, rb);
+    } else if (o->p2p == 0 && !(cp_op_flags(o->x.op) & COLLPROF_OPF_NODATA)) {
+        o->wrong += cp_coll_get(o->x.op)->check(&o->x, rb);
+    }
+}
+
+static void failed(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, int rc)
+{
+    snprintf(o->note, sizeof(o->note), "%s: %s", collprof_status_string(rc),
+             p->be->last_error(g->ctx));
+    o->failed = 1;
+}
+
+/* Issue op o: run it (and check it), or post it. */
+static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
+{
+    cp_rgroup_t *g = &gs[o->group];
+    collprof_args_t a =
+        args_of(o, (unsigned char *)g->buf[0] + o->off, (unsigned char *)g->buf[1] + o->off, rank);
+    cp_replay_groups_use(gs, (size_t)o->group);
+    cp_gaps_wait(o->t); /* --gaps: until its target (its buffers ready) */
+    double t0 = now_us();
+    o->at = t0;
+    int rc = o->how == RP_POST ? p->be->post(g->ctx, &a, &o->req) : p->be->run(g->ctx, &a);
+    o->us += now_us() - t0;
+    if (o->how != RP_POST || rc != COLLPROF_OK) {
+        cp_gaps_done(o->t);
+    }
+    if (rc != COLLPROF_OK) {
+        o->req = NULL;
+        failed(p, o, g, rc);
+    } else if (o->how == RP_NOW) {
+        check(o, g);
+    }
+}
+
+/* Complete posted op o; the time goes to op w (its wait) or to o. */
+static void complete(cp_plugin_t *p, rop_t *o, rop_t *w, cp_rgroup_t *gs)
+{
+    cp_rgroup_t *g = &gs[o->group];
+    if (o->req == NULL) {
+        return;
+    }
+    cp_replay_groups_use(gs, (size_t)o->group);
+    double t0 = now_us();
+    int rc = p->be->wait(g->ctx, o->req);
+    w->us += now_us() - t0;
+    cp_gaps_done(o->t);
+    o->req = NULL;
+    if (rc != COLLPROF_OK) {
+        failed(p, o, g, rc);
+    } else {
+        check(o, g);
+    }
+}
+
+/* The posted ops in flight on this rank, in the order posted. */
+typedef struct fly {
+    size_t *k;
+    size_t n;
+} fly_t;
+
+/* Complete the posted ops due before op i (i == n: the end of a replay). */
+static void due(cp_plugin_t *p, rop_t *o, size_t n, size_t i, cp_rgroup_t *g, fly_t *f)
+{
+    size_t m = 0;
+    for (size_t j = 0; j < f->n; j++) {
+        size_t k = f->k[j];
+        if (o[k].done_at != i && i < n) {
+            f->k[m++] = k;
+            continue;
+        }
+        complete(p, &o[k], i < n && o[i].waits == (long)k ? &o[i] : &o[k], g);
+    }
+    f->n = m;
+}
+
+void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
+                    double *times, double *issues, double *whole, int rank, size_t *fly)
+{
+    fly_t f = {fly, 0};
+    for (int it = 0; it < iters; it++) {
+        cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
+        cp_oob_barrier();                     /* every replay starts together */
+        cp_gaps_begin(it);
+        double base = now_us();
+        whole[it] = 0;
+        for (size_t i = 0; i < n; i++) {
+            o[i].us = 0;
+            o[i].at = base;
+        }
+        for (size_t i = 0; i <= n; i++) {
+            due(p, o, n, i, g, &f);
+            if (i < n && o[i].op >= 0 && !o[i].failed) {
+                issue(p, &o[i], g, rank);
+                if (o[i].how == RP_POST && o[i].req != NULL) {
+                    f.k[f.n++] = i;
+                }
+            }
+        }
+        cp_gaps_end(it);
+        for (size_t i = 0; i < n; i++) {
+            times[i * (size_t)iters + (size_t)it] = o[i].us;
+            issues[i * (size_t)iters + (size_t)it] = o[i].at - base;
+            whole[it] += o[i].us;
+        }
+    }
+}

@@ -1,0 +1,143 @@
+#!/bin/sh
+# collprof --replay's point-to-point, async and coalesced ops and --shrink (issue 40 item 2,
+# docs/replay.md), on self, gloo and mpi (those built).  The p2p fixture of tests/data/trace
+# (2 ranks): a blocking send/recv pair of 1 MiB that both ranks record send first (it would
+# deadlock on a rendezvous protocol, issued blocking), an isend/irecv completed at its wait
+# past an allreduce, a use_batch pair (coalesced) issued in opposite orders, two async
+# collectives waited in opposite orders, an async reduce.  Every op row ok with wrong 0 (a wait: ok, or skipped
+# where its op ran at once), the send and recv rows counted (10), the async collectives posted
+# on mpi and run at once with the note on self and gloo.  With COLLPROF_FAULT=wrong:1 rank 1
+# sends one wrong element per send: the receiver's rows say wrong, exit 1.  The 8-rank
+# fixture is refused on 4 ranks, and with --shrink replayed on 4: 36 op rows, all ok (the
+# halves [0..3] and [4..7] both on the 4 ranks, the pairs [q, q+4] folded onto groups of one),
+# the summary says it was shrunk from 8 ranks to 4.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+need_report
+[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
+[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
+D=$COLLPROF_SRCDIR/tests/data/trace
+cd "$WORK" || exit 1
+
+# the rows of a table, one a line, fields joined by '|'
+rows() {
+    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
+        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
+    echo
+}
+
+"$REPORT" import --trace param "$D/p2p-rank0.json" "$D/p2p-rank1.json" -o p.h5 >p.out 2>&1
+ok $? "the p2p fixture imports"
+n=$(rows p.h5 trace_ops | awk -F'|' '$3 == "send" || $3 == "recv"' | wc -l)
+c=$(rows p.h5 trace_ops | awk -F'|' '$12 >= 0 && NF > 1' | wc -l)
+[ "$n" -eq 10 ] && [ "$c" -eq 4 ]
+ok $? "it has 10 sends and recvs, 4 of them coalesced ($n, $c)"
+
+# replay $3.h5 on backend $1 with $2 ranks (more options after): /replay's op rows in ops.$t
+replay() {
+    t="$1.$2.$3"
+    b=$1 np=$2 tr=$3
+    shift 3
+    rm -rf "r.$t"
+    mkdir -p "r.$t"
+    cp_run --np "$np" --backends "$b" --replay "$tr.h5" --replay-iters 3 --timeout 120 \
+        --output-dir "r.$t" "$@"
+    h5=$(ls "r.$t"/collprof_*.h5 2>/dev/null | head -n 1)
+    rows "$h5" replay >"all.$t"
+    awk -F'|' '$1 == "op"' "all.$t" >"ops.$t"
+}
+
+for b in self gloo mpi; do
+    if [ ! -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ]; then
+        ok 0 "# SKIP the $b backend was not built"
+        continue
+    fi
+    replay "$b" 2 p
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"ops.$b.2.p")" -eq 28 ]
+    ok $? "$b: the p2p trace replays, 28 op rows (exit $rc$(head -c 300 err | tr '\n' ' '))"
+    awk -F'|' '!($16 == "ok" && $15 == 0) && !($5 == "wait" && $16 == "skipped")' \
+        "ops.$b.2.p" >bad
+    [ ! -s bad ]
+    ok $? "$b: every op ok with no wrong element$(head -c 400 bad | tr '\n' ';')"
+    n=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok" && $15 == 0 && $12 > 0' \
+        "ops.$b.2.p" | wc -l)
+    [ "$n" -eq 10 ]
+    ok $? "$b: all 10 sends and recvs replayed, timed and checked ($n), none skipped"
+    n=$(awk -F'|' '$17 ~ /^coalesced [0-9]+: posted/' "ops.$b.2.p" | wc -l)
+    [ "$n" -eq 4 ]
+    ok $? "$b: the coalesced pair posted together on both ranks ($n)"
+    n=$(awk -F'|' '$5 == "wait" && $16 == "ok" && $17 ~ /^completes seq/' "ops.$b.2.p" | wc -l)
+    if [ "$b" = mpi ]; then
+        m=$(awk -F'|' '$5 ~ /^(allreduce|allgather|reduce)$/ && $17 ~ /async: posted/' \
+            "ops.$b.2.p" | wc -l)
+        [ "$n" -eq 8 ] && [ "$m" -eq 6 ]
+        ok $? "mpi: the async collectives posted and completed at their waits ($m; waits $n)"
+    else
+        m=$(awk -F'|' '$17 ~ /async: issued and completed at once/' "ops.$b.2.p" | wc -l)
+        [ "$n" -eq 2 ] && [ "$m" -eq 6 ]
+        ok $? "$b: the async collectives run at once with the note ($m; waits of p2p $n)"
+    fi
+done
+
+for b in self mpi; do
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+    COLLPROF_FAULT=wrong:1
+    export COLLPROF_FAULT
+    replay "$b" 2 p --replay-iters 2
+    unset COLLPROF_FAULT
+    w=$(awk -F'|' '$5 == "recv" && $3 == 0 && $16 == "wrong" && $15 > 0' "ops.$b.2.p" | wc -l)
+    o=$(awk -F'|' '$16 == "wrong" && !($5 == "recv" && $3 == 0)' "ops.$b.2.p" | wc -l)
+    [ "$rc" -eq 1 ] && [ "$w" -eq 2 ] && [ "$o" -eq 0 ]
+    ok $? "$b: a wrong element in rank 1's sends: rank 0's two recvs from it wrong, exit 1 ($w, $o, exit $rc)"
+done
+
+# two groups of the same two ranks (two contexts side by side on 3 ranks), 4 MiB each way, each
+# rank waiting first on its recv of the group the other sends on last: only a wait that moves
+# every context's posted ops (self: every ring of the process) gets through
+A='"pg_id": 1, "global_ranks": [0, 1]'
+B='"pg_id": 2, "global_ranks": [0, 1]'
+W='"pg_id": 0, "global_ranks": [0, 1, 2]'
+M='"in_msg_size": 1048576, "out_msg_size": 1048576, "dtype": "Float"'
+cat >x-rank0.json <<EOF
+[{"comms": "isend", "seqnum": 1, "req": 1, $A, "src_rank": 0, "dst_rank": 1, $M},
+ {"comms": "irecv", "seqnum": 2, "req": 2, $B, "src_rank": 1, "dst_rank": 0, $M},
+ {"comms": "wait", "req": 2, $B}, {"comms": "wait", "req": 1, $A},
+ {"comms": "barrier", "seqnum": 3, $W}]
+EOF
+cat >x-rank1.json <<EOF
+[{"comms": "isend", "seqnum": 1, "req": 3, $B, "src_rank": 1, "dst_rank": 0, $M},
+ {"comms": "irecv", "seqnum": 2, "req": 4, $A, "src_rank": 0, "dst_rank": 1, $M},
+ {"comms": "wait", "req": 4, $A}, {"comms": "wait", "req": 3, $B},
+ {"comms": "barrier", "seqnum": 3, $W}]
+EOF
+echo '[{"comms": "barrier", "seqnum": 3, '"$W"'}]' >x-rank2.json
+"$REPORT" import --trace param x-rank0.json x-rank1.json x-rank2.json -o x.h5 >x.out 2>&1
+ok $? "a trace of two groups of the same two ranks imports"
+for b in self gloo mpi; do
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+    replay "$b" 3 x
+    n=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok" && $15 == 0' "ops.$b.3.x" | wc -l)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
+    ok $? "$b: crossed waits on two group contexts complete, 4 sends and recvs ok ($n, exit $rc)"
+done
+
+"$REPORT" import --trace param "$D"/shrink-rank[0-7].json -o s.h5 >s.out 2>&1
+ok $? "the 8-rank fixture imports"
+cp_run --np 4 --backends self --replay s.h5 --output-dir .
+[ "$rc" -eq 2 ] && grep -q 'recorded on 8 ranks and this run has 4.*--shrink' err
+ok $? "8 ranks on 4 without --shrink: refused, --shrink named (exit $rc: $(head -c 200 err))"
+for b in self gloo mpi; do
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+    replay "$b" 4 s --shrink
+    n=$(awk -F'|' '$16 == "ok" && $15 == 0' "ops.$b.4.s" | wc -l)
+    p=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok"' "ops.$b.4.s" | wc -l)
+    # the halves' allreduce of 400 B on groups of 4; the pairs' of 256 B on groups of 1
+    g=$(awk -F'|' '$5 == "allreduce" && $7 == 400 && $9 == 4 && $16 == "ok"' "ops.$b.4.s" | wc -l)
+    o=$(awk -F'|' '$5 == "allreduce" && $7 == 256 && $9 == 1 && $16 == "ok"' "ops.$b.4.s" | wc -l)
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"ops.$b.4.s")" -eq 36 ] && [ "$n" -eq 36 ] &&
+        [ "$p" -eq 8 ] && [ "$g" -eq 8 ] && [ "$o" -eq 4 ]
+    ok $? "$b: --shrink 8 onto 4: 36 ops all ok, 8 sends and recvs, both halves on 4, the pairs [q, q+4] on 1 ($n, $p, $g, $o, exit $rc)"
+    grep -q '^whole trace: 36 ops.*shrunk from 8 ranks to 4' "r.$b.4.s"/collprof_*.txt
+    ok $? "$b: the summary says the trace was shrunk from 8 ranks to 4"
+done
+
+done_testing
