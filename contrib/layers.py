@@ -20,7 +20,7 @@ import sys
 # src/ folders bottom first; a folder calls only those on lower lines (never
 # one on its own line but itself).  A file named here sits apart from its folder.
 LAYERS = [
-    ["src/base"],
+    ["src/base", "src/trace"],
     ["src/counters"],
     ["src/colls"],
     ["src/screen"],

@@ -26,6 +26,7 @@ int cp_import_trace(const char *format, char **paths, int n, const char *out, co
     if (rc == 0) { /* errors name the file as given: the error line is made printable */
         rc = !strcmp(format, "param")            ? cp_trace_param(t, paths, n)
              : !strcmp(format, "nccl-inspector") ? cp_trace_inspector(t, paths, n)
+             : !strcmp(format, "collprof-trace") ? cp_trace_ctrace(t, paths, n)
                                                  : cp_trace_fr(t, paths, n);
     }
     uint64_t nops = t->nops + t->nbuf;

@@ -112,6 +112,7 @@ void cp_trace_free(cp_trace_t *t);
 int cp_trace_param(cp_trace_t *t, char **paths, int n);
 int cp_trace_inspector(cp_trace_t *t, char **paths, int n);
 int cp_trace_fr(cp_trace_t *t, char **paths, int n);
+int cp_trace_ctrace(cp_trace_t *t, char **paths, int n); /* trace_ctrace.c: collprof-trace */
 
 /** Open path for reading (a regular file, not empty): the fd, or -1 with the error
  *  (trace_core.c). */

@@ -1,0 +1,162 @@
+#!/bin/sh
+# collprof-trace (issue 40 items 4 and 5): tests/programs/trace_loop (three communicators: the
+# world, two halves, pairs; allreduce, broadcast, allgather, alltoall, reduce, an overlapped
+# iallreduce, reduce_scatter_block, isend/irecv/waitall, barriers; busy compute gaps) recorded
+# under `mpirun -np 4` with the recorder preloaded, on one node (the virtual cluster's mpirun
+# needs its Slurm daemons: nodes.sh), imported with `collprof-report import --trace
+# collprof-trace` (the groups joined on the recorder's communicator keys), then replayed with
+# `collprof --np 4` on mpi, gloo, ofi and self (those built).  Checked: every rank's recorded
+# sequence is the program's (op, bytes, group members, root, peer, order), the recorded times
+# show the program's gaps, and each backend's replayed sequence is the trace's with every
+# collective ok (exact); the whole-trace replay time against the recorded window is printed,
+# bounded only loosely (the 10 % goal is a bench figure, docs/replay.md).  Then the recorder's
+# refusals: a directory not empty, an MPI program with COLLPROF_TRACE_DIR unset.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+need_mpirun
+need_report
+[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
+B=$(dirname "$COLLPROF_BIN")
+TRACE=$B/collprof-trace
+LOOP=$B/tests/programs/trace_loop
+[ -x "$TRACE" ] && [ -x "$LOOP" ] || skip_all "collprof-trace or tests/programs/trace_loop not built"
+cd "$WORK" || exit 1
+MPIRUN="$CP_MPIRUN --allow-run-as-root --oversubscribe --bind-to none"
+ITERS=3 GAP=300
+
+# the rows of a table, one a line, fields joined by '|' (as replay.sh)
+rows() {
+    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
+        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
+    echo
+}
+
+rc=0
+# shellcheck disable=SC2086 # MPIRUN: a list of options
+timeout -k 10 "$CP_TIMEOUT" "$TRACE" -o rec --import rec.h5 -- $MPIRUN -np 4 "$LOOP" -i $ITERS \
+    -g $GAP </dev/null >rec.out 2>rec.err || rc=$?
+[ "$rc" -eq 0 ] || sed 's/^/# /' rec.err | tail -n 10
+ok $rc "trace_loop recorded under mpirun -np 4 and imported (exit $rc)"
+sed -n 's/^trace_loop /# the program, traced, says: /p' rec.out
+n=$(ls rec | grep -c '^collprof-trace\.[0-3]\.jsonl$')
+fin=$(grep -l '^{"end": true, "ops": 41, .*"finalized": true}$' rec/*.jsonl 2>/dev/null | wc -l)
+[ "$n" -eq 4 ] && [ "$fin" -eq 4 ]
+ok $? "one file per rank ($n), each ending with its end line: 41 ops, finalized ($fin)"
+grep -q '^4 files: 164 operations of 4 ranks in 5 groups (collprof-trace-jsonl)' rec.out
+ok $? "import: 164 ops of 4 ranks, 5 groups (world; halves and pairs: same members, two keys each)"
+
+# the groups' members: group|m0,m1,...
+rows rec.h5 trace_members | awk -F'|' 'NF { print $1 }' >members
+rows rec.h5 trace_groups | awk -F'|' 'NF > 1 { print $1 "|" $5 "|" $6 }' |
+    while IFS='|' read -r g size off; do
+        printf '%s|%s\n' "$g" "$(sed -n "$((off + 1)),$((off + size))p" members | paste -sd, -)"
+    done >groups
+rows rec.h5 trace_ops >ops
+# rank|seq|op|bytes|members|root|peer, the recorded rows
+awk -F'|' 'NR == FNR { m[$1] = $2; next } NF > 1 { print $1 "|" $2 "|" $3 "|" $7 "|" m[$8] "|" $9 "|" $10 }' \
+    groups ops >got
+# what the program issues, per rank (tests/programs/trace_loop.c, iteration())
+for r in 0 1 2 3; do
+    h0=$((r / 2 * 2))
+    half="$h0,$((h0 + 1))" partner=$((r ^ 1)) s=0
+    {
+        echo "barrier|0|0,1,2,3|-1|-1"
+        i=0
+        while [ $i -lt $ITERS ]; do
+            echo "allreduce|4096|0,1,2,3|-1|-1"
+            echo "broadcast|4096|$half|$((h0 + 1))|-1"
+            echo "allgather|2048|$half|-1|-1"
+            echo "alltoall|2048|0,1,2,3|-1|-1"
+            echo "reduce|4096|$half|$h0|-1"
+            echo "allreduce|8192|$half|-1|-1"
+            echo "wait|0|$half|-1|-1"
+            echo "reducescatter|2048|0,1,2,3|-1|-1"
+            echo "recv|400|0,1,2,3|-1|$partner"
+            echo "send|400|0,1,2,3|-1|$partner"
+            echo "wait|0|0,1,2,3|-1|-1"
+            echo "wait|0|0,1,2,3|-1|-1"
+            echo "barrier|0|0,1,2,3|-1|-1"
+            i=$((i + 1))
+        done
+        echo "allreduce|4|0,1,2,3|-1|-1"
+    } | while IFS= read -r l; do
+        echo "$r|$s|$l"
+        s=$((s + 1))
+    done
+done >want
+diff want got >d.out
+ok $? "the recorded sequence is the program's: op, bytes, group members, root, peer, order$(head -n 4 d.out | tr '\n' ';')"
+# the halves and the pairs have the same members (4 ranks) but are told apart
+awk -F'|' '$1 ~ /^[0-3]$/ && $3 == "broadcast" { b[$8]++ } $1 ~ /^[0-3]$/ && $3 == "allgather" { a[$8]++ }
+           END { for (g in b) if (g in a) bad++; exit bad }' ops
+ok $? "the halves' ops and the pairs' ops are in different groups (keys of member hash and order)"
+
+# the times: per rank issue times rise, durations are set, the program's gap after the world
+# allreduce is there (busy GAP us), the ranks leave each iteration's last barrier together
+awk -F'|' -v gap=$GAP 'NF > 1 { if ($15 < 0 || $16 < 0) bad++
+        if ($1 == r && $15 < t) bad++
+        if (prev == "allreduce|4096" && $3 == "broadcast" && $15 - end < gap * 1000) short++
+        r = $1; t = $15; end = $15 + $16; prev = $3 "|" $7 }
+     END { exit bad + short }' ops
+ok $? "issue times rise per rank, every op has a duration, each ${GAP} us gap is in the trace"
+awk -F'|' 'NF > 1 && $3 == "barrier" { n[$1]++; e = $15 + $16
+                if (!(n[$1] in lo) || e < lo[n[$1]]) lo[n[$1]] = e
+                if (!(n[$1] in hi) || e > hi[n[$1]]) hi[n[$1]] = e }
+     END { for (i in lo) if (hi[i] - lo[i] > w) w = hi[i] - lo[i]
+           printf "%.0f\n", w / 1000 }' ops >skew
+[ "$(cat skew)" -lt 50000 ]
+ok $? "the ranks' clocks share the reference: barriers end within $(cat skew) us of each other"
+
+# replay on each backend: the sequence is the trace's, every collective exact
+cut -d'|' -f1,2,3,7,8 ops | awk 'NF' >want_ops
+for b in mpi gloo ofi self; do
+    if [ ! -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ]; then
+        ok 0 "# SKIP the $b backend was not built"
+        continue
+    fi
+    opt=
+    [ "$b" = ofi ] && opt="--ofi-provider shm"
+    mkdir -p "r.$b"
+    # shellcheck disable=SC2086 # opt: options
+    cp_run --np 4 --backends "$b" $opt --replay rec.h5 --replay-iters 3 --output-dir "r.$b"
+    h5=$(ls "r.$b"/collprof_*.h5 2>/dev/null | head -n 1)
+    [ -n "$h5" ] && rows "$h5" replay >"all.$b"
+    awk -F'|' '$1 == "op" { print $3 "|" $4 "|" $5 "|" $7 "|" $8 }' "all.$b" 2>/dev/null >"got.$b"
+    [ "$rc" -eq 0 ] && diff -q want_ops "got.$b" >/dev/null
+    ok $? "$b: --np 4 --replay: the replayed sequence is the recorded one (exit $rc$(head -c 200 "$WORK/err" | tr '\n' ' '))"
+    bad=$(awk -F'|' '$1 == "op" && (($5 ~ /^(send|recv|wait)$/ && $16 != "skipped" && $16 != "ok") ||
+                      ($5 !~ /^(send|recv|wait)$/ && $16 != "ok") || $15 != 0)' "all.$b" | wc -l)
+    [ "$bad" -eq 0 ]
+    ok $? "$b: every collective replayed and exact ($bad not); send, recv, wait ok or skipped"
+    awk -F'|' '$1 == "trace" { printf "# %s: whole trace: replay %.1f us, recorded window %.1f us, ratio %.3f\n", b, $12, $13, $14 }' \
+        b="$b" "all.$b"
+    # the recorded window holds the program's compute (4.5 gaps an iteration); the replay
+    # took some time and not a minute
+    awk -F'|' -v min=$((ITERS * GAP * 9 / 2)) '$1 == "trace" { n++; if ($12 <= 0 || $12 > 6e7 || $13 < min) bad++ }
+         END { exit !(n == 1 && !bad) }' "all.$b"
+    ok $? "$b: whole-trace replay time and recorded window are sane"
+done
+
+# refusals: a directory that is not empty; without COLLPROF_TRACE_DIR the library records nothing
+rc=0
+"$TRACE" -o rec -- /bin/true >x.out 2>x.err || rc=$?
+[ "$rc" -eq 2 ] && grep -q 'rec is not empty' x.err
+ok $? "collprof-trace refuses a directory that is not empty (exit $rc)"
+mkdir -p plain
+rc=0
+(cd plain && timeout -k 10 "$CP_TIMEOUT" $MPIRUN -np 4 -x LD_PRELOAD="$B/.libs/libcollprof-trace.so" \
+    "$LOOP" -i 1 -g 10 </dev/null >../p.out 2>../p.err) || rc=$?
+[ "$rc" -eq 0 ] && [ -z "$(ls -A plain)" ] && grep -q '^trace_loop ranks 4' p.out
+ok $? "preloaded without COLLPROF_TRACE_DIR: the program runs, nothing is written (exit $rc)"
+# a rank whose file exists already records nothing and says so; the program still runs
+mkdir -p again
+echo x >again/collprof-trace.1.jsonl
+rc=0
+timeout -k 10 "$CP_TIMEOUT" $MPIRUN -np 4 -x COLLPROF_TRACE_DIR="$WORK/again" \
+    -x LD_PRELOAD="$B/.libs/libcollprof-trace.so" "$LOOP" -i 1 -g 10 </dev/null >a.out 2>a.err || rc=$?
+[ "$rc" -eq 0 ] && grep -q 'collprof-trace: rank 1: .*collprof-trace.1.jsonl: File exists: not recording' a.err &&
+    [ "$(cat again/collprof-trace.1.jsonl)" = x ] && [ -s again/collprof-trace.0.jsonl ]
+ok $? "an existing file is never overwritten: that rank says so and records nothing (exit $rc)"
+"$REPORT" import --trace collprof-trace again/collprof-trace.0.jsonl -o one.h5 >i.out 2>i.err
+[ $? -eq 2 ] && grep -q 'no file of rank 1 of the job.s 4' i.err
+ok $? "import refuses a job with a rank's file missing: $(head -c 150 i.err)"
+done_testing
