@@ -8,9 +8,11 @@
  *
  *   trace_bench ranks 2 iters 100000 p50_us 1.234 p10_us ... p90_us ... mean_us ...
  *
+ * With -g G, each call follows G microseconds of compute (a busy loop, not
+ * timed per call; in the mean): a job of N steps, its loop time loop_s.
  * Run it with and without LD_PRELOAD=libcollprof-trace.so (COLLPROF_TRACE_DIR
  * set): the difference of the medians is what the recorder adds per call.
- * Usage: mpirun -np 2 trace_bench [-n N] [-w W]
+ * Usage: mpirun -np 2 trace_bench [-n N] [-w W] [-g G]
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -30,6 +32,18 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* compute: a busy loop of us microseconds */
+static void busy(double us)
+{
+    double end = now_us() + us;
+    volatile double x = 1.0;
+    while (now_us() < end) {
+        for (int i = 0; i < 50; i++) {
+            x = x * 1.000001 + 1e-9;
+        }
+    }
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -39,14 +53,17 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     long n = 100000, w = 1000;
+    double gap = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "n:w:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:w:g:")) != -1) {
         if (opt == 'n') {
             n = atol(optarg);
         } else if (opt == 'w') {
             w = atol(optarg);
+        } else if (opt == 'g') {
+            gap = atof(optarg);
         } else {
-            fprintf(stderr, "usage: trace_bench [-n N] [-w W]\n");
+            fprintf(stderr, "usage: trace_bench [-n N] [-w W] [-g GAP_US]\n");
             return 2;
         }
     }
@@ -68,6 +85,9 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     double start = now_us();
     for (long i = 0; i < n; i++) {
+        if (gap > 0) {
+            busy(gap);
+        }
         double a = now_us();
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         t[i] = now_us() - a;
@@ -75,8 +95,9 @@ int main(int argc, char **argv)
     double loop = now_us() - start;
     qsort(t, (size_t)n, sizeof(*t), cmp);
     if (rank == 0) {
-        printf("trace_bench ranks %d iters %ld p50_us %.3f p10_us %.3f p90_us %.3f mean_us %.3f\n",
-               size, n, t[n / 2], t[n / 10], t[(n * 9) / 10], loop / (double)n);
+        printf("trace_bench ranks %d iters %ld gap_us %.1f p50_us %.3f p10_us %.3f p90_us %.3f "
+               "mean_us %.3f loop_s %.4f\n",
+               size, n, gap, t[n / 2], t[n / 10], t[(n * 9) / 10], loop / (double)n, loop / 1e6);
     }
     free(t);
     MPI_Finalize();

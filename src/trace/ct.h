@@ -7,14 +7,16 @@
  * Each wrapper takes the time, calls the PMPI_ function, and appends one
  * fixed-size binary record to a preallocated buffer (ct_put): nothing is
  * formatted while the program runs.  The buffer is written out as JSON lines
- * when it is full and at MPI_Finalize (ct_core.c).  Communicators are resolved
+ * when it is full and at MPI_Finalize (ct_write.c).  Communicators are resolved
  * to MPI_COMM_WORLD ranks when they are created (ct_p2p.c intercepts the
  * constructors) and named by a key every member computes alike: a hash of
  * the member list and how many communicators of those members it had before.
  *
- * Files: ct_core.c (state, tables, the buffer, the file, MPI_Init and
- * MPI_Finalize), ct_coll.c (the collectives and their I forms), ct_p2p.c
- * (send, receive, the wait and test calls, the communicator constructors).
+ * Files, bottom up: ct_write.c (the state, the buffer written as JSON lines),
+ * ct_core.c (the handle maps, the communicators, the element types, ct_put),
+ * ct_file.c (MPI_Init, MPI_Finalize: the file opened, the common reference),
+ * ct_coll.c (the collectives and their I forms), ct_p2p.c (send, receive, the
+ * wait and test calls, the communicator constructors).
  * Nothing of collprof is linked in: the library goes into foreign programs.
  */
 #ifndef COLLPROF_TRACE_CT_H
@@ -103,7 +105,7 @@ typedef struct ct_comm {
     const char *from; /**< the MPI function that made it */
 } ct_comm_t;
 
-/* handle -> two numbers, open addressing (ct_core.c); key 0 is an empty slot */
+/* handle -> three numbers, open addressing (ct_core.c); key 0 is an empty slot */
 typedef struct ct_map {
     uint64_t *keys;
     int64_t (*vals)[3];
@@ -172,7 +174,7 @@ void ct_comm_made(MPI_Comm c, const char *from);
 void ct_comm_forget(MPI_Comm c);
 
 /* ct_core.c for ct_file.c: the locks, a communicator's index (added where new), the element
- * types' names and sizes */
+ * types; ct_write.c: their names, and the buffer written out */
 void ct_lock(void);
 void ct_unlock(void);
 int32_t ct_comm_index(MPI_Comm c, const char *from);

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-ct_state_t ct;
-
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void ct_lock(void)
@@ -242,8 +240,6 @@ void ct_comm_forget(MPI_Comm c)
 
 /* ---- element types --------------------------------------------------------------------- */
 
-static const char *const type_names[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                         "uint64", "float16", "bfloat16", "float32", "float64"};
 static const uint32_t type_sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 static struct {
     MPI_Datatype h;
@@ -253,13 +249,6 @@ static int ntypes;
 static MPI_Datatype last_type;
 static uint8_t last_t = CT_DT_NONE;
 static uint32_t last_size;
-
-const char *ct_type_name(int dtype)
-{
-    return dtype >= 0 && dtype < (int)(sizeof(type_names) / sizeof(type_names[0]))
-               ? type_names[dtype]
-               : NULL;
-}
 
 void ct_types_init(void)
 {
