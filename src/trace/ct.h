@@ -65,11 +65,16 @@
     X(IRECV, "MPI_Irecv", "recv")                                                                  \
     X(SENDRECV_S, "MPI_Sendrecv", "send")                                                          \
     X(SENDRECV_R, "MPI_Sendrecv", "recv")                                                          \
+    X(SSEND, "MPI_Ssend", "send")                                                                  \
+    X(ISSEND, "MPI_Issend", "send")                                                                \
     X(WAIT, "MPI_Wait", "wait")                                                                    \
     X(WAITALL, "MPI_Waitall", "wait")                                                              \
     X(WAITANY, "MPI_Waitany", "wait")                                                              \
     X(TEST, "MPI_Test", "wait")                                                                    \
-    X(TESTALL, "MPI_Testall", "wait")
+    X(TESTALL, "MPI_Testall", "wait")                                                              \
+    X(WAITSOME, "MPI_Waitsome", "wait")                                                            \
+    X(TESTSOME, "MPI_Testsome", "wait")                                                            \
+    X(TESTANY, "MPI_Testany", "wait")
 
 #define CT_ENUM(ID, NAME, OP) CT_##ID,
 enum { CT_FUNCS(CT_ENUM) CT_NFUNCS };

@@ -1,7 +1,8 @@
 /*
  * collprof-trace's point-to-point calls, the calls that complete requests,
  * and the communicator constructors (ct.h).  A send or receive to or from
- * MPI_PROC_NULL is not recorded (it moves nothing).  A receive from
+ * MPI_PROC_NULL is not recorded (it moves nothing); MPI_Ssend and MPI_Issend
+ * are sends.  A receive from
  * MPI_ANY_SOURCE gets its peer from the status (an Irecv's when its request
  * completes, while its record is still in the buffer).  MPI_Sendrecv is a
  * send and a receive sharing a "co" number (issued as one call).
@@ -18,7 +19,10 @@ static void rec_p2p(int fn, int64_t t, uint64_t n, int peer, MPI_Datatype d, MPI
                     const MPI_Request *q, int anysrc, int64_t co)
 {
     ct_rec_t r = ct_rec(fn, t);
-    r.in = fn == CT_SEND || fn == CT_ISEND || fn == CT_SENDRECV_S ? n : 0;
+    r.in =
+        fn == CT_SEND || fn == CT_ISEND || fn == CT_SENDRECV_S || fn == CT_SSEND || fn == CT_ISSEND
+            ? n
+            : 0;
     r.out = r.in ? 0 : n;
     r.peer = peer;
     r.co = co;
@@ -31,6 +35,27 @@ CT_API int MPI_Send(const void *b, int c, MPI_Datatype d, int dest, int tag, MPI
     int rc = PMPI_Send(b, c, d, dest, tag, comm);
     if (ct.on && rc == MPI_SUCCESS && dest != MPI_PROC_NULL) {
         rec_p2p(CT_SEND, t, (uint64_t)c, dest, d, comm, NULL, 0, -1);
+    }
+    return rc;
+}
+
+CT_API int MPI_Ssend(const void *b, int c, MPI_Datatype d, int dest, int tag, MPI_Comm comm)
+{
+    int64_t t = T0();
+    int rc = PMPI_Ssend(b, c, d, dest, tag, comm);
+    if (ct.on && rc == MPI_SUCCESS && dest != MPI_PROC_NULL) {
+        rec_p2p(CT_SSEND, t, (uint64_t)c, dest, d, comm, NULL, 0, -1);
+    }
+    return rc;
+}
+
+CT_API int MPI_Issend(const void *b, int c, MPI_Datatype d, int dest, int tag, MPI_Comm comm,
+                      MPI_Request *q)
+{
+    int64_t t = T0();
+    int rc = PMPI_Issend(b, c, d, dest, tag, comm, q);
+    if (ct.on && rc == MPI_SUCCESS && dest != MPI_PROC_NULL) {
+        rec_p2p(CT_ISSEND, t, (uint64_t)c, dest, d, comm, q, 0, -1);
     }
     return rc;
 }
@@ -191,6 +216,49 @@ CT_API int MPI_Waitany(int n, MPI_Request q[], int *index, MPI_Status *st)
     }
     free(h);
     return rc;
+}
+
+CT_API int MPI_Testany(int n, MPI_Request q[], int *index, int *flag, MPI_Status *st)
+{
+    int any;
+    MPI_Request *h = before(n, q, &any);
+    int64_t t = h != NULL ? ct_now() : 0;
+    MPI_Status own;
+    MPI_Status *s = any && st == MPI_STATUS_IGNORE ? &own : st;
+    int rc = PMPI_Testany(n, q, index, flag, s);
+    if (h != NULL && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) {
+        ct_req_done(h[*index], CT_TESTANY, t, s == MPI_STATUS_IGNORE ? NULL : s);
+    }
+    free(h);
+    return rc;
+}
+
+/* Waitsome, Testsome: the requests at the indices out[0..*outn) completed */
+static int some(int fn, int n, MPI_Request q[], int *outn, int out[], MPI_Status st[])
+{
+    int any;
+    MPI_Request *h = before(n, q, &any);
+    int64_t t = h != NULL ? ct_now() : 0;
+    MPI_Status *own = any && st == MPI_STATUSES_IGNORE ? malloc((size_t)n * sizeof(*own)) : NULL;
+    MPI_Status *s = own != NULL ? own : st;
+    int rc =
+        fn == CT_WAITSOME ? PMPI_Waitsome(n, q, outn, out, s) : PMPI_Testsome(n, q, outn, out, s);
+    for (int i = 0; h != NULL && rc == MPI_SUCCESS && *outn != MPI_UNDEFINED && i < *outn; i++) {
+        ct_req_done(h[out[i]], fn, t, s != MPI_STATUSES_IGNORE ? &s[i] : NULL);
+    }
+    free(own);
+    free(h);
+    return rc;
+}
+
+CT_API int MPI_Waitsome(int n, MPI_Request q[], int *outn, int out[], MPI_Status st[])
+{
+    return some(CT_WAITSOME, n, q, outn, out, st);
+}
+
+CT_API int MPI_Testsome(int n, MPI_Request q[], int *outn, int out[], MPI_Status st[])
+{
+    return some(CT_TESTSOME, n, q, outn, out, st);
 }
 
 CT_API int MPI_Request_free(MPI_Request *q)

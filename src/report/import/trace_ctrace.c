@@ -213,6 +213,9 @@ static int op(ctr_t *s, const cp_json_t *o)
     if (op_fields(s, o, &r) != 0) {
         return -1;
     }
+    if (r.dtype[0] == '\0') { /* a type without a collprof name: its counts are not elements */
+        r.in_count = r.out_count = 0;
+    }
     if (!strcmp(op, "wait") && r.req < 0) {
         return cp_trace_fail(s->t, o->line, "a wait without 'req'");
     }
