@@ -62,7 +62,7 @@ static int64_t *map_get(ct_map_t *m, uint64_t k)
     }
 }
 
-static int map_put(ct_map_t *m, uint64_t k, int64_t a, int64_t b, int64_t c);
+static int map_put(ct_map_t *m, uint64_t k, int64_t a, int64_t b, int64_t c, int multi);
 
 static int map_grow(ct_map_t *m)
 {
@@ -80,7 +80,7 @@ static int map_grow(ct_map_t *m)
     m->n = 0;
     for (size_t i = 0; i < old.cap; i++) {
         if (old.keys[i] != 0) {
-            map_put(m, old.keys[i], old.vals[i][0], old.vals[i][1], old.vals[i][2]);
+            map_put(m, old.keys[i], old.vals[i][0], old.vals[i][1], old.vals[i][2], 1);
         }
     }
     free(old.keys);
@@ -88,7 +88,8 @@ static int map_grow(ct_map_t *m)
     return 0;
 }
 
-static int map_put(ct_map_t *m, uint64_t k, int64_t a, int64_t b, int64_t c)
+/* k's values (replaced; multi: k added again, found after the entries of k before it) */
+static int map_put(ct_map_t *m, uint64_t k, int64_t a, int64_t b, int64_t c, int multi)
 {
     if (k == 0) {
         return 0;
@@ -97,7 +98,7 @@ static int map_put(ct_map_t *m, uint64_t k, int64_t a, int64_t b, int64_t c)
         return -1;
     }
     size_t i = slot_of(m, k);
-    while (m->keys[i] != 0 && m->keys[i] != k) {
+    while (m->keys[i] != 0 && (multi || m->keys[i] != k)) {
         i = (i + 1) & (m->cap - 1);
     }
     m->n += m->keys[i] == 0;
@@ -181,7 +182,7 @@ static int32_t comm_add(MPI_Comm c, const char *from)
     }
     int32_t idx = (int32_t)ct.ncomms++;
     ct.comms[idx] = (ct_comm_t){c, n, 0, k, members, h, from};
-    if (map_put(&ct.comm_of, KEY(c), idx, 0, 0) != 0) {
+    if (map_put(&ct.comm_of, KEY(c), idx, 0, 0, 0) != 0) {
         give_up("out of memory");
         return -1;
     }
@@ -337,8 +338,10 @@ static uint64_t put_locked(ct_rec_t *r, int64_t end, MPI_Comm comm, MPI_Datatype
 
 static void track(ct_rec_t *r, uint64_t no, const MPI_Request *req, int anysrc)
 {
+    /* a handle several live requests share (Open MPI returns one already-complete request for
+     * every send it finished at once): each kept, the oldest completed first */
     if (no != UINT64_MAX && map_put(&ct.req_of, KEY(*req), r->req, (int64_t)no,
-                                    (int64_t)r->comm | ((int64_t)anysrc << 32)) != 0) {
+                                    (int64_t)r->comm | ((int64_t)anysrc << 32), 1) != 0) {
         give_up("out of memory");
     }
 }

@@ -145,6 +145,29 @@ awk -F'|' 'NF > 1 && $3 == "barrier" { n[$1]++; e = $15 + $16
 [ "$(cat skew)" -lt 50000 ]
 ok $? "the ranks' clocks share the reference: barriers end within $(cat skew) us of each other"
 
+# many requests alive at once (3000 a rank, half of them any-source receives), completed in a
+# shuffled order by every completion call; Open MPI gives the sends it finishes at once one
+# shared handle: every request issued is waited exactly once, every any-source receive has its
+# peer (patched from the status while the record is in the buffer); again with a buffer of 500
+# records, written out 20 times during the run (the waits still pair up)
+for buf in 65536 500; do
+    rc=0
+    # shellcheck disable=SC2086 # MPIRUN: a list of options
+    timeout -k 10 "$CP_TIMEOUT" "$TRACE" -o "req$buf" --buffer $buf --import "req$buf.h5" -- \
+        $MPIRUN -np 4 "$LOOP" -i 1 -g 10 -r 3000 </dev/null >r.out 2>r.err || rc=$?
+    res=$(cat "req$buf"/collprof-trace.*.jsonl | awk -F'"req": ' '
+        /"collprof_trace"/ { for (k in i) if (w[k] != 1) bad++; for (k in w) if (!(k in i)) bad++
+                             n += length(i); delete i; delete w; next }
+        /"op": "wait"/ { split($2, a, /[,}]/); w[a[1]]++; next }
+        /"req": / { split($2, a, /[,}]/); i[a[1]]++; if ($0 ~ /"op": "recv"/ && $0 !~ /"peer": /) nopeer++ }
+        END { for (k in i) if (w[k] != 1) bad++; for (k in w) if (!(k in i)) bad++
+              printf "%d %d %d\n", n + length(i), bad, nopeer }')
+    set -- $res
+    [ "$rc" -eq 0 ] && [ "$1" -eq $((4 * 3003)) ] && [ "$2" -eq 0 ] &&
+        { [ "$buf" = 500 ] || [ "$3" -eq 0 ]; } && grep -q ' 0 request(s) never completed' r.out
+    ok $? "buffer $buf: $1 requests of 4 ranks each waited once ($2 not), any-source peers missing: $3 (exit $rc)"
+done
+
 # replay on each backend: the sequence is the trace's, every collective exact
 cut -d'|' -f1,2,3,7,8 ops | awk 'NF' >want_ops
 for b in mpi gloo ofi self; do

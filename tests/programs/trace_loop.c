@@ -10,7 +10,8 @@
  *
  *   trace_loop ranks 4 iters 3 gap_us 200 ops_per_rank 36 wall_us 1234.5
  *
- * Usage: mpirun -np 4 trace_loop [-i ITERS] [-g GAP_US]   (4, 8, 12 or 16 ranks)
+ * Usage: mpirun -np 4 trace_loop [-i ITERS] [-g GAP_US] [-r REQUESTS]   (4, 8, 12 or 16 ranks)
+ * -r N: then N point-to-point requests alive at once, completed in a shuffled order.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -102,17 +103,57 @@ static void iteration(MPI_Comm world, MPI_Comm half, MPI_Comm pair, int rank, in
     busy(gap);
 }
 
+/* -r N: N sends to the partner and N receives from it, outstanding at once, completed in a
+ * shuffled order by every completion call (Wait, Waitany, Waitsome, Testany, Test, Waitall):
+ * many requests alive together, and (Open MPI) sends finished at once sharing one handle */
+static void requests(int n, int rank)
+{
+    int *buf = calloc((size_t)n, sizeof(int));
+    MPI_Request *q = malloc((size_t)n * sizeof(*q));
+    int *idx = malloc((size_t)n * sizeof(int));
+    if (buf == NULL || q == NULL || idx == NULL) {
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (int i = 0; i < n; i++) {
+        if ((rank & 1) == (i & 1)) {
+            MPI_Isend(&buf[i], 1, MPI_INT, rank ^ 1, i, MPI_COMM_WORLD, &q[i]);
+        } else {
+            MPI_Irecv(&buf[i], 1, MPI_INT, MPI_ANY_SOURCE, i, MPI_COMM_WORLD, &q[i]);
+        }
+    }
+    srand(7 + (unsigned)rank);
+    for (int k = 0; k < n / 5; k++) {
+        MPI_Wait(&q[rand() % n], MPI_STATUS_IGNORE);
+    }
+    for (int k = 0, i; k < n / 5; k++) {
+        MPI_Waitany(n, q, &i, MPI_STATUS_IGNORE);
+    }
+    for (int k = 0, m = 0; k < n / 10; k++) {
+        MPI_Waitsome(n, q, &m, idx, MPI_STATUSES_IGNORE);
+    }
+    for (int k = 0, i, f; k < n / 10; k++) {
+        MPI_Testany(n, q, &i, &f, MPI_STATUS_IGNORE);
+        MPI_Test(&q[rand() % n], &f, MPI_STATUS_IGNORE);
+    }
+    MPI_Waitall(n, q, MPI_STATUSES_IGNORE);
+    free(idx);
+    free(q);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
-    int iters = 3, opt;
+    int iters = 3, reqs = 0, opt;
     double gap = 200;
-    while ((opt = getopt(argc, argv, "i:g:")) != -1) {
+    while ((opt = getopt(argc, argv, "i:g:r:")) != -1) {
         if (opt == 'i') {
             iters = atoi(optarg);
+        } else if (opt == 'r') {
+            reqs = atoi(optarg);
         } else if (opt == 'g') {
             gap = atof(optarg);
         } else {
-            fprintf(stderr, "usage: trace_loop [-i ITERS] [-g GAP_US]\n");
+            fprintf(stderr, "usage: trace_loop [-i ITERS] [-g GAP_US] [-r REQUESTS]\n");
             return 2;
         }
     }
@@ -136,6 +177,9 @@ int main(int argc, char **argv)
         iteration(MPI_COMM_WORLD, half, pair, rank, n, gap);
     }
     t = now_us() - t;
+    if (reqs > 0) {
+        requests(reqs, rank);
+    }
     if (rank == 0) {
         printf("trace_loop ranks %d iters %d gap_us %.0f ops_per_rank %d wall_us %.1f\n", n, iters,
                gap, 13 * iters + 2, t);
