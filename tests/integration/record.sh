@@ -198,6 +198,14 @@ for b in mpi gloo ofi self; do
     ok $? "$b: whole-trace replay time and recorded window are sane"
 done
 
+# the command with the MPI program itself (a singleton: the variables in its environment)
+rc=0
+timeout -k 10 "$CP_TIMEOUT" "$TRACE" -o single -- "$B/bench/trace_bench" -n 10 -w 0 </dev/null \
+    >s.out 2>s.err || rc=$?
+[ "$rc" -eq 0 ] && [ "$(grep -c '"op": "allreduce"' single/collprof-trace.0.jsonl)" -eq 10 ] &&
+    grep -q '"size": 1,' single/collprof-trace.0.jsonl
+ok $? "collprof-trace -- PROGRAM (one rank, no launcher): its 10 allreduces recorded (exit $rc)"
+
 # refusals: a directory that is not empty; without COLLPROF_TRACE_DIR the library records nothing
 rc=0
 "$TRACE" -o rec -- /bin/true >x.out 2>x.err || rc=$?

@@ -5,7 +5,7 @@
 # collprof-trace (-x to the ranks); the 4 files come from both nodes and import; then the trace
 # is replayed across the same two nodes (srun --mpi=pmix -N 2, 2 ranks a node) on mpi, gloo and
 # ofi (tcp;ofi_rxm), those built: the replayed sequence is the recorded one, every collective
-# exact.  Skips (77) without root, the Slurm and munge daemons, or network namespaces.
+# exact.  The command in front of srun records the same sequence.  Skips (77) without root, the Slurm and munge daemons, or network namespaces.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 need_report
@@ -40,6 +40,16 @@ ok $? "ranks 0-1 recorded on n1, 2-3 on n2 (got $hosts)"
 grep -q '^4 files: 164 operations of 4 ranks in 5 groups' rec.out
 ok $? "import: 164 ops of 4 ranks in 5 groups"
 rows rec.h5 trace_ops | cut -d'|' -f1,2,3,7,8 | awk 'NF' >want
+
+# the command in front of srun (--export=ALL,LD_PRELOAD=...,COLLPROF_TRACE_DIR=...): Open MPI
+# started directly by Slurm through PMIx, 2 ranks on each node
+rc=0
+timeout -k 10 120 "$TRACE" -o rec-srun --import rec-srun.h5 -- srun --immediate=30 --mpi=pmix -N 2 \
+    -w n1,n2 --ntasks-per-node=2 "$LOOP" -i 3 -g 300 </dev/null >srun.out 2>srun.err || rc=$?
+hosts=$(for r in 0 1 2 3; do sed -n '1s/.*"host": "\([^"]*\)".*/\1/p' "rec-srun/collprof-trace.$r.jsonl" 2>/dev/null; done | tr '\n' ' ')
+[ "$rc" -eq 0 ] && [ "$hosts" = "n1 n1 n2 n2 " ] && grep -q '^4 files: 164 operations of 4 ranks in 5 groups' srun.out &&
+    [ "$(rows rec-srun.h5 trace_ops | cut -d'|' -f1,2,3,7,8 | awk 'NF')" = "$(cat want)" ]
+ok $? "collprof-trace -- srun -N 2: the same sequence recorded on n1, n1, n2, n2 (exit $rc, hosts $hosts)"
 
 SRUN="srun --immediate=30 --mpi=pmix -N 2 -w n1,n2 --ntasks-per-node=2"
 for b in $BACKENDS; do
