@@ -14,6 +14,10 @@
 #    alternating ROUNDS times: the whole mpirun's wall time (start, MPI_Init and the recorder's
 #    barriers, the loop, MPI_Finalize and writing the file) and the loop's own time; the median
 #    of each side and the change.
+# 3. Writing: bench/trace_bench on one rank, 1,000,000 calls, the buffer holding them all, so
+#    that they are written at MPI_Finalize: the process's wall time traced minus untraced,
+#    less the loop's own difference, is the start (the buffer touched) and the writing; per
+#    record (median of ROUNDS).
 # The machine's load average is printed first: the figures mean little on a loaded machine.
 set -eu
 ROUNDS=${1:-5}
@@ -88,4 +92,20 @@ t=$(median <"$d/loop.1")
 awk -v u="$u" -v t="$t" 'BEGIN { printf "  the loop alone:   untraced %.3f s, traced %.3f s: %+.2f %%\n", u, t, 100 * (t - u) / u }'
 echo "    runs untraced: $(tr '\n' ' ' <"$d/loop.0")"
 echo "    runs traced:   $(tr '\n' ' ' <"$d/loop.1")"
+
+: >"$d/write"
+i=0
+while [ $i -lt "$ROUNDS" ]; do
+    run 0 "" -np 1 bench/trace_bench -n 1000000 -w 0
+    w0=$(cat "$d/wall") l0=$(sed -n 's/.* loop_s \([0-9.]*\).*/\1/p' "$d/out")
+    run 1 1100000 -np 1 bench/trace_bench -n 1000000 -w 0
+    w1=$(cat "$d/wall") l1=$(sed -n 's/.* loop_s \([0-9.]*\).*/\1/p' "$d/out")
+    size=$(wc -c <"$d/t/collprof-trace.0.jsonl")
+    awk -v a="$w0" -v b="$w1" -v c="$l0" -v e="$l1" 'BEGIN { printf "%.4f\n", (b - a) - (e - c) }' >>"$d/write"
+    i=$((i + 1))
+done
+w=$(median <"$d/write")
+echo "writing (1 rank, 1,000,000 records at MPI_Finalize, a $((size / 1000000)) MB file; median of $ROUNDS):"
+awk -v w="$w" 'BEGIN { printf "  %.3f s more outside the loop: %.3f us a record\n", w, w }'
+echo "  runs: $(tr '\n' ' ' <"$d/write")"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
