@@ -157,6 +157,13 @@ sed 's/"nccl:send 1->0"/"nccl:send 1->7"/' "$T/fr-rank0.json" >"$W/fr-peer-rank0
 sed 's/"ranks": "\[0, 1\]"/"ranks": "[0, x]"/' "$T/fr-rank0.json" >"$W/fr-ranks-rank0.json"
 sed 's/"\[1, 0\]"/"[0, 1]"/' "$T/fr-rank0.json" >"$W/fr-me-rank0.json"
 awk 'BEGIN { printf "["; for (i = 0; i < 70; i++) printf "["; printf "]" }' >"$W/deep-rank0.json"
+C=$T/collprof-trace
+sed '1d' "$C.0.jsonl" >"$W/ct-nohead.0.jsonl"
+sed 's/"members": \[1, 0\]/"members": [0, 1]/' "$C.1.jsonl" >"$W/ct-differ.1.jsonl"
+sed 's/"comm": 1, "dtype": "float64"/"comm": 9, "dtype": "float64"/' "$C.0.jsonl" >"$W/ct-comm.0.jsonl"
+sed 's/"root": 1}/"root": 2}/' "$C.0.jsonl" >"$W/ct-root.0.jsonl"
+sed '2s/^/{"collprof_trace": 1, "rank": 0, "size": 2}\n/' "$C.0.jsonl" >"$W/ct-twohead.0.jsonl"
+cp "$C.0.jsonl" "$W/ct-alone.0.jsonl"
 
 # ---- the checks -------------------------------------------------------------------
 # the output directory holds a result and a canary before every case

@@ -65,9 +65,10 @@ static void usage(FILE *f)
                "                  file per rank or process: param (PARAM's basic JSON trace,\n"
                "                  <rank>.json), nccl-inspector (NCCL Inspector JSON lines, the\n"
                "                  groups rebuilt by joining the files on the communicator hash),\n"
-               "                  nccl-collprof (the files of collprof's NCCL profiler plugin)\n"
-               "                  or flight-recorder (PyTorch Flight Recorder JSON 2.x, the\n"
-               "                  rank the last number in each file's name)\n"
+               "                  nccl-collprof (the files of collprof's NCCL profiler plugin),\n"
+               "                  flight-recorder (PyTorch Flight Recorder JSON 2.x, the\n"
+               "                  rank the last number in each file's name) or\n"
+               "                  collprof-trace (the recorder's files, one per rank)\n"
                "  -h, --help      this help\n"
                "\n"
                "What the source did not record (per-rank samples, percentiles) stays empty.\n"
@@ -86,9 +87,10 @@ static int option(void *ctx, int k, char *val)
         return 0;
     case 7:
         if (strcmp(val, "param") != 0 && strcmp(val, "nccl-inspector") != 0 &&
-            strcmp(val, "nccl-collprof") != 0 && strcmp(val, "flight-recorder") != 0) {
+            strcmp(val, "nccl-collprof") != 0 && strcmp(val, "flight-recorder") != 0 &&
+            strcmp(val, "collprof-trace") != 0) {
             cp_report_error("import: --trace '%s' is not a trace format (param, nccl-inspector, "
-                            "nccl-collprof or flight-recorder)",
+                            "nccl-collprof, flight-recorder or collprof-trace)",
                             val);
             return -1;
         }

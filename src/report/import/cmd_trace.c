@@ -27,6 +27,7 @@ int cp_import_trace(const char *format, char **paths, int n, const char *out, co
         rc = !strcmp(format, "param")            ? cp_trace_param(t, paths, n)
              : !strcmp(format, "nccl-inspector") ? cp_trace_inspector(t, paths, n, 0)
              : !strcmp(format, "nccl-collprof")  ? cp_trace_inspector(t, paths, n, 1)
+             : !strcmp(format, "collprof-trace") ? cp_trace_ctrace(t, paths, n)
                                                  : cp_trace_fr(t, paths, n);
     }
     uint64_t nops = t->nops + t->nbuf;

@@ -113,6 +113,7 @@ int cp_trace_param(cp_trace_t *t, char **paths, int n);
 /* own: the files of collprof's NCCL profiler plugin (Inspector's layout, more fields) */
 int cp_trace_inspector(cp_trace_t *t, char **paths, int n, int own);
 int cp_trace_fr(cp_trace_t *t, char **paths, int n);
+int cp_trace_ctrace(cp_trace_t *t, char **paths, int n); /* trace_ctrace.c: collprof-trace */
 
 /** Open path for reading (a regular file, not empty): the fd, or -1 with the error
  *  (trace_core.c). */
