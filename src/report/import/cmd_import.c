@@ -84,10 +84,9 @@ static int option(void *ctx, int k, char *val)
         s->inputs[s->ninputs++] = val;
         return 0;
     case 7:
-        if (strcmp(val, "param") != 0 && strcmp(val, "nccl-inspector") != 0 &&
-            strcmp(val, "flight-recorder") != 0) {
-            cp_report_error("import: --trace '%s' is not a trace format (param, nccl-inspector "
-                            "or flight-recorder)",
+        if (cp_trace_format_known(val) != 0) {
+            cp_report_error("import: --trace '%s' is not a trace format (param, nccl-inspector, "
+                            "flight-recorder, pytorch-et, chakra-json or chakra-et)",
                             val);
             return -1;
         }
