@@ -155,6 +155,30 @@ sed 's/"nccl:send 1->0"/"nccl:send 1->7"/' "$T/fr-rank0.json" >"$W/fr-peer-rank0
 sed 's/"ranks": "\[0, 1\]"/"ranks": "[0, x]"/' "$T/fr-rank0.json" >"$W/fr-ranks-rank0.json"
 sed 's/"\[1, 0\]"/"[0, 1]"/' "$T/fr-rank0.json" >"$W/fr-me-rank0.json"
 awk 'BEGIN { printf "["; for (i = 0; i < 70; i++) printf "["; printf "]" }' >"$W/deep-rank0.json"
+# execution traces and Chakra's (make_et.py writes the hostile .et files)
+sed 's/"in_msg_nelems", "type": "uint64", "value": 1024/"in_msg_nelems", "type": "uint64", "value": "1024"/' \
+    "$T/et-rank0.json" >"$W/et-str-rank0.json"
+sed 's/"in_msg_nelems", "type": "uint64", "value": 1024/"in_msg_nelems", "type": "uint64", "value": 1e20/' \
+    "$T/et-rank0.json" >"$W/et-huge-rank0.json"
+head -c 3000 "$T/et-rank0.json" >"$W/et-trunc-rank0.json"
+sed 's/"dtype", "type": "string", "value": "Float"/"dtype", "type": "string", "value": 7/' \
+    "$T/et-rank0.json" >"$W/et-dtype-rank0.json"
+sed 's/, 1, "broadcast", \[\]/, 7, "broadcast", []/' "$T/et-rank0.json" >"$W/et-root-rank0.json"
+sed 's/"pg_name", "type": "string", "value": "1"/"pg_name", "type": "string", "value": "9"/' \
+    "$T/et-rank0.json" >"$W/et-pg-rank0.json"
+cp "$T/et-rank0.json" "$W/et-rank0.json"
+cp "$T/et-rank1.json" "$W/et-rank7.json"
+sed 's/"value": "\[1, 2, 1\]"/"value": "[1, 2]"/' "$T/et-rank0.json" >"$W/et-split-rank0.json"
+sed 's/"value": "all_to_allv"/"value": "all_frobnicate"/' "$T/et-rank0.json" >"$W/et-op-rank0.json"
+sed 's/"1.1.1-chakra.0.0.4"/"1.0.1"/' "$T/et-rank0.json" >"$W/et-old-rank0.json"
+printf '{"x": 1}\n' >"$W/et-obj-rank0.json"
+sed 's/\\"ranks\\": \[2, 0\]/\\"ranks\\": [2, 2]/' "$T/et-rank0.json" >"$W/et-twice-rank0.json"
+sed '0,/"ts": 1700000000105, "inclusive_dur": 40/s//"ts": "x", "inclusive_dur": 40/' \
+    "$T/chakra-rank0.json" >"$W/ck-ts-rank0.json"
+head -c 5000 "$T/chakra-rank0.json" >"$W/ck-trunc-rank0.json"
+cp "$T/chakra-comm_group.json" "$W/chakra-comm_group.json"
+"$PY" "$T/make_et.py" --hostile "$W"
+gzip -c "$W/et-good.0.et" >"$W/et-gz.0.et"
 
 # ---- the checks -------------------------------------------------------------------
 # the output directory holds a result and a canary before every case

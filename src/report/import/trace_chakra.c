@@ -36,7 +36,7 @@ typedef struct chakra {
     cp_trace_t *t;
     FILE *in;
     long long off, at; /* the file's position; the offset of the message being read */
-    int rank, nranks, world;
+    int rank, nranks, world, have_groups;
     uint8_t *buf;
     size_t cap;
 } chakra_t;
@@ -152,10 +152,10 @@ static int node_group(chakra_t *c, const CollprofChakra__Node *nd, collprof_trac
         size_t before = t->ngroups;
         r->group = cp_trace_group(t, 0, pg, pg, "");
         if (r->group >= 0 && t->ngroups > before) {
-            return cp_trace_fail(t, 0,
-                                 "offset %lld: pg_name '%.40s' is not a group of the "
-                                 "comm_group.json given",
-                                 c->at, pg);
+            return cp_trace_fail(t, 0, "offset %lld: pg_name '%.40s' is not a group of %s", c->at,
+                                 pg,
+                                 c->have_groups ? "the comm_group.json given"
+                                                : "any file: no comm_group.json among the files");
         }
     }
     if (r->group < 0) {
@@ -339,7 +339,7 @@ int cp_trace_chakra_et(cp_trace_t *t, char **paths, int n)
         return -1;
     }
     int nranks = n - (g >= 0), rc = 0;
-    chakra_t c = {.t = t, .nranks = nranks, .world = -1};
+    chakra_t c = {.t = t, .nranks = nranks, .world = -1, .have_groups = g >= 0};
     for (int i = 0; rc == 0 && i < n; i++) {
         if (i == g) {
             continue;

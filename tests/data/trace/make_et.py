@@ -8,11 +8,13 @@ chakra-comm_group.json   and its process groups
 
 Three ranks, two process groups ("0": every rank; "1": ranks [2, 0], irregular, so
 only the process_group:init node says its members).  Run from this directory:
-python3 make_et.py.  Written from the documented formats (torch's
+python3 make_et.py (python3 make_et.py --hostile DIR writes the hostile .et
+files of the bad-input table into DIR).  Written from the documented formats (torch's
 execution_trace_observer.cpp and ParamCommsUtils.hpp, Chakra's et_def.proto and
 protolib's encodeMessage), by hand: no torch, no protobuf package.
 """
 import json
+import sys
 
 PGS = [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "ranks": [],
         "group_size": 3, "group_count": 2},
@@ -99,12 +101,17 @@ def et_nodes(rank):
     return nodes
 
 
+def dump(path, nodes):
+    """The header, then one node a line (the hostile versions are made with sed)."""
+    with open(path, "w") as f:
+        f.write('{"schema": "1.1.1-chakra.0.0.4", "pid": 4000, "time": "2026-12-06 07:00:00", '
+                '"start_ts": 1000,\n"nodes": [\n')
+        f.write(",\n".join(json.dumps(n) for n in nodes))
+        f.write('\n],\n"finish_ts": 2000}\n')
+
+
 def write_et(rank):
-    doc = {"schema": "1.1.1-chakra.0.0.4", "pid": 4000 + rank, "time": "2026-12-06 07:00:00",
-           "start_ts": 1000, "nodes": et_nodes(rank), "finish_ts": 2000}
-    with open("et-rank%d.json" % rank, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    dump("et-rank%d.json" % rank, et_nodes(rank))
 
 
 KERNEL = {"allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
@@ -140,11 +147,7 @@ def write_linked(rank):
                       "stream": 7, "pg_name": n["attrs"][17]["value"]})
             gpu.append(k)
             nid += 1
-    doc = {"schema": "1.1.1-chakra.0.0.4", "pid": 4000 + rank, "time": "2026-12-06 07:00:00",
-           "start_ts": 1000, "finish_ts": 2000, "nodes": sorted(nodes + gpu, key=lambda n: n["id"])}
-    with open("chakra-rank%d.json" % rank, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    dump("chakra-rank%d.json" % rank, sorted(nodes + gpu, key=lambda n: n["id"]))
 
 
 # ---- Chakra .et: protobuf by hand (et_def.proto's field numbers) ----
@@ -192,7 +195,10 @@ COMM_TYPE = {"allreduce": 0, "broadcast": 5, "all_to_allv": 6, "barrier": 9}
 SIZE_OF = {"Float": 4, "BFloat16": 2, "Half": 2, "Long": 8, "Byte": 1}
 
 
-def write_pb(rank):
+def write_pb(rank, path=None, bad=None):
+    """Rank's .et file; bad: what a hostile version changes (comm_type, comm_type_str,
+    comm_size, pg_name, comm_dst)."""
+    bad = bad or {}
     msgs = [field(1, 2, b"0.0.4") + field(2, 2, attr_pb("schema", "string", "1.1.1-chakra.0.0.4"))
             + field(2, 2, attr_pb("pid", "uint64", 4000 + rank))]
     msgs.append(node_pb(2, "[pytorch|profiler|execution_trace|thread]", 4, 0, 0, []))
@@ -203,28 +209,55 @@ def write_pb(rank):
             continue  # the converter keeps no waits
         msgs.append(node_pb(oid, "record_param_comms", 4, 0, 3, [("is_cpu_op", "int32", 1)]))
         size = n_in * SIZE_OF[dtype]
-        a = [("comm_size", "int64", size)]
+        a = [("comm_size", "int64", bad.get("comm_size", size) if oid == 10 else size)]
         if name != "barrier":  # the barrier: of every rank, by no pg_name
-            a.append(("pg_name", "string", pg))
+            a.append(("pg_name", "string", bad.get("pg_name", pg) if oid == 10 else pg))
         if name in ("send", "recv"):
             peer = 0 if rank == 2 else 2
             a += [("comm_src", "int32", rank if name == "send" else peer),
-                  ("comm_dst", "int32", peer if name == "send" else rank)]
+                  ("comm_dst", "int32", bad.get("comm_dst", peer) if name == "send" else rank)]
             ntype = 5 if name == "send" else 6
         else:
-            a.insert(0, ("comm_type", "int64", COMM_TYPE[name]))
+            ctype = bad.get("comm_type", COMM_TYPE[name]) if oid == 10 else COMM_TYPE[name]
+            a.insert(0, ("comm_type", "string", "0") if "comm_type_str" in bad and oid == 10
+                     else ("comm_type", "int64", ctype))
             ntype = 7
         start = 1700000000 + 1000 * rank + oid
         msgs.append(node_pb(nid, KERNEL.get(name, "ncclDevKernel_AllReduce_barrier"), ntype, start,
                             40 + oid, a, parent=oid))
         nid += 1
     msgs.append(node_pb(nid, "aten::mm", 4, 0, 12, []))
-    with open("chakra.%d.et" % rank, "wb") as f:
+    with open(path or "chakra.%d.et" % rank, "wb") as f:
         for m in msgs:
             f.write(varint(len(m)) + m)
 
 
+def hostile(d):
+    """The hostile .et files of tests/data/badinput.tsv, into directory d."""
+    write_pb(0, d + "/et-type.0.et", {"comm_type": 12})
+    write_pb(0, d + "/et-typestr.0.et", {"comm_type_str": True})
+    write_pb(0, d + "/et-huge.0.et", {"comm_size": 1 << 62})
+    write_pb(0, d + "/et-pg.0.et", {"pg_name": "7"})
+    write_pb(2, d + "/et-peer.2.et", {"comm_dst": 9})
+    write_pb(0, d + "/et-good.0.et")
+    with open(d + "/et-good.0.et", "rb") as f:
+        good = f.read()
+    with open(d + "/et-trunc.0.et", "wb") as f:
+        f.write(good[:300])
+    with open(d + "/et-len.0.et", "wb") as f:  # a length of 2^32 - 1 after the metadata
+        f.write(good[:good[0] + 1] + b"\xff\xff\xff\xff\x0f" + good[good[0] + 1:])
+    with open(d + "/et-prefix.0.et", "wb") as f:  # a length prefix that never ends
+        f.write(b"\xff\xff\xff")
+    with open(d + "/et-nometa.0.et", "wb") as f:  # wire type 7 does not exist
+        f.write(b"\x02\x0f\x0f")
+    with open(d + "/et-groups.json", "w") as f:
+        f.write('{"0": [0, 1, 2],\n "1": [2, "x"]}\n')
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--hostile":
+        hostile(sys.argv[2])
+        sys.exit(0)
     for r in range(3):
         write_et(r)
         write_linked(r)
