@@ -99,9 +99,14 @@ static int splits(et_file_t *f, const cp_json_t *in, const cp_json_t *out, et_op
         for (p += strspn(p, " ["); rc == 0 && *p != '\0' && *p != ']'; p += strspn(p, " ,")) {
             char *end;
             double x = strtod(p, &end);
-            rc = end == p || x < 0 || x > 1e15 || x != floor(x) || (size_t)n[k] >= cap ? -1 : 0;
-            s[k][n[k]++] = (uint64_t)x;
-            sum += (uint64_t)x;
+            rc = end == p || !(x >= 0 && x <= 1e15) || x != floor(x) || (size_t)n[k] >= cap ||
+                         sum + x > 1e15
+                     ? -1
+                     : 0;
+            if (rc == 0) { /* at most cap sizes, their sum at most 1e15: no overflow */
+                s[k][n[k]++] = (uint64_t)x;
+                sum += (uint64_t)x;
+            }
             p = end;
         }
         for (int i = 0; rc == 0 && i < n[k]; i++) { /* rows into elements */
