@@ -125,7 +125,7 @@ cat >want <<'W'
 W
 diff want got >d.out
 ok $? "ET: ops in node-id order, waits matched to their op (req), root and peers global, no times$(sed 's/^/ /' d.out | tr '\n' ';')"
-[ "$(rows e.h5 trace_splits | tr '\n' ' ')" = "10 20 10 20 10 10 10 20 10 20 10 10 10 20 10 20 10 10 " ]
+[ "$(rows e.h5 trace_splits | tr '\n' ' ')" = "10 20 10 10 10 20 10 10 20 20 10 10 20 10 10 10 20 10 " ]
 ok $? "ET: all_to_allv split sizes, c10d's rows of dim 0, as elements in /trace_splits"
 [ "$(rows e.h5 trace_groups | tr '\n' ';')" = "0|0|default_pg|0|3|0;1|1|pair|1|2|3;" ] &&
     [ "$(rows e.h5 trace_members | tr '\n' ' ')" = "0 1 2 2 0 " ]

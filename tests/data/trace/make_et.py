@@ -24,12 +24,17 @@ SIZE = {"0": 3, "1": 2}
 START = {"0": (0, 1), "1": (2, -1)}  # global_rank_start, global_rank_stride (-1: irregular)
 
 
+# all_to_allv: rows of 10 elements rank i sends rank j (c10d's split sizes are rows of dim 0)
+A2AV = [[1, 2, 1], [1, 1, 2], [2, 1, 1]]
+
+
 def ops(rank):
     """(id, name, pg, seq, p2p, group rank, dtype, in, out, in_split, out_split) of a rank."""
     o = [(10, "allreduce", "0", 1, False, rank, "Float", 1024, 1024, "[]", "[]"),
          (14, "wait", "0", 1, False, rank, "Byte", 0, 0, "[]", "[]"),
          (20, "broadcast", "0", 2, False, 1, "BFloat16", 256, 256, "[]", "[]"),
-         (25, "all_to_allv", "0", 3, False, rank, "Half", 40, 40, "[1, 2, 1]", "[2, 1, 1]")]
+         (25, "all_to_allv", "0", 3, False, rank, "Half", 40, 40, str(A2AV[rank]),
+          str([A2AV[j][rank] for j in range(3)]))]
     if rank == 2:
         o.append((30, "send", "1", 1, True, 1, "Long", 8, 8, "[]", "[]"))
     if rank == 0:
