@@ -92,8 +92,9 @@ static int match_waits(et_file_t *f)
 static et_op_t *launcher(et_file_t *f, const et_key_t *byparent, int64_t p)
 {
     et_op_t want = {.id = p}, *o = bsearch(&want, f->ops, f->nops, sizeof(*o), by_id);
-    et_link_t a = {.id = p},
-              *hop = o == NULL ? bsearch(&a, f->alias, f->nalias, sizeof(a), by_link) : NULL;
+    et_link_t a = {.id = p}, *hop = o == NULL && f->nalias > 0
+                                        ? bsearch(&a, f->alias, f->nalias, sizeof(a), by_link)
+                                        : NULL;
     if (hop != NULL) { /* an nccl:* host op: its parent */
         want.id = hop->parent;
         o = bsearch(&want, f->ops, f->nops, sizeof(*o), by_id);
@@ -117,7 +118,9 @@ static int kernel_times(et_file_t *f)
     for (size_t i = 0; i < f->nops; i++) {
         lo[i] = -1;
     }
-    qsort(f->alias, f->nalias, sizeof(*f->alias), by_link);
+    if (f->nalias > 0) { /* NULL when empty: not for qsort */
+        qsort(f->alias, f->nalias, sizeof(*f->alias), by_link);
+    }
     for (size_t i = 0; i < f->ngpu; i++) {
         et_op_t *o = launcher(f, byparent, f->gpu[i].parent);
         size_t j = o != NULL ? (size_t)(o - f->ops) : 0;
@@ -184,6 +187,9 @@ static int resolve(et_file_t *f, et_op_t *o, char *checked)
 
 int cp_et_finish(et_file_t *f)
 {
+    if (f->nops == 0) {
+        return 0;
+    }
     qsort(f->ops, f->nops, sizeof(*f->ops), by_id);
     for (size_t i = 1; i < f->nops; i++) {
         if (f->ops[i].id == f->ops[i - 1].id) {
