@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 void *cp_et_grow(cp_trace_t *t, int line, void **arr, size_t *n, size_t *cap, size_t sz)
@@ -434,17 +435,16 @@ static int et_read(cp_trace_t *t, char **paths, int n, int times)
             return -1;
         }
     }
+    char kernels[64] = "";
+    if (times) {
+        snprintf(kernels, sizeof(kernels), "; %" PRId64 " ops without a kernel", counts[1]);
+    }
     snprintf(t->note, sizeof(t->note),
              "%s; %" PRId64 " waits without their op in the trace dropped; no coalesced calls%s",
              times ? "Chakra linked host+device trace: issue times are the host ops' Kineto ts, "
                      "durations the span of each op's NCCL kernels"
                    : "PyTorch execution trace: no times (the ET records none)",
-             counts[0], "");
-    if (times) {
-        size_t len = strlen(t->note);
-        snprintf(t->note + len, sizeof(t->note) - len, "; %" PRId64 " ops without a kernel",
-                 counts[1]);
-    }
+             counts[0], kernels);
     return 0;
 }
 
