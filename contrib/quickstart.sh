@@ -19,7 +19,7 @@ cd "$top"
 # build: compilers, autotools, PMIx, Open MPI, HDF5, nettle (the control channel's HMAC); tests: h5dump, h5py, Chromium (plots),
 # promtool and the node exporter (export --prom; tests/integration/prom.sh fails without them here)
 PKGS="build-essential g++ autoconf automake libtool libtool-bin pkg-config libpmix-dev libpmix-bin
-libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libyajl-dev libfabric-dev libfabric-bin libgloo-dev nettle-dev procps python3 python3-h5py python3-numpy"
+libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libyajl-dev libprotobuf-c-dev protobuf-c-compiler libfabric-dev libfabric-bin libgloo-dev nettle-dev procps python3 python3-h5py python3-numpy"
 [ "$mode" = test ] && PKGS="$PKGS clang libclang-rt-14-dev chromium python3-pandas python3-matplotlib slurmctld slurmd slurm-client
 munge libslurm-dev iproute2 prometheus prometheus-node-exporter curl python3-xarray python3-pytest python3-nbconvert python3-ipykernel python3-pip lmod tcl man-db shellcheck"
 # Environment Modules (tests/integration/modules.sh) conflicts with lmod in Debian: test mode

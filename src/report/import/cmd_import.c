@@ -66,9 +66,13 @@ static void usage(FILE *f)
                "                  <rank>.json), nccl-inspector (NCCL Inspector JSON lines, the\n"
                "                  groups rebuilt by joining the files on the communicator hash),\n"
                "                  nccl-collprof (the files of collprof's NCCL profiler plugin),\n"
-               "                  flight-recorder (PyTorch Flight Recorder JSON 2.x, the\n"
-               "                  rank the last number in each file's name) or\n"
-               "                  collprof-trace (the recorder's files, one per rank)\n"
+               "                  flight-recorder (PyTorch Flight Recorder JSON 2.x),\n"
+               "                  collprof-trace (the recorder's files, one per rank),\n"
+               "                  pytorch-et (PyTorch execution-trace JSON, no times),\n"
+               "                  chakra-json (Chakra's linked host+device JSON, with\n"
+               "                  times) or chakra-et (Chakra .et protobuf files, with its\n"
+               "                  comm_group.json among the FILEs); the rank is the last\n"
+               "                  number in each file's name (collprof-trace, nccl-*: below)\n"
                "  -h, --help      this help\n"
                "\n"
                "What the source did not record (per-rank samples, percentiles) stays empty.\n"
@@ -86,11 +90,10 @@ static int option(void *ctx, int k, char *val)
         s->inputs[s->ninputs++] = val;
         return 0;
     case 7:
-        if (strcmp(val, "param") != 0 && strcmp(val, "nccl-inspector") != 0 &&
-            strcmp(val, "nccl-collprof") != 0 && strcmp(val, "flight-recorder") != 0 &&
-            strcmp(val, "collprof-trace") != 0) {
+        if (cp_trace_format_known(val) != 0) {
             cp_report_error("import: --trace '%s' is not a trace format (param, nccl-inspector, "
-                            "nccl-collprof, flight-recorder or collprof-trace)",
+                            "nccl-collprof, flight-recorder, collprof-trace, pytorch-et, "
+                            "chakra-json or chakra-et)",
                             val);
             return -1;
         }

@@ -15,6 +15,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* NCCL Inspector's files, and those of collprof's NCCL profiler plugin (its fields added). */
+static int inspector(cp_trace_t *t, char **paths, int n)
+{
+    return cp_trace_inspector(t, paths, n, 0);
+}
+
+static int nccl_collprof(cp_trace_t *t, char **paths, int n)
+{
+    return cp_trace_inspector(t, paths, n, 1);
+}
+
+/* The formats and their readers. */
+static const struct {
+    const char *name;
+    int (*read)(cp_trace_t *, char **, int);
+} formats[] = {{"param", cp_trace_param},
+               {"nccl-inspector", inspector},
+               {"nccl-collprof", nccl_collprof},
+               {"flight-recorder", cp_trace_fr},
+               {"collprof-trace", cp_trace_ctrace},
+               {"pytorch-et", cp_trace_pytorch_et},
+               {"chakra-json", cp_trace_chakra_json},
+               {"chakra-et", cp_trace_chakra_et}};
+
+int cp_trace_format_known(const char *format)
+{
+    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+        if (!strcmp(format, formats[i].name)) {
+            return 0;
+        }
+    }
+    return -1;
+}
+
 int cp_import_trace(const char *format, char **paths, int n, const char *out, const char *command)
 {
     cp_trace_t *t = calloc(1, sizeof(*t));
@@ -24,11 +58,10 @@ int cp_import_trace(const char *format, char **paths, int n, const char *out, co
     }
     int rc = cp_trace_open(t, out);
     if (rc == 0) { /* errors name the file as given: the error line is made printable */
-        rc = !strcmp(format, "param")            ? cp_trace_param(t, paths, n)
-             : !strcmp(format, "nccl-inspector") ? cp_trace_inspector(t, paths, n, 0)
-             : !strcmp(format, "nccl-collprof")  ? cp_trace_inspector(t, paths, n, 1)
-             : !strcmp(format, "collprof-trace") ? cp_trace_ctrace(t, paths, n)
-                                                 : cp_trace_fr(t, paths, n);
+        rc = -1;
+        for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+            rc = !strcmp(format, formats[i].name) ? formats[i].read(t, paths, n) : rc;
+        }
     }
     uint64_t nops = t->nops + t->nbuf;
     if (rc == 0 && nops == 0) {

@@ -96,7 +96,8 @@ int cp_import_publish(const char *tmp, const char *out);
 void cp_import_free(cp_import_t *im);
 
 /** `import --trace FORMAT` (param, nccl-inspector, nccl-collprof, flight-recorder,
- *  collprof-trace) of paths[0..n) into out (cmd_trace.c): 0, or -1 after printing the error. */
+ *  collprof-trace, pytorch-et, chakra-json, chakra-et) of paths[0..n) into out (cmd_trace.c):
+ *  0, or -1 after printing the error. */
 int cp_import_trace(const char *format, char **paths, int n, const char *out, const char *command);
 
 #endif /* COLLPROF_REPORT_IMPORT_H */

@@ -1,16 +1,18 @@
 /*
  * `collprof-report import --trace FORMAT FILE... -o OUT.h5`: a real job's
  * communication (PARAM's basic JSON trace, NCCL Inspector JSON lines, PyTorch
- * Flight Recorder JSON) as the trace model of include/collprof/schema.h
+ * Flight Recorder JSON, PyTorch execution traces, Chakra's linked JSON and its
+ * .et protobuf) as the trace model of include/collprof/schema.h
  * (/trace_ops, /trace_groups, /trace_members, /trace_splits; docs/replay.md).
- * Each reader (trace_param.c, trace_inspector.c, trace_fr.c) streams its
- * files through json.c's cp_json_read_fd and hands every op to cp_trace_add,
- * which gives it its place in the rank's order and writes the ops to the file
+ * Each reader (trace_param.c, trace_inspector.c, trace_fr.c, trace_et.c;
+ * trace_chakra.c reads protobuf) streams its files through json.c's cp_json_read_fd and hands every
+ * op to cp_trace_add, which gives it its place in the rank's order and writes the ops to the file
  * in blocks (trace_write.c): memory grows with the groups and ranks, not with
  * the ops.
  *
  * The trace files, top to bottom: cmd_trace > trace_param, trace_inspector,
- * trace_fr > trace_core > trace_write (then import_write's publish, json).
+ * trace_fr, trace_et (> trace_et_end), trace_chakra > trace_core > trace_write (then import_write's
+ * publish, json).
  */
 #ifndef COLLPROF_REPORT_TRACE_H
 #define COLLPROF_REPORT_TRACE_H
@@ -114,6 +116,12 @@ int cp_trace_param(cp_trace_t *t, char **paths, int n);
 int cp_trace_inspector(cp_trace_t *t, char **paths, int n, int own);
 int cp_trace_fr(cp_trace_t *t, char **paths, int n);
 int cp_trace_ctrace(cp_trace_t *t, char **paths, int n); /* trace_ctrace.c: collprof-trace */
+int cp_trace_pytorch_et(cp_trace_t *t, char **paths, int n); /* trace_et.c */
+int cp_trace_chakra_json(cp_trace_t *t, char **paths, int n);
+int cp_trace_chakra_et(cp_trace_t *t, char **paths, int n); /* trace_chakra.c */
+
+/** 0 when format is a trace format import reads, else -1 (cmd_trace.c). */
+int cp_trace_format_known(const char *format);
 
 /** Open path for reading (a regular file, not empty): the fd, or -1 with the error
  *  (trace_core.c). */
