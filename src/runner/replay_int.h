@@ -36,6 +36,8 @@ typedef struct rop {
     void *req;      /**< in flight: the plugin's request */
     double us;      /**< this replay's time in its calls */
     double at;      /**< this replay's issue of it (now_us: its first call) */
+    double calls;   /**< this replay's time in its own calls, post and wait (whichever row
+                         the wait's time goes to): its exposed time */
     char note[128];
 } rop_t;
 
@@ -52,10 +54,13 @@ uint64_t cp_replay_p2p_check(const rop_t *o, const void *buf);
  *  out of memory. */
 int cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, size_t ngroups);
 /** The replays: every op of o[n], iters times; times[op * iters + it], issues[] alike (its
- *  issue, from this rank's exit of the barrier that starts the replay), whole[it]; fly:
- *  scratch of n + 1.  --gaps: each op issued at its target (replay_gaps.h). */
+ *  issue, from this rank's exit of the barrier that starts the replay), exposed[] alike (its
+ *  time in its own calls: post, run, wait; the rest of a posted op's flight overlapped
+ *  whatever the rank did meanwhile), whole[it]; fly: scratch of n + 1.  --gaps: each op
+ *  issued at its target (replay_gaps.h). */
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *issues, double *whole, int rank, size_t *fly);
+                    double *times, double *issues, double *exposed, double *whole, int rank,
+                    size_t *fly);
 /** An upper bound of the bytes of op r's buffers, the same on every rank (replay.c). */
 size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r);
 

@@ -225,7 +225,9 @@ static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
     double t0 = now_us();
     o->at = t0;
     int rc = o->how == RP_POST ? p->be->post(g->ctx, &a, &o->req) : p->be->run(g->ctx, &a);
-    o->us += now_us() - t0;
+    double dt = now_us() - t0;
+    o->us += dt;
+    o->calls += dt;
     if (o->how != RP_POST || rc != COLLPROF_OK) {
         cp_gaps_done(o->t);
     }
@@ -247,7 +249,9 @@ static void complete(cp_plugin_t *p, rop_t *o, rop_t *w, cp_rgroup_t *gs)
     cp_replay_groups_use(gs, (size_t)o->group);
     double t0 = now_us();
     int rc = p->be->wait(g->ctx, o->req);
-    w->us += now_us() - t0;
+    double dt = now_us() - t0;
+    w->us += dt;
+    o->calls += dt;
     cp_gaps_done(o->t);
     o->req = NULL;
     if (rc != COLLPROF_OK) {
@@ -279,7 +283,8 @@ static void due(cp_plugin_t *p, rop_t *o, size_t n, size_t i, cp_rgroup_t *g, fl
 }
 
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *issues, double *whole, int rank, size_t *fly)
+                    double *times, double *issues, double *exposed, double *whole, int rank,
+                    size_t *fly)
 {
     fly_t f = {fly, 0};
     for (int it = 0; it < iters; it++) {
@@ -289,7 +294,7 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
         double base = now_us();
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
-            o[i].us = 0;
+            o[i].us = o[i].calls = 0;
             o[i].at = base;
         }
         for (size_t i = 0; i <= n; i++) {
@@ -305,6 +310,7 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
         for (size_t i = 0; i < n; i++) {
             times[i * (size_t)iters + (size_t)it] = o[i].us;
             issues[i * (size_t)iters + (size_t)it] = o[i].at - base;
+            exposed[i * (size_t)iters + (size_t)it] = o[i].calls;
             whole[it] += o[i].us;
         }
     }

@@ -86,6 +86,15 @@ replay self compute --gaps compute
 n=$(spans compute 200000 1e12 200000)
 [ "$rc" -eq 0 ] && [ "$n" -eq 2 ]
 ok $? "--gaps compute: each rank's span at least the 200 ms of gaps it fills ($n, exit $rc)"
+# the exposed communication time (column 26): each op's time in its own calls, at most its
+# replayed time (blocking ops: all of it); the trace row the slowest rank's sum; -1 without
+# --gaps compute
+n=$(awk -F'|' '$16 == "ok" && $26 >= 0 && $26 <= $12 + 0.01' ops.compute | wc -l)
+x=$(awk -F'|' '$1 == "trace" && $26 > 0 && $26 <= $12 + 0.01' all.compute | wc -l)
+m=$(awk -F'|' '$1 == "op" && $26 != -1' all.none | wc -l)
+[ "$n" -eq 22 ] && [ "$x" -eq 1 ] && [ "$m" -eq 0 ] &&
+    grep -q '^exposed communication: ' r.compute/collprof_*.txt
+ok $? "--gaps compute: exposed time per op (22: $n) and for the trace ($x), none under --gaps none ($m)"
 
 replay self ops --gaps trace --replay-ops 2-5
 seqs=$(awk -F'|' '{ print $3 ":" $4 }' ops.ops | sort | tr '\n' ' ')
