@@ -39,7 +39,14 @@ static int enabled(const cell_run_t *c)
 /* A screen's pair: this leader reads its node's counters for its own result alone. */
 static int own(const cell_run_t *c)
 {
-    return c->r->opt->counters != 0 && c->r->alone && c->r->read_counters;
+    return (c->r->opt->counters & (CP_CNT_NET | CP_CNT_IB)) != 0 && c->r->alone &&
+           c->r->read_counters;
+}
+
+/* The sources read: a screen's pair needs the NICs' alone (its path check). */
+static unsigned mask(const cell_run_t *c)
+{
+    return own(c) ? c->r->opt->counters & (CP_CNT_NET | CP_CNT_IB) : c->r->opt->counters;
 }
 
 static int reader(const cell_run_t *c)
@@ -53,7 +60,7 @@ void cp_runner_counters_before(cell_run_t *c)
         return;
     }
     double t0 = cp_now_us();
-    if (cp_counters_read(c->r->opt->counters, &c->cnt_before) < 0) {
+    if (cp_counters_read(mask(c), &c->cnt_before) < 0) {
         cp_counters_free(&c->cnt_before);
     }
     c->cnt_us = cp_now_us() - t0;
@@ -67,7 +74,7 @@ void cp_runner_counters_after(cell_run_t *c)
     }
     cp_cnt_snap_t after = {0};
     double t0 = cp_now_us();
-    if (cp_counters_read(c->r->opt->counters, &after) >= 0) {
+    if (cp_counters_read(mask(c), &after) >= 0) {
         c->cnt = calloc((size_t)c->cnt_before.n + 2, sizeof(*c->cnt));
         c->ncnt = c->cnt != NULL ? cp_counters_delta(&c->cnt_before, &after, c->cnt) : 0;
     }
