@@ -297,17 +297,17 @@ static void print_paths(FILE *f, const collprof_screen_row_t *rows, size_t first
         }
         char a[32], b[32];
         flagged++;
-        fprintf(
-            f,
-            "path: %s-%s (round %d): %s: %.2fx the message per operation, via %s (expected %s)\n",
-            host_of(rows, first, end, l->node_a, a, sizeof(a)),
-            host_of(rows, first, end, l->node_b, b, sizeof(b)), l->round, l->nic_path, l->nic_ratio,
-            l->nic_via[0] ? l->nic_via : "no interface",
-            l->nic_expected[0] ? l->nic_expected : "not known");
+        fprintf(f,
+                "nic path: %s-%s (round %d): %s: %.2fx the message per operation, via %s (expected "
+                "%s)\n",
+                host_of(rows, first, end, l->node_a, a, sizeof(a)),
+                host_of(rows, first, end, l->node_b, b, sizeof(b)), l->round, l->nic_path,
+                l->nic_ratio, l->nic_via[0] ? l->nic_via : "no interface",
+                l->nic_expected[0] ? l->nic_expected : "not known");
     }
     if (checked > 0) {
         fprintf(f,
-                "paths: %d of %d checked pairs went over another NIC or moved far more than "
+                "nic paths: %d of %d checked pairs went over another NIC or moved far more than "
                 "the message\n",
                 flagged, checked);
     }

@@ -6,11 +6,14 @@
  * (the runner's readings, cp_runner_t.read_counters) and sets the bytes its NICs moved per
  * operation against the message size (the pair's bound: each end sends and receives it once
  * per operation, counters/path_check.h), naming the interfaces that carried them; rank 0 puts
- * the two ends' checks on the pair's /links bandwidth row.  Reported beside the pair's figures:
- * it changes no judgement.
+ * the two ends' checks on the pair's /links bandwidth row.  A round run as a cell of the whole
+ * job (mpi, the link sweep: cp_sweep_path) has every node's rows on rank 0, and each pair's
+ * row is checked from its two nodes' there.  Reported beside the pair's figures: it changes no
+ * judgement.
  */
 
 #include "screen/run/screen_pairs_int.h"
+#include "screen/run/sweep.h"
 
 #include "counters/path_check.h"
 
@@ -33,30 +36,58 @@ static void add_name(char *buf, size_t len, const char *name)
     }
 }
 
-void cp_pairs_path_end(const cp_pairs_run_t *pr, const cp_cell_t *c, const cp_result_t *res,
-                       end_rec_t *e)
+/* The check of node's rows among rows[0..n) for a pair exchanging bytes each way per
+ * operation on backend into e. */
+static void end_of(const char *backend, uint64_t bytes, const collprof_counter_row_t *rows,
+                   size_t n, int node, end_rec_t *e)
 {
-    if (res->counters == NULL || res->ncounters <= 0) {
-        return;
-    }
     char exp[256];
     cp_path_cell_t pc = {.op = "sendrecv",
-                         .bytes = c->count * collprof_dtype_size(c->dtype),
+                         .bytes = bytes,
                          .nodes = 2,
                          .ppn = 1,
                          .root_node = -1,
-                         .expected =
-                             cp_path_expected(pr->r->plugins[c->plugin].name, exp, sizeof(exp)),
+                         .expected = cp_path_expected(backend, exp, sizeof(exp)),
                          .pair = 1};
     cp_path_node_t p;
-    cp_path_verdict_t v =
-        cp_path_check(&pc, res->counters, (size_t)res->ncounters, pr->r->boot->node_id, &p);
-    e->path = (int32_t)v + 1;
+    int have = 0;
+    for (size_t k = 0; k < n && !have; k++) {
+        have = rows[k].node == node;
+    }
+    if (!have) {
+        return; /* no rows of that node: not checked */
+    }
+    e->path = (int32_t)cp_path_check(&pc, rows, n, node, &p) + 1;
     e->path_ratio = p.ratio;
     for (int i = 0; i < p.nvia; i++) {
         add_name(e->path_via, sizeof(e->path_via), p.via[i]);
     }
     snprintf(e->path_expected, sizeof(e->path_expected), "%.47s", exp);
+}
+
+void cp_pairs_path_end(const cp_pairs_run_t *pr, const cp_cell_t *c, const cp_result_t *res,
+                       end_rec_t *e)
+{
+    if (res->counters != NULL && res->ncounters > 0) {
+        end_of(pr->r->plugins[c->plugin].name, c->count * collprof_dtype_size(c->dtype),
+               res->counters, (size_t)res->ncounters, pr->r->boot->node_id, e);
+    }
+}
+
+void cp_sweep_path(const cp_runner_t *r, const cp_cell_t *cell, const cp_result_t *res, int na,
+                   int nb, collprof_link_row_t *row)
+{
+    if (res->counters == NULL || res->ncounters <= 0 ||
+        strcmp(cp_sweep_kind(r->opt, cell), "bandwidth") != 0) {
+        return;
+    }
+    end_rec_t e[2];
+    memset(e, 0, sizeof(e));
+    const char *backend = r->plugins[cell->plugin].name;
+    uint64_t bytes = cell->count * collprof_dtype_size(cell->dtype);
+    end_of(backend, bytes, res->counters, (size_t)res->ncounters, na, &e[0]);
+    end_of(backend, bytes, res->counters, (size_t)res->ncounters, nb, &e[1]);
+    cp_pairs_path_row(&e[0], &e[1], row);
 }
 
 void cp_pairs_path_row(const end_rec_t *ea, const end_rec_t *eb, collprof_link_row_t *row)
