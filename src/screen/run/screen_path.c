@@ -77,8 +77,7 @@ void cp_pairs_path_end(const cp_pairs_run_t *pr, const cp_cell_t *c, const cp_re
 void cp_sweep_path(const cp_runner_t *r, const cp_cell_t *cell, const cp_result_t *res, int na,
                    int nb, collprof_link_row_t *row)
 {
-    if (res->counters == NULL || res->ncounters <= 0 ||
-        strcmp(cp_sweep_kind(r->opt, cell), "bandwidth") != 0) {
+    if (res->counters == NULL || res->ncounters <= 0) {
         return;
     }
     end_rec_t e[2];
