@@ -124,7 +124,11 @@
     X(wrong,        U64,    0, 0, "",       "wrong elements on the pair's two ranks")                    \
     X(status,       STR,   16, 0, "",       "ok, wrong, error, unsupported, skipped, timeout; a screen's: nosetup, unreachable") \
     X(error,        STR,  256, 0, "",       "why the pair gave no result, else empty")      \
-    X(path,         STR,   16, 1, "",       "path class: same-switch, cross-switch (Slurm's tree topology) or any; empty: before 1.10")
+    X(path,         STR,   16, 1, "",       "path class: same-switch, cross-switch (Slurm's tree topology) or any; empty: before 1.10") \
+    X(nic_path,     STR,   16, 1, "",       "a screen pair's path check (bandwidth rows): ok, other-nic, excess or unknown, the graver end's; empty: not checked, or before 1.12") \
+    X(nic_ratio,    F64,    0, 1, "",       "NIC bytes per operation over the message size, the larger end's; 0: not checked") \
+    X(nic_via,      STR,   64, 1, "",       "the interfaces that carried the pair's bytes at its two ends, comma-separated") \
+    X(nic_expected, STR,   64, 1, "",       "the interfaces the backend was meant to use (as the ends read them); empty: not known")
 
 /* /screen: the screen's verdict (collprof --screen, added in 1.7), one row per node and one
  * per suspect link, per backend; absent from other runs' files.  The pairs it measured are

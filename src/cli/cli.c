@@ -82,7 +82,8 @@ const cli_opt_t cli_opts[] = {
      "barrier"},
     {"counters", 0, "LIST", cli_h_counters, NULL, 0, 0,
      "hardware and host counters each node's first rank reads\n"
-     "just before and after every cell's loop (not timed):\n"
+     "just before and after every cell's loop (not timed;\n"
+     "--screen: each pair's NICs, its path check):\n"
      "auto (all there are), none, or a list of net, ib\n"
      "(InfiniBand and EFA), host, gpu (NVML) (default: auto)",
      "auto"},

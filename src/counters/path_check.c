@@ -27,6 +27,9 @@ double cp_path_bound(const cp_path_cell_t *c, int is_root_node)
     }
     const double n = c->nodes, b = (double)c->bytes, f = (n - 1) / n;
     const double ppn = c->ppn > 0 ? c->ppn : 1;
+    if (c->pair) {
+        return b; /* each end sends and receives the message once per operation */
+    }
     if (is_op(c->op, "allreduce", "iallreduce")) {
         return 2 * f * b;
     }

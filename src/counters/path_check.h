@@ -46,6 +46,8 @@ typedef struct cp_path_cell {
     int root_node;        /**< node of the root rank (rooted ops) */
     const char *expected; /**< comma-separated interfaces the backend was meant to use; NULL
                                or "": not known (other-nic is then not judged) */
+    int pair; /**< a pair of nodes exchanging bytes each way at once (the screen's pairs,
+                   op sendrecv): the bound is bytes per operation, each direction */
 } cp_path_cell_t;
 
 /** One node's check. */
@@ -64,7 +66,7 @@ typedef struct cp_path_node {
 
 /** The lower bound of the bytes per operation a node must send or receive to or from other
  *  nodes (docs/metrics.md), given whether the node holds the root; 0 for one node, barrier
- *  and the variable ops. */
+ *  and the variable ops; bytes for a pair (c->pair). */
 double cp_path_bound(const cp_path_cell_t *c, int is_root_node);
 
 /** Check node of the cell whose rows are rows[0..n) (rows of other nodes and sources are
@@ -82,5 +84,12 @@ int cp_path_verdict_of(const char *s);
 #define CP_PATH_ROWS (3 + CP_PATH_VIA + 4)
 int cp_path_rows(const cp_path_cell_t *c, const cp_path_node_t *p, const char *host,
                  collprof_counter_row_t *out);
+
+/** The interfaces the backend was meant to use, comma-separated, into buf: COLLPROF_PATH_IFACE,
+ *  else the backend's own variable (gloo GLOO_SOCKET_IFNAME; ofi FI_TCP_IFACE, FI_SOCKETS_IFACE;
+ *  mpi OMPI_MCA_btl_tcp_if_include; nccl NCCL_SOCKET_IFNAME without a ^ or = prefix), else
+ *  COLLPROF_OOB_IFACE; "" when none is set.  A subnet A.B.C.D/BITS among them (Open MPI's
+ *  if_include form) stands for this node's interface with an address in it.  buf. */
+const char *cp_path_expected(const char *backend, char *buf, size_t len);
 
 #endif /* COLLPROF_COUNTERS_PATH_CHECK_H */

@@ -472,7 +472,8 @@ int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n)
     return flushed(s);
 }
 
-int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t n)
+int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t n,
+                      const collprof_link_row_t *links, size_t nlinks)
 {
     errno = 0;
 #ifdef CP_HAVE_HDF5
@@ -480,8 +481,8 @@ int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t
 #endif
     s->screen_status = cp_screen_status(rows, n);
     s->screened = 1;
-    cp_screen_print(s->f, rows, n);
-    cp_screen_print(stdout, rows, n);
+    cp_screen_print(s->f, rows, n, links, nlinks);
+    cp_screen_print(stdout, rows, n, links, nlinks);
     return flushed(s);
 }
 

@@ -55,9 +55,11 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
 /** The link sweep's rows (the /links table, the matrices in both summaries);
  *  -1 when a file could not be written. */
 int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n);
-/** The screen's verdict: the /screen table, the text block on the summary and the console.
+/** The screen's verdict: the /screen table, the text block on the summary and the console
+ * (with the pairs the path check flags among its /links rows links[0..nlinks)).
  * 0, or -1 when a file could not be written. */
-int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t n);
+int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t n,
+                      const collprof_link_row_t *links, size_t nlinks);
 /** Footer, close.  exit_status is what collprof will return. */
 void cp_summary_close(cp_summary_t *s, int exit_status);
 /** A replay's rows (collprof --replay): the /replay table, its type and trace rows in both

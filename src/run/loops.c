@@ -387,8 +387,9 @@ int cp_loop_screen(cp_rank_run_t *rr, int *stopped)
     }
     int verdict = out.nrows > 0 ? cp_screen_status(out.rows, out.nrows) : 2;
     cp_wd_lock();
-    if (rr->sum != NULL && (cp_summary_links(rr->sum, out.pairs.rows, out.pairs.nrows) != 0 ||
-                            cp_summary_screen(rr->sum, out.rows, out.nrows) != 0)) {
+    if (rr->sum != NULL &&
+        (cp_summary_links(rr->sum, out.pairs.rows, out.pairs.nrows) != 0 ||
+         cp_summary_screen(rr->sum, out.rows, out.nrows, out.pairs.rows, out.pairs.nrows) != 0)) {
         *stopped = 1;
     }
     cp_wd_unlock();

@@ -69,7 +69,7 @@ static void wd_silent(void *arg, const unsigned char *silent, int n)
     cp_screen_out_t *o = g_run.sum != NULL ? cp_screen_hang_verdict(silent, n) : NULL;
     if (o != NULL) {
         cp_summary_links(g_run.sum, o->pairs.rows, o->pairs.nrows);
-        cp_summary_screen(g_run.sum, o->rows, o->nrows);
+        cp_summary_screen(g_run.sum, o->rows, o->nrows, o->pairs.rows, o->pairs.nrows);
     }
 }
 

@@ -105,6 +105,10 @@ typedef struct cp_runner {
      *  running other pairs or have stopped; the operation still spans the job's ranks (a
      *  paired sendrecv with cell->peer). */
     int alone;
+    /** With alone: this rank (its node's leader) reads its node's counters (--counters) around
+     *  the loop and keeps them as its result's rows, node and host its own (the screen's pair
+     *  tests: the path check); nobody gathers them. */
+    int read_counters;
     double tmo; /**< > 0: the watchdog's timeout for the cell's steps (else cp_cell_timeout) */
     /** the job's host table, from which the screen's pairs and validation make their
      *  groups' (NULL: none; a cell with r->ctx and a split kind runs on that context as its

@@ -266,8 +266,56 @@ int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const ch
     return w;
 }
 
+/* The host name of node nd among the node rows [first, end), or "node N" in buf. */
+static const char *host_of(const collprof_screen_row_t *rows, size_t first, size_t end, int nd,
+                           char *buf, size_t len)
+{
+    for (size_t i = first; i < end; i++) {
+        if (!strcmp(rows[i].what, "node") && rows[i].node_a == nd) {
+            return rows[i].host_a;
+        }
+    }
+    snprintf(buf, len, "node %d", nd);
+    return buf;
+}
+
+/* The path check of the backend's pairs (links: its /links rows among others; docs/screen.md):
+ * each pair whose bytes went over an interface other than the expected one (other-nic) or far
+ * above the message (excess), one line, then the count.  Beside the verdict: it judges nothing. */
+static void print_paths(FILE *f, const collprof_screen_row_t *rows, size_t first, size_t end,
+                        const collprof_link_row_t *links, size_t nl)
+{
+    int checked = 0, flagged = 0;
+    for (size_t i = 0; links != NULL && i < nl; i++) {
+        const collprof_link_row_t *l = &links[i];
+        if (strcmp(l->backend, rows[first].backend) != 0 || l->nic_path[0] == '\0') {
+            continue;
+        }
+        checked++;
+        if (!strcmp(l->nic_path, "ok") || !strcmp(l->nic_path, "unknown")) {
+            continue;
+        }
+        char a[32], b[32];
+        flagged++;
+        fprintf(f,
+                "nic path: %s-%s (round %d): %s: %.2fx the message per operation, via %s (expected "
+                "%s)\n",
+                host_of(rows, first, end, l->node_a, a, sizeof(a)),
+                host_of(rows, first, end, l->node_b, b, sizeof(b)), l->round, l->nic_path,
+                l->nic_ratio, l->nic_via[0] ? l->nic_via : "no interface",
+                l->nic_expected[0] ? l->nic_expected : "not known");
+    }
+    if (checked > 0) {
+        fprintf(f,
+                "nic paths: %d of %d checked pairs went over another NIC or moved far more than "
+                "the message\n",
+                flagged, checked);
+    }
+}
+
 /* The verdict of one backend's rows [first, end). */
-static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t first, size_t end)
+static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t first, size_t end,
+                          const collprof_link_row_t *links, size_t nl)
 {
     const collprof_screen_row_t *h = &rows[first];
     int counts[5] = {0};
@@ -320,17 +368,19 @@ static void print_backend(FILE *f, const collprof_screen_row_t *rows, size_t fir
                 "than %.0f %%): judge against a baseline (--baseline FILE); nothing flagged\n",
                 slow, judged, 100 * CP_SCREEN_LARGE_SLOW);
     }
+    print_paths(f, rows, first, end, links, nl);
     fprintf(f, "exclude: %s\n", ex[0] ? ex : "(none)");
 }
 
-void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n)
+void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n,
+                     const collprof_link_row_t *links, size_t nlinks)
 {
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && !strcmp(rows[j].backend, rows[i].backend)) {
             j++;
         }
-        print_backend(f, rows, i, j);
+        print_backend(f, rows, i, j, links, nlinks);
         i = j;
     }
 }

@@ -59,8 +59,11 @@ int cp_screen_large_slow(const collprof_screen_row_t *rows, size_t n, size_t at,
 int cp_screen_excluded(const collprof_screen_row_t *row);
 
 /** The verdict as text: per backend, the flagged nodes and links with their evidence, the
- * unreachable, the counts, and the Slurm exclude list. */
-void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n);
+ * unreachable, the counts, the pairs the path check flags (from the screen's /links rows
+ * links[0..nlinks), NULL: none: a pair whose bytes went over an interface other than the
+ * expected one, or far more than the message), and the Slurm exclude list. */
+void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n,
+                     const collprof_link_row_t *links, size_t nlinks);
 
 /** Slurm's host list of the nodes of backend's rows to exclude into buf (as snprintf);
  * backend NULL: every backend's. */

@@ -351,7 +351,8 @@ static void one(const case_t *c)
 {
     collprof_counter_row_t rows[16], out[CP_PATH_ROWS];
     size_t n = rows_of(c, rows);
-    cp_path_cell_t cell = {c->op, (uint64_t)c->bytes, c->nodes, c->ppn, c->root_node, c->expected};
+    cp_path_cell_t cell = {c->op,        (uint64_t)c->bytes, c->nodes, c->ppn,
+                           c->root_node, c->expected,        0};
     cp_path_node_t p;
     cp_path_verdict_t v = cp_path_check(&cell, rows, n, NODE, &p);
     ok(strcmp(cp_path_verdict_name(v), c->verdict) == 0, "%s: %s (got %s, ratio %.3f)", c->what,
@@ -375,7 +376,7 @@ int main(void)
     /* the summary's line of a flagged cell names the interfaces and the ratio */
     collprof_counter_row_t rows[16], out[CP_PATH_ROWS];
     size_t n = rows_of(&cases[3], rows);
-    cp_path_cell_t cell = {"allreduce", (uint64_t)MIB, 2, 1, 0, "eth0"};
+    cp_path_cell_t cell = {"allreduce", (uint64_t)MIB, 2, 1, 0, "eth0", 0};
     cp_path_node_t p;
     cp_path_check(&cell, rows, n, NODE, &p);
     int k = cp_path_rows(&cell, &p, "h1", out);
@@ -393,6 +394,17 @@ int main(void)
     cp_cflag_tally_add(&t, 0, out, (size_t)k);
     ok(strcmp(cp_cflag_tally_text(&t, buf, sizeof(buf)), "path: other NIC in 1 cell") == 0,
        "tally: %s", buf);
+    /* a screen's pair (both ends exchange the message each way at once): the bound is the
+     * message, so a pair whose NIC moved 1 MiB per operation over eth1, eth0 expected, is
+     * other-nic at 1.02x (cases[3]'s rows: sendrecv alone has no bound) */
+    cp_path_cell_t pair = {"sendrecv", (uint64_t)MIB, 2, 1, -1, "eth0", 1};
+    cp_path_verdict_t pv = cp_path_check(&pair, rows, n, NODE, &p);
+    ok(cp_path_bound(&pair, 0) == (double)MIB && pv == CP_PATH_OTHER_NIC && p.ratio > 1.0 &&
+           p.ratio < 1.1,
+       "a screen's pair: bound the message, other-nic (%s, %.3fx)", cp_path_verdict_name(pv),
+       p.ratio);
+    pair.pair = 0;
+    ok(cp_path_bound(&pair, 0) == 0, "sendrecv outside a pair: no bound");
     ok(cp_path_verdict_of("excess") == CP_PATH_EXCESS_V && cp_path_verdict_of("x") == -1,
        "verdict names round-trip");
     return tap_done();

@@ -428,6 +428,40 @@ static void check_verify_1_9(void)
     cp_report_close(f);
 }
 
+/* 1.12: a gloo screen on 4 virtual nodes with n1-n2 steered to a veth pair of their own
+ * (tests/integration/screen_nic.sh, docs/hdf5-schema.md): the n1-n2 bandwidth row other-nic
+ * via cps-n1 and cps-n2, the other bandwidth rows ok via cpnet0, latency rows unchecked; the
+ * 1.11 sample's rows (none) and 1.10's read with the columns empty */
+static void check_nic_1_12(void)
+{
+    cp_report_file_t *f = open_sample("1.12-nic");
+    if (f == NULL) {
+        return;
+    }
+    int other = 0, fine = 0, bad = 0;
+    for (size_t i = 0; i < f->nlinks; i++) {
+        const collprof_link_row_t *r = &f->links[i];
+        int bw = !strcmp(r->kind, "bandwidth"), n12 = r->node_a == 0 && r->node_b == 1;
+        other += bw && n12 && !strcmp(r->nic_path, "other-nic") && strstr(r->nic_via, "cps-n") &&
+                 !strcmp(r->nic_expected, "cpnet0") && r->nic_ratio > 0.99 && r->nic_ratio < 1.1;
+        fine += bw && !n12 && !strcmp(r->nic_path, "ok") && !strcmp(r->nic_via, "cpnet0");
+        bad += !bw && r->nic_path[0] != '\0';
+    }
+    ok(other == 1 && fine == 5 && bad == 0,
+       "1.12: the n1-n2 pair other-nic via cps-n*, %d others ok via cpnet0, latency unchecked",
+       fine);
+    cp_report_close(f);
+    f = open_sample("1.10");
+    if (f != NULL) {
+        int empty = 1;
+        for (size_t i = 0; i < f->nlinks; i++) {
+            empty &= f->links[i].nic_path[0] == '\0' && f->links[i].nic_ratio == 0;
+        }
+        ok(f->nlinks > 0 && empty, "1.10: no nic_* columns: read as not checked");
+        cp_report_close(f);
+    }
+}
+
 /* 1.10: a screen on 8 virtual nodes under 2 leaf switches (slurm-local --switches 2, the
  * spine at 500 Mbit/s, n3 at 20 Mbit/s): every /links row has its path class, the /screen rows
  * the class references (path_refs), n3 slow with its pairs' classes; 1.9 has neither column */
@@ -566,6 +600,7 @@ int main(void)
     check_verify_1_9();
     check_counters_1_11();
     check_replay_1_12();
+    check_nic_1_12();
     check_paths_1_10();
     f = open_sample("1.2");
     if (f != NULL) {

@@ -495,7 +495,7 @@ static int print_verdict(const settings_t *s, const cp_report_file_t *f,
             if (j != NULL) {
                 say_rejudged(stdout, f, b, rows + i, e - i, j + k, "\n# ");
             }
-            cp_screen_print(stdout, rows + i, e - i);
+            cp_screen_print(stdout, rows + i, e - i, f->links, f->nlinks);
             i = e;
         }
     } else if (s->format == FMT_SLURM) {

@@ -148,8 +148,12 @@ static void group_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, int what, end_rec
             c.peer = 1 - me;
         }
         cp_result_t res;
+        rr.read_counters = what == RUN_PAIR && k == 1; /* the bandwidth test's path check */
         cp_run_cell(&rr, &c, &res);
         fill_end(&res, &rec[k]);
+        if (rr.read_counters && res.fig.status == COLLPROF_CELL_OK) {
+            cp_pairs_path_end(pr, &c, &res, &rec[k]);
+        }
         cp_result_free(&res);
     }
     p->be->finalize(ctx);

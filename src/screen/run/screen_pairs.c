@@ -368,6 +368,7 @@ static int pair_row(cp_pairs_run_t *pr, int na, int nb, int k, int round, cp_swe
         row->time_min_us = ea->min > eb->min ? ea->min : eb->min;
         row->bw_gbs = row->time_mean_us > 0 ? (double)row->bytes / row->time_mean_us * 1e-3 : 0;
         row->bw_best_gbs = row->time_min_us > 0 ? (double)row->bytes / row->time_min_us * 1e-3 : 0;
+        cp_pairs_path_row(ea, eb, row);
     }
     return 0;
 }
@@ -404,9 +405,13 @@ static int round0(cp_pairs_run_t *pr, int phase, const char *what, cp_screen_out
             const collprof_link_row_t *row = &out->pairs.rows[out->pairs.nrows - 1];
             if (progress != NULL) { /* the figures the verdict judges: the p50s */
                 int ok = cp_screen_outcome_of(row->status) == CP_SCREEN_MEASURED;
-                fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", cp_boot_host(b, pr->lead[na]),
-                        cp_boot_host(b, pr->lead[nb]), cp_screen_row_bw_gbs(row), row->time_p50_us,
-                        ok ? "" : " ", ok ? "" : row->status);
+                int via = row->nic_path[0] != '\0' && strcmp(row->nic_path, "ok") != 0 &&
+                          strcmp(row->nic_path, "unknown") != 0; /* a path the check flags */
+                fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s%s%s%s",
+                        cp_boot_host(b, pr->lead[na]), cp_boot_host(b, pr->lead[nb]),
+                        cp_screen_row_bw_gbs(row), row->time_p50_us, ok ? "" : " ",
+                        ok ? "" : row->status, via ? " (" : "", via ? row->nic_path : "",
+                        via ? ")" : "");
             }
         }
         if (progress != NULL) {

@@ -26,6 +26,12 @@ typedef struct end_rec {
     uint64_t wrong;
     double p50, mean, min; /* us */
     char reason[112];
+    /* the bandwidth test's path check at this end (--counters net or ib, screen_path.c) */
+    int32_t path; /* cp_path_verdict_t + 1; 0: not checked */
+    int32_t pad;
+    double path_ratio;      /* NIC bytes per operation over the message size */
+    char path_via[48];      /* the interfaces that carried them, comma-separated */
+    char path_expected[48]; /* the ones the backend was meant to use; "": not known */
 } end_rec_t;
 
 /* Every side message of the screen (one length, cp_oob_side_*). */
@@ -77,6 +83,13 @@ void cp_pairs_alive(void *arg);
  * (RUN_PAIR, RUN_VALID) on a backend context of the group; this end's figures into rec. */
 void cp_pairs_join_and_test(cp_pairs_run_t *pr, cp_oob_pair_t *pp, const char *addr, int what,
                             end_rec_t rec[2]);
+/* screen_path.c: the path check of this end's bandwidth test c from its counter rows (res,
+ * cp_runner_t.read_counters) into e; rank 0: the pair's from its two ends into row (its
+ * bandwidth row: the graver verdict, the larger ratio, both ends' carriers). */
+void cp_pairs_path_end(const cp_pairs_run_t *pr, const cp_cell_t *c, const cp_result_t *res,
+                       end_rec_t *e);
+void cp_pairs_path_row(const end_rec_t *ea, const end_rec_t *eb, collprof_link_row_t *row);
+
 /* A leader other than rank 0: follow rank 0's plans until it says the screen ended: 1 when
  * the job is no longer whole, 0 when it is, -1 when rank 0 went away. */
 int cp_pairs_leader_loop(cp_pairs_run_t *pr);

@@ -141,6 +141,9 @@ static int round_rows(cp_runner_t *r, const cp_cell_t *cell, const int *lead, co
         pair_verdict(res, lead[na], lead[nb], row);
         if (measured) {
             pair_figures(res, lead[na], lead[nb], row);
+            if (strcmp(row->kind, "bandwidth") == 0) { /* 8 bytes: below the overhead */
+                cp_sweep_path(r, cell, res, na, nb, row);
+            }
         }
         if (progress != NULL) { /* the figures the verdict judges: the p50s */
             fprintf(progress, "  %s-%s %.2f GB/s %.1f us%s%s", cp_boot_host(b, lead[na]),

@@ -56,4 +56,10 @@ int cp_screen_add_round(cp_screen_t *s, const cp_sweep_rows_t *rows, size_t from
 /** The kind of a sweep cell by its size: "latency" (the smaller) or "bandwidth". */
 const char *cp_sweep_kind(const cp_options_t *opt, const cp_cell_t *cell);
 
+/** Rank 0, a round run as a cell of the job (res: its result, with every node's counter rows,
+ *  --counters): the path check of pair (na, nb)'s bandwidth row (screen_path.c; not for a
+ *  latency row); nothing without rows. */
+void cp_sweep_path(const cp_runner_t *r, const cp_cell_t *cell, const cp_result_t *res, int na,
+                   int nb, collprof_link_row_t *row);
+
 #endif /* COLLPROF_CORE_SWEEP_H */
