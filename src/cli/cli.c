@@ -41,7 +41,10 @@ const cli_opt_t cli_opts[] = {
     NOTE("(or run under: mpirun -np N collprof ... | srun --mpi=pmix -n N collprof ...)"),
     SECTION("The matrix (each list is comma-separated; 'all' selects everything):"),
     SPEC("backends", 0, "LIST", "backends", "backends to run (default: all that load)"),
-    SPEC("variants", 0, "LIST", "variants", "variants, e.g. default,ring (default: all)"),
+    {"variants", 0, "LIST", cli_h_variants, "variants", 0, 0,
+     "variants, e.g. default,ring (default: all; a replay:\n"
+     "default, or once per variant given)",
+     NULL},
     SPEC("ops", 0, "LIST", "ops", NULL),
     {"counts", 0, "LIST", cli_h_counts, "counts", 0, 0, "element counts, K/M/G suffixes", NULL},
     {"minbytes", 'b', "SIZE", cli_h_sweep_bound, NULL, 0, 0,

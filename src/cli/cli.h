@@ -99,6 +99,7 @@ typedef struct cp_options {
     char gaps[40];              /**< --gaps: none, trace[:SCALE], compute[:SCALE] ("": none) */
     char replay_ops[64];        /**< --replay-ops: the seqs replayed, A-B, A-, -B, A ("": all) */
     int replay_shrink;          /**< --shrink: fold a trace of more ranks onto the run's */
+    int variants_given;         /**< --variants was given (a replay then runs each variant) */
     unsigned split;             /**< --split: COLLPROF_BIT(cp_split_t) of the extra groupings */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */
     unsigned char backend_opt_long[32]; /**< 1: spelled --key (a backend must declare it so) */

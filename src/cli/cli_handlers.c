@@ -35,6 +35,13 @@ int cli_h_counts(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why
     return cli_h_spec(st, o, arg, why, len);
 }
 
+/* --variants: a matrix key; a replay runs the trace once per variant only when it is given. */
+int cli_h_variants(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
+{
+    st->opt->variants_given = 1;
+    return cli_h_spec(st, o, arg, why, len);
+}
+
 int cli_h_sweep_bound(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len)
 {
     st->have_sweep = 1;

@@ -76,6 +76,7 @@ int cli_h_alloc(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why,
 int cli_h_backend_opt(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_check(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_counts(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
+int cli_h_variants(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_flag(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_int(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);
 int cli_h_real(cli_state_t *st, const cli_opt_t *o, const char *arg, char *why, size_t len);

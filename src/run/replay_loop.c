@@ -328,15 +328,15 @@ typedef struct acc {
 } acc_t;
 
 /* Replay the trace on plugin p; rank 0 appends its rows to acc.  Its exit status. */
-static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, acc_t *acc)
+static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, const char *variant, acc_t *acc)
 {
     const cp_trace_t *t = rr->trace;
     collprof_replay_row_t *mine = NULL, *all = NULL, *out = NULL;
     size_t n = 0, nall = 0, nout = 0;
     double whole = 0;
-    cp_log(CP_LOG_INFO, "replay: %zu ops of %d ranks in %zu groups on %s, %d times", t->nops,
-           t->nranks, t->ngroups, p->name, rr->opt->replay_iters);
-    int rc = cp_replay_run(p, t, &rr->boot, &rr->host, rr->opt->replay_iters,
+    cp_log(CP_LOG_INFO, "replay: %zu ops of %d ranks in %zu groups on %s (variant %s), %d times",
+           t->nops, t->nranks, t->ngroups, p->name, variant, rr->opt->replay_iters);
+    int rc = cp_replay_run(p, variant, t, &rr->boot, &rr->host, rr->opt->replay_iters,
                            cp_tmo_outer(rr->opt->timeout_s), &mine, &n, &whole);
     double *wholes = calloc((size_t)rr->boot.nranks, sizeof(double));
     if (wholes == NULL || cp_oob_allgather(&whole, wholes, sizeof(whole)) != 0) {
@@ -386,6 +386,42 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, acc_t *acc)
     return status;
 }
 
+/*
+ * The variants the trace is replayed with on p, in v[]: the library's own choice ("default")
+ * unless --variants was given; then each variant listed that p offers for some op ("default"
+ * always), or with --variants all, "default" and every variant p lists.  The same on every
+ * rank (the same options, the same plugin).
+ */
+static int replay_variants(const cp_rank_run_t *rr, const cp_plugin_t *p, const char **v)
+{
+    const cp_spec_t *s = rr->opt->nspecs > 0 ? &rr->opt->specs[0] : NULL;
+    int n = 0;
+    if (!rr->opt->variants_given || s == NULL) {
+        v[n++] = "default";
+        return n;
+    }
+    if (s->nvariants == 0) {
+        v[n++] = "default";
+        for (size_t k = 0; k < p->caps.nvariants && n < CP_MAX_LIST; k++) {
+            v[n++] = p->caps.variants[k].name;
+        }
+        return n;
+    }
+    for (int k = 0; k < s->nvariants && n < CP_MAX_LIST; k++) {
+        int offered = !strcmp(s->variants[k], "default");
+        for (int op = 0; !offered && op < COLLPROF_OP_COUNT; op++) {
+            offered = cp_plugin_has_variant(p, (collprof_op_t)op, s->variants[k]);
+        }
+        if (offered) {
+            v[n++] = s->variants[k];
+        } else if (rr->boot.rank == 0) {
+            cp_log(CP_LOG_INFO, "replay: backend %s has no variant %s: not replayed with it",
+                   p->name, s->variants[k]);
+        }
+    }
+    return n;
+}
+
 int cp_loop_replay(cp_rank_run_t *rr, int *stopped)
 {
     (void)stopped;
@@ -397,8 +433,12 @@ int cp_loop_replay(cp_rank_run_t *rr, int *stopped)
             continue;
         }
         any = 1;
-        int s = replay_on(rr, p, &acc);
-        status = s != CP_EXIT_OK ? s : status;
+        const char *v[CP_MAX_LIST + 1];
+        int nv = replay_variants(rr, p, v);
+        for (int k = 0; k < nv; k++) {
+            int s = replay_on(rr, p, v[k], &acc);
+            status = s != CP_EXIT_OK ? s : status;
+        }
     }
     if (acc.n > 0 && rr->sum != NULL && cp_summary_replay(rr->sum, acc.rows, acc.n) != 0) {
         status = CP_EXIT_FAILED;

@@ -8,6 +8,7 @@
 #include "chan/oob.h"
 #include "colls/colls.h"
 #include "colls/data.h"
+#include "plugin/loader.h"
 #include "runner/agree.h"
 #include "runner/replay_gaps.h"
 #include "wd/watchdog.h"
@@ -283,7 +284,33 @@ static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, do
     snprintf(r->note, sizeof(r->note), "%s", o->note);
 }
 
-int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
+/*
+ * Variant v current on every context of g this rank holds, for each op the trace uses, in the
+ * same order on every member (select_variant is collective over a context): v where p offers
+ * it for the op, else the library's own choice.  "NAME/VARIANT" into label (NAME for none).
+ */
+static void use_variant(cp_plugin_t *p, const char *v, const cp_trace_t *t, cp_rgroup_t *g,
+                        char *label, size_t len)
+{
+    int plain = v == NULL || v[0] == '\0' || !strcmp(v, "default");
+    snprintf(label, len, plain ? "%s" : "%s/%s", p->name, plain ? "" : v);
+    uint32_t used = 0;
+    for (size_t i = 0; !plain && i < t->nops; i++) {
+        int op = collprof_op_from_name(t->ops[i].op);
+        used |= op >= 0 ? COLLPROF_BIT(op) : 0;
+    }
+    for (size_t k = 0; !plain && k < t->ngroups; k++) {
+        for (int op = 0; g[k].ctx != NULL && op < COLLPROF_OP_COUNT; op++) {
+            if ((used & COLLPROF_BIT(op)) && (p->caps.ops & COLLPROF_BIT(op))) {
+                p->be->select_variant(g[k].ctx, (collprof_op_t)op,
+                                      cp_plugin_has_variant(p, (collprof_op_t)op, v) ? v
+                                                                                     : "default");
+            }
+        }
+    }
+}
+
+int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, const cp_boot_t *b,
                   const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
                   size_t *nrows, double *whole_us)
 {
@@ -294,6 +321,8 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
     if (g == NULL) {
         return -1;
     }
+    char label[32];
+    use_variant(p, variant, t, g, label, sizeof(label));
     size_t n = 0;
     rop_t *o = my_ops(p, t, g, b->rank, &n);
     double *times = calloc(n * (size_t)iters + 1, sizeof(double));
@@ -314,9 +343,10 @@ int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
         for (size_t i = 0; i < n; i++) {
             size_t at = i * (size_t)iters;
             op_row(p, &o[i], t, &times[at], &issues[at], &exposed[at], iters, &out[i]);
+            snprintf(out[i].backend, sizeof(out[i].backend), "%s", label);
             cp_gaps_op_row(o[i].t, &out[i]);
         }
-        n += (size_t)cp_gaps_rank_row(p->name, &out[n]);
+        n += (size_t)cp_gaps_rank_row(label, &out[n]);
         *whole_us = cp_stats_median(whole, (size_t)iters);
         *rows = out;
         *nrows = n;

@@ -35,11 +35,12 @@ void cp_replay_groups_stop(cp_plugin_t *p, cp_rgroup_t *g, size_t ngroups);
 /** Make group g's out-of-band functions the current ones (before any call on its context). */
 void cp_replay_groups_use(cp_rgroup_t *g, size_t gi);
 
-/** Collective over the job: replay t iters times on p, each replay within tmo seconds (the
- *  watchdog's; 0: none); this rank's op rows in *rows (*nrows, malloc'ed, in seq order) and
- *  the p50 of the sum of its ops' times per replay in *whole_us.  0, or -1 when out of
- *  memory. */
-int cp_replay_run(cp_plugin_t *p, const cp_trace_t *t, const cp_boot_t *b,
+/** Collective over the job: replay t iters times on p with variant (NULL or "default": the
+ *  library's own choice; else made current on every context for each op that offers it, the
+ *  rows' backend then "NAME/VARIANT"), each replay within tmo seconds (the watchdog's; 0:
+ *  none); this rank's op rows in *rows (*nrows, malloc'ed, in seq order) and the p50 of the
+ *  sum of its ops' times per replay in *whole_us.  0, or -1 when out of memory. */
+int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, const cp_boot_t *b,
                   const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
                   size_t *nrows, double *whole_us);
 

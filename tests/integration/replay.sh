@@ -136,6 +136,17 @@ if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ]; then
     [ "$rc" -eq 0 ] && [ "$(rows "$h5" replay | awk -F'|' '$1 == "trace" { print $2 }' | sort |
         tr '\n' ' ')" = "gloo self " ]
     ok $? "two backends in one run: one /replay table, a whole-trace row each (exit $rc)"
+    # --variants: the trace once per variant, labelled backend/variant; best picks across them
+    mkdir -p var
+    cp_run --np 4 --backends gloo --variants default,ring --replay q.h5 --replay-iters 2 \
+        --output-dir var
+    h5=$(ls var/collprof_*.h5 2>/dev/null | head -n 1)
+    labels=$(rows "$h5" replay | awk -F'|' '$1 == "trace" { print $2 }' | sort | tr '\n' ' ')
+    n=$(rows "$h5" replay | awk -F'|' '$1 == "op" && $2 == "gloo/ring" && $16 == "ok"' | wc -l)
+    "$REPORT" best "$h5" >best.out 2>&1
+    [ "$rc" -eq 0 ] && [ "$labels" = "gloo gloo/ring " ] && [ "$n" -eq 20 ] &&
+        grep -q '^whole trace  *gloo' best.out
+    ok $? "--variants default,ring: the trace replayed on each, gloo and gloo/ring ($labels; $n ops ok), best compares them (exit $rc)"
 fi
 
 if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ] &&
