@@ -249,8 +249,8 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong",    "exit",     "slowrep", "slowcoll", "slow",
-                                  "hang",     "nomem",    "rogue",   "idlestop", "nopair",
+    static const char *kinds[] = {"wrong",    "exit",     "slowrep",   "slowcoll", "slow",
+                                  "hang",     "nomem",    "rogue",     "idlestop", "nopair",
                                   "slowcopy", "pairlate", "gloosteal", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
