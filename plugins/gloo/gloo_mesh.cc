@@ -422,7 +422,8 @@ int steal_fault(const Exchange &x)
 
 /* Connect every pair of tctx to x.theirs, whatever failed before: a rank that stopped at
  * its first failure would leave the peers listening for it to their connect timeout (5 x the
- * timeout).  0 every pair connected, 1 one was refused or reset (worth a fresh mesh), 2 another
+ * timeout).  0 every pair connected, 1 one was refused, reset or closed by the other end (worth
+ * a fresh mesh: a foreign connection took the listener, and may close again), 2 another
  * failure; msg the worst's reason. */
 int32_t connect_pairs(gloo::transport::Context &tctx, const Exchange &x, std::string &msg)
 {
@@ -435,7 +436,7 @@ int32_t connect_pairs(gloo::transport::Context &tctx, const Exchange &x, std::st
             tctx.getPair(i)->connect(x.theirs[static_cast<size_t>(i)]);
         } catch (const std::exception &e) {
             const char *w = e.what();
-            int32_t b = strstr(w, "refused") || strstr(w, "reset") ? 1 : 2;
+            int32_t b = strstr(w, "refused") || strstr(w, "reset") || strstr(w, "closed") ? 1 : 2;
             if (b > bad || msg.empty()) {
                 msg = std::string("Gloo: ") + w;
             }
@@ -517,13 +518,13 @@ int MeshContext::connect(const collprof_host_t *host, std::shared_ptr<gloo::tran
 }
 
 /* The mesh of g on g->dev: a fresh one (new pairs, new listeners) while a pair's connect was
- * refused or reset on some rank, at most kMeshTries in all, alike on every rank: a connection
- * from outside the run (a port scan) that reached a pair's listener before the peer took it
- * (Gloo with a listener per pair accepts the first that comes), so that it costs a second try,
+ * refused, reset or closed on some rank, at most kMeshTries in all, alike on every rank: a
+ * connection from outside the run (a port scan) that reached a pair's listener before the peer took
+ * it (Gloo with a listener per pair accepts the first that comes), so that it costs a second try,
  * not the backend. */
 int gl_connect_mesh(GlCtx *g, const collprof_host_t *host, const char *tmo, std::string &msg)
 {
-    constexpr int kMeshTries = 3;
+    constexpr int kMeshTries = 5;
     int rc = COLLPROF_ERR_BACKEND;
     for (int k = 1; k <= kMeshTries; k++) {
         g->ctx = std::make_shared<MeshContext>(g->rank, g->nranks);
