@@ -277,14 +277,7 @@ int gl_init(const collprof_host_t *host, void **ctxp)
             throw std::runtime_error(std::string(why) + ": " + e.what());
         }
         g->why = why;
-        g->ctx = std::make_shared<MeshContext>(g->rank, g->nranks);
-        if (tmo && tmo[0]) {
-            long s = strtol(tmo, nullptr, 10);
-            if (s > 0) {
-                g->ctx->setTimeout(std::chrono::seconds(s));
-            }
-        }
-        rc = g->ctx->connect(host, g->dev, msg);
+        rc = gl_connect_mesh(g, host, tmo, msg);
     } catch (const std::exception &e) {
         msg = std::string("Gloo: ") + e.what();
         rc = COLLPROF_ERR_BACKEND;

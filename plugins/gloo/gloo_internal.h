@@ -46,10 +46,18 @@ class MeshContext : public gloo::Context
     /* How the pairs' addresses went round (for the log). */
     std::string how;
 
+    /* Which try of the mesh this is (gl_connect_mesh), from 1. */
+    int attempt = 1;
+
     /* Create a pair per peer on dev, exchange their addresses over the host's channel and
-     * connect them all.  Returns a collprof status; msg gets the reason on failure. */
+     * connect them all; then every rank learns whether every pair connected (one more
+     * allgather).  Returns a collprof status; msg gets the reason on failure, and again is
+     * set (alike on every rank) when a fresh mesh is worth trying: a pair's connect was
+     * refused, reset or closed by the other end, as when a foreign connection took the peer's
+     * listener first (a Gloo with a listener per pair accepts whatever connects first and closes
+     * it). */
     int connect(const collprof_host_t *host, std::shared_ptr<gloo::transport::Device> &dev,
-                std::string &msg);
+                std::string &msg, bool &again);
 };
 
 constexpr size_t kErrLen = 512;
@@ -116,6 +124,11 @@ struct GlCtx {
     const char *why = ""; /* how the device's interface was chosen */
     char err[kErrLen] = "";
 };
+
+/* The mesh of g on g->dev (gloo_mesh.cc): a fresh one while a pair's connect was refused,
+ * reset or closed on some rank (MeshContext::connect's again), a few times at most, alike on every
+ * rank; tmo: the "timeout" option (NULL: none).  A collprof status, msg the reason on failure. */
+int gl_connect_mesh(GlCtx *g, const collprof_host_t *host, const char *tmo, std::string &msg);
 
 /* last_error(NULL): the plugin's own message (gloo_util.cc) */
 extern char g_err[kErrLen];

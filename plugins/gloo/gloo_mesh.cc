@@ -41,6 +41,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <gloo/transport/address.h>
 #include <gloo/transport/context.h>
@@ -382,11 +383,75 @@ int choose(Exchange &x, const char *env, std::string &how)
     return table(x, len);
 }
 
+/* COLLPROF_FAULT=gloosteal (collprof(1)): on a mesh's first try, each rank connects a silent
+ * socket of its own to the listener of the first of its pairs that listens (Gloo's rule: the
+ * lower address, then the lower port), as a connection from outside the run would, before the
+ * peer dials it (every rank waits 300 ms first).  The socket, or -1. */
+int steal_fault(const Exchange &x)
+{
+    const char *f = getenv("COLLPROF_FAULT");
+    if (f == nullptr || strcmp(f, "gloosteal") != 0) {
+        return -1;
+    }
+    int fd = -1;
+    for (int i = 0; i < x.size && fd < 0; i++) {
+        if (i == x.rank || x.mine[static_cast<size_t>(i)].empty()) {
+            continue;
+        }
+        auto a = gloo::transport::tcp::Address(x.mine[static_cast<size_t>(i)]).getSockaddr();
+        auto b = gloo::transport::tcp::Address(x.theirs[static_cast<size_t>(i)]).getSockaddr();
+        if (a.ss_family != AF_INET || b.ss_family != AF_INET) {
+            continue;
+        }
+        const auto *sa = reinterpret_cast<const sockaddr_in *>(&a);
+        const auto *sb = reinterpret_cast<const sockaddr_in *>(&b);
+        int rv = memcmp(&sa->sin_addr, &sb->sin_addr, sizeof(sa->sin_addr));
+        rv = rv != 0 ? rv : sa->sin_port - sb->sin_port;
+        if (rv < 0) { /* this side listens */
+            fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd >= 0 &&
+                ::connect(fd, reinterpret_cast<const sockaddr *>(sa), sizeof(*sa)) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+    }
+    usleep(300000);
+    return fd;
+}
+
+/* Connect every pair of tctx to x.theirs, whatever failed before: a rank that stopped at
+ * its first failure would leave the peers listening for it to their connect timeout (5 x the
+ * timeout).  0 every pair connected, 1 one was refused, reset or closed by the other end (worth
+ * a fresh mesh: a foreign connection took the listener, and may close again), 2 another
+ * failure; msg the worst's reason. */
+int32_t connect_pairs(gloo::transport::Context &tctx, const Exchange &x, std::string &msg)
+{
+    int32_t bad = 0;
+    for (int i = 0; i < x.size; i++) {
+        if (i == x.rank) {
+            continue;
+        }
+        try {
+            tctx.getPair(i)->connect(x.theirs[static_cast<size_t>(i)]);
+        } catch (const std::exception &e) {
+            const char *w = e.what();
+            int32_t b = strstr(w, "refused") || strstr(w, "reset") || strstr(w, "closed") ? 1 : 2;
+            if (b > bad || msg.empty()) {
+                msg = std::string("Gloo: ") + w;
+            }
+            bad = std::max(bad, b);
+        }
+    }
+    return bad;
+}
+
 } // namespace
 
 int MeshContext::connect(const collprof_host_t *host, std::shared_ptr<gloo::transport::Device> &dev,
-                         std::string &msg)
+                         std::string &msg, bool &again)
 {
+    again = false;
     const size_t n = static_cast<size_t>(size);
     const char *env = getenv("COLLPROF_GLOO_ADDR");
     Exchange x{host,
@@ -427,14 +492,64 @@ int MeshContext::connect(const collprof_host_t *host, std::shared_ptr<gloo::tran
         msg = x.msg;
         return rc;
     }
-    for (int i = 0; i < size; i++) {
-        if (i != rank) {
-            tctx->getPair(i)->connect(x.theirs[static_cast<size_t>(i)]);
+    int stolen = attempt == 1 ? steal_fault(x) : -1;
+    int32_t bad = connect_pairs(*tctx, x, msg);
+    if (stolen >= 0) {
+        close(stolen);
+    }
+    std::vector<int32_t> all(n, 0);
+    rc = host->oob_allgather(&bad, all.data(), sizeof(bad));
+    if (rc != COLLPROF_OK) {
+        msg = "oob_allgather of the connect outcomes failed (" + std::to_string(rc) + ")";
+        return rc;
+    }
+    int32_t worst = *std::max_element(all.begin(), all.end());
+    if (worst != 0) {
+        int who = static_cast<int>(std::find(all.begin(), all.end(), worst) - all.begin());
+        if (bad == 0) {
+            msg = "rank " + std::to_string(who) + " of the mesh could not connect a pair";
         }
+        again = worst == 1;
+        return COLLPROF_ERR_BACKEND;
     }
     device_ = dev;
     transportContext_ = std::move(tctx);
     return COLLPROF_OK;
+}
+
+/* The mesh of g on g->dev: a fresh one (new pairs, new listeners) while a pair's connect was
+ * refused, reset or closed on some rank, at most kMeshTries in all, alike on every rank: a
+ * connection from outside the run (a port scan) that reached a pair's listener before the peer took
+ * it (Gloo with a listener per pair accepts the first that comes), so that it costs a second try,
+ * not the backend. */
+int gl_connect_mesh(GlCtx *g, const collprof_host_t *host, const char *tmo, std::string &msg)
+{
+    constexpr int kMeshTries = 5;
+    int rc = COLLPROF_ERR_BACKEND;
+    for (int k = 1; k <= kMeshTries; k++) {
+        g->ctx = std::make_shared<MeshContext>(g->rank, g->nranks);
+        if (tmo && tmo[0]) {
+            long s = strtol(tmo, nullptr, 10);
+            if (s > 0) {
+                g->ctx->setTimeout(std::chrono::seconds(s));
+            }
+        }
+        g->ctx->attempt = k;
+        bool again = false;
+        msg.clear();
+        rc = g->ctx->connect(host, g->dev, msg, again);
+        if (rc == COLLPROF_OK || !again || k == kMeshTries) {
+            break;
+        }
+        if (host->log) {
+            host->log(g->rank == 0 ? COLLPROF_LOG_WARN : COLLPROF_LOG_INFO,
+                      "gloo: the full mesh of %d ranks did not connect (%s): a fresh mesh, try "
+                      "%d of %d",
+                      g->nranks, msg.c_str(), k + 1, kMeshTries);
+        }
+        g->ctx.reset();
+    }
+    return rc;
 }
 
 } // namespace cpgloo

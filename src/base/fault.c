@@ -213,6 +213,9 @@ static int skip_opt_number(const char **p)
 /* Does the text after "kind:" (a, never NULL) follow kind's grammar (fault.h)? */
 static int fault_args_ok(const char *kind, const char *a)
 {
+    if (strcmp(kind, "gloosteal") == 0) { /* the Gloo plugin's own: no arguments */
+        return a[-1] != ':' && *a == '\0';
+    }
     if (a[-1] != ':') { /* the kind alone */
         return strcmp(kind, "slowrep") != 0 && strcmp(kind, "wrongiter") != 0 &&
                strcmp(kind, "idlestop") != 0;
@@ -246,9 +249,9 @@ static int fault_args_ok(const char *kind, const char *a)
 
 int cp_fault_check(char *err, size_t len)
 {
-    static const char *kinds[] = {"wrong",    "exit",     "slowrep", "slowcoll", "slow",
-                                  "hang",     "nomem",    "rogue",   "idlestop", "nopair",
-                                  "slowcopy", "pairlate", NULL};
+    static const char *kinds[] = {"wrong",    "exit",     "slowrep",   "slowcoll", "slow",
+                                  "hang",     "nomem",    "rogue",     "idlestop", "nopair",
+                                  "slowcopy", "pairlate", "gloosteal", NULL};
     const char *f = getenv("COLLPROF_FAULT");
     if (f == NULL || *f == '\0') {
         return 0; /* set but empty: as unset (a wrapper's "export COLLPROF_FAULT=") */
@@ -272,7 +275,7 @@ int cp_fault_check(char *err, size_t len)
              "slow[:RANK|all[:USEC]], slowcoll[:RANK[:USEC]], hang[:RANK[:CELL]], "
              "nomem[:RANK[:CELL]], "
              "slowrep:LIST[:USEC], rogue[:RANK], idlestop:RANK[:ROUND[:MEMBER]], nopair[:RANK], "
-             "slowcopy[:USEC] or pairlate[:RANK|all[:MSEC]] (tests only; unset it "
+             "slowcopy[:USEC], pairlate[:RANK|all[:MSEC]] or gloosteal (tests only; unset it "
              "for a real run)",
              f, strlen(f) > 40 ? "..." : "");
     return -1;

@@ -38,6 +38,11 @@
  *                           (default 1000) before it dials member 0: a window in which
  *                           others reach member 0's listener first (tests/integration/
  *                           foreign.sh)
+ *   gloosteal               the Gloo plugin (plugins/gloo/gloo_mesh.cc): on the first try of
+ *                           each full mesh, every rank connects a silent socket of its own to
+ *                           the first of its pairs that listens, before the peer does (a
+ *                           connection from outside the run at Gloo's listener): the mesh is
+ *                           tried again
  * RANK defaults to 0 (slow: every rank; rogue: 1; pairlate: every rank).  COLLPROF_TEST_STAGED=1
  * fills and checks host memory through host copies, as device memory is.
  */

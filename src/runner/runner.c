@@ -442,7 +442,10 @@ static int decided(const cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res
         snprintf(res->fig.reason, sizeof(res->fig.reason), "%s", cell->pre_reason);
         return 1;
     }
-    if (p->ctx == NULL) {
+    /* a cell on a context of its own (a screen pair's, a validation group's, a repeat's)
+     * needs no job-wide context: a foreign connection that broke the job-wide init (Gloo's
+     * pair listeners take the first connection that comes) must not skip every pair */
+    if (p->ctx == NULL && r->ctx == NULL) {
         res->fig.status = COLLPROF_CELL_SKIPPED;
         snprintf(res->fig.reason, sizeof(res->fig.reason), "backend %s is not initialised: %.160s",
                  p->name, p->error);

@@ -14,16 +14,24 @@
 # before they dial member 0, so the flood is there first (in a real screen they dial within
 # milliseconds, and a flood must find the port first); behind a listener that stops accepting
 # while its table is full (64 connections, 5 s each, as before issue 38) they wait seconds.
+# The flood's probe (one connection to every listening port, to find the ones that greet) also
+# reaches Gloo's pair listeners on n1, which take the first connection that comes: the Gloo
+# plugin then tries a fresh mesh, and a pair runs on its own context whatever became of the
+# job-wide one (before, about one run in three lost the backend's job-wide context, and with it
+# every pair: 8 untested).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
 need_virtual_nodes
-# Known failure, not yet fixed (issue 38, session note of 2026-12-06): under the sustained flood
-# at rank 0's node, every pair of a healthy screen ends "not set up" (8 untested, exit 1, in
-# under 8 s) in about one run of three (two clean-clone runs and the helper's runs).  A test
-# that fails by chance must not gate the suite (issue 39), so it runs on request only.
+# Known intermittent failure (issue 38): the flood's probe (one connection to every new
+# listening port of n1's rank, within its 20 ms scan) also takes Gloo's pair listeners, and
+# Debian 12's Gloo takes the first connection as the peer.  The Gloo plugin tries a fresh mesh
+# (up to 5 times), but the flood probes every new port as fast: in 3 of 16 runs the flooded
+# healthy screen exited 1, its 8 nodes healthy on their pairs' own contexts (the one kept: all 5
+# tries of the job-wide 8-rank mesh lost rank 0's 7 listeners, "no backend could run").  A test
+# that fails by chance must not gate the suite.
 [ "${COLLPROF_TEST_FLOOD:-0}" = 1 ] ||
-    skip_all "known intermittent failure: every pair 'not set up' under a flood at rank 0's node (issue 38); COLLPROF_TEST_FLOOD=1 runs it"
+    skip_all "known intermittent failure: the flood's probe takes Gloo's job-wide pair listeners at rank 0's node (issue 38); COLLPROF_TEST_FLOOD=1 runs it"
 PY=/usr/bin/python3
 [ -x "$PY" ] || need_tool "/usr/bin/python3 not found (the flood helper)"
 FLOOD="${COLLPROF_SRCDIR}/tests/integration/flood.py"
@@ -80,6 +88,7 @@ if [ "$sanitized" != 1 ]; then
     ok $r "healthy, n1's listeners flooded: exit 0, 8 healthy, no slow node or link, every pair formed, in $took s: at most 2 x $clean_took + 5 s (rc $rc, load $(load))"
     [ "$r" -eq 0 ] || sed -n '/^== screen/,$s/^/# /p' "$out"
     [ "$r" -eq 0 ] || grep -h 'no channel\|could not be set up' "$WORK/flood/out" "$WORK/flood/err" | head -n 5 | sed 's/^/# /'
+    [ "$r" -eq 0 ] || grep -h 'error\|warning: gloo\|skipped' "$WORK/flood/err" | head -n 8 | cut -c1-300 | sed 's/^/# /'
 fi
 
 # ---- 2. n3 throttled: n3 alone, with the flood as without

@@ -191,4 +191,15 @@ if [ -n "${CP_MPIRUN:-}" ] && [ -x "$CP_MPIRUN" ]; then
         fi
     done
 fi
+# a connection from outside the run at one of Gloo's pair listeners (Debian 12's Gloo accepts
+# whatever connects first): COLLPROF_FAULT=gloosteal takes the first listening pair of every
+# rank before its peer dials it; the mesh is tried again, and the run is as clean (issue 38)
+d="$WORK/steal"
+mkdir -p "$d"
+COLLPROF_FAULT=gloosteal cp_run --np 4 --backends gloo --ops allreduce,alltoall --counts 1K -n 2 \
+    -w 1 --output-dir "$d"
+check_clean_run "$d" "gloo --np 4, a foreign connection at a pair's listener (gloosteal)"
+grep -q 'warning: gloo: the full mesh of 4 ranks did not connect (.*): a fresh mesh, try 2 of 5' \
+    "$WORK/err"
+ok $? "gloo --np 4, gloosteal: the mesh is tried again, rank 0 saying why"
 done_testing
