@@ -2,7 +2,6 @@
 
 #include "output/summary.h"
 
-#include "colls/colls.h"
 #include "cli/bopts.h"
 #include "colls/data.h"
 #include "screen/links.h"
