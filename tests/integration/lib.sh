@@ -304,3 +304,11 @@ stop_rank_case() {
     [ -n "$victim" ] && kill -KILL $victim 2>/dev/null
     return 0
 }
+
+# rows FILE TABLE: the rows of an HDF5 table of FILE (h5dump, CP_H5DUMP), one a line, the fields
+# joined by '|' in the order of the table's columns (the trace and replay tests)
+rows() {
+    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
+        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
+    echo
+}

@@ -21,13 +21,6 @@ cd "$WORK" || exit 1
 MPIRUN="$CP_MPIRUN --allow-run-as-root --oversubscribe --bind-to none"
 ITERS=3 GAP=300
 
-# the rows of a table, one a line, fields joined by '|' (as replay.sh)
-rows() {
-    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
-        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
-    echo
-}
-
 # the importer on the fixture (tests/data/trace/collprof-trace.RANK.jsonl, written from the
 # format in docs/replay.md; no MPI needed): rank 1's file numbers the communicators its own way
 # and has no end line; every field of every op, the joined groups, the splits

@@ -20,12 +20,6 @@ need_virtual_nodes
 cluster_start 2 collprof-record-test
 cd "$WORK" || exit 1
 
-rows() { # as replay.sh
-    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
-        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
-    echo
-}
-
 rc=0
 t=$(now)
 timeout -k 10 120 "$TRACE" -o rec --import rec.h5 -- "$CP_MPIRUN" --allow-run-as-root \

@@ -14,13 +14,6 @@ need_report
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
 cd "$WORK" || exit 1
 
-# the rows of a table, one a line, fields joined by '|'
-rows() {
-    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
-        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
-    echo
-}
-
 # rank R's PARAM file: 11 allreduces of 4 KiB, seq 0..10, issued 20 ms apart (a first gap of
 # 0; with $2 = notime, no issue times)
 gen() {

@@ -18,13 +18,6 @@ need_report
 D=$COLLPROF_SRCDIR/tests/data/trace
 cd "$WORK" || exit 1
 
-# the rows of a table, one a line, fields joined by '|'
-rows() {
-    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
-        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
-    echo
-}
-
 "$REPORT" import --trace param "$D/p2p-rank0.json" "$D/p2p-rank1.json" -o p.h5 >p.out 2>&1
 ok $? "the p2p fixture imports"
 n=$(rows p.h5 trace_ops | awk -F'|' '$3 == "send" || $3 == "recv"' | wc -l)

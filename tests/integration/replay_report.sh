@@ -16,12 +16,6 @@ need_report
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
 cd "$WORK" || exit 1
 
-# the rows of a table, one a line, fields joined by '|'
-rows() {
-    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
-        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
-    echo
-}
 # /replay's columns, by name: their field numbers in rows' lines
 col() {
     sed -n '/^#define COLLPROF_REPLAY_COLUMNS/,/^$/s/^ *X(\([a-z0-9_]*\), .*/\1/p' \

@@ -21,13 +21,6 @@ T0=$(now)
 cluster_start 2 collprof-replay-slurm-test
 cd "$WORK" || exit 1
 
-# the rows of a table, one a line, fields joined by '|'
-rows() {
-    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
-        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
-    echo
-}
-
 for r in 0 1 2 3; do
     h=$((r / 2))
     cat >"q-rank$r.json" <<EOF

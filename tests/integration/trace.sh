@@ -15,13 +15,6 @@ REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 D=$COLLPROF_SRCDIR/tests/data/trace
 cd "$WORK" || exit 1
 
-# the rows of a table, one a line, fields joined by '|'
-rows() {
-    "$CP_H5DUMP" -d "/$2" -y -w 0 "$1" | awk '/DATA \{/ { d = 1; next } d' | tr -d '\n' |
-        sed 's/}, *{/}\n{/g' | sed 's/ \+/ /g; s/^ *{ *//; s/ *}.*$//; s/"//g; s/, /|/g'
-    echo
-}
-
 # ---- PARAM: two ranks, two groups, async ops and their waits, a batch, all_to_allv splits
 "$REPORT" import --trace param "$D/param-rank0.json" "$D/param-rank1.json" -o p.h5 >p.out 2>&1
 ok $? "PARAM basic trace of two ranks imports"
