@@ -13,13 +13,14 @@ tap_fail=0
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/collprof-test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-ok() { # ok COND-EXIT-STATUS DESCRIPTION
+ok() { # ok COND-EXIT-STATUS DESCRIPTION; its status 1 when not ok (`ok ... || diagnose`)
     tap_n=$((tap_n + 1))
     if [ "$1" -eq 0 ]; then
         echo "ok $tap_n - $2"
     else
         echo "not ok $tap_n - $2"
         tap_fail=$((tap_fail + 1))
+        return 1
     fi
 }
 
