@@ -20,6 +20,10 @@ LOOP=$B/tests/programs/trace_loop
 cd "$WORK" || exit 1
 MPIRUN="$CP_MPIRUN --allow-run-as-root --oversubscribe --bind-to none"
 ITERS=3 GAP=300
+# the library as collprof-trace preloads it (after the ASan runtime in a sanitizer build)
+PRE=$B/.libs/libcollprof-trace.so
+asan=$(ldd "$PRE" 2>/dev/null | sed -n 's/^[[:space:]]*libasan[^ ]* => \(\/[^ ]*\) .*/\1/p' | head -n 1)
+PRE=${asan:+$asan:}$PRE
 
 # the importer on the fixture (tests/data/trace/collprof-trace.RANK.jsonl, written from the
 # format in docs/replay.md; no MPI needed): rank 1's file numbers the communicators its own way
@@ -228,7 +232,7 @@ rc=0
 ok $? "collprof-trace refuses a directory that is not empty (exit $rc)"
 mkdir -p plain
 rc=0
-(cd plain && timeout -k 10 "$CP_TIMEOUT" $MPIRUN -np 4 -x LD_PRELOAD="$B/.libs/libcollprof-trace.so" \
+(cd plain && timeout -k 10 "$CP_TIMEOUT" $MPIRUN -np 4 -x LD_PRELOAD="$PRE" \
     "$LOOP" -i 1 -g 10 </dev/null >../p.out 2>../p.err) || rc=$?
 [ "$rc" -eq 0 ] && [ -z "$(ls -A plain)" ] && grep -q '^trace_loop ranks 4' p.out
 ok $? "preloaded without COLLPROF_TRACE_DIR: the program runs, nothing is written (exit $rc)"
@@ -237,7 +241,7 @@ mkdir -p again
 echo x >again/collprof-trace.1.jsonl
 rc=0
 timeout -k 10 "$CP_TIMEOUT" $MPIRUN -np 4 -x COLLPROF_TRACE_DIR="$WORK/again" \
-    -x LD_PRELOAD="$B/.libs/libcollprof-trace.so" "$LOOP" -i 1 -g 10 </dev/null >a.out 2>a.err || rc=$?
+    -x LD_PRELOAD="$PRE" "$LOOP" -i 1 -g 10 </dev/null >a.out 2>a.err || rc=$?
 [ "$rc" -eq 0 ] && grep -q 'collprof-trace: rank 1: .*collprof-trace.1.jsonl: File exists: not recording' a.err &&
     [ "$(cat again/collprof-trace.1.jsonl)" = x ] && [ -s again/collprof-trace.0.jsonl ]
 ok $? "an existing file is never overwritten: that rank says so and records nothing (exit $rc)"

@@ -164,6 +164,25 @@ static void check_twice(uint64_t seed)
             }
         }
     }
+    int sched = cp_screen_schedule_check(&s);
+    cp_screen_t old;
+    cp_screen_init(&old, 4, &o); /* as written before: 3 rounds, then one confirmation pair */
+    for (int k = 0; k < 3; k++) {
+        cp_screen_matching(&old, k, p);
+        for (int a = 0; a < 4; a++) {
+            if (a < p[a]) {
+                cp_screen_pair_t q = {.a = a, .b = p[a], .round = k, .lat_us = 20, .bw_gbs = 10};
+                cp_screen_add(&old, &q);
+            }
+        }
+    }
+    cp_screen_pair_t c = {.a = 0, .b = p[0], .round = 3, .lat_us = 20, .bw_gbs = 10};
+    cp_screen_add(&old, &c);
+    ok(sched == -1 && cp_screen_schedule_check(&old) == 3,
+       "n 4: the schedule check takes the second pass (%d) and refuses a confirmation pair in "
+       "its place (round %d: the reader then reads the file as written before)",
+       sched, cp_screen_schedule_check(&old));
+    cp_screen_free(&old);
     cp_screen_judge(&s, NULL);
     int repeats = 0;
     double first01 = 0;
