@@ -53,8 +53,7 @@ static int default_alias(const cp_plugin_t *p, const char *v, const char **list,
     return 0;
 }
 
-/* Variant names to try for plugin p under spec s: "default" then the plugin's own. */
-static int variant_list(const cp_spec_t *s, const cp_plugin_t *p, const char **out, int max)
+int cp_plan_variants(const cp_spec_t *s, const cp_plugin_t *p, const char **out, int max)
 {
     const char *want[256];
     int nwant = 0, n = 0;
@@ -208,7 +207,7 @@ static void it_backend(matrix_it_t *it)
 {
     const cp_spec_t *s = it->s;
     const cp_plugin_t *p = it_plugin(it);
-    it->nvars = variant_list(s, p, it->vars, 256);
+    it->nvars = cp_plan_variants(s, p, it->vars, 256);
     it->nmems = s->nmems;
     memcpy(it->mems, s->mems, sizeof(it->mems));
     if (it->nmems == 0) { /* the backend's own: host where it can, else what it has */

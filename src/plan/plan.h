@@ -94,6 +94,10 @@ struct cp_boot;
 int cp_plan_split(unsigned kinds, const cp_plugin_t *plugins, const struct cp_boot *b,
                   cp_plan_t *plan, char *err, size_t errlen);
 
+/** The variant names to try for plugin p under spec s, in out[max]: its variants as listed
+ *  (none listed: "default", then the plugin's own), less a listed one that is what "default"
+ *  runs when "default" is listed too.  Their count. */
+int cp_plan_variants(const cp_spec_t *s, const cp_plugin_t *p, const char **out, int max);
 /** True when the plan has cells for plugin i (any number of plugins). */
 int cp_plan_uses(const cp_plan_t *plan, int plugin);
 

@@ -14,6 +14,7 @@
 #include "chan/oob.h"
 #include "colls/colls.h"
 #include "output/summary.h"
+#include "plan/plan.h"
 #include "run/exit.h"
 #include "runner/agree.h"
 #include "run/replay_path.h"
@@ -389,34 +390,29 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, const char *variant, acc
 /*
  * The variants the trace is replayed with on p, in v[]: the library's own choice ("default")
  * unless --variants was given; then each variant listed that p offers for some op ("default"
- * always), or with --variants all, "default" and every variant p lists.  The same on every
- * rank (the same options, the same plugin).
+ * always), or with --variants all, "default" and every variant p lists: the matrix's list
+ * (cp_plan_variants, a listed variant that "default" runs left out).  The same on every rank
+ * (the same options, the same plugin).
  */
 static int replay_variants(const cp_rank_run_t *rr, const cp_plugin_t *p, const char **v)
 {
     const cp_spec_t *s = rr->opt->nspecs > 0 ? &rr->opt->specs[0] : NULL;
-    int n = 0;
-    if (!rr->opt->variants_given || s == NULL) {
+    const char *want[CP_MAX_LIST + 1];
+    int n = 0, given = rr->opt->variants_given && s != NULL;
+    int nwant = given ? cp_plan_variants(s, p, want, CP_MAX_LIST) : 0;
+    if (!given) {
         v[n++] = "default";
-        return n;
     }
-    if (s->nvariants == 0) {
-        v[n++] = "default";
-        for (size_t k = 0; k < p->caps.nvariants && n < CP_MAX_LIST; k++) {
-            v[n++] = p->caps.variants[k].name;
-        }
-        return n;
-    }
-    for (int k = 0; k < s->nvariants && n < CP_MAX_LIST; k++) {
-        int offered = !strcmp(s->variants[k], "default");
+    for (int k = 0; k < nwant; k++) {
+        int offered = !strcmp(want[k], "default");
         for (int op = 0; !offered && op < COLLPROF_OP_COUNT; op++) {
-            offered = cp_plugin_has_variant(p, (collprof_op_t)op, s->variants[k]);
+            offered = cp_plugin_has_variant(p, (collprof_op_t)op, want[k]);
         }
         if (offered) {
-            v[n++] = s->variants[k];
+            v[n++] = want[k];
         } else if (rr->boot.rank == 0) {
             cp_log(CP_LOG_INFO, "replay: backend %s has no variant %s: not replayed with it",
-                   p->name, s->variants[k]);
+                   p->name, want[k]);
         }
     }
     return n;
