@@ -1,10 +1,11 @@
 /*
  * What the Gloo plugin's files share: gloo_backend.cc (entry points, query, the device,
  * init/finalize, slots, run), gloo_ops.cc (one builder per operation), gloo_mesh.cc (the
- * full mesh over the host's out-of-band channel) and gloo_util.cc (the error buffer and
- * set_error).  Internal to plugins/gloo.
+ * full mesh over the host's out-of-band channel), gloo_filter.cc (the pair listeners' socket
+ * filters) and gloo_util.cc (the error buffer and set_error).  Internal to plugins/gloo.
  *
- * Calls go down only, top to bottom: gloo_backend.cc > gloo_ops.cc > gloo_mesh.cc > gloo_util.cc.
+ * Calls go down only, top to bottom: gloo_backend.cc > gloo_ops.cc > gloo_mesh.cc >
+ * gloo_filter.cc > gloo_util.cc.
  */
 #ifndef COLLPROF_GLOO_INTERNAL_H
 #define COLLPROF_GLOO_INTERNAL_H
@@ -124,6 +125,45 @@ struct GlCtx {
     const char *why = ""; /* how the device's interface was chosen */
     char err[kErrLen] = "";
 };
+
+/* ---- the pair listeners' filters (gloo_filter.cc) ---- */
+
+constexpr int kV4 = 11;                  /* IPv4 addresses a LocalAddrs holds */
+constexpr int kV6 = 3;                   /* IPv6 addresses */
+constexpr uint8_t kLocalMany4 = 1u << 0; /* more IPv4 addresses than kV4, or unknown */
+constexpr uint8_t kLocalMany6 = 1u << 1; /* more IPv6 addresses than kV6, or unknown */
+constexpr uint8_t kLocalOff = 1u << 2;   /* COLLPROF_GLOO_FILTER=0 on this rank */
+
+/* A rank's interface addresses (getifaddrs), the same size on every rank (one allgather). */
+struct LocalAddrs {
+    uint8_t n4, n6, flags, pad;
+    uint32_t v4[kV4]; /* network order */
+    uint8_t v6[kV6][16];
+};
+
+/* This rank's record. */
+void local_addrs(LocalAddrs &me);
+
+/* The fd the next socket is likely to get (a hint for find_listener); -1 when unknown. */
+int lowest_free_fd();
+
+/* The listening socket of the pair whose Gloo address is pair_addr (hint tried first, then
+ * /proc/self/fd); -1 when there is none or the Gloo has a device listener (a sequence number). */
+int find_listener(const std::vector<char> &pair_addr, int hint);
+
+/* Drop every packet at listener fd (until filter_peer); false when the kernel refuses. */
+bool filter_drop_all(int fd);
+
+/* Admit at fd, the listener of the pair whose address is pair_addr, only packets from one of
+ * peer's addresses: true.  False when fd is no longer that listener (left alone), or when peer
+ * is NULL or its record cannot say its addresses (the filter taken off: unfiltered). */
+bool filter_peer(int fd, const std::vector<char> &pair_addr, const LocalAddrs *peer);
+
+/* COLLPROF_FAULT=gloosteal: a silent connection of this rank's own at the first of its pair
+ * listeners (mine: its pairs' addresses, theirs: the peers' for it), as from outside the run;
+ * its fd or -1 (gloo_filter.cc). */
+int steal_fault(int rank, int size, const std::vector<std::vector<char>> &mine,
+                const std::vector<std::vector<char>> &theirs);
 
 /* The mesh of g on g->dev (gloo_mesh.cc): a fresh one while a pair's connect was refused,
  * reset or closed on some rank (MeshContext::connect's again), a few times at most, alike on every

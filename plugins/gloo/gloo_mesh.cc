@@ -383,41 +383,66 @@ int choose(Exchange &x, const char *env, std::string &how)
     return table(x, len);
 }
 
-/* COLLPROF_FAULT=gloosteal (collprof(1)): on a mesh's first try, each rank connects a silent
- * socket of its own to the listener of the first of its pairs that listens (Gloo's rule: the
- * lower address, then the lower port), as a connection from outside the run would, before the
- * peer dials it (every rank waits 300 ms first).  The socket, or -1. */
-int steal_fault(const Exchange &x)
+/* Create a pair per peer in rank order, their addresses in x.mine, this rank's record in me;
+ * a listener per pair (Debian 12's Gloo) is put under a filter that drops everything at once
+ * (gloo_filter.cc), its fd in lfd, unless COLLPROF_GLOO_FILTER=0. */
+void create_pairs(gloo::transport::Context &tctx, Exchange &x, AddrRecord &me,
+                  std::vector<int> &lfd)
 {
-    const char *f = getenv("COLLPROF_FAULT");
-    if (f == nullptr || strcmp(f, "gloosteal") != 0) {
-        return -1;
-    }
-    int fd = -1;
-    for (int i = 0; i < x.size && fd < 0; i++) {
-        if (i == x.rank || x.mine[static_cast<size_t>(i)].empty()) {
-            continue;
-        }
-        auto a = gloo::transport::tcp::Address(x.mine[static_cast<size_t>(i)]).getSockaddr();
-        auto b = gloo::transport::tcp::Address(x.theirs[static_cast<size_t>(i)]).getSockaddr();
-        if (a.ss_family != AF_INET || b.ss_family != AF_INET) {
-            continue;
-        }
-        const auto *sa = reinterpret_cast<const sockaddr_in *>(&a);
-        const auto *sb = reinterpret_cast<const sockaddr_in *>(&b);
-        int rv = memcmp(&sa->sin_addr, &sb->sin_addr, sizeof(sa->sin_addr));
-        rv = rv != 0 ? rv : sa->sin_port - sb->sin_port;
-        if (rv < 0) { /* this side listens */
-            fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            if (fd >= 0 &&
-                ::connect(fd, reinterpret_cast<const sockaddr *>(sa), sizeof(*sa)) != 0) {
-                close(fd);
-                fd = -1;
+    const char *off = getenv("COLLPROF_GLOO_FILTER");
+    const bool filter = !(off && strcmp(off, "0") == 0);
+    size_t maxlen = 0;
+    for (int i = 0; i < x.size; i++) {
+        if (i != x.rank) {
+            const int hint = filter ? lowest_free_fd() : -1;
+            auto &b = x.mine[static_cast<size_t>(i)];
+            b = tctx.createPair(i)->address().bytes();
+            maxlen = std::max(maxlen, b.size());
+            const int fd = filter ? find_listener(b, hint) : -1;
+            if (fd >= 0 && filter_drop_all(fd)) {
+                lfd[static_cast<size_t>(i)] = fd;
             }
         }
     }
-    usleep(300000);
-    return fd;
+    me.len = static_cast<uint16_t>(maxlen);
+    describe(x.rank, x.size, x.mine, x.ports, me);
+}
+
+/* Where every rank's pairs listen on a port of their own (sequence numbers -1), the ranks'
+ * interface addresses go round (one allgather, alike on every rank), and each filtered
+ * listener then admits its peer's addresses alone, before any port is published; elsewhere the
+ * filters come off.  A collprof status. */
+int filter_pairs(const Exchange &x, const std::vector<int> &lfd, std::string &msg)
+{
+    bool per_pair = true;
+    for (const AddrRecord &r : x.all) {
+        per_pair = per_pair && r.base == -1 && !(r.flags & (kAddrBadEnv | kAddrDerivable));
+    }
+    std::vector<LocalAddrs> peers;
+    if (per_pair) {
+        LocalAddrs me;
+        local_addrs(me);
+        peers.resize(static_cast<size_t>(x.size));
+        int rc = x.host->oob_allgather(&me, peers.data(), sizeof(me));
+        if (rc != COLLPROF_OK) {
+            msg = "oob_allgather of the interface addresses failed (" + std::to_string(rc) + ")";
+            return rc;
+        }
+    }
+    int done = 0, open = 0;
+    for (size_t i = 0; i < lfd.size(); i++) {
+        if (lfd[i] >= 0) {
+            const bool f = filter_peer(lfd[i], x.mine[i], per_pair ? &peers[i] : nullptr);
+            done += f;
+            open += !f;
+        }
+    }
+    if (x.host->log && (done || open)) {
+        x.host->log(COLLPROF_LOG_INFO,
+                    "gloo: %d pair listener(s) admit only their peer's addresses, %d unfiltered",
+                    done, open);
+    }
+    return COLLPROF_OK;
 }
 
 /* Connect every pair of tctx to x.theirs, whatever failed before: a rank that stopped at
@@ -470,16 +495,9 @@ int MeshContext::connect(const collprof_host_t *host, std::shared_ptr<gloo::tran
     }
     auto tctx = dev->createContext(rank, size);
     tctx->setTimeout(getTimeout());
+    std::vector<int> lfd(n, -1); /* the pairs' listeners under a filter */
     if (!(me.flags & kAddrBadEnv)) {
-        size_t maxlen = 0;
-        for (int i = 0; i < size; i++) {
-            if (i != rank) {
-                x.mine[static_cast<size_t>(i)] = tctx->createPair(i)->address().bytes();
-                maxlen = std::max(maxlen, x.mine[static_cast<size_t>(i)].size());
-            }
-        }
-        me.len = static_cast<uint16_t>(maxlen);
-        describe(rank, size, x.mine, x.ports, me);
+        create_pairs(*tctx, x, me, lfd);
     }
     /* every rank makes this call, whatever its record says */
     int rc = host->oob_allgather(&me, x.all.data(), sizeof(me));
@@ -487,12 +505,16 @@ int MeshContext::connect(const collprof_host_t *host, std::shared_ptr<gloo::tran
         msg = "oob_allgather of the address records failed (" + std::to_string(rc) + ")";
         return rc;
     }
+    rc = filter_pairs(x, lfd, msg);
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
     rc = choose(x, env, how);
     if (rc != COLLPROF_OK) {
         msg = x.msg;
         return rc;
     }
-    int stolen = attempt == 1 ? steal_fault(x) : -1;
+    int stolen = attempt == 1 ? steal_fault(x.rank, x.size, x.mine, x.theirs) : -1;
     int32_t bad = connect_pairs(*tctx, x, msg);
     if (stolen >= 0) {
         close(stolen);

@@ -15,23 +15,15 @@
 # milliseconds, and a flood must find the port first); behind a listener that stops accepting
 # while its table is full (64 connections, 5 s each, as before issue 38) they wait seconds.
 # The flood's probe (one connection to every listening port, to find the ones that greet) also
-# reaches Gloo's pair listeners on n1, which take the first connection that comes: the Gloo
-# plugin then tries a fresh mesh, and a pair runs on its own context whatever became of the
-# job-wide one (before, about one run in three lost the backend's job-wide context, and with it
-# every pair: 8 untested).
+# reaches Gloo's pair listeners on n1, which take the first connection that comes (Debian 12's
+# Gloo): the Gloo plugin puts a socket filter on each pair's listener that admits its peer's
+# addresses alone (plugins/gloo/gloo_filter.cc), so the probe's connection never completes, and
+# the mesh is not rebuilt (before the filter, all 5 tries of the job-wide 8-rank mesh lost rank
+# 0's 7 listeners in 3 of 16 runs: "no backend could run").  COLLPROF_GLOO_FILTER=0 shows it.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 . "${COLLPROF_SRCDIR}/tests/integration/cluster.sh"
 
 need_virtual_nodes
-# Known intermittent failure (issue 38): the flood's probe (one connection to every new
-# listening port of n1's rank, within its 20 ms scan) also takes Gloo's pair listeners, and
-# Debian 12's Gloo takes the first connection as the peer.  The Gloo plugin tries a fresh mesh
-# (up to 5 times), but the flood probes every new port as fast: in 3 of 16 runs the flooded
-# healthy screen exited 1, its 8 nodes healthy on their pairs' own contexts (the one kept: all 5
-# tries of the job-wide 8-rank mesh lost rank 0's 7 listeners, "no backend could run").  A test
-# that fails by chance must not gate the suite.
-[ "${COLLPROF_TEST_FLOOD:-0}" = 1 ] ||
-    skip_all "known intermittent failure: the flood's probe takes Gloo's job-wide pair listeners at rank 0's node (issue 38); COLLPROF_TEST_FLOOD=1 runs it"
 PY=/usr/bin/python3
 [ -x "$PY" ] || need_tool "/usr/bin/python3 not found (the flood helper)"
 FLOOD="${COLLPROF_SRCDIR}/tests/integration/flood.py"
@@ -67,6 +59,30 @@ flood_counts() {
 
 no_channel() { grep -l 'no channel with the\|could not be set up' "$1/out" "$1/err" 2>/dev/null; }
 
+# ---- 0. a foreign connection at a Gloo pair listener whose peer is on another node (gloosteal:
+# each rank connects a silent socket of its own, from its node's address, to its listening pair
+# before the peer dials): the filter drops it, so the mesh connects at its first try; without
+# the filter (COLLPROF_GLOO_FILTER=0) it takes the pair and the mesh is built again
+steal2() {
+    d=$WORK/$1
+    shift
+    mkdir -p "$d"
+    rc=0
+    # shellcheck disable=SC2086 # SRUN is a list of options
+    env COLLPROF_FAULT=gloosteal "$@" timeout -k 10 90 $SRUN -N 2 --ntasks-per-node=1 \
+        "$COLLPROF_BIN" -v --backends gloo --ops allreduce --counts 1K -n 2 -w 1 \
+        --output-dir "$d" </dev/null >"$d/out" 2>"$d/err" || rc=$?
+}
+steal2 steal
+[ "$rc" -eq 0 ] && ! grep -q 'gloo: the full mesh of .* did not connect' "$WORK/steal/err" &&
+    grep -q "gloo: 1 pair listener(s) admit only their peer's addresses, 0 unfiltered" "$WORK/steal/err"
+ok $? "gloo on 2 nodes, a silent connection at each rank's pair listener: the filter drops it, the mesh connects at once (rc $rc)" ||
+    grep -h 'gloo\|error' "$WORK/steal/err" | head -n 6 | cut -c1-300 | sed 's/^/# /'
+steal2 steal_open COLLPROF_GLOO_FILTER=0
+[ "$rc" -eq 0 ] && grep -q 'gloo: the full mesh of 2 ranks did not connect (.*): a fresh mesh, try 2 of 5' "$WORK/steal_open/err"
+ok $? "the same without the filter (COLLPROF_GLOO_FILTER=0): the connection takes the pair, a fresh mesh (rc $rc)" ||
+    grep -h 'gloo\|error' "$WORK/steal_open/err" | head -n 6 | cut -c1-300 | sed 's/^/# /'
+
 # ---- 1. healthy: the same verdict with and without the flood
 screen8 "$WORK/clean" --seed 4
 clean_took=$took
@@ -83,9 +99,10 @@ ok $? "the flood reached n1's control channel and pair listeners ($1 listeners, 
 if [ "$sanitized" != 1 ]; then
     grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out" && [ "$rc" -eq 0 ] &&
         ! grep -q '^slow ' "$out" && [ -z "$(no_channel "$WORK/flood")" ] &&
+        ! grep -q 'gloo: the full mesh of .* did not connect' "$WORK/flood/err" &&
         awk -v t="$took" -v c="$clean_took" 'BEGIN { exit !(t <= 2 * c + 5) }'
     r=$?
-    ok $r "healthy, n1's listeners flooded: exit 0, 8 healthy, no slow node or link, every pair formed, in $took s: at most 2 x $clean_took + 5 s (rc $rc, load $(load))"
+    ok $r "healthy, n1's listeners flooded: exit 0, 8 healthy, no slow node or link, every pair formed, Gloo's mesh never rebuilt, in $took s: at most 2 x $clean_took + 5 s (rc $rc, load $(load))"
     [ "$r" -eq 0 ] || sed -n '/^== screen/,$s/^/# /p' "$out"
     [ "$r" -eq 0 ] || grep -h 'no channel\|could not be set up' "$WORK/flood/out" "$WORK/flood/err" | head -n 5 | sed 's/^/# /'
     [ "$r" -eq 0 ] || grep -h 'error\|warning: gloo\|skipped' "$WORK/flood/err" | head -n 8 | cut -c1-300 | sed 's/^/# /'
