@@ -120,6 +120,9 @@ static void print_matrix(const cp_report_file_t *f, size_t first, const nodes_t 
            : bw  ? " (* slow link)"
                  : "");
     cp_links_print(stdout, nd->names, nd->n, m, bw ? 2 : 1, bw || based ? mark : NULL);
+    if (bw) { /* the pairs' path check, as the run printed it (files of 1.12 on) */
+        cp_screen_print_nic_paths(stdout, f->links, f->nlinks, r->backend, nd->names, nd->n);
+    }
 }
 
 /* Matrices and verdict of one backend; the number of things flagged, -1 out of memory. */
