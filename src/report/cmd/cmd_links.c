@@ -46,6 +46,8 @@ static void usage(FILE *f)
                "bandwidth is below X times the median of the other links, and every node\n"
                "whose median link bandwidth is below X times the median of the other\n"
                "nodes' (a suspect node).  Needs 3 nodes or more to tell a node apart.\n"
+               "Under each bandwidth matrix, the pairs whose bytes the path check found on\n"
+               "another NIC or far above the message ('nic path:' lines; --counters).\n"
                "On a screen's file (collprof --screen) it shows the pairs the screen\n"
                "measured; the screen's verdict is collprof-report screen FILE.\n"
                "\n"
