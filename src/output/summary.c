@@ -4,7 +4,6 @@
 
 #include "cli/bopts.h"
 #include "colls/data.h"
-#include "screen/links.h"
 #include "screen/screen_out.h"
 #include "base/log.h"
 #include "runner/prov.h"
@@ -385,52 +384,6 @@ int cp_summary_cell(cp_summary_t *s, const collprof_result_row_t *row, const cp_
     return s->error[0] ? -1 : 0;
 }
 
-/* The matrices of one (backend, kind) of the link sweep on f. */
-static void print_link_matrix(FILE *f, const collprof_link_row_t *rows, size_t n, size_t first,
-                              const char *const *names, int nnodes, double *m)
-{
-    const collprof_link_row_t *r = &rows[first];
-    int bw = !strcmp(r->kind, "bandwidth");
-    cp_links_matrix(rows, n, r->backend, r->kind, !bw, nnodes, m);
-    fprintf(f, "\n%s %s, %llu B each way at once: %s\n", r->backend, r->kind,
-            (unsigned long long)r->bytes,
-            bw ? "bandwidth in GB/s (bytes / mean time)" : "mean time in us");
-    cp_links_print(f, names, nnodes, m, bw ? 2 : 1, NULL);
-    for (size_t i = first; i < n; i++) {
-        if (!strcmp(rows[i].backend, r->backend) && !strcmp(rows[i].kind, r->kind) &&
-            strcmp(rows[i].status, "ok") != 0) {
-            fprintf(f, "  %s-%s: %s%s%s\n", names[rows[i].node_a], names[rows[i].node_b],
-                    rows[i].status, rows[i].error[0] ? ": " : "", rows[i].error);
-        }
-    }
-}
-
-/* The link sweep's matrices on f. */
-static void print_links(FILE *f, const cp_run_info_t *ri, const collprof_link_row_t *rows, size_t n)
-{
-    const cp_boot_t *b = ri->boot;
-    const char **names = calloc((size_t)b->nnodes + 1, sizeof(char *));
-    double *m = calloc((size_t)b->nnodes * (size_t)b->nnodes + 1, sizeof(double));
-    if (names == NULL || m == NULL) {
-        free(names);
-        free(m);
-        return;
-    }
-    for (int q = b->nranks - 1; q >= 0; q--) {
-        names[b->node_ids[q]] = cp_boot_host(b, q); /* the first rank of each node wins */
-    }
-    fprintf(f, "\n== link sweep: %d nodes, %d rounds, one pair per node at a time ==\n", b->nnodes,
-            cp_links_rounds(b->nnodes));
-    for (size_t i = 0; i < n; i++) {
-        if (cp_links_first_of(rows, i)) {
-            print_link_matrix(f, rows, n, i, names, b->nnodes, m);
-        }
-    }
-    fprintf(f, "(collprof-report links FILE.h5 names the slow links and nodes)\n");
-    free(names);
-    free(m);
-}
-
 #ifdef CP_HAVE_HDF5
 /* After an HDF5 table was written (rc): a failure said once, the file closed as incomplete. */
 static void h5_written(cp_summary_t *s, int rc)
@@ -465,8 +418,8 @@ int cp_summary_links(cp_summary_t *s, const collprof_link_row_t *rows, size_t n)
         s->links_failed += strcmp(rows[i].status, "ok") != 0;
     }
     if (!s->ri->opt->screen) { /* the screen's pairs are few of a matrix: its verdict says */
-        print_links(s->f, s->ri, rows, n);
-        print_links(stdout, s->ri, rows, n);
+        cp_summary_print_links(s->f, s->ri, rows, n);
+        cp_summary_print_links(stdout, s->ri, rows, n);
     }
     return flushed(s);
 }

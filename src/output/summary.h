@@ -47,6 +47,11 @@ int cp_output_create(const char *dir, const char *base, char *path, size_t len, 
 /** The text summary's header lines: the job, the backends, the method (summary_head.c). */
 void cp_summary_print_head(FILE *f, const cp_run_info_t *ri);
 
+/** The link sweep's matrices of rows[0..n) on f, each bandwidth matrix with its pairs' path
+ *  check (summary_links.c). */
+void cp_summary_print_links(FILE *f, const cp_run_info_t *ri, const collprof_link_row_t *rows,
+                            size_t n);
+
 /** Create the summary file and print both headers.  -1 and a reason on failure. */
 int cp_summary_open(const cp_run_info_t *ri, cp_summary_t **out, char *err, size_t errlen);
 /** One finished cell: its row, and the result for per-rank details.

@@ -11,7 +11,8 @@
  * src/format, src/screen, src/colls and src/base.  Each folder's files, top to bottom (no
  * command calls another; the other folders' orders are in import.h, plot_int.h, reader.h):
  * src/report: main > best_cells > links_data > args
- * cmd: cmd_*.c (the commands, side by side) > rejudge, replay_rows > screen_drain, simulate_grid
+ * cmd: cmd_*.c (the commands, side by side) > rejudge, replay_rows > screen_drain, screen_json,
+ *   simulate_grid
  * export: cmd_export > export_prom > export_jsonl
  */
 #ifndef COLLPROF_REPORT_REPORT_H
@@ -220,6 +221,25 @@ int cp_report_base_ref(const char *cmd, const cp_report_base_t *b, const cp_repo
 /** "the baseline PATH (BACKEND: 1.23 GB/s at 262144 B, MAD 0.05; 12.3 us at 8 B, MAD 0.10)". */
 void cp_report_base_words(const cp_report_base_t *b, const char *backend, const cp_report_ref_t *r,
                           char *buf, size_t len);
+
+/* ---- screen --format json (screen_json.c) --------------------------------- */
+
+/** The version of collprof-report screen's JSON document (format "collprof-screen"). */
+#define CP_REPORT_SCREEN_JSON_VERSION 1
+
+/** A backend's screen judged again: the baseline's figures it was judged against. */
+typedef struct cp_report_rejudged {
+    char backend[32];
+    cp_report_ref_t ref;
+} cp_report_rejudged_t;
+
+/**
+ * The screen's verdict rows[0..n) of file f as the JSON document (docs/screen.md), each
+ * backend with its pairs' path check from f's /links rows; b and j (one per backend, in the
+ * rows' order) when the pairs were judged again against a baseline, else NULL.
+ */
+void cp_report_screen_json(FILE *out, const cp_report_file_t *f, const collprof_screen_row_t *rows,
+                           size_t n, const cp_report_base_t *b, const cp_report_rejudged_t *j);
 
 /* ---- the HTML page's script (plot_script.c) -------------------------------- */
 

@@ -266,33 +266,33 @@ int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const ch
     return w;
 }
 
-/* The host name of node nd among the node rows [first, end), or "node N" in buf. */
-static const char *host_of(const collprof_screen_row_t *rows, size_t first, size_t end, int nd,
-                           char *buf, size_t len)
+int cp_screen_nic_state(const collprof_link_row_t *l)
 {
-    for (size_t i = first; i < end; i++) {
-        if (!strcmp(rows[i].what, "node") && rows[i].node_a == nd) {
-            return rows[i].host_a;
-        }
+    if (l->nic_path[0] == '\0') {
+        return 0;
+    }
+    return !strcmp(l->nic_path, "ok") || !strcmp(l->nic_path, "unknown") ? 1 : 2;
+}
+
+/* names[nd] when it has one, else "node N" in buf. */
+static const char *name_or(const char *const *names, int nnames, int nd, char *buf, size_t len)
+{
+    if (names != NULL && nd >= 0 && nd < nnames && names[nd] != NULL && names[nd][0] != '\0') {
+        return names[nd];
     }
     snprintf(buf, len, "node %d", nd);
     return buf;
 }
 
-/* The path check of the backend's pairs (links: its /links rows among others; docs/screen.md):
- * each pair whose bytes went over an interface other than the expected one (other-nic) or far
- * above the message (excess), one line, then the count.  Beside the verdict: it judges nothing. */
-static void print_paths(FILE *f, const collprof_screen_row_t *rows, size_t first, size_t end,
-                        const collprof_link_row_t *links, size_t nl)
+int cp_screen_print_nic_paths(FILE *f, const collprof_link_row_t *links, size_t nl,
+                              const char *backend, const char *const *names, int nnames)
 {
     int checked = 0, flagged = 0;
     for (size_t i = 0; links != NULL && i < nl; i++) {
         const collprof_link_row_t *l = &links[i];
-        if (strcmp(l->backend, rows[first].backend) != 0 || l->nic_path[0] == '\0') {
-            continue;
-        }
-        checked++;
-        if (!strcmp(l->nic_path, "ok") || !strcmp(l->nic_path, "unknown")) {
+        int state = strcmp(l->backend, backend) != 0 ? 0 : cp_screen_nic_state(l);
+        checked += state > 0;
+        if (state < 2) {
             continue;
         }
         char a[32], b[32];
@@ -300,8 +300,8 @@ static void print_paths(FILE *f, const collprof_screen_row_t *rows, size_t first
         fprintf(f,
                 "nic path: %s-%s (round %d): %s: %.2fx the message per operation, via %s (expected "
                 "%s)\n",
-                host_of(rows, first, end, l->node_a, a, sizeof(a)),
-                host_of(rows, first, end, l->node_b, b, sizeof(b)), l->round, l->nic_path,
+                name_or(names, nnames, l->node_a, a, sizeof(a)),
+                name_or(names, nnames, l->node_b, b, sizeof(b)), l->round, l->nic_path,
                 l->nic_ratio, l->nic_via[0] ? l->nic_via : "no interface",
                 l->nic_expected[0] ? l->nic_expected : "not known");
     }
@@ -311,6 +311,26 @@ static void print_paths(FILE *f, const collprof_screen_row_t *rows, size_t first
                 "the message\n",
                 flagged, checked);
     }
+    return flagged;
+}
+
+/* The path check of the backend's pairs among the /links rows (docs/screen.md), their nodes
+ * named by the node rows [first, end).  Beside the verdict: it judges nothing. */
+static void print_paths(FILE *f, const collprof_screen_row_t *rows, size_t first, size_t end,
+                        const collprof_link_row_t *links, size_t nl)
+{
+    int n = 0;
+    for (size_t i = first; i < end; i++) {
+        n = !strcmp(rows[i].what, "node") && rows[i].node_a >= n ? rows[i].node_a + 1 : n;
+    }
+    const char **names = calloc((size_t)n + 1, sizeof(char *));
+    for (size_t i = first; names != NULL && i < end; i++) {
+        if (!strcmp(rows[i].what, "node") && rows[i].node_a >= 0) {
+            names[rows[i].node_a] = rows[i].host_a;
+        }
+    }
+    cp_screen_print_nic_paths(f, links, nl, rows[first].backend, names, names != NULL ? n : 0);
+    free(names);
 }
 
 /* The verdict of one backend's rows [first, end). */

@@ -65,6 +65,21 @@ int cp_screen_excluded(const collprof_screen_row_t *row);
 void cp_screen_print(FILE *f, const collprof_screen_row_t *rows, size_t n,
                      const collprof_link_row_t *links, size_t nlinks);
 
+/** A /links row's path check (a pair's bandwidth row, schema 1.12): 0 not checked (nic_path
+ * empty), 1 checked and not flagged (ok, or unknown: no counter saw the bytes), 2 flagged (its
+ * bytes went over another interface than the expected one, or far more than the message). */
+int cp_screen_nic_state(const collprof_link_row_t *l);
+
+/**
+ * The path check of backend's pairs among links[0..nl) on f (a screen's or a link sweep's):
+ * each flagged pair on one line, "nic path: A-B (round R): other-nic: 1.01x the message per
+ * operation, via IFACES (expected IFACES)", then "nic paths: K of N checked pairs ..." when
+ * any was checked; names[node] (nnames of them) the hosts, "node N" where none.  It judges
+ * nothing.  The number of pairs flagged.
+ */
+int cp_screen_print_nic_paths(FILE *f, const collprof_link_row_t *links, size_t nl,
+                              const char *backend, const char *const *names, int nnames);
+
 /** Slurm's host list of the nodes of backend's rows to exclude into buf (as snprintf);
  * backend NULL: every backend's. */
 int cp_screen_exclude_list(const collprof_screen_row_t *rows, size_t n, const char *backend,

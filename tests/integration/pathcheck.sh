@@ -7,7 +7,9 @@
 #  - steered to a second interface (slurm-local shape-pair n1 n2: a veth pair of their own,
 #    cps-n2 in n1 and cps-n1 in n2, with a host route to the other's address over it): other-nic,
 #    carried by cps-*, in the summary, collprof-report counters and the /counters rows;
-#  - once on 4 nodes (ok, within the same margin) and on 2 nodes of 2 ranks (ok);
+#  - once on 4 nodes (ok, within the same margin) and on 2 nodes of 2 ranks (ok), and so again
+#    without side messages (COLLPROF_OOB=pmix: rank 0 gathers the counters from every rank, the
+#    same rows as the node leaders' side messages bring);
 #  - gloo: a broadcast whose root sends the buffer to every other rank (one_to_all, 4 nodes of
 #    2 ranks: 6 x the bound on the root's node): excess there.
 # Twice each (PATHCHECK_RUNS); docs/metrics.md has the rates of 10 runs.  ofi runs over
@@ -37,7 +39,7 @@ run2() { # DIR [NODES [RANKS-PER-NODE [OP VARIANT]]]
     timeout -k 10 120 $SRUN -N "${2:-2}" -w "$nl" --ntasks-per-node="${3:-1}" -O \
         "$COLLPROF_BIN" --backends "$B" $PROV \
         --ops "${4:-allreduce}" --variants "${5:-default}" --counts 256K -d float32 -n 20 -w 2 \
-        --output-dir "$1" \
+        --output-dir "$1" ${RUN2_ARGS:-} \
         </dev/null >"$1/out" 2>"$1/err" || rc=$?
     h5=$(ls "$1"/collprof_*.h5 2>/dev/null | head -n 1)
     sum=$(ls "$1"/collprof_*.txt 2>/dev/null | head -n 1)
@@ -81,6 +83,39 @@ sed "s/^/# 2 nodes x 2 ranks, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v
 [ "$rc" -eq 0 ] && [ "$(wc -l <"$d/v")" -eq 2 ] &&
     awk '$2 != "ok" || $5 != "cpnet0," || $3 < $4 { bad = 1 } END { exit bad }' "$d/v"
 ok $? "2 nodes x 2 ranks: both nodes ok, via cpnet0, not under the bound"
+
+# without side messages (COLLPROF_OOB=pmix: the PMIx channel, none there) rank 0 gathers the
+# counters the other way: the largest count broadcast, that many records from every rank (the
+# node leaders' deltas, the others' empty); the same rows as the side messages brought in the
+# run above, both nodes' in each cell, both ok via cpnet0
+d="$WORK/pmix"
+export COLLPROF_OOB=pmix
+RUN2_ARGS=-vv run2 "$d" 2 2 allreduce,alltoall
+unset COLLPROF_OOB
+awk 'NR == 1 || $1 == 0' "$d/path.txt" >"$d/path0.txt" # the allreduce's
+verdicts "$d/path0.txt" >"$d/v"
+sed "s/^/# COLLPROF_OOB=pmix, 2 nodes x 2 ranks, node VERDICT NIC B\/op, bound B\/op, via: /" "$d/v"
+grep ' r0/4 .*counters: .* bytes to rank 0 (' "$d/err" | sed 's/.*\] /# COLLPROF_OOB=pmix: /'
+[ "$rc" -eq 0 ] && grep -q ' r0/4 .*oob (run): .*channel pmix' "$d/err" &&
+    [ "$(grep -c ' r0/4 .*counters: .* bytes to rank 0 (every rank)$' "$d/err")" -eq 2 ] &&
+    ! grep -q 'counters: no records' "$d/err"
+ok $? "COLLPROF_OOB=pmix, 2 nodes x 2 ranks: rank 0 gathers each cell's counters from every rank"
+# every counter of the side messages' run (its one cell) in the first cell here, from both nodes
+rows_of() { # REPORT CELL: "NODE HOST SOURCE COUNTER UNIT KIND", sorted
+    awk -v c="$2" 'NR > 1 && $1 == c && $4 != "path" { print $2, $3, $4, $5, $6, $7 }' "$1" | sort
+}
+"$REPORT" counters "$h5" >"$d/all.txt" 2>&1
+"$REPORT" counters "$(ls "$WORK"/twobytwo/collprof_*.h5 | head -n 1)" >"$d/side.txt" 2>&1
+rows_of "$d/all.txt" 0 >"$d/rows0"
+rows_of "$d/all.txt" 1 >"$d/rows1"
+rows_of "$d/side.txt" 0 >"$d/side0"
+[ -s "$d/side0" ] && cmp -s "$d/rows0" "$d/side0" && [ -s "$d/rows1" ] &&
+    [ "$(awk '{ print $1 }' "$d/rows0" | sort -u | tr '\n' ' ')" = "0 1 " ] &&
+    [ "$(awk '{ print $1 }' "$d/rows1" | sort -u | tr '\n' ' ')" = "0 1 " ]
+ok $? "COLLPROF_OOB=pmix: both nodes' counters in both cells, the same as through side messages ($(wc -l <"$d/rows0") rows)"
+[ "$(wc -l <"$d/v")" -eq 2 ] &&
+    awk '$2 != "ok" || $5 != "cpnet0," || $3 < $4 { bad = 1 } END { exit bad }' "$d/v"
+ok $? "COLLPROF_OOB=pmix: the allreduce's path check on both nodes, ok via cpnet0"
 
 # excess: gloo's broadcast one_to_all on 4 nodes of 2 ranks: the root sends the whole buffer
 # to each of the 6 ranks of the other nodes, 6 x the bound (B) on its node; the others

@@ -46,6 +46,8 @@ static void usage(FILE *f)
                "bandwidth is below X times the median of the other links, and every node\n"
                "whose median link bandwidth is below X times the median of the other\n"
                "nodes' (a suspect node).  Needs 3 nodes or more to tell a node apart.\n"
+               "Under each bandwidth matrix, the pairs whose bytes the path check found on\n"
+               "another NIC or far above the message ('nic path:' lines; --counters).\n"
                "On a screen's file (collprof --screen) it shows the pairs the screen\n"
                "measured; the screen's verdict is collprof-report screen FILE.\n"
                "\n"
@@ -120,6 +122,9 @@ static void print_matrix(const cp_report_file_t *f, size_t first, const nodes_t 
            : bw  ? " (* slow link)"
                  : "");
     cp_links_print(stdout, nd->names, nd->n, m, bw ? 2 : 1, bw || based ? mark : NULL);
+    if (bw) { /* the pairs' path check, as the run printed it (files of 1.12 on) */
+        cp_screen_print_nic_paths(stdout, f->links, f->nlinks, r->backend, nd->names, nd->n);
+    }
 }
 
 /* Matrices and verdict of one backend; the number of things flagged, -1 out of memory. */

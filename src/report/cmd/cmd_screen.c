@@ -4,9 +4,9 @@
  * of a collprof --screen run (/screen), as the run printed it, as a Slurm host list to
  * exclude, as the scontrol lines that drain the flagged nodes (printed; run through scontrol
  * only with --apply, after --drain-after failing verdicts in a row, under a circuit breaker:
- * screen_drain.c), or as a versioned JSON document; --resume returns the nodes collprof
- * drained.  With --baseline the run's pairs (its /links rows, by round: the
- * random rounds, then the confirmation) are judged again against a baseline file by the
+ * screen_drain.c), or as a versioned JSON document (screen_json.c); --resume returns the nodes
+ * collprof drained.  With --baseline the run's pairs (its /links rows, by round: the random
+ * rounds, then the confirmation) are judged again against a baseline file by the
  * screen's own method (src/screen/screen.h), so that an old run, or a cluster slow as a whole,
  * is judged against what the cluster should do.  Exit status 0 healthy, 1 something flagged
  * (drained or not), 2 inconclusive or misconfigured (a file that cannot be read, a drain
@@ -33,8 +33,6 @@
 enum { FMT_TEXT, FMT_SLURM, FMT_DRAIN, FMT_JSON };
 static const char *const format_names[] = {"text", "slurm", "drain", "json"};
 
-#define SCREEN_JSON_VERSION 1
-
 typedef struct settings {
     int format;
     const char *backend;  /* NULL: every backend */
@@ -44,12 +42,6 @@ typedef struct settings {
     int resume;           /* --resume */
     cp_report_drain_opts_t drain;
 } settings_t;
-
-/* A backend's screen judged again: the baseline's figures it was judged against. */
-typedef struct rejudged {
-    char backend[32];
-    cp_report_ref_t ref;
-} rejudged_t;
 
 static void usage(FILE *f)
 {
@@ -105,7 +97,7 @@ static void usage(FILE *f)
             "that does not fit, a flagged node outside the run's allocation, a state file\n"
             "that is not ours, the circuit breaker, scontrol missing or refusing.  With\n"
             "--resume: 0, or 2.\n",
-            SCREEN_JSON_VERSION);
+            CP_REPORT_SCREEN_JSON_VERSION);
 }
 
 /* An integer option in [lo, hi] into *v: 0, or -1 after the error. */
@@ -203,123 +195,6 @@ static const char *check(void *ctx)
     return NULL;
 }
 
-/* ---- JSON --------------------------------------------------------------------------------- */
-
-static void json_row(FILE *out, const collprof_screen_row_t *r, int first)
-{
-    int link = !strcmp(r->what, "link");
-    fprintf(out, "%s\n      {\"host\": ", first ? "" : ",");
-    cp_report_json_string(out, r->host_a);
-    if (link) {
-        fprintf(out, ", \"peer\": ");
-        cp_report_json_string(out, r->host_b);
-    }
-    fprintf(out, ", \"node\": %d, \"verdict\": ", r->node_a);
-    cp_report_json_string(out, r->verdict);
-    char score[32];
-    cp_report_fmt_double(r->score, score, sizeof(score));
-    fprintf(out, ", \"score\": %s, \"suspect\": %s, \"partners\": %d, \"slow_partners\": %d, ",
-            score, r->suspect ? "true" : "false", r->partners, r->slow_partners);
-    fprintf(out, "\"evidence\": ");
-    cp_report_json_string(out, r->evidence);
-    fputc('}', out);
-}
-
-/* What a backend's screen was judged against, when it was judged again (json_backend). */
-static void json_rejudged(FILE *out, const cp_report_base_t *b, const rejudged_t *j)
-{
-    char bw[32], bwm[32], lat[32], latm[32];
-    cp_report_fmt_double(j->ref.ref.bw_gbs, bw, sizeof(bw));
-    cp_report_fmt_double(j->ref.ref.bw_mad, bwm, sizeof(bwm));
-    cp_report_fmt_double(j->ref.ref.lat_us, lat, sizeof(lat));
-    cp_report_fmt_double(j->ref.ref.lat_mad, latm, sizeof(latm));
-    fprintf(out, ",\n     \"rejudged\": {\"baseline\": ");
-    cp_report_json_string(out, b->shown);
-    fprintf(out,
-            ", \"bw_gbs\": %s, \"bw_mad_log\": %s, \"bw_bytes\": %llu, \"lat_us\": %s, "
-            "\"lat_mad_log\": %s, \"lat_bytes\": %llu}",
-            bw, bwm, j->ref.bw_bytes, lat, latm, j->ref.lat_bytes);
-}
-
-/* One backend's document: rows [first, end); j: what it was judged against again, or NULL. */
-static void json_backend(FILE *out, const collprof_screen_row_t *rows, size_t first, size_t end,
-                         const cp_report_base_t *b, const rejudged_t *j)
-{
-    const collprof_screen_row_t *h = &rows[first];
-    char ex[4096], bw[32], lat[32], thr[32];
-    cp_screen_exclude_list(rows + first, end - first, NULL, ex, sizeof(ex));
-    cp_report_fmt_double(h->ref_bw_gbs, bw, sizeof(bw));
-    cp_report_fmt_double(h->ref_lat_us, lat, sizeof(lat));
-    cp_report_fmt_double(h->threshold, thr, sizeof(thr));
-    fprintf(out, "    {\"backend\": ");
-    cp_report_json_string(out, h->backend);
-    fprintf(out,
-            ", \"seed\": %llu, \"rounds\": %d, \"status\": %d,\n     \"reference\": {\"source\": ",
-            (unsigned long long)h->seed, h->rounds, cp_screen_status(rows + first, end - first));
-    cp_report_json_string(out, h->reference);
-    fprintf(out, ", \"bw_gbs\": %s, \"lat_us\": %s, \"threshold\": %s", bw, lat, thr);
-    if (h->path_refs[0] != '\0') { /* 1.10: judged by path class */
-        fprintf(out, ", \"paths\": ");
-        cp_report_json_string(out, h->path_refs);
-    }
-    fprintf(out, "}");
-    if (j != NULL) {
-        json_rejudged(out, b, j);
-    }
-    fprintf(out, ",\n     \"exclude\": ");
-    cp_report_json_string(out, ex);
-    for (int link = 0; link < 2; link++) {
-        fprintf(out, ",\n     \"%s\": [", link ? "links" : "nodes");
-        int any = 0;
-        for (size_t i = first; i < end; i++) {
-            if (!strcmp(rows[i].what, link ? "link" : "node")) {
-                json_row(out, &rows[i], !any);
-                any = 1;
-            }
-        }
-        fprintf(out, "%s]", any ? "\n     " : "");
-    }
-    for (size_t i = first; i < end; i++) { /* the validation collective (absent before it) */
-        const collprof_screen_row_t *r = &rows[i];
-        if (!strcmp(r->what, "verify")) {
-            char score[32];
-            cp_report_fmt_double(r->score, score, sizeof(score));
-            fprintf(out, ",\n     \"validation\": {\"verdict\": ");
-            cp_report_json_string(out, r->verdict);
-            fprintf(out, ", \"nodes\": %d, \"score\": %s, \"evidence\": ", r->partners, score);
-            cp_report_json_string(out, r->evidence);
-            fputc('}', out);
-        }
-    }
-    fputc('}', out);
-}
-
-/* The document; b and j (one per backend, in the rows' order) when judged again, else NULL. */
-static void print_json(FILE *out, const char *path, const collprof_screen_row_t *rows, size_t n,
-                       const cp_report_base_t *b, const rejudged_t *j)
-{
-    fprintf(out,
-            "{\"format\": \"collprof-screen\", \"version\": %d, \"file\": ", SCREEN_JSON_VERSION);
-    cp_report_json_string(out, path);
-    if (b != NULL) {
-        fprintf(out, ", \"baseline\": ");
-        cp_report_json_string(out, b->shown);
-    }
-    fprintf(out, ", \"status\": %d,\n  \"screens\": [\n", cp_screen_status(rows, n));
-    for (size_t i = 0, k = 0; i < n; k++) {
-        size_t j2 = i + 1;
-        while (j2 < n && !strcmp(rows[j2].backend, rows[i].backend)) {
-            j2++;
-        }
-        if (i > 0) {
-            fprintf(out, ",\n");
-        }
-        json_backend(out, rows, i, j2, b, j != NULL ? &j[k] : NULL);
-        i = j2;
-    }
-    fprintf(out, "\n  ]}\n");
-}
-
 /* ---- the run's pairs judged again --------------------------------------------------------- */
 
 /* The screen of rows [first, end) with options o into s (cp_screen_init'ed here), its pairs
@@ -358,8 +233,8 @@ static int load(cp_screen_t *s, const cp_screen_opts_t *o, const cp_report_file_
  * error.
  */
 static int rejudge(const settings_t *st, const cp_report_file_t *f, const cp_report_base_t *b,
-                   const collprof_screen_row_t *rows, size_t first, size_t end, rejudged_t *j,
-                   collprof_screen_row_t **out, size_t *nout)
+                   const collprof_screen_row_t *rows, size_t first, size_t end,
+                   cp_report_rejudged_t *j, collprof_screen_row_t **out, size_t *nout)
 {
     const collprof_screen_row_t *h = &rows[first];
     snprintf(j->backend, sizeof(j->backend), "%s", h->backend);
@@ -421,9 +296,9 @@ static int rejudge(const settings_t *st, const cp_report_file_t *f, const cp_rep
  * was judged against in *jout (one per backend); 0, or the exit status 2 after the error. */
 static int rejudge_all(const settings_t *st, const cp_report_file_t *f, const cp_report_base_t *b,
                        const collprof_screen_row_t *rows, size_t n, collprof_screen_row_t **out,
-                       size_t *nout, rejudged_t **jout)
+                       size_t *nout, cp_report_rejudged_t **jout)
 {
-    rejudged_t *j = calloc(n + 1, sizeof(*j));
+    cp_report_rejudged_t *j = calloc(n + 1, sizeof(*j));
     *out = NULL;
     *nout = 0;
     *jout = NULL;
@@ -451,7 +326,7 @@ static int rejudge_all(const settings_t *st, const cp_report_file_t *f, const cp
 
 /* "# re-judged against the baseline ..." of each backend of rows[0..n), on out. */
 static void say_rejudged(FILE *out, const cp_report_file_t *f, const cp_report_base_t *b,
-                         const collprof_screen_row_t *rows, size_t n, const rejudged_t *j,
+                         const collprof_screen_row_t *rows, size_t n, const cp_report_rejudged_t *j,
                          const char *prefix)
 {
     for (size_t i = 0, k = 0; i < n; k++) {
@@ -483,7 +358,7 @@ static collprof_screen_row_t *pick(const cp_report_file_t *f, const char *backen
 /* The verdict of rows[0..n) in the format asked for; the exit status. */
 static int print_verdict(const settings_t *s, const cp_report_file_t *f,
                          const collprof_screen_row_t *rows, size_t n, const cp_report_base_t *b,
-                         const rejudged_t *j)
+                         const cp_report_rejudged_t *j)
 {
     int status = cp_screen_status(rows, n);
     if (s->format == FMT_TEXT) {
@@ -511,7 +386,7 @@ static int print_verdict(const settings_t *s, const cp_report_file_t *f,
         }
         status = cp_report_drain(f, rows, n, &s->drain, status);
     } else {
-        print_json(stdout, f->path, rows, n, b, j);
+        cp_report_screen_json(stdout, f, rows, n, b, j);
     }
     return status;
 }
@@ -530,7 +405,7 @@ static int run(void *ctx, cp_report_file_t **files, int nfiles)
     }
     size_t n = 0, nj = 0;
     collprof_screen_row_t *rows = NULL, *again = NULL;
-    rejudged_t *j = NULL;
+    cp_report_rejudged_t *j = NULL;
     int status = CP_REPORT_EXIT_BAD;
     if (f->nscreen == 0) {
         cp_report_error("screen: %s has no screen verdict (/screen): run collprof --screen "
