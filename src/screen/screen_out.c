@@ -301,7 +301,7 @@ int cp_screen_print_nic_paths(FILE *f, const collprof_link_row_t *links, size_t 
                 "nic path: %s-%s (round %d): %s: %.2fx the message per operation, via %s (expected "
                 "%s)\n",
                 name_or(names, nnames, l->node_a, a, sizeof(a)),
-                name_or(names, nnames, l->node_b, b, sizeof(b)), l->round, l->nic_path,
+                name_or(names, nnames, l->node_b, b, sizeof(b)), l->round + 1, l->nic_path,
                 l->nic_ratio, l->nic_via[0] ? l->nic_via : "no interface",
                 l->nic_expected[0] ? l->nic_expected : "not known");
     }

@@ -50,7 +50,7 @@ for q in pairs:
         bad.append("other %s" % q)
     if q["flagged"]:
         print("nic path: %s-%s (round %d): %s: %.2fx the message per operation, via %s (expected %s)"
-              % (q["host"], q["peer"], q["round"], q["verdict"], q["ratio"], ",".join(q["via"]),
+              % (q["host"], q["peer"], q["round"] + 1, q["verdict"], q["ratio"], ",".join(q["via"]),
                  ",".join(q["expected"])))
 for b in bad:
     print("# wrong:", b)
