@@ -9,7 +9,8 @@
 # root): the replay takes each member's block from its own record.  On self and mpi every op
 # ok and exact with its per-rank counts (the replayed bytes are the totals); the unequal
 # reduce_scatter unsupported on every rank with the one-line reason, never replayed as equal
-# blocks; on gloo gatherv and scatterv unsupported (Gloo has neither), the rest ok.  A rank
+# blocks; on gloo gatherv and scatterv unsupported (Gloo has neither), the rest ok; shrunk onto
+# 2 ranks (self) every variable op ok.  A rank
 # whose record of a gatherv is missing from the trace makes every member skip it, with why.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 need_report
@@ -84,6 +85,18 @@ for b in self gloo mpi; do
     esac
     ok $r "$b: rank 0's replayed bytes are the totals of the blocks ($t)"
 done
+
+# --shrink onto 2 ranks: each folded member's block from its representative's record, exact
+rm -rf r.self.s && mkdir r.self.s
+cp_run --np 2 --backends self --replay v.h5 --shrink --replay-iters 2 --timeout 120 \
+    --output-dir r.self.s
+h5=$(ls r.self.s/collprof_*.h5 2>/dev/null | head -n 1)
+rows "$h5" replay | awk -F'|' '$1 == "op"' >ops.self.s
+n=$(awk -F'|' '$5 ~ /^(allgatherv|gatherv|scatterv)$/ && $16 == "ok" && $15 == 0' ops.self.s |
+    wc -l)
+w=$(awk -F'|' '$16 == "wrong" || $16 == "error"' ops.self.s | wc -l)
+[ "$rc" -eq 0 ] && [ "$n" -eq 9 ] && [ "$w" -eq 0 ]
+ok $? "self: --shrink 3 onto 2: the variable ops ok and exact ($n, none wrong: $w, exit $rc)"
 
 # the gatherv of rank 2 left out of the trace: every member skips it, saying why
 grep -v '"MPI_Gatherv"' "$D"/vops.2.jsonl | sed 's/"ops": 9/"ops": 8/' >vops.2.jsonl
