@@ -68,32 +68,36 @@ for b in self gloo mpi; do
     ok $? "$b: the async collectives posted and completed at their waits ($m; waits $n)"
 done
 
-# Async collectives that only complete when posted: two groups of the same two ranks; rank 0
-# posts an iallreduce on group A, then an allreduce on group B, then waits; rank 1 runs the
-# allreduce on B first, then posts A's and waits (valid MPI: a non-blocking collective never
-# blocks its issuer).  Run at once, rank 0 would wait in A for rank 1, which waits in B for
-# rank 0: the replay would hang (the watchdog's --timeout ends it, exit not 0).
+# Async collectives that only complete when posted: on 3 ranks, two groups of ranks 0 and 1
+# (two group contexts side by side); rank 0 posts an iallreduce of 1 MiB on group A, then runs
+# an allreduce of 512 KiB on group B, then waits; rank 1 runs B's first, then posts A's and
+# waits (valid MPI: a non-blocking collective never blocks its issuer); rank 2 joins the final
+# barrier.  Run at once, rank 0 would wait in A for rank 1, which waits in B for rank 0: the
+# replay hangs (the watchdog's --timeout ends it, exit not 0).
 A='"pg_id": 1, "global_ranks": [0, 1]'
 B='"pg_id": 2, "global_ranks": [0, 1]'
-W='"pg_id": 0, "global_ranks": [0, 1]'
+W='"pg_id": 0, "global_ranks": [0, 1, 2]'
 M='"in_msg_size": 262144, "out_msg_size": 262144, "dtype": "Float"'
+H='"in_msg_size": 131072, "out_msg_size": 131072, "dtype": "Float"'
 cat >c-rank0.json <<EOF
 [{"comms": "all_reduce", "seqnum": 1, "req": 1, $A, $M},
- {"comms": "all_reduce", "seqnum": 2, $B, $M},
+ {"comms": "all_reduce", "seqnum": 2, $B, $H},
  {"comms": "wait", "req": 1, $A}, {"comms": "barrier", "seqnum": 3, $W}]
 EOF
 cat >c-rank1.json <<EOF
-[{"comms": "all_reduce", "seqnum": 2, $B, $M},
+[{"comms": "all_reduce", "seqnum": 2, $B, $H},
  {"comms": "all_reduce", "seqnum": 1, "req": 2, $A, $M},
  {"comms": "wait", "req": 2, $A}, {"comms": "barrier", "seqnum": 3, $W}]
 EOF
-"$REPORT" import --trace param c-rank0.json c-rank1.json -o c.h5 >c.out 2>&1
+echo '[{"comms": "barrier", "seqnum": 3, '"$W"'}]' >c-rank2.json
+"$REPORT" import --trace param c-rank0.json c-rank1.json c-rank2.json -o c.h5 >c.out 2>&1
 ok $? "a trace of an iallreduce crossed with a blocking allreduce of another group imports"
 # Overlap, timed: an iallreduce of 16 MiB posted at 0, a barrier of its group at 500 ms (the
 # gap slept to it), its wait, then the same allreduce blocking at 600 ms.  Posted for real (a
 # worker thread on self and gloo), the allreduce moves during the gap: its post and its wait
 # together take far less than the blocking one (< 1/2 checked); run at once, the post alone
-# would take as long.  On mpi only printed: Open MPI moves a posted collective only inside its
+# would take as long.  (Group A is every rank of this 2-rank run: the world context, so the
+# posted op and the blocking ones share one context.)  On mpi only printed: Open MPI moves a posted collective only inside its
 # calls (the barrier, the wait), not while the rank sleeps.
 M8='"in_msg_size": 4194304, "out_msg_size": 4194304, "dtype": "Float"'
 for r in 0 1; do
@@ -108,10 +112,10 @@ done
 ok $? "a trace of an iallreduce overlapped by a gap and a barrier imports"
 for b in self gloo mpi; do
     [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
-    replay "$b" 2 c --timeout 30
-    n=$(awk -F'|' '$5 == "allreduce" && $16 == "ok" && $15 == 0' "ops.$b.2.c" | wc -l)
+    replay "$b" 3 c --timeout 30
+    n=$(awk -F'|' '$5 == "allreduce" && $16 == "ok" && $15 == 0' "ops.$b.3.c" | wc -l)
     p=$(awk -F'|' '$5 == "allreduce" && $17 ~ /async: posted$/ && $18 ~ /^completed at its wait/' \
-        "ops.$b.2.c" | wc -l)
+        "ops.$b.3.c" | wc -l)
     [ "$rc" -eq 0 ] && [ "$n" -eq 4 ] && [ "$p" -eq 2 ]
     ok $? "$b: an iallreduce crossed with another group's blocking allreduce completes: posted, 4 allreduces ok and exact ($n, $p, exit $rc)"
     replay "$b" 2 o --gaps trace
