@@ -206,7 +206,7 @@ int gl_query(void *, collprof_caps_t *caps)
     c.memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     c.variants = gl_variants;
     c.nvariants = kNumVariants;
-    c.post_ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV); /* sends and recvs (gloo_p2p.cc) */
+    c.post_ops = kOps; /* sends and recvs, every collective (gloo_p2p.cc) */
     /* an older core's struct may end before the appended fields (zeroed here) */
     memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;
@@ -311,6 +311,7 @@ int gl_finalize(void *vctx)
     }
     int rc = COLLPROF_OK;
     try {
+        gl_async_stop(g);
         for (auto &c : g->cache) {
             c.reset();
         }

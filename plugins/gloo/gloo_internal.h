@@ -2,10 +2,11 @@
  * What the Gloo plugin's files share: gloo_backend.cc (entry points, query, the device,
  * init/finalize, slots, run), gloo_ops.cc (one builder per operation), gloo_mesh.cc (the
  * full mesh over the host's out-of-band channel), gloo_filter.cc (the pair listeners' socket
- * filters) and gloo_util.cc (the error buffer and set_error).  Internal to plugins/gloo.
+ * filters), gloo_p2p.cc (post() and wait(): sends, recvs and posted collectives) and
+ * gloo_util.cc (the error buffer and set_error).  Internal to plugins/gloo.
  *
- * Calls go down only, top to bottom: gloo_backend.cc > gloo_ops.cc > gloo_mesh.cc >
- * gloo_filter.cc > gloo_util.cc.
+ * Calls go down only, top to bottom: gloo_backend.cc > gloo_p2p.cc > gloo_ops.cc >
+ * gloo_mesh.cc > gloo_filter.cc > gloo_util.cc.
  */
 #ifndef COLLPROF_GLOO_INTERNAL_H
 #define COLLPROF_GLOO_INTERNAL_H
@@ -111,6 +112,8 @@ struct Cached {
     std::function<void()> fn;                   /* one operation */
 };
 
+struct GlAsync; /* the worker of the posted collectives (gloo_p2p.cc) */
+
 struct GlCtx {
     const collprof_host_t *host = nullptr;
     int rank = 0, nranks = 1;
@@ -122,7 +125,9 @@ struct GlCtx {
     CacheKey last_global[COLLPROF_OP_COUNT];
     int last_slot[COLLPROF_OP_COUNT] = {};
     int slot_top = 0;
-    const char *why = ""; /* how the device's interface was chosen */
+    const char *why = "";     /* how the device's interface was chosen */
+    GlAsync *async = nullptr; /* started by the first posted collective */
+    uint32_t post_tag = 0;    /* the tag of the last posted collective (run()'s: 0) */
     char err[kErrLen] = "";
 };
 
@@ -176,13 +181,16 @@ extern char g_err[kErrLen];
 /* The message of last_error (ctx NULL: the plugin's own, g_err; gloo_util.cc). */
 void set_error(GlCtx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Build c->fn for args a (gloo_ops.cc).  Throws on Gloo errors; returns a status for the
- * combinations it refuses (the message in g->err). */
-int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a);
+/* Build c->fn for args a (gloo_ops.cc), the option-style calls on tag (0: run()'s; a posted
+ * collective's its own).  Throws on Gloo errors; returns a status for the combinations it
+ * refuses (the message in g->err). */
+int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a, uint32_t tag = 0);
 
-/* post() and wait() of a send or recv (gloo_p2p.cc). */
+/* post() and wait() of a send, a recv or a collective (gloo_p2p.cc). */
 int gl_post(void *vctx, const collprof_args_t *a, void **req);
 int gl_wait(void *vctx, void *req);
+/* Stop the posted collectives' worker (those queued run first), before the context goes. */
+void gl_async_stop(GlCtx *g);
 
 } // namespace cpgloo
 

@@ -76,13 +76,14 @@ template <typename T> struct Build {
     bool ip;
     T *rbuf, *sbuf;
     GlVariant v;
+    uint32_t tag; /* the option-style calls' (0: Gloo's default) */
 
-    Build(GlCtx *g_, Cached *c_, const collprof_args_t *a_)
+    Build(GlCtx *g_, Cached *c_, const collprof_args_t *a_, uint32_t tag_)
         : g(g_), c(c_), a(a_), base(g_->ctx), n(g_->nranks), rank(g_->rank), count(a_->count),
           blk(a_->count / static_cast<size_t>(g_->nranks)), ip(a_->in_place != 0),
           rbuf(static_cast<T *>(a_->recvbuf)),
           sbuf(ip ? rbuf : static_cast<T *>(const_cast<void *>(a_->sendbuf))),
-          v(g_->variant[a_->op])
+          v(g_->variant[a_->op]), tag(tag_)
     {
     }
     int cnt() const
@@ -100,6 +101,9 @@ template <typename T> struct Build {
     /* c->fn becomes one call f(*o) of an option-style function */
     template <typename O, typename F> int run_opts(std::shared_ptr<O> o, F f) const
     {
+        if (tag != 0) { /* a posted collective: slots of its own beside run()'s */
+            o->setTag(tag);
+        }
         c->holders.push_back(o);
         c->fn = [o, f]() { f(*o); };
         return COLLPROF_OK;
@@ -383,9 +387,9 @@ template <typename T> int build_sendrecv(const Build<T> &b)
 
 /* Build c->fn for args a.  Throws on Gloo errors; returns a status for
  * combinations it refuses (message in ctx->err). */
-template <typename T> int build(GlCtx *g, Cached *c, const collprof_args_t *a)
+template <typename T> int build(GlCtx *g, Cached *c, const collprof_args_t *a, uint32_t tag)
 {
-    const Build<T> b(g, c, a);
+    const Build<T> b(g, c, a, tag);
     switch (a->op) {
     case COLLPROF_OP_ALLREDUCE: return build_allreduce(b);
     case COLLPROF_OP_ALLGATHER: return build_allgather(b);
@@ -405,18 +409,18 @@ template <typename T> int build(GlCtx *g, Cached *c, const collprof_args_t *a)
 
 } // namespace
 
-int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a)
+int build_dispatch(GlCtx *g, Cached *c, const collprof_args_t *a, uint32_t tag)
 {
     switch (a->dtype) {
-    case COLLPROF_DTYPE_INT8: return build<int8_t>(g, c, a);
-    case COLLPROF_DTYPE_UINT8: return build<uint8_t>(g, c, a);
-    case COLLPROF_DTYPE_INT32: return build<int32_t>(g, c, a);
-    case COLLPROF_DTYPE_UINT32: return build<uint32_t>(g, c, a);
-    case COLLPROF_DTYPE_INT64: return build<int64_t>(g, c, a);
-    case COLLPROF_DTYPE_UINT64: return build<uint64_t>(g, c, a);
-    case COLLPROF_DTYPE_FLOAT16: return build<gloo::float16>(g, c, a);
-    case COLLPROF_DTYPE_FLOAT32: return build<float>(g, c, a);
-    case COLLPROF_DTYPE_FLOAT64: return build<double>(g, c, a);
+    case COLLPROF_DTYPE_INT8: return build<int8_t>(g, c, a, tag);
+    case COLLPROF_DTYPE_UINT8: return build<uint8_t>(g, c, a, tag);
+    case COLLPROF_DTYPE_INT32: return build<int32_t>(g, c, a, tag);
+    case COLLPROF_DTYPE_UINT32: return build<uint32_t>(g, c, a, tag);
+    case COLLPROF_DTYPE_INT64: return build<int64_t>(g, c, a, tag);
+    case COLLPROF_DTYPE_UINT64: return build<uint64_t>(g, c, a, tag);
+    case COLLPROF_DTYPE_FLOAT16: return build<gloo::float16>(g, c, a, tag);
+    case COLLPROF_DTYPE_FLOAT32: return build<float>(g, c, a, tag);
+    case COLLPROF_DTYPE_FLOAT64: return build<double>(g, c, a, tag);
     default:
         set_error(g, "dtype %s is not supported by Gloo", collprof_dtype_name(a->dtype));
         return COLLPROF_ERR_NOT_SUPPORTED;

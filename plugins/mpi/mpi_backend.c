@@ -93,10 +93,11 @@ static int mpi_be_query(void *ctx, collprof_caps_t *caps)
     c.memtypes = COLLPROF_BIT(COLLPROF_MEM_HOST);
     c.variants = mpi_be.nvariants ? mpi_be.variants : NULL;
     c.nvariants = mpi_be.nvariants;
-    /* post(): point-to-point and the collectives with a non-blocking twin */
+    /* post(): point-to-point and the collectives with a non-blocking form */
     c.post_ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV) | COLLPROF_BIT(COLLPROF_OP_ALLREDUCE) |
                  COLLPROF_BIT(COLLPROF_OP_ALLGATHER) | COLLPROF_BIT(COLLPROF_OP_ALLTOALL) |
-                 COLLPROF_BIT(COLLPROF_OP_BROADCAST) | COLLPROF_MPI_POST_MORE;
+                 COLLPROF_BIT(COLLPROF_OP_BROADCAST) | COLLPROF_MPI_POST_MORE |
+                 COLLPROF_MPI_POST_VAR;
     /* an older core's struct may end before the appended fields (zeroed here) */
     memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;

@@ -95,6 +95,10 @@ int mpi_be_run(void *vctx, const collprof_args_t *a);
     (COLLPROF_BIT(COLLPROF_OP_BARRIER) | COLLPROF_BIT(COLLPROF_OP_REDUCE) |                        \
      COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER) | COLLPROF_BIT(COLLPROF_OP_GATHER) |                  \
      COLLPROF_BIT(COLLPROF_OP_SCATTER))
+/* post(): the variable ops (MPI_Ialltoallv, MPI_Iallgatherv, MPI_Igatherv, MPI_Iscatterv) */
+#define COLLPROF_MPI_POST_VAR                                                                      \
+    (COLLPROF_BIT(COLLPROF_OP_ALLTOALLV) | COLLPROF_BIT(COLLPROF_OP_ALLGATHERV) |                  \
+     COLLPROF_BIT(COLLPROF_OP_GATHERV) | COLLPROF_BIT(COLLPROF_OP_SCATTERV))
 int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req);
 int mpi_be_wait(void *vctx, void *req);
 

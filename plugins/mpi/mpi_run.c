@@ -351,6 +351,48 @@ static int mpi_be_post_more(const collprof_args_t *a, mpi_be_call_t *c, MPI_Requ
     }
 }
 
+/* The bytes of a posted request: the MPI_Request, then four arrays of n ints that a variable
+ * op's non-blocking call reads until it completes (MPI keeps the caller's arrays). */
+static size_t mpi_be_req_bytes(int n)
+{
+    size_t head = (sizeof(MPI_Request) + sizeof(int) - 1) / sizeof(int) * sizeof(int);
+    return head + 4 * (size_t)n * sizeof(int);
+}
+
+/* The variable ops (not in place): MPI_Ialltoallv, MPI_Iallgatherv, MPI_Igatherv,
+ * MPI_Iscatterv, their counts converted into the request's own arrays. */
+static int mpi_be_post_var(mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_call_t *c,
+                           MPI_Request *r)
+{
+    int n = ctx->nranks, me = ctx->rank, st, rc;
+    size_t head = mpi_be_req_bytes(0);
+    int *rcn = (int *)(void *)((char *)r + head), *rd = rcn + n, *sc = rd + n, *sd = sc + n;
+    if ((st = mpi_be_a2av_convert(ctx, a->recvcounts, rcn, "recvcounts")) ||
+        (st = mpi_be_a2av_convert(ctx, a->rdispls, rd, "rdispls"))) {
+        return st;
+    }
+    if (a->op == COLLPROF_OP_ALLTOALLV) {
+        if ((st = mpi_be_a2av_convert(ctx, a->sendcounts, sc, "sendcounts")) ||
+            (st = mpi_be_a2av_convert(ctx, a->sdispls, sd, "sdispls"))) {
+            return st;
+        }
+        c->call = "MPI_Ialltoallv";
+        rc = MPI_Ialltoallv(a->sendbuf, sc, sd, c->dt, a->recvbuf, rcn, rd, c->dt, c->comm, r);
+    } else if (a->op == COLLPROF_OP_ALLGATHERV) {
+        c->call = "MPI_Iallgatherv";
+        rc = MPI_Iallgatherv(a->sendbuf, rcn[me], c->dt, a->recvbuf, rcn, rd, c->dt, c->comm, r);
+    } else if (a->op == COLLPROF_OP_GATHERV) {
+        c->call = "MPI_Igatherv";
+        rc = MPI_Igatherv(a->sendbuf, rcn[me], c->dt, me == a->root ? a->recvbuf : NULL, rcn, rd,
+                          c->dt, a->root, c->comm, r);
+    } else {
+        c->call = "MPI_Iscatterv";
+        rc = MPI_Iscatterv(me == a->root ? a->sendbuf : NULL, rcn, rd, c->dt, a->recvbuf, rcn[me],
+                           c->dt, a->root, c->comm, r);
+    }
+    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, c->call, rc);
+}
+
 /* A send (peer_recv -1) or recv (peer_send -1) posted on the base communicator. */
 static int mpi_be_post_p2p(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_Request *r)
 {
@@ -373,7 +415,7 @@ static int mpi_be_post_p2p(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_Requ
 int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req)
 {
     mpi_be_ctx_t *ctx = vctx;
-    MPI_Request *r = malloc(sizeof(*r));
+    MPI_Request *r = malloc(mpi_be_req_bytes(ctx->nranks));
     int rc = COLLPROF_ERR_NO_MEMORY;
     if (r == NULL) {
         mpi_be_set_error(ctx, "post: out of memory");
@@ -382,6 +424,11 @@ int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req)
     *r = MPI_REQUEST_NULL;
     if (a->op == COLLPROF_OP_SENDRECV && (a->peer_send < 0) != (a->peer_recv < 0)) {
         rc = mpi_be_post_p2p(ctx, a, r);
+    } else if ((int)a->op >= 0 && a->op < COLLPROF_OP_COUNT && !a->in_place &&
+               (COLLPROF_MPI_POST_VAR & COLLPROF_BIT(a->op))) {
+        mpi_be_call_t c;
+        rc = mpi_be_prepare(ctx, a, &c);
+        rc = rc == COLLPROF_OK ? mpi_be_post_var(ctx, a, &c, r) : rc;
     } else if ((int)a->op < 0 || a->op >= COLLPROF_OP_COUNT ||
                (mpi_be_twin(a->op) < 0 && !(COLLPROF_MPI_POST_MORE & COLLPROF_BIT(a->op))) ||
                (mpi_be_twin(a->op) < 0 && a->in_place)) {

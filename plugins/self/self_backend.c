@@ -116,7 +116,10 @@ static int self_query(void *ctx, collprof_caps_t *caps)
     caps->variants = NULL;
     caps->nvariants = 0;
     if (COLLPROF_CAPS_HAS(caps, post_ops)) {
-        caps->post_ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV); /* sends and recvs (self_p2p.c) */
+        /* sends and recvs (self_p2p.c); every blocking collective (self_async.c) */
+        caps->post_ops = (COLLPROF_BIT(COLLPROF_OP_SENDRECV + 1) - 1u) | /* allreduce..sendrecv */
+                         COLLPROF_BIT(COLLPROF_OP_ALLGATHERV) | COLLPROF_BIT(COLLPROF_OP_GATHERV) |
+                         COLLPROF_BIT(COLLPROF_OP_SCATTERV);
     }
     return COLLPROF_OK;
 }
@@ -272,8 +275,8 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->rank = h->rank;
     ctx->n = h->nranks;
     ctx->slot = slot;
-    ctx->seglen = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot +
-                  self_p2p_area_bytes(h->nranks);
+    size_t lane = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot;
+    ctx->seglen = 2 * lane + self_p2p_area_bytes(h->nranks); /* run()'s, post()'s, the rings */
     rc = self_attach(h, ctx);
     if (rc != COLLPROF_OK) {
         free(ctx);
@@ -285,6 +288,13 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->results = ctx->slots + (size_t)h->nranks * slot;
     ctx->p2p = ctx->results + 2 * slot;
     ctx->ring = self_p2p_ring_bytes(h->nranks);
+    if (self_async_init(ctx, ctx->p2p + self_p2p_area_bytes(h->nranks),
+                        self_header_bytes(h->nranks)) != COLLPROF_OK) {
+        munmap(ctx->seg, ctx->seglen); /* (out of memory: the core agrees on failures) */
+        free(ctx);
+        self_set_error(NULL, "init: out of memory");
+        return COLLPROF_ERR_NO_MEMORY;
+    }
     *out = ctx;
     return COLLPROF_OK;
 }
@@ -295,6 +305,7 @@ static int self_finalize(void *vctx)
     if (!ctx) {
         return COLLPROF_OK;
     }
+    self_async_free(ctx); /* its lane's ops first: every rank's worker ends alike */
     self_barrier(ctx);
     self_p2p_free(ctx);
     munmap(ctx->seg, ctx->seglen);
@@ -328,6 +339,22 @@ static int self_mem_free(void *vctx, int memtype, void *ptr)
     }
     free(ptr);
     return COLLPROF_OK;
+}
+
+/* post(): a send or recv on the rings (self_p2p.c), a collective on the worker's lane
+ * (self_async.c); wait() tells them apart by their requests' first member. */
+static int self_post(void *vctx, const collprof_args_t *a, void **req)
+{
+    if (a->op != COLLPROF_OP_SENDRECV && a->op >= 0 && a->op < COLLPROF_OP_COUNT &&
+        !(collprof_op_info((int)a->op)->flags & COLLPROF_OPF_NONBLOCKING)) {
+        return self_post_coll(vctx, a, req);
+    }
+    return self_p2p_post(vctx, a, req);
+}
+
+static int self_wait(void *vctx, void *req)
+{
+    return *(const int *)req ? self_wait_coll(vctx, req) : self_p2p_wait(vctx, req);
 }
 
 static const char *self_last_error(void *vctx)

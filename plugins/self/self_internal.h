@@ -41,6 +41,8 @@ typedef struct self_ctx {
     size_t ring;                /* bytes of each ring's data */
     struct self_p2p *posted;    /* this rank's posted sends and recvs, in order */
     struct self_ctx *live_next; /* the next context with posted ops (self_p2p.c) */
+    struct self_ctx *lane;      /* the posted collectives' lane of the segment (self_async.c) */
+    struct self_async *async;   /* its worker thread and queue */
     char err[SELF_ERR_LEN];
 } self_ctx_t;
 
@@ -54,8 +56,18 @@ void self_run_op(self_ctx_t *ctx, const collprof_args_t *a);
 /* self_p2p.c: post() and wait() of sends and recvs over the rings. */
 size_t self_p2p_ring_bytes(int n);
 size_t self_p2p_area_bytes(int n);
-int self_post(void *vctx, const collprof_args_t *a, void **req);
-int self_wait(void *vctx, void *req);
+int self_p2p_post(void *vctx, const collprof_args_t *a, void **req);
+int self_p2p_wait(void *vctx, void *req);
 void self_p2p_free(self_ctx_t *ctx);
+/** Move the posted sends and recvs of every context of the process once: bytes moved. */
+size_t self_p2p_progress_all(void);
+
+/* self_async.c: posted collectives, run on the context's second lane by a worker thread. */
+/** ctx's lane at `at`: a header of hdr bytes, then n + 2 slots of the segment; a status. */
+int self_async_init(self_ctx_t *ctx, unsigned char *at, size_t hdr);
+int self_post_coll(self_ctx_t *ctx, const collprof_args_t *a, void **req);
+int self_wait_coll(self_ctx_t *ctx, void *req);
+/** Stop the worker (the ops it holds run first) and free the lane. */
+void self_async_free(self_ctx_t *ctx);
 
 #endif

@@ -7,7 +7,8 @@
  * sender and taken out by the receiver; post() moves what fits and returns, wait() moves
  * every posted send and recv of this process (of every context) until its own is done, so
  * two ranks that each wait on a send to the other, their rings full, still go on.  Sends to one
- * peer leave, and recvs from one peer are matched, in the order posted.
+ * peer leave, and recvs from one peer are matched, in the order posted.  (self_backend.c's
+ * post() and wait() send a collective to self_async.c.)
  */
 
 #include <sched.h>
@@ -26,8 +27,9 @@ typedef struct self_ring {
     char pad1[SELF_LINE - sizeof(uint64_t)];
 } self_ring_t;
 
-/* A posted send or recv. */
+/* A posted send or recv (coll 0: self_async.c's collectives have 1 there). */
 typedef struct self_p2p {
+    int coll;
     int send, peer;
     unsigned char *buf;
     size_t len;   /* its bytes */
@@ -145,7 +147,7 @@ static size_t progress(self_ctx_t *ctx)
  * peer that waits on another. */
 static self_ctx_t *live;
 
-static size_t progress_all(void)
+size_t self_p2p_progress_all(void)
 {
     size_t moved = 0;
     for (self_ctx_t *c = live; c != NULL; c = c->live_next) {
@@ -177,7 +179,7 @@ static void live_drop(self_ctx_t *ctx)
     }
 }
 
-int self_post(void *vctx, const collprof_args_t *a, void **req)
+int self_p2p_post(void *vctx, const collprof_args_t *a, void **req)
 {
     self_ctx_t *ctx = vctx;
     int send = a->peer_recv < 0, peer = send ? a->peer_send : a->peer_recv;
@@ -210,12 +212,12 @@ int self_post(void *vctx, const collprof_args_t *a, void **req)
     return COLLPROF_OK;
 }
 
-int self_wait(void *vctx, void *req)
+int self_p2p_wait(void *vctx, void *req)
 {
     self_ctx_t *ctx = vctx;
     self_p2p_t *q = req, **p = &ctx->posted;
     while (!q->done) {
-        if (progress_all() == 0) {
+        if (self_p2p_progress_all() == 0) {
             sched_yield();
         }
     }

@@ -75,6 +75,91 @@ static int a2av_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
     return 0;
 }
 
+static void note_add(rop_t *o, const char *s)
+{
+    size_t l = strlen(o->note);
+    snprintf(o->note + l, sizeof(o->note) - l, "%s%s", l > 0 ? "; " : "", s);
+}
+
+/* A reducescatter's blocks (in ctx rank order, blocks[n]): replayed when they are equal, else
+ * said unsupported (no backend has a reduce-scatter of per-rank blocks: the plugin ABI's
+ * reducescatter takes equal ones), never replayed as equal blocks. */
+static void reducescatter_blocks(rop_t *o, const size_t *b, int n)
+{
+    int equal = 1;
+    uint64_t lo = b[0], hi = b[0];
+    for (int c = 1; c < n; c++) {
+        equal &= b[c] == b[0];
+        lo = b[c] < lo ? b[c] : lo;
+        hi = b[c] > hi ? b[c] : hi;
+    }
+    if (!equal) {
+        snprintf(o->note, sizeof(o->note),
+                 "reduce-scatter of per-rank blocks (%llu to %llu elements): no backend has one "
+                 "(reducescatter takes equal blocks)",
+                 (unsigned long long)lo, (unsigned long long)hi);
+        o->op = -1;
+        o->unsup = 1;
+    }
+}
+
+/*
+ * allgatherv, gatherv, scatterv (and reducescatter): every member's block from its own record
+ * of the op (cp_replay_blocks), in ctx rank order, packed in that order (rdispls: the prefix
+ * sums), as the plugin ABI's recvcounts/rdispls (gatherv, scatterv: the blocks of the root's
+ * buffer, the same on every rank); the buffers hold the total on every rank.  0, or -1 when
+ * out of memory.
+ */
+static int blocks_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
+{
+    int n = g->n, rs = o->op == COLLPROF_OP_REDUCESCATTER;
+    const collprof_trace_group_row_t *gr = &t->groups[o->group];
+    uint64_t *blk = calloc((size_t)n + 1, sizeof(uint64_t));
+    o->counts = calloc(4 * (size_t)n + 1, sizeof(size_t));
+    char why[112];
+    if (blk == NULL || o->counts == NULL) {
+        free(blk);
+        return -1;
+    }
+    if (!cp_replay_blocks(t, o->t, blk, why, sizeof(why))) {
+        if (!rs) { /* (a reducescatter without counts: count / n each, as recorded) */
+            snprintf(o->note, sizeof(o->note), "%s: not replayed", why);
+            o->op = -1;
+        }
+        free(blk);
+        return 0;
+    }
+    cp_a2av_t *a = &o->a2av;
+    a->n = n;
+    a->sendcounts = o->counts;
+    a->sdispls = o->counts + n;
+    a->recvcounts = o->counts + 2 * n;
+    a->rdispls = o->counts + 3 * n;
+    for (int i = 0; i < n; i++) { /* trace group rank i is job rank members[i] */
+        a->recvcounts[ctx_rank(g, t->members[gr->member_off + i].rank)] = (size_t)blk[i];
+    }
+    free(blk);
+    if (rs) {
+        reducescatter_blocks(o, a->recvcounts, n);
+        return 0;
+    }
+    for (int c = 0; c < n; c++) {
+        a->rdispls[c] = (size_t)a->recv_total;
+        a->recv_total += a->recvcounts[c];
+    }
+    a->send_total = a->recvcounts[o->x.rank];
+    if (o->op != COLLPROF_OP_ALLGATHERV) { /* gatherv, scatterv: the root's blocks */
+        a->bcounts = a->recvcounts;
+        a->bdispls = a->rdispls;
+    }
+    o->x.count = a->recv_total;
+    o->x.a2av = a;
+    size_t b = (size_t)a->recv_total * collprof_dtype_size(o->x.dtype);
+    o->need = (b + 64 + 63) / 64 * 64 > o->need ? (b + 64 + 63) / 64 * 64 : o->need;
+    note_add(o, "per-rank counts from each member's record");
+    return 0;
+}
+
 /* Op o as collprof runs it on its group's context; o->op -1 with a note when it cannot. */
 static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp_rgroup_t *gs,
                    int rank)
@@ -91,8 +176,7 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
         return cp_replay_prepare_p2p(p, o, g, rank);
     }
     unsigned f = o->op >= 0 ? cp_op_flags((collprof_op_t)o->op) : 0;
-    if (o->op < 0 || o->op == COLLPROF_OP_SENDRECV || (f & COLLPROF_OPF_NONBLOCKING) ||
-        ((f & COLLPROF_OPF_VARIABLE) && o->op != COLLPROF_OP_ALLTOALLV)) {
+    if (o->op < 0 || o->op == COLLPROF_OP_SENDRECV || (f & COLLPROF_OPF_NONBLOCKING)) {
         snprintf(o->note, sizeof(o->note), "%s is not replayed yet", r->op);
         o->op = -1;
         return 0;
@@ -146,7 +230,11 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
         o->op = -1; /* every member skips it: the same trace, the same answer */
         return 0;
     }
-    return o->op == COLLPROF_OP_ALLTOALLV ? a2av_of(o, t, g) : 0;
+    if (o->op == COLLPROF_OP_ALLTOALLV) {
+        return a2av_of(o, t, g);
+    }
+    return (f & COLLPROF_OPF_VARIABLE) || o->op == COLLPROF_OP_REDUCESCATTER ? blocks_of(o, t, g)
+                                                                             : 0;
 }
 
 /* An upper bound of the bytes of op r's buffers, the same on every rank. */

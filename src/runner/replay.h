@@ -48,6 +48,12 @@ int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, cons
  *  group) on every other member (replay_match.c)?  1, else 0 and why. */
 int cp_replay_splits_agree(const cp_trace_t *t, const collprof_trace_op_row_t *r, char *why,
                            size_t len);
+/** The per-rank blocks of variable op r (allgatherv, gatherv: what each member sends;
+ *  scatterv, reducescatter: what each receives), in trace group-rank order into blk[group
+ *  size], each from its member's own record of the same op (the k-th of the group).  1, else 0
+ *  and why (a member without it; no counts recorded). */
+int cp_replay_blocks(const cp_trace_t *t, const collprof_trace_op_row_t *r, uint64_t *blk,
+                     char *why, size_t len);
 void cp_replay_match_free(void);
 
 /** collprof --replay --shrink: fold t, recorded on more ranks, onto n (replay_shrink.c,

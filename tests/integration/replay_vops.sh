@@ -1,0 +1,112 @@
+#!/bin/sh
+# collprof --replay's variable ops with per-rank counts (docs/replay.md): the vops fixture of
+# tests/data/trace, a collprof-trace recording of 3 ranks: an MPI_Allgatherv of float32 blocks
+# 100, 300, 50 on the world, an MPI_Gatherv of int32 blocks 7, 0, 33 to rank 1, an
+# MPI_Scatterv of float64 blocks 10, 20, 5 from rank 2, an MPI_Reduce_scatter of blocks 4, 8, 4
+# (per-rank blocks: no backend has it) and one of 6, 6, 6 (equal), an MPI_Iallgatherv of bytes
+# 1000, 2000, 3000 waited at its MPI_Wait (posted on every backend), an MPI_Allgatherv of int64 blocks 5, 9 on the half
+# [0, 2], a barrier.  Every rank records only its own block (a gatherv's total only at the
+# root): the replay takes each member's block from its own record.  On self and mpi every op
+# ok and exact with its per-rank counts (the replayed bytes are the totals); the unequal
+# reduce_scatter unsupported on every rank with the one-line reason, never replayed as equal
+# blocks; on gloo gatherv and scatterv unsupported (Gloo has neither), the rest ok; shrunk onto
+# 2 ranks (self) every variable op ok.  A rank
+# whose record of a gatherv is missing from the trace makes every member skip it, with why.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+need_report
+[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
+[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
+D=$COLLPROF_SRCDIR/tests/data/trace
+cd "$WORK" || exit 1
+
+"$REPORT" import --trace collprof-trace "$D"/vops.0.jsonl "$D"/vops.1.jsonl "$D"/vops.2.jsonl \
+    -o v.h5 >v.out 2>&1
+ok $? "the vops fixture imports ($(head -c 200 v.out | tr '\n' ' '))"
+
+# replay $2.h5 on backend $1 with 3 ranks: /replay's op rows in ops.$1.$2
+replay() {
+    rm -rf "r.$1.$2"
+    mkdir -p "r.$1.$2"
+    cp_run --np 3 --backends "$1" --replay "$2.h5" --replay-iters 3 --timeout 120 \
+        --output-dir "r.$1.$2"
+    h5=$(ls "r.$1.$2"/collprof_*.h5 2>/dev/null | head -n 1)
+    rows "$h5" replay | awk -F'|' '$1 == "op"' >"ops.$1.$2"
+}
+
+# rows of op $2 with status $3 and wrong 0 in ops file $1
+count() {
+    awk -F'|' -v o="$2" -v s="$3" '$5 == o && $16 == s && $15 == 0' "$1" | wc -l
+}
+
+for b in self gloo mpi; do
+    if [ ! -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ]; then
+        ok 0 "# SKIP the $b backend was not built"
+        continue
+    fi
+    replay "$b" v
+    f=ops.$b.v
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"$f")" -eq 26 ]
+    ok $? "$b: the vops trace replays, 26 op rows (exit $rc$(head -c 300 err | tr '\n' ' '))"
+    # the world's allgatherv: 450 floats gathered on every rank; the async one: 6000 bytes
+    a=$(awk -F'|' '$5 == "allgatherv" && $9 == 3 && $16 == "ok" && $15 == 0 &&
+        $17 ~ /per-rank counts/' "$f" | wc -l)
+    h=$(awk -F'|' '$5 == "allgatherv" && $9 == 2 && $16 == "ok" && $15 == 0' "$f" | wc -l)
+    # the async one: posted (self, gloo: their worker threads; mpi: MPI_Iallgatherv)
+    i=$(awk -F'|' '$5 == "allgatherv" && $6 == "uint8" && $16 == "ok" && $15 == 0 &&
+        $17 ~ /async: posted$/' "$f" | wc -l)
+    [ "$a" -eq 6 ] && [ "$h" -eq 2 ] && [ "$i" -eq 3 ]
+    ok $? "$b: the allgathervs ok and exact with per-rank counts, the async one posted ($a, $h, $i)"
+    u=$(awk -F'|' '$5 == "reducescatter" && $16 == "unsupported" &&
+        $17 ~ /^reduce-scatter of per-rank blocks \(4 to 8 elements\): no backend has one/' "$f" |
+        wc -l)
+    e=$(count "$f" reducescatter ok)
+    [ "$u" -eq 3 ] && [ "$e" -eq 3 ]
+    ok $? "$b: the reduce_scatter of blocks 4, 8, 4 unsupported with the reason, of 6, 6, 6 ok ($u, $e)"
+    g=$(count "$f" gatherv ok)
+    s=$(count "$f" scatterv ok)
+    if [ "$b" = gloo ]; then
+        n=$(awk -F'|' '($5 == "gatherv" || $5 == "scatterv") && $16 == "unsupported" &&
+            $17 ~ /^backend gloo does not offer (gatherv|scatterv)/' "$f" | wc -l)
+        [ "$g" -eq 0 ] && [ "$s" -eq 0 ] && [ "$n" -eq 6 ]
+        ok $? "gloo: gatherv and scatterv unsupported, said in one line ($n)"
+    else
+        [ "$g" -eq 3 ] && [ "$s" -eq 3 ]
+        ok $? "$b: gatherv and scatterv ok and exact with per-rank counts ($g, $s)"
+    fi
+    # the replayed bytes: the totals (450 x 4, 40 x 4, 35 x 8) on rank 0, from the blocks
+    # (replayed_bytes, column 18, after as many more as the note's commas split off)
+    t=$(awk -F'|' 'NR == FNR { k = k == "" || NF < k ? NF : k; next }
+        $1 == "op" && $3 == 0 && $5 ~ /^(allgatherv|gatherv|scatterv)$/ &&
+        $16 == "ok" { printf "%s:%s ", $5, $(18 + NF - k) }' "$f" "$f")
+    case "$b:$t" in
+    gloo:"allgatherv:1800 allgatherv:6000 allgatherv:112 ") r=0 ;;
+    *:"allgatherv:1800 gatherv:160 scatterv:280 allgatherv:6000 allgatherv:112 ") r=0 ;;
+    *) r=1 ;;
+    esac
+    ok $r "$b: rank 0's replayed bytes are the totals of the blocks ($t)"
+done
+
+# --shrink onto 2 ranks: each folded member's block from its representative's record, exact
+rm -rf r.self.s && mkdir r.self.s
+cp_run --np 2 --backends self --replay v.h5 --shrink --replay-iters 2 --timeout 120 \
+    --output-dir r.self.s
+h5=$(ls r.self.s/collprof_*.h5 2>/dev/null | head -n 1)
+rows "$h5" replay | awk -F'|' '$1 == "op"' >ops.self.s
+n=$(awk -F'|' '$5 ~ /^(allgatherv|gatherv|scatterv)$/ && $16 == "ok" && $15 == 0' ops.self.s |
+    wc -l)
+w=$(awk -F'|' '$16 == "wrong" || $16 == "error"' ops.self.s | wc -l)
+[ "$rc" -eq 0 ] && [ "$n" -eq 9 ] && [ "$w" -eq 0 ]
+ok $? "self: --shrink 3 onto 2: the variable ops ok and exact ($n, none wrong: $w, exit $rc)"
+
+# the gatherv of rank 2 left out of the trace: every member skips it, saying why
+grep -v '"MPI_Gatherv"' "$D"/vops.2.jsonl | sed 's/"ops": 9/"ops": 8/' >vops.2.jsonl
+cp "$D"/vops.0.jsonl "$D"/vops.1.jsonl .
+"$REPORT" import --trace collprof-trace vops.0.jsonl vops.1.jsonl vops.2.jsonl -o m.h5 >m.out 2>&1
+ok $? "the fixture without rank 2's gatherv imports"
+replay self m
+n=$(awk -F'|' '$5 == "gatherv" && $16 == "skipped" && $17 ~ /rank 2 has no matching gatherv/' \
+    ops.self.m | wc -l)
+[ "$rc" -eq 0 ] && [ "$n" -eq 2 ]
+ok $? "self: a gatherv one member did not record is skipped by the others, with why ($n, exit $rc)"
+
+done_testing
