@@ -40,8 +40,8 @@ static inline const char *cp_boot_host(const cp_boot_t *b, int rank)
  * in the same order, with the same len (and root).  Return
  * collprof_status_t.  They go over the control channel cp_boot_init chose
  * once: a two-level TCP tree (each rank connected to its node's first rank,
- * those to rank 0, over 127.0.0.1 on a node and rank 0's node address between
- * nodes; COLLPROF_OOB_IFACE=NAME: that interface's address), or, when it
+ * those to rank 0, over an AF_UNIX socket on a node (127.0.0.1 with
+ * COLLPROF_CHAN_UNIX=0) and rank 0's node address between nodes; COLLPROF_OOB_IFACE=NAME: that interface's address), or, when it
  * cannot be opened or COLLPROF_OOB=pmix, PMIx (a fresh key and a fence per
  * call, whose cost grows with the keys so far).  With one rank they stay in
  * the process (unless COLLPROF_OOB=pmix).  A peer that exits makes them
