@@ -147,7 +147,8 @@ void cp_oob_stats(cp_oob_stats_t *out);
  * ..." (or "channel pmix fences (no tcp: WHY)"). */
 void cp_oob_log_stats(const char *when);
 
-/** The control channel in use, one line: "tcp 127.0.0.1:PORT (star to rank 0)", "tcp ADDR
+/** The control channel in use, one line: "tcp unix:PATH (star to rank 0)" (127.0.0.1:PORT
+ *  with COLLPROF_CHAN_UNIX=0), "tcp ADDR
  *  (tree by node to rank 0)", "pmix fences (no tcp: WHY)" or "none (one rank)"; into buf,
  *  which it returns. */
 const char *cp_oob_channel(char *buf, size_t len);

@@ -22,7 +22,13 @@
  * own address, first: the oldest evicted, every member joins within seconds; out of
  * descriptors, the accept loop does not spin.  A tree of two with
  * bounded waits (spec.wait_s, the screen's pair channel): a member that stops answering is an
- * error within the bound, not a hang.  alarm() turns a hang into a failure.
+ * error within the bound, not a hang.  Every connection is a same-node one, so over AF_UNIX
+ * (unix_sock.c; each socket's family checked, the rogues' and the flood's drops named by
+ * their process): the listener's folder (0700, named from the job, under TMPDIR or a private
+ * COLLPROF_RUNDIR, removed with the listener), and 127.0.0.1 with one line when the path is
+ * too long or no folder can be made; then again over TCP (COLLPROF_CHAN_UNIX=0): the
+ * collectives, the rogues, the flood from 127.0.0.1, the side-link rogues.  alarm() turns a
+ * hang into a failure.
  */
 #include "config.h"
 #include "chan/tcp_sock.h"
