@@ -8,7 +8,7 @@
  *
  * src/chan's files, top to bottom (each calls only files below it): chan_start, oob_group,
  * oob_pair, oob, oob_pmix, pmix_session, tcp_coll, tcp_tree, tcp_side, tcp_accept, tcp_hello,
- * tcp_auth, tcp_sock, tree_shape.
+ * tcp_auth, tcp_sock, unix_sock, tree_shape.
  */
 #ifndef COLLPROF_CHAN_CHAN_H
 #define COLLPROF_CHAN_CHAN_H

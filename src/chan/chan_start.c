@@ -18,6 +18,7 @@
  */
 
 #include "chan/chan.h"
+#include "chan/tcp_sock.h"
 #include "chan/tree_shape.h"
 #include "collprof/status.h"
 #include "base/log.h"
@@ -153,6 +154,8 @@ int cp_chan_start(const cp_boot_t *b, peer_info_t *mine, peer_info_t *p0)
         cp_chan_use_local(); /* whose every fence would only grow the server's key store */
         return COLLPROF_OK;
     }
+    const pmix_proc_t *self = cp_pmix_self();
+    cp_unix_job(self != NULL ? self->nspace : NULL); /* names the AF_UNIX listeners' folders */
     cp_tree_t *t = NULL;
     root_rec_t r0;
     memset(&r0, 0, sizeof(r0));

@@ -40,8 +40,8 @@ static inline const char *cp_boot_host(const cp_boot_t *b, int rank)
  * in the same order, with the same len (and root).  Return
  * collprof_status_t.  They go over the control channel cp_boot_init chose
  * once: a two-level TCP tree (each rank connected to its node's first rank,
- * those to rank 0, over 127.0.0.1 on a node and rank 0's node address between
- * nodes; COLLPROF_OOB_IFACE=NAME: that interface's address), or, when it
+ * those to rank 0, over an AF_UNIX socket on a node (127.0.0.1 with
+ * COLLPROF_CHAN_UNIX=0) and rank 0's node address between nodes; COLLPROF_OOB_IFACE=NAME: that interface's address), or, when it
  * cannot be opened or COLLPROF_OOB=pmix, PMIx (a fresh key and a fence per
  * call, whose cost grows with the keys so far).  With one rank they stay in
  * the process (unless COLLPROF_OOB=pmix).  A peer that exits makes them
@@ -147,7 +147,8 @@ void cp_oob_stats(cp_oob_stats_t *out);
  * ..." (or "channel pmix fences (no tcp: WHY)"). */
 void cp_oob_log_stats(const char *when);
 
-/** The control channel in use, one line: "tcp 127.0.0.1:PORT (star to rank 0)", "tcp ADDR
+/** The control channel in use, one line: "tcp unix:PATH (star to rank 0)" (127.0.0.1:PORT
+ *  with COLLPROF_CHAN_UNIX=0), "tcp ADDR
  *  (tree by node to rank 0)", "pmix fences (no tcp: WHY)" or "none (one rank)"; into buf,
  *  which it returns. */
 const char *cp_oob_channel(char *buf, size_t len);

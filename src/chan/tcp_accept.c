@@ -138,12 +138,22 @@ static void drop(accepting_t *a, int i, const char *reason)
     a->p[i] = a->p[--a->np];
 }
 
-/* A hash of the peer's address without its port: the unit of the per-address cap. */
-static uint64_t host_of(const struct sockaddr_storage *ss)
+/* A hash of the peer's address without its port: the unit of the per-address cap; over
+ * AF_UNIX, of the peer's process (SO_PEERCRED), in c->peer ("unix pid PID"). */
+static uint64_t host_of(const struct sockaddr_storage *ss, int fd, pending_t *c)
 {
     const unsigned char *p = NULL;
     size_t len = 0;
-    if (ss->ss_family == AF_INET) {
+    struct ucred cred = {.pid = 0};
+    socklen_t cl = sizeof(cred);
+    if (ss->ss_family == AF_UNIX) {
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0) {
+            cred.pid = 0;
+        }
+        snprintf(c->peer, sizeof(c->peer), "unix pid %ld", (long)cred.pid);
+        p = (const unsigned char *)&cred.pid;
+        len = sizeof(cred.pid);
+    } else if (ss->ss_family == AF_INET) {
         p = (const unsigned char *)&((const struct sockaddr_in *)ss)->sin_addr;
         len = 4;
     } else if (ss->ss_family == AF_INET6) {
@@ -268,20 +278,24 @@ static int open_one(accepting_t *a, int l)
         }
         return errno == EINTR || errno == ECONNABORTED || errno == EPROTO;
     }
-    uint64_t host = host_of(&ss);
+    pending_t fresh;
+    memset(&fresh, 0, sizeof(fresh));
+    uint64_t host = host_of(&ss, fd, &fresh);
     make_room(a, host);
     pending_t *c = &a->p[a->np++];
-    memset(c, 0, sizeof(*c));
+    *c = fresh;
     c->fd = fd;
     c->need = INTRO_LEN;
     c->host = host;
     c->since_us = cp_now_us();
     c->until_us = c->since_us + hello_s(fd) * 1e6;
     char host_s[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
-    getnameinfo((struct sockaddr *)&ss, sl, host_s, sizeof(host_s), port, sizeof(port),
-                NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host_s,
-             port);
+    if (ss.ss_family != AF_UNIX) {
+        getnameinfo((struct sockaddr *)&ss, sl, host_s, sizeof(host_s), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV);
+        snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host_s,
+                 port);
+    }
     unsigned char ch[CHALLENGE_LEN];
     uint32_t magic = htonl(CHALLENGE_MAGIC);
     char why[128];
@@ -443,6 +457,13 @@ static void expire(accepting_t *a)
 /* The end of an accept phase: what is left dropped, the counts logged, the listeners closed. */
 static void finish(cp_tree_t *t, accepting_t *a, int done)
 {
+    /* every member came: an introduction that is there is judged (a wrong proof is said as
+     * such, whichever of a turn's ready connections the loop read first); room 0 takes none */
+    for (int i = a != NULL && done ? a->np - 1 : -1; i >= 0; i--) {
+        if (!a->p[i].proven) {
+            step(t, a, i, 0);
+        }
+    }
     while (a != NULL && a->np > 0) {
         drop(a, a->np - 1, done ? "no proof before every member had come" : "no proof in time");
     }
@@ -459,7 +480,7 @@ static void finish(cp_tree_t *t, accepting_t *a, int done)
         close(a->reserve);
     }
     free(a);
-    cp_tree_close_fd(&t->lfd[0]);
+    cp_unix_close(&t->lfd[0]); /* an AF_UNIX listener's socket and directory go too */
     cp_tree_close_fd(&t->lfd[1]);
 }
 

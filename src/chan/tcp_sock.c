@@ -233,6 +233,9 @@ int cp_sock_host_addr(const char *hostname, char *buf, size_t size, char *why, s
  * the address is bad). */
 static int dial_once(const char *hostport, double s, int *err_out, char *why, size_t wlen)
 {
+    if (cp_unix_addr(hostport)) {
+        return cp_unix_dial(hostport, s, err_out, why, wlen);
+    }
     char host[NI_MAXHOST];
     const char *colon = strrchr(hostport, ':');
     size_t hl = colon ? (size_t)(colon - hostport) : 0;

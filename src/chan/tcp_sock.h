@@ -44,4 +44,27 @@ int cp_sock_iface_addr(const char *iface, char *buf, size_t size, char *why, siz
 /* The IPv4 (else IPv6) address hostname resolves to: 0; 1 when it is a loopback one; -1. */
 int cp_sock_host_addr(const char *hostname, char *buf, size_t size, char *why, size_t wlen);
 
+/*
+ * unix_sock.c: a node's members reach its listener over AF_UNIX ("unix:PATH", the address
+ * cp_sock_dial and cp_sock_dial_retry take too), in a directory of its own, mode 0700, in the
+ * run's private directory (COLLPROF_RUNDIR when private, else $TMPDIR or /tmp), so that no other
+ * user can connect.  COLLPROF_CHAN_UNIX=0: none (127.0.0.1 instead).
+ */
+#define CP_UNIX_PREFIX "unix:"
+/* AF_UNIX wanted (COLLPROF_CHAN_UNIX is not "0"). */
+int cp_unix_wanted(void);
+/* addr is a "unix:PATH" address. */
+int cp_unix_addr(const char *addr);
+/* The job's name (its PMIx namespace) in the directories' names: set once, at start-up. */
+void cp_unix_job(const char *name);
+/* Listen in a fresh directory cp.JOB.XXXXXX/s: the fd and "unix:PATH" in pub, or -1 with why
+ * (no private directory, a path longer than sun_path takes, ...). */
+int cp_unix_listen(int backlog, char *pub, size_t size, char *why, size_t wlen);
+/* Close *fd (-1 after); a listener of cp_unix_listen of this process: its socket and
+ * directory removed too. */
+void cp_unix_close(int *fd);
+/* Connect to "unix:PATH", waiting up to s seconds for room in a full accept queue: the fd
+ * (blocking), or -1 with the errno in *err (0: a bad address) and why. */
+int cp_unix_dial(const char *addr, double s, int *err, char *why, size_t wlen);
+
 #endif /* COLLPROF_CHAN_TCP_SOCK_H */

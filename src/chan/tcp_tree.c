@@ -53,7 +53,7 @@ void cp_tree_close(cp_tree_t *t)
     if (t == NULL) {
         return;
     }
-    cp_tree_close_fd(&t->lfd[0]);
+    cp_unix_close(&t->lfd[0]); /* an AF_UNIX listener's socket and directory go too */
     cp_tree_close_fd(&t->lfd[1]);
     cp_tree_close_fd(&t->parent);
     for (int k = 0; k < t->nkids; k++) {
@@ -100,7 +100,29 @@ static void node_listen(cp_tree_t *t, cp_tcp_pub_t *pub, int backlog, char *why,
     }
 }
 
-/* Member 0's listeners: 127.0.0.1 for its node, the node's address for the other nodes'
+/* The listener for this node's members: AF_UNIX in a private directory (tcp_sock.h), else
+ * (COLLPROF_CHAN_UNIX=0, or none could be made: said once) on 127.0.0.1.  -1 when neither. */
+static int local_listen(cp_tree_t *t, cp_tcp_pub_t *pub, int backlog, char *why, size_t wlen)
+{
+    static int said;
+    char uwhy[256];
+    if (cp_unix_wanted()) {
+        t->lfd[0] = cp_unix_listen(backlog, pub->lo, sizeof(pub->lo), uwhy, sizeof(uwhy));
+        if (t->lfd[0] >= 0) {
+            return 0;
+        }
+        if (!said++) { /* rank 0's said without -v */
+            cp_log(t->me == 0 && t->spec.ranks == NULL ? CP_LOG_WARN : CP_LOG_INFO,
+                   "control channel: no AF_UNIX listener (%s): this node's ranks connect over "
+                   "127.0.0.1",
+                   uwhy);
+        }
+    }
+    t->lfd[0] = cp_sock_listen("127.0.0.1", backlog, pub->lo, sizeof(pub->lo), why, wlen);
+    return t->lfd[0] < 0 ? -1 : 0;
+}
+
+/* Member 0's listeners: local_listen for its node, the node's address for the other nodes'
  * leaders. */
 static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
 {
@@ -130,8 +152,7 @@ static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
         node_listen(t, pub, backlog, why, wlen);
         return t->lfd[1] >= 0 ? 0 : -1;
     }
-    t->lfd[0] = cp_sock_listen("127.0.0.1", backlog, pub->lo, sizeof(pub->lo), why, wlen);
-    if (t->lfd[0] < 0) {
+    if (local_listen(t, pub, backlog, why, wlen) != 0) {
         return -1;
     }
     if (!t->spec.all_local) {
@@ -140,15 +161,14 @@ static int root_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
     return 0; /* the members of this node can still come; the others say why not */
 }
 
-/* Another leader's: 127.0.0.1 for its node's members (and, all on one host, for its child
+/* Another leader's: local_listen for its node's members (and, all on one host, for its child
  * leaders), its node's address for its child leaders. */
 static int leader_listen(cp_tree_t *t, cp_tcp_pub_t *pub, char *why, size_t wlen)
 {
     const cp_tree_spec_t *s = &t->spec;
     int backlog = s->nlocal + s->kid_nodes > MIN_BACKLOG ? s->nlocal + s->kid_nodes : MIN_BACKLOG;
     if (s->nlocal > 1 || s->kid_nodes > 0) {
-        t->lfd[0] = cp_sock_listen("127.0.0.1", backlog, pub->lo, sizeof(pub->lo), why, wlen);
-        if (t->lfd[0] < 0) {
+        if (local_listen(t, pub, backlog, why, wlen) != 0) {
             return -1;
         }
     }

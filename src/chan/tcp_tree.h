@@ -16,9 +16,13 @@
  * a star to member 0.
  *
  * Set-up, on every member: cp_tree_new opens the listeners this member
- * needs (member 0 and a leader of leaders: one on 127.0.0.1 and one on its
- * node's address; another leader of several members: one on 127.0.0.1) and
- * says their addresses;
+ * needs (member 0 and a leader of leaders: one for its node's members and
+ * one on its node's address; another leader of several members: one for its
+ * node's members) and says their addresses; the node's members' listener is
+ * an AF_UNIX socket in a private directory (unix_sock.c), or 127.0.0.1's
+ * when there is none, so that a same-node connection never goes over TCP
+ * where it need not (which member is on which node comes from the spec,
+ * never from addresses);
  * the caller hands every member its parent's (through PMIx at start-up,
  * through the job's tree for a group); cp_tree_join connects it all, with
  * bounded waits, and every member learns the same verdict.
@@ -54,7 +58,10 @@
 
 /** A listening member's addresses ("host:port" numeric; "" when that listener is absent). */
 typedef struct cp_tcp_pub {
-    char lo[64];   /**< on 127.0.0.1: for the members of its node */
+    /** for the members of its node: "unix:PATH" (an AF_UNIX socket in a private directory,
+     *  tcp_sock.h), or on 127.0.0.1 when there is none (COLLPROF_CHAN_UNIX=0, or it could not
+     *  be made) */
+    char lo[120];
     char node[80]; /**< on its node's address (member 0, leaders of leaders): for other leaders */
 } cp_tcp_pub_t;
 

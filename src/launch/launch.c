@@ -54,6 +54,8 @@ static int embedded_env(cp_launch_job_t *job, const embedded_t *e, int np)
     job->base_env = cp_launch_env_clone();
     if (job->base_env == NULL ||
         cp_launch_env_set(&job->base_env, "COLLPROF_SELF_LAUNCHED", "1", 1) != 0 ||
+        /* the control channel's AF_UNIX listeners go in here (src/chan/unix_sock.c) */
+        cp_launch_env_set(&job->base_env, "COLLPROF_RUNDIR", e->dir, 1) != 0 ||
         cp_launch_env_add_ompi(&job->base_env, e->dir, e->shmdir[0] ? e->shmdir : NULL,
                                np > cp_launch_online_cpus()) != 0) {
         cp_log(CP_LOG_ERROR, "out of memory building the ranks' environment");

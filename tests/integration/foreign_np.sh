@@ -3,9 +3,10 @@
 # network namespace (loopback alone), so 8 silent connections held open at each of the run's
 # listening TCP ports from outside it (tests/integration/flood.py: the embedded PMIx server's,
 # the control channel's, the backends') reach nothing, and the run takes at most twice the
-# clean run's time plus 3 s.  With COLLPROF_NP_NETNS=0 (no namespace) a stream of silent
-# connections at the control channel's own listeners (those that greet with collprof's
-# challenge) holds the same bound; the PMIx server's, there, is the documented limit (libpmix
+# clean run's time plus 3 s.  With COLLPROF_NP_NETNS=0 (no namespace) the control channel of
+# one node has no TCP listener at all (AF_UNIX), and with COLLPROF_CHAN_UNIX=0 too a stream of
+# silent connections at its own listeners (those that greet with collprof's challenge) holds
+# the same bound; the PMIx server's, there, is the documented limit (libpmix
 # 4.2 waits on each silent connection: not tested, docs/troubleshooting.md).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 
@@ -67,10 +68,21 @@ np_run clean0 COLLPROF_NP_NETNS=0
 clean0=$took
 grep -q 'COLLPROF_NP_NETNS=0: the ranks share' "$d/err"
 ok $? "COLLPROF_NP_NETNS=0: no namespace, said at -v ($took s, rc $rc)"
+# the control channel within a node is an AF_UNIX socket in a 0700 directory: no TCP port of
+# it for the flood to find
 flood_start --collprof-only --stream --conns 300
 np_run flooded0 COLLPROF_NP_NETNS=0
 wait "$fpid"
-echo "# $(cat "$WORK/flood.$n")"
-[ "$rc" -eq 0 ] && within "$took" "$clean0"
-ok $? "COLLPROF_NP_NETNS=0, a stream of silent connections at the control channel's listeners: exit 0 in $took s, at most 2 x $clean0 + 3 s (load $(load))"
+line=$(cat "$WORK/flood.$n")
+echo "# $line"
+[ "$rc" -eq 0 ] && within "$took" "$clean0" && echo "$line" | grep -q '^flood: 0 listeners (0 ports) dialled'
+ok $? "COLLPROF_NP_NETNS=0: no control-channel TCP listener to flood (AF_UNIX on one node): exit 0 in $took s, at most 2 x $clean0 + 3 s (load $(load))"
+# over TCP (COLLPROF_CHAN_UNIX=0) the listener holds a stream of silent connections off
+flood_start --collprof-only --stream --conns 300
+np_run flooded1 COLLPROF_NP_NETNS=0 COLLPROF_CHAN_UNIX=0
+wait "$fpid"
+line=$(cat "$WORK/flood.$n")
+echo "# $line"
+[ "$rc" -eq 0 ] && within "$took" "$clean0" && ! echo "$line" | grep -q '^flood: 0 listeners'
+ok $? "COLLPROF_NP_NETNS=0 COLLPROF_CHAN_UNIX=0, a stream of silent connections at the control channel's listeners: exit 0 in $took s, at most 2 x $clean0 + 3 s (load $(load))"
 done_testing

@@ -99,16 +99,21 @@ for b in $BACKENDS; do
         grep -q 'gloo: full mesh of 4 ranks on .*iface=cpnet0.*(interface of GLOO_SOCKET_IFNAME;' \
             "$WORK/err"
         ok $? "gloo: the device is on cpnet0, as GLOO_SOCKET_IFNAME says"
-        # collprof's control channel: rank 1 (on rank 0's node) to rank 0 over loopback, rank 2
+        # collprof's control channel: rank 1 (on rank 0's node) to rank 0 over AF_UNIX, rank 2
         # (n2's first rank, its leader) to the address of rank 0's node name on the nodes'
-        # network, rank 3 to rank 2 over loopback; rank 0 holds one connection per rank of its
-        # node and one per other node
-        grep -q ' r1/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* (tree by node to rank 0): 1 links, ' "$WORK/err" &&
+        # network (TCP), rank 3 to rank 2 over AF_UNIX; rank 0 holds one connection per rank
+        # of its node and one per other node; the sockets and their folders gone after the run
+        left=0
+        for p in $(sed -n 's/.*\] oob (run): .*; channel tcp unix:\([^ ]*\) .*/\1/p' "$WORK/err"); do
+            if [ -e "$p" ] || [ -e "${p%/s}" ]; then left=1; fi
+        done
+        grep -q ' r1/4 [^]]*\] oob (run): .*; channel tcp unix:/[^ ]*/s (tree by node to rank 0): 1 links, ' "$WORK/err" &&
             grep ' r2/4 [^]]*\] oob (run): .*; channel tcp [0-9.]*:[0-9]* (tree by node to rank 0): 2 links, ' "$WORK/err" |
             grep -qv 'channel tcp 127\.' &&
-            grep -q ' r3/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* (tree by node to rank 0): 1 links, ' "$WORK/err" &&
-            grep -q ' r0/4 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* + [0-9.]*:[0-9]* (2 nodes, fanout 32, depth 2) (tree by node to rank 0): 2 links, ' "$WORK/err"
-        ok $? "gloo: the OOB collectives go over a tree: loopback on each node, the nodes' network from n2's leader to rank 0 (2 links at rank 0; the default fanout, two levels)"
+            grep -q ' r3/4 [^]]*\] oob (run): .*; channel tcp unix:/[^ ]*/s (tree by node to rank 0): 1 links, ' "$WORK/err" &&
+            grep -q ' r0/4 [^]]*\] oob (run): .*; channel tcp unix:/[^ ]*/s + [0-9.]*:[0-9]* (2 nodes, fanout 32, depth 2) (tree by node to rank 0): 2 links, ' "$WORK/err" &&
+            ! grep -q 'no AF_UNIX listener' "$WORK/err" && [ "$left" -eq 0 ]
+        ok $? "gloo: the OOB collectives go over a tree: AF_UNIX on each node, TCP on the nodes' network from n2's leader to rank 0 (2 links at rank 0; the default fanout, two levels; the sockets removed)"
     fi
 done
 

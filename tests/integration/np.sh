@@ -56,6 +56,26 @@ COLLPROF_OOB=pmix cp_run --np 1 --backends self --ops allreduce,allgather --coun
 check_clean_run "$d" "--np 1, COLLPROF_OOB=pmix"
 grep -q ' r0/1 [^]]*\] oob (run): [1-9][0-9]* fences .*; channel pmix' "$WORK/err"
 ok $? "--np 1, COLLPROF_OOB=pmix: the exchanges go through PMIx fences"
+# the channel within a node: AF_UNIX, in a folder of its own in the launcher's private
+# directory (named from the job), both gone after the join; COLLPROF_CHAN_UNIX=0: 127.0.0.1
+d="$WORK/unix"
+mkdir -p "$d"
+cp_run --np 3 --backends self --ops allreduce --counts 1K -n 2 -w 0 -v --output-dir "$d"
+check_clean_run "$d" "--np 3, the channel over AF_UNIX"
+sock=$(sed -n 's/.* r1\/3 [^]]*\] oob (run): .*; channel tcp unix:\([^ ]*\) (star to rank 0).*/\1/p' "$WORK/err")
+case "$sock" in */collprof.*/cp.collprof.*/s) good=1 ;; *) good=0 ;; esac
+[ "$good" -eq 1 ] && [ ! -e "$sock" ] && [ ! -e "${sock%/s}" ] &&
+    grep -q " r2/3 [^]]*\] oob (run): .*; channel tcp unix:$sock (star to rank 0)" "$WORK/err" &&
+    grep -q " r0/3 [^]]*\] oob (run): .*; channel tcp unix:$sock (star to rank 0)" "$WORK/err" &&
+    ! grep -q 'no AF_UNIX listener' "$WORK/err"
+ok $? "--np 3: ranks 1 and 2 reach rank 0 over AF_UNIX in the launcher's private directory (${sock:-none}), removed after the join"
+rm -rf "$d" && mkdir -p "$d"
+COLLPROF_CHAN_UNIX=0 cp_run --np 3 --backends self --ops allreduce --counts 1K -n 2 -w 0 -v \
+    --output-dir "$d"
+check_clean_run "$d" "--np 3, COLLPROF_CHAN_UNIX=0"
+grep -q ' r1/3 [^]]*\] oob (run): .*; channel tcp 127\.0\.0\.1:[0-9]* (star to rank 0)' "$WORK/err" &&
+    ! grep -q 'channel tcp unix:' "$WORK/err"
+ok $? "--np 3, COLLPROF_CHAN_UNIX=0: the ranks reach rank 0 over 127.0.0.1"
 # without the TCP channel the gathers to rank 0 go through PMIx: a wrong element on rank 2
 # reaches rank 0's count and every rank's exit status
 d="$WORK/pmix3"

@@ -22,7 +22,13 @@
  * own address, first: the oldest evicted, every member joins within seconds; out of
  * descriptors, the accept loop does not spin.  A tree of two with
  * bounded waits (spec.wait_s, the screen's pair channel): a member that stops answering is an
- * error within the bound, not a hang.  alarm() turns a hang into a failure.
+ * error within the bound, not a hang.  Every connection is a same-node one, so over AF_UNIX
+ * (unix_sock.c; each socket's family checked, the rogues' and the flood's drops named by
+ * their process): the listener's folder (0700, named from the job, under TMPDIR or a private
+ * COLLPROF_RUNDIR, removed with the listener), and 127.0.0.1 with one line when the path is
+ * too long or no folder can be made; then again over TCP (COLLPROF_CHAN_UNIX=0): the
+ * collectives, the rogues, the flood from 127.0.0.1, the side-link rogues.  alarm() turns a
+ * hang into a failure.
  */
 #include "config.h"
 #include "chan/tcp_sock.h"
@@ -41,6 +47,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +64,29 @@ static cp_tree_t *T;   /* this rank's tree */
 static const unsigned char KEY[CP_AUTH_KEY_LEN] = "the run's secret, for the tests";
 static double join_s;    /* rank 0's cp_tree_join, in seconds */
 static int no_root = -1; /* a rank not given rank 0's address: no side link */
+static int use_unix = 1; /* the node's listeners over AF_UNIX (else COLLPROF_CHAN_UNIX=0) */
+
+/* The start of a drop's log line for a connection from this node's members' side. */
+static const char *local_from(void)
+{
+    return use_unix ? "control channel: dropped a connection from unix pid "
+                    : "control channel: dropped a connection from 127.0.0.1:";
+}
+
+/* Connections of T not of the family the node's listener has: every connection of a test
+ * tree is a same-node one (all_local). */
+static int wrong_family(void)
+{
+    int bad = 0, want = use_unix ? AF_UNIX : AF_INET;
+    for (int k = -1; k < T->nkids; k++) {
+        int fd = k < 0 ? T->parent : T->kid_fd[k], dom = -1;
+        socklen_t l = sizeof(dom);
+        if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) != 0 || dom != want)) {
+            bad++;
+        }
+    }
+    return bad;
+}
 
 static double now_s(void)
 {
@@ -109,14 +140,24 @@ static int open_all(cp_tree_t **t, cp_tcp_pub_t *pub, const char *what)
     return 0;
 }
 
-/* Rank r's part: drop the others' copies, join, run the script. */
-static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t script)
+/* Drop the copies of the other ranks' trees. */
+static void free_others(cp_tree_t **t, int r)
 {
-    char why[256];
     for (int q = 0; q < NR; q++) {
         if (q != r) {
             cp_tree_free(t[q]);
         }
+    }
+}
+
+/* Rank r's part: drop the others' copies, join, run the script.  Rank 0, this process, made
+ * every listener: closing one removes its AF_UNIX socket (unix_sock.c), so it drops them only
+ * when it is done (its own join waits for every member's). */
+static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t script)
+{
+    char why[256];
+    if (r != 0) {
+        free_others(t, r);
     }
     T = t[r];
     const cp_tcp_pub_t *parent = &pub[up_of(r)];
@@ -131,6 +172,9 @@ static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t scri
     }
     int rc = !joined ? 100 : script(r);
     cp_tree_free(T); /* as cp_boot_finalize does */
+    if (r == 0) {
+        free_others(t, r);
+    }
     return rc;
 }
 
@@ -204,7 +248,7 @@ static int gather_check(int rank)
 
 static int collectives(int rank)
 {
-    int bad = 0;
+    int bad = wrong_family();
     int mine = rank * 10 + 1, all[NR];
     bad += cp_tree_allgather(T, &mine, all, sizeof(mine)) != COLLPROF_OK;
     for (int r = 0; r < NR; r++) {
@@ -483,11 +527,12 @@ static void listeners(void)
     char why[256] = "";
     setenv("COLLPROF_OOB_IFACE", "lo", 1);
     cp_tree_t *t = cp_tree_new(&s, &pub, why, sizeof(why));
-    ok(t != NULL && strncmp(pub.lo, "127.0.0.1:", 10) == 0 &&
+    const char *local = use_unix ? "unix:/" : "127.0.0.1:";
+    ok(t != NULL && strncmp(pub.lo, local, strlen(local)) == 0 &&
            strncmp(pub.node, "127.0.0.1:", 10) == 0,
-       "COLLPROF_OOB_IFACE=lo: rank 0 listens on loopback for its node (%s) and on lo's address "
+       "COLLPROF_OOB_IFACE=lo: rank 0 listens on %s for its node (%s) and on lo's address "
        "for the others (%s)",
-       pub.lo, pub.node);
+       use_unix ? "AF_UNIX" : "loopback", pub.lo, pub.node);
     cp_tree_free(t);
     setenv("COLLPROF_OOB_IFACE", "no-such-if0", 1);
     t = cp_tree_new(&s, &pub, why, sizeof(why));
@@ -495,6 +540,115 @@ static void listeners(void)
        "COLLPROF_OOB_IFACE of a missing interface: no listener for the other nodes (%s)", why);
     cp_tree_free(t);
     unsetenv("COLLPROF_OOB_IFACE");
+}
+
+/* Rank 0's listener for its node with the environment name=value (NULL: unset); its address
+ * into lo (sizeof(pub.lo) bytes), "" when it failed; stderr into err. */
+static void local_listener(const char *name, const char *value, char *lo, char *err, size_t elen)
+{
+    cp_tree_spec_t s = spec_of(0);
+    cp_tcp_pub_t pub;
+    char why[256] = "";
+    const char *old = getenv(name);
+    char keep[512];
+    snprintf(keep, sizeof(keep), "%s", old != NULL ? old : "");
+    if (value != NULL) {
+        setenv(name, value, 1);
+    } else {
+        unsetenv(name);
+    }
+    FILE *log = tmpfile();
+    int saved = dup(2);
+    fflush(stderr);
+    if (log != NULL && saved >= 0) {
+        dup2(fileno(log), 2);
+    }
+    cp_tree_t *t = cp_tree_new(&s, &pub, why, sizeof(why));
+    snprintf(lo, sizeof(pub.lo), "%s", t != NULL ? pub.lo : "");
+    cp_tree_free(t);
+    fflush(stderr);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    err[0] = '\0';
+    if (log != NULL) {
+        rewind(log);
+        size_t k = fread(err, 1, elen - 1, log);
+        err[k] = '\0';
+        err[strcspn(err, "\n")] = '\0';
+        fclose(log);
+    }
+    if (old != NULL) {
+        setenv(name, keep, 1);
+    } else {
+        unsetenv(name);
+    }
+}
+
+/* The AF_UNIX listener: in a directory of its own, 0700, named from the job, under TMPDIR or
+ * COLLPROF_RUNDIR (when private); both gone when the tree closes; 127.0.0.1 with one log line
+ * when the path would be too long or the directory cannot be made; COLLPROF_CHAN_UNIX=0. */
+static void unix_listener(void)
+{
+    char lo[sizeof(((cp_tcp_pub_t *)0)->lo)], err[512], dir[4096], run[64], tmp[64];
+    struct stat st;
+    cp_unix_job("test/job 1");
+    snprintf(tmp, sizeof(tmp), "/tmp/cpt.XXXXXX");
+    int made = mkdtemp(tmp) != NULL;
+    local_listener("TMPDIR", tmp, lo, err, sizeof(err));
+    snprintf(dir, sizeof(dir), "%s", lo + 5);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+    }
+    int in_tmp = made && strncmp(lo, "unix:", 5) == 0 && strncmp(dir, tmp, strlen(tmp)) == 0 &&
+                 strstr(dir, "/cp.test_job_1.") != NULL;
+    ok(in_tmp && stat(dir, &st) != 0 && stat(lo + 5, &st) != 0,
+       "the node's listener: an AF_UNIX socket in a directory of its own under TMPDIR, named "
+       "from the job (%s), both removed when the tree closed",
+       lo);
+    /* while open: the directory's mode and owner */
+    cp_tree_spec_t s0 = spec_of(0);
+    cp_tcp_pub_t pub;
+    char why[256];
+    setenv("TMPDIR", tmp, 1);
+    cp_tree_t *t = cp_tree_new(&s0, &pub, why, sizeof(why));
+    snprintf(dir, sizeof(dir), "%s", t != NULL ? pub.lo + 5 : "");
+    slash = strrchr(dir, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+    }
+    struct stat sk;
+    ok(t != NULL && stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700 && st.st_uid == geteuid() &&
+           stat(pub.lo + 5, &sk) == 0 && S_ISSOCK(sk.st_mode),
+       "its directory is mode 0700 and this user's (%o), the socket in it", st.st_mode & 0777);
+    cp_tree_free(t);
+    snprintf(run, sizeof(run), "%s/run", tmp);
+    mkdir(run, 0700);
+    local_listener("COLLPROF_RUNDIR", run, lo, err, sizeof(err));
+    ok(strncmp(lo + 5, run, strlen(run)) == 0,
+       "COLLPROF_RUNDIR, a private directory: the listener's directory goes in it (%s)", lo);
+    chmod(run, 0755);
+    local_listener("COLLPROF_RUNDIR", run, lo, err, sizeof(err));
+    ok(strncmp(lo, "unix:", 5) == 0 && strncmp(lo + 5, run, strlen(run)) != 0,
+       "COLLPROF_RUNDIR that others may enter: not used (%s)", lo);
+    rmdir(run);
+    char deep[160];
+    memset(deep, 'd', sizeof(deep));
+    memcpy(deep, "/tmp/", 5);
+    deep[sizeof(deep) - 1] = '\0';
+    local_listener("TMPDIR", deep, lo, err, sizeof(err));
+    ok(strncmp(lo, "127.0.0.1:", 10) == 0 && strstr(err, "no AF_UNIX listener") != NULL &&
+           strstr(err, "too long") != NULL,
+       "a TMPDIR too long for sun_path: 127.0.0.1 instead, said in one line (%.100s...)", err);
+    local_listener("TMPDIR", "/nonexistent-cp-dir", lo, err, sizeof(err));
+    ok(strncmp(lo, "127.0.0.1:", 10) == 0, "no directory can be made in TMPDIR: 127.0.0.1 (%s)",
+       lo);
+    local_listener("COLLPROF_CHAN_UNIX", "0", lo, err, sizeof(err));
+    ok(strncmp(lo, "127.0.0.1:", 10) == 0, "COLLPROF_CHAN_UNIX=0: 127.0.0.1 (%s)", lo);
+    unsetenv("TMPDIR");
+    rmdir(tmp);
 }
 
 /* More pieces than one sendmsg takes (IOV_MAX, 1,024 here): a scatter to a leader of a node of
@@ -600,6 +754,17 @@ static int flood_fd[FLOODN];
  * member's: more than the kernel's queue holds at once, so that more keep coming. */
 static void flood(const cp_tcp_pub_t *pub)
 {
+    if (use_unix) { /* from this process: one peer, as the members' address is over TCP */
+        struct sockaddr_un su = {.sun_family = AF_UNIX};
+        snprintf(su.sun_path, sizeof(su.sun_path), "%s", pub[0].lo + 5);
+        for (int i = 0; i < FLOODN; i++) {
+            flood_fd[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (flood_fd[i] >= 0) {
+                connect(flood_fd[i], (struct sockaddr *)&su, sizeof(su)); /* EAGAIN when full */
+            }
+        }
+        return;
+    }
     struct sockaddr_in sa = {.sin_family = AF_INET};
     const char *colon = strrchr(pub[0].lo, ':');
     sa.sin_port = htons((uint16_t)atoi(colon != NULL ? colon + 1 : "0"));
@@ -640,9 +805,9 @@ static void flood_world(void)
     int evicted = lines_with(log, "unproven connections evicted (at most 128 per address", "",
                              first, sizeof(first));
     ok(good && took < 5.0 && evicted == 1,
-       "star, %d silent connections at rank 0's listener from the members' address first: every "
-       "member joins, the collectives exact, in %.2f s (< 5 s), the evictions logged (%s)",
-       FLOODN, took, first);
+       "star, %d silent connections at rank 0's listener from %s first: every member joins, the "
+       "collectives exact, in %.2f s (< 5 s), the evictions logged (%s)",
+       FLOODN, use_unix ? "one process over AF_UNIX" : "the members' address", took, first);
     if (log != NULL) {
         fclose(log);
     }
@@ -752,13 +917,10 @@ static void rogue_world(const char *shape, int target, int claim)
     char first[1024] = "";
     int all =
         lines_with(log, "control channel: dropped a connection from ", "", first, sizeof(first));
-    int wrong =
-        lines_with(log, "control channel: dropped a connection from 127.0.0.1:", ": wrong proof",
-                   first, sizeof(first));
+    int wrong = lines_with(log, local_from(), ": wrong proof", first, sizeof(first));
     ok(all == 1 && wrong == 1,
-       "%s: 4 dropped connections from 127.0.0.1, one warning with the peer address and reason "
-       "(%d lines; %s)",
-       shape, all, first);
+       "%s: 4 dropped connections from %s, one warning with the peer and reason (%d lines; %s)",
+       shape, use_unix ? "one process over AF_UNIX" : "127.0.0.1", all, first);
     if (all != 1 || wrong != 1 || !good) {
         char line[1024];
         rewind(log);
@@ -859,8 +1021,8 @@ static void side_rogue_world(void)
         waitpid(side_rogue_pid, &st, 0);
     }
     char first[1024] = "";
-    int wrong = lines_with(log, "control channel: dropped a connection from 127.0.0.1:",
-                           ": wrong proof for a side link", first, sizeof(first));
+    int wrong =
+        lines_with(log, local_from(), ": wrong proof for a side link", first, sizeof(first));
     ok(good && WIFEXITED(st) && WEXITSTATUS(st) == 0 && wrong == 1,
        "deep tree: two side links as rank 3's with a child's proof and none are closed without "
        "a proof (rogue exit %d) and logged (%s); rank 3's own side link and the tree work",
@@ -935,9 +1097,35 @@ static void no_key(void)
     cp_tree_free(t);
 }
 
+/* Over TCP alone (COLLPROF_CHAN_UNIX=0): the node's listener on 127.0.0.1, as before. */
+static void over_tcp(void)
+{
+    setenv("COLLPROF_CHAN_UNIX", "0", 1);
+    use_unix = 0;
+    for (int sh = 0; sh < 2; sh++) {
+        nodes = sh == 0 ? NR : 3;
+        fanout = 0;
+        ok(world(collectives, "collectives over tcp"),
+           "COLLPROF_CHAN_UNIX=0, %s: every connection over TCP, the collectives exact",
+           sh == 0 ? "star" : "tree of 3 nodes, cyclic");
+    }
+    nodes = NR;
+    rogue_world("COLLPROF_CHAN_UNIX=0, star", 0, 3);
+    flood_world();
+    nodes = 4;
+    fanout = 2;
+    side_rogue_world();
+    nodes = NR;
+    fanout = 0;
+    listeners();
+    unsetenv("COLLPROF_CHAN_UNIX");
+    use_unix = 1;
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* a write to a closed socket must not kill us (MSG_NOSIGNAL) */
+    unsetenv("COLLPROF_CHAN_UNIX");
     for (int sh = 0; sh < 4; sh++) {
         nodes = sh == 0 ? NR : sh == 1 ? 3 : sh == 2 ? 4 : 1;
         fanout = sh == 2 ? 2 : 0;
@@ -987,6 +1175,8 @@ int main(void)
     forged_parent();
     no_key();
     listeners();
+    unix_listener();
+    over_tcp();
     many_pieces();
     return tap_done();
 }
