@@ -20,6 +20,7 @@
 #include "run/replay_path.h"
 #include "runner/replay.h"
 #include "runner/replay_gaps.h"
+#include "runner/replay_scan.h"
 #include "schema/trace_read.h"
 
 #include <stddef.h>
@@ -36,7 +37,9 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
         return CP_EXIT_FAILED;
     }
     rr->trace = t;
-    if (cp_trace_read(rr->opt->replay, t, err, len) != 0) {
+    const cp_trace_scan_t *sc = NULL; /* this rank's ops alone, unless --shrink folds them */
+    if (cp_replay_read(rr->opt->replay, rr->opt->replay_ops, rr->boot.rank, rr->boot.nranks,
+                       rr->opt->replay_shrink, t, &sc, err, len) != 0) {
         return CP_EXIT_USAGE;
     }
     if (t->nranks > rr->boot.nranks && !rr->opt->replay_shrink) {
@@ -56,8 +59,8 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
                "replayed by rank r mod %d), %zu ops kept",
                t->shrunk_from, t->nranks, t->nranks, t->nops);
     }
-    if (cp_gaps_setup(rr->opt->gaps, rr->opt->replay_ops, t, rr->boot.rank, rr->opt->replay_iters,
-                      err, len) != 0) {
+    if (cp_gaps_setup(rr->opt->gaps, rr->opt->replay_ops, t, sc, rr->boot.rank,
+                      rr->opt->replay_iters, err, len) != 0) {
         return CP_EXIT_USAGE; /* (--replay-ops keeps only its ops of t) */
     }
     return 0;
@@ -76,6 +79,7 @@ void cp_replay_free(cp_rank_run_t *rr)
     }
 #endif
     cp_gaps_free();
+    cp_replay_scan_free();
     free(rr->trace);
     rr->trace = NULL;
 }
@@ -235,8 +239,9 @@ static void fold(const collprof_replay_row_t *ops, size_t k, double *v, collprof
 /* The recorded window of t: first issue to last completion, us; -1 when not recorded. */
 static double window_us(const cp_trace_t *t)
 {
-    int64_t lo = -1, hi = -1;
-    for (size_t i = 0; i < t->nops; i++) {
+    const cp_trace_scan_t *sc = cp_replay_scan(); /* every rank's, where t holds this rank's */
+    int64_t lo = sc != NULL ? sc->first_ns : -1, hi = sc != NULL ? sc->end_ns : -1;
+    for (size_t i = 0; sc == NULL && i < t->nops; i++) {
         const collprof_trace_op_row_t *o = &t->ops[i];
         if (o->t_issue_ns >= 0) {
             int64_t end = o->t_issue_ns + (o->dur_ns > 0 ? o->dur_ns : 0);
@@ -335,8 +340,10 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, const char *variant, acc
     collprof_replay_row_t *mine = NULL, *all = NULL, *out = NULL;
     size_t n = 0, nall = 0, nout = 0;
     double whole = 0;
+    const cp_trace_scan_t *sc = cp_replay_scan();
     cp_log(CP_LOG_INFO, "replay: %zu ops of %d ranks in %zu groups on %s (variant %s), %d times",
-           t->nops, t->nranks, t->ngroups, p->name, variant, rr->opt->replay_iters);
+           sc != NULL ? sc->nops : t->nops, t->nranks, t->ngroups, p->name, variant,
+           rr->opt->replay_iters);
     int rc = cp_replay_run(p, variant, t, &rr->boot, &rr->host, rr->opt->replay_iters,
                            cp_tmo_outer(rr->opt->timeout_s), &mine, &n, &whole);
     double *wholes = calloc((size_t)rr->boot.nranks, sizeof(double));

@@ -11,6 +11,7 @@
 #include "plugin/loader.h"
 #include "runner/agree.h"
 #include "runner/replay_gaps.h"
+#include "runner/replay_scan.h"
 #include "wd/watchdog.h"
 
 #include <stdio.h>
@@ -294,8 +295,9 @@ static void use_variant(cp_plugin_t *p, const char *v, const cp_trace_t *t, cp_r
 {
     int plain = v == NULL || v[0] == '\0' || !strcmp(v, "default");
     snprintf(label, len, plain ? "%s" : "%s/%s", p->name, plain ? "" : v);
-    uint32_t used = 0;
-    for (size_t i = 0; !plain && i < t->nops; i++) {
+    const cp_trace_scan_t *sc = cp_replay_scan(); /* every rank's ops, where t has its own */
+    uint32_t used = sc != NULL ? sc->used : 0;
+    for (size_t i = 0; !plain && sc == NULL && i < t->nops; i++) {
         int op = collprof_op_from_name(t->ops[i].op);
         used |= op >= 0 ? COLLPROF_BIT(op) : 0;
     }

@@ -9,6 +9,7 @@
 #ifndef COLLPROF_RUNNER_REPLAY_GAPS_H
 #define COLLPROF_RUNNER_REPLAY_GAPS_H
 
+#include "runner/replay_scan.h"
 #include "schema/trace_read.h"
 
 #include <collprof/schema.h>
@@ -22,11 +23,12 @@ int cp_gaps_parse(const char *s, int *mode, double *scale, char *err, size_t len
 /** --replay-ops A-B, A-, -B or A: seqs A to B (-1: open).  0, or -1 and why. */
 int cp_replay_ops_parse(const char *s, int64_t *lo, int64_t *hi, char *err, size_t len);
 
-/** Before any communication: keep only the ops of t in range (t's ops are compacted), check
- *  that the trace has what gaps needs, and set up this rank's replays (iters of them).  0, or
- *  -1 and a one-line reason (the same on every rank: they read the same trace). */
-int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, int rank, int iters,
-                  char *err, size_t len);
+/** Before any communication: keep only the ops of t in range (t's ops are compacted; sc: a
+ *  partial read that kept them, and saw every rank's, else NULL), check that the trace has
+ *  what gaps needs, and set up this rank's replays (iters of them).  0, or -1 and a one-line
+ *  reason (the same on every rank: they read the same trace). */
+int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, const cp_trace_scan_t *sc,
+                  int rank, int iters, char *err, size_t len);
 /** The mode set up (CP_GAPS_*). */
 int cp_gaps_mode(void);
 
