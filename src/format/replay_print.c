@@ -95,11 +95,11 @@ static void path_line(FILE *f, const collprof_replay_row_t *rows, size_t n,
     for (size_t i = 0; pr != NULL && pg != NULL && i < n; i++) {
         const collprof_replay_row_t *r = &rows[i];
         if (!strcmp(r->what, "op") && r->critical_us > 0 && r->rank >= 0 && r->group >= 0) {
-            pr[r->rank].ops++;
+            pr[r->rank].ops += r->ops; /* (1; a run's summary folds a rank's ops of a group) */
             pr[r->rank].us += r->critical_us;
-            pg[r->group].ops++;
+            pg[r->group].ops += r->ops;
             pg[r->group].us += r->critical_us;
-            on++;
+            on += r->ops;
         }
     }
     char share[32];

@@ -513,8 +513,7 @@ size_t cp_gaps_partition(collprof_replay_row_t *rows, size_t n)
     return nrk;
 }
 
-/* into: the largest errors of into and r, the late ops summed. */
-static void worst_of(collprof_replay_row_t *into, const collprof_replay_row_t *r)
+void cp_gaps_fold_add(collprof_replay_row_t *into, const collprof_replay_row_t *r)
 {
     into->issue_err_p50_us =
         r->issue_err_p50_us > into->issue_err_p50_us ? r->issue_err_p50_us : into->issue_err_p50_us;
@@ -530,7 +529,7 @@ void cp_gaps_fold(const collprof_replay_row_t *ops, size_t k, collprof_replay_ro
     r->issue_err_p50_us = r->issue_err_p99_us = r->issue_err_max_us = -1;
     r->late = 0;
     for (size_t i = 0; i < k; i++) {
-        worst_of(r, &ops[i]);
+        cp_gaps_fold_add(r, &ops[i]);
     }
 }
 

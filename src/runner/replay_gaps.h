@@ -51,6 +51,8 @@ int cp_gaps_rank_row(const char *backend, collprof_replay_row_t *row);
 size_t cp_gaps_partition(collprof_replay_row_t *rows, size_t n);
 /** A type row folded from ops[k]: the largest of their errors, their late ops summed. */
 void cp_gaps_fold(const collprof_replay_row_t *ops, size_t k, collprof_replay_row_t *r);
+/** One more op r into a fold: into's errors the larger of its and r's, the late ops summed. */
+void cp_gaps_fold_add(collprof_replay_row_t *into, const collprof_replay_row_t *r);
 /** The trace row(s) of rows[n] from the rank rows rk[nrk]: the largest errors, late summed. */
 void cp_gaps_trace_row(collprof_replay_row_t *rows, size_t n, const collprof_replay_row_t *rk,
                        size_t nrk);
