@@ -5,8 +5,8 @@
 # (--replay-iters 1, back to back) on the self backend by this build and, with --base, by
 # another side by side.  Prints rank 0's peak, the largest of the other ranks' peaks, the
 # run's wall time and the load average beside it.  Rank 0 once gathered every rank's op rows
-# (about 1.2 kB per op of the trace) and every rank read the whole trace (about 0.2 kB per
-# op); see docs/replay.md, "Memory".  The ranks are the launcher's children, told apart by
+# (about 1.4 kB per op of the trace, held several times over) and every rank kept the whole
+# trace (0.2 kB per op); see docs/replay.md, "Memory".  The ranks are the launcher's children, told apart by
 # their PMIX_RANK in /proc while the run lasts (polled every 50 ms: VmHWM only grows).  Run
 # from the build tree (or pass --collprof).  Linux only.
 # Exit status: 0 ran, 1 failed, 2 bad usage.  See bench/README.md.

@@ -64,7 +64,7 @@ int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t
 void cp_summary_close(cp_summary_t *s, int exit_status);
 /** at: where rows go in the result file's /replay table (at collprof --replay writes
  *  rows[n] as its rows [at, at + n)), or CP_REPLAY_PRINT: rows[n] are every backend's type,
- *  trace and rank rows and the op rows on the critical path (format/replay_print.h), printed
+ *  trace and rank rows and the critical path's parts (replay_fold.h), printed
  *  in both summaries.  -1 when a file could not be written. */
 #define CP_REPLAY_PRINT UINT64_MAX
 int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n, uint64_t at);

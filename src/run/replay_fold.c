@@ -30,13 +30,11 @@ typedef struct tkey {
     collprof_replay_row_t gaps; /* issue_err_*, late: the fold of --gaps */
 } tkey_t;
 
-/* One rank and group's part of the critical path. */
-typedef struct pkey {
-    int rank, group;
+/* A rank's or a group's part of the critical path. */
+typedef struct part {
     int64_t ops;
-    double us;
-    collprof_replay_row_t first; /* its first op row on the path (backend, iterations) */
-} pkey_t;
+    double us; /* summed in the order its rows come: each rank's in seq order */
+} part_t;
 
 /* An open-addressing index of the items of a list, by a hash of their key. */
 typedef struct hidx {
@@ -49,9 +47,8 @@ struct cp_rfold {
     tkey_t *t;
     size_t nt, capt;
     hidx_t ti;
-    pkey_t *p;
-    size_t np, capp;
-    hidx_t pi;
+    part_t *pr, *pg; /* per rank, per group (npg of them) */
+    size_t npg;
     double *exsum; /* per rank: its ops' exposed_us summed, -1: none measured */
     collprof_replay_row_t first;
     uint64_t nops;
@@ -73,11 +70,6 @@ static uint64_t hash_type(const collprof_replay_row_t *r)
     return mix(mix(h, r->bytes), (uint64_t)(uint32_t)r->group);
 }
 
-static uint64_t hash_part(int rank, int group)
-{
-    return mix(mix(1469598103934665603ULL, (uint64_t)(uint32_t)rank), (uint64_t)(uint32_t)group);
-}
-
 /* The slot of key h in x where eq(item) holds or the empty one it would take. */
 static size_t probe(const hidx_t *x, uint64_t h, int (*eq)(const void *, size_t, const void *),
                     const void *list, const void *key)
@@ -93,13 +85,6 @@ static int eq_type(const void *list, size_t i, const void *key)
 {
     const collprof_replay_row_t *a = &((const tkey_t *)list)[i].first, *b = key;
     return a->bytes == b->bytes && a->group == b->group && !strcmp(a->op, b->op);
-}
-
-static int eq_part(const void *list, size_t i, const void *key)
-{
-    const pkey_t *a = &((const pkey_t *)list)[i];
-    const collprof_replay_row_t *b = key;
-    return a->rank == b->rank && a->group == b->group;
 }
 
 /* Make room in x for a list of n + 1 items (rehashed with hf when it grows).  0, or -1. */
@@ -127,12 +112,6 @@ static int grow_idx(hidx_t *x, size_t n, uint64_t (*hf)(const void *, size_t), c
 static uint64_t hf_type(const void *list, size_t i)
 {
     return hash_type(&((const tkey_t *)list)[i].first);
-}
-
-static uint64_t hf_part(const void *list, size_t i)
-{
-    const pkey_t *p = &((const pkey_t *)list)[i];
-    return hash_part(p->rank, p->group);
 }
 
 static int push(dvec_t *d, double x)
@@ -176,11 +155,14 @@ cp_rfold_t *cp_rfold_new(int nranks)
 {
     cp_rfold_t *f = calloc(1, sizeof(*f));
     double *ex = calloc((size_t)nranks + 1, sizeof(double));
-    if (f == NULL || ex == NULL) {
+    part_t *pr = calloc((size_t)nranks + 1, sizeof(part_t));
+    if (f == NULL || ex == NULL || pr == NULL) {
         free(f);
         free(ex);
+        free(pr);
         return NULL;
     }
+    f->pr = pr;
     f->nranks = nranks;
     f->exsum = ex;
     for (int r = 0; r < nranks; r++) {
@@ -220,32 +202,26 @@ static tkey_t *type_of(cp_rfold_t *f, uint64_t at, const collprof_replay_row_t *
     return k;
 }
 
-/* Op r on the critical path: its rank and group's part.  0, or -1. */
+/* Op r on the critical path: its rank's and its group's parts.  0, or -1. */
 static int on_path(cp_rfold_t *f, const collprof_replay_row_t *r)
 {
-    if (!(r->critical_us > 0 && r->rank >= 0 && r->group >= 0)) {
+    if (!(r->critical_us > 0 && r->rank >= 0 && r->rank < f->nranks && r->group >= 0)) {
         return 0;
     }
-    if (grow_idx(&f->pi, f->np, hf_part, f->p) != 0) {
-        return -1;
-    }
-    size_t s = probe(&f->pi, hash_part(r->rank, r->group), eq_part, f->p, r);
-    if (f->pi.slot[s] == 0) {
-        if (f->np == f->capp) {
-            size_t c = f->capp > 0 ? 2 * f->capp : 16;
-            pkey_t *p = realloc(f->p, c * sizeof(*p));
-            if (p == NULL) {
-                return -1;
-            }
-            f->p = p;
-            f->capp = c;
+    if ((size_t)r->group >= f->npg) {
+        size_t c = 2 * (size_t)r->group + 16;
+        part_t *g = realloc(f->pg, c * sizeof(*g));
+        if (g == NULL) {
+            return -1;
         }
-        f->p[f->np] = (pkey_t){.rank = r->rank, .group = r->group, .first = *r};
-        f->pi.slot[s] = ++f->np;
+        memset(g + f->npg, 0, (c - f->npg) * sizeof(*g));
+        f->pg = g;
+        f->npg = c;
     }
-    pkey_t *p = &f->p[f->pi.slot[s] - 1];
-    p->ops++;
-    p->us += r->critical_us;
+    f->pr[r->rank].ops++;
+    f->pr[r->rank].us += r->critical_us;
+    f->pg[r->group].ops++;
+    f->pg[r->group].us += r->critical_us;
     return 0;
 }
 
@@ -407,12 +383,24 @@ static void trace_row(const cp_rfold_t *f, const cp_trace_t *t, double whole, do
     tr->ratio = tr->recorded_us > 0 ? whole / tr->recorded_us : 0;
 }
 
-/* A path row of part p. */
-static void path_row(const pkey_t *p, collprof_replay_row_t *r)
+/* The path's rows: one per rank on it (group -1), one per group on it (rank -1): their ops
+ * and part (format/replay_print.c's path line reads them as it reads the op rows); n. */
+static size_t path_rows(const cp_rfold_t *f, collprof_replay_row_t *out)
 {
-    *r = p->first;
-    r->ops = p->ops;
-    r->critical_us = p->us;
+    size_t n = 0;
+    for (size_t i = 0; i < (size_t)f->nranks + f->npg; i++) {
+        int rk = i < (size_t)f->nranks;
+        const part_t *p = rk ? &f->pr[i] : &f->pg[i - (size_t)f->nranks];
+        if (p->ops > 0) {
+            out[n] = f->first; /* (its backend, iterations) */
+            out[n].rank = rk ? (int)i : -1;
+            out[n].group = rk ? -1 : (int)(i - (size_t)f->nranks);
+            out[n].ops = p->ops;
+            out[n].critical_us = p->us;
+            n++;
+        }
+    }
+    return n;
 }
 
 collprof_replay_row_t *cp_rfold_rows(cp_rfold_t *f, const cp_trace_t *t, double whole, double crit,
@@ -420,18 +408,17 @@ collprof_replay_row_t *cp_rfold_rows(cp_rfold_t *f, const cp_trace_t *t, double 
                                      size_t *n)
 {
     *nhead = *n = 0;
-    collprof_replay_row_t *out = calloc(f->np + f->nt + 1 + nrk + 1, sizeof(*out));
+    size_t np = (size_t)f->nranks + f->npg;
+    collprof_replay_row_t *out = calloc(np + f->nt + 1 + nrk + 1, sizeof(*out));
     if (out == NULL || f->oom) {
         free(out);
         return NULL;
     }
-    for (size_t i = 0; i < f->np; i++) {
-        path_row(&f->p[i], &out[i]);
-    }
+    np = path_rows(f, out);
     qsort(f->t, f->nt, sizeof(*f->t), cmp_key); /* (the index is stale from here) */
     free(f->ti.slot);
     f->ti = (hidx_t){NULL, 0};
-    collprof_replay_row_t *ty = out + f->np;
+    collprof_replay_row_t *ty = out + np;
     for (size_t i = 0; i < f->nt; i++) {
         type_row(f, &f->t[i], &ty[i]);
         f->bad |= !strcmp(ty[i].status, "wrong") || !strcmp(ty[i].status, "error");
@@ -442,8 +429,8 @@ collprof_replay_row_t *cp_rfold_rows(cp_rfold_t *f, const cp_trace_t *t, double 
     for (size_t i = f->nt; i < f->nt + 1 + nrk; i++) { /* the trace row, the rank rows */
         f->bad |= !strcmp(ty[i].status, "wrong") || !strcmp(ty[i].status, "error");
     }
-    *nhead = f->np;
-    *n = f->np + f->nt + 1 + nrk;
+    *nhead = np;
+    *n = np + f->nt + 1 + nrk;
     return out;
 }
 
@@ -461,8 +448,8 @@ void cp_rfold_free(cp_rfold_t *f)
     }
     free(f->t);
     free(f->ti.slot);
-    free(f->p);
-    free(f->pi.slot);
+    free(f->pr);
+    free(f->pg);
     free(f->exsum);
     free(f);
 }

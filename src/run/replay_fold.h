@@ -26,7 +26,8 @@ int cp_rfold_add(cp_rfold_t *f, uint64_t at, collprof_replay_row_t *r);
 int cp_rfold_bad(const cp_rfold_t *f);
 /**
  * The rows of the report, malloc'ed, *n of them: in *nhead the critical path's op rows, one per
- * rank and group on it (ops: how many, critical_us: their sum); then the type rows (op, bytes,
+ * rank on it (group -1) and one per group (rank -1) (ops: how many, critical_us: their sum, in
+ * the order of the rows); then the type rows (op, bytes,
  * group order), the trace row (whole: the slowest rank's replay time, crit: the path's
  * length, t's recorded window, every rank's: sc, else t's ops) and the rank rows rk[nrk] of
  * --gaps.  *nhead is not part of the file's /replay table: the rest is, after the op rows.

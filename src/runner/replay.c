@@ -187,10 +187,10 @@ uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters)
         sum += 2 * big[g];
     }
     free(big);
-    /* rop_t, its row (and the path's record of it, 64), times, issues, exposed, fly; --gaps:
-     * its place, errors, lateness */
-    uint64_t per =
-        sizeof(rop_t) + sizeof(collprof_replay_row_t) + 64 + 3 * it * 8 + 8 + 8 + 2 * it * 8;
+    /* its trace row, rop_t, its row (and the path's record of it, 64), times, issues,
+     * exposed, fly; --gaps: its place, errors, lateness */
+    uint64_t per = sizeof(collprof_trace_op_row_t) + sizeof(rop_t) + sizeof(collprof_replay_row_t) +
+                   64 + 3 * it * 8 + 8 + 8 + 2 * it * 8;
     return sum + n * per;
 }
 

@@ -45,9 +45,8 @@ int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, cons
                   size_t *nrows, double *whole_us);
 
 /** For the memory guard: the bytes rank holds to replay its ops of t iters times (per op its
- *  prepared op, row, times and --gaps figures; each group's two buffers at its largest op's
- *  size, more where async ops overlap), the same as cp_replay_run allocates but the trace's
- *  rows, read already. */
+ *  trace row, prepared op, row, times and --gaps figures; each group's two buffers at its
+ *  largest op's size, more where async ops overlap). */
 uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters);
 
 /** Do the splits of alltoallv op r agree with those of the same op (the k-th alltoallv of the

@@ -59,6 +59,7 @@ static void see(void *arg, const cp_trace_t *t, const collprof_trace_op_row_t *r
     }
 }
 
+#ifdef CP_HAVE_HDF5
 int cp_replay_read(const char *path, const char *range, int rank, int nranks, int shrink,
                    cp_trace_t *t, const cp_trace_scan_t **scan, char *err, size_t len)
 {
@@ -91,6 +92,8 @@ int cp_replay_read(const char *path, const char *range, int rank, int nranks, in
     *scan = &S;
     return 0;
 }
+
+#endif
 
 const cp_trace_scan_t *cp_replay_scan(void)
 {
