@@ -154,7 +154,9 @@ static int rounds(const cp_rank_run_t *rr, const void *mine, size_t n, size_t si
         cp_agree(nr, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) == CP_AGREE_OK;
     for (uint64_t c = 0; ok && c < most; c += per) {
         size_t m = c < n ? (n - c < per ? n - c : per) : 0;
-        memcpy(send, (const char *)mine + c * size, m * size);
+        if (m > 0) {
+            memcpy(send, (const char *)mine + c * size, m * size);
+        }
         if (cp_oob_gather(send, recv, per * size) != 0) {
             ok = 0; /* (the channel's failure ends the job) */
         }
@@ -250,15 +252,13 @@ static int gather_ops(gat_t *g, const collprof_replay_row_t *mine, size_t n, dou
         ok = g->path != NULL && g->fold != NULL;
     }
     cp_agreement_t a;
-    int rc = cp_agree(g->rr->boot.nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY,
-                      "out of memory", &a) == CP_AGREE_OK
-                 ? 0
-                 : -1;
-    rc = rc == 0 ? rounds(g->rr, rec, n, sizeof(*rec), g->cnt, g->most, take_path, g) : -1;
+    int agreed = cp_agree(g->rr->boot.nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY,
+                          "out of memory", &a) == CP_AGREE_OK;
+    int rc = agreed ? rounds(g->rr, rec, n, sizeof(*rec), g->cnt, g->most, take_path, g) : -1;
     free(rec);
     *crit = root && rc == 0 ? cp_replay_path(g->path, (size_t)g->nall) : 0;
-    if (rc == 0) { /* (every rank: the same rc from rounds) */
-        rc = rounds(g->rr, mine, n, sizeof(*mine), g->cnt, g->most, take_rows, g);
+    if (agreed) { /* (every rank, whatever rank 0's rc: the rounds are collective) */
+        rc |= rounds(g->rr, mine, n, sizeof(*mine), g->cnt, g->most, take_rows, g);
     }
     return rc != 0 || *crit < 0 ? -1 : 0;
 }
