@@ -94,12 +94,17 @@ static void path_line(FILE *f, const collprof_replay_row_t *rows, size_t n,
     part_t *pr = calloc((size_t)nr + 1, sizeof(*pr)), *pg = calloc((size_t)ng + 1, sizeof(*pg));
     for (size_t i = 0; pr != NULL && pg != NULL && i < n; i++) {
         const collprof_replay_row_t *r = &rows[i];
-        if (!strcmp(r->what, "op") && r->critical_us > 0 && r->rank >= 0 && r->group >= 0) {
-            pr[r->rank].ops++;
+        if (strcmp(r->what, "op") != 0 || !(r->critical_us > 0) || (r->rank < 0 && r->group < 0)) {
+            continue;
+        }
+        if (r->rank >= 0) { /* (a run's summary: a rank's ops folded, group -1) */
+            pr[r->rank].ops += r->ops;
             pr[r->rank].us += r->critical_us;
-            pg[r->group].ops++;
+            on += r->ops;
+        }
+        if (r->group >= 0) { /* (and a group's, rank -1; a file's op row is both) */
+            pg[r->group].ops += r->ops;
             pg[r->group].us += r->critical_us;
-            on++;
         }
     }
     char share[32];

@@ -11,6 +11,7 @@
 
 #include <hdf5.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,9 @@ struct cp_h5 {
     hid_t counters, counter_type; /* /counters, created with its first rows (have_counters) */
     hsize_t ncounters;
     int have_counters;
+    hid_t replay, replay_type; /* /replay, created with its first rows (have_replay) */
+    hsize_t nreplay;
+    int have_replay;
     int broken; /* a write failed: the library's view of the file is unreliable */
 };
 
@@ -388,9 +392,46 @@ int cp_h5_screen(cp_h5_t *h, const collprof_screen_row_t *rows, size_t n)
     return whole_table(h, &cp_h5_table_screen, rows, n);
 }
 
-int cp_h5_replay(cp_h5_t *h, const collprof_replay_row_t *rows, size_t n)
+/* /replay: an extendible table, created with its first rows. */
+static int replay_table(cp_h5_t *h)
 {
-    return whole_table(h, &cp_h5_table_replay, rows, n);
+    if (!h->have_replay) {
+        hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {1024};
+        hid_t sp = H5Screate_simple(1, dims, maxdims), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 1, chunk);
+        h->replay_type = cp_h5_row_type(&cp_h5_table_replay);
+        h->replay = H5Dcreate2(h->file, cp_h5_table_replay.name, h->replay_type, sp, H5P_DEFAULT,
+                               dcpl, H5P_DEFAULT);
+        cp_h5_release(dcpl);
+        cp_h5_release(sp);
+        h->have_replay = 1;
+    }
+    return h->replay >= 0 ? 0 : -1;
+}
+
+int cp_h5_replay(cp_h5_t *h, uint64_t at, const collprof_replay_row_t *rows, size_t n)
+{
+    errno = 0; /* (the caller's message: no older error's) */
+    hsize_t cnt[1] = {n}, start[1] = {at}, size[1] = {at + n > h->nreplay ? at + n : h->nreplay};
+    collprof_replay_row_t *copy = malloc((n + 1) * sizeof(*copy)); /* sanitised */
+    int rc = copy == NULL || replay_table(h) != 0 || H5Dset_extent(h->replay, size) < 0;
+    h->nreplay = rc ? h->nreplay : size[0];
+    for (size_t i = 0; !rc && i < n; i++) {
+        copy[i] = rows[i];
+        cp_h5_sanitize_row(&cp_h5_table_replay, &copy[i]);
+    }
+    hid_t fs = !rc && n > 0 ? H5Dget_space(h->replay) : -1;
+    hid_t ms = !rc && n > 0 ? H5Screate_simple(1, cnt, NULL) : -1;
+    if (!rc && n > 0) {
+        rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL) < 0 ||
+             H5Dwrite(h->replay, h->replay_type, ms, fs, H5P_DEFAULT, copy) < 0;
+    }
+    cp_h5_release(ms);
+    cp_h5_release(fs);
+    free(copy);
+    rc |= H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0;
+    h->broken |= rc != 0;
+    return rc ? -1 : 0;
 }
 
 void cp_h5_close(cp_h5_t *h, const char *status)
@@ -413,6 +454,10 @@ void cp_h5_close(cp_h5_t *h, const char *status)
     if (h->have_counters) {
         cp_h5_release(h->counters);
         cp_h5_release(h->counter_type);
+    }
+    if (h->have_replay) {
+        cp_h5_release(h->replay);
+        cp_h5_release(h->replay_type);
     }
     if (h->file >= 0) {
         H5Fclose(h->file);

@@ -24,8 +24,9 @@ int cp_h5_cell(cp_h5_t *h, const collprof_result_row_t *row, const cp_result_t *
 int cp_h5_links(cp_h5_t *h, const collprof_link_row_t *rows, size_t n);
 /** The screen's verdict (/screen): 0, or -1 (the file is then broken). */
 int cp_h5_screen(cp_h5_t *h, const collprof_screen_row_t *rows, size_t n);
-/** A replay's rows (/replay, collprof --replay): 0, or -1 (the file is then broken). */
-int cp_h5_replay(cp_h5_t *h, const collprof_replay_row_t *rows, size_t n);
+/** A replay's rows (/replay, collprof --replay): rows[n] as its rows [at, at + n), the table
+ *  extended to hold them.  0, or -1 (the file is then broken). */
+int cp_h5_replay(cp_h5_t *h, uint64_t at, const collprof_replay_row_t *rows, size_t n);
 /** Set the final status ("complete", "incomplete", "aborted") and close. */
 void cp_h5_close(cp_h5_t *h, const char *status);
 

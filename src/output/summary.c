@@ -438,14 +438,14 @@ int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t
     return flushed(s);
 }
 
-int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n)
+int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n, uint64_t at)
 {
-    errno = 0;
 #ifdef CP_HAVE_HDF5
-    h5_written(s, s->h5 != NULL ? cp_h5_replay(s->h5, rows, n) : 0);
+    h5_written(s, s->h5 != NULL && at != CP_REPLAY_PRINT ? cp_h5_replay(s->h5, at, rows, n) : 0);
 #endif
-    cp_replay_print(s->f, rows, n, COLLPROF_SCHEMA_VERSION_MINOR);
-    cp_replay_print(stdout, rows, n, COLLPROF_SCHEMA_VERSION_MINOR);
+    for (int k = 0; at == CP_REPLAY_PRINT && k < 2; k++) {
+        cp_replay_print(k ? stdout : s->f, rows, n, COLLPROF_SCHEMA_VERSION_MINOR);
+    }
     return flushed(s);
 }
 

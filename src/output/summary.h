@@ -67,9 +67,12 @@ int cp_summary_screen(cp_summary_t *s, const collprof_screen_row_t *rows, size_t
                       const collprof_link_row_t *links, size_t nlinks);
 /** Footer, close.  exit_status is what collprof will return. */
 void cp_summary_close(cp_summary_t *s, int exit_status);
-/** A replay's rows (collprof --replay): the /replay table, its type and trace rows in both
- *  summaries; -1 when a file could not be written. */
-int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n);
+/** at: where rows go in the result file's /replay table (at collprof --replay writes
+ *  rows[n] as its rows [at, at + n)), or CP_REPLAY_PRINT: rows[n] are every backend's type,
+ *  trace and rank rows and the critical path's parts (replay_fold.h), printed
+ *  in both summaries.  -1 when a file could not be written. */
+#define CP_REPLAY_PRINT UINT64_MAX
+int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t n, uint64_t at);
 /** Footer saying the run stopped early (why), close; the HDF5 file keeps
  *  status "incomplete".  Safe on the watchdog thread under the writer lock. */
 void cp_summary_stop(cp_summary_t *s, int exit_status, const char *why);

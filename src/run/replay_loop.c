@@ -1,8 +1,10 @@
 /*
  * collprof --replay TRACE (docs/replay.md): the trace read and checked against the job before
  * any backend communicates, then replayed on every backend of the plan in turn; rank 0
- * gathers every rank's op rows, folds them per op x size x group and for the whole trace, and
- * writes them (/replay, the summaries).
+ * gathers every rank's op rows in rounds of a few MiB, first what the critical path needs of
+ * each (replay_path.h), then the rows themselves, which it folds per op x size x group and
+ * for the whole trace (replay_fold.h) and writes to /replay as they come; it prints the
+ * report's rows at the end (the summaries).
  */
 #include "config.h"
 
@@ -17,15 +19,61 @@
 #include "plan/plan.h"
 #include "run/exit.h"
 #include "runner/agree.h"
+#include "run/replay_fold.h"
 #include "run/replay_path.h"
 #include "runner/replay.h"
 #include "runner/replay_gaps.h"
+#include "runner/replay_scan.h"
 #include "schema/trace_read.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Bytes on rank 0 of one round of a gather: every rank's block of rows. */
+#define ROUND_BYTES (4u << 20)
+/* What the guard lets the ranks of a node take of its memory (plan_mem.c's share). */
+#define GUARD_SHARE 0.8
+
+#ifdef CP_HAVE_HDF5
+/* Rank 0's bytes per op of the trace (every rank's): the path's record (cp_rpath_t) and the
+ * path's own (its key, instance, links), the fold's medians' values. */
+#define ROOT_OP_BYTES (sizeof(cp_rpath_t) + 136)
+
+/* The memory guard of a replay: this node's ranks (each as this one) and rank 0's figures of
+ * every op where it runs, within GUARD_SHARE of the node's memory (cp_plan_node_this).  0, or
+ * CP_EXIT_USAGE and why. */
+static int replay_guard(const cp_rank_run_t *rr, const cp_trace_t *t, const cp_trace_scan_t *sc,
+                        char *err, size_t len)
+{
+    const cp_boot_t *b = &rr->boot;
+    cp_plan_node_t node;
+    cp_plan_node_this(&node, b->local_size, b->node_ids[0] == b->node_id, b->nnodes);
+    uint64_t mine = cp_replay_rank_bytes(t, b->rank, rr->opt->replay_iters);
+    uint64_t ops = sc != NULL ? sc->nops : t->nops;
+    uint64_t root = node.rank0_here ? ops * ROOT_OP_BYTES + 2 * (uint64_t)ROUND_BYTES : 0;
+    double need = (double)mine * node.local_ranks + (double)root, mib = 1024.0 * 1024.0;
+    if (node.host_bytes == 0 || need <= GUARD_SHARE * (double)node.host_bytes) {
+        return 0;
+    }
+    char r0[96] = "";
+    if (root > 0) {
+        snprintf(r0, sizeof(r0), " + rank 0's %.1f MiB for the %llu ops of every rank",
+                 (double)root / mib, (unsigned long long)ops);
+    }
+    snprintf(err, len,
+             "--replay %s: needs about %.1f MiB of host memory on this node (%d rank%s x %.1f "
+             "MiB: its ops, their results and its groups' buffers%s) but this node has %.1f MiB "
+             "(%d %% of %.1f MiB%s): replay part of the trace (--replay-ops) or run fewer ranks "
+             "per node",
+             rr->opt->replay, need / mib, node.local_ranks, node.local_ranks == 1 ? "" : "s",
+             (double)mine / mib, r0, GUARD_SHARE * (double)node.host_bytes / mib,
+             (int)(GUARD_SHARE * 100 + 0.5), (double)node.host_bytes / mib,
+             node.host_cgroup ? ", the cgroup's memory limit" : "");
+    return CP_EXIT_USAGE;
+}
+#endif
 
 int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
 {
@@ -36,7 +84,9 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
         return CP_EXIT_FAILED;
     }
     rr->trace = t;
-    if (cp_trace_read(rr->opt->replay, t, err, len) != 0) {
+    const cp_trace_scan_t *sc = NULL; /* this rank's ops alone, unless --shrink folds them */
+    if (cp_replay_read(rr->opt->replay, rr->opt->replay_ops, rr->boot.rank, rr->boot.nranks,
+                       rr->opt->replay_shrink, t, &sc, err, len) != 0) {
         return CP_EXIT_USAGE;
     }
     if (t->nranks > rr->boot.nranks && !rr->opt->replay_shrink) {
@@ -56,11 +106,11 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
                "replayed by rank r mod %d), %zu ops kept",
                t->shrunk_from, t->nranks, t->nranks, t->nops);
     }
-    if (cp_gaps_setup(rr->opt->gaps, rr->opt->replay_ops, t, rr->boot.rank, rr->opt->replay_iters,
-                      err, len) != 0) {
+    if (cp_gaps_setup(rr->opt->gaps, rr->opt->replay_ops, t, sc, rr->boot.rank,
+                      rr->opt->replay_iters, err, len) != 0) {
         return CP_EXIT_USAGE; /* (--replay-ops keeps only its ops of t) */
     }
-    return 0;
+    return replay_guard(rr, t, sc, err, len);
 #else
     (void)rr;
     snprintf(err, len, "--replay reads an HDF5 trace: this collprof was built without HDF5");
@@ -76,267 +126,212 @@ void cp_replay_free(cp_rank_run_t *rr)
     }
 #endif
     cp_gaps_free();
+    cp_replay_scan_free();
     free(rr->trace);
     rr->trace = NULL;
 }
 
-/* Rank 0: every rank's rows of one backend into *all (*nall); the others send theirs.
- * 0, or -1 (agreed) when out of memory or the channel failed. */
-static int gather_rows(const cp_rank_run_t *rr, const collprof_replay_row_t *mine, size_t n,
-                       collprof_replay_row_t **all, size_t *nall)
+/* Rank 0 takes a block of rank's items: [at, at + m) of its own (buf: rank 0's to change). */
+typedef int (*block_fn)(void *arg, int rank, uint64_t at, void *items, size_t m);
+
+/*
+ * Collective over the job: every rank's n items of size bytes (mine) to rank 0, in rounds of
+ * at most ROUND_BYTES there (cnt[r]: rank r's n; most: the largest), rank 0 handing each
+ * rank's block of a round to each(arg, ...) as it comes, rank after rank.  0, or -1 when out
+ * of memory (agreed), the channel failed, or each() failed (on rank 0; the rounds go on).
+ */
+static int rounds(const cp_rank_run_t *rr, const void *mine, size_t n, size_t size,
+                  const uint64_t *cnt, uint64_t most, block_fn each, void *arg)
 {
     int nr = rr->boot.nranks;
-    uint64_t my = n, *counts = calloc((size_t)nr, sizeof(uint64_t)), most = 0;
-    if (counts == NULL || cp_oob_allgather(&my, counts, sizeof(my)) != 0) {
-        free(counts);
-        return -1; /* (the channel's failure ends the job) */
+    size_t per = ROUND_BYTES / ((size_t)nr * size);
+    per = per > 0 ? per : 1;
+    char *send = calloc(per, size);
+    char *recv = rr->boot.rank == 0 ? calloc((size_t)nr * per, size) : NULL;
+    int ok = send != NULL && (rr->boot.rank != 0 || recv != NULL), rc = 0;
+    cp_agreement_t a;
+    ok =
+        cp_agree(nr, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) == CP_AGREE_OK;
+    for (uint64_t c = 0; ok && c < most; c += per) {
+        size_t m = c < n ? (n - c < per ? n - c : per) : 0;
+        if (m > 0) {
+            memcpy(send, (const char *)mine + c * size, m * size);
+        }
+        if (cp_oob_gather(send, recv, per * size) != 0) {
+            ok = 0; /* (the channel's failure ends the job) */
+        }
+        for (int r = 0; ok && recv != NULL && r < nr; r++) {
+            size_t k = c < cnt[r] ? (cnt[r] - c < per ? cnt[r] - c : per) : 0;
+            if (k > 0 && each(arg, r, c, recv + (size_t)r * per * size, k) != 0) {
+                rc = -1;
+            }
+        }
+    }
+    free(send);
+    free(recv);
+    return ok ? rc : -1;
+}
+
+/* Rank 0's side of one backend's gathers. */
+typedef struct gat {
+    cp_rank_run_t *rr;
+    uint64_t *cnt, *off; /* per rank: its op rows, the first's index among every rank's */
+    uint64_t most, nall;
+    cp_rpath_t *path; /* [nall] */
+    cp_rfold_t *fold;
+    uint64_t base; /* the backend's first row in /replay */
+    int failed;    /* a row could not be written */
+} gat_t;
+
+static int take_path(void *arg, int rank, uint64_t at, void *items, size_t m)
+{
+    gat_t *g = arg;
+    if (g->path == NULL) {
+        return -1;
+    }
+    memcpy(&g->path[g->off[rank] + at], items, m * sizeof(cp_rpath_t));
+    return 0;
+}
+
+/* A block of op rows: the path's figures set, folded, written. */
+static int take_rows(void *arg, int rank, uint64_t at, void *items, size_t m)
+{
+    gat_t *g = arg;
+    collprof_replay_row_t *rows = items;
+    uint64_t gi = g->off[rank] + at;
+    if (g->path == NULL || g->fold == NULL) {
+        return -1;
+    }
+    for (size_t j = 0; j < m; j++) {
+        const cp_rpath_t *p = &g->path[gi + j];
+        rows[j].skew_us = p->skew_us;
+        rows[j].straggler = p->straggler;
+        rows[j].critical_us = p->critical_us;
+        if (cp_rfold_add(g->fold, gi + j, &rows[j]) != 0) {
+            return -1;
+        }
+    }
+    if (g->rr->sum != NULL && cp_summary_replay(g->rr->sum, rows, m, g->base + gi) != 0) {
+        g->failed = 1;
+    }
+    return 0;
+}
+
+/* Every rank's count of op rows n: g's cnt, off, most, nall.  0, or -1. */
+static int counts_of(gat_t *g, size_t n)
+{
+    int nr = g->rr->boot.nranks;
+    uint64_t my = n;
+    g->cnt = calloc((size_t)nr + 1, sizeof(uint64_t));
+    g->off = calloc((size_t)nr + 1, sizeof(uint64_t));
+    if (g->cnt == NULL || g->off == NULL || cp_oob_allgather(&my, g->cnt, sizeof(my)) != 0) {
+        return -1; /* (out of memory: agreed in rounds(); the channel's failure ends the job) */
     }
     for (int r = 0; r < nr; r++) {
-        most = counts[r] > most ? counts[r] : most;
+        g->off[r + 1] = g->off[r] + g->cnt[r];
+        g->most = g->cnt[r] > g->most ? g->cnt[r] : g->most;
     }
-    size_t rl = (size_t)(most > 0 ? most : 1) * sizeof(collprof_replay_row_t);
-    collprof_replay_row_t *send = calloc(1, rl);
-    collprof_replay_row_t *recv = rr->boot.rank == 0 ? calloc((size_t)nr, rl) : NULL;
-    int ok = send != NULL && (rr->boot.rank != 0 || recv != NULL);
-    if (ok && n > 0) {
-        memcpy(send, mine, n * sizeof(*mine));
+    g->nall = g->off[nr];
+    return 0;
+}
+
+/* Collective over the job: the path's records of this rank's op rows mine[n] to rank 0, then
+ * (rank 0: the path computed) the rows themselves, folded and written on rank 0 as they
+ * come.  *crit: the path's length.  0, or -1. */
+static int gather_ops(gat_t *g, const collprof_replay_row_t *mine, size_t n, double *crit)
+{
+    int root = g->rr->boot.rank == 0;
+    cp_rpath_t *rec = calloc(n + 1, sizeof(*rec));
+    int ok = counts_of(g, n) == 0 && rec != NULL;
+    for (size_t i = 0; rec != NULL && i < n; i++) {
+        cp_rpath_of(&mine[i], &rec[i]);
     }
+    if (root && ok) {
+        g->path = calloc(g->nall + 1, sizeof(*g->path));
+        g->fold = cp_rfold_new(g->rr->boot.nranks);
+        ok = g->path != NULL && g->fold != NULL;
+    }
+    cp_agreement_t a;
+    int agreed = cp_agree(g->rr->boot.nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY,
+                          "out of memory", &a) == CP_AGREE_OK;
+    int rc = agreed ? rounds(g->rr, rec, n, sizeof(*rec), g->cnt, g->most, take_path, g) : -1;
+    free(rec);
+    *crit = root && rc == 0 ? cp_replay_path(g->path, (size_t)g->nall) : 0;
+    if (agreed) { /* (every rank, whatever rank 0's rc: the rounds are collective) */
+        rc |= rounds(g->rr, mine, n, sizeof(*mine), g->cnt, g->most, take_rows, g);
+    }
+    return rc != 0 || *crit < 0 ? -1 : 0;
+}
+
+/* Collective over the job: the --gaps rank row of every rank that has one (mine: this rank's,
+ * NULL: none) on rank 0, in rank order, into *rk (*nrk).  0, or -1. */
+static int gather_rank_rows(const cp_rank_run_t *rr, const collprof_replay_row_t *mine,
+                            collprof_replay_row_t **rk, size_t *nrk)
+{
+    int nr = rr->boot.nranks;
+    collprof_replay_row_t one = mine != NULL ? *mine : (collprof_replay_row_t){.what = ""};
+    collprof_replay_row_t *all = rr->boot.rank == 0 ? calloc((size_t)nr, sizeof(*all)) : NULL;
+    int ok = rr->boot.rank != 0 || all != NULL;
     cp_agreement_t a;
     ok = cp_agree(nr, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) ==
              CP_AGREE_OK &&
-         cp_oob_gather(send, recv, rl) == 0;
-    size_t k = 0;
-    for (int r = 0; ok && recv != NULL && r < nr; r++) { /* packed in rank order */
-        memmove(&recv[k], (char *)recv + (size_t)r * rl, counts[r] * sizeof(*recv));
-        k += counts[r];
+         cp_oob_gather(&one, all, sizeof(one)) == 0;
+    *nrk = 0;
+    for (int r = 0; ok && all != NULL && r < nr; r++) {
+        if (!strcmp(all[r].what, "rank")) {
+            all[(*nrk)++] = all[r];
+        }
     }
-    *all = recv;
-    *nall = k;
-    free(send);
-    free(counts);
+    *rk = all;
     return ok ? 0 : -1;
 }
 
-static int cmp_key(const void *a, const void *b)
-{
-    const collprof_replay_row_t *x = a, *y = b;
-    int c = strcmp(x->op, y->op);
-    if (c != 0) {
-        return c;
-    }
-    if (x->bytes != y->bytes) {
-        return x->bytes < y->bytes ? -1 : 1;
-    }
-    return x->group - y->group;
-}
-
-/* The worse of two statuses: error > wrong > unsupported > ok > skipped. */
-static const char *worse(const char *a, const char *b)
-{
-    static const char *const order[] = {"error", "wrong", "unsupported", "ok", "skipped"};
-    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        if (!strcmp(a, order[i]) || !strcmp(b, order[i])) {
-            return order[i];
-        }
-    }
-    return a;
-}
-
-/* Row r's algBW and busBW from its replayed_bytes and time (the matrix's factors). */
-static void bandwidths(collprof_replay_row_t *r)
-{
-    int op = cp_coll_from_name(r->op);
-    r->algbw_gbs = r->replayed_bytes > 0 && r->time_p50_us > 0
-                       ? (double)r->replayed_bytes / r->time_p50_us * 1e-3 /* B/us -> GB/s */
-                       : 0;
-    r->busbw_gbs = op >= 0 ? r->algbw_gbs * collprof_busbw_factor(op, r->group_size) : 0;
-}
-
-/* The median of the op rows' double at offset off that are >= 0 (v: scratch), -1 when none. */
-static double median_of(const collprof_replay_row_t *ops, size_t k, double *v, size_t off)
-{
-    size_t nv = 0;
-    for (size_t i = 0; i < k; i++) {
-        double x;
-        memcpy(&x, (const char *)&ops[i] + off, sizeof(x));
-        if (x >= 0) {
-            v[nv++] = x;
-        }
-    }
-    return nv > 0 ? cp_stats_median(v, nv) : -1.0;
-}
-
-/* A type row's cross-rank figures from its op rows (cp_replay_path's): the median skew, the
- * rank most often last (ties: the lowest) and how often, its ops' parts of the critical path,
- * the median exposed time. */
-static void fold_ranks(const collprof_replay_row_t *ops, size_t k, double *v,
-                       collprof_replay_row_t *r)
-{
-    r->issue_us = -1;
-    r->skew_us = median_of(ops, k, v, offsetof(collprof_replay_row_t, skew_us));
-    r->exposed_us = median_of(ops, k, v, offsetof(collprof_replay_row_t, exposed_us));
-    r->straggler = -1;
-    r->straggler_ops = 0;
-    r->critical_us = -1;
-    int nr = 0;
-    for (size_t i = 0; i < k; i++) {
-        nr = ops[i].rank + 1 > nr ? ops[i].rank + 1 : nr;
-        if (ops[i].critical_us >= 0) {
-            r->critical_us = (r->critical_us > 0 ? r->critical_us : 0) + ops[i].critical_us;
-        }
-    }
-    int64_t *last = calloc((size_t)nr + 1, sizeof(int64_t)); /* per rank: the ops it was last in */
-    for (size_t i = 0; last != NULL && i < k; i++) {
-        last[ops[i].rank] += ops[i].straggler >= 0 && ops[i].straggler == ops[i].rank;
-    }
-    for (int q = 0; last != NULL && q < nr; q++) {
-        if (last[q] > r->straggler_ops) {
-            r->straggler = q;
-            r->straggler_ops = last[q];
-        }
-    }
-    free(last);
-}
-
-/* One type row from the op rows ops[0..k) of one key; v: scratch of k doubles. */
-static void fold(const collprof_replay_row_t *ops, size_t k, double *v, collprof_replay_row_t *r)
-{
-    *r = ops[0];
-    snprintf(r->what, sizeof(r->what), "type");
-    r->rank = -1;
-    r->seq = -1;
-    r->ops = (int64_t)k;
-    r->wrong = 0;
-    size_t nt = 0, nrec = 0;
-    for (size_t i = 0; i < k; i++) {
-        if (!strcmp(ops[i].status, "ok") || !strcmp(ops[i].status, "wrong")) {
-            v[nt++] = ops[i].time_p50_us;
-        }
-        r->wrong += ops[i].wrong;
-        snprintf(r->status, sizeof(r->status), "%s", worse(r->status, ops[i].status));
-    }
-    r->time_p50_us = cp_stats_median(v, nt);
-    for (size_t i = 0; i < k; i++) {
-        if (ops[i].recorded_us > 0) {
-            v[nrec++] = ops[i].recorded_us;
-        }
-    }
-    r->recorded_us = nrec > 0 ? cp_stats_median(v, nrec) : -1;
-    r->ratio = r->recorded_us > 0 && nt > 0 ? r->time_p50_us / r->recorded_us : 0;
-    for (size_t i = 0; i < k; i++) {
-        r->replayed_bytes =
-            ops[i].replayed_bytes > r->replayed_bytes ? ops[i].replayed_bytes : r->replayed_bytes;
-    }
-    bandwidths(r);
-    fold_ranks(ops, k, v, r);
-    cp_gaps_fold(ops, k, r);
-}
-
-/* The recorded window of t: first issue to last completion, us; -1 when not recorded. */
-static double window_us(const cp_trace_t *t)
-{
-    int64_t lo = -1, hi = -1;
-    for (size_t i = 0; i < t->nops; i++) {
-        const collprof_trace_op_row_t *o = &t->ops[i];
-        if (o->t_issue_ns >= 0) {
-            int64_t end = o->t_issue_ns + (o->dur_ns > 0 ? o->dur_ns : 0);
-            lo = lo < 0 || o->t_issue_ns < lo ? o->t_issue_ns : lo;
-            hi = end > hi ? end : hi;
-        }
-    }
-    return lo >= 0 && hi > lo ? (double)(hi - lo) / 1e3 : -1;
-}
-
-/* The slowest rank's sum of its ops' exposed_us (--gaps compute), -1 when none measured. */
-static double exposed_of(const collprof_replay_row_t *ops, size_t n)
-{
-    double most = -1, sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0 && ops[i].rank != ops[i - 1].rank) {
-            sum = 0;
-        }
-        if (ops[i].exposed_us >= 0) {
-            sum += ops[i].exposed_us;
-            most = sum > most ? sum : most;
-        }
-    }
-    return most;
-}
-
-/* Rank 0: all[n] op rows, then their type rows and the trace row appended; *nout rows. */
-static collprof_replay_row_t *fold_all(const collprof_replay_row_t *all, size_t n,
-                                       const cp_trace_t *t, double whole, size_t *nout)
-{
-    collprof_replay_row_t *out = calloc(2 * n + 1, sizeof(*out));
-    collprof_replay_row_t *key = malloc((n + 1) * sizeof(*key));
-    double *v = malloc((n + 1) * sizeof(double));
-    if (out == NULL || key == NULL || v == NULL) {
-        free(out);
-        free(key);
-        free(v);
-        return NULL;
-    }
-    memcpy(out, all, n * sizeof(*all));
-    double crit = cp_replay_path(out, n); /* skews, stragglers, the path's ops */
-    for (size_t i = 0; i < n; i++) {
-        bandwidths(&out[i]);
-    }
-    memcpy(key, out, n * sizeof(*all));
-    qsort(key, n, sizeof(*key), cmp_key);
-    size_t k = n;
-    collprof_replay_row_t *tr = &out[2 * n]; /* the trace row, moved last below */
-    *tr = n > 0 ? all[0] : (collprof_replay_row_t){.iterations = 0};
-    snprintf(tr->what, sizeof(tr->what), "trace");
-    snprintf(tr->status, sizeof(tr->status), "skipped");
-    tr->op[0] = tr->dtype[0] = tr->note[0] = '\0';
-    if (t->shrunk_from > 0) {
-        snprintf(tr->note, sizeof(tr->note), "shrunk from %d ranks to %d (--shrink)",
-                 t->shrunk_from, t->nranks);
-    }
-    tr->rank = tr->group = tr->group_size = -1;
-    tr->seq = -1;
-    tr->bytes = tr->wrong = tr->replayed_bytes = 0;
-    tr->algbw_gbs = tr->busbw_gbs = 0;
-    tr->issue_us = tr->skew_us = -1;
-    tr->straggler = -1;
-    tr->straggler_ops = 0;
-    tr->critical_us = crit;
-    tr->exposed_us = exposed_of(out, n);
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && cmp_key(&key[i], &key[j]) == 0; j++) {
-        }
-        fold(&key[i], j - i, v, &out[k]);
-        tr->wrong += out[k].wrong;
-        tr->bytes += out[k].bytes * (uint64_t)out[k].ops;
-        snprintf(tr->status, sizeof(tr->status), "%s", worse(tr->status, out[k].status));
-        k++;
-    }
-    tr->ops = (int64_t)n;
-    tr->time_p50_us = whole;
-    tr->recorded_us = window_us(t);
-    tr->ratio = tr->recorded_us > 0 ? whole / tr->recorded_us : 0;
-    out[k++] = *tr;
-    free(key);
-    free(v);
-    *nout = k;
-    return out;
-}
-
-/* Every backend's rows on rank 0, written once (one /replay table). */
+/* Every backend's report rows on rank 0 (the type, trace and rank rows, the path's), printed
+ * once; the op rows went to /replay as they came (at: the rows written there). */
 typedef struct acc {
     collprof_replay_row_t *rows;
     size_t n;
+    uint64_t at;
 } acc_t;
 
-/* Replay the trace on plugin p; rank 0 appends its rows to acc.  Its exit status. */
+/* Rank 0: the report rows of one backend (g) after its op rows, in /replay and acc.  Its
+ * exit status. */
+static int report_rows(gat_t *g, const cp_trace_t *t, double whole, double crit,
+                       const collprof_replay_row_t *rk, size_t nrk, acc_t *acc)
+{
+    size_t nhead = 0, n = 0;
+    collprof_replay_row_t *out = cp_rfold_rows(g->fold, t, whole, crit, rk, nrk, &nhead, &n);
+    int status = out == NULL || g->failed || cp_rfold_bad(g->fold) ? CP_EXIT_FAILED : CP_EXIT_OK;
+    if (out != NULL && g->rr->sum != NULL &&
+        cp_summary_replay(g->rr->sum, out + nhead, n - nhead, g->base + g->nall) != 0) {
+        status = CP_EXIT_FAILED;
+    }
+    collprof_replay_row_t *grown =
+        out != NULL ? realloc(acc->rows, (acc->n + n + 1) * sizeof(*out)) : NULL;
+    if (grown != NULL) {
+        memcpy(grown + acc->n, out, n * sizeof(*out));
+        acc->rows = grown;
+        acc->n += n;
+    } else {
+        status = CP_EXIT_FAILED;
+    }
+    acc->at += g->nall + (n - nhead);
+    free(out);
+    return status;
+}
+
+/* Replay the trace on plugin p; rank 0 writes its op rows and appends its report's rows to
+ * acc.  Its exit status. */
 static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, const char *variant, acc_t *acc)
 {
     const cp_trace_t *t = rr->trace;
-    collprof_replay_row_t *mine = NULL, *all = NULL, *out = NULL;
-    size_t n = 0, nall = 0, nout = 0;
-    double whole = 0;
+    collprof_replay_row_t *mine = NULL, *rk = NULL;
+    size_t n = 0, nrk = 0;
+    double whole = 0, crit = 0;
+    const cp_trace_scan_t *sc = cp_replay_scan();
     cp_log(CP_LOG_INFO, "replay: %zu ops of %d ranks in %zu groups on %s (variant %s), %d times",
-           t->nops, t->nranks, t->ngroups, p->name, variant, rr->opt->replay_iters);
+           sc != NULL ? sc->nops : t->nops, t->nranks, t->ngroups, p->name, variant,
+           rr->opt->replay_iters);
     int rc = cp_replay_run(p, variant, t, &rr->boot, &rr->host, rr->opt->replay_iters,
                            cp_tmo_outer(rr->opt->timeout_s), &mine, &n, &whole);
     double *wholes = calloc((size_t)rr->boot.nranks, sizeof(double));
@@ -347,43 +342,21 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, const char *variant, acc
         whole = wholes[r] > whole ? wholes[r] : whole;
     }
     free(wholes);
-    if (gather_rows(rr, mine, n, &all, &nall) != 0) {
-        rc = -1;
-    }
+    int has_rank = n > 0 && !strcmp(mine[n - 1].what, "rank"); /* --gaps: its rank row, last */
+    gat_t g = {.rr = rr, .base = acc->at};
+    rc |= gather_ops(&g, mine, n - (size_t)has_rank, &crit);
+    rc |= gather_rank_rows(rr, has_rank ? &mine[n - 1] : NULL, &rk, &nrk);
     int status = rc == 0 ? CP_EXIT_OK : CP_EXIT_FAILED;
-    if (rr->boot.rank == 0 && all != NULL) {
-        size_t nrk = cp_gaps_partition(all, nall); /* --gaps' rank rows, last */
-        out = fold_all(all, nall - nrk, t, whole, &nout);
-        collprof_replay_row_t *big =
-            out != NULL ? realloc(out, (nout + nrk + 1) * sizeof(*out)) : NULL;
-        if (big == NULL) {
-            free(out);
-        }
-        out = big;
-        if (out != NULL) {
-            memcpy(&out[nout], &all[nall - nrk], nrk * sizeof(*out));
-            cp_gaps_trace_row(out, nout, &all[nall - nrk], nrk);
-            nout += nrk;
-        }
-        status = out == NULL ? CP_EXIT_FAILED : status;
-        for (size_t i = 0; out != NULL && i < nout; i++) {
-            if (!strcmp(out[i].status, "wrong") || !strcmp(out[i].status, "error")) {
-                status = CP_EXIT_FAILED;
-            }
-        }
-        collprof_replay_row_t *grown =
-            out != NULL ? realloc(acc->rows, (acc->n + nout) * sizeof(*out)) : NULL;
-        if (grown != NULL) {
-            memcpy(grown + acc->n, out, nout * sizeof(*out));
-            acc->rows = grown;
-            acc->n += nout;
-        } else {
-            status = CP_EXIT_FAILED;
-        }
+    if (rr->boot.rank == 0 && g.fold != NULL) {
+        int s = report_rows(&g, t, whole, crit, rk, nrk, acc);
+        status = s != CP_EXIT_OK ? s : status;
     }
+    cp_rfold_free(g.fold);
+    free(g.path);
+    free(g.cnt);
+    free(g.off);
     free(mine);
-    free(all);
-    free(out);
+    free(rk);
     return status;
 }
 
@@ -422,7 +395,7 @@ int cp_loop_replay(cp_rank_run_t *rr, int *stopped)
 {
     (void)stopped;
     int status = CP_EXIT_OK, any = 0;
-    acc_t acc = {NULL, 0};
+    acc_t acc = {NULL, 0, 0};
     for (int i = 0; i < rr->nplugins; i++) {
         cp_plugin_t *p = &rr->plugins[i];
         if (!rr->plan.plugins_used[i] || p->ctx == NULL) {
@@ -436,7 +409,8 @@ int cp_loop_replay(cp_rank_run_t *rr, int *stopped)
             status = s != CP_EXIT_OK ? s : status;
         }
     }
-    if (acc.n > 0 && rr->sum != NULL && cp_summary_replay(rr->sum, acc.rows, acc.n) != 0) {
+    if (acc.n > 0 && rr->sum != NULL &&
+        cp_summary_replay(rr->sum, acc.rows, acc.n, CP_REPLAY_PRINT) != 0) {
         status = CP_EXIT_FAILED;
     }
     free(acc.rows);

@@ -37,7 +37,7 @@ typedef struct inst {
 } inst_t;
 
 typedef struct path {
-    collprof_replay_row_t *all;
+    cp_rpath_t *all;
     size_t n;
     ikey_t *keys;
     inst_t *in;
@@ -50,9 +50,23 @@ typedef struct path {
     double *fin;                  /* per row: when it ends in the model */
 } path_t;
 
-static int timed(const collprof_replay_row_t *r)
+static int timed(const cp_rpath_t *r)
 {
-    return r->issue_us >= 0 && !strcmp(r->what, "op");
+    return r->timed;
+}
+
+void cp_rpath_of(const collprof_replay_row_t *r, cp_rpath_t *p)
+{
+    *p = (cp_rpath_t){.rank = r->rank,
+                      .group = r->group,
+                      .group_size = r->group_size,
+                      .timed = r->issue_us >= 0 && !strcmp(r->what, "op"),
+                      .coll = cp_coll_from_name(r->op) >= 0,
+                      .straggler = r->straggler,
+                      .time_p50_us = r->time_p50_us,
+                      .issue_us = r->issue_us,
+                      .skew_us = r->skew_us,
+                      .critical_us = r->critical_us};
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -77,12 +91,12 @@ static int instances(path_t *p)
     int64_t *cnt = calloc((size_t)ng + 1, sizeof(int64_t));
     size_t nk = 0;
     for (size_t i = 0; cnt != NULL && i < p->n; i++) {
-        const collprof_replay_row_t *r = &p->all[i];
+        const cp_rpath_t *r = &p->all[i];
         if (i > 0 && r->rank != p->all[i - 1].rank) {
             memset(cnt, 0, ((size_t)ng + 1) * sizeof(int64_t));
         }
         p->inst_of[i] = NONE;
-        if (timed(r) && r->group >= 0 && r->group_size > 1 && cp_coll_from_name(r->op) >= 0) {
+        if (timed(r) && r->group >= 0 && r->group_size > 1 && r->coll) {
             p->keys[nk++] = (ikey_t){r->group, r->rank, cnt[r->group]++, i};
         }
     }
@@ -114,7 +128,7 @@ static void skews(path_t *p)
         double lo = 0, hi = 0;
         int last = -1;
         for (size_t j = in->first; j < in->end; j++) {
-            const collprof_replay_row_t *r = &p->all[p->keys[j].row];
+            const cp_rpath_t *r = &p->all[p->keys[j].row];
             if (j == in->first || r->issue_us < lo) {
                 lo = r->issue_us;
             }
@@ -151,7 +165,7 @@ static void step(path_t *p, int r, int *stack, int *top)
 {
     while (p->pos[r] < p->hi[r]) {
         size_t i = p->pos[r];
-        const collprof_replay_row_t *row = &p->all[i];
+        const cp_rpath_t *row = &p->all[i];
         if (!timed(row)) {
             p->pos[r]++;
             continue;
@@ -231,7 +245,7 @@ static void *alloc_n(size_t n, size_t size, int *bad)
     return v;
 }
 
-double cp_replay_path(collprof_replay_row_t *all, size_t n)
+double cp_replay_path(cp_rpath_t *all, size_t n)
 {
     path_t p = {.all = all, .n = n};
     for (size_t i = 0; i < n; i++) {

@@ -9,14 +9,29 @@
 #include <collprof/schema.h>
 
 #include <stddef.h>
+#include <stdint.h>
+
+/** What the path needs of an op row, and what it sets (rank 0 holds one per op of the trace,
+ *  not the rows: replay_loop.c). */
+typedef struct cp_rpath {
+    int32_t rank, group, group_size;
+    int32_t timed;     /**< an op row with an issue (issue_us >= 0) */
+    int32_t coll;      /**< its op is a collective (cp_coll_from_name) */
+    int32_t straggler; /**< set */
+    double time_p50_us, issue_us;
+    double skew_us, critical_us; /**< set */
+} cp_rpath_t;
+
+/** The record of op row r. */
+void cp_rpath_of(const collprof_replay_row_t *r, cp_rpath_t *p);
 
 /**
- * all[n]: the op rows of one backend, rank after rank, each rank's in seq order.  Sets every
- * replayed collective's skew_us (the spread of its group's members' issue_us for it) and
+ * all[n]: the records of the op rows of one backend, rank after rank, each rank's in seq order.
+ * Sets every replayed collective's skew_us (the spread of its group's members' issue_us for it) and
  * straggler (the member that issued it last; -1 in a group of one), and each op's
  * critical_us (its cost on the critical path, 0 when not on it; -1 not replayed).  Returns
  * the critical path's length in us (0: nothing replayed), -1 when out of memory.
  */
-double cp_replay_path(collprof_replay_row_t *all, size_t n);
+double cp_replay_path(cp_rpath_t *all, size_t n);
 
 #endif /* COLLPROF_RUN_REPLAY_PATH_H */

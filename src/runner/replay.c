@@ -11,6 +11,7 @@
 #include "plugin/loader.h"
 #include "runner/agree.h"
 #include "runner/replay_gaps.h"
+#include "runner/replay_scan.h"
 #include "wd/watchdog.h"
 
 #include <stdio.h>
@@ -254,6 +255,33 @@ size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t 
     return ((b > r->bytes ? b : (size_t)r->bytes) + 64 + 63) / 64 * 64;
 }
 
+uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters)
+{
+    uint64_t it = iters > 0 ? (uint64_t)iters : 1, n = 0, sum = 0;
+    uint64_t *big = calloc(t->ngroups + 1, sizeof(uint64_t)); /* per group: its largest op's */
+    for (size_t i = 0; i < t->nops; i++) {
+        const collprof_trace_op_row_t *r = &t->ops[i];
+        if (r->rank != rank) {
+            continue;
+        }
+        n++;
+        uint64_t b = cp_replay_bound_bytes(t, r);
+        if (big != NULL && b > big[r->group]) {
+            big[r->group] = b;
+        }
+        sum += !strcmp(r->op, "alltoallv") ? 4 * sizeof(size_t) * (uint64_t)r->nsplit : 0;
+    }
+    for (size_t g = 0; big != NULL && g < t->ngroups; g++) {
+        sum += 2 * big[g];
+    }
+    free(big);
+    /* its trace row, rop_t, its row (and the path's record of it, 64), times, issues,
+     * exposed, fly; --gaps: its place, errors, lateness */
+    uint64_t per = sizeof(collprof_trace_op_row_t) + sizeof(rop_t) + sizeof(collprof_replay_row_t) +
+                   64 + 3 * it * 8 + 8 + 8 + 2 * it * 8;
+    return sum + n * per;
+}
+
 /* Collective over the job: each group's two buffers, on its members, as large as any rank
  * needs (need[]: this rank's, from cp_replay_schedule).  0, or -1 (agreed). */
 static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int nranks,
@@ -382,8 +410,9 @@ static void use_variant(cp_plugin_t *p, const char *v, const cp_trace_t *t, cp_r
 {
     int plain = v == NULL || v[0] == '\0' || !strcmp(v, "default");
     snprintf(label, len, plain ? "%s" : "%s/%s", p->name, plain ? "" : v);
-    uint32_t used = 0;
-    for (size_t i = 0; !plain && i < t->nops; i++) {
+    const cp_trace_scan_t *sc = cp_replay_scan(); /* every rank's ops, where t has its own */
+    uint32_t used = sc != NULL ? sc->used : 0;
+    for (size_t i = 0; !plain && sc == NULL && i < t->nops; i++) {
         int op = collprof_op_from_name(t->ops[i].op);
         used |= op >= 0 ? COLLPROF_BIT(op) : 0;
     }

@@ -44,6 +44,11 @@ int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, cons
                   const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
                   size_t *nrows, double *whole_us);
 
+/** For the memory guard: the bytes rank holds to replay its ops of t iters times (per op its
+ *  trace row, prepared op, row, times and --gaps figures; each group's two buffers at its
+ *  largest op's size, more where async ops overlap). */
+uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters);
+
 /** Do the splits of alltoallv op r agree with those of the same op (the k-th alltoallv of the
  *  group) on every other member (replay_match.c)?  1, else 0 and why. */
 int cp_replay_splits_agree(const cp_trace_t *t, const collprof_trace_op_row_t *r, char *why,

@@ -122,8 +122,31 @@ static int is_coll(const collprof_trace_op_row_t *r)
     return strcmp(r->op, "send") != 0 && strcmp(r->op, "recv") != 0 && strcmp(r->op, "wait") != 0;
 }
 
-/* Does the range [lo, hi] keep each group's collectives alike on all its members, where the
- * whole trace has them alike?  0, else -1 and why (a cut collective would hang). */
+/* Does the range keep each group's collectives alike on all its members, where the whole
+ * trace has them alike (all, kept: [group * nr + rank])?  0, else -1 and why (a cut
+ * collective would hang). */
+static int cuts_check(const cp_trace_t *t, const int64_t *all, const int64_t *kept, size_t nr,
+                      const char *range, char *err, size_t len)
+{
+    for (size_t g = 0; all != NULL && g < t->ngroups; g++) {
+        const collprof_trace_group_row_t *gr = &t->groups[g];
+        for (int m = 1; m < gr->size; m++) {
+            size_t a = (size_t)t->members[gr->member_off].rank,
+                   b = (size_t)t->members[gr->member_off + m].rank;
+            if (a < nr && b < nr && all[g * nr + a] == all[g * nr + b] &&
+                kept[g * nr + a] != kept[g * nr + b]) {
+                snprintf(err, len,
+                         "--replay-ops %s: keeps %lld collectives of group %zu on rank %zu and "
+                         "%lld on rank %zu: the range cuts a collective between its members",
+                         range, (long long)kept[g * nr + a], g, a, (long long)kept[g * nr + b], b);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* cuts_check on t's ops (every rank's). */
 static int cuts_none(const cp_trace_t *t, int64_t lo, int64_t hi, const char *range, char *err,
                      size_t len)
 {
@@ -141,28 +164,15 @@ static int cuts_none(const cp_trace_t *t, int64_t lo, int64_t hi, const char *ra
                 r->seq >= lo && (hi < 0 || r->seq <= hi);
         }
     }
-    int rc = 0;
-    for (size_t g = 0; g < t->ngroups && rc == 0; g++) {
-        const collprof_trace_group_row_t *gr = &t->groups[g];
-        for (int m = 1; m < gr->size && rc == 0; m++) {
-            size_t a = (size_t)t->members[gr->member_off].rank,
-                   b = (size_t)t->members[gr->member_off + m].rank;
-            if (a < nr && b < nr && all[g * nr + a] == all[g * nr + b] &&
-                kept[g * nr + a] != kept[g * nr + b]) {
-                snprintf(err, len,
-                         "--replay-ops %s: keeps %lld collectives of group %zu on rank %zu and "
-                         "%lld on rank %zu: the range cuts a collective between its members",
-                         range, (long long)kept[g * nr + a], g, a, (long long)kept[g * nr + b], b);
-                rc = -1;
-            }
-        }
-    }
+    int rc = cuts_check(t, all, kept, nr, range, err, len);
     free(all);
     return rc;
 }
 
-/* Keep the ops of t whose seq is in [lo, hi] (hi -1: no end).  0, or -1 and why. */
-static int select_ops(cp_trace_t *t, const char *range, char *err, size_t len)
+/* Keep the ops of t whose seq is in [lo, hi] (hi -1: no end); a partial read (sc) kept only
+ * those, and saw the rest.  0, or -1 and why. */
+static int select_ops(cp_trace_t *t, const cp_trace_scan_t *sc, const char *range, char *err,
+                      size_t len)
 {
     int64_t lo = 0, hi = -1, top = -1;
     if (range[0] == '\0') {
@@ -171,13 +181,17 @@ static int select_ops(cp_trace_t *t, const char *range, char *err, size_t len)
     if (cp_replay_ops_parse(range, &lo, &hi, err, len) != 0) {
         return -1;
     }
-    for (size_t i = 0; i < t->nops; i++) {
+    for (size_t i = 0; sc == NULL && i < t->nops; i++) {
         top = t->ops[i].seq > top ? t->ops[i].seq : top;
     }
+    top = sc != NULL ? sc->top : top;
     if (lo > top || hi > top) {
         snprintf(err, len, "--replay-ops %s: outside the trace, whose ops are seq 0 to %" PRId64,
                  range, top);
         return -1;
+    }
+    if (sc != NULL) {
+        return cuts_check(t, sc->all, sc->kept, sc->nr, range, err, len);
     }
     if (cuts_none(t, lo, hi, range, err, len) != 0) {
         return -1;
@@ -192,11 +206,12 @@ static int select_ops(cp_trace_t *t, const char *range, char *err, size_t len)
     return 0;
 }
 
-/* The origin (the first recorded issue of t's ops) into G.origin; 0, or -1 when none. */
-static int find_origin(const cp_trace_t *t)
+/* The origin (the first recorded issue of t's ops, every rank's) into G.origin; 0, or -1
+ * when none. */
+static int find_origin(const cp_trace_t *t, const cp_trace_scan_t *sc)
 {
-    G.origin = -1;
-    for (size_t i = 0; i < t->nops; i++) {
+    G.origin = sc != NULL ? sc->first_ns : -1;
+    for (size_t i = 0; sc == NULL && i < t->nops; i++) {
         int64_t s = t->ops[i].t_issue_ns;
         if (s >= 0 && (G.origin < 0 || s < G.origin)) {
             G.origin = s;
@@ -241,15 +256,15 @@ static int my_arrays(const cp_trace_t *t)
     return G.err != NULL && G.lateness != NULL && G.span != NULL ? 0 : -1;
 }
 
-int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, int rank, int iters,
-                  char *err, size_t len)
+int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, const cp_trace_scan_t *sc,
+                  int rank, int iters, char *err, size_t len)
 {
     cp_gaps_free();
     if (cp_gaps_parse(gaps, &G.mode, &G.scale, err, len) != 0 ||
-        select_ops(t, range, err, len) != 0) {
+        select_ops(t, sc, range, err, len) != 0) {
         return -1;
     }
-    if (G.mode != CP_GAPS_NONE && find_origin(t) != 0) {
+    if (G.mode != CP_GAPS_NONE && find_origin(t, sc) != 0) {
         snprintf(err, len,
                  "--gaps %s: the trace has no issue times (t_issue_ns)%s: replay it with --gaps "
                  "none (an NCCL Inspector trace has them when recorded with "
@@ -498,8 +513,7 @@ size_t cp_gaps_partition(collprof_replay_row_t *rows, size_t n)
     return nrk;
 }
 
-/* into: the largest errors of into and r, the late ops summed. */
-static void worst_of(collprof_replay_row_t *into, const collprof_replay_row_t *r)
+void cp_gaps_fold_add(collprof_replay_row_t *into, const collprof_replay_row_t *r)
 {
     into->issue_err_p50_us =
         r->issue_err_p50_us > into->issue_err_p50_us ? r->issue_err_p50_us : into->issue_err_p50_us;
@@ -515,7 +529,7 @@ void cp_gaps_fold(const collprof_replay_row_t *ops, size_t k, collprof_replay_ro
     r->issue_err_p50_us = r->issue_err_p99_us = r->issue_err_max_us = -1;
     r->late = 0;
     for (size_t i = 0; i < k; i++) {
-        worst_of(r, &ops[i]);
+        cp_gaps_fold_add(r, &ops[i]);
     }
 }
 

@@ -9,6 +9,7 @@
 #ifndef COLLPROF_RUNNER_REPLAY_GAPS_H
 #define COLLPROF_RUNNER_REPLAY_GAPS_H
 
+#include "runner/replay_scan.h"
 #include "schema/trace_read.h"
 
 #include <collprof/schema.h>
@@ -22,11 +23,12 @@ int cp_gaps_parse(const char *s, int *mode, double *scale, char *err, size_t len
 /** --replay-ops A-B, A-, -B or A: seqs A to B (-1: open).  0, or -1 and why. */
 int cp_replay_ops_parse(const char *s, int64_t *lo, int64_t *hi, char *err, size_t len);
 
-/** Before any communication: keep only the ops of t in range (t's ops are compacted), check
- *  that the trace has what gaps needs, and set up this rank's replays (iters of them).  0, or
- *  -1 and a one-line reason (the same on every rank: they read the same trace). */
-int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, int rank, int iters,
-                  char *err, size_t len);
+/** Before any communication: keep only the ops of t in range (t's ops are compacted; sc: a
+ *  partial read that kept them, and saw every rank's, else NULL), check that the trace has
+ *  what gaps needs, and set up this rank's replays (iters of them).  0, or -1 and a one-line
+ *  reason (the same on every rank: they read the same trace). */
+int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, const cp_trace_scan_t *sc,
+                  int rank, int iters, char *err, size_t len);
 /** The mode set up (CP_GAPS_*). */
 int cp_gaps_mode(void);
 
@@ -49,6 +51,8 @@ int cp_gaps_rank_row(const char *backend, collprof_replay_row_t *row);
 size_t cp_gaps_partition(collprof_replay_row_t *rows, size_t n);
 /** A type row folded from ops[k]: the largest of their errors, their late ops summed. */
 void cp_gaps_fold(const collprof_replay_row_t *ops, size_t k, collprof_replay_row_t *r);
+/** One more op r into a fold: into's errors the larger of its and r's, the late ops summed. */
+void cp_gaps_fold_add(collprof_replay_row_t *into, const collprof_replay_row_t *r);
 /** The trace row(s) of rows[n] from the rank rows rk[nrk]: the largest errors, late summed. */
 void cp_gaps_trace_row(collprof_replay_row_t *rows, size_t n, const collprof_replay_row_t *rk,
                        size_t nrk);

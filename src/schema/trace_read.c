@@ -41,8 +41,8 @@ static int read_table(hid_t f, const cp_h5_table_t *tab, void **out, size_t *n)
     return 0;
 }
 
-/* The references between the tables hold; nranks set.  0, or -1 and why. */
-static int check_trace(cp_trace_t *t, char *err, size_t errlen)
+/* The groups and members hold together; nranks from the members.  0, or -1 and why. */
+static int check_groups(cp_trace_t *t, char *err, size_t errlen)
 {
     int top = -1;
     for (size_t g = 0; g < t->ngroups; g++) {
@@ -60,22 +60,98 @@ static int check_trace(cp_trace_t *t, char *err, size_t errlen)
             return -1;
         }
     }
-    for (size_t i = 0; i < t->nops; i++) {
-        const collprof_trace_op_row_t *o = &t->ops[i];
-        top = o->rank > top ? o->rank : top;
-        if (o->rank < 0 || o->group < 0 || (size_t)o->group >= t->ngroups ||
-            (o->nsplit > 0 &&
-             (o->split_off < 0 || (size_t)o->split_off + 2 * (size_t)o->nsplit > t->nsplits))) {
-            snprintf(err, errlen, "/trace_ops row %zu: bad rank, group or splits", i);
-            return -1;
-        }
-    }
     t->nranks = top + 1;
     return 0;
 }
 
-/* The four tables of an open file. */
-static int read_all(hid_t f, cp_trace_t *t, char *err, size_t errlen)
+/* Op row i refers to a rank, group and splits there are (nranks grown to its rank).  0, or -1
+ * and why. */
+static int check_op(cp_trace_t *t, const collprof_trace_op_row_t *o, size_t i, char *err,
+                    size_t errlen)
+{
+    if (o->rank < 0 || o->group < 0 || (size_t)o->group >= t->ngroups ||
+        (o->nsplit > 0 &&
+         (o->split_off < 0 || (size_t)o->split_off + 2 * (size_t)o->nsplit > t->nsplits))) {
+        snprintf(err, errlen, "/trace_ops row %zu: bad rank, group or splits", i);
+        return -1;
+    }
+    t->nranks = o->rank + 1 > t->nranks ? o->rank + 1 : t->nranks;
+    return 0;
+}
+
+/* Append row r to t->ops (*cap rows allocated).  0, or -1 when out of memory. */
+static int keep_op(cp_trace_t *t, size_t *cap, const collprof_trace_op_row_t *r)
+{
+    if (t->nops == *cap) {
+        size_t c = *cap > 0 ? 2 * *cap : 1024;
+        collprof_trace_op_row_t *o = realloc(t->ops, c * sizeof(*o));
+        if (o == NULL) {
+            return -1;
+        }
+        t->ops = o;
+        *cap = c;
+    }
+    t->ops[t->nops++] = *r;
+    return 0;
+}
+
+/* Rows [at, at + n) of dataset d (rows of type ty, dataspace sp) into buf.  0, or -1. */
+static int read_block(hid_t d, hid_t ty, hid_t sp, hsize_t at, hsize_t n, void *buf)
+{
+    hsize_t start[1] = {at}, count[1] = {n};
+    hid_t mem = H5Screate_simple(1, count, NULL);
+    int ok = mem >= 0 && H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+             H5Dread(d, ty, mem, sp, H5P_DEFAULT, buf) >= 0;
+    cp_h5_release(mem);
+    return ok ? 0 : -1;
+}
+
+/* /trace_ops in blocks: each row checked, shown to sel->see, kept where sel->keep says.  0,
+ * or -1 and why. */
+static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err, size_t errlen)
+{
+    const cp_h5_table_t *tab = &cp_h5_table_trace_ops;
+    hid_t d = H5Dopen2(f, tab->name, H5P_DEFAULT);
+    hid_t sp = d >= 0 ? H5Dget_space(d) : -1;
+    hsize_t dims[1] = {0};
+    int ok = sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1 &&
+             H5Sget_simple_extent_dims(sp, dims, NULL) == 1;
+    size_t block = sel->block > 0 ? sel->block : 16384, cap = 0;
+    hid_t ty = ok ? cp_h5_row_type(tab) : -1;
+    collprof_trace_op_row_t *buf = ok ? calloc(block, sizeof(*buf)) : NULL;
+    int rc = ok && ty >= 0 && buf != NULL ? 0 : -1;
+    if (rc != 0) {
+        snprintf(err, errlen, "corrupted trace tables");
+    }
+    t->nrows = (size_t)dims[0];
+    for (size_t at = 0; rc == 0 && at < t->nrows; at += block) {
+        size_t n = t->nrows - at < block ? t->nrows - at : block;
+        if (read_block(d, ty, sp, at, n, buf) != 0) {
+            snprintf(err, errlen, "corrupted trace tables");
+            rc = -1;
+        }
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            cp_h5_sanitize_row(tab, &buf[i]);
+            rc = check_op(t, &buf[i], at + i, err, errlen);
+            if (rc == 0 && sel->see != NULL) {
+                sel->see(sel->arg, t, &buf[i]);
+            }
+            if (rc == 0 && (sel->keep == NULL || sel->keep(sel->arg, &buf[i])) &&
+                keep_op(t, &cap, &buf[i]) != 0) {
+                snprintf(err, errlen, "out of memory (%zu ops kept)", t->nops);
+                rc = -1;
+            }
+        }
+    }
+    free(buf);
+    cp_h5_release(ty);
+    cp_h5_release(sp);
+    cp_h5_release(d);
+    return rc;
+}
+
+/* The four tables of an open file: the ops those sel selects. */
+static int read_all(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err, size_t errlen)
 {
     if (H5Lexists(f, "trace_ops", H5P_DEFAULT) <= 0 ||
         H5Lexists(f, "trace_groups", H5P_DEFAULT) <= 0) {
@@ -84,18 +160,25 @@ static int read_all(hid_t f, cp_trace_t *t, char *err, size_t errlen)
                  "FILES -o T.h5)");
         return -1;
     }
-    if (read_table(f, &cp_h5_table_trace_ops, (void **)&t->ops, &t->nops) != 0 ||
-        read_table(f, &cp_h5_table_trace_groups, (void **)&t->groups, &t->ngroups) != 0 ||
+    if (read_table(f, &cp_h5_table_trace_groups, (void **)&t->groups, &t->ngroups) != 0 ||
         read_table(f, &cp_h5_table_trace_members, (void **)&t->members, &t->nmembers) != 0 ||
         (H5Lexists(f, "trace_splits", H5P_DEFAULT) > 0 &&
          read_table(f, &cp_h5_table_trace_splits, (void **)&t->splits, &t->nsplits) != 0)) {
         snprintf(err, errlen, "corrupted trace tables");
         return -1;
     }
-    return check_trace(t, err, errlen);
+    t->partial = sel->keep != NULL;
+    return check_groups(t, err, errlen) != 0 ? -1 : scan_ops(f, t, sel, err, errlen);
 }
 
 int cp_trace_read(const char *path, cp_trace_t *t, char *err, size_t errlen)
+{
+    cp_trace_sel_t all = {0};
+    return cp_trace_read_sel(path, t, &all, err, errlen);
+}
+
+int cp_trace_read_sel(const char *path, cp_trace_t *t, const cp_trace_sel_t *sel, char *err,
+                      size_t errlen)
 {
     memset(t, 0, sizeof(*t));
     struct stat st;
@@ -113,7 +196,7 @@ int cp_trace_read(const char *path, cp_trace_t *t, char *err, size_t errlen)
         if (f < 0) {
             snprintf(why, sizeof(why), "not a readable HDF5 file");
         } else {
-            rc = read_all(f, t, why, sizeof(why));
+            rc = read_all(f, t, sel, why, sizeof(why));
         }
         cp_h5_release(f);
     }

@@ -157,4 +157,18 @@ cp_run --np 1 --backends self --replay c.h5 --output-dir .
 [ "$rc" -eq 2 ] && grep -q 'recorded on 2 ranks and this run has 1' err
 ok $? "a trace of 2 ranks is refused on 1 with the numbers (exit $rc: $(head -c 200 err))"
 
+# the memory guard counts a replay's buffers: an allreduce of 1.2 TB a rank is refused before
+# any communication
+for r in 0 1; do
+    cat >"big-rank$r.json" <<'EOF'
+[
+  {"comms": "all_reduce", "seqnum": 1, "pg_id": 0, "global_ranks": [0, 1], "in_msg_size": 300000000000, "out_msg_size": 300000000000, "dtype": "Float"}
+]
+EOF
+done
+"$REPORT" import --trace param big-rank0.json big-rank1.json -o big.h5 >big.out 2>&1
+cp_run --np 2 --backends self --replay big.h5 --output-dir .
+[ "$rc" -eq 2 ] && grep -q 'replay big.h5: needs about .* MiB of host memory on this node (2 ranks x' err
+ok $? "the memory guard refuses a replay whose buffers do not fit (exit $rc: $(head -c 300 err))"
+
 done_testing
