@@ -23,11 +23,26 @@ static int is_coll(const collprof_trace_op_row_t *r)
     return strcmp(r->op, "send") != 0 && strcmp(r->op, "recv") != 0 && strcmp(r->op, "wait") != 0;
 }
 
-/* This rank's ops in range, and every all-to-all-v in range (replay_match.c). */
+/* An op whose members' own records the replay reads: all-to-all-v's splits are compared
+ * (replay_match.c); the variable ops take each member's block from its record (replay.c's
+ * blocks_of). */
+static int every_members(const collprof_trace_op_row_t *r)
+{
+    static const char *const v[] = {"alltoallv", "allgatherv", "gatherv", "scatterv",
+                                    "reducescatter"};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        if (strcmp(r->op, v[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* This rank's ops in range, and every member's record of the ops above. */
 static int keep(void *arg, const collprof_trace_op_row_t *r)
 {
     (void)arg;
-    return in_range(r) && (r->rank == S.rank || !strcmp(r->op, "alltoallv"));
+    return in_range(r) && (r->rank == S.rank || every_members(r));
 }
 
 /* Every row: the figures of the whole trace. */
