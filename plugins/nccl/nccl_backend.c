@@ -151,6 +151,9 @@ static int nb_query(void *ctx, collprof_caps_t *caps)
     caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_DEVICE);
     caps->variants = nb_plan.pub;
     caps->nvariants = nb_plan.npub;
+    if (COLLPROF_CAPS_HAS(caps, post_ops)) {
+        caps->post_ops = nb_post_ops(); /* send, recv and the blocking collectives (post()) */
+    }
     return COLLPROF_OK;
 }
 
@@ -165,6 +168,7 @@ static void nb_teardown(nb_ctx_t *ctx)
     if (ctx->timeout_s > 30.0) {
         ctx->timeout_s = 30.0;
     }
+    nb_drop_held(ctx);
     nb_graphs_drop(ctx, -1);
     for (int s = 0; s < NB_MAX_COMMS; s++) {
         nb_destroy_slot(ctx, s);
@@ -186,6 +190,9 @@ static void nb_teardown(nb_ctx_t *ctx)
     free(ctx->ev);
     if (ctx->stream != NULL) {
         cudaStreamDestroy(ctx->stream);
+    }
+    if (ctx->cstream != NULL) {
+        cudaStreamDestroy(ctx->cstream);
     }
     free(ctx->xf);
     free(ctx);
@@ -291,7 +298,8 @@ static int nb_local_setup(nb_ctx_t *ctx)
     if (e != cudaSuccess) { /* a device that is there and fails: an error */
         return nb_cuda_fail(ctx, "cudaSetDevice", e);
     }
-    if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+    if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&ctx->cstream, cudaStreamNonBlocking)) != cudaSuccess) {
         return nb_cuda_fail(ctx, "cudaStreamCreateWithFlags", e);
     }
     ctx->scratch_bytes = 2u * NB_PROBE_PER_RANK * sizeof(float) * (size_t)ctx->n;
@@ -456,4 +464,6 @@ COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
     COLLPROF_BACKEND_EXTRAS(nb_options, COLLPROF_NROWS(nb_options), 0, nb_describe),
     .copy_rate = nb_copy_rate,
+    .post = nb_post,
+    .wait = nb_req_wait,
 };

@@ -152,8 +152,9 @@ void cp_replay_groups_stop(cp_plugin_t *p, cp_rgroup_t *g, size_t ngroups)
         cp_replay_groups_use(g, i);
         for (int k = 0; k < 2; k++) {
             if (g[i].buf[k] != NULL) {
-                p->be->mem_free(g[i].ctx, COLLPROF_MEM_HOST, g[i].buf[k]);
+                p->be->mem_free(g[i].ctx, g[i].memtype, g[i].buf[k]);
             }
+            free(g[i].hbuf[k]);
         }
         if (g[i].own) {
             p->be->finalize(g[i].ctx);
