@@ -19,8 +19,8 @@
  *                   status and dtype maps (nccl_plan.h; tests/unit/test_nccl_plan.t)
  *   nccl_p2p.c      the grouped send/recv schedules, no GPU needed either (the same)
  *
- * Calls go down only, top to bottom: nccl_backend > nccl_variant > nccl_run > nccl_post > nccl_issue >
- * nccl_mem > nccl_wait > nccl_comm > nccl_util > nccl_plan > nccl_p2p.
+ * Calls go down only, top to bottom: nccl_backend > nccl_variant > nccl_run > nccl_post >
+ * nccl_issue > nccl_mem > nccl_wait > nccl_comm > nccl_util > nccl_plan > nccl_p2p.
  */
 #ifndef CP_NCCL_INTERNAL_H
 #define CP_NCCL_INTERNAL_H

@@ -117,9 +117,8 @@ int nb_mem_copy(void *vctx, int memtype, void *dst, const void *src, size_t byte
      * the operations' stream: a replay fills one op's buffers while others
      * are in flight (post), and a copy queued behind them would wait for them.
      */
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes,
-                                    to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
-                                    ctx->cstream);
+    cudaError_t e = cudaMemcpyAsync(
+        dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, ctx->cstream);
     if (e != cudaSuccess) {
         return nb_cuda_fail(ctx, "cudaMemcpyAsync", e);
     }

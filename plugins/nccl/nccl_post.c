@@ -75,8 +75,9 @@ int nb_hold_p2p(nb_ctx_t *ctx, const collprof_args_t *a, void **req)
 {
     int send = a->peer_recv < 0, peer = send ? a->peer_send : a->peer_recv;
     if ((a->peer_send < 0) == (a->peer_recv < 0) || peer < 0 || peer >= ctx->n) {
-        nb_set_error(ctx, "post: a send or a recv needs one peer in 0..%d (peer_send %d, "
-                          "peer_recv %d)",
+        nb_set_error(ctx,
+                     "post: a send or a recv needs one peer in 0..%d (peer_send %d, "
+                     "peer_recv %d)",
                      ctx->n - 1, a->peer_send, a->peer_recv);
         return COLLPROF_ERR_INVALID;
     }

@@ -16,11 +16,11 @@
 
 /** One group's context on this rank (replay_groups.c). */
 typedef struct cp_rgroup {
-    int *ranks;   /**< its members as job ranks, ascending */
-    int n, me;    /**< members, this rank's index (-1: not a member) */
-    void *ctx;    /**< the context (NULL: none on this rank) */
-    int own;      /**< ctx is a group context of ours (finalize it) */
-    void *buf[2]; /**< send, receive buffers of bytes each, from ctx */
+    int *ranks;    /**< its members as job ranks, ascending */
+    int n, me;     /**< members, this rank's index (-1: not a member) */
+    void *ctx;     /**< the context (NULL: none on this rank) */
+    int own;       /**< ctx is a group context of ours (finalize it) */
+    void *buf[2];  /**< send, receive buffers of bytes each, from ctx */
     void *hbuf[2]; /**< their host copies where the buffers are the backend's (staged), else NULL */
     int memtype;   /**< the buffers' memory (cp_replay_memtype) */
     size_t bytes;

@@ -351,6 +351,11 @@ static void exec_p2p(const mop_t *ops, int nops)
             c = ops[i].c;
             int p = ops[i].peer;
             size_t b = ops[i].count * esize(ops[i].dt);
+            if (off[p] + b > MOCK_MBOX) { /* one message per peer and group: it must fit */
+                fprintf(stderr, "cpmock: rank %d: a group's sends to %d exceed the %u B mailbox\n",
+                        c->rank, p, MOCK_MBOX);
+                abort();
+            }
             if (!sent[p]) {
                 pair_wait(c, c->rank, p, 0);
             }
