@@ -466,4 +466,5 @@ COLLPROF_PLUGIN_ENTRY = {
     .copy_rate = nb_copy_rate,
     .post = nb_post,
     .wait = nb_req_wait,
+    .group = nb_group,
 };

@@ -7,8 +7,9 @@
  *   nccl_variant.c  select_variant(): what applies, the forced-algorithm probe
  *   nccl_run.c      run(), run_batch() and post(): what is not timed (staging space,
  *                   registration, graph capture), the launches, the timings
- *   nccl_post.c     posted operations (post/wait, collprof --replay): the requests, the
- *                   sends and recvs held and launched as one group, the wait for one
+ *   nccl_post.c     posted operations (post/wait/group, collprof --replay): the requests,
+ *                   the sends and recvs (and a coalesced call's collectives) held and
+ *                   launched as one group, the wait for one
  *   nccl_issue.c    one operation's NCCL calls on the stream (staging, send/recv groups)
  *   nccl_mem.c      memory: the mem_* slots and the buffer records; the device copy rate
  *   nccl_wait.c     the CUDA events and the wait for them under the per-operation timeout
@@ -102,6 +103,8 @@ typedef struct nb_req {
     struct nb_req *next; /* the held list */
     nb_ctx_t *ctx;
     collprof_args_t a;
+    const cp_nccl_variant_t
+        *v; /* a collective's variant (held inside a coalesced call); else NULL */
     int slot;
     int launched;
     int rc; /* its launch failed: the status, err the message */
@@ -144,6 +147,9 @@ int nb_wait_event(nb_ctx_t *ctx, int slot, const collprof_args_t *a, cudaEvent_t
 nb_req_t *nb_req_new(nb_ctx_t *ctx, const collprof_args_t *a, int slot);
 void nb_req_free(nb_req_t *r);
 int nb_hold_p2p(nb_ctx_t *ctx, const collprof_args_t *a, void **req);
+int nb_grouping(void);
+void nb_hold(nb_req_t *r);
+int nb_group(void *vctx, int begin);
 int nb_launch_held(void);
 void nb_drop_held(nb_ctx_t *ctx);
 int nb_req_wait(void *vctx, void *vreq);

@@ -1,8 +1,9 @@
 /*
- * Posted operations of the nccl backend (the post and wait slots, ABI 2.3, collprof --replay):
- * the requests, the point-to-point ops held until the process's next call that is not one
- * (then launched together in one ncclGroupStart/ncclGroupEnd, across every context of the
- * process), and the wait for one request's event.
+ * Posted operations of the nccl backend (the post, wait and group slots, ABI 2.3, collprof
+ * --replay): the requests, the point-to-point ops held until the process's next call that is
+ * not one (then launched together in one ncclGroupStart/ncclGroupEnd, across every context of
+ * the process), a coalesced call's ops (collectives too) held until its end and launched
+ * alike, and the wait for one request's event.
  *
  * Why held: on one stream, a send launched alone before the matching receive is launched
  * waits for the peer's receive kernel, and the peer, which also sent first, waits for ours;
@@ -27,6 +28,33 @@
 /* the point-to-point ops posted and not launched yet, of every context, in the order posted */
 static nb_req_t *nb_held;
 static nb_req_t **nb_held_tail = &nb_held;
+static int nb_in_group; /* between group(1) and group(0): collectives are held too */
+
+int nb_grouping(void)
+{
+    return nb_in_group;
+}
+
+/* r joins the held ops, last */
+void nb_hold(nb_req_t *r)
+{
+    r->next = NULL;
+    *nb_held_tail = r;
+    nb_held_tail = &r->next;
+}
+
+/*
+ * group(): the trace's coalesced call.  Its begin launches what was held before it (not part
+ * of the call), then holds every post, collectives included, until its end, which launches
+ * them all in one ncclGroupStart/ncclGroupEnd: NCCL aggregates them as the job's group call.
+ */
+int nb_group(void *vctx, int begin)
+{
+    (void)vctx;
+    int rc = nb_launch_held(); /* (a failure is in the held ops' requests) */
+    nb_in_group = begin != 0;
+    return rc;
+}
 
 nb_req_t *nb_req_new(nb_ctx_t *ctx, const collprof_args_t *a, int slot)
 {
@@ -96,8 +124,7 @@ int nb_hold_p2p(nb_ctx_t *ctx, const collprof_args_t *a, void **req)
     if (r == NULL) {
         return slot < 0 ? COLLPROF_ERR_BACKEND : COLLPROF_ERR_NO_MEMORY;
     }
-    *nb_held_tail = r;
-    nb_held_tail = &r->next;
+    nb_hold(r);
     *req = r;
     return COLLPROF_OK;
 }
@@ -131,7 +158,8 @@ static int nb_settle_group(nb_req_t *list)
     return COLLPROF_OK;
 }
 
-/* the held ops' NCCL calls inside the group; the first failure */
+/* the held ops' NCCL calls inside the group (a collective's through nb_issue); the first
+ * failure */
 static int nb_held_calls(nb_req_t *list)
 {
     for (nb_req_t *q = list; q != NULL; q = q->next) {
@@ -143,6 +171,14 @@ static int nb_held_calls(nb_req_t *list)
             return COLLPROF_ERR_BACKEND;
         }
         ncclComm_t comm = c->comms[q->slot].comm;
+        if (q->v != NULL) { /* a collective of a coalesced call: its call inside the group */
+            int rc = nb_issue(c, q->v, q->slot, a);
+            if (rc != COLLPROF_OK) {
+                nb_held_failed(list, rc, c->err);
+                return rc;
+            }
+            continue;
+        }
         ncclDataType_t dt = (ncclDataType_t)cp_nccl_dtype(a->dtype);
         int send = a->peer_recv < 0;
         ncclResult_t r = send ? ncclSend(a->sendbuf, a->count, dt, a->peer_send, comm, c->stream)

@@ -331,8 +331,9 @@ uint32_t nb_post_ops(void)
 /*
  * post(): a send or a recv is held (launched with the next call's group, nccl_post.c); a
  * collective goes on the stream at once, after the held ops, with an event behind it that
- * its wait polls.  A +graph variant's collective is launched directly, not captured (a
- * capture on a stream with work in flight would be of no use: the replay has no batch).
+ * its wait polls; inside a coalesced call (group()) it is held too, until the call's end.  A +graph
+ * variant's collective is launched directly, not captured (a capture on a stream with work in
+ * flight would be of no use: the replay has no batch).
  */
 int nb_post(void *vctx, const collprof_args_t *a, void **req)
 {
@@ -347,11 +348,19 @@ int nb_post(void *vctx, const collprof_args_t *a, void **req)
         nb_set_error(ctx, "post: %s cannot be posted", collprof_op_name(a->op));
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
-    nb_launch_held();
+    if (!nb_grouping()) {
+        nb_launch_held();
+    }
     int rc = nb_prepare(ctx, a, 0, 0, &v, &slot, &g);
     nb_req_t *r = rc == COLLPROF_OK ? nb_req_new(ctx, a, slot) : NULL;
     if (r == NULL) {
         return rc != COLLPROF_OK ? rc : COLLPROF_ERR_NO_MEMORY;
+    }
+    if (nb_grouping()) { /* a coalesced call's: launched with the call's other ops at its end */
+        r->v = v;
+        nb_hold(r);
+        *req = r;
+        return COLLPROF_OK;
     }
     rc = nb_issue(ctx, v, slot, a);
     if (rc == COLLPROF_OK) {

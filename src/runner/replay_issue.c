@@ -4,8 +4,9 @@
  * (run(): it returns complete) or posted (the plugin's post(), ABI 2.3) and completed later
  * (wait()):
  *  - an async op (req set) is posted and completed at the wait that names its req;
- *  - the ops of one coalesced call are posted one after the other and completed together
- *    before the next op that is not of the call;
+ *  - the ops of one coalesced call are posted one after the other (between the plugin's
+ *    group(1) and group(0) where it has them: one group call) and completed together before
+ *    the next op that is not of the call;
  *  - a blocking send or recv is posted with the consecutive blocking sends and recvs of its
  *    group, all completed before the next op that is not one of them: a pair recorded in an
  *    order that would deadlock on a rendezvous protocol does not.
@@ -68,10 +69,10 @@ static size_t wait_of(const rop_t *o, size_t n, size_t i)
 }
 
 /* When posted op i completes: its done_at, its wait's waits, the notes. */
-static void complete_at(rop_t *o, size_t n, size_t i)
+static void complete_at(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
 {
     const collprof_trace_op_row_t *r = o[i].t;
-    char s[96];
+    char s[112];
     size_t j = i + 1;
     if (r->req >= 0) {
         j = wait_of(o, n, i);
@@ -88,8 +89,9 @@ static void complete_at(rop_t *o, size_t n, size_t i)
         while (j < n && o[j].t->coalesced == r->coalesced) {
             j++;
         }
-        snprintf(s, sizeof(s), "coalesced %lld: posted, completed with the call's other ops",
-                 (long long)r->coalesced);
+        snprintf(s, sizeof(s), "coalesced %lld: posted%s, completed with the call's other ops",
+                 (long long)r->coalesced,
+                 COLLPROF_BACKEND_HAS(p->be, group) ? " as one group call" : "");
         note_add(&o[i], s);
     } else {
         while (j < n && plain_p2p(&o[j], o[i].group)) {
@@ -114,7 +116,7 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
     }
     if (o[i].p2p != 0 || can_post(p, &o[i])) {
         o[i].how = RP_POST;
-        complete_at(o, n, i);
+        complete_at(p, o, n, i);
         return;
     }
     char s[112];
@@ -326,11 +328,35 @@ static void due(cp_plugin_t *p, rop_t *o, size_t n, size_t i, cp_rgroup_t *g, fl
     f->n = m;
 }
 
+/* A coalesced call's posts between the plugin's group(1) and group(0) (the optional slot; nccl:
+ * one ncclGroupStart/ncclGroupEnd).  *open: the call's context while one is open, else NULL;
+ * *id its coalesced number.  Closed before op i when op i is not of it (i == n: at the end),
+ * opened at op i when it is a posted op of a call and none is open. */
+static void coalesce(cp_plugin_t *p, const rop_t *o, size_t n, size_t i, cp_rgroup_t *g,
+                     void **open, int64_t *id)
+{
+    if (!COLLPROF_BACKEND_HAS(p->be, group)) {
+        return;
+    }
+    if (*open != NULL && (i >= n || o[i].t->coalesced != *id)) {
+        p->be->group(*open, 0);
+        *open = NULL;
+    }
+    if (*open == NULL && i < n && o[i].op >= 0 && !o[i].failed && o[i].how == RP_POST &&
+        o[i].t->coalesced >= 0 && g[o[i].group].ctx != NULL) {
+        *open = g[o[i].group].ctx;
+        *id = o[i].t->coalesced;
+        p->be->group(*open, 1);
+    }
+}
+
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
                     double *times, double *issues, double *exposed, double *whole, int rank,
                     size_t *fly)
 {
     fly_t f = {fly, 0};
+    void *open = NULL; /* the context of the coalesced call being posted */
+    int64_t id = -1;
     for (int it = 0; it < iters; it++) {
         cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
         cp_oob_barrier();                     /* every replay starts together */
@@ -342,6 +368,7 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
             o[i].at = base;
         }
         for (size_t i = 0; i <= n; i++) {
+            coalesce(p, o, n, i, g, &open, &id);
             due(p, o, n, i, g, &f);
             if (i < n && o[i].op >= 0 && !o[i].failed) {
                 issue(p, &o[i], g, rank);

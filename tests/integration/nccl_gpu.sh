@@ -134,6 +134,9 @@ EOF
         "$(summary_of "$d/g")")
     [ "$n" -eq 3 ]
     ok $? "nccl --replay: the async allreduce, allgather and reduce posted, completed at their waits ($n rows)"
+    n=$(grep -c -E '^allreduce .*coalesced [0-9]+: posted as one group call' "$(summary_of "$d/g")")
+    [ "$n" -eq 2 ]
+    ok $? "nccl --replay: the coalesced allreduces posted as one group call ($n rows)"
     if [ "$np" -ge 2 ]; then
         T=$COLLPROF_SRCDIR/tests/data/trace
         "$report" import --trace param "$T/p2p-rank0.json" "$T/p2p-rank1.json" -o "$d/p.h5" \

@@ -117,13 +117,15 @@ static int g_hang_after = -1; /* collectives left before this rank's stream hang
 static int g_stuck;
 static unsigned long g_ops_done, g_graph_launches, g_registers, g_deregisters, g_inits, g_naps;
 static unsigned long g_memallocs, g_memfrees;
-static unsigned long g_d2d_copies, g_d2d_bytes; /* cudaMemcpyAsync device to device */
+static unsigned long g_d2d_copies, g_d2d_bytes;  /* cudaMemcpyAsync device to device */
+static unsigned long g_group_ends, g_group_most; /* group ends that ran ops; most ops in one */
 static char g_last_global[256];
 
 /* statistics for the test driver (exported from the test plugin) */
 __attribute__((visibility("default"))) void cpmock_stats(unsigned long out[8]);
 __attribute__((visibility("default"))) void cpmock_hang_after(int nops);
 __attribute__((visibility("default"))) void cpmock_d2d(unsigned long out[2]);
+__attribute__((visibility("default"))) void cpmock_groups(unsigned long out[2]);
 void cpmock_stats(unsigned long out[8])
 {
     out[0] = g_ops_done;
@@ -134,6 +136,13 @@ void cpmock_stats(unsigned long out[8])
     out[5] = g_naps;
     out[6] = g_memallocs;
     out[7] = g_memfrees;
+}
+
+/* the outermost ncclGroupEnd calls that ran operations so far, and the most ops one ran */
+void cpmock_groups(unsigned long out[2])
+{
+    out[0] = g_group_ends;
+    out[1] = g_group_most;
 }
 
 /* device-to-device copies submitted so far, and their bytes */
@@ -720,6 +729,9 @@ ncclResult_t ncclGroupEnd(void)
         memcpy(g_cap + g_ncap, g_group, (size_t)g_ngroup * sizeof(*g_cap));
         g_ncap += g_ngroup;
     } else if (g_capturing == NULL) {
+        g_group_ends++;
+        g_group_most =
+            (unsigned long)g_ngroup > g_group_most ? (unsigned long)g_ngroup : g_group_most;
         exec_list(g_group, g_ngroup);
     }
     g_ngroup = 0;

@@ -525,23 +525,77 @@ static int dev_is(const collprof_backend_t *be, void *ctx, const void *dev, size
 }
 
 /*
+ * group() around a coalesced call (collprof --replay): an allreduce, a send and a recv, an
+ * allgather posted between group(1) and group(0) run as one ncclGroupEnd of 4 ops; exact.
+ */
+static void check_post_group(const collprof_backend_t *be, void *ctx, void *const *b,
+                             const collprof_args_t *send, const collprof_args_t *recv,
+                             const collprof_args_t *ar, void (*groups)(unsigned long *))
+{
+    int prev = (my_rank + NR - 1) % NR;
+    unsigned long g0[2], g1[2];
+    void *req[4] = {NULL, NULL, NULL, NULL};
+    collprof_args_t ag = *ar;
+    ag.op = COLLPROF_OP_ALLGATHER;
+    ag.sendbuf = b[0];
+    ag.recvbuf = b[4];
+    ag.count = 16 * NR;
+    if (groups == NULL || !COLLPROF_BACKEND_HAS(be, group)) {
+        check(0, "group: the plugin has the slot, the stand-in counts group ends");
+        return;
+    }
+    groups(g0);
+    int rc = fill_dev(be, ctx, b[1], 64, -1.0f, 0.0f);
+    rc = rc ? rc : fill_dev(be, ctx, b[3], 64, -1.0f, 0.0f);
+    rc = rc ? rc : fill_dev(be, ctx, b[4], 64, -1.0f, 0.0f);
+    rc = rc ? rc : be->group(ctx, 1);
+    rc = rc ? rc : be->post(ctx, ar, &req[0]);
+    rc = rc ? rc : be->post(ctx, send, &req[1]);
+    rc = rc ? rc : be->post(ctx, recv, &req[2]);
+    rc = rc ? rc : be->post(ctx, &ag, &req[3]);
+    groups(g1);
+    int held = g1[0] == g0[0];
+    rc = rc ? rc : be->group(ctx, 0);
+    groups(g1);
+    for (int k = 0; rc == 0 && k < 4; k++) {
+        rc = be->wait(ctx, req[k]);
+    }
+    check(rc == 0 && held && g1[0] == g0[0] + 1 && g1[1] >= 4 &&
+              dev_is(be, ctx, b[1], 64, 100.0f * (float)prev, 1.0f) &&
+              dev_is(be, ctx, b[3], 64, (float)(NR * (NR - 1) / 2), (float)NR),
+          "group: an allreduce, a send, a recv and an allgather held to the call's end, then one "
+          "group of %lu ops (%d, %lu group ends, %d %s)",
+          g1[1], held, g1[0] - g0[0], rc, rc ? be->last_error(ctx) : "");
+    float h[16 * NR];
+    rc = be->mem_copy(ctx, COLLPROF_MEM_DEVICE, h, b[4], sizeof(h), 0);
+    int good = rc == 0;
+    for (int q = 0; q < NR; q++) {
+        for (int i = 0; i < 16; i++) {
+            good &= h[q * 16 + i] == 100.0f * (float)q + (float)i;
+        }
+    }
+    check(good, "group: the allgather of the call exact");
+}
+
+/*
  * post() and wait() (ABI 2.3, collprof --replay): a ring of sends and recvs posted recv first,
  * then an allreduce posted behind them (which launches the held sends and recvs as one group),
  * the three waited in the opposite order; the data checked after the waits.  A second ring
  * waited on its recv first.  What post refuses.
  */
-static void check_post(const collprof_backend_t *be, void *ctx, const collprof_caps_t *caps)
+static void check_post(const collprof_backend_t *be, void *ctx, const collprof_caps_t *caps,
+                       void (*groups)(unsigned long *))
 {
     enum { N = 64 };
     int next = (my_rank + 1) % NR, prev = (my_rank + NR - 1) % NR;
-    void *b[4] = {NULL, NULL, NULL, NULL}, *req[3] = {NULL, NULL, NULL};
+    void *b[5] = {NULL, NULL, NULL, NULL, NULL}, *req[3] = {NULL, NULL, NULL};
     check(COLLPROF_BACKEND_HAS(be, post) && COLLPROF_BACKEND_HAS(be, wait) &&
               (caps->post_ops & COLLPROF_BIT(COLLPROF_OP_SENDRECV)) &&
               (caps->post_ops & COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)) &&
               !(caps->post_ops & COLLPROF_BIT(COLLPROF_OP_IALLREDUCE)),
           "post/wait: send, recv and the blocking collectives (post_ops 0x%x)", caps->post_ops);
     int rc = 0;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         rc |= be->mem_alloc(ctx, COLLPROF_MEM_DEVICE, N * sizeof(float), &b[k]);
     }
     rc |= fill_dev(be, ctx, b[0], N, 100.0f * (float)my_rank, 1.0f);
@@ -585,6 +639,7 @@ static void check_post(const collprof_backend_t *be, void *ctx, const collprof_c
     check(rc == 0 && dev_is(be, ctx, b[1], N, 100.0f * (float)prev, 1.0f),
           "post: send then recv, the recv waited first: one group, exact (%d %s)", rc,
           rc ? be->last_error(ctx) : "");
+    check_post_group(be, ctx, b, &send, &recv, &ar, groups);
     collprof_args_t bad = recv;
     bad.peer_send = next;
     check(be->post(ctx, &bad, &req[0]) == COLLPROF_ERR_INVALID, "post: a send and a recv at once "
@@ -595,7 +650,7 @@ static void check_post(const collprof_backend_t *be, void *ctx, const collprof_c
     bad = ar;
     bad.op = COLLPROF_OP_IALLREDUCE;
     check(be->post(ctx, &bad, &req[0]) == COLLPROF_ERR_NOT_SUPPORTED, "post: iallreduce refused");
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         if (b[k] != NULL) {
             be->mem_free(ctx, COLLPROF_MEM_DEVICE, b[k]);
         }
@@ -631,7 +686,7 @@ static void rank_main(const char *path)
           "0) that collprof's NCCL profiler records nothing");
     /* before the cells, as the core measures it; the cells then run on the same stream */
     check_copy_rate(be, p.ctx, (void (*)(unsigned long *))dlsym(h, "cpmock_d2d"));
-    check_post(be, p.ctx, &p.caps);
+    check_post(be, p.ctx, &p.caps, (void (*)(unsigned long *))dlsym(h, "cpmock_groups"));
     oob_shm_runner_t k;
     oob_shm_runner(&k, &p, hosts);
     run_matrix(&k.r);
