@@ -137,6 +137,15 @@ EOF
     n=$(grep -c -E '^allreduce .*coalesced [0-9]+: posted as one group call' "$(summary_of "$d/g")")
     [ "$n" -eq 2 ]
     ok $? "nccl --replay: the coalesced allreduces posted as one group call ($n rows)"
+    # the variants that change how an op is issued: +graph (a run captured, a post not), +reg
+    # (ncclMemAlloc'd buffers, registered), p2p (alltoall as grouped sends and recvs)
+    mkdir -p "$d/v"
+    cp_run --np "$np" --backends nccl --replay "$d/g.h5" --replay-iters 2 --timeout 120 \
+        --variants default,graph,reg+graph,p2p --output-dir "$d/v"
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+    n=$(grep -c "^whole trace: $((13 * np)) ops, .* 0 wrong elements: ok" "$(summary_of "$d/v")")
+    [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
+    ok $? "nccl --replay --variants default,graph,reg+graph,p2p: one replay each, all exact ($n, exit $rc)"
     if [ "$np" -ge 2 ]; then
         T=$COLLPROF_SRCDIR/tests/data/trace
         "$report" import --trace param "$T/p2p-rank0.json" "$T/p2p-rank1.json" -o "$d/p.h5" \

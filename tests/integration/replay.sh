@@ -46,6 +46,7 @@ rows c.h5 trace_ops | awk -F'|' 'NF > 1 { print $1 "|" $2 "|" $3 "|" $7 "|" $8 }
 # ops.$1.$2.$3, their rank|seq|op|bytes|group in got.$1.$2.$3
 replay() {
     t="$1.$2.$3"
+    rm -rf "r.$t"
     mkdir -p "r.$t"
     saved_path=$COLLPROF_PLUGIN_PATH
     [ "$1" = nccl ] && COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH"
@@ -97,6 +98,24 @@ ok $? "every /replay column of schema.h is in the file${missing:+ (missing:$miss
 n=$(awk -F'|' '$5 != "send" && $5 != "recv" && $5 != "wait" && $16 == "ok"' ops.self.2.c | wc -l)
 [ "$n" -eq 8 ]
 ok $? "self: all 8 collectives (allreduce, all_to_allv, broadcast on group 1, barrier) ok ($n)"
+
+# the staged path (COLLPROF_TEST_STAGED: host buffers filled and checked through host copies,
+# as device buffers are), on self, and a wrong element in rank 1's sends caught after the copy
+COLLPROF_TEST_STAGED=1
+export COLLPROF_TEST_STAGED
+replay self 2 c
+# (a wait whose op self ran at once is skipped)
+n=$(awk -F'|' '($16 == "ok" && $15 == 0) || ($5 == "wait" && $16 == "skipped")' ops.self.2.c |
+    wc -l)
+[ "$rc" -eq 0 ] && diff -q want got.self.2.c >/dev/null && [ "$n" -eq 18 ]
+ok $? "self, staged through host copies: the sequence is the trace's, all 18 ops ok ($n, exit $rc)"
+COLLPROF_FAULT=wrong:1
+export COLLPROF_FAULT
+replay self 2 c
+unset COLLPROF_FAULT COLLPROF_TEST_STAGED
+n=$(awk -F'|' '$16 == "wrong"' ops.self.2.c | wc -l)
+[ "$rc" -eq 1 ] && [ "$n" -gt 0 ]
+ok $? "self, staged: a wrong element in rank 1's sends caught after the copy back ($n rows, exit $rc)"
 
 replay self 2 p
 n=$(awk -F'|' '$5 == "alltoallv" && $16 == "skipped" && $17 ~ /splits disagree/' ops.self.2.p | wc -l)

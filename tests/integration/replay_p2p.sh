@@ -91,6 +91,15 @@ for b in self gloo mpi nccl; do
     fi
 done
 
+# nccl's variants: +graph (a posted collective launched, not captured; a run one captured),
+# p2p, +reg (its buffers from ncclMemAlloc where NCCL has it): one replay each, all exact
+if have nccl; then
+    replay nccl 2 p --variants default,graph,p2p,reg --replay-iters 2
+    n=$(grep -c '^whole trace: 28 ops, .* 0 wrong elements: ok' "r.nccl.2.p"/collprof_*.txt)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
+    ok $? "nccl: --variants default,graph,p2p,reg: the p2p trace replayed on each, all ok ($n, exit $rc)"
+fi
+
 for b in self mpi nccl; do
     have "$b" || continue
     COLLPROF_FAULT=wrong:1
