@@ -98,13 +98,13 @@ typedef struct nb_ctx {
 } nb_ctx_t;
 
 /* a posted operation (nccl_post.c): a collective launched at post, a send or recv held until
- * the next call that is not one; complete when its event is */
+ * the next call that is not one (and every op of a coalesced call until its end); complete
+ * when its event is.  v: a collective's variant while it is held, else NULL */
 typedef struct nb_req {
     struct nb_req *next; /* the held list */
     nb_ctx_t *ctx;
     collprof_args_t a;
-    const cp_nccl_variant_t
-        *v; /* a collective's variant (held inside a coalesced call); else NULL */
+    const cp_nccl_variant_t *v;
     int slot;
     int launched;
     int rc; /* its launch failed: the status, err the message */

@@ -331,9 +331,9 @@ uint32_t nb_post_ops(void)
 /*
  * post(): a send or a recv is held (launched with the next call's group, nccl_post.c); a
  * collective goes on the stream at once, after the held ops, with an event behind it that
- * its wait polls; inside a coalesced call (group()) it is held too, until the call's end.  A +graph
- * variant's collective is launched directly, not captured (a capture on a stream with work in
- * flight would be of no use: the replay has no batch).
+ * its wait polls; inside a coalesced call (group()) it is held too, until the call's end.
+ * A +graph variant's collective is launched directly, not captured (a capture on a stream
+ * with work in flight would be of no use: the replay has no batch).
  */
 int nb_post(void *vctx, const collprof_args_t *a, void **req)
 {
