@@ -584,4 +584,5 @@ COLLPROF_PLUGIN_ENTRY = {
     .post = cpgloo::gl_post,
     .wait = cpgloo::gl_wait,
     .group = nullptr, /* coalesced calls: posted one by one */
+    .split = nullptr, /* a replay's groups: init() on their members */
 };

@@ -155,6 +155,19 @@ for b in self gloo mpi nccl; do
     ok $? "$b: --np 4, world and halves: the sequence is the trace's, all 20 ops ok ($n, exit $rc)"
 done
 
+# nccl's group contexts come from the split slot (ncclCommSplit of the job's communicator,
+# every rank taking part) where the NCCL it was built with has ncclCommSplit
+if have nccl && grep -q '^#define HAVE_NCCLCOMMSPLIT 1' "$(dirname "$COLLPROF_BIN")/config.h" 2>/dev/null; then
+    saved_path=$COLLPROF_PLUGIN_PATH
+    COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH"
+    mkdir -p split
+    cp_run --np 4 --backends nccl --replay q.h5 --replay-iters 1 -v --output-dir split
+    COLLPROF_PLUGIN_PATH=$saved_path
+    n=$(grep -c 'nccl: a group of 2 ranks: its communicator split from the job.s (ncclCommSplit)' err)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && grep -q '^whole trace: 20 ops, .* 0 wrong elements: ok' out
+    ok $? "nccl: both halves' communicators split from the job's, the replay exact ($n, exit $rc)"
+fi
+
 if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ]; then
     mkdir -p two
     cp_run --np 2 --backends self,gloo --replay c.h5 --replay-iters 2 --output-dir two

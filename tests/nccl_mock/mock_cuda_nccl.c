@@ -91,6 +91,7 @@ struct ncclComm {
     char *base;
     size_t len;
     int regs;
+    int splits; /* ncclCommSplit calls so far (names the new communicators) */
     char algo[32], proto[32], last[256];
 };
 
@@ -607,6 +608,40 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int n, ncclUniqueId id, int
         return ncclInProgress;
     }
     return ncclSuccess;
+}
+
+/*
+ * Every rank of c: its colour and key through its input slot, then the ranks of each colour
+ * (ordered by key, then by rank in c) initialise a communicator of their own, named after c,
+ * the split's number and the colour; NCCL_SPLIT_NOCOLOR gets none.
+ */
+ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *out, ncclConfig_t *config)
+{
+    if (c == NULL || c->aborted) {
+        return ncclInvalidArgument;
+    }
+    int *mine = (int *)(void *)slot(c, c->rank), n = 0, me = 0;
+    mbarrier(c); /* the slots are free */
+    mine[0] = color;
+    mine[1] = key;
+    mbarrier(c);
+    for (int q = 0; q < c->n; q++) {
+        const int *o = (const int *)(const void *)slot(c, q);
+        if (color != NCCL_SPLIT_NOCOLOR && o[0] == color) {
+            n++;
+            me += o[1] < key || (o[1] == key && q < c->rank);
+        }
+    }
+    mbarrier(c); /* every rank has read them */
+    c->splits++;
+    if (color == NCCL_SPLIT_NOCOLOR) {
+        *out = NULL;
+        return ncclSuccess;
+    }
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id));
+    snprintf(id.internal, sizeof(id.internal), "%s-s%d-c%d", c->name, c->splits, color);
+    return ncclCommInitRankConfig(out, n, id, me, config);
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *st)
