@@ -473,9 +473,9 @@ static int nb_split(void *vparent, const collprof_host_t *host, void **out)
     if ((rc = nb_split_ctx(host, comm, &ctx)) == COLLPROF_OK && host->log != NULL &&
         host->rank == 0) {
         host->log(COLLPROF_LOG_INFO,
-                  "nccl: a group of %d ranks: its communicator split from the "
+                  "nccl: a group of %d rank%s: its communicator split from the "
                   "job's (ncclCommSplit)",
-                  host->nranks);
+                  host->nranks, host->nranks == 1 ? "" : "s");
     }
     if (rc == COLLPROF_OK) {
         *out = ctx;

@@ -89,7 +89,8 @@ part_done "non-blocking communicators"
 # alltoall, an async reduce, a barrier; every op row ok, no wrong element.  With two GPUs or
 # more, also the p2p fixture on 2 ranks (a blocking send/recv pair both ranks record send
 # first, an isend/irecv past an allreduce, a coalesced send/recv pair: the sends and recvs
-# held and launched as one NCCL group).  One GPU runs one rank: no point-to-point there.
+# held and launched as one NCCL group), and groups of one rank split from the job's
+# communicator.  One GPU runs one rank: no point-to-point, no split there.
 report="$(dirname "$COLLPROF_BIN")/collprof-report"
 # replay_ok NAME DIR OPS: the run's summary has the nccl replay table, every row ok, OPS ops
 # and no wrong element
@@ -159,6 +160,24 @@ EOF
             awk '($1 == "send" || $1 == "recv") && $12 == "ok"' | wc -l)
         [ "$n" -eq 6 ]
         ok $? "nccl --replay: the send and recv rows (blocking, async, coalesced) ok ($n of 6)"
+        # groups smaller than the job: each rank's own group of one, split from the job's
+        # communicator (ncclCommSplit where NCCL has it), beside the job's
+        W='"pg_id": 0, "global_ranks": [0, 1]'
+        for r in 0 1; do
+            cat >"$d/s-rank$r.json" <<EOF
+[{"comms": "all_reduce", "seqnum": 1, $W, "in_msg_size": 4096, "out_msg_size": 4096, "dtype": "Float"},
+ {"comms": "all_reduce", "seqnum": 2, "pg_id": $((r + 1)), "global_ranks": [$r], "in_msg_size": 1024, "out_msg_size": 1024, "dtype": "Float"},
+ {"comms": "all_gather", "seqnum": 3, $W, "in_msg_size": 256, "out_msg_size": 512, "dtype": "Float"}]
+EOF
+        done
+        "$report" import --trace param "$d/s-rank0.json" "$d/s-rank1.json" -o "$d/s.h5" \
+            >"$WORK/out" 2>&1
+        mkdir -p "$d/s"
+        cp_run --np 2 --backends nccl --replay "$d/s.h5" --replay-iters 3 --timeout 120 -v \
+            --output-dir "$d/s"
+        [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+        grep -h 'its communicator split' "$WORK/err" | sed 's/^/# /'
+        replay_ok "--np 2, groups of one rank beside the job's" "$d/s" 6
     else
         echo "# one GPU: no point-to-point replay (NCCL takes one rank per GPU)"
     fi
