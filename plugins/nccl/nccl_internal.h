@@ -3,7 +3,8 @@
  * the buffer records and what the files of the plugin call in each other.
  * Every file of the plugin includes this header and no other's.
  *
- *   nccl_backend.c  entry struct, options, building the plan and query, init/finalize, describe
+ *   nccl_backend.c  entry struct, options, building the plan and query, init/finalize, describe,
+ *                   split (a replay's process group: ncclCommSplit)
  *   nccl_variant.c  select_variant(): what applies, the forced-algorithm probe
  *   nccl_run.c      run(), run_batch() and post(): what is not timed (staging space,
  *                   registration, graph capture), the launches, the timings
