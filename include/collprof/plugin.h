@@ -432,6 +432,31 @@ typedef struct collprof_backend {
      * rank waiting on one op never stalls a peer that waits on another).
      */
     int (*wait)(void *ctx, void *req);
+
+    /* ---- optional, with post and wait (collprof --replay's coalesced calls) ---- */
+    /**
+     * LOCAL.  begin 1: the posts that follow, up to group(ctx, 0), are one
+     * coalesced call of the trace (the ops of one ncclGroupStart/ncclGroupEnd,
+     * PyTorch's coalescing manager): a library with group calls may launch
+     * them as one.  begin 0: the call is complete (everything posted since
+     * begin 1 is under way; the ops are then waited as usual).  Never nested;
+     * a collective call inside is posted in the same order on every member,
+     * as any collective post.  NULL: the core posts the ops one by one.
+     */
+    int (*group)(void *ctx, int begin);
+
+    /* ---- optional (collprof --replay's process groups) ---- */
+    /**
+     * COLLECTIVE over ctx (every rank of its context, in the same order).  A
+     * context for a group of ctx's ranks made from ctx (NCCL: ncclCommSplit
+     * of its communicator) instead of a fresh init() on the group's members:
+     * host is the group's host table as init() takes it (the group's rank,
+     * nranks, world_ranks and oob functions) on a member, NULL on a rank
+     * outside the group, which takes part and gets *out NULL.  *out is
+     * finalized with finalize().  NULL: the core calls init() on the members
+     * alone (COLLPROF_BACKEND_GROUPS).
+     */
+    int (*split)(void *ctx, const collprof_host_t *host, void **out);
 } collprof_backend_t;
 
 /** sizeof(collprof_backend_t) of ABI 2 before any optional slot: the least the core accepts. */

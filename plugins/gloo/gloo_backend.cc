@@ -584,4 +584,6 @@ COLLPROF_PLUGIN_ENTRY = {
     .copy_rate = collprof_no_copy_rate, /* C++ names every field; host memory only */
     .post = cpgloo::gl_post,
     .wait = cpgloo::gl_wait,
+    .group = nullptr, /* coalesced calls: posted one by one */
+    .split = nullptr, /* a replay's groups: init() on their members */
 };

@@ -4,7 +4,8 @@ dnl come in with -isystem: nccl.h is not -Wstrict-prototypes clean.
 dnl   --with-cuda[=DIR]  default: /usr/local/cuda (CP_CUDA_RUNTIME, config/cp_cuda.m4)
 dnl   --with-nccl[=DIR]  default: the CUDA directory, then the default paths
 dnl Detects the optional entry points of the linked NCCL (ncclAlltoAll,
-dnl ncclGather, ncclScatter, ncclCommRegister, ncclGroupSimulateEnd) and
+dnl ncclGather, ncclScatter, ncclCommRegister, ncclGroupSimulateEnd, ncclMemAlloc,
+dnl ncclCommSplit) and
 dnl defines HAVE_<NAME> for them.  Builds the plugin only when both are found;
 dnl a hard error only when --with-cuda or --with-nccl was given explicitly.
 AC_DEFUN([CP_NCCL_CONFIGURE], [
@@ -43,7 +44,7 @@ AC_DEFUN([CP_NCCL_CONFIGURE], [
       AS_IF([test "x$cp_nccl_happy" != xyes],
             [CP_DEP_FAIL([nccl], [no usable NCCL >= 2.14 (include/nccl.h with ncclConfig_t and -lnccl) was found])])
       AS_IF([test "x$cp_nccl_happy" = xyes], [
-        AC_CHECK_FUNCS([ncclAlltoAll ncclGather ncclScatter ncclCommRegister ncclGroupSimulateEnd ncclMemAlloc])
+        AC_CHECK_FUNCS([ncclAlltoAll ncclGather ncclScatter ncclCommRegister ncclGroupSimulateEnd ncclMemAlloc ncclCommSplit])
         AC_CHECK_HEADER([nvtx3/nvToolsExt.h], [], [
           cp_nccl_happy=no
           CP_DEP_FAIL([nccl], [the CUDA toolkit has no NVTX3 headers (nvtx3/nvToolsExt.h)])])

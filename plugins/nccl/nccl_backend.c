@@ -151,6 +151,9 @@ static int nb_query(void *ctx, collprof_caps_t *caps)
     caps->memtypes = COLLPROF_BIT(COLLPROF_MEM_DEVICE);
     caps->variants = nb_plan.pub;
     caps->nvariants = nb_plan.npub;
+    if (COLLPROF_CAPS_HAS(caps, post_ops)) {
+        caps->post_ops = nb_post_ops(); /* send, recv and the blocking collectives (post()) */
+    }
     return COLLPROF_OK;
 }
 
@@ -165,6 +168,7 @@ static void nb_teardown(nb_ctx_t *ctx)
     if (ctx->timeout_s > 30.0) {
         ctx->timeout_s = 30.0;
     }
+    nb_drop_held(ctx);
     nb_graphs_drop(ctx, -1);
     for (int s = 0; s < NB_MAX_COMMS; s++) {
         nb_destroy_slot(ctx, s);
@@ -186,6 +190,9 @@ static void nb_teardown(nb_ctx_t *ctx)
     free(ctx->ev);
     if (ctx->stream != NULL) {
         cudaStreamDestroy(ctx->stream);
+    }
+    if (ctx->cstream != NULL) {
+        cudaStreamDestroy(ctx->cstream);
     }
     free(ctx->xf);
     free(ctx);
@@ -291,7 +298,8 @@ static int nb_local_setup(nb_ctx_t *ctx)
     if (e != cudaSuccess) { /* a device that is there and fails: an error */
         return nb_cuda_fail(ctx, "cudaSetDevice", e);
     }
-    if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+    if ((e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&ctx->cstream, cudaStreamNonBlocking)) != cudaSuccess) {
         return nb_cuda_fail(ctx, "cudaStreamCreateWithFlags", e);
     }
     ctx->scratch_bytes = 2u * NB_PROBE_PER_RANK * sizeof(float) * (size_t)ctx->n;
@@ -396,6 +404,86 @@ static int nb_init(const collprof_host_t *host, void **out)
     return COLLPROF_OK;
 }
 
+#ifdef HAVE_NCCLCOMMSPLIT
+/* a member's context around its communicator from ncclCommSplit: init()'s local set-up, the
+ * communicator in the default variant's slot */
+static int nb_split_ctx(const collprof_host_t *host, ncclComm_t comm, nb_ctx_t **out)
+{
+    nb_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        ncclCommAbort(comm);
+        nb_set_error(NULL, "out of memory");
+        return COLLPROF_ERR_NO_MEMORY;
+    }
+    ctx->host = host;
+    ctx->rank = host->rank;
+    ctx->n = host->nranks;
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        ctx->cur_slot[op] = -1;
+    }
+    ctx->xf = calloc(2u * (size_t)ctx->n + 2u, sizeof(*ctx->xf));
+    int rc = ctx->xf != NULL ? nb_local_setup(ctx) : COLLPROF_ERR_NO_MEMORY;
+    if (rc != COLLPROF_OK) {
+        snprintf(nb_global_err, sizeof(nb_global_err), "%s",
+                 ctx->xf != NULL ? ctx->err : "out of memory");
+        ncclCommAbort(comm);
+        nb_teardown(ctx);
+        return rc;
+    }
+    nb_comm_t *c = &ctx->comms[0];
+    c->live = 1;
+    c->comm = comm;
+    c->vname = "default";
+    c->used = ++ctx->tick;
+    cp_nccl_variant_key(cp_nccl_plan_find(&nb_plan, NULL), c->key, sizeof(c->key));
+    *out = ctx;
+    return COLLPROF_OK;
+}
+
+/*
+ * split(): a replay's process group from the job's context, every rank of it taking part:
+ * ncclCommSplit of its default communicator, colour 0 on the members (key: the group rank),
+ * NCCL_SPLIT_NOCOLOR elsewhere.  The members' contexts then create their other variants'
+ * communicators on the group alone, as init()'s do.
+ */
+static int nb_split(void *vparent, const collprof_host_t *host, void **out)
+{
+    nb_ctx_t *par = vparent;
+    char want[CP_NCCL_KEY_LEN];
+    int ps = -1;
+    cp_nccl_variant_key(cp_nccl_plan_find(&nb_plan, NULL), want, sizeof(want));
+    for (int s = 0; s < par->max_comms && ps < 0; s++) {
+        ps = par->comms[s].live && !strcmp(par->comms[s].key, want) ? s : -1;
+    }
+    if (ps < 0) { /* the same on every rank: the caches are in step */
+        nb_set_error(par, "split: the job's default communicator was finalised");
+        return COLLPROF_ERR_BACKEND;
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = par->blocking;
+    config.commName = "default (split)";
+    ncclComm_t comm = NULL, pc = par->comms[ps].comm;
+    ncclResult_t r = ncclCommSplit(pc, host != NULL ? 0 : NCCL_SPLIT_NOCOLOR,
+                                   host != NULL ? host->rank : 0, &comm, &config);
+    int rc = nb_settle(par, comm != NULL ? -1 : ps, comm != NULL ? comm : pc, r, "ncclCommSplit");
+    if (rc != COLLPROF_OK || host == NULL) {
+        return rc;
+    }
+    nb_ctx_t *ctx = NULL;
+    if ((rc = nb_split_ctx(host, comm, &ctx)) == COLLPROF_OK && host->log != NULL &&
+        host->rank == 0) {
+        host->log(COLLPROF_LOG_INFO,
+                  "nccl: a group of %d rank%s: its communicator split from the "
+                  "job's (ncclCommSplit)",
+                  host->nranks, host->nranks == 1 ? "" : "s");
+    }
+    if (rc == COLLPROF_OK) {
+        *out = ctx;
+    }
+    return rc;
+}
+#endif
+
 static int nb_finalize(void *vctx)
 {
     nb_teardown(vctx);
@@ -456,4 +544,10 @@ COLLPROF_PLUGIN_ENTRY = {
     COLLPROF_BACKEND_SLOTS(nb, nb_mem_copy, nb_run_batch),
     COLLPROF_BACKEND_EXTRAS(nb_options, COLLPROF_NROWS(nb_options), 0, nb_describe),
     .copy_rate = nb_copy_rate,
+    .post = nb_post,
+    .wait = nb_req_wait,
+    .group = nb_group,
+#ifdef HAVE_NCCLCOMMSPLIT
+    .split = nb_split,
+#endif
 };

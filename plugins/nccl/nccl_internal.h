@@ -3,10 +3,14 @@
  * the buffer records and what the files of the plugin call in each other.
  * Every file of the plugin includes this header and no other's.
  *
- *   nccl_backend.c  entry struct, options, building the plan and query, init/finalize, describe
+ *   nccl_backend.c  entry struct, options, building the plan and query, init/finalize, describe,
+ *                   split (a replay's process group: ncclCommSplit)
  *   nccl_variant.c  select_variant(): what applies, the forced-algorithm probe
- *   nccl_run.c      run() and run_batch(): what is not timed (staging space, registration,
- *                   graph capture), the launches, the timings
+ *   nccl_run.c      run(), run_batch() and post(): what is not timed (staging space,
+ *                   registration, graph capture), the launches, the timings
+ *   nccl_post.c     posted operations (post/wait/group, collprof --replay): the requests,
+ *                   the sends and recvs (and a coalesced call's collectives) held and
+ *                   launched as one group, the wait for one
  *   nccl_issue.c    one operation's NCCL calls on the stream (staging, send/recv groups)
  *   nccl_mem.c      memory: the mem_* slots and the buffer records; the device copy rate
  *   nccl_wait.c     the CUDA events and the wait for them under the per-operation timeout
@@ -17,8 +21,8 @@
  *                   status and dtype maps (nccl_plan.h; tests/unit/test_nccl_plan.t)
  *   nccl_p2p.c      the grouped send/recv schedules, no GPU needed either (the same)
  *
- * Calls go down only, top to bottom: nccl_backend > nccl_variant > nccl_run > nccl_issue >
- * nccl_mem > nccl_wait > nccl_comm > nccl_util > nccl_plan > nccl_p2p.
+ * Calls go down only, top to bottom: nccl_backend > nccl_variant > nccl_run > nccl_post >
+ * nccl_issue > nccl_mem > nccl_wait > nccl_comm > nccl_util > nccl_plan > nccl_p2p.
  */
 #ifndef CP_NCCL_INTERNAL_H
 #define CP_NCCL_INTERNAL_H
@@ -75,6 +79,7 @@ typedef struct nb_ctx {
     int alloc_reg; /* the cell selected registers its buffers: ncclMemAlloc them */
     double timeout_s;
     cudaStream_t stream;
+    cudaStream_t cstream; /* mem_copy's: never waits for the operations in flight on stream */
     cudaEvent_t *ev;
     int nev;
     char *scratch; /* zeroed: barrier element and variant probes */
@@ -92,6 +97,21 @@ typedef struct nb_ctx {
     unsigned char probed[CP_NCCL_MAX_VARS][COLLPROF_OP_COUNT];
     char err[NB_ERR_LEN];
 } nb_ctx_t;
+
+/* a posted operation (nccl_post.c): a collective launched at post, a send or recv held until
+ * the next call that is not one (and every op of a coalesced call until its end); complete
+ * when its event is.  v: a collective's variant while it is held, else NULL */
+typedef struct nb_req {
+    struct nb_req *next; /* the held list */
+    nb_ctx_t *ctx;
+    collprof_args_t a;
+    const cp_nccl_variant_t *v;
+    int slot;
+    int launched;
+    int rc; /* its launch failed: the status, err the message */
+    cudaEvent_t ev;
+    char err[NB_ERR_LEN];
+} nb_req_t;
 
 /* state shared by the files of the plugin (nccl_util.c) */
 extern cp_nccl_plan_t nb_plan; /* the variant table, built once (query or init) */
@@ -122,10 +142,24 @@ int nb_issue(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot, const collprof
 /* nccl_wait.c */
 int nb_events(nb_ctx_t *ctx, int need);
 int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev);
+int nb_wait_event(nb_ctx_t *ctx, int slot, const collprof_args_t *a, cudaEvent_t ev);
+
+/* nccl_post.c */
+nb_req_t *nb_req_new(nb_ctx_t *ctx, const collprof_args_t *a, int slot);
+void nb_req_free(nb_req_t *r);
+int nb_hold_p2p(nb_ctx_t *ctx, const collprof_args_t *a, void **req);
+int nb_grouping(void);
+void nb_hold(nb_req_t *r);
+int nb_group(void *vctx, int begin);
+int nb_launch_held(void);
+void nb_drop_held(nb_ctx_t *ctx);
+int nb_req_wait(void *vctx, void *vreq);
 
 /* nccl_run.c */
 int nb_run(void *vctx, const collprof_args_t *ia);
 int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double *times_us);
+uint32_t nb_post_ops(void);
+int nb_post(void *vctx, const collprof_args_t *a, void **req);
 
 /* nccl_variant.c */
 int nb_select_variant(void *vctx, collprof_op_t iop, const char *name);

@@ -111,16 +111,18 @@ int nb_mem_copy(void *vctx, int memtype, void *dst, const void *src, size_t byte
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
     /*
-     * On the plugin's own (non-blocking) stream, then synchronised: a plain
-     * cudaMemcpy from pageable memory may return before the DMA has landed,
-     * and the legacy default stream does not order against ours.
+     * On the plugin's own (non-blocking) copy stream, then synchronised: a
+     * plain cudaMemcpy from pageable memory may return before the DMA has
+     * landed, and the legacy default stream does not order against ours.  Not
+     * the operations' stream: a replay fills one op's buffers while others
+     * are in flight (post), and a copy queued behind them would wait for them.
      */
     cudaError_t e = cudaMemcpyAsync(
-        dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, ctx->stream);
+        dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, ctx->cstream);
     if (e != cudaSuccess) {
         return nb_cuda_fail(ctx, "cudaMemcpyAsync", e);
     }
-    e = cudaStreamSynchronize(ctx->stream);
+    e = cudaStreamSynchronize(ctx->cstream);
     return e == cudaSuccess ? COLLPROF_OK
                             : nb_cuda_fail(ctx, "cudaStreamSynchronize (mem_copy)", e);
 }

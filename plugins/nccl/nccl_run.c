@@ -115,7 +115,7 @@ static int nb_register(nb_ctx_t *ctx, int slot, const void *p)
  * Everything that must not be timed: the variant's communicator, staging
  * space, registrations, the graph.  *slot and *graph on success.
  */
-static int nb_prepare(nb_ctx_t *ctx, const collprof_args_t *a, int warm,
+static int nb_prepare(nb_ctx_t *ctx, const collprof_args_t *a, int warm, int capture,
                       const cp_nccl_variant_t **vout, int *slot, nb_graph_t **graph)
 {
     if ((unsigned)a->op >= COLLPROF_OP_COUNT) {
@@ -182,7 +182,7 @@ static int nb_prepare(nb_ctx_t *ctx, const collprof_args_t *a, int warm,
         }
     }
     *graph = NULL;
-    if (v->graph) {
+    if (v->graph && capture) {
         int rc = nb_graph_get(ctx, v, s, a, warm, graph);
         if (rc != COLLPROF_OK) {
             return rc;
@@ -218,7 +218,8 @@ int nb_run(void *vctx, const collprof_args_t *ia)
     collprof_args_t twin = *ia;
     const collprof_args_t *a = &twin;
     twin.op = (collprof_op_t)collprof_op_blocking((int)ia->op);
-    int rc = nb_prepare(ctx, a, 0, &v, &slot, &g);
+    nb_launch_held(); /* posted sends and recvs go first (their waits get any failure) */
+    int rc = nb_prepare(ctx, a, 0, 1, &v, &slot, &g);
     if (rc == COLLPROF_OK) {
         rc = nb_events(ctx, 1);
     }
@@ -248,7 +249,8 @@ int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double *times_
     if (iters <= 0) {
         return COLLPROF_OK;
     }
-    int rc = nb_prepare(ctx, a, 1, &v, &slot, &g);
+    nb_launch_held();
+    int rc = nb_prepare(ctx, a, 1, 1, &v, &slot, &g);
     if (rc == COLLPROF_OK) {
         rc = nb_events(ctx, iters + 1);
     }
@@ -308,5 +310,68 @@ int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double *times_
             COLLPROF_LOG_DEBUG, "%s: %d launches, host %.2f us each, device %.2f us each%s", range,
             iters, issue_us, sum / iters, issue_us >= 0.9 * sum / iters ? " (launch-bound)" : "");
     }
+    return COLLPROF_OK;
+}
+
+/* ---- post(): collprof --replay's posted operations (nccl_post.c holds the rest) ------------ */
+
+/* the ops post() takes: send and recv (COLLPROF_OP_SENDRECV), every blocking collective */
+uint32_t nb_post_ops(void)
+{
+    uint32_t ops = COLLPROF_BIT(COLLPROF_OP_SENDRECV);
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        const collprof_op_info_t *oi = collprof_op_info(op);
+        if (op != COLLPROF_OP_SENDRECV && oi != NULL && !(oi->flags & COLLPROF_OPF_NONBLOCKING)) {
+            ops |= COLLPROF_BIT(op);
+        }
+    }
+    return ops;
+}
+
+/*
+ * post(): a send or a recv is held (launched with the next call's group, nccl_post.c); a
+ * collective goes on the stream at once, after the held ops, with an event behind it that
+ * its wait polls; inside a coalesced call (group()) it is held too, until the call's end.
+ * A +graph variant's collective is launched directly, not captured (a capture on a stream
+ * with work in flight would be of no use: the replay has no batch).
+ */
+int nb_post(void *vctx, const collprof_args_t *a, void **req)
+{
+    nb_ctx_t *ctx = vctx;
+    const cp_nccl_variant_t *v = NULL;
+    nb_graph_t *g = NULL;
+    int slot = -1;
+    if (a->op == COLLPROF_OP_SENDRECV) {
+        return nb_hold_p2p(ctx, a, req);
+    }
+    if ((unsigned)a->op >= COLLPROF_OP_COUNT || !(nb_post_ops() & COLLPROF_BIT(a->op))) {
+        nb_set_error(ctx, "post: %s cannot be posted", collprof_op_name(a->op));
+        return COLLPROF_ERR_NOT_SUPPORTED;
+    }
+    if (!nb_grouping()) {
+        nb_launch_held();
+    }
+    int rc = nb_prepare(ctx, a, 0, 0, &v, &slot, &g);
+    nb_req_t *r = rc == COLLPROF_OK ? nb_req_new(ctx, a, slot) : NULL;
+    if (r == NULL) {
+        return rc != COLLPROF_OK ? rc : COLLPROF_ERR_NO_MEMORY;
+    }
+    if (nb_grouping()) { /* a coalesced call's: launched with the call's other ops at its end */
+        r->v = v;
+        nb_hold(r);
+        *req = r;
+        return COLLPROF_OK;
+    }
+    rc = nb_issue(ctx, v, slot, a);
+    if (rc == COLLPROF_OK) {
+        cudaError_t e = cudaEventRecord(r->ev, ctx->stream);
+        rc = e == cudaSuccess ? COLLPROF_OK : nb_cuda_fail(ctx, "cudaEventRecord (posted)", e);
+    }
+    if (rc != COLLPROF_OK) {
+        nb_req_free(r);
+        return rc;
+    }
+    r->launched = 1;
+    *req = r;
     return COLLPROF_OK;
 }

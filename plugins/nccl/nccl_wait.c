@@ -32,17 +32,18 @@ int nb_events(nb_ctx_t *ctx, int need)
 }
 
 /*
- * Wait for events ev[0..nev): each has timeout_s from the completion of the
+ * Poll events ev[0..nev): each has timeout_s from the completion of the
  * one before it (a per-operation limit), with NCCL's async errors polled.
  */
-int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev)
+static int nb_poll(nb_ctx_t *ctx, int slot, const collprof_args_t *a, const cudaEvent_t *ev,
+                   int nev)
 {
     ncclComm_t comm = ctx->comms[slot].comm;
     double t0 = nb_now(), last = t0;
     unsigned spins = 0;
     int k = 0;
     while (k < nev) {
-        cudaError_t e = cudaEventQuery(ctx->ev[k]);
+        cudaError_t e = cudaEventQuery(ev[k]);
         if (e == cudaSuccess) {
             k++;
             last = nb_now();
@@ -75,6 +76,22 @@ int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev)
         }
         nb_nap(ctx, &spins);
     }
+    return COLLPROF_OK;
+}
+
+/* the stream's events ev[0..nev), then the whole stream */
+int nb_wait(nb_ctx_t *ctx, int slot, const collprof_args_t *a, int nev)
+{
+    int rc = nb_poll(ctx, slot, a, ctx->ev, nev);
+    if (rc != COLLPROF_OK) {
+        return rc;
+    }
     cudaError_t e = cudaStreamSynchronize(ctx->stream);
     return e == cudaSuccess ? COLLPROF_OK : nb_cuda_fail(ctx, "cudaStreamSynchronize", e);
+}
+
+/* one posted operation's event alone: what the stream holds after it goes on */
+int nb_wait_event(nb_ctx_t *ctx, int slot, const collprof_args_t *a, cudaEvent_t ev)
+{
+    return nb_poll(ctx, slot, a, &ev, 1);
 }

@@ -3,6 +3,7 @@
 #include "runner/replay.h"
 #include "runner/replay_int.h"
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "chan/oob.h"
@@ -282,8 +283,38 @@ uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters)
     return sum + n * per;
 }
 
+int cp_replay_memtype(const cp_plugin_t *p)
+{
+    uint32_t m = p->caps.memtypes;
+    return (m & COLLPROF_BIT(COLLPROF_MEM_HOST)) || !(m & COLLPROF_BIT(COLLPROF_MEM_DEVICE))
+               ? COLLPROF_MEM_HOST
+               : COLLPROF_MEM_DEVICE;
+}
+
+/* Group i's two buffers of g->bytes in memtype mt, and their host copies where staged. */
+static int group_bufs(cp_plugin_t *p, cp_rgroup_t *g, size_t i, int mt, char *why, size_t len)
+{
+    int staged = mt != COLLPROF_MEM_HOST || cp_fault_test_staged();
+    int rc = COLLPROF_OK;
+    g->memtype = mt;
+    cp_replay_groups_use(g, i); /* (g: any group; i names it) */
+    for (int k = 0; k < 2 && rc == COLLPROF_OK; k++) {
+        rc = p->be->mem_alloc(g->ctx, mt, g->bytes, &g->buf[k]);
+        if (rc != COLLPROF_OK) {
+            g->buf[k] = NULL;
+            snprintf(why, len, "group %zu: %zu B of %s memory: %s", i, g->bytes,
+                     collprof_memtype_name(mt), p->be->last_error(g->ctx));
+        } else if (staged && (g->hbuf[k] = malloc(g->bytes)) == NULL) {
+            rc = COLLPROF_ERR_NO_MEMORY;
+            snprintf(why, len, "group %zu: out of memory for %zu B of host copies", i, g->bytes);
+        }
+    }
+    return rc;
+}
+
 /* Collective over the job: each group's two buffers, on its members, as large as any rank
- * needs (need[]: this rank's, from cp_replay_schedule).  0, or -1 (agreed). */
+ * needs (need[]: this rank's, from cp_replay_schedule), in the memory p takes.  0, or -1
+ * (agreed). */
 static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int nranks,
                       const size_t *need)
 {
@@ -303,18 +334,11 @@ static int alloc_bufs(cp_plugin_t *p, const cp_trace_t *t, cp_rgroup_t *g, int n
             size_t b = (size_t)all[(size_t)r * (ng + 1) + i];
             g[i].bytes = b > g[i].bytes ? b : g[i].bytes;
         }
+        g[i].memtype = cp_replay_memtype(p);
         if (g[i].ctx == NULL || g[i].me < 0 || g[i].bytes == 0) {
             continue;
         }
-        cp_replay_groups_use(g, i);
-        for (int k = 0; k < 2 && rc == COLLPROF_OK; k++) {
-            rc = p->be->mem_alloc(g[i].ctx, COLLPROF_MEM_HOST, g[i].bytes, &g[i].buf[k]);
-            if (rc != COLLPROF_OK) {
-                g[i].buf[k] = NULL;
-                snprintf(why, sizeof(why), "group %zu: %zu B: %s", i, g[i].bytes,
-                         p->be->last_error(g[i].ctx));
-            }
-        }
+        rc = group_bufs(p, &g[i], i, g[i].memtype, why, sizeof(why));
     }
     free(mine);
     free(all);

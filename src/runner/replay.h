@@ -16,11 +16,13 @@
 
 /** One group's context on this rank (replay_groups.c). */
 typedef struct cp_rgroup {
-    int *ranks;   /**< its members as job ranks, ascending */
-    int n, me;    /**< members, this rank's index (-1: not a member) */
-    void *ctx;    /**< the context (NULL: none on this rank) */
-    int own;      /**< ctx is a group context of ours (finalize it) */
-    void *buf[2]; /**< send, receive buffers of bytes each, from ctx */
+    int *ranks;    /**< its members as job ranks, ascending */
+    int n, me;     /**< members, this rank's index (-1: not a member) */
+    void *ctx;     /**< the context (NULL: none on this rank) */
+    int own;       /**< ctx is a group context of ours (finalize it) */
+    void *buf[2];  /**< send, receive buffers of bytes each, from ctx */
+    void *hbuf[2]; /**< their host copies where the buffers are the backend's (staged), else NULL */
+    int memtype;   /**< the buffers' memory (cp_replay_memtype) */
     size_t bytes;
     char err[256];        /**< why it has no context, else "" */
     collprof_host_t host; /**< its group context's host (valid until it is finalized) */
@@ -34,6 +36,10 @@ cp_rgroup_t *cp_replay_groups_start(cp_plugin_t *p, const cp_trace_t *t, const c
 void cp_replay_groups_stop(cp_plugin_t *p, cp_rgroup_t *g, size_t ngroups);
 /** Make group g's out-of-band functions the current ones (before any call on its context). */
 void cp_replay_groups_use(cp_rgroup_t *g, size_t gi);
+
+/** The memory a replay on p fills and checks its ops in: host memory where p takes it, else
+ *  the device's (then through host copies, mem_copy, as a matrix cell on device memory). */
+int cp_replay_memtype(const cp_plugin_t *p);
 
 /** Collective over the job: replay t iters times on p with variant (NULL or "default": the
  *  library's own choice; else made current on every context for each op that offers it, the

@@ -85,29 +85,30 @@ static void group_ctx(cp_plugin_t *p, size_t gi, cp_rgroup_t *g, const cp_boot_t
         g->ctx = p->ctx;
         return;
     }
+    collprof_host_t *h = &g->host; /* the plugin may keep it: one per group */
+    *h = *world;
+    h->rank = g->me;
+    h->nranks = g->n;
+    h->world_ranks = g->ranks;
+    h->world_nranks = b->nranks;
+    h->oob_allgather = g_allgather;
+    h->oob_bcast = g_bcast;
+    h->oob_barrier = g_barrier;
+    h->oob_alltoall = g_alltoall;
+    int split = COLLPROF_BACKEND_HAS(p->be, split) && p->ctx != NULL;
     if (cp_oob_group_open(o, b) != COLLPROF_OK) {
         rc = COLLPROF_ERR_BOOTSTRAP;
         snprintf(why, sizeof(why), "its out-of-band channel failed");
-    } else if (!(p->be->flags & COLLPROF_BACKEND_GROUPS)) {
+    } else if (!(p->be->flags & COLLPROF_BACKEND_GROUPS) && !split) {
         rc = COLLPROF_ERR_NOT_SUPPORTED;
         snprintf(why, sizeof(why), "backend %s runs on the whole job only", p->name);
-    } else if (g->me >= 0) {
-        collprof_host_t *h = &g->host; /* the plugin may keep it: one per group */
-        *h = *world;
-        h->rank = g->me;
-        h->nranks = g->n;
-        h->world_ranks = g->ranks;
-        h->world_nranks = b->nranks;
-        h->oob_allgather = g_allgather;
-        h->oob_bcast = g_bcast;
-        h->oob_barrier = g_barrier;
-        h->oob_alltoall = g_alltoall;
+    } else if (split || g->me >= 0) { /* split: every rank takes part, the members get one */
         cp_replay_groups_use(g, gi);
-        rc = p->be->init(h, &g->ctx);
+        rc = split ? p->be->split(p->ctx, g->me >= 0 ? h : NULL, &g->ctx) : p->be->init(h, &g->ctx);
         if (rc != COLLPROF_OK) {
             g->ctx = NULL;
             snprintf(why, sizeof(why), "%s: %s", collprof_status_string(rc),
-                     p->be->last_error(NULL));
+                     p->be->last_error(split ? p->ctx : NULL));
         }
     }
     cp_agreement_t a;
@@ -152,8 +153,9 @@ void cp_replay_groups_stop(cp_plugin_t *p, cp_rgroup_t *g, size_t ngroups)
         cp_replay_groups_use(g, i);
         for (int k = 0; k < 2; k++) {
             if (g[i].buf[k] != NULL) {
-                p->be->mem_free(g[i].ctx, COLLPROF_MEM_HOST, g[i].buf[k]);
+                p->be->mem_free(g[i].ctx, g[i].memtype, g[i].buf[k]);
             }
+            free(g[i].hbuf[k]);
         }
         if (g[i].own) {
             p->be->finalize(g[i].ctx);

@@ -4,8 +4,9 @@
  * (run(): it returns complete) or posted (the plugin's post(), ABI 2.3) and completed later
  * (wait()):
  *  - an async op (req set) is posted and completed at the wait that names its req;
- *  - the ops of one coalesced call are posted one after the other and completed together
- *    before the next op that is not of the call;
+ *  - the ops of one coalesced call are posted one after the other (between the plugin's
+ *    group(1) and group(0) where it has them: one group call) and completed together before
+ *    the next op that is not of the call;
  *  - a blocking send or recv is posted with the consecutive blocking sends and recvs of its
  *    group, all completed before the next op that is not one of them: a pair recorded in an
  *    order that would deadlock on a rendezvous protocol does not.
@@ -68,10 +69,10 @@ static size_t wait_of(const rop_t *o, size_t n, size_t i)
 }
 
 /* When posted op i completes: its done_at, its wait's waits, the notes. */
-static void complete_at(rop_t *o, size_t n, size_t i)
+static void complete_at(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
 {
     const collprof_trace_op_row_t *r = o[i].t;
-    char s[96];
+    char s[112];
     size_t j = i + 1;
     if (r->req >= 0) {
         j = wait_of(o, n, i);
@@ -88,8 +89,9 @@ static void complete_at(rop_t *o, size_t n, size_t i)
         while (j < n && o[j].t->coalesced == r->coalesced) {
             j++;
         }
-        snprintf(s, sizeof(s), "coalesced %lld: posted, completed with the call's other ops",
-                 (long long)r->coalesced);
+        snprintf(s, sizeof(s), "coalesced %lld: posted%s, completed with the call's other ops",
+                 (long long)r->coalesced,
+                 COLLPROF_BACKEND_HAS(p->be, group) ? " as one group call" : "");
         note_add(&o[i], s);
     } else {
         while (j < n && plain_p2p(&o[j], o[i].group)) {
@@ -114,7 +116,7 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
     }
     if (o[i].p2p != 0 || can_post(p, &o[i])) {
         o[i].how = RP_POST;
-        complete_at(o, n, i);
+        complete_at(p, o, n, i);
         return;
     }
     char s[112];
@@ -169,17 +171,43 @@ int cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, s
     return ok ? 0 : -1;
 }
 
-/* Its args, on buffers sb, rb; inputs written and output poisoned. */
-static collprof_args_t args_of(rop_t *o, unsigned char *sb, unsigned char *rb, int rank)
+/* Where op o's buffer k (0 send, 1 receive) is filled and checked: the group's buffer, or
+ * its host copy where the buffers are staged (device memory). */
+static unsigned char *host_of(const cp_rgroup_t *g, int k, const rop_t *o)
 {
+    return (unsigned char *)(g->hbuf[k] != NULL ? g->hbuf[k] : g->buf[k]) + o->off;
+}
+
+/* Copy op o's part of buffer k between its host copy and the backend's buffer (staged
+ * groups only: mem_copy for device memory, memcpy for the COLLPROF_TEST_STAGED host path). */
+static int stage(cp_plugin_t *p, const rop_t *o, const cp_rgroup_t *g, int k, int to_device)
+{
+    size_t bytes = o->need - 64;
+    unsigned char *b = (unsigned char *)g->buf[k] + o->off, *h = host_of(g, k, o);
+    if (g->hbuf[k] == NULL || bytes == 0) {
+        return COLLPROF_OK;
+    }
+    if (g->memtype == COLLPROF_MEM_HOST) {
+        memcpy(to_device ? b : h, to_device ? h : b, bytes);
+        return COLLPROF_OK;
+    }
+    return p->be->mem_copy(g->ctx, g->memtype, to_device ? b : h, to_device ? h : b, bytes,
+                           to_device);
+}
+
+/* Its args, on the group's buffers; inputs written and output poisoned (in the host copies,
+ * then uploaded where staged: the sides it uses, outside its timed calls). */
+static collprof_args_t args_of(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, int rank, int *rc)
+{
+    unsigned char *sb = host_of(g, 0, o), *rb = host_of(g, 1, o);
     size_t bytes = o->need - 64;
     collprof_args_t a = {.op = o->x.op,
                          .dtype = o->x.dtype,
                          .redop = o->x.redop,
                          .root = o->x.root,
-                         .memtype = COLLPROF_MEM_HOST,
-                         .sendbuf = sb,
-                         .recvbuf = rb,
+                         .memtype = g->memtype,
+                         .sendbuf = (unsigned char *)g->buf[0] + o->off,
+                         .recvbuf = (unsigned char *)g->buf[1] + o->off,
                          .count = (size_t)o->x.count,
                          .sendcounts = o->a2av.sendcounts,
                          .sdispls = o->a2av.sdispls,
@@ -193,34 +221,51 @@ static collprof_args_t args_of(rop_t *o, unsigned char *sb, unsigned char *rb, i
     } else if (o->p2p == 0) {
         cp_coll_get(o->x.op)->fill(&o->x, sb, rb);
     }
+    *rc = o->p2p != RP_RECV ? stage(p, o, g, 0, 1) : COLLPROF_OK;
+    *rc = *rc == COLLPROF_OK && o->p2p != RP_SEND ? stage(p, o, g, 1, 1) : *rc;
     return a;
 }
 
-/* Count op o's wrong elements once complete. */
-static void check(rop_t *o, const cp_rgroup_t *g)
+/* Count op o's wrong elements once complete (its result downloaded first where staged); the
+ * copy's failure. */
+static int check(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g)
 {
-    const unsigned char *rb = (const unsigned char *)g->buf[1] + o->off;
+    const unsigned char *rb = host_of(g, 1, o);
+    int data = o->p2p == RP_RECV || (o->p2p == 0 && !(cp_op_flags(o->x.op) & COLLPROF_OPF_NODATA));
+    int rc = data ? stage(p, o, g, 1, 0) : COLLPROF_OK;
+    if (rc != COLLPROF_OK || !data) {
+        return rc;
+    }
     if (o->p2p == RP_RECV) {
         o->wrong += cp_replay_p2p_check(o, rb);
-    } else if (o->p2p == 0 && !(cp_op_flags(o->x.op) & COLLPROF_OPF_NODATA)) {
+    } else {
         o->wrong += cp_coll_get(o->x.op)->check(&o->x, rb);
     }
+    return COLLPROF_OK;
 }
 
-static void failed(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, int rc)
+static void failed(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, int rc, const char *what)
 {
-    snprintf(o->note, sizeof(o->note), "%s: %s", collprof_status_string(rc),
+    snprintf(o->note, sizeof(o->note), "%s%s: %s", what, collprof_status_string(rc),
              p->be->last_error(g->ctx));
     o->failed = 1;
+}
+
+/* A staged copy's failure, after the op: it ran (its peers wait for it), its data is not known */
+static void copy_failed(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, int rc)
+{
+    if (rc != COLLPROF_OK && !o->failed) {
+        failed(p, o, g, rc, "copying between host and device memory: ");
+    }
 }
 
 /* Issue op o: run it (and check it), or post it. */
 static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
 {
     cp_rgroup_t *g = &gs[o->group];
-    collprof_args_t a =
-        args_of(o, (unsigned char *)g->buf[0] + o->off, (unsigned char *)g->buf[1] + o->off, rank);
     cp_replay_groups_use(gs, (size_t)o->group);
+    int crc = COLLPROF_OK;
+    collprof_args_t a = args_of(p, o, g, rank, &crc);
     cp_gaps_wait(o->t); /* --gaps: until its target (its buffers ready) */
     double t0 = now_us();
     o->at = t0;
@@ -233,10 +278,11 @@ static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
     }
     if (rc != COLLPROF_OK) {
         o->req = NULL;
-        failed(p, o, g, rc);
+        failed(p, o, g, rc, "");
     } else if (o->how == RP_NOW) {
-        check(o, g);
+        crc = crc == COLLPROF_OK ? check(p, o, g) : crc;
     }
+    copy_failed(p, o, g, crc);
 }
 
 /* Complete posted op o; the time goes to op w (its wait) or to o. */
@@ -255,9 +301,9 @@ static void complete(cp_plugin_t *p, rop_t *o, rop_t *w, cp_rgroup_t *gs)
     cp_gaps_done(o->t);
     o->req = NULL;
     if (rc != COLLPROF_OK) {
-        failed(p, o, g, rc);
+        failed(p, o, g, rc, "");
     } else {
-        check(o, g);
+        copy_failed(p, o, g, check(p, o, g));
     }
 }
 
@@ -282,11 +328,35 @@ static void due(cp_plugin_t *p, rop_t *o, size_t n, size_t i, cp_rgroup_t *g, fl
     f->n = m;
 }
 
+/* A coalesced call's posts between the plugin's group(1) and group(0) (the optional slot; nccl:
+ * one ncclGroupStart/ncclGroupEnd).  *open: the call's context while one is open, else NULL;
+ * *id its coalesced number.  Closed before op i when op i is not of it (i == n: at the end),
+ * opened at op i when it is a posted op of a call and none is open. */
+static void coalesce(cp_plugin_t *p, const rop_t *o, size_t n, size_t i, cp_rgroup_t *g,
+                     void **open, int64_t *id)
+{
+    if (!COLLPROF_BACKEND_HAS(p->be, group)) {
+        return;
+    }
+    if (*open != NULL && (i >= n || o[i].t->coalesced != *id)) {
+        p->be->group(*open, 0);
+        *open = NULL;
+    }
+    if (*open == NULL && i < n && o[i].op >= 0 && !o[i].failed && o[i].how == RP_POST &&
+        o[i].t->coalesced >= 0 && g[o[i].group].ctx != NULL) {
+        *open = g[o[i].group].ctx;
+        *id = o[i].t->coalesced;
+        p->be->group(*open, 1);
+    }
+}
+
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
                     double *times, double *issues, double *exposed, double *whole, int rank,
                     size_t *fly)
 {
     fly_t f = {fly, 0};
+    void *open = NULL; /* the context of the coalesced call being posted */
+    int64_t id = -1;
     for (int it = 0; it < iters; it++) {
         cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
         cp_oob_barrier();                     /* every replay starts together */
@@ -298,6 +368,7 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
             o[i].at = base;
         }
         for (size_t i = 0; i <= n; i++) {
+            coalesce(p, o, n, i, g, &open, &id);
             due(p, o, n, i, g, &f);
             if (i < n && o[i].op >= 0 && !o[i].failed) {
                 issue(p, &o[i], g, rank);

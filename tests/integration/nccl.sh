@@ -4,9 +4,9 @@
 # and one note (not an error) says what is missing (no GPU, no GPU driver, a
 # driver too old for the runtime), its cells are skipped while the other
 # backends run with exit status 0, and asking for NCCL alone fails clearly.
-# On the CUDA/NCCL stand-in: each missing piece gives its own note, and a GPU
-# that is there and fails (cudaSetDevice) stays an error.  With a GPU, use
-# make check-gpu (tests/integration/nccl_gpu.sh).
+# collprof --replay behaves alike.  On the CUDA/NCCL stand-in: each missing
+# piece gives its own note, and a GPU that is there and fails (cudaSetDevice)
+# stays an error.  With a GPU, use make check-gpu (tests/integration/nccl_gpu.sh).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -101,6 +101,24 @@ ok $? "--backends nccl alone: says no backend could run"
 cp_run --backends nccl --ops barrier -n 1 -w 0 --variants default --output-dir "$d"
 [ "$rc" -ne 0 ] && grep -q -E "$NOTE" "$WORK/err"
 ok $? "one rank, no GPU: clean failure"
+
+# --replay without a GPU, as the matrix (docs/replay.md): beside self, one note and self's
+# replay, exit 0; nccl alone: the note, then no backend could run the replay, exit 1
+report="$(dirname "$COLLPROF_BIN")/collprof-report"
+if [ -x "$report" ]; then
+    T=$COLLPROF_SRCDIR/tests/data/trace
+    "$report" import --trace param "$T/p2p-rank0.json" "$T/p2p-rank1.json" -o "$WORK/p2p.h5" \
+        >"$WORK/out" 2>&1
+    d="$WORK/replay"
+    mkdir -p "$d"
+    cp_run --np 2 --backends nccl,self --replay "$WORK/p2p.h5" --replay-iters 1 --output-dir "$d"
+    [ "$rc" -eq 0 ] && [ "$(grep -c -i nccl "$WORK/err")" -eq 1 ] && grep -q -E "$NOTE" "$WORK/err" &&
+        no_error && grep -q '^== replay on self' "$WORK/out" && ! grep -q '^== replay on nccl' "$WORK/out"
+    ok $? "--replay, nccl,self without a GPU: one note, self's replay, exit 0 ($rc: $(head -c 300 "$WORK/err"))"
+    cp_run --np 2 --backends nccl --replay "$WORK/p2p.h5" --replay-iters 1 --output-dir "$d"
+    [ "$rc" -eq 1 ] && grep -q -E "$NOTE" "$WORK/err" && grep -q 'no backend could run the replay' "$WORK/err"
+    ok $? "--replay, nccl alone without a GPU: the note, no backend could run the replay, exit 1 ($rc)"
+fi
 
 # the whole device path through the core (device buffers, host copies, run_batch
 # timing, the check after a download) with the plugin built against the test

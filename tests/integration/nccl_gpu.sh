@@ -82,6 +82,110 @@ grep -q 'nccl-blocking=0' "$(summary_of "$d")"
 ok $? "nccl --np $np, non-blocking communicators: the summary records nccl-blocking=0"
 part_done "non-blocking communicators"
 
+# 1d. collprof --replay on nccl (docs/replay.md): every op's buffers on the device, filled and
+# checked through host copies.  A PARAM trace written here for the run's ranks: a blocking
+# allreduce, an async allreduce and allgather waited in the opposite order (posted: on the
+# stream with an event each), a coalesced pair of allreduces, broadcast, reducescatter,
+# alltoall, an async reduce, a barrier; every op row ok, no wrong element.  With two GPUs or
+# more, also the p2p fixture on 2 ranks (a blocking send/recv pair both ranks record send
+# first, an isend/irecv past an allreduce, a coalesced send/recv pair: the sends and recvs
+# held and launched as one NCCL group), and groups of one rank split from the job's
+# communicator.  One GPU runs one rank: no point-to-point, no split there.
+report="$(dirname "$COLLPROF_BIN")/collprof-report"
+# replay_ok NAME DIR OPS: the run's summary has the nccl replay table, every row ok, OPS ops
+# and no wrong element
+replay_ok() {
+    s=$(summary_of "$2")
+    bad=$(sed -n '/^== replay on nccl/,/^whole trace:/p' "$s" |
+        awk 'NR > 2 && !/^whole trace:/ && $12 != "ok"')
+    [ "$rc" -eq 0 ] && [ -n "$s" ] && [ -z "$bad" ] &&
+        grep -q "^whole trace: $3 ops, .* 0 wrong elements: ok" "$s"
+    ok $? "nccl --replay $1: $3 ops, every row ok, no wrong element (exit $rc)${bad:+: $(echo "$bad" | head -n 3 | tr '\n' ';')}"
+    [ -n "$s" ] && sed -n '/^== replay on nccl/,/^critical path:/p' "$s" | sed 's/^/# /'
+}
+if [ -x "$report" ]; then
+    d="$WORK/replay"
+    mkdir -p "$d"
+    members=$(seq -s ', ' 0 $((np - 1)))
+    G='"pg_id": 0, "global_ranks": ['"$members"']'
+    for r in $(seq 0 $((np - 1))); do
+        cat >"$d/g-rank$r.json" <<EOF
+[{"comms": "all_reduce", "seqnum": 1, $G, "in_msg_size": 262144, "out_msg_size": 262144, "dtype": "Float"},
+ {"comms": "all_reduce", "seqnum": 2, "req": 1, $G, "in_msg_size": 65536, "out_msg_size": 65536, "dtype": "Float"},
+ {"comms": "all_gather", "seqnum": 3, "req": 2, $G, "in_msg_size": 1024, "out_msg_size": $((1024 * np)), "dtype": "BFloat16"},
+ {"comms": "wait", "req": 2, $G}, {"comms": "wait", "req": 1, $G},
+ {"comms": "all_reduce", "seqnum": 4, "use_batch": true, $G, "in_msg_size": 4096, "out_msg_size": 4096, "dtype": "Float"},
+ {"comms": "all_reduce", "seqnum": 5, "use_batch": true, $G, "in_msg_size": 1000, "out_msg_size": 1000, "dtype": "Int"},
+ {"comms": "broadcast", "seqnum": 6, $G, "root": $((np - 1)), "in_msg_size": 4096, "out_msg_size": 4096, "dtype": "Double"},
+ {"comms": "reduce_scatter", "seqnum": 7, $G, "in_msg_size": $((1024 * np)), "out_msg_size": 1024, "dtype": "Float"},
+ {"comms": "all_to_all", "seqnum": 8, $G, "in_msg_size": $((1024 * np)), "out_msg_size": $((1024 * np)), "dtype": "Int"},
+ {"comms": "reduce", "seqnum": 9, "req": 3, $G, "root": 0, "in_msg_size": 256, "out_msg_size": 256, "dtype": "Double"},
+ {"comms": "wait", "req": 3, $G},
+ {"comms": "barrier", "seqnum": 10, $G}]
+EOF
+    done
+    "$report" import --trace param "$d"/g-rank*.json -o "$d/g.h5" >"$WORK/out" 2>&1
+    ok $? "replay: the trace of $np rank(s) imports"
+    mkdir -p "$d/g"
+    cp_run --np "$np" --backends nccl --replay "$d/g.h5" --replay-iters 3 --timeout 120 \
+        --output-dir "$d/g"
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+    replay_ok "--np $np, collectives (async, coalesced)" "$d/g" $((13 * np))
+    n=$(grep -c -E '^(allreduce|allgather|reduce) .*async: posted, completed at its wait' \
+        "$(summary_of "$d/g")")
+    [ "$n" -eq 3 ]
+    ok $? "nccl --replay: the async allreduce, allgather and reduce posted, completed at their waits ($n rows)"
+    n=$(grep -c -E '^allreduce .*coalesced [0-9]+: posted as one group call' "$(summary_of "$d/g")")
+    [ "$n" -eq 2 ]
+    ok $? "nccl --replay: the coalesced allreduces posted as one group call ($n rows)"
+    # the variants that change how an op is issued: +graph (a run captured, a post not), +reg
+    # (ncclMemAlloc'd buffers, registered), p2p (alltoall as grouped sends and recvs)
+    mkdir -p "$d/v"
+    cp_run --np "$np" --backends nccl --replay "$d/g.h5" --replay-iters 2 --timeout 120 \
+        --variants default,graph,reg+graph,p2p --output-dir "$d/v"
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+    n=$(grep -c "^whole trace: $((13 * np)) ops, .* 0 wrong elements: ok" "$(summary_of "$d/v")")
+    [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
+    ok $? "nccl --replay --variants default,graph,reg+graph,p2p: one replay each, all exact ($n, exit $rc)"
+    if [ "$np" -ge 2 ]; then
+        T=$COLLPROF_SRCDIR/tests/data/trace
+        "$report" import --trace param "$T/p2p-rank0.json" "$T/p2p-rank1.json" -o "$d/p.h5" \
+            >"$WORK/out" 2>&1
+        mkdir -p "$d/p"
+        cp_run --np 2 --backends nccl --replay "$d/p.h5" --replay-iters 3 --timeout 120 \
+            --output-dir "$d/p"
+        [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+        replay_ok "--np 2, the p2p fixture" "$d/p" 28
+        n=$(sed -n '/^== replay on nccl/,/^whole trace:/p' "$(summary_of "$d/p")" |
+            awk '($1 == "send" || $1 == "recv") && $12 == "ok"' | wc -l)
+        [ "$n" -eq 6 ]
+        ok $? "nccl --replay: the send and recv rows (blocking, async, coalesced) ok ($n of 6)"
+        # groups smaller than the job: each rank's own group of one, split from the job's
+        # communicator (ncclCommSplit where NCCL has it), beside the job's
+        W='"pg_id": 0, "global_ranks": [0, 1]'
+        for r in 0 1; do
+            cat >"$d/s-rank$r.json" <<EOF
+[{"comms": "all_reduce", "seqnum": 1, $W, "in_msg_size": 4096, "out_msg_size": 4096, "dtype": "Float"},
+ {"comms": "all_reduce", "seqnum": 2, "pg_id": $((r + 1)), "global_ranks": [$r], "in_msg_size": 1024, "out_msg_size": 1024, "dtype": "Float"},
+ {"comms": "all_gather", "seqnum": 3, $W, "in_msg_size": 256, "out_msg_size": 512, "dtype": "Float"}]
+EOF
+        done
+        "$report" import --trace param "$d/s-rank0.json" "$d/s-rank1.json" -o "$d/s.h5" \
+            >"$WORK/out" 2>&1
+        mkdir -p "$d/s"
+        cp_run --np 2 --backends nccl --replay "$d/s.h5" --replay-iters 3 --timeout 120 -v \
+            --output-dir "$d/s"
+        [ "$rc" -eq 0 ] || sed 's/^/# /' "$WORK/err" | tail -n 20
+        grep -h 'its communicator split' "$WORK/err" | sed 's/^/# /'
+        replay_ok "--np 2, groups of one rank beside the job's" "$d/s" 6
+    else
+        echo "# one GPU: no point-to-point replay (NCCL takes one rank per GPU)"
+    fi
+else
+    echo "# no collprof-report beside $COLLPROF_BIN: --replay not checked"
+fi
+part_done "replay"
+
 # 2. every reduction on the reducing ops
 d="$WORK/redops"
 mkdir -p "$d"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # collprof --replay (issue 40 item 2): the PARAM fixture of tests/data/trace (2 ranks, two
 # groups, async ops, a batch of send/recv, all_to_allv) imported and replayed with --np 2 on
-# self, gloo and mpi (those built): the replay's op rows (/replay, what = op) are the trace's
+# self, gloo, mpi (those built) and nccl on the CUDA/NCCL stand-in (its device buffers through
+# host copies): the replay's op rows (/replay, what = op) are the trace's
 # ops in the same order (rank, seq, op, bytes, group), every collective the backend offers
 # replayed and checked ok (wrong 0), the others said (a type the backend lacks: unsupported),
 # the batch of isend/irecv replayed and checked ok (replay_p2p.sh tests point-to-point, async
@@ -15,6 +16,16 @@ need_report
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
 D=$COLLPROF_SRCDIR/tests/data/trace
 cd "$WORK" || exit 1
+# nccl: the plugin built against the CUDA/NCCL stand-in (tests/nccl_mock: "device" memory is host
+# memory), the replay's device buffers filled and checked through host copies
+MOCK="$(dirname "$COLLPROF_BIN")/tests/nccl_mock/.libs"
+have() {
+    if [ "$1" = nccl ]; then
+        [ -e "$MOCK/collprof_nccl.so" ]
+    else
+        [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$1.so" ]
+    fi
+}
 
 "$REPORT" import --trace param "$D/param-rank0.json" "$D/param-rank1.json" -o p.h5 >p.out 2>&1
 ok $? "the PARAM fixture imports"
@@ -35,16 +46,20 @@ rows c.h5 trace_ops | awk -F'|' 'NF > 1 { print $1 "|" $2 "|" $3 "|" $7 "|" $8 }
 # ops.$1.$2.$3, their rank|seq|op|bytes|group in got.$1.$2.$3
 replay() {
     t="$1.$2.$3"
+    rm -rf "r.$t"
     mkdir -p "r.$t"
+    saved_path=$COLLPROF_PLUGIN_PATH
+    [ "$1" = nccl ] && COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH"
     cp_run --np "$2" --backends "$1" --replay "$3.h5" --replay-iters 3 --output-dir "r.$t"
+    COLLPROF_PLUGIN_PATH=$saved_path
     h5=$(ls "r.$t"/collprof_*.h5 2>/dev/null | head -n 1)
     rows "$h5" replay >"all.$t"
     awk -F'|' '$1 == "op"' "all.$t" >"ops.$t"
     awk -F'|' '{ print $3 "|" $4 "|" $5 "|" $7 "|" $8 }' "ops.$t" >"got.$t"
 }
 
-for b in self gloo mpi; do
-    if [ ! -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ]; then
+for b in self gloo mpi nccl; do
+    if ! have "$b"; then
         ok 0 "# SKIP the $b backend was not built"
         continue
     fi
@@ -84,13 +99,31 @@ n=$(awk -F'|' '$5 != "send" && $5 != "recv" && $5 != "wait" && $16 == "ok"' ops.
 [ "$n" -eq 8 ]
 ok $? "self: all 8 collectives (allreduce, all_to_allv, broadcast on group 1, barrier) ok ($n)"
 
+# the staged path (COLLPROF_TEST_STAGED: host buffers filled and checked through host copies,
+# as device buffers are), on self, and a wrong element in rank 1's sends caught after the copy
+COLLPROF_TEST_STAGED=1
+export COLLPROF_TEST_STAGED
+replay self 2 c
+# (a wait whose op self ran at once is skipped)
+n=$(awk -F'|' '($16 == "ok" && $15 == 0) || ($5 == "wait" && $16 == "skipped")' ops.self.2.c |
+    wc -l)
+[ "$rc" -eq 0 ] && diff -q want got.self.2.c >/dev/null && [ "$n" -eq 18 ]
+ok $? "self, staged through host copies: the sequence is the trace's, all 18 ops ok ($n, exit $rc)"
+COLLPROF_FAULT=wrong:1
+export COLLPROF_FAULT
+replay self 2 c
+unset COLLPROF_FAULT COLLPROF_TEST_STAGED
+n=$(awk -F'|' '$16 == "wrong"' ops.self.2.c | wc -l)
+[ "$rc" -eq 1 ] && [ "$n" -gt 0 ]
+ok $? "self, staged: a wrong element in rank 1's sends caught after the copy back ($n rows, exit $rc)"
+
 replay self 2 p
 n=$(awk -F'|' '$5 == "alltoallv" && $16 == "skipped" && $17 ~ /splits disagree/' ops.self.2.p | wc -l)
 [ "$rc" -eq 0 ] && [ "$n" -eq 2 ]
 ok $? "the fixture's all_to_allv, its splits not matching between ranks, skipped on both ($n)"
 
-for b in self gloo; do
-    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+for b in self gloo nccl; do
+    have "$b" || continue
     replay "$b" 3 c
     bad=$(awk -F'|' '$5 !~ /^(send|recv|wait)$/ && $16 != "ok" && $16 != "unsupported"' "ops.$b.3.c")
     [ "$rc" -eq 0 ] && diff -q want "got.$b.3.c" >/dev/null && [ -z "$bad" ]
@@ -114,13 +147,26 @@ done
 "$REPORT" import --trace param q-rank0.json q-rank1.json q-rank2.json q-rank3.json -o q.h5 >q.out 2>&1
 ok $? "a 4-rank trace with two halves imports"
 rows q.h5 trace_ops | awk -F'|' 'NF > 1 { print $1 "|" $2 "|" $3 "|" $7 "|" $8 }' >want4
-for b in self gloo mpi; do
-    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+for b in self gloo mpi nccl; do
+    have "$b" || continue
     replay "$b" 4 q
     n=$(awk -F'|' '$16 == "ok" && $15 == 0' "ops.$b.4.q" | wc -l)
     [ "$rc" -eq 0 ] && diff -q want4 "got.$b.4.q" >/dev/null && [ "$n" -eq 20 ]
     ok $? "$b: --np 4, world and halves: the sequence is the trace's, all 20 ops ok ($n, exit $rc)"
 done
+
+# nccl's group contexts come from the split slot (ncclCommSplit of the job's communicator,
+# every rank taking part) where the NCCL it was built with has ncclCommSplit
+if have nccl && grep -q '^#define HAVE_NCCLCOMMSPLIT 1' "$(dirname "$COLLPROF_BIN")/config.h" 2>/dev/null; then
+    saved_path=$COLLPROF_PLUGIN_PATH
+    COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH"
+    mkdir -p split
+    cp_run --np 4 --backends nccl --replay q.h5 --replay-iters 1 -v --output-dir split
+    COLLPROF_PLUGIN_PATH=$saved_path
+    n=$(grep -c 'nccl: a group of 2 ranks: its communicator split from the job.s (ncclCommSplit)' err)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && grep -q '^whole trace: 20 ops, .* 0 wrong elements: ok' out
+    ok $? "nccl: both halves' communicators split from the job's, the replay exact ($n, exit $rc)"
+fi
 
 if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_gloo.so" ]; then
     mkdir -p two

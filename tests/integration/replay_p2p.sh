@@ -13,13 +13,26 @@
 # sends one wrong element per send: the receiver's rows say wrong, exit 1.  The 8-rank
 # fixture is refused on 4 ranks, and with --shrink replayed on 4: 36 op rows, all ok (the
 # halves [0..3] and [4..7] both on the 4 ranks, the pairs [q, q+4] folded onto groups of one),
-# the summary says it was shrunk from 8 ranks to 4.
+# the summary says it was shrunk from 8 ranks to 4.  nccl runs on the CUDA/NCCL stand-in (device
+# buffers through host copies, sends and recvs held and launched as one group, the async
+# collectives posted as on mpi).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 need_report
 [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
 D=$COLLPROF_SRCDIR/tests/data/trace
 cd "$WORK" || exit 1
+# nccl: the plugin built against the CUDA/NCCL stand-in (tests/nccl_mock: "device" memory is host
+# memory, a communicator shared memory between the ranks; its sends of one group to one peer
+# fit 1 MiB), the replay's device buffers filled and checked through host copies
+MOCK="$(dirname "$COLLPROF_BIN")/tests/nccl_mock/.libs"
+have() {
+    if [ "$1" = nccl ]; then
+        [ -e "$MOCK/collprof_nccl.so" ]
+    else
+        [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$1.so" ]
+    fi
+}
 
 "$REPORT" import --trace param "$D/p2p-rank0.json" "$D/p2p-rank1.json" -o p.h5 >p.out 2>&1
 ok $? "the p2p fixture imports"
@@ -35,15 +48,18 @@ replay() {
     shift 3
     rm -rf "r.$t"
     mkdir -p "r.$t"
+    saved_path=$COLLPROF_PLUGIN_PATH
+    [ "$b" = nccl ] && COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH"
     cp_run --np "$np" --backends "$b" --replay "$tr.h5" --replay-iters 3 --timeout 120 \
         --output-dir "r.$t" "$@"
+    COLLPROF_PLUGIN_PATH=$saved_path
     h5=$(ls "r.$t"/collprof_*.h5 2>/dev/null | head -n 1)
     rows "$h5" replay >"all.$t"
     awk -F'|' '$1 == "op"' "all.$t" >"ops.$t"
 }
 
-for b in self gloo mpi; do
-    if [ ! -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ]; then
+for b in self gloo mpi nccl; do
+    if ! have "$b"; then
         ok 0 "# SKIP the $b backend was not built"
         continue
     fi
@@ -59,8 +75,12 @@ for b in self gloo mpi; do
     [ "$n" -eq 10 ]
     ok $? "$b: all 10 sends and recvs replayed, timed and checked ($n), none skipped"
     n=$(awk -F'|' '$17 ~ /^coalesced [0-9]+: posted/' "ops.$b.2.p" | wc -l)
-    [ "$n" -eq 4 ]
-    ok $? "$b: the coalesced pair posted together on both ranks ($n)"
+    g=$(awk -F'|' '$17 ~ /^coalesced [0-9]+: posted as one group call/' "ops.$b.2.p" | wc -l)
+    # (nccl has the group slot: the pair is one ncclGroupStart/ncclGroupEnd)
+    want=0
+    [ "$b" = nccl ] && want=4
+    [ "$n" -eq 4 ] && [ "$g" -eq "$want" ]
+    ok $? "$b: the coalesced pair posted together on both ranks ($n; as one group call: $g)"
     n=$(awk -F'|' '$5 == "wait" && $16 == "ok" && $17 ~ /^completes seq/' "ops.$b.2.p" | wc -l)
     m=$(awk -F'|' '$5 ~ /^(allreduce|allgather|reduce)$/ && $17 ~ /async: posted/' \
         "ops.$b.2.p" | wc -l)
@@ -136,8 +156,17 @@ for b in self gloo mpi; do
     fi
 done
 
-for b in self mpi; do
-    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+# nccl's variants: +graph (a posted collective launched, not captured; a run one captured),
+# p2p, +reg (its buffers from ncclMemAlloc where NCCL has it): one replay each, all exact
+if have nccl; then
+    replay nccl 2 p --variants default,graph,p2p,reg --replay-iters 2
+    n=$(grep -c '^whole trace: 28 ops, .* 0 wrong elements: ok' "r.nccl.2.p"/collprof_*.txt)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
+    ok $? "nccl: --variants default,graph,p2p,reg: the p2p trace replayed on each, all ok ($n, exit $rc)"
+fi
+
+for b in self mpi nccl; do
+    have "$b" || continue
     COLLPROF_FAULT=wrong:1
     export COLLPROF_FAULT
     replay "$b" 2 p --replay-iters 2
@@ -170,10 +199,17 @@ EOF
 echo '[{"comms": "barrier", "seqnum": 3, '"$W"'}]' >x-rank2.json
 "$REPORT" import --trace param x-rank0.json x-rank1.json x-rank2.json -o x.h5 >x.out 2>&1
 ok $? "a trace of two groups of the same two ranks imports"
-for b in self gloo mpi; do
-    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
-    replay "$b" 3 x
-    n=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok" && $15 == 0' "ops.$b.3.x" | wc -l)
+# (nccl: the same at 256 KiB, what the stand-in's mailbox holds; on NCCL the four ops are one
+# group call across the two communicators, launched at the first wait)
+sed 's/1048576/65536/g' x-rank0.json >y-rank0.json
+sed 's/1048576/65536/g' x-rank1.json >y-rank1.json
+"$REPORT" import --trace param y-rank0.json y-rank1.json x-rank2.json -o y.h5 >y.out 2>&1
+for b in self gloo mpi nccl; do
+    have "$b" || continue
+    x=x
+    [ "$b" = nccl ] && x=y
+    replay "$b" 3 $x
+    n=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok" && $15 == 0' "ops.$b.3.$x" | wc -l)
     [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
     ok $? "$b: crossed waits on two group contexts complete, 4 sends and recvs ok ($n, exit $rc)"
 done
@@ -183,8 +219,8 @@ ok $? "the 8-rank fixture imports"
 cp_run --np 4 --backends self --replay s.h5 --output-dir .
 [ "$rc" -eq 2 ] && grep -q 'recorded on 8 ranks and this run has 4.*--shrink' err
 ok $? "8 ranks on 4 without --shrink: refused, --shrink named (exit $rc: $(head -c 200 err))"
-for b in self gloo mpi; do
-    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
+for b in self gloo mpi nccl; do
+    have "$b" || continue
     replay "$b" 4 s --shrink
     n=$(awk -F'|' '$16 == "ok" && $15 == 0' "ops.$b.4.s" | wc -l)
     p=$(awk -F'|' '($5 == "send" || $5 == "recv") && $16 == "ok"' "ops.$b.4.s" | wc -l)

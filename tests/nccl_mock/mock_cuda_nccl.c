@@ -91,6 +91,7 @@ struct ncclComm {
     char *base;
     size_t len;
     int regs;
+    int splits; /* ncclCommSplit calls so far (names the new communicators) */
     char algo[32], proto[32], last[256];
 };
 
@@ -117,13 +118,15 @@ static int g_hang_after = -1; /* collectives left before this rank's stream hang
 static int g_stuck;
 static unsigned long g_ops_done, g_graph_launches, g_registers, g_deregisters, g_inits, g_naps;
 static unsigned long g_memallocs, g_memfrees;
-static unsigned long g_d2d_copies, g_d2d_bytes; /* cudaMemcpyAsync device to device */
+static unsigned long g_d2d_copies, g_d2d_bytes;  /* cudaMemcpyAsync device to device */
+static unsigned long g_group_ends, g_group_most; /* group ends that ran ops; most ops in one */
 static char g_last_global[256];
 
 /* statistics for the test driver (exported from the test plugin) */
 __attribute__((visibility("default"))) void cpmock_stats(unsigned long out[8]);
 __attribute__((visibility("default"))) void cpmock_hang_after(int nops);
 __attribute__((visibility("default"))) void cpmock_d2d(unsigned long out[2]);
+__attribute__((visibility("default"))) void cpmock_groups(unsigned long out[2]);
 void cpmock_stats(unsigned long out[8])
 {
     out[0] = g_ops_done;
@@ -134,6 +137,13 @@ void cpmock_stats(unsigned long out[8])
     out[5] = g_naps;
     out[6] = g_memallocs;
     out[7] = g_memfrees;
+}
+
+/* the outermost ncclGroupEnd calls that ran operations so far, and the most ops one ran */
+void cpmock_groups(unsigned long out[2])
+{
+    out[0] = g_group_ends;
+    out[1] = g_group_most;
 }
 
 /* device-to-device copies submitted so far, and their bytes */
@@ -351,6 +361,11 @@ static void exec_p2p(const mop_t *ops, int nops)
             c = ops[i].c;
             int p = ops[i].peer;
             size_t b = ops[i].count * esize(ops[i].dt);
+            if (off[p] + b > MOCK_MBOX) { /* one message per peer and group: it must fit */
+                fprintf(stderr, "cpmock: rank %d: a group's sends to %d exceed the %u B mailbox\n",
+                        c->rank, p, MOCK_MBOX);
+                abort();
+            }
             if (!sent[p]) {
                 pair_wait(c, c->rank, p, 0);
             }
@@ -595,6 +610,40 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int n, ncclUniqueId id, int
     return ncclSuccess;
 }
 
+/*
+ * Every rank of c: its colour and key through its input slot, then the ranks of each colour
+ * (ordered by key, then by rank in c) initialise a communicator of their own, named after c,
+ * the split's number and the colour; NCCL_SPLIT_NOCOLOR gets none.
+ */
+ncclResult_t ncclCommSplit(ncclComm_t c, int color, int key, ncclComm_t *out, ncclConfig_t *config)
+{
+    if (c == NULL || c->aborted) {
+        return ncclInvalidArgument;
+    }
+    int *mine = (int *)(void *)slot(c, c->rank), n = 0, me = 0;
+    mbarrier(c); /* the slots are free */
+    mine[0] = color;
+    mine[1] = key;
+    mbarrier(c);
+    for (int q = 0; q < c->n; q++) {
+        const int *o = (const int *)(const void *)slot(c, q);
+        if (color != NCCL_SPLIT_NOCOLOR && o[0] == color) {
+            n++;
+            me += o[1] < key || (o[1] == key && q < c->rank);
+        }
+    }
+    mbarrier(c); /* every rank has read them */
+    c->splits++;
+    if (color == NCCL_SPLIT_NOCOLOR) {
+        *out = NULL;
+        return ncclSuccess;
+    }
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id));
+    snprintf(id.internal, sizeof(id.internal), "%s-s%d-c%d", c->name, c->splits, color);
+    return ncclCommInitRankConfig(out, n, id, me, config);
+}
+
 ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *st)
 {
     if (c->pending_refusal) { /* NCCL's thread selects now, with today's environment */
@@ -715,6 +764,9 @@ ncclResult_t ncclGroupEnd(void)
         memcpy(g_cap + g_ncap, g_group, (size_t)g_ngroup * sizeof(*g_cap));
         g_ncap += g_ngroup;
     } else if (g_capturing == NULL) {
+        g_group_ends++;
+        g_group_most =
+            (unsigned long)g_ngroup > g_group_most ? (unsigned long)g_ngroup : g_group_most;
         exec_list(g_group, g_ngroup);
     }
     g_ngroup = 0;

@@ -9,7 +9,9 @@
  * variants default/graph/reg+graph/p2p/ring-ll/tree-ll, refused forced
  * algorithms, communicator eviction (nccl-max-comms=2), environment restore,
  * the init failures (nothing there: no GPU, no driver, a driver too old; or
- * a driver or a device that fails) and a timeout that aborts the communicator.  The
+ * a driver or a device that fails) and a timeout that aborts the communicator;
+ * post() and wait() (sends and recvs held and launched as one group, a
+ * collective posted behind them, waits out of order).  The
  * stand-in refuses as NCCL 2.28 does (at once on blocking communicators,
  * later and sticky on non-blocking ones), so the tests also check that a
  * refused probe leaves the variant's other operations working, on blocking
@@ -495,6 +497,166 @@ static int init_all(const collprof_backend_t *be, void **ctx)
     return 0;
 }
 
+/* fill n floats of a device buffer with v + step * i (through a host copy) */
+static int fill_dev(const collprof_backend_t *be, void *ctx, void *dev, size_t n, float v,
+                    float step)
+{
+    float h[256];
+    for (size_t i = 0; i < n && i < 256; i++) {
+        h[i] = v + step * (float)i;
+    }
+    return be->mem_copy(ctx, COLLPROF_MEM_DEVICE, dev, h, n * sizeof(float), 1);
+}
+
+/* are the n floats of a device buffer v + step * i? */
+static int dev_is(const collprof_backend_t *be, void *ctx, const void *dev, size_t n, float v,
+                  float step)
+{
+    float h[256];
+    if (be->mem_copy(ctx, COLLPROF_MEM_DEVICE, h, dev, n * sizeof(float), 0) != 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < n && i < 256; i++) {
+        if (h[i] != v + step * (float)i) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * group() around a coalesced call (collprof --replay): an allreduce, a send and a recv, an
+ * allgather posted between group(1) and group(0) run as one ncclGroupEnd of 4 ops; exact.
+ */
+static void check_post_group(const collprof_backend_t *be, void *ctx, void *const *b,
+                             const collprof_args_t *send, const collprof_args_t *recv,
+                             const collprof_args_t *ar, void (*groups)(unsigned long *))
+{
+    int prev = (my_rank + NR - 1) % NR;
+    unsigned long g0[2], g1[2];
+    void *req[4] = {NULL, NULL, NULL, NULL};
+    collprof_args_t ag = *ar;
+    ag.op = COLLPROF_OP_ALLGATHER;
+    ag.sendbuf = b[0];
+    ag.recvbuf = b[4];
+    ag.count = 16 * NR;
+    if (groups == NULL || !COLLPROF_BACKEND_HAS(be, group)) {
+        check(0, "group: the plugin has the slot, the stand-in counts group ends");
+        return;
+    }
+    groups(g0);
+    int rc = fill_dev(be, ctx, b[1], 64, -1.0f, 0.0f);
+    rc = rc ? rc : fill_dev(be, ctx, b[3], 64, -1.0f, 0.0f);
+    rc = rc ? rc : fill_dev(be, ctx, b[4], 64, -1.0f, 0.0f);
+    rc = rc ? rc : be->group(ctx, 1);
+    rc = rc ? rc : be->post(ctx, ar, &req[0]);
+    rc = rc ? rc : be->post(ctx, send, &req[1]);
+    rc = rc ? rc : be->post(ctx, recv, &req[2]);
+    rc = rc ? rc : be->post(ctx, &ag, &req[3]);
+    groups(g1);
+    int held = g1[0] == g0[0];
+    rc = rc ? rc : be->group(ctx, 0);
+    groups(g1);
+    for (int k = 0; rc == 0 && k < 4; k++) {
+        rc = be->wait(ctx, req[k]);
+    }
+    check(rc == 0 && held && g1[0] == g0[0] + 1 && g1[1] >= 4 &&
+              dev_is(be, ctx, b[1], 64, 100.0f * (float)prev, 1.0f) &&
+              dev_is(be, ctx, b[3], 64, (float)(NR * (NR - 1) / 2), (float)NR),
+          "group: an allreduce, a send, a recv and an allgather held to the call's end, then one "
+          "group of %lu ops (%d, %lu group ends, %d %s)",
+          g1[1], held, g1[0] - g0[0], rc, rc ? be->last_error(ctx) : "");
+    float h[16 * NR];
+    rc = be->mem_copy(ctx, COLLPROF_MEM_DEVICE, h, b[4], sizeof(h), 0);
+    int good = rc == 0;
+    for (int q = 0; q < NR; q++) {
+        for (int i = 0; i < 16; i++) {
+            good &= h[q * 16 + i] == 100.0f * (float)q + (float)i;
+        }
+    }
+    check(good, "group: the allgather of the call exact");
+}
+
+/*
+ * post() and wait() (ABI 2.3, collprof --replay): a ring of sends and recvs posted recv first,
+ * then an allreduce posted behind them (which launches the held sends and recvs as one group),
+ * the three waited in the opposite order; the data checked after the waits.  A second ring
+ * waited on its recv first.  What post refuses.
+ */
+static void check_post(const collprof_backend_t *be, void *ctx, const collprof_caps_t *caps,
+                       void (*groups)(unsigned long *))
+{
+    enum { N = 64 };
+    int next = (my_rank + 1) % NR, prev = (my_rank + NR - 1) % NR;
+    void *b[5] = {NULL, NULL, NULL, NULL, NULL}, *req[3] = {NULL, NULL, NULL};
+    check(COLLPROF_BACKEND_HAS(be, post) && COLLPROF_BACKEND_HAS(be, wait) &&
+              (caps->post_ops & COLLPROF_BIT(COLLPROF_OP_SENDRECV)) &&
+              (caps->post_ops & COLLPROF_BIT(COLLPROF_OP_ALLREDUCE)) &&
+              !(caps->post_ops & COLLPROF_BIT(COLLPROF_OP_IALLREDUCE)),
+          "post/wait: send, recv and the blocking collectives (post_ops 0x%x)", caps->post_ops);
+    int rc = 0;
+    for (int k = 0; k < 5; k++) {
+        rc |= be->mem_alloc(ctx, COLLPROF_MEM_DEVICE, N * sizeof(float), &b[k]);
+    }
+    rc |= fill_dev(be, ctx, b[0], N, 100.0f * (float)my_rank, 1.0f);
+    rc |= fill_dev(be, ctx, b[1], N, -1.0f, 0.0f);
+    rc |= fill_dev(be, ctx, b[2], N, (float)my_rank, 1.0f); /* summed: 0+1+2 + NR * i */
+    collprof_args_t recv = {.op = COLLPROF_OP_SENDRECV,
+                            .dtype = COLLPROF_DTYPE_FLOAT32,
+                            .memtype = COLLPROF_MEM_DEVICE,
+                            .recvbuf = b[1],
+                            .count = N,
+                            .peer_send = -1,
+                            .peer_recv = prev};
+    collprof_args_t send = recv;
+    send.sendbuf = b[0];
+    send.recvbuf = NULL;
+    send.peer_send = next;
+    send.peer_recv = -1;
+    collprof_args_t ar = {.op = COLLPROF_OP_ALLREDUCE,
+                          .dtype = COLLPROF_DTYPE_FLOAT32,
+                          .redop = COLLPROF_REDOP_SUM,
+                          .memtype = COLLPROF_MEM_DEVICE,
+                          .sendbuf = b[2],
+                          .recvbuf = b[3],
+                          .count = N};
+    rc = rc ? rc : be->post(ctx, &recv, &req[0]);
+    rc = rc ? rc : be->post(ctx, &send, &req[1]);
+    rc = rc ? rc : be->post(ctx, &ar, &req[2]);
+    for (int k = 2; rc == 0 && k >= 0; k--) {
+        rc = be->wait(ctx, req[k]);
+    }
+    check(rc == 0 && dev_is(be, ctx, b[1], N, 100.0f * (float)prev, 1.0f) &&
+              dev_is(be, ctx, b[3], N, (float)(NR * (NR - 1) / 2), (float)NR),
+          "post: recv and send in a ring, an allreduce behind them, waited in the opposite order: "
+          "exact (%d %s)",
+          rc, rc ? be->last_error(ctx) : "");
+    rc = fill_dev(be, ctx, b[1], N, -1.0f, 0.0f);
+    rc = rc ? rc : be->post(ctx, &send, &req[1]);
+    rc = rc ? rc : be->post(ctx, &recv, &req[0]);
+    rc = rc ? rc : be->wait(ctx, req[0]);
+    rc = rc ? rc : be->wait(ctx, req[1]);
+    check(rc == 0 && dev_is(be, ctx, b[1], N, 100.0f * (float)prev, 1.0f),
+          "post: send then recv, the recv waited first: one group, exact (%d %s)", rc,
+          rc ? be->last_error(ctx) : "");
+    check_post_group(be, ctx, b, &send, &recv, &ar, groups);
+    collprof_args_t bad = recv;
+    bad.peer_send = next;
+    check(be->post(ctx, &bad, &req[0]) == COLLPROF_ERR_INVALID, "post: a send and a recv at once "
+                                                                "refused");
+    bad = recv;
+    bad.memtype = COLLPROF_MEM_HOST;
+    check(be->post(ctx, &bad, &req[0]) == COLLPROF_ERR_NOT_SUPPORTED, "post: host memory refused");
+    bad = ar;
+    bad.op = COLLPROF_OP_IALLREDUCE;
+    check(be->post(ctx, &bad, &req[0]) == COLLPROF_ERR_NOT_SUPPORTED, "post: iallreduce refused");
+    for (int k = 0; k < 5; k++) {
+        if (b[k] != NULL) {
+            be->mem_free(ctx, COLLPROF_MEM_DEVICE, b[k]);
+        }
+    }
+}
+
 static void rank_main(const char *path)
 {
     static char hosts[NR][256] = {"h0", "h1", "h2"};
@@ -524,6 +686,7 @@ static void rank_main(const char *path)
           "0) that collprof's NCCL profiler records nothing");
     /* before the cells, as the core measures it; the cells then run on the same stream */
     check_copy_rate(be, p.ctx, (void (*)(unsigned long *))dlsym(h, "cpmock_d2d"));
+    check_post(be, p.ctx, &p.caps, (void (*)(unsigned long *))dlsym(h, "cpmock_groups"));
     oob_shm_runner_t k;
     oob_shm_runner(&k, &p, hosts);
     run_matrix(&k.r);
