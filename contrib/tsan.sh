@@ -8,6 +8,9 @@
 #     and gloo backends over the TCP control channel: the embedded PMIx
 #     server's callbacks on PMIx's progress thread (src/launch), the PMIx
 #     client, the watchdog, Gloo's threads;
+#   - a replay of the point-to-point fixture (tests/data/trace/p2p-*: sends, recvs,
+#     coalesced calls, async collectives) on 2 ranks of self and gloo: the contexts' worker
+#     threads that run posted collectives beside the rank's own;
 #   - a run of 4 ranks on self with COLLPROF_OOB=pmix (every exchange
 #     through PMIx fences) and one of 3 ranks where rank 1 hangs
 #     (COLLPROF_FAULT=hang:1:0, --timeout 2, exit 124): the watchdog's
@@ -46,7 +49,7 @@ if [ ! -f config.status ] || [ ../configure -nt config.status ]; then
         LDFLAGS="-fsanitize=thread" >/dev/null
 fi
 UNITS="test_watchdog test_oobtcp test_agree test_runner"
-targets="collprof collprof_self.la tests/unit/tsan_planted"
+targets="collprof collprof-report collprof_self.la tests/unit/tsan_planted"
 # the gloo backend where configure found Gloo (automake's conditional left it in the list)
 if grep -q '^am__append_[0-9]* = collprof_gloo.la' Makefile; then
     targets="$targets collprof_gloo.la"
@@ -96,6 +99,15 @@ for b in self gloo; do
     cp_run "collprof-$b" 0 "" --np 4 --backends "$b" -n 5 -w 1
 done
 cp_run collprof-self-pmix 0 COLLPROF_OOB=pmix --np 4 --backends self -n 5 -w 1
+# a replay's posted ops: sends, recvs, coalesced calls and async collectives, the collectives run
+# by the context's worker thread (self, gloo) beside the rank's own (tests/data/trace/p2p-*)
+run import-p2p 0 ./collprof-report import --trace param ../tests/data/trace/p2p-rank0.json \
+    ../tests/data/trace/p2p-rank1.json -o "$out/p2p.h5"
+for b in self gloo; do
+    [ -f ".libs/collprof_$b.so" ] || continue
+    run "replay-$b" 0 ./collprof --np 2 --backends "$b" --replay "$out/p2p.h5" --replay-iters 3 \
+        --output-dir "$out" --log-dir "$out"
+done
 # 124: the watchdog's timeout, as designed (rank 1 hangs)
 cp_run collprof-hang-pmix 124 "COLLPROF_OOB=pmix COLLPROF_FAULT=hang:1:0" --np 3 --backends self \
     -n 10 -w 0 --timeout 2

@@ -19,10 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CP_REPORT_SANITIZED 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define CP_REPORT_SANITIZED 1
 #endif
 #endif
@@ -153,8 +153,8 @@ static void lower_limit(int res, double want)
  * A hostile file must not take the machine: memory and CPU time are capped
  * relative to the input's size (far above what a real file needs), and a
  * crash or a limit becomes one error line naming the file.  Not under
- * AddressSanitizer, which reserves terabytes of address space and reports
- * crashes itself.
+ * AddressSanitizer or ThreadSanitizer, which reserve terabytes of address
+ * space and report crashes themselves.
  */
 static void guard(int argc, char **argv)
 {
