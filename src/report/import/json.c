@@ -16,6 +16,7 @@
 #include <yajl/yajl_parse.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -40,7 +41,8 @@ typedef struct frame {
 
 typedef struct builder {
     const char *text;
-    size_t len, base, pos; /* base: where yajl's current buffer starts; pos: lines counted to */
+    size_t len, base; /* base: where yajl's current buffer starts */
+    size_t nl;        /* the buffer's next newline not yet counted (len: none) */
     int line;
     yajl_handle h;
     chunk_t *arena;
@@ -60,19 +62,16 @@ typedef struct builder {
     cp_json_error_t *e;
 } builder_t;
 
-/* The line yajl has read to (the newlines counted once, from where the last call left). */
+/* The line yajl has read to: the newlines before where it is, each found once (memchr to the
+ * next one, so that most calls, between two values of one line, only compare). */
 static int line_now(builder_t *b)
 {
     size_t at = b->base + yajl_get_bytes_consumed(b->h);
     at = at > b->len ? b->len : at;
-    while (b->pos < at) {
-        const char *nl = memchr(b->text + b->pos, '\n', at - b->pos);
-        if (nl == NULL) {
-            b->pos = at;
-            break;
-        }
+    while (b->nl < at) {
         b->line++;
-        b->pos = (size_t)(nl - b->text) + 1;
+        const char *next = memchr(b->text + b->nl + 1, '\n', b->len - b->nl - 1);
+        b->nl = next != NULL ? (size_t)(next - b->text) : b->len;
     }
     return b->line;
 }
@@ -125,6 +124,13 @@ static char *arena_str(builder_t *b, const unsigned char *s, size_t len)
 /* A string or name of valid UTF-8 without NUL (\u0000 decoded): 1, else 0 after the error. */
 static int check_string(builder_t *b, const unsigned char *s, size_t len)
 {
+    size_t ascii = 0; /* the common case, ASCII without NUL, in one pass */
+    while (ascii < len && (unsigned)(s[ascii] - 1) < 0x7f) {
+        ascii++;
+    }
+    if (ascii == len) {
+        return 1;
+    }
     if (memchr(s, '\0', len) != NULL) {
         return fail(b, 0, "a string holds a control character or a bad escape");
     }
@@ -225,6 +231,43 @@ static int on_boolean(void *ctx, int boolean)
     return done(ctx, v);
 }
 
+/* A number of the grammar yajl checked that is a whole number of at most 19 digits that fits
+ * a long long (exact, no strtoll needed): 1 with *out, else 0. */
+static int small_int(const char *s, size_t len, long long *out)
+{
+    size_t i = len > 0 && s[0] == '-';
+    if (len - i == 0 || len - i > 19) {
+        return 0;
+    }
+    unsigned long long v = 0; /* 19 digits fit */
+    for (; i < len; i++) {
+        unsigned digit = (unsigned)(unsigned char)s[i] - '0';
+        if (digit > 9) {
+            return 0;
+        }
+        v = v * 10 + digit;
+    }
+    if (v > (unsigned long long)LLONG_MAX + (s[0] == '-')) {
+        return 0; /* out of range: strtoll says so */
+    }
+    *out = s[0] == '-' ? (long long)(0 - v) : (long long)v;
+    return 1;
+}
+
+static int number_value(builder_t *b, double d, long long i, int whole)
+{
+    cp_json_t *v;
+    if (new_value(b, CP_JSON_NUM, &v) != 0) {
+        return 0;
+    }
+    if (v != NULL) {
+        v->num = d;
+        v->inum = i;
+        v->is_int = whole;
+    }
+    return done(b, v);
+}
+
 static int on_number(void *ctx, const char *s, size_t len)
 {
     builder_t *b = ctx;
@@ -232,12 +275,17 @@ static int on_number(void *ctx, const char *s, size_t len)
     if (len >= sizeof(buf)) {
         return fail(b, 0, "a number of too many digits");
     }
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    int whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
-                memchr(buf, 'E', len) == NULL;
     long long i = 0;
     double d;
+    int whole = small_int(s, len, &i);
+    if (whole) {
+        d = (double)i;
+        return number_value(b, d, i, whole);
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
+            memchr(buf, 'E', len) == NULL;
     errno = 0;
     if (whole && (i = strtoll(buf, NULL, 10), errno == 0)) {
         d = (double)i; /* a whole number: exact where it fits 64 bits */
@@ -249,16 +297,7 @@ static int on_number(void *ctx, const char *s, size_t len)
     if (!isfinite(d) || errno == ERANGE) {
         return fail(b, 0, "a number out of range");
     }
-    cp_json_t *v;
-    if (new_value(b, CP_JSON_NUM, &v) != 0) {
-        return 0;
-    }
-    if (v != NULL) {
-        v->num = d;
-        v->inum = i;
-        v->is_int = whole;
-    }
-    return done(b, v);
+    return number_value(b, d, i, whole);
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t len)
@@ -446,7 +485,8 @@ static int feed(builder_t *b, const char *text, size_t len)
     b->text = text;
     b->len = len;
     b->base = 0;
-    b->pos = 0;
+    const char *nl = memchr(text, '\n', len);
+    b->nl = nl != NULL ? (size_t)(nl - text) : len;
     yajl_status st = yajl_status_ok;
     if (len > 0) {
         st = yajl_parse(b->h, (const unsigned char *)text, len);

@@ -195,8 +195,8 @@ static int comm_node(chakra_t *c, const CollprofChakra__Node *nd, collprof_trace
     int async;
     cp_trace_row_init(r);
     r->rank = c->rank;
-    snprintf(r->op, sizeof(r->op), "%s", cp_trace_op(name, &async));
-    snprintf(r->source_name, sizeof(r->source_name), "%s", nd->name);
+    cp_trace_copy(r->op, sizeof(r->op), cp_trace_op(name, &async));
+    cp_trace_copy(r->source_name, sizeof(r->source_name), nd->name);
     r->bytes = (uint64_t)size;
     r->source_seq = nd->id <= INT64_MAX ? (int64_t)nd->id : -1;
     if (nd->start_time_micros > 0 && nd->start_time_micros < 9000000000000000ull / 1000) {
