@@ -57,7 +57,12 @@ typedef struct builder {
     size_t evalues;
     int depth; /* open containers: fr[1..depth] */
     frame_t fr[CP_JSON_MAX_DEPTH + 1];
-    cp_strset_t names[CP_JSON_MAX_DEPTH + 1]; /* the member names of each open object */
+    /* the member names of each open object; while an object's names are those of the last
+     * object at its depth, in order (shaped: a stream's entries are alike), they are only
+     * compared with that one's (matched so far), which had no two alike */
+    cp_strset_t names[CP_JSON_MAX_DEPTH + 1];
+    size_t matched[CP_JSON_MAX_DEPTH + 1];
+    char shaped[CP_JSON_MAX_DEPTH + 1];
     cp_json_t *root;
     cp_json_error_t *e;
 } builder_t;
@@ -124,7 +129,14 @@ static char *arena_str(builder_t *b, const unsigned char *s, size_t len)
 /* A string or name of valid UTF-8 without NUL (\u0000 decoded): 1, else 0 after the error. */
 static int check_string(builder_t *b, const unsigned char *s, size_t len)
 {
-    size_t ascii = 0; /* the common case, ASCII without NUL, in one pass */
+    size_t ascii = 0; /* the common case, ASCII without NUL, in one pass, 8 bytes a step */
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    for (uint64_t w; len - ascii >= 8; ascii += 8) {
+        memcpy(&w, s + ascii, 8);
+        if (((w - ones) | w) & highs) { /* a byte 0 (which borrows) or past 0x7f */
+            break;
+        }
+    }
     while (ascii < len && (unsigned)(s[ascii] - 1) < 0x7f) {
         ascii++;
     }
@@ -343,18 +355,29 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
     builder_t *b = ctx;
     frame_t *f = &b->fr[b->depth];
-    int added;
+    cp_strset_t *names = &b->names[b->depth];
+    size_t at = b->matched[b->depth];
+    int added = 1;
     if (!check_string(b, s, len)) {
         return 0;
     }
-    long id = cp_strset_put(&b->names[b->depth], (const char *)s, len, &added);
+    long id = (long)at;
+    if (b->shaped[b->depth] && cp_strset_is(names, id, (const char *)s, len)) {
+        b->matched[b->depth]++; /* the last object's next name: none before it is the same */
+    } else {
+        if (b->shaped[b->depth]) { /* from here, each name against this object's own */
+            b->shaped[b->depth] = 0;
+            cp_strset_truncate(names, at);
+        }
+        id = cp_strset_put(names, (const char *)s, len, &added);
+    }
     if (id < 0) {
         return fail(b, 0, "out of memory");
     }
     if (!added) {
         return fail(b, 0, "a duplicate member name");
     }
-    const char *key = cp_strset_key(&b->names[b->depth], id);
+    const char *key = cp_strset_key(names, id);
     f->keep_next = f->v != NULL && kept_name(b, key);
     if (f->keep_next && (f->key = arena_str(b, s, len)) == NULL) {
         return fail(b, 0, "out of memory");
@@ -382,8 +405,13 @@ static int open_container(builder_t *b, cp_json_type_t t)
     }
     /* the root's elements, where only some members are kept, are not */
     f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL || f->stream);
-    if (t == CP_JSON_OBJ) {
-        cp_strset_clear(&b->names[b->depth]);
+    if (t == CP_JSON_OBJ) { /* a large set is given back, not kept to compare with */
+        cp_strset_t *names = &b->names[b->depth];
+        b->matched[b->depth] = 0;
+        b->shaped[b->depth] = names->cap <= 1024 && names->buf_room <= 65536;
+        if (!b->shaped[b->depth]) {
+            cp_strset_clear(names);
+        }
     }
     return 1;
 }
