@@ -16,7 +16,6 @@
 #include <yajl/yajl_parse.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -129,32 +128,8 @@ static char *arena_str(builder_t *b, const unsigned char *s, size_t len)
 /* A string or name of valid UTF-8 without NUL (\u0000 decoded): 1, else 0 after the error. */
 static int check_string(builder_t *b, const unsigned char *s, size_t len)
 {
-    size_t ascii = 0; /* the common case, ASCII without NUL, in one pass, 8 bytes a step */
-    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
-    for (uint64_t w; len - ascii >= 8; ascii += 8) {
-        memcpy(&w, s + ascii, 8);
-        if (((w - ones) | w) & highs) { /* a byte 0 (which borrows) or past 0x7f */
-            break;
-        }
-    }
-    while (ascii < len && (unsigned)(s[ascii] - 1) < 0x7f) {
-        ascii++;
-    }
-    if (ascii == len) {
-        return 1;
-    }
-    if (memchr(s, '\0', len) != NULL) {
-        return fail(b, 0, "a string holds a control character or a bad escape");
-    }
-    for (size_t i = 0; i < len;) {
-        unsigned cp;
-        int k = s[i] < 0x80 ? 1 : cp_utf8_seq(s + i, len - i, &cp);
-        if (k <= 0) {
-            return fail(b, 0, "a string is not valid UTF-8");
-        }
-        i += (size_t)k;
-    }
-    return 1;
+    const char *why = cp_json_text_error(s, len);
+    return why == NULL ? 1 : fail(b, 0, why);
 }
 
 /* A new value of type t where the parse is: *out, or NULL when it is not kept; 0 or -1. */
@@ -253,29 +228,6 @@ static int on_boolean(void *ctx, int boolean)
     return done(ctx, v);
 }
 
-/* A number of the grammar yajl checked that is a whole number of at most 19 digits that fits
- * a long long (exact, no strtoll needed): 1 with *out, else 0. */
-static int small_int(const char *s, size_t len, long long *out)
-{
-    size_t i = len > 0 && s[0] == '-';
-    if (len - i == 0 || len - i > 19) {
-        return 0;
-    }
-    unsigned long long v = 0; /* 19 digits fit */
-    for (; i < len; i++) {
-        unsigned digit = (unsigned)(unsigned char)s[i] - '0';
-        if (digit > 9) {
-            return 0;
-        }
-        v = v * 10 + digit;
-    }
-    if (v > (unsigned long long)LLONG_MAX + (s[0] == '-')) {
-        return 0; /* out of range: strtoll says so */
-    }
-    *out = s[0] == '-' ? (long long)(0 - v) : (long long)v;
-    return 1;
-}
-
 static int number_value(builder_t *b, double d, long long i, int whole)
 {
     cp_json_t *v;
@@ -299,7 +251,7 @@ static int on_number(void *ctx, const char *s, size_t len)
     }
     long long i = 0;
     double d;
-    int whole = small_int(s, len, &i);
+    int whole = cp_json_whole(s, len, &i);
     if (whole) {
         d = (double)i;
         return number_value(b, d, i, whole);
@@ -615,14 +567,4 @@ void cp_json_free(cp_json_t *root)
         p = c->prev;
         free(c);
     }
-}
-
-const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
-{
-    for (size_t i = 0; obj != NULL && obj->type == CP_JSON_OBJ && i < obj->n; i++) {
-        if (obj->keys[i][0] == key[0] && !strcmp(obj->keys[i], key)) {
-            return obj->kids[i];
-        }
-    }
-    return NULL;
 }
