@@ -91,7 +91,23 @@ static int fail(builder_t *b, int too_large, const char *what)
     return 0;
 }
 
-static void *arena_alloc(builder_t *b, size_t n)
+/* A new block of at least n bytes on *arena: it, or NULL. */
+static chunk_t *arena_grow(chunk_t **arena, size_t n)
+{
+    size_t size = n > (1u << 20) ? n : (1u << 20);
+    chunk_t *c = malloc(sizeof(*c) + size);
+    if (c != NULL) {
+        c->prev = *arena;
+        c->used = 0;
+        c->size = size;
+        *arena = c;
+    }
+    return c;
+}
+
+/* n bytes from the element's arena (while one is read) or the tree's: inline, as every value,
+ * name and string takes one. */
+static inline void *arena_alloc(builder_t *b, size_t n)
 {
     chunk_t **arena = b->in_elem ? &b->earena : &b->arena;
     n = (n + 15) & ~(size_t)15;
@@ -99,16 +115,8 @@ static void *arena_alloc(builder_t *b, size_t n)
     if (n == 0 || n > SIZE_MAX / 2) {
         return NULL;
     }
-    if (c == NULL || c->size - c->used < n) {
-        size_t size = n > (1u << 20) ? n : (1u << 20);
-        c = malloc(sizeof(*c) + size);
-        if (c == NULL) {
-            return NULL;
-        }
-        c->prev = *arena;
-        c->used = 0;
-        c->size = size;
-        *arena = c;
+    if ((c == NULL || c->size - c->used < n) && (c = arena_grow(arena, n)) == NULL) {
+        return NULL;
     }
     void *p = c->data + c->used;
     c->used += n;
