@@ -67,8 +67,20 @@ int cp_json_whole(const char *s, size_t len, long long *out)
 
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
 {
-    for (size_t i = 0; obj != NULL && obj->type == CP_JSON_OBJ && i < obj->n; i++) {
+    if (obj == NULL || obj->type != CP_JSON_OBJ) {
+        return NULL;
+    }
+    /* where the member of this name (by the name's address: the callers' literals) was found
+     * last: the entries of a stream have their members in one order.  A hint, checked before
+     * it is used (collprof-report is one thread); names are never twice in an object. */
+    static size_t hint[64];
+    size_t *h = &hint[((uintptr_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
+    if (*h < obj->n && obj->keys[*h][0] == key[0] && !strcmp(obj->keys[*h], key)) {
+        return obj->kids[*h];
+    }
+    for (size_t i = 0; i < obj->n; i++) {
         if (obj->keys[i][0] == key[0] && !strcmp(obj->keys[i], key)) {
+            *h = i;
             return obj->kids[i];
         }
     }
