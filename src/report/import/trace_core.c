@@ -353,6 +353,14 @@ int cp_trace_rank_of_name(const char *path)
 
 int cp_trace_int(const cp_json_t *v, double lo, double hi, int64_t *out)
 {
+    if (v != NULL && v->type == CP_JSON_NUM && v->is_int) { /* the common case: no floor() */
+        double d = (double)v->inum;
+        if (d < lo || d > hi) {
+            return -1;
+        }
+        *out = (int64_t)v->inum;
+        return 0;
+    }
     if (v == NULL || v->type != CP_JSON_NUM || v->num != floor(v->num) || v->num < lo ||
         v->num > hi) {
         return -1;
