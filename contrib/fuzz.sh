@@ -42,7 +42,8 @@ core=".libs/libcpoutput.a .libs/libcprunner.a .libs/libcpboot.a $util"
 $cc ../tests/fuzz/fuzz_sizes.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_sizes
 $cc ../tests/fuzz/fuzz_matrix.c $core $pmix $hdf5 $nettle -ldl -lpthread -lm -o fuzz_matrix
 $cc ../tests/fuzz/fuzz_traffic.c $util -lm -o fuzz_traffic
-$cc ../tests/fuzz/fuzz_import.c ../src/report/import/json.c ../src/report/import/import_rows.c \
+$cc ../tests/fuzz/fuzz_import.c ../src/report/import/json.c ../src/report/import/json_text.c \
+    ../src/report/import/import_rows.c \
     ../src/report/import/import_nccl.c ../src/report/import/import_osu.c $util $yajl -lm \
     -o fuzz_import
 if [ "$hdf5_built" -ne 0 ]; then

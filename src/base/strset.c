@@ -11,11 +11,21 @@
 
 uint64_t cp_strhash(const char *s, size_t len)
 {
-    uint64_t x = UINT64_C(1469598103934665603);
-    for (size_t i = 0; i < len; i++) {
-        x = (x ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
+    const uint64_t k = UINT64_C(0x9e3779b97f4a7c15);
+    uint64_t x = UINT64_C(1469598103934665603) ^ len, w;
+    size_t i = 0;
+    for (; len - i >= 8; i += 8) { /* 8 bytes a step: JSON member names are long */
+        memcpy(&w, s + i, 8);
+        x = (x ^ w) * k;
+        x ^= x >> 32;
     }
-    return x;
+    for (w = 0; i < len; i++) {
+        w = w << 8 | (unsigned char)s[i];
+    }
+    x = (x ^ w) * k;
+    x ^= x >> 29; /* the low bits, which pick the slot, depend on every byte */
+    x *= k;
+    return x ^ (x >> 32);
 }
 
 /* *p resized to n elements of size each (n * size checked): 0, or -1. */
@@ -125,6 +135,28 @@ long cp_strset_put(cp_strset_t *s, const char *key, size_t len, int *added)
 const char *cp_strset_key(const cp_strset_t *s, long id)
 {
     return id >= 0 && (size_t)id < s->n ? s->buf + s->off[id] : NULL;
+}
+
+int cp_strset_is(const cp_strset_t *s, long id, const char *key, size_t len)
+{
+    return id >= 0 && (size_t)id < s->n && s->off[id + 1] - s->off[id] == len + 1 &&
+           memcmp(s->buf + s->off[id], key, len) == 0;
+}
+
+void cp_strset_truncate(cp_strset_t *s, size_t n)
+{
+    if (n >= s->n) {
+        return;
+    }
+    s->n = n;
+    memset(s->slots, 0, s->cap * sizeof(*s->slots));
+    for (size_t id = 0; id < n; id++) {
+        size_t i = s->hash[id] & (s->cap - 1);
+        while (s->slots[i] != 0) {
+            i = (i + 1) & (s->cap - 1);
+        }
+        s->slots[i] = (uint32_t)id + 1;
+    }
 }
 
 void cp_strset_clear(cp_strset_t *s)

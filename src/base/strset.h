@@ -1,6 +1,6 @@
 /*
  * A set of strings, each with an id in order of first appearance (0, 1, ...),
- * found in O(1): an open-addressing hash table (FNV-1a) over the keys, kept
+ * found in O(1): an open-addressing hash table over the keys, kept
  * back to back in one buffer.  The start-up tables (src/boot/tables.c) number
  * nodes by host name with it; collprof-report import numbers its ranks' nodes
  * and refuses duplicate JSON member names.
@@ -21,7 +21,7 @@ typedef struct cp_strset {
     size_t buf_room;
 } cp_strset_t;
 
-/** FNV-1a of s[0..len). */
+/** A 64-bit hash of s[0..len) (8 bytes a step, multiplied and folded; not keyed). */
 uint64_t cp_strhash(const char *s, size_t len);
 
 /**
@@ -33,6 +33,12 @@ long cp_strset_put(cp_strset_t *s, const char *key, size_t len, int *added);
 
 /** Key id (NUL-terminated), valid until the next put, clear or free. */
 const char *cp_strset_key(const cp_strset_t *s, long id);
+
+/** 1 when key id is key[0..len), else 0. */
+int cp_strset_is(const cp_strset_t *s, long id, const char *key, size_t len);
+
+/** Keep only the first n keys (ids 0..n-1); O(the table's size). */
+void cp_strset_truncate(cp_strset_t *s, size_t n);
 
 /** Empty the set for reuse (a large one gives its memory back). */
 void cp_strset_clear(cp_strset_t *s);

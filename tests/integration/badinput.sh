@@ -143,6 +143,10 @@ sed 's/"global_ranks": \[1, 0\]/"global_ranks": [1, 1]/' "$T/param-rank0.json" >
 sed 's/"root": 1,/"root": 1048576,/' "$T/param-rank0.json" >"$W/root-rank0.json"
 sed 's/"global_ranks": \[1, 0\]/"global_ranks": [0, 1]/' "$T/param-rank1.json" >"$W/differ-rank1.json"
 printf '{"comms": "all_reduce"}' >"$W/obj-rank0.json"
+# entries alike but the third, whose names are the others' until one comes again (the reader
+# compares an entry's names with the last entry's while they match: the repeat is still found)
+awk 'BEGIN { e = "\"comms\": \"all_reduce\", \"pg_id\": 0, \"global_ranks\": [0], \"in_msg_size\": 1, \"out_msg_size\": 1, \"dtype\": \"Float\""
+    printf "[{%s},\n{%s},\n{%s, \"pg_id\": 1},\n{%s}]\n", e, e, e, e }' >"$W/dupkey-rank0.json"
 cp "$T/param-rank0.json" "$W/noname.json"
 cp "$T/param-rank0.json" "$W/again-rank0.json"
 sed 's/"rank":1,"n_ranks":2/"rank":2,"n_ranks":2/' "$T/gpu-b-pid200.log" >"$W/rank-pid2.log"

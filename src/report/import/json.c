@@ -40,7 +40,8 @@ typedef struct frame {
 
 typedef struct builder {
     const char *text;
-    size_t len, base, pos; /* base: where yajl's current buffer starts; pos: lines counted to */
+    size_t len, base; /* base: where yajl's current buffer starts */
+    size_t nl;        /* the buffer's next newline not yet counted (len: none) */
     int line;
     yajl_handle h;
     chunk_t *arena;
@@ -55,24 +56,26 @@ typedef struct builder {
     size_t evalues;
     int depth; /* open containers: fr[1..depth] */
     frame_t fr[CP_JSON_MAX_DEPTH + 1];
-    cp_strset_t names[CP_JSON_MAX_DEPTH + 1]; /* the member names of each open object */
+    /* the member names of each open object; while an object's names are those of the last
+     * object at its depth, in order (shaped: a stream's entries are alike), they are only
+     * compared with that one's (matched so far), which had no two alike */
+    cp_strset_t names[CP_JSON_MAX_DEPTH + 1];
+    size_t matched[CP_JSON_MAX_DEPTH + 1];
+    char shaped[CP_JSON_MAX_DEPTH + 1];
     cp_json_t *root;
     cp_json_error_t *e;
 } builder_t;
 
-/* The line yajl has read to (the newlines counted once, from where the last call left). */
+/* The line yajl has read to: the newlines before where it is, each found once (memchr to the
+ * next one, so that most calls, between two values of one line, only compare). */
 static int line_now(builder_t *b)
 {
     size_t at = b->base + yajl_get_bytes_consumed(b->h);
     at = at > b->len ? b->len : at;
-    while (b->pos < at) {
-        const char *nl = memchr(b->text + b->pos, '\n', at - b->pos);
-        if (nl == NULL) {
-            b->pos = at;
-            break;
-        }
+    while (b->nl < at) {
         b->line++;
-        b->pos = (size_t)(nl - b->text) + 1;
+        const char *next = memchr(b->text + b->nl + 1, '\n', b->len - b->nl - 1);
+        b->nl = next != NULL ? (size_t)(next - b->text) : b->len;
     }
     return b->line;
 }
@@ -88,7 +91,23 @@ static int fail(builder_t *b, int too_large, const char *what)
     return 0;
 }
 
-static void *arena_alloc(builder_t *b, size_t n)
+/* A new block of at least n bytes on *arena: it, or NULL. */
+static chunk_t *arena_grow(chunk_t **arena, size_t n)
+{
+    size_t size = n > (1u << 20) ? n : (1u << 20);
+    chunk_t *c = malloc(sizeof(*c) + size);
+    if (c != NULL) {
+        c->prev = *arena;
+        c->used = 0;
+        c->size = size;
+        *arena = c;
+    }
+    return c;
+}
+
+/* n bytes from the element's arena (while one is read) or the tree's: inline, as every value,
+ * name and string takes one. */
+static inline void *arena_alloc(builder_t *b, size_t n)
 {
     chunk_t **arena = b->in_elem ? &b->earena : &b->arena;
     n = (n + 15) & ~(size_t)15;
@@ -96,16 +115,8 @@ static void *arena_alloc(builder_t *b, size_t n)
     if (n == 0 || n > SIZE_MAX / 2) {
         return NULL;
     }
-    if (c == NULL || c->size - c->used < n) {
-        size_t size = n > (1u << 20) ? n : (1u << 20);
-        c = malloc(sizeof(*c) + size);
-        if (c == NULL) {
-            return NULL;
-        }
-        c->prev = *arena;
-        c->used = 0;
-        c->size = size;
-        *arena = c;
+    if ((c == NULL || c->size - c->used < n) && (c = arena_grow(arena, n)) == NULL) {
+        return NULL;
     }
     void *p = c->data + c->used;
     c->used += n;
@@ -125,18 +136,8 @@ static char *arena_str(builder_t *b, const unsigned char *s, size_t len)
 /* A string or name of valid UTF-8 without NUL (\u0000 decoded): 1, else 0 after the error. */
 static int check_string(builder_t *b, const unsigned char *s, size_t len)
 {
-    if (memchr(s, '\0', len) != NULL) {
-        return fail(b, 0, "a string holds a control character or a bad escape");
-    }
-    for (size_t i = 0; i < len;) {
-        unsigned cp;
-        int k = s[i] < 0x80 ? 1 : cp_utf8_seq(s + i, len - i, &cp);
-        if (k <= 0) {
-            return fail(b, 0, "a string is not valid UTF-8");
-        }
-        i += (size_t)k;
-    }
-    return 1;
+    const char *why = cp_json_text_error(s, len);
+    return why == NULL ? 1 : fail(b, 0, why);
 }
 
 /* A new value of type t where the parse is: *out, or NULL when it is not kept; 0 or -1. */
@@ -162,9 +163,19 @@ static int new_value(builder_t *b, cp_json_type_t t, cp_json_t **out)
     if (v == NULL) {
         return fail(b, 0, "out of memory") - 1;
     }
-    memset(v, 0, sizeof(*v));
+    /* field by field: a memset of the struct is a slow "rep stos" here, once per value */
     v->type = t;
     v->line = line_now(b);
+    v->boolean = v->is_int = 0;
+    v->num = 0;
+    v->inum = 0;
+    v->str = NULL;
+    v->n = 0;
+    v->kids = NULL;
+    v->keys = NULL;
+    v->next = NULL;
+    v->name = NULL;
+    v->arena = NULL;
     if (starts) {
         b->elem = v;
     } else if (f == NULL) {
@@ -225,6 +236,20 @@ static int on_boolean(void *ctx, int boolean)
     return done(ctx, v);
 }
 
+static int number_value(builder_t *b, double d, long long i, int whole)
+{
+    cp_json_t *v;
+    if (new_value(b, CP_JSON_NUM, &v) != 0) {
+        return 0;
+    }
+    if (v != NULL) {
+        v->num = d;
+        v->inum = i;
+        v->is_int = whole;
+    }
+    return done(b, v);
+}
+
 static int on_number(void *ctx, const char *s, size_t len)
 {
     builder_t *b = ctx;
@@ -232,12 +257,17 @@ static int on_number(void *ctx, const char *s, size_t len)
     if (len >= sizeof(buf)) {
         return fail(b, 0, "a number of too many digits");
     }
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    int whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
-                memchr(buf, 'E', len) == NULL;
     long long i = 0;
     double d;
+    int whole = cp_json_whole(s, len, &i);
+    if (whole) {
+        d = (double)i;
+        return number_value(b, d, i, whole);
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
+            memchr(buf, 'E', len) == NULL;
     errno = 0;
     if (whole && (i = strtoll(buf, NULL, 10), errno == 0)) {
         d = (double)i; /* a whole number: exact where it fits 64 bits */
@@ -249,16 +279,7 @@ static int on_number(void *ctx, const char *s, size_t len)
     if (!isfinite(d) || errno == ERANGE) {
         return fail(b, 0, "a number out of range");
     }
-    cp_json_t *v;
-    if (new_value(b, CP_JSON_NUM, &v) != 0) {
-        return 0;
-    }
-    if (v != NULL) {
-        v->num = d;
-        v->inum = i;
-        v->is_int = whole;
-    }
-    return done(b, v);
+    return number_value(b, d, i, whole);
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t len)
@@ -294,18 +315,29 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
     builder_t *b = ctx;
     frame_t *f = &b->fr[b->depth];
-    int added;
+    cp_strset_t *names = &b->names[b->depth];
+    size_t at = b->matched[b->depth];
+    int added = 1;
     if (!check_string(b, s, len)) {
         return 0;
     }
-    long id = cp_strset_put(&b->names[b->depth], (const char *)s, len, &added);
+    long id = (long)at;
+    if (b->shaped[b->depth] && cp_strset_is(names, id, (const char *)s, len)) {
+        b->matched[b->depth]++; /* the last object's next name: none before it is the same */
+    } else {
+        if (b->shaped[b->depth]) { /* from here, each name against this object's own */
+            b->shaped[b->depth] = 0;
+            cp_strset_truncate(names, at);
+        }
+        id = cp_strset_put(names, (const char *)s, len, &added);
+    }
     if (id < 0) {
         return fail(b, 0, "out of memory");
     }
     if (!added) {
         return fail(b, 0, "a duplicate member name");
     }
-    const char *key = cp_strset_key(&b->names[b->depth], id);
+    const char *key = cp_strset_key(names, id);
     f->keep_next = f->v != NULL && kept_name(b, key);
     if (f->keep_next && (f->key = arena_str(b, s, len)) == NULL) {
         return fail(b, 0, "out of memory");
@@ -333,8 +365,13 @@ static int open_container(builder_t *b, cp_json_type_t t)
     }
     /* the root's elements, where only some members are kept, are not */
     f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL || f->stream);
-    if (t == CP_JSON_OBJ) {
-        cp_strset_clear(&b->names[b->depth]);
+    if (t == CP_JSON_OBJ) { /* a large set is given back, not kept to compare with */
+        cp_strset_t *names = &b->names[b->depth];
+        b->matched[b->depth] = 0;
+        b->shaped[b->depth] = names->cap <= 1024 && names->buf_room <= 65536;
+        if (!b->shaped[b->depth]) {
+            cp_strset_clear(names);
+        }
     }
     return 1;
 }
@@ -446,7 +483,8 @@ static int feed(builder_t *b, const char *text, size_t len)
     b->text = text;
     b->len = len;
     b->base = 0;
-    b->pos = 0;
+    const char *nl = memchr(text, '\n', len);
+    b->nl = nl != NULL ? (size_t)(nl - text) : len;
     yajl_status st = yajl_status_ok;
     if (len > 0) {
         st = yajl_parse(b->h, (const unsigned char *)text, len);
@@ -537,14 +575,4 @@ void cp_json_free(cp_json_t *root)
         p = c->prev;
         free(c);
     }
-}
-
-const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
-{
-    for (size_t i = 0; obj != NULL && obj->type == CP_JSON_OBJ && i < obj->n; i++) {
-        if (obj->keys[i][0] == key[0] && !strcmp(obj->keys[i], key)) {
-            return obj->kids[i];
-        }
-    }
-    return NULL;
 }

@@ -90,4 +90,14 @@ void cp_json_free(cp_json_t *root);
 /** Member key of object obj, or NULL (also when obj is not an object). */
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key);
 
+/* json_text.c: the reader's checks of a token's text */
+
+/** NULL when s[0..len) (a string or member name, escapes decoded) is valid UTF-8 without NUL,
+ *  else what is wrong with it. */
+const char *cp_json_text_error(const unsigned char *s, size_t len);
+
+/** A number token (of JSON's grammar, checked before) that is a whole number of at most 19
+ *  digits fitting a long long: 1 with *out exact, else 0 (strtoll and strtod read it). */
+int cp_json_whole(const char *s, size_t len, long long *out);
+
 #endif /* COLLPROF_REPORT_JSON_H */

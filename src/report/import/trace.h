@@ -85,6 +85,18 @@ int cp_trace_group(cp_trace_t *t, int line, const char *key, const char *name, c
  *  before (a file that disagrees is an error).  0, or -1. */
 int cp_trace_members(cp_trace_t *t, int line, int g, const int *members, int n);
 
+/** src into the string field dst[size], cut to fit as snprintf's "%s" cuts it (without
+ *  snprintf's cost: the readers fill a few fields of every op). */
+static inline void cp_trace_copy(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    while (n + 1 < size && src[n] != '\0') {
+        dst[n] = src[n];
+        n++;
+    }
+    dst[n] = '\0';
+}
+
 /** A row with every field "not recorded" (-1, 0, ""). */
 void cp_trace_row_init(collprof_trace_op_row_t *r);
 
@@ -115,7 +127,7 @@ int cp_trace_param(cp_trace_t *t, char **paths, int n);
 /* own: the files of collprof's NCCL profiler plugin (Inspector's layout, more fields) */
 int cp_trace_inspector(cp_trace_t *t, char **paths, int n, int own);
 int cp_trace_fr(cp_trace_t *t, char **paths, int n);
-int cp_trace_ctrace(cp_trace_t *t, char **paths, int n); /* trace_ctrace.c: collprof-trace */
+int cp_trace_ctrace(cp_trace_t *t, char **paths, int n);     /* trace_ctrace.c: collprof-trace */
 int cp_trace_pytorch_et(cp_trace_t *t, char **paths, int n); /* trace_et.c */
 int cp_trace_chakra_json(cp_trace_t *t, char **paths, int n);
 int cp_trace_chakra_et(cp_trace_t *t, char **paths, int n); /* trace_chakra.c */

@@ -58,7 +58,36 @@ static void strip_suffixes(char *k)
     }
 }
 
-const char *cp_trace_op(const char *name, int *async)
+/* The names the sources use, looked up once each: a trace repeats a few names millions of
+ * times (collprof-report is one thread).  A name too long for an entry is looked up every
+ * time. */
+typedef struct memo {
+    char name[40];
+    const char *value;
+    int flag;
+} memo_t;
+enum { MEMO_SIZE = 8 };
+
+/* The entry of name in m[MEMO_SIZE] (value set), or the one to fill (name set, value NULL),
+ * or NULL when name does not fit. */
+static memo_t *memo_find(memo_t *m, unsigned *next, const char *name)
+{
+    size_t len = strnlen(name, sizeof(m->name));
+    if (len == sizeof(m->name)) {
+        return NULL;
+    }
+    for (int i = 0; i < MEMO_SIZE; i++) {
+        if (m[i].value != NULL && !memcmp(m[i].name, name, len + 1)) {
+            return &m[i];
+        }
+    }
+    memo_t *e = &m[(*next)++ % MEMO_SIZE];
+    memcpy(e->name, name, len + 1);
+    e->value = NULL;
+    return e;
+}
+
+static const char *trace_op(const char *name, int *async)
 {
     char k[48];
     *async = 0;
@@ -85,7 +114,24 @@ const char *cp_trace_op(const char *name, int *async)
     return info != NULL ? info->name : NULL;
 }
 
-const char *cp_trace_dtype(const char *name)
+const char *cp_trace_op(const char *name, int *async)
+{
+    static memo_t memo[MEMO_SIZE];
+    static unsigned next;
+    memo_t *m = memo_find(memo, &next, name);
+    if (m != NULL && m->value != NULL) {
+        *async = m->flag;
+        return m->value;
+    }
+    const char *op = trace_op(name, async);
+    if (m != NULL) { /* an unknown name is not kept: it ends the import */
+        m->value = op;
+        m->flag = *async;
+    }
+    return op;
+}
+
+static const char *trace_dtype(const char *name)
 {
     static const char *const map[][2] = {
         {"float", "float32"},     {"float32", "float32"},
@@ -114,14 +160,38 @@ const char *cp_trace_dtype(const char *name)
     return NULL;
 }
 
+const char *cp_trace_dtype(const char *name)
+{
+    static memo_t memo[MEMO_SIZE];
+    static unsigned next;
+    memo_t *m = memo_find(memo, &next, name);
+    if (m != NULL && m->value != NULL) {
+        return m->value;
+    }
+    const char *d = trace_dtype(name);
+    if (m != NULL) {
+        m->value = d;
+    }
+    return d;
+}
+
 int cp_trace_dtype_size(const char *dtype)
 {
-    for (int i = 0; i < COLLPROF_DTYPE_COUNT; i++) {
-        if (!strcmp(collprof_dtype_name(i), dtype)) {
-            return (int)collprof_dtype_size(i);
-        }
+    static memo_t memo[MEMO_SIZE];
+    static unsigned next;
+    memo_t *m = memo_find(memo, &next, dtype);
+    if (m != NULL && m->value != NULL) {
+        return m->flag;
     }
-    return 0;
+    int size = 0;
+    for (int i = 0; i < COLLPROF_DTYPE_COUNT && size == 0; i++) {
+        size = !strcmp(collprof_dtype_name(i), dtype) ? (int)collprof_dtype_size(i) : 0;
+    }
+    if (m != NULL) {
+        m->value = "";
+        m->flag = size;
+    }
+    return size;
 }
 
 int cp_trace_group(cp_trace_t *t, int line, const char *key, const char *name, const char *desc)
@@ -283,6 +353,14 @@ int cp_trace_rank_of_name(const char *path)
 
 int cp_trace_int(const cp_json_t *v, double lo, double hi, int64_t *out)
 {
+    if (v != NULL && v->type == CP_JSON_NUM && v->is_int) { /* the common case: no floor() */
+        double d = (double)v->inum;
+        if (d < lo || d > hi) {
+            return -1;
+        }
+        *out = (int64_t)v->inum;
+        return 0;
+    }
     if (v == NULL || v->type != CP_JSON_NUM || v->num != floor(v->num) || v->num < lo ||
         v->num > hi) {
         return -1;

@@ -200,15 +200,15 @@ static int op(ctr_t *s, const cp_json_t *o)
     cp_trace_row_init(&r);
     r.rank = s->rank;
     r.group = s->group[c];
-    snprintf(r.op, sizeof(r.op), "%s", op);
-    snprintf(r.source_name, sizeof(r.source_name), "%s",
-             mpi != NULL && mpi->type == CP_JSON_STR ? mpi->str : name->str);
+    cp_trace_copy(r.op, sizeof(r.op), op);
+    cp_trace_copy(r.source_name, sizeof(r.source_name),
+                  mpi != NULL && mpi->type == CP_JSON_STR ? mpi->str : name->str);
     if (dt != NULL) {
         const char *d = dt->type == CP_JSON_STR ? cp_trace_dtype(dt->str) : NULL;
         if (d == NULL) {
             return cp_trace_fail(s->t, dt->line, "'dtype' is not an element type the model knows");
         }
-        snprintf(r.dtype, sizeof(r.dtype), "%s", d);
+        cp_trace_copy(r.dtype, sizeof(r.dtype), d);
     }
     if (op_fields(s, o, &r) != 0) {
         return -1;

@@ -223,7 +223,7 @@ static int comm_sizes(et_file_t *f, const cp_json_t *node, et_op_t *op)
         need_int(t, node, attr(node, "out_msg_nelems"), "out_msg_nelems", 0, 1e15, &oc) != 0) {
         return -1;
     }
-    snprintf(op->r.dtype, sizeof(op->r.dtype), "%s", d);
+    cp_trace_copy(op->r.dtype, sizeof(op->r.dtype), d);
     op->r.in_count = (uint64_t)ic;
     op->r.out_count = (uint64_t)oc;
     op->r.bytes = (uint64_t)(ic > oc ? ic : oc) * (uint64_t)cp_trace_dtype_size(d);
@@ -263,8 +263,8 @@ static int comm_node(et_file_t *f, const cp_json_t *node, int64_t id)
     op->id = id;
     op->line = node->line;
     op->r.rank = f->rank;
-    snprintf(op->r.op, sizeof(op->r.op), "%s", o);
-    snprintf(op->r.source_name, sizeof(op->r.source_name), "%s", name->str);
+    cp_trace_copy(op->r.op, sizeof(op->r.op), o);
+    cp_trace_copy(op->r.source_name, sizeof(op->r.source_name), name->str);
     op->r.source_seq = op->seq;
     const cp_json_t *desc = attr(node, "pg_desc"), *ts = cp_json_get(node, "ts");
     op->r.group = cp_trace_group(t, pg->line, pg->str, pg->str,

@@ -139,7 +139,7 @@ static int entry_data(fr_t *f, const cp_json_t *o, collprof_trace_op_row_t *r, c
             return cp_trace_fail(t, dt->line, "'%.30s' is not an element type the model knows",
                                  dt->str);
         }
-        snprintf(r->dtype, sizeof(r->dtype), "%s", d);
+        cp_trace_copy(r->dtype, sizeof(r->dtype), d);
         r->bytes = (r->in_count > r->out_count ? r->in_count : r->out_count) *
                    (uint64_t)cp_trace_dtype_size(d);
     }
@@ -195,8 +195,8 @@ static int entry(void *ctx, const cp_json_t *o)
     collprof_trace_op_row_t r;
     cp_trace_row_init(&r);
     r.rank = f->rank;
-    snprintf(r.op, sizeof(r.op), "%s", op);
-    snprintf(r.source_name, sizeof(r.source_name), "%s", pn->str);
+    cp_trace_copy(r.op, sizeof(r.op), op);
+    cp_trace_copy(r.source_name, sizeof(r.source_name), pn->str);
     if ((r.group = cp_trace_group(t, o->line, pg->kids[0]->str, pg->kids[0]->str, "")) < 0 ||
         entry_data(f, o, &r, pn->str) != 0) {
         return -1;

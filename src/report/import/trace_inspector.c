@@ -76,7 +76,7 @@ static int header(insp_t *s, const cp_json_t *o)
     char key[32];
     if (id != NULL && id->type == CP_JSON_STR && id->str[0] != '\0' &&
         strlen(id->str) < sizeof(key)) {
-        snprintf(key, sizeof(key), "%s", id->str);
+        cp_trace_copy(key, sizeof(key), id->str);
     } else if (id != NULL && cp_trace_int(id, 0, 1.8e19, &rank) == 0) {
         snprintf(key, sizeof(key), "%.0f", id->num);
     } else {
@@ -133,7 +133,7 @@ static int own_fields(insp_t *s, const cp_json_t *perf, collprof_trace_op_row_t 
     int64_t v, in = 0, out = 0;
     if (dt != NULL && dt->type == CP_JSON_STR) {
         const char *d = cp_trace_dtype(strncmp(dt->str, "nccl", 4) ? dt->str : dt->str + 4);
-        snprintf(r->dtype, sizeof(r->dtype), "%s", d != NULL ? d : "");
+        cp_trace_copy(r->dtype, sizeof(r->dtype), d != NULL ? d : "");
     }
     if (cp_trace_int(cp_json_get(perf, "in_count"), 0, 1e18, &in) == 0 &&
         cp_trace_int(cp_json_get(perf, "out_count"), 0, 1e18, &out) == 0) {
@@ -185,8 +185,8 @@ static int op(insp_t *s, const cp_json_t *perf, int p2p)
     int64_t v;
     r.rank = s->global[s->file];
     r.group = s->group;
-    snprintf(r.op, sizeof(r.op), "%s", o);
-    snprintf(r.source_name, sizeof(r.source_name), "%s", name->str);
+    cp_trace_copy(r.op, sizeof(r.op), o);
+    cp_trace_copy(r.source_name, sizeof(r.source_name), name->str);
     if (cp_trace_int(cp_json_get(perf, p2p ? "p2p_msg_size_bytes" : "coll_msg_size_bytes"), 0, 1e18,
                      &v) != 0) {
         return cp_trace_fail(t, perf->line, "no message size in bytes");

@@ -19,11 +19,17 @@
 #include <string.h>
 #include <unistd.h>
 
+enum { PG_MEMO = 8 };
+
 typedef struct param_file {
     cp_trace_t *t;
     int rank;
     int64_t batch; /* the coalesced id of the use_batch run going on, -1: none */
     int64_t computes;
+    /* the groups of the pg_ids seen last, by pg_id % PG_MEMO (-1: none): most entries need
+     * neither the key's text nor its look-up */
+    int64_t pg[PG_MEMO];
+    int gid[PG_MEMO];
 } param_file_t;
 
 /* Optional member key of o, a whole number in [lo, hi]: 1 with *out, 0 when absent, -1 bad. */
@@ -77,11 +83,16 @@ static int param_group(param_file_t *p, const cp_json_t *o, collprof_trace_op_ro
     if (has_pg < 0 || has_ws < 0) {
         return -1;
     }
-    char key[32];
-    snprintf(key, sizeof(key), "%lld", (long long)pg);
-    int g = cp_trace_group(p->t, o->line, key, key, has_pg ? "" : "world (no pg_id)");
-    if (g < 0) {
-        return -1;
+    int slot = (int)(pg % PG_MEMO), g = p->gid[slot];
+    if (g < 0 || p->pg[slot] != pg) {
+        char key[32];
+        snprintf(key, sizeof(key), "%lld", (long long)pg);
+        g = cp_trace_group(p->t, o->line, key, key, has_pg ? "" : "world (no pg_id)");
+        if (g < 0) {
+            return -1;
+        }
+        p->pg[slot] = pg;
+        p->gid[slot] = g;
     }
     r->group = g;
     const cp_json_t *gr = cp_json_get(o, "global_ranks");
@@ -134,12 +145,15 @@ static int param_sizes(param_file_t *p, const cp_json_t *o, collprof_trace_op_ro
         return cp_trace_fail(p->t, dt != NULL ? dt->line : o->line, "'dtype' %s",
                              dt == NULL ? "missing" : "is not an element type the model knows");
     }
-    snprintf(r->dtype, sizeof(r->dtype), "%s", d);
+    cp_trace_copy(r->dtype, sizeof(r->dtype), d);
     r->in_count = (uint64_t)ic;
     r->out_count = (uint64_t)oc;
     r->bytes = (uint64_t)(ic > oc ? ic : oc) * (uint64_t)cp_trace_dtype_size(d);
+    if (strcmp(r->op, "alltoallv") != 0) {
+        return 0; /* even */
+    }
     const cp_json_t *is = cp_json_get(o, "in_split"), *os = cp_json_get(o, "out_split");
-    if (strcmp(r->op, "alltoallv") != 0 || is == NULL || os == NULL ||
+    if (is == NULL || os == NULL ||
         (is->type == CP_JSON_ARR && is->n == 0 && os->type == CP_JSON_ARR && os->n == 0)) {
         return 0; /* no splits: even */
     }
@@ -222,8 +236,8 @@ static int param_entry(void *ctx, const cp_json_t *o)
     collprof_trace_op_row_t r;
     cp_trace_row_init(&r);
     r.rank = p->rank;
-    snprintf(r.op, sizeof(r.op), "%s", op);
-    snprintf(r.source_name, sizeof(r.source_name), "%s", c->str);
+    cp_trace_copy(r.op, sizeof(r.op), op);
+    cp_trace_copy(r.source_name, sizeof(r.source_name), c->str);
     int64_t *in = NULL, *out = NULL;
     int ns = 0;
     int rc = param_group(p, o, &r) == 0 && param_marks(p, o, &r) == 0 &&
@@ -251,7 +265,8 @@ static int param_file(cp_trace_t *t, const char *path, int rank)
         return -1;
     }
     static const char *const none[] = {NULL}; /* a root that is not a list: nothing kept */
-    param_file_t p = {t, rank, -1, 0};
+    param_file_t p = {.t = t, .rank = rank, .batch = -1};
+    memset(p.gid, -1, sizeof(p.gid));
     cp_json_stream_t s = {NULL, 0, param_entry, &p};
     cp_json_opts_t opts = {none, 0};
     cp_json_t *root = NULL;

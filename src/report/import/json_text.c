@@ -1,0 +1,88 @@
+/*
+ * The JSON reader's (json.c) checks of one token's text, apart from the
+ * parse: strings of valid UTF-8 without NUL, whole numbers read without
+ * strtoll; and the look-up of an object's member.  Each runs for every
+ * string, name or number of a trace: the common case is taken first.
+ */
+#include "config.h"
+
+#include "report/import/json.h"
+
+#include "base/util.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+const char *cp_json_text_error(const unsigned char *s, size_t len)
+{
+    size_t ascii = 0; /* the common case, ASCII without NUL, in one pass, 8 bytes a step */
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    for (uint64_t w; len - ascii >= 8; ascii += 8) {
+        memcpy(&w, s + ascii, 8);
+        if (((w - ones) | w) & highs) { /* a byte 0 (which borrows) or past 0x7f */
+            break;
+        }
+    }
+    while (ascii < len && (unsigned)(s[ascii] - 1) < 0x7f) {
+        ascii++;
+    }
+    if (ascii == len) {
+        return NULL;
+    }
+    if (memchr(s, '\0', len) != NULL) {
+        return "a string holds a control character or a bad escape";
+    }
+    for (size_t i = 0; i < len;) {
+        unsigned cp;
+        int k = s[i] < 0x80 ? 1 : cp_utf8_seq(s + i, len - i, &cp);
+        if (k <= 0) {
+            return "a string is not valid UTF-8";
+        }
+        i += (size_t)k;
+    }
+    return NULL;
+}
+
+int cp_json_whole(const char *s, size_t len, long long *out)
+{
+    size_t i = len > 0 && s[0] == '-';
+    if (len - i == 0 || len - i > 19) {
+        return 0;
+    }
+    unsigned long long v = 0; /* 19 digits fit */
+    for (; i < len; i++) {
+        unsigned digit = (unsigned)(unsigned char)s[i] - '0';
+        if (digit > 9) {
+            return 0;
+        }
+        v = v * 10 + digit;
+    }
+    if (v > (unsigned long long)LLONG_MAX + (s[0] == '-')) {
+        return 0; /* out of range: strtoll says so */
+    }
+    *out = s[0] == '-' ? (long long)(0 - v) : (long long)v;
+    return 1;
+}
+
+const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
+{
+    if (obj == NULL || obj->type != CP_JSON_OBJ) {
+        return NULL;
+    }
+    /* where the member of this name (by the name's address: the callers' literals) was found
+     * last: the entries of a stream have their members in one order.  A hint, checked before
+     * it is used (collprof-report is one thread); names are never twice in an object. */
+    static size_t hint[64];
+    size_t *h = &hint[((uintptr_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
+    if (*h < obj->n && obj->keys[*h][0] == key[0] && !strcmp(obj->keys[*h], key)) {
+        return obj->kids[*h];
+    }
+    for (size_t i = 0; i < obj->n; i++) {
+        if (obj->keys[i][0] == key[0] && !strcmp(obj->keys[i], key)) {
+            *h = i;
+            return obj->kids[i];
+        }
+    }
+    return NULL;
+}
