@@ -454,15 +454,41 @@ static void expire(accepting_t *a)
     }
 }
 
+/* The phase ends: of the connections left, those whose introduction is here whole with a proof
+ * that does not check out are dropped for it first, so that the log (once per address) names a
+ * forged proof as one whatever turn of the loop the members came in.  Read in the same turn as
+ * a forgery sent before any member, the members came first (the loop goes backwards) and the
+ * forgery was left unread, then dropped as "no proof". */
+static void judge_left(const cp_tree_t *t, accepting_t *a)
+{
+    for (int i = a->np - 1; i >= 0; i--) {
+        pending_t *c = &a->p[i];
+        ssize_t k = c->proven ? 0 : recv(c->fd, c->intro + c->got, c->need - c->got, MSG_DONTWAIT);
+        c->got += k > 0 ? (size_t)k : 0;
+        if (c->proven || c->got < c->need) {
+            continue;
+        }
+        const unsigned char *nc = c->intro + 20, *proof = nc + CP_AUTH_NONCE_LEN;
+        uint32_t magic = cp_tree_word(c->intro, 0), index = cp_tree_word(c->intro, 1),
+                 n = cp_tree_word(c->intro, 3);
+        char purpose[CP_AUTH_PURPOSE_LEN];
+        if (magic == SIDE_HELLO) {
+            cp_tree_side_purpose(t, purpose);
+        } else {
+            snprintf(purpose, sizeof(purpose), "%s", t->purpose);
+        }
+        if ((magic == HELLO_MAGIC || magic == SIDE_HELLO) &&
+            !cp_auth_check(t->key, purpose, CP_AUTH_CONNECTOR, c->na, nc, index, n, proof)) {
+            drop(a, i, magic == SIDE_HELLO ? "wrong proof for a side link" : "wrong proof");
+        }
+    }
+}
+
 /* The end of an accept phase: what is left dropped, the counts logged, the listeners closed. */
 static void finish(cp_tree_t *t, accepting_t *a, int done)
 {
-    /* every member came: an introduction that is there is judged (a wrong proof is said as
-     * such, whichever of a turn's ready connections the loop read first); room 0 takes none */
-    for (int i = a != NULL && done ? a->np - 1 : -1; i >= 0; i--) {
-        if (!a->p[i].proven) {
-            step(t, a, i, 0);
-        }
+    if (a != NULL) {
+        judge_left(t, a);
     }
     while (a != NULL && a->np > 0) {
         drop(a, a->np - 1, done ? "no proof before every member had come" : "no proof in time");

@@ -142,6 +142,15 @@ static void say(const cp_hc_t *hc, const char *note)
 int cp_health_run(const cp_options_t *opt)
 {
     cp_hc_t hc = {.opt = opt, .t0 = cp_now_s()};
+    char lock[4300];
+    int lfd = cp_hc_lock(&hc, lock, sizeof(lock));
+    if (lfd == -2) { /* the one that runs gives the verdict, and counts it */
+        printf("collprof: healthcheck: skipped: a check of this node that started earlier still "
+               "runs (%s)\n",
+               lock);
+        fflush(stdout);
+        return CP_HC_OK;
+    }
     hc.deadline = hc.t0 + opt->hc_time_s - GRACE_S;
     hc.np = node_ranks(opt);
     const char *tmp = getenv("TMPDIR");
@@ -174,5 +183,8 @@ int cp_health_run(const cp_options_t *opt)
     char note[600];
     cp_hc_drain(&hc, note, sizeof(note));
     say(&hc, note);
+    if (lfd >= 0) {
+        close(lfd);
+    }
     return hc.status;
 }

@@ -6,9 +6,11 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -53,8 +55,8 @@ static int find_scontrol(char *exe, size_t len)
     return -1;
 }
 
-/* The failures in a row so far (0 when none is recorded), and the file's path in path. */
-static int read_count(const cp_hc_t *hc, const char *node, char *path, size_t len)
+/* The count's file: --healthcheck-state, else /run/collprof/healthcheck-NODE. */
+static void state_path(const cp_hc_t *hc, const char *node, char *path, size_t len)
 {
     if (hc->opt->hc_state[0] != '\0') {
         snprintf(path, len, "%s", hc->opt->hc_state);
@@ -62,6 +64,34 @@ static int read_count(const cp_hc_t *hc, const char *node, char *path, size_t le
         mkdir("/run/collprof", 0700);
         snprintf(path, len, "/run/collprof/healthcheck-%s", node);
     }
+}
+
+int cp_hc_lock(const cp_hc_t *hc, char *path, size_t len)
+{
+    char node[256];
+    path[0] = '\0';
+    if (!hc->opt->hc_drain || node_name(node, sizeof(node)) != 0) {
+        return -1;
+    }
+    state_path(hc, node, path, len);
+    size_t used = strlen(path);
+    snprintf(path + used, len - used, ".lock");
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return -1; /* no lock: the check runs all the same */
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int busy = errno == EWOULDBLOCK;
+        close(fd);
+        return busy ? -2 : -1;
+    }
+    return fd;
+}
+
+/* The failures in a row so far (0 when none is recorded), and the file's path in path. */
+static int read_count(const cp_hc_t *hc, const char *node, char *path, size_t len)
+{
+    state_path(hc, node, path, len);
     FILE *f = fopen(path, "re");
     int n = 0;
     if (f != NULL) {

@@ -57,5 +57,11 @@ int cp_hc_collective_run(cp_hc_t *hc, const char *check, const char *const *args
 /** --healthcheck-drain: after a failure count it and drain this node at the count; after a
  *  pass reset the count.  What was done goes into note (" [drained]" and the like). */
 void cp_hc_drain(const cp_hc_t *hc, char *note, size_t len);
+/** --healthcheck-drain: this node's check lock (the count's file and ".lock", in path), taken
+ *  for the whole check: slurmd starts the program every HealthCheckInterval whether or not the
+ *  last one ended, and two checks side by side slow each other and share the count.  The
+ *  descriptor (held until exit), -1 (no drain, or no lock to be had: run all the same), or -2
+ *  (another check of this node holds it). */
+int cp_hc_lock(const cp_hc_t *hc, char *path, size_t len);
 
 #endif /* COLLPROF_RUN_HEALTH_INT_H */

@@ -12,7 +12,8 @@
 #  - --healthcheck-drain against a fake scontrol (found in PATH's absolute directories only,
 #    never a planted ./scontrol): the first failure counted, the second drains this node
 #    (SLURMD_NODENAME) with reason "collprof: healthcheck: ...", a pass forgets the count, a
-#    node offline for another reason is left alone.
+#    node offline for another reason is left alone, a check that finds another one of this node
+#    running (its lock held) is skipped.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
@@ -166,6 +167,22 @@ drain_run COLLPROF_FAULT=wrong:1
 grep -q 'not drained: n7 is IDLE+DRAIN for a reason not collprof' "$WORK/err" &&
     [ "$(grep -c '^update' "$FAKE/log")" -eq 1 ] && [ "$rc" -eq 1 ]
 ok $? "drain: a node drained for another reason is left alone ($(cat "$WORK/err"))" || show
+# a check started while another of this node runs (slurmd starts the program every
+# HealthCheckInterval whether or not the last one ended; the lock held here by flock(1)):
+# skipped at once, exit 0, the count untouched (wrong data planted: a run would fail)
+if command -v flock >/dev/null 2>&1; then
+    before=$(cat "$ST" 2>/dev/null || echo none)
+    rc=0
+    flock "$ST.lock" env PATH="$FAKE:/usr/bin:/bin" SLURMD_NODENAME=n7 COLLPROF_FAULT=wrong:1 \
+        "$COLLPROF_BIN" --healthcheck $QUICK --healthcheck-drain --healthcheck-state "$ST" \
+        </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    one_line "$WORK/out" '^collprof: healthcheck: skipped: a check of this node that started earlier still runs \(.*hcstate\.lock\)$' &&
+        [ ! -s "$WORK/err" ] && [ "$rc" -eq 0 ] && [ "$(cat "$ST" 2>/dev/null || echo none)" = "$before" ]
+    ok $? "drain: a check while another runs is skipped, exit $rc, the count kept ($(cat "$WORK/out"))" ||
+        show
+else
+    ok 0 "# SKIP flock(1) (util-linux) not found"
+fi
 hc PATH="$FAKE:/usr/bin:/bin" SLURMD_NODENAME=n7 -- --backends self --healthcheck-nics nosuch0 \
     --healthcheck-drain --healthcheck-confirm 1 --healthcheck-state "$ST"
 [ "$rc" -eq 2 ] && [ "$(grep -c '^update' "$FAKE/log")" -eq 1 ]

@@ -63,6 +63,7 @@ static int fanout;     /* > 0: node i > 0 hangs below node (i - 1) / fanout (tre
 static cp_tree_t *T;   /* this rank's tree */
 static const unsigned char KEY[CP_AUTH_KEY_LEN] = "the run's secret, for the tests";
 static double join_s;    /* rank 0's cp_tree_join, in seconds */
+static int hold_fd = -1; /* >= 0: the members (not rank 0) wait for its EOF before they join */
 static int no_root = -1; /* a rank not given rank 0's address: no side link */
 static int use_unix = 1; /* the node's listeners over AF_UNIX (else COLLPROF_CHAN_UNIX=0) */
 
@@ -163,6 +164,9 @@ static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r, script_t scri
     const cp_tcp_pub_t *parent = &pub[up_of(r)];
     if (r != no_root) {
         cp_tree_root(T, &pub[0], 1); /* a leader below a leader: its side link */
+    }
+    char byte;
+    while (r != 0 && hold_fd >= 0 && read(hold_fd, &byte, 1) != 0 && errno == EINTR) {
     }
     double t0 = now_s();
     int joined = cp_tree_join(T, parent, 1, why, sizeof(why)) == 0;
@@ -962,20 +966,33 @@ static pid_t side_rogue_pid;
 
 /* Before the ranks: a process that opens two side links to rank 0 as member 3's, one proven
  * for the tree's purpose ("job", a child's proof, not a side link's), one with no proof at
- * all; it exits 0 when rank 0 closed both without its own proof. */
+ * all; it exits 0 when rank 0 closed both without its own proof.  The members wait for it to
+ * end (hold_fd): it answers rank 0's challenges only once rank 0 runs, and had the members
+ * all come first, rank 0 would have closed its links as "no proof before every member had
+ * come", its proofs unsent (2 runs of 30 at a load of 17 on 2 CPUs), and its wrong side-link
+ * proof never judged. */
 static void side_rogues(const cp_tcp_pub_t *pub)
 {
     char why[256];
-    int fd[2];
+    int fd[2], hold[2];
     for (int i = 0; i < 2; i++) {
         fd[i] = cp_sock_dial(pub[0].lo, 5.0, why, sizeof(why));
+    }
+    if (pipe(hold) != 0) {
+        hold[0] = hold[1] = -1;
     }
     side_rogue_pid = fork();
     if (side_rogue_pid != 0) {
         close(fd[0]);
         close(fd[1]);
+        close(hold[1]);
+        hold_fd = side_rogue_pid > 0 ? hold[0] : -1;
+        if (hold_fd < 0) {
+            close(hold[0]);
+        }
         return;
     }
+    close(hold[0]); /* hold[1] closes as it exits: the members go on */
     alarm(30);
     int bad = 0;
     for (int i = 0; i < 2; i++) {
@@ -1012,6 +1029,10 @@ static void side_rogue_world(void)
         return;
     }
     int good = world(deep_side, "side rogues");
+    if (hold_fd >= 0) {
+        close(hold_fd);
+        hold_fd = -1;
+    }
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
