@@ -76,6 +76,26 @@ need_report() {
     [ -x "$REPORT" ] || skip_all "collprof-report was not built (no HDF5)"
 }
 
+# The replay tests' start: collprof-report, h5dump and the self backend needed, the fixtures in
+# $D, the test's directory the current one.  have B: backend B was built; nccl is the plugin
+# built against the CUDA/NCCL stand-in in $MOCK (tests/nccl_mock: "device" memory is host
+# memory; the replay's device buffers filled and checked through host copies).
+replay_prelude() {
+    need_report
+    [ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
+    D=$COLLPROF_SRCDIR/tests/data/trace
+    MOCK="$(dirname "$COLLPROF_BIN")/tests/nccl_mock/.libs"
+    cd "$WORK" || exit 1
+}
+have() {
+    if [ "$1" = nccl ]; then
+        [ -e "$MOCK/collprof_nccl.so" ]
+    else
+        [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$1.so" ]
+    fi
+}
+
 # the one summary file of a run in directory $1
 summary_of() {
     ls "$1"/collprof_*.txt 2>/dev/null | head -n 1

@@ -11,21 +11,7 @@
 # (the split contexts); a 4-rank trace of the world and two halves replays every op ok.
 # A trace recorded on more ranks than the run has is refused.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-need_report
-[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
-[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
-D=$COLLPROF_SRCDIR/tests/data/trace
-cd "$WORK" || exit 1
-# nccl: the plugin built against the CUDA/NCCL stand-in (tests/nccl_mock: "device" memory is host
-# memory), the replay's device buffers filled and checked through host copies
-MOCK="$(dirname "$COLLPROF_BIN")/tests/nccl_mock/.libs"
-have() {
-    if [ "$1" = nccl ]; then
-        [ -e "$MOCK/collprof_nccl.so" ]
-    else
-        [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$1.so" ]
-    fi
-}
+replay_prelude
 
 "$REPORT" import --trace param "$D/param-rank0.json" "$D/param-rank1.json" -o p.h5 >p.out 2>&1
 ok $? "the PARAM fixture imports"

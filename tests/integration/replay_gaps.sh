@@ -9,10 +9,7 @@
 # a trace without issue times, are one-line errors with exit status 2 before any
 # communication.  (The timing goals, 20 us at p99, are bench/replay_gaps.sh's: not judged.)
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-need_report
-[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
-[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
-cd "$WORK" || exit 1
+replay_prelude
 
 # rank R's PARAM file: 11 allreduces of 4 KiB, seq 0..10, issued 20 ms apart (a first gap of
 # 0; with $2 = notime, no issue times)

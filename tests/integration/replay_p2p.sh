@@ -17,22 +17,7 @@
 # buffers through host copies, sends and recvs held and launched as one group, the async
 # collectives posted as on mpi).
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-need_report
-[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
-[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
-D=$COLLPROF_SRCDIR/tests/data/trace
-cd "$WORK" || exit 1
-# nccl: the plugin built against the CUDA/NCCL stand-in (tests/nccl_mock: "device" memory is host
-# memory, a communicator shared memory between the ranks; its sends of one group to one peer
-# fit 1 MiB), the replay's device buffers filled and checked through host copies
-MOCK="$(dirname "$COLLPROF_BIN")/tests/nccl_mock/.libs"
-have() {
-    if [ "$1" = nccl ]; then
-        [ -e "$MOCK/collprof_nccl.so" ]
-    else
-        [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$1.so" ]
-    fi
-}
+replay_prelude
 
 "$REPORT" import --trace param "$D/p2p-rank0.json" "$D/p2p-rank1.json" -o p.h5 >p.out 2>&1
 ok $? "the p2p fixture imports"

@@ -11,10 +11,7 @@
 # their time, and puts its allreduces on the critical path; a file without /replay, a matrix
 # run against a replay and a truncated file are refused with one line and exit 2.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-need_report
-[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
-[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
-cd "$WORK" || exit 1
+replay_prelude
 
 # /replay's columns, by name: their field numbers in rows' lines
 col() {

@@ -13,11 +13,7 @@
 # 2 ranks (self) every variable op ok.  A rank
 # whose record of a gatherv is missing from the trace makes every member skip it, with why.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-need_report
-[ -n "${CP_H5DUMP:-}" ] && [ -x "$CP_H5DUMP" ] || skip_all "h5dump not found (hdf5-tools)"
-[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_self.so" ] || skip_all "the self backend was not built"
-D=$COLLPROF_SRCDIR/tests/data/trace
-cd "$WORK" || exit 1
+replay_prelude
 
 "$REPORT" import --trace collprof-trace "$D"/vops.0.jsonl "$D"/vops.1.jsonl "$D"/vops.2.jsonl \
     -o v.h5 >v.out 2>&1
