@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The argument text after "kind" when COLLPROF_FAULT is kind or kind:..., else NULL. */
@@ -172,6 +173,20 @@ void cp_fault_spin(long us)
 {
     double until = cp_now_us() + (double)us;
     while (cp_now_us() < until) {
+    }
+}
+
+static double thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+void cp_fault_spin_cpu(long us)
+{
+    double until = thread_cpu_us() + (double)us;
+    while (thread_cpu_us() < until) {
     }
 }
 

@@ -19,8 +19,9 @@
  *   slowrep:LIST[:USEC]     add USEC (default 2000) to each timed operation of every
  *                           rank in the repeats (--repeats) LIST names, e.g. 0,2
  *                           (counted from 0): a cell with two modes, for tests
- *   slowcopy[:USEC]         add USEC (default 200000) to each timed host memcpy of
- *                           --healthcheck's copy check: a node with slow memory
+ *   slowcopy[:USEC]         add USEC (default 200000) of CPU time to each timed host
+ *                           memcpy of --healthcheck's copy check (which times by CPU
+ *                           time): a node with slow memory, seen as such at any load
  *   rogue[:RANK]            before RANK (default 1) joins the control tree, it opens
  *                           two connections to its parent that do not prove the run's
  *                           secret: one silent, one with a wrong proof for RANK's slot
@@ -81,6 +82,10 @@ int cp_fault_idlestop(int rank, int round, int member);
 void cp_fault_stop_now(int rank, int round);
 /** Busy-wait us microseconds (sleeping overshoots by milliseconds here). */
 void cp_fault_spin(long us);
+/** Busy-wait until this thread has had us microseconds of CPU time: the delay a check that
+ * times by CPU time (--healthcheck's copy) sees in full however busy the node is, where a
+ * wall-clock spin preempted by other processes shows it only a fraction of us. */
+void cp_fault_spin_cpu(long us);
 /** Stop this process's progress for good (the "exit" and "hang" faults). */
 void cp_fault_exit_now(int rank) __attribute__((noreturn));
 void cp_fault_hang_now(int rank) __attribute__((noreturn));

@@ -8,6 +8,7 @@
 #include "tap.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 static int check(const char *f)
 {
@@ -50,5 +51,13 @@ int main(void)
        "member 0 accepts at least rank 0's silence limit, which is past the pair deadline "
        "(%.0f s by default)",
        cp_tmo_screen_accept(def));
+    /* slowcopy's spin is in the clock its check times by, thread CPU time: all 50 ms of it
+     * counted however little of the wall clock the scheduler gives this thread */
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    cp_fault_spin_cpu(50000);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    double cpu = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    ok(cpu >= 0.050, "a CPU-time spin of 50 ms: %.3f s of this thread's CPU time", cpu);
     return tap_done();
 }
