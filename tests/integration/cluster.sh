@@ -64,10 +64,23 @@ own_screen_ranks() {
 # more than one other (four side by side made healthy pairs as slow as the faults judged).
 # A slot is a lock (flock) on TMPDIR/collprof-cluster-slot.K, held on descriptor 8 until this
 # test's shell exits; a test waits for a free one and says how long it waited.
+# With CP_CLUSTER_ALONE=1 (a test that loads the CPUs itself: foreign.sh's flood) it takes every
+# slot, one after the other, waiting for each (the others only try, so no two wait on each other).
 cluster_slot() {
     command -v flock >/dev/null 2>&1 || return 0
     n=${CP_CLUSTER_SLOTS:-2}
     t=$(now)
+    if [ "${CP_CLUSTER_ALONE:-0}" = 1 ]; then
+        k=1
+        while [ "$k" -le "$n" ]; do
+            fd=$((7 + k))
+            eval "exec $fd>>\"\${TMPDIR:-/tmp}/collprof-cluster-slot.$k\""
+            flock "$fd"
+            k=$((k + 1))
+        done
+        echo "# every virtual-cluster slot ($n), after $(since "$t") s"
+        return 0
+    fi
     while :; do
         k=1
         while [ "$k" -le "$n" ]; do

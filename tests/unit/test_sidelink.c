@@ -11,7 +11,9 @@
  * side link then left side messages off for the whole job (21 or 22 of 45 came, in 15 s);
  * dials that are staggered and retried within the side link's deadline bring every one up.  The
  * tree: 48 members, each its own node, fanout 2 (nodes 3..47 hang below other leaders: 45 side
- * links), every listener on the namespace's loopback.
+ * links), every listener on the namespace's loopback: over TCP (COLLPROF_CHAN_UNIX=0), the
+ * transport whose accept queue and SYN cookies this is about (the members of one node reach
+ * their parent over AF_UNIX otherwise, and every member here is on this host).
  */
 #include "config.h"
 #include "chan/tcp_tree.h"
@@ -132,13 +134,23 @@ static cp_tree_spec_t spec_of(int r)
     return s;
 }
 
-static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r)
+/* The trees of the ranks but r.  Rank 0 (the process that made every tree) frees them only
+ * after its join: closing a listener in the process that made it removes its AF_UNIX socket
+ * (unix_sock.c), which the other members, forked, still listen on. */
+static void free_others(cp_tree_t **t, int r)
 {
-    char why[256] = "";
     for (int q = 0; q < NR; q++) {
         if (q != r) {
             cp_tree_free(t[q]);
         }
+    }
+}
+
+static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r)
+{
+    char why[256] = "";
+    if (r != 0) {
+        free_others(t, r);
     }
     cp_tree_t *me = t[r];
     cp_tree_root(me, &pub[0], 1);
@@ -161,6 +173,9 @@ static int run_rank(cp_tree_t **t, const cp_tcp_pub_t *pub, int r)
     if (rc == 0 && cp_tree_barrier(me) != COLLPROF_OK) {
         S->joined[r] = 0;
     }
+    if (r == 0) {
+        free_others(t, r);
+    }
     cp_tree_free(me);
     return 0;
 }
@@ -172,6 +187,7 @@ int main(void)
         printf("1..0 # SKIP %s\n", why);
         return 0;
     }
+    setenv("COLLPROF_CHAN_UNIX", "0", 1);
     S = mmap(NULL, sizeof(*S), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (S == MAP_FAILED) {
         return 99;
