@@ -359,6 +359,31 @@ static void nb_note_profiler(const nb_ctx_t *ctx)
                    p != NULL ? "names another plugin: " : "is not set", p != NULL ? p : "");
 }
 
+/* A context for host's rank: its fields, the transfer table and the local set-up (the device)
+ * done, rc the set-up's status (the message in ctx->err); NULL when out of memory (rc says so,
+ * the message the plugin's own). */
+static nb_ctx_t *nb_ctx_new(const collprof_host_t *host, int *rc)
+{
+    nb_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        nb_set_error(NULL, "out of memory");
+        *rc = COLLPROF_ERR_NO_MEMORY;
+        return NULL;
+    }
+    ctx->host = host;
+    ctx->rank = host->rank;
+    ctx->n = host->nranks;
+    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
+        ctx->cur_slot[op] = -1;
+    }
+    ctx->xf = calloc(2u * (size_t)ctx->n + 2u, sizeof(*ctx->xf));
+    *rc = ctx->xf != NULL ? nb_local_setup(ctx) : COLLPROF_ERR_NO_MEMORY;
+    if (ctx->xf == NULL) {
+        nb_set_error(ctx, "out of memory");
+    }
+    return ctx;
+}
+
 static int nb_init(const collprof_host_t *host, void **out)
 {
     nb_ctx_t *ctx;
@@ -368,21 +393,9 @@ static int nb_init(const collprof_host_t *host, void **out)
         return COLLPROF_ERR_INVALID;
     }
     nb_prepare_plan();
-    ctx = calloc(1, sizeof(*ctx));
+    ctx = nb_ctx_new(host, &rc);
     if (ctx == NULL) {
-        nb_set_error(NULL, "out of memory");
-        return COLLPROF_ERR_NO_MEMORY;
-    }
-    ctx->host = host;
-    ctx->rank = host->rank;
-    ctx->n = host->nranks;
-    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-        ctx->cur_slot[op] = -1;
-    }
-    ctx->xf = calloc(2u * (size_t)ctx->n + 2u, sizeof(*ctx->xf));
-    rc = ctx->xf != NULL ? nb_local_setup(ctx) : COLLPROF_ERR_NO_MEMORY;
-    if (ctx->xf == NULL) {
-        nb_set_error(ctx, "out of memory");
+        return rc;
     }
     /* always collective: a rank without a GPU must not strand the others */
     rc = nb_agree_all(ctx, rc, ctx->err);
@@ -409,25 +422,14 @@ static int nb_init(const collprof_host_t *host, void **out)
  * communicator in the default variant's slot */
 static int nb_split_ctx(const collprof_host_t *host, ncclComm_t comm, nb_ctx_t **out)
 {
-    nb_ctx_t *ctx = calloc(1, sizeof(*ctx));
-    if (ctx == NULL) {
+    int rc;
+    nb_ctx_t *ctx = nb_ctx_new(host, &rc);
+    if (ctx == NULL || rc != COLLPROF_OK) {
         ncclCommAbort(comm);
-        nb_set_error(NULL, "out of memory");
-        return COLLPROF_ERR_NO_MEMORY;
-    }
-    ctx->host = host;
-    ctx->rank = host->rank;
-    ctx->n = host->nranks;
-    for (int op = 0; op < COLLPROF_OP_COUNT; op++) {
-        ctx->cur_slot[op] = -1;
-    }
-    ctx->xf = calloc(2u * (size_t)ctx->n + 2u, sizeof(*ctx->xf));
-    int rc = ctx->xf != NULL ? nb_local_setup(ctx) : COLLPROF_ERR_NO_MEMORY;
-    if (rc != COLLPROF_OK) {
-        snprintf(nb_global_err, sizeof(nb_global_err), "%s",
-                 ctx->xf != NULL ? ctx->err : "out of memory");
-        ncclCommAbort(comm);
-        nb_teardown(ctx);
+        if (ctx != NULL) {
+            snprintf(nb_global_err, sizeof(nb_global_err), "%s", ctx->err);
+            nb_teardown(ctx);
+        }
         return rc;
     }
     nb_comm_t *c = &ctx->comms[0];
