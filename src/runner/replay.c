@@ -41,12 +41,11 @@ static uint64_t max_split(const cp_trace_t *t)
     return m;
 }
 
-/* alltoallv's arrays from the trace's splits (trace group-rank order) in ctx rank order. */
-static int a2av_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
+/* o's count arrays for n ranks (send and receive counts and displacements, in o->counts) wired
+ * into o->a2av; -1 when out of memory. */
+static int a2av_alloc(rop_t *o, int n)
 {
-    int n = g->n;
-    const collprof_trace_group_row_t *gr = &t->groups[o->group];
-    o->counts = calloc(4 * (size_t)n, sizeof(size_t));
+    o->counts = calloc(4 * (size_t)n + 1, sizeof(size_t));
     if (o->counts == NULL) {
         return -1;
     }
@@ -56,6 +55,18 @@ static int a2av_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
     a->sdispls = o->counts + n;
     a->recvcounts = o->counts + 2 * n;
     a->rdispls = o->counts + 3 * n;
+    return 0;
+}
+
+/* alltoallv's arrays from the trace's splits (trace group-rank order) in ctx rank order. */
+static int a2av_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
+{
+    int n = g->n;
+    const collprof_trace_group_row_t *gr = &t->groups[o->group];
+    if (a2av_alloc(o, n) != 0) {
+        return -1;
+    }
+    cp_a2av_t *a = &o->a2av;
     a->stride = max_split(t);
     for (int i = 0; i < n; i++) { /* trace group rank i is job rank members[i] */
         int c = ctx_rank(g, t->members[gr->member_off + i].rank);
@@ -117,9 +128,8 @@ static int blocks_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
     int n = g->n, rs = o->op == COLLPROF_OP_REDUCESCATTER;
     const collprof_trace_group_row_t *gr = &t->groups[o->group];
     uint64_t *blk = calloc((size_t)n + 1, sizeof(uint64_t));
-    o->counts = calloc(4 * (size_t)n + 1, sizeof(size_t));
     char why[112];
-    if (blk == NULL || o->counts == NULL) {
+    if (blk == NULL || a2av_alloc(o, n) != 0) {
         free(blk);
         return -1;
     }
@@ -132,11 +142,6 @@ static int blocks_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
         return 0;
     }
     cp_a2av_t *a = &o->a2av;
-    a->n = n;
-    a->sendcounts = o->counts;
-    a->sdispls = o->counts + n;
-    a->recvcounts = o->counts + 2 * n;
-    a->rdispls = o->counts + 3 * n;
     for (int i = 0; i < n; i++) { /* trace group rank i is job rank members[i] */
         a->recvcounts[ctx_rank(g, t->members[gr->member_off + i].rank)] = (size_t)blk[i];
     }
