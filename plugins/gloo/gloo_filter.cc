@@ -54,6 +54,12 @@ namespace cpgloo
 /* A rank's interface addresses, as they go round (96 bytes; see gloo_internal.h). */
 static_assert(sizeof(LocalAddrs) == 96, "the record goes over the OOB channel as it is");
 
+uint16_t port_of(const sockaddr_storage &ss)
+{
+    return ss.ss_family == AF_INET ? reinterpret_cast<const sockaddr_in *>(&ss)->sin_port
+                                   : reinterpret_cast<const sockaddr_in6 *>(&ss)->sin6_port;
+}
+
 void local_addrs(LocalAddrs &me)
 {
     memset(&me, 0, sizeof(me));
@@ -114,8 +120,7 @@ bool is_listener(int fd, int fam, uint16_t port)
     if (getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &l) != 0 || ss.ss_family != fam) {
         return false;
     }
-    return fam == AF_INET ? reinterpret_cast<const sockaddr_in *>(&ss)->sin_port == port
-                          : reinterpret_cast<const sockaddr_in6 *>(&ss)->sin6_port == port;
+    return port_of(ss) == port;
 }
 
 bool attach(int fd, std::vector<sock_filter> &code)
@@ -187,9 +192,7 @@ int find_listener(const std::vector<char> &pair_addr, int hint)
     if (a.getSeq() != -1 || (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
         return -1; /* a Gloo with a device listener: nothing to filter */
     }
-    const uint16_t port = ss.ss_family == AF_INET
-                              ? reinterpret_cast<const sockaddr_in *>(&ss)->sin_port
-                              : reinterpret_cast<const sockaddr_in6 *>(&ss)->sin6_port;
+    const uint16_t port = port_of(ss);
     if (hint >= 0 && is_listener(hint, ss.ss_family, port)) {
         return hint;
     }
@@ -246,9 +249,7 @@ bool filter_peer(int fd, const std::vector<char> &pair_addr, const LocalAddrs *p
 {
     const gloo::transport::tcp::Address a(pair_addr);
     const sockaddr_storage &ss = a.getSockaddr();
-    const uint16_t port = ss.ss_family == AF_INET
-                              ? reinterpret_cast<const sockaddr_in *>(&ss)->sin_port
-                              : reinterpret_cast<const sockaddr_in6 *>(&ss)->sin6_port;
+    const uint16_t port = port_of(ss);
     /* still the pair's listener: one accepted in the instant before its first filter is closed,
      * and its number may be another socket's by now */
     if (!is_listener(fd, ss.ss_family, port)) {

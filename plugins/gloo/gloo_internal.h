@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
+
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
 
@@ -148,6 +150,9 @@ struct LocalAddrs {
 
 /* This rank's record. */
 void local_addrs(LocalAddrs &me);
+
+/* The port of an AF_INET or AF_INET6 address, in network order. */
+uint16_t port_of(const sockaddr_storage &ss);
 
 /* The fd the next socket is likely to get (a hint for find_listener); -1 when unknown. */
 int lowest_free_fd();

@@ -119,12 +119,6 @@ size_t sockaddr_len(const sockaddr_storage &ss)
                                       : 0;
 }
 
-uint16_t port_of(const sockaddr_storage &ss)
-{
-    return ss.ss_family == AF_INET ? reinterpret_cast<const sockaddr_in *>(&ss)->sin_port
-                                   : reinterpret_cast<const sockaddr_in6 *>(&ss)->sin6_port;
-}
-
 /* r's sockaddr fields from ss; false for a family it cannot hold. */
 bool pack_sockaddr(const sockaddr_storage &ss, AddrRecord &r)
 {
