@@ -104,6 +104,9 @@ test)
     export COLLPROF_CI=1
     log=$(mktemp)
     stamp=$(mktemp) # older than the suites' logs of this run
+    # every test's time, whichever stage ran it (tests/timed.sh): the slowest are printed at the end
+    CP_TEST_TIMES=$(mktemp)
+    export CP_TEST_TIMES
     # POSIX sh has no pipefail: carry make's status out of the pipe in a file
     { rc=0
       make -C build -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror 2>&1 || rc=$?
@@ -124,7 +127,9 @@ test)
     # automake prints "# PASS:  N" per suite; close with one plain line
     awk '/^# PASS:/ {p += $3} /^# FAIL:/ {f += $3} /^# ERROR:/ {f += $3} /^# SKIP:/ {s += $3}
          END {printf "%d passed, %d failed, %d skipped\n", p, f, s}' "$log"
-    rm -f "$log" "$log.rc" "$stamp"
+    echo "the slowest tests (seconds, build folder, test):"
+    sort -n -r "$CP_TEST_TIMES" | head -n 15 | sed 's/^/  /'
+    rm -f "$log" "$log.rc" "$stamp" "$CP_TEST_TIMES"
     exit "$status"
     ;;
 *)

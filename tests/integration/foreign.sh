@@ -110,19 +110,20 @@ if [ "$sanitized" != 1 ]; then
     [ "$r" -eq 0 ] || grep -h 'error\|warning: gloo\|skipped' "$WORK/flood/err" | head -n 8 | cut -c1-300 | sed 's/^/# /'
 fi
 
-# ---- 2. n3 throttled: n3 alone, with the flood as without
-bash "$SL" shape n3 20mbit >/dev/null 2>&1
-ok $? "shape n3 20mbit"
-flood_at n1 "$WORK/f2"
-screen8 "$WORK/node" --seed 4
-wait "$fpid"
-echo "# $(cat "$WORK/f2")"
+# ---- 2. n3 throttled: n3 alone, with the flood as without (not under the sanitizers: there
+# the verdict's figures say little, and section 1 already ran the flood through every listener)
 if [ "$sanitized" != 1 ]; then
+    bash "$SL" shape n3 20mbit >/dev/null 2>&1
+    ok $? "shape n3 20mbit"
+    flood_at n1 "$WORK/f2"
+    screen8 "$WORK/node" --seed 4
+    wait "$fpid"
+    echo "# $(cat "$WORK/f2")"
     [ "$rc" -eq 1 ] && grep -q '^slow  *n3: ' "$out" && [ "$(grep -c '^slow ' "$out")" -eq 1 ] &&
         grep -q '^exclude: n3$' "$out" && [ -z "$(no_channel "$WORK/node")" ]
     r=$?
     ok $r "n3 throttled, n1's listeners flooded: exit 1, n3 alone slow, exclude n3, every pair formed (rc $rc, $took s, load $(load))"
     [ "$r" -eq 0 ] || sed -n '/^== screen/,$s/^/# /p' "$out"
+    bash "$SL" shape n3 off >/dev/null 2>&1
 fi
-bash "$SL" shape n3 off >/dev/null 2>&1
 done_testing
