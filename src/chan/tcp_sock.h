@@ -60,6 +60,11 @@ void cp_unix_job(const char *name);
 /* Listen in a fresh directory cp.JOB.XXXXXX/s: the fd and "unix:PATH" in pub, or -1 with why
  * (no private directory, a path longer than sun_path takes, ...). */
 int cp_unix_listen(int backlog, char *pub, size_t size, char *why, size_t wlen);
+/* Remove from base the cp.* directories that killed runs' listeners left (this user's, mode
+ * 0700, untouched for CP_UNIX_STALE_S s, their socket refusing connections): how many
+ * (unix_sweep.c).  cp_unix_listen sweeps its base first. */
+#define CP_UNIX_STALE_S 600
+int cp_unix_sweep(const char *base);
 /* Close *fd (-1 after); a listener of cp_unix_listen of this process: its socket and
  * directory removed too. */
 void cp_unix_close(int *fd);

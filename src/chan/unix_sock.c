@@ -8,8 +8,9 @@
  * namespace: cp.JOB.XXXXXX/s.  Only this user (and root) can reach it, where a listener on
  * 127.0.0.1 takes any local user's connections.  The socket and its directory go when the
  * listener closes (the end of the tree's join), or at exit for one still open; a process
- * killed in the join leaves them behind.  Connections to it are proven as the TCP ones are
- * (tcp_auth.h).  COLLPROF_CHAN_UNIX=0: no AF_UNIX, the loopback listener as before.
+ * killed in the join leaves them behind, for the next listener's sweep (unix_sweep.c).  Connections
+ * to it are proven as the TCP ones are (tcp_auth.h).  COLLPROF_CHAN_UNIX=0: no AF_UNIX, the
+ * loopback listener as before.
  */
 
 #include "chan/tcp_sock.h"
@@ -151,6 +152,7 @@ int cp_unix_listen(int backlog, char *pub, size_t size, char *why, size_t wlen)
     }
     ulisten_t *u = &listeners[nlisteners];
     const char *base = base_dir();
+    cp_unix_sweep(base);
     if (dir_name(base, u->dir, sizeof(u->dir), why, wlen) != 0) {
         return -1;
     }

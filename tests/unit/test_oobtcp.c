@@ -48,6 +48,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -590,6 +591,81 @@ static void local_listener(const char *name, const char *value, char *lo, char *
     }
 }
 
+/* A directory tmp/name of the given mode for the sweep: with a socket that listens (sock 1,
+ * its fd returned), is bound alone (0: its maker gone), a plain file s (2) or nothing (-1),
+ * untouched for age seconds. */
+static int stale_fixture(const char *tmp, const char *name, mode_t mode, int sock, long age)
+{
+    char dir[256];
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", dir);
+    mkdir(dir, 0700);
+    int fd = -1;
+    if (sock == 2) {
+        FILE *f = fopen(sa.sun_path, "w");
+        if (f != NULL) {
+            fclose(f);
+        }
+    } else if (sock >= 0) {
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+                        (sock == 1 && listen(fd, 4) != 0) || sock == 0)) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    chmod(dir, mode);
+    struct timeval tv[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+    utimes(dir, tv);
+    return fd;
+}
+
+/* A run killed in the join leaves its cp.JOB.XXXXXX directory: the next listener in the same
+ * place removes it when it is this user's, 0700, older than CP_UNIX_STALE_S and its socket
+ * refuses connections (or it has none), and leaves everything else. */
+static void unix_sweep(const char *tmp)
+{
+    long old = CP_UNIX_STALE_S + 60;
+    int live = stale_fixture(tmp, "cp.live.a", 0700, 1, old);
+    stale_fixture(tmp, "cp.dead.b", 0700, 0, old);
+    stale_fixture(tmp, "cp.empty.c", 0700, -1, old);
+    stale_fixture(tmp, "cp.fresh.d", 0700, 0, 5);
+    stale_fixture(tmp, "cp.open.e", 0755, 0, old);
+    stale_fixture(tmp, "cp.file.f", 0700, 2, old);
+    stale_fixture(tmp, "other.g", 0700, 0, old);
+    char lo[sizeof(((cp_tcp_pub_t *)0)->lo)], err[512], p[300];
+    local_listener("TMPDIR", tmp, lo, err, sizeof(err));
+    static const char *const kept[] = {"cp.live.a", "cp.fresh.d", "cp.open.e", "cp.file.f",
+                                       "other.g"};
+    static const char *const gone[] = {"cp.dead.b", "cp.empty.c"};
+    int good = strncmp(lo, "unix:", 5) == 0;
+    struct stat st;
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", tmp, kept[i]);
+        good = good && stat(p, &st) == 0;
+    }
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", tmp, gone[i]);
+        good = good && stat(p, &st) != 0;
+    }
+    ok(good,
+       "a new listener sweeps the killed runs' directories: an old 0700 one whose socket refuses "
+       "(or with none) removed; one listening, a fresh one, 0755, a plain file 's', another "
+       "name kept (%s)",
+       lo);
+    ok(cp_unix_sweep(tmp) == 0, "a second sweep finds nothing more to remove");
+    if (live >= 0) {
+        close(live);
+    }
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s/s", tmp, kept[i]);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s/%s", tmp, kept[i]);
+        rmdir(p);
+    }
+}
+
 /* The AF_UNIX listener: in a directory of its own, 0700, named from the job, under TMPDIR or
  * COLLPROF_RUNDIR (when private); both gone when the tree closes; 127.0.0.1 with one log line
  * when the path would be too long or the directory cannot be made; COLLPROF_CHAN_UNIX=0. */
@@ -651,6 +727,7 @@ static void unix_listener(void)
        lo);
     local_listener("COLLPROF_CHAN_UNIX", "0", lo, err, sizeof(err));
     ok(strncmp(lo, "127.0.0.1:", 10) == 0, "COLLPROF_CHAN_UNIX=0: 127.0.0.1 (%s)", lo);
+    unix_sweep(tmp);
     unsetenv("TMPDIR");
     rmdir(tmp);
 }
