@@ -125,8 +125,8 @@ static int reducescatter_blocks(const cp_plugin_t *p, rop_t *o, int n)
         return 0;
     }
     char s[64];
-    snprintf(s, sizeof(s), "reduce-scatter of per-rank blocks (%llu to %llu elements)",
-             (unsigned long long)lo, (unsigned long long)hi);
+    snprintf(s, sizeof(s), "per-rank blocks of %llu to %llu", (unsigned long long)lo,
+             (unsigned long long)hi);
     /* (not a count rounded to a multiple of n: the blocks' sum, exactly) */
     if (COLLPROF_CAPS_HAS(&p->caps, var_ops) &&
         (p->caps.var_ops & COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER))) {
@@ -138,8 +138,8 @@ static int reducescatter_blocks(const cp_plugin_t *p, rop_t *o, int n)
         o->compose = 1;
         return 1;
     }
-    snprintf(o->note, sizeof(o->note), "%s: backend %s has no reduce-scatter of them nor a reduce",
-             s, p->name);
+    snprintf(o->note, sizeof(o->note), "reduce-scatter of %s: backend %s has none, nor a reduce", s,
+             p->name);
     o->op = -1;
     o->unsup = 1;
     return 0;

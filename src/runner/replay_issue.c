@@ -123,9 +123,13 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
         return;
     }
     char s[112];
-    snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)",
-             r->req >= 0 ? "async" : "coalesced", p->name,
-             o[i].compose ? "its reduces as one" : collprof_op_name(o[i].op));
+    if (o[i].compose) { /* (the note is short of room: the op's note says the rest) */
+        snprintf(s, sizeof(s), "%s: issued and completed at once (composed)",
+                 r->req >= 0 ? "async" : "coalesced");
+    } else {
+        snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)",
+                 r->req >= 0 ? "async" : "coalesced", p->name, collprof_op_name(o[i].op));
+    }
     note_add(&o[i], s);
     if (w < n) {
         snprintf(o[w].note, sizeof(o[w].note), "its op (seq %lld) completed at once",
