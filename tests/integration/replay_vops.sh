@@ -136,6 +136,26 @@ w=$(awk -F'|' '$16 == "wrong" || $16 == "error"' ops.self.s | wc -l)
 [ "$rc" -eq 0 ] && [ "$n" -eq 15 ] && [ "$w" -eq 0 ]
 ok $? "self: --shrink 3 onto 2: the variable ops ok and exact ($n, none wrong: $w, exit $rc)"
 
+# a PARAM reduce_scatter of unequal blocks (each rank's out_msg_size its own: 3, 6, 9 of 18):
+# kept by the importer, replayed as per-rank blocks, exact
+for r in 0 1 2; do
+    cat >prs-rank$r.json <<EOF
+[{"comms": "reduce_scatter", "seqnum": 1, "pg_id": 0, "global_ranks": [0, 1, 2],
+  "in_msg_size": 18, "out_msg_size": $((3 * r + 3)), "dtype": "Float", "startTime_ns": 1000},
+ {"comms": "barrier", "seqnum": 2, "pg_id": 0, "global_ranks": [0, 1, 2]}]
+EOF
+done
+"$REPORT" import --trace param prs-rank0.json prs-rank1.json prs-rank2.json -o prs.h5 >prs.out 2>&1
+ok $? "a PARAM trace of a reduce_scatter of blocks 3, 6, 9 imports"
+for b in self mpi; do
+    have "$b" || continue
+    replay "$b" prs
+    n=$(awk -F'|' '$5 == "reducescatter" && $16 == "ok" && $15 == 0 &&
+        $17 ~ /^reduced by sum; per-rank blocks of 3 to 9: /' "ops.$b.prs" | wc -l)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 3 ]
+    ok $? "$b: PARAM's reduce_scatter of blocks 3, 6, 9 replayed as per-rank blocks, exact ($n, exit $rc)"
+done
+
 # the gatherv of rank 2 left out of the trace: every member skips it, saying why
 grep -v '"MPI_Gatherv"' "$D"/vops.2.jsonl | sed 's/"ops": 11/"ops": 10/' >vops.2.jsonl
 cp "$D"/vops.0.jsonl "$D"/vops.1.jsonl .
