@@ -127,7 +127,7 @@ static int reducescatter_blocks(const cp_plugin_t *p, rop_t *o, int n)
     char s[64];
     snprintf(s, sizeof(s), "per-rank blocks of %llu to %llu", (unsigned long long)lo,
              (unsigned long long)hi);
-    /* (not a count rounded to a multiple of n: the blocks' sum, exactly) */
+    /* the note anew: no "count rounded" (the count is the blocks' sum, exactly) */
     if (COLLPROF_CAPS_HAS(&p->caps, var_ops) &&
         (p->caps.var_ops & COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER))) {
         snprintf(o->note, sizeof(o->note), "reduced by sum; %s: the backend's own", s);
