@@ -43,6 +43,14 @@
  *   allreduce      count                count
  *   allgather      count/n              count
  *   reducescatter  count                count/n
+ *   reducescatter  sum(recvcounts)      recvcounts[rank]: rank r's block is
+ *   (per-rank                           elements rdispls[r] .. of the
+ *   blocks)                             reduction; count is the sum (not
+ *                                       a multiple of n).  Only where
+ *                                       caps->var_ops has the bit (a
+ *                                       reduce-scatter-v, collprof
+ *                                       --replay), never in place;
+ *                                       recvcounts NULL: equal blocks
  *   alltoall       count (count/n each) count (count/n each)
  *   alltoallv      sendcounts[]         recvcounts[]  (displacements given)
  *   allgatherv     recvcounts[rank]     recvcounts[]: rank r's block of
@@ -262,6 +270,15 @@ typedef struct collprof_caps {
      * point-to-point send and recv (see post()).  0: none.
      */
     uint32_t post_ops;
+    /**
+     * COLLPROF_BIT(op) of the ops besides the variable ones that the plugin
+     * also runs (and posts, where post_ops has them too) with per-rank
+     * blocks in recvcounts/rdispls (see the table above): only
+     * COLLPROF_OP_REDUCESCATTER, a reduce-scatter of unequal blocks
+     * (MPI_Reduce_scatter).  0: none; collprof --replay then composes one
+     * of a reduce per block to its owner.
+     */
+    uint32_t var_ops;
 } collprof_caps_t;
 
 /** sizeof(collprof_caps_t) before any append: the least a plugin accepts in caps->size. */

@@ -152,7 +152,9 @@ static inline int collprof_check_caps(const collprof_caps_t *caps, char *err, si
 static inline int collprof_check_layout(const collprof_args_t *a, int n, char *err, size_t len)
 {
     const unsigned flags = collprof_op_info(a->op)->flags;
-    if ((flags & COLLPROF_OPF_SPLIT) && a->count % (size_t)n != 0) {
+    /* a reducescatter with recvcounts (caps->var_ops): per-rank blocks, count their sum */
+    int blocks = a->op == COLLPROF_OP_REDUCESCATTER && a->recvcounts != NULL;
+    if ((flags & COLLPROF_OPF_SPLIT) && !blocks && a->count % (size_t)n != 0) {
         snprintf(err, len, "run: %s count %zu is not a multiple of %d ranks",
                  collprof_op_name(a->op), a->count, n);
         return COLLPROF_ERR_INVALID;

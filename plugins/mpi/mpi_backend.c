@@ -98,6 +98,8 @@ static int mpi_be_query(void *ctx, collprof_caps_t *caps)
                  COLLPROF_BIT(COLLPROF_OP_ALLGATHER) | COLLPROF_BIT(COLLPROF_OP_ALLTOALL) |
                  COLLPROF_BIT(COLLPROF_OP_BROADCAST) | COLLPROF_MPI_POST_MORE |
                  COLLPROF_MPI_POST_VAR;
+    /* per-rank blocks: a reducescatter as MPI_Reduce_scatter with recvcounts (and posted) */
+    c.var_ops = COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER);
     /* an older core's struct may end before the appended fields (zeroed here) */
     memcpy(caps, &c, caps->size < sizeof(c) ? caps->size : sizeof(c));
     return COLLPROF_OK;

@@ -127,6 +127,19 @@ static int mpi_be_run_rooted_v(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_
     return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Scatterv", rc);
 }
 
+/* A reducescatter with per-rank blocks (caps->var_ops, never in place): MPI_Reduce_scatter,
+ * rank r's recvcounts[r] elements of the reduction into its recvbuf. */
+static int mpi_be_run_reducescatter_v(mpi_be_ctx_t *ctx, const collprof_args_t *a, MPI_Datatype dt,
+                                      MPI_Op mop, MPI_Comm comm)
+{
+    int st = mpi_be_a2av_convert(ctx, a->recvcounts, ctx->a2av_rcounts, "recvcounts");
+    if (st != COLLPROF_OK) {
+        return st;
+    }
+    int rc = MPI_Reduce_scatter(a->sendbuf, a->recvbuf, ctx->a2av_rcounts, dt, mop, comm);
+    return rc == MPI_SUCCESS ? COLLPROF_OK : mpi_be_mpi_error(ctx, "MPI_Reduce_scatter", rc);
+}
+
 /* One run(): the arguments in MPI's terms. */
 typedef struct mpi_be_call {
     MPI_Datatype dt;
@@ -308,6 +321,9 @@ int mpi_be_run(void *vctx, const collprof_args_t *a)
     if (a->op == COLLPROF_OP_GATHERV || a->op == COLLPROF_OP_SCATTERV) {
         return mpi_be_run_rooted_v(ctx, a, c.dt, c.comm);
     }
+    if (a->op == COLLPROF_OP_REDUCESCATTER && a->recvcounts != NULL && !a->in_place) {
+        return mpi_be_run_reducescatter_v(ctx, a, c.dt, c.mop, c.comm);
+    }
     if (collprof_op_info(a->op)->flags & COLLPROF_OPF_NONBLOCKING) {
         return mpi_be_run_nonblocking(ctx, a, &c);
     }
@@ -360,7 +376,8 @@ static size_t mpi_be_req_bytes(int n)
 }
 
 /* The variable ops (not in place): MPI_Ialltoallv, MPI_Iallgatherv, MPI_Igatherv,
- * MPI_Iscatterv, their counts converted into the request's own arrays. */
+ * MPI_Iscatterv, and a reducescatter of per-rank blocks, MPI_Ireduce_scatter, their counts
+ * converted into the request's own arrays. */
 static int mpi_be_post_var(mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_call_t *c,
                            MPI_Request *r)
 {
@@ -371,7 +388,10 @@ static int mpi_be_post_var(mpi_be_ctx_t *ctx, const collprof_args_t *a, mpi_be_c
         (st = mpi_be_a2av_convert(ctx, a->rdispls, rd, "rdispls"))) {
         return st;
     }
-    if (a->op == COLLPROF_OP_ALLTOALLV) {
+    if (a->op == COLLPROF_OP_REDUCESCATTER) { /* per-rank blocks (caps->var_ops) */
+        c->call = "MPI_Ireduce_scatter";
+        rc = MPI_Ireduce_scatter(a->sendbuf, a->recvbuf, rcn, c->dt, c->mop, c->comm, r);
+    } else if (a->op == COLLPROF_OP_ALLTOALLV) {
         if ((st = mpi_be_a2av_convert(ctx, a->sendcounts, sc, "sendcounts")) ||
             (st = mpi_be_a2av_convert(ctx, a->sdispls, sd, "sdispls"))) {
             return st;
@@ -425,7 +445,8 @@ int mpi_be_post_op(void *vctx, const collprof_args_t *a, void **req)
     if (a->op == COLLPROF_OP_SENDRECV && (a->peer_send < 0) != (a->peer_recv < 0)) {
         rc = mpi_be_post_p2p(ctx, a, r);
     } else if ((int)a->op >= 0 && a->op < COLLPROF_OP_COUNT && !a->in_place &&
-               (COLLPROF_MPI_POST_VAR & COLLPROF_BIT(a->op))) {
+               ((COLLPROF_MPI_POST_VAR & COLLPROF_BIT(a->op)) ||
+                (a->op == COLLPROF_OP_REDUCESCATTER && a->recvcounts != NULL))) {
         mpi_be_call_t c;
         rc = mpi_be_prepare(ctx, a, &c);
         rc = rc == COLLPROF_OK ? mpi_be_post_var(ctx, a, &c, r) : rc;

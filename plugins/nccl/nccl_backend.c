@@ -154,6 +154,9 @@ static int nb_query(void *ctx, collprof_caps_t *caps)
     if (COLLPROF_CAPS_HAS(caps, post_ops)) {
         caps->post_ops = nb_post_ops(); /* send, recv and the blocking collectives (post()) */
     }
+    if (COLLPROF_CAPS_HAS(caps, var_ops)) { /* a reduce per block in one group (nccl_issue.c) */
+        caps->var_ops = COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER);
+    }
     return COLLPROF_OK;
 }
 

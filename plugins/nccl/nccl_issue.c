@@ -91,6 +91,34 @@ static int nb_issue_rs_inplace(nb_ctx_t *ctx, ncclComm_t comm, const collprof_ar
     return r == ncclSuccess ? COLLPROF_OK : nb_nccl_fail(ctx, comm, call, r);
 }
 
+/* a reducescatter of per-rank blocks (caps->var_ops: collprof --replay; never in place): NCCL
+ * has no reduce-scatter-v, so an ncclReduce of each non-empty block to its owner, all in one
+ * group (one launch); block c is recvcounts[c] elements at rdispls[c] of sendbuf */
+static int nb_issue_rs_v(nb_ctx_t *ctx, ncclComm_t comm, const collprof_args_t *a,
+                         ncclDataType_t dt, ncclRedOp_t ro, size_t es)
+{
+    if (a->in_place || a->rdispls == NULL) {
+        nb_set_error(ctx, "reducescatter of per-rank blocks: in place or without displacements");
+        return COLLPROF_ERR_INVALID;
+    }
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) {
+        return nb_nccl_fail(ctx, comm, "ncclGroupStart", r);
+    }
+    for (int c = 0; c < ctx->n; c++) {
+        if (a->recvcounts[c] == 0) {
+            continue;
+        }
+        const char *in = (const char *)a->sendbuf + a->rdispls[c] * es;
+        r = ncclReduce(in, a->recvbuf, a->recvcounts[c], dt, ro, c, comm, ctx->stream);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclGroupEnd();
+            return nb_nccl_fail(ctx, comm, "ncclReduce (a block of a reduce-scatter)", r);
+        }
+    }
+    return nb_settle(ctx, -1, comm, ncclGroupEnd(), "ncclGroupEnd (reduce per block)");
+}
+
 /* the one NCCL call of a collective (*call: its name); NOT_SUPPORTED when NCCL has none */
 static int nb_issue_coll(nb_ctx_t *ctx, ncclComm_t comm, const collprof_args_t *a, const char *send,
                          ncclDataType_t dt, ncclRedOp_t ro, const char **call, ncclResult_t *r)
@@ -164,6 +192,9 @@ int nb_issue(nb_ctx_t *ctx, const cp_nccl_variant_t *v, int slot, const collprof
     }
     ncclDataType_t dt = (ncclDataType_t)dti;
     ncclRedOp_t ro = (ncclRedOp_t)(roi < 0 ? 0 : roi);
+    if (a->op == COLLPROF_OP_REDUCESCATTER && a->recvcounts != NULL) {
+        return nb_issue_rs_v(ctx, comm, a, dt, ro, es);
+    }
     if (cp_nccl_uses_p2p(&nb_plan, v, a->op)) {
         return nb_issue_p2p(ctx, comm, a, dt, es);
     }

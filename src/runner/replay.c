@@ -88,17 +88,31 @@ static int a2av_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
     return 0;
 }
 
+/* o without count arrays (the plugin is given none) */
+static void drop_counts(rop_t *o)
+{
+    free(o->counts);
+    o->counts = NULL;
+    memset(&o->a2av, 0, sizeof(o->a2av));
+}
+
 static void note_add(rop_t *o, const char *s)
 {
     size_t l = strlen(o->note);
     snprintf(o->note + l, sizeof(o->note) - l, "%s%s", l > 0 ? "; " : "", s);
 }
 
-/* A reducescatter's blocks (in ctx rank order, blocks[n]): replayed when they are equal, else
- * said unsupported (no backend has a reduce-scatter of per-rank blocks: the plugin ABI's
- * reducescatter takes equal ones), never replayed as equal blocks. */
-static void reducescatter_blocks(rop_t *o, const size_t *b, int n)
+/*
+ * A reducescatter's blocks (in ctx rank order, in o's arrays): of equal blocks it replays as
+ * one (count = n x block, the arrays dropped: the plugin ABI's reducescatter of equal blocks);
+ * of unequal ones as a reduce-scatter of per-rank blocks, rank c's block at rdispls[c] of the
+ * reduction of the total: the plugin's own where caps->var_ops has it (MPI_Reduce_scatter),
+ * else composed of a reduce of each block to its owner (o->compose), else unsupported.
+ * Never replayed as equal blocks.  1 when o goes on as per-rank blocks, else 0.
+ */
+static int reducescatter_blocks(const cp_plugin_t *p, rop_t *o, int n)
 {
+    const size_t *b = o->a2av.recvcounts;
     int equal = 1;
     uint64_t lo = b[0], hi = b[0];
     for (int c = 1; c < n; c++) {
@@ -106,14 +120,29 @@ static void reducescatter_blocks(rop_t *o, const size_t *b, int n)
         lo = b[c] < lo ? b[c] : lo;
         hi = b[c] > hi ? b[c] : hi;
     }
-    if (!equal) {
-        snprintf(o->note, sizeof(o->note),
-                 "reduce-scatter of per-rank blocks (%llu to %llu elements): no backend has one "
-                 "(reducescatter takes equal blocks)",
-                 (unsigned long long)lo, (unsigned long long)hi);
-        o->op = -1;
-        o->unsup = 1;
+    if (equal) {
+        drop_counts(o);
+        return 0;
     }
+    char s[64];
+    snprintf(s, sizeof(s), "per-rank blocks of %llu to %llu", (unsigned long long)lo,
+             (unsigned long long)hi);
+    /* the note anew: no "count rounded" (the count is the blocks' sum, exactly) */
+    if (COLLPROF_CAPS_HAS(&p->caps, var_ops) &&
+        (p->caps.var_ops & COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER))) {
+        snprintf(o->note, sizeof(o->note), "reduced by sum; %s: the backend's own", s);
+        return 1;
+    }
+    if ((p->caps.ops & COLLPROF_BIT(COLLPROF_OP_REDUCE)) != 0) {
+        snprintf(o->note, sizeof(o->note), "reduced by sum; %s: a reduce of each to its owner", s);
+        o->compose = 1;
+        return 1;
+    }
+    snprintf(o->note, sizeof(o->note), "reduce-scatter of %s: backend %s has none, nor a reduce", s,
+             p->name);
+    o->op = -1;
+    o->unsup = 1;
+    return 0;
 }
 
 /*
@@ -123,7 +152,7 @@ static void reducescatter_blocks(rop_t *o, const size_t *b, int n)
  * buffer, the same on every rank); the buffers hold the total on every rank.  0, or -1 when
  * out of memory.
  */
-static int blocks_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
+static int blocks_of(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
 {
     int n = g->n, rs = o->op == COLLPROF_OP_REDUCESCATTER;
     const collprof_trace_group_row_t *gr = &t->groups[o->group];
@@ -139,6 +168,7 @@ static int blocks_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
             o->op = -1;
         }
         free(blk);
+        drop_counts(o);
         return 0;
     }
     cp_a2av_t *a = &o->a2av;
@@ -146,16 +176,15 @@ static int blocks_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
         a->recvcounts[ctx_rank(g, t->members[gr->member_off + i].rank)] = (size_t)blk[i];
     }
     free(blk);
-    if (rs) {
-        reducescatter_blocks(o, a->recvcounts, n);
+    if (rs && !reducescatter_blocks(p, o, n)) {
         return 0;
     }
     for (int c = 0; c < n; c++) {
         a->rdispls[c] = (size_t)a->recv_total;
         a->recv_total += a->recvcounts[c];
     }
-    a->send_total = a->recvcounts[o->x.rank];
-    if (o->op != COLLPROF_OP_ALLGATHERV) { /* gatherv, scatterv: the root's blocks */
+    a->send_total = rs ? a->recv_total : a->recvcounts[o->x.rank];
+    if (o->op == COLLPROF_OP_GATHERV || o->op == COLLPROF_OP_SCATTERV) { /* the root's blocks */
         a->bcounts = a->recvcounts;
         a->bdispls = a->rdispls;
     }
@@ -163,7 +192,9 @@ static int blocks_of(rop_t *o, const cp_trace_t *t, const cp_rgroup_t *g)
     o->x.a2av = a;
     size_t b = (size_t)a->recv_total * collprof_dtype_size(o->x.dtype);
     o->need = (b + 64 + 63) / 64 * 64 > o->need ? (b + 64 + 63) / 64 * 64 : o->need;
-    note_add(o, "per-rank counts from each member's record");
+    if (!rs) {
+        note_add(o, "per-rank counts from each member's record");
+    }
     return 0;
 }
 
@@ -240,7 +271,7 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
     if (o->op == COLLPROF_OP_ALLTOALLV) {
         return a2av_of(o, t, g);
     }
-    return (f & COLLPROF_OPF_VARIABLE) || o->op == COLLPROF_OP_REDUCESCATTER ? blocks_of(o, t, g)
+    return (f & COLLPROF_OPF_VARIABLE) || o->op == COLLPROF_OP_REDUCESCATTER ? blocks_of(p, o, t, g)
                                                                              : 0;
 }
 

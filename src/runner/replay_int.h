@@ -24,11 +24,12 @@ typedef struct rop {
     cp_a2av_t a2av; /**< alltoallv's counts in the context's rank order */
     size_t *counts; /**< the four arrays of a2av, one block */
     uint64_t wrong;
-    int failed;     /**< the backend failed it */
-    int unsup;      /**< the backend does not offer its op or type */
-    int p2p;        /**< RP_SEND, RP_RECV; 0: a collective */
-    int peer;       /**< p2p: the peer's rank in the group's context */
-    int how;        /**< RP_NOW or RP_POST */
+    int failed;  /**< the backend failed it */
+    int unsup;   /**< the backend does not offer its op or type */
+    int compose; /**< a reducescatter of per-rank blocks as a reduce per block (replay_issue.c) */
+    int p2p;     /**< RP_SEND, RP_RECV; 0: a collective */
+    int peer;    /**< p2p: the peer's rank in the group's context */
+    int how;     /**< RP_NOW or RP_POST */
     size_t done_at; /**< RP_POST: completed before op done_at runs (n: at the end) */
     long waits;     /**< a wait that completes an op: its index; else -1 */
     size_t off;     /**< its buffers' offset in its group's two buffers */

@@ -18,8 +18,10 @@
 #include "runner/replay_int.h"
 #include "runner/replay_gaps.h"
 
-#include "wd/watchdog.h"
+#include "base/fault.h"
 #include "chan/oob.h"
+#include "colls/data.h"
+#include "wd/watchdog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,10 +41,11 @@ static void note_add(rop_t *o, const char *s)
     snprintf(o->note + l, sizeof(o->note) - l, "%s%s", l > 0 ? "; " : "", s);
 }
 
-/* Can p post op o? */
+/* Can p post op o?  (Not a reduce-scatter composed of reduces: that is several calls.) */
 static int can_post(const cp_plugin_t *p, const rop_t *o)
 {
-    return o->op >= 0 && cp_replay_has_post(p) && (p->caps.post_ops & COLLPROF_BIT(o->op));
+    return o->op >= 0 && !o->compose && cp_replay_has_post(p) &&
+           (p->caps.post_ops & COLLPROF_BIT(o->op));
 }
 
 /* A blocking send or recv of group g (the run of them a blocking one joins)? */
@@ -120,8 +123,13 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
         return;
     }
     char s[112];
-    snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)",
-             r->req >= 0 ? "async" : "coalesced", p->name, collprof_op_name(o[i].op));
+    if (o[i].compose) { /* (the note is short of room: the op's note says the rest) */
+        snprintf(s, sizeof(s), "%s: issued and completed at once (composed)",
+                 r->req >= 0 ? "async" : "coalesced");
+    } else {
+        snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)",
+                 r->req >= 0 ? "async" : "coalesced", p->name, collprof_op_name(o[i].op));
+    }
     note_add(&o[i], s);
     if (w < n) {
         snprintf(o[w].note, sizeof(o[w].note), "its op (seq %lld) completed at once",
@@ -195,6 +203,19 @@ static int stage(cp_plugin_t *p, const rop_t *o, const cp_rgroup_t *g, int k, in
                            to_device);
 }
 
+/* COLLPROF_FAULT=wrong:RANK: this rank's input of an op with per-rank counts (alltoallv,
+ * allgatherv, gatherv, scatterv, a reduce-scatter of per-rank blocks) carries one wrong element,
+ * its first (as its sends do: replay_p2p.c) */
+static void corrupt_var(const rop_t *o, unsigned char *sb, int rank)
+{
+    int64_t v;
+    if (o->x.a2av == NULL || o->x.a2av->send_total == 0 || !cp_fault_wrong(rank) ||
+        cp_data_get(o->x.dtype, sb, 0, &v) != 0) {
+        return;
+    }
+    cp_data_set(o->x.dtype, sb, 0, v > 0 ? v - 1 : v + 1);
+}
+
 /* Its args, on the group's buffers; inputs written and output poisoned (in the host copies,
  * then uploaded where staged: the sides it uses, outside its timed calls). */
 static collprof_args_t args_of(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, int rank, int *rc)
@@ -220,6 +241,7 @@ static collprof_args_t args_of(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, i
         cp_replay_p2p_fill(o, sb, rank);
     } else if (o->p2p == 0) {
         cp_coll_get(o->x.op)->fill(&o->x, sb, rb);
+        corrupt_var(o, sb, rank);
     }
     *rc = o->p2p != RP_RECV ? stage(p, o, g, 0, 1) : COLLPROF_OK;
     *rc = *rc == COLLPROF_OK && o->p2p != RP_SEND ? stage(p, o, g, 1, 1) : *rc;
@@ -259,6 +281,35 @@ static void copy_failed(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, int rc)
     }
 }
 
+/*
+ * A reduce-scatter of per-rank blocks composed of reduces (the backend has none of its own):
+ * block c of the send buffer reduced to its owner c, for every non-empty block in rank order
+ * (the same calls on every member); the first failure.  The owner's result lands at the start
+ * of its receive buffer; a rank that is not the block's owner gives the room after its own
+ * block (total - its own >= block c): a backend may use a non-root's buffer as scratch (ofi
+ * writes its reduce-scatter phase there), which must not overwrite a result already in.
+ */
+static int run_composed(cp_plugin_t *p, const rop_t *o, const cp_rgroup_t *g,
+                        const collprof_args_t *a)
+{
+    size_t es = collprof_dtype_size(a->dtype), mine = a->recvcounts[o->x.rank];
+    int rc = COLLPROF_OK;
+    for (int c = 0; c < o->a2av.n && rc == COLLPROF_OK; c++) {
+        if (a->recvcounts[c] == 0) {
+            continue;
+        }
+        collprof_args_t b = *a;
+        b.op = COLLPROF_OP_REDUCE;
+        b.root = c;
+        b.count = a->recvcounts[c];
+        b.sendbuf = (const unsigned char *)a->sendbuf + a->rdispls[c] * es;
+        b.recvbuf = (unsigned char *)a->recvbuf + (c == o->x.rank ? 0 : mine * es);
+        b.sendcounts = b.sdispls = b.recvcounts = b.rdispls = NULL;
+        rc = p->be->run(g->ctx, &b);
+    }
+    return rc;
+}
+
 /* Issue op o: run it (and check it), or post it. */
 static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
 {
@@ -269,7 +320,9 @@ static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
     cp_gaps_wait(o->t); /* --gaps: until its target (its buffers ready) */
     double t0 = now_us();
     o->at = t0;
-    int rc = o->how == RP_POST ? p->be->post(g->ctx, &a, &o->req) : p->be->run(g->ctx, &a);
+    int rc = o->how == RP_POST ? p->be->post(g->ctx, &a, &o->req)
+             : o->compose      ? run_composed(p, o, g, &a)
+                               : p->be->run(g->ctx, &a);
     double dt = now_us() - t0;
     o->us += dt;
     o->calls += dt;

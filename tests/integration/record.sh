@@ -1,7 +1,8 @@
 #!/bin/sh
 # collprof-trace (issue 40 items 4 and 5): tests/programs/trace_loop (three communicators: the
 # world, two halves, pairs; allreduce, broadcast, allgather, alltoall, reduce, an overlapped
-# iallreduce, reduce_scatter_block, isend/irecv/waitall, barriers; busy compute gaps) recorded
+# iallreduce, reduce_scatter_block, a reduce_scatter of unequal blocks, isend/irecv/waitall,
+# barriers; busy compute gaps) recorded
 # under `mpirun -np 4` with the recorder preloaded, on one node (record_nodes.sh: on two
 # virtual nodes), imported with `collprof-report import --trace
 # collprof-trace` (the groups joined on the recorder's communicator keys), then replayed with
@@ -74,11 +75,11 @@ timeout -k 10 "$CP_TIMEOUT" "$TRACE" -o rec --import rec.h5 -- $MPIRUN -np 4 "$L
 ok $rc "trace_loop recorded under mpirun -np 4 and imported (exit $rc)"
 sed -n 's/^trace_loop /# the program, traced, says: /p' rec.out
 n=$(ls rec | grep -c '^collprof-trace\.[0-3]\.jsonl$')
-fin=$(grep -l '^{"end": true, "ops": 41, .*"finalized": true}$' rec/*.jsonl 2>/dev/null | wc -l)
+fin=$(grep -l '^{"end": true, "ops": 44, .*"finalized": true}$' rec/*.jsonl 2>/dev/null | wc -l)
 [ "$n" -eq 4 ] && [ "$fin" -eq 4 ]
-ok $? "one file per rank ($n), each ending with its end line: 41 ops, finalized ($fin)"
-grep -q '^4 files: 164 operations of 4 ranks in 5 groups (collprof-trace-jsonl)' rec.out
-ok $? "import: 164 ops of 4 ranks, 5 groups (world; halves and pairs: same members, two keys each)"
+ok $? "one file per rank ($n), each ending with its end line: 44 ops, finalized ($fin)"
+grep -q '^4 files: 176 operations of 4 ranks in 5 groups (collprof-trace-jsonl)' rec.out
+ok $? "import: 176 ops of 4 ranks, 5 groups (world; halves and pairs: same members, two keys each)"
 
 # the groups' members: group|m0,m1,...
 rows rec.h5 trace_members | awk -F'|' 'NF { print $1 }' >members
@@ -106,6 +107,7 @@ for r in 0 1 2 3; do
             echo "allreduce|8192|$half|-1|-1"
             echo "wait|0|$half|-1|-1"
             echo "reducescatter|2048|0,1,2,3|-1|-1"
+            echo "reducescatter|320|0,1,2,3|-1|-1"
             echo "recv|400|0,1,2,3|-1|$partner"
             echo "send|400|0,1,2,3|-1|$partner"
             echo "wait|0|0,1,2,3|-1|-1"

@@ -31,8 +31,8 @@ ok $rc "trace_loop recorded by mpirun --host n1:2,n2:2 under collprof-trace ($(s
 hosts=$(for r in 0 1 2 3; do sed -n '1s/.*"host": "\([^"]*\)".*/\1/p' "rec/collprof-trace.$r.jsonl" 2>/dev/null; done | tr '\n' ' ')
 [ "$hosts" = "n1 n1 n2 n2 " ]
 ok $? "ranks 0-1 recorded on n1, 2-3 on n2 (got $hosts)"
-grep -q '^4 files: 164 operations of 4 ranks in 5 groups' rec.out
-ok $? "import: 164 ops of 4 ranks in 5 groups"
+grep -q '^4 files: 176 operations of 4 ranks in 5 groups' rec.out
+ok $? "import: 176 ops of 4 ranks in 5 groups"
 rows rec.h5 trace_ops | cut -d'|' -f1,2,3,7,8 | awk 'NF' >want
 
 # the command in front of srun (--export=ALL,LD_PRELOAD=...,COLLPROF_TRACE_DIR=...): Open MPI
@@ -41,7 +41,7 @@ rc=0
 timeout -k 10 120 "$TRACE" -o rec-srun --import rec-srun.h5 -- srun --immediate=30 --mpi=pmix -N 2 \
     -w n1,n2 --ntasks-per-node=2 "$LOOP" -i 3 -g 300 </dev/null >srun.out 2>srun.err || rc=$?
 hosts=$(for r in 0 1 2 3; do sed -n '1s/.*"host": "\([^"]*\)".*/\1/p' "rec-srun/collprof-trace.$r.jsonl" 2>/dev/null; done | tr '\n' ' ')
-[ "$rc" -eq 0 ] && [ "$hosts" = "n1 n1 n2 n2 " ] && grep -q '^4 files: 164 operations of 4 ranks in 5 groups' srun.out &&
+[ "$rc" -eq 0 ] && [ "$hosts" = "n1 n1 n2 n2 " ] && grep -q '^4 files: 176 operations of 4 ranks in 5 groups' srun.out &&
     [ "$(rows rec-srun.h5 trace_ops | cut -d'|' -f1,2,3,7,8 | awk 'NF')" = "$(cat want)" ]
 ok $? "collprof-trace -- srun -N 2: the same sequence recorded on n1, n1, n2, n2 (exit $rc, hosts $hosts)"
 

@@ -2,16 +2,22 @@
 # collprof --replay's variable ops with per-rank counts (docs/replay.md): the vops fixture of
 # tests/data/trace, a collprof-trace recording of 3 ranks: an MPI_Allgatherv of float32 blocks
 # 100, 300, 50 on the world, an MPI_Gatherv of int32 blocks 7, 0, 33 to rank 1, an
-# MPI_Scatterv of float64 blocks 10, 20, 5 from rank 2, an MPI_Reduce_scatter of blocks 4, 8, 4
-# (per-rank blocks: no backend has it) and one of 6, 6, 6 (equal), an MPI_Iallgatherv of bytes
-# 1000, 2000, 3000 waited at its MPI_Wait (posted on every backend), an MPI_Allgatherv of int64 blocks 5, 9 on the half
-# [0, 2], a barrier.  Every rank records only its own block (a gatherv's total only at the
-# root): the replay takes each member's block from its own record.  On self and mpi every op
-# ok and exact with its per-rank counts (the replayed bytes are the totals); the unequal
-# reduce_scatter unsupported on every rank with the one-line reason, never replayed as equal
-# blocks; on gloo gatherv and scatterv unsupported (Gloo has neither), the rest ok; shrunk onto
-# 2 ranks (self) every variable op ok.  A rank
-# whose record of a gatherv is missing from the trace makes every member skip it, with why.
+# MPI_Scatterv of float64 blocks 10, 20, 5 from rank 2, an MPI_Reduce_scatter of float32
+# blocks 4, 8, 4 (per-rank blocks) and one of 6, 6, 6 (equal), an MPI_Iallgatherv of bytes
+# 1000, 2000, 3000 waited at its MPI_Wait (posted on every backend that posts), an
+# MPI_Ireduce_scatter of int32 blocks 2, 0, 5 waited at its MPI_Wait, an MPI_Allgatherv of
+# int64 blocks 5, 9 on the half [0, 2], a barrier.  Every rank records only its own block (a
+# gatherv's total only at the root): the replay takes each member's block from its own record.
+# On self, gloo, mpi, ofi and nccl (the CUDA/NCCL stand-in) every op ok and exact with its
+# per-rank counts (the replayed bytes are the totals), but for gloo's gatherv and scatterv
+# (unsupported, Gloo has neither); the reduce-scatters of unequal blocks on mpi and nccl the
+# backend's own (MPI_Reduce_scatter, posted as MPI_Ireduce_scatter; a group of ncclReduce),
+# on self, gloo and ofi a reduce of each block to its owner (the async one then issued and
+# completed at once), never replayed as equal blocks.  With COLLPROF_FAULT=wrong:1 (rank 1's
+# input of the per-rank ops one element off: it lands in block 0, rank 0's) rank 0's two
+# unequal reduce-scatters are wrong, no other rank's, the run fails; shrunk onto 2 ranks (self)
+# every variable op ok.  A rank whose record of a gatherv is missing from the trace makes
+# every member skip it, with why.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 replay_prelude
 
@@ -23,8 +29,11 @@ ok $? "the vops fixture imports ($(head -c 200 v.out | tr '\n' ' '))"
 replay() {
     rm -rf "r.$1.$2"
     mkdir -p "r.$1.$2"
+    saved_path=$COLLPROF_PLUGIN_PATH
+    [ "$1" = nccl ] && COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH"
     cp_run --np 3 --backends "$1" --replay "$2.h5" --replay-iters 3 --timeout 120 \
         --output-dir "r.$1.$2"
+    COLLPROF_PLUGIN_PATH=$saved_path
     h5=$(ls "r.$1.$2"/collprof_*.h5 2>/dev/null | head -n 1)
     rows "$h5" replay | awk -F'|' '$1 == "op"' >"ops.$1.$2"
 }
@@ -34,30 +43,45 @@ count() {
     awk -F'|' -v o="$2" -v s="$3" '$5 == o && $16 == s && $15 == 0' "$1" | wc -l
 }
 
-for b in self gloo mpi; do
-    if [ ! -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ]; then
+for b in self gloo mpi ofi nccl; do
+    if ! have "$b"; then
         ok 0 "# SKIP the $b backend was not built"
         continue
     fi
     replay "$b" v
     f=ops.$b.v
-    [ "$rc" -eq 0 ] && [ "$(wc -l <"$f")" -eq 26 ]
-    ok $? "$b: the vops trace replays, 26 op rows (exit $rc$(head -c 300 err | tr '\n' ' '))"
+    [ "$rc" -eq 0 ] && [ "$(wc -l <"$f")" -eq 32 ]
+    ok $? "$b: the vops trace replays, 32 op rows (exit $rc$(head -c 300 err | tr '\n' ' '))"
     # the world's allgatherv: 450 floats gathered on every rank; the async one: 6000 bytes
     a=$(awk -F'|' '$5 == "allgatherv" && $9 == 3 && $16 == "ok" && $15 == 0 &&
         $17 ~ /per-rank counts/' "$f" | wc -l)
     h=$(awk -F'|' '$5 == "allgatherv" && $9 == 2 && $16 == "ok" && $15 == 0' "$f" | wc -l)
-    # the async one: posted (self, gloo: their worker threads; mpi: MPI_Iallgatherv)
+    # the async one: posted (self, gloo: their worker threads; mpi: MPI_Iallgatherv; nccl: on
+    # the stream), on ofi (no post) issued and completed at once
     i=$(awk -F'|' '$5 == "allgatherv" && $6 == "uint8" && $16 == "ok" && $15 == 0 &&
-        $17 ~ /async: posted$/' "$f" | wc -l)
+        $17 ~ /async: (posted$|issued and completed at once \(backend ofi cannot post)/' "$f" |
+        wc -l)
     [ "$a" -eq 6 ] && [ "$h" -eq 2 ] && [ "$i" -eq 3 ]
     ok $? "$b: the allgathervs ok and exact with per-rank counts, the async one posted ($a, $h, $i)"
-    u=$(awk -F'|' '$5 == "reducescatter" && $16 == "unsupported" &&
-        $17 ~ /^reduce-scatter of per-rank blocks \(4 to 8 elements\): no backend has one/' "$f" |
-        wc -l)
+    case $b in
+    mpi | nccl) how="the backend's own" ;;
+    *) how="a reduce of each to its owner" ;;
+    esac
+    u=$(awk -F'|' -v how="$how" '$5 == "reducescatter" && $6 == "float32" && $16 == "ok" &&
+        $15 == 0 && $17 == "reduced by sum; per-rank blocks of 4 to 8: " how' \
+        "$f" | wc -l)
     e=$(count "$f" reducescatter ok)
-    [ "$u" -eq 3 ] && [ "$e" -eq 3 ]
-    ok $? "$b: the reduce_scatter of blocks 4, 8, 4 unsupported with the reason, of 6, 6, 6 ok ($u, $e)"
+    [ "$u" -eq 3 ] && [ "$e" -eq 9 ]
+    ok $? "$b: the reduce_scatters of blocks 4, 8, 4 (as $how), 6, 6, 6 and 2, 0, 5 ok and exact ($u, $e)"
+    # the async one of blocks 2, 0, 5: posted where the backend has its own, else at once
+    case $b in
+    mpi | nccl) post='async: posted$' ;;
+    *) post='async: issued and completed at once \\(composed\\)$' ;;
+    esac
+    p=$(awk -F'|' -v p="$post" '$5 == "reducescatter" && $6 == "int32" && $16 == "ok" &&
+        $15 == 0 && $17 ~ p' "$f" | wc -l)
+    [ "$p" -eq 3 ]
+    ok $? "$b: the async reduce_scatter of blocks 2, 0, 5: $post ($p)"
     g=$(count "$f" gatherv ok)
     s=$(count "$f" scatterv ok)
     if [ "$b" = gloo ]; then
@@ -69,17 +93,35 @@ for b in self gloo mpi; do
         [ "$g" -eq 3 ] && [ "$s" -eq 3 ]
         ok $? "$b: gatherv and scatterv ok and exact with per-rank counts ($g, $s)"
     fi
-    # the replayed bytes: the totals (450 x 4, 40 x 4, 35 x 8) on rank 0, from the blocks
+    # the replayed bytes: the totals (450 x 4, 40 x 4, 35 x 8, 16 x 4) on rank 0, from the blocks
     # (replayed_bytes, column 18, after as many more as the note's commas split off)
     t=$(awk -F'|' 'NR == FNR { k = k == "" || NF < k ? NF : k; next }
-        $1 == "op" && $3 == 0 && $5 ~ /^(allgatherv|gatherv|scatterv)$/ &&
+        $1 == "op" && $3 == 0 && ($5 ~ /^(allgatherv|gatherv|scatterv)$/ ||
+        ($5 == "reducescatter" && $6 == "float32")) &&
         $16 == "ok" { printf "%s:%s ", $5, $(18 + NF - k) }' "$f" "$f")
     case "$b:$t" in
-    gloo:"allgatherv:1800 allgatherv:6000 allgatherv:112 ") r=0 ;;
-    *:"allgatherv:1800 gatherv:160 scatterv:280 allgatherv:6000 allgatherv:112 ") r=0 ;;
+    gloo:"allgatherv:1800 reducescatter:64 reducescatter:72 allgatherv:6000 allgatherv:112 ") r=0 ;;
+    gloo:*) r=1 ;;
+    *:"allgatherv:1800 gatherv:160 scatterv:280 reducescatter:64 reducescatter:72 allgatherv:6000 allgatherv:112 ") r=0 ;;
     *) r=1 ;;
     esac
     ok $r "$b: rank 0's replayed bytes are the totals of the blocks ($t)"
+done
+
+# a wrong element caught: rank 1's input of the per-rank ops one off at its first element,
+# which is block 0's (rank 0's) in a reduce-scatter: rank 0's two unequal ones wrong, exit 1
+for b in self mpi nccl; do
+    have "$b" || continue
+    COLLPROF_FAULT=wrong:1
+    export COLLPROF_FAULT
+    replay "$b" v
+    unset COLLPROF_FAULT
+    f=ops.$b.v
+    w=$(awk -F'|' '$5 == "reducescatter" && $3 == 0 && $16 == "wrong" && $15 > 0' "$f" | wc -l)
+    o=$(awk -F'|' '$5 == "reducescatter" && ($3 != 0 || $6 == "float32" && $15 == 0) &&
+        $16 != "ok"' "$f" | wc -l)
+    [ "$rc" -eq 1 ] && [ "$w" -eq 2 ] && [ "$o" -eq 0 ]
+    ok $? "$b: rank 1's input one off: rank 0's two reduce_scatters of unequal blocks wrong, no other ($w, $o, exit $rc)"
 done
 
 # --shrink onto 2 ranks: each folded member's block from its representative's record, exact
@@ -88,14 +130,34 @@ cp_run --np 2 --backends self --replay v.h5 --shrink --replay-iters 2 --timeout 
     --output-dir r.self.s
 h5=$(ls r.self.s/collprof_*.h5 2>/dev/null | head -n 1)
 rows "$h5" replay | awk -F'|' '$1 == "op"' >ops.self.s
-n=$(awk -F'|' '$5 ~ /^(allgatherv|gatherv|scatterv)$/ && $16 == "ok" && $15 == 0' ops.self.s |
-    wc -l)
+n=$(awk -F'|' '$5 ~ /^(allgatherv|gatherv|scatterv|reducescatter)$/ && $16 == "ok" &&
+    $15 == 0' ops.self.s | wc -l)
 w=$(awk -F'|' '$16 == "wrong" || $16 == "error"' ops.self.s | wc -l)
-[ "$rc" -eq 0 ] && [ "$n" -eq 9 ] && [ "$w" -eq 0 ]
+[ "$rc" -eq 0 ] && [ "$n" -eq 15 ] && [ "$w" -eq 0 ]
 ok $? "self: --shrink 3 onto 2: the variable ops ok and exact ($n, none wrong: $w, exit $rc)"
 
+# a PARAM reduce_scatter of unequal blocks (each rank's out_msg_size its own: 3, 6, 9 of 18):
+# kept by the importer, replayed as per-rank blocks, exact
+for r in 0 1 2; do
+    cat >prs-rank$r.json <<EOF
+[{"comms": "reduce_scatter", "seqnum": 1, "pg_id": 0, "global_ranks": [0, 1, 2],
+  "in_msg_size": 18, "out_msg_size": $((3 * r + 3)), "dtype": "Float", "startTime_ns": 1000},
+ {"comms": "barrier", "seqnum": 2, "pg_id": 0, "global_ranks": [0, 1, 2]}]
+EOF
+done
+"$REPORT" import --trace param prs-rank0.json prs-rank1.json prs-rank2.json -o prs.h5 >prs.out 2>&1
+ok $? "a PARAM trace of a reduce_scatter of blocks 3, 6, 9 imports"
+for b in self mpi; do
+    have "$b" || continue
+    replay "$b" prs
+    n=$(awk -F'|' '$5 == "reducescatter" && $16 == "ok" && $15 == 0 &&
+        $17 ~ /^reduced by sum; per-rank blocks of 3 to 9: /' "ops.$b.prs" | wc -l)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 3 ]
+    ok $? "$b: PARAM's reduce_scatter of blocks 3, 6, 9 replayed as per-rank blocks, exact ($n, exit $rc)"
+done
+
 # the gatherv of rank 2 left out of the trace: every member skips it, saying why
-grep -v '"MPI_Gatherv"' "$D"/vops.2.jsonl | sed 's/"ops": 9/"ops": 8/' >vops.2.jsonl
+grep -v '"MPI_Gatherv"' "$D"/vops.2.jsonl | sed 's/"ops": 11/"ops": 10/' >vops.2.jsonl
 cp "$D"/vops.0.jsonl "$D"/vops.1.jsonl .
 "$REPORT" import --trace collprof-trace vops.0.jsonl vops.1.jsonl vops.2.jsonl -o m.h5 >m.out 2>&1
 ok $? "the fixture without rank 2's gatherv imports"

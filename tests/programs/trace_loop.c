@@ -8,7 +8,7 @@
  * Every result is checked (exit 1 when one is wrong).  Rank 0 prints the
  * ops each rank issues and the loop's wall time:
  *
- *   trace_loop ranks 4 iters 3 gap_us 200 ops_per_rank 36 wall_us 1234.5
+ *   trace_loop ranks 4 iters 3 gap_us 200 ops_per_rank 44 wall_us 1234.5
  *
  * Usage: mpirun -np 4 trace_loop [-i ITERS] [-g GAP_US] [-r REQUESTS]   (4, 8, 12 or 16 ranks)
  * -r N: then N point-to-point requests alive at once, completed in a shuffled order.
@@ -52,7 +52,7 @@ static void expect(int ok, const char *what, int rank)
     }
 }
 
-/* one iteration: 13 ops per rank (the Waitall completes 2 requests: 2 wait rows) */
+/* one iteration: 14 ops per rank (the Waitall completes 2 requests: 2 wait rows) */
 static void iteration(MPI_Comm world, MPI_Comm half, MPI_Comm pair, int rank, int n, double gap)
 {
     static float f[4096], g[4096];
@@ -94,6 +94,12 @@ static void iteration(MPI_Comm world, MPI_Comm half, MPI_Comm pair, int rank, in
     expect(g[2047] == 2.0f * f[2047], "iallreduce (pair)", rank);
     MPI_Reduce_scatter_block(f, g, 128, MPI_FLOAT, MPI_SUM, world);
     expect(g[127] == (float)n, "reduce_scatter_block (world)", rank);
+    int rcs[16]; /* unequal blocks: rank i's 8 (i + 1) elements */
+    for (int i = 0; i < n && i < 16; i++) {
+        rcs[i] = 8 * (i + 1);
+    }
+    MPI_Reduce_scatter(f, g, rcs, MPI_FLOAT, MPI_SUM, world);
+    expect(g[rcs[rank] - 1] == (float)n, "reduce_scatter of unequal blocks (world)", rank);
     a[0] = rank;
     MPI_Irecv(b, 100, MPI_INT, rank ^ 1, 5, MPI_COMM_WORLD, &q[0]);
     MPI_Isend(a, 100, MPI_INT, rank ^ 1, 5, MPI_COMM_WORLD, &q[1]);
@@ -182,7 +188,7 @@ int main(int argc, char **argv)
     }
     if (rank == 0) {
         printf("trace_loop ranks %d iters %d gap_us %.0f ops_per_rank %d wall_us %.1f\n", n, iters,
-               gap, 13 * iters + 2, t);
+               gap, 14 * iters + 2, t);
     }
     MPI_Comm_free(&pair);
     MPI_Comm_free(&half);

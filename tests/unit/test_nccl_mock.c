@@ -657,6 +657,66 @@ static void check_post(const collprof_backend_t *be, void *ctx, const collprof_c
     }
 }
 
+/*
+ * A reducescatter of per-rank blocks (caps->var_ops, collprof --replay's reduce-scatter of
+ * unequal blocks): blocks 4, 8, 4, rank c's block at the sum of those before it; an
+ * ncclReduce of each to its owner in one ncclGroupEnd; run, then posted; exact.
+ */
+static void check_rsv(const collprof_backend_t *be, void *ctx, const collprof_caps_t *caps,
+                      void (*groups)(unsigned long *))
+{
+    size_t cnt[NR], dsp[NR], total = 0;
+    for (int c = 0; c < NR; c++) {
+        cnt[c] = c == 1 ? 8 : 4; /* unequal: 4, 8, 4 */
+        dsp[c] = total;
+        total += cnt[c];
+    }
+    void *b[2] = {NULL, NULL}, *req = NULL;
+    unsigned long g0[2] = {0, 0}, g1[2] = {0, 0};
+    check(COLLPROF_CAPS_HAS(caps, var_ops) &&
+              (caps->var_ops & COLLPROF_BIT(COLLPROF_OP_REDUCESCATTER)) && groups != NULL,
+          "var_ops: a reducescatter of per-rank blocks (0x%x)", caps->var_ops);
+    int rc = be->mem_alloc(ctx, COLLPROF_MEM_DEVICE, total * sizeof(float), &b[0]);
+    rc |= be->mem_alloc(ctx, COLLPROF_MEM_DEVICE, total * sizeof(float), &b[1]);
+    collprof_args_t a = {.op = COLLPROF_OP_REDUCESCATTER,
+                         .dtype = COLLPROF_DTYPE_FLOAT32,
+                         .redop = COLLPROF_REDOP_SUM,
+                         .memtype = COLLPROF_MEM_DEVICE,
+                         .sendbuf = b[0],
+                         .recvbuf = b[1],
+                         .count = total,
+                         .recvcounts = cnt,
+                         .rdispls = dsp};
+    /* element i of the sum: 0 + 1 + 2 + NR x i; this rank's block from dsp[me] on */
+    float want = (float)(NR * (NR - 1) / 2) + (float)NR * (float)dsp[my_rank];
+    for (int k = 0; k < 2; k++) {
+        rc = rc ? rc : fill_dev(be, ctx, b[0], total, (float)my_rank, 1.0f);
+        rc = rc ? rc : fill_dev(be, ctx, b[1], total, -1.0f, 0.0f);
+        if (groups != NULL) {
+            groups(g0);
+        }
+        if (k == 0) {
+            rc = rc ? rc : be->run(ctx, &a);
+        } else {
+            rc = rc ? rc : be->post(ctx, &a, &req);
+            rc = rc ? rc : be->wait(ctx, req);
+        }
+        if (groups != NULL) {
+            groups(g1);
+        }
+        check(rc == 0 && dev_is(be, ctx, b[1], cnt[my_rank], want, (float)NR) &&
+                  g1[0] == g0[0] + 1 && g1[1] >= NR,
+              "%s: a reducescatter of blocks 4, 8, 4: one group of a reduce per block, exact "
+              "(%d %s, %lu group ends)",
+              k == 0 ? "run" : "post", rc, rc ? be->last_error(ctx) : "", g1[0] - g0[0]);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (b[k] != NULL) {
+            be->mem_free(ctx, COLLPROF_MEM_DEVICE, b[k]);
+        }
+    }
+}
+
 static void rank_main(const char *path)
 {
     static char hosts[NR][256] = {"h0", "h1", "h2"};
@@ -687,6 +747,7 @@ static void rank_main(const char *path)
     /* before the cells, as the core measures it; the cells then run on the same stream */
     check_copy_rate(be, p.ctx, (void (*)(unsigned long *))dlsym(h, "cpmock_d2d"));
     check_post(be, p.ctx, &p.caps, (void (*)(unsigned long *))dlsym(h, "cpmock_groups"));
+    check_rsv(be, p.ctx, &p.caps, (void (*)(unsigned long *))dlsym(h, "cpmock_groups"));
     oob_shm_runner_t k;
     oob_shm_runner(&k, &p, hosts);
     run_matrix(&k.r);
