@@ -447,7 +447,7 @@ int cp_gaps_rank_row(const char *backend, collprof_replay_row_t *row)
     if (G.scale != 1) {
         snprintf(mode + strlen(mode), sizeof(mode) - strlen(mode), ":%g", G.scale);
     }
-    if (G.mode == CP_GAPS_COMPUTE) { /* where the gaps' work ran */
+    if (G.mode == CP_GAPS_COMPUTE && G.ndev + G.nhost > 0) { /* where the gaps' work ran */
         size_t l = strlen(mode);
         snprintf(mode + l, sizeof(mode) - l, " on the %s%s%s%s", G.ndev > 0 ? "device (" : "host",
                  G.ndev > 0 ? G.how : "", G.ndev > 0 ? ")" : "",
