@@ -7,7 +7,7 @@
  * fills every multiprocessor (NB_BUSY_PER_SM blocks of NB_BUSY_THREADS each) walks a device
  * buffer larger than the L2 cache (4 x L2, at least 64 MiB) with the grid's stride, reading,
  * multiplying-adding and writing each float, and looks at the device's %globaltimer every 16
- * elements, until the nanoseconds it was given have passed.  It is loaded once per process
+ * elements, until the nanoseconds it was given have passed since its first block started.  It is loaded once per process
  * through the driver API (cuModuleLoadData, cuModuleGetFunction, cuLaunchKernel), whose entry
  * points come from the CUDA runtime (cudaGetDriverEntryPointByVersion: the driver the runtime
  * loaded, never a -lcuda), and launched on a stream of its own beside the collectives' (an op
@@ -35,34 +35,50 @@
 #define NB_BUSY_THREADS   256
 #define NB_BUSY_PER_SM    8 /* 2048 threads: a multiprocessor full */
 #define NB_BUSY_MIN_BYTES (64u << 20)
-#define NB_BUSY_CAL       5 /* empty kernels timed at set-up: the median round trip */
+#define NB_BUSY_CAL       5   /* empty kernels timed at set-up: the median round trip */
+#define NB_BUSY_END       256 /* after the buffer: the kernel's end (one u64) */
 
-/* busy(buf, n, ns): n floats at buf, each thread from its index by the grid's stride (back to
- * its index at n), x = 0.5 x + 1 four times per element, until ns have passed */
+/* cp_busy(buf, n, ns, end): n floats at buf, each thread from its index by the grid's stride
+ * (back to its index at n), x = 0.5 x + 1 four times per element, until ns have passed since
+ * the first block started: thread 0 of each block takes its start plus ns to *end with an
+ * atomic min (*end all ones before the launch) and keeps the smaller, so a block the SMs could
+ * not hold at once (an NCCL kernel on some of them) stops with the others */
 static const char nb_busy_ptx[] =
     ".version 6.0\n"
     ".target sm_50\n"
     ".address_size 64\n"
-    ".visible .entry cp_busy(.param .u64 p_buf, .param .u64 p_n, .param .u64 p_ns)\n"
+    ".visible .entry cp_busy(.param .u64 p_buf, .param .u64 p_n, .param .u64 p_ns, .param .u64 "
+    "p_end)\n"
     "{\n"
-    "  .reg .pred %p<4>;\n"
+    "  .reg .pred %p<5>;\n"
     "  .reg .b32 %r<8>;\n"
     "  .reg .b64 %rd<16>;\n"
     "  .reg .f32 %f<4>;\n"
+    "  .shared .align 8 .b64 s_end;\n"
     "  ld.param.u64 %rd1, [p_buf];\n"
     "  ld.param.u64 %rd2, [p_n];\n"
     "  ld.param.u64 %rd3, [p_ns];\n"
+    "  ld.param.u64 %rd13, [p_end];\n"
     "  cvta.to.global.u64 %rd1, %rd1;\n"
+    "  cvta.to.global.u64 %rd13, %rd13;\n"
     "  mov.u32 %r1, %ctaid.x;\n"
     "  mov.u32 %r2, %ntid.x;\n"
     "  mov.u32 %r3, %tid.x;\n"
     "  mov.u32 %r4, %nctaid.x;\n"
+    "  setp.ne.u32 %p4, %r3, 0;\n"
+    "  @%p4 bra SYNC;\n"
+    "  mov.u64 %rd7, %globaltimer;\n"
+    "  add.u64 %rd8, %rd7, %rd3;\n"
+    "  atom.global.min.u64 %rd14, [%rd13], %rd8;\n" /* the first block's end, all blocks' */
+    "  min.u64 %rd8, %rd8, %rd14;\n"
+    "  st.shared.u64 [s_end], %rd8;\n"
+    "SYNC:\n"
+    "  bar.sync 0;\n" /* the end, thread 0's, to the block */
+    "  ld.shared.u64 %rd8, [s_end];\n"
     "  mul.wide.u32 %rd4, %r1, %r2;\n"
     "  cvt.u64.u32 %rd5, %r3;\n"
     "  add.u64 %rd4, %rd4, %rd5;\n"    /* i: the thread's first element */
     "  mul.wide.u32 %rd6, %r4, %r2;\n" /* the grid's stride */
-    "  mov.u64 %rd7, %globaltimer;\n"
-    "  add.u64 %rd8, %rd7, %rd3;\n" /* the end */
     "  mov.u64 %rd9, %rd4;\n"
     "  setp.ge.u64 %p1, %rd4, %rd2;\n"
     "  @%p1 bra DONE;\n"
@@ -123,22 +139,29 @@ static int nb_live; /* contexts alive in the process (nb_compute_hold) */
 /* a driver entry point through the runtime; 0, or -1 and why */
 static int nb_driver_sym(const char *name, void **fn)
 {
+    int old = 0; /* the driver has it, in an older version only */
+    *fn = NULL;
+#if CUDART_VERSION >= 12000
     enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
     cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
-#elif CUDART_VERSION >= 12000
-    cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, &q);
 #else
-    cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault);
-    q = e == cudaSuccess ? cudaDriverEntryPointSuccess : q;
+    cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, &q);
 #endif
-    if (e == cudaSuccess && q == cudaDriverEntryPointSuccess && *fn != NULL) {
+    old = q == cudaDriverEntryPointVersionNotSufficent;
+    *fn = q == cudaDriverEntryPointSuccess ? *fn : NULL;
+#elif CUDART_VERSION >= 11030
+    cudaError_t e = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault);
+#else
+    cudaError_t e = cudaErrorNotSupported; /* (no cudaGetDriverEntryPoint before 11.3) */
+#endif
+    if (e == cudaSuccess && *fn != NULL) {
         return 0;
     }
     snprintf(D.why, sizeof(D.why), "the CUDA driver gives no %s (%s)", name,
-             e != cudaSuccess                               ? cudaGetErrorString(e)
-             : q == cudaDriverEntryPointVersionNotSufficent ? "driver too old"
-                                                            : "not found");
+             e != cudaSuccess ? cudaGetErrorString(e)
+             : old            ? "driver too old"
+                              : "not found");
     return -1;
 }
 
@@ -172,13 +195,17 @@ static int nb_busy_load(void)
     return 0;
 }
 
-/* put ns of work on D.s: the kernel, or copies of D.bpus per us */
+/* put us of work on D.s: the kernel, or copies of D.bpus bytes per us */
 static int nb_dc_put(nb_ctx_t *ctx, double us)
 {
     if (D.state == NB_DC_KERNEL) {
-        CUdeviceptr p = (CUdeviceptr)(uintptr_t)D.buf;
+        CUdeviceptr p = (CUdeviceptr)(uintptr_t)D.buf, end = p + D.bytes;
         unsigned long long n = D.bytes / sizeof(float), ns = (unsigned long long)(us * 1e3);
-        void *args[] = {&p, &n, &ns};
+        void *args[] = {&p, &n, &ns, &end};
+        cudaError_t e = cudaMemsetAsync(D.buf + D.bytes, 0xff, sizeof(uint64_t), D.s);
+        if (e != cudaSuccess) {
+            return nb_cuda_fail(ctx, "cudaMemsetAsync (the busy kernel's end)", e);
+        }
         CUresult r =
             D.launch(D.fn, D.blocks, 1, 1, NB_BUSY_THREADS, 1, 1, 0, (CUstream)D.s, args, NULL);
         if (r != CUDA_SUCCESS) {
@@ -239,7 +266,7 @@ static int nb_cmp_dbl(const void *a, const void *b)
  * the device (the kernel), or the copy rate (copies) */
 static int nb_dc_calibrate(nb_ctx_t *ctx)
 {
-    double rt[NB_BUSY_CAL], h = 0;
+    double rt[NB_BUSY_CAL] = {0}, h = 0;
     float ms = 0;
     int rc = COLLPROF_OK;
     if (D.state == NB_DC_COPIES) {      /* half the buffer, once to warm up, once timed */
@@ -277,7 +304,7 @@ static int nb_dc_alloc(nb_ctx_t *ctx)
     D.blocks = (unsigned)(sms > 0 ? sms : 1) * NB_BUSY_PER_SM;
     D.bytes = (size_t)l2 * 4 > NB_BUSY_MIN_BYTES ? (size_t)l2 * 4 : NB_BUSY_MIN_BYTES;
     D.dev = ctx->dev;
-    if ((e = cudaMalloc((void **)&D.buf, D.bytes)) != cudaSuccess) {
+    if ((e = cudaMalloc((void **)&D.buf, D.bytes + NB_BUSY_END)) != cudaSuccess) {
         D.buf = NULL;
         return nb_cuda_fail(ctx, "cudaMalloc (the device compute's buffer)", e);
     }

@@ -7,13 +7,14 @@
  *
  * The module must be PTX text with a .version, a .target and the .entry asked for; a launch
  * must name a function of a loaded module, a grid and a block of sensible sizes, no shared
- * memory, a stream, and parameters (buf, n, ns) whose buffer holds n floats.  It "runs": one
- * step of its arithmetic (x = 0.5 x + 1, four times) on the first 4096 floats, then a sleep of
- * ns (the stream runs everything at submission, so the event after it is ns later).
+ * memory, a stream, and parameters (buf, n, ns, end) whose buffer holds n floats and then the
+ * u64 at end, set to all ones (where the kernel's blocks agree on its end by an atomic min).  It
+ * "runs": one step of its arithmetic (x = 0.5 x + 1, four times) on the first 4096 floats, then a
+ * sleep of ns (the stream runs everything at submission, so the event after it is ns later).
  *
  *   CPMOCK_KERNEL_LOG=FILE  one line per module load and per launch, appended (every rank):
  *                           "load PID BYTES", "launch PID grid G block B stream S n N ns NS
- *                           buf ok|short|null"
+ *                           buf ok|short|null|stale-end"
  *   CPMOCK_PTX_OUT=FILE     the PTX image of the last load (for ptxas, where there is one)
  *   CPMOCK_PTX=nojit        cuModuleLoadData fails (CUDA_ERROR_JIT_COMPILER_NOT_FOUND, as
  *                           under CUDA_DISABLE_PTX_JIT=1); =nosym: the runtime gives no
@@ -142,18 +143,27 @@ static CUresult mock_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
         bz != 1 || shmem != 0 || s == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    CUdeviceptr p = *(CUdeviceptr *)params[0];
+    CUdeviceptr p = *(CUdeviceptr *)params[0], e = *(CUdeviceptr *)params[3];
     unsigned long long n = *(unsigned long long *)params[1], ns = *(unsigned long long *)params[2];
     float *buf = (float *)(uintptr_t)p;
-    const char *ok = buf == NULL                                   ? "null"
-                     : malloc_usable_size(buf) < n * sizeof(float) ? "short"
-                                                                   : "ok";
+    uint64_t *end = (uint64_t *)(uintptr_t)e;
+    size_t have = buf != NULL ? malloc_usable_size(buf) : 0;
+    const char *ok = "ok";
+    if (buf == NULL || end == NULL) {
+        ok = "null";
+    } else if (have < n * sizeof(float) || e < p + n * sizeof(float) ||
+               e + sizeof(uint64_t) > p + have) {
+        ok = "short";
+    } else if (*end != UINT64_MAX) {
+        ok = "stale-end"; /* not reset since the last launch: the blocks would stop at once */
+    }
     g_kernel_launches++;
     klog("launch %d grid %u block %u stream %p n %llu ns %llu buf %s\n", (int)getpid(), gx, bx,
          (void *)s, n, ns, ok);
     if (strcmp(ok, "ok") != 0) {
         return CUDA_ERROR_ILLEGAL_ADDRESS;
     }
+    *end = ns; /* (the first block's start, 0 here, plus ns) */
     mock_busy(buf, n, ns);
     return CUDA_SUCCESS;
 }
