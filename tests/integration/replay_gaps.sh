@@ -113,6 +113,11 @@ if [ -e "$MOCK/collprof_nccl.so" ]; then
         grep -q '^== replay on nccl (p50 over 2 replays, gaps compute:0.5 on the device (busy kernel)) ==$' r.dev/collprof_*.txt &&
         grep -q '^exposed communication: ' r.dev/collprof_*.txt
     ok $? "--gaps compute on nccl (stand-in): the summary and both rank rows say busy kernel on the device ($m), 22 ops with their exposed time ($x), spans at least the window"
+    "$REPORT" replay r.dev/collprof_*.h5 >rep.dev 2>&1
+    [ $? -eq 0 ] && grep -q '^== replay on nccl (p50 over 2 replays, gaps compute:0.5 on the device (busy kernel)) ==$' rep.dev &&
+        [ "$(grep -c '^gaps compute:0.5 on the device (busy kernel): each rank' rep.dev)" -eq 1 ] &&
+        grep -q '^exposed communication: ' rep.dev
+    ok $? "collprof-report replay reads the file's rank rows back: the same header, gap table and exposed time ($(head -c 200 rep.dev))"
     ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
     if [ -n "$ptxas" ] && [ -s ptx ]; then
         "$ptxas" -arch=sm_90 ptx -o ptx.cubin >ptxas.out 2>&1 && "$ptxas" -arch=sm_80 ptx -o ptx.cubin >>ptxas.out 2>&1
@@ -136,7 +141,7 @@ if [ -e "$MOCK/collprof_nccl.so" ]; then
         [ "$(awk -F'|' '$16 == "ok"' ops.nolaunch | wc -l)" -eq 8 ]
     ok $? "--gaps compute on nccl, a kernel that does not launch: one warning line per rank, the gaps on the host (exit $rc: $(head -c 400 err))"
 else
-    for i in 1 2 3 4 5; do ok 0 "# SKIP the nccl stand-in was not built"; done
+    for i in 1 2 3 4 5 6; do ok 0 "# SKIP the nccl stand-in was not built"; done
 fi
 
 replay self ops --gaps trace --replay-ops 2-5
