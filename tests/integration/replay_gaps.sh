@@ -3,8 +3,9 @@
 # trace of 2 ranks whose 11 allreduces are recorded 20 ms apart (startTime_ns: a recorded
 # window of 200 ms) replayed with --np 2: --gaps trace makes each rank's replay span at least
 # the window, trace:0.5 about half of it (under 3/4), compute at least the window (the gaps
-# filled with a memory-bandwidth loop); each op row and each rank row has its issue errors;
-# --gaps none has no rank rows.  --replay-ops keeps the ops of its seqs (the row count, the
+# filled with a memory-bandwidth loop on self, said "on the host"; on nccl's CUDA/NCCL stand-in,
+# with the plugin's busy kernel, its fallback and its failure, below); each op row and each
+# rank row has its issue errors; --gaps none has no rank rows.  --replay-ops keeps the ops of its seqs (the row count, the
 # seqs, the window from the first kept issue).  A range outside the trace, and --gaps trace on
 # a trace without issue times, are one-line errors with exit status 2 before any
 # communication.  (The timing goals, 20 us at p99, are bench/replay_gaps.sh's: not judged.)
@@ -85,6 +86,10 @@ m=$(awk -F'|' '$1 == "op" && $26 != -1' all.none | wc -l)
 [ "$n" -eq 22 ] && [ "$x" -eq 1 ] && [ "$m" -eq 0 ] &&
     grep -q '^exposed communication: ' r.compute/collprof_*.txt
 ok $? "--gaps compute: exposed time per op (22: $n) and for the trace ($x), none under --gaps none ($m)"
+# self has no device compute slot: the host fills the gaps, and says so
+[ "$(awk -F'|' '$17 ~ /^gaps compute on the host; /' rk.compute | wc -l)" -eq 2 ] &&
+    grep -q '^== replay on self (p50 over 2 replays, gaps compute on the host) ==$' r.compute/collprof_*.txt
+ok $? "--gaps compute on self: the summary and the rank rows say the gaps ran on the host"
 
 # --gaps compute on the device: the nccl plugin's compute slot on the CUDA/NCCL stand-in
 # (tests/nccl_mock/mock_cuda_driver.c logs each module load and kernel launch).  Each rank
