@@ -7,18 +7,19 @@
  * fills every multiprocessor (NB_BUSY_PER_SM blocks of NB_BUSY_THREADS each) walks a device
  * buffer larger than the L2 cache (4 x L2, at least 64 MiB) with the grid's stride, reading,
  * multiplying-adding and writing each float, and looks at the device's %globaltimer every 16
- * elements, until the nanoseconds it was given have passed since its first block started.  It is loaded once per process
- * through the driver API (cuModuleLoadData, cuModuleGetFunction, cuLaunchKernel), whose entry
- * points come from the CUDA runtime (cudaGetDriverEntryPointByVersion: the driver the runtime
- * loaded, never a -lcuda), and launched on a stream of its own beside the collectives' (an op
- * posted before it progresses meanwhile: they contend).  The call returns when a CUDA event
- * after the kernel is done (polled): a gap of us microseconds asks the kernel for us less the
- * round trip of an empty one (launch to end seen, timed at set-up).
+ * elements, until the nanoseconds it was given have passed since its first block started.  It
+ * is loaded once per process through the driver API (cuModuleLoadData, cuModuleGetFunction,
+ * cuLaunchKernel), whose entry points come from the CUDA runtime
+ * (cudaGetDriverEntryPointByVersion: the driver the runtime loaded, never a -lcuda), and
+ * launched on a stream of its own beside the collectives' (an op posted before it progresses
+ * meanwhile: they contend).  The call returns when a CUDA event after the kernel is done
+ * (polled): a gap of us microseconds asks the kernel for us less the round trip of an empty
+ * one (launch to end seen, timed at set-up).
  *
  * Where the module does not load (no JIT for PTX: CUDA_DISABLE_PTX_JIT=1, a driver without the
  * entry points), device-to-device cudaMemcpyAsync copies on the same stream, as many bytes as
  * the copy rate timed at set-up moves in the gap; a note says so.  Process-wide: every context
- * of a rank is on one device; freed with the last context (nb_compute_free).
+ * of a rank is on one device; freed with the last context (nb_compute_hold).
  */
 #include "config.h"
 
