@@ -6,6 +6,8 @@
 # one total budget, a failure never stopping the later steps:
 #   version    collprof --version, --list
 #   matrix     collprof --np 1 --backends nccl (the default matrix): summary, .h5
+#   profiler   tests/integration/nccl_profiler_gpu.sh: collprof's NCCL profiler plugin
+#   gaps       tests/integration/nccl_gpu_gaps.sh: a replay whose gaps run a busy kernel
 #   compare    bench/nccl_compare.sh: collprof against the plain NCCL loop, 5 rounds,
 #              with the control (the loop with per-cell buffers, as collprof's)
 #   compare-pinned  the same with all three programs on two CPUs (taskset)
@@ -63,8 +65,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 for st in ${SKIP//,/ }; do
-    case $st in version | matrix | compare | compare-pinned | sanitizer | sanitizer-triage | check-gpu) ;;
-    *) bad_usage "--skip: no step '$st' (version, matrix, profiler, compare, compare-pinned, sanitizer, sanitizer-triage, check-gpu)" ;;
+    case $st in version | matrix | profiler | gaps | compare | compare-pinned | sanitizer | sanitizer-triage | check-gpu) ;;
+    *) bad_usage "--skip: no step '$st' (version, matrix, profiler, gaps, compare, compare-pinned, sanitizer, sanitizer-triage, check-gpu)" ;;
     esac
 done
 case $BUDGET in '' | *[!0-9]*) bad_usage "--budget needs a whole number of seconds" ;; esac
@@ -101,7 +103,7 @@ record() {
 need() {
     case $1 in
     matrix | compare-pinned) echo 30 ;;
-    profiler) echo 20 ;;
+    profiler | gaps) echo 20 ;;
     compare) echo 40 ;;
     check-gpu) echo 100 ;;
     *) echo 0 ;;
@@ -324,13 +326,13 @@ grep -i -E '^pip (torch|nvidia-nccl|nvidia-cuda-runtime)' "$OUTDIR/machine.txt" 
 # ---- the steps (reserves: what the later steps need at least) -------------------------
 GPU=1
 [ "$NGPU" -gt 0 ] || [ "$FORCE" = 1 ] || GPU=0
-run_step version 30 "matrix profiler compare compare-pinned check-gpu" "" sh -c '"$1" --version && echo && "$1" --list' sh "$COLLPROF"
+run_step version 30 "matrix profiler gaps compare compare-pinned check-gpu" "" sh -c '"$1" --version && echo && "$1" --list' sh "$COLLPROF"
 grep -h -o 'NCCL[X]* [0-9][^ ]* ([^)]*)[^|]*' "$LOGS/version.log" 2>/dev/null | head -n 1 | sed 's/^/# nccl as loaded: /' |
     tee -a "$REPORT"
 
 mkdir -p "$OUTDIR/matrix" "$OUTDIR/compare" "$OUTDIR/sanitizer"
 if [ "$GPU" = 1 ]; then
-    run_step matrix 110 "profiler compare compare-pinned check-gpu" "default matrix, 1 rank" \
+    run_step matrix 110 "profiler gaps compare compare-pinned check-gpu" "default matrix, 1 rank" \
         "$COLLPROF" --np 1 --backends nccl -v --output-dir "$OUTDIR/matrix"
 else
     skip_step matrix "$GPU_NOTE"
@@ -340,13 +342,25 @@ fi
 # backend recorded through NCCL_PROFILER_PLUGIN, the trace imported; files kept in profiler/
 mkdir -p "$OUTDIR/profiler"
 if [ "$GPU" = 1 ]; then
-    run_step profiler 60 "compare compare-pinned check-gpu" "NCCL profiler plugin, one rank per GPU" \
+    run_step profiler 60 "gaps compare compare-pinned check-gpu" "NCCL profiler plugin, one rank per GPU" \
         env COLLPROF_BIN="$COLLPROF" COLLPROF_SRCDIR="$SRC" CP_KEEP_DIR="$OUTDIR/profiler" \
         CP_TIMEOUT=45 sh tests/integration/nccl_profiler_gpu.sh
     grep -E '^(ok|not ok|# NCCL:|# [0-9]+ ops)' "$LOGS/profiler.log" 2>/dev/null | cut -c1-300 |
         sed 's/^/# profiler: /' | tee -a "$REPORT"
 else
     skip_step profiler "$GPU_NOTE"
+fi
+
+# collprof --replay --gaps compute on nccl (docs/replay.md "Gaps"): each gap a busy kernel on
+# the device beside the collectives' stream; the exposed communication figures
+if [ "$GPU" = 1 ]; then
+    run_step gaps 60 "compare compare-pinned check-gpu" "replay --gaps compute, busy kernel, one rank per GPU" \
+        env COLLPROF_BIN="$COLLPROF" COLLPROF_SRCDIR="$SRC" CP_TIMEOUT=45 \
+        sh tests/integration/nccl_gpu_gaps.sh
+    grep -E '^(ok|not ok|# .*busy kernel|# exposed|# whole trace|# CUDA_DISABLE)' "$LOGS/gaps.log" 2>/dev/null |
+        cut -c1-300 | sed 's/^/# gaps: /' | tee -a "$REPORT"
+else
+    skip_step gaps "$GPU_NOTE"
 fi
 
 LOOP=$B/bench/nccl_loop

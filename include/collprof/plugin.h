@@ -474,6 +474,24 @@ typedef struct collprof_backend {
      * alone (COLLPROF_BACKEND_GROUPS).
      */
     int (*split)(void *ctx, const collprof_host_t *host, void **out);
+
+    /* ---- optional (collprof --replay --gaps compute on the device) ---- */
+    /**
+     * LOCAL, between ops.  Keep ctx's device busy for us microseconds with
+     * work that contends with the collectives for its memory bandwidth and
+     * its cores (nccl: a kernel that reads and writes a buffer larger than
+     * the device's cache on every multiprocessor), on a stream of its own
+     * beside the collectives' (an op posted before it progresses meanwhile),
+     * and return when the work is done, near us from the call (what starting
+     * it and seeing it end cost is the plugin's to take off).  us 0: set the
+     * work up (load, calibrate) and run nothing: the core calls that once per
+     * context before the replays.  *how on success: a few words on what the
+     * work is ("busy kernel"), a string of the plugin's that outlives ctx.
+     * COLLPROF_ERR_NOT_SUPPORTED: none here; the core then fills the gaps on
+     * the host, as without the slot.  Any other error: last_error(ctx) says
+     * why, and the core fills the rest of the replay's gaps on the host.
+     */
+    int (*compute)(void *ctx, double us, const char **how);
 } collprof_backend_t;
 
 /** sizeof(collprof_backend_t) of ABI 2 before any optional slot: the least the core accepts. */

@@ -586,4 +586,5 @@ COLLPROF_PLUGIN_ENTRY = {
     .wait = cpgloo::gl_wait,
     .group = nullptr, /* coalesced calls: posted one by one */
     .split = nullptr, /* a replay's groups: init() on their members */
+    .compute = nullptr, /* --gaps compute: host work, the core's */
 };

@@ -199,6 +199,7 @@ static void nb_teardown(nb_ctx_t *ctx)
     }
     free(ctx->xf);
     free(ctx);
+    nb_compute_hold(0); /* (the last context frees the device compute's buffer) */
 }
 
 static int nb_parse_int(const char *s, long lo, long hi, long *out)
@@ -373,6 +374,7 @@ static nb_ctx_t *nb_ctx_new(const collprof_host_t *host, int *rc)
         *rc = COLLPROF_ERR_NO_MEMORY;
         return NULL;
     }
+    nb_compute_hold(1);
     ctx->host = host;
     ctx->rank = host->rank;
     ctx->n = host->nranks;
@@ -552,6 +554,7 @@ COLLPROF_PLUGIN_ENTRY = {
     .post = nb_post,
     .wait = nb_req_wait,
     .group = nb_group,
+    .compute = nb_compute,
 #ifdef HAVE_NCCLCOMMSPLIT
     .split = nb_split,
 #endif

@@ -5,6 +5,8 @@
  *
  *   nccl_backend.c  entry struct, options, building the plan and query, init/finalize, describe,
  *                   split (a replay's process group: ncclCommSplit)
+ *   nccl_compute.c  compute(): the gaps of collprof --replay --gaps compute on the device (a busy
+ *                   PTX kernel, or device-to-device copies where it does not load)
  *   nccl_variant.c  select_variant(): what applies, the forced-algorithm probe
  *   nccl_run.c      run(), run_batch() and post(): what is not timed (staging space,
  *                   registration, graph capture), the launches, the timings
@@ -21,8 +23,8 @@
  *                   status and dtype maps (nccl_plan.h; tests/unit/test_nccl_plan.t)
  *   nccl_p2p.c      the grouped send/recv schedules, no GPU needed either (the same)
  *
- * Calls go down only, top to bottom: nccl_backend > nccl_variant > nccl_run > nccl_post >
- * nccl_issue > nccl_mem > nccl_wait > nccl_comm > nccl_util > nccl_plan > nccl_p2p.
+ * Calls go down only, top to bottom: nccl_backend > nccl_compute > nccl_variant > nccl_run >
+ * nccl_post > nccl_issue > nccl_mem > nccl_wait > nccl_comm > nccl_util > nccl_plan > nccl_p2p.
  */
 #ifndef CP_NCCL_INTERNAL_H
 #define CP_NCCL_INTERNAL_H
@@ -160,6 +162,11 @@ int nb_run(void *vctx, const collprof_args_t *ia);
 int nb_run_batch(void *vctx, const collprof_args_t *a, int iters, double *times_us);
 uint32_t nb_post_ops(void);
 int nb_post(void *vctx, const collprof_args_t *a, void **req);
+
+/* nccl_compute.c */
+int nb_compute(void *vctx, double us, const char **how);
+/* more 1: a context made, 0: one gone; the last one gone frees the compute's device state */
+void nb_compute_hold(int more);
 
 /* nccl_variant.c */
 int nb_select_variant(void *vctx, collprof_op_t iop, const char *name);

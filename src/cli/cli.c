@@ -177,7 +177,9 @@ const cli_opt_t cli_opts[] = {
      "time between a replay's ops: none (back to back, the\n"
      "default), trace[:SCALE] (each op at its recorded offset,\n"
      "the gaps times SCALE) or compute[:SCALE] (each gap\n"
-     "filled with a memory-bandwidth loop)",
+     "filled with work: a busy kernel on the device where\n"
+     "the backend has one (nccl), else a memory-bandwidth\n"
+     "loop on the host)",
      NULL},
     {"replay-ops", 0, "RANGE", cli_h_string, NULL, OPT_FIELD(replay_ops),
      "replay only the ops whose seq is in RANGE (A-B, A-,\n"

@@ -26,7 +26,7 @@ const char *cp_replay_gaps_words(const collprof_replay_row_t *rows, size_t n, co
 void cp_replay_gaps_print(FILE *f, const collprof_replay_row_t *rows, size_t i)
 {
     const collprof_replay_row_t *r = &rows[i];
-    char words[48];
+    char words[96];
     if (i == 0 || strcmp(rows[i - 1].what, "rank") != 0) {
         fprintf(f,
                 "%s: each rank's issues against their targets (the recorded offsets), "

@@ -155,7 +155,7 @@ void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n, long 
     size_t first = 0; /* the backend's first row */
     for (size_t i = 0; i < n; i++) {
         const collprof_replay_row_t *r = &rows[i];
-        char gaps[48];
+        char gaps[96];
         if (strcmp(r->backend, backend) != 0) {
             backend = r->backend;
             first = i;

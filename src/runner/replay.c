@@ -515,6 +515,7 @@ int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, cons
              CP_AGREE_OK &&
          alloc_bufs(p, t, g, b->nranks, need) == 0;
     if (ok) {
+        cp_replay_compute_setup(p, g, t->ngroups);
         cp_replay_loop(p, o, n, g, iters, tmo, times, issues, exposed, whole, b->rank, fly);
         cp_wd_beat(CP_WD_GATHER, -1, -1, 0, tmo);
         for (size_t i = 0; i < n; i++) {

@@ -37,6 +37,9 @@ static struct {
     int64_t start, prev_end, prev_rec_end;
     uint64_t *buf; /* compute's buffer */
     size_t nbuf, at;
+    size_t ndev, nhost; /* compute: the gaps filled on the device, on the host (this backend) */
+    int dev_off;        /* compute: the device's work failed, the host's from here */
+    char how[32];       /* compute: the device's work, in the plugin's words */
     int slack_set;
     long slack_old;
 } G = {.mode = CP_GAPS_NONE};
@@ -48,73 +51,6 @@ static int64_t mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int cp_gaps_parse(const char *s, int *mode, double *scale, char *err, size_t len)
-{
-    *mode = CP_GAPS_NONE;
-    *scale = 1;
-    if (s[0] == '\0' || !strcmp(s, "none")) {
-        return 0;
-    }
-    const char *colon = strchr(s, ':');
-    size_t k = colon != NULL ? (size_t)(colon - s) : strlen(s);
-    if (k == 5 && !strncmp(s, "trace", k)) {
-        *mode = CP_GAPS_TRACE;
-    } else if (k == 7 && !strncmp(s, "compute", k)) {
-        *mode = CP_GAPS_COMPUTE;
-    } else {
-        snprintf(err, len, "--gaps %s: not none, trace, trace:SCALE, compute or compute:SCALE", s);
-        return -1;
-    }
-    if (colon != NULL) {
-        char *end = NULL;
-        errno = 0;
-        *scale = strtod(colon + 1, &end);
-        if (end == colon + 1 || *end != '\0' || errno != 0 || !(*scale > 0) || *scale > 1000) {
-            snprintf(err, len,
-                     "--gaps %s: SCALE must be a number in (0, 1000] (0.5: half the gaps)", s);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* A seq: decimal digits, at most 18 of them; -1 when not. */
-static int64_t seq_of(const char *s, size_t n)
-{
-    if (n == 0 || n > 18) {
-        return -1;
-    }
-    int64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') {
-            return -1;
-        }
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
-}
-
-int cp_replay_ops_parse(const char *s, int64_t *lo, int64_t *hi, char *err, size_t len)
-{
-    const char *dash = strchr(s, '-');
-    int bad;
-    if (dash == NULL) {
-        *lo = *hi = seq_of(s, strlen(s));
-        bad = *lo < 0;
-    } else {
-        size_t a = (size_t)(dash - s), b = strlen(dash + 1);
-        *lo = a > 0 ? seq_of(s, a) : 0;
-        *hi = b > 0 ? seq_of(dash + 1, b) : -1;
-        bad = (a == 0 && b == 0) || *lo < 0 || (b > 0 && *hi < 0) || (*hi >= 0 && *hi < *lo);
-    }
-    if (bad) {
-        snprintf(err, len, "--replay-ops %s: not a range of seqs A-B, A-, -B or A (A <= B, from 0)",
-                 s);
-        return -1;
-    }
-    return 0;
 }
 
 static int is_coll(const collprof_trace_op_row_t *r)
@@ -308,6 +244,11 @@ void cp_gaps_begin(int it)
             G.lateness[i] = 0;
         }
     }
+    if (it == 0) {
+        G.ndev = G.nhost = 0;
+        G.dev_off = 0;
+        G.how[0] = '\0';
+    }
     G.it = it;
     G.start = mono_ns() + LEAD_NS;
     G.prev_end = G.start;
@@ -353,7 +294,26 @@ static int64_t target_of(const collprof_trace_op_row_t *r)
     return G.start + (int64_t)((double)(r->t_issue_ns - G.origin) * G.scale);
 }
 
-void cp_gaps_wait(const collprof_trace_op_row_t *r)
+/* compute: the gap to target on the device (fill, where given and it has not failed), the
+ * rest of it (the device's work ended early) by a sleep; else all of it on the host */
+static void fill_gap(int64_t target, cp_gaps_fill_fn fill, void *arg)
+{
+    const char *how = NULL;
+    if (fill != NULL && !G.dev_off) {
+        int rc = fill(arg, (double)(target - mono_ns()) / 1e3, &how);
+        if (rc == 0) {
+            G.ndev++;
+            snprintf(G.how, sizeof(G.how), "%s", how != NULL ? how : "");
+            sleep_until(target);
+            return;
+        }
+        G.dev_off = 1; /* (fill said why where it failed) */
+    }
+    G.nhost++;
+    work_until(target);
+}
+
+void cp_gaps_wait(const collprof_trace_op_row_t *r, cp_gaps_fill_fn fill, void *arg)
 {
     if (G.mode == CP_GAPS_NONE || r->t_issue_ns < 0) {
         return; /* (an op without an issue time goes at once) */
@@ -362,7 +322,7 @@ void cp_gaps_wait(const collprof_trace_op_row_t *r)
     size_t i = (size_t)G.loc[r - G.t->ops] * (size_t)G.iters + (size_t)G.it;
     if (now < target) {
         if (G.mode == CP_GAPS_COMPUTE) {
-            work_until(target);
+            fill_gap(target, fill, arg);
         } else {
             sleep_until(target);
         }
@@ -482,65 +442,22 @@ int cp_gaps_rank_row(const char *backend, collprof_replay_row_t *row)
     row->time_p50_us = cp_stats_median(v, (size_t)G.iters);
     row->recorded_us = my_window_us();
     row->ratio = row->recorded_us > 0 ? row->time_p50_us / row->recorded_us : 0;
-    char mode[40];
+    char mode[80];
     snprintf(mode, sizeof(mode), "%s", G.mode == CP_GAPS_TRACE ? "trace" : "compute");
     if (G.scale != 1) {
         snprintf(mode + strlen(mode), sizeof(mode) - strlen(mode), ":%g", G.scale);
+    }
+    if (G.mode == CP_GAPS_COMPUTE && G.ndev + G.nhost > 0) { /* where the gaps' work ran */
+        size_t l = strlen(mode);
+        snprintf(mode + l, sizeof(mode) - l, " on the %s%s%s%s", G.ndev > 0 ? "device (" : "host",
+                 G.ndev > 0 ? G.how : "", G.ndev > 0 ? ")" : "",
+                 G.ndev > 0 && G.nhost > 0 ? " and the host" : "");
     }
     snprintf(row->note, sizeof(row->note),
              "gaps %s; %zu ops issued at a target and %zu at once (no issue time)", mode, timed,
              untimed);
     free(v);
     return 1;
-}
-
-size_t cp_gaps_partition(collprof_replay_row_t *rows, size_t n)
-{
-    size_t k = 0, nrk = 0;
-    collprof_replay_row_t *rk = malloc((n + 1) * sizeof(*rk));
-    if (rk == NULL) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!strcmp(rows[i].what, "rank")) {
-            rk[nrk++] = rows[i];
-        } else {
-            rows[k++] = rows[i];
-        }
-    }
-    memcpy(&rows[k], rk, nrk * sizeof(*rk));
-    free(rk);
-    return nrk;
-}
-
-void cp_gaps_fold_add(collprof_replay_row_t *into, const collprof_replay_row_t *r)
-{
-    into->issue_err_p50_us =
-        r->issue_err_p50_us > into->issue_err_p50_us ? r->issue_err_p50_us : into->issue_err_p50_us;
-    into->issue_err_p99_us =
-        r->issue_err_p99_us > into->issue_err_p99_us ? r->issue_err_p99_us : into->issue_err_p99_us;
-    into->issue_err_max_us =
-        r->issue_err_max_us > into->issue_err_max_us ? r->issue_err_max_us : into->issue_err_max_us;
-    into->late += r->late;
-}
-
-void cp_gaps_fold(const collprof_replay_row_t *ops, size_t k, collprof_replay_row_t *r)
-{
-    r->issue_err_p50_us = r->issue_err_p99_us = r->issue_err_max_us = -1;
-    r->late = 0;
-    for (size_t i = 0; i < k; i++) {
-        cp_gaps_fold_add(r, &ops[i]);
-    }
-}
-
-void cp_gaps_trace_row(collprof_replay_row_t *rows, size_t n, const collprof_replay_row_t *rk,
-                       size_t nrk)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (!strcmp(rows[i].what, "trace")) {
-            cp_gaps_fold(rk, nrk, &rows[i]);
-        }
-    }
 }
 
 void cp_gaps_free(void)

@@ -1,10 +1,11 @@
 /*
  * --gaps and --replay-ops of collprof --replay (docs/replay.md, "Gaps"): which ops of the trace
  * a rank replays, when it issues each (at its recorded offset from the replay's start, by an
- * absolute sleep and a short spin; or after its recorded gap filled with a memory-bandwidth
- * loop), and how far each issue was from its target (the gap fidelity: per op and per rank in
- * /replay's issue_err_* columns, the rank rows).  One replay at a time per process: the state
- * is this file's.
+ * absolute sleep and a short spin; or after its recorded gap filled with work: a busy kernel on
+ * the op's device through the plugin's compute slot, else a memory-bandwidth loop), and how
+ * far each issue was from its target (the gap fidelity: per op and per rank in /replay's
+ * issue_err_* columns, the rank rows).  One replay at a time per process: the state is this
+ * file's; replay_gaps_util.c, below it, parses the options and folds the figures.
  */
 #ifndef COLLPROF_RUNNER_REPLAY_GAPS_H
 #define COLLPROF_RUNNER_REPLAY_GAPS_H
@@ -34,8 +35,13 @@ int cp_gaps_mode(void);
 
 /** Replay it starts (after the barrier that starts it; it 0: the first on a backend). */
 void cp_gaps_begin(int it);
-/** Wait for op r's target, just before it is issued (its buffers ready); records the error. */
-void cp_gaps_wait(const collprof_trace_op_row_t *r);
+/** --gaps compute on the device: keep it busy for us from now, return when done; 0 (*how: a
+ *  few words on the work), 1 where there is none (the host fills the gaps), -1 when it failed
+ *  (said; the host fills the rest of this backend's gaps). */
+typedef int (*cp_gaps_fill_fn)(void *arg, double us, const char **how);
+/** Wait for op r's target, just before it is issued (its buffers ready); records the error.
+ *  Under compute, fill(arg, ...) fills the gap where given (the op's device), else the host. */
+void cp_gaps_wait(const collprof_trace_op_row_t *r, cp_gaps_fill_fn fill, void *arg);
 /** Op r has completed (before its check). */
 void cp_gaps_done(const collprof_trace_op_row_t *r);
 /** Replay it ends. */

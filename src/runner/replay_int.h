@@ -62,6 +62,9 @@ int cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, s
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
                     double *times, double *issues, double *exposed, double *whole, int rank,
                     size_t *fly);
+/** --gaps compute: the plugin's device work set up on each context of g[ng] this rank holds,
+ *  before the replays (its compute slot, where it has one; replay_issue.c). */
+void cp_replay_compute_setup(cp_plugin_t *p, cp_rgroup_t *g, size_t ng);
 /** An upper bound of the bytes of op r's buffers, the same on every rank (replay.c). */
 size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r);
 

@@ -19,6 +19,7 @@
 #include "runner/replay_gaps.h"
 
 #include "base/fault.h"
+#include "base/log.h"
 #include "chan/oob.h"
 #include "colls/data.h"
 #include "wd/watchdog.h"
@@ -310,6 +311,37 @@ static int run_composed(cp_plugin_t *p, const rop_t *o, const cp_rgroup_t *g,
     return rc;
 }
 
+/* --gaps compute on the device: the plugin's compute slot on the op's context (a
+ * cp_gaps_fill_fn); its failure said once, in one line */
+typedef struct fill_arg {
+    cp_plugin_t *p;
+    void *ctx;
+} fill_arg_t;
+
+static int dev_fill(void *arg, double us, const char **how)
+{
+    const fill_arg_t *f = arg;
+    int rc = f->p->be->compute(f->ctx, us, how);
+    if (rc != COLLPROF_OK && rc != COLLPROF_ERR_NOT_SUPPORTED) {
+        cp_log(CP_LOG_WARN,
+               "replay on %s: --gaps compute on the device failed (%s: %s): this rank fills "
+               "the rest of its gaps on the host",
+               f->p->name, collprof_status_string(rc), f->p->be->last_error(f->ctx));
+    }
+    return rc == COLLPROF_OK ? 0 : rc == COLLPROF_ERR_NOT_SUPPORTED ? 1 : -1;
+}
+
+void cp_replay_compute_setup(cp_plugin_t *p, cp_rgroup_t *g, size_t ng)
+{
+    const char *how = NULL;
+    for (size_t k = 0;
+         cp_gaps_mode() == CP_GAPS_COMPUTE && COLLPROF_BACKEND_HAS(p->be, compute) && k < ng; k++) {
+        if (g[k].ctx != NULL) {
+            p->be->compute(g[k].ctx, 0, &how); /* (a failure shows at the first gap) */
+        }
+    }
+}
+
 /* Issue op o: run it (and check it), or post it. */
 static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
 {
@@ -317,7 +349,10 @@ static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
     cp_replay_groups_use(gs, (size_t)o->group);
     int crc = COLLPROF_OK;
     collprof_args_t a = args_of(p, o, g, rank, &crc);
-    cp_gaps_wait(o->t); /* --gaps: until its target (its buffers ready) */
+    fill_arg_t fa = {p, g->ctx};
+    /* --gaps: until its target (its buffers ready), the gap filled on its device where the
+     * plugin can */
+    cp_gaps_wait(o->t, COLLPROF_BACKEND_HAS(p->be, compute) ? dev_fill : NULL, &fa);
     double t0 = now_us();
     o->at = t0;
     int rc = o->how == RP_POST ? p->be->post(g->ctx, &a, &o->req)

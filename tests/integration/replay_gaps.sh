@@ -3,8 +3,9 @@
 # trace of 2 ranks whose 11 allreduces are recorded 20 ms apart (startTime_ns: a recorded
 # window of 200 ms) replayed with --np 2: --gaps trace makes each rank's replay span at least
 # the window, trace:0.5 about half of it (under 3/4), compute at least the window (the gaps
-# filled with a memory-bandwidth loop); each op row and each rank row has its issue errors;
-# --gaps none has no rank rows.  --replay-ops keeps the ops of its seqs (the row count, the
+# filled with a memory-bandwidth loop on self, said "on the host"; on nccl's CUDA/NCCL stand-in,
+# with the plugin's busy kernel, its fallback and its failure, below); each op row and each
+# rank row has its issue errors; --gaps none has no rank rows.  --replay-ops keeps the ops of its seqs (the row count, the
 # seqs, the window from the first kept issue).  A range outside the trace, and --gaps trace on
 # a trace without issue times, are one-line errors with exit status 2 before any
 # communication.  (The timing goals, 20 us at p99, are bench/replay_gaps.sh's: not judged.)
@@ -85,6 +86,68 @@ m=$(awk -F'|' '$1 == "op" && $26 != -1' all.none | wc -l)
 [ "$n" -eq 22 ] && [ "$x" -eq 1 ] && [ "$m" -eq 0 ] &&
     grep -q '^exposed communication: ' r.compute/collprof_*.txt
 ok $? "--gaps compute: exposed time per op (22: $n) and for the trace ($x), none under --gaps none ($m)"
+# self has no device compute slot: the host fills the gaps, and says so
+[ "$(awk -F'|' '$17 ~ /^gaps compute on the host; /' rk.compute | wc -l)" -eq 2 ] &&
+    grep -q '^== replay on self (p50 over 2 replays, gaps compute on the host) ==$' r.compute/collprof_*.txt
+ok $? "--gaps compute on self: the summary and the rank rows say the gaps ran on the host"
+
+# --gaps compute on the device: the nccl plugin's compute slot on the CUDA/NCCL stand-in
+# (tests/nccl_mock/mock_cuda_driver.c logs each module load and kernel launch).  Each rank
+# loads the PTX kernel once, times it (5 empty launches, one of 1 ms), then launches it once
+# per gap on a stream of its own, asked for the gap (10 ms here) less an empty launch's round
+# trip, over a buffer that holds what it is told (grid: 4 multiprocessors x 8 blocks of 256).
+# The summary and the rank rows say the gaps ran on the device, as a busy kernel; the
+# exposed figures are there.  Without PTX JIT: device-to-device copies, one note per rank; a
+# launch that fails: one warning line per rank, the gaps on the host.
+if [ -e "$MOCK/collprof_nccl.so" ]; then
+    rm -f klog ptx
+    CPMOCK_KERNEL_LOG=$PWD/klog CPMOCK_PTX_OUT=$PWD/ptx COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH" \
+        replay nccl dev --gaps compute:0.5
+    n=$(awk '$1 == "load" { ld[$2]++ } $1 == "launch" { pid[$2]; st[$2 " " $8]
+            if ($4 != 32 || $6 != 256 || $14 != "ok") bad++
+            if ($12 >= 5000000 && $12 <= 10000000) gap[$2]++
+            if ($12 == 0) empty[$2]++; if ($12 == 1000000) cal[$2]++ }
+        END { for (p in pid) { ns = 0; for (k in st) if (index(k, p " ") == 1) ns++
+                  if (ld[p] == 1 && gap[p] == 20 && empty[p] == 5 && cal[p] == 1 && ns == 1) good++ }
+              print good + 0, bad + 0 }' klog)
+    [ "$rc" -eq 0 ] && [ "$n" = "2 0" ]
+    ok $? "--gaps compute on nccl (stand-in): each rank loads the kernel once, calibrates it, launches it for each of its 20 gaps on one stream, with sensible arguments ($n, exit $rc: $(head -c 300 err))"
+    m=$(awk -F'|' '$17 ~ /^gaps compute:0.5 on the device \(busy kernel\); /' rk.dev | wc -l)
+    x=$(awk -F'|' '$16 == "ok" && $26 >= 0 && $26 <= $12 + 0.01' ops.dev | wc -l)
+    [ "$m" -eq 2 ] && [ "$x" -eq 22 ] && [ "$(spans dev 100000 1e12 100000)" -eq 2 ] &&
+        grep -q '^== replay on nccl (p50 over 2 replays, gaps compute:0.5 on the device (busy kernel)) ==$' r.dev/collprof_*.txt &&
+        grep -q '^exposed communication: ' r.dev/collprof_*.txt
+    ok $? "--gaps compute on nccl (stand-in): the summary and both rank rows say busy kernel on the device ($m), 22 ops with their exposed time ($x), spans at least the window"
+    "$REPORT" replay r.dev/collprof_*.h5 >rep.dev 2>&1
+    [ $? -eq 0 ] && grep -q '^== replay on nccl (p50 over 2 replays, gaps compute:0.5 on the device (busy kernel)) ==$' rep.dev &&
+        [ "$(grep -c '^gaps compute:0.5 on the device (busy kernel): each rank' rep.dev)" -eq 1 ] &&
+        grep -q '^exposed communication: ' rep.dev
+    ok $? "collprof-report replay reads the file's rank rows back: the same header, gap table and exposed time ($(head -c 200 rep.dev))"
+    ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)
+    if [ -n "$ptxas" ] && [ -s ptx ]; then
+        "$ptxas" -arch=sm_90 ptx -o ptx.cubin >ptxas.out 2>&1 && "$ptxas" -arch=sm_80 ptx -o ptx.cubin >>ptxas.out 2>&1
+        ok $? "the busy kernel's PTX assembles for sm_80 and sm_90 ($ptxas: $(head -c 200 ptxas.out))"
+    else
+        ok 0 "# SKIP no ptxas here: the kernel's PTX not assembled"
+    fi
+    rm -f klog
+    CPMOCK_PTX=nojit CPMOCK_KERNEL_LOG=$PWD/klog COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH" \
+        replay nccl nojit --gaps compute:0.5 --replay-ops 0-3
+    n=$(grep -c '^collprof\[[01]\]: warning: nccl: --gaps compute on rank [01]: no busy kernel (cuModuleLoadData of its PTX failed: PTX JIT compiler library not found (mock) (221)): the gaps are device-to-device copies at [0-9.]* GB/s' err)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && [ "$(grep -c . err)" -eq 2 ] && ! grep -q launch klog 2>/dev/null &&
+        [ "$(awk -F'|' '$17 ~ /^gaps compute:0.5 on the device \(device copies\); /' rk.nojit | wc -l)" -eq 2 ] &&
+        [ "$(awk -F'|' '$16 == "ok"' ops.nojit | wc -l)" -eq 8 ]
+    ok $? "--gaps compute on nccl without PTX JIT: one note per rank, the gaps device-to-device copies, said in the rank rows (exit $rc: $(head -c 400 err))"
+    CPMOCK_PTX=launch COLLPROF_PLUGIN_PATH="$MOCK:$COLLPROF_PLUGIN_PATH" \
+        replay nccl nolaunch --gaps compute:0.5 --replay-ops 0-3
+    n=$(grep -c '^collprof\[[01]\]: warning: replay on nccl: --gaps compute on the device failed (backend library error: cuLaunchKernel (the busy kernel) failed: too many resources requested for launch (mock) (701)): this rank fills the rest of its gaps on the host$' err)
+    [ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && [ "$(grep -c . err)" -eq 2 ] &&
+        [ "$(awk -F'|' '$17 ~ /^gaps compute:0.5 on the host; /' rk.nolaunch | wc -l)" -eq 2 ] &&
+        [ "$(awk -F'|' '$16 == "ok"' ops.nolaunch | wc -l)" -eq 8 ]
+    ok $? "--gaps compute on nccl, a kernel that does not launch: one warning line per rank, the gaps on the host (exit $rc: $(head -c 400 err))"
+else
+    for i in 1 2 3 4 5 6; do ok 0 "# SKIP the nccl stand-in was not built"; done
+fi
 
 replay self ops --gaps trace --replay-ops 2-5
 seqs=$(awk -F'|' '{ print $3 ":" $4 }' ops.ops | sort | tr '\n' ' ')

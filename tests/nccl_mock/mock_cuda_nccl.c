@@ -40,7 +40,8 @@
  * ncclCommGetAsyncError to complete (NCCL's per-collective thread), and the
  * plugin's nanosleep calls are counted, so that a sleep in a timed path shows.
  *
- * Not a model of NCCL's performance or of its error behaviour beyond that.
+ * Not a model of NCCL's performance or of its error behaviour beyond that.  The driver API
+ * that the plugin's device compute reaches (modules, kernel launches) is mock_cuda_driver.c's.
  */
 #include "config.h"
 

@@ -11,7 +11,8 @@
  * the init failures (nothing there: no GPU, no driver, a driver too old; or
  * a driver or a device that fails) and a timeout that aborts the communicator;
  * post() and wait() (sends and recvs held and launched as one group, a
- * collective posted behind them, waits out of order).  The
+ * collective posted behind them, waits out of order); compute() (the busy kernel loaded once,
+ * one launch per gap).  The
  * stand-in refuses as NCCL 2.28 does (at once on blocking communicators,
  * later and sticky on non-blocking ones), so the tests also check that a
  * refused probe leaves the variant's other operations working, on blocking
@@ -29,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <collprof/plugin.h>
@@ -434,6 +436,35 @@ static void check_copy_rate(const collprof_backend_t *be, void *ctx, void (*d2d)
           "copy_rate: buffers that do not fit fail with no rate (%s)", be->last_error(ctx));
 }
 
+/* the device compute (the optional compute slot, collprof --replay --gaps compute): set up once
+ * (the busy kernel's PTX loaded, an empty launch timed 5 times and one of 1 ms), then one launch
+ * per gap, back after about the gap */
+static void check_compute(const collprof_backend_t *be, void *ctx, void (*kern)(unsigned long *))
+{
+    unsigned long a[2] = {0, 0}, b[2] = {0, 0}, c[2] = {0, 0};
+    const char *how = NULL;
+    check(COLLPROF_BACKEND_HAS(be, compute) && kern != NULL, "the plugin has the compute slot");
+    if (!COLLPROF_BACKEND_HAS(be, compute) || kern == NULL) {
+        return;
+    }
+    kern(a);
+    int rc = be->compute(ctx, 0, &how);
+    kern(b);
+    check(rc == COLLPROF_OK && how != NULL && !strcmp(how, "busy kernel") && b[0] - a[0] == 1 &&
+              b[1] - a[1] == 6,
+          "compute(0): the kernel loaded once and timed by 6 launches (%lu, %lu): %s", b[0] - a[0],
+          b[1] - a[1], rc ? be->last_error(ctx) : how);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = be->compute(ctx, 5000, &how);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    kern(c);
+    double us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    check(rc == COLLPROF_OK && c[0] == b[0] && c[1] - b[1] == 1 && us >= 4500 && us < 50000,
+          "compute(5000 us): one launch, no new load, back after %.0f us (%lu launches)", us,
+          c[1] - b[1]);
+}
+
 /*
  * One init on every rank with env=val set on rank who alone: it fails on
  * every rank (nobody hangs) with status want and a message that says
@@ -748,6 +779,7 @@ static void rank_main(const char *path)
     check_copy_rate(be, p.ctx, (void (*)(unsigned long *))dlsym(h, "cpmock_d2d"));
     check_post(be, p.ctx, &p.caps, (void (*)(unsigned long *))dlsym(h, "cpmock_groups"));
     check_rsv(be, p.ctx, &p.caps, (void (*)(unsigned long *))dlsym(h, "cpmock_groups"));
+    check_compute(be, p.ctx, (void (*)(unsigned long *))dlsym(h, "cpmock_kernels"));
     oob_shm_runner_t k;
     oob_shm_runner(&k, &p, hosts);
     run_matrix(&k.r);

@@ -524,14 +524,14 @@ static int check_replay(const void *rec, size_t i, const cp_report_file_t *f, ch
                         size_t errlen)
 {
     const collprof_replay_row_t *r = rec;
-    int known = 0, op = !strcmp(r->what, "op");
+    int known = 0, op = !strcmp(r->what, "op"), rank = !strcmp(r->what, "rank"); /* (--gaps) */
     (void)f;
     for (size_t v = 0; v < sizeof(replay_statuses) / sizeof(replay_statuses[0]); v++) {
         known |= !strcmp(r->status, replay_statuses[v]);
     }
-    if (!known || (!op && strcmp(r->what, "type") != 0 && strcmp(r->what, "trace") != 0) ||
+    if (!known || (!op && !rank && strcmp(r->what, "type") != 0 && strcmp(r->what, "trace") != 0) ||
         r->backend[0] == '\0' || (op && (r->rank < 0 || r->seq < 0 || r->group < 0)) ||
-        r->rank < -1 || r->group < -1 || r->ops < 0 || r->iterations < 0 ||
+        (rank && r->rank < 0) || r->rank < -1 || r->group < -1 || r->ops < 0 || r->iterations < 0 ||
         !(r->time_p50_us >= 0) || r->time_p50_us > 1e15 || !(r->critical_us < 1e15) ||
         r->straggler < -1 || r->straggler_ops < 0) {
         snprintf(err, errlen, "corrupted: /replay row %zu", i);
