@@ -99,17 +99,6 @@ int cp_path_counts(cp_path_t *p, int rank, const cp_gcount_t *c, size_t m)
     return 0;
 }
 
-size_t cp_path_want(const cp_path_t *p, int rank)
-{
-    const prk_t *q = &p->rk[rank];
-    uint64_t left = q->n - q->fetched;
-    size_t m = left < p->per ? (size_t)left : p->per;
-    if (m == 0 || q->done) {
-        return 0;
-    }
-    return p->drain || q->cap - (q->len - q->pos) >= m ? m : 0;
-}
-
 int cp_path_feed(cp_path_t *p, int rank, const cp_prec_t *recs, size_t m)
 {
     prk_t *q = &p->rk[rank];

@@ -1,7 +1,7 @@
 /*
- * The end of replay_path.c's model: the chains' bookkeeping, the path followed back from the
- * op that ends last, and the instances a stalled model never completed (their skews and
- * stragglers are the report's all the same).
+ * The end of replay_path.c's model: what its cursors want, the chains' bookkeeping, the path
+ * followed back from the op that ends last, and the instances a stalled model never completed
+ * (their skews and stragglers are the report's all the same).
  */
 #include "config.h"
 
@@ -55,6 +55,17 @@ void cp_path_finish(cp_path_t *p, int r)
         q->base += q->pos;
         q->len = q->pos = q->cap = 0;
     }
+}
+
+size_t cp_path_want(const cp_path_t *p, int rank)
+{
+    const prk_t *q = &p->rk[rank];
+    uint64_t left = q->n - q->fetched;
+    size_t m = left < p->per ? (size_t)left : p->per;
+    if (m == 0 || q->done) {
+        return 0;
+    }
+    return p->drain || q->cap - (q->len - q->pos) >= m ? m : 0;
 }
 
 int64_t cp_path_count_of(const pgrp_t *g, int rank)
