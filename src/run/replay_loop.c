@@ -1,10 +1,10 @@
 /*
  * collprof --replay TRACE (docs/replay.md): the trace read and checked against the job before
  * any backend communicates, then replayed on every backend of the plan in turn; rank 0
- * gathers every rank's op rows in rounds of a few MiB, first what the critical path needs of
- * each (replay_path.h), then the rows themselves, which it folds per op x size x group and
- * for the whole trace (replay_fold.h) and writes to /replay as they come; it prints the
- * report's rows at the end (the summaries).
+ * pulls what the critical path needs of every rank's op rows as its model of the replay
+ * reaches them (replay_path.h), a few MiB a round, then gathers the rows themselves in rounds,
+ * which it folds per op x size x group and for the whole trace (replay_fold.h) and writes to
+ * /replay as they come; it prints the report's rows at the end (the summaries).
  */
 #include "config.h"
 

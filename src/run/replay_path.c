@@ -55,7 +55,6 @@ cp_path_t *cp_path_new(int nranks, const uint64_t *rows, size_t per)
         q->n = rows[r];
         q->cap = q->n < 2 * p->per ? (size_t)q->n : 2 * p->per;
         q->buf = calloc(q->cap + 1, sizeof(cp_prec_t));
-        q->wnext = -1;
         if (q->buf == NULL) {
             p->oom = 1;
         }
@@ -162,7 +161,6 @@ static void arrive(cp_path_t *p, pgrp_t *g, int r, const cp_prec_t *c)
         for (size_t i = 0; i < g->nmem; i++) {
             g->expect += g->mem[i].count > g->k;
         }
-        g->head = -1;
     }
     if (g->arrived == 0 || q->avail > g->ready) {
         g->ready = q->avail;
@@ -183,13 +181,6 @@ static void arrive(cp_path_t *p, pgrp_t *g, int r, const cp_prec_t *c)
     }
     g->arrived++;
     q->waiting = 1;
-    q->wnext = g->head;
-    g->head = r;
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    return *(const int *)a - *(const int *)b;
 }
 
 /* Group g's pending instance is complete: its members end at its ready + cost and go on, on
@@ -207,18 +198,15 @@ static int complete(cp_path_t *p, pgrp_t *g)
         g->skew[g->k] = g->hi - g->lo;
         g->strag[g->k] = g->expect > 1 ? g->hi_rank : -1;
     }
-    int *mem = p->stack + p->top, n = 0; /* (a rank is on the stack once at most) */
-    for (int r = g->head; r >= 0; r = p->rk[r].wnext) {
-        mem[n++] = r;
+    for (size_t i = 0; i < g->nmem; i++) { /* its members, every one arrived: in rank order */
+        if (g->mem[i].count > g->k) {
+            prk_t *q = &p->rk[g->mem[i].rank];
+            ended(q, (int64_t)(q->base + q->pos), f, x);
+            q->pos++;
+            q->waiting = 0;
+            p->stack[p->top++] = g->mem[i].rank; /* (a rank is on the stack once at most) */
+        }
     }
-    qsort(mem, (size_t)n, sizeof(int), cmp_int);
-    for (int i = 0; i < n; i++) {
-        prk_t *q = &p->rk[mem[i]];
-        ended(q, (int64_t)(q->base + q->pos), f, x);
-        q->pos++;
-        q->waiting = 0;
-    }
-    p->top += n;
     cp_pnode_drop(x);
     g->k++;
     g->arrived = 0;

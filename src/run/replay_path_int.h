@@ -31,7 +31,6 @@ typedef struct pgrp {
     double *skew;   /* [kmax] */
     int32_t *strag; /* [kmax] */
     size_t expect, arrived;
-    int head; /* the first member arrived, the others linked by their prk_t's wnext */
     double ready, cost, lo, hi;
     int last_rank, hi_rank; /* the member whose issue set ready; the one that issued last */
     int64_t last_idx;
@@ -47,7 +46,7 @@ typedef struct prk {
     pnode_t *last, *best;
     double best_fin;
     int64_t best_idx;
-    int waiting, wnext, done;
+    int waiting, done;
 } prk_t;
 
 /* An op of the path, in (rank, idx) order once the path is known. */
