@@ -1,10 +1,10 @@
 /*
  * collprof --replay TRACE (docs/replay.md): the trace read and checked against the job before
  * any backend communicates, then replayed on every backend of the plan in turn; rank 0
- * gathers every rank's op rows in rounds of a few MiB, first what the critical path needs of
- * each (replay_path.h), then the rows themselves, which it folds per op x size x group and
- * for the whole trace (replay_fold.h) and writes to /replay as they come; it prints the
- * report's rows at the end (the summaries).
+ * pulls what the critical path needs of every rank's op rows as its model of the replay
+ * reaches them (replay_path.h), a few MiB a round, then gathers the rows themselves in rounds,
+ * which it folds per op x size x group and for the whole trace (replay_fold.h) and writes to
+ * /replay as they come; it prints the report's rows at the end (the summaries).
  */
 #include "config.h"
 
@@ -37,9 +37,15 @@
 #define GUARD_SHARE 0.8
 
 #ifdef CP_HAVE_HDF5
-/* Rank 0's bytes per op of the trace (every rank's): the path's record (cp_rpath_t) and the
- * path's own (its key, instance, links), the fold's medians' values. */
-#define ROOT_OP_BYTES (sizeof(cp_rpath_t) + 136)
+/* Rank 0's bytes per op of the trace (every rank's): the fold's medians' values (up to four
+ * doubles, in arrays that grow by half again on average), an instance's skew and straggler. */
+#define ROOT_OP_BYTES 64
+/* Rank 0's bytes per op of its own, standing for the largest rank's: the critical path's ops
+ * (replay_path.h: a chain's op and the path's entry), which a trace of ranks that never meet
+ * in a group can hold more of. */
+#define ROOT_PATH_BYTES 64
+/* Rank 0's buffers: the pull's cursors (two rounds), its round, the rows' round and block. */
+#define ROOT_BUF_BYTES (5 * (uint64_t)ROUND_BYTES)
 
 /* The memory guard of a replay: this node's ranks (each as this one) and rank 0's figures of
  * every op where it runs, within GUARD_SHARE of the node's memory (cp_plan_node_this).  0, or
@@ -52,7 +58,8 @@ static int replay_guard(const cp_rank_run_t *rr, const cp_trace_t *t, const cp_t
     cp_plan_node_this(&node, b->local_size, b->node_ids[0] == b->node_id, b->nnodes);
     uint64_t mine = cp_replay_rank_bytes(t, b->rank, rr->opt->replay_iters);
     uint64_t ops = sc != NULL ? sc->nops : t->nops;
-    uint64_t root = node.rank0_here ? ops * ROOT_OP_BYTES + 2 * (uint64_t)ROUND_BYTES : 0;
+    uint64_t root =
+        node.rank0_here ? ops * ROOT_OP_BYTES + t->nops * ROOT_PATH_BYTES + ROOT_BUF_BYTES : 0;
     double need = (double)mine * node.local_ranks + (double)root, mib = 1024.0 * 1024.0;
     if (node.host_bytes == 0 || need <= GUARD_SHARE * (double)node.host_bytes) {
         return 0;
@@ -133,14 +140,16 @@ void cp_replay_free(cp_rank_run_t *rr)
 
 /* Rank 0 takes a block of rank's items: [at, at + m) of its own (buf: rank 0's to change). */
 typedef int (*block_fn)(void *arg, int rank, uint64_t at, void *items, size_t m);
+/* A rank packs its items [at, at + m) into send. */
+typedef void (*pack_fn)(void *arg, uint64_t at, size_t m, void *send);
 
 /*
- * Collective over the job: every rank's n items of size bytes (mine) to rank 0, in rounds of
- * at most ROUND_BYTES there (cnt[r]: rank r's n; most: the largest), rank 0 handing each
- * rank's block of a round to each(arg, ...) as it comes, rank after rank.  0, or -1 when out
- * of memory (agreed), the channel failed, or each() failed (on rank 0; the rounds go on).
+ * Collective over the job: every rank's n items of size bytes (packed by pack) to rank 0, in
+ * rounds of at most ROUND_BYTES there (cnt[r]: rank r's n; most: the largest), rank 0 handing
+ * each rank's block of a round to each(arg, ...) as it comes, rank after rank.  0, or -1 when
+ * out of memory (agreed), the channel failed, or each() failed (on rank 0; the rounds go on).
  */
-static int rounds(const cp_rank_run_t *rr, const void *mine, size_t n, size_t size,
+static int rounds(const cp_rank_run_t *rr, pack_fn pack, void *parg, size_t n, size_t size,
                   const uint64_t *cnt, uint64_t most, block_fn each, void *arg)
 {
     int nr = rr->boot.nranks;
@@ -155,7 +164,7 @@ static int rounds(const cp_rank_run_t *rr, const void *mine, size_t n, size_t si
     for (uint64_t c = 0; ok && c < most; c += per) {
         size_t m = c < n ? (n - c < per ? n - c : per) : 0;
         if (m > 0) {
-            memcpy(send, (const char *)mine + c * size, m * size);
+            pack(parg, c, m, send);
         }
         if (cp_oob_gather(send, recv, per * size) != 0) {
             ok = 0; /* (the channel's failure ends the job) */
@@ -172,94 +181,242 @@ static int rounds(const cp_rank_run_t *rr, const void *mine, size_t n, size_t si
     return ok ? rc : -1;
 }
 
+/* An op row on its way to rank 0, with its index among its rank's collectives of its group. */
+typedef struct orow {
+    collprof_replay_row_t row;
+    int64_t k;
+} orow_t;
+
 /* Rank 0's side of one backend's gathers. */
 typedef struct gat {
     cp_rank_run_t *rr;
     uint64_t *cnt, *off; /* per rank: its op rows, the first's index among every rank's */
     uint64_t most, nall;
-    cp_rpath_t *path; /* [nall] */
+    cp_path_t *path;
     cp_rfold_t *fold;
-    uint64_t base; /* the backend's first row in /replay */
-    int failed;    /* a row could not be written */
+    collprof_replay_row_t *rows; /* a block's rows */
+    uint64_t base;               /* the backend's first row in /replay */
+    int failed;                  /* a row could not be written */
 } gat_t;
 
-static int take_path(void *arg, int rank, uint64_t at, void *items, size_t m)
+/* A rank's side of the gathers: its op rows, its collectives' counts per group. */
+typedef struct mine {
+    const collprof_replay_row_t *rows;
+    size_t n, sent;
+    int64_t *k; /* per group: the collectives packed */
+    cp_gcount_t *gc;
+    size_t ngc, ng;
+    int nr;
+    size_t per;         /* the pull's records per round */
+    unsigned char *req; /* the pull's request: per rank, then "done" */
+    cp_prec_t *send;    /* [per] */
+    cp_prec_t *recv;    /* rank 0: [nranks * per] */
+} mine_t;
+
+static void pack_copy(void *arg, uint64_t at, size_t m, void *send)
 {
-    gat_t *g = arg;
-    if (g->path == NULL) {
-        return -1;
+    const mine_t *u = arg;
+    memcpy(send, u->gc + at, m * sizeof(*u->gc));
+}
+
+/* Op rows [at, at + m) with their k (the rows packed in order). */
+static void pack_rows(void *arg, uint64_t at, size_t m, void *send)
+{
+    mine_t *u = arg;
+    orow_t *o = send;
+    for (size_t j = 0; j < m; j++) {
+        const collprof_replay_row_t *r = &u->rows[at + j];
+        cp_prec_t c;
+        cp_prec_of(r, &c);
+        o[j].row = *r;
+        o[j].k = c.kind == CP_PREC_COLL && (size_t)c.group < u->ng ? u->k[c.group]++ : -1;
     }
-    memcpy(&g->path[g->off[rank] + at], items, m * sizeof(cp_rpath_t));
-    return 0;
+}
+
+static int take_counts(void *arg, int rank, uint64_t at, void *items, size_t m)
+{
+    (void)at;
+    gat_t *g = arg;
+    return g->path != NULL ? cp_path_counts(g->path, rank, items, m) : -1;
 }
 
 /* A block of op rows: the path's figures set, folded, written. */
 static int take_rows(void *arg, int rank, uint64_t at, void *items, size_t m)
 {
     gat_t *g = arg;
-    collprof_replay_row_t *rows = items;
+    const orow_t *o = items;
     uint64_t gi = g->off[rank] + at;
-    if (g->path == NULL || g->fold == NULL) {
+    if (g->path == NULL || g->fold == NULL || g->rows == NULL) {
         return -1;
     }
     for (size_t j = 0; j < m; j++) {
-        const cp_rpath_t *p = &g->path[gi + j];
-        rows[j].skew_us = p->skew_us;
-        rows[j].straggler = p->straggler;
-        rows[j].critical_us = p->critical_us;
-        if (cp_rfold_add(g->fold, gi + j, &rows[j]) != 0) {
+        cp_prec_t c;
+        g->rows[j] = o[j].row;
+        cp_prec_of(&g->rows[j], &c);
+        cp_path_row(g->path, rank, at + j, &c, o[j].k, &g->rows[j]);
+        if (cp_rfold_add(g->fold, gi + j, &g->rows[j]) != 0) {
             return -1;
         }
     }
-    if (g->rr->sum != NULL && cp_summary_replay(g->rr->sum, rows, m, g->base + gi) != 0) {
+    if (g->rr->sum != NULL && cp_summary_replay(g->rr->sum, g->rows, m, g->base + gi) != 0) {
         g->failed = 1;
     }
     return 0;
 }
 
-/* Every rank's count of op rows n: g's cnt, off, most, nall.  0, or -1. */
-static int counts_of(gat_t *g, size_t n)
+/* Every rank's count n: cnt (calloc'ed, *cnt), *most, *all.  0, or -1. */
+static int counts_of(size_t n, int nr, uint64_t **cnt, uint64_t *most, uint64_t *all)
 {
-    int nr = g->rr->boot.nranks;
     uint64_t my = n;
-    g->cnt = calloc((size_t)nr + 1, sizeof(uint64_t));
-    g->off = calloc((size_t)nr + 1, sizeof(uint64_t));
-    if (g->cnt == NULL || g->off == NULL || cp_oob_allgather(&my, g->cnt, sizeof(my)) != 0) {
+    *cnt = calloc((size_t)nr + 1, sizeof(uint64_t));
+    if (*cnt == NULL || cp_oob_allgather(&my, *cnt, sizeof(my)) != 0) {
         return -1; /* (out of memory: agreed in rounds(); the channel's failure ends the job) */
     }
+    *most = *all = 0;
     for (int r = 0; r < nr; r++) {
-        g->off[r + 1] = g->off[r] + g->cnt[r];
-        g->most = g->cnt[r] > g->most ? g->cnt[r] : g->most;
+        *all += (*cnt)[r];
+        *most = (*cnt)[r] > *most ? (*cnt)[r] : *most;
     }
-    g->nall = g->off[nr];
     return 0;
 }
 
-/* Collective over the job: the path's records of this rank's op rows mine[n] to rank 0, then
- * (rank 0: the path computed) the rows themselves, folded and written on rank 0 as they
- * come.  *crit: the path's length.  0, or -1. */
+/* A rank's collectives per group (u's k, gc).  0, or -1. */
+static int group_counts(mine_t *u)
+{
+    for (size_t i = 0; i < u->n; i++) {
+        u->ng = u->rows[i].group + 1 > (int)u->ng ? (size_t)u->rows[i].group + 1 : u->ng;
+    }
+    u->k = calloc(u->ng + 1, sizeof(int64_t));
+    u->gc = calloc(u->ng + 1, sizeof(cp_gcount_t));
+    if (u->k == NULL || u->gc == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < u->n; i++) {
+        cp_prec_t c;
+        cp_prec_of(&u->rows[i], &c);
+        if (c.kind == CP_PREC_COLL) {
+            u->k[c.group]++;
+        }
+    }
+    for (size_t gr = 0; gr < u->ng; gr++) {
+        if (u->k[gr] > 0) {
+            u->gc[u->ngc++] = (cp_gcount_t){.group = (int32_t)gr, .count = u->k[gr]};
+        }
+        u->k[gr] = 0; /* (counted again as the rows are packed) */
+    }
+    return 0;
+}
+
+/* This rank's next records of the pull, in u->send. */
+static void pack_recs(mine_t *u)
+{
+    size_t m = u->n - u->sent < u->per ? u->n - u->sent : u->per;
+    for (size_t i = 0; i < m; i++) {
+        cp_prec_of(&u->rows[u->sent + i], &u->send[i]);
+    }
+    u->sent += m;
+}
+
+/* Rank 0: one round of the pull (cp_path_pull_fn). */
+static int pull_round(void *arg, cp_path_t *p)
+{
+    mine_t *u = arg;
+    int nr = u->nr;
+    for (int r = 0; r < nr; r++) {
+        u->req[r] = cp_path_want(p, r) > 0;
+    }
+    u->req[nr] = 0;
+    if (cp_oob_bcast(u->req, (size_t)nr + 1, 0) != 0) {
+        return -1;
+    }
+    if (u->req[0]) {
+        pack_recs(u);
+    }
+    if (cp_oob_gather(u->send, u->recv, u->per * sizeof(cp_prec_t)) != 0) {
+        return -1;
+    }
+    for (int r = 0; r < nr; r++) {
+        size_t m = cp_path_want(p, r);
+        if (u->req[r] && cp_path_feed(p, r, u->recv + (size_t)r * u->per, m) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Collective over the job: rank 0 runs the model (*crit: the path's length, -1 when it
+ * failed), pulling the other ranks' records as it goes; they serve its rounds till it is
+ * done.  0, or -1 when the channel failed. */
+static int pull_path(gat_t *g, mine_t *u, double *crit)
+{
+    int nr = g->rr->boot.nranks, me = g->rr->boot.rank;
+    *crit = 0;
+    if (me == 0) {
+        *crit = cp_path_run(g->path, pull_round, u);
+        u->req[nr] = 1;
+        return cp_oob_bcast(u->req, (size_t)nr + 1, 0);
+    }
+    for (;;) {
+        if (cp_oob_bcast(u->req, (size_t)nr + 1, 0) != 0) {
+            return -1;
+        }
+        if (u->req[nr]) {
+            return 0;
+        }
+        if (u->req[me]) {
+            pack_recs(u);
+        }
+        if (cp_oob_gather(u->send, NULL, u->per * sizeof(cp_prec_t)) != 0) {
+            return -1;
+        }
+    }
+}
+
+/* Collective over the job: this rank's counts per group, then the records of its op rows
+ * mine[n] as rank 0's model pulls them, then the rows themselves, folded and written on rank
+ * 0 as they come.  *crit: the path's length.  0, or -1. */
 static int gather_ops(gat_t *g, const collprof_replay_row_t *mine, size_t n, double *crit)
 {
-    int root = g->rr->boot.rank == 0;
-    cp_rpath_t *rec = calloc(n + 1, sizeof(*rec));
-    int ok = counts_of(g, n) == 0 && rec != NULL;
-    for (size_t i = 0; rec != NULL && i < n; i++) {
-        cp_rpath_of(&mine[i], &rec[i]);
+    int root = g->rr->boot.rank == 0, nr = g->rr->boot.nranks;
+    mine_t u = {.rows = mine, .n = n, .nr = nr};
+    uint64_t *gcnt = NULL, gmost = 0, gall = 0;
+    u.per = ROUND_BYTES / ((size_t)nr * sizeof(cp_prec_t));
+    u.per = u.per > 0 ? u.per : 1;
+    u.req = calloc((size_t)nr + 1, 1);
+    u.send = calloc(u.per, sizeof(cp_prec_t));
+    u.recv = root ? calloc((size_t)nr * u.per, sizeof(cp_prec_t)) : NULL;
+    int ok = u.req != NULL && u.send != NULL && (!root || u.recv != NULL);
+    ok = group_counts(&u) == 0 && ok;
+    ok = counts_of(n, nr, &g->cnt, &g->most, &g->nall) == 0 && ok;
+    ok = counts_of(u.ngc, nr, &gcnt, &gmost, &gall) == 0 && ok;
+    g->off = calloc((size_t)nr + 1, sizeof(uint64_t));
+    for (int r = 0; g->off != NULL && g->cnt != NULL && r < nr; r++) {
+        g->off[r + 1] = g->off[r] + g->cnt[r];
     }
     if (root && ok) {
-        g->path = calloc(g->nall + 1, sizeof(*g->path));
-        g->fold = cp_rfold_new(g->rr->boot.nranks);
-        ok = g->path != NULL && g->fold != NULL;
+        g->path = cp_path_new(nr, g->cnt, u.per);
+        g->fold = cp_rfold_new(nr);
+        g->rows = calloc(ROUND_BYTES / ((size_t)nr * sizeof(orow_t)) + 1, sizeof(*g->rows));
+        ok = g->path != NULL && g->fold != NULL && g->rows != NULL;
     }
+    ok = ok && g->off != NULL;
     cp_agreement_t a;
-    int agreed = cp_agree(g->rr->boot.nranks, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY,
-                          "out of memory", &a) == CP_AGREE_OK;
-    int rc = agreed ? rounds(g->rr, rec, n, sizeof(*rec), g->cnt, g->most, take_path, g) : -1;
-    free(rec);
-    *crit = root && rc == 0 ? cp_replay_path(g->path, (size_t)g->nall) : 0;
-    if (agreed) { /* (every rank, whatever rank 0's rc: the rounds are collective) */
-        rc |= rounds(g->rr, mine, n, sizeof(*mine), g->cnt, g->most, take_rows, g);
+    int agreed =
+        cp_agree(nr, ok ? COLLPROF_OK : COLLPROF_ERR_NO_MEMORY, "out of memory", &a) == CP_AGREE_OK;
+    int rc = agreed ? rounds(g->rr, pack_copy, &u, u.ngc, sizeof(cp_gcount_t), gcnt, gmost,
+                             take_counts, g)
+                    : -1;
+    *crit = 0;
+    if (agreed) { /* (every rank, whatever rank 0's rc: the pull and the rounds are collective) */
+        rc |= pull_path(g, &u, crit);
+        rc |= rounds(g->rr, pack_rows, &u, n, sizeof(orow_t), g->cnt, g->most, take_rows, g);
     }
+    free(u.req);
+    free(u.send);
+    free(u.recv);
+    free(u.k);
+    free(u.gc);
+    free(gcnt);
     return rc != 0 || *crit < 0 ? -1 : 0;
 }
 
@@ -352,7 +509,8 @@ static int replay_on(cp_rank_run_t *rr, cp_plugin_t *p, const char *variant, acc
         status = s != CP_EXIT_OK ? s : status;
     }
     cp_rfold_free(g.fold);
-    free(g.path);
+    cp_path_free(g.path);
+    free(g.rows);
     free(g.cnt);
     free(g.off);
     free(mine);

@@ -11,281 +11,329 @@
  * in).  The path is the chain of ops that ends last, followed back from the last instance to
  * the member that issued it last, that member's previous op, and so on; its length is the sum
  * of the costs on it, the time the trace's order forces when no rank waits for anything else.
+ *
+ * The model steps one rank at a time as far as it goes without waiting, the ranks an instance
+ * frees stacked in rank order (the last stepped first); a rank whose cursor runs dry waits on
+ * top of the stack for the next pull, so the order, and with it every tie, is the same
+ * whatever the cursors hold.  Each rank's ops end in order (the model's times only grow), so
+ * an op is kept only while a chain that can still become the path holds it.
  */
 #include "config.h"
 
-#include "run/replay_path.h"
+#include "run/replay_path_int.h"
 
 #include "colls/colls.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define NONE ((size_t)-1)
-
-typedef struct key {
-    int group, rank;
-    int64_t k;  /* the k-th replayed collective of its group on its rank */
-    size_t row; /* its index in all[] */
-} ikey_t;
-
-typedef struct inst {
-    size_t first, end; /* its members' keys: keys[first..end) */
-    size_t arrived;
-    double ready, cost;
-    size_t last; /* the row of the member whose issue set ready */
-} inst_t;
-
-typedef struct path {
-    cp_rpath_t *all;
-    size_t n;
-    ikey_t *keys;
-    inst_t *in;
-    size_t *inst_of, *prev; /* per row: its instance, its rank's previous replayed op */
-    size_t ninst;
-    int nr;
-    size_t *lo, *hi, *pos, *last; /* per rank: its rows, the next, the previous replayed */
-    double *avail;                /* per rank: when the model frees it */
-    char *waiting;                /* per rank: arrived at the instance of its pos */
-    double *fin;                  /* per row: when it ends in the model */
-} path_t;
-
-static int timed(const cp_rpath_t *r)
+void cp_prec_of(const collprof_replay_row_t *r, cp_prec_t *p)
 {
-    return r->timed;
+    int timed = r->issue_us >= 0 && !strcmp(r->what, "op");
+    int coll = cp_coll_from_name(r->op) >= 0;
+    *p = (cp_prec_t){.group = r->group,
+                     .kind = !timed                                       ? CP_PREC_SKIP
+                             : r->group >= 0 && r->group_size > 1 && coll ? CP_PREC_COLL
+                                                                          : CP_PREC_OWN,
+                     .time_p50_us = r->time_p50_us,
+                     .issue_us = r->issue_us};
 }
 
-void cp_rpath_of(const collprof_replay_row_t *r, cp_rpath_t *p)
+cp_path_t *cp_path_new(int nranks, const uint64_t *rows, size_t per)
 {
-    *p = (cp_rpath_t){.rank = r->rank,
-                      .group = r->group,
-                      .group_size = r->group_size,
-                      .timed = r->issue_us >= 0 && !strcmp(r->what, "op"),
-                      .coll = cp_coll_from_name(r->op) >= 0,
-                      .straggler = r->straggler,
-                      .time_p50_us = r->time_p50_us,
-                      .issue_us = r->issue_us,
-                      .skew_us = r->skew_us,
-                      .critical_us = r->critical_us};
+    cp_path_t *p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return NULL;
+    }
+    p->nr = nranks;
+    p->per = per > 0 ? per : 1;
+    p->rk = calloc((size_t)nranks + 1, sizeof(*p->rk));
+    p->stack = calloc((size_t)nranks + 1, sizeof(int));
+    p->best_rank = -1;
+    for (int r = 0; p->rk != NULL && p->stack != NULL && r < nranks; r++) {
+        prk_t *q = &p->rk[r];
+        q->n = rows[r];
+        q->cap = q->n < 2 * p->per ? (size_t)q->n : 2 * p->per;
+        q->buf = calloc(q->cap + 1, sizeof(cp_prec_t));
+        if (q->buf == NULL) {
+            p->oom = 1;
+        }
+    }
+    if (p->rk == NULL || p->stack == NULL || p->oom) {
+        cp_path_free(p);
+        return NULL;
+    }
+    return p;
 }
 
-static int cmp_key(const void *a, const void *b)
+int cp_path_counts(cp_path_t *p, int rank, const cp_gcount_t *c, size_t m)
 {
-    const ikey_t *x = a, *y = b;
-    if (x->group != y->group) {
-        return x->group < y->group ? -1 : 1;
-    }
-    if (x->k != y->k) {
-        return x->k < y->k ? -1 : 1;
-    }
-    return x->rank - y->rank;
-}
-
-/* The keys of the replayed collectives, sorted into instances (p->in); 0 or -1. */
-static int instances(path_t *p)
-{
-    int ng = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        ng = p->all[i].group + 1 > ng ? p->all[i].group + 1 : ng;
-    }
-    int64_t *cnt = calloc((size_t)ng + 1, sizeof(int64_t));
-    size_t nk = 0;
-    for (size_t i = 0; cnt != NULL && i < p->n; i++) {
-        const cp_rpath_t *r = &p->all[i];
-        if (i > 0 && r->rank != p->all[i - 1].rank) {
-            memset(cnt, 0, ((size_t)ng + 1) * sizeof(int64_t));
+    for (size_t i = 0; i < m; i++) {
+        if (c[i].group < 0 || c[i].count <= 0) {
+            continue;
         }
-        p->inst_of[i] = NONE;
-        if (timed(r) && r->group >= 0 && r->group_size > 1 && r->coll) {
-            p->keys[nk++] = (ikey_t){r->group, r->rank, cnt[r->group]++, i};
+        if ((size_t)c[i].group >= p->ng) {
+            size_t ng = 2 * (size_t)c[i].group + 16;
+            pgrp_t *g = realloc(p->g, ng * sizeof(*g));
+            if (g == NULL) {
+                return -1;
+            }
+            memset(g + p->ng, 0, (ng - p->ng) * sizeof(*g));
+            p->g = g;
+            p->ng = ng;
         }
-    }
-    free(cnt);
-    if (cnt == NULL) {
-        return -1;
-    }
-    qsort(p->keys, nk, sizeof(*p->keys), cmp_key);
-    for (size_t j = 0, e; j < nk; j = e) {
-        inst_t *in = &p->in[p->ninst];
-        *in = (inst_t){.first = j, .cost = -1, .last = NONE};
-        for (e = j; e < nk && p->keys[e].group == p->keys[j].group && p->keys[e].k == p->keys[j].k;
-             e++) {
-            double t = p->all[p->keys[e].row].time_p50_us;
-            in->cost = in->cost < 0 || t < in->cost ? t : in->cost;
-            p->inst_of[p->keys[e].row] = p->ninst;
+        pgrp_t *g = &p->g[c[i].group];
+        if (g->nmem == g->capmem) {
+            size_t cap = g->capmem > 0 ? 2 * g->capmem : 4;
+            pmem_t *mem = realloc(g->mem, cap * sizeof(*mem));
+            if (mem == NULL) {
+                return -1;
+            }
+            g->mem = mem;
+            g->capmem = cap;
         }
-        in->end = e;
-        p->ninst++;
+        g->mem[g->nmem++] = (pmem_t){.rank = rank, .count = c[i].count};
+        g->kmax = c[i].count > g->kmax ? c[i].count : g->kmax;
     }
     return 0;
 }
 
-/* Each instance's skew and straggler, on its members' rows. */
-static void skews(path_t *p)
+int cp_path_feed(cp_path_t *p, int rank, const cp_prec_t *recs, size_t m)
 {
-    for (size_t i = 0; i < p->ninst; i++) {
-        const inst_t *in = &p->in[i];
-        double lo = 0, hi = 0;
-        int last = -1;
-        for (size_t j = in->first; j < in->end; j++) {
-            const cp_rpath_t *r = &p->all[p->keys[j].row];
-            if (j == in->first || r->issue_us < lo) {
-                lo = r->issue_us;
-            }
-            if (j == in->first || r->issue_us > hi) {
-                hi = r->issue_us;
-                last = r->rank;
-            }
+    prk_t *q = &p->rk[rank];
+    memmove(q->buf, q->buf + q->pos, (q->len - q->pos) * sizeof(*q->buf));
+    q->base += q->pos;
+    q->len -= q->pos;
+    q->pos = 0;
+    if (q->len + m > q->cap) { /* (the drain: every remaining record) */
+        cp_prec_t *b = realloc(q->buf, (q->len + m) * sizeof(*b));
+        if (b == NULL) {
+            p->oom = 1;
+            return -1;
         }
-        for (size_t j = in->first; j < in->end; j++) {
-            p->all[p->keys[j].row].skew_us = hi - lo;
-            p->all[p->keys[j].row].straggler = in->end - in->first > 1 ? last : -1;
-        }
+        q->buf = b;
+        q->cap = q->len + m;
     }
+    memcpy(q->buf + q->len, recs, m * sizeof(*recs));
+    q->len += m;
+    q->fetched += m;
+    return 0;
 }
 
-/* Instance i is complete: its members end at its ready + cost and go on. */
-static void complete(path_t *p, inst_t *in, int *stack, int *top)
+/* A new op on rank's chain after prev (referenced); NULL when out of memory. */
+static pnode_t *node_new(cp_path_t *p, int rank, int64_t idx, double cost, pnode_t *prev)
 {
-    double f = in->ready + in->cost;
-    for (size_t j = in->first; j < in->end; j++) {
-        size_t row = p->keys[j].row;
-        int q = p->keys[j].rank;
-        p->fin[row] = f;
-        p->avail[q] = f;
-        p->last[q] = row;
-        p->pos[q]++;
-        p->waiting[q] = 0;
-        stack[(*top)++] = q;
+    pnode_t *x = malloc(sizeof(*x));
+    if (x == NULL) {
+        p->oom = 1;
+        return NULL;
     }
+    *x = (pnode_t){.prev = prev, .idx = idx, .cost = cost, .rank = rank, .refs = 1};
+    if (prev != NULL) {
+        prev->refs++;
+    }
+    return x;
 }
 
-/* Advance rank r in the model as far as it goes without waiting. */
-static void step(path_t *p, int r, int *stack, int *top)
+/* Rank q's op idx ends at fin, on the chain x: the rank's last op, and its best so far. */
+static void ended(prk_t *q, int64_t idx, double fin, pnode_t *x)
 {
-    while (p->pos[r] < p->hi[r]) {
-        size_t i = p->pos[r];
-        const cp_rpath_t *row = &p->all[i];
-        if (!timed(row)) {
-            p->pos[r]++;
-            continue;
+    x->refs += 2;
+    cp_pnode_drop(q->last);
+    q->last = x;
+    if (fin >= 0 && (q->best == NULL || fin > q->best_fin)) {
+        cp_pnode_drop(q->best);
+        q->best = x;
+        q->best_fin = fin;
+        q->best_idx = idx;
+    } else {
+        x->refs--;
+    }
+    q->avail = fin;
+}
+
+/* Rank r arrives at group g's pending instance with record c. */
+static void arrive(cp_path_t *p, pgrp_t *g, int r, const cp_prec_t *c)
+{
+    prk_t *q = &p->rk[r];
+    if (g->arrived == 0) {
+        g->expect = 0;
+        for (size_t i = 0; i < g->nmem; i++) {
+            g->expect += g->mem[i].count > g->k;
         }
-        if (p->inst_of[i] == NONE) { /* its own rank's chain alone */
-            p->prev[i] = p->last[r];
-            p->fin[i] = p->avail[r] + row->time_p50_us;
-            p->avail[r] = p->fin[i];
-            p->last[r] = i;
-            p->pos[r]++;
-            continue;
+    }
+    if (g->arrived == 0 || q->avail > g->ready) {
+        g->ready = q->avail;
+        g->last_rank = r;
+        g->last_idx = (int64_t)(q->base + q->pos);
+        cp_pnode_drop(g->last_prev);
+        g->last_prev = q->last;
+        if (q->last != NULL) {
+            q->last->refs++;
         }
-        inst_t *in = &p->in[p->inst_of[i]];
-        if (!p->waiting[r]) {
-            p->waiting[r] = 1;
-            p->prev[i] = p->last[r];
-            if (in->arrived == 0 || p->avail[r] > in->ready) {
-                in->ready = p->avail[r];
-                in->last = i;
+    }
+    double t = c->time_p50_us, is = c->issue_us;
+    g->cost = g->arrived == 0 || t < g->cost ? t : g->cost;
+    g->lo = g->arrived == 0 || is < g->lo ? is : g->lo;
+    if (g->arrived == 0 || is > g->hi || (is == g->hi && r < g->hi_rank)) {
+        g->hi = is;
+        g->hi_rank = r;
+    }
+    g->arrived++;
+    q->waiting = 1;
+}
+
+/* Group g's pending instance is complete: its members end at its ready + cost and go on, on
+ * the stack in rank order.  0, or -1. */
+static int complete(cp_path_t *p, pgrp_t *g)
+{
+    double f = g->ready + g->cost;
+    pnode_t *x = node_new(p, g->last_rank, g->last_idx, g->cost, g->last_prev);
+    if (x == NULL) {
+        return -1;
+    }
+    cp_pnode_drop(g->last_prev);
+    g->last_prev = NULL;
+    if (g->k < g->kmax) {
+        g->skew[g->k] = g->hi - g->lo;
+        g->strag[g->k] = g->expect > 1 ? g->hi_rank : -1;
+    }
+    for (size_t i = 0; i < g->nmem; i++) { /* its members, every one arrived: in rank order */
+        if (g->mem[i].count > g->k) {
+            prk_t *q = &p->rk[g->mem[i].rank];
+            ended(q, (int64_t)(q->base + q->pos), f, x);
+            q->pos++;
+            q->waiting = 0;
+            p->stack[p->top++] = g->mem[i].rank; /* (a rank is on the stack once at most) */
+        }
+    }
+    cp_pnode_drop(x);
+    g->k++;
+    g->arrived = 0;
+    return 0;
+}
+
+/* Advance rank r in the model as far as it goes without waiting: 0, 1 when its cursor ran
+ * dry, -1 when out of memory. */
+static int step(cp_path_t *p, int r)
+{
+    prk_t *q = &p->rk[r];
+    while (q->base + q->pos < q->n) {
+        if (q->pos == q->len) {
+            return 1;
+        }
+        const cp_prec_t *c = &q->buf[q->pos];
+        if (c->kind == CP_PREC_OWN || (c->kind == CP_PREC_COLL && (size_t)c->group >= p->ng)) {
+            int64_t idx = (int64_t)(q->base + q->pos);
+            pnode_t *x = node_new(p, r, idx, c->time_p50_us, q->last);
+            if (x == NULL) {
+                return -1;
             }
-            in->arrived++;
+            ended(q, idx, q->avail + c->time_p50_us, x);
+            cp_pnode_drop(x);
         }
-        if (in->arrived < in->end - in->first) {
-            return; /* the others go on when they arrive */
+        if (c->kind != CP_PREC_COLL || (size_t)c->group >= p->ng) {
+            q->pos++;
+            continue;
         }
-        complete(p, in, stack, top);
+        pgrp_t *g = &p->g[c->group];
+        if (!q->waiting) {
+            arrive(p, g, r, c);
+        }
+        return g->arrived < g->expect ? 0 : complete(p, g);
+    }
+    return 0;
+}
+
+static int cmp_mem(const void *a, const void *b)
+{
+    return ((const pmem_t *)a)->rank - ((const pmem_t *)b)->rank;
+}
+
+/* The groups' members in rank order, their instances' skews and stragglers.  0, or -1. */
+static int prepare(cp_path_t *p)
+{
+    for (size_t i = 0; i < p->ng; i++) {
+        pgrp_t *g = &p->g[i];
+        qsort(g->mem, g->nmem, sizeof(*g->mem), cmp_mem);
+        g->skew = calloc((size_t)g->kmax + 1, sizeof(double));
+        g->strag = calloc((size_t)g->kmax + 1, sizeof(int32_t));
+        if (g->skew == NULL || g->strag == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+double cp_path_run(cp_path_t *p, cp_path_pull_fn pull, void *arg)
+{
+    if (p->oom || prepare(p) != 0) {
+        return -1;
+    }
+    for (int r = 0; r < p->nr; r++) {
+        p->stack[p->top++] = r;
+    }
+    while (p->top > 0) {
+        int r = p->stack[--p->top];
+        int s = step(p, r);
+        if (s < 0 || (s == 1 && pull(arg, p) != 0)) {
+            return -1;
+        }
+        if (s == 1) {
+            p->stack[p->top++] = r;
+        } else if (p->rk[r].base + p->rk[r].pos == p->rk[r].n && !p->rk[r].waiting) {
+            cp_path_finish(p, r);
+        }
+    }
+    int stalled = 0;
+    for (int r = 0; r < p->nr; r++) {
+        stalled |= !p->rk[r].done;
+    }
+    if (stalled && cp_path_drain(p, pull, arg) != 0) {
+        return -1;
+    }
+    for (int r = 0; r < p->nr; r++) {
+        if (!p->rk[r].done) {
+            cp_path_finish(p, r);
+        }
+    }
+    return p->oom ? -1 : cp_path_walk(p);
+}
+
+void cp_path_row(const cp_path_t *p, int rank, uint64_t idx, const cp_prec_t *rec, int64_t k,
+                 collprof_replay_row_t *r)
+{
+    if (rec->kind == CP_PREC_COLL && rec->group >= 0 && (size_t)rec->group < p->ng && k >= 0 &&
+        k < p->g[rec->group].kmax) {
+        r->skew_us = p->g[rec->group].skew[k];
+        r->straggler = p->g[rec->group].strag[k];
+    }
+    pentry_t key = {.rank = rank, .idx = (int64_t)idx};
+    const pentry_t *on =
+        p->npath > 0 ? bsearch(&key, p->path, p->npath, sizeof(key), cp_pentry_cmp) : NULL;
+    r->critical_us = rec->kind == CP_PREC_SKIP ? -1 : on != NULL ? on->cost : 0;
+}
+
+void cp_path_free(cp_path_t *p)
+{
+    if (p == NULL) {
         return;
     }
-}
-
-/* The model run: every row's fin; the row that ends last, NONE when none. */
-static size_t model(path_t *p, int *stack)
-{
-    int top = 0;
-    for (int r = 0; r < p->nr; r++) {
-        p->pos[r] = p->lo[r];
-        p->last[r] = NONE;
-        stack[top++] = r;
+    for (int r = 0; p->rk != NULL && r < p->nr; r++) {
+        cp_pnode_drop(p->rk[r].last);
+        cp_pnode_drop(p->rk[r].best);
+        free(p->rk[r].buf);
     }
-    while (top > 0) {
-        int r = stack[--top];
-        step(p, r, stack, &top);
+    for (size_t i = 0; i < p->ng; i++) {
+        cp_pnode_drop(p->g[i].last_prev);
+        free(p->g[i].mem);
+        free(p->g[i].skew);
+        free(p->g[i].strag);
     }
-    size_t end = NONE;
-    for (size_t i = 0; i < p->n; i++) {
-        p->all[i].critical_us = timed(&p->all[i]) ? 0 : -1;
-        if (timed(&p->all[i]) && p->fin[i] >= 0 && (end == NONE || p->fin[i] > p->fin[end])) {
-            end = i;
-        }
-    }
-    return end;
-}
-
-/* Back from row x along the path: each op on it gets its cost; the length. */
-static double walk(path_t *p, size_t x)
-{
-    double len = 0;
-    while (x != NONE) {
-        size_t on = x;
-        double cost = p->all[x].time_p50_us;
-        if (p->inst_of[x] != NONE) {
-            const inst_t *in = &p->in[p->inst_of[x]];
-            on = in->last;
-            cost = in->cost;
-        }
-        p->all[on].critical_us = cost;
-        len += cost;
-        x = p->prev[on];
-    }
-    return len;
-}
-
-static void *alloc_n(size_t n, size_t size, int *bad)
-{
-    void *v = calloc(n + 1, size);
-    *bad |= v == NULL;
-    return v;
-}
-
-double cp_replay_path(cp_rpath_t *all, size_t n)
-{
-    path_t p = {.all = all, .n = n};
-    for (size_t i = 0; i < n; i++) {
-        p.nr = all[i].rank + 1 > p.nr ? all[i].rank + 1 : p.nr;
-    }
-    int bad = 0, *stack = alloc_n((size_t)p.nr * 2 + n, sizeof(int), &bad);
-    p.keys = alloc_n(n, sizeof(ikey_t), &bad);
-    p.in = alloc_n(n, sizeof(inst_t), &bad);
-    p.inst_of = alloc_n(n, sizeof(size_t), &bad);
-    p.prev = alloc_n(n, sizeof(size_t), &bad);
-    p.fin = alloc_n(n, sizeof(double), &bad);
-    p.lo = alloc_n((size_t)p.nr, sizeof(size_t), &bad);
-    p.hi = alloc_n((size_t)p.nr, sizeof(size_t), &bad);
-    p.pos = alloc_n((size_t)p.nr, sizeof(size_t), &bad);
-    p.last = alloc_n((size_t)p.nr, sizeof(size_t), &bad);
-    p.avail = alloc_n((size_t)p.nr, sizeof(double), &bad);
-    p.waiting = alloc_n((size_t)p.nr, 1, &bad);
-    double len = -1;
-    if (!bad && instances(&p) == 0) {
-        for (size_t i = n; i-- > 0;) { /* rank after rank: each rank's rows */
-            p.lo[all[i].rank] = i;
-            p.hi[all[i].rank] = p.hi[all[i].rank] > i ? p.hi[all[i].rank] : i + 1;
-            p.fin[i] = -1;
-            p.prev[i] = NONE;
-        }
-        skews(&p);
-        size_t end = model(&p, stack);
-        len = end != NONE ? walk(&p, end) : 0;
-    }
-    free(stack);
-    free(p.keys);
-    free(p.in);
-    free(p.inst_of);
-    free(p.prev);
-    free(p.fin);
-    free(p.lo);
-    free(p.hi);
-    free(p.pos);
-    free(p.last);
-    free(p.avail);
-    free(p.waiting);
-    return len;
+    cp_pnode_drop(p->best);
+    free(p->g);
+    free(p->rk);
+    free(p->stack);
+    free(p->path);
+    free(p);
 }
