@@ -1,7 +1,8 @@
 /*
- * What the self plugin's files share: self_backend.c (entry, query, the shared segment,
- * init/finalize, memory, run) and self_ops.c (the barrier, the reductions and every
- * operation over the segment's slots).  Internal to plugins/self.
+ * What the self plugin's files share: self_backend.c (entry, query, init/finalize, memory,
+ * run), self_shm.c (creating and mapping the shared segments), self_ops.c (the barrier, the
+ * reductions and every operation over a segment's slots), self_p2p.c (sends and recvs) and
+ * self_async.c (posted collectives).  Internal to plugins/self.
  */
 #ifndef COLLPROF_SELF_INTERNAL_H
 #define COLLPROF_SELF_INTERNAL_H
@@ -57,7 +58,7 @@ typedef struct self_ctx {
     char err[SELF_ERR_LEN];
 } self_ctx_t;
 
-/* self_backend.c: the segments. */
+/* self_shm.c: the segments. */
 /** A fresh segment of len bytes, its pages allocated: 0 and its name, else an errno and why. */
 int self_shm_create(size_t len, char name[SELF_NAME_LEN], char *why, size_t whylen);
 /** Segment name mapped: its address, else NULL and why. */
