@@ -25,7 +25,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -36,7 +35,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <collprof/plugin.h>
@@ -146,7 +144,7 @@ static size_t self_slot_bytes(const collprof_host_t *h)
     return (size_t)kib * 1024;
 }
 
-/* The pid in a segment name collprof-self-<pid>-<ns>-<i> (self_create), else 0. */
+/* The pid in a segment name collprof-self-<pid>-<ns>-<i> (self_shm_create), else 0. */
 static long self_segment_pid(const char *name)
 {
     long pid = 0, ns = 0;
@@ -158,56 +156,6 @@ static long self_segment_pid(const char *name)
     return pid;
 }
 
-/* Rank 0: a fresh segment of len bytes; its name in name, "" on failure. */
-static void self_create(size_t len, char *name)
-{
-    int fd = -1;
-    for (int i = 0; i < 16 && fd < 0; i++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        snprintf(name, SELF_NAME_LEN, "/collprof-self-%ld-%ld-%d", (long)getpid(), (long)ts.tv_nsec,
-                 i);
-        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-        if (fd < 0 && errno != EEXIST) {
-            break;
-        }
-    }
-    if (fd < 0) {
-        self_set_error(NULL, "shm_open: %s", strerror(errno));
-        name[0] = '\0';
-        return;
-    }
-    if (ftruncate(fd, (off_t)len) != 0 || posix_fallocate(fd, 0, (off_t)len) != 0) {
-        self_set_error(NULL, "cannot size the %zu-byte shared memory segment %s", len, name);
-        shm_unlink(name);
-        name[0] = '\0';
-    }
-    close(fd);
-}
-
-static void *self_map(const char *name, size_t len)
-{
-    int fd = shm_open(name, O_RDWR, 0600);
-    void *p;
-    if (fd < 0) {
-        self_set_error(NULL, "shm_open %s: %s", name, strerror(errno));
-        return NULL;
-    }
-    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        self_set_error(NULL, "mmap of %zu bytes: %s", len, strerror(errno));
-        return NULL;
-    }
-    return p;
-}
-
-static size_t self_header_bytes(int n)
-{
-    size_t h = sizeof(self_bar_t) + (size_t)n * sizeof(size_t);
-    return (h + SELF_PAGE - 1) / SELF_PAGE * SELF_PAGE;
-}
-
 /* Every rank maps rank 0's segment; all agree on the outcome; rank 0 unlinks it. */
 static int self_attach(const collprof_host_t *h, self_ctx_t *ctx)
 {
@@ -216,7 +164,7 @@ static int self_attach(const collprof_host_t *h, self_ctx_t *ctx)
     if (h->rank == 0) {
         /* segments a rank 0 killed between creating and unlinking left behind */
         collprof_shm_sweep(self_segment_pid, h, "self");
-        self_create(ctx->seglen, name);
+        self_shm_create(ctx->seglen, name, self_err, sizeof(self_err));
     }
     if (h->oob_bcast(name, sizeof(name), 0) != COLLPROF_OK) {
         self_set_error(NULL, "init: out-of-band broadcast of the segment name failed");
@@ -225,7 +173,7 @@ static int self_attach(const collprof_host_t *h, self_ctx_t *ctx)
     if (name[0] == '\0' && h->rank != 0) {
         self_set_error(NULL, "init: rank 0 could not create the shared memory segment");
     }
-    ctx->seg = name[0] != '\0' ? self_map(name, ctx->seglen) : NULL;
+    ctx->seg = name[0] != '\0' ? self_shm_map(name, ctx->seglen, self_err, sizeof(self_err)) : NULL;
     mine = ctx->seg != NULL;
     all = calloc((size_t)h->nranks, sizeof(int));
     if (!all || h->oob_allgather(&mine, all, sizeof(int)) != COLLPROF_OK) {
@@ -275,21 +223,26 @@ static int self_init(const collprof_host_t *h, void **out)
     ctx->rank = h->rank;
     ctx->n = h->nranks;
     ctx->slot = slot;
-    size_t lane = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot;
-    ctx->seglen = 2 * lane + self_p2p_area_bytes(h->nranks); /* run()'s, post()'s, the rings */
+    /* run()'s lane and the rings; posted collectives get a lane of their own (self_async.c) */
+    ctx->seglen = self_header_bytes(h->nranks) + ((size_t)h->nranks + 2) * slot +
+                  self_p2p_area_bytes(h->nranks);
     rc = self_attach(h, ctx);
     if (rc != COLLPROF_OK) {
         free(ctx);
         return rc;
     }
     ctx->bar = ctx->seg;
-    ctx->most = (size_t *)(ctx->bar + 1);
+    ctx->ctl = (self_lane_ctl_t *)(ctx->bar + 1);
+    ctx->most = (size_t *)(ctx->ctl + 1);
     ctx->slots = (unsigned char *)ctx->seg + self_header_bytes(h->nranks);
     ctx->results = ctx->slots + (size_t)h->nranks * slot;
     ctx->p2p = ctx->results + 2 * slot;
     ctx->ring = self_p2p_ring_bytes(h->nranks);
-    if (self_async_init(ctx, ctx->p2p + self_p2p_area_bytes(h->nranks),
-                        self_header_bytes(h->nranks)) != COLLPROF_OK) {
+    if (h->rank == 0 && h->log != NULL) {
+        h->log(COLLPROF_LOG_INFO, "self: a %zu-byte shared memory segment for %d ranks",
+               ctx->seglen, h->nranks);
+    }
+    if (self_async_init(ctx) != COLLPROF_OK) {
         munmap(ctx->seg, ctx->seglen); /* (out of memory: the core agrees on failures) */
         free(ctx);
         self_set_error(NULL, "init: out of memory");

@@ -1,7 +1,8 @@
 /*
- * What the self plugin's files share: self_backend.c (entry, query, the shared segment,
- * init/finalize, memory, run) and self_ops.c (the barrier, the reductions and every
- * operation over the segment's slots).  Internal to plugins/self.
+ * What the self plugin's files share: self_backend.c (entry, query, init/finalize, memory,
+ * run), self_shm.c (creating and mapping the shared segments), self_ops.c (the barrier, the
+ * reductions and every operation over a segment's slots), self_p2p.c (sends and recvs) and
+ * self_async.c (posted collectives).  Internal to plugins/self.
  */
 #ifndef COLLPROF_SELF_INTERNAL_H
 #define COLLPROF_SELF_INTERNAL_H
@@ -26,6 +27,16 @@ typedef struct self_bar {
     char pad1[SELF_LINE - sizeof(uint32_t)];
 } self_bar_t;
 
+/* After the barrier of run()'s segment: how the workers of the ranks make the lane for posted
+ * collectives, a segment of its own, at the first collective posted (self_async.c). */
+typedef struct self_lane_ctl {
+    uint32_t state;  /* 0: not yet; 1: rank 0 created it, named in name; 2: it could not */
+    uint32_t mapped; /* ranks that mapped it */
+    uint32_t failed; /* ranks that could not */
+    uint32_t pad;
+    char name[SELF_NAME_LEN];
+} self_lane_ctl_t;
+
 typedef struct self_ctx {
     const collprof_host_t *host;
     int rank;
@@ -34,17 +45,26 @@ typedef struct self_ctx {
     size_t seglen; /* bytes mapped */
     void *seg;     /* the mapping */
     self_bar_t *bar;
-    size_t *most; /* n: every rank's largest alltoallv send count */
+    self_lane_ctl_t *ctl; /* (the first lane's; unused in the posted lane's segment) */
+    size_t *most;         /* n: every rank's largest alltoallv send count */
     unsigned char *slots;
     unsigned char *results;     /* two areas of slot bytes after the n slots */
     unsigned char *p2p;         /* n * n rings of sends and recvs after them (self_p2p.c) */
     size_t ring;                /* bytes of each ring's data */
     struct self_p2p *posted;    /* this rank's posted sends and recvs, in order */
     struct self_ctx *live_next; /* the next context with posted ops (self_p2p.c) */
-    struct self_ctx *lane;      /* the posted collectives' lane of the segment (self_async.c) */
+    struct self_ctx *lane;      /* the posted collectives' lane, its own segment (self_async.c) */
     struct self_async *async;   /* its worker thread and queue */
     char err[SELF_ERR_LEN];
 } self_ctx_t;
+
+/* self_shm.c: the segments. */
+/** A fresh segment of len bytes, its pages allocated: 0 and its name, else an errno and why. */
+int self_shm_create(size_t len, char name[SELF_NAME_LEN], char *why, size_t whylen);
+/** Segment name mapped: its address, else NULL and why. */
+void *self_shm_map(const char *name, size_t len, char *why, size_t whylen);
+/** The bytes of a lane's header (barrier, lane control, n counts), whole pages. */
+size_t self_header_bytes(int n);
 
 /** Every rank of the node arrives before any leaves (the segment's process-shared barrier). */
 void self_barrier(self_ctx_t *ctx);
@@ -63,11 +83,11 @@ void self_p2p_free(self_ctx_t *ctx);
 size_t self_p2p_progress_all(void);
 
 /* self_async.c: posted collectives, run on the context's second lane by a worker thread. */
-/** ctx's lane at `at`: a header of hdr bytes, then n + 2 slots of the segment; a status. */
-int self_async_init(self_ctx_t *ctx, unsigned char *at, size_t hdr);
+/** ctx's worker and lane, neither started nor mapped until the first collective posted. */
+int self_async_init(self_ctx_t *ctx);
 int self_post_coll(self_ctx_t *ctx, const collprof_args_t *a, void **req);
 int self_wait_coll(self_ctx_t *ctx, void *req);
-/** Stop the worker (the ops it holds run first) and free the lane. */
+/** Stop the worker (the ops it holds run first) and free (unmap) the lane. */
 void self_async_free(self_ctx_t *ctx);
 
 #endif

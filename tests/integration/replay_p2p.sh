@@ -73,6 +73,30 @@ for b in self gloo mpi nccl; do
     ok $? "$b: the async collectives posted and completed at their waits ($m; waits $n)"
 done
 
+# self's lane for posted collectives is a segment of its own, made at the first collective
+# posted (a matrix run has none: self.sh): once here (the world context), header + 4 slots of
+# 1 MiB.  Under a /dev/shm of 24 MiB with 4 MiB slots, run()'s segment (17 MB) fits and the
+# lane (16.8 MB) does not: the async collectives fail with the reason, exit 1, no SIGBUS
+replay self 2 p -v
+n=$(grep -c "self: a 4198400-byte shared memory segment for posted collectives$" err)
+[ "$rc" -eq 0 ] && [ "$n" -eq 1 ]
+ok $? "self: the lane for posted collectives made once, 4198400 bytes ($n, exit $rc)"
+if unshare -m true 2>/dev/null; then
+    mkdir -p r.small
+    rc=0
+    unshare -m sh -c 'mount -t tmpfs -o size=24m tmpfs /dev/shm && exec "$@"' sh \
+        timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 2 --backends self --replay p.h5 \
+        --replay-iters 1 -B self-slot-kib=4096 --output-dir r.small </dev/null >small.out \
+        2>small.err || rc=$?
+    why="post: the 16781312-byte segment of posted collectives: No space left on device"
+    n=$(grep -E "^(allgather|allreduce|reduce) .* error .*$why" small.out | wc -l)
+    m=$(grep -E "^(allreduce|barrier) .* ok " small.out | wc -l)
+    [ "$rc" -eq 1 ] && [ "$n" -eq 3 ] && [ "$m" -eq 2 ]
+    ok $? "self: no room in /dev/shm for the lane: the posted collectives fail saying so, the others ok (exit $rc; $n, $m)"
+else
+    ok 0 "# SKIP no mount namespace (unshare -m) for a small /dev/shm"
+fi
+
 # Async collectives that only complete when posted: on 3 ranks, two groups of ranks 0 and 1
 # (two group contexts side by side); rank 0 posts an iallreduce of 1 MiB on group A, then runs
 # an allreduce of 512 KiB on group B, then waits; rank 1 runs B's first, then posts A's and

@@ -69,6 +69,28 @@ cp_run --np 2 --backends self --ops allreduce,allgather,broadcast,sendrecv --cou
     -n 2 -w 1 --output-dir "$d"
 check_clean_run "$d" "--np 2, 8 MiB buffers through 1 MiB slots"
 
+# the node's segment: run()'s lane (n + 2 slots) and the rings; no lane for posted collectives
+# in a run that posts none (a matrix, its nonblocking ops included: replay_p2p.sh posts), so a
+# /dev/shm of 24 MiB holds a run of 4 MiB slots (17 MB; 33.8 MB with the lane beside)
+d="$WORK/lane"
+mkdir -p "$d"
+cp_run --np 2 --backends self --ops allreduce,iallreduce --counts 1K -n 2 -w 1 -v --output-dir "$d"
+n=$(sed -n 's/.* self: a \([0-9]*\)-byte shared memory segment for 2 ranks$/\1/p' "$WORK/err")
+[ "$rc" -eq 0 ] && [ -n "$n" ] && [ "$n" -ge $((4 << 20)) ] && [ "$n" -lt $((5 << 20)) ] &&
+    ! grep -q "for posted collectives" "$WORK/err"
+ok $? "a run that posts nothing: one segment of 4 slots and the rings ($n bytes), no posted lane"
+if unshare -m true 2>/dev/null; then
+    mkdir -p "$d/small"
+    rc=0
+    unshare -m sh -c 'mount -t tmpfs -o size=24m tmpfs /dev/shm && exec "$@"' sh \
+        timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" --np 2 --backends self \
+        --ops allreduce,iallreduce --counts 1K -n 2 -w 1 -B self-slot-kib=4096 \
+        --output-dir "$d/small" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    check_clean_run "$d/small" "--np 2, 4 MiB slots in a /dev/shm of 24 MiB"
+else
+    ok 0 "# SKIP no mount namespace (unshare -m) for a small /dev/shm"
+fi
+
 d="$WORK/dry"
 mkdir -p "$d"
 cp_run --np 2 --dry-run --ops all --counts 1K --output-dir "$d"
