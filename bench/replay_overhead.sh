@@ -5,11 +5,14 @@
 # replay runs its ops (--sync none: back to back; --check every: each call's input written
 # and its output poisoned before it and checked after it, outside the timed call, as the
 # replay does every op; -w 0; the backend's default variant), alternated over R rounds in one
-# run, on each backend of --backends.  The same statistic on both sides: per op (iteration)
-# the largest time over the ranks, then the median over the ops; per backend the median over
-# the rounds and ratio = cell / replay (>= 0.97: PASS, else WARN).  Prints the load average
-# before and after.  A benchmark, not a test: exit 0 whatever the ratio, 1 when something
-# failed to run, 2 on bad usage.  See bench/README.md.
+# run, on each backend of --backends.  The same statistic on both sides, from each rank's own
+# time of each op (the replay's op rows, the cell's samples): per op (iteration) the largest
+# time over the ranks, then the median over the ops; per backend the median over the rounds
+# and ratio = cell / replay (>= 0.97: PASS, else WARN).  Beside it the same with the smallest
+# time over the ranks (*_last: the rank that came last to the call, which waits for no other:
+# the call's own cost without the ranks' skew) and the range of the rounds' figures.  Prints
+# the load average before and after.  A benchmark, not a test: exit 0 whatever the ratio, 1
+# when something failed to run, 2 on bad usage.  See bench/README.md.
 # Usage: bench/replay_overhead.sh [-r R] [-n N] [-c COUNT] [--np N] [--backends LIST]
 #        [--collprof PATH]   (run from the build tree, or pass --collprof)
 set -u
@@ -27,7 +30,7 @@ while [ $# -gt 0 ]; do
     --backends) need_arg "$1" $# && BACKENDS=$2 && shift ;;
     --collprof) need_arg "$1" $# && COLLPROF_BIN=$2 && shift ;;
     -h | --help)
-        sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *) bad_usage "unknown option $1" ;;
@@ -73,24 +76,35 @@ done
 # the median of the numbers on stdin, one a line
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
-# the per-op figure of a run in $1: replay (op rows: max over ranks per seq, median over
-# seqs) or cell (/results time_p50_us: median of the per-iteration maxima)
+# the per-op figures of a run in $1, "SLOWEST FASTEST": per op (iteration) the slowest rank's
+# time and the fastest's, each the median over the ops; replay: its op rows (per rank and seq),
+# cell: its samples (/cells/000000/samples_us, iterations x ranks)
 figure() {
     h5=$(ls "$1"/collprof_*.h5 2>/dev/null | head -n 1)
     [ -n "$h5" ] || return 1
     if [ "$2" = replay ]; then
         table "$h5" replay | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-            $c["what"] == "op" { s = $c["seq"]; t = $c["time_p50_us"]; if (!(s in m) || t > m[s]) m[s] = t }
-            END { for (s in m) print m[s] }' | median
+            $c["what"] == "op" { s = $c["seq"]; t = $c["time_p50_us"]
+                if (!(s in hi) || t > hi[s]) hi[s] = t
+                if (!(s in lo) || t < lo[s]) lo[s] = t }
+            END { for (s in hi) print hi[s], lo[s] }' >"$1/per_op"
     else
-        table "$h5" results | awk -F'|' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-            NF > 1 { print $c["time_p50_us"]; exit }'
+        h5dump -d /cells/000000/samples_us -y -w 0 "$h5" | awk '/DATA \{/ { d = 1; next }
+            d && /[0-9]/ { gsub(/,/, " "); hi = $1; lo = $1
+                for (i = 2; i <= NF; i++) { hi = $i > hi ? $i : hi; lo = $i < lo ? $i : lo }
+                print hi, lo }' >"$1/per_op"
     fi
+    [ -s "$1/per_op" ] || return 1
+    echo "$(cut -d' ' -f1 "$1/per_op" | median) $(cut -d' ' -f2 "$1/per_op" | median)"
 }
+
+# "LOW-HIGH" of the numbers on stdin
+range() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f-%.2f", lo, hi }'; }
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "replay overhead: $OPS allreduces of $COUNT floats, --np $NP, $ROUNDS rounds; load average before: $(load)"
-printf '%-8s %14s %14s %8s  %s\n' backend cell_p50_us replay_p50_us ratio verdict
+printf '%-8s %12s %12s %7s %-7s %11s %11s %7s  %s\n' backend cell_p50_us replay_p50_us ratio \
+    verdict cell_last replay_last ratio rounds_cell/replay_p50
 for b in $(echo "$BACKENDS" | tr ',' ' '); do
     if [ ! -e "$COLLPROF_PLUGIN_PATH/collprof_$b.so" ]; then
         echo "$b: not built, skipped"
@@ -115,9 +129,12 @@ for b in $(echo "$BACKENDS" | tr ',' ' '); do
         done
         k=$((k + 1))
     done
-    c=$(median <"$D/cell.$b")
-    p=$(median <"$D/replay.$b")
-    awk -v b="$b" -v c="$c" -v p="$p" 'BEGIN { r = c / p
-        printf "%-8s %14.2f %14.2f %8.3f  %s\n", b, c, p, r, (r >= 0.97 ? "PASS" : "WARN") }'
+    c=$(cut -d' ' -f1 "$D/cell.$b" | median) p=$(cut -d' ' -f1 "$D/replay.$b" | median)
+    cl=$(cut -d' ' -f2 "$D/cell.$b" | median) pl=$(cut -d' ' -f2 "$D/replay.$b" | median)
+    rc=$(cut -d' ' -f1 "$D/cell.$b" | range) rp=$(cut -d' ' -f1 "$D/replay.$b" | range)
+    awk -v b="$b" -v c="$c" -v p="$p" -v cl="$cl" -v pl="$pl" -v rc="$rc" -v rp="$rp" 'BEGIN {
+        r = c / p
+        printf "%-8s %12.2f %12.2f %7.3f %-7s %11.2f %11.2f %7.3f  %s / %s\n", b, c, p, r,
+            (r >= 0.97 ? "PASS" : "WARN"), cl, pl, cl / pl, rc, rp }'
 done
 echo "load average after: $(load)"
