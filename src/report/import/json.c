@@ -36,7 +36,18 @@ typedef struct frame {
     char *key;     /* the pending member name, where kept */
     int keep_next; /* the next member or element is kept */
     int stream;    /* its elements go to each() one at a time (cp_json_read_fd) */
+    /* an object's member names (of the builder's names, chosen by where the object is),
+     * how many it has had, and while they are those of the last object there, in order
+     * (shaped: a stream's entries are alike), how many of that one's they matched */
+    cp_strset_t *names;
+    size_t nkeys, matched;
+    int shaped;
 } frame_t;
+
+/* The sets of member names at a depth: one for each of the first member places of the parent
+ * object (a stream's entry holds objects of a different shape at each, as nccl-inspector's
+ * header, metadata and coll_perf), the last for the rest and for the elements of an array. */
+enum { SHAPES = 4 };
 
 typedef struct builder {
     const char *text;
@@ -56,12 +67,9 @@ typedef struct builder {
     size_t evalues;
     int depth; /* open containers: fr[1..depth] */
     frame_t fr[CP_JSON_MAX_DEPTH + 1];
-    /* the member names of each open object; while an object's names are those of the last
-     * object at its depth, in order (shaped: a stream's entries are alike), they are only
-     * compared with that one's (matched so far), which had no two alike */
-    cp_strset_t names[CP_JSON_MAX_DEPTH + 1];
-    size_t matched[CP_JSON_MAX_DEPTH + 1];
-    char shaped[CP_JSON_MAX_DEPTH + 1];
+    /* the member names of the last object at each depth and place: while an object's names
+     * are that one's, in order, they are only compared with them (which had no two alike) */
+    cp_strset_t names[CP_JSON_MAX_DEPTH + 1][SHAPES];
     cp_json_t *root;
     cp_json_error_t *e;
 } builder_t;
@@ -315,18 +323,19 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
     builder_t *b = ctx;
     frame_t *f = &b->fr[b->depth];
-    cp_strset_t *names = &b->names[b->depth];
-    size_t at = b->matched[b->depth];
+    cp_strset_t *names = f->names;
+    size_t at = f->matched;
     int added = 1;
-    if (!check_string(b, s, len)) {
-        return 0;
-    }
     long id = (long)at;
-    if (b->shaped[b->depth] && cp_strset_is(names, id, (const char *)s, len)) {
-        b->matched[b->depth]++; /* the last object's next name: none before it is the same */
+    f->nkeys++;
+    if (f->shaped && cp_strset_is(names, id, (const char *)s, len)) {
+        f->matched++; /* the last object's next name (checked then): none before it is alike */
     } else {
-        if (b->shaped[b->depth]) { /* from here, each name against this object's own */
-            b->shaped[b->depth] = 0;
+        if (!check_string(b, s, len)) {
+            return 0;
+        }
+        if (f->shaped) { /* from here, each name against this object's own */
+            f->shaped = 0;
             cp_strset_truncate(names, at);
         }
         id = cp_strset_put(names, (const char *)s, len, &added);
@@ -337,8 +346,7 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     if (!added) {
         return fail(b, 0, "a duplicate member name");
     }
-    const char *key = cp_strset_key(names, id);
-    f->keep_next = f->v != NULL && kept_name(b, key);
+    f->keep_next = f->v != NULL && kept_name(b, cp_strset_key(names, id));
     if (f->keep_next && (f->key = arena_str(b, s, len)) == NULL) {
         return fail(b, 0, "out of memory");
     }
@@ -355,6 +363,7 @@ static int open_container(builder_t *b, cp_json_type_t t)
         return 0;
     }
     const char *key = b->depth == 1 && v != NULL ? v->name : NULL; /* the member it is of */
+    size_t place = b->depth > 0 ? b->fr[b->depth].nkeys : 0;       /* 1 + the member it is of */
     frame_t *f = &b->fr[++b->depth];
     memset(f, 0, sizeof(*f));
     f->v = v;
@@ -366,11 +375,10 @@ static int open_container(builder_t *b, cp_json_type_t t)
     /* the root's elements, where only some members are kept, are not */
     f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL || f->stream);
     if (t == CP_JSON_OBJ) { /* a large set is given back, not kept to compare with */
-        cp_strset_t *names = &b->names[b->depth];
-        b->matched[b->depth] = 0;
-        b->shaped[b->depth] = names->cap <= 1024 && names->buf_room <= 65536;
-        if (!b->shaped[b->depth]) {
-            cp_strset_clear(names);
+        f->names = &b->names[b->depth][place == 0 || place >= SHAPES ? SHAPES - 1 : place - 1];
+        f->shaped = f->names->cap <= 1024 && f->names->buf_room <= 65536;
+        if (!f->shaped) {
+            cp_strset_clear(f->names);
         }
     }
     return 1;
@@ -449,7 +457,9 @@ static void grammar_error(builder_t *b)
 static void builder_free(builder_t *b)
 {
     for (int d = 0; d <= CP_JSON_MAX_DEPTH; d++) {
-        cp_strset_free(&b->names[d]);
+        for (int k = 0; k < SHAPES; k++) {
+            cp_strset_free(&b->names[d][k]);
+        }
     }
     if (b->h != NULL) {
         yajl_free(b->h);

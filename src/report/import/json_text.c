@@ -65,6 +65,16 @@ int cp_json_whole(const char *s, size_t len, long long *out)
     return 1;
 }
 
+/* a == b, for the short names of a look-up: inline, not a call to strcmp per name */
+static inline int same(const char *a, const char *b)
+{
+    while (*a != '\0' && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
 {
     if (obj == NULL || obj->type != CP_JSON_OBJ) {
@@ -75,11 +85,11 @@ const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
      * it is used (collprof-report is one thread); names are never twice in an object. */
     static size_t hint[64];
     size_t *h = &hint[((uintptr_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
-    if (*h < obj->n && obj->keys[*h][0] == key[0] && !strcmp(obj->keys[*h], key)) {
+    if (*h < obj->n && same(obj->keys[*h], key)) {
         return obj->kids[*h];
     }
     for (size_t i = 0; i < obj->n; i++) {
-        if (obj->keys[i][0] == key[0] && !strcmp(obj->keys[i], key)) {
+        if (obj->keys[i][0] == key[0] && same(obj->keys[i], key)) {
             *h = i;
             return obj->kids[i];
         }
