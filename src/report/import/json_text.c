@@ -80,17 +80,24 @@ const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
     if (obj == NULL || obj->type != CP_JSON_OBJ) {
         return NULL;
     }
-    /* where the member of this name (by the name's address: the callers' literals) was found
-     * last: the entries of a stream have their members in one order.  A hint, checked before
-     * it is used (collprof-report is one thread); names are never twice in an object. */
-    static size_t hint[64];
-    size_t *h = &hint[((uintptr_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
-    if (*h < obj->n && same(obj->keys[*h], key)) {
-        return obj->kids[*h];
+    /* the two places where the member of this name (by the name's address: the callers'
+     * literals) was found last: the entries of a stream have their members in one order (two:
+     * a name in two kinds of object, as "name" in a node and in its attrs).  A hint, checked
+     * before it is used (collprof-report is one thread); names are never twice in an object. */
+    static size_t hint[64][2];
+    size_t *h = hint[((uintptr_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 58];
+    for (int k = 0; k < 2; k++) {
+        if (h[k] < obj->n && same(obj->keys[h[k]], key)) {
+            return obj->kids[h[k]];
+        }
+    }
+    if (!(obj->keybits & cp_json_keybit(key))) {
+        return NULL; /* no name begins as key does */
     }
     for (size_t i = 0; i < obj->n; i++) {
         if (obj->keys[i][0] == key[0] && same(obj->keys[i], key)) {
-            *h = i;
+            h[1] = h[0];
+            h[0] = i;
             return obj->kids[i];
         }
     }
