@@ -273,6 +273,9 @@ static int on_number(void *ctx, const char *s, size_t len)
         d = (double)i;
         return number_value(b, d, i, whole);
     }
+    if (cp_json_decimal(s, len, &d)) { /* 0.25: not a whole number, exact without strtod */
+        return number_value(b, d, 0, 0);
+    }
     memcpy(buf, s, len);
     buf[len] = '\0';
     whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
@@ -580,7 +583,7 @@ cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opt
 int cp_json_read_fd(int fd, const cp_json_opts_t *opts, const cp_json_stream_t *s, cp_json_t **root,
                     cp_json_error_t *e)
 {
-    enum { PIECE = 1 << 16 };
+    enum { PIECE = 1 << 18 }; /* 256 KiB: yajl_parse called less, and the buffer in L2 */
     builder_t *b = builder_new(opts, s, e);
     char *buf = malloc(PIECE);
     *root = NULL;

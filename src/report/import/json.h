@@ -111,4 +111,8 @@ const char *cp_json_text_error(const unsigned char *s, size_t len);
  *  digits fitting a long long: 1 with *out exact, else 0 (strtoll and strtod read it). */
 int cp_json_whole(const char *s, size_t len, long long *out);
 
+/** A number token (checked before) with at most 2^53 as its digits and a power of ten of at
+ *  most 22 either way (0.25, 1.5e3): 1 with *out exactly as strtod reads it, else 0. */
+int cp_json_decimal(const char *s, size_t len, double *out);
+
 #endif /* COLLPROF_REPORT_JSON_H */

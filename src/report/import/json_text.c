@@ -65,6 +65,52 @@ int cp_json_whole(const char *s, size_t len, long long *out)
     return 1;
 }
 
+/* 10^0..10^22: each exact as a double */
+static const double tens[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                              1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                              1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The digits of s[*i..len) into *m (at most 2^53: 0 when more), their count in *n. */
+static int digits(const char *s, size_t len, size_t *i, uint64_t *m, int *n)
+{
+    for (unsigned d; *i < len && (d = (unsigned)(unsigned char)s[*i] - '0') <= 9; (*i)++, (*n)++) {
+        if (*m > (UINT64_C(1) << 53) / 10) {
+            return 0;
+        }
+        *m = *m * 10 + d;
+    }
+    return 1;
+}
+
+int cp_json_decimal(const char *s, size_t len, double *out)
+{
+    size_t i = len > 0 && s[0] == '-';
+    uint64_t m = 0;
+    int nint = 0, nfrac = 0, e = 0;
+    if (!digits(s, len, &i, &m, &nint)) {
+        return 0;
+    }
+    if (i < len && s[i] == '.' && (++i, !digits(s, len, &i, &m, &nfrac))) {
+        return 0;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        int neg = s[++i] == '-', ne = 0;
+        i += s[i] == '-' || s[i] == '+';
+        for (; i < len && ne < 4; i++, ne++) {
+            e = e * 10 + (s[i] - '0');
+        }
+        e = neg ? -e : e;
+    }
+    e -= nfrac;
+    if (i != len || m > (UINT64_C(1) << 53) || e < -22 || e > 22) {
+        return 0; /* (a long exponent, digits past 2^53, or a power not exact: strtod) */
+    }
+    /* the mantissa and the power of ten exact: one rounding, as strtod's (Clinger's fast path) */
+    double d = e < 0 ? (double)m / tens[-e] : (double)m * tens[e];
+    *out = s[0] == '-' ? -d : d;
+    return 1;
+}
+
 /* a == b, for the short names of a look-up: inline, not a call to strcmp per name */
 static inline int same(const char *a, const char *b)
 {
