@@ -16,7 +16,6 @@
 #include <yajl/yajl_parse.h>
 
 #include <errno.h>
-#include <math.h>
 #include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -261,37 +260,11 @@ static int number_value(builder_t *b, double d, long long i, int whole)
 
 static int on_number(void *ctx, const char *s, size_t len)
 {
-    builder_t *b = ctx;
-    char buf[64];
-    if (len >= sizeof(buf)) {
-        return fail(b, 0, "a number of too many digits");
-    }
-    long long i = 0;
     double d;
-    int whole = cp_json_whole(s, len, &i);
-    if (whole) {
-        d = (double)i;
-        return number_value(b, d, i, whole);
-    }
-    if (cp_json_decimal(s, len, &d)) { /* 0.25: not a whole number, exact without strtod */
-        return number_value(b, d, 0, 0);
-    }
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
-            memchr(buf, 'E', len) == NULL;
-    errno = 0;
-    if (whole && (i = strtoll(buf, NULL, 10), errno == 0)) {
-        d = (double)i; /* a whole number: exact where it fits 64 bits */
-    } else {
-        whole = 0;
-        errno = 0;
-        d = strtod(buf, NULL);
-    }
-    if (!isfinite(d) || errno == ERANGE) {
-        return fail(b, 0, "a number out of range");
-    }
-    return number_value(b, d, i, whole);
+    long long i;
+    int whole = cp_json_whole(s, len, &i); /* the common case first, without a double's call */
+    const char *why = whole ? (d = (double)i, NULL) : cp_json_number(s, len, &d, &i, &whole);
+    return why != NULL ? fail(ctx, 0, why) : number_value(ctx, d, i, whole);
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t len)

@@ -115,4 +115,8 @@ int cp_json_whole(const char *s, size_t len, long long *out);
  *  most 22 either way (0.25, 1.5e3): 1 with *out exactly as strtod reads it, else 0. */
 int cp_json_decimal(const char *s, size_t len, double *out);
 
+/** A number token (checked before): NULL with *d (and *i exact where *whole: a whole number that
+ *  fits 64 bits), else what is wrong with it (too many digits, out of range). */
+const char *cp_json_number(const char *s, size_t len, double *d, long long *i, int *whole);
+
 #endif /* COLLPROF_REPORT_JSON_H */

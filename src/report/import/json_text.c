@@ -1,8 +1,9 @@
 /*
  * The JSON reader's (json.c) checks of one token's text, apart from the
- * parse: strings of valid UTF-8 without NUL, whole numbers read without
- * strtoll; and the look-up of an object's member.  Each runs for every
- * string, name or number of a trace: the common case is taken first.
+ * parse: strings of valid UTF-8 without NUL, numbers read without strtoll or
+ * strtod where they are whole or a short decimal; and the look-up of an
+ * object's member.  Each runs for every string, name or number of a trace:
+ * the common case is taken first.
  */
 #include "config.h"
 
@@ -10,8 +11,11 @@
 
 #include "base/util.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *cp_json_text_error(const unsigned char *s, size_t len)
@@ -109,6 +113,35 @@ int cp_json_decimal(const char *s, size_t len, double *out)
     double d = e < 0 ? (double)m / tens[-e] : (double)m * tens[e];
     *out = s[0] == '-' ? -d : d;
     return 1;
+}
+
+const char *cp_json_number(const char *s, size_t len, double *d, long long *i, int *whole)
+{
+    char buf[64];
+    *i = 0;
+    if (len >= sizeof(buf)) {
+        return "a number of too many digits";
+    }
+    if ((*whole = cp_json_whole(s, len, i)) != 0) {
+        *d = (double)*i;
+        return NULL;
+    }
+    if (cp_json_decimal(s, len, d)) { /* 0.25: not a whole number, exact without strtod */
+        return NULL;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    *whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
+             memchr(buf, 'E', len) == NULL;
+    errno = 0;
+    if (*whole && (*i = strtoll(buf, NULL, 10), errno == 0)) {
+        *d = (double)*i; /* a whole number: exact where it fits 64 bits */
+    } else {
+        *whole = 0;
+        errno = 0;
+        *d = strtod(buf, NULL);
+    }
+    return !isfinite(*d) || errno == ERANGE ? "a number out of range" : NULL;
 }
 
 /* a == b, for the short names of a look-up: inline, not a call to strcmp per name */
