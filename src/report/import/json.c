@@ -16,7 +16,6 @@
 #include <yajl/yajl_parse.h>
 
 #include <errno.h>
-#include <math.h>
 #include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +35,18 @@ typedef struct frame {
     char *key;     /* the pending member name, where kept */
     int keep_next; /* the next member or element is kept */
     int stream;    /* its elements go to each() one at a time (cp_json_read_fd) */
+    /* an object's member names (of the builder's names, chosen by where the object is),
+     * how many it has had, and while they are those of the last object there, in order
+     * (shaped: a stream's entries are alike), how many of that one's they matched */
+    cp_strset_t *names;
+    size_t nkeys, matched;
+    int shaped;
 } frame_t;
+
+/* The sets of member names at a depth: one for each of the first member places of the parent
+ * object (a stream's entry holds objects of a different shape at each, as nccl-inspector's
+ * header, metadata and coll_perf), the last for the rest and for the elements of an array. */
+enum { SHAPES = 4 };
 
 typedef struct builder {
     const char *text;
@@ -56,12 +66,9 @@ typedef struct builder {
     size_t evalues;
     int depth; /* open containers: fr[1..depth] */
     frame_t fr[CP_JSON_MAX_DEPTH + 1];
-    /* the member names of each open object; while an object's names are those of the last
-     * object at its depth, in order (shaped: a stream's entries are alike), they are only
-     * compared with that one's (matched so far), which had no two alike */
-    cp_strset_t names[CP_JSON_MAX_DEPTH + 1];
-    size_t matched[CP_JSON_MAX_DEPTH + 1];
-    char shaped[CP_JSON_MAX_DEPTH + 1];
+    /* the member names of the last object at each depth and place: while an object's names
+     * are that one's, in order, they are only compared with them (which had no two alike) */
+    cp_strset_t names[CP_JSON_MAX_DEPTH + 1][SHAPES];
     cp_json_t *root;
     cp_json_error_t *e;
 } builder_t;
@@ -173,6 +180,7 @@ static int new_value(builder_t *b, cp_json_type_t t, cp_json_t **out)
     v->n = 0;
     v->kids = NULL;
     v->keys = NULL;
+    v->keybits = 0;
     v->next = NULL;
     v->name = NULL;
     v->arena = NULL;
@@ -252,34 +260,11 @@ static int number_value(builder_t *b, double d, long long i, int whole)
 
 static int on_number(void *ctx, const char *s, size_t len)
 {
-    builder_t *b = ctx;
-    char buf[64];
-    if (len >= sizeof(buf)) {
-        return fail(b, 0, "a number of too many digits");
-    }
-    long long i = 0;
     double d;
-    int whole = cp_json_whole(s, len, &i);
-    if (whole) {
-        d = (double)i;
-        return number_value(b, d, i, whole);
-    }
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    whole = memchr(buf, '.', len) == NULL && memchr(buf, 'e', len) == NULL &&
-            memchr(buf, 'E', len) == NULL;
-    errno = 0;
-    if (whole && (i = strtoll(buf, NULL, 10), errno == 0)) {
-        d = (double)i; /* a whole number: exact where it fits 64 bits */
-    } else {
-        whole = 0;
-        errno = 0;
-        d = strtod(buf, NULL);
-    }
-    if (!isfinite(d) || errno == ERANGE) {
-        return fail(b, 0, "a number out of range");
-    }
-    return number_value(b, d, i, whole);
+    long long i;
+    int whole = cp_json_whole(s, len, &i); /* the common case first, without a double's call */
+    const char *why = whole ? (d = (double)i, NULL) : cp_json_number(s, len, &d, &i, &whole);
+    return why != NULL ? fail(ctx, 0, why) : number_value(ctx, d, i, whole);
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t len)
@@ -311,22 +296,55 @@ static int kept_name(const builder_t *b, const char *key)
     return 0;
 }
 
+/* Whether name id of set is s[0..len): cp_strset_is inline, 8 bytes a step (once per member). */
+static inline int name_is(const cp_strset_t *set, size_t id, const unsigned char *s, size_t len)
+{
+    if (id >= set->n || set->off[id + 1] - set->off[id] != len + 1) {
+        return 0;
+    }
+    const char *k = set->buf + set->off[id];
+    size_t i = 0;
+    uint64_t x, y;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&x, k + i, 8);
+        memcpy(&y, s + i, 8);
+        if (x != y) {
+            return 0;
+        }
+    }
+    if (len - i >= 4) { /* the rest as two 4-byte words that may overlap */
+        uint32_t a[2], c[2];
+        memcpy(&a[0], k + i, 4);
+        memcpy(&a[1], k + len - 4, 4);
+        memcpy(&c[0], s + i, 4);
+        memcpy(&c[1], s + len - 4, 4);
+        return a[0] == c[0] && a[1] == c[1];
+    }
+    for (; i < len; i++) {
+        if (k[i] != (char)s[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
     builder_t *b = ctx;
     frame_t *f = &b->fr[b->depth];
-    cp_strset_t *names = &b->names[b->depth];
-    size_t at = b->matched[b->depth];
+    cp_strset_t *names = f->names;
+    size_t at = f->matched;
     int added = 1;
-    if (!check_string(b, s, len)) {
-        return 0;
-    }
     long id = (long)at;
-    if (b->shaped[b->depth] && cp_strset_is(names, id, (const char *)s, len)) {
-        b->matched[b->depth]++; /* the last object's next name: none before it is the same */
+    f->nkeys++;
+    if (f->shaped && name_is(names, at, s, len)) {
+        f->matched++; /* the last object's next name (checked then): none before it is alike */
     } else {
-        if (b->shaped[b->depth]) { /* from here, each name against this object's own */
-            b->shaped[b->depth] = 0;
+        if (!check_string(b, s, len)) {
+            return 0;
+        }
+        if (f->shaped) { /* from here, each name against this object's own */
+            f->shaped = 0;
             cp_strset_truncate(names, at);
         }
         id = cp_strset_put(names, (const char *)s, len, &added);
@@ -337,10 +355,12 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     if (!added) {
         return fail(b, 0, "a duplicate member name");
     }
-    const char *key = cp_strset_key(names, id);
-    f->keep_next = f->v != NULL && kept_name(b, key);
-    if (f->keep_next && (f->key = arena_str(b, s, len)) == NULL) {
-        return fail(b, 0, "out of memory");
+    f->keep_next = f->v != NULL && kept_name(b, cp_strset_key(names, id));
+    if (f->keep_next) {
+        if ((f->key = arena_str(b, s, len)) == NULL) {
+            return fail(b, 0, "out of memory");
+        }
+        f->v->keybits |= cp_json_keybit(f->key);
     }
     return 1;
 }
@@ -355,6 +375,7 @@ static int open_container(builder_t *b, cp_json_type_t t)
         return 0;
     }
     const char *key = b->depth == 1 && v != NULL ? v->name : NULL; /* the member it is of */
+    size_t place = b->depth > 0 ? b->fr[b->depth].nkeys : 0;       /* 1 + the member it is of */
     frame_t *f = &b->fr[++b->depth];
     memset(f, 0, sizeof(*f));
     f->v = v;
@@ -366,11 +387,10 @@ static int open_container(builder_t *b, cp_json_type_t t)
     /* the root's elements, where only some members are kept, are not */
     f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL || f->stream);
     if (t == CP_JSON_OBJ) { /* a large set is given back, not kept to compare with */
-        cp_strset_t *names = &b->names[b->depth];
-        b->matched[b->depth] = 0;
-        b->shaped[b->depth] = names->cap <= 1024 && names->buf_room <= 65536;
-        if (!b->shaped[b->depth]) {
-            cp_strset_clear(names);
+        f->names = &b->names[b->depth][place == 0 || place >= SHAPES ? SHAPES - 1 : place - 1];
+        f->shaped = f->names->cap <= 1024 && f->names->buf_room <= 65536;
+        if (!f->shaped) {
+            cp_strset_clear(f->names);
         }
     }
     return 1;
@@ -449,7 +469,9 @@ static void grammar_error(builder_t *b)
 static void builder_free(builder_t *b)
 {
     for (int d = 0; d <= CP_JSON_MAX_DEPTH; d++) {
-        cp_strset_free(&b->names[d]);
+        for (int k = 0; k < SHAPES; k++) {
+            cp_strset_free(&b->names[d][k]);
+        }
     }
     if (b->h != NULL) {
         yajl_free(b->h);
@@ -534,7 +556,7 @@ cp_json_t *cp_json_parse(const char *text, size_t len, const cp_json_opts_t *opt
 int cp_json_read_fd(int fd, const cp_json_opts_t *opts, const cp_json_stream_t *s, cp_json_t **root,
                     cp_json_error_t *e)
 {
-    enum { PIECE = 1 << 16 };
+    enum { PIECE = 1 << 18 }; /* 256 KiB: yajl_parse called less, and the buffer in L2 */
     builder_t *b = builder_new(opts, s, e);
     char *buf = malloc(PIECE);
     *root = NULL;

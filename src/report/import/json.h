@@ -13,6 +13,7 @@
 #define COLLPROF_REPORT_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CP_JSON_MAX_DEPTH 64
 /* The most values kept by default (a year of nccl-tests results is far less). */
@@ -38,9 +39,10 @@ typedef struct cp_json {
     size_t n;              /**< members or elements */
     struct cp_json **kids; /**< [n] the elements, or the members' values */
     char **keys;           /**< [n] CP_JSON_OBJ: the members' names */
-    struct cp_json *next;  /**< (while parsing) the next member or element */
-    char *name;            /**< (while parsing) its member name */
-    void *arena;           /**< the root only: where the whole tree lives */
+    uint64_t keybits; /**< CP_JSON_OBJ: cp_json_keybit of each name kept (a look-up's quick miss) */
+    struct cp_json *next; /**< (while parsing) the next member or element */
+    char *name;           /**< (while parsing) its member name */
+    void *arena;          /**< the root only: where the whole tree lives */
 } cp_json_t;
 
 typedef struct cp_json_opts {
@@ -87,6 +89,15 @@ int cp_json_read_fd(int fd, const cp_json_opts_t *opts, const cp_json_stream_t *
 /** Free a tree cp_json_parse returned (the root; its values go with it). */
 void cp_json_free(cp_json_t *root);
 
+/** One bit of 64 for a member name, from its first four bytes (those past its end 0). */
+static inline uint64_t cp_json_keybit(const char *key)
+{
+    uint32_t c0 = (unsigned char)key[0], c1 = c0 != 0 ? (unsigned char)key[1] : 0,
+             c2 = c1 != 0 ? (unsigned char)key[2] : 0, c3 = c2 != 0 ? (unsigned char)key[3] : 0;
+    uint32_t w = c0 | c1 << 8 | c2 << 16 | c3 << 24;
+    return UINT64_C(1) << ((w * UINT32_C(0x9e3779b1)) >> 26);
+}
+
 /** Member key of object obj, or NULL (also when obj is not an object). */
 const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key);
 
@@ -99,5 +110,13 @@ const char *cp_json_text_error(const unsigned char *s, size_t len);
 /** A number token (of JSON's grammar, checked before) that is a whole number of at most 19
  *  digits fitting a long long: 1 with *out exact, else 0 (strtoll and strtod read it). */
 int cp_json_whole(const char *s, size_t len, long long *out);
+
+/** A number token (checked before) with at most 2^53 as its digits and a power of ten of at
+ *  most 22 either way (0.25, 1.5e3): 1 with *out exactly as strtod reads it, else 0. */
+int cp_json_decimal(const char *s, size_t len, double *out);
+
+/** A number token (checked before): NULL with *d (and *i exact where *whole: a whole number that
+ *  fits 64 bits), else what is wrong with it (too many digits, out of range). */
+const char *cp_json_number(const char *s, size_t len, double *d, long long *i, int *whole);
 
 #endif /* COLLPROF_REPORT_JSON_H */

@@ -54,17 +54,54 @@ void *cp_et_grow(cp_trace_t *t, int line, void **arr, size_t *n, size_t *cap, si
     return p;
 }
 
-/* The value of the node's attr of that name, or NULL. */
-static const cp_json_t *attr(const cp_json_t *node, const char *name)
+/* Whether attrs[i] is the attr of that name. */
+static int attr_is(const cp_json_t *a, size_t i, const char *name)
+{
+    const cp_json_t *k = cp_json_get(a->kids[i], "name");
+    return k != NULL && k->type == CP_JSON_STR && k->str[0] == name[0] && !strcmp(k->str, name);
+}
+
+/* The node et_node reads and cp_json_keybit of each of its attrs' names: an attr it has not
+ * is known missing at once (set for each node, before its attrs are looked up). */
+static struct {
+    const cp_json_t *node;
+    uint64_t names;
+} attr_names;
+
+static void attr_index(const cp_json_t *node)
 {
     const cp_json_t *a = cp_json_get(node, "attrs");
+    attr_names.node = node;
+    attr_names.names = 0;
     for (size_t i = 0; a != NULL && a->type == CP_JSON_ARR && i < a->n; i++) {
         const cp_json_t *k = cp_json_get(a->kids[i], "name");
-        if (k != NULL && k->type == CP_JSON_STR && !strcmp(k->str, name)) {
-            return cp_json_get(a->kids[i], "value");
+        attr_names.names |= k != NULL && k->type == CP_JSON_STR ? cp_json_keybit(k->str) : 0;
+    }
+}
+
+/* The value of the node's attr of that name, or NULL: tried first where that name (by its
+ * address: the callers' literals) was found last, as the nodes list their attrs alike. */
+static const cp_json_t *attr(const cp_json_t *node, const char *name)
+{
+    static size_t hint[32];
+    size_t *h = &hint[((uintptr_t)name * UINT64_C(0x9e3779b97f4a7c15)) >> 59];
+    if (node == attr_names.node && !(attr_names.names & cp_json_keybit(name))) {
+        return NULL;
+    }
+    const cp_json_t *a = cp_json_get(node, "attrs");
+    if (a == NULL || a->type != CP_JSON_ARR) {
+        return NULL;
+    }
+    size_t i = *h; /* (an attrs list that names one twice: either may be the one read) */
+    if (i >= a->n || !attr_is(a, i, name)) {
+        for (i = 0; i < a->n && !attr_is(a, i, name); i++) {
         }
     }
-    return NULL;
+    if (i == a->n) {
+        return NULL;
+    }
+    *h = i;
+    return cp_json_get(a->kids[i], "value");
 }
 
 /* A whole number in [lo, hi] that must be there: 0, or -1 with the error. */
@@ -375,6 +412,7 @@ static int et_node(void *ctx, const cp_json_t *node)
         return cp_trace_fail(f->t, node->line, "a node without a whole-number 'id'");
     }
     if (!strcmp(name->str, "record_param_comms") && cp_json_get(node, "cat") == NULL) {
+        attr_index(node);
         return comm_node(f, node, id);
     }
     if (strstr(name->str, "process_group:init") != NULL) {

@@ -57,7 +57,13 @@ static et_key_t *keys(et_file_t *f, int by_parent)
             by_parent ? (et_key_t){o->parent, 0, 0, i} : (et_key_t){o->r.group, o->p2p, o->seq, i};
         k[i].c = !strcmp(o->r.op, "wait") && !by_parent ? -1 : k[i].c; /* waits match none */
     }
-    qsort(k, f->nops, sizeof(*k), by_key);
+    size_t sorted = 1; /* already in order (one group's ops in sequence): left as they are */
+    while (sorted < f->nops && by_key(&k[sorted - 1], &k[sorted]) <= 0) {
+        sorted++;
+    }
+    if (sorted < f->nops) {
+        qsort(k, f->nops, sizeof(*k), by_key);
+    }
     return k;
 }
 
