@@ -117,6 +117,7 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
                       rr->opt->replay_iters, err, len) != 0) {
         return CP_EXIT_USAGE; /* (--replay-ops keeps only its ops of t) */
     }
+    cp_gaps_cores(rr->boot.local_size);
     return replay_guard(rr, t, sc, err, len);
 #else
     (void)rr;

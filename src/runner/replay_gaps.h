@@ -30,6 +30,9 @@ int cp_replay_ops_parse(const char *s, int64_t *lo, int64_t *hi, char *err, size
  *  reason (the same on every rank: they read the same trace). */
 int cp_gaps_setup(const char *gaps, const char *range, cp_trace_t *t, const cp_trace_scan_t *sc,
                   int rank, int iters, char *err, size_t len);
+/** The node's local_size ranks: the spin before each issue may grow past 80 us on a host
+ *  whose timer wakes late only where each has a CPU of this process's affinity. */
+void cp_gaps_cores(int local_size);
 /** The mode set up (CP_GAPS_*). */
 int cp_gaps_mode(void);
 
