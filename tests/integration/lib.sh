@@ -162,6 +162,25 @@ check_rooted_v_specs() {
     ok $? "$what: gatherv and scatterv, 4 + 4 cells measured and exact, none unsupported (got $g + $v)"
 }
 
+# ---- the GPU kit (nccl_gpu.sh, nccl_gpu_gaps.sh, nccl_profiler_gpu.sh) ----
+
+# np: one rank per GPU nvidia-smi lists, at most 8; skip without one
+gpu_ranks() {
+    ngpu=0
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    fi
+    [ "$ngpu" -gt 0 ] || skip_all "no usable GPU (nvidia-smi lists none)"
+    np=$ngpu
+    [ "$np" -le 8 ] || np=8
+}
+
+# skip unless the NCCL backend was built; then gpu_ranks
+need_gpus() {
+    [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
+    gpu_ranks
+}
+
 # ---- Slurm (tests/integration/slurm.sh, nodes.sh) ----
 
 # skip unless the Slurm and munge programs are installed and we are root ($1: why root)

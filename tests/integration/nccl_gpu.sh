@@ -9,14 +9,7 @@
 # every variant on every op takes a while: longer than lib.sh's default bound
 CP_TIMEOUT=${CP_TIMEOUT:-1800}
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
-[ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
-ngpu=0
-if command -v nvidia-smi >/dev/null 2>&1; then
-    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-fi
-[ "$ngpu" -gt 0 ] || skip_all "no usable GPU (nvidia-smi lists none)"
-np=$ngpu
-[ "$np" -le 8 ] || np=8
+need_gpus
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
 echo "# $np rank(s), one GPU each"
 # how long each part took (the GPU machine is lent for minutes)

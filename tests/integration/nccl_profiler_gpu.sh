@@ -14,13 +14,7 @@ CP_TIMEOUT=${CP_TIMEOUT:-120}
 [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_nccl.so" ] || skip_all "the NCCL backend was not built"
 PROF=${COLLPROF_NCCLPROF:-${COLLPROF_PLUGIN_PATH%%:*}/libnccl-profiler-collprof.so}
 [ -e "$PROF" ] || skip_all "no $PROF"
-ngpu=0
-if command -v nvidia-smi >/dev/null 2>&1; then
-    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-fi
-[ "$ngpu" -gt 0 ] || skip_all "no usable GPU (nvidia-smi lists none)"
-np=$ngpu
-[ "$np" -le 8 ] || np=8
+gpu_ranks
 need_report
 export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
 T=$WORK/trace
