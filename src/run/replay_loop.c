@@ -217,7 +217,9 @@ typedef struct mine {
 static void pack_copy(void *arg, uint64_t at, size_t m, void *send)
 {
     const mine_t *u = arg;
-    memcpy(send, u->gc + at, m * sizeof(*u->gc));
+    if (m > 0) {
+        memcpy(send, u->gc + at, m * sizeof(*u->gc));
+    }
 }
 
 /* Op rows [at, at + m) with their k (the rows packed in order). */

@@ -101,7 +101,9 @@ int cp_path_counts(cp_path_t *p, int rank, const cp_gcount_t *c, size_t m)
 int cp_path_feed(cp_path_t *p, int rank, const cp_prec_t *recs, size_t m)
 {
     prk_t *q = &p->rk[rank];
-    memmove(q->buf, q->buf + q->pos, (q->len - q->pos) * sizeof(*q->buf));
+    if (q->pos > 0 && q->len > q->pos) { /* (no buffer yet: nothing to move) */
+        memmove(q->buf, q->buf + q->pos, (q->len - q->pos) * sizeof(*q->buf));
+    }
     q->base += q->pos;
     q->len -= q->pos;
     q->pos = 0;
@@ -114,7 +116,9 @@ int cp_path_feed(cp_path_t *p, int rank, const cp_prec_t *recs, size_t m)
         q->buf = b;
         q->cap = q->len + m;
     }
-    memcpy(q->buf + q->len, recs, m * sizeof(*recs));
+    if (m > 0) {
+        memcpy(q->buf + q->len, recs, m * sizeof(*recs));
+    }
     q->len += m;
     q->fetched += m;
     return 0;
@@ -255,7 +259,9 @@ static int prepare(cp_path_t *p)
 {
     for (size_t i = 0; i < p->ng; i++) {
         pgrp_t *g = &p->g[i];
-        qsort(g->mem, g->nmem, sizeof(*g->mem), cmp_mem);
+        if (g->nmem > 1) { /* (a group with no member seen has no array: qsort wants one) */
+            qsort(g->mem, g->nmem, sizeof(*g->mem), cmp_mem);
+        }
         g->skew = calloc((size_t)g->kmax + 1, sizeof(double));
         g->strag = calloc((size_t)g->kmax + 1, sizeof(int32_t));
         if (g->skew == NULL || g->strag == NULL) {

@@ -40,9 +40,11 @@
 
 struct CUmod_st {
     char *image;
+    struct CUfunc_st *fns; /* its functions: freed with it, as CUDA's are */
 };
 struct CUfunc_st {
     struct CUmod_st *mod;
+    struct CUfunc_st *next;
     char name[64];
 };
 
@@ -108,12 +110,19 @@ static CUresult mock_getfn(CUfunction *f, CUmodule m, const char *name)
     }
     *f = calloc(1, sizeof(**f));
     (*f)->mod = m;
+    (*f)->next = m->fns;
+    m->fns = *f;
     snprintf((*f)->name, sizeof((*f)->name), "%s", name);
     return CUDA_SUCCESS;
 }
 
 static CUresult mock_unload(CUmodule m)
 {
+    while (m->fns != NULL) {
+        struct CUfunc_st *f = m->fns;
+        m->fns = f->next;
+        free(f);
+    }
     free(m->image);
     free(m);
     return CUDA_SUCCESS;

@@ -460,7 +460,10 @@ static void check_compute(const collprof_backend_t *be, void *ctx, void (*kern)(
     clock_gettime(CLOCK_MONOTONIC, &t1);
     kern(c);
     double us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
-    check(rc == COLLPROF_OK && c[0] == b[0] && c[1] - b[1] == 1 && us >= 4500 && us < 50000,
+    /* the kernel is asked for 5000 us less the empty launch's round trip timed at set-up: that
+     * round trip on the stand-in (a thread's nanosleep) was 550 us once under the sanitizers,
+     * the call 4449 us: 4000 us at least says the gap was filled */
+    check(rc == COLLPROF_OK && c[0] == b[0] && c[1] - b[1] == 1 && us >= 4000 && us < 50000,
           "compute(5000 us): one launch, no new load, back after %.0f us (%lu launches)", us,
           c[1] - b[1]);
 }
