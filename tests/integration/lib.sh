@@ -181,6 +181,18 @@ need_gpus() {
     gpu_ranks
 }
 
+# replay_ok NAME DIR OPS (nccl_gpu.sh, nccl_gpu_gaps.sh): the run's summary has the nccl
+# replay table, every row ok, OPS ops and no wrong element
+replay_ok() {
+    s=$(summary_of "$2")
+    bad=$(sed -n '/^== replay on nccl/,/^whole trace:/p' "$s" |
+        awk 'NR > 2 && !/^whole trace:/ && $12 != "ok"')
+    [ "$rc" -eq 0 ] && [ -n "$s" ] && [ -z "$bad" ] &&
+        grep -q "^whole trace: $3 ops, .* 0 wrong elements: ok" "$s"
+    ok $? "nccl --replay $1: $3 ops, every row ok, no wrong element (exit $rc)${bad:+: $(echo "$bad" | head -n 3 | tr '\n' ';')}"
+    [ -n "$s" ] && sed -n '/^== replay on nccl/,/^critical path:/p' "$s" | sed 's/^/# /'
+}
+
 # ---- Slurm (tests/integration/slurm.sh, nodes.sh) ----
 
 # skip unless the Slurm and munge programs are installed and we are root ($1: why root)

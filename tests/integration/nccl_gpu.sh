@@ -85,17 +85,6 @@ part_done "non-blocking communicators"
 # held and launched as one NCCL group), and groups of one rank split from the job's
 # communicator.  One GPU runs one rank: no point-to-point, no split there.
 report="$(dirname "$COLLPROF_BIN")/collprof-report"
-# replay_ok NAME DIR OPS: the run's summary has the nccl replay table, every row ok, OPS ops
-# and no wrong element
-replay_ok() {
-    s=$(summary_of "$2")
-    bad=$(sed -n '/^== replay on nccl/,/^whole trace:/p' "$s" |
-        awk 'NR > 2 && !/^whole trace:/ && $12 != "ok"')
-    [ "$rc" -eq 0 ] && [ -n "$s" ] && [ -z "$bad" ] &&
-        grep -q "^whole trace: $3 ops, .* 0 wrong elements: ok" "$s"
-    ok $? "nccl --replay $1: $3 ops, every row ok, no wrong element (exit $rc)${bad:+: $(echo "$bad" | head -n 3 | tr '\n' ';')}"
-    [ -n "$s" ] && sed -n '/^== replay on nccl/,/^critical path:/p' "$s" | sed 's/^/# /'
-}
 if [ -x "$report" ]; then
     d="$WORK/replay"
     mkdir -p "$d"

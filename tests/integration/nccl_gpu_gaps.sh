@@ -19,17 +19,6 @@ need_report
 export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
 echo "# $np rank(s), one GPU each"
 
-# replay_ok NAME DIR OPS: the run's summary has the nccl replay table, every row ok, OPS ops
-# and no wrong element
-replay_ok() {
-    s=$(summary_of "$2")
-    bad=$(sed -n '/^== replay on nccl/,/^whole trace:/p' "$s" |
-        awk 'NR > 2 && !/^whole trace:/ && $12 != "ok"')
-    [ "$rc" -eq 0 ] && [ -n "$s" ] && [ -z "$bad" ] &&
-        grep -q "^whole trace: $3 ops, .* 0 wrong elements: ok" "$s"
-    ok $? "nccl --replay $1: $3 ops, every row ok, no wrong element (exit $rc)${bad:+: $(echo "$bad" | head -n 3 | tr '\n' ';')}"
-    [ -n "$s" ] && sed -n '/^== replay on nccl/,/^critical path:/p' "$s" | sed 's/^/# /'
-}
 
 d="$WORK/c"
 mkdir -p "$d"
