@@ -65,7 +65,7 @@ static const struct {
     {"baseline", cp_report_cmd_baseline, "FILE|DIR... -o BASE.h5",
      "healthy pairs of screens and link sweeps, for --baseline (collprof --screen, screen, links)"},
     {"import", cp_report_cmd_import, "[--from FORMAT] INPUT | --trace FORMAT FILE... -o OUT.h5",
-     "nccl-tests or OSU results as a result file; or a job's trace (PARAM, NCCL Inspector, FR)"},
+     "nccl-tests or OSU results as a result file; or a job's trace (8 formats: import --help)"},
     {"replay", cp_report_cmd_replay, "FILE",
      "a replay's report (collprof --replay): per op x size x group, skew, critical path"},
     {"simulate", cp_report_cmd_simulate,
