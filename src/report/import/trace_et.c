@@ -160,7 +160,7 @@ static int splits(et_file_t *f, const cp_json_t *in, const cp_json_t *out, et_op
 {
     cp_trace_t *t = f->t;
     const cp_json_t *v[2] = {in, out};
-    uint64_t total[2] = {op->r.in_count, op->r.out_count}, *s[2] = {NULL, NULL};
+    uint64_t total[2] = {op->in_count, op->out_count}, *s[2] = {NULL, NULL};
     int n[2] = {0, 0}, rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++) {
         const char *p = v[k] != NULL && v[k]->type == CP_JSON_STR ? v[k]->str : NULL;
@@ -204,10 +204,11 @@ static int splits(et_file_t *f, const cp_json_t *in, const cp_json_t *out, et_op
     if (rc == 0 && n[0] > 0 && (op->split = malloc((size_t)n[0] * 16)) == NULL) {
         rc = cp_trace_fail(t, op->line, "out of memory");
     }
+    f->nsplits += op->split != NULL;
     if (rc == 0 && n[0] > 0) {
         memcpy(op->split, s[0], (size_t)n[0] * 8);
         memcpy(op->split + n[0], s[1], (size_t)n[0] * 8);
-        op->r.nsplit = n[0];
+        op->nsplit = n[0];
     }
     free(s[0]);
     free(s[1]);
@@ -283,7 +284,7 @@ static int comm_sizes(et_file_t *f, const et_node_t *n, et_op_t *op)
     cp_trace_t *t = f->t;
     const cp_json_t *node = n->v, *dt = n->a[A_DTYPE];
     int64_t ic, oc;
-    if (!strcmp(op->r.op, "wait") || !strcmp(op->r.op, "barrier")) {
+    if (!strcmp(op->op, "wait") || !strcmp(op->op, "barrier")) {
         return 0;
     }
     const char *d = dt != NULL && dt->type == CP_JSON_STR ? cp_trace_dtype(dt->str) : NULL;
@@ -300,16 +301,33 @@ static int comm_sizes(et_file_t *f, const et_node_t *n, et_op_t *op)
         need_int(t, node, n->a[A_OUT_MSG_NELEMS], "out_msg_nelems", 0, 1e15, &oc) != 0) {
         return -1;
     }
-    cp_trace_copy(op->r.dtype, sizeof(op->r.dtype), d);
-    op->r.in_count = (uint64_t)ic;
-    op->r.out_count = (uint64_t)oc;
-    op->r.bytes = (uint64_t)(ic > oc ? ic : oc) * (uint64_t)cp_trace_dtype_size(d);
+    op->dtype = d;
+    op->in_count = (uint64_t)ic;
+    op->out_count = (uint64_t)oc;
+    op->bytes = (uint64_t)(ic > oc ? ic : oc) * (uint64_t)cp_trace_dtype_size(d);
     const cp_json_t *is = n->a[A_IN_SPLIT_SIZE], *os = n->a[A_OUT_SPLIT_SIZE];
-    if (strcmp(op->r.op, "alltoallv") != 0 || is == NULL ||
+    if (strcmp(op->op, "alltoallv") != 0 || is == NULL ||
         (is->type == CP_JSON_STR && !strcmp(is->str, "[]"))) {
         return 0;
     }
     return splits(f, is, os, op);
+}
+
+/* The op's source name, as the row's field holds it (cut to fit), among the file's names. */
+static int op_name(et_file_t *f, et_op_t *op, const char *name)
+{
+    size_t len = strnlen(name, sizeof(((collprof_trace_op_row_t *)0)->source_name) - 1);
+    long id = f->last;
+    int added;
+    if (f->names.n == 0 || !cp_strset_is(&f->names, id, name, len)) {
+        id = cp_strset_put(&f->names, name, len, &added);
+    }
+    if (id < 0 || id > INT32_MAX) {
+        return cp_trace_fail(f->t, op->line, "out of memory");
+    }
+    f->last = id;
+    op->name = (uint32_t)id;
+    return 0;
 }
 
 /* A record_param_comms node: one op held back (wait, barrier and the rest). */
@@ -338,23 +356,23 @@ static int comm_node(et_file_t *f, et_node_t *n, int64_t id)
         f->nops--; /* init, coalescing markers */
         return 0;
     }
-    cp_trace_row_init(&op->r);
     op->id = id;
     op->line = node->line;
-    op->r.rank = f->rank;
-    cp_trace_copy(op->r.op, sizeof(op->r.op), o);
-    cp_trace_copy(op->r.source_name, sizeof(op->r.source_name), name->str);
-    op->r.source_seq = op->seq;
+    op->op = o;
+    op->req = op->t_issue_ns = op->dur_ns = -1;
+    if (op_name(f, op, name->str) != 0) {
+        return -1;
+    }
     const cp_json_t *desc = n->a[A_PG_DESC], *ts = n->m[M_TS];
-    op->r.group = cp_trace_group(t, pg->line, pg->str, pg->str,
-                                 desc != NULL && desc->type == CP_JSON_STR ? desc->str : "");
-    if (op->r.group < 0 || stride_members(f, n, op->r.group) != 0 || comm_sizes(f, n, op) != 0) {
+    op->group = cp_trace_group(t, pg->line, pg->str, pg->str,
+                               desc != NULL && desc->type == CP_JSON_STR ? desc->str : "");
+    if (op->group < 0 || stride_members(f, n, op->group) != 0 || comm_sizes(f, n, op) != 0) {
         return -1;
     }
     int64_t parent;
     op->parent = cp_trace_int(n->m[M_CTRL_DEPS], 0, 9e18, &parent) == 0 ? parent : -1;
     if (f->times && ts != NULL && ts->type == CP_JSON_NUM && ts->num >= 0 && ts->num < 9e12) {
-        op->r.t_issue_ns = llround(ts->num * 1000.0);
+        op->t_issue_ns = llround(ts->num * 1000.0);
     }
     return 0;
 }
