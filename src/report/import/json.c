@@ -29,6 +29,15 @@ typedef struct chunk {
     _Alignas(max_align_t) char data[];
 } chunk_t;
 
+/* The stream's names (cp_json_stream_t.names) among the member names of a set: its name's pointer
+ * for each of the set's first KNOWN ids (NULL: not one of them), found once when the name is put,
+ * read after as the names match the last object's.  Sets past KNOWN_DEPTH, or ids past KNOWN,
+ * look the names up each time. */
+enum { KNOWN = 32, KNOWN_DEPTH = 16 };
+typedef struct known {
+    const char *name[KNOWN];
+} known_t;
+
 /* An open container: the value kept (NULL: skipped), its kids so far. */
 typedef struct frame {
     cp_json_t *v, *first, *last;
@@ -39,6 +48,7 @@ typedef struct frame {
      * how many it has had, and while they are those of the last object there, in order
      * (shaped: a stream's entries are alike), how many of that one's they matched */
     cp_strset_t *names;
+    known_t *known; /* the stream's names among them (NULL: looked up each time) */
     size_t nkeys, matched;
     int shaped;
 } frame_t;
@@ -69,6 +79,7 @@ typedef struct builder {
     /* the member names of the last object at each depth and place: while an object's names
      * are that one's, in order, they are only compared with them (which had no two alike) */
     cp_strset_t names[CP_JSON_MAX_DEPTH + 1][SHAPES];
+    known_t known[KNOWN_DEPTH][SHAPES];
     cp_json_t *root;
     cp_json_error_t *e;
 } builder_t;
@@ -328,6 +339,18 @@ static inline int name_is(const cp_strset_t *set, size_t id, const unsigned char
     return 1;
 }
 
+/* The stream's name that s[0..len) is, or NULL. */
+static const char *known_name(const builder_t *b, const unsigned char *s, size_t len)
+{
+    for (const char *const *k = b->s != NULL && b->s->names != NULL && len > 0 ? b->s->names : NULL;
+         k != NULL && *k != NULL; k++) {
+        if ((*k)[0] == (char)s[0] && strnlen(*k, len + 1) == len && !memcmp(*k, s, len)) {
+            return *k;
+        }
+    }
+    return NULL;
+}
+
 static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
     builder_t *b = ctx;
@@ -336,8 +359,9 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     size_t at = f->matched;
     int added = 1;
     long id = (long)at;
+    int matched = f->shaped && name_is(names, at, s, len);
     f->nkeys++;
-    if (f->shaped && name_is(names, at, s, len)) {
+    if (matched) {
         f->matched++; /* the last object's next name (checked then): none before it is alike */
     } else {
         if (!check_string(b, s, len)) {
@@ -348,6 +372,9 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
             cp_strset_truncate(names, at);
         }
         id = cp_strset_put(names, (const char *)s, len, &added);
+        if (f->known != NULL && id >= 0 && id < KNOWN) { /* each name put: read while matched */
+            f->known->name[id] = known_name(b, s, len);
+        }
     }
     if (id < 0) {
         return fail(b, 0, "out of memory");
@@ -357,7 +384,10 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     }
     f->keep_next = f->v != NULL && kept_name(b, cp_strset_key(names, id));
     if (f->keep_next) {
-        if ((f->key = arena_str(b, s, len)) == NULL) {
+        const char *known = !b->in_elem || b->s->names == NULL ? NULL
+                            : f->known != NULL && id < KNOWN   ? f->known->name[id]
+                                                               : known_name(b, s, len);
+        if ((f->key = known != NULL ? (char *)known : arena_str(b, s, len)) == NULL) {
             return fail(b, 0, "out of memory");
         }
         f->v->keybits |= cp_json_keybit(f->key);
@@ -387,7 +417,9 @@ static int open_container(builder_t *b, cp_json_type_t t)
     /* the root's elements, where only some members are kept, are not */
     f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL || f->stream);
     if (t == CP_JSON_OBJ) { /* a large set is given back, not kept to compare with */
-        f->names = &b->names[b->depth][place == 0 || place >= SHAPES ? SHAPES - 1 : place - 1];
+        int k = place == 0 || place >= SHAPES ? SHAPES - 1 : (int)place - 1;
+        f->names = &b->names[b->depth][k];
+        f->known = b->depth < KNOWN_DEPTH ? &b->known[b->depth][k] : NULL;
         f->shaped = f->names->cap <= 1024 && f->names->buf_room <= 65536;
         if (!f->shaped) {
             cp_strset_clear(f->names);

@@ -90,8 +90,12 @@ typedef struct et_node {
     const cp_json_t *a[NATTRS];   /* its attrs' values, NULL where absent */
 } et_node_t;
 
-static const char *const member_names[NMEMBERS] = {
-    "name", "id", "cat", "inputs", "attrs", "ctrl_deps", "ts", "inclusive_dur", "dur"};
+/* The members read, in M_ order, then an attr's "value": the reader gives a node's members of
+ * these names by these pointers (cp_json_stream_t.names), so that they compare by address. */
+static const char *const member_names[] = {"name",  "id",        "cat", "inputs",
+                                           "attrs", "ctrl_deps", "ts",  "inclusive_dur",
+                                           "dur",   "value",     NULL};
+enum { M_VALUE = NMEMBERS };
 static const char *const attr_names[NATTRS] = {
     "collective_name", "pg_name",           "pg_desc",           "pg_size",
     "dtype",           "in_msg_nelems",     "out_msg_nelems",    "in_split_size",
@@ -116,9 +120,9 @@ static void index_attrs(et_node_t *n, const cp_json_t *attrs)
         const cp_json_t *a = attrs->kids[i], *name = NULL, *value = NULL;
         for (size_t k = 0; a->type == CP_JSON_OBJ && k < a->n; k++) {
             const char *key = a->keys[k];
-            if (key[0] == 'n' && !strcmp(key, "name")) {
+            if (key == member_names[M_NAME]) {
                 name = a->kids[k];
-            } else if (key[0] == 'v' && !strcmp(key, "value")) {
+            } else if (key == member_names[M_VALUE]) {
                 value = a->kids[k];
             }
         }
@@ -137,9 +141,11 @@ static void index_node(et_node_t *n, const cp_json_t *node)
     memset(n, 0, sizeof(*n));
     n->v = node;
     for (size_t k = 0; node->type == CP_JSON_OBJ && k < node->n; k++) {
-        int at = which(node->keys[k], member_names, NMEMBERS);
-        if (at >= 0) {
-            n->m[at] = node->kids[k];
+        for (int at = 0; at < NMEMBERS; at++) {
+            if (node->keys[k] == member_names[at]) {
+                n->m[at] = node->kids[k];
+                break;
+            }
         }
     }
 }
@@ -490,7 +496,7 @@ static int et_file(cp_trace_t *t, const char *path, int rank, int times, int64_t
     static const char *const keep[] = {"schema", NULL};
     et_file_t f = {.t = t, .rank = rank, .times = times, .counts = counts};
     cp_json_opts_t opts = {keep, 0};
-    cp_json_stream_t s = {"nodes", 0, et_node, &f};
+    cp_json_stream_t s = {"nodes", 0, et_node, &f, member_names};
     cp_json_t *root = NULL;
     cp_json_error_t e;
     int fd = cp_trace_open_input(t, path);
