@@ -84,16 +84,27 @@ typedef struct builder {
     cp_json_error_t *e;
 } builder_t;
 
-/* The line yajl has read to: the newlines before where it is, each found once (memchr to the
- * next one, so that most calls, between two values of one line, only compare). */
-static int line_now(builder_t *b)
+/* Count the newlines before at (each found once, memchr to the next one). */
+static __attribute__((noinline)) void count_lines(builder_t *b, size_t at)
 {
-    size_t at = b->base + yajl_get_bytes_consumed(b->h);
     at = at > b->len ? b->len : at;
     while (b->nl < at) {
         b->line++;
         const char *next = memchr(b->text + b->nl + 1, '\n', b->len - b->nl - 1);
         b->nl = next != NULL ? (size_t)(next - b->text) : b->len;
+    }
+}
+
+/* The line yajl has read to: inline, as every value asks, and mostly between two values of one
+ * line (the buffer's next newline past where yajl is: no count), or past the buffer's last
+ * newline (no need to ask yajl where it is). */
+static inline int line_now(builder_t *b)
+{
+    if (b->nl < b->len) {
+        size_t at = b->base + yajl_get_bytes_consumed(b->h);
+        if (b->nl < at) {
+            count_lines(b, at);
+        }
     }
     return b->line;
 }
@@ -382,11 +393,14 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     if (!added) {
         return fail(b, 0, "a duplicate member name");
     }
-    f->keep_next = f->v != NULL && kept_name(b, cp_strset_key(names, id));
+    /* in a streamed element with names given, only members of those names are kept */
+    int filter = b->in_elem && b->s->names != NULL;
+    const char *known = f->v == NULL || !filter          ? NULL
+                        : f->known != NULL && id < KNOWN ? f->known->name[id]
+                                                         : known_name(b, s, len);
+    f->keep_next =
+        f->v != NULL && (filter ? known != NULL : kept_name(b, cp_strset_key(names, id)));
     if (f->keep_next) {
-        const char *known = !b->in_elem || b->s->names == NULL ? NULL
-                            : f->known != NULL && id < KNOWN   ? f->known->name[id]
-                                                               : known_name(b, s, len);
         if ((f->key = known != NULL ? (char *)known : arena_str(b, s, len)) == NULL) {
             return fail(b, 0, "out of memory");
         }

@@ -75,9 +75,10 @@ typedef struct cp_json_stream {
     int many;             /**< several root values one after the other (JSON lines) */
     cp_json_each_fn each; /**< NULL: stream nothing (opts->keep says what is kept) */
     void *ctx;
-    /** NULL, or member names (NULL-terminated, at most 64 bytes each) that a streamed element's
-     *  tree names by these very pointers: a member of one of these names has it as its key, so
-     *  that the reader compares keys with them by address (and no copy of the name is made) */
+    /** NULL, or the member names (NULL-terminated) that a streamed element's tree keeps: its
+     *  members of other names (at any depth) are checked but not kept, and a member kept has
+     *  one of these very pointers as its key, so that the reader compares keys with them by
+     *  address (and no copy of the name is made) */
     const char *const *names;
 } cp_json_stream_t;
 

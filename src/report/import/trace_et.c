@@ -90,11 +90,13 @@ typedef struct et_node {
     const cp_json_t *a[NATTRS];   /* its attrs' values, NULL where absent */
 } et_node_t;
 
-/* The members read, in M_ order, then an attr's "value": the reader gives a node's members of
- * these names by these pointers (cp_json_stream_t.names), so that they compare by address. */
-static const char *const member_names[] = {"name",  "id",        "cat", "inputs",
-                                           "attrs", "ctrl_deps", "ts",  "inclusive_dur",
-                                           "dur",   "value",     NULL};
+/* The members read, in M_ order, then an attr's "value" and the inputs' "values": the reader
+ * keeps only a node's members of these names (cp_json_stream_t.names: the rest of a node, its
+ * shapes, types, outputs, is checked and dropped as it streams past), by these pointers, so
+ * that they compare by address. */
+static const char *const member_names[] = {"name",  "id",        "cat",    "inputs",
+                                           "attrs", "ctrl_deps", "ts",     "inclusive_dur",
+                                           "dur",   "value",     "values", NULL};
 enum { M_VALUE = NMEMBERS };
 static const char *const attr_names[NATTRS] = {
     "collective_name", "pg_name",           "pg_desc",           "pg_size",
