@@ -318,38 +318,6 @@ static int kept_name(const builder_t *b, const char *key)
     return 0;
 }
 
-/* Whether name id of set is s[0..len): cp_strset_is inline, 8 bytes a step (once per member). */
-static inline int name_is(const cp_strset_t *set, size_t id, const unsigned char *s, size_t len)
-{
-    if (id >= set->n || set->off[id + 1] - set->off[id] != len + 1) {
-        return 0;
-    }
-    const char *k = set->buf + set->off[id];
-    size_t i = 0;
-    uint64_t x, y;
-    for (; i + 8 <= len; i += 8) {
-        memcpy(&x, k + i, 8);
-        memcpy(&y, s + i, 8);
-        if (x != y) {
-            return 0;
-        }
-    }
-    if (len - i >= 4) { /* the rest as two 4-byte words that may overlap */
-        uint32_t a[2], c[2];
-        memcpy(&a[0], k + i, 4);
-        memcpy(&a[1], k + len - 4, 4);
-        memcpy(&c[0], s + i, 4);
-        memcpy(&c[1], s + len - 4, 4);
-        return a[0] == c[0] && a[1] == c[1];
-    }
-    for (; i < len; i++) {
-        if (k[i] != (char)s[i]) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The stream's name that s[0..len) is, or NULL. */
 static const char *known_name(const builder_t *b, const unsigned char *s, size_t len)
 {
@@ -370,7 +338,7 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     size_t at = f->matched;
     int added = 1;
     long id = (long)at;
-    int matched = f->shaped && name_is(names, at, s, len);
+    int matched = f->shaped && cp_json_name_is(names, at, s, len);
     f->nkeys++;
     if (matched) {
         f->matched++; /* the last object's next name (checked then): none before it is alike */
@@ -484,28 +452,8 @@ static const yajl_callbacks callbacks = {
 /* yajl's own error (the grammar) in the reader's words. */
 static void grammar_error(builder_t *b)
 {
-    static const char *const map[][2] = {
-        {"invalid character inside string", "a string holds a control character or a bad escape"},
-        {"occurs before a character", "a string holds a control character or a bad escape"},
-        {"after '\\u'", "a string holds a control character or a bad escape"},
-        {"invalid bytes in UTF8", "a string is not valid UTF-8"},
-        {"malformed number", "a malformed number"},
-        {"premature EOF", "truncated (the document ends inside it)"},
-        {"trailing garbage", "more after the document"},
-        {"separated by a colon", "expected ':'"},
-        {"inside map, I expect", "expected ',' or '}'"},
-        {"after array element", "expected ',' or ']'"},
-        {"invalid object key", "expected a member name"},
-    };
     unsigned char *y = yajl_get_error(b->h, 0, (const unsigned char *)b->text, b->len);
-    const char *said = y != NULL ? (const char *)y : "";
-    const char *what = "an unexpected character"; /* invalid char or literal, unallowed token */
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-        if (strstr(said, map[i][0]) != NULL) {
-            what = map[i][1];
-            break;
-        }
-    }
+    const char *what = cp_json_grammar_words(y != NULL ? (const char *)y : "");
     fail(b, 0, what);
     if (y != NULL) {
         yajl_free_error(b->h, y);
