@@ -184,6 +184,10 @@ cp "$T/et-rank1.json" "$W/et-rank7.json"
 sed 's/"value": "\[1, 2, 1\]"/"value": "[1, 2]"/' "$T/et-rank0.json" >"$W/et-split-rank0.json"
 sed 's/"value": "all_to_allv"/"value": "all_frobnicate"/' "$T/et-rank0.json" >"$W/et-op-rank0.json"
 sed 's/"1.1.1-chakra.0.0.4"/"1.0.1"/' "$T/et-rank0.json" >"$W/et-old-rank0.json"
+# members import drops unread (a comm node's outputs) are still checked
+sed '5s/"outputs": {"values": \[\], "shapes": \[\]/&, "shapes": []/' "$T/et-rank0.json" \
+    >"$W/et-dropdup-rank0.json"
+sed '5s/"outputs": {"values": \[\], "shapes": \[/&1e999/' "$T/et-rank0.json" >"$W/et-droprange-rank0.json"
 printf '{"x": 1}\n' >"$W/et-obj-rank0.json"
 sed 's/\\"ranks\\": \[2, 0\]/\\"ranks\\": [2, 2]/' "$T/et-rank0.json" >"$W/et-twice-rank0.json"
 sed '0,/"ts": 1700000000105, "inclusive_dur": 40/s//"ts": "x", "inclusive_dur": 40/' \

@@ -29,6 +29,15 @@ typedef struct chunk {
     _Alignas(max_align_t) char data[];
 } chunk_t;
 
+/* The stream's names (cp_json_stream_t.names) among the member names of a set: its name's pointer
+ * for each of the set's first KNOWN ids (NULL: not one of them), found once when the name is put,
+ * read after as the names match the last object's.  Sets past KNOWN_DEPTH, or ids past KNOWN,
+ * look the names up each time. */
+enum { KNOWN = 32, KNOWN_DEPTH = 16 };
+typedef struct known {
+    const char *name[KNOWN];
+} known_t;
+
 /* An open container: the value kept (NULL: skipped), its kids so far. */
 typedef struct frame {
     cp_json_t *v, *first, *last;
@@ -39,6 +48,7 @@ typedef struct frame {
      * how many it has had, and while they are those of the last object there, in order
      * (shaped: a stream's entries are alike), how many of that one's they matched */
     cp_strset_t *names;
+    known_t *known; /* the stream's names among them (NULL: looked up each time) */
     size_t nkeys, matched;
     int shaped;
 } frame_t;
@@ -69,20 +79,32 @@ typedef struct builder {
     /* the member names of the last object at each depth and place: while an object's names
      * are that one's, in order, they are only compared with them (which had no two alike) */
     cp_strset_t names[CP_JSON_MAX_DEPTH + 1][SHAPES];
+    known_t known[KNOWN_DEPTH][SHAPES];
     cp_json_t *root;
     cp_json_error_t *e;
 } builder_t;
 
-/* The line yajl has read to: the newlines before where it is, each found once (memchr to the
- * next one, so that most calls, between two values of one line, only compare). */
-static int line_now(builder_t *b)
+/* Count the newlines before at (each found once, memchr to the next one). */
+static __attribute__((noinline)) void count_lines(builder_t *b, size_t at)
 {
-    size_t at = b->base + yajl_get_bytes_consumed(b->h);
     at = at > b->len ? b->len : at;
     while (b->nl < at) {
         b->line++;
         const char *next = memchr(b->text + b->nl + 1, '\n', b->len - b->nl - 1);
         b->nl = next != NULL ? (size_t)(next - b->text) : b->len;
+    }
+}
+
+/* The line yajl has read to: inline, as every value asks, and mostly between two values of one
+ * line (the buffer's next newline past where yajl is: no count), or past the buffer's last
+ * newline (no need to ask yajl where it is). */
+static inline int line_now(builder_t *b)
+{
+    if (b->nl < b->len) {
+        size_t at = b->base + yajl_get_bytes_consumed(b->h);
+        if (b->nl < at) {
+            count_lines(b, at);
+        }
     }
     return b->line;
 }
@@ -296,36 +318,16 @@ static int kept_name(const builder_t *b, const char *key)
     return 0;
 }
 
-/* Whether name id of set is s[0..len): cp_strset_is inline, 8 bytes a step (once per member). */
-static inline int name_is(const cp_strset_t *set, size_t id, const unsigned char *s, size_t len)
+/* The stream's name that s[0..len) is, or NULL. */
+static const char *known_name(const builder_t *b, const unsigned char *s, size_t len)
 {
-    if (id >= set->n || set->off[id + 1] - set->off[id] != len + 1) {
-        return 0;
-    }
-    const char *k = set->buf + set->off[id];
-    size_t i = 0;
-    uint64_t x, y;
-    for (; i + 8 <= len; i += 8) {
-        memcpy(&x, k + i, 8);
-        memcpy(&y, s + i, 8);
-        if (x != y) {
-            return 0;
+    for (const char *const *k = b->s != NULL && b->s->names != NULL && len > 0 ? b->s->names : NULL;
+         k != NULL && *k != NULL; k++) {
+        if ((*k)[0] == (char)s[0] && strnlen(*k, len + 1) == len && !memcmp(*k, s, len)) {
+            return *k;
         }
     }
-    if (len - i >= 4) { /* the rest as two 4-byte words that may overlap */
-        uint32_t a[2], c[2];
-        memcpy(&a[0], k + i, 4);
-        memcpy(&a[1], k + len - 4, 4);
-        memcpy(&c[0], s + i, 4);
-        memcpy(&c[1], s + len - 4, 4);
-        return a[0] == c[0] && a[1] == c[1];
-    }
-    for (; i < len; i++) {
-        if (k[i] != (char)s[i]) {
-            return 0;
-        }
-    }
-    return 1;
+    return NULL;
 }
 
 static int on_map_key(void *ctx, const unsigned char *s, size_t len)
@@ -336,8 +338,9 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     size_t at = f->matched;
     int added = 1;
     long id = (long)at;
+    int matched = f->shaped && cp_json_name_is(names, at, s, len);
     f->nkeys++;
-    if (f->shaped && name_is(names, at, s, len)) {
+    if (matched) {
         f->matched++; /* the last object's next name (checked then): none before it is alike */
     } else {
         if (!check_string(b, s, len)) {
@@ -348,6 +351,9 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
             cp_strset_truncate(names, at);
         }
         id = cp_strset_put(names, (const char *)s, len, &added);
+        if (f->known != NULL && id >= 0 && id < KNOWN) { /* each name put: read while matched */
+            f->known->name[id] = known_name(b, s, len);
+        }
     }
     if (id < 0) {
         return fail(b, 0, "out of memory");
@@ -355,9 +361,15 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     if (!added) {
         return fail(b, 0, "a duplicate member name");
     }
-    f->keep_next = f->v != NULL && kept_name(b, cp_strset_key(names, id));
+    /* in a streamed element with names given, only members of those names are kept */
+    int filter = b->in_elem && b->s->names != NULL;
+    const char *known = f->v == NULL || !filter          ? NULL
+                        : f->known != NULL && id < KNOWN ? f->known->name[id]
+                                                         : known_name(b, s, len);
+    f->keep_next =
+        f->v != NULL && (filter ? known != NULL : kept_name(b, cp_strset_key(names, id)));
     if (f->keep_next) {
-        if ((f->key = arena_str(b, s, len)) == NULL) {
+        if ((f->key = known != NULL ? (char *)known : arena_str(b, s, len)) == NULL) {
             return fail(b, 0, "out of memory");
         }
         f->v->keybits |= cp_json_keybit(f->key);
@@ -387,7 +399,9 @@ static int open_container(builder_t *b, cp_json_type_t t)
     /* the root's elements, where only some members are kept, are not */
     f->keep_next = v != NULL && (b->depth > 1 || b->keep == NULL || f->stream);
     if (t == CP_JSON_OBJ) { /* a large set is given back, not kept to compare with */
-        f->names = &b->names[b->depth][place == 0 || place >= SHAPES ? SHAPES - 1 : place - 1];
+        int k = place == 0 || place >= SHAPES ? SHAPES - 1 : (int)place - 1;
+        f->names = &b->names[b->depth][k];
+        f->known = b->depth < KNOWN_DEPTH ? &b->known[b->depth][k] : NULL;
         f->shaped = f->names->cap <= 1024 && f->names->buf_room <= 65536;
         if (!f->shaped) {
             cp_strset_clear(f->names);
@@ -438,28 +452,8 @@ static const yajl_callbacks callbacks = {
 /* yajl's own error (the grammar) in the reader's words. */
 static void grammar_error(builder_t *b)
 {
-    static const char *const map[][2] = {
-        {"invalid character inside string", "a string holds a control character or a bad escape"},
-        {"occurs before a character", "a string holds a control character or a bad escape"},
-        {"after '\\u'", "a string holds a control character or a bad escape"},
-        {"invalid bytes in UTF8", "a string is not valid UTF-8"},
-        {"malformed number", "a malformed number"},
-        {"premature EOF", "truncated (the document ends inside it)"},
-        {"trailing garbage", "more after the document"},
-        {"separated by a colon", "expected ':'"},
-        {"inside map, I expect", "expected ',' or '}'"},
-        {"after array element", "expected ',' or ']'"},
-        {"invalid object key", "expected a member name"},
-    };
     unsigned char *y = yajl_get_error(b->h, 0, (const unsigned char *)b->text, b->len);
-    const char *said = y != NULL ? (const char *)y : "";
-    const char *what = "an unexpected character"; /* invalid char or literal, unallowed token */
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-        if (strstr(said, map[i][0]) != NULL) {
-            what = map[i][1];
-            break;
-        }
-    }
+    const char *what = cp_json_grammar_words(y != NULL ? (const char *)y : "");
     fail(b, 0, what);
     if (y != NULL) {
         yajl_free_error(b->h, y);

@@ -12,8 +12,11 @@
 #ifndef COLLPROF_REPORT_JSON_H
 #define COLLPROF_REPORT_JSON_H
 
+#include "base/strset.h"
+
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CP_JSON_MAX_DEPTH 64
 /* The most values kept by default (a year of nccl-tests results is far less). */
@@ -75,6 +78,11 @@ typedef struct cp_json_stream {
     int many;             /**< several root values one after the other (JSON lines) */
     cp_json_each_fn each; /**< NULL: stream nothing (opts->keep says what is kept) */
     void *ctx;
+    /** NULL, or the member names (NULL-terminated) that a streamed element's tree keeps: its
+     *  members of other names (at any depth) are checked but not kept, and a member kept has
+     *  one of these very pointers as its key, so that the reader compares keys with them by
+     *  address (and no copy of the name is made) */
+    const char *const *names;
 } cp_json_stream_t;
 
 /**
@@ -118,5 +126,42 @@ int cp_json_decimal(const char *s, size_t len, double *out);
 /** A number token (checked before): NULL with *d (and *i exact where *whole: a whole number that
  *  fits 64 bits), else what is wrong with it (too many digits, out of range). */
 const char *cp_json_number(const char *s, size_t len, double *d, long long *i, int *whole);
+
+/** Whether name id of set is s[0..len): cp_strset_is inline, 8 bytes a step (the reader's, once
+ *  per member). */
+static inline int cp_json_name_is(const cp_strset_t *set, size_t id, const unsigned char *s,
+                                  size_t len)
+{
+    if (id >= set->n || set->off[id + 1] - set->off[id] != len + 1) {
+        return 0;
+    }
+    const char *k = set->buf + set->off[id];
+    size_t i = 0;
+    uint64_t x, y;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&x, k + i, 8);
+        memcpy(&y, s + i, 8);
+        if (x != y) {
+            return 0;
+        }
+    }
+    if (len - i >= 4) { /* the rest as two 4-byte words that may overlap */
+        uint32_t a[2], c[2];
+        memcpy(&a[0], k + i, 4);
+        memcpy(&a[1], k + len - 4, 4);
+        memcpy(&c[0], s + i, 4);
+        memcpy(&c[1], s + len - 4, 4);
+        return a[0] == c[0] && a[1] == c[1];
+    }
+    for (; i < len; i++) {
+        if (k[i] != (char)s[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/** yajl's error message (the grammar) in the reader's words. */
+const char *cp_json_grammar_words(const char *said);
 
 #endif /* COLLPROF_REPORT_JSON_H */

@@ -1,9 +1,9 @@
 /*
  * The JSON reader's (json.c) checks of one token's text, apart from the
  * parse: strings of valid UTF-8 without NUL, numbers read without strtoll or
- * strtod where they are whole or a short decimal; and the look-up of an
- * object's member.  Each runs for every string, name or number of a trace:
- * the common case is taken first.
+ * strtod where they are whole or a short decimal; the look-up of an object's
+ * member; yajl's grammar errors in the reader's words.  Each runs for every string, name or number
+ * of a trace: the common case is taken first.
  */
 #include "config.h"
 
@@ -181,4 +181,27 @@ const cp_json_t *cp_json_get(const cp_json_t *obj, const char *key)
         }
     }
     return NULL;
+}
+
+const char *cp_json_grammar_words(const char *said)
+{
+    static const char *const map[][2] = {
+        {"invalid character inside string", "a string holds a control character or a bad escape"},
+        {"occurs before a character", "a string holds a control character or a bad escape"},
+        {"after '\\u'", "a string holds a control character or a bad escape"},
+        {"invalid bytes in UTF8", "a string is not valid UTF-8"},
+        {"malformed number", "a malformed number"},
+        {"premature EOF", "truncated (the document ends inside it)"},
+        {"trailing garbage", "more after the document"},
+        {"separated by a colon", "expected ':'"},
+        {"inside map, I expect", "expected ',' or '}'"},
+        {"after array element", "expected ',' or ']'"},
+        {"invalid object key", "expected a member name"},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (strstr(said, map[i][0]) != NULL) {
+            return map[i][1];
+        }
+    }
+    return "an unexpected character"; /* invalid char or literal, unallowed token */
 }

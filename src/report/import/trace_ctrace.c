@@ -275,7 +275,7 @@ static int one_file(ctr_t *s, const char *path)
     for (size_t i = 0; i < s->ngroup; i++) {
         s->group[i] = -1;
     }
-    cp_json_stream_t js = {NULL, 1, line, s};
+    cp_json_stream_t js = {NULL, 1, line, s, NULL};
     cp_json_t *root = NULL;
     cp_json_error_t e;
     int rc = cp_json_read_fd(fd, NULL, &js, &root, &e);

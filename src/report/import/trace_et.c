@@ -54,54 +54,102 @@ void *cp_et_grow(cp_trace_t *t, int line, void **arr, size_t *n, size_t *cap, si
     return p;
 }
 
-/* Whether attrs[i] is the attr of that name. */
-static int attr_is(const cp_json_t *a, size_t i, const char *name)
-{
-    const cp_json_t *k = cp_json_get(a->kids[i], "name");
-    return k != NULL && k->type == CP_JSON_STR && k->str[0] == name[0] && !strcmp(k->str, name);
-}
+/* The node's members and attrs that the readers use, found in one pass over each (a node's
+ * members, and an attr's, are never named twice; an attr named twice in a node's attrs: the
+ * first), so that each name is compared once per node and not looked up again for each use. */
+enum {
+    M_NAME,
+    M_ID,
+    M_CAT,
+    M_INPUTS,
+    M_ATTRS,
+    M_CTRL_DEPS,
+    M_TS,
+    M_INCLUSIVE_DUR,
+    M_DUR,
+    NMEMBERS
+};
+enum {
+    A_COLLECTIVE_NAME,
+    A_PG_NAME,
+    A_PG_DESC,
+    A_PG_SIZE,
+    A_DTYPE,
+    A_IN_MSG_NELEMS,
+    A_OUT_MSG_NELEMS,
+    A_IN_SPLIT_SIZE,
+    A_OUT_SPLIT_SIZE,
+    A_GLOBAL_RANK_START,
+    A_GLOBAL_RANK_STRIDE,
+    NATTRS
+};
 
-/* The node et_node reads and cp_json_keybit of each of its attrs' names: an attr it has not
- * is known missing at once (set for each node, before its attrs are looked up). */
-static struct {
-    const cp_json_t *node;
-    uint64_t names;
-} attr_names;
+typedef struct et_node {
+    const cp_json_t *v;           /* the node */
+    const cp_json_t *m[NMEMBERS]; /* its members, NULL where absent */
+    const cp_json_t *a[NATTRS];   /* its attrs' values, NULL where absent */
+} et_node_t;
 
-static void attr_index(const cp_json_t *node)
-{
-    const cp_json_t *a = cp_json_get(node, "attrs");
-    attr_names.node = node;
-    attr_names.names = 0;
-    for (size_t i = 0; a != NULL && a->type == CP_JSON_ARR && i < a->n; i++) {
-        const cp_json_t *k = cp_json_get(a->kids[i], "name");
-        attr_names.names |= k != NULL && k->type == CP_JSON_STR ? cp_json_keybit(k->str) : 0;
-    }
-}
+/* The members read, in M_ order, then an attr's "value" and the inputs' "values": the reader
+ * keeps only a node's members of these names (cp_json_stream_t.names: the rest of a node, its
+ * shapes, types, outputs, is checked and dropped as it streams past), by these pointers, so
+ * that they compare by address. */
+static const char *const member_names[] = {"name",  "id",        "cat",    "inputs",
+                                           "attrs", "ctrl_deps", "ts",     "inclusive_dur",
+                                           "dur",   "value",     "values", NULL};
+enum { M_VALUE = NMEMBERS };
+static const char *const attr_names[NATTRS] = {
+    "collective_name", "pg_name",           "pg_desc",           "pg_size",
+    "dtype",           "in_msg_nelems",     "out_msg_nelems",    "in_split_size",
+    "out_split_size",  "global_rank_start", "global_rank_stride"};
 
-/* The value of the node's attr of that name, or NULL: tried first where that name (by its
- * address: the callers' literals) was found last, as the nodes list their attrs alike. */
-static const cp_json_t *attr(const cp_json_t *node, const char *name)
+/* Which of names[0..n) key is (-1: none): by its first byte, then whole. */
+static inline int which(const char *key, const char *const *names, int n)
 {
-    static size_t hint[32];
-    size_t *h = &hint[((uintptr_t)name * UINT64_C(0x9e3779b97f4a7c15)) >> 59];
-    if (node == attr_names.node && !(attr_names.names & cp_json_keybit(name))) {
-        return NULL;
-    }
-    const cp_json_t *a = cp_json_get(node, "attrs");
-    if (a == NULL || a->type != CP_JSON_ARR) {
-        return NULL;
-    }
-    size_t i = *h; /* (an attrs list that names one twice: either may be the one read) */
-    if (i >= a->n || !attr_is(a, i, name)) {
-        for (i = 0; i < a->n && !attr_is(a, i, name); i++) {
+    for (int i = 0; i < n; i++) {
+        if (names[i][0] == key[0] && !strcmp(names[i] + 1, key + 1)) {
+            return i;
         }
     }
-    if (i == a->n) {
-        return NULL;
+    return -1;
+}
+
+/* The attrs' values by name (the first attr of each name: its value, NULL if it has none). */
+static void index_attrs(et_node_t *n, const cp_json_t *attrs)
+{
+    uint32_t seen = 0;
+    for (size_t i = 0; attrs != NULL && attrs->type == CP_JSON_ARR && i < attrs->n; i++) {
+        const cp_json_t *a = attrs->kids[i], *name = NULL, *value = NULL;
+        for (size_t k = 0; a->type == CP_JSON_OBJ && k < a->n; k++) {
+            const char *key = a->keys[k];
+            if (key == member_names[M_NAME]) {
+                name = a->kids[k];
+            } else if (key == member_names[M_VALUE]) {
+                value = a->kids[k];
+            }
+        }
+        int at =
+            name != NULL && name->type == CP_JSON_STR ? which(name->str, attr_names, NATTRS) : -1;
+        if (at >= 0 && !(seen & UINT32_C(1) << at)) {
+            seen |= UINT32_C(1) << at;
+            n->a[at] = value;
+        }
     }
-    *h = i;
-    return cp_json_get(a->kids[i], "value");
+}
+
+/* The node's members by name (its attrs are indexed by comm_node alone). */
+static void index_node(et_node_t *n, const cp_json_t *node)
+{
+    memset(n, 0, sizeof(*n));
+    n->v = node;
+    for (size_t k = 0; node->type == CP_JSON_OBJ && k < node->n; k++) {
+        for (int at = 0; at < NMEMBERS; at++) {
+            if (node->keys[k] == member_names[at]) {
+                n->m[at] = node->kids[k];
+                break;
+            }
+        }
+    }
 }
 
 /* A whole number in [lo, hi] that must be there: 0, or -1 with the error. */
@@ -120,7 +168,7 @@ static int splits(et_file_t *f, const cp_json_t *in, const cp_json_t *out, et_op
 {
     cp_trace_t *t = f->t;
     const cp_json_t *v[2] = {in, out};
-    uint64_t total[2] = {op->r.in_count, op->r.out_count}, *s[2] = {NULL, NULL};
+    uint64_t total[2] = {op->in_count, op->out_count}, *s[2] = {NULL, NULL};
     int n[2] = {0, 0}, rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++) {
         const char *p = v[k] != NULL && v[k]->type == CP_JSON_STR ? v[k]->str : NULL;
@@ -164,10 +212,11 @@ static int splits(et_file_t *f, const cp_json_t *in, const cp_json_t *out, et_op
     if (rc == 0 && n[0] > 0 && (op->split = malloc((size_t)n[0] * 16)) == NULL) {
         rc = cp_trace_fail(t, op->line, "out of memory");
     }
+    f->nsplits += op->split != NULL;
     if (rc == 0 && n[0] > 0) {
         memcpy(op->split, s[0], (size_t)n[0] * 8);
         memcpy(op->split + n[0], s[1], (size_t)n[0] * 8);
-        op->r.nsplit = n[0];
+        op->nsplit = n[0];
     }
     free(s[0]);
     free(s[1]);
@@ -175,38 +224,38 @@ static int splits(et_file_t *f, const cp_json_t *in, const cp_json_t *out, et_op
 }
 
 /* The members a regular group says by its first global rank and stride, where it says them. */
-static int stride_members(et_file_t *f, const cp_json_t *node, int g)
+static int stride_members(et_file_t *f, const et_node_t *n, int g)
 {
     int64_t start, stride, size;
-    if (cp_trace_int(attr(node, "global_rank_start"), 0, CP_TRACE_MAX_RANKS - 1, &start) != 0 ||
-        cp_trace_int(attr(node, "global_rank_stride"), -1, CP_TRACE_MAX_RANKS, &stride) != 0 ||
-        cp_trace_int(attr(node, "pg_size"), 1, CP_TRACE_MAX_RANKS, &size) != 0 || stride < 0 ||
+    if (cp_trace_int(n->a[A_GLOBAL_RANK_START], 0, CP_TRACE_MAX_RANKS - 1, &start) != 0 ||
+        cp_trace_int(n->a[A_GLOBAL_RANK_STRIDE], -1, CP_TRACE_MAX_RANKS, &stride) != 0 ||
+        cp_trace_int(n->a[A_PG_SIZE], 1, CP_TRACE_MAX_RANKS, &size) != 0 || stride < 0 ||
         (stride == 0 && size > 1) || f->t->groups[g].size > 0) {
         return 0; /* irregular, or not recorded: process_group:init says them */
     }
     if (start + (size - 1) * stride >= CP_TRACE_MAX_RANKS) {
-        return cp_trace_fail(f->t, node->line,
+        return cp_trace_fail(f->t, n->v->line,
                              "global_rank_start %" PRId64 " + stride %" PRId64 " x %" PRId64
                              " ranks is past the most ranks",
                              start, stride, size);
     }
     int *m = malloc((size_t)size * sizeof(int));
     if (m == NULL) {
-        return cp_trace_fail(f->t, node->line, "out of memory");
+        return cp_trace_fail(f->t, n->v->line, "out of memory");
     }
     for (int64_t i = 0; i < size; i++) {
         m[i] = (int)(start + i * stride);
     }
-    int rc = cp_trace_members(f->t, node->line, g, m, (int)size);
+    int rc = cp_trace_members(f->t, n->v->line, g, m, (int)size);
     free(m);
     return rc;
 }
 
 /* The inputs' sequence number, group and group rank (values after the tensors, if any). */
-static int comm_inputs(et_file_t *f, const cp_json_t *node, et_op_t *op, const cp_json_t **pg,
+static int comm_inputs(et_file_t *f, const et_node_t *n, et_op_t *op, const cp_json_t **pg,
                        const cp_json_t **name)
 {
-    const cp_json_t *in = cp_json_get(node, "inputs"), *v = cp_json_get(in, "values");
+    const cp_json_t *node = n->v, *v = cp_json_get(n->m[M_INPUTS], "values");
     if (v == NULL || v->type != CP_JSON_ARR) {
         return cp_trace_fail(f->t, node->line, "a record_param_comms without inputs.values");
     }
@@ -238,16 +287,16 @@ static int comm_inputs(et_file_t *f, const cp_json_t *node, et_op_t *op, const c
 }
 
 /* The op's element type and counts (attrs since schema 1.1.0), and splits. */
-static int comm_sizes(et_file_t *f, const cp_json_t *node, et_op_t *op)
+static int comm_sizes(et_file_t *f, const et_node_t *n, et_op_t *op)
 {
     cp_trace_t *t = f->t;
-    const cp_json_t *dt = attr(node, "dtype");
+    const cp_json_t *node = n->v, *dt = n->a[A_DTYPE];
     int64_t ic, oc;
-    if (!strcmp(op->r.op, "wait") || !strcmp(op->r.op, "barrier")) {
+    if (!strcmp(op->op, "wait") || !strcmp(op->op, "barrier")) {
         return 0;
     }
     const char *d = dt != NULL && dt->type == CP_JSON_STR ? cp_trace_dtype(dt->str) : NULL;
-    if (attr(node, "in_msg_nelems") == NULL) {
+    if (n->a[A_IN_MSG_NELEMS] == NULL) {
         return cp_trace_fail(t, node->line,
                              "a record_param_comms without the in_msg_nelems "
                              "attr (schema 1.1.0, PyTorch 2.4, records it)");
@@ -256,33 +305,52 @@ static int comm_sizes(et_file_t *f, const cp_json_t *node, et_op_t *op)
         return cp_trace_fail(t, dt != NULL ? dt->line : node->line, "'dtype' %s",
                              dt == NULL ? "missing" : "is not an element type the model knows");
     }
-    if (need_int(t, node, attr(node, "in_msg_nelems"), "in_msg_nelems", 0, 1e15, &ic) != 0 ||
-        need_int(t, node, attr(node, "out_msg_nelems"), "out_msg_nelems", 0, 1e15, &oc) != 0) {
+    if (need_int(t, node, n->a[A_IN_MSG_NELEMS], "in_msg_nelems", 0, 1e15, &ic) != 0 ||
+        need_int(t, node, n->a[A_OUT_MSG_NELEMS], "out_msg_nelems", 0, 1e15, &oc) != 0) {
         return -1;
     }
-    cp_trace_copy(op->r.dtype, sizeof(op->r.dtype), d);
-    op->r.in_count = (uint64_t)ic;
-    op->r.out_count = (uint64_t)oc;
-    op->r.bytes = (uint64_t)(ic > oc ? ic : oc) * (uint64_t)cp_trace_dtype_size(d);
-    const cp_json_t *is = attr(node, "in_split_size"), *os = attr(node, "out_split_size");
-    if (strcmp(op->r.op, "alltoallv") != 0 || is == NULL ||
+    op->dtype = d;
+    op->in_count = (uint64_t)ic;
+    op->out_count = (uint64_t)oc;
+    op->bytes = (uint64_t)(ic > oc ? ic : oc) * (uint64_t)cp_trace_dtype_size(d);
+    const cp_json_t *is = n->a[A_IN_SPLIT_SIZE], *os = n->a[A_OUT_SPLIT_SIZE];
+    if (strcmp(op->op, "alltoallv") != 0 || is == NULL ||
         (is->type == CP_JSON_STR && !strcmp(is->str, "[]"))) {
         return 0;
     }
     return splits(f, is, os, op);
 }
 
+/* The op's source name, as the row's field holds it (cut to fit), among the file's names. */
+static int op_name(et_file_t *f, et_op_t *op, const char *name)
+{
+    size_t len = strnlen(name, sizeof(((collprof_trace_op_row_t *)0)->source_name) - 1);
+    long id = f->last;
+    int added;
+    if (f->names.n == 0 || !cp_strset_is(&f->names, id, name, len)) {
+        id = cp_strset_put(&f->names, name, len, &added);
+    }
+    if (id < 0 || id > INT32_MAX) {
+        return cp_trace_fail(f->t, op->line, "out of memory");
+    }
+    f->last = id;
+    op->name = (uint32_t)id;
+    return 0;
+}
+
 /* A record_param_comms node: one op held back (wait, barrier and the rest). */
-static int comm_node(et_file_t *f, const cp_json_t *node, int64_t id)
+static int comm_node(et_file_t *f, et_node_t *n, int64_t id)
 {
     cp_trace_t *t = f->t;
+    const cp_json_t *node = n->v;
+    index_attrs(n, n->m[M_ATTRS]);
     et_op_t *op = cp_et_grow(t, node->line, (void **)&f->ops, &f->nops, &f->opcap, sizeof(*op));
     const cp_json_t *pg = NULL, *name = NULL, *a;
-    if (op == NULL || comm_inputs(f, node, op, &pg, &name) != 0) {
+    if (op == NULL || comm_inputs(f, n, op, &pg, &name) != 0) {
         return -1;
     }
-    name = (a = attr(node, "collective_name")) != NULL ? a : name;
-    pg = (a = attr(node, "pg_name")) != NULL ? a : pg;
+    name = (a = n->a[A_COLLECTIVE_NAME]) != NULL ? a : name;
+    pg = (a = n->a[A_PG_NAME]) != NULL ? a : pg;
     int async;
     const char *o = name->type == CP_JSON_STR ? cp_trace_op(name->str, &async) : NULL;
     if (o == NULL || pg->type != CP_JSON_STR) {
@@ -296,33 +364,32 @@ static int comm_node(et_file_t *f, const cp_json_t *node, int64_t id)
         f->nops--; /* init, coalescing markers */
         return 0;
     }
-    cp_trace_row_init(&op->r);
     op->id = id;
     op->line = node->line;
-    op->r.rank = f->rank;
-    cp_trace_copy(op->r.op, sizeof(op->r.op), o);
-    cp_trace_copy(op->r.source_name, sizeof(op->r.source_name), name->str);
-    op->r.source_seq = op->seq;
-    const cp_json_t *desc = attr(node, "pg_desc"), *ts = cp_json_get(node, "ts");
-    op->r.group = cp_trace_group(t, pg->line, pg->str, pg->str,
-                                 desc != NULL && desc->type == CP_JSON_STR ? desc->str : "");
-    if (op->r.group < 0 || stride_members(f, node, op->r.group) != 0 ||
-        comm_sizes(f, node, op) != 0) {
+    op->op = o;
+    op->req = op->t_issue_ns = op->dur_ns = -1;
+    if (op_name(f, op, name->str) != 0) {
+        return -1;
+    }
+    const cp_json_t *desc = n->a[A_PG_DESC], *ts = n->m[M_TS];
+    op->group = cp_trace_group(t, pg->line, pg->str, pg->str,
+                               desc != NULL && desc->type == CP_JSON_STR ? desc->str : "");
+    if (op->group < 0 || stride_members(f, n, op->group) != 0 || comm_sizes(f, n, op) != 0) {
         return -1;
     }
     int64_t parent;
-    op->parent = cp_trace_int(cp_json_get(node, "ctrl_deps"), 0, 9e18, &parent) == 0 ? parent : -1;
+    op->parent = cp_trace_int(n->m[M_CTRL_DEPS], 0, 9e18, &parent) == 0 ? parent : -1;
     if (f->times && ts != NULL && ts->type == CP_JSON_NUM && ts->num >= 0 && ts->num < 9e12) {
-        op->r.t_issue_ns = llround(ts->num * 1000.0);
+        op->t_issue_ns = llround(ts->num * 1000.0);
     }
     return 0;
 }
 
 /* The "## process_group:init ##" node: a JSON string of every group and its ranks. */
-static int pg_init(et_file_t *f, const cp_json_t *node)
+static int pg_init(et_file_t *f, const et_node_t *n)
 {
     cp_trace_t *t = f->t;
-    const cp_json_t *v = cp_json_get(cp_json_get(node, "inputs"), "values");
+    const cp_json_t *node = n->v, *v = cp_json_get(n->m[M_INPUTS], "values");
     if (v == NULL || v->type != CP_JSON_ARR || v->n < 1 || v->kids[0]->type != CP_JSON_STR) {
         return cp_trace_fail(t, node->line, "process_group:init without the groups' JSON");
     }
@@ -368,15 +435,15 @@ static int pg_init(et_file_t *f, const cp_json_t *node)
 }
 
 /* A GPU kernel of NCCL (chakra-json) or an nccl:* host op: kept to time the comm ops. */
-static int link_node(et_file_t *f, const cp_json_t *node, int64_t id, const char *name)
+static int link_node(et_file_t *f, const et_node_t *n, int64_t id, const char *name)
 {
     int64_t parent;
-    if (cp_trace_int(cp_json_get(node, "ctrl_deps"), 0, 9e18, &parent) != 0) {
+    const cp_json_t *node = n->v;
+    if (cp_trace_int(n->m[M_CTRL_DEPS], 0, 9e18, &parent) != 0) {
         return 0;
     }
-    const cp_json_t *cat = cp_json_get(node, "cat"), *ts = cp_json_get(node, "ts"),
-                    *dur = cp_json_get(node, "inclusive_dur");
-    dur = dur != NULL ? dur : cp_json_get(node, "dur");
+    const cp_json_t *cat = n->m[M_CAT], *ts = n->m[M_TS], *dur = n->m[M_INCLUSIVE_DUR];
+    dur = dur != NULL ? dur : n->m[M_DUR];
     if (cat == NULL) { /* nccl:all_reduce around or inside record_param_comms */
         et_link_t *a =
             cp_et_grow(f->t, node->line, (void **)&f->alias, &f->nalias, &f->aliascap, sizeof(*a));
@@ -403,23 +470,24 @@ static int link_node(et_file_t *f, const cp_json_t *node, int64_t id, const char
 static int et_node(void *ctx, const cp_json_t *node)
 {
     et_file_t *f = ctx;
-    const cp_json_t *name = cp_json_get(node, "name");
+    et_node_t n;
+    index_node(&n, node);
+    const cp_json_t *name = n.m[M_NAME];
     int64_t id;
     if (node->type != CP_JSON_OBJ || name == NULL || name->type != CP_JSON_STR) {
         return cp_trace_fail(f->t, node->line, "a node without a 'name'");
     }
-    if (cp_trace_int(cp_json_get(node, "id"), 0, 9e18, &id) != 0) {
+    if (cp_trace_int(n.m[M_ID], 0, 9e18, &id) != 0) {
         return cp_trace_fail(f->t, node->line, "a node without a whole-number 'id'");
     }
-    if (!strcmp(name->str, "record_param_comms") && cp_json_get(node, "cat") == NULL) {
-        attr_index(node);
-        return comm_node(f, node, id);
+    if (n.m[M_CAT] == NULL && !strcmp(name->str, "record_param_comms")) {
+        return comm_node(f, &n, id);
     }
     if (strstr(name->str, "process_group:init") != NULL) {
-        return pg_init(f, node);
+        return pg_init(f, &n);
     }
-    if (f->times && (cp_json_get(node, "cat") != NULL || !strncmp(name->str, "nccl:", 5))) {
-        return link_node(f, node, id, name->str);
+    if (f->times && (n.m[M_CAT] != NULL || !strncmp(name->str, "nccl:", 5))) {
+        return link_node(f, &n, id, name->str);
     }
     return 0;
 }
@@ -430,7 +498,7 @@ static int et_file(cp_trace_t *t, const char *path, int rank, int times, int64_t
     static const char *const keep[] = {"schema", NULL};
     et_file_t f = {.t = t, .rank = rank, .times = times, .counts = counts};
     cp_json_opts_t opts = {keep, 0};
-    cp_json_stream_t s = {"nodes", 0, et_node, &f};
+    cp_json_stream_t s = {"nodes", 0, et_node, &f, member_names};
     cp_json_t *root = NULL;
     cp_json_error_t e;
     int fd = cp_trace_open_input(t, path);

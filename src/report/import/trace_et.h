@@ -15,13 +15,17 @@
 #include <stdint.h>
 
 typedef struct et_op {
-    int64_t id, parent;        /* the node and its ctrl_deps */
-    int64_t seq;               /* the c10d sequence number (with p2p: of a p2p op) */
-    int p2p, line, waited;     /* waited: a wait already names it */
-    int grank;                 /* root or peer as a group rank; -1: none */
-    uint64_t *split;           /* [2 * r.nsplit] elements: in, then out; NULL: none */
-    collprof_trace_op_row_t r; /* root and peer still -1: grank says them */
-} et_op_t;
+    int64_t id, parent;              /* the node and its ctrl_deps */
+    int64_t seq;                     /* the c10d sequence number (with p2p: of a p2p op) */
+    int64_t req, t_issue_ns, dur_ns; /* -1: none */
+    uint64_t in_count, out_count, bytes;
+    uint64_t *split; /* [2 * nsplit] elements: in, then out; NULL: none */
+    const char *op,
+        *dtype; /* collprof's names (static strings); op "": dropped; dtype NULL: none */
+    int group, nsplit, line, grank; /* grank: root or peer as a group rank; -1: none */
+    uint32_t name;       /* the source's name of the op, cut to the row's field: in et_file names */
+    uint8_t p2p, waited; /* waited: a wait already names it */
+} et_op_t; /* the row (collprof_trace_op_row_t) is made from it as the ops go out: half its size */
 
 typedef struct et_link {
     int64_t parent, id; /* a GPU kernel's launcher, or an nccl:* host op's parent */
@@ -32,10 +36,12 @@ typedef struct et_file {
     cp_trace_t *t;
     int rank, times; /* times: chakra-json (the kernels' times are read) */
     et_op_t *ops;
-    size_t nops, opcap;
-    et_link_t *gpu, *alias; /* kernels; nccl:* host ops (id, parent) */
+    size_t nops, opcap, nsplits; /* nsplits: ops whose split is held (allocated) */
+    et_link_t *gpu, *alias;      /* kernels; nccl:* host ops (id, parent) */
     size_t ngpu, gpucap, nalias, aliascap;
-    int64_t *counts; /* [0] waits without their op, [1] ops without a kernel */
+    int64_t *counts;   /* [0] waits without their op, [1] ops without a kernel */
+    cp_strset_t names; /* the ops' source names (a few) */
+    long last;         /* the id of the last op's name (a node's name is mostly the last's) */
 } et_file_t;
 
 /** Append to a growing array of elements of size sz: a pointer to the new element, or NULL

@@ -53,9 +53,8 @@ static et_key_t *keys(et_file_t *f, int by_parent)
     }
     for (size_t i = 0; i < f->nops; i++) {
         const et_op_t *o = &f->ops[i];
-        k[i] =
-            by_parent ? (et_key_t){o->parent, 0, 0, i} : (et_key_t){o->r.group, o->p2p, o->seq, i};
-        k[i].c = !strcmp(o->r.op, "wait") && !by_parent ? -1 : k[i].c; /* waits match none */
+        k[i] = by_parent ? (et_key_t){o->parent, 0, 0, i} : (et_key_t){o->group, o->p2p, o->seq, i};
+        k[i].c = !strcmp(o->op, "wait") && !by_parent ? -1 : k[i].c; /* waits match none */
     }
     size_t sorted = 1; /* already in order (one group's ops in sequence): left as they are */
     while (sorted < f->nops && by_key(&k[sorted - 1], &k[sorted]) <= 0) {
@@ -76,19 +75,19 @@ static int match_waits(et_file_t *f)
     }
     for (size_t i = 0; i < f->nops; i++) {
         et_op_t *w = &f->ops[i];
-        if (strcmp(w->r.op, "wait") != 0) {
+        if (strcmp(w->op, "wait") != 0) {
             continue;
         }
-        et_key_t want = {w->r.group, w->p2p, w->seq, 0};
+        et_key_t want = {w->group, w->p2p, w->seq, 0};
         const et_key_t *hit = bsearch(&want, k, f->nops, sizeof(*k), by_key);
         et_op_t *o = hit != NULL ? &f->ops[hit->idx] : NULL;
         if (o == NULL || o->waited || o->id > w->id) {
-            w->r.op[0] = '\0'; /* dropped */
+            w->op = ""; /* dropped */
             f->counts[0]++;
             continue;
         }
         o->waited = 1;
-        o->r.req = w->r.req = o->id;
+        o->req = w->req = o->id;
     }
     free(k);
     return 0;
@@ -139,8 +138,8 @@ static int kernel_times(et_file_t *f)
     }
     for (size_t i = 0; i < f->nops; i++) {
         if (lo[i] >= 0) {
-            f->ops[i].r.dur_ns = hi[i] - lo[i];
-        } else if (f->ops[i].r.op[0] != '\0' && strcmp(f->ops[i].r.op, "wait") != 0) {
+            f->ops[i].dur_ns = hi[i] - lo[i];
+        } else if (f->ops[i].op[0] != '\0' && strcmp(f->ops[i].op, "wait") != 0) {
             f->counts[1]++;
         }
     }
@@ -150,29 +149,31 @@ static int kernel_times(et_file_t *f)
     return 0;
 }
 
-/* The op's group has members, the file's rank among them; root or peer made global. */
-static int resolve(et_file_t *f, et_op_t *o, char *checked)
+/* The op's group has members, the file's rank among them; its row, with the root or the peer
+ * made global. */
+static int resolve(et_file_t *f, const et_op_t *o, char *checked, collprof_trace_op_row_t *r)
 {
     cp_trace_t *t = f->t;
-    const cp_trace_group_t *G = &t->groups[o->r.group];
+    const cp_trace_group_t *G = &t->groups[o->group];
+    const char *name = cp_strset_key(&f->names, o->name);
     if (G->size == 0) {
         return cp_trace_fail(t, o->line,
                              "group '%s': no members known (no process_group:init "
                              "node, and no regular global_rank_start/stride)",
                              G->name);
     }
-    if (!checked[o->r.group]) {
+    if (!checked[o->group]) {
         int i = 0;
-        while (i < G->size && G->members[i] != o->r.rank) {
+        while (i < G->size && G->members[i] != f->rank) {
             i++;
         }
         if (i == G->size) {
-            return cp_trace_fail(t, o->line, "rank %d is not a member of group '%s'", o->r.rank,
+            return cp_trace_fail(t, o->line, "rank %d is not a member of group '%s'", f->rank,
                                  G->name);
         }
-        checked[o->r.group] = 1;
+        checked[o->group] = 1;
     }
-    const char *op = o->r.op;
+    const char *op = o->op;
     int p2p = !strcmp(op, "send") || !strcmp(op, "recv");
     int rooted = !strcmp(op, "broadcast") || !strcmp(op, "reduce") || !strcmp(op, "gather") ||
                  !strcmp(op, "scatter");
@@ -180,14 +181,27 @@ static int resolve(et_file_t *f, et_op_t *o, char *checked)
         return cp_trace_fail(t, o->line,
                              "'%s': %s group rank %d is outside group '%s' of %d "
                              "ranks",
-                             o->r.source_name, p2p ? "the peer's" : "the root's", o->grank, G->name,
-                             G->size);
+                             name, p2p ? "the peer's" : "the root's", o->grank, G->name, G->size);
     }
-    if (o->r.nsplit > 0 && o->r.nsplit != G->size) {
-        return cp_trace_fail(t, o->line, "%d split sizes for a group of %d", o->r.nsplit, G->size);
+    if (o->nsplit > 0 && o->nsplit != G->size) {
+        return cp_trace_fail(t, o->line, "%d split sizes for a group of %d", o->nsplit, G->size);
     }
-    o->r.peer = p2p ? G->members[o->grank] : -1;
-    o->r.root = rooted ? G->members[o->grank] : -1;
+    cp_trace_row_init(r);
+    r->rank = f->rank;
+    cp_trace_copy(r->op, sizeof(r->op), op);
+    cp_trace_copy(r->dtype, sizeof(r->dtype), o->dtype != NULL ? o->dtype : "");
+    r->in_count = o->in_count;
+    r->out_count = o->out_count;
+    r->bytes = o->bytes;
+    r->group = o->group;
+    r->peer = p2p ? G->members[o->grank] : -1;
+    r->root = rooted ? G->members[o->grank] : -1;
+    r->req = o->req;
+    r->nsplit = o->nsplit;
+    r->t_issue_ns = o->t_issue_ns;
+    r->dur_ns = o->dur_ns;
+    r->source_seq = o->seq;
+    cp_trace_copy(r->source_name, sizeof(r->source_name), name);
     return 0;
 }
 
@@ -196,7 +210,13 @@ int cp_et_finish(et_file_t *f)
     if (f->nops == 0) {
         return 0;
     }
-    qsort(f->ops, f->nops, sizeof(*f->ops), by_id);
+    size_t sorted = 1; /* the nodes often come in id order: no sort then (a pass, not qsort's) */
+    while (sorted < f->nops && f->ops[sorted - 1].id < f->ops[sorted].id) {
+        sorted++;
+    }
+    if (sorted < f->nops) {
+        qsort(f->ops, f->nops, sizeof(*f->ops), by_id);
+    }
     for (size_t i = 1; i < f->nops; i++) {
         if (f->ops[i].id == f->ops[i - 1].id) {
             return cp_trace_fail(f->t, f->ops[i].line, "node id %" PRId64 " twice", f->ops[i].id);
@@ -212,16 +232,20 @@ int cp_et_finish(et_file_t *f)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < f->nops; i++) {
         et_op_t *o = &f->ops[i];
-        if (o->r.op[0] == '\0') {
+        collprof_trace_op_row_t r;
+        if (o->op[0] == '\0') {
             continue;
         }
-        rc = resolve(f, o, checked);
+        rc = resolve(f, o, checked, &r);
         if (rc == 0) {
-            rc = cp_trace_add(f->t, o->line, &o->r, o->split,
-                              o->split != NULL ? o->split + o->r.nsplit : NULL, o->r.nsplit);
+            rc = cp_trace_add(f->t, o->line, &r, o->split,
+                              o->split != NULL ? o->split + o->nsplit : NULL, o->nsplit);
         }
-        free(o->split);
-        o->split = NULL;
+        if (o->split != NULL) {
+            free(o->split);
+            o->split = NULL;
+            f->nsplits--;
+        }
     }
     free(checked);
     return rc;
@@ -229,11 +253,13 @@ int cp_et_finish(et_file_t *f)
 
 void cp_et_free(et_file_t *f)
 {
-    for (size_t i = 0; i < f->nops; i++) {
+    for (size_t i = 0; f->nsplits > 0 && i < f->nops; i++) { /* (none held: no pass) */
+        f->nsplits -= f->ops[i].split != NULL;
         free(f->ops[i].split);
     }
     free(f->ops);
     free(f->gpu);
     free(f->alias);
+    cp_strset_free(&f->names);
     memset(f, 0, sizeof(*f));
 }

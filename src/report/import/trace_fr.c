@@ -264,7 +264,7 @@ static int fr_file(cp_trace_t *t, const char *path, int rank, int64_t *counts)
     }
     cp_json_free(root);
     if (rc == 0 && lseek(fd, 0, SEEK_SET) == 0) {
-        cp_json_stream_t s = {"entries", 0, entry, &f};
+        cp_json_stream_t s = {"entries", 0, entry, &f, NULL};
         rc = cp_json_read_fd(fd, &opts, &s, &root, &e);
         cp_json_free(root);
         rc = rc == 0 ? release(&f) : e.stopped ? -1 : cp_trace_fail(t, e.line, "%s", e.msg);

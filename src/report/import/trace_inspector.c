@@ -253,7 +253,7 @@ static int read_all(insp_t *s, char **paths)
         if (fd < 0) {
             return -1;
         }
-        cp_json_stream_t js = {NULL, 1, line, s};
+        cp_json_stream_t js = {NULL, 1, line, s, NULL};
         cp_json_t *root = NULL;
         cp_json_error_t e;
         int rc = cp_json_read_fd(fd, NULL, &js, &root, &e);

@@ -267,7 +267,7 @@ static int param_file(cp_trace_t *t, const char *path, int rank)
     static const char *const none[] = {NULL}; /* a root that is not a list: nothing kept */
     param_file_t p = {.t = t, .rank = rank, .batch = -1};
     memset(p.gid, -1, sizeof(p.gid));
-    cp_json_stream_t s = {NULL, 0, param_entry, &p};
+    cp_json_stream_t s = {NULL, 0, param_entry, &p, NULL};
     cp_json_opts_t opts = {none, 0};
     cp_json_t *root = NULL;
     cp_json_error_t e;
