@@ -34,14 +34,15 @@ int cp_fault_wrong(int rank)
     return fault_rank_is("wrong", rank);
 }
 
-int cp_fault_wrong_iter(int rank, int iter)
+int cp_fault_wrong_iter(int rank)
 {
     const char *a = fault_args("wrongiter");
     if (a == NULL || *a == '\0') {
         return 0;
     }
     const char *colon = strchr(a, ':'); /* ITER[:RANK] */
-    return atoi(a) == iter && (colon != NULL ? atoi(colon + 1) : 0) == rank;
+    int iter = atoi(a);
+    return iter > 0 && (colon != NULL ? atoi(colon + 1) : 0) == rank ? iter : 0;
 }
 
 int cp_fault_exit(int rank)

@@ -54,8 +54,9 @@
 
 /** Does "wrong" apply to rank? */
 int cp_fault_wrong(int rank);
-/** Does "wrongiter" name timed iteration iter (from 1) of rank? */
-int cp_fault_wrong_iter(int rank, int iter);
+/** The timed iteration (from 1) of rank that "wrongiter" names, 0 for none (read once per
+ * cell, not in its loop: getenv walks the environment). */
+int cp_fault_wrong_iter(int rank);
 /** Does "exit" apply to rank? */
 int cp_fault_exit(int rank);
 /** Does "nopair" apply to rank? */

@@ -85,7 +85,7 @@ static int verify(cell_run_t *c, int corrupt)
         cp_runner_fail(c, rc, 3, "%s", c->be->last_error(c->ctx));
         return rc;
     }
-    if (corrupt || cp_fault_wrong(c->r->boot->rank)) {
+    if (corrupt || c->fault_wrong) {
         corrupt_one(&c->x, fr);
     }
     uint64_t wrong = coll->check(&c->x, fr);
@@ -108,7 +108,7 @@ static int before_iteration(cell_run_t *c, int i)
 static int after_iteration(cell_run_t *c, int i)
 {
     int t = i - c->cell->warmup;
-    int corrupt = t >= 0 && cp_fault_wrong_iter(c->r->boot->rank, t + 1);
+    int corrupt = t >= 0 && t + 1 == c->fault_iter;
     if (corrupt && !c->staged) { /* the buffer itself (staged: the host copy, when checked) */
         corrupt_one(&c->x, c->recvbuf);
         corrupt = 0;
@@ -424,7 +424,7 @@ static void run_check(cell_run_t *c)
         cp_runner_fail(c, rc, 3, "%s", c->be->last_error(c->ctx));
         return;
     }
-    if (cp_fault_wrong(c->r->boot->rank)) {
+    if (c->fault_wrong) {
         corrupt_one(&c->x, fr);
     }
     c->rec.wrong = coll->check(&c->x, fr);
@@ -515,6 +515,8 @@ void cp_run_cell(cp_runner_t *r, const cp_cell_t *cell, cp_result_t *res)
     c.memtype = cell->memtype;
     /* device memory is filled and checked through host copies ("staged") */
     c.staged = c.memtype == COLLPROF_MEM_DEVICE || cp_fault_test_staged();
+    c.fault_wrong = cp_fault_wrong(r->boot->rank); /* not in the loop: getenv walks the env */
+    c.fault_iter = cp_fault_wrong_iter(r->boot->rank);
     c.x = (cp_xfer_t){.op = cell->op,
                       .dtype = cell->dtype,
                       .redop = cell->redop,

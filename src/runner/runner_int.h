@@ -72,6 +72,7 @@ typedef struct cell_run {
     collprof_args_t args, barrier; /* the operation, and the backend's barrier */
     int checks;                    /* --check every|sample:K: outputs checked in the loops */
     int wrong_outputs;             /* ... of which some elements were wrong */
+    int fault_wrong, fault_iter;   /* COLLPROF_FAULT wrong, wrongiter's ITER (0: none), read once */
     uint64_t nb_loops;             /* non-blocking ops: the calibrated computation's loops */
     double nb_last_us;             /* ... and how long it took in the last iteration */
     /* --counters, on a node's first rank: the reading before the loop, then the deltas */

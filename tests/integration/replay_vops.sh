@@ -17,7 +17,9 @@
 # input of the per-rank ops one element off: it lands in block 0, rank 0's) rank 0's two
 # unequal reduce-scatters are wrong, no other rank's, the run fails; shrunk onto 2 ranks (self)
 # every variable op ok.  A rank whose record of a gatherv is missing from the trace makes
-# every member skip it, with why.
+# every member skip it, with why.  A Flight Recorder dump of reduce_scatters (equal blocks, blocks
+# 8, 16, 24 and 5, 7 on a group of ranks [2, 0]) imports with its counts and groups and replays
+# exact on self.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 replay_prelude
 
@@ -155,6 +157,61 @@ for b in self mpi; do
     [ "$rc" -eq 0 ] && [ "$n" -eq 3 ]
     ok $? "$b: PARAM's reduce_scatter of blocks 3, 6, 9 replayed as per-rank blocks, exact ($n, exit $rc)"
 done
+
+# Flight Recorder reduce_scatters (tests/data/trace/fr-rs-rank*.json, 3 ranks): torch's
+# reduce_scatter of a list (the list flattened: input [3, 256] floats, output [256]),
+# reduce_scatter_tensor (_reduce_scatter_base: 300 bfloat16 to 100), one of unequal blocks
+# (each rank's output_sizes its own: 8, 16, 24 of 48), and one of int32 blocks 5, 7 on the
+# group "pair" of ranks [2, 0] (rank 1 not in it), and one of unequal blocks 4, 8, 4 as torch
+# records it (a coalesced call of a "_reduce_oop" to each group rank, then the marker
+# "REDUCE_SCATTER_coalesced"): counts are the shapes' products, the group and members from
+# pg_config, the _reduce_oops reduces rooted at their place in the call, the marker dropped;
+# replayed on self, every op ok and exact
+"$REPORT" import --trace flight-recorder "$D"/fr-rs-rank0.json "$D"/fr-rs-rank1.json \
+    "$D"/fr-rs-rank2.json -o frs.h5 >frs.out 2>&1
+ok $? "a Flight Recorder dump of reduce_scatters imports ($(head -c 200 frs.out | tr '\n' ' '))"
+rows frs.h5 trace_ops | cut -d'|' -f1-9,12,18 >got
+cat >want <<'W'
+0|0|reducescatter|float32|768|256|3072|0|-1|-1|nccl:reduce_scatter
+0|1|reducescatter|bfloat16|300|100|600|0|-1|-1|nccl:_reduce_scatter_base
+0|2|reducescatter|float32|48|8|192|0|-1|-1|nccl:reduce_scatter
+0|3|reducescatter|int32|12|7|48|1|-1|-1|nccl:reduce_scatter
+0|4|reduce|float32|4|4|16|0|0|0|nccl:_reduce_oop
+0|5|reduce|float32|8|8|32|0|1|0|nccl:_reduce_oop
+0|6|reduce|float32|4|4|16|0|2|0|nccl:_reduce_oop
+1|0|reducescatter|float32|768|256|3072|0|-1|-1|nccl:reduce_scatter
+1|1|reducescatter|bfloat16|300|100|600|0|-1|-1|nccl:_reduce_scatter_base
+1|2|reducescatter|float32|48|16|192|0|-1|-1|nccl:reduce_scatter
+1|3|reduce|float32|4|4|16|0|0|1|nccl:_reduce_oop
+1|4|reduce|float32|8|8|32|0|1|1|nccl:_reduce_oop
+1|5|reduce|float32|4|4|16|0|2|1|nccl:_reduce_oop
+2|0|reducescatter|float32|768|256|3072|0|-1|-1|nccl:reduce_scatter
+2|1|reducescatter|bfloat16|300|100|600|0|-1|-1|nccl:_reduce_scatter_base
+2|2|reducescatter|float32|48|24|192|0|-1|-1|nccl:reduce_scatter
+2|3|reducescatter|int32|12|5|48|1|-1|-1|nccl:reduce_scatter
+2|4|reduce|float32|4|4|16|0|0|2|nccl:_reduce_oop
+2|5|reduce|float32|8|8|32|0|1|2|nccl:_reduce_oop
+2|6|reduce|float32|4|4|16|0|2|2|nccl:_reduce_oop
+W
+diff want got >d.out
+ok $? "Flight Recorder: the reduce_scatters' op, dtype, in and out counts, bytes, group; the _reduce_oops' roots, one coalesced call, its marker dropped$(sed 's/^/ /' d.out | tr '\n' ';')"
+[ "$(rows frs.h5 trace_groups | cut -d'|' -f1-5 | tr '\n' ';')" = "0|0|default_pg|0|3;1|1|pair|1|2;" ] &&
+    [ "$(rows frs.h5 trace_members | tr '\n' ' ')" = "0 1 2 2 0 " ]
+ok $? "Flight Recorder: the world of 3 and the pair [2, 0] from pg_config"
+replay self frs
+f=ops.self.frs
+e=$(awk -F'|' '$5 == "reducescatter" && $16 == "ok" && $15 == 0 && $17 == "reduced by sum"' "$f" |
+    wc -l)
+u=$(awk -F'|' '$5 == "reducescatter" && $6 == "float32" && $16 == "ok" && $15 == 0 &&
+    $17 == "reduced by sum; per-rank blocks of 8 to 24: a reduce of each to its owner"' "$f" | wc -l)
+p=$(awk -F'|' '$5 == "reducescatter" && $6 == "int32" && $3 != 1 && $16 == "ok" && $15 == 0 &&
+    $17 == "reduced by sum; per-rank blocks of 5 to 7: a reduce of each to its owner"' "$f" | wc -l)
+t=$(awk -F'|' '$3 == 0 && $5 == "reducescatter" { printf "%s ", $18 }' "$f")
+o=$(awk -F'|' '$5 == "reduce" && $16 == "ok" && $15 == 0 && $17 ~ /^reduced by sum; coalesced/' \
+    "$f" | wc -l)
+[ "$rc" -eq 0 ] && [ "$(wc -l <"$f")" -eq 20 ] && [ "$e" -eq 6 ] && [ "$u" -eq 3 ] &&
+    [ "$p" -eq 2 ] && [ "$t" = "3072 600 192 48 " ] && [ "$o" -eq 9 ]
+ok $? "self: the Flight Recorder reduce_scatters ok and exact: equal blocks as one, 8, 16, 24 and 5, 7 per rank, the _reduce_oops coalesced ($e, $u, $p, $o; rank 0's bytes $t; exit $rc)"
 
 # the gatherv of rank 2 left out of the trace: every member skips it, saying why
 grep -v '"MPI_Gatherv"' "$D"/vops.2.jsonl | sed 's/"ops": 11/"ops": 10/' >vops.2.jsonl

@@ -42,10 +42,12 @@ static void squeeze(const char *name, char *k, size_t len)
     k[n] = '\0';
 }
 
-/* k without a suffix torch adds ("base", "intotensor", "tensor", "coalesced", "single") */
+/* k without a suffix torch adds ("base", "intotensor", "tensor", "coalesced", "single", "oop":
+ * Flight Recorder's "_reduce_oop", "_broadcast_oop") */
 static void strip_suffixes(char *k)
 {
-    static const char *const suffixes[] = {"coalesced", "intotensor", "tensor", "base", "single"};
+    static const char *const suffixes[] = {"coalesced", "intotensor", "tensor",
+                                           "base",      "single",     "oop"};
     for (int again = 1; again;) {
         again = 0;
         for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {

@@ -12,7 +12,9 @@
  * timeout is refused, naming the JSON API.  Send/recv peers are group ranks
  * in profiling_name, made global through pg_config.  Consecutive entries of
  * one group with the same sequence number are one coalesced call; the
- * "nccl:coalesced" entries themselves are markers and skipped.
+ * "nccl:coalesced" entries themselves are markers and skipped (and newer torch's
+ * "nccl:REDUCE_SCATTER_coalesced"); "_reduce_oop" and "_broadcast_oop" are rooted at their
+ * place in their call.
  */
 #include "config.h"
 
@@ -31,6 +33,7 @@ typedef struct fr {
     int has_pending;
     collprof_trace_op_row_t pending; /* held back: the next entry may coalesce with it */
     int pending_line, pending_p2p;
+    int run; /* the pending entry's place in its coalesced call (0: its first) */
     int64_t not_done, no_dur;
 } fr_t;
 
@@ -163,6 +166,35 @@ static int entry_data(fr_t *f, const cp_json_t *o, collprof_trace_op_row_t *r, c
     return 0;
 }
 
+/* The marker torch's endCoalescing() records after a coalesced call: "nccl:" its OpType in
+ * capitals, "_coalesced" ("nccl:REDUCE_SCATTER_coalesced"; older torch: "nccl:coalesced",
+ * which cp_trace_op knows), no tensors.  "nccl:allreduce_coalesced" is an op. */
+static int end_marker(const char *pn)
+{
+    const char *p = strchr(pn, ':') != NULL ? strchr(pn, ':') + 1 : pn;
+    size_t n = strlen(p), m = strlen("_coalesced");
+    if (n <= m || strcmp(p + n - m, "_coalesced") != 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < n - m; i++) {
+        if (p[i] != '_' && (p[i] < 'A' || p[i] > 'Z')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* torch's reduce_scatter of unequal blocks and all_gather of unequal tensors are coalesced
+ * calls of "nccl:_reduce_oop" / "nccl:_broadcast_oop", the i-th to group rank i: r's root,
+ * from its place in its call (run). */
+static void oop_root(const cp_trace_t *t, collprof_trace_op_row_t *r, const char *pn, int run)
+{
+    const cp_trace_group_t *G = &t->groups[r->group];
+    if (strstr(pn, "_oop") != NULL && run < G->size) {
+        r->root = G->members[run];
+    }
+}
+
 /* Hand the held-back entry on. */
 static int release(fr_t *f)
 {
@@ -180,6 +212,9 @@ static int entry(void *ctx, const cp_json_t *o)
     const cp_json_t *pn = cp_json_get(o, "profiling_name"), *pg = cp_json_get(o, "process_group");
     int async;
     const char *op = pn != NULL && pn->type == CP_JSON_STR ? cp_trace_op(pn->str, &async) : NULL;
+    if (pn != NULL && pn->type == CP_JSON_STR && end_marker(pn->str)) {
+        return 0;
+    }
     if (o->type != CP_JSON_OBJ || op == NULL) {
         return cp_trace_fail(t, o->line,
                              "an entry without a 'profiling_name' the model knows%s%.40s",
@@ -216,13 +251,16 @@ static int entry(void *ctx, const cp_json_t *o)
     }
     const cp_json_t *st = cp_json_get(o, "state");
     f->not_done += st != NULL && st->type == CP_JSON_STR && strcmp(st->str, "completed") != 0;
-    if (f->has_pending && f->pending.group == r.group && f->pending_p2p == is_p2p &&
-        r.source_seq >= 0 && f->pending.source_seq == r.source_seq) {
+    int joins = f->has_pending && f->pending.group == r.group && f->pending_p2p == is_p2p &&
+                r.source_seq >= 0 && f->pending.source_seq == r.source_seq;
+    if (joins) {
         if (f->pending.coalesced < 0) {
             f->pending.coalesced = t->next_coalesced++;
         }
         r.coalesced = f->pending.coalesced;
     }
+    f->run = joins ? f->run + 1 : 0;
+    oop_root(t, &r, pn->str, f->run);
     if (release(f) != 0) {
         return -1;
     }
@@ -297,11 +335,13 @@ int cp_trace_fr(cp_trace_t *t, char **paths, int n)
             return -1;
         }
     }
-    snprintf(t->note, sizeof(t->note),
-             "Flight Recorder: issue times are time_created_ns (enqueue); durations only with "
-             "TORCH_NCCL_ENABLE_TIMING=1 (%" PRId64 " entries without one); the ring keeps the "
-             "last TORCH_FR_BUFFER_SIZE (2000) entries of each rank; %" PRId64
-             " entries not completed; no roots",
-             counts[0], counts[1]);
+    snprintf(
+        t->note, sizeof(t->note),
+        "Flight Recorder: issue times are time_created_ns (enqueue); durations only with "
+        "TORCH_NCCL_ENABLE_TIMING=1 (%" PRId64 " entries without one); the ring keeps the "
+        "last TORCH_FR_BUFFER_SIZE (2000) entries of each rank; %" PRId64
+        " entries not completed; no roots but _reduce_oop's and _broadcast_oop's (their place in a "
+        "coalesced call)",
+        counts[0], counts[1]);
     return 0;
 }
