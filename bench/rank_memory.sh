@@ -47,16 +47,34 @@ find_base
 make_tmp
 
 # "RANK KB" for every rank of the run (the launcher's children: not another run's ranks,
-# such as those of tests running beside it), each poll; the largest per rank is kept later
+# such as those of tests running beside it), each poll; the largest per rank is kept later.
+# Cheap, so that it takes little CPU from the ranks it measures: the children from
+# /proc/PID/task/PID/children (pgrep -P without it), VmHWM read by the shell, each child's
+# PMIX_RANK read once (until it has one: a child not yet exec'd, or the PMIx server, is read
+# again).  Scanning every /proc entry with a few programs each, every 20 ms, held a CPU on a
+# busy machine (np.sh's check: 287 s at load 24)
 poll() { # pid of the run
+    local -A rank=()
+    local kids p r kb k v
     while kill -0 "$1" 2>/dev/null; do
-        for d in /proc/[0-9]*; do
-            [ "$(readlink "$d/exe" 2>/dev/null)" = "$bin" ] || continue
-            [ "$({ cut -d' ' -f4 "$d/stat"; } 2>/dev/null)" = "$1" ] || continue
-            # a process may end between the lines
-            r=$({ tr '\0' '\n' <"$d/environ"; } 2>/dev/null | sed -n 's/^PMIX_RANK=//p')
-            kb=$({ awk '$1 == "VmHWM:" { print $2 }' "$d/status"; } 2>/dev/null)
-            [ -n "$kb" ] && echo "${r:-launcher} $kb"
+        kids=() # (the list ends without a newline: read fails, having read it)
+        if [ -r "/proc/$1/task/$1/children" ]; then
+            read -r -a kids 2>/dev/null <"/proc/$1/task/$1/children" || true
+        else
+            read -r -d '' -a kids < <(pgrep -P "$1") || true
+        fi
+        for p in "${kids[@]}"; do
+            if [ -z "${rank[$p]:-}" ]; then
+                [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$bin" ] || continue
+                # a process may end between the lines
+                r=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | sed -n 's/^PMIX_RANK=//p')
+                [ -z "$r" ] || rank[$p]=$r
+            fi
+            kb=
+            while read -r k v _; do
+                [ "$k" = VmHWM: ] && kb=$v && break
+            done 2>/dev/null <"/proc/$p/status"
+            [ -n "$kb" ] && echo "${rank[$p]:-launcher} $kb"
         done
         sleep 0.02
     done

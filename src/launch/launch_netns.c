@@ -10,7 +10,8 @@
  * CAP_SYS_ADMIN) a plain unshare(CLONE_NEWNET); otherwise inside a user namespace of our own
  * that maps this user to itself, where the kernel allows unprivileged user namespaces.
  * COLLPROF_NP_NETNS=0 turns it off; when neither works the run goes on uncontained and says
- * so (docs/troubleshooting.md: the limit).
+ * so (docs/troubleshooting.md: the limit).  Contained, the launcher sets COLLPROF_NP_CONTAINED=1
+ * for its server and ranks: no route leaves the namespace, so they ask slurmctld nothing.
  */
 
 #include "launch/launch_int.h"
@@ -111,5 +112,7 @@ int cp_launch_contain(void)
         return 1;
     }
     cp_log(CP_LOG_INFO, "launcher: the ranks run in a private network namespace (loopback only)");
+    /* for the ranks: slurmctld is out of reach from here (src/slurm asks it nothing) */
+    setenv("COLLPROF_NP_CONTAINED", "1", 1);
     return 0;
 }

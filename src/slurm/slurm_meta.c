@@ -126,28 +126,45 @@ static void tres_gpus(const char *tres, char *buf, size_t len)
     }
 }
 
-static void load_job(void)
+/* The job id to ask slurmctld about, or 0 with job_why saying why it is not asked. */
+static unsigned long job_to_ask(void)
 {
-    job_n = 0;
     const char *conf = getenv("SLURM_CONF");
     struct stat st;
     if (conf == NULL || conf[0] == '\0') {
         conf = "/etc/slurm/slurm.conf";
     }
-    const char *off = getenv("COLLPROF_SLURM_LOOKUP");
+    const char *off = getenv("COLLPROF_SLURM_LOOKUP"), *own = getenv("COLLPROF_NP_CONTAINED");
     if (off != NULL && !strcmp(off, "0")) {
         snprintf(job_why, sizeof(job_why), "off (COLLPROF_SLURM_LOOKUP=0)");
-        return;
+        return 0;
+    }
+    /* --np's ranks in their own network namespace (src/launch/launch_netns.c): no route to
+     * slurmctld, and libslurm spent 10 s a lookup retrying the name before it gave up */
+    if (own != NULL && !strcmp(own, "1")) {
+        snprintf(job_why, sizeof(job_why),
+                 "not asked (--np's private network namespace: slurmctld out of reach)");
+        return 0;
     }
     /* libslurm exits the process when it finds no configuration */
     if (stat(conf, &st) != 0 || !S_ISREG(st.st_mode)) {
         snprintf(job_why, sizeof(job_why), "not asked (no configuration file %s)", conf);
-        return;
+        return 0;
     }
     char *end;
     unsigned long id = strtoul(getenv("SLURM_JOB_ID"), &end, 10);
     if (*end != '\0' || id == 0 || id >= NO_VAL) {
         snprintf(job_why, sizeof(job_why), "not asked (SLURM_JOB_ID is not a job id)");
+        return 0;
+    }
+    return id;
+}
+
+static void load_job(void)
+{
+    job_n = 0;
+    unsigned long id = job_to_ask();
+    if (id == 0) {
         return;
     }
     slurm_init(NULL);

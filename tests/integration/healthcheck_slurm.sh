@@ -7,7 +7,8 @@
 # (COLLPROF_FAULT=wrong:1).  n2 ends DRAIN with a reason that starts "collprof: healthcheck:",
 # n1 (its checks pass) stays up.  Also under the sanitizers (contrib/sanitize.sh).
 # Then, the program off and n2 resumed, one check per node of an allocation through srun, with
-# and without PMIx (the check starts its own ranks whatever started it).
+# and without PMIx (the check starts its own ranks whatever started it), and a --np run in an
+# allocation, whose ranks ask slurmctld nothing from their private network namespace.
 # slurmd runs the program with an environment of its own (SLURMD_NODENAME and little else), so
 # the script sets what collprof and scontrol need.  Skips (77) as nodes.sh does.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
@@ -128,5 +129,18 @@ COLLPROF_FAULT=wrong:1 timeout -k 10 120 srun --immediate=30 --mpi=pmix -N 2 \
 [ "$rc" -eq 1 ] && [ "$(grep -c '^ERROR:  collprof:  Health check failed:  collectives:  ' "$WORK/err")" -eq 2 ]
 ok $? "srun -N 2 with wrong data planted: one NHC line per node, exit $rc" ||
     sed 's/^/# /' "$WORK/out" "$WORK/err"
+# --np in a job (the check's own ranks above; here in an salloc) runs its ranks in their private
+# network namespace, where slurmctld is out of reach: they ask libslurm nothing (it retried 10 s
+# a lookup before it gave up, which made each srun check above take 21 s), and the file says why
+d=$WORK/np
+mkdir -p "$d"
+rc=0
+timeout -k 10 120 salloc --immediate=30 -N 1 "$COLLPROF_BIN" --np 2 --backends self --ops allreduce \
+    --counts 1K -n 2 -w 0 --output-dir "$d" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+s=$(summary_of "$d")
+[ "$rc" -eq 0 ] && grep -q "^slurm: *meta_source = environment; slurm_load_job: not asked (--np's private network namespace" "$s" &&
+    ! grep -q 'Unable to resolve' "$WORK/err"
+ok $? "salloc -N 1 collprof --np 2: the ranks ask slurmctld nothing from their namespace (exit $rc)" ||
+    sed 's/^/# /' "$WORK/err" | head -n 5
 
 done_testing

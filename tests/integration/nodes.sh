@@ -373,9 +373,12 @@ ok $r "COLLPROF_TREE_FANOUT=2 on 4 nodes: rank 0 holds 3 links (2 children, n4's
 # The watchdog (--timeout 3) reports within --timeout + 5 s, naming n2 and its ranks; the
 # files keep every completed cell; srun returns (once the link is back) and no rank is left.
 FT=3
-# 12 gloo ranks on 2 CPUs take 18 s a cell of 302 iterations (56 ms an allreduce, the same
-# with the code of 2026-11-26), so their second cell can come after 36 s (2026-11-27); under
-# the sanitizers it took over 30 s with 2 x 2 ranks too (2026-11-26)
+# 12 gloo ranks on 2 CPUs took 18 s a cell of 302 iterations (56 ms an allreduce, the same
+# with the code of 2026-11-26), so their second cell could come after 36 s (2026-11-27); under
+# the sanitizers it took over 30 s with 2 x 2 ranks too (2026-11-26).  The 3 x 4 run has 100
+# iterations a cell: it waits a third as long for its 2 cells before the fault (23-25 s of
+# each stage with 300, 2026-12-06), which still comes with 4 cells of about 6 s to go (the
+# 2 x 2 runs, with 300, leave about 2 s)
 slack=0 fwait=900 flimit=240
 [ "${CP_TIMING_UNRELIABLE:-0}" = 1 ] && slack=5 fwait=1200 flimit=240
 FARGS="--backends $b --ops allreduce --counts 1K,2K,4K,8K,16K,32K -n 300 -w 2 --variants default"
@@ -514,6 +517,7 @@ fi
 fault_run "n2's link down" n2_down n2_up "ranks 2-3 on n2"
 # the watchdog asks every rank at once: 4 ranks on a cut-off node (each never answers) must not
 # use up rank 0's time for the ranks on n3 after them (one at a time, 0.5 s each, they did)
+FARGS=$(echo "$FARGS" | sed 's/ -n 300 / -n 100 /')
 FNODES="-O -N 3 -n 12 -w n1,n2,n3" fault_run "n2's link down, 3 x 4 ranks" n2_down \
     n2_up "ranks 4-7 on n2"
 
