@@ -12,9 +12,21 @@
 
 #include "runner/replay_check_int.h"
 
+#include <collprof/vocab.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void cp_check_opname(const crow_t *c, char *s, size_t len)
+{
+    if (c->kind == CK_SEND || c->kind == CK_RECV) {
+        snprintf(s, len, "%s %s %d", c->kind == CK_SEND ? "send" : "recv",
+                 c->kind == CK_SEND ? "to" : "from", c->peer);
+    } else {
+        snprintf(s, len, "%s", c->opc >= 0 ? collprof_op_name(c->opc) : "wait");
+    }
+}
 
 typedef struct rk {
     size_t pos, run, tail; /**< next op; the open run's first op (-1: none); end's cursor */
