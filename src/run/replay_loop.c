@@ -22,6 +22,7 @@
 #include "run/replay_fold.h"
 #include "run/replay_path.h"
 #include "runner/replay.h"
+#include "runner/replay_check.h"
 #include "runner/replay_gaps.h"
 #include "runner/replay_scan.h"
 #include "schema/trace_read.h"
@@ -116,6 +117,15 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
     if (cp_gaps_setup(rr->opt->gaps, rr->opt->replay_ops, t, sc, rr->boot.rank,
                       rr->opt->replay_iters, err, len) != 0) {
         return CP_EXIT_USAGE; /* (--replay-ops keeps only its ops of t) */
+    }
+    char why[900]; /* the check before the replay (rank 0; a --shrink fold is not checked) */
+    int ck = rr->boot.rank == 0 && sc != NULL ? cp_replay_check_end(t, why, sizeof(why)) : 0;
+    if (ck > 0) {
+        cp_log(CP_LOG_WARN, "replay: %s", why);
+    }
+    if (ck < 0) {
+        snprintf(err, len, "--replay %s: %s", rr->opt->replay, why);
+        return CP_EXIT_USAGE;
     }
     cp_gaps_cores(rr->boot.local_size);
     return replay_guard(rr, t, sc, err, len);

@@ -4,6 +4,7 @@
 
 #include <collprof/plugin.h>
 #include <collprof/vocab.h>
+#include "runner/replay_check.h"
 #include "runner/replay_gaps.h"
 
 #include <stdio.h>
@@ -65,6 +66,9 @@ static void see(void *arg, const cp_trace_t *t, const collprof_trace_op_row_t *r
         return;
     }
     S.nops++;
+    if (S.rank == 0) { /* the check: once, on rank 0 (the same trace: the same answer) */
+        cp_replay_check_row(t, r);
+    }
     int op = collprof_op_from_name(r->op);
     S.used |= op >= 0 ? COLLPROF_BIT(op) : 0;
     if (r->t_issue_ns >= 0) {
@@ -87,18 +91,22 @@ int cp_replay_read(const char *path, const char *range, int rank, int nranks, in
         S.hi = -1;
     }
     int oom = 0;
+    cp_replay_check_begin();
     cp_trace_sel_t sel = {.keep = keep, .see = see, .arg = &oom};
     if (cp_trace_read_sel(path, t, &sel, err, len) != 0) {
+        cp_replay_check_free();
         cp_replay_scan_free();
         return -1;
     }
     if (oom) {
         snprintf(err, len, "--replay %s: out of memory", path);
+        cp_replay_check_free();
         cp_trace_free(t);
         cp_replay_scan_free();
         return -1;
     }
     if (t->nranks > nranks && shrink) { /* every rank's ops are folded: all of them */
+        cp_replay_check_free();         /* (the fold's ranks are not the trace's: not checked) */
         cp_trace_free(t);
         cp_replay_scan_free();
         return cp_trace_read(path, t, err, len);
@@ -117,6 +125,7 @@ const cp_trace_scan_t *cp_replay_scan(void)
 
 void cp_replay_scan_free(void)
 {
+    cp_replay_check_free();
     free(S.all);
     memset(&S, 0, sizeof(S));
     have = 0;

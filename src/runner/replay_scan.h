@@ -30,6 +30,8 @@ typedef struct cp_trace_scan {
  *  why (as cp_trace_read's). */
 int cp_replay_read(const char *path, const char *range, int rank, int nranks, int shrink,
                    cp_trace_t *t, const cp_trace_scan_t **scan, char *err, size_t len);
+/* Rank 0's partial read also gathers the rows in range for the check before the replay
+ * (replay_check.h): cp_replay_check_end() after the range's own checks, or freed here. */
 /** The scan of the last partial read, NULL when the trace was read whole. */
 const cp_trace_scan_t *cp_replay_scan(void);
 void cp_replay_scan_free(void);

@@ -1,0 +1,97 @@
+#!/bin/sh
+# collprof --replay of a fixture of every import format (tests/data/trace), on self with --np:
+# PARAM, collprof-trace, PyTorch ET, Chakra JSON and Chakra .et replay; the NCCL Inspector
+# fixture, whose order across its two communicators would deadlock a blocking replay (rank 0's
+# allgather on one waits for rank 1, whose recv on the other waits for rank 0's send after
+# it), and the Flight Recorder fixture (one rank's file of a 2-rank group) are refused at once,
+# in one line, by the check before the replay (docs/replay.md); the Inspector fixture without
+# its send and recv replays.  Then hostile traces of the check (mismatched sequences, an
+# unmatched send, a send larger than its recv, a cycle): refused in one line, non-zero, nothing written,
+# within a short bound.
+. "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
+REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
+[ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
+D=$COLLPROF_SRCDIR/tests/data/trace
+cd "$WORK" || exit 1
+CP_TIMEOUT=60 # (a hang is the failure this test looks for)
+
+# replays NAME NP H5: a replay of H5 on NP ranks runs, its trace's ops every one ok or skipped
+replays() {
+    mkdir -p "o.$1"
+    cp_run --np "$2" --backends self --replay "$3" --replay-iters 1 --output-dir "o.$1"
+    s=$(ls o."$1"/*.txt 2>/dev/null | head -n 1)
+    [ "$rc" -eq 0 ] && [ -n "$s" ] && grep -q '^whole trace: .* 0 wrong elements' "$s"
+    ok $? "$1: --np $2 --replay on self runs (exit $rc$(tail -n 2 "$WORK/err" | tr '\n' ' '))"
+}
+
+# refused NAME NP H5 PATTERN: refused in one line matching PATTERN, exit 2, in under 20 s,
+# nothing written
+refused() {
+    mkdir -p "o.$1"
+    t0=$(date +%s)
+    cp_run --np "$2" --backends self --replay "$3" --replay-iters 1 --output-dir "o.$1"
+    t1=$(date +%s)
+    n=$(grep -c '^collprof: error: --replay' "$WORK/err")
+    [ "$rc" -eq 2 ] && [ "$n" -eq 1 ] && grep -q "$4" "$WORK/err" && [ $((t1 - t0)) -lt 20 ] &&
+        [ -z "$(ls "o.$1")" ]
+    ok $? "$1: refused before the replay, one line, exit $rc, $((t1 - t0)) s: $(grep '^collprof: error: --replay' "$WORK/err" | cut -c1-400)"
+}
+
+imp() { # FORMAT OUT FILES...
+    f=$1 o=$2
+    shift 2
+    "$REPORT" import --trace "$f" "$@" -o "$o" >"$o.out" 2>&1
+    ok $? "import --trace $f ($(tail -n 1 "$o.out" | cut -c1-120))"
+}
+
+# ---- a fixture of every format
+imp param p.h5 "$D/param-rank0.json" "$D/param-rank1.json" && replays param 2 p.h5
+imp collprof-trace ct.h5 "$D/collprof-trace.0.jsonl" "$D/collprof-trace.1.jsonl" &&
+    replays collprof-trace 2 ct.h5
+imp pytorch-et e.h5 "$D/et-rank0.json" "$D/et-rank1.json" "$D/et-rank2.json" &&
+    replays pytorch-et 3 e.h5
+imp chakra-json c.h5 "$D/chakra-rank0.json" "$D/chakra-rank1.json" "$D/chakra-rank2.json" &&
+    replays chakra-json 3 c.h5
+if "$REPORT" import --trace chakra-et "$D/chakra.0.et" -o x.h5 2>&1 | grep -q 'without protobuf-c'; then
+    ok 0 "# SKIP collprof-report was built without protobuf-c: no Chakra .et"
+else
+    imp chakra-et k.h5 "$D/chakra.0.et" "$D/chakra.1.et" "$D/chakra.2.et" \
+        "$D/chakra-comm_group.json" && replays chakra-et 3 k.h5
+fi
+imp nccl-inspector i.h5 "$D/gpu-a-pid100.log" "$D/gpu-b-pid200.log" &&
+    refused nccl-inspector 2 i.h5 'would deadlock (2 ranks blocked.*rank 0 at seq 1 (allgather on group 1) waits for rank 1; rank 1 at seq 1 (recv from 0 on group 0) waits for rank 0'
+sed 3d "$D/gpu-a-pid100.log" >a.log
+grep -v p2p_perf "$D/gpu-b-pid200.log" >b.log
+imp nccl-inspector i2.h5 a.log b.log && replays nccl-inspector-no-p2p 2 i2.h5
+imp flight-recorder f.h5 "$D/fr-rank0.json" &&
+    refused flight-recorder 2 f.h5 "rank 1, a member, has no collective #1 on it (a trace of some of the group's ranks only?)"
+
+# ---- hostile traces: PARAM files of two ranks, OP lines of rank 0, then of rank 1
+op() { # COMMS PG [EXTRA]: one PARAM op on group PG of ranks 0, 1
+    printf '{"comms": "%s", "pg_id": %s, "global_ranks": [0, 1], "in_msg_size": 256, "out_msg_size": 256, "dtype": "Float"%s}' \
+        "$1" "$2" "${3:+, $3}"
+}
+hostile() { # NAME PATTERN (ops of rank 0 in h0, of rank 1 in h1, one a line)
+    for r in 0 1; do
+        { echo '['; paste -sd, "h$r"; echo ']'; } >"$1-rank$r.json"
+    done
+    "$REPORT" import --trace param "$1-rank0.json" "$1-rank1.json" -o "$1.h5" >"$1.out" 2>&1 &&
+        refused "$1" 2 "$1.h5" "$2"
+    [ -f "$1.h5" ] || ok 1 "$1: the hostile trace imports ($(head -c 200 "$1.out"))"
+}
+{ op all_reduce 0; echo; op all_gather 0; echo; } >h0
+{ op all_reduce 0; echo; op broadcast 0 '"root": 1'; echo; } >h1
+hostile mismatch 'group 0 (0): collective #2 differs between its members: rank 0 has allgather'
+{ op all_reduce 0; echo; op all_reduce 0; echo; } >h0
+{ op all_reduce 0; echo; } >h1
+hostile fewer "rank 0's collective #2 is allreduce (seq 1), rank 1, a member, has no collective #2"
+{ op send 0 '"src_rank": 0, "dst_rank": 1'; echo; op all_reduce 0; echo; } >h0
+{ op all_reduce 0; echo; } >h1
+hostile unmatched 'group 0 (0): rank 0 sends 1 message to rank 1, which receives 0 from it'
+printf '{"comms": "send", "pg_id": 0, "global_ranks": [0, 1], "src_rank": 0, "dst_rank": 1, "in_msg_size": 512, "out_msg_size": 512, "dtype": "Float"}\n' >h0
+{ op recv 0 '"src_rank": 0, "dst_rank": 1'; echo; } >h1
+hostile sizes "rank 0's send to rank 1 (seq 0) is 2048 B, larger than its recv there (seq 0), 1024 B"
+{ op all_reduce 0; echo; op all_reduce 1; echo; } >h0
+{ op all_reduce 1; echo; op all_reduce 0; echo; } >h1
+hostile cycle 'would deadlock (2 ranks blocked.*rank 0 at seq 0 (allreduce on group 0) waits for rank 1; rank 1 at seq 0 (allreduce on group 1) waits for rank 0'
+done_testing

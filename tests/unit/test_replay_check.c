@@ -1,0 +1,136 @@
+/*
+ * collprof --replay's check before the replay (src/runner/replay_check.c, replay_sim.c;
+ * docs/replay.md, "The check before the replay") on small traces of two ranks and two groups
+ * of both, against the replay's schedule: an async op posted and completed at its wait (at the
+ * end without one), a coalesced call's ops posted together, a run of blocking sends and recvs
+ * of one group posted together and completed before the next op; a blocking collective waits
+ * for its members.  Each trace replays, or is refused with its cycle.
+ */
+#include "config.h"
+
+#include "runner/replay_check.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cp_trace_t T;
+static int64_t seq[2];
+static char err[1024];
+
+/* One op "NAME[/g][:req][@coalesced][>peer]" of rank r, as a row */
+static void op(int r, const char *name, int g, int64_t req, int64_t coal, int peer)
+{
+    collprof_trace_op_row_t o;
+    memset(&o, 0, sizeof(o));
+    o.rank = r;
+    o.seq = seq[r]++;
+    snprintf(o.op, sizeof(o.op), "%s", name);
+    snprintf(o.dtype, sizeof(o.dtype), "float32");
+    o.in_count = o.out_count = 256;
+    o.bytes = 1024;
+    o.group = g;
+    o.root = -1;
+    o.peer = peer;
+    o.req = req;
+    o.coalesced = coal;
+    o.split_off = o.t_issue_ns = o.dur_ns = o.source_seq = -1;
+    cp_replay_check_row(&T, &o);
+}
+
+static void start(void)
+{
+    seq[0] = seq[1] = 0;
+    err[0] = '\0';
+    cp_replay_check_begin();
+}
+
+static int end(void)
+{
+    return cp_replay_check_end(&T, err, sizeof(err));
+}
+
+#define AR(r, g)      op(r, "allreduce", g, -1, -1, -1)
+#define IAR(r, g, q)  op(r, "allreduce", g, q, -1, -1)
+#define WAIT(r, g, q) op(r, "wait", g, q, -1, -1)
+#define SEND(r, g, p) op(r, "send", g, -1, -1, p)
+#define RECV(r, g, p) op(r, "recv", g, -1, -1, p)
+#define CAR(r, g, c)  op(r, "allreduce", g, -1, c, -1)
+
+int main(void)
+{
+    static collprof_trace_group_row_t groups[2];
+    static collprof_trace_member_row_t members[4] = {{0}, {1}, {0}, {1}};
+    groups[0] = (collprof_trace_group_row_t){.group = 0, .size = 2, .member_off = 0};
+    groups[1] = (collprof_trace_group_row_t){.group = 1, .size = 2, .member_off = 2};
+    T = (cp_trace_t){
+        .groups = groups, .ngroups = 2, .members = members, .nmembers = 4, .nranks = 2};
+
+    start(); /* rank 0 posts g0, blocks on g1; rank 1 blocks on g0 (posted), then g1 */
+    IAR(0, 0, 1), AR(0, 1), WAIT(0, 0, 1);
+    AR(1, 0), AR(1, 1);
+    ok(end() == 0, "an async allreduce crossed with a blocking one on another group: ok (%s)", err);
+
+    start(); /* the same, blocking: a cycle */
+    AR(0, 0), AR(0, 1);
+    AR(1, 1), AR(1, 0);
+    ok(end() != 0 && strstr(err, "would deadlock") &&
+           strstr(err, "rank 0 at seq 0 (allreduce on group 0) waits for rank 1; rank 1 at seq 0 "
+                       "(allreduce on group 1) waits for rank 0"),
+       "two blocking allreduces in crossed order: the cycle (%s)", err);
+
+    start(); /* a blocking send and recv each way: one run, posted together */
+    SEND(0, 0, 1), RECV(0, 0, 1);
+    SEND(1, 0, 0), RECV(1, 0, 0);
+    ok(end() == 0, "a run of blocking sends and recvs crossed: posted together, ok (%s)", err);
+
+    start(); /* the send's run ends at the allreduce, which rank 1 waits in before its recv */
+    SEND(0, 0, 1), AR(0, 1);
+    AR(1, 1), RECV(1, 0, 0);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (send to 1 on group 0) waits for rank 1"),
+       "a send completed before a collective its receiver waits in first: the cycle (%s)", err);
+
+    start(); /* coalesced calls in crossed order: posted, completed together */
+    CAR(0, 0, 7), CAR(0, 1, 7);
+    CAR(1, 1, 9), CAR(1, 0, 9);
+    ok(end() == 0, "coalesced calls in crossed group order: ok (%s)", err);
+
+    start(); /* an async op without a wait: completed at the end */
+    IAR(0, 0, 3), AR(0, 1);
+    AR(1, 1), AR(1, 0);
+    ok(end() == 0, "an async op without a wait completes at the end: ok (%s)", err);
+
+    start(); /* its wait before the other group's allreduce: a cycle */
+    IAR(0, 0, 1), WAIT(0, 0, 1), AR(0, 1);
+    AR(1, 1), AR(1, 0);
+    ok(end() != 0 && strstr(err, "would deadlock") &&
+           strstr(err, "rank 0 at seq 0 (allreduce on group 0) waits for rank 1"),
+       "an async op waited before the collective its peer blocks in first: the cycle (%s)", err);
+
+    start(); /* one rank's file of a group of two */
+    AR(0, 0), AR(0, 1);
+    ok(end() != 0 && strstr(err, "rank 1, a member, has no collective #1"),
+       "a trace of one rank of a 2-rank group: refused (%s)", err);
+
+    start(); /* a recv without its send */
+    RECV(1, 0, 0);
+    ok(end() != 0 && strstr(err, "rank 0 sends 0 messages to rank 1, which receives 1 from it"),
+       "a recv without its send: refused (%s)", err);
+
+    start(); /* sizes: a root that differs */
+    op(0, "broadcast", 0, -1, -1, -1);
+    collprof_trace_op_row_t b;
+    memset(&b, 0, sizeof(b));
+    b.rank = 1;
+    snprintf(b.op, sizeof(b.op), "broadcast");
+    b.root = 1;
+    b.peer = -1;
+    b.req = b.coalesced = b.split_off = -1;
+    b.in_count = b.out_count = 256;
+    snprintf(b.dtype, sizeof(b.dtype), "float32");
+    cp_replay_check_row(&T, &b);
+    ok(end() != 0 && strstr(err, "collective #1 differs"),
+       "a broadcast whose root differs: refused (%s)", err);
+    return tap_done();
+}
