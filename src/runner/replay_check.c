@@ -71,9 +71,34 @@ void cp_replay_check_free(void)
     memset(&C, 0, sizeof(C));
 }
 
+/* Rows the check may hold: COLLPROF_REPLAY_CHECK_MAX, else an eighth of MemAvailable at
+ * about 110 B each (0: unknown, no limit). */
+static size_t row_budget(void)
+{
+    const char *e = getenv("COLLPROF_REPLAY_CHECK_MAX");
+    char *end = NULL;
+    unsigned long long v = e != NULL && e[0] != '\0' ? strtoull(e, &end, 10) : 0;
+    if (end != NULL && *end == '\0' && v > 0) {
+        return (size_t)v;
+    }
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    unsigned long long kb = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return (size_t)(kb * 1024ULL / 8 / 110);
+}
+
 void cp_replay_check_begin(void)
 {
     cp_replay_check_free();
+    C.budget = row_budget();
 }
 
 /* The size every member gives the same: the ops whose count is the group's, not a member's */
@@ -120,6 +145,10 @@ static void classify(const cp_trace_t *t, const collprof_trace_op_row_t *r, crow
 void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
 {
     if (C.oom || r->group < 0 || (size_t)r->group >= t->ngroups || r->rank < 0) {
+        return;
+    }
+    if (C.budget > 0 && C.n >= C.budget) {
+        C.oom = 2; /* (over the budget: skipped, as out of memory) */
         return;
     }
     if (C.n == C.cap) {
@@ -480,6 +509,7 @@ static int waits(void)
 
 int cp_replay_check_end(const cp_trace_t *t, char *err, size_t len)
 {
+    int over = C.oom == 2;
     int rc = C.oom ? -2 : by_rank(t);
     rc = rc == 0 ? 0 : -2;
     if (rc == 0) {
@@ -493,7 +523,13 @@ int cp_replay_check_end(const cp_trace_t *t, char *err, size_t len)
     rc = rc == 0 ? p2p_check(t, err, len) : rc;
     rc = rc == 0 ? waits() : rc;
     rc = rc == 0 ? cp_check_sim(&C, t, err, len) : rc;
-    if (rc == -2) {
+    if (rc == -2 && over) {
+        snprintf(err, len,
+                 "the check before the replay was skipped: the trace has over %zu ops, more "
+                 "than it may hold (an eighth of the available memory at about 110 B each, "
+                 "or COLLPROF_REPLAY_CHECK_MAX)",
+                 C.n);
+    } else if (rc == -2) {
         snprintf(err, len,
                  "the check before the replay was skipped: out of memory for its %zu ops "
                  "(about 110 B each)",

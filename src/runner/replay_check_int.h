@@ -33,6 +33,7 @@ typedef struct chk {
     uint32_t *need;  /**< arrivals that complete instance x */
     size_t *owner;   /**< the first arrival's row of each instance */
     int oom;
+    size_t budget; /**< rows at most (an eighth of MemAvailable); 0: no limit known */
 } chk_t;
 
 /** The op's name for a message: "allgather", "send to 3", "recv from 0". */

@@ -66,6 +66,13 @@ imp nccl-inspector i2.h5 a.log b.log && replays nccl-inspector-no-p2p 2 i2.h5
 imp flight-recorder f.h5 "$D/fr-rank0.json" &&
     refused flight-recorder 2 f.h5 "rank 1, a member, has no collective #1 on it (a trace of some of the group's ranks only?)"
 
+# ---- over its budget of rows (COLLPROF_REPLAY_CHECK_MAX), the check is skipped with a warning
+COLLPROF_REPLAY_CHECK_MAX=2 && export COLLPROF_REPLAY_CHECK_MAX
+replays param-over-budget 2 p.h5
+grep -q 'warning.*the check before the replay was skipped: the trace has over 2 ops' "$WORK/err"
+ok $? "over COLLPROF_REPLAY_CHECK_MAX=2 rows: the check skipped with a warning ($(grep -c skipped "$WORK/err") lines)"
+unset COLLPROF_REPLAY_CHECK_MAX
+
 # ---- hostile traces: PARAM files of two ranks, OP lines of rank 0, then of rank 1
 op() { # COMMS PG [EXTRA]: one PARAM op on group PG of ranks 0, 1
     printf '{"comms": "%s", "pg_id": %s, "global_ranks": [0, 1], "in_msg_size": 256, "out_msg_size": 256, "dtype": "Float"%s}' \
