@@ -146,6 +146,54 @@ static int check_op(cp_trace_t *t, const collprof_trace_op_row_t *o, size_t i, c
     return 0;
 }
 
+static int by_int(const void *a, const void *b)
+{
+    const int32_t *x = a, *y = b;
+    return (*x > *y) - (*x < *y);
+}
+
+/* Each group's members sorted, at its member_off (for member_of); NULL when out of memory. */
+static int32_t *sorted_members(const cp_trace_t *t)
+{
+    int32_t *s = malloc((t->nmembers + 1) * sizeof(*s));
+    for (size_t m = 0; s != NULL && m < t->nmembers; m++) {
+        s[m] = t->members[m].rank;
+    }
+    for (size_t g = 0; s != NULL && g < t->ngroups; g++) {
+        if (t->groups[g].size > 1) {
+            qsort(s + t->groups[g].member_off, (size_t)t->groups[g].size, sizeof(*s), by_int);
+        }
+    }
+    return s;
+}
+
+static int member_of(const cp_trace_t *t, const int32_t *sorted, int g, int32_t rank)
+{
+    const collprof_trace_group_row_t *r = &t->groups[g];
+    return r->size > 0 &&
+           bsearch(&rank, sorted + r->member_off, (size_t)r->size, sizeof(*sorted), by_int);
+}
+
+/* A rooted op's root a member of its group, a send's or recv's peer another member: a row
+ * that names another would be skipped by its rank alone, its group's other members waiting on
+ * it for ever.  0, or -1 and why. */
+static int check_peers(const cp_trace_t *t, const int32_t *sorted, const collprof_trace_op_row_t *o,
+                       size_t i, char *err, size_t errlen)
+{
+    int p2p = !strcmp(o->op, "send") || !strcmp(o->op, "recv");
+    if (o->root >= 0 && !member_of(t, sorted, o->group, o->root)) {
+        snprintf(err, errlen, "/trace_ops row %zu: root %d is not a member of group %d", i, o->root,
+                 o->group);
+        return -1;
+    }
+    if (p2p && (o->peer == o->rank || !member_of(t, sorted, o->group, o->peer))) {
+        snprintf(err, errlen, "/trace_ops row %zu: peer %d is not another member of group %d", i,
+                 o->peer, o->group);
+        return -1;
+    }
+    return 0;
+}
+
 static int by_rank_seq(const void *a, const void *b)
 {
     const int64_t *x = a, *y = b;
@@ -224,9 +272,10 @@ static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
     size_t block = sel->block > 0 ? sel->block : 16384, cap = 0;
     hid_t ty = ok ? cp_h5_row_type(tab) : -1;
     collprof_trace_op_row_t *buf = ok ? calloc(block, sizeof(*buf)) : NULL;
-    int rc = ok && ty >= 0 && buf != NULL ? 0 : -1;
+    int32_t *sorted = ok ? sorted_members(t) : NULL;
+    int rc = ok && ty >= 0 && buf != NULL && sorted != NULL ? 0 : -1;
     if (rc != 0) {
-        snprintf(err, errlen, "corrupted trace tables");
+        snprintf(err, errlen, ok && ty >= 0 ? "out of memory" : "corrupted trace tables");
     }
     t->nrows = (size_t)dims[0];
     for (size_t at = 0; rc == 0 && at < t->nrows; at += block) {
@@ -238,6 +287,7 @@ static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
         for (size_t i = 0; rc == 0 && i < n; i++) {
             cp_h5_sanitize_row(tab, &buf[i]);
             rc = check_op(t, &buf[i], at + i, err, errlen);
+            rc = rc == 0 ? check_peers(t, sorted, &buf[i], at + i, err, errlen) : rc;
             if (rc == 0 && sel->see != NULL) {
                 sel->see(sel->arg, t, &buf[i]);
             }
@@ -248,6 +298,7 @@ static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
             }
         }
     }
+    free(sorted);
     free(buf);
     cp_h5_release(ty);
     cp_h5_release(sp);

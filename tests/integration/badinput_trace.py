@@ -7,7 +7,8 @@ tests/integration/badinput.sh (the tr_*.h5 cases of tests/data/badinput.tsv).
 TRACE.h5 is a trace collprof-report import --trace wrote (2 ranks).  Every
 file is a copy of it damaged one way: a table missing or of the wrong type
 or shape, a group's members out of range or twice, an op's rank, group,
-split, count or name out of range, a rank's seqs twice, with a gap or
+split, count or name out of range, a root or peer not (another) member of
+its group, a rank's seqs twice, with a gap or
 negative.  Needs h5py and numpy; the output
 is the same for the same TRACE.
 """
@@ -90,6 +91,10 @@ edit("op_group", first("trace_ops", "group", 99))
 edit("op_group_neg", first("trace_ops", "group", -1))
 edit("op_split", first("trace_ops", "split_off", 1000, vop))
 edit("op_nsplit", first("trace_ops", "nsplit", 1000, vop))
+edit("op_root", first("trace_ops", "root", 7, lambda r: r["root"] >= 0))
+edit("op_peer", first("trace_ops", "peer", 7, lambda r: r["peer"] >= 0))
+edit("op_peer_self", first("trace_ops", "peer", 0, lambda r: r["peer"] >= 0 and r["rank"] == 0))
+edit("op_peer_none", first("trace_ops", "peer", -1, lambda r: r["op"] == b"send"))
 edit("op_count", first("trace_ops", "in_count", I64_MAX, coll))
 edit("split_count", first("trace_splits", "count", 2**60))
 edit("op_name", first("trace_ops", "op", b"frobnicate", coll))
