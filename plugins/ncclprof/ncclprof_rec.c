@@ -125,15 +125,26 @@ static void note(const char *fmt, ...)
     va_end(ap);
 }
 
+/* NCCL has one profiler slot and this plugin holds it: NCCL Inspector, if asked for (set,
+ * not empty, not 0), records nothing; said once (the path NCCL was given, if any). */
+static void slot_note(void)
+{
+    const char *other = getenv("NCCL_INSPECTOR_ENABLE");
+    const char *me = getenv("NCCL_PROFILER_PLUGIN");
+    if (other != NULL && other[0] != '\0' && strcmp(other, "0") != 0) {
+        note("NCCL loads one profiler plugin and has loaded collprof's%s%s%s, so the NCCL "
+             "Inspector (NCCL_INSPECTOR_ENABLE=%s) records nothing",
+             me != NULL && me[0] != '\0' ? " (" : "", me != NULL ? me : "",
+             me != NULL && me[0] != '\0' ? ")" : "", other);
+    }
+}
+
 /* The file, opened at the first communicator: 0, or -1 (a note said why). */
 static int open_out(void)
 {
     const char *dir = getenv("COLLPROF_TRACE_DIR");
-    const char *other = getenv("NCCL_INSPECTOR_ENABLE");
-    if (!noted && other != NULL && strcmp(other, "0") != 0) {
-        note("NCCL loads one profiler plugin and has loaded collprof's (%s), so the NCCL "
-             "Inspector (NCCL_INSPECTOR_ENABLE=%s) records nothing",
-             getenv("NCCL_PROFILER_PLUGIN") ? getenv("NCCL_PROFILER_PLUGIN") : "", other);
+    if (!noted) {
+        slot_note();
     }
     if (!noted && (dir == NULL || dir[0] == '\0')) {
         note("COLLPROF_TRACE_DIR is not set: the trace goes into the current directory");

@@ -92,7 +92,7 @@ int cp_replay_read(const char *path, const char *range, int rank, int nranks, in
     }
     int oom = 0;
     cp_replay_check_begin();
-    cp_trace_sel_t sel = {.keep = keep, .see = see, .arg = &oom};
+    cp_trace_sel_t sel = {.keep = keep, .see = see, .arg = &oom, .whole = rank + 1};
     if (cp_trace_read_sel(path, t, &sel, err, len) != 0) {
         cp_replay_check_free();
         cp_replay_scan_free();

@@ -4,12 +4,22 @@
 
 #include "schema/h5schema.h"
 
+#include <collprof/vocab.h>
+
 #include <errno.h>
 #include <hdf5.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The largest rank a trace may name (a bound well above any job's, so that 1 + a rank and the
+ * per-rank tables sized by it stay sane). */
+#define TRACE_RANK_MAX ((1 << 24) - 1)
+/* The most elements an op or a split may count (2^50: times any element's size, and summed
+ * over a group's splits, a byte count far from overflowing 64 bits). */
+#define TRACE_COUNT_MAX (1ull << 50)
 
 /* Table tab of f whole into *out (*n rows; none: NULL, 0).  0, or -1. */
 static int read_table(hid_t f, const cp_h5_table_t *tab, void **out, size_t *n)
@@ -41,6 +51,36 @@ static int read_table(hid_t f, const cp_h5_table_t *tab, void **out, size_t *n)
     return 0;
 }
 
+/* No group lists a rank twice (t->nranks known).  0, or -1 and why. */
+static int check_twice(const cp_trace_t *t, char *err, size_t errlen)
+{
+    unsigned char *seen = calloc((size_t)t->nranks + 1, 1);
+    if (seen == NULL) {
+        snprintf(err, errlen, "out of memory (%d ranks)", t->nranks);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t g = 0; rc == 0 && g < t->ngroups; g++) {
+        if (t->groups[g].size <= 0) {
+            continue;
+        }
+        const collprof_trace_member_row_t *m = &t->members[t->groups[g].member_off];
+        for (int i = 0; i < t->groups[g].size; i++) {
+            rc = rc == 0 && seen[m[i].rank] ? -1 : rc;
+            if (rc != 0 && err[0] == '\0') {
+                snprintf(err, errlen, "/trace_groups row %zu: rank %d is a member twice", g,
+                         m[i].rank);
+            }
+            seen[m[i].rank] = 1;
+        }
+        for (int i = 0; i < t->groups[g].size; i++) {
+            seen[m[i].rank] = 0;
+        }
+    }
+    free(seen);
+    return rc;
+}
+
 /* The groups and members hold together; nranks from the members.  0, or -1 and why. */
 static int check_groups(cp_trace_t *t, char *err, size_t errlen)
 {
@@ -55,28 +95,141 @@ static int check_groups(cp_trace_t *t, char *err, size_t errlen)
     }
     for (size_t m = 0; m < t->nmembers; m++) {
         top = t->members[m].rank > top ? t->members[m].rank : top;
-        if (t->members[m].rank < 0) {
-            snprintf(err, errlen, "/trace_members row %zu: negative rank", m);
+        if (t->members[m].rank < 0 || t->members[m].rank > TRACE_RANK_MAX) {
+            snprintf(err, errlen, "/trace_members row %zu: rank %d is not 0 to %d", m,
+                     t->members[m].rank, TRACE_RANK_MAX);
             return -1;
         }
     }
     t->nranks = top + 1;
-    return 0;
+    return check_twice(t, err, errlen);
 }
 
-/* Op row i refers to a rank, group and splits there are (nranks grown to its rank).  0, or -1
- * and why. */
+/* Op row i refers to a rank, group and splits there are, an operation collprof knows, counts
+ * in range (nranks grown to its rank).  0, or -1 and why. */
 static int check_op(cp_trace_t *t, const collprof_trace_op_row_t *o, size_t i, char *err,
                     size_t errlen)
 {
-    if (o->rank < 0 || o->group < 0 || (size_t)o->group >= t->ngroups ||
+    if (o->rank < 0 || o->rank > TRACE_RANK_MAX) {
+        snprintf(err, errlen, "/trace_ops row %zu: rank %d is not 0 to %d", i, o->rank,
+                 TRACE_RANK_MAX);
+        return -1;
+    }
+    if (o->seq < 0) {
+        snprintf(err, errlen, "/trace_ops row %zu: seq %lld is negative", i, (long long)o->seq);
+        return -1;
+    }
+    if (o->group < 0 || (size_t)o->group >= t->ngroups ||
         (o->nsplit > 0 &&
          (o->split_off < 0 || (size_t)o->split_off + 2 * (size_t)o->nsplit > t->nsplits))) {
         snprintf(err, errlen, "/trace_ops row %zu: bad rank, group or splits", i);
         return -1;
     }
+    int known = collprof_op_from_name(o->op) >= 0 || !strcmp(o->op, "send") ||
+                !strcmp(o->op, "recv") || !strcmp(o->op, "wait");
+    if (!known) {
+        snprintf(err, errlen, "/trace_ops row %zu: operation '%.16s' is not one collprof knows", i,
+                 o->op);
+        return -1;
+    }
+    if (o->in_count > TRACE_COUNT_MAX || o->out_count > TRACE_COUNT_MAX) {
+        snprintf(err, errlen, "/trace_ops row %zu: in_count or out_count over 2^50", i);
+        return -1;
+    }
+    for (int32_t k = 0; k < 2 * o->nsplit; k++) {
+        if (t->splits[o->split_off + k].count > TRACE_COUNT_MAX) {
+            snprintf(err, errlen, "/trace_ops row %zu: a split over 2^50 elements", i);
+            return -1;
+        }
+    }
     t->nranks = o->rank + 1 > t->nranks ? o->rank + 1 : t->nranks;
     return 0;
+}
+
+static int by_int(const void *a, const void *b)
+{
+    const int32_t *x = a, *y = b;
+    return (*x > *y) - (*x < *y);
+}
+
+/* Each group's members sorted, at its member_off (for member_of); NULL when out of memory. */
+static int32_t *sorted_members(const cp_trace_t *t)
+{
+    int32_t *s = malloc((t->nmembers + 1) * sizeof(*s));
+    for (size_t m = 0; s != NULL && m < t->nmembers; m++) {
+        s[m] = t->members[m].rank;
+    }
+    for (size_t g = 0; s != NULL && g < t->ngroups; g++) {
+        if (t->groups[g].size > 1) {
+            qsort(s + t->groups[g].member_off, (size_t)t->groups[g].size, sizeof(*s), by_int);
+        }
+    }
+    return s;
+}
+
+static int member_of(const cp_trace_t *t, const int32_t *sorted, int g, int32_t rank)
+{
+    const collprof_trace_group_row_t *r = &t->groups[g];
+    return r->size > 0 &&
+           bsearch(&rank, sorted + r->member_off, (size_t)r->size, sizeof(*sorted), by_int);
+}
+
+/* A rooted op's root a member of its group, a send's or recv's peer another member: a row
+ * that names another would be skipped by its rank alone, its group's other members waiting on
+ * it for ever.  0, or -1 and why. */
+static int check_peers(const cp_trace_t *t, const int32_t *sorted, const collprof_trace_op_row_t *o,
+                       size_t i, char *err, size_t errlen)
+{
+    int p2p = !strcmp(o->op, "send") || !strcmp(o->op, "recv");
+    if (o->root >= 0 && !member_of(t, sorted, o->group, o->root)) {
+        snprintf(err, errlen, "/trace_ops row %zu: root %d is not a member of group %d", i, o->root,
+                 o->group);
+        return -1;
+    }
+    if (p2p && (o->peer == o->rank || !member_of(t, sorted, o->group, o->peer))) {
+        snprintf(err, errlen, "/trace_ops row %zu: peer %d is not another member of group %d", i,
+                 o->peer, o->group);
+        return -1;
+    }
+    return 0;
+}
+
+static int by_rank_seq(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* No rank's kept ops have one seq twice, and those of rank whole (every rank's: -2; none: -1),
+ * all its ops in a range, have consecutive seqs (its order, from 0: a seq twice or a gap would
+ * leave its groups' members issuing their ops in different orders).  0, or -1 and why. */
+static int check_seqs(const cp_trace_t *t, int whole, char *err, size_t errlen)
+{
+    int64_t *k = t->nops > 0 ? malloc(t->nops * 2 * sizeof(*k)) : NULL;
+    if (t->nops > 0 && k == NULL) {
+        snprintf(err, errlen, "out of memory (%zu ops kept)", t->nops);
+        return -1;
+    }
+    for (size_t i = 0; i < t->nops; i++) {
+        k[2 * i] = t->ops[i].rank;
+        k[2 * i + 1] = t->ops[i].seq;
+    }
+    if (t->nops > 1) {
+        qsort(k, t->nops, 2 * sizeof(*k), by_rank_seq);
+    }
+    int rc = 0;
+    for (size_t i = 1; rc == 0 && i < t->nops; i++) {
+        int all = whole == -2 || k[2 * i] == whole;
+        if (k[2 * i] == k[2 * i - 2] &&
+            (k[2 * i + 1] == k[2 * i - 1] || (all && k[2 * i + 1] != k[2 * i - 1] + 1))) {
+            snprintf(err, errlen, "/trace_ops: rank %lld's seqs go from %lld to %lld, not %lld",
+                     (long long)k[2 * i], (long long)k[2 * i - 1], (long long)k[2 * i + 1],
+                     (long long)k[2 * i - 1] + 1);
+            rc = -1;
+        }
+    }
+    free(k);
+    return rc;
 }
 
 /* Append row r to t->ops (*cap rows allocated).  0, or -1 when out of memory. */
@@ -119,9 +272,10 @@ static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
     size_t block = sel->block > 0 ? sel->block : 16384, cap = 0;
     hid_t ty = ok ? cp_h5_row_type(tab) : -1;
     collprof_trace_op_row_t *buf = ok ? calloc(block, sizeof(*buf)) : NULL;
-    int rc = ok && ty >= 0 && buf != NULL ? 0 : -1;
+    int32_t *sorted = ok ? sorted_members(t) : NULL;
+    int rc = ok && ty >= 0 && buf != NULL && sorted != NULL ? 0 : -1;
     if (rc != 0) {
-        snprintf(err, errlen, "corrupted trace tables");
+        snprintf(err, errlen, ok && ty >= 0 ? "out of memory" : "corrupted trace tables");
     }
     t->nrows = (size_t)dims[0];
     for (size_t at = 0; rc == 0 && at < t->nrows; at += block) {
@@ -133,6 +287,7 @@ static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
         for (size_t i = 0; rc == 0 && i < n; i++) {
             cp_h5_sanitize_row(tab, &buf[i]);
             rc = check_op(t, &buf[i], at + i, err, errlen);
+            rc = rc == 0 ? check_peers(t, sorted, &buf[i], at + i, err, errlen) : rc;
             if (rc == 0 && sel->see != NULL) {
                 sel->see(sel->arg, t, &buf[i]);
             }
@@ -143,6 +298,7 @@ static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
             }
         }
     }
+    free(sorted);
     free(buf);
     cp_h5_release(ty);
     cp_h5_release(sp);
@@ -168,7 +324,10 @@ static int read_all(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
         return -1;
     }
     t->partial = sel->keep != NULL;
-    return check_groups(t, err, errlen) != 0 ? -1 : scan_ops(f, t, sel, err, errlen);
+    if (check_groups(t, err, errlen) != 0 || scan_ops(f, t, sel, err, errlen) != 0) {
+        return -1;
+    }
+    return check_seqs(t, sel->keep == NULL ? -2 : sel->whole - 1, err, errlen);
 }
 
 int cp_trace_read(const char *path, cp_trace_t *t, char *err, size_t errlen)

@@ -25,7 +25,8 @@ typedef struct cp_trace {
     int partial;     /**< ops[] holds only the rows a selection kept */
 } cp_trace_t;
 
-/** A selective read: keep(arg, row) says whether ops[] keeps a row (NULL: every row),
+/** A selective read: keep(arg, row) says whether ops[] keeps a row (NULL: every row, whose
+ *  ranks' seqs must all be consecutive),
  *  see(arg, t, row) is shown every row of /trace_ops once checked, in file order, after the
  *  groups and members are in t (NULL: none); rows per read (0: 16384). */
 typedef struct cp_trace_sel {
@@ -33,6 +34,8 @@ typedef struct cp_trace_sel {
     void (*see)(void *arg, const cp_trace_t *t, const collprof_trace_op_row_t *r);
     void *arg;
     size_t block;
+    int whole; /**< with keep: 1 + the rank that keeps all its ops in a range of seqs (they
+                *   must be consecutive; every kept rank's must not repeat one); 0: none */
 } cp_trace_sel_t;
 
 /** Read and check path's trace tables into t.  0, or -1 and a one-line reason in err. */

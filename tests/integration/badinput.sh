@@ -1,7 +1,8 @@
 #!/bin/bash
 # The bad-input table: every case of tests/data/badinput.tsv (collprof
 # options, matrix and traffic files, environments; collprof-report options
-# and hostile HDF5 files derived from a real run's file by badinput_h5.py)
+# and hostile HDF5 files derived from a real run's file by badinput_h5.py,
+# and hostile trace files for collprof --replay by badinput_trace.py)
 # must end with the documented exit status, exactly one line on stderr that
 # names the problem (matching the case's regexp), no control or
 # bidirectional-override characters in what it prints, and the output
@@ -45,6 +46,12 @@ else
     mkfifo "$H/fifo"
     "$PY" "$COLLPROF_SRCDIR/tests/integration/badinput_h5.py" "$base" "$H" >"$W/gen.log" 2>&1 ||
         h5_skip="badinput_h5.py failed: $(tail -n 1 "$W/gen.log")"
+    # a good trace (PARAM's fixture imported) and the hostile ones for --replay (tr_*.h5)
+    TD=$COLLPROF_SRCDIR/tests/data/trace
+    [ -n "$h5_skip" ] || { "$REPORT" import --trace param "$TD/param-rank0.json" \
+        "$TD/param-rank1.json" -o "$W/trace.h5" &&
+        "$PY" "$COLLPROF_SRCDIR/tests/integration/badinput_trace.py" "$W/trace.h5" "$H"; } \
+        >>"$W/gen.log" 2>&1 || h5_skip="badinput_trace.py failed: $(tail -n 1 "$W/gen.log")"
 fi
 [ -z "$base" ] && base=$COLLPROF_SRCDIR/tests/data/collprof-1.3.h5
 cp "$base" "$H/copy.h5"
@@ -258,7 +265,7 @@ run_case() { # LINE-NO TOOL ENV EXIT REGEXP ARGS
     esac
     local desc
     desc="$tool:$no $(printf '%s' "${envv[*]} ${host:+UTS_HOSTNAME=$host }${argv[*]}" | head -c 160 | LC_ALL=C tr -c '[:print:]' '?')"
-    if [ "$tool" = rep ] && [ -n "$h5_skip" ] && [[ $args == *@H@* ]]; then
+    if [ -n "$h5_skip" ] && [[ $args == *@H@* ]]; then
         echo "ok $((tap_n += 1)) - $desc # SKIP $h5_skip"
         return
     fi

@@ -33,6 +33,10 @@
 
 /* ---- NCCL's declarations, as its profiler_v3.h .. v6.h give them ---- */
 enum { GROUP = 1, COLL = 2, P2P = 4, KERNEL_CH = 64, KERNEL_CH_STOP = 22 };
+/* v5 and later: the API events NCCL starts whenever any of the events above is asked for, and
+ * the group API event's two states */
+enum { GROUP_API = 256, COLL_API = 512, P2P_API = 1024, GROUP_START_API_STOP = 23 };
+enum { GROUP_END_API_START = 24 };
 typedef void (*logger_t)(int, unsigned long, const char *, int, const char *, ...);
 
 typedef struct {
@@ -44,6 +48,21 @@ typedef struct {
             bool graphCaptured;
             int groupDepth;
         } groupApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            int root;
+            void *stream;
+            bool graphCaptured;
+        } collApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            void *stream;
+            bool graphCaptured;
+        } p2pApi;
         struct {
             uint64_t seqNumber;
             const char *func;
@@ -165,7 +184,7 @@ typedef struct {
 
 /* ---- the simulated NCCL ---- */
 static void *lib;
-static int ver; /* the table in use: 3, 4 or 6 */
+static int ver; /* the table in use: 3, 4, 5 or 6 */
 
 typedef struct {
     void *ctx;
@@ -178,8 +197,8 @@ static void comm_init(comm_t *c, uint64_t hash, int nranks, int rank, int *mask)
 {
     memset(c, 0, sizeof(*c));
     c->hash = hash, c->rank = rank, c->nranks = nranks;
-    if (ver == 6) {
-        const table56_t *t = dlsym(lib, "ncclProfiler_v6");
+    if (ver >= 5) {
+        const table56_t *t = dlsym(lib, ver == 6 ? "ncclProfiler_v6" : "ncclProfiler_v5");
         t->init(&c->ctx, hash, mask, "tcomm", 1, nranks, rank, NULL);
     } else if (ver == 4) {
         const table4_t *t = dlsym(lib, "ncclProfiler_v4");
@@ -197,6 +216,7 @@ static const table3_t *any_table(void)
     static int t_ver;
     if (t == NULL || t_ver != ver) {
         t = dlsym(lib, ver == 6   ? "ncclProfiler_v6"
+                       : ver == 5 ? "ncclProfiler_v5"
                        : ver == 4 ? "ncclProfiler_v4"
                                   : "ncclProfiler_v3");
         t_ver = ver;
@@ -222,7 +242,7 @@ static void *group_start(comm_t *c)
 {
     descr5_t d5 = {.type = GROUP, .rank = c->rank};
     descr34_t d4 = {.type = GROUP, .rank = c->rank};
-    return start(c, ver == 6 ? (void *)&d5 : (void *)&d4);
+    return start(c, ver >= 5 ? (void *)&d5 : (void *)&d4);
 }
 
 /* an op of a plan: coll (peer < 0) or p2p */
@@ -232,9 +252,10 @@ typedef struct {
     int root, peer, nch, fn;
 } op_t;
 
-static void *op_start6(comm_t *c, const op_t *o, void *grp)
+/* v5, v6: parent is the op's API event (NCCL 2.28 on), grp its kernel plan's group */
+static void *op_start56(comm_t *c, const op_t *o, void *grp, void *parent)
 {
-    descr5_t d = {.type = o->peer >= 0 ? P2P : COLL, .rank = c->rank};
+    descr5_t d = {.type = o->peer >= 0 ? P2P : COLL, .parentObj = parent, .rank = c->rank};
     if (o->peer >= 0) {
         d.p2p.func = o->func, d.p2p.datatype = o->dtype, d.p2p.count = o->count;
         d.p2p.peer = o->peer, d.p2p.nChannels = (uint8_t)o->nch, d.p2p.parentGroup = grp;
@@ -273,7 +294,7 @@ static void plan(comm_t *c, const op_t *ops, int n, void **hs)
 {
     void *grp = group_start(c);
     for (int i = 0; i < n; i++) {
-        hs[i] = ver == 6 ? op_start6(c, &ops[i], grp) : op_start34(c, &ops[i], grp);
+        hs[i] = ver >= 5 ? op_start56(c, &ops[i], grp, NULL) : op_start34(c, &ops[i], grp);
     }
     for (int i = 0; i < n; i++) {
         stop(hs[i]);
@@ -287,11 +308,11 @@ static void channel(comm_t *c, void *h, int ch, uint64_t t0, uint64_t t1)
     if (ver < 4) {
         return;
     }
-    descr5_t d5 = {.type = KERNEL_CH, .parentObj = h, .rank = c->rank};
+    descr5_t d5 = {.type = KERNEL_CH, .parentObj = h}; /* (NCCL 2.28 leaves its rank 0) */
     descr34_t d4 = {.type = KERNEL_CH, .parentObj = h, .rank = c->rank};
     d5.kernelCh.channelId = d4.kernelCh.channelId = (uint8_t)ch;
     d5.kernelCh.pTimer = d4.kernelCh.pTimer = t0;
-    void *k = start(c, ver == 6 ? (void *)&d5 : (void *)&d4);
+    void *k = start(c, ver >= 5 ? (void *)&d5 : (void *)&d4);
     state_args_t a = {.kernelCh.pTimer = t1};
     any_table()->recordEventState(k, KERNEL_CH_STOP, &a);
     stop(k);
@@ -300,6 +321,55 @@ static void channel(comm_t *c, void *h, int ch, uint64_t t0, uint64_t t1)
 static void finalize(comm_t *c)
 {
     any_table()->finalize(c->ctx);
+}
+
+/* handles the plugin gave API events (v5 on): it asks for none, so wants none */
+static int api_handles;
+
+/* What NCCL 2.28 does (src/enqueue.cc, src/plugin/profiler.cc) for ncclGroupStart, n calls,
+ * ncclGroupEnd: a GroupApi event (its states 23 and 24 recorded on a handle, were there one)
+ * and a CollApi or P2pApi event per call, started and stopped inside the call, although the
+ * plugin asks for none of them; then the kernel plan: its Group event, an op event per call (its
+ * parent the call's API event, its group the plan's), and, when early, op 0's channel 0 started
+ * and ended by the proxy thread before the host stops the ops (NCCL starts the proxy between
+ * the ops' start and their stop); the ops stopped, the group, the GroupApi event last.
+ * Every API handle is passed on as NCCL passes it, and only a non-NULL one is stopped. */
+static void plan5(comm_t *c, const op_t *ops, int n, void **hs, int early)
+{
+    descr5_t ga = {.type = GROUP_API, .groupApi.groupDepth = 1};
+    void *gh = start(c, &ga), *api[4] = {NULL};
+    if (gh != NULL) {
+        any_table()->recordEventState(gh, GROUP_START_API_STOP, NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        descr5_t a = {.type = ops[i].peer >= 0 ? P2P_API : COLL_API, .parentObj = gh};
+        if (ops[i].peer >= 0) {
+            a.p2pApi.func = ops[i].func, a.p2pApi.count = ops[i].count;
+            a.p2pApi.datatype = ops[i].dtype;
+        } else {
+            a.collApi.func = ops[i].func, a.collApi.count = ops[i].count;
+            a.collApi.datatype = ops[i].dtype, a.collApi.root = ops[i].root;
+        }
+        api[i] = start(c, &a);
+        stop(api[i]);
+    }
+    if (gh != NULL) {
+        any_table()->recordEventState(gh, GROUP_END_API_START, NULL);
+    }
+    void *grp = group_start(c);
+    for (int i = 0; i < n; i++) {
+        hs[i] = op_start56(c, &ops[i], grp, api[i]);
+        api_handles += api[i] != NULL;
+    }
+    if (early) {
+        channel(c, hs[0], 0, 1000, 4000);
+    }
+    for (int i = 0; i < n; i++) {
+        stop(hs[i]);
+    }
+    stop(grp);
+    stop(gh);
+    api_handles += gh != NULL;
 }
 
 /* ---- the scenarios: one process per rank, as NCCL's one process per GPU ---- */
@@ -369,6 +439,39 @@ static void rank3(int r)
     plan(&w, &ar, 1, h);
     plan(&w, sr, 2, h);
     finalize(&w);
+}
+
+/* v5 (NCCL 2.28), 2 ranks, NCCL's events as it sends them: a group call of an allreduce and an
+ * all-gather (NCCL describes an all-gather and a broadcast in bytes: ncclInt8, the count in
+ * bytes), a broadcast from rank 1, a group call of a send and a recv.  Exit 3: the plugin
+ * asked v5 for other events than Group, Coll, P2p and KernelCh; 4: it gave an API event a
+ * handle. */
+static void rank5(int r)
+{
+    comm_t w;
+    void *h[2];
+    int mask = 0;
+    const op_t arag[2] = {{"AllReduce", "ncclFloat32", 1024, 0, -1, 2, 0},
+                          {"AllGather", "ncclInt8", 400, 0, -1, 1, 2}};
+    const op_t bc = {"Broadcast", "ncclInt8", 512, 1, -1, 1, 1};
+    const op_t sr[2] = {{"Send", "ncclFloat32", 16, -1, 1 - r, 1, 0},
+                        {"Recv", "ncclFloat32", 16, -1, 1 - r, 1, 0}};
+    comm_init(&w, 0xe55, 2, r, &mask);
+    if (mask != (GROUP | COLL | P2P | KERNEL_CH)) {
+        _exit(3);
+    }
+    plan5(&w, arag, 2, h, 1);
+    channel(&w, h[0], 1, 1500, 6000);
+    channel(&w, h[1], 0, 7000, 7100);
+    plan5(&w, &bc, 1, h, 0);
+    channel(&w, h[0], 0, 7500, 7900);
+    plan5(&w, sr, 2, h, 0);
+    channel(&w, h[0], 0, 8000, 8300);
+    channel(&w, h[1], 0, 8000, 8300);
+    finalize(&w);
+    if (api_handles != 0) {
+        _exit(4);
+    }
 }
 
 /* run fn for ranks 0..n-1, each in its own process writing into dir: 0 when all exit 0 */
@@ -551,6 +654,125 @@ static void unwritable(void)
        "a trace folder that cannot be written: no context and no events (a note says why)");
 }
 
+/* The whole of file path (at most n - 1 bytes) into buf: its length, or -1. */
+static long slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t k = f != NULL ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = '\0';
+    if (f != NULL) {
+        fclose(f);
+    }
+    return f != NULL ? (long)k : -1;
+}
+
+/* One process of 2 communicators (v5), each a plan of one allreduce, in a scratch folder, with
+ * NCCL_INSPECTOR_ENABLE=inspector and NCCL_PROFILER_PLUGIN=plugin (NULL: unset): its stderr
+ * into err, how many lines its trace file has into *lines (-1: no single file). */
+static void slot_run(const char *inspector, const char *plugin, char *err, size_t n, int *lines)
+{
+    char dir[] = "/tmp/cp-ncclprof-XXXXXX", path[600], body[4096];
+    *lines = -1;
+    err[0] = '\0';
+    if (mkdtemp(dir) == NULL) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/stderr", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        comm_t a, b;
+        void *h[1];
+        int mask;
+        if (freopen(path, "w", stderr) == NULL) {
+            _exit(127);
+        }
+        setenv("COLLPROF_TRACE_DIR", dir, 1);
+        setenv("NCCL_INSPECTOR_ENABLE", inspector, 1);
+        if (plugin != NULL) {
+            setenv("NCCL_PROFILER_PLUGIN", plugin, 1);
+        } else {
+            unsetenv("NCCL_PROFILER_PLUGIN");
+        }
+        ver = 5;
+        comm_init(&a, 0xf01, 2, 0, &mask);
+        comm_init(&b, 0xf02, 2, 0, &mask);
+        plan5(&a, &AR, 1, h, 1);
+        channel(&a, h[0], 1, 1500, 6000);
+        plan5(&b, &AR, 1, h, 1);
+        channel(&b, h[0], 1, 1500, 6000);
+        finalize(&b);
+        finalize(&a);
+        fflush(NULL);
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    slurp(path, err, n);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int files = 0;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strstr(e->d_name, ".jsonl") != NULL) {
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            files++;
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    if (files == 1 && slurp(path, body, sizeof(body)) > 0) {
+        *lines = 0;
+        for (const char *p = body; (p = strstr(p, "\"coll_perf\"")) != NULL; p++) {
+            ++*lines;
+        }
+    }
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    if (system(path) != 0) {
+        ok(0, "one slot: scratch folder removed");
+    }
+}
+
+/* NCCL's one profiler slot (docs/replay.md, "One profiler slot"): with NCCL_INSPECTOR_ENABLE
+ * set the plugin says once, in one line, that NCCL Inspector records nothing, and records as
+ * it does without it; set to 0 or empty, it says nothing. */
+static void one_slot(void)
+{
+    char err[1024], want[1024];
+    int lines;
+    snprintf(want, sizeof(want),
+             "collprof NCCL profiler: note: NCCL loads one profiler plugin and has loaded "
+             "collprof's (%s), so the NCCL Inspector (NCCL_INSPECTOR_ENABLE=1) records nothing\n",
+             CP_NCCLPROF_PLUGIN);
+    slot_run("1", CP_NCCLPROF_PLUGIN, err, sizeof(err), &lines);
+    int same = !strcmp(err, want);
+    err[strcspn(err, "\n")] = '\0'; /* (shown on one line) */
+    ok(same,
+       "one slot: NCCL_INSPECTOR_ENABLE=1: one note line naming the plugin, "
+       "for 2 communicators (got: %s)",
+       err);
+    ok(lines == 2, "one slot: NCCL_INSPECTOR_ENABLE=1: both communicators' ops recorded (%d)",
+       lines);
+    snprintf(want, sizeof(want),
+             "collprof NCCL profiler: note: NCCL loads one profiler plugin and has loaded "
+             "collprof's, so the NCCL Inspector (NCCL_INSPECTOR_ENABLE=yes) records nothing\n");
+    slot_run("yes", NULL, err, sizeof(err), &lines);
+    same = !strcmp(err, want);
+    err[strcspn(err, "\n")] = '\0';
+    ok(same && lines == 2,
+       "one slot: NCCL_PROFILER_PLUGIN unset (the plugin found by its default name): the note "
+       "names no path, the ops recorded (%d; got: %s)",
+       lines, err);
+    slot_run("0", CP_NCCLPROF_PLUGIN, err, sizeof(err), &lines);
+    ok(err[0] == '\0' && lines == 2,
+       "one slot: NCCL_INSPECTOR_ENABLE=0: no note, the ops "
+       "recorded (%d; got: %s)",
+       lines, err);
+    slot_run("", CP_NCCLPROF_PLUGIN, err, sizeof(err), &lines);
+    ok(err[0] == '\0' && lines == 2,
+       "one slot: NCCL_INSPECTOR_ENABLE empty: no note, the ops "
+       "recorded (%d; got: %s)",
+       lines, err);
+}
+
 /* The plugin's cost per op as NCCL drives it (v6: a plan of one allreduce, two kernel channels,
  * the line written), in a child writing into a scratch folder: printed, and bounded loosely
  * (a bound a shared 2-core machine keeps; the figure is the point). */
@@ -616,6 +838,17 @@ static const char want4[] = "0|0|reduce|float64|16|16|128|0xd44|1|-1|-\n"
                             "1|0|reduce|float64|16|16|128|0xd44|1|-1|-\n"
                             "1|1|allreduce|float16|8|8|16|0xd44|-1|-1|-\n";
 static const int64_t dur4[] = {300, 100, 300, 100};
+static const char want5[] = "0|0|allreduce|float32|1024|1024|4096|0xe55|-1|-1|c\n"
+                            "0|1|allgather|int8|400|800|800|0xe55|-1|-1|c\n"
+                            "0|2|broadcast|int8|512|512|512|0xe55|1|-1|-\n"
+                            "0|3|send|float32|16|16|64|0xe55|-1|1|c\n"
+                            "0|4|recv|float32|16|16|64|0xe55|-1|1|c\n"
+                            "1|0|allreduce|float32|1024|1024|4096|0xe55|-1|-1|c\n"
+                            "1|1|allgather|int8|400|800|800|0xe55|-1|-1|c\n"
+                            "1|2|broadcast|int8|512|512|512|0xe55|1|-1|-\n"
+                            "1|3|send|float32|16|16|64|0xe55|-1|0|c\n"
+                            "1|4|recv|float32|16|16|64|0xe55|-1|0|c\n";
+static const int64_t dur5[] = {5000, 100, 400, 300, 300, 5000, 100, 400, 300, 300};
 static const char want3[] = "0|0|allreduce|float32|10|10|40|0xc33|-1|-1|-\n"
                             "0|1|send|int8|4|4|4|0xc33|-1|1|c\n"
                             "0|2|recv|int8|4|4|4|0xc33|-1|1|c\n"
@@ -643,8 +876,10 @@ int main(void)
        "no v2 or v1 table (their layouts are not declared)");
     unwritable();
     scenario("v6", 6, rank6, 3, want6, dur6, "0xb22", "2 0");
+    scenario("v5", 5, rank5, 2, want5, dur5, "0xe55", "0 1");
     scenario("v4", 4, rank4, 2, want4, dur4, "0xd44", "0 1");
     scenario("v3", 3, rank3, 2, want3, NULL, "0xc33", "0 1");
+    one_slot();
     cost();
     return tap_done();
 }
