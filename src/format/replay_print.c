@@ -130,13 +130,18 @@ static void path_line(FILE *f, const collprof_replay_row_t *rows, size_t n,
 static void trace_lines(FILE *f, const collprof_replay_row_t *rows, size_t n,
                         const collprof_replay_row_t *r, int v12)
 {
-    char rec[32], ratio[32];
+    char rec[32], ratio[32], wrong[48];
+    /* --check 0 (the fold's note, run/replay_fold.h): no count of wrong elements to give */
+    static const char unchecked[] = "results not checked";
+    int none = !strncmp(r->note, unchecked, sizeof(unchecked) - 1);
+    int bare = none && !strcmp(r->status, "ok"); /* (an error or a skip is still said) */
+    snprintf(wrong, sizeof(wrong), "%llu wrong elements", (unsigned long long)r->wrong);
     fprintf(f,
             "whole trace: %lld ops, replay %.2f us (the slowest rank's sum of its ops), "
-            "recorded window %s us, ratio %s, %llu wrong elements: %s%s%s\n",
+            "recorded window %s us, ratio %s, %s%s%s%s%s\n",
             (long long)r->ops, r->time_p50_us, fig(rec, sizeof(rec), r->recorded_us, 2),
-            fig(ratio, sizeof(ratio), r->ratio, 3), (unsigned long long)r->wrong, r->status,
-            r->note[0] ? "; " : "", r->note);
+            fig(ratio, sizeof(ratio), r->ratio, 3), none ? r->note : wrong, bare ? "" : ": ",
+            bare ? "" : r->status, r->note[0] && !none ? "; " : "", none ? "" : r->note);
     if (v12 && r->critical_us >= 0) {
         path_line(f, rows, n, r);
     }

@@ -53,6 +53,7 @@ struct cp_rfold {
     collprof_replay_row_t first;
     uint64_t nops;
     int bad, oom;
+    int unchecked; /* --check 0: no op's result was checked */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -151,7 +152,7 @@ static void bandwidths(collprof_replay_row_t *r)
     r->busbw_gbs = op >= 0 ? r->algbw_gbs * collprof_busbw_factor(op, r->group_size) : 0;
 }
 
-cp_rfold_t *cp_rfold_new(int nranks)
+cp_rfold_t *cp_rfold_new(int nranks, int unchecked)
 {
     cp_rfold_t *f = calloc(1, sizeof(*f));
     double *ex = calloc((size_t)nranks + 1, sizeof(double));
@@ -164,6 +165,7 @@ cp_rfold_t *cp_rfold_new(int nranks)
     }
     f->pr = pr;
     f->nranks = nranks;
+    f->unchecked = unchecked;
     f->exsum = ex;
     for (int r = 0; r < nranks; r++) {
         f->exsum[r] = -1;
@@ -356,8 +358,13 @@ static void trace_row(const cp_rfold_t *f, const cp_trace_t *t, double whole, do
     snprintf(tr->what, sizeof(tr->what), "trace");
     snprintf(tr->status, sizeof(tr->status), "skipped");
     tr->op[0] = tr->dtype[0] = tr->note[0] = '\0';
+    if (f->unchecked || t->shrunk_from > 0) { /* (replay_print.c reads the first words) */
+        snprintf(tr->note, sizeof(tr->note), "%s%s", f->unchecked ? CP_RFOLD_UNCHECKED : "",
+                 f->unchecked && t->shrunk_from > 0 ? "; " : "");
+    }
     if (t->shrunk_from > 0) {
-        snprintf(tr->note, sizeof(tr->note), "shrunk from %d ranks to %d (--shrink)",
+        size_t l = strlen(tr->note);
+        snprintf(tr->note + l, sizeof(tr->note) - l, "shrunk from %d ranks to %d (--shrink)",
                  t->shrunk_from, t->nranks);
     }
     tr->rank = tr->group = tr->group_size = -1;

@@ -29,6 +29,17 @@
 #include <string.h>
 #include <time.h>
 
+/* --check (cp_replay_check_set); the replay under way: is it checked, its number from 1, the
+ * rank (COLLPROF_FAULT wrongiter) */
+static cp_check_t chk_mode = CP_CHECK_LAST;
+static int chk_k, chk_now = 1, chk_iter, chk_rank;
+
+void cp_replay_check_set(cp_check_t mode, int k)
+{
+    chk_mode = mode;
+    chk_k = k;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -237,6 +248,10 @@ static collprof_args_t args_of(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, i
                          .rdispls = o->a2av.rdispls,
                          .peer_send = o->p2p == RP_SEND ? o->peer : -1,
                          .peer_recv = o->p2p == RP_RECV ? o->peer : -1};
+    *rc = COLLPROF_OK;
+    if (!chk_now) { /* an unchecked replay: the buffers as they are */
+        return a;
+    }
     memset(rb, 0xff, bytes);
     if (o->p2p == RP_SEND) {
         cp_replay_p2p_fill(o, sb, rank);
@@ -249,6 +264,18 @@ static collprof_args_t args_of(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, i
     return a;
 }
 
+/* One element of op o's result off by one (COLLPROF_FAULT=wrongiter), as a matrix cell's. */
+static void corrupt_out(const rop_t *o, unsigned char *rb)
+{
+    uint64_t at = o->p2p == RP_RECV ? 0 : cp_coll_result_at(&o->x);
+    int64_t v = 0;
+    if (o->x.count == 0 || (o->p2p == 0 && at >= cp_coll_buffer_elems(&o->x)) ||
+        cp_data_get(o->x.dtype, rb, (size_t)at, &v) != 0) {
+        return;
+    }
+    cp_data_set(o->x.dtype, rb, (size_t)at, v + 1);
+}
+
 /* Count op o's wrong elements once complete (its result downloaded first where staged); the
  * copy's failure. */
 static int check(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g)
@@ -258,6 +285,9 @@ static int check(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g)
     int rc = data ? stage(p, o, g, 1, 0) : COLLPROF_OK;
     if (rc != COLLPROF_OK || !data) {
         return rc;
+    }
+    if (cp_fault_wrong_iter(chk_rank, chk_iter)) { /* COLLPROF_FAULT=wrongiter: its output */
+        corrupt_out(o, host_of(g, 1, o));
     }
     if (o->p2p == RP_RECV) {
         o->wrong += cp_replay_p2p_check(o, rb);
@@ -367,7 +397,7 @@ static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
     if (rc != COLLPROF_OK) {
         o->req = NULL;
         failed(p, o, g, rc, "");
-    } else if (o->how == RP_NOW) {
+    } else if (o->how == RP_NOW && chk_now) {
         crc = crc == COLLPROF_OK ? check(p, o, g) : crc;
     }
     copy_failed(p, o, g, crc);
@@ -390,7 +420,7 @@ static void complete(cp_plugin_t *p, rop_t *o, rop_t *w, cp_rgroup_t *gs)
     o->req = NULL;
     if (rc != COLLPROF_OK) {
         failed(p, o, g, rc, "");
-    } else {
+    } else if (chk_now) {
         copy_failed(p, o, g, check(p, o, g));
     }
 }
@@ -449,6 +479,9 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
         cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
         cp_oob_barrier();                     /* every replay starts together */
         cp_gaps_begin(it);
+        chk_now = cp_check_replay(chk_mode, chk_k, it, iters);
+        chk_iter = it + 1;
+        chk_rank = rank;
         double base = now_us();
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
