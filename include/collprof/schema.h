@@ -235,7 +235,7 @@
     X(time_p50_us,   F64,    0, 0, "us",    "op: p50 over the replays; type: median of its ops' p50; trace: the slowest rank's p50 of its ops' sum") \
     X(recorded_us,   F64,    0, 0, "us",    "the recorded duration (type: median; trace: the recorded window); -1: none") \
     X(ratio,         F64,    0, 0, "",      "time_p50_us / recorded_us; 0: nothing recorded")             \
-    X(wrong,         U64,    0, 0, "",      "wrong elements, every replay (type, trace: summed)")        \
+    X(wrong,         U64,    0, 0, "",      "wrong elements, summed over the replays --check checked (type, trace: summed)")        \
     X(status,        STR,   16, 0, "",      "ok, wrong, error, unsupported or skipped (type, trace: the worst)")      \
     X(note,          STR,  128, 0, "",      "why an op was not replayed as recorded, else empty") \
     X(replayed_bytes, U64,   0, 1, "B",     "op, type: S of algBW = S / time, the replayed transfer's as a matrix cell's; 0: not replayed (1.12)") \
