@@ -128,7 +128,7 @@ static void path_line(FILE *f, const collprof_replay_row_t *rows, size_t n,
 }
 
 static void trace_lines(FILE *f, const collprof_replay_row_t *rows, size_t n,
-                        const collprof_replay_row_t *r, int v12)
+                        const collprof_replay_row_t *r, int v12, int v13)
 {
     char rec[32], ratio[32], wrong[48];
     /* --check 0 (the fold's note, run/replay_fold.h): no count of wrong elements to give */
@@ -150,6 +150,12 @@ static void trace_lines(FILE *f, const collprof_replay_row_t *rows, size_t n,
                 "exposed communication: %.2f us (the slowest rank's, not overlapped with its "
                 "compute)\n",
                 r->exposed_us);
+    }
+    if (v13 && r->overlapped_us >= 0) { /* (schema 1.13) */
+        fprintf(f,
+                "overlapped communication: %.2f us (the same rank's posted ops in flight while "
+                "it was outside their calls)\n",
+                r->overlapped_us);
     }
 }
 
@@ -173,7 +179,7 @@ void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n, long 
         if (!strcmp(r->what, "type")) {
             type_line(f, r, v12);
         } else if (!strcmp(r->what, "trace")) {
-            trace_lines(f, rows + first, i - first, r, v12);
+            trace_lines(f, rows + first, i - first, r, v12, minor >= 13);
         } else if (!strcmp(r->what, "rank")) {
             cp_replay_gaps_print(f, rows, i);
         }

@@ -391,6 +391,7 @@ static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
     double dt = now_us() - t0;
     o->us += dt;
     o->calls += dt;
+    o->end = t0 + dt;
     if (o->how != RP_POST || rc != COLLPROF_OK) {
         cp_gaps_done(o->t);
     }
@@ -416,6 +417,7 @@ static void complete(cp_plugin_t *p, rop_t *o, rop_t *w, cp_rgroup_t *gs)
     double dt = now_us() - t0;
     w->us += dt;
     o->calls += dt;
+    o->end = t0 + dt;
     cp_gaps_done(o->t);
     o->req = NULL;
     if (rc != COLLPROF_OK) {
@@ -423,6 +425,15 @@ static void complete(cp_plugin_t *p, rop_t *o, rop_t *w, cp_rgroup_t *gs)
     } else if (chk_now) {
         copy_failed(p, o, g, check(p, o, g));
     }
+}
+
+/* --gaps: the wait w of posted op o (still in flight) at its own recorded time, its gap filled
+ * (compute: the work the rank did while o was in flight), before it completes o. */
+static void wait_gap(cp_plugin_t *p, const rop_t *w, const rop_t *o, cp_rgroup_t *gs)
+{
+    fill_arg_t fa = {p, gs[o->group].ctx};
+    cp_replay_groups_use(gs, (size_t)o->group);
+    cp_gaps_wait(w->t, COLLPROF_BACKEND_HAS(p->be, compute) ? dev_fill : NULL, &fa);
 }
 
 /* The posted ops in flight on this rank, in the order posted. */
@@ -469,8 +480,8 @@ static void coalesce(cp_plugin_t *p, const rop_t *o, size_t n, size_t i, cp_rgro
 }
 
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *issues, double *exposed, double *whole, int rank,
-                    size_t *fly)
+                    double *times, double *issues, double *exposed, double *overl, double *whole,
+                    int rank, size_t *fly)
 {
     fly_t f = {fly, 0};
     void *open = NULL; /* the context of the coalesced call being posted */
@@ -486,10 +497,13 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
             o[i].us = o[i].calls = 0;
-            o[i].at = base;
+            o[i].at = o[i].end = base;
         }
         for (size_t i = 0; i <= n; i++) {
             coalesce(p, o, n, i, g, &open, &id);
+            if (i < n && o[i].waits >= 0 && o[o[i].waits].req != NULL) {
+                wait_gap(p, &o[i], &o[o[i].waits], g);
+            }
             due(p, o, n, i, g, &f);
             if (i < n && o[i].op >= 0 && !o[i].failed) {
                 issue(p, &o[i], g, rank);
@@ -503,6 +517,8 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
             times[i * (size_t)iters + (size_t)it] = o[i].us;
             issues[i * (size_t)iters + (size_t)it] = o[i].at - base;
             exposed[i * (size_t)iters + (size_t)it] = o[i].calls;
+            double fl = o[i].end - o[i].at - o[i].calls; /* (clock readings: >= 0 but rounding) */
+            overl[i * (size_t)iters + (size_t)it] = fl > 0 ? fl : 0;
             whole[it] += o[i].us;
         }
     }
