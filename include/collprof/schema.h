@@ -17,7 +17,7 @@
 
 #define COLLPROF_SCHEMA_NAME          "collprof-results"
 #define COLLPROF_SCHEMA_VERSION_MAJOR 1
-#define COLLPROF_SCHEMA_VERSION_MINOR 12
+#define COLLPROF_SCHEMA_VERSION_MINOR 13
 
 /* clang-format off */
 /* /results: one row per matrix cell, appended as the run goes */
@@ -235,7 +235,7 @@
     X(time_p50_us,   F64,    0, 0, "us",    "op: p50 over the replays; type: median of its ops' p50; trace: the slowest rank's p50 of its ops' sum") \
     X(recorded_us,   F64,    0, 0, "us",    "the recorded duration (type: median; trace: the recorded window); -1: none") \
     X(ratio,         F64,    0, 0, "",      "time_p50_us / recorded_us; 0: nothing recorded")             \
-    X(wrong,         U64,    0, 0, "",      "wrong elements, every replay (type, trace: summed)")        \
+    X(wrong,         U64,    0, 0, "",      "wrong elements, summed over the replays --check checked (type, trace: summed)")        \
     X(status,        STR,   16, 0, "",      "ok, wrong, error, unsupported or skipped (type, trace: the worst)")      \
     X(note,          STR,  128, 0, "",      "why an op was not replayed as recorded, else empty") \
     X(replayed_bytes, U64,   0, 1, "B",     "op, type: S of algBW = S / time, the replayed transfer's as a matrix cell's; 0: not replayed (1.12)") \
@@ -250,7 +250,8 @@
     X(issue_err_p50_us, F64, 0, 1, "us",    "--gaps: |issue - target|, p50 (op: over the replays; rank: its ops x replays; type, trace: the largest); -1: none (1.12)") \
     X(issue_err_p99_us, F64, 0, 1, "us",    "--gaps: |issue - target|, p99, as issue_err_p50_us (1.12)")         \
     X(issue_err_max_us, F64, 0, 1, "us",    "--gaps: |issue - target|, the largest, as issue_err_p50_us (1.12)") \
-    X(late,          I64,    0, 1, "",      "--gaps: issues past their target (the op before ended late), summed (1.12)")
+    X(late,          I64,    0, 1, "",      "--gaps: issues past their target (the op before ended late), summed (1.12)") \
+    X(overlapped_us, F64,    0, 1, "us",    "--gaps compute: op: its flight (its post to the end of the call that completed it) less exposed_us, p50; type: median; trace: the rank of the largest exposed_us, its sum; -1: not measured (1.13)")
 
 #define COLLPROF_REPLAY_TABLES(X) X(replay, COLLPROF_REPLAY_COLUMNS, collprof_replay_row_t)
 

@@ -3,10 +3,12 @@
  * ENVIRONMENT) names one fault for the whole run.
  *   wrong[:RANK]            corrupt one result element of each checked output (the
  *                           check run of --check last, each checked iteration else;
- *                           --replay: one element of each send RANK replays)
+ *                           --replay: one element of each send RANK replays, and of
+ *                           its input of the ops with per-rank counts, where filled)
  *   wrongiter:ITER[:RANK]   corrupt one element of RANK's output of timed iteration ITER
  *                           (1 = the first; every cell): --check every and sample:K
- *                           with ITER a multiple of K see it, --check last does not
+ *                           with ITER a multiple of K see it, --check last does not;
+ *                           --replay: each op's output of replay ITER, where checked
  *   exit[:RANK]             die in the middle of the first cell's timed loop
  *   slow[:RANK|all[:USEC]]  add USEC (default 2000) to each timed operation
  *   hang[:RANK[:CELL]]      stop for good in the middle of cell CELL (default 0)

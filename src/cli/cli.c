@@ -166,7 +166,8 @@ const cli_opt_t cli_opts[] = {
     {"replay", 0, "TRACE", cli_h_string, NULL, OPT_FIELD(replay),
      "replay a trace (collprof-report import --trace) instead\n"
      "of the matrix: its groups, its ops in order, each op\n"
-     "checked exactly (whatever --check says)",
+     "checked exactly in the replays --check names (last:\n"
+     "the last replay alone; every; sample:K; 0: none)",
      NULL},
     {"replay-iters", 0, "N", cli_h_int, "--replay-iters 1 100000", OPT_FIELD(replay_iters),
      "times the whole trace is replayed (default: 5)", NULL},

@@ -128,15 +128,20 @@ static void path_line(FILE *f, const collprof_replay_row_t *rows, size_t n,
 }
 
 static void trace_lines(FILE *f, const collprof_replay_row_t *rows, size_t n,
-                        const collprof_replay_row_t *r, int v12)
+                        const collprof_replay_row_t *r, int v12, int v13)
 {
-    char rec[32], ratio[32];
+    char rec[32], ratio[32], wrong[48];
+    /* --check 0 (the fold's note, run/replay_fold.h): no count of wrong elements to give */
+    static const char unchecked[] = "results not checked";
+    int none = !strncmp(r->note, unchecked, sizeof(unchecked) - 1);
+    int bare = none && !strcmp(r->status, "ok"); /* (an error or a skip is still said) */
+    snprintf(wrong, sizeof(wrong), "%llu wrong elements", (unsigned long long)r->wrong);
     fprintf(f,
             "whole trace: %lld ops, replay %.2f us (the slowest rank's sum of its ops), "
-            "recorded window %s us, ratio %s, %llu wrong elements: %s%s%s\n",
+            "recorded window %s us, ratio %s, %s%s%s%s%s\n",
             (long long)r->ops, r->time_p50_us, fig(rec, sizeof(rec), r->recorded_us, 2),
-            fig(ratio, sizeof(ratio), r->ratio, 3), (unsigned long long)r->wrong, r->status,
-            r->note[0] ? "; " : "", r->note);
+            fig(ratio, sizeof(ratio), r->ratio, 3), none ? r->note : wrong, bare ? "" : ": ",
+            bare ? "" : r->status, r->note[0] && !none ? "; " : "", none ? "" : r->note);
     if (v12 && r->critical_us >= 0) {
         path_line(f, rows, n, r);
     }
@@ -145,6 +150,12 @@ static void trace_lines(FILE *f, const collprof_replay_row_t *rows, size_t n,
                 "exposed communication: %.2f us (the slowest rank's, not overlapped with its "
                 "compute)\n",
                 r->exposed_us);
+    }
+    if (v13 && r->overlapped_us >= 0) { /* (schema 1.13) */
+        fprintf(f,
+                "overlapped communication: %.2f us (the same rank's posted ops in flight while "
+                "it was outside their calls)\n",
+                r->overlapped_us);
     }
 }
 
@@ -168,7 +179,7 @@ void cp_replay_print(FILE *f, const collprof_replay_row_t *rows, size_t n, long 
         if (!strcmp(r->what, "type")) {
             type_line(f, r, v12);
         } else if (!strcmp(r->what, "trace")) {
-            trace_lines(f, rows + first, i - first, r, v12);
+            trace_lines(f, rows + first, i - first, r, v12, minor >= 13);
         } else if (!strcmp(r->what, "rank")) {
             cp_replay_gaps_print(f, rows, i);
         }

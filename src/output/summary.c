@@ -40,7 +40,7 @@ struct cp_summary {
 #endif
     const cp_run_info_t *ri;
     cp_format_state_t fmt;
-    int counts[COLLPROF_CELL_STATUS_COUNT]; /* per collprof_cell_status_t */
+    int counts[COLLPROF_CELL_STATUS_COUNT]; /* per collprof_cell_status_t (--replay: per op row) */
     uint64_t wrong;
     char error[256];              /* the first write error, "" when none */
     collprof_result_row_t *study; /* the rows of the studies backends declare */
@@ -211,6 +211,12 @@ static void print_header(cp_summary_t *s)
     char ch[400];
     printf("# collprof %s: %d ranks on %d node(s), launcher %s, control channel %s\n",
            PACKAGE_VERSION, b->nranks, b->nnodes, b->launcher, cp_oob_channel(ch, sizeof(ch)));
+    if (ri->opt->replay[0] != '\0') { /* the matrix's policies do not apply */
+        char rp[256];
+        printf("# replay: %s\n", cp_summary_replay_policy(ri->opt, rp, sizeof(rp)));
+        fflush(stdout);
+        return;
+    }
     char batch[16] = "";
     if (ri->opt->sync == CP_SYNC_BATCH) {
         snprintf(batch, sizeof(batch), ":%d", ri->opt->batch);
@@ -443,6 +449,13 @@ int cp_summary_replay(cp_summary_t *s, const collprof_replay_row_t *rows, size_t
 #ifdef CP_HAVE_HDF5
     h5_written(s, s->h5 != NULL && at != CP_REPLAY_PRINT ? cp_h5_replay(s->h5, at, rows, n) : 0);
 #endif
+    for (size_t i = 0; at != CP_REPLAY_PRINT && i < n; i++) { /* the totals: each op once */
+        int st = collprof_cell_status_from_name(rows[i].status);
+        if (!strcmp(rows[i].what, "op") && st >= 0 && st < COLLPROF_CELL_STATUS_COUNT) {
+            s->counts[st]++;
+            s->wrong += rows[i].wrong;
+        }
+    }
     for (int k = 0; at == CP_REPLAY_PRINT && k < 2; k++) {
         cp_replay_print(k ? stdout : s->f, rows, n, COLLPROF_SCHEMA_VERSION_MINOR);
     }
@@ -466,10 +479,10 @@ static void totals(cp_summary_t *s, const char *result, int exit_status)
     cp_overlap_print(s->f, s->nb, s->nnb);
     print_best(s);
     fprintf(s->f, "\n== totals ==\n");
-    fprintf(s->f, "cells:      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
-            s->counts[COLLPROF_CELL_OK], s->counts[COLLPROF_CELL_WRONG],
-            s->counts[COLLPROF_CELL_ERROR], s->counts[COLLPROF_CELL_UNSUPPORTED],
-            s->counts[COLLPROF_CELL_SKIPPED]);
+    fprintf(s->f, "%s      %d ok, %d wrong, %d error, %d unsupported, %d skipped\n",
+            s->ri->opt->replay[0] != '\0' ? "ops:  " : "cells:", s->counts[COLLPROF_CELL_OK],
+            s->counts[COLLPROF_CELL_WRONG], s->counts[COLLPROF_CELL_ERROR],
+            s->counts[COLLPROF_CELL_UNSUPPORTED], s->counts[COLLPROF_CELL_SKIPPED]);
     if (s->counts[COLLPROF_CELL_TIMEOUT] > 0) {
         fprintf(s->f, "timeouts:   %d\n", s->counts[COLLPROF_CELL_TIMEOUT]);
     }
@@ -531,8 +544,8 @@ void cp_summary_close(cp_summary_t *s, int exit_status)
     } else {
         char counts[160]; /* only the statuses that occurred: "1 ok, 3 unsupported" */
         cp_format_status_counts(s->counts, counts, sizeof(counts));
-        printf("# cells: %s; #wrong %llu: %s\n", counts, (unsigned long long)s->wrong,
-               exit_status == 0 ? "PASSED" : "FAILED");
+        printf("# %s: %s; #wrong %llu: %s\n", s->ri->opt->replay[0] != '\0' ? "ops" : "cells",
+               counts, (unsigned long long)s->wrong, exit_status == 0 ? "PASSED" : "FAILED");
     }
     printf("# summary: %s\n", s->path);
     if (s->h5path[0]) {

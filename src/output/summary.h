@@ -46,6 +46,9 @@ int cp_output_create(const char *dir, const char *base, char *path, size_t len, 
 
 /** The text summary's header lines: the job, the backends, the method (summary_head.c). */
 void cp_summary_print_head(FILE *f, const cp_run_info_t *ri);
+/** A replay's policies in words: "5 replays (--replay-iters), --gaps none, --check
+ *  last", into buf (summary_head.c). */
+const char *cp_summary_replay_policy(const cp_options_t *o, char *buf, size_t len);
 
 /** The link sweep's matrices of rows[0..n) on f, each bandwidth matrix with its pairs' path
  *  check (summary_links.c). */

@@ -125,7 +125,12 @@ static void print_provenance(FILE *f, const cp_options_t *opt, const cp_plugin_t
         memset(&row, 0, sizeof(row));
         snprintf(row.memory, sizeof(row.memory), "%s", collprof_memtype_name(m));
         cp_prov_row(p->prov[m], &row);
-        cp_policy_row(opt, p->be, m, &row);
+        if (opt->replay[0] != '\0') { /* a replay: no sync, rotation nor --alloc; its check */
+            cp_check_name(cp_check_applied(opt->check, opt->check_mode), opt->check_k, row.check,
+                          sizeof(row.check));
+        } else {
+            cp_policy_row(opt, p->be, m, &row);
+        }
         cp_format_provenance(&row, line, sizeof(line));
         fprintf(f, "%s\n", line);
     }
@@ -320,13 +325,46 @@ void cp_summary_print_head(FILE *f, const cp_run_info_t *ri)
     print_job(f, ri);
     print_backends(f, ri);
     if (ri->opt->replay[0] != '\0') { /* the matrix's method does not apply */
+        const cp_options_t *o = ri->opt;
+        cp_check_t c = cp_check_applied(o->check, o->check_mode);
+        char rp[256], which[96];
+        if (c == CP_CHECK_EVERY) {
+            snprintf(which, sizeof(which), "every replay");
+        } else if (c == CP_CHECK_SAMPLE) {
+            snprintf(which, sizeof(which), "replays %d, %d, ... and the last", o->check_k,
+                     2 * o->check_k);
+        } else {
+            snprintf(which, sizeof(which), "the last replay");
+        }
         fprintf(f,
-                "replay:     %s (docs/replay.md): each rank's ops in recorded order, back to\n"
-                "            back (--gaps none), %d replays; each op's blocking call timed\n"
-                "            with CLOCK_MONOTONIC, its inputs filled and its output checked\n"
-                "            exactly around it, every replay; p50 over the replays\n",
-                ri->opt->replay, ri->opt->replay_iters);
+                "replay:     %s (docs/replay.md):\n"
+                "            %s;\n"
+                "            each rank's ops in recorded order, each op's calls timed with\n"
+                "            CLOCK_MONOTONIC, p50 over the replays\n",
+                o->replay, cp_summary_replay_policy(o, rp, sizeof(rp)));
+        if (c == CP_CHECK_NONE) {
+            fprintf(f, "check:      disabled (--check 0): no op's result is verified, no input "
+                       "written\n");
+        } else {
+            fprintf(f,
+                    "check:      --check %s: the ops of %s:\n"
+                    "            inputs written and outputs poisoned before, every element\n"
+                    "            checked exactly after (not timed); the other replays run on\n"
+                    "            the buffers as they are;\n"
+                    "            #wrong = elements that differ, summed over the checked replays\n",
+                    cp_check_name(c, o->check_k, rp, sizeof(rp)), which);
+        }
         return;
     }
     print_method(f, ri);
+}
+
+const char *cp_summary_replay_policy(const cp_options_t *o, char *buf, size_t len)
+{
+    char chk[32];
+    snprintf(
+        buf, len, "%d replays (--replay-iters), --gaps %s, --check %s", o->replay_iters,
+        o->gaps[0] ? o->gaps : "none",
+        cp_check_name(cp_check_applied(o->check, o->check_mode), o->check_k, chk, sizeof(chk)));
+    return buf;
 }

@@ -25,7 +25,7 @@ typedef struct tkey {
     uint64_t wrong, replayed_bytes;
     char status[16];
     double crit; /* its ops' critical parts summed; -1: none */
-    dvec_t time, rec, skew, exposed;
+    dvec_t time, rec, skew, exposed, overl;
     int64_t *last;              /* [nranks]: the ops each rank was last in; NULL: none yet */
     collprof_replay_row_t gaps; /* issue_err_*, late: the fold of --gaps */
 } tkey_t;
@@ -50,9 +50,11 @@ struct cp_rfold {
     part_t *pr, *pg; /* per rank, per group (npg of them) */
     size_t npg;
     double *exsum; /* per rank: its ops' exposed_us summed, -1: none measured */
+    double *ovsum; /* per rank: its ops' overlapped_us summed (exsum's block) */
     collprof_replay_row_t first;
     uint64_t nops;
     int bad, oom;
+    int unchecked; /* --check 0: no op's result was checked */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -151,10 +153,10 @@ static void bandwidths(collprof_replay_row_t *r)
     r->busbw_gbs = op >= 0 ? r->algbw_gbs * collprof_busbw_factor(op, r->group_size) : 0;
 }
 
-cp_rfold_t *cp_rfold_new(int nranks)
+cp_rfold_t *cp_rfold_new(int nranks, int unchecked)
 {
     cp_rfold_t *f = calloc(1, sizeof(*f));
-    double *ex = calloc((size_t)nranks + 1, sizeof(double));
+    double *ex = calloc(2 * ((size_t)nranks + 1), sizeof(double));
     part_t *pr = calloc((size_t)nranks + 1, sizeof(part_t));
     if (f == NULL || ex == NULL || pr == NULL) {
         free(f);
@@ -164,7 +166,9 @@ cp_rfold_t *cp_rfold_new(int nranks)
     }
     f->pr = pr;
     f->nranks = nranks;
+    f->unchecked = unchecked;
     f->exsum = ex;
+    f->ovsum = ex + nranks + 1;
     for (int r = 0; r < nranks; r++) {
         f->exsum[r] = -1;
     }
@@ -255,6 +259,7 @@ static int fold_into(cp_rfold_t *f, tkey_t *k, uint64_t at, const collprof_repla
     bad |= r->recorded_us > 0 ? push(&k->rec, r->recorded_us) : 0;
     bad |= r->skew_us >= 0 ? push(&k->skew, r->skew_us) : 0;
     bad |= r->exposed_us >= 0 ? push(&k->exposed, r->exposed_us) : 0;
+    bad |= r->overlapped_us >= 0 ? push(&k->overl, r->overlapped_us) : 0;
     return bad ? -1 : 0;
 }
 
@@ -268,6 +273,9 @@ int cp_rfold_add(cp_rfold_t *f, uint64_t at, collprof_replay_row_t *r)
     f->bad |= !strcmp(r->status, "wrong") || !strcmp(r->status, "error");
     if (r->exposed_us >= 0 && r->rank >= 0 && r->rank < f->nranks) {
         f->exsum[r->rank] = (f->exsum[r->rank] > 0 ? f->exsum[r->rank] : 0) + r->exposed_us;
+    }
+    if (r->overlapped_us >= 0 && r->rank >= 0 && r->rank < f->nranks) {
+        f->ovsum[r->rank] += r->overlapped_us;
     }
     tkey_t *k = type_of(f, at, r);
     if (k == NULL || fold_into(f, k, at, r) != 0 || on_path(f, r) != 0) {
@@ -318,6 +326,7 @@ static void type_row(const cp_rfold_t *f, tkey_t *k, collprof_replay_row_t *r)
     r->issue_us = -1;
     r->skew_us = median_or(&k->skew, -1);
     r->exposed_us = median_or(&k->exposed, -1);
+    r->overlapped_us = median_or(&k->overl, -1);
     r->straggler = -1;
     r->straggler_ops = 0;
     r->critical_us = k->crit;
@@ -356,8 +365,13 @@ static void trace_row(const cp_rfold_t *f, const cp_trace_t *t, double whole, do
     snprintf(tr->what, sizeof(tr->what), "trace");
     snprintf(tr->status, sizeof(tr->status), "skipped");
     tr->op[0] = tr->dtype[0] = tr->note[0] = '\0';
+    if (f->unchecked || t->shrunk_from > 0) { /* (replay_print.c reads the first words) */
+        snprintf(tr->note, sizeof(tr->note), "%s%s", f->unchecked ? CP_RFOLD_UNCHECKED : "",
+                 f->unchecked && t->shrunk_from > 0 ? "; " : "");
+    }
     if (t->shrunk_from > 0) {
-        snprintf(tr->note, sizeof(tr->note), "shrunk from %d ranks to %d (--shrink)",
+        size_t l = strlen(tr->note);
+        snprintf(tr->note + l, sizeof(tr->note) - l, "shrunk from %d ranks to %d (--shrink)",
                  t->shrunk_from, t->nranks);
     }
     tr->rank = tr->group = tr->group_size = -1;
@@ -368,9 +382,12 @@ static void trace_row(const cp_rfold_t *f, const cp_trace_t *t, double whole, do
     tr->straggler = -1;
     tr->straggler_ops = 0;
     tr->critical_us = crit;
-    tr->exposed_us = -1; /* the slowest rank's sum */
+    tr->exposed_us = tr->overlapped_us = -1; /* the slowest rank's sums */
     for (int r = 0; r < f->nranks; r++) {
-        tr->exposed_us = f->exsum[r] > tr->exposed_us ? f->exsum[r] : tr->exposed_us;
+        if (f->exsum[r] > tr->exposed_us) {
+            tr->exposed_us = f->exsum[r];
+            tr->overlapped_us = f->ovsum[r];
+        }
     }
     for (size_t i = 0; i < nt; i++) {
         tr->wrong += ty[i].wrong;
@@ -444,6 +461,7 @@ void cp_rfold_free(cp_rfold_t *f)
         free(f->t[i].rec.v);
         free(f->t[i].skew.v);
         free(f->t[i].exposed.v);
+        free(f->t[i].overl.v);
         free(f->t[i].last);
     }
     free(f->t);

@@ -16,8 +16,12 @@
 
 typedef struct cp_rfold cp_rfold_t;
 
-/** A fold of the op rows of a job of nranks ranks; NULL when out of memory. */
-cp_rfold_t *cp_rfold_new(int nranks);
+/** The trace row's note under --check 0 (format/replay_print.c prints it for the wrong count). */
+#define CP_RFOLD_UNCHECKED "results not checked (--check 0)"
+
+/** A fold of the op rows of a job of nranks ranks (unchecked: --check 0, the trace row's note
+ *  then begins with CP_RFOLD_UNCHECKED); NULL when out of memory. */
+cp_rfold_t *cp_rfold_new(int nranks, int unchecked);
 /** Op row r, the at-th of the backend's (rank after rank, each rank's in seq order), its
  *  skew, straggler and critical part set (cp_replay_path): its bandwidths set, folded.  0, or
  *  -1 when out of memory. */

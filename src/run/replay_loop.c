@@ -128,6 +128,7 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
         return CP_EXIT_USAGE;
     }
     cp_gaps_cores(rr->boot.local_size);
+    cp_replay_check_set(cp_check_applied(rr->opt->check, rr->opt->check_mode), rr->opt->check_k);
     return replay_guard(rr, t, sc, err, len);
 #else
     (void)rr;
@@ -408,7 +409,7 @@ static int gather_ops(gat_t *g, const collprof_replay_row_t *mine, size_t n, dou
     }
     if (root && ok) {
         g->path = cp_path_new(nr, g->cnt, u.per);
-        g->fold = cp_rfold_new(nr);
+        g->fold = cp_rfold_new(nr, !g->rr->opt->check);
         g->rows = calloc(ROUND_BYTES / ((size_t)nr * sizeof(orow_t)) + 1, sizeof(*g->rows));
         ok = g->path != NULL && g->fold != NULL && g->rows != NULL;
     }

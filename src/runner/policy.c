@@ -108,6 +108,11 @@ int cp_check_iteration(cp_check_t mode, int k, int i, int iters)
     return mode == CP_CHECK_SAMPLE && k > 0 && ((i + 1) % k == 0 || i == iters - 1);
 }
 
+int cp_check_replay(cp_check_t mode, int k, int i, int iters)
+{
+    return mode == CP_CHECK_LAST ? i == iters - 1 : cp_check_iteration(mode, k, i, iters);
+}
+
 int cp_alloc_parse(const char *arg, cp_alloc_t *alloc, char *why, size_t len)
 {
     for (int a = CP_ALLOC_MALLOC; a <= CP_ALLOC_HUGEPAGES; a++) {

@@ -65,6 +65,9 @@ const char *cp_check_name(cp_check_t mode, int k, char *buf, size_t len);
 cp_check_t cp_check_applied(int check, cp_check_t mode);
 /** Is timed iteration i (0 .. iters - 1) checked under mode, k? */
 int cp_check_iteration(cp_check_t mode, int k, int i, int iters);
+/** Is replay i (0 .. iters - 1) of collprof --replay filled and checked under mode, k?  As
+ *  cp_check_iteration, and last: the last replay itself (a replay has no extra run). */
+int cp_check_replay(cp_check_t mode, int k, int i, int iters);
 
 /** "barrier", "none" or "batch". */
 const char *cp_sync_name(cp_sync_t s);

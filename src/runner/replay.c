@@ -313,9 +313,9 @@ uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters)
     }
     free(big);
     /* its trace row, rop_t, its row (and the path's record of it, 64), times, issues,
-     * exposed, fly; --gaps: its place, errors, lateness */
+     * exposed, overlapped, fly; --gaps: its place, errors, lateness */
     uint64_t per = sizeof(collprof_trace_op_row_t) + sizeof(rop_t) + sizeof(collprof_replay_row_t) +
-                   64 + 3 * it * 8 + 8 + 8 + 2 * it * 8;
+                   64 + 4 * it * 8 + 8 + 8 + 2 * it * 8;
     return sum + n * per;
 }
 
@@ -423,7 +423,8 @@ static rop_t *my_ops(const cp_plugin_t *p, const cp_trace_t *t, const cp_rgroup_
 
 /* Op row of o: its p50 over the replays from times[iters], its issue's from issues[iters]. */
 static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, double *times,
-                   double *issues, double *exposed, int iters, collprof_replay_row_t *r)
+                   double *issues, double *exposed, double *overl, int iters,
+                   collprof_replay_row_t *r)
 {
     memset(r, 0, sizeof(*r));
     snprintf(r->what, sizeof(r->what), "op");
@@ -445,9 +446,12 @@ static void op_row(const cp_plugin_t *p, const rop_t *o, const cp_trace_t *t, do
     int xfer = o->op >= 0 && !o->failed; /* (a wait is timed, moves nothing of its own) */
     r->replayed_bytes = xfer ? cp_coll_bytes(&o->x) : 0; /* bandwidths, skew: the fold's */
     r->issue_us = xfer ? cp_stats_median(issues, (size_t)iters) : -1;
-    r->skew_us = r->critical_us = r->exposed_us = -1;
+    r->skew_us = r->critical_us = r->exposed_us = r->overlapped_us = -1;
     if (cp_gaps_mode() == CP_GAPS_COMPUTE && (xfer || o->waits >= 0)) { /* compute gaps alone */
         r->exposed_us = cp_stats_median(exposed, (size_t)iters);
+    }
+    if (cp_gaps_mode() == CP_GAPS_COMPUTE && xfer) { /* (a wait's flight is its op's) */
+        r->overlapped_us = cp_stats_median(overl, (size_t)iters);
     }
     r->straggler = -1;
     r->wrong = o->wrong;
@@ -503,8 +507,9 @@ int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, cons
     size_t n = 0;
     rop_t *o = my_ops(p, t, g, b->rank, &n);
     double *times = calloc(n * (size_t)iters + 1, sizeof(double));
-    double *issues = calloc(2 * n * (size_t)iters + 1, sizeof(double));
+    double *issues = calloc(3 * n * (size_t)iters + 1, sizeof(double));
     double *exposed = issues != NULL ? issues + n * (size_t)iters : NULL; /* (one block) */
+    double *overl = issues != NULL ? exposed + n * (size_t)iters : NULL;
     double *whole = calloc((size_t)iters, sizeof(double));
     collprof_replay_row_t *out = calloc(n + 2, sizeof(*out)); /* (+ the rank row of --gaps) */
     size_t *need = calloc(t->ngroups + 1, sizeof(size_t)), *fly = calloc(n + 1, sizeof(size_t));
@@ -516,11 +521,11 @@ int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, cons
          alloc_bufs(p, t, g, b->nranks, need) == 0;
     if (ok) {
         cp_replay_compute_setup(p, g, t->ngroups);
-        cp_replay_loop(p, o, n, g, iters, tmo, times, issues, exposed, whole, b->rank, fly);
+        cp_replay_loop(p, o, n, g, iters, tmo, times, issues, exposed, overl, whole, b->rank, fly);
         cp_wd_beat(CP_WD_GATHER, -1, -1, 0, tmo);
         for (size_t i = 0; i < n; i++) {
             size_t at = i * (size_t)iters;
-            op_row(p, &o[i], t, &times[at], &issues[at], &exposed[at], iters, &out[i]);
+            op_row(p, &o[i], t, &times[at], &issues[at], &exposed[at], &overl[at], iters, &out[i]);
             snprintf(out[i].backend, sizeof(out[i].backend), "%s", label);
             cp_gaps_op_row(o[i].t, &out[i]);
         }

@@ -9,6 +9,7 @@
 
 #include "boot/boot.h"
 #include "plugin/loader.h"
+#include "runner/policy.h"
 #include "schema/trace_read.h"
 
 #include <collprof/plugin.h>
@@ -49,6 +50,11 @@ int cp_replay_memtype(const cp_plugin_t *p);
 int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, const cp_boot_t *b,
                   const collprof_host_t *world, int iters, double tmo, collprof_replay_row_t **rows,
                   size_t *nrows, double *whole_us);
+
+/** --check for the replays to come (docs/replay.md): every replay's ops filled before and
+ *  checked after, the last one's (last), replays K, 2K, ... and the last (sample:K), or none.
+ *  Before cp_replay_run; the default is last. */
+void cp_replay_check_set(cp_check_t mode, int k);
 
 /** For the memory guard: the bytes rank holds to replay its ops of t iters times (per op its
  *  trace row, prepared op, row, times and --gaps figures; each group's two buffers at its

@@ -442,6 +442,7 @@ int cp_gaps_rank_row(const char *backend, collprof_replay_row_t *row)
     snprintf(row->status, sizeof(row->status), "ok");
     row->rank = G.rank;
     row->seq = -1;
+    row->overlapped_us = -1; /* (the op, type and trace rows') */
     row->group = row->group_size = -1;
     row->iterations = G.iters;
     size_t n = G.nmine * (size_t)G.iters, timed = 0, untimed = 0;

@@ -39,6 +39,7 @@ typedef struct rop {
     double at;      /**< this replay's issue of it (now_us: its first call) */
     double calls;   /**< this replay's time in its own calls, post and wait (whichever row
                          the wait's time goes to): its exposed time */
+    double end;     /**< this replay's end of the call that completed it (now_us) */
     char note[128];
 } rop_t;
 
@@ -57,11 +58,13 @@ int cp_replay_schedule(const cp_plugin_t *p, rop_t *o, size_t n, size_t *need, s
 /** The replays: every op of o[n], iters times; times[op * iters + it], issues[] alike (its
  *  issue, from this rank's exit of the barrier that starts the replay), exposed[] alike (its
  *  time in its own calls: post, run, wait; the rest of a posted op's flight overlapped
- *  whatever the rank did meanwhile), whole[it]; fly: scratch of n + 1.  --gaps: each op
+ *  whatever the rank did meanwhile), overl[] alike (its flight, the start of its issue to the
+ *  end of the call that completed it, less its exposed time: 0 for an op run at once),
+ *  whole[it]; fly: scratch of n + 1.  --gaps: each op
  *  issued at its target (replay_gaps.h). */
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *issues, double *exposed, double *whole, int rank,
-                    size_t *fly);
+                    double *times, double *issues, double *exposed, double *overl, double *whole,
+                    int rank, size_t *fly);
 /** --gaps compute: the plugin's device work set up on each context of g[ng] this rank holds,
  *  before the replays (its compute slot, where it has one; replay_issue.c). */
 void cp_replay_compute_setup(cp_plugin_t *p, cp_rgroup_t *g, size_t ng);

@@ -29,6 +29,17 @@
 #include <string.h>
 #include <time.h>
 
+/* --check (cp_replay_check_set); the replay under way: is it checked, its number from 1, the
+ * rank (COLLPROF_FAULT wrongiter) */
+static cp_check_t chk_mode = CP_CHECK_LAST;
+static int chk_k, chk_now = 1, chk_iter, chk_rank;
+
+void cp_replay_check_set(cp_check_t mode, int k)
+{
+    chk_mode = mode;
+    chk_k = k;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -237,6 +248,10 @@ static collprof_args_t args_of(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, i
                          .rdispls = o->a2av.rdispls,
                          .peer_send = o->p2p == RP_SEND ? o->peer : -1,
                          .peer_recv = o->p2p == RP_RECV ? o->peer : -1};
+    *rc = COLLPROF_OK;
+    if (!chk_now) { /* an unchecked replay: the buffers as they are */
+        return a;
+    }
     memset(rb, 0xff, bytes);
     if (o->p2p == RP_SEND) {
         cp_replay_p2p_fill(o, sb, rank);
@@ -249,6 +264,18 @@ static collprof_args_t args_of(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g, i
     return a;
 }
 
+/* One element of op o's result off by one (COLLPROF_FAULT=wrongiter), as a matrix cell's. */
+static void corrupt_out(const rop_t *o, unsigned char *rb)
+{
+    uint64_t at = o->p2p == RP_RECV ? 0 : cp_coll_result_at(&o->x);
+    int64_t v = 0;
+    if (o->x.count == 0 || (o->p2p == 0 && at >= cp_coll_buffer_elems(&o->x)) ||
+        cp_data_get(o->x.dtype, rb, (size_t)at, &v) != 0) {
+        return;
+    }
+    cp_data_set(o->x.dtype, rb, (size_t)at, v + 1);
+}
+
 /* Count op o's wrong elements once complete (its result downloaded first where staged); the
  * copy's failure. */
 static int check(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g)
@@ -258,6 +285,9 @@ static int check(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g)
     int rc = data ? stage(p, o, g, 1, 0) : COLLPROF_OK;
     if (rc != COLLPROF_OK || !data) {
         return rc;
+    }
+    if (cp_fault_wrong_iter(chk_rank, chk_iter)) { /* COLLPROF_FAULT=wrongiter: its output */
+        corrupt_out(o, host_of(g, 1, o));
     }
     if (o->p2p == RP_RECV) {
         o->wrong += cp_replay_p2p_check(o, rb);
@@ -361,13 +391,14 @@ static void issue(cp_plugin_t *p, rop_t *o, cp_rgroup_t *gs, int rank)
     double dt = now_us() - t0;
     o->us += dt;
     o->calls += dt;
+    o->end = t0 + dt;
     if (o->how != RP_POST || rc != COLLPROF_OK) {
         cp_gaps_done(o->t);
     }
     if (rc != COLLPROF_OK) {
         o->req = NULL;
         failed(p, o, g, rc, "");
-    } else if (o->how == RP_NOW) {
+    } else if (o->how == RP_NOW && chk_now) {
         crc = crc == COLLPROF_OK ? check(p, o, g) : crc;
     }
     copy_failed(p, o, g, crc);
@@ -386,13 +417,23 @@ static void complete(cp_plugin_t *p, rop_t *o, rop_t *w, cp_rgroup_t *gs)
     double dt = now_us() - t0;
     w->us += dt;
     o->calls += dt;
+    o->end = t0 + dt;
     cp_gaps_done(o->t);
     o->req = NULL;
     if (rc != COLLPROF_OK) {
         failed(p, o, g, rc, "");
-    } else {
+    } else if (chk_now) {
         copy_failed(p, o, g, check(p, o, g));
     }
+}
+
+/* --gaps: the wait w of posted op o (still in flight) at its own recorded time, its gap filled
+ * (compute: the work the rank did while o was in flight), before it completes o. */
+static void wait_gap(cp_plugin_t *p, const rop_t *w, const rop_t *o, cp_rgroup_t *gs)
+{
+    fill_arg_t fa = {p, gs[o->group].ctx};
+    cp_replay_groups_use(gs, (size_t)o->group);
+    cp_gaps_wait(w->t, COLLPROF_BACKEND_HAS(p->be, compute) ? dev_fill : NULL, &fa);
 }
 
 /* The posted ops in flight on this rank, in the order posted. */
@@ -439,8 +480,8 @@ static void coalesce(cp_plugin_t *p, const rop_t *o, size_t n, size_t i, cp_rgro
 }
 
 void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iters, double tmo,
-                    double *times, double *issues, double *exposed, double *whole, int rank,
-                    size_t *fly)
+                    double *times, double *issues, double *exposed, double *overl, double *whole,
+                    int rank, size_t *fly)
 {
     fly_t f = {fly, 0};
     void *open = NULL; /* the context of the coalesced call being posted */
@@ -449,14 +490,20 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
         cp_wd_beat(CP_WD_OP, -1, it, 0, tmo); /* each replay within the run's outer timeout */
         cp_oob_barrier();                     /* every replay starts together */
         cp_gaps_begin(it);
+        chk_now = cp_check_replay(chk_mode, chk_k, it, iters);
+        chk_iter = it + 1;
+        chk_rank = rank;
         double base = now_us();
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
             o[i].us = o[i].calls = 0;
-            o[i].at = base;
+            o[i].at = o[i].end = base;
         }
         for (size_t i = 0; i <= n; i++) {
             coalesce(p, o, n, i, g, &open, &id);
+            if (i < n && o[i].waits >= 0 && o[o[i].waits].req != NULL) {
+                wait_gap(p, &o[i], &o[o[i].waits], g);
+            }
             due(p, o, n, i, g, &f);
             if (i < n && o[i].op >= 0 && !o[i].failed) {
                 issue(p, &o[i], g, rank);
@@ -470,6 +517,8 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
             times[i * (size_t)iters + (size_t)it] = o[i].us;
             issues[i * (size_t)iters + (size_t)it] = o[i].at - base;
             exposed[i * (size_t)iters + (size_t)it] = o[i].calls;
+            double fl = o[i].end - o[i].at - o[i].calls; /* (clock readings: >= 0 but rounding) */
+            overl[i * (size_t)iters + (size_t)it] = fl > 0 ? fl : 0;
             whole[it] += o[i].us;
         }
     }

@@ -213,7 +213,7 @@ if [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_mpi.so" ]; then
     cp_run --np 4 --backends mpi --replay rec.h5 --replay-iters 3 --gaps trace --output-dir r.gaps
     h5=$(ls r.gaps/collprof_*.h5 2>/dev/null | head -n 1)
     [ -n "$h5" ] && rows "$h5" replay | awk -F'|' '$1 == "rank"' >rk.gaps
-    awk -F'|' '{ printf "# mpi --gaps trace: rank %s: span %.1f us, recorded window %.1f us, ratio %.3f, p99 issue error %.1f us, %s late\n", $3, $12, $13, $14, $(NF - 2), $NF }' rk.gaps
+    awk -F'|' '{ printf "# mpi --gaps trace: rank %s: span %.1f us, recorded window %.1f us, ratio %.3f, p99 issue error %.1f us, %s late\n", $3, $12, $13, $14, $(NF - 3), $(NF - 1) }' rk.gaps
     n=$(awk -F'|' '$14 >= 0.9 && $14 < 10' rk.gaps | wc -l)
     [ "$rc" -eq 0 ] && [ "$n" -eq 4 ]
     ok $? "mpi --gaps trace: each rank's replay spans 0.9x to 10x its recorded window ($n of 4, exit $rc)"

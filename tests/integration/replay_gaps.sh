@@ -32,8 +32,8 @@ gen n-rank1.json notime
 ok $? "the fixtures import (a trace with issue times 20 ms apart, one without)"
 
 # replay g.h5 with --np 2 on backend $1, name $2, more options after: /replay in all.$2, its
-# op rows in ops.$2, its rank rows in rk.$2 (the issue errors are the last four columns:
-# p50, p99, max, late)
+# op rows in ops.$2, its rank rows in rk.$2 (the issue errors are the four columns before the
+# last: p50, p99, max, late; the last is overlapped_us)
 replay() {
     b=$1 name=$2
     shift 2
@@ -48,14 +48,14 @@ replay() {
 # rank rows of $1 whose span ($12) is in [lo, hi) us and recorded window ($13) is rec us
 spans() {
     awk -F'|' -v lo="$2" -v hi="$3" -v rec="$4" '$12 >= lo && $12 < hi && $13 == rec &&
-        $(NF - 3) >= 0 && $(NF - 2) >= $(NF - 3) && $(NF - 1) >= $(NF - 2)' "rk.$1" | wc -l
+        $(NF - 4) >= 0 && $(NF - 3) >= $(NF - 4) && $(NF - 2) >= $(NF - 3)' "rk.$1" | wc -l
 }
 
 replay self trace --gaps trace
 n=$(spans trace 200000 1e12 200000)
 [ "$rc" -eq 0 ] && [ "$n" -eq 2 ]
 ok $? "--gaps trace: each rank's replay spans at least the recorded 200 ms ($n of 2 ranks, exit $rc: $(cut -d'|' -f3,12,13 rk.trace | tr '\n' ' '))"
-n=$(awk -F'|' '$16 == "ok" && $(NF - 3) >= 0 && $(NF - 1) >= $(NF - 3)' ops.trace | wc -l)
+n=$(awk -F'|' '$16 == "ok" && $(NF - 4) >= 0 && $(NF - 2) >= $(NF - 4)' ops.trace | wc -l)
 [ "$n" -eq 22 ]
 ok $? "--gaps trace: all 22 op rows ok with their issue errors ($n)"
 grep -q 'replay on self (p50 over 2 replays, gaps trace)' r.trace/collprof_*.txt &&
@@ -69,7 +69,7 @@ ok $? "--gaps trace:0.5: each rank's span is 100 to 150 ms, its window 100 ms ($
 
 replay self none
 n=$(wc -l <rk.none)
-m=$(awk -F'|' '$(NF - 3) != -1' ops.none | wc -l)
+m=$(awk -F'|' '$(NF - 4) != -1' ops.none | wc -l)
 [ "$rc" -eq 0 ] && [ "$n" -eq 0 ] && [ "$m" -eq 0 ] && [ -s ops.none ]
 ok $? "--gaps none (the default): no rank rows, no issue errors ($n, $m)"
 
@@ -90,6 +90,41 @@ ok $? "--gaps compute: exposed time per op (22: $n) and for the trace ($x), none
 [ "$(awk -F'|' '$17 ~ /^gaps compute on the host; /' rk.compute | wc -l)" -eq 2 ] &&
     grep -q '^== replay on self (p50 over 2 replays, gaps compute on the host) ==$' r.compute/collprof_*.txt
 ok $? "--gaps compute on self: the summary and the rank rows say the gaps ran on the host"
+
+# the overlapped communication time (the last column): an op's flight (its post to the end of
+# the call that completed it) less its exposed time: 0 for these blocking ops, -1 without
+# --gaps compute.  A collprof-trace trace of an async allreduce whose wait comes 20 ms after it
+# (a compute gap the rank fills before the wait, the allreduce in flight on self's worker
+# thread): its overlapped time is at least half of those 20 ms (less its post: self makes its
+# lane at the first post), the trace row's the same rank's sum, printed by the run and by
+# collprof-report replay.
+n=$(awk -F'|' '$NF == 0' ops.compute | wc -l)
+m=$(awk -F'|' '$NF != -1' ops.none | wc -l)
+[ "$n" -eq 22 ] && [ "$m" -eq 0 ]
+ok $? "--gaps compute: blocking ops overlap nothing (22: $n), no figure under --gaps none ($m)"
+for r in 0 1; do
+    {
+        echo "{\"collprof_trace\": 1, \"rank\": $r, \"size\": 2, \"host\": \"a\", \"pid\": 1$r, \"clock\": \"CLOCK_MONOTONIC\", \"reference\": \"x\", \"thread_level\": 0, \"buffer\": 65536, \"library\": \"t\"}"
+        echo '{"comm": 0, "key": "0e8a69ddf947c4f1-0", "size": 2, "members": [0, 1], "from": "MPI_COMM_WORLD"}'
+        echo '{"op": "allreduce", "mpi": "MPI_Iallreduce", "comm": 0, "dtype": "float32", "in": 1024, "out": 1024, "bytes": 4096, "esize": 4, "t": 1000, "dur": 100, "req": 0}'
+        echo '{"op": "wait", "mpi": "MPI_Wait", "comm": 0, "t": 20001000, "dur": 200, "req": 0}'
+        echo '{"op": "allreduce", "mpi": "MPI_Allreduce", "comm": 0, "dtype": "float32", "in": 1024, "out": 1024, "bytes": 4096, "esize": 4, "t": 21000000, "dur": 500}'
+        echo '{"end": true, "ops": 3, "comms": 1, "open_requests": 0, "finalized": true}'
+    } >"as.$r.jsonl"
+done
+"$REPORT" import --trace collprof-trace as.0.jsonl as.1.jsonl -o as.h5 >as.out 2>&1
+mkdir -p r.as
+cp_run --np 2 --backends self --replay as.h5 --replay-iters 3 --gaps compute --output-dir r.as
+h5=$(ls r.as/collprof_*.h5 2>/dev/null | head -n 1)
+rows "$h5" replay >all.as
+n=$(awk -F'|' '$1 == "op" && $4 == 0 && $5 == "allreduce" && $NF >= 10000' all.as | wc -l)
+b=$(awk -F'|' '$1 == "op" && $4 == 2 && $NF == 0' all.as | wc -l)
+x=$(awk -F'|' '$1 == "trace" && $NF >= 10000' all.as | wc -l)
+"$REPORT" replay "$h5" >rep.as 2>&1
+[ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && [ "$b" -eq 2 ] && [ "$x" -eq 1 ] &&
+    grep -q '^overlapped communication: [0-9.]* us' r.as/collprof_*.txt &&
+    [ "$(grep '^overlapped communication' rep.as)" = "$(grep '^overlapped communication' r.as/collprof_*.txt)" ]
+ok $? "--gaps compute: an async allreduce overlaps the 20 ms before its wait ($n of 2 ranks; blocking $b; trace $x; exit $rc: $(awk -F'|' '$1 == "op" && $5 == "allreduce" { printf "%s ", $NF }' all.as))"
 
 # --gaps compute on the device: the nccl plugin's compute slot on the CUDA/NCCL stand-in
 # (tests/nccl_mock/mock_cuda_driver.c logs each module load and kernel launch).  Each rank

@@ -182,6 +182,16 @@ static void test_check_parse(void)
     ok(cp_check_iteration(CP_CHECK_SAMPLE, 50, 2, 3) &&
            !cp_check_iteration(CP_CHECK_SAMPLE, 50, 1, 3),
        "sample:50 of 3 iterations: the last one");
+    /* a replay (collprof --replay): last is the last replay itself; none, none of them */
+    int last = 0, none = 0, every = 0, sample = 0;
+    for (int i = 0; i < 5; i++) {
+        last += cp_check_replay(CP_CHECK_LAST, 0, i, 5) << i;
+        none += cp_check_replay(CP_CHECK_NONE, 0, i, 5);
+        every += cp_check_replay(CP_CHECK_EVERY, 0, i, 5);
+        sample += cp_check_replay(CP_CHECK_SAMPLE, 2, i, 5) << i;
+    }
+    ok(last == 16 && none == 0 && every == 5 && sample == (2 | 8 | 16),
+       "replays of 5: last the 5th alone, none none, every all, sample:2 the 2nd, 4th, 5th");
 }
 
 int main(void)

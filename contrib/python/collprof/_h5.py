@@ -15,7 +15,7 @@ SCHEMA_NAME = "collprof-results"
 #: adds columns, so it is read; a newer major version is refused.
 SCHEMA_MAJOR = 1
 #: The newest minor version this reader knows of (include/collprof/schema.h).
-SCHEMA_MINOR = 12
+SCHEMA_MINOR = 13
 
 #: The tables a result file may hold; ``results`` and ``ranks`` are always
 #: there, ``links`` (from 1.2) and ``screen`` (from 1.7) only after a link
