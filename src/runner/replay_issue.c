@@ -32,7 +32,7 @@
 /* --check (cp_replay_check_set); the replay under way: is it checked, its number from 1, the
  * rank (COLLPROF_FAULT wrongiter) */
 static cp_check_t chk_mode = CP_CHECK_LAST;
-static int chk_k, chk_now = 1, chk_iter, chk_rank;
+static int chk_k, chk_now = 1, chk_iter, chk_fault; /* chk_fault: wrongiter's replay, 0 */
 
 void cp_replay_check_set(cp_check_t mode, int k)
 {
@@ -286,7 +286,7 @@ static int check(cp_plugin_t *p, rop_t *o, const cp_rgroup_t *g)
     if (rc != COLLPROF_OK || !data) {
         return rc;
     }
-    if (cp_fault_wrong_iter(chk_rank, chk_iter)) { /* COLLPROF_FAULT=wrongiter: its output */
+    if (chk_fault > 0 && chk_fault == chk_iter) { /* COLLPROF_FAULT=wrongiter: its output */
         corrupt_out(o, host_of(g, 1, o));
     }
     if (o->p2p == RP_RECV) {
@@ -492,7 +492,7 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
         cp_gaps_begin(it);
         chk_now = cp_check_replay(chk_mode, chk_k, it, iters);
         chk_iter = it + 1;
-        chk_rank = rank;
+        chk_fault = cp_fault_wrong_iter(rank);
         double base = now_us();
         whole[it] = 0;
         for (size_t i = 0; i < n; i++) {
