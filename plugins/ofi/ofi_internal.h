@@ -128,6 +128,7 @@ typedef struct ofi_post {
     ofi_req_t *in_head, *in_tail; /* posted, not yet taken by the worker (mu) */
     int inbox;                    /* atomic: in_head != NULL */
     int hold, asleep, stop;       /* mu */
+    int empty;                    /* mu: asleep with nothing in flight */
     ofi_req_t *p2p;               /* the worker's: sends and recvs in flight */
     ofi_req_t *coll, *coll_tail;  /* the worker's: collectives to run, in the order posted */
     uint64_t *sseq, *rseq;        /* the posting thread's: [n] the next message per peer */

@@ -11,8 +11,9 @@
  * its progress rounds go on posting and completing the sends and recvs, so a rank waiting on
  * one op never stalls a peer waiting on another.  wait() sleeps until the worker has finished
  * the op.  From the first post on, run() goes through the worker too (posted, its overlap()
- * on the calling thread, waited), and mem_alloc(), mem_free() and select_variant() hold the
- * worker asleep while they use the fabric.  A wait on a send or recv gives up after the
+ * on the calling thread, waited) while posted ops are in flight, and otherwise holds the
+ * worker asleep and runs on the calling thread, as mem_alloc(), mem_free() and
+ * select_variant() do while they use the fabric.  A wait on a send or recv gives up after the
  * context's wait limit (the "timeout" option, else 120 s), as a collective's own waits do.
  */
 #include "config.h"
@@ -35,6 +36,7 @@ static int ofi_worker_sleep(ofi_post_t *w)
     pthread_mutex_lock(&w->mu);
     while (!w->stop && (w->hold > 0 || (w->in_head == NULL && w->p2p == NULL && w->coll == NULL))) {
         w->asleep = 1;
+        w->empty = w->in_head == NULL && w->p2p == NULL && w->coll == NULL;
         pthread_cond_broadcast(&w->done);
         pthread_cond_wait(&w->cv, &w->mu);
     }
@@ -161,6 +163,17 @@ void ofi_post_hold(ofi_ctx_t *ctx, int hold)
         pthread_cond_wait(&w->done, &w->mu);
     }
     pthread_mutex_unlock(&w->mu);
+}
+
+/* The worker asleep with nothing in flight: held so (1), the caller may run an op itself. */
+static int ofi_post_hold_idle(ofi_ctx_t *ctx)
+{
+    ofi_post_t *w = ctx->post;
+    pthread_mutex_lock(&w->mu);
+    int idle = w->asleep && w->empty && w->in_head == NULL;
+    w->hold += idle;
+    pthread_mutex_unlock(&w->mu);
+    return idle;
 }
 
 /* ---- post, wait, run ---------------------------------------------------------------- */
@@ -302,13 +315,19 @@ int ofi_wait(void *vctx, void *req)
     return rc;
 }
 
-/* run(): on this thread until the first post, then through the worker (overlap() here) */
+/* run(): on this thread while no posted op is in flight (the worker, if any, held asleep),
+ * else through the worker, after the ops in flight (overlap() here) */
 int ofi_run(void *vctx, const collprof_args_t *a)
 {
     ofi_ctx_t *ctx = vctx;
     ofi_req_t *r = NULL;
     if (ctx->post == NULL) {
         return ofi_run_now(ctx, a);
+    }
+    if (ofi_post_hold_idle(ctx)) {
+        int rc = ofi_run_now(ctx, a);
+        ofi_post_hold(ctx, 0);
+        return rc;
     }
     int rc = ofi_enqueue(ctx, a, 1, &r);
     if (rc == COLLPROF_OK && a->overlap != NULL) {
