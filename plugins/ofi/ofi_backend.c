@@ -55,6 +55,11 @@
  * their target's READY, the wait does the rest.  Nothing progresses them
  * in between (manual progress, no hook in the ABI, no thread).
  *
+ * Posted ops (post() and wait(), collprof --replay; ofi_post.c, ofi_p2p.c): a context's
+ * worker thread, started by its first post, runs the posted collectives in the order posted
+ * with run()'s schedules and progresses the sends and recvs, tagged messages (the provider is
+ * asked for FI_TAGGED beside RMA; one without still runs everything else).
+ *
  * The code is spread over several files; ofi_internal.h lists them.
  */
 
@@ -120,6 +125,10 @@ static int ofi_query(void *vctx, collprof_caps_t *caps)
     if (COLLPROF_CAPS_HAS(caps, default_variant)) {
         caps->default_variant = "roundrobin";
     }
+    if (COLLPROF_CAPS_HAS(caps, post_ops)) { /* every blocking op; sends and recvs: FI_TAGGED */
+        caps->post_ops = (OFI_VOPS | COLLPROF_BIT(COLLPROF_OP_BARRIER)) &
+                         ~(ctx != NULL && !ctx->tagged ? COLLPROF_BIT(COLLPROF_OP_SENDRECV) : 0u);
+    }
     return COLLPROF_OK;
 }
 
@@ -150,7 +159,9 @@ static int ofi_select_variant(void *vctx, collprof_op_t op, const char *variant)
         ofi_set_error(ctx, "barrier has only the default variant");
         return COLLPROF_ERR_NOT_SUPPORTED;
     }
+    ofi_post_hold(ctx, 1); /* the worker reads the modes */
     ctx->mode[op] = m;
+    ofi_post_hold(ctx, 0);
     return COLLPROF_OK;
 }
 
@@ -229,4 +240,6 @@ COLLPROF_PLUGIN_ENTRY = {
     /* the RMA-write all-to-all schedules, side by side */
     COLLPROF_BACKEND_EXTRAS(ofi_options_decl, COLLPROF_NROWS(ofi_options_decl),
                             COLLPROF_BIT(COLLPROF_OP_ALLTOALL), ofi_describe),
+    .post = ofi_post,
+    .wait = ofi_wait,
 };

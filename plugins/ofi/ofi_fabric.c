@@ -401,6 +401,7 @@ int ofi_finalize(void *vctx)
 {
     ofi_ctx_t *ctx = vctx;
     if (ctx != NULL) {
+        ofi_post_stop(ctx); /* the worker of posted ops, if one started */
         ofi_teardown(ctx);
     }
     return COLLPROF_OK;

@@ -5,20 +5,25 @@
  *   ofi_backend.c   entry struct, query, variants, describe
  *   ofi_fabric.c    init/finalize: options, fabric, endpoints, address exchange
  *   ofi_provider.c  providers: hints, usable entries, link rate, a context's provider and device
- *   ofi_ops.c       run(): one schedule of RMA writes per operation
+ *   ofi_post.c      post(), wait() and run(): a context's worker thread, started by the first
+ *                   post, that runs its posted collectives in the order posted and progresses
+ *                   its sends and recvs; the mem_* slots pause it
+ *   ofi_ops.c       the blocking run(): one schedule of RMA writes per operation
  *   ofi_nb.c        run() of the non-blocking ops: posted, overlap(), finished in the wait
  *   ofi_reduce.c    host reductions and the reduce-scatter phase
  *   ofi_progress.c  completions, waiting, posting writes and control messages
+ *   ofi_p2p.c       the posted sends and recvs (tagged messages) and the worker's queue
  *   ofi_mr.c        memory: allocation, registration (host, CUDA, dma-buf), mem_* slots; a
  *                   run()'s buffers looked up in the registrations (ofi_call_init)
  *   ofi_util.c      errors, the clock, the GPU count
  *
- * Calls go down only, top to bottom: ofi_backend > ofi_fabric > ofi_provider > ofi_ops >
- * ofi_nb > ofi_reduce > ofi_progress > ofi_mr > ofi_util.
+ * Calls go down only, top to bottom: ofi_backend > ofi_fabric > ofi_provider > ofi_post >
+ * ofi_ops > ofi_nb > ofi_reduce > ofi_progress > ofi_p2p > ofi_mr > ofi_util.
  */
 #ifndef CP_OFI_INTERNAL_H
 #define CP_OFI_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,7 +91,6 @@ typedef struct ofi_send {
     int kind;
     int need_ready; /* wait for the peer's READY of this call first */
     int to_scratch; /* target: the peer's companion scratch, else its buffer */
-    int add_payload;
     const char *src;
     void *desc;
     size_t len;
@@ -94,6 +98,41 @@ typedef struct ofi_send {
     int posted;
     int notify; /* M_DIRECT, posted with ofi_post_deferred: its notification is still due */
 } ofi_send_t;
+
+/*
+ * A posted op (post(), ofi_post.c): a send or a recv, tagged messages of up to ctx->chunk
+ * bytes each (ofi_p2p.c), or a collective, which the context's worker runs.
+ */
+typedef struct ofi_req {
+    struct ofi_req *next;
+    int coll;
+    collprof_args_t a; /* a collective's arguments */
+    int send, peer, ch;
+    char *buf;
+    void *desc;
+    size_t len;
+    uint64_t src, seq;           /* the first message's tag: src << OFI_TAG_SEQ_BITS | seq */
+    int nchunks, nposted, ndone; /* the worker's */
+    int done, rc, orphan;        /* under the queue's mutex (orphan: its wait gave up) */
+    char err[OFI_ERR_LEN];
+} ofi_req_t;
+
+#define OFI_TAG_SEQ_BITS 40
+
+/* A context's worker and its queue (ofi_post.c, ofi_p2p.c). */
+typedef struct ofi_post {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;            /* to the worker: work, hold, stop */
+    pthread_cond_t done;          /* from the worker: a request finished, it went to sleep */
+    ofi_req_t *in_head, *in_tail; /* posted, not yet taken by the worker (mu) */
+    int inbox;                    /* atomic: in_head != NULL */
+    int hold, asleep, stop;       /* mu */
+    int empty;                    /* mu: asleep with nothing in flight */
+    ofi_req_t *p2p;               /* the worker's: sends and recvs in flight */
+    ofi_req_t *coll, *coll_tail;  /* the worker's: collectives to run, in the order posted */
+    uint64_t *sseq, *rseq;        /* the posting thread's: [n] the next message per peer */
+} ofi_post_t;
 
 typedef struct ofi_ctx {
     const collprof_host_t *host;
@@ -138,8 +177,15 @@ typedef struct ofi_ctx {
     int cuda_dev; /* this rank's CUDA device */
     int dmabuf;   /* still worth trying dma-buf registration */
     int cur_dev;  /* the current run() is on device memory */
-    int copy_err; /* a cudaMemcpy in the current run() failed */
+    /* where the current run()'s recvbuf lies in its registration: every READY carries it, and
+     * a write into a peer's buffer (not its scratch) lands that far into the peer's (the
+     * buffers of ops in flight together, or rotated, need not be at the start) */
+    uint64_t here;
+    int copy_err;     /* a cudaMemcpy in the current run() failed */
+    int tagged;       /* the provider took FI_TAGGED: sends and recvs can be posted */
+    ofi_post_t *post; /* the worker, from the first post() on (NULL: none) */
     char err[OFI_ERR_LEN];
+    char werr[OFI_ERR_LEN]; /* the worker thread's errors */
 } ofi_ctx_t;
 
 /* one run(): the arguments resolved against the registrations (ofi_call_init, ofi_mr.c) */
@@ -175,6 +221,8 @@ static inline size_t ofi_dtsize(collprof_dtype_t dt)
 __attribute__((format(printf, 2, 3))) void ofi_set_error(ofi_ctx_t *ctx, const char *fmt, ...);
 int ofi_fail(ofi_ctx_t *ctx, const char *call, long rc);
 double ofi_now(void);
+/* The calling thread is a context's worker: ofi_set_error writes ctx->werr there. */
+void ofi_mark_worker(void);
 int ofi_gpu_count(void);
 
 /* ofi_fabric.c */
@@ -194,12 +242,19 @@ ofi_buf_t *ofi_find(ofi_ctx_t *ctx, const void *p);
 int ofi_reg(ofi_ctx_t *ctx, void *p, size_t len, int dev, struct fid_mr **mr, void **desc);
 void ofi_buf_free(ofi_buf_t *b);
 void ofi_copy(ofi_ctx_t *ctx, void *dst, const void *src, size_t len);
-int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr);
-int ofi_mem_free(void *vctx, int memtype, void *ptr);
+int ofi_mr_alloc(ofi_ctx_t *ctx, int memtype, size_t bytes, void **ptr);
+int ofi_mr_free(ofi_ctx_t *ctx, int memtype, void *ptr);
 int ofi_mem_copy(void *vctx, int memtype, void *dst, const void *src, size_t bytes, int to_device);
 int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c);
 
+/* ofi_p2p.c: the worker's queue (called on the worker thread, but ofi_p2p_finish) */
+void ofi_p2p_poll(ofi_ctx_t *ctx);
+void ofi_p2p_done(ofi_ctx_t *ctx, void *op_context, int failed, const char *why);
+void ofi_p2p_finish(ofi_ctx_t *ctx, ofi_req_t *r);
+void ofi_p2p_fail_all(ofi_ctx_t *ctx, int rc, const char *why);
+
 /* ofi_progress.c */
+int ofi_progress(ofi_ctx_t *ctx);
 int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need);
 int ofi_wait_tx(ofi_ctx_t *ctx);
 int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload);
@@ -218,10 +273,20 @@ int ofi_reduce_slots(ofi_ctx_t *ctx, const collprof_args_t *a, const char *scr, 
 int ofi_rs_phase(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_buf_t *rb, const char *in,
                  void *indesc, int even, char *out, int mode);
 
-/* ofi_ops.c */
-int ofi_run(void *vctx, const collprof_args_t *a);
+/* ofi_ops.c: run() on the calling thread */
+int ofi_run_now(ofi_ctx_t *ctx, const collprof_args_t *a);
 
 /* ofi_nb.c */
 int ofi_run_nb(ofi_ctx_t *ctx, const collprof_args_t *a);
+
+/* ofi_post.c */
+int ofi_post(void *vctx, const collprof_args_t *a, void **req);
+int ofi_wait(void *vctx, void *req);
+int ofi_run(void *vctx, const collprof_args_t *a);
+int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr);
+int ofi_mem_free(void *vctx, int memtype, void *ptr);
+/* Hold the worker asleep (hold 1) until hold 0: the caller uses the fabric meanwhile. */
+void ofi_post_hold(ofi_ctx_t *ctx, int hold);
+void ofi_post_stop(ofi_ctx_t *ctx);
 
 #endif /* CP_OFI_INTERNAL_H */

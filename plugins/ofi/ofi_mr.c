@@ -300,9 +300,8 @@ static int ofi_buf_connect(ofi_ctx_t *ctx, ofi_buf_t *b, const ofi_xbuf_t *all)
     return COLLPROF_OK;
 }
 
-int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
+int ofi_mr_alloc(ofi_ctx_t *ctx, int memtype, size_t bytes, void **ptr)
 {
-    ofi_ctx_t *ctx = vctx;
     ofi_xbuf_t mine, *all = NULL;
     ofi_buf_t *b = NULL;
     int rc = COLLPROF_OK;
@@ -347,9 +346,8 @@ int ofi_mem_alloc(void *vctx, int memtype, size_t bytes, void **ptr)
     return COLLPROF_OK;
 }
 
-int ofi_mem_free(void *vctx, int memtype, void *ptr)
+int ofi_mr_free(ofi_ctx_t *ctx, int memtype, void *ptr)
 {
-    ofi_ctx_t *ctx = vctx;
     (void)memtype;
     for (ofi_buf_t **pp = &ctx->bufs; *pp != NULL; pp = &(*pp)->next) {
         if ((*pp)->base == ptr) {
@@ -386,6 +384,7 @@ int ofi_call_init(ofi_ctx_t *ctx, const collprof_args_t *a, ofi_call_t *c)
         return COLLPROF_ERR_INVALID;
     }
     c->sdesc = sb != NULL ? sb->desc : NULL;
+    ctx->here = (uint64_t)(c->recv - c->rb->base);
     c->blk = a->count / (size_t)c->n * c->esz;
     c->all = a->count * c->esz;
     return COLLPROF_OK;

@@ -80,13 +80,12 @@ static int ofi_op_alltoallv(ofi_ctx_t *ctx, ofi_call_t *c)
     }
     for (int i = 1; i < n; i++) {
         int q = (me + i) % n;
-        ofi_send_t *s =
-            ofi_add(ctx, &ns, q, K_DATA, c->send + sd[q] * esz, c->sdesc, sc[q] * esz, 0);
-        s->add_payload = 1; /* the target tells where: its rdispls[me] */
+        /* (the target's READY tells where: its rdispls[me], past its here) */
+        ofi_add(ctx, &ns, q, K_DATA, c->send + sd[q] * esz, c->sdesc, sc[q] * esz, 0);
     }
     /* each peer gets its own READY payload: where its block goes here */
     for (int q = 0; q < n && rc == COLLPROF_OK; q++) {
-        rc = q == me ? COLLPROF_OK : ofi_signal(ctx, q, K_READY, a->rdispls[q] * esz);
+        rc = q == me ? COLLPROF_OK : ofi_signal(ctx, q, K_READY, ctx->here + a->rdispls[q] * esz);
     }
     if (!a->in_place) {
         ofi_copy(ctx, c->recv + a->rdispls[me] * esz, c->send + sd[me] * esz, sc[me] * esz);
@@ -354,9 +353,8 @@ static int ofi_barrier(ofi_ctx_t *ctx)
     return rc;
 }
 
-int ofi_run(void *vctx, const collprof_args_t *a)
+int ofi_run_now(ofi_ctx_t *ctx, const collprof_args_t *a)
 {
-    ofi_ctx_t *ctx = vctx;
     ofi_call_t c;
     int rc;
     int known = (unsigned)a->op < COLLPROF_OP_COUNT;

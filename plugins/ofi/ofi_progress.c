@@ -28,44 +28,64 @@ static int ofi_is_incoming(uint64_t flags)
     return (flags & FI_REMOTE_CQ_DATA) && !ours;
 }
 
-static int ofi_progress(ofi_ctx_t *ctx)
+/* an error completion on channel c: a posted send's or recv's fails that op only */
+static int ofi_cq_error(ofi_ctx_t *ctx, int c)
+{
+    struct fi_cq_err_entry ee;
+    char buf[128], why[384];
+    memset(&ee, 0, sizeof(ee));
+    fi_cq_readerr(ctx->cq[c], &ee, 0);
+    snprintf(why, sizeof(why), "%s (%s)", fi_strerror(ee.err),
+             fi_cq_strerror(ctx->cq[c], ee.prov_errno, ee.err_data, buf, sizeof(buf)));
+    if (ee.op_context != NULL) { /* ours are posted without a context */
+        ofi_p2p_done(ctx, ee.op_context, 1, why);
+        return COLLPROF_OK;
+    }
+    ofi_set_error(ctx, "completion error on channel %d: %s", c, why);
+    return COLLPROF_ERR_BACKEND;
+}
+
+/* completions e[0..r): a peer's write counted, one of ours, or a posted send's or recv's */
+static int ofi_count(ofi_ctx_t *ctx, const struct fi_cq_data_entry *e, ssize_t r)
+{
+    for (ssize_t k = 0; k < r; k++) {
+        if (ofi_is_incoming(e[k].flags)) {
+            unsigned kind = (unsigned)(e[k].data >> 24) & 0xffu;
+            unsigned src = (unsigned)e[k].data & 0xffffffu;
+            if (kind == 0 || kind >= K_NKINDS || src >= (unsigned)ctx->n) {
+                ofi_set_error(ctx, "unexpected remote CQ data 0x%llx",
+                              (unsigned long long)e[k].data);
+                return COLLPROF_ERR_BACKEND;
+            }
+            ctx->cnt[kind][src]++;
+        } else if (e[k].op_context != NULL) {
+            ofi_p2p_done(ctx, e[k].op_context, 0, NULL);
+        } else {
+            ctx->tx_done++;
+        }
+    }
+    return COLLPROF_OK;
+}
+
+/* One round: every channel's completions; on a worker, its queue's posts first (ofi_p2p.c). */
+int ofi_progress(ofi_ctx_t *ctx)
 {
     struct fi_cq_data_entry e[OFI_CQ_BATCH];
     int got = 0;
+    ofi_p2p_poll(ctx);
     for (int c = 0; c < ctx->nep; c++) {
         for (;;) {
             ssize_t r = fi_cq_read(ctx->cq[c], e, OFI_CQ_BATCH);
             if (r == -FI_EAGAIN) {
                 break;
             }
-            if (r == -FI_EAVAIL) {
-                struct fi_cq_err_entry ee;
-                char buf[128];
-                memset(&ee, 0, sizeof(ee));
-                fi_cq_readerr(ctx->cq[c], &ee, 0);
-                ofi_set_error(
-                    ctx, "completion error on channel %d: %s (%s)", c, fi_strerror(ee.err),
-                    fi_cq_strerror(ctx->cq[c], ee.prov_errno, ee.err_data, buf, sizeof(buf)));
-                return COLLPROF_ERR_BACKEND;
-            }
-            if (r < 0) {
-                return ofi_fail(ctx, "fi_cq_read", (long)r);
+            int rc = r == -FI_EAVAIL ? ofi_cq_error(ctx, c)
+                     : r < 0         ? ofi_fail(ctx, "fi_cq_read", (long)r)
+                                     : ofi_count(ctx, e, r);
+            if (rc != COLLPROF_OK) {
+                return rc;
             }
             got = 1;
-            for (ssize_t k = 0; k < r; k++) {
-                if (ofi_is_incoming(e[k].flags)) {
-                    unsigned kind = (unsigned)(e[k].data >> 24) & 0xffu;
-                    unsigned src = (unsigned)e[k].data & 0xffffffu;
-                    if (kind == 0 || kind >= K_NKINDS || src >= (unsigned)ctx->n) {
-                        ofi_set_error(ctx, "unexpected remote CQ data 0x%llx",
-                                      (unsigned long long)e[k].data);
-                        return COLLPROF_ERR_BACKEND;
-                    }
-                    ctx->cnt[kind][src]++;
-                } else {
-                    ctx->tx_done++;
-                }
-            }
         }
     }
     /* ranks may outnumber cores (and share them with the launcher and PMIx): after a while
@@ -302,7 +322,8 @@ static int ofi_post_pass(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns, i
                 ctx->got_ready[q] = 1;
                 ctx->rpayload[q] = __atomic_load_n(&ctx->ctrl[q], __ATOMIC_ACQUIRE);
             }
-            uint64_t roff = s->roff + (s->add_payload ? ctx->rpayload[q] : 0);
+            /* the READY's payload: where the target's buffer of this call lies (ctx->here) */
+            uint64_t roff = s->roff + (!s->to_scratch && ctx->got_ready[q] ? ctx->rpayload[q] : 0);
             uint64_t raddr = (s->to_scratch ? b->peer[q].saddr : b->peer[q].addr) + roff;
             uint64_t key = s->to_scratch ? b->peer[q].skey : b->peer[q].key;
             long r = ofi_block(ctx, mode, q, s->src, s->desc, s->len, raddr, key, s->kind, 1);
@@ -386,7 +407,7 @@ int ofi_ready_all(ofi_ctx_t *ctx, const int *only, uint64_t payload)
         if (q == ctx->rank || (only != NULL && *only != q)) {
             continue;
         }
-        int rc = ofi_signal(ctx, q, K_READY, payload);
+        int rc = ofi_signal(ctx, q, K_READY, payload + ctx->here);
         if (rc != COLLPROF_OK) {
             return rc;
         }

@@ -122,10 +122,10 @@ double ofi_default_link_gbps(void)
 
 /* ---- the provider and device of a context ----------------------------------------- */
 
-/* *pick: the first usable entry for the provider, with FI_HMEM when hmem; NULL if none
- * (*r: fi_getinfo's code) */
-static int ofi_try_provider(ofi_ctx_t *ctx, const char *node, uint64_t flags, int hmem, int *r,
-                            struct fi_info **pick)
+/* *pick: the first usable entry for the provider, with FI_HMEM when hmem and tagged messages
+ * (post()'s sends and recvs) when tagged; NULL if none (*r: fi_getinfo's code) */
+static int ofi_try_provider(ofi_ctx_t *ctx, const char *node, uint64_t flags, int hmem, int tagged,
+                            int *r, struct fi_info **pick)
 {
     struct fi_info *hints = ofi_hints(ctx->prov);
     *pick = NULL;
@@ -137,6 +137,9 @@ static int ofi_try_provider(ofi_ctx_t *ctx, const char *node, uint64_t flags, in
         hints->caps |= FI_HMEM;
         hints->domain_attr->mr_mode |= FI_MR_HMEM;
     }
+    if (tagged) {
+        hints->caps |= FI_TAGGED | FI_SEND | FI_RECV;
+    }
     fi_freeinfo(ctx->info);
     ctx->info = NULL;
     *r = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, NULL, flags, hints,
@@ -145,6 +148,7 @@ static int ofi_try_provider(ofi_ctx_t *ctx, const char *node, uint64_t flags, in
     for (struct fi_info *i = (*r == 0 ? ctx->info : NULL); i != NULL; i = i->next) {
         if (ofi_usable(i) && (!hmem || (i->caps & FI_HMEM))) {
             ctx->hmem = hmem;
+            ctx->tagged = tagged;
             *pick = i;
             break;
         }
@@ -169,9 +173,12 @@ int ofi_pick_provider(ofi_ctx_t *ctx)
         flags = FI_SOURCE;
     }
     for (int hmem = ofi_gpu_count() > 0; hmem >= 0 && pick == NULL; hmem--) {
-        int rc = ofi_try_provider(ctx, node, flags, hmem, &r, &pick);
-        if (rc != COLLPROF_OK) {
-            return rc;
+        /* tagged messages when the provider has them (else no posted sends and recvs) */
+        for (int tagged = 1; tagged >= 0 && pick == NULL; tagged--) {
+            int rc = ofi_try_provider(ctx, node, flags, hmem, tagged, &r, &pick);
+            if (rc != COLLPROF_OK) {
+                return rc;
+            }
         }
         if (pick == NULL && hmem && h->log != NULL && h->rank == 0) {
             h->log(COLLPROF_LOG_INFO, "ofi: provider '%s' has no FI_HMEM: host memory only",

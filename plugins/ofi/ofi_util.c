@@ -16,7 +16,26 @@
 char ofi_global_err[OFI_ERR_LEN];
 static int ofi_ngpus = -1; /* cached cudaGetDeviceCount, 0 on any error */
 
-COLLPROF_DEFINE_SET_ERROR(ofi_set_error, ofi_ctx_t, err, ofi_global_err);
+static __thread int ofi_on_worker; /* this thread is a context's worker (ofi_post.c) */
+
+void ofi_mark_worker(void)
+{
+    ofi_on_worker = 1;
+}
+
+/* ctx->err, or on a worker ctx->werr (the posting thread reads err meanwhile), or without a
+ * context ofi_global_err */
+void ofi_set_error(ofi_ctx_t *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (ctx == NULL) {
+        collprof_errbuf_vset(ofi_global_err, sizeof(ofi_global_err), fmt, ap);
+    } else {
+        collprof_errbuf_vset(ofi_on_worker ? ctx->werr : ctx->err, OFI_ERR_LEN, fmt, ap);
+    }
+    va_end(ap);
+}
 
 int ofi_fail(ofi_ctx_t *ctx, const char *call, long rc)
 {

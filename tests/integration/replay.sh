@@ -1,7 +1,7 @@
 #!/bin/sh
 # collprof --replay (issue 40 item 2): the PARAM fixture of tests/data/trace (2 ranks, two
 # groups, async ops, a batch of send/recv, all_to_allv) imported and replayed with --np 2 on
-# self, gloo, mpi (those built) and nccl on the CUDA/NCCL stand-in (its device buffers through
+# self, gloo, mpi, ofi (those built) and nccl on the CUDA/NCCL stand-in (its device buffers through
 # host copies): the replay's op rows (/replay, what = op) are the trace's
 # ops in the same order (rank, seq, op, bytes, group), every collective the backend offers
 # replayed and checked ok (wrong 0), the others said (a type the backend lacks: unsupported),
@@ -44,7 +44,7 @@ replay() {
     awk -F'|' '{ print $3 "|" $4 "|" $5 "|" $7 "|" $8 }' "ops.$t" >"got.$t"
 }
 
-for b in self gloo mpi nccl; do
+for b in self gloo mpi ofi nccl; do
     if ! have "$b"; then
         ok 0 "# SKIP the $b backend was not built"
         continue
@@ -108,7 +108,7 @@ n=$(awk -F'|' '$5 == "alltoallv" && $16 == "skipped" && $17 ~ /splits disagree/'
 [ "$rc" -eq 0 ] && [ "$n" -eq 2 ]
 ok $? "the fixture's all_to_allv, its splits not matching between ranks, skipped on both ($n)"
 
-for b in self gloo nccl; do
+for b in self gloo ofi nccl; do
     have "$b" || continue
     replay "$b" 3 c
     bad=$(awk -F'|' '$5 !~ /^(send|recv|wait)$/ && $16 != "ok" && $16 != "unsupported"' "ops.$b.3.c")
@@ -133,7 +133,7 @@ done
 "$REPORT" import --trace param q-rank0.json q-rank1.json q-rank2.json q-rank3.json -o q.h5 >q.out 2>&1
 ok $? "a 4-rank trace with two halves imports"
 rows q.h5 trace_ops | awk -F'|' 'NF > 1 { print $1 "|" $2 "|" $3 "|" $7 "|" $8 }' >want4
-for b in self gloo mpi nccl; do
+for b in self gloo mpi ofi nccl; do
     have "$b" || continue
     replay "$b" 4 q
     n=$(awk -F'|' '$16 == "ok" && $15 == 0' "ops.$b.4.q" | wc -l)

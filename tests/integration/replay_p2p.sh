@@ -1,12 +1,12 @@
 #!/bin/sh
 # collprof --replay's point-to-point, async and coalesced ops and --shrink (issue 40 item 2,
-# docs/replay.md), on self, gloo and mpi (those built).  The p2p fixture of tests/data/trace
+# docs/replay.md), on self, gloo, mpi and ofi (those built).  The p2p fixture of tests/data/trace
 # (2 ranks): a blocking send/recv pair of 1 MiB that both ranks record send first (it would
 # deadlock on a rendezvous protocol, issued blocking), an isend/irecv completed at its wait
 # past an allreduce, a use_batch pair (coalesced) issued in opposite orders, two async
 # collectives waited in opposite orders, an async reduce.  Every op row ok with wrong 0 (a wait: ok, or skipped
 # where its op ran at once), the send and recv rows counted (10), the async collectives posted
-# and completed at their waits on every backend (self and gloo: a worker thread per context).
+# and completed at their waits on every backend (self, gloo and ofi: a worker thread per context).
 # Async collectives that must overlap: an iallreduce crossed with a blocking allreduce of
 # another group (hangs unless posted for real), and one overlapped by a recorded gap (--gaps
 # trace: its post and wait take less than half the same allreduce run blocking; a timing miss
@@ -44,7 +44,7 @@ replay() {
     awk -F'|' '$1 == "op"' "all.$t" >"ops.$t"
 }
 
-for b in self gloo mpi nccl; do
+for b in self gloo mpi ofi nccl; do
     if ! have "$b"; then
         ok 0 "# SKIP the $b backend was not built"
         continue
@@ -126,8 +126,8 @@ ok $? "a trace of an iallreduce crossed with a blocking allreduce of another gro
 # filled in that time, before its post: filled at the start of the replay, a rank under load
 # posted up to 300 ms late and the other's wait absorbed it), a barrier of its group 500 ms
 # after the post (the gap slept to it), its wait, then the same allreduce blocking 100 ms
-# later.  Posted for real (a worker thread on self and gloo), the allreduce moves during the
-# gap: its post and its wait together take far less than the blocking one (< 1/2 checked); run
+# later.  Posted for real (a worker thread on self, gloo and ofi), the allreduce moves during
+# the gap: its post and its wait together take far less than the blocking one (< 1/2 checked); run
 # at once, the post alone would take as long.  (Group A is every rank of this 2-rank run: the
 # world context, so the posted op and the blocking ones share one context.)  On mpi only
 # printed: Open MPI moves a posted collective only inside its calls (the barrier, the wait),
@@ -164,7 +164,7 @@ overlap() {
                       r, post, w, blk, at[r " 1"] / 1000 }
               exit bad }' "$1"
 }
-for b in self gloo mpi; do
+for b in self gloo mpi ofi; do
     [ -e "${COLLPROF_PLUGIN_PATH%%:*}/collprof_$b.so" ] || continue
     replay "$b" 3 c --timeout 30
     n=$(awk -F'|' '$5 == "allreduce" && $16 == "ok" && $15 == 0' "ops.$b.3.c" | wc -l)
@@ -200,7 +200,7 @@ if have nccl; then
     ok $? "nccl: --variants default,graph,p2p,reg: the p2p trace replayed on each, all ok ($n, exit $rc)"
 fi
 
-for b in self mpi nccl; do
+for b in self mpi ofi nccl; do
     have "$b" || continue
     COLLPROF_FAULT=wrong:1
     export COLLPROF_FAULT
@@ -239,7 +239,7 @@ ok $? "a trace of two groups of the same two ranks imports"
 sed 's/1048576/65536/g' x-rank0.json >y-rank0.json
 sed 's/1048576/65536/g' x-rank1.json >y-rank1.json
 "$REPORT" import --trace param y-rank0.json y-rank1.json x-rank2.json -o y.h5 >y.out 2>&1
-for b in self gloo mpi nccl; do
+for b in self gloo mpi ofi nccl; do
     have "$b" || continue
     x=x
     [ "$b" = nccl ] && x=y
@@ -254,7 +254,7 @@ ok $? "the 8-rank fixture imports"
 cp_run --np 4 --backends self --replay s.h5 --output-dir .
 [ "$rc" -eq 2 ] && grep -q 'recorded on 8 ranks and this run has 4.*--shrink' err
 ok $? "8 ranks on 4 without --shrink: refused, --shrink named (exit $rc: $(head -c 200 err))"
-for b in self gloo mpi nccl; do
+for b in self gloo mpi ofi nccl; do
     have "$b" || continue
     replay "$b" 4 s --shrink
     n=$(awk -F'|' '$16 == "ok" && $15 == 0' "ops.$b.4.s" | wc -l)

@@ -58,11 +58,10 @@ for b in self gloo mpi ofi nccl; do
     a=$(awk -F'|' '$5 == "allgatherv" && $9 == 3 && $16 == "ok" && $15 == 0 &&
         $17 ~ /per-rank counts/' "$f" | wc -l)
     h=$(awk -F'|' '$5 == "allgatherv" && $9 == 2 && $16 == "ok" && $15 == 0' "$f" | wc -l)
-    # the async one: posted (self, gloo: their worker threads; mpi: MPI_Iallgatherv; nccl: on
-    # the stream), on ofi (no post) issued and completed at once
+    # the async one: posted (self, gloo, ofi: their worker threads; mpi: MPI_Iallgatherv;
+    # nccl: on the stream) and completed at its wait
     i=$(awk -F'|' '$5 == "allgatherv" && $6 == "uint8" && $16 == "ok" && $15 == 0 &&
-        $17 ~ /async: (posted$|issued and completed at once \(backend ofi cannot post)/' "$f" |
-        wc -l)
+        $17 ~ /async: posted$/ && $18 ~ /^completed at its wait/' "$f" | wc -l)
     [ "$a" -eq 6 ] && [ "$h" -eq 2 ] && [ "$i" -eq 3 ]
     ok $? "$b: the allgathervs ok and exact with per-rank counts, the async one posted ($a, $h, $i)"
     case $b in
