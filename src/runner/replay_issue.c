@@ -158,6 +158,9 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
         return;
     }
     const char *kind = r->req >= 0 ? "async" : r->coalesced >= 0 ? "coalesced" : "nccl order";
+    if (o[i].compose && r->req < 0 && r->coalesced < 0) {
+        return; /* (nccl order: its note says it is several calls, each run at once) */
+    }
     char s[112];
     if (o[i].compose) { /* (the note is short of room: the op's note says the rest) */
         snprintf(s, sizeof(s), "%s: issued and completed at once (composed)", kind);
