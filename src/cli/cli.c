@@ -187,6 +187,12 @@ const cli_opt_t cli_opts[] = {
      "replay only the ops whose seq is in RANGE (A-B, A-,\n"
      "-B or A; each rank's own seqs), with their gaps",
      NULL},
+    {"replay-order", 0, "ORDER", cli_h_string, NULL, OPT_FIELD(replay_order),
+     "nccl (each op posted on its group's queue, completed\n"
+     "at the next op of its group, as NCCL runs it) or\n"
+     "program (in order, collectives blocking); default:\n"
+     "nccl for a trace imported from NCCL, else program",
+     NULL},
     {"sweep-sizes", 0, "S,L", cli_h_sweep_sizes, NULL, 0, 0,
      "link sweep messages: latency at S, bandwidth at L\n"
      "bytes (default: 8,4M)",
@@ -356,9 +362,10 @@ static int replay_options(cp_options_t *opt, char *err, size_t errlen)
 {
     if (opt->replay[0] == '\0' &&
         (opt->replay_iters != 0 || opt->gaps[0] != '\0' || opt->replay_ops[0] != '\0' ||
-         opt->replay_shrink)) {
-        snprintf(err, errlen, "--replay-iters, --replay-ops, --gaps and --shrink shape a replay: "
-                              "add --replay TRACE");
+         opt->replay_shrink || opt->replay_order[0] != '\0')) {
+        snprintf(err, errlen,
+                 "--replay-iters, --replay-ops, --replay-order, --gaps and --shrink shape a "
+                 "replay: add --replay TRACE");
         return -1;
     }
     int mode;
@@ -367,6 +374,11 @@ static int replay_options(cp_options_t *opt, char *err, size_t errlen)
     if (cp_gaps_parse(opt->gaps, &mode, &scale, err, errlen) != 0 ||
         (opt->replay_ops[0] != '\0' &&
          cp_replay_ops_parse(opt->replay_ops, &lo, &hi, err, errlen) != 0)) {
+        return -1;
+    }
+    if (opt->replay_order[0] != '\0' && strcmp(opt->replay_order, "nccl") != 0 &&
+        strcmp(opt->replay_order, "program") != 0) {
+        snprintf(err, errlen, "--replay-order %s: nccl or program", opt->replay_order);
         return -1;
     }
     if (opt->replay[0] != '\0' && (opt->link_sweep || opt->screen || opt->healthcheck)) {

@@ -99,6 +99,7 @@ typedef struct cp_options {
     char gaps[40];              /**< --gaps: none, trace[:SCALE], compute[:SCALE] ("": none) */
     char replay_ops[64];        /**< --replay-ops: the seqs replayed, A-B, A-, -B, A ("": all) */
     int replay_shrink;          /**< --shrink: fold a trace of more ranks onto the run's */
+    char replay_order[16];      /**< --replay-order: nccl, program ("": by the trace's source) */
     int variants_given;         /**< --variants was given (a replay then runs each variant) */
     unsigned split;             /**< --split: COLLPROF_BIT(cp_split_t) of the extra groupings */
     char backend_opts[32][256]; /**< -B key=value, and --key value (see bopts.h) */

@@ -339,7 +339,9 @@ void cp_summary_print_head(FILE *f, const cp_run_info_t *ri)
         fprintf(f,
                 "replay:     %s (docs/replay.md):\n"
                 "            %s;\n"
-                "            each rank's ops in recorded order, each op's calls timed with\n"
+                "            each rank's ops in recorded order (--replay-order nccl: each\n"
+                "            posted on its group's queue; program: collectives blocking),\n"
+                "            each op's calls timed with\n"
                 "            CLOCK_MONOTONIC, p50 over the replays\n",
                 o->replay, cp_summary_replay_policy(o, rp, sizeof(rp)));
         if (c == CP_CHECK_NONE) {
@@ -362,9 +364,9 @@ void cp_summary_print_head(FILE *f, const cp_run_info_t *ri)
 const char *cp_summary_replay_policy(const cp_options_t *o, char *buf, size_t len)
 {
     char chk[32];
-    snprintf(
-        buf, len, "%d replays (--replay-iters), --gaps %s, --check %s", o->replay_iters,
-        o->gaps[0] ? o->gaps : "none",
-        cp_check_name(cp_check_applied(o->check, o->check_mode), o->check_k, chk, sizeof(chk)));
+    snprintf(buf, len, "%d replays (--replay-iters), --gaps %s, --check %s%s%s", o->replay_iters,
+             o->gaps[0] ? o->gaps : "none",
+             cp_check_name(cp_check_applied(o->check, o->check_mode), o->check_k, chk, sizeof(chk)),
+             o->replay_order[0] ? ", --replay-order " : "", o->replay_order);
     return buf;
 }

@@ -118,6 +118,10 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
                       rr->opt->replay_iters, err, len) != 0) {
         return CP_EXIT_USAGE; /* (--replay-ops keeps only its ops of t) */
     }
+    snprintf(rr->opt->replay_order, sizeof(rr->opt->replay_order), "%s", /* (the summary's) */
+             cp_replay_order_setup(rr->opt->replay_order, t, rr->plugins, rr->nplugins,
+                                   rr->plan.plugins_used));
+    cp_log(CP_LOG_INFO, "replay: --replay-order %s", rr->opt->replay_order);
     char why[900]; /* the check before the replay (rank 0; a --shrink fold is not checked) */
     int ck = rr->boot.rank == 0 && sc != NULL ? cp_replay_check_end(t, why, sizeof(why)) : 0;
     if (ck > 0) {

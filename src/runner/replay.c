@@ -205,6 +205,7 @@ static int prepare(const cp_plugin_t *p, rop_t *o, const cp_trace_t *t, const cp
     const collprof_trace_op_row_t *r = o->t;
     const cp_rgroup_t *g = &gs[r->group];
     o->group = r->group;
+    o->wq = g->ctx != NULL && !g->own;
     o->op = cp_coll_from_name(r->op);
     if (!strcmp(r->op, "wait")) { /* cp_replay_schedule() pairs it with its op */
         o->op = -1;

@@ -56,6 +56,14 @@ int cp_replay_run(cp_plugin_t *p, const char *variant, const cp_trace_t *t, cons
  *  Before cp_replay_run; the default is last. */
 void cp_replay_check_set(cp_check_t mode, int k);
 
+/** The ops p can post: its caps' post_ops where it has post() and wait(), else 0. */
+uint32_t cp_replay_post_mask(const cp_plugin_t *p);
+/** The order of the replays to come and of the check before them (replay_order.c): order
+ *  (nccl, program; "": nccl for a trace imported from NCCL, else program), the check told
+ *  what every plugin ps[i] with used[i] set (used NULL: every one) can post.  Its name. */
+const char *cp_replay_order_setup(const char *order, const cp_trace_t *t, const cp_plugin_t *ps,
+                                  int np, const unsigned char *used);
+
 /** For the memory guard: the bytes rank holds to replay its ops of t iters times (per op its
  *  trace row, prepared op, row, times and --gaps figures; each group's two buffers at its
  *  largest op's size, more where async ops overlap). */

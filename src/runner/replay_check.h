@@ -12,7 +12,12 @@
 #include "schema/trace_read.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
+/** The order the check simulates (replay_sim.c): nccl 1 (--replay-order nccl: an op posted
+ *  where post_mask has it, completed before the next op of its group), 0 program (the
+ *  default). */
+void cp_replay_check_order(int nccl, uint32_t post_mask);
 /** Start a check (drops any earlier one). */
 void cp_replay_check_begin(void);
 /** Row r of t (its groups and members read) joins the check. */

@@ -30,6 +30,8 @@ typedef struct rop {
     int p2p;     /**< RP_SEND, RP_RECV; 0: a collective */
     int peer;    /**< p2p: the peer's rank in the group's context */
     int how;     /**< RP_NOW or RP_POST */
+    int wq;      /**< its group's context is the job's own (shared by every such group): a
+                      collective's queue under --replay-order nccl is the job's, not its group's */
     size_t done_at; /**< RP_POST: completed before op done_at runs (n: at the end) */
     long waits;     /**< a wait that completes an op: its index; else -1 */
     size_t off;     /**< its buffers' offset in its group's two buffers */
@@ -50,6 +52,12 @@ int cp_replay_has_post(const cp_plugin_t *p);
 /** Fill a send's buffer; after a recv completes, count its wrong elements. */
 void cp_replay_p2p_fill(const rop_t *o, void *buf, int rank);
 uint64_t cp_replay_p2p_check(const rop_t *o, const void *buf);
+
+/** --replay-order nccl: the op after o[i] that completes it, the next of its group not of
+ *  its coalesced call or run of blocking sends and recvs; n: none (replay_order.c). */
+size_t cp_replay_nccl_next(const rop_t *o, size_t n, size_t i);
+/** The order the replay issues its ops in: 1 nccl, 0 program (cp_replay_order_setup). */
+int cp_replay_order_nccl(void);
 
 /** Decide how each of o[n] is issued and when completed, and its buffer offset; the bytes
  *  each group's buffers need on this rank in need[ngroups] (replay_issue.c).  0, or -1 when

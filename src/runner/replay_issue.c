@@ -9,7 +9,10 @@
  *    the next op that is not of the call;
  *  - a blocking send or recv is posted with the consecutive blocking sends and recvs of its
  *    group, all completed before the next op that is not one of them: a pair recorded in an
- *    order that would deadlock on a rendezvous protocol does not.
+ *    order that would deadlock on a rendezvous protocol does not;
+ *  - under --replay-order nccl (replay_order.c), every op is posted where the backend can,
+ *    and completed when the next op of its group is issued (past its coalesced call or run
+ *    of sends and recvs), at its wait where that comes first, or at the end.
  * A collective the backend cannot post runs at once, its note says so.  Ops in flight
  * together each have their own place in their group's buffers.
  */
@@ -116,11 +119,28 @@ static void complete_at(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
     o[i].done_at = j;
 }
 
-/* How op i is issued: posted when it is point-to-point, or async or coalesced and p can. */
+/* --replay-order nccl: posted op i completes at the next op of its group (an async op at its
+ * wait where that comes first). */
+static void nccl_done(rop_t *o, size_t n, size_t i)
+{
+    size_t nx = cp_replay_nccl_next(o, n, i), w = o[i].done_at;
+    if (o[i].t->req < 0 || nx < w) {
+        o[i].done_at = nx;
+    }
+    if (o[i].t->req >= 0 && nx < w && w < n) {
+        snprintf(o[w].note, sizeof(o[w].note),
+                 "its op (seq %lld) completed before the next op of its group (nccl order)",
+                 (long long)o[i].t->seq);
+    }
+}
+
+/* How op i is issued: posted when it is point-to-point, or async or coalesced (any op under
+ * --replay-order nccl) and p can. */
 static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
 {
     const collprof_trace_op_row_t *r = o[i].t;
-    int want = o[i].p2p != 0 || r->req >= 0 || r->coalesced >= 0;
+    int nccl = cp_replay_order_nccl();
+    int want = nccl || o[i].p2p != 0 || r->req >= 0 || r->coalesced >= 0;
     size_t w = r->req >= 0 && strcmp(r->op, "wait") != 0 ? wait_of(o, n, i) : n;
     if (o[i].op < 0 && w < n) {
         snprintf(o[w].note, sizeof(o[w].note), "its op (seq %lld) is not replayed",
@@ -132,15 +152,21 @@ static void how_of(const cp_plugin_t *p, rop_t *o, size_t n, size_t i)
     if (o[i].p2p != 0 || can_post(p, &o[i])) {
         o[i].how = RP_POST;
         complete_at(p, o, n, i);
+        if (nccl) {
+            nccl_done(o, n, i);
+        }
         return;
+    }
+    const char *kind = r->req >= 0 ? "async" : r->coalesced >= 0 ? "coalesced" : "nccl order";
+    if (o[i].compose && r->req < 0 && r->coalesced < 0) {
+        return; /* (nccl order: its note says it is several calls, each run at once) */
     }
     char s[112];
     if (o[i].compose) { /* (the note is short of room: the op's note says the rest) */
-        snprintf(s, sizeof(s), "%s: issued and completed at once (composed)",
-                 r->req >= 0 ? "async" : "coalesced");
+        snprintf(s, sizeof(s), "%s: issued and completed at once (composed)", kind);
     } else {
-        snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)",
-                 r->req >= 0 ? "async" : "coalesced", p->name, collprof_op_name(o[i].op));
+        snprintf(s, sizeof(s), "%s: issued and completed at once (backend %s cannot post %s)", kind,
+                 p->name, collprof_op_name(o[i].op));
     }
     note_add(&o[i], s);
     if (w < n) {

@@ -6,10 +6,15 @@
  * posted and completed before the next op not of them; a posted op completes once every
  * party reached it (a collective: its members; a send: its recv).  A rank that cannot go on
  * waits on one instance; when none can, the replay would hang: the cycle is the refusal.
+ * Under --replay-order nccl (cp_replay_check_order) every op the backends can all post is
+ * posted, and a rank's op waits first for the ops of its group before it (back to the last
+ * one not of its coalesced call or run of sends and recvs) to complete: a per-group queue;
+ * its async ops complete at their wait where that comes first, every op by the end.
  * Each op is visited a bounded number of times: O(ops + instances).
  */
 #include "config.h"
 
+#include "runner/replay_check.h"
 #include "runner/replay_check_int.h"
 
 #include <collprof/vocab.h>
@@ -28,6 +33,15 @@ void cp_check_opname(const crow_t *c, char *s, size_t len)
     }
 }
 
+static int sim_nccl;      /* --replay-order nccl */
+static uint32_t sim_post; /* the ops every backend of the run can post (nccl order) */
+
+void cp_replay_check_order(int nccl, uint32_t post_mask)
+{
+    sim_nccl = nccl;
+    sim_post = post_mask;
+}
+
 typedef struct rk {
     size_t pos, run, tail; /**< next op; the open run's first op (-1: none); end's cursor */
     int64_t key;           /**< the open run's coalesced number, or its group (p2p) */
@@ -41,7 +55,16 @@ typedef struct sim {
     uint32_t *got;
     int *head, *next, *q; /**< the ranks waiting on each instance; the ready queue */
     size_t nq;
+    const cp_trace_t *t;
+    size_t *prev, *first; /**< nccl order: the op of its group before it (SIZE_MAX: none);
+                               the first op of its coalesced call or run (else itself) */
 } sim_t;
+
+/* Is c an op the replay issues (a collective, a send, a recv)? */
+static int issued(const crow_t *c)
+{
+    return c->kind == CK_COLL || c->kind == CK_SEND || c->kind == CK_RECV;
+}
 
 static int matched(const sim_t *s, size_t x)
 {
@@ -99,12 +122,43 @@ static int finish(sim_t *s, int k)
     }
     for (; st->tail < end; st->tail++) {
         const crow_t *c = &s->c->r[st->tail];
-        if ((c->flags & CF_ASYNC) && c->kind != CK_SKIP && c->kind != CK_WAIT &&
-            !s->c->waited[st->tail] && !matched(s, s->c->inst[st->tail])) {
+        int open = sim_nccl ? issued(c)
+                            : (c->flags & CF_ASYNC) && c->kind != CK_SKIP && c->kind != CK_WAIT &&
+                                  !s->c->waited[st->tail];
+        if (open && !matched(s, s->c->inst[st->tail])) {
             return block(s, k, s->c->inst[st->tail], st->tail);
         }
     }
     st->done = 1;
+    return 0;
+}
+
+/* nccl order: the queue of op c, its group's; a collective on a group of every rank: the
+ * job's (ngroups), whose context the groups of every rank share in the replay; ngroups + 1:
+ * none */
+static size_t key(const sim_t *s, const crow_t *c)
+{
+    const cp_trace_t *t = s->t;
+    if (!issued(c) || c->group < 0 || (size_t)c->group >= t->ngroups) {
+        return t->ngroups + 1;
+    }
+    return c->kind == CK_COLL && t->groups[c->group].size >= s->c->nr ? t->ngroups
+                                                                      : (size_t)c->group;
+}
+
+/* nccl order: op i of rank k (issued) waits for the ops of its group before it: 1 blocked */
+static int queue(sim_t *s, int k, size_t i)
+{
+    size_t p = s->prev[i];
+    if (p == SIZE_MAX || s->first[p] == s->first[i]) {
+        return 0; /* the first of its group, or of its call or run as the one before */
+    }
+    for (size_t j = s->first[p]; j <= p; j++) {
+        const crow_t *c = &s->c->r[j];
+        if (issued(c) && key(s, c) == key(s, &s->c->r[i]) && !matched(s, s->c->inst[j])) {
+            return block(s, k, s->c->inst[j], j);
+        }
+    }
     return 0;
 }
 
@@ -114,6 +168,9 @@ static int one(sim_t *s, int k, size_t i)
     rk_t *st = &s->r[k];
     const crow_t *c = &s->c->r[i];
     size_t x = s->c->inst[i];
+    if (sim_nccl && issued(c) && queue(s, k, i)) {
+        return 1;
+    }
     if (st->run != SIZE_MAX && !in_run(st, c) && close_run(s, k, i)) {
         return 1;
     }
@@ -130,10 +187,13 @@ static int one(sim_t *s, int k, size_t i)
         }
     }
     int posted = c->kind != CK_COLL || (c->flags & (CF_ASYNC | CF_COAL));
+    if (sim_nccl) {
+        posted = c->kind != CK_COLL || (c->opc >= 0 && c->opc < 32 && (sim_post >> c->opc) & 1u);
+    }
     if (!posted && !matched(s, x)) {
         return block(s, k, x, i);
     }
-    if (st->run == SIZE_MAX && !(c->flags & CF_ASYNC) && posted) {
+    if (!sim_nccl && st->run == SIZE_MAX && !(c->flags & CF_ASYNC) && posted) {
         st->run = i;
         st->coal = (c->flags & CF_COAL) != 0;
         st->key = st->coal ? c->coal : c->group;
@@ -208,10 +268,13 @@ static void cycle(const sim_t *s, const cp_trace_t *t, char *err, size_t len)
         k = waits_for(s, t, k);
     }
     int from = k;
-    size_t l = (size_t)snprintf(err, len,
-                                "the replay would deadlock (%d rank%s blocked; ops issued in "
-                                "the trace's order, collectives blocking):",
-                                nb, nb == 1 ? "" : "s");
+    size_t l = (size_t)snprintf(err, len, "the replay would deadlock (%d rank%s blocked; %s):", nb,
+                                nb == 1 ? "" : "s",
+                                sim_nccl ? "NCCL order: each op posted on its group's queue "
+                                           "(the collectives of groups of every rank: one "
+                                           "queue), one the backend cannot post blocking"
+                                         : "ops issued in the trace's order, collectives "
+                                           "blocking");
     for (int n = 0; seen != NULL && k >= 0 && k < nr && !s->r[k].done && l < len && n < 6; n++) {
         const crow_t *c = &s->c->r[s->r[k].at];
         char op[64];
@@ -232,9 +295,45 @@ static void cycle(const sim_t *s, const cp_trace_t *t, char *err, size_t len)
     free(seen);
 }
 
+/* A blocking send or recv (of a run of them)? */
+static int plain(const crow_t *c)
+{
+    return (c->kind == CK_SEND || c->kind == CK_RECV) && !(c->flags & (CF_ASYNC | CF_COAL));
+}
+
+/* nccl order: s->prev and s->first of every row, rank by rank; 0, or -2 out of memory */
+static int queues(sim_t *s, const cp_trace_t *t)
+{
+    const chk_t *c = s->c;
+    size_t *last = malloc((t->ngroups + 2) * sizeof(size_t));
+    s->prev = malloc((c->n + 1) * sizeof(size_t));
+    s->first = malloc((c->n + 1) * sizeof(size_t));
+    for (size_t g = 0; last != NULL && g < t->ngroups + 2; g++) {
+        last[g] = SIZE_MAX;
+    }
+    for (int k = 0; last != NULL && s->prev != NULL && s->first != NULL && k < c->nr; k++) {
+        for (size_t i = c->start[k]; i < c->start[k + 1]; i++) {
+            const crow_t *a = &c->r[i], *b = &c->r[i > c->start[k] ? i - 1 : i];
+            int same =
+                i > c->start[k] && (((a->flags & b->flags & CF_COAL) && a->coal == b->coal) ||
+                                    (plain(a) && plain(b) && a->group == b->group));
+            size_t q = key(s, a);
+            s->first[i] = same ? s->first[i - 1] : i;
+            s->prev[i] = q <= t->ngroups ? last[q] : SIZE_MAX;
+            last[q] = i;
+        }
+        for (size_t i = c->start[k]; i < c->start[k + 1]; i++) { /* (reset: O(its rows)) */
+            last[key(s, &c->r[i])] = SIZE_MAX;
+        }
+    }
+    int rc = last != NULL && s->prev != NULL && s->first != NULL ? 0 : -2;
+    free(last);
+    return rc;
+}
+
 int cp_check_sim(chk_t *c, const cp_trace_t *t, char *err, size_t len)
 {
-    sim_t s = {.c = c};
+    sim_t s = {.c = c, .t = t};
     size_t nr = (size_t)c->nr;
     s.r = calloc(nr + 1, sizeof(rk_t));
     s.got = calloc(c->ninst + 1, sizeof(uint32_t));
@@ -242,6 +341,7 @@ int cp_check_sim(chk_t *c, const cp_trace_t *t, char *err, size_t len)
     s.next = calloc(nr + 1, sizeof(int));
     s.q = malloc((nr + 1) * sizeof(int));
     int rc = s.r && s.got && s.head && s.next && s.q ? 0 : -2;
+    rc = rc == 0 && sim_nccl ? queues(&s, t) : rc;
     for (size_t x = 0; rc == 0 && x <= c->ninst; x++) {
         s.head[x] = -1;
     }
@@ -263,5 +363,7 @@ int cp_check_sim(chk_t *c, const cp_trace_t *t, char *err, size_t len)
     free(s.head);
     free(s.next);
     free(s.q);
+    free(s.prev);
+    free(s.first);
     return rc;
 }

@@ -306,6 +306,29 @@ static int scan_ops(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
     return rc;
 }
 
+/* The root's imported_format (a string of either kind) into t->format; "" without one. */
+static void read_format(hid_t f, cp_trace_t *t)
+{
+    hid_t a = H5Aexists(f, "imported_format") > 0 ? H5Aopen(f, "imported_format", H5P_DEFAULT) : -1;
+    hid_t ft = a >= 0 ? H5Aget_type(a) : -1;
+    t->format[0] = '\0';
+    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) > 0) {
+        hid_t mt = cp_h5_str_type(H5T_VARIABLE, H5T_CSET_UTF8);
+        char *v = NULL;
+        if (H5Aread(a, mt, &v) >= 0 && v != NULL) {
+            snprintf(t->format, sizeof(t->format), "%s", v);
+        }
+        H5free_memory(v);
+        cp_h5_release(mt);
+    } else if (ft >= 0 && H5Tget_class(ft) == H5T_STRING && H5Tget_size(ft) < sizeof(t->format)) {
+        hid_t mt = cp_h5_str_type(H5Tget_size(ft), H5T_CSET_UTF8);
+        t->format[H5Aread(a, mt, t->format) < 0 ? 0 : sizeof(t->format) - 1] = '\0';
+        cp_h5_release(mt);
+    }
+    cp_h5_release(ft);
+    cp_h5_release(a);
+}
+
 /* The four tables of an open file: the ops those sel selects. */
 static int read_all(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err, size_t errlen)
 {
@@ -324,6 +347,7 @@ static int read_all(hid_t f, cp_trace_t *t, const cp_trace_sel_t *sel, char *err
         return -1;
     }
     t->partial = sel->keep != NULL;
+    read_format(f, t);
     if (check_groups(t, err, errlen) != 0 || scan_ops(f, t, sel, err, errlen) != 0) {
         return -1;
     }

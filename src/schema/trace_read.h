@@ -23,6 +23,8 @@ typedef struct cp_trace {
     int shrunk_from; /**< collprof --replay --shrink: the ranks it was recorded on; 0: not shrunk */
     size_t nrows;    /**< /trace_ops rows in the file (ops[] holds those kept) */
     int partial;     /**< ops[] holds only the rows a selection kept */
+    char format[32]; /**< the format imported (the root's imported_format, e.g.
+                      *   nccl-inspector-jsonl); "": not recorded */
 } cp_trace_t;
 
 /** A selective read: keep(arg, row) says whether ops[] keeps a row (NULL: every row, whose

@@ -75,13 +75,13 @@ done
 
 # the header: the replay's policy, not the matrix's
 f=$(summary_of r.last.wrong:1)
-grep -q '^# replay: 4 replays (--replay-iters), --gaps none, --check last$' out.last.wrong:1 &&
+grep -q '^# replay: 4 replays (--replay-iters), --gaps none, --check last, --replay-order program$' out.last.wrong:1 &&
     ! grep -q -e '--sync' -e '--rotate-buffers' out.last.wrong:1 &&
     grep -q '^  measured: .*; check last$' "$f" && ! grep -q '^  measured: .*sync' "$f" &&
     grep -q '^check:      --check last: the ops of the last replay' "$f"
 ok $? "the console header and the summary say the replay's policy (--check last), not --sync"
 f=$(summary_of r.0.wrongiter:4:1)
-grep -q '^# replay: 4 replays (--replay-iters), --gaps none, --check none$' out.0.wrongiter:4:1 &&
+grep -q '^# replay: 4 replays (--replay-iters), --gaps none, --check none, --replay-order program$' out.0.wrongiter:4:1 &&
     grep -q '^whole trace: 10 ops, .*, results not checked (--check 0)$' out.0.wrongiter:4:1 &&
     ! grep -q 'wrong elements' out.0.wrongiter:4:1 &&
     grep -q '^check:      disabled (--check 0)' "$f" && grep -q '^  measured: .*; check none$' "$f"

@@ -3,11 +3,13 @@
 # PARAM, collprof-trace, PyTorch ET, Chakra JSON and Chakra .et replay; the NCCL Inspector
 # fixture, whose order across its two communicators would deadlock a blocking replay (rank 0's
 # allgather on one waits for rank 1, whose recv on the other waits for rank 0's send after
-# it), and the Flight Recorder fixture (one rank's file of a 2-rank group) are refused at once,
-# in one line, by the check before the replay (docs/replay.md); the Inspector fixture without
-# its send and recv replays.  Then hostile traces of the check (mismatched sequences, an
-# unmatched send, a send larger than its recv, a cycle): refused in one line, non-zero, nothing written,
-# within a short bound.
+# it), replays in NCCL order (the default for a trace from NCCL: each op posted on its
+# group's queue) on self and gloo, exactly, and is refused at once, in one line, by the check
+# before the replay (docs/replay.md) under --replay-order program; the Flight Recorder fixture
+# (one rank's file of a 2-rank group) is refused; the Inspector fixture without its send and
+# recv replays.  Then hostile traces of the check (mismatched sequences, an unmatched send, a
+# send larger than its recv, a cycle, in program and in NCCL order): refused in one line,
+# non-zero, nothing written, within a short bound.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
 [ -x "$REPORT" ] || skip_all "collprof-report was not built (it needs HDF5)"
@@ -15,13 +17,14 @@ D=$COLLPROF_SRCDIR/tests/data/trace
 cd "$WORK" || exit 1
 CP_TIMEOUT=60 # (a hang is the failure this test looks for)
 
-# replays NAME NP H5: a replay of H5 on NP ranks runs, its trace's ops every one ok or skipped
+# replays NAME NP H5 [BACKEND]: a replay of H5 on NP ranks (on self) runs, its trace's ops
+# every one ok or skipped ($ORDER: a --replay-order)
 replays() {
     mkdir -p "o.$1"
-    cp_run --np "$2" --backends self --replay "$3" --replay-iters 1 --output-dir "o.$1"
+    cp_run --np "$2" --backends "${4:-self}" --replay "$3" --replay-iters 1 ${ORDER:+--replay-order "$ORDER"} --output-dir "o.$1"
     s=$(ls o."$1"/*.txt 2>/dev/null | head -n 1)
     [ "$rc" -eq 0 ] && [ -n "$s" ] && grep -q '^whole trace: .* 0 wrong elements' "$s"
-    ok $? "$1: --np $2 --replay on self runs (exit $rc$(tail -n 2 "$WORK/err" | tr '\n' ' '))"
+    ok $? "$1: --np $2 --replay on ${4:-self} runs (exit $rc$(tail -n 2 "$WORK/err" | tr '\n' ' '))"
 }
 
 # refused NAME NP H5 PATTERN: refused in one line matching PATTERN, exit 2, in under 20 s,
@@ -29,7 +32,7 @@ replays() {
 refused() {
     mkdir -p "o.$1"
     t0=$(date +%s)
-    cp_run --np "$2" --backends self --replay "$3" --replay-iters 1 --output-dir "o.$1"
+    cp_run --np "$2" --backends self --replay "$3" --replay-iters 1 ${ORDER:+--replay-order "$ORDER"} --output-dir "o.$1"
     t1=$(date +%s)
     n=$(grep -c '^collprof: error: --replay' "$WORK/err")
     [ "$rc" -eq 2 ] && [ "$n" -eq 1 ] && grep -q "$4" "$WORK/err" && [ $((t1 - t0)) -lt 20 ] &&
@@ -58,8 +61,25 @@ else
     imp chakra-et k.h5 "$D/chakra.0.et" "$D/chakra.1.et" "$D/chakra.2.et" \
         "$D/chakra-comm_group.json" && replays chakra-et 3 k.h5
 fi
-imp nccl-inspector i.h5 "$D/gpu-a-pid100.log" "$D/gpu-b-pid200.log" &&
-    refused nccl-inspector 2 i.h5 'would deadlock (2 ranks blocked.*rank 0 at seq 1 (allgather on group 1) waits for rank 1; rank 1 at seq 1 (recv from 0 on group 0) waits for rank 0'
+# the Inspector fixture: in NCCL order (its default) on self and gloo, every op ok and exact
+# (posted, completed at the end: the note of none says "at once"); in program order, refused
+imp nccl-inspector i.h5 "$D/gpu-a-pid100.log" "$D/gpu-b-pid200.log" && {
+    replays nccl-inspector 2 i.h5
+    grep -q -- '--check last, --replay-order nccl;' "$s"
+    ok $? "nccl-inspector: replayed in NCCL order by default: $(grep -- '--replay-iters' "$s")"
+    n=$(grep -c '^allgather\|^send\|^recv\|^allreduce' "$s")
+    bad=$(grep '^allgather\|^send\|^recv\|^allreduce' "$s" | grep -cv ' ok ')
+    [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]
+    ok $? "nccl-inspector: its $n op type rows ok on self ($bad not)"
+    if have gloo; then
+        replays nccl-inspector-gloo 2 i.h5 gloo
+    else
+        ok 0 "# SKIP the gloo backend was not built"
+    fi
+    ORDER=program
+    refused nccl-inspector-program 2 i.h5 'would deadlock (2 ranks blocked; ops issued in the trace.s order, collectives blocking): rank 0 at seq 1 (allgather on group 1) waits for rank 1; rank 1 at seq 1 (recv from 0 on group 0) waits for rank 0'
+    ORDER=
+}
 sed 3d "$D/gpu-a-pid100.log" >a.log
 grep -v p2p_perf "$D/gpu-b-pid200.log" >b.log
 imp nccl-inspector i2.h5 a.log b.log && replays nccl-inspector-no-p2p 2 i2.h5
@@ -101,4 +121,8 @@ hostile sizes "rank 0's send to rank 1 (seq 0) is 2048 B, larger than its recv t
 { op all_reduce 0; echo; op all_reduce 1; echo; } >h0
 { op all_reduce 1; echo; op all_reduce 0; echo; } >h1
 hostile cycle 'would deadlock (2 ranks blocked.*rank 0 at seq 0 (allreduce on group 0) waits for rank 1; rank 1 at seq 0 (allreduce on group 1) waits for rank 0'
+# the same cycle in NCCL order: two groups of every rank share the job's context, one queue
+ORDER=nccl
+hostile cycle-nccl 'would deadlock (2 ranks blocked; NCCL order.*rank 0 at seq 0 (allreduce on group 0) waits for rank 1; rank 1 at seq 0 (allreduce on group 1) waits for rank 0'
+ORDER=
 done_testing

@@ -4,19 +4,24 @@
  * of both, against the replay's schedule: an async op posted and completed at its wait (at the
  * end without one), a coalesced call's ops posted together, a run of blocking sends and recvs
  * of one group posted together and completed before the next op; a blocking collective waits
- * for its members.  Each trace replays, or is refused with its cycle.
+ * for its members; under --replay-order nccl (cp_replay_check_order), every op the backends
+ * can post posted on its group's queue (a collective on a group of every rank: the job's) and
+ * completed before the next op of that queue.  Each trace replays, or is refused with its
+ * cycle.
  */
 #include "config.h"
 
 #include "runner/replay_check.h"
 #include "tap.h"
 
+#include <collprof/plugin.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static cp_trace_t T;
-static int64_t seq[2];
+static int64_t seq[3];
 static char err[1024];
 
 /* One op "NAME[/g][:req][@coalesced][>peer]" of rank r, as a row */
@@ -41,7 +46,7 @@ static void op(int r, const char *name, int g, int64_t req, int64_t coal, int pe
 
 static void start(void)
 {
-    seq[0] = seq[1] = 0;
+    seq[0] = seq[1] = seq[2] = 0;
     err[0] = '\0';
     cp_replay_check_begin();
 }
@@ -57,6 +62,72 @@ static int end(void)
 #define SEND(r, g, p) op(r, "send", g, -1, -1, p)
 #define RECV(r, g, p) op(r, "recv", g, -1, -1, p)
 #define CAR(r, g, c)  op(r, "allreduce", g, -1, c, -1)
+
+#define ALL (~(uint32_t)0)
+
+/* The NCCL Inspector fixture's order (tests/data/trace): rank 0 an allreduce on group 1,
+ * then a send on group 0; rank 1 the recv first */
+static void crossed_p2p(void)
+{
+    start();
+    AR(0, 1), SEND(0, 0, 1);
+    RECV(1, 0, 0), AR(1, 1);
+}
+
+/* --replay-order nccl: on T (groups 0 and 1 of both ranks), then on three ranks (groups 0
+ * and 1 of ranks 0 and 1, group 2 of all three) */
+static void nccl_order(void)
+{
+    cp_replay_check_order(0, ALL);
+    crossed_p2p();
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (allreduce on group 1) waits for rank 1; "
+                                 "rank 1 at seq 0 (recv from 0 on group 0) waits for rank 0"),
+       "program order: the Inspector fixture's order is a cycle (%s)", err);
+    cp_replay_check_order(1, ALL);
+    crossed_p2p();
+    ok(end() == 0, "nccl order: the Inspector fixture's order replays (%s)", err);
+    cp_replay_check_order(1, 0);
+    crossed_p2p();
+    ok(end() == 0, "nccl order, allreduce not posted: the recv is, it replays (%s)", err);
+
+    cp_replay_check_order(1, ALL); /* groups of every rank: one queue, the job's context */
+    start();
+    AR(0, 0), AR(0, 1);
+    AR(1, 1), AR(1, 0);
+    ok(end() != 0 && strstr(err, "NCCL order") &&
+           strstr(err, "rank 0 at seq 0 (allreduce on group 0) waits for rank 1"),
+       "nccl order: crossed collectives on two groups of every rank: the cycle (%s)", err);
+
+    static collprof_trace_group_row_t g3[3];
+    static collprof_trace_member_row_t m3[7] = {{0}, {1}, {0}, {1}, {0}, {1}, {2}};
+    g3[0] = (collprof_trace_group_row_t){.group = 0, .size = 2, .member_off = 0};
+    g3[1] = (collprof_trace_group_row_t){.group = 1, .size = 2, .member_off = 2};
+    g3[2] = (collprof_trace_group_row_t){.group = 2, .size = 3, .member_off = 4};
+    cp_trace_t two = T;
+    T = (cp_trace_t){.groups = g3, .ngroups = 3, .members = m3, .nmembers = 7, .nranks = 3};
+    start(); /* crossed on groups 0 and 1 of two of three ranks: a queue each */
+    AR(0, 0), AR(0, 1), AR(0, 2);
+    AR(1, 1), AR(1, 0), AR(1, 2);
+    AR(2, 2);
+    ok(end() == 0, "nccl order: crossed collectives on two groups, a queue each: ok (%s)", err);
+    cp_replay_check_order(1, ALL & ~COLLPROF_BIT(COLLPROF_OP_ALLREDUCE));
+    start(); /* the same on a backend that cannot post allreduce: blocking, a cycle */
+    AR(0, 0), AR(0, 1), AR(0, 2);
+    AR(1, 1), AR(1, 0), AR(1, 2);
+    AR(2, 2);
+    ok(end() != 0 && strstr(err, "NCCL order") &&
+           strstr(err, "rank 0 at seq 0 (allreduce on group 0) waits for rank 1"),
+       "nccl order, allreduce not posted: the crossed collectives' cycle (%s)", err);
+    cp_replay_check_order(1, ALL);
+    start(); /* one queue: rank 0's allreduce after its send, rank 1's before its recv */
+    SEND(0, 0, 1), AR(0, 0), AR(0, 2);
+    AR(1, 0), RECV(1, 0, 0), AR(1, 2);
+    AR(2, 2);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (send to 1 on group 0) waits for rank 1"),
+       "nccl order: a send before a collective of its group, crossed: the cycle (%s)", err);
+    T = two;
+    cp_replay_check_order(0, ALL);
+}
 
 int main(void)
 {
@@ -132,5 +203,6 @@ int main(void)
     cp_replay_check_row(&T, &b);
     ok(end() != 0 && strstr(err, "collective #1 differs"),
        "a broadcast whose root differs: refused (%s)", err);
+    nccl_order();
     return tap_done();
 }
