@@ -86,6 +86,17 @@ static void *ofi_worker(void *arg)
     return NULL;
 }
 
+/* w's locks and sequence tables freed, and w (its thread joined or never started) */
+static void ofi_post_free(ofi_post_t *w)
+{
+    pthread_cond_destroy(&w->done);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w->rseq);
+    free(w->sseq);
+    free(w);
+}
+
 static int ofi_post_start(ofi_ctx_t *ctx)
 {
     ofi_post_t *w = calloc(1, sizeof(*w));
@@ -105,12 +116,7 @@ static int ofi_post_start(ofi_ctx_t *ctx)
     ctx->post = w;
     if ((rc = pthread_create(&w->th, NULL, ofi_worker, ctx)) != 0) {
         ctx->post = NULL;
-        pthread_cond_destroy(&w->done);
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        free(w->rseq);
-        free(w->sseq);
-        free(w);
+        ofi_post_free(w);
         ofi_set_error(ctx, "post: the worker thread: %s", strerror(rc));
         return COLLPROF_ERR_BACKEND;
     }
@@ -141,12 +147,7 @@ void ofi_post_stop(ofi_ctx_t *ctx)
     ofi_free_list(w->in_head);
     ofi_free_list(w->p2p);
     ofi_free_list(w->coll);
-    pthread_cond_destroy(&w->done);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    free(w->rseq);
-    free(w->sseq);
-    free(w);
+    ofi_post_free(w);
     ctx->post = NULL;
 }
 
