@@ -219,7 +219,8 @@ static size_t esize(ncclDataType_t t)
     }
 }
 
-#define RED_CASE(T, CT)                                                                            \
+/* (sums and products in UT: integers wrap as on the device, whatever the buffers hold) */
+#define RED_CASE(T, CT, UT)                                                                        \
     case T: {                                                                                      \
         CT *d = dst;                                                                               \
         const CT *s = src;                                                                         \
@@ -229,8 +230,8 @@ static size_t esize(ncclDataType_t t)
                 d[i] = a;                                                                          \
                 continue;                                                                          \
             }                                                                                      \
-            d[i] = op == ncclSum    ? (CT)(a + b)                                                  \
-                   : op == ncclProd ? (CT)(a * b)                                                  \
+            d[i] = op == ncclSum    ? (CT)((UT)a + (UT)b)                                          \
+                   : op == ncclProd ? (CT)((UT)a * (UT)b)                                          \
                    : op == ncclMin  ? (a < b ? a : b)                                              \
                                     : (a > b ? a : b);                                              \
         }                                                                                          \
@@ -241,14 +242,14 @@ static int reduce_into(void *dst, const void *src, size_t count, ncclDataType_t 
                        int first)
 {
     switch (dt) {
-        RED_CASE(ncclInt8, int8_t)
-        RED_CASE(ncclUint8, uint8_t)
-        RED_CASE(ncclInt32, int32_t)
-        RED_CASE(ncclUint32, uint32_t)
-        RED_CASE(ncclInt64, int64_t)
-        RED_CASE(ncclUint64, uint64_t)
-        RED_CASE(ncclFloat32, float)
-        RED_CASE(ncclFloat64, double)
+        RED_CASE(ncclInt8, int8_t, uint8_t)
+        RED_CASE(ncclUint8, uint8_t, uint8_t)
+        RED_CASE(ncclInt32, int32_t, uint32_t)
+        RED_CASE(ncclUint32, uint32_t, uint32_t)
+        RED_CASE(ncclInt64, int64_t, uint64_t)
+        RED_CASE(ncclUint64, uint64_t, uint64_t)
+        RED_CASE(ncclFloat32, float, float)
+        RED_CASE(ncclFloat64, double, double)
     default: return -1;
     }
 }
