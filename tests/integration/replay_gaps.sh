@@ -130,7 +130,9 @@ ok $? "--gaps compute: an async allreduce overlaps the 20 ms before its wait ($n
 # (tests/nccl_mock/mock_cuda_driver.c logs each module load and kernel launch).  Each rank
 # loads the PTX kernel once, times it (5 empty launches, one of 1 ms), then launches it once
 # per gap on a stream of its own, asked for the gap (10 ms here) less an empty launch's round
-# trip, over a buffer that holds what it is told (grid: 4 multiprocessors x 8 blocks of 256).
+# trip, over a buffer that holds what it is told (grid: 4 multiprocessors x 8 blocks of 256;
+# asked 2-10 ms: the stand-in's round trip, the median of 5 empty launches, passed 5 ms on one
+# rank once in a loaded clean-clone run).
 # The summary and the rank rows say the gaps ran on the device, as a busy kernel; the
 # exposed figures are there.  Without PTX JIT: device-to-device copies, one note per rank; a
 # launch that fails: one warning line per rank, the gaps on the host.
@@ -140,7 +142,7 @@ if [ -e "$MOCK/collprof_nccl.so" ]; then
         replay nccl dev --gaps compute:0.5
     n=$(awk '$1 == "load" { ld[$2]++ } $1 == "launch" { pid[$2]; st[$2 " " $8]
             if ($4 != 32 || $6 != 256 || $14 != "ok") bad++
-            if ($12 >= 5000000 && $12 <= 10000000) gap[$2]++
+            if ($12 >= 2000000 && $12 <= 10000000) gap[$2]++
             if ($12 == 0) empty[$2]++; if ($12 == 1000000) cal[$2]++ }
         END { for (p in pid) { ns = 0; for (k in st) if (index(k, p " ") == 1) ns++
                   if (ld[p] == 1 && gap[p] == 20 && empty[p] == 5 && cal[p] == 1 && ns == 1) good++ }
