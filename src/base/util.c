@@ -7,7 +7,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +18,8 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 extern char **environ;
 
@@ -520,5 +524,26 @@ void cp_tmp_signals(void)
         if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) {
             sigaction(sigs[i], &sa, NULL);
         }
+    }
+}
+
+int cp_fd_drain(int fd, double max_s)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+        return -1;
+    }
+    unsigned long req = S_ISFIFO(st.st_mode) ? FIONREAD : SIOCOUTQ;
+    double end = cp_now_s() + max_s;
+    for (;;) {
+        int left = 0;
+        if (ioctl(fd, req, &left) != 0 || left <= 0) {
+            return 0;
+        }
+        if (cp_now_s() >= end) {
+            return 1;
+        }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
 }

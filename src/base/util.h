@@ -57,6 +57,12 @@ double cp_now_us(void);
 /** The same clock in seconds: every deadline and budget of the screen reads it. */
 double cp_now_s(void);
 
+/** Wait at most max_s for what this process wrote to fd to be read on: where fd is a pipe (its
+ * unread bytes, FIONREAD) or a socket (its unsent or unread bytes, SIOCOUTQ), as a launcher's
+ * step daemon holds a task's stdout and stderr.  0 when nothing is left, 1 when bytes were
+ * still unread at max_s, -1 when fd is neither (a file, a terminal: nothing to wait for). */
+int cp_fd_drain(int fd, double max_s);
+
 /** Page-aligned host memory (NULL when out of memory); cp_free_pages frees it. */
 void *cp_alloc_pages(size_t bytes);
 void cp_free_pages(void *p, size_t bytes);

@@ -208,6 +208,16 @@ void cp_oob_abort(int status, const char *msg)
     if (cp_pmix_self() == NULL) {
         return;
     }
+    /* the launcher ends every rank, this one too, as it hears of the abort: what this rank
+     * wrote last (rank 0's verdict) must have left its stdout and stderr first.  A step daemon
+     * forwards what it read from the pipes; what was still in them when srun was told to
+     * end the step was lost once under load (the screen's verdict of a stopped node).  The
+     * callers flush their streams (a lock here could be a stopped thread's). */
+    int out = cp_fd_drain(STDOUT_FILENO, 5.0), err = cp_fd_drain(STDERR_FILENO, 1.0);
+    if ((out == 0 || err == 0) && out != 1 && err != 1) {
+        struct timespec ts = {0, 200 * 1000 * 1000}; /* the daemon's turn to send it on */
+        nanosleep(&ts, NULL);
+    }
     alarm(5); /* the default action ends us if the server does not answer */
     PMIx_Abort(status, msg, NULL, 0);
     alarm(0);

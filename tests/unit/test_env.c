@@ -3,7 +3,9 @@
  * log's escaping of what it prints (cp_escape).  Then the temporary file being written
  * (cp_tmp_set): a SIGTERM removes it and still kills; an ignored SIGTERM stays ignored.  And
  * a plugin's default for a library's variable (collprof_env_default): into a spare entry,
- * the environment keeping its shape, a user's value kept, setenv once none is left. */
+ * the environment keeping its shape, a user's value kept, setenv once none is left.  And
+ * cp_fd_drain, the wait of an abort for its stdout to be read: a pipe and a socket read late,
+ * one never read, a file. */
 #include "config.h"
 
 #include "base/log.h"
@@ -16,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,6 +117,66 @@ static void check(const char *kv, const char *want)
     ok(!strcmp(got, want), "%s -> %s (got %s)", kv, want, got);
 }
 
+/* fds[1] written 4 KiB; a child reads fds[0] after delay_ms (never when negative): how long
+ * cp_fd_drain(fds[1], 2 s) took, its result in *rc */
+static double drain_after(int fds[2], int delay_ms, int *rc)
+{
+    char buf[4096];
+    memset(buf, 'x', sizeof(buf));
+    ok(write(fds[1], buf, sizeof(buf)) == (ssize_t)sizeof(buf), "4 KiB written");
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (delay_ms >= 0) {
+            usleep((useconds_t)delay_ms * 1000);
+            size_t got = 0;
+            while (got < sizeof(buf)) {
+                ssize_t r = read(fds[0], buf, sizeof(buf) - got);
+                if (r <= 0) {
+                    _exit(1);
+                }
+                got += (size_t)r;
+            }
+        } else {
+            pause();
+        }
+        _exit(0);
+    }
+    double t = cp_now_s();
+    *rc = cp_fd_drain(fds[1], 2.0);
+    t = cp_now_s() - t;
+    if (delay_ms < 0) {
+        kill(pid, SIGKILL);
+    }
+    waitpid(pid, NULL, 0);
+    close(fds[0]);
+    close(fds[1]);
+    return t;
+}
+
+static void drain_checks(void)
+{
+    int fds[2], rc;
+    if (pipe(fds) == 0) {
+        double t = drain_after(fds, 300, &rc);
+        ok(rc == 0 && t >= 0.25 && t < 2.0, "drain: a pipe read 0.3 s later: 0 after %.2f s", t);
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0) {
+        double t = drain_after(fds, 300, &rc);
+        ok(rc == 0 && t >= 0.25 && t < 2.0, "drain: a socket read 0.3 s later: 0 after %.2f s", t);
+    }
+    if (pipe(fds) == 0) {
+        double t = drain_after(fds, -1, &rc);
+        ok(rc == 1 && t >= 1.9, "drain: a pipe never read: 1 after %.2f s (the 2 s given)", t);
+    }
+    char path[] = "/tmp/collprof-drain.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) {
+        ok(write(fd, "x", 1) == 1 && cp_fd_drain(fd, 2.0) == -1, "drain: a file: -1 at once");
+        close(fd);
+        unlink(path);
+    }
+}
+
 int main(void)
 {
     /* what is captured */
@@ -175,5 +238,6 @@ int main(void)
     ok(!strcmp(wide, "abc"), "cp_escape: an escape that does not fit is left out whole");
     tmp_checks();
     env_default_checks();
+    drain_checks();
     return tap_done();
 }
