@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -539,6 +540,53 @@ static void rank_odd(int r)
     }
 }
 
+/* The memory of communicators whose events NCCL never ended: in a child, a communicator kept
+ * open while 40000 others each start an op and a kernel channel, stop neither and are
+ * finalized; the growth of its peak memory (KiB) over the last 36000, or -1. */
+static long lingering(void)
+{
+    char dir[] = "/tmp/cp-ncclprof-XXXXXX", cmd[64];
+    int fd[2];
+    long kib = -1;
+    if (mkdtemp(dir) == NULL || pipe(fd) != 0) {
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        comm_t keep, x;
+        int mask;
+        struct rusage a, b;
+        setenv("COLLPROF_TRACE_DIR", dir, 1);
+        ver = 6;
+        comm_init(&keep, 0xa77, 1, 0, &mask);
+        for (int i = 0; i < 40000; i++) {
+            if (i == 4000) {
+                getrusage(RUSAGE_SELF, &a);
+            }
+            comm_init(&x, 0xb77, 1, 0, &mask);
+            void *grp = group_start(&x), *h = op_start56(&x, &AR, grp, NULL);
+            stop(grp);
+            ch_start(&x, h, 0, 1000);
+            finalize(&x);
+        }
+        getrusage(RUSAGE_SELF, &b);
+        finalize(&keep);
+        kib = b.ru_maxrss - a.ru_maxrss;
+        _exit(write(fd[1], &kib, sizeof(kib)) == sizeof(kib) ? 0 : 1);
+    }
+    close(fd[1]);
+    if (read(fd[0], &kib, sizeof(kib)) != sizeof(kib)) {
+        kib = -1;
+    }
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        kib = -1;
+    }
+    return kib;
+}
+
 /* run fn for ranks 0..n-1, each in its own process writing into dir: 0 when all exit 0 */
 static int run_ranks(void (*fn)(int), int n, const char *dir)
 {
@@ -955,6 +1003,11 @@ int main(void)
        "no v2 or v1 table (their layouts are not declared)");
     unwritable();
     scenario("odd events", 6, rank_odd, 2, want_odd, dur_odd, "0xf66", "0 1");
+    long kib = lingering();
+    ok(kib >= 0 && kib < 1024,
+       "36000 communicators' ops and kernel channels never stopped: freed at their ends (peak "
+       "memory grew %ld KiB)",
+       kib);
     scenario("v6", 6, rank6, 3, want6, dur6, "0xb22", "2 0");
     scenario("v5", 5, rank5, 2, want5, dur5, "0xe55", "0 1");
     scenario("v4", 4, rank4, 2, want4, dur4, "0xd44", "0 1");
