@@ -126,6 +126,17 @@ static void nccl_order(void)
     ok(end() != 0 && strstr(err, "rank 0 at seq 0 (send to 1 on group 0) waits for rank 1"),
        "nccl order: a send before a collective of its group, crossed: the cycle (%s)", err);
     T = two;
+    cp_replay_check_order(0, ALL & ~COLLPROF_BIT(COLLPROF_OP_ALLREDUCE));
+    start(); /* program order, allreduce not posted: an async one runs at once, blocking */
+    IAR(0, 0, 1), AR(0, 1), WAIT(0, 0, 1);
+    AR(1, 1), AR(1, 0);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (allreduce on group 0) waits for rank 1"),
+       "program order, allreduce not posted: an async one crossed is a cycle (%s)", err);
+    start(); /* ... and so do coalesced ones */
+    CAR(0, 0, 7), CAR(0, 1, 7);
+    CAR(1, 1, 9), CAR(1, 0, 9);
+    ok(end() != 0 && strstr(err, "would deadlock"),
+       "program order, allreduce not posted: coalesced calls crossed are a cycle (%s)", err);
     cp_replay_check_order(0, ALL);
 }
 
