@@ -35,8 +35,10 @@
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #define LEAKS() __lsan_do_recoverable_leak_check() /* (ASan: what is lost, said on stderr) */
+#define ASAN    1 /* (its quarantine holds freed memory: peak memory says nothing) */
 #else
 #define LEAKS() 0
+#define ASAN    0
 #endif
 
 /* ---- NCCL's declarations, as its profiler_v3.h .. v6.h give them ---- */
@@ -1004,10 +1006,10 @@ int main(void)
     unwritable();
     scenario("odd events", 6, rank_odd, 2, want_odd, dur_odd, "0xf66", "0 1");
     long kib = lingering();
-    ok(kib >= 0 && kib < 1024,
+    ok(kib >= 0 && (kib < 1024 || ASAN),
        "36000 communicators' ops and kernel channels never stopped: freed at their ends (peak "
-       "memory grew %ld KiB)",
-       kib);
+       "memory grew %ld KiB%s)",
+       kib, ASAN ? ", not bounded under ASan" : "");
     scenario("v6", 6, rank6, 3, want6, dur6, "0xb22", "2 0");
     scenario("v5", 5, rank5, 2, want5, dur5, "0xe55", "0 1");
     scenario("v4", 4, rank4, 2, want4, dur4, "0xd44", "0 1");
