@@ -43,18 +43,18 @@ typedef struct np_desc {
 
 enum { NP_H_COMM = 0x6e70c0, NP_H_GROUP, NP_H_OP, NP_H_KCH };
 
-/* ncclprof_rec.c: every function is safe from any thread and never fails NCCL */
+/* ncclprof_rec.c: every function is safe from any thread and never fails NCCL.  A handle or
+ * context is any value NCCL passes: one that is not a live one of the kind wanted (never
+ * ours, or its event already stopped and gone, its communicator finalized) is ignored. */
 /** A communicator's context (NULL: recording is off in this process); *mask: the events. */
-np_comm_t *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int nranks, int rank,
-                       int *mask);
-/** The end of a communicator: its ops written, the file closed after the last. */
-void np_comm_end(np_comm_t *c);
-/* A handle is any value NCCL passes: one that is not a live handle of the kind wanted (never
- * ours, or its event already stopped and gone) is ignored. */
-/** A group event's handle (of communicator c, where NCCL names it). */
-void *np_group_start(np_comm_t *c);
-/** An op's handle, started now. */
-void *np_op_start(np_comm_t *c, const np_desc_t *d);
+void *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int nranks, int rank,
+                  int *mask);
+/** The end of communicator ctx: its ops written, the file closed after the last. */
+void np_comm_end(void *ctx);
+/** A group event's handle (of communicator ctx, where NCCL names it). */
+void *np_group_start(void *ctx);
+/** An op's handle (of communicator ctx), started now. */
+void *np_op_start(void *ctx, const np_desc_t *d);
 /** A kernel channel of op handle op started at gpu_ns: its handle, NULL when op is none. */
 void *np_kch_start(void *op, uint64_t gpu_ns);
 /** The GPU stop time of a kernel channel. */

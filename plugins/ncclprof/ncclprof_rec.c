@@ -9,7 +9,8 @@
  * (ncclprof_reg.c): an op is freed once written and stopped on the host, and a
  * kernel channel NCCL starts on it after that (more than it announced), a
  * second stop, or a stop of something never started, finds no handle and is
- * ignored; whatever of a communicator NCCL never stopped is freed at its end.
+ * ignored; whatever of a communicator NCCL never stopped is freed at its end,
+ * and an event on a communicator already finalized is ignored too.
  */
 #include "ncclprof.h"
 #include "ncclprof_api.h"
@@ -172,21 +173,12 @@ static int open_out(void)
     return 0;
 }
 
-np_comm_t *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int nranks, int rank,
-                       int *mask)
+void *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int nranks, int rank,
+                  int *mask)
 {
     *mask = 0;
     np_comm_t *c = calloc(1, sizeof(*c));
     if (c == NULL) {
-        return NULL;
-    }
-    pthread_mutex_lock(&mu);
-    int ok = out != NULL || open_out() == 0;
-    ncomms += ok;
-    c->sn = next_comm++;
-    pthread_mutex_unlock(&mu);
-    if (!ok) {
-        free(c);
         return NULL;
     }
     c->kind = NP_H_COMM;
@@ -196,10 +188,19 @@ np_comm_t *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int
     c->nnodes = nnodes;
     c->nranks = nranks;
     c->rank = rank;
+    pthread_mutex_lock(&mu);
+    void *h = out != NULL || open_out() == 0 ? np_reg_add(c) : NULL;
+    ncomms += h != NULL;
+    c->sn = next_comm++;
+    pthread_mutex_unlock(&mu);
+    if (h == NULL) {
+        free(c);
+        return NULL;
+    }
     *mask = NP_EV_GROUP | NP_EV_COLL | NP_EV_P2P;
     *mask |= api >= 4 ? NP_EV_KERNEL_CH : 0;
     *mask |= api >= 6 ? NP_EV_CE_COLL : 0;
-    return c;
+    return h;
 }
 
 /* the element counts of an op's input and output (NCCL's count: per rank where it splits) */
@@ -329,7 +330,7 @@ static void drain(const np_op_t *upto)
     }
 }
 
-void *np_group_start(np_comm_t *c)
+void *np_group_start(void *ctx)
 {
     np_group_t *g = calloc(1, sizeof(*g));
     if (g == NULL) {
@@ -339,7 +340,8 @@ void *np_group_start(np_comm_t *c)
     g->refs = 1;
     pthread_mutex_lock(&mu);
     g->id = next_group++;
-    g->csn = c != NULL && c->kind == NP_H_COMM ? c->sn : 0;
+    const np_comm_t *c = np_reg_get(ctx, NP_H_COMM);
+    g->csn = c != NULL ? c->sn : 0;
     void *h = g->h = np_reg_add(g);
     pthread_mutex_unlock(&mu);
     if (h == NULL) {
@@ -353,17 +355,13 @@ static void copy(char *dst, size_t n, const char *s)
     snprintf(dst, n, "%s", s != NULL ? s : "");
 }
 
-void *np_op_start(np_comm_t *c, const np_desc_t *d)
+void *np_op_start(void *ctx, const np_desc_t *d)
 {
-    if (c == NULL || c->kind != NP_H_COMM) {
-        return NULL;
-    }
     np_op_t *o = calloc(1, sizeof(*o));
     if (o == NULL) {
         return NULL;
     }
     o->kind = NP_H_OP;
-    o->comm = c;
     o->p2p = d->p2p;
     o->ce = d->ce;
     copy(o->func, sizeof(o->func), d->func);
@@ -373,10 +371,10 @@ void *np_op_start(np_comm_t *c, const np_desc_t *d)
     o->count = d->count;
     o->root = d->root;
     o->peer = d->peer;
-    o->nch_expected = c->api >= 4 ? d->nchannels : 0;
     o->cpu_start = now_ns();
     pthread_mutex_lock(&mu);
-    void *h = o->h = np_reg_add(o);
+    np_comm_t *c = np_reg_get(ctx, NP_H_COMM);
+    void *h = o->h = c != NULL ? np_reg_add(o) : NULL;
     if (h == NULL) {
         pthread_mutex_unlock(&mu);
         free(o);
@@ -387,6 +385,8 @@ void *np_op_start(np_comm_t *c, const np_desc_t *d)
         copy(c->name, sizeof(c->name), d->v3_name);
         c->rank = d->rank;
     }
+    o->comm = c;
+    o->nch_expected = c->api >= 4 ? d->nchannels : 0;
     o->csn = c->sn;
     o->seq = d->p2p ? c->p2p_sn++ : d->seq;
     o->issue = next_issue++;
@@ -501,12 +501,14 @@ static void sweep(void *x, void *arg)
     }
 }
 
-void np_comm_end(np_comm_t *c)
+void np_comm_end(void *ctx)
 {
-    if (c == NULL || c->kind != NP_H_COMM) {
+    pthread_mutex_lock(&mu);
+    np_comm_t *c = np_reg_get(ctx, NP_H_COMM);
+    if (c == NULL) { /* (never ours, or finalized before) */
+        pthread_mutex_unlock(&mu);
         return;
     }
-    pthread_mutex_lock(&mu);
     const np_op_t *last = NULL;
     for (const np_op_t *o = head; o != NULL; o = o->next) {
         last = o->comm == c ? o : last;
@@ -519,8 +521,8 @@ void np_comm_end(np_comm_t *c)
     } else if (out != NULL) {
         fflush(out);
     }
+    np_reg_del(ctx);
     pthread_mutex_unlock(&mu);
-    c->kind = 0;
     free(c);
 }
 

@@ -506,7 +506,8 @@ static void ch_stop(void *k, uint64_t t1)
  * memory lost).  A: 2 channels announced, a third after A is written (its handle gone); B
  * stopped twice, A again, a channel stopped twice and its state recorded after; C: its
  * channels started before its host stop and stopped in reverse order, after its group; D: one
- * of its 2 channels never comes; E behind it; F never stopped on the host. */
+ * of its 2 channels never comes; E behind it; F never stopped on the host; then a group and an
+ * op on the communicator after its finalize (exit 6: the op got a handle), a second finalize. */
 static void rank_odd(int r)
 {
     comm_t w;
@@ -535,6 +536,12 @@ static void rank_odd(int r)
     f[0] = op_start56(&w, &BC, grp, NULL);
     stop(grp);
     channel(&w, f[0], 0, 22000, 22300);
+    finalize(&w);
+    grp = group_start(&w); /* on the finalized communicator: nothing recorded */
+    if (op_start56(&w, &AR, grp, NULL) != NULL) {
+        _exit(6);
+    }
+    stop(grp);
     finalize(&w);
     fflush(NULL);
     if (LEAKS()) {
