@@ -16,17 +16,6 @@
 
 #define NP_EXPORT __attribute__((visibility("default")))
 
-/* the kind of a handle of ours (every one starts with it), 0 for NULL */
-static int kind_of(const void *h)
-{
-    return h != NULL ? *(const int *)h : 0;
-}
-
-static void *group_of(void *h)
-{
-    return kind_of(h) == NP_H_GROUP ? h : NULL;
-}
-
 static void desc_init(np_desc_t *o, int rank)
 {
     memset(o, 0, sizeof(*o));
@@ -35,13 +24,14 @@ static void desc_init(np_desc_t *o, int rank)
     o->rank = rank;
 }
 
-/* A Group or KernelCh event, the same in every version that has it: a handle, or NULL. */
-static void *other_start(uint64_t type, void *parent, uint64_t gpu_ns)
+/* A Group or KernelCh event, the same in every version that has it: a handle, or NULL.  (The
+ * handles NCCL passes back are looked up, never followed: ncclprof_reg.c.) */
+static void *other_start(void *ctx, uint64_t type, void *parent, uint64_t gpu_ns)
 {
     if (type == NP_EV_GROUP) {
-        return np_group_start();
+        return np_group_start(ctx);
     }
-    if (type == NP_EV_KERNEL_CH && kind_of(parent) == NP_H_OP) {
+    if (type == NP_EV_KERNEL_CH) {
         return np_kch_start(parent, gpu_ns);
     }
     return NULL;
@@ -62,7 +52,7 @@ static np_result_t start5(void *ctx, void **h, np_descr5_t *d)
         o.nchannels = d->u.coll.nchannels;
         o.algo = d->u.coll.algo;
         o.proto = d->u.coll.proto;
-        o.group = group_of(d->u.coll.group);
+        o.group = d->u.coll.group;
     } else if (d->type == NP_EV_P2P) {
         o.p2p = 1;
         o.func = d->u.p2p.func;
@@ -70,7 +60,7 @@ static np_result_t start5(void *ctx, void **h, np_descr5_t *d)
         o.count = d->u.p2p.count;
         o.peer = d->u.p2p.peer;
         o.nchannels = d->u.p2p.nchannels;
-        o.group = group_of(d->u.p2p.group);
+        o.group = d->u.p2p.group;
     } else if (d->type == NP_EV_CE_COLL) {
         o.ce = 1;
         o.seq = d->u.cecoll.seq;
@@ -79,7 +69,7 @@ static np_result_t start5(void *ctx, void **h, np_descr5_t *d)
         o.count = d->u.cecoll.count;
         o.root = d->u.cecoll.root;
     } else {
-        *h = other_start(d->type, d->parent, d->u.kch.gpu_start_ns);
+        *h = other_start(ctx, d->type, d->parent, d->u.kch.gpu_start_ns);
         return NP_SUCCESS;
     }
     *h = np_op_start(ctx, &o);
@@ -110,7 +100,7 @@ static np_result_t stop_any(void *h)
 
 static np_result_t state_any(void *h, int state, np_state_args_t *a)
 {
-    if (state == NP_STATE_KERNEL_CH_STOP && a != NULL && kind_of(h) == NP_H_KCH) {
+    if (state == NP_STATE_KERNEL_CH_STOP && a != NULL) {
         np_kch_state(h, a->gpu_stop_ns);
     }
     return NP_SUCCESS;
@@ -133,7 +123,7 @@ static np_result_t start4(void *ctx, void **h, np_descr4_t *d)
     np_desc_t o;
     *h = NULL;
     desc_init(&o, d->rank);
-    o.group = group_of(d->parent); /* v4: the op's parent is its group */
+    o.group = d->parent; /* v4: the op's parent is its group */
     if (d->type == NP_EV_COLL) {
         o.seq = d->u.coll.seq;
         o.func = d->u.coll.func;
@@ -151,7 +141,7 @@ static np_result_t start4(void *ctx, void **h, np_descr4_t *d)
         o.peer = d->u.p2p.peer;
         o.nchannels = d->u.p2p.nchannels;
     } else {
-        *h = other_start(d->type, d->parent, d->u.kch.gpu_start_ns);
+        *h = other_start(ctx, d->type, d->parent, d->u.kch.gpu_start_ns);
         return NP_SUCCESS;
     }
     *h = np_op_start(ctx, &o);
@@ -175,7 +165,7 @@ static np_result_t start3(void *ctx, void **h, np_descr3_t *d)
     np_desc_t o;
     *h = NULL;
     desc_init(&o, d->rank);
-    o.group = group_of(d->parent);
+    o.group = d->parent;
     if (d->type == NP_EV_COLL) {
         o.v3_hash = d->u.coll.comm_hash;
         o.v3_name = d->u.coll.comm_name;
@@ -195,7 +185,7 @@ static np_result_t start3(void *ctx, void **h, np_descr3_t *d)
         o.count = d->u.p2p.count;
         o.peer = d->u.p2p.peer;
     } else {
-        *h = d->type == NP_EV_GROUP ? np_group_start() : NULL;
+        *h = d->type == NP_EV_GROUP ? np_group_start(ctx) : NULL;
         return NP_SUCCESS;
     }
     *h = np_op_start(ctx, &o);

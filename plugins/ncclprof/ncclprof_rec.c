@@ -5,7 +5,12 @@
  * host and, where NCCL times the kernel (v4+), every kernel channel stopped
  * on the GPU.  So the file is in issue order across communicators, and memory
  * holds only the ops in flight.  One mutex guards everything: NCCL calls from
- * the user's threads and from its proxy thread.
+ * the user's threads and from its proxy thread.  What NCCL holds are handles
+ * (ncclprof_reg.c): an op is freed once written and stopped on the host, and a
+ * kernel channel NCCL starts on it after that (more than it announced), a
+ * second stop, or a stop of something never started, finds no handle and is
+ * ignored; whatever of a communicator NCCL never stopped is freed at its end,
+ * and an event on a communicator already finalized is ignored too.
  */
 #include "ncclprof.h"
 #include "ncclprof_api.h"
@@ -23,14 +28,17 @@
 #define NP_MAX_PENDING 4096
 
 typedef struct np_group {
-    int kind; /* NP_H_GROUP */
-    uint64_t id;
-    int nops, refs; /* refs: NCCL's handle and each op */
+    int kind;         /* NP_H_GROUP */
+    uint64_t id, csn; /* csn: its communicator's sn, 0 none */
+    void *h;          /* NCCL's handle: NULL once stopped */
+    int nops, refs;   /* refs: NCCL's handle and each op */
 } np_group_t;
 
 typedef struct np_op {
-    int kind; /* NP_H_OP */
-    np_comm_t *comm;
+    int kind;        /* NP_H_OP */
+    np_comm_t *comm; /* NULL once written */
+    uint64_t csn;    /* its communicator's sn */
+    void *h;         /* NCCL's handle */
     int p2p, ce;
     char func[24], dtype[24], algo[16], proto[16];
     uint64_t seq, issue;
@@ -44,9 +52,9 @@ typedef struct np_op {
 } np_op_t;
 
 typedef struct np_kch {
-    int kind; /* NP_H_KCH */
-    np_op_t *op;
-    uint64_t start, stop;
+    int kind;     /* NP_H_KCH */
+    void *op, *h; /* the handles of its op and its own */
+    uint64_t csn, start, stop;
 } np_kch_t_;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -54,7 +62,7 @@ static FILE *out;
 static int ncomms, noted;
 static np_op_t *head, *tail;
 static size_t pending;
-static uint64_t next_issue, next_group;
+static uint64_t next_issue, next_group, next_comm = 1;
 static char host[64];
 
 static int64_t now_ns(void)
@@ -165,20 +173,12 @@ static int open_out(void)
     return 0;
 }
 
-np_comm_t *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int nranks, int rank,
-                       int *mask)
+void *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int nranks, int rank,
+                  int *mask)
 {
     *mask = 0;
     np_comm_t *c = calloc(1, sizeof(*c));
     if (c == NULL) {
-        return NULL;
-    }
-    pthread_mutex_lock(&mu);
-    int ok = out != NULL || open_out() == 0;
-    ncomms += ok;
-    pthread_mutex_unlock(&mu);
-    if (!ok) {
-        free(c);
         return NULL;
     }
     c->kind = NP_H_COMM;
@@ -188,10 +188,19 @@ np_comm_t *np_comm_new(int api, uint64_t hash, const char *name, int nnodes, int
     c->nnodes = nnodes;
     c->nranks = nranks;
     c->rank = rank;
+    pthread_mutex_lock(&mu);
+    void *h = out != NULL || open_out() == 0 ? np_reg_add(c) : NULL;
+    ncomms += h != NULL;
+    c->sn = next_comm++;
+    pthread_mutex_unlock(&mu);
+    if (h == NULL) {
+        free(c);
+        return NULL;
+    }
     *mask = NP_EV_GROUP | NP_EV_COLL | NP_EV_P2P;
     *mask |= api >= 4 ? NP_EV_KERNEL_CH : 0;
     *mask |= api >= 6 ? NP_EV_CE_COLL : 0;
-    return c;
+    return h;
 }
 
 /* the element counts of an op's input and output (NCCL's count: per rank where it splits) */
@@ -284,22 +293,23 @@ static void group_put(np_group_t *g)
     }
 }
 
-static void op_maybe_free(np_op_t *o)
+/* Op o (written) gone: its handle and its memory.  mu held. */
+static void op_free(np_op_t *o)
 {
-    if (o->written && o->stopped && o->nch_done == o->nch_started &&
-        o->nch_started >= o->nch_expected) {
-        group_put(o->grp);
-        free(o);
-    }
+    np_reg_del(o->h);
+    group_put(o->grp);
+    free(o);
 }
 
+/* Stopped on the host and, on the GPU, every channel announced and every channel started. */
 static int op_done(const np_op_t *o)
 {
-    return o->stopped && o->nch_done >= o->nch_expected;
+    return o->stopped && o->nch_done >= o->nch_expected && o->nch_done >= o->nch_started;
 }
 
 /* Write the ops at the head of the queue that are complete; every op through upto (NULL:
- * none) and, past NP_MAX_PENDING, the head whatever its state.  mu held. */
+ * none) and, past NP_MAX_PENDING, the head whatever its state.  An op written and stopped is
+ * freed.  mu held. */
 static void drain(const np_op_t *upto)
 {
     int forcing = upto != NULL;
@@ -314,11 +324,13 @@ static void drain(const np_op_t *upto)
         }
         o->written = 1;
         o->comm = NULL;
-        op_maybe_free(o);
+        if (o->stopped) {
+            op_free(o);
+        }
     }
 }
 
-void *np_group_start(void)
+void *np_group_start(void *ctx)
 {
     np_group_t *g = calloc(1, sizeof(*g));
     if (g == NULL) {
@@ -328,8 +340,14 @@ void *np_group_start(void)
     g->refs = 1;
     pthread_mutex_lock(&mu);
     g->id = next_group++;
+    const np_comm_t *c = np_reg_get(ctx, NP_H_COMM);
+    g->csn = c != NULL ? c->sn : 0;
+    void *h = g->h = np_reg_add(g);
     pthread_mutex_unlock(&mu);
-    return g;
+    if (h == NULL) {
+        free(g);
+    }
+    return h;
 }
 
 static void copy(char *dst, size_t n, const char *s)
@@ -337,17 +355,13 @@ static void copy(char *dst, size_t n, const char *s)
     snprintf(dst, n, "%s", s != NULL ? s : "");
 }
 
-void *np_op_start(np_comm_t *c, const np_desc_t *d)
+void *np_op_start(void *ctx, const np_desc_t *d)
 {
-    if (c == NULL || c->kind != NP_H_COMM) {
-        return NULL;
-    }
     np_op_t *o = calloc(1, sizeof(*o));
     if (o == NULL) {
         return NULL;
     }
     o->kind = NP_H_OP;
-    o->comm = c;
     o->p2p = d->p2p;
     o->ce = d->ce;
     copy(o->func, sizeof(o->func), d->func);
@@ -357,17 +371,26 @@ void *np_op_start(np_comm_t *c, const np_desc_t *d)
     o->count = d->count;
     o->root = d->root;
     o->peer = d->peer;
-    o->nch_expected = c->api >= 4 ? d->nchannels : 0;
     o->cpu_start = now_ns();
     pthread_mutex_lock(&mu);
+    np_comm_t *c = np_reg_get(ctx, NP_H_COMM);
+    void *h = o->h = c != NULL ? np_reg_add(o) : NULL;
+    if (h == NULL) {
+        pthread_mutex_unlock(&mu);
+        free(o);
+        return NULL;
+    }
     if (c->api == 3 && c->hash == 0) { /* v3: the op names its communicator */
         c->hash = d->v3_hash;
         copy(c->name, sizeof(c->name), d->v3_name);
         c->rank = d->rank;
     }
+    o->comm = c;
+    o->nch_expected = c->api >= 4 ? d->nchannels : 0;
+    o->csn = c->sn;
     o->seq = d->p2p ? c->p2p_sn++ : d->seq;
     o->issue = next_issue++;
-    o->grp = d->group;
+    o->grp = np_reg_get(d->group, NP_H_GROUP);
     if (o->grp != NULL) {
         o->grp->refs++;
         o->grp->nops++;
@@ -380,7 +403,7 @@ void *np_op_start(np_comm_t *c, const np_desc_t *d)
     tail = o;
     pending++;
     pthread_mutex_unlock(&mu);
-    return o;
+    return h;
 }
 
 void *np_kch_start(void *op, uint64_t gpu_ns)
@@ -393,70 +416,113 @@ void *np_kch_start(void *op, uint64_t gpu_ns)
     k->op = op;
     k->start = gpu_ns;
     pthread_mutex_lock(&mu);
-    k->op->nch_started++;
-    if (gpu_ns != 0 && (k->op->gpu_start == 0 || gpu_ns < k->op->gpu_start)) {
-        k->op->gpu_start = gpu_ns;
+    np_op_t *o = np_reg_get(op, NP_H_OP); /* (NULL: gone, or never an op) */
+    void *h = o != NULL ? np_reg_add(k) : NULL;
+    if (h != NULL) {
+        k->h = h;
+        k->csn = o->csn;
+        o->nch_started++;
+        if (gpu_ns != 0 && (o->gpu_start == 0 || gpu_ns < o->gpu_start)) {
+            o->gpu_start = gpu_ns;
+        }
     }
     pthread_mutex_unlock(&mu);
-    return k;
+    if (h == NULL) {
+        free(k);
+    }
+    return h;
 }
 
 void np_kch_state(void *kch, uint64_t gpu_ns)
 {
-    ((np_kch_t_ *)kch)->stop = gpu_ns;
+    pthread_mutex_lock(&mu);
+    np_kch_t_ *k = np_reg_get(kch, NP_H_KCH);
+    if (k != NULL) {
+        k->stop = gpu_ns;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+/* Kernel channel k stopped: its op (if still there) told, k gone.  mu held. */
+static void kch_free(np_kch_t_ *k, int stopped)
+{
+    np_op_t *o = stopped ? np_reg_get(k->op, NP_H_OP) : NULL;
+    if (o != NULL) {
+        o->nch_done++;
+        o->gpu_stop = k->stop > o->gpu_stop ? k->stop : o->gpu_stop;
+    }
+    np_reg_del(k->h);
+    free(k);
+}
+
+/* NCCL's handle of group g gone.  mu held. */
+static void group_end(np_group_t *g)
+{
+    np_reg_del(g->h);
+    g->h = NULL;
+    group_put(g);
 }
 
 void np_stop(void *h)
 {
-    if (h == NULL) {
-        return;
-    }
-    int kind = *(int *)h;
     int64_t t = now_ns();
     pthread_mutex_lock(&mu);
+    void *x = np_reg_get(h, 0);
+    int kind = x != NULL ? *(int *)x : 0;
     if (kind == NP_H_GROUP) {
-        group_put(h);
-    } else if (kind == NP_H_OP) {
-        np_op_t *o = h;
+        group_end(x);
+    } else if (kind == NP_H_OP && !((np_op_t *)x)->stopped) {
+        np_op_t *o = x;
         o->cpu_stop = t;
         o->stopped = 1;
         if (o->written) { /* forced out before: no longer queued */
-            op_maybe_free(o);
+            op_free(o);
         }
-        drain(NULL); /* frees o if it writes it and nothing else holds it */
+        drain(NULL); /* frees o if it writes it */
     } else if (kind == NP_H_KCH) {
-        np_kch_t_ *k = h;
-        np_op_t *o = k->op;
-        o->nch_done++;
-        o->gpu_stop = k->stop > o->gpu_stop ? k->stop : o->gpu_stop;
-        free(k);
-        if (o->written) {
-            op_maybe_free(o);
-        }
+        kch_free(x, 1);
         drain(NULL);
     }
     pthread_mutex_unlock(&mu);
 }
 
-void np_comm_end(np_comm_t *c)
+/* At the end of the communicator numbered *arg: what NCCL never stopped of it freed (its ops
+ * are written by then).  mu held. */
+static void sweep(void *x, void *arg)
 {
-    if (c == NULL || c->kind != NP_H_COMM) {
+    uint64_t sn = *(const uint64_t *)arg;
+    int kind = *(int *)x;
+    if (kind == NP_H_OP && ((np_op_t *)x)->csn == sn && ((np_op_t *)x)->written) {
+        op_free(x);
+    } else if (kind == NP_H_KCH && ((np_kch_t_ *)x)->csn == sn) {
+        kch_free(x, 0);
+    } else if (kind == NP_H_GROUP && ((np_group_t *)x)->csn == sn) {
+        group_end(x);
+    }
+}
+
+void np_comm_end(void *ctx)
+{
+    pthread_mutex_lock(&mu);
+    np_comm_t *c = np_reg_get(ctx, NP_H_COMM);
+    if (c == NULL) { /* (never ours, or finalized before) */
+        pthread_mutex_unlock(&mu);
         return;
     }
-    pthread_mutex_lock(&mu);
     const np_op_t *last = NULL;
     for (const np_op_t *o = head; o != NULL; o = o->next) {
         last = o->comm == c ? o : last;
     }
     drain(last); /* its ops (and those before them) written as they are */
+    np_reg_each(sweep, &c->sn);
     if (--ncomms == 0 && out != NULL) {
         fclose(out);
         out = NULL;
     } else if (out != NULL) {
         fflush(out);
     }
+    np_reg_del(ctx);
     pthread_mutex_unlock(&mu);
-    c->kind = 0;
     free(c);
 }
 

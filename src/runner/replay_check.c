@@ -478,33 +478,63 @@ static int p2p_check(const cp_trace_t *t, char *err, size_t len)
     return rc;
 }
 
-/* Each wait completes the latest async op of its rank with its req not yet completed */
+/* The first wait of list e (next[]: the list's links) after row i not taken; the list's
+ * cursor moved past those before (the later ops come after them too).  SIZE_MAX: none. */
+static size_t first_wait(hent_t *e, const size_t *next, const unsigned char *taken, size_t i)
+{
+    while (e->v >= 0 && ((size_t)e->v < i || taken[e->v])) {
+        e->v = next[e->v] == SIZE_MAX ? -1 : (int64_t)next[e->v];
+    }
+    return e->v >= 0 ? (size_t)e->v : SIZE_MAX;
+}
+
+/* Each wait completes the op the replay pairs it with (replay_issue.c, wait_of): each async op
+ * of a rank, in its order, takes the first wait after it that names its req and is not taken,
+ * of its group where there is one, else of any.  The waits of a rank in two lists, per (req,
+ * group) and per req, each with a cursor: O(ops).  0, or -2 out of memory. */
 static int waits(void)
 {
-    htab_t h;
-    size_t na = 0;
+    size_t nw = 0;
     for (size_t i = 0; i < C.n; i++) {
-        na += (C.r[i].flags & CF_ASYNC) && C.r[i].kind != CK_SKIP;
+        nw += C.r[i].kind == CK_WAIT;
     }
-    if (ht_init(&h, na) != 0) {
-        return -2;
-    }
-    for (size_t i = 0; i < C.n; i++) {
+    htab_t hg = {0}, ha = {0};
+    size_t *next = malloc(2 * (C.n + 1) * sizeof(size_t)), *nexta = next ? next + C.n + 1 : NULL;
+    unsigned char *taken = calloc(C.n + 1, 1);
+    int rc = next && taken && ht_init(&hg, nw) == 0 && ht_init(&ha, nw) == 0 ? 0 : -2;
+    for (size_t i = C.n; rc == 0 && i-- > 0;) { /* (backwards: each list in order) */
         const crow_t *c = &C.r[i];
+        C.inst[i] = c->kind == CK_WAIT ? SIZE_MAX : C.inst[i];
         if (c->kind == CK_WAIT) {
-            hent_t *e = ht_at(&h, (uint64_t)c->rank, (uint64_t)c->req);
-            int open = e->v >= 0 && e->v != INT64_MAX;
-            C.inst[i] = open ? (size_t)e->v : SIZE_MAX;
-            if (open) {
-                C.waited[e->v] = 1;
-                e->v = INT64_MAX; /* (taken: stays in the table, completes nothing more) */
-            }
-        } else if ((c->flags & CF_ASYNC) && c->kind != CK_SKIP) {
-            ht_at(&h, (uint64_t)c->rank, (uint64_t)c->req)->v = (int64_t)i;
+            hent_t *g = ht_at(&hg, (uint64_t)(uint32_t)c->rank << 32 | (uint32_t)c->group,
+                              (uint64_t)c->req);
+            hent_t *a = ht_at(&ha, (uint64_t)c->rank, (uint64_t)c->req);
+            next[i] = g->v >= 0 ? (size_t)g->v : SIZE_MAX;
+            nexta[i] = a->v >= 0 ? (size_t)a->v : SIZE_MAX;
+            g->v = a->v = (int64_t)i;
         }
     }
-    free(h.e);
-    return 0;
+    for (size_t i = 0; rc == 0 && i < C.n; i++) {
+        const crow_t *c = &C.r[i];
+        if (!(c->flags & CF_ASYNC)) {
+            continue;
+        }
+        hent_t *g =
+            ht_at(&hg, (uint64_t)(uint32_t)c->rank << 32 | (uint32_t)c->group, (uint64_t)c->req);
+        size_t j = g->v >= 0 ? first_wait(g, next, taken, i) : SIZE_MAX;
+        hent_t *a = j == SIZE_MAX ? ht_at(&ha, (uint64_t)c->rank, (uint64_t)c->req) : NULL;
+        j = a != NULL && a->v >= 0 ? first_wait(a, nexta, taken, i) : j;
+        if (j != SIZE_MAX) {
+            taken[j] = 1;
+            C.inst[j] = c->kind != CK_SKIP ? i : SIZE_MAX; /* (an op the check skips) */
+            C.waited[i] = c->kind != CK_SKIP;
+        }
+    }
+    free(hg.e);
+    free(ha.e);
+    free(next);
+    free(taken);
+    return rc;
 }
 
 int cp_replay_check_end(const cp_trace_t *t, char *err, size_t len)

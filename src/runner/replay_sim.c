@@ -33,8 +33,8 @@ void cp_check_opname(const crow_t *c, char *s, size_t len)
     }
 }
 
-static int sim_nccl;      /* --replay-order nccl */
-static uint32_t sim_post; /* the ops every backend of the run can post (nccl order) */
+static int sim_nccl;                     /* --replay-order nccl */
+static uint32_t sim_post = ~(uint32_t)0; /* the ops every backend of the run can post */
 
 void cp_replay_check_order(int nccl, uint32_t post_mask)
 {
@@ -186,10 +186,9 @@ static int one(sim_t *s, int k, size_t i)
             wake(s, x);
         }
     }
-    int posted = c->kind != CK_COLL || (c->flags & (CF_ASYNC | CF_COAL));
-    if (sim_nccl) {
-        posted = c->kind != CK_COLL || (c->opc >= 0 && c->opc < 32 && (sim_post >> c->opc) & 1u);
-    }
+    /* (a collective the backends cannot post runs at once, async or coalesced or not) */
+    int can = c->opc >= 0 && c->opc < 32 && (sim_post >> c->opc) & 1u;
+    int posted = c->kind != CK_COLL || (can && (sim_nccl || (c->flags & (CF_ASYNC | CF_COAL))));
     if (!posted && !matched(s, x)) {
         return block(s, k, x, i);
     }

@@ -26,10 +26,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define LEAKS() __lsan_do_recoverable_leak_check() /* (ASan: what is lost, said on stderr) */
+#define ASAN    1 /* (its quarantine holds freed memory: peak memory says nothing) */
+#else
+#define LEAKS() 0
+#define ASAN    0
+#endif
 
 /* ---- NCCL's declarations, as its profiler_v3.h .. v6.h give them ---- */
 enum { GROUP = 1, COLL = 2, P2P = 4, KERNEL_CH = 64, KERNEL_CH_STOP = 22 };
@@ -302,11 +312,12 @@ static void plan(comm_t *c, const op_t *ops, int n, void **hs)
     stop(grp);
 }
 
-/* A kernel channel of op h: GPU start, then (recordEventState) stop (proxy thread). */
-static void channel(comm_t *c, void *h, int ch, uint64_t t0, uint64_t t1)
+/* A kernel channel of op h: GPU start, then (recordEventState) stop (proxy thread); its
+ * handle (stopped). */
+static void *channel(comm_t *c, void *h, int ch, uint64_t t0, uint64_t t1)
 {
     if (ver < 4) {
-        return;
+        return NULL;
     }
     descr5_t d5 = {.type = KERNEL_CH, .parentObj = h}; /* (NCCL 2.28 leaves its rank 0) */
     descr34_t d4 = {.type = KERNEL_CH, .parentObj = h, .rank = c->rank};
@@ -316,6 +327,7 @@ static void channel(comm_t *c, void *h, int ch, uint64_t t0, uint64_t t1)
     state_args_t a = {.kernelCh.pTimer = t1};
     any_table()->recordEventState(k, KERNEL_CH_STOP, &a);
     stop(k);
+    return k;
 }
 
 static void finalize(comm_t *c)
@@ -472,6 +484,116 @@ static void rank5(int r)
     if (api_handles != 0) {
         _exit(4);
     }
+}
+
+/* A kernel channel of op h started at t0 (and not stopped): its handle. */
+static void *ch_start(comm_t *c, void *h, int ch, uint64_t t0)
+{
+    descr5_t d = {.type = KERNEL_CH, .parentObj = h, .kernelCh.channelId = (uint8_t)ch};
+    d.kernelCh.pTimer = t0;
+    return start(c, &d);
+}
+
+static void ch_stop(void *k, uint64_t t1)
+{
+    state_args_t a = {.kernelCh.pTimer = t1};
+    any_table()->recordEventState(k, KERNEL_CH_STOP, &a);
+    any_table()->stopEvent(k);
+}
+
+/* v6, 2 ranks: events NCCL does not send in that number or order, which the plugin must
+ * survive without touching what it freed, losing an op or keeping memory (exit 5: ASan found
+ * memory lost).  A: 2 channels announced, a third after A is written (its handle gone); B
+ * stopped twice, A again, a channel stopped twice and its state recorded after; C: its
+ * channels started before its host stop and stopped in reverse order, after its group; D: one
+ * of its 2 channels never comes; E behind it; F never stopped on the host; then a group and an
+ * op on the communicator after its finalize (exit 6: the op got a handle), a second finalize. */
+static void rank_odd(int r)
+{
+    comm_t w;
+    void *a[1], *b[1], *c[1], *d[1], *e[1], *f[1];
+    int mask;
+    comm_init(&w, 0xf66, 2, r, &mask);
+    plan(&w, &AR, 1, a);
+    channel(&w, a[0], 0, 1000, 2000);
+    channel(&w, a[0], 1, 1000, 3000);
+    plan(&w, &BC, 1, b);
+    channel(&w, a[0], 2, 10, 900000000); /* A's third: A is gone */
+    void *k = channel(&w, b[0], 0, 5000, 5500);
+    stop(b[0]), stop(a[0]), stop(k), ch_stop(k, 800000000);
+    any_table()->stopEvent(NULL);
+    void *grp = group_start(&w);
+    c[0] = op_start56(&w, &AR, grp, NULL);
+    void *k0 = ch_start(&w, c[0], 0, 11000), *k1 = ch_start(&w, c[0], 1, 11500);
+    stop(grp);
+    stop(c[0]);
+    ch_stop(k1, 13000), ch_stop(k0, 12000);
+    plan(&w, &AR, 1, d);
+    channel(&w, d[0], 0, 20000, 20400);
+    plan(&w, &BC, 1, e);
+    channel(&w, e[0], 0, 21000, 21100);
+    grp = group_start(&w);
+    f[0] = op_start56(&w, &BC, grp, NULL);
+    stop(grp);
+    channel(&w, f[0], 0, 22000, 22300);
+    finalize(&w);
+    grp = group_start(&w); /* on the finalized communicator: nothing recorded */
+    if (op_start56(&w, &AR, grp, NULL) != NULL) {
+        _exit(6);
+    }
+    stop(grp);
+    finalize(&w);
+    fflush(NULL);
+    if (LEAKS()) {
+        _exit(5);
+    }
+}
+
+/* The memory of communicators whose events NCCL never ended: in a child, a communicator kept
+ * open while 40000 others each start an op and a kernel channel, stop neither and are
+ * finalized; the growth of its peak memory (KiB) over the last 36000, or -1. */
+static long lingering(void)
+{
+    char dir[] = "/tmp/cp-ncclprof-XXXXXX", cmd[64];
+    int fd[2];
+    long kib = -1;
+    if (mkdtemp(dir) == NULL || pipe(fd) != 0) {
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        comm_t keep, x;
+        int mask;
+        struct rusage a, b;
+        setenv("COLLPROF_TRACE_DIR", dir, 1);
+        ver = 6;
+        comm_init(&keep, 0xa77, 1, 0, &mask);
+        for (int i = 0; i < 40000; i++) {
+            if (i == 4000) {
+                getrusage(RUSAGE_SELF, &a);
+            }
+            comm_init(&x, 0xb77, 1, 0, &mask);
+            void *grp = group_start(&x), *h = op_start56(&x, &AR, grp, NULL);
+            stop(grp);
+            ch_start(&x, h, 0, 1000);
+            finalize(&x);
+        }
+        getrusage(RUSAGE_SELF, &b);
+        finalize(&keep);
+        kib = b.ru_maxrss - a.ru_maxrss;
+        _exit(write(fd[1], &kib, sizeof(kib)) == sizeof(kib) ? 0 : 1);
+    }
+    close(fd[1]);
+    if (read(fd[0], &kib, sizeof(kib)) != sizeof(kib)) {
+        kib = -1;
+    }
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        kib = -1;
+    }
+    return kib;
 }
 
 /* run fn for ranks 0..n-1, each in its own process writing into dir: 0 when all exit 0 */
@@ -856,6 +978,20 @@ static const char want3[] = "0|0|allreduce|float32|10|10|40|0xc33|-1|-1|-\n"
                             "1|1|send|int8|4|4|4|0xc33|-1|0|c\n"
                             "1|2|recv|int8|4|4|4|0xc33|-1|0|c\n";
 
+static const char want_odd[] = "0|0|allreduce|float32|1024|1024|4096|0xf66|-1|-1|-\n"
+                               "0|1|broadcast|bfloat16|256|256|512|0xf66|0|-1|-\n"
+                               "0|2|allreduce|float32|1024|1024|4096|0xf66|-1|-1|-\n"
+                               "0|3|allreduce|float32|1024|1024|4096|0xf66|-1|-1|-\n"
+                               "0|4|broadcast|bfloat16|256|256|512|0xf66|0|-1|-\n"
+                               "0|5|broadcast|bfloat16|256|256|512|0xf66|0|-1|-\n"
+                               "1|0|allreduce|float32|1024|1024|4096|0xf66|-1|-1|-\n"
+                               "1|1|broadcast|bfloat16|256|256|512|0xf66|0|-1|-\n"
+                               "1|2|allreduce|float32|1024|1024|4096|0xf66|-1|-1|-\n"
+                               "1|3|allreduce|float32|1024|1024|4096|0xf66|-1|-1|-\n"
+                               "1|4|broadcast|bfloat16|256|256|512|0xf66|0|-1|-\n"
+                               "1|5|broadcast|bfloat16|256|256|512|0xf66|0|-1|-\n";
+static const int64_t dur_odd[] = {2000, 500, 2000, 400, 100, 300, 2000, 500, 2000, 400, 100, 300};
+
 int main(void)
 {
     lib = dlopen(CP_NCCLPROF_PLUGIN, RTLD_NOW | RTLD_LOCAL);
@@ -875,6 +1011,12 @@ int main(void)
     ok(dlsym(lib, "ncclProfiler_v2") == NULL && dlsym(lib, "ncclProfiler_v1") == NULL,
        "no v2 or v1 table (their layouts are not declared)");
     unwritable();
+    scenario("odd events", 6, rank_odd, 2, want_odd, dur_odd, "0xf66", "0 1");
+    long kib = lingering();
+    ok(kib >= 0 && (kib < 1024 || ASAN),
+       "36000 communicators' ops and kernel channels never stopped: freed at their ends (peak "
+       "memory grew %ld KiB%s)",
+       kib, ASAN ? ", not bounded under ASan" : "");
     scenario("v6", 6, rank6, 3, want6, dur6, "0xb22", "2 0");
     scenario("v5", 5, rank5, 2, want5, dur5, "0xe55", "0 1");
     scenario("v4", 4, rank4, 2, want4, dur4, "0xd44", "0 1");

@@ -126,7 +126,39 @@ static void nccl_order(void)
     ok(end() != 0 && strstr(err, "rank 0 at seq 0 (send to 1 on group 0) waits for rank 1"),
        "nccl order: a send before a collective of its group, crossed: the cycle (%s)", err);
     T = two;
+    cp_replay_check_order(0, ALL & ~COLLPROF_BIT(COLLPROF_OP_ALLREDUCE));
+    start(); /* program order, allreduce not posted: an async one runs at once, blocking */
+    IAR(0, 0, 1), AR(0, 1), WAIT(0, 0, 1);
+    AR(1, 1), AR(1, 0);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (allreduce on group 0) waits for rank 1"),
+       "program order, allreduce not posted: an async one crossed is a cycle (%s)", err);
+    start(); /* ... and so do coalesced ones */
+    CAR(0, 0, 7), CAR(0, 1, 7);
+    CAR(1, 1, 9), CAR(1, 0, 9);
+    ok(end() != 0 && strstr(err, "would deadlock"),
+       "program order, allreduce not posted: coalesced calls crossed are a cycle (%s)", err);
     cp_replay_check_order(0, ALL);
+}
+
+/* Waits paired as the replay pairs them (replay_issue.c, wait_of): each async op takes the first
+ * wait after it naming its req, of its group where there is one */
+static void req_pairing(void)
+{
+    start(); /* one req twice in flight on one group: its waits in the order of its ops */
+    IAR(0, 0, 5), IAR(0, 0, 5), WAIT(0, 0, 5), AR(0, 1), WAIT(0, 0, 5);
+    IAR(1, 0, 5), WAIT(1, 0, 5), AR(1, 1), IAR(1, 0, 5), WAIT(1, 0, 5);
+    ok(end() == 0, "a req in flight twice: the first wait completes the first op, ok (%s)", err);
+
+    start(); /* one req on two groups (numbered per group): a wait completes its group's op */
+    IAR(0, 0, 0), IAR(0, 1, 0), WAIT(0, 0, 0), AR(0, 0), WAIT(0, 1, 0);
+    IAR(1, 0, 0), WAIT(1, 0, 0), AR(1, 0), IAR(1, 1, 0), WAIT(1, 1, 0);
+    ok(end() == 0, "a req of two groups: each wait completes its group's op, ok (%s)", err);
+
+    start(); /* ... and where its group has none, the first of any group's */
+    IAR(0, 0, 0), WAIT(0, 1, 0), AR(0, 1);
+    AR(1, 1), IAR(1, 0, 0), WAIT(1, 0, 0);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (allreduce on group 0) waits for rank 1"),
+       "a wait of another group completes the op without one of its own: the cycle (%s)", err);
 }
 
 int main(void)
@@ -171,6 +203,8 @@ int main(void)
     IAR(0, 0, 3), AR(0, 1);
     AR(1, 1), AR(1, 0);
     ok(end() == 0, "an async op without a wait completes at the end: ok (%s)", err);
+
+    req_pairing();
 
     start(); /* its wait before the other group's allreduce: a cycle */
     IAR(0, 0, 1), WAIT(0, 0, 1), AR(0, 1);
