@@ -20,18 +20,8 @@
 
 static chk_t C;
 
-/* ---- a hash table of two-word keys to a value (open addressing, never shrinks) */
-typedef struct hent {
-    uint64_t a, b;
-    int64_t v; /**< -1: free */
-} hent_t;
-
-typedef struct htab {
-    hent_t *e;
-    size_t mask;
-} htab_t;
-
-static int ht_init(htab_t *h, size_t n)
+/* ---- a hash table of two-word keys to a value (replay_check_int.h) */
+int cp_ckht_init(htab_t *h, size_t n)
 {
     size_t cap = 16;
     while (cap < 2 * n + 16) {
@@ -45,8 +35,7 @@ static int ht_init(htab_t *h, size_t n)
     return h->e != NULL ? 0 : -1;
 }
 
-/* The entry of (a, b): found, or the free one where it goes (v -1). */
-static hent_t *ht_at(const htab_t *h, uint64_t a, uint64_t b)
+hent_t *cp_ckht_at(const htab_t *h, uint64_t a, uint64_t b)
 {
     uint64_t x = (a * 0x9E3779B97F4A7C15ull) ^ (b + 0x632BE59BD9B4E019ull + (a << 6));
     x ^= x >> 29;
@@ -68,6 +57,7 @@ void cp_replay_check_free(void)
     free(C.waited);
     free(C.need);
     free(C.owner);
+    free(C.v);
     memset(&C, 0, sizeof(C));
 }
 
@@ -127,9 +117,6 @@ static void classify(const cp_trace_t *t, const collprof_trace_op_row_t *r, crow
     }
     int op = cp_coll_from_name(r->op);
     unsigned f = op >= 0 ? cp_op_flags((collprof_op_t)op) : 0;
-    if ((f & COLLPROF_OPF_VARIABLE) || op == COLLPROF_OP_REDUCESCATTER) {
-        return; /* (matched per op among the members by the replay itself: replay_match.c) */
-    }
     if (op < 0 || op == COLLPROF_OP_SENDRECV ||
         (cp_op_flags((collprof_op_t)op) & COLLPROF_OPF_NONBLOCKING)) {
         return;
@@ -140,6 +127,30 @@ static void classify(const cp_trace_t *t, const collprof_trace_op_row_t *r, crow
     c->root = r->root >= 0 ? r->root : g->size > 0 ? t->members[g->member_off].rank : -1;
     c->root = (cp_op_flags((collprof_op_t)op) & COLLPROF_OPF_ROOTED) ? c->root : -1;
     c->flags |= sized(op) ? CF_SIZED : 0;
+    /* (matched per name among the members, as the replay does: replay_check_var.c) */
+    c->flags |= (f & COLLPROF_OPF_VARIABLE) || op == COLLPROF_OP_REDUCESCATTER ? CF_VAR : 0;
+    c->flags |= r->bytes > 0 ? CF_BYTES : 0;
+}
+
+/* Row r's record of a variable op (c->var); 0, or -1 out of memory */
+static int var_of(const collprof_trace_op_row_t *r, crow_t *c)
+{
+    if (C.nv == C.vcap) {
+        size_t cap = C.vcap ? 2 * C.vcap : 256;
+        cvar_t *n = realloc(C.v, cap * sizeof(cvar_t));
+        if (n == NULL) {
+            return -1;
+        }
+        C.v = n;
+        C.vcap = cap;
+    }
+    c->var = (int32_t)C.nv;
+    C.v[C.nv++] = (cvar_t){.in = r->in_count,
+                           .out = r->out_count,
+                           .soff = r->split_off,
+                           .nsplit = r->nsplit > 0 ? r->nsplit : 0,
+                           .grank = -1};
+    return 0;
 }
 
 void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
@@ -147,7 +158,7 @@ void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
     if (C.oom || r->group < 0 || (size_t)r->group >= t->ngroups || r->rank < 0) {
         return;
     }
-    if (C.budget > 0 && C.n >= C.budget) {
+    if (C.budget > 0 && C.n + C.nv / 2 >= C.budget) { /* (a variable op's record: half a row) */
         C.oom = 2; /* (over the budget: skipped, as out of memory) */
         return;
     }
@@ -170,9 +181,22 @@ void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
     c->group = r->group;
     c->peer = r->peer;
     c->root = -1;
+    c->var = -1;
     classify(t, r, c);
+    if ((c->flags & CF_VAR) && (C.nv >= INT32_MAX || var_of(r, c) != 0)) {
+        C.oom = 1;
+        return;
+    }
     c->flags |= r->req >= 0 && c->kind != CK_WAIT ? CF_ASYNC : 0;
     c->flags |= r->coalesced >= 0 ? CF_COAL : 0;
+}
+
+void cp_replay_check_trace(const cp_trace_t *t)
+{
+    cp_replay_check_begin();
+    for (size_t i = 0; i < t->nops; i++) {
+        cp_replay_check_row(t, &t->ops[i]);
+    }
 }
 
 static int cmp_seq(const void *a, const void *b)
@@ -258,7 +282,8 @@ static void coll_differs(const cp_trace_t *t, int g, const crow_t *a, const crow
 static const crow_t *kth_coll(int rank, int g, size_t k)
 {
     for (size_t i = C.start[rank]; i < C.start[rank + 1]; i++) {
-        if (C.r[i].kind == CK_COLL && C.r[i].group == g && C.inst[i] == k) {
+        if (C.r[i].kind == CK_COLL && !(C.r[i].flags & CF_VAR) && C.r[i].group == g &&
+            C.inst[i] == k) {
             return &C.r[i];
         }
     }
@@ -315,7 +340,7 @@ static int colls(const cp_trace_t *t, const size_t *cnt, char *err, size_t len)
     }
     for (size_t i = 0; i < C.n; i++) {
         const crow_t *c = &C.r[i];
-        if (c->kind != CK_COLL) {
+        if (c->kind != CK_COLL || (c->flags & CF_VAR)) {
             continue;
         }
         size_t x = base[c->group] + C.inst[i];
@@ -339,7 +364,7 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
 {
     htab_t h;
     size_t *cnt = calloc(t->nmembers + 1, sizeof(size_t));
-    if (cnt == NULL || ht_init(&h, t->nmembers) != 0) {
+    if (cnt == NULL || cp_ckht_init(&h, t->nmembers) != 0) {
         free(cnt);
         return -2;
     }
@@ -347,7 +372,7 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
         for (int i = 0; i < t->groups[g].size; i++) {
             int64_t m = t->groups[g].member_off + i;
             if (t->members[m].rank >= 0) {
-                ht_at(&h, g, (uint64_t)t->members[m].rank)->v = m;
+                cp_ckht_at(&h, g, (uint64_t)t->members[m].rank)->v = m;
             }
         }
     }
@@ -355,7 +380,7 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
     for (size_t i = 0; rc == 0 && i < C.n; i++) {
         const crow_t *c = &C.r[i];
         if (c->kind == CK_COLL || c->kind == CK_SEND || c->kind == CK_RECV) {
-            int64_t m = ht_at(&h, (uint64_t)c->group, (uint64_t)c->rank)->v;
+            int64_t m = cp_ckht_at(&h, (uint64_t)c->group, (uint64_t)c->rank)->v;
             if (m < 0) {
                 snprintf(err, len,
                          "rank %d's %s (seq %lld) is on group %d (%s), which it is not a "
@@ -366,6 +391,8 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
                                               : "recv",
                          (long long)c->seq, c->group, gname(t, c->group));
                 rc = -1;
+            } else if (c->kind == CK_COLL && (c->flags & CF_VAR)) {
+                C.v[c->var].grank = (int32_t)(m - t->groups[c->group].member_off);
             } else if (c->kind == CK_COLL) {
                 C.inst[i] = cnt[m]++;
             }
@@ -393,7 +420,7 @@ static size_t chan_of(htab_t *h, const crow_t *c, size_t *nch)
 {
     uint64_t src = (uint32_t)(c->kind == CK_SEND ? c->rank : c->peer);
     uint64_t dst = (uint32_t)(c->kind == CK_SEND ? c->peer : c->rank);
-    hent_t *e = ht_at(h, (uint64_t)(uint32_t)c->group, src << 32 | dst);
+    hent_t *e = cp_ckht_at(h, (uint64_t)(uint32_t)c->group, src << 32 | dst);
     if (e->v < 0) {
         e->v = (int64_t)(*nch)++;
     }
@@ -446,7 +473,7 @@ static int p2p_check(const cp_trace_t *t, char *err, size_t len)
     }
     htab_t h;
     size_t *slot = malloc((np + 1) * sizeof(size_t)), *n2 = calloc(3 * np + 3, sizeof(size_t));
-    if (slot == NULL || n2 == NULL || ht_init(&h, np) != 0) {
+    if (slot == NULL || n2 == NULL || cp_ckht_init(&h, np) != 0) {
         free(slot);
         free(n2);
         return -2;
@@ -486,13 +513,13 @@ static int waits(void)
     for (size_t i = 0; i < C.n; i++) {
         na += (C.r[i].flags & CF_ASYNC) && C.r[i].kind != CK_SKIP;
     }
-    if (ht_init(&h, na) != 0) {
+    if (cp_ckht_init(&h, na) != 0) {
         return -2;
     }
     for (size_t i = 0; i < C.n; i++) {
         const crow_t *c = &C.r[i];
         if (c->kind == CK_WAIT) {
-            hent_t *e = ht_at(&h, (uint64_t)c->rank, (uint64_t)c->req);
+            hent_t *e = cp_ckht_at(&h, (uint64_t)c->rank, (uint64_t)c->req);
             int open = e->v >= 0 && e->v != INT64_MAX;
             C.inst[i] = open ? (size_t)e->v : SIZE_MAX;
             if (open) {
@@ -500,7 +527,7 @@ static int waits(void)
                 e->v = INT64_MAX; /* (taken: stays in the table, completes nothing more) */
             }
         } else if ((c->flags & CF_ASYNC) && c->kind != CK_SKIP) {
-            ht_at(&h, (uint64_t)c->rank, (uint64_t)c->req)->v = (int64_t)i;
+            cp_ckht_at(&h, (uint64_t)c->rank, (uint64_t)c->req)->v = (int64_t)i;
         }
     }
     free(h.e);
@@ -520,6 +547,7 @@ int cp_replay_check_end(const cp_trace_t *t, char *err, size_t len)
         rc = C.inst && C.waited && C.need && C.owner ? 0 : -2;
     }
     rc = rc == 0 ? coll_check(t, err, len) : rc;
+    rc = rc == 0 ? cp_check_vars(&C, t, err, len) : rc;
     rc = rc == 0 ? p2p_check(t, err, len) : rc;
     rc = rc == 0 ? waits() : rc;
     rc = rc == 0 ? cp_check_sim(&C, t, err, len) : rc;
