@@ -78,5 +78,9 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
 void cp_replay_compute_setup(cp_plugin_t *p, cp_rgroup_t *g, size_t ng);
 /** An upper bound of the bytes of op r's buffers, the same on every rank (replay.c). */
 size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r);
+/** Per group g, the most bytes of rank's ops in flight at once in its buffers, in the order
+ *  of the replay (nccl_order: --replay-order nccl, every op taken as posted), into peak[g]
+ *  (ngroups, zeroed): replay_fly.c.  0, or -1 out of memory. */
+int cp_replay_fly_peak(const cp_trace_t *t, int rank, int nccl_order, uint64_t *peak);
 
 #endif /* COLLPROF_RUNNER_REPLAY_INT_H */
