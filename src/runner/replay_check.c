@@ -34,7 +34,7 @@ void cp_replay_check_free(void)
 }
 
 /* Rows the check may hold: COLLPROF_REPLAY_CHECK_MAX, else an eighth of MemAvailable at
- * about 110 B each (0: unknown, no limit). */
+ * about 80 B each (0: unknown, no limit). */
 static size_t row_budget(void)
 {
     const char *e = getenv("COLLPROF_REPLAY_CHECK_MAX");
@@ -54,7 +54,7 @@ static size_t row_budget(void)
     if (f != NULL) {
         fclose(f);
     }
-    return (size_t)(kb * 1024ULL / 8 / 110);
+    return (size_t)(kb * 1024ULL / 8 / 80);
 }
 
 void cp_replay_check_begin(void)
@@ -116,7 +116,7 @@ static int var_of(const collprof_trace_op_row_t *r, crow_t *c)
         C.v = n;
         C.vcap = cap;
     }
-    c->var = (int32_t)C.nv;
+    c->var = (int64_t)C.nv;
     C.v[C.nv++] = (cvar_t){.in = r->in_count,
                            .out = r->out_count,
                            .soff = r->split_off,
@@ -152,10 +152,8 @@ void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
     c->rank = r->rank;
     c->group = r->group;
     c->peer = r->peer;
-    c->root = -1;
-    c->var = -1;
     classify(t, r, c);
-    if ((c->flags & CF_VAR) && (C.nv >= INT32_MAX || var_of(r, c) != 0)) {
+    if ((c->flags & CF_VAR) && var_of(r, c) != 0) {
         C.oom = 1;
         return;
     }
@@ -177,7 +175,13 @@ static int cmp_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The rows by rank (a counting sort), each rank's in seq order. */
+/* Rows the sort moves between two trims of the rows it has moved (about 48 MiB) */
+#define SORT_CHUNK ((size_t)1 << 20)
+
+/* The rows by rank, each rank's in seq order: a stable counting sort into a second array,
+ * taken from the end of the first, whose tail is given back (realloc) every SORT_CHUNK rows: the
+ * second array's pages are touched as it fills, so the two together hold the rows about once
+ * (and a chunk), not twice. */
 static int by_rank(const cp_trace_t *t)
 {
     int nr = t->nranks > 0 ? t->nranks : 1;
@@ -186,20 +190,28 @@ static int by_rank(const cp_trace_t *t)
     }
     C.nr = nr;
     C.start = calloc((size_t)nr + 2, sizeof(size_t));
+    size_t *cur = malloc(((size_t)nr + 1) * sizeof(size_t));
     crow_t *s = malloc((C.n + 1) * sizeof(crow_t));
-    if (C.start == NULL || s == NULL) {
+    if (C.start == NULL || cur == NULL || s == NULL) {
+        free(cur);
         free(s);
         return -1;
     }
     for (size_t i = 0; i < C.n; i++) {
-        C.start[C.r[i].rank + 2]++;
+        C.start[C.r[i].rank + 1]++;
     }
     for (int k = 0; k < nr; k++) {
-        C.start[k + 2] += C.start[k + 1];
+        C.start[k + 1] += C.start[k];
+        cur[k] = C.start[k + 1]; /* (each rank's rows filled from its end: stable) */
     }
-    for (size_t i = 0; i < C.n; i++) {
-        s[C.start[C.r[i].rank + 1]++] = C.r[i];
+    for (size_t i = C.n; i-- > 0;) {
+        s[--cur[C.r[i].rank]] = C.r[i];
+        if (i % SORT_CHUNK == 0 && i > 0) {
+            crow_t *k = realloc(C.r, i * sizeof(crow_t)); /* (the moved tail given back) */
+            C.r = k != NULL ? k : C.r;
+        }
     }
+    free(cur);
     free(C.r);
     C.r = s;
     for (int k = 0; k < nr; k++) {
@@ -522,17 +534,19 @@ int cp_replay_check_end(const cp_trace_t *t, char *err, size_t len)
     rc = rc == 0 ? cp_check_vars(&C, t, err, len) : rc;
     rc = rc == 0 ? p2p_check(t, err, len) : rc;
     rc = rc == 0 ? waits() : rc;
+    free(C.owner); /* (the pairing's: not the simulation's) */
+    C.owner = NULL;
     rc = rc == 0 ? cp_check_sim(&C, t, err, len) : rc;
     if (rc == -2 && over) {
         snprintf(err, len,
                  "the check before the replay was skipped: the trace has over %zu ops, more "
-                 "than it may hold (an eighth of the available memory at about 110 B each, "
+                 "than it may hold (an eighth of the available memory at about 80 B each, "
                  "or COLLPROF_REPLAY_CHECK_MAX)",
                  C.n);
     } else if (rc == -2) {
         snprintf(err, len,
                  "the check before the replay was skipped: out of memory for its %zu ops "
-                 "(about 110 B each)",
+                 "(about 80 B each)",
                  C.n);
     }
     cp_replay_check_free();

@@ -31,14 +31,20 @@ int cp_ckht_init(htab_t *h, size_t n);
 /** The entry of (a, b): found, or the free one where it goes (v -1). */
 hent_t *cp_ckht_at(const htab_t *h, uint64_t a, uint64_t b);
 
-/** One op of the trace, as much as the check needs. */
+/** One op of the trace, as much as the check needs (48 bytes). */
 typedef struct crow {
     int64_t seq, req, coal;
-    uint64_t size;
-    int32_t rank, group, peer, root;
+    union {
+        uint64_t size; /**< its bytes as the replay issues it */
+        int64_t var;   /**< CF_VAR (no size compared): its record in chk_t's v */
+    };
+    int32_t rank, group;
+    union {
+        int32_t peer; /**< a send or recv: its peer */
+        int32_t root; /**< a collective: its root (-1: not rooted) */
+    };
     int16_t opc; /**< collprof_op_t of a collective; -1 else */
     uint8_t kind, flags;
-    int32_t var; /**< CF_VAR: its record in chk_t's v */
 } crow_t;
 
 /** What the check keeps of a variable op's row besides its crow_t. */
