@@ -5,12 +5,12 @@
  * once, before any backend is known.  The rules are the replay's: each op takes
  * cp_replay_bound_bytes at the group's top; a posted op keeps its place until it completes, and
  * the group's top falls back to 0 once none of its ops is in flight.  Posted: a send or recv,
- * an async or coalesced op, and under --replay-order nccl every op (taken as posted, as if
- * the backend could post it: an upper bound).  Completed: an async op at its wait (at the end
- * without one), a coalesced call's ops and a run of blocking sends and recvs of one group at
- * the next op not of them; under nccl order also at the next op of its queue after its call
- * or run (its group's; a collective on a group of every rank: the job's), where that comes
- * first.  Time and memory O(the rank's ops + groups).
+ * an async or coalesced collective, and under --replay-order nccl every collective, where
+ * some backend of the run can post its op (the one that posts most: an upper bound).  Completed: an
+ * async op at its wait (at the end without one), a coalesced call's ops and a run of blocking sends
+ * and recvs of one group at the next op not of them; under nccl order also at the next op of its
+ * queue after its call or run (its group's; a collective on a group of every rank: the job's),
+ * where that comes first.  Time and memory O(the rank's ops + groups).
  */
 #include "config.h"
 
@@ -113,7 +113,7 @@ static int nccl(const cp_trace_t *t, fly_t *f)
 }
 
 /* The layout over time: peak[g] the most of group g's buffer any op of the rank reaches */
-static int layout(const cp_trace_t *t, fly_t *f, int all, uint64_t *peak)
+static int layout(const cp_trace_t *t, fly_t *f, int all, uint32_t post, uint64_t *peak)
 {
     uint64_t *top = calloc(t->ngroups + 1, sizeof(uint64_t));
     size_t *pend = calloc(t->ngroups + 1, sizeof(size_t));
@@ -134,7 +134,8 @@ static int layout(const cp_trace_t *t, fly_t *f, int all, uint64_t *peak)
         size_t g = (size_t)r->group;
         uint64_t need = cp_replay_bound_bytes(t, r);
         peak[g] = top[g] + need > peak[g] ? top[g] + need : peak[g];
-        if (all || is_p2p(r) || r->req >= 0 || r->coalesced >= 0) {
+        int op = collprof_op_from_name(r->op), can = op >= 0 && op < 32 && ((post >> op) & 1u);
+        if (is_p2p(r) || (can && (all || r->req >= 0 || r->coalesced >= 0))) {
             top[g] += need;
             pend[g]++;
             f->next[i] = head[f->done[i]];
@@ -147,7 +148,7 @@ static int layout(const cp_trace_t *t, fly_t *f, int all, uint64_t *peak)
     return ok ? 0 : -1;
 }
 
-int cp_replay_fly_peak(const cp_trace_t *t, int rank, int nccl_order, uint64_t *peak)
+int cp_replay_fly_peak(const cp_trace_t *t, int rank, int nccl_order, uint32_t post, uint64_t *peak)
 {
     fly_t f = {0};
     for (size_t i = 0; i < t->nops; i++) {
@@ -174,7 +175,7 @@ int cp_replay_fly_peak(const cp_trace_t *t, int rank, int nccl_order, uint64_t *
     }
     rc = rc == 0 ? program(&f) : rc;
     rc = rc == 0 && nccl_order ? nccl(t, &f) : rc;
-    rc = rc == 0 ? layout(t, &f, nccl_order, peak) : rc;
+    rc = rc == 0 ? layout(t, &f, nccl_order, post, peak) : rc;
     free(f.o);
     free(f.end);
     free(f.done);
@@ -201,7 +202,8 @@ uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters)
     /* (each group's two buffers: the most its ops in flight at once take, in the order of the
      * replay; its largest op's where that cannot be had) */
     uint64_t *fly = calloc(t->ngroups + 1, sizeof(uint64_t));
-    int fl = fly != NULL && cp_replay_fly_peak(t, rank, cp_replay_order_nccl(), fly) == 0;
+    int fl = fly != NULL && cp_replay_fly_peak(t, rank, cp_replay_order_nccl(),
+                                               cp_replay_order_post_any(), fly) == 0;
     for (size_t g = 0; big != NULL && g < t->ngroups; g++) {
         sum += 2 * (fl && fly[g] > big[g] ? fly[g] : big[g]);
     }

@@ -2,8 +2,8 @@
  * The memory guard's group buffers of a replay (src/runner/replay_fly.c, cp_replay_fly_peak;
  * docs/replay.md, "The memory guard"): per group, the most the rank's ops in flight at once
  * take, laid out as cp_replay_schedule lays them out, in program order and in NCCL order
- * (every op posted and held until the next op of its queue after its call or run, its wait,
- * or the end).
+ * (every op some backend can post posted and held until the next op of its queue after its
+ * call or run, its wait, or the end).
  */
 #include "config.h"
 
@@ -40,7 +40,8 @@ static void op(const char *name, int g, uint64_t elements, int64_t req, int64_t 
 static void peaks(int nccl)
 {
     memset(peak, 0, sizeof(peak));
-    ok(cp_replay_fly_peak(&T, 0, nccl, peak) == 0, "%s order: computed", nccl ? "nccl" : "program");
+    ok(cp_replay_fly_peak(&T, 0, nccl, ~(uint32_t)0, peak) == 0, "%s order: computed",
+       nccl ? "nccl" : "program");
 }
 
 int main(void)
@@ -104,6 +105,10 @@ int main(void)
     peaks(1);
     ok(peak[0] == 2 * K && peak[1] == K,
        "nccl order: the allreduce in flight on the job's queue under the send (%llu)",
+       (unsigned long long)peak[0]);
+    memset(peak, 0, sizeof(peak));
+    ok(cp_replay_fly_peak(&T, 0, 1, 0, peak) == 0 && peak[0] == K,
+       "nccl order, no backend posting allreduce: it runs at once, the send alone (%llu)",
        (unsigned long long)peak[0]);
     return tap_done();
 }
