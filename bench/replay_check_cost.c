@@ -4,9 +4,10 @@
  * and N ops each, built in memory: allreduces of 1 KiB on the world, every 4th on the rank's
  * pair instead, every 8th a blocking send (even rank) and recv (odd rank) on the pair.  With
  * -d the last pair's second rank has its first two pair ops in the other order (a cycle: the
- * check refuses it).  Prints the ops, the check's wall time, its result and the process's
+ * check refuses it); with -N the check simulates --replay-order nccl (every op posted on its
+ * group's queue).  Prints the ops, the check's wall time, its result and the process's
  * peak resident memory (VmHWM), beside the load average.
- * Usage: make bench/replay_check_cost && bench/replay_check_cost [-r R] [-n N] [-d]
+ * Usage: make bench/replay_check_cost && bench/replay_check_cost [-r R] [-n N] [-d] [-N]
  */
 #include "config.h"
 
@@ -64,15 +65,16 @@ static void op_of(int r, long k, int nr, int cycle, collprof_trace_op_row_t *row
 
 int main(int argc, char **argv)
 {
-    int nr = 1024, cycle = 0, c;
+    int nr = 1024, cycle = 0, nccl = 0, c;
     long n = 10000;
-    while ((c = getopt(argc, argv, "r:n:d")) != -1) {
+    while ((c = getopt(argc, argv, "r:n:dN")) != -1) {
         nr = c == 'r' ? atoi(optarg) : nr;
         n = c == 'n' ? atol(optarg) : n;
         cycle |= c == 'd';
+        nccl |= c == 'N';
     }
     if (nr < 2 || nr % 2 != 0 || n < 8) {
-        fprintf(stderr, "usage: replay_check_cost [-r EVEN_RANKS] [-n OPS>=8] [-d]\n");
+        fprintf(stderr, "usage: replay_check_cost [-r EVEN_RANKS] [-n OPS>=8] [-d] [-N]\n");
         return 2;
     }
     cp_trace_t t = {.nranks = nr, .ngroups = 1 + (size_t)nr / 2, .nmembers = 2 * (size_t)nr};
@@ -89,6 +91,7 @@ int main(int argc, char **argv)
     }
     collprof_trace_op_row_t row;
     char err[1024] = "";
+    cp_replay_check_order(nccl, ~(uint32_t)0);
     double t0 = now_s();
     cp_replay_check_begin();
     for (long k = 0; k < n; k++) { /* (a file's order: rank by rank per block; any order) */
@@ -103,9 +106,10 @@ int main(int argc, char **argv)
     double load[1] = {0};
     getloadavg(load, 1);
     printf("replay_check_cost ranks %d ops_per_rank %ld ops %.0f gather_s %.3f check_s %.3f "
-           "ns_per_op %.1f hwm_mib %.0f load1 %.2f result %s%s\n",
+           "ns_per_op %.1f hwm_mib %.0f load1 %.2f order %s result %s%s\n",
            nr, n, (double)nr * (double)n, t1 - t0, t2 - t1, (t2 - t1) * 1e9 / ((double)nr * n),
-           (double)hwm_kib() / 1024, load[0], rc == 0 ? "ok" : "refused: ", rc == 0 ? "" : err);
+           (double)hwm_kib() / 1024, load[0], nccl ? "nccl" : "program",
+           rc == 0 ? "ok" : "refused: ", rc == 0 ? "" : err);
     free(t.groups);
     free(t.members);
     return 0;

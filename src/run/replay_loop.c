@@ -122,8 +122,13 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
              cp_replay_order_setup(rr->opt->replay_order, t, rr->plugins, rr->nplugins,
                                    rr->plan.plugins_used));
     cp_log(CP_LOG_INFO, "replay: --replay-order %s", rr->opt->replay_order);
-    char why[900]; /* the check before the replay (rank 0; a --shrink fold is not checked) */
-    int ck = rr->boot.rank == 0 && sc != NULL ? cp_replay_check_end(t, why, sizeof(why)) : 0;
+    char why[900]; /* the check before the replay (rank 0; a --shrink fold: the folded ops) */
+    if (rr->boot.rank == 0 && sc == NULL && t->shrunk_from > 0) {
+        cp_replay_check_trace(t);
+    }
+    int ck = rr->boot.rank == 0 && (sc != NULL || t->shrunk_from > 0)
+                 ? cp_replay_check_end(t, why, sizeof(why))
+                 : 0;
     if (ck > 0) {
         cp_log(CP_LOG_WARN, "replay: %s", why);
     }

@@ -293,33 +293,6 @@ size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t 
     return ((b > r->bytes ? b : (size_t)r->bytes) + 64 + 63) / 64 * 64;
 }
 
-uint64_t cp_replay_rank_bytes(const cp_trace_t *t, int rank, int iters)
-{
-    uint64_t it = iters > 0 ? (uint64_t)iters : 1, n = 0, sum = 0;
-    uint64_t *big = calloc(t->ngroups + 1, sizeof(uint64_t)); /* per group: its largest op's */
-    for (size_t i = 0; i < t->nops; i++) {
-        const collprof_trace_op_row_t *r = &t->ops[i];
-        if (r->rank != rank) {
-            continue;
-        }
-        n++;
-        uint64_t b = cp_replay_bound_bytes(t, r);
-        if (big != NULL && b > big[r->group]) {
-            big[r->group] = b;
-        }
-        sum += !strcmp(r->op, "alltoallv") ? 4 * sizeof(size_t) * (uint64_t)r->nsplit : 0;
-    }
-    for (size_t g = 0; big != NULL && g < t->ngroups; g++) {
-        sum += 2 * big[g];
-    }
-    free(big);
-    /* its trace row, rop_t, its row (and the path's record of it, 64), times, issues,
-     * exposed, overlapped, fly; --gaps: its place, errors, lateness */
-    uint64_t per = sizeof(collprof_trace_op_row_t) + sizeof(rop_t) + sizeof(collprof_replay_row_t) +
-                   64 + 4 * it * 8 + 8 + 8 + 2 * it * 8;
-    return sum + n * per;
-}
-
 int cp_replay_memtype(const cp_plugin_t *p)
 {
     uint32_t m = p->caps.memtypes;

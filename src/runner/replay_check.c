@@ -20,45 +20,6 @@
 
 static chk_t C;
 
-/* ---- a hash table of two-word keys to a value (open addressing, never shrinks) */
-typedef struct hent {
-    uint64_t a, b;
-    int64_t v; /**< -1: free */
-} hent_t;
-
-typedef struct htab {
-    hent_t *e;
-    size_t mask;
-} htab_t;
-
-static int ht_init(htab_t *h, size_t n)
-{
-    size_t cap = 16;
-    while (cap < 2 * n + 16) {
-        cap <<= 1;
-    }
-    h->e = malloc(cap * sizeof(hent_t));
-    h->mask = cap - 1;
-    for (size_t i = 0; h->e != NULL && i < cap; i++) {
-        h->e[i].v = -1;
-    }
-    return h->e != NULL ? 0 : -1;
-}
-
-/* The entry of (a, b): found, or the free one where it goes (v -1). */
-static hent_t *ht_at(const htab_t *h, uint64_t a, uint64_t b)
-{
-    uint64_t x = (a * 0x9E3779B97F4A7C15ull) ^ (b + 0x632BE59BD9B4E019ull + (a << 6));
-    x ^= x >> 29;
-    for (size_t i = (size_t)x & h->mask;; i = (i + 1) & h->mask) {
-        if (h->e[i].v < 0 || (h->e[i].a == a && h->e[i].b == b)) {
-            h->e[i].a = a;
-            h->e[i].b = b;
-            return &h->e[i];
-        }
-    }
-}
-
 /* ---- the rows */
 void cp_replay_check_free(void)
 {
@@ -68,11 +29,12 @@ void cp_replay_check_free(void)
     free(C.waited);
     free(C.need);
     free(C.owner);
+    free(C.v);
     memset(&C, 0, sizeof(C));
 }
 
 /* Rows the check may hold: COLLPROF_REPLAY_CHECK_MAX, else an eighth of MemAvailable at
- * about 110 B each (0: unknown, no limit). */
+ * about 80 B each (0: unknown, no limit). */
 static size_t row_budget(void)
 {
     const char *e = getenv("COLLPROF_REPLAY_CHECK_MAX");
@@ -92,7 +54,7 @@ static size_t row_budget(void)
     if (f != NULL) {
         fclose(f);
     }
-    return (size_t)(kb * 1024ULL / 8 / 110);
+    return (size_t)(kb * 1024ULL / 8 / 80);
 }
 
 void cp_replay_check_begin(void)
@@ -127,9 +89,6 @@ static void classify(const cp_trace_t *t, const collprof_trace_op_row_t *r, crow
     }
     int op = cp_coll_from_name(r->op);
     unsigned f = op >= 0 ? cp_op_flags((collprof_op_t)op) : 0;
-    if ((f & COLLPROF_OPF_VARIABLE) || op == COLLPROF_OP_REDUCESCATTER) {
-        return; /* (matched per op among the members by the replay itself: replay_match.c) */
-    }
     if (op < 0 || op == COLLPROF_OP_SENDRECV ||
         (cp_op_flags((collprof_op_t)op) & COLLPROF_OPF_NONBLOCKING)) {
         return;
@@ -140,6 +99,30 @@ static void classify(const cp_trace_t *t, const collprof_trace_op_row_t *r, crow
     c->root = r->root >= 0 ? r->root : g->size > 0 ? t->members[g->member_off].rank : -1;
     c->root = (cp_op_flags((collprof_op_t)op) & COLLPROF_OPF_ROOTED) ? c->root : -1;
     c->flags |= sized(op) ? CF_SIZED : 0;
+    /* (matched per name among the members, as the replay does: replay_check_var.c) */
+    c->flags |= (f & COLLPROF_OPF_VARIABLE) || op == COLLPROF_OP_REDUCESCATTER ? CF_VAR : 0;
+    c->flags |= r->bytes > 0 ? CF_BYTES : 0;
+}
+
+/* Row r's record of a variable op (c->var); 0, or -1 out of memory */
+static int var_of(const collprof_trace_op_row_t *r, crow_t *c)
+{
+    if (C.nv == C.vcap) {
+        size_t cap = C.vcap ? 2 * C.vcap : 256;
+        cvar_t *n = realloc(C.v, cap * sizeof(cvar_t));
+        if (n == NULL) {
+            return -1;
+        }
+        C.v = n;
+        C.vcap = cap;
+    }
+    c->var = (int64_t)C.nv;
+    C.v[C.nv++] = (cvar_t){.in = r->in_count,
+                           .out = r->out_count,
+                           .soff = r->split_off,
+                           .nsplit = r->nsplit > 0 ? r->nsplit : 0,
+                           .grank = -1};
+    return 0;
 }
 
 void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
@@ -147,7 +130,7 @@ void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
     if (C.oom || r->group < 0 || (size_t)r->group >= t->ngroups || r->rank < 0) {
         return;
     }
-    if (C.budget > 0 && C.n >= C.budget) {
+    if (C.budget > 0 && C.n + C.nv / 2 >= C.budget) { /* (a variable op's record: half a row) */
         C.oom = 2; /* (over the budget: skipped, as out of memory) */
         return;
     }
@@ -169,10 +152,21 @@ void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r)
     c->rank = r->rank;
     c->group = r->group;
     c->peer = r->peer;
-    c->root = -1;
     classify(t, r, c);
+    if ((c->flags & CF_VAR) && var_of(r, c) != 0) {
+        C.oom = 1;
+        return;
+    }
     c->flags |= r->req >= 0 && c->kind != CK_WAIT ? CF_ASYNC : 0;
     c->flags |= r->coalesced >= 0 ? CF_COAL : 0;
+}
+
+void cp_replay_check_trace(const cp_trace_t *t)
+{
+    cp_replay_check_begin();
+    for (size_t i = 0; i < t->nops; i++) {
+        cp_replay_check_row(t, &t->ops[i]);
+    }
 }
 
 static int cmp_seq(const void *a, const void *b)
@@ -181,7 +175,13 @@ static int cmp_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The rows by rank (a counting sort), each rank's in seq order. */
+/* Rows the sort moves between two trims of the rows it has moved (about 48 MiB) */
+#define SORT_CHUNK ((size_t)1 << 20)
+
+/* The rows by rank, each rank's in seq order: a stable counting sort into a second array,
+ * taken from the end of the first, whose tail is given back (realloc) every SORT_CHUNK rows: the
+ * second array's pages are touched as it fills, so the two together hold the rows about once
+ * (and a chunk), not twice. */
 static int by_rank(const cp_trace_t *t)
 {
     int nr = t->nranks > 0 ? t->nranks : 1;
@@ -190,20 +190,28 @@ static int by_rank(const cp_trace_t *t)
     }
     C.nr = nr;
     C.start = calloc((size_t)nr + 2, sizeof(size_t));
+    size_t *cur = malloc(((size_t)nr + 1) * sizeof(size_t));
     crow_t *s = malloc((C.n + 1) * sizeof(crow_t));
-    if (C.start == NULL || s == NULL) {
+    if (C.start == NULL || cur == NULL || s == NULL) {
+        free(cur);
         free(s);
         return -1;
     }
     for (size_t i = 0; i < C.n; i++) {
-        C.start[C.r[i].rank + 2]++;
+        C.start[C.r[i].rank + 1]++;
     }
     for (int k = 0; k < nr; k++) {
-        C.start[k + 2] += C.start[k + 1];
+        C.start[k + 1] += C.start[k];
+        cur[k] = C.start[k + 1]; /* (each rank's rows filled from its end: stable) */
     }
-    for (size_t i = 0; i < C.n; i++) {
-        s[C.start[C.r[i].rank + 1]++] = C.r[i];
+    for (size_t i = C.n; i-- > 0;) {
+        s[--cur[C.r[i].rank]] = C.r[i];
+        if (i % SORT_CHUNK == 0 && i > 0) {
+            crow_t *k = realloc(C.r, i * sizeof(crow_t)); /* (the moved tail given back) */
+            C.r = k != NULL ? k : C.r;
+        }
     }
+    free(cur);
     free(C.r);
     C.r = s;
     for (int k = 0; k < nr; k++) {
@@ -258,7 +266,8 @@ static void coll_differs(const cp_trace_t *t, int g, const crow_t *a, const crow
 static const crow_t *kth_coll(int rank, int g, size_t k)
 {
     for (size_t i = C.start[rank]; i < C.start[rank + 1]; i++) {
-        if (C.r[i].kind == CK_COLL && C.r[i].group == g && C.inst[i] == k) {
+        if (C.r[i].kind == CK_COLL && !(C.r[i].flags & CF_VAR) && C.r[i].group == g &&
+            C.inst[i] == k) {
             return &C.r[i];
         }
     }
@@ -315,7 +324,7 @@ static int colls(const cp_trace_t *t, const size_t *cnt, char *err, size_t len)
     }
     for (size_t i = 0; i < C.n; i++) {
         const crow_t *c = &C.r[i];
-        if (c->kind != CK_COLL) {
+        if (c->kind != CK_COLL || (c->flags & CF_VAR)) {
             continue;
         }
         size_t x = base[c->group] + C.inst[i];
@@ -339,7 +348,7 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
 {
     htab_t h;
     size_t *cnt = calloc(t->nmembers + 1, sizeof(size_t));
-    if (cnt == NULL || ht_init(&h, t->nmembers) != 0) {
+    if (cnt == NULL || cp_ckht_init(&h, t->nmembers) != 0) {
         free(cnt);
         return -2;
     }
@@ -347,7 +356,7 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
         for (int i = 0; i < t->groups[g].size; i++) {
             int64_t m = t->groups[g].member_off + i;
             if (t->members[m].rank >= 0) {
-                ht_at(&h, g, (uint64_t)t->members[m].rank)->v = m;
+                cp_ckht_at(&h, g, (uint64_t)t->members[m].rank)->v = m;
             }
         }
     }
@@ -355,7 +364,7 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
     for (size_t i = 0; rc == 0 && i < C.n; i++) {
         const crow_t *c = &C.r[i];
         if (c->kind == CK_COLL || c->kind == CK_SEND || c->kind == CK_RECV) {
-            int64_t m = ht_at(&h, (uint64_t)c->group, (uint64_t)c->rank)->v;
+            int64_t m = cp_ckht_at(&h, (uint64_t)c->group, (uint64_t)c->rank)->v;
             if (m < 0) {
                 snprintf(err, len,
                          "rank %d's %s (seq %lld) is on group %d (%s), which it is not a "
@@ -366,6 +375,8 @@ static int coll_check(const cp_trace_t *t, char *err, size_t len)
                                               : "recv",
                          (long long)c->seq, c->group, gname(t, c->group));
                 rc = -1;
+            } else if (c->kind == CK_COLL && (c->flags & CF_VAR)) {
+                C.v[c->var].grank = (int32_t)(m - t->groups[c->group].member_off);
             } else if (c->kind == CK_COLL) {
                 C.inst[i] = cnt[m]++;
             }
@@ -393,7 +404,7 @@ static size_t chan_of(htab_t *h, const crow_t *c, size_t *nch)
 {
     uint64_t src = (uint32_t)(c->kind == CK_SEND ? c->rank : c->peer);
     uint64_t dst = (uint32_t)(c->kind == CK_SEND ? c->peer : c->rank);
-    hent_t *e = ht_at(h, (uint64_t)(uint32_t)c->group, src << 32 | dst);
+    hent_t *e = cp_ckht_at(h, (uint64_t)(uint32_t)c->group, src << 32 | dst);
     if (e->v < 0) {
         e->v = (int64_t)(*nch)++;
     }
@@ -446,7 +457,7 @@ static int p2p_check(const cp_trace_t *t, char *err, size_t len)
     }
     htab_t h;
     size_t *slot = malloc((np + 1) * sizeof(size_t)), *n2 = calloc(3 * np + 3, sizeof(size_t));
-    if (slot == NULL || n2 == NULL || ht_init(&h, np) != 0) {
+    if (slot == NULL || n2 == NULL || cp_ckht_init(&h, np) != 0) {
         free(slot);
         free(n2);
         return -2;
@@ -479,13 +490,15 @@ static int p2p_check(const cp_trace_t *t, char *err, size_t len)
 }
 
 /* The first wait of list e (next[]: the list's links) after row i not taken; the list's
- * cursor moved past those before (the later ops come after them too).  SIZE_MAX: none. */
+ * cursor moved past those before (the later ops come after them too).  SIZE_MAX: none.  A list
+ * run out keeps its entry, at INT64_MAX: a negative value would free the slot, and the probe of
+ * a key placed after it would stop there and lose that key's list. */
 static size_t first_wait(hent_t *e, const size_t *next, const unsigned char *taken, size_t i)
 {
-    while (e->v >= 0 && ((size_t)e->v < i || taken[e->v])) {
-        e->v = next[e->v] == SIZE_MAX ? -1 : (int64_t)next[e->v];
+    while (e->v >= 0 && e->v != INT64_MAX && ((size_t)e->v < i || taken[e->v])) {
+        e->v = next[e->v] == SIZE_MAX ? INT64_MAX : (int64_t)next[e->v];
     }
-    return e->v >= 0 ? (size_t)e->v : SIZE_MAX;
+    return e->v >= 0 && e->v != INT64_MAX ? (size_t)e->v : SIZE_MAX;
 }
 
 /* Each wait completes the op the replay pairs it with (replay_issue.c, wait_of): each async op
@@ -501,14 +514,14 @@ static int waits(void)
     htab_t hg = {0}, ha = {0};
     size_t *next = malloc(2 * (C.n + 1) * sizeof(size_t)), *nexta = next ? next + C.n + 1 : NULL;
     unsigned char *taken = calloc(C.n + 1, 1);
-    int rc = next && taken && ht_init(&hg, nw) == 0 && ht_init(&ha, nw) == 0 ? 0 : -2;
+    int rc = next && taken && cp_ckht_init(&hg, nw) == 0 && cp_ckht_init(&ha, nw) == 0 ? 0 : -2;
     for (size_t i = C.n; rc == 0 && i-- > 0;) { /* (backwards: each list in order) */
         const crow_t *c = &C.r[i];
         C.inst[i] = c->kind == CK_WAIT ? SIZE_MAX : C.inst[i];
         if (c->kind == CK_WAIT) {
-            hent_t *g = ht_at(&hg, (uint64_t)(uint32_t)c->rank << 32 | (uint32_t)c->group,
-                              (uint64_t)c->req);
-            hent_t *a = ht_at(&ha, (uint64_t)c->rank, (uint64_t)c->req);
+            hent_t *g = cp_ckht_at(&hg, (uint64_t)(uint32_t)c->rank << 32 | (uint32_t)c->group,
+                                   (uint64_t)c->req);
+            hent_t *a = cp_ckht_at(&ha, (uint64_t)c->rank, (uint64_t)c->req);
             next[i] = g->v >= 0 ? (size_t)g->v : SIZE_MAX;
             nexta[i] = a->v >= 0 ? (size_t)a->v : SIZE_MAX;
             g->v = a->v = (int64_t)i;
@@ -519,10 +532,10 @@ static int waits(void)
         if (!(c->flags & CF_ASYNC)) {
             continue;
         }
-        hent_t *g =
-            ht_at(&hg, (uint64_t)(uint32_t)c->rank << 32 | (uint32_t)c->group, (uint64_t)c->req);
+        hent_t *g = cp_ckht_at(&hg, (uint64_t)(uint32_t)c->rank << 32 | (uint32_t)c->group,
+                               (uint64_t)c->req);
         size_t j = g->v >= 0 ? first_wait(g, next, taken, i) : SIZE_MAX;
-        hent_t *a = j == SIZE_MAX ? ht_at(&ha, (uint64_t)c->rank, (uint64_t)c->req) : NULL;
+        hent_t *a = j == SIZE_MAX ? cp_ckht_at(&ha, (uint64_t)c->rank, (uint64_t)c->req) : NULL;
         j = a != NULL && a->v >= 0 ? first_wait(a, nexta, taken, i) : j;
         if (j != SIZE_MAX) {
             taken[j] = 1;
@@ -550,19 +563,22 @@ int cp_replay_check_end(const cp_trace_t *t, char *err, size_t len)
         rc = C.inst && C.waited && C.need && C.owner ? 0 : -2;
     }
     rc = rc == 0 ? coll_check(t, err, len) : rc;
+    rc = rc == 0 ? cp_check_vars(&C, t, err, len) : rc;
     rc = rc == 0 ? p2p_check(t, err, len) : rc;
     rc = rc == 0 ? waits() : rc;
+    free(C.owner); /* (the pairing's: not the simulation's) */
+    C.owner = NULL;
     rc = rc == 0 ? cp_check_sim(&C, t, err, len) : rc;
     if (rc == -2 && over) {
         snprintf(err, len,
                  "the check before the replay was skipped: the trace has over %zu ops, more "
-                 "than it may hold (an eighth of the available memory at about 110 B each, "
+                 "than it may hold (an eighth of the available memory at about 80 B each, "
                  "or COLLPROF_REPLAY_CHECK_MAX)",
                  C.n);
     } else if (rc == -2) {
         snprintf(err, len,
                  "the check before the replay was skipped: out of memory for its %zu ops "
-                 "(about 110 B each)",
+                 "(about 80 B each)",
                  C.n);
     }
     cp_replay_check_free();

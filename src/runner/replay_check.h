@@ -22,6 +22,8 @@ void cp_replay_check_order(int nccl, uint32_t post_mask);
 void cp_replay_check_begin(void);
 /** Row r of t (its groups and members read) joins the check. */
 void cp_replay_check_row(const cp_trace_t *t, const collprof_trace_op_row_t *r);
+/** Start a check of every op of t (a trace folded by --shrink, in memory whole). */
+void cp_replay_check_trace(const cp_trace_t *t);
 /** The check of the rows given: 0, -1 with the refusal in one line in err, or 1 when it could
  *  not be made (out of memory: err says so, the replay goes on unchecked). */
 int cp_replay_check_end(const cp_trace_t *t, char *err, size_t len);

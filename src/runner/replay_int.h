@@ -58,6 +58,8 @@ uint64_t cp_replay_p2p_check(const rop_t *o, const void *buf);
 size_t cp_replay_nccl_next(const rop_t *o, size_t n, size_t i);
 /** The order the replay issues its ops in: 1 nccl, 0 program (cp_replay_order_setup). */
 int cp_replay_order_nccl(void);
+/** The collectives some backend of the run can post (cp_replay_order_setup; all before). */
+uint32_t cp_replay_order_post_any(void);
 
 /** Decide how each of o[n] is issued and when completed, and its buffer offset; the bytes
  *  each group's buffers need on this rank in need[ngroups] (replay_issue.c).  0, or -1 when
@@ -78,5 +80,11 @@ void cp_replay_loop(cp_plugin_t *p, rop_t *o, size_t n, cp_rgroup_t *g, int iter
 void cp_replay_compute_setup(cp_plugin_t *p, cp_rgroup_t *g, size_t ng);
 /** An upper bound of the bytes of op r's buffers, the same on every rank (replay.c). */
 size_t cp_replay_bound_bytes(const cp_trace_t *t, const collprof_trace_op_row_t *r);
+/** Per group g, the most bytes of rank's ops in flight at once in its buffers, in the order
+ *  of the replay (nccl_order: --replay-order nccl), a collective posted where post (its
+ *  collprof_op_t's bit) has it, a send or recv always, into peak[g] (ngroups, zeroed):
+ *  replay_fly.c.  0, or -1 out of memory. */
+int cp_replay_fly_peak(const cp_trace_t *t, int rank, int nccl_order, uint32_t post,
+                       uint64_t *peak);
 
 #endif /* COLLPROF_RUNNER_REPLAY_INT_H */

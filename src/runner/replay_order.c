@@ -13,7 +13,8 @@
 
 #include <string.h>
 
-static int nccl_order; /* the replay's order: 1 nccl, 0 program */
+static int nccl_order;                   /* the replay's order: 1 nccl, 0 program */
+static uint32_t post_any = ~(uint32_t)0; /* the ops some backend of the run can post */
 
 /* Was t imported from NCCL (its root's imported_format)? */
 static int from_nccl(const cp_trace_t *t)
@@ -31,9 +32,11 @@ const char *cp_replay_order_setup(const char *order, const cp_trace_t *t, const 
 {
     uint32_t mask = ~(uint32_t)0; /* what every backend of the run can post */
     nccl_order = order[0] != '\0' ? !strcmp(order, "nccl") : from_nccl(t);
+    post_any = 0;
     for (int i = 0; i < np; i++) {
         if (used == NULL || used[i]) {
             mask &= cp_replay_post_mask(&ps[i]);
+            post_any |= cp_replay_post_mask(&ps[i]);
         }
     }
     cp_replay_check_order(nccl_order, mask);
@@ -43,6 +46,11 @@ const char *cp_replay_order_setup(const char *order, const cp_trace_t *t, const 
 int cp_replay_order_nccl(void)
 {
     return nccl_order;
+}
+
+uint32_t cp_replay_order_post_any(void)
+{
+    return post_any;
 }
 
 /* A blocking send or recv of group g (the run of them a blocking one joins)? */

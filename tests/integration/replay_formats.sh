@@ -8,7 +8,9 @@
 # before the replay (docs/replay.md) under --replay-order program; the Flight Recorder fixture
 # (one rank's file of a 2-rank group) is refused; the Inspector fixture without its send and
 # recv replays.  Then hostile traces of the check (mismatched sequences, an unmatched send, a
-# send larger than its recv, a cycle, in program and in NCCL order): refused in one line,
+# send larger than its recv, a cycle, in program and in NCCL order; a cycle through an
+# all-to-all-v and through reduce-scatters, a reduce-scatter a member lacks, a gather-v of two
+# roots; a 4-rank trace that --shrink folds onto 2 into a cycle): refused in one line,
 # non-zero, nothing written, within a short bound.
 . "${COLLPROF_SRCDIR}/tests/integration/lib.sh"
 REPORT=${COLLPROF_REPORT:-$(dirname "$COLLPROF_BIN")/collprof-report}
@@ -21,7 +23,7 @@ CP_TIMEOUT=60 # (a hang is the failure this test looks for)
 # every one ok or skipped ($ORDER: a --replay-order)
 replays() {
     mkdir -p "o.$1"
-    cp_run --np "$2" --backends "${4:-self}" --replay "$3" --replay-iters 1 ${ORDER:+--replay-order "$ORDER"} --output-dir "o.$1"
+    cp_run --np "$2" --backends "${4:-self}" --replay "$3" --replay-iters 1 ${ORDER:+--replay-order "$ORDER"} ${EXTRA:+"$EXTRA"} --output-dir "o.$1"
     s=$(ls o."$1"/*.txt 2>/dev/null | head -n 1)
     [ "$rc" -eq 0 ] && [ -n "$s" ] && grep -q '^whole trace: .* 0 wrong elements' "$s"
     ok $? "$1: --np $2 --replay on ${4:-self} runs (exit $rc$(tail -n 2 "$WORK/err" | tr '\n' ' '))"
@@ -32,7 +34,7 @@ replays() {
 refused() {
     mkdir -p "o.$1"
     t0=$(date +%s)
-    cp_run --np "$2" --backends self --replay "$3" --replay-iters 1 ${ORDER:+--replay-order "$ORDER"} --output-dir "o.$1"
+    cp_run --np "$2" --backends self --replay "$3" --replay-iters 1 ${ORDER:+--replay-order "$ORDER"} ${EXTRA:+"$EXTRA"} --output-dir "o.$1"
     t1=$(date +%s)
     n=$(grep -c '^collprof: error: --replay' "$WORK/err")
     [ "$rc" -eq 2 ] && [ "$n" -eq 1 ] && grep -q "$4" "$WORK/err" && [ $((t1 - t0)) -lt 20 ] &&
@@ -125,4 +127,47 @@ hostile cycle 'would deadlock (2 ranks blocked.*rank 0 at seq 0 (allreduce on gr
 ORDER=nccl
 hostile cycle-nccl 'would deadlock (2 ranks blocked; NCCL order.*rank 0 at seq 0 (allreduce on group 0) waits for rank 1; rank 1 at seq 0 (allreduce on group 1) waits for rank 0'
 ORDER=
+
+# ---- the variable ops and reduce-scatters: matched per name, as the replay matches them
+# an all-to-all-v (its splits agreeing) crossed with an allreduce on another group: the cycle
+split='"in_split": [128, 128], "out_split": [128, 128]'
+{ op all_to_allv 0 "$split"; echo; op all_reduce 1; echo; } >h0
+{ op all_reduce 1; echo; op all_to_allv 0 "$split"; echo; } >h1
+hostile vcycle 'would deadlock (2 ranks blocked.*rank 0 at seq 0 (alltoallv on group 0) waits for rank 1; rank 1 at seq 0 (allreduce on group 1) waits for rank 0'
+# a reduce-scatter one member lacks (the other would replay it and wait for ever)
+{ op reduce_scatter 0; echo; op all_reduce 0; echo; } >h0
+{ op all_reduce 0; echo; } >h1
+hostile rs-missing "group 0 (0): rank 0's reducescatter (seq 0) has no match on rank 1, a member"
+# reduce-scatters of unequal blocks crossed on two groups of every rank, in NCCL order
+rs() { # PG BLOCK: a reduce-scatter of 256 elements in all, BLOCK of them this rank's
+    printf '{"comms": "reduce_scatter", "pg_id": %s, "global_ranks": [0, 1], "in_msg_size": 256, "out_msg_size": %s, "dtype": "Float"}' "$1" "$2"
+}
+{ rs 0 96; echo; op all_reduce 1; echo; } >h0
+{ op all_reduce 1; echo; rs 0 160; echo; } >h1
+ORDER=nccl
+hostile rs-cycle-nccl 'would deadlock (2 ranks blocked; NCCL order.*rank 0 at seq 0 (reducescatter on group 0) waits for rank 1; rank 1 at seq 0 (allreduce on group 1) waits for rank 0'
+ORDER=
+# a gather-v whose members name different roots
+{ op gatherv 0 '"root": 0'; echo; } >h0
+{ op gatherv 0 '"root": 1'; echo; } >h1
+hostile gatherv-roots "group 0 (0): rank 0's gatherv (seq 0) has root 0, rank 1's (seq 0) root 1"
+
+# ---- --shrink: the check sees the folded trace.  Four ranks, groups [0, 1], [2, 3] and [1]:
+# rank 0 an allreduce on [0, 1]; rank 1 one on [1], then on [0, 1]; ranks 2 and 3 one on
+# [2, 3].  On 4 ranks it replays; folded onto 2 (rank r on r mod 2, each rank's ops by seq
+# then trace rank), run rank 0 has [0, 1]'s then [2, 3]'s, run rank 1 [1]'s, [2, 3]'s, then
+# [0, 1]'s: crossed, a cycle, refused.
+g4() { # RANKS PG COMMS
+    printf '{"comms": "all_reduce", "pg_id": %s, "global_ranks": [%s], "in_msg_size": 256, "out_msg_size": 256, "dtype": "Float"}' "$2" "$1"
+}
+{ echo '['; g4 '0, 1' 0; echo ']'; } >s-rank0.json
+{ echo '['; g4 1 2; echo ,; g4 '0, 1' 0; echo ']'; } >s-rank1.json
+{ echo '['; g4 '2, 3' 1; echo ']'; } >s-rank2.json
+{ echo '['; g4 '2, 3' 1; echo ']'; } >s-rank3.json
+imp param s.h5 s-rank0.json s-rank1.json s-rank2.json s-rank3.json && {
+    replays shrink-unfolded 4 s.h5
+    EXTRA=--shrink
+    refused shrink-fold 2 s.h5 'would deadlock (2 ranks blocked.*rank 0 at seq 0 (allreduce on group [0-9]) waits for rank 1; rank 1 at seq 1 (allreduce on group [0-9]) waits for rank 0'
+    EXTRA=
+}
 done_testing

@@ -161,6 +161,95 @@ static void req_pairing(void)
        "a wait of another group completes the op without one of its own: the cycle (%s)", err);
 }
 
+/* A variable op NAME of rank r on group g: its own counts in, out, its splits at soff (n of
+ * them each way; -1: none), its root, its req */
+static void vop(int r, const char *name, int g, uint64_t in, uint64_t out, int64_t soff, int root,
+                int64_t req)
+{
+    collprof_trace_op_row_t o;
+    memset(&o, 0, sizeof(o));
+    o.rank = r;
+    o.seq = seq[r]++;
+    snprintf(o.op, sizeof(o.op), "%s", name);
+    snprintf(o.dtype, sizeof(o.dtype), "float32");
+    o.in_count = in;
+    o.out_count = out;
+    o.bytes = 4 * (in > out ? in : out);
+    o.group = g;
+    o.root = root;
+    o.peer = -1;
+    o.req = req;
+    o.coalesced = -1;
+    o.split_off = soff;
+    o.nsplit = soff >= 0 ? 2 : 0;
+    o.t_issue_ns = o.dur_ns = o.source_seq = -1;
+    cp_replay_check_row(&T, &o);
+}
+
+#define AGV(r, g) vop(r, "allgatherv", g, 100 + 100 * (uint64_t)(r), 300, -1, -1, -1)
+#define RS(r, g)  vop(r, "reducescatter", g, 12, 4 + 4 * (uint64_t)(r), -1, -1, -1)
+
+/* The variable ops and reduce-scatters, matched per name as the replay matches them: a cycle
+ * through one, one the replay skips on every member (not a cycle), one refused */
+static void vops(void)
+{
+    /* rank 0 sends 10 to itself, 20 to rank 1; rank 1 30 to rank 0, 40 to itself; rank 1's
+     * expects 20 from rank 0 (at 8), or 21 (at 12: disagreeing) */
+    static collprof_trace_split_row_t sp[16] = {{10}, {20}, {10}, {30}, {30}, {40},
+                                                {20}, {40}, {30}, {40}, {21}, {40}};
+    T.splits = sp;
+    T.nsplits = 12;
+    start();
+    AGV(0, 0), AR(0, 1);
+    AR(1, 1), AGV(1, 0);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (allgatherv on group 0) waits for rank 1; rank "
+                                 "1 at seq 0 (allreduce on group 1) waits for rank 0"),
+       "an allgatherv crossed with an allreduce on another group: the cycle (%s)", err);
+    start();
+    vop(0, "alltoallv", 0, 30, 40, 0, -1, -1), AR(0, 1);
+    AR(1, 1), vop(1, "alltoallv", 0, 70, 60, 4, -1, -1);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (alltoallv on group 0) waits for rank 1"),
+       "an alltoallv whose splits agree, crossed: the cycle (%s)", err);
+    start();
+    vop(0, "alltoallv", 0, 30, 40, 0, -1, -1), AR(0, 1);
+    AR(1, 1), vop(1, "alltoallv", 0, 70, 61, 8, -1, -1);
+    ok(end() == 0, "an alltoallv whose splits disagree: skipped by every member, no cycle (%s)",
+       err);
+    start();
+    RS(0, 0), AR(0, 1);
+    AR(1, 1), RS(1, 0);
+    ok(end() != 0 && strstr(err, "rank 0 at seq 0 (reducescatter on group 0) waits for rank 1"),
+       "a reducescatter of unequal blocks, crossed: the cycle (%s)", err);
+    start();
+    RS(0, 0), AR(0, 0);
+    AR(1, 0);
+    ok(end() != 0 && strstr(err, "rank 0's reducescatter (seq 0) has no match on rank 1"),
+       "a reducescatter one member lacks: refused (%s)", err);
+    start();
+    AGV(0, 0), AR(0, 0);
+    AR(1, 0);
+    ok(end() == 0, "an allgatherv one member lacks: skipped by every member (%s)", err);
+    start();
+    vop(0, "gatherv", 0, 5, 12, -1, 0, -1);
+    vop(1, "gatherv", 0, 7, 0, -1, 1, -1);
+    ok(end() != 0 && strstr(err, "rank 0's gatherv (seq 0) has root 0, rank 1's (seq 0) root 1"),
+       "a gatherv whose members' roots differ: refused (%s)", err);
+    start();
+    vop(0, "allgatherv", 0, 100, 300, -1, -1, 4), AR(0, 1), WAIT(0, 0, 4);
+    AR(1, 1), AGV(1, 0);
+    ok(end() == 0, "an async allgatherv crossed with a blocking allreduce: ok (%s)", err);
+    cp_replay_check_order(1, ALL);
+    start();
+    RS(0, 0), AR(0, 1);
+    AR(1, 1), RS(1, 0);
+    ok(end() != 0 && strstr(err, "NCCL order") &&
+           strstr(err, "rank 0 at seq 0 (reducescatter on group 0) waits for rank 1"),
+       "nccl order: a reducescatter crossed on the job's queue: the cycle (%s)", err);
+    cp_replay_check_order(0, ALL);
+    T.splits = NULL;
+    T.nsplits = 0;
+}
+
 int main(void)
 {
     static collprof_trace_group_row_t groups[2];
@@ -238,5 +327,6 @@ int main(void)
     ok(end() != 0 && strstr(err, "collective #1 differs"),
        "a broadcast whose root differs: refused (%s)", err);
     nccl_order();
+    vops();
     return tap_done();
 }
