@@ -13,7 +13,18 @@
 
 #include <stdint.h>
 
-enum { MSG_PLAN = 1, MSG_PUB = 2, MSG_GO = 3, MSG_ALIVE = 4, MSG_RESULT = 5, MSG_END = 6 };
+/* LAT: a leader's latency test of a round of pairs is done, it waits for BULK, rank 0's word
+ * that every pair of the round is past its latency test (cp_pairs_bulk_go). */
+enum {
+    MSG_PLAN = 1,
+    MSG_PUB = 2,
+    MSG_GO = 3,
+    MSG_ALIVE = 4,
+    MSG_RESULT = 5,
+    MSG_END = 6,
+    MSG_LAT = 7,
+    MSG_BULK = 8
+};
 
 /* What a group of a plan runs: a pair's latency and bandwidth sendrecv cells, or a
  * validation level's allreduce (src/screen/run/screen_valid.h). */
@@ -70,6 +81,8 @@ typedef struct cp_pairs_run {
     unsigned char *wait; /* [nranks] rank 0 waits for a message from it */
     int nunreach;
     int lost_idle;          /* a member 0 lost before it published (this run), -1 */
+    int round;              /* this run's round (its messages') */
+    int lat_phase;          /* 1: a round of pairs whose bandwidth tests wait for BULK */
     cp_screen_valid_t *val; /* the validation's outcome (NULL: none) */
 } cp_pairs_run_t;
 
@@ -89,6 +102,12 @@ void cp_pairs_join_and_test(cp_pairs_run_t *pr, cp_oob_pair_t *pp, const char *a
 void cp_pairs_path_end(const cp_pairs_run_t *pr, const cp_cell_t *c, const cp_result_t *res,
                        end_rec_t *e);
 void cp_pairs_path_row(const end_rec_t *ea, const end_rec_t *eb, collprof_link_row_t *row);
+
+/* Rank 0, a round of pairs (lat_phase): every leader in a pair of the round past its latency
+ * test (its LAT, or its RESULT when it ran nothing; rank 0's own pair's done), then every one
+ * that sent LAT told to go on (BULK): no latency probe of a round shares a path with another
+ * pair's bandwidth test.  Once a round; nothing for a validation level. */
+void cp_pairs_bulk_go(cp_pairs_run_t *pr);
 
 /* A leader other than rank 0: follow rank 0's plans until it says the screen ended: 1 when
  * the job is no longer whole, 0 when it is, -1 when rank 0 went away. */
