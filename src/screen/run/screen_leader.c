@@ -87,7 +87,7 @@ void cp_pairs_alive(void *arg)
 static int from_root(cp_pairs_run_t *pr, screen_msg_t *m);
 
 /* A pair's end after its latency test lat: on to its bandwidth test once every pair of the
- * round is past its latency test (rank 0: cp_pairs_bulk_go; a leader: LAT to rank 0, then its
+ * round is past its latency test (rank 0: its bulk_go; a leader: LAT to rank 0, then its
  * BULK), so that no pair's latency probe waits behind another pair's bulk on a shared path (a
  * spine); 0.  -1: no bandwidth test (bw says why): the latency test failed (the pair is
  * broken: this end reports now, and rank 0 takes its RESULT for its LAT), or rank 0 went
@@ -104,7 +104,7 @@ static int lat_then_bulk(cp_pairs_run_t *pr, const end_rec_t *lat, end_rec_t *bw
         return -1;
     }
     if (pr->r->boot->rank == 0) {
-        cp_pairs_bulk_go(pr);
+        pr->bulk_go(pr);
         return 0;
     }
     if (cp_oob_side_up(&m, sizeof(m)) == COLLPROF_OK && from_root(pr, &m) == 0 &&

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* LAT: a leader's latency test of a round of pairs is done, it waits for BULK, rank 0's word
- * that every pair of the round is past its latency test (cp_pairs_bulk_go). */
+ * that every pair of the round is past its latency test (cp_pairs_run_t.bulk_go). */
 enum {
     MSG_PLAN = 1,
     MSG_PUB = 2,
@@ -80,9 +80,15 @@ typedef struct cp_pairs_run {
     double *heard;       /* [nranks] when rank 0 last heard from the rank */
     unsigned char *wait; /* [nranks] rank 0 waits for a message from it */
     int nunreach;
-    int lost_idle;          /* a member 0 lost before it published (this run), -1 */
-    int round;              /* this run's round (its messages') */
-    int lat_phase;          /* 1: a round of pairs whose bandwidth tests wait for BULK */
+    int lost_idle; /* a member 0 lost before it published (this run), -1 */
+    int round;     /* this run's round (its messages') */
+    int lat_phase; /* 1: a round of pairs whose bandwidth tests wait for BULK */
+    /* rank 0: every pair of the round past its latency test (its LAT, or its RESULT when it
+     * ran nothing; rank 0's own done), then every one that sent LAT told to go on (BULK), so
+     * that no latency probe of a round shares a path with another pair's bandwidth test; once
+     * a round (lat_phase), nothing for a validation level.  Called by rank 0's own pair after
+     * its latency test (screen_leader.c), else after rank 0's part (screen_pairs.c). */
+    void (*bulk_go)(struct cp_pairs_run *pr);
     cp_screen_valid_t *val; /* the validation's outcome (NULL: none) */
 } cp_pairs_run_t;
 
@@ -102,12 +108,6 @@ void cp_pairs_join_and_test(cp_pairs_run_t *pr, cp_oob_pair_t *pp, const char *a
 void cp_pairs_path_end(const cp_pairs_run_t *pr, const cp_cell_t *c, const cp_result_t *res,
                        end_rec_t *e);
 void cp_pairs_path_row(const end_rec_t *ea, const end_rec_t *eb, collprof_link_row_t *row);
-
-/* Rank 0, a round of pairs (lat_phase): every leader in a pair of the round past its latency
- * test (its LAT, or its RESULT when it ran nothing; rank 0's own pair's done), then every one
- * that sent LAT told to go on (BULK): no latency probe of a round shares a path with another
- * pair's bandwidth test.  Once a round; nothing for a validation level. */
-void cp_pairs_bulk_go(cp_pairs_run_t *pr);
 
 /* A leader other than rank 0: follow rank 0's plans until it says the screen ended: 1 when
  * the job is no longer whole, 0 when it is, -1 when rank 0 went away. */
