@@ -122,19 +122,45 @@ cp_screen_pair_t cp_sim_pair(cp_sim_t *c, int a, int b, int phase, int round)
     return p;
 }
 
+/* 1 when the pair a-b of a round crosses a spine slower than the leaves and is measured (its
+ * bandwidth test moves bulk over the spine). */
+static int on_spine(const cp_sim_t *c, int a, int b)
+{
+    return c->spine < 1 && cp_path_of(c->sw, a, b) == CP_PATH_CROSS_SWITCH && !c->hung[a] &&
+           !c->hung[b] && !c->nosetup[a] && !c->nosetup[b];
+}
+
+/* With lat_with_bulk, pair p (on the spine, with m such pairs in its round) measured its
+ * latency while each of the m - 1 others moved bulk over the spine half the time: one
+ * bandwidth message's time on the spine added when any did. */
+static void lat_behind_bulk(cp_sim_t *c, cp_screen_pair_t *p, int m)
+{
+    double clear = 1.0;
+    for (int k = 1; k < m; k++) {
+        clear *= 0.5;
+    }
+    if (p->outcome == CP_SCREEN_MEASURED && cp_sim_uniform(&c->x) >= clear) {
+        p->lat_us += CP_SIM_BYTES / (CP_SIM_BW_GBS * c->spine * 1e3);
+    }
+}
+
 void cp_sim_round(cp_sim_t *c, cp_screen_t *s, int *partner, int phase)
 {
-    int round = s->rounds_run++;
+    int round = s->rounds_run++, m = 0;
     for (int a = 0; a < c->n; a++) { /* nobody meets an unreachable node (screen_pairs.c) */
         int b = partner[a];
         if (b >= 0 && (!s->reach[a] || !s->reach[b])) {
             partner[a] = -1;
         }
+        m += b > a && partner[a] == b && c->lat_with_bulk && on_spine(c, a, b);
     }
     for (int a = 0; a < c->n; a++) {
         int b = partner[a];
         if (b > a) {
             cp_screen_pair_t p = cp_sim_pair(c, a, b, phase, round);
+            if (m >= 2 && on_spine(c, a, b)) {
+                lat_behind_bulk(c, &p, m);
+            }
             cp_screen_add(s, &p);
         }
         if (b >= 0 && c->hung[a]) {
@@ -150,6 +176,16 @@ void cp_sim_baseline(const cp_sim_t *c, cp_screen_ref_t *ref)
     ref->lat_us = CP_SIM_LAT_US;
     ref->bw_mad = ref->lat_mad = c->noise / 2;
     ref->source = 1;
+    if (c->sw != NULL && c->classes) {
+        ref->cls[CP_PATH_SAME_SWITCH] = (cp_screen_cref_t){.bw_gbs = ref->bw_gbs,
+                                                           .bw_mad = ref->bw_mad,
+                                                           .lat_us = ref->lat_us,
+                                                           .lat_mad = ref->lat_mad,
+                                                           .own = 1};
+        ref->cls[CP_PATH_CROSS_SWITCH] = ref->cls[CP_PATH_SAME_SWITCH];
+        ref->cls[CP_PATH_CROSS_SWITCH].bw_gbs *= c->spine;
+        ref->cls[CP_PATH_CROSS_SWITCH].lat_us /= c->spine;
+    }
 }
 
 /* ---- the validation collective ---------------------------------------------------------- */

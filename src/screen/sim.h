@@ -53,6 +53,13 @@ typedef struct cp_sim {
     int *sw;      /**< [n] each node's leaf switch (NULL: one switch) */
     double spine; /**< a cross-switch pair's or group's figures times this (1: none) */
     int classes;  /**< the pairs carry their path class (else "any": no topology known) */
+    /** 1: each pair runs its bandwidth test right after its own latency test, as collprof did
+     *  before 2026-12-06, so that a cross-switch pair's latency probe may wait behind another
+     *  cross-switch pair's bulk on a spine slower than the leaves (with each other such pair
+     *  of the round, half the time: then one bandwidth message's time on the spine is added to
+     *  its latency); 0: every latency probe of a round before any pair's bandwidth test, as the
+     *  runtime runs them (src/screen/run/screen_leader.c lat_then_bulk): none waits. */
+    int lat_with_bulk;
 } cp_sim_t;
 
 /** n healthy nodes, noise, the noise drawn from seed; 0, or -1 when out of memory. */
@@ -74,11 +81,14 @@ double cp_sim_uniform(uint64_t *x);
 cp_screen_pair_t cp_sim_pair(cp_sim_t *c, int a, int b, int phase, int round);
 
 /** One round of partner[] (a pair with an unreachable node does not run: both sit out), its
- *  pairs added to s; a hung node with a partner becomes unreachable. */
+ *  pairs added to s; a hung node with a partner becomes unreachable; with lat_with_bulk, the
+ *  cross-switch pairs' latency probes behind each other's bulk on the spine. */
 void cp_sim_round(cp_sim_t *c, cp_screen_t *s, int *partner, int phase);
 
 /** A baseline of c's healthy figures: 12 GB/s and 20 us, the MAD of their logarithms half the
- *  noise (that of a uniform factor in [1 - P, 1 + P]). */
+ *  noise (that of a uniform factor in [1 - P, 1 + P]); on two switches with classes known, a
+ *  row per class too (same-switch those figures, cross-switch the spine's), as a baseline of
+ *  quiet healthy runs has. */
 void cp_sim_baseline(const cp_sim_t *c, cp_screen_ref_t *ref);
 
 /** One screen on the model (cp_sim_screen / cp_sim_run_free). */
@@ -129,9 +139,10 @@ typedef struct cp_sim_case {
     int slow_count; /**< and this many nodes at factor, drawn from each seed */
     double factor;
     double noise;
-    int baseline; /**< judged against cp_sim_baseline */
-    double spine; /**< two leaf switches with this spine, classes known (0: one switch) */
-    int validate; /**< run the validation collective (as the runtime does by default) */
+    int baseline;      /**< judged against cp_sim_baseline */
+    double spine;      /**< two leaf switches with this spine, classes known (0: one switch) */
+    int lat_with_bulk; /**< cp_sim_t.lat_with_bulk: the pairs' tests as before 2026-12-06 */
+    int validate;      /**< run the validation collective (as the runtime does by default) */
     uint64_t seed_lo, seed_hi;
 } cp_sim_case_t;
 

@@ -89,6 +89,7 @@ static int build(const cp_sim_case_t *k, uint64_t seed, cp_sim_t *c, want_t *w, 
     if (k->spine > 0 && cp_sim_switches(c, k->spine, 1) != 0) {
         return -1;
     }
+    c->lat_with_bulk = k->lat_with_bulk;
     unsigned char *pick = calloc((size_t)k->n, 1);
     uint64_t x = seed * 104729 + 17; /* the random slow nodes' draw: not the noise's */
     if (pick == NULL) {

@@ -520,6 +520,37 @@ static void check_sweep(void)
     cp_sim_free(&c);
 }
 
+/* A cross-switch pair's latency probe behind other cross-switch pairs' bulk on a spine
+ * slower than the leaves (sim.h lat_with_bulk), against a baseline by class: the screen_paths.sh
+ * miss of a clean-clone run (a link "confirmed slow" at 0.01x, the nodes all healthy).  With
+ * each pair's bandwidth test right after its own latency test (before 2026-12-06) the model
+ * names healthy links; with every latency probe of a round before any bandwidth test (the
+ * runtime's lat_then_bulk, the simulator's default) nothing, and a slow node still alone. */
+static void check_lat_behind_bulk(void)
+{
+    cp_sim_case_t k = {.n = 8,
+                       .noise = 0.10,
+                       .baseline = 1,
+                       .spine = 0.5,
+                       .validate = 1,
+                       .seed_lo = 1,
+                       .seed_hi = 50};
+    cp_sim_counts_t now, before, node;
+    int rc = cp_sim_case_run(&k, &now);
+    k.lat_with_bulk = 1;
+    rc |= cp_sim_case_run(&k, &before);
+    k.lat_with_bulk = 0;
+    k.slow_count = 1;
+    k.factor = 0.5;
+    rc |= cp_sim_case_run(&k, &node);
+    ok(rc == 0 && before.false_positive >= 25 && now.false_positive == 0 && now.exact == now.runs &&
+           node.exact == node.runs,
+       "8 nodes on 2 switches, spine 0.5x, against a baseline by class: latency probes beside "
+       "the round's bulk: healthy links named in %d of 50; every latency probe before any bulk "
+       "(the runtime): nothing named in %d of 50, a node at 0.5x alone in %d of 50",
+       before.false_positive, now.exact, node.exact);
+}
+
 /* ---- path classes ------------------------------------------------------------------------ */
 
 /* The runs of scenario() with nothing flagged but what was injected, on two switches with a
@@ -813,6 +844,7 @@ int main(void)
     check_rejudge();
     check_sweep();
     check_paths();
+    check_lat_behind_bulk();
     check_outcomes();
 
     int rmax, hits;

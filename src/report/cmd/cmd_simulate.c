@@ -30,6 +30,7 @@ typedef struct settings {
     double noise;
     int baseline;
     double spine;
+    int lat_with_bulk;
     unsigned long long seed_lo, seed_hi;
     int seeds_given;
     char why[160]; /* check()'s message */
@@ -55,12 +56,16 @@ static void usage(FILE *f)
             "                    (default 10%%)\n"
             "  --baseline        judge against a baseline of the healthy cluster's figures\n"
             "  --spine F         two leaf switches, cross-switch pairs at F (classes known)\n"
+            "  --lat-with-bulk   with --spine: each pair's bandwidth test right after its own\n"
+            "                    latency test, as before 2026-12-06 (a latency probe may wait\n"
+            "                    behind another pair's bulk on the spine); by default every\n"
+            "                    latency probe of a round runs before any bandwidth test\n"
             "  --seeds A-B       the seeds, one screen each (default 1-100)\n"
             "  --format text     one line per case (default); json: one document\n"
             "  --grid            the built-in grid: every N from 2 to 64, 128, 1024, 4096;\n"
             "                    one slow node at 0.3-0.9x and noise 5-30 %%, k slow nodes,\n"
             "                    healthy clusters, a link, a hung node, a set-up failure,\n"
-            "                    baselines on 2 to 5 nodes\n"
+            "                    baselines on 2 to 5 nodes, a spine at 0.5x from 8 nodes\n"
             "Per case: runs, exact (every bad node and link named as it should be, nothing\n"
             "else, the right exit status), missed, false_positive, inconclusive (exit 2),\n"
             "untested (nodes), the rounds (mean, max) and the exit statuses.\n"
@@ -244,6 +249,7 @@ static int option(void *ctx, int k, char *val)
             cp_report_parse_choice("simulate", "--format", val, format_names, 2, "text or json");
         return s->format < 0 ? -1 : 0;
     case 12: s->grid = 1; return 0;
+    case 14: s->lat_with_bulk = 1; return 0;
     default: return cp_report_parse_double("simulate", "--spine", val, 1e-6, 1, &s->spine);
     }
 }
@@ -276,11 +282,14 @@ static const char *check(void *ctx)
     }
     if (s->grid) {
         int other = s->nodes || s->nfaults || s->slow_count || s->factor >= 0 || s->noise >= 0 ||
-                    s->baseline || s->spine > 0 || s->seeds_given;
+                    s->baseline || s->spine > 0 || s->seeds_given || s->lat_with_bulk;
         return other ? "--grid runs its own cases: only --format goes with it" : NULL;
     }
     if (s->nodes == 0) {
         return "--nodes N is required (or --grid)";
+    }
+    if (s->lat_with_bulk && s->spine <= 0) {
+        return "--lat-with-bulk is about pairs that share a spine: it needs --spine F";
     }
     if (s->slow_count > s->nodes) {
         return "--slow-count: more nodes than the cluster has";
@@ -317,6 +326,7 @@ static int run(void *ctx, cp_report_file_t **files, int nfiles)
         k->noise = s->noise >= 0 ? s->noise : 0.10;
         k->baseline = s->baseline;
         k->spine = s->spine;
+        k->lat_with_bulk = s->lat_with_bulk;
         k->validate = 1;
         k->seed_lo = s->seeds_given ? s->seed_lo : 1;
         k->seed_hi = s->seeds_given ? s->seed_hi : 100;
@@ -334,10 +344,10 @@ static int run(void *ctx, cp_report_file_t **files, int nfiles)
 int cp_report_cmd_simulate(int argc, char **argv)
 {
     static const cp_report_opt_t opts[] = {
-        {"help", 'h', 0}, {"nodes", 0, 1},    {"slow", 0, 1},  {"slow-count", 0, 1},
-        {"factor", 0, 1}, {"link", 0, 1},     {"hung", 0, 1},  {"setup-fail", 0, 1},
-        {"noise", 0, 1},  {"baseline", 0, 0}, {"seeds", 0, 1}, {"format", 0, 1},
-        {"grid", 0, 0},   {"spine", 0, 1},    {NULL, 0, 0}};
+        {"help", 'h', 0}, {"nodes", 0, 1},    {"slow", 0, 1},          {"slow-count", 0, 1},
+        {"factor", 0, 1}, {"link", 0, 1},     {"hung", 0, 1},          {"setup-fail", 0, 1},
+        {"noise", 0, 1},  {"baseline", 0, 0}, {"seeds", 0, 1},         {"format", 0, 1},
+        {"grid", 0, 0},   {"spine", 0, 1},    {"lat-with-bulk", 0, 0}, {NULL, 0, 0}};
     static const cp_report_cmd_t cmd = {
         "simulate", usage, opts, option, check, CP_REPORT_FILES_SOURCE, run};
     settings_t s = {.format = FMT_TEXT, .factor = -1, .noise = -1};

@@ -16,6 +16,8 @@
 #define GRID_SEEDS_1024  50
 #define GRID_SEEDS_4096  10
 #define GRID_NOISE_KSLOW 0.10 /* the noise of the k-slow, link, hung and set-up cases */
+#define GRID_SPINE       0.5  /* two leaf switches, the spine's cases: cross-switch at 0.5x */
+#define GRID_SPINE_NODES 8    /* from this many nodes (a class of 6 pairs: its own reference) */
 
 typedef struct grid {
     cp_report_sim_t *v;
@@ -100,6 +102,14 @@ static void grid_nodes(grid_t *g)
     for (int fi = 0; n <= 5 && fi <= 4; fi++) { /* against a baseline, on few nodes */
         add_random(g, GRID_NOISE_KSLOW, fi < 4, fi < 4 ? factors[fi] : 1.0, 1);
     }
+    for (int i = 0; n >= GRID_SPINE_NODES && i < 5 && !g->failed; i++) { /* a slower spine */
+        add_random(g, GRID_NOISE_KSLOW, i % 2, 0.5, i >= 2); /* by class; against a baseline */
+        if (g->failed) {
+            return;
+        }
+        g->v[g->n - 1].k.spine = GRID_SPINE;
+        g->v[g->n - 1].k.lat_with_bulk = i == 4; /* the tests as before 2026-12-06 */
+    }
 }
 
 int cp_report_sim_grid(cp_report_sim_t **cases, size_t *n)
@@ -164,7 +174,8 @@ void cp_report_sim_label(const cp_sim_case_t *k, char *buf, size_t len)
         put(buf, len, &at, part);
     }
     if (k->spine > 0) {
-        snprintf(part, sizeof(part), "spine %gx", k->spine);
+        snprintf(part, sizeof(part), "spine %gx%s", k->spine,
+                 k->lat_with_bulk ? " (latency with bulk)" : "");
         put(buf, len, &at, part);
     }
     if (at == 0) {
@@ -270,14 +281,15 @@ static void json_case(FILE *out, const cp_report_sim_t *c)
     fprintf(out, ", \"setup_fail\": ");
     json_faults(out, k, CP_SIM_NOSETUP);
     fprintf(out,
-            ", \"noise\": %s, \"baseline\": %s, \"spine\": %s, \"seeds\": [%llu, %llu], "
+            ", \"noise\": %s, \"baseline\": %s, \"spine\": %s, \"lat_with_bulk\": %s, "
+            "\"seeds\": [%llu, %llu], "
             "\"runs\": %d, \"exact\": %d, \"missed\": %d, \"false_positive\": %d, "
             "\"inconclusive\": %d, \"untested\": %ld, \"setup_slow\": %d, \"rounds_mean\": %s, "
             "\"rounds_max\": %d, \"exit_status\": {\"0\": %d, \"1\": %d, \"2\": %d}}",
-            noise, k->baseline ? "true" : "false", spine, (unsigned long long)k->seed_lo,
-            (unsigned long long)k->seed_hi, r->runs, r->exact, r->missed, r->false_positive,
-            r->inconclusive, r->untested, r->setup_slow, mean, r->rounds_max, r->status[0],
-            r->status[1], r->status[2]);
+            noise, k->baseline ? "true" : "false", spine, k->lat_with_bulk ? "true" : "false",
+            (unsigned long long)k->seed_lo, (unsigned long long)k->seed_hi, r->runs, r->exact,
+            r->missed, r->false_positive, r->inconclusive, r->untested, r->setup_slow, mean,
+            r->rounds_max, r->status[0], r->status[1], r->status[2]);
 }
 
 void cp_report_sim_json(FILE *out, const cp_report_sim_t *cases, size_t n)

@@ -84,6 +84,39 @@ void cp_pairs_alive(void *arg)
 
 /* ---- a pair's own context ---------------------------------------------- */
 
+static int from_root(cp_pairs_run_t *pr, screen_msg_t *m);
+
+/* A pair's end after its latency test lat: on to its bandwidth test once every pair of the
+ * round is past its latency test (rank 0: its bulk_go; a leader: LAT to rank 0, then its
+ * BULK), so that no pair's latency probe waits behind another pair's bulk on a shared path (a
+ * spine); 0.  -1: no bandwidth test (bw says why): the latency test failed (the pair is
+ * broken: this end reports now, and rank 0 takes its RESULT for its LAT), or rank 0 went
+ * away. */
+static int lat_then_bulk(cp_pairs_run_t *pr, const end_rec_t *lat, end_rec_t *bw)
+{
+    screen_msg_t m;
+    memset(&m, 0, sizeof(m));
+    m.type = MSG_LAT;
+    m.round = pr->round;
+    if (lat->status != COLLPROF_CELL_OK && lat->status != COLLPROF_CELL_WRONG) {
+        *bw = *lat;
+        snprintf(bw->reason, sizeof(bw->reason), "not run: the latency test failed");
+        return -1;
+    }
+    if (pr->r->boot->rank == 0) {
+        pr->bulk_go(pr);
+        return 0;
+    }
+    if (cp_oob_side_up(&m, sizeof(m)) == COLLPROF_OK && from_root(pr, &m) == 0 &&
+        m.type == MSG_BULK) {
+        return 0;
+    }
+    memset(bw, 0, sizeof(*bw));
+    bw->status = COLLPROF_CELL_NOSETUP;
+    snprintf(bw->reason, sizeof(bw->reason), "not run: rank 0 went away");
+    return -1;
+}
+
 /* The host functions take no context: the pair this rank is in now. */
 static cp_oob_pair_t *cur;
 static int pair_allgather(const void *in, void *out, size_t len)
@@ -104,7 +137,8 @@ static int pair_barrier(void)
 }
 
 /* This rank's part on the joined group channel pp: the backend's context of the group, the
- * pair's latency then bandwidth cells (or the validation's allreduce) alone, the context
+ * pair's latency then bandwidth cells (or the validation's allreduce) alone, the bandwidth
+ * test after every pair of the round is past its latency test (lat_then_bulk), the context
  * closed. */
 static void group_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, int what, end_rec_t rec[2])
 {
@@ -155,6 +189,9 @@ static void group_tests(cp_pairs_run_t *pr, cp_oob_pair_t *pp, int what, end_rec
             cp_pairs_path_end(pr, &c, &res, &rec[k]);
         }
         cp_result_free(&res);
+        if (what == RUN_PAIR && k == 0 && lat_then_bulk(pr, &rec[0], &rec[1]) != 0) {
+            break;
+        }
     }
     p->be->finalize(ctx);
     cur = NULL;
@@ -210,6 +247,7 @@ static int leader_round(cp_pairs_run_t *pr, const screen_msg_t *m)
     res.type = MSG_RESULT;
     res.round = m->round;
     res.partner = m->partner;
+    pr->round = m->round;
     static int stopped; /* COLLPROF_FAULT=idlestop: once */
     if (m->gsize >= 2 && m->run == RUN_PAIR && !stopped &&
         cp_fault_idlestop(b->rank, m->round + 1, m->gidx)) {

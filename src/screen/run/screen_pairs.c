@@ -12,7 +12,8 @@
  * timeouts.h cp_tmo_screen_accept); the two join, start a
  * context of the backend on the pair (COLLPROF_BACKEND_LOCAL_GROUPS: init over the pair's
  * channel alone, failing within the deadline), run the latency and the bandwidth tests alone
- * (cp_runner_t.alone: a paired sendrecv, timed and checked on each end), close it, and each
+ * (cp_runner_t.alone: a paired sendrecv, timed and checked on each end; the bandwidth tests
+ * once every pair is past its latency test, bulk_go), close it, and each
  * end sends rank 0 its figures.  A rank in a pair sends rank 0 signs of life; rank 0 sends the
  * waiting ranks signs of its own, which their watchdog counts as beats.  A node rank 0 did
  * not hear from for its silence limit (cp_tmo_screen_silent) while it had something to
@@ -201,6 +202,32 @@ static void group_places(cp_pairs_run_t *pr)
     }
 }
 
+/* Rank 0: cp_pairs_run_t.bulk_go. */
+static void bulk_go(cp_pairs_run_t *pr)
+{
+    if (!pr->lat_phase) {
+        return;
+    }
+    pr->lat_phase = 0;
+    const cp_boot_t *b = pr->r->boot;
+    for (int nd = 0; nd < b->nnodes; nd++) { /* the leaders in a pair: their LAT, or RESULT */
+        int q = pr->lead[nd], g = pr->group[nd];
+        if (q > 0 && pr->gone[nd] != 1 && g >= 0 && pr->gsize[g] >= 2) {
+            pr->wait[q] = 1;
+        }
+    }
+    collect(pr, MSG_LAT, pr->round);
+    screen_msg_t go;
+    memset(&go, 0, sizeof(go));
+    go.type = MSG_BULK;
+    go.round = pr->round;
+    for (int nd = 0; nd < b->nnodes; nd++) {
+        if (pr->lead[nd] > 0 && pr->gone[nd] != 1 && pr->got[nd].type == MSG_LAT) {
+            send_to(pr, nd, &go);
+        }
+    }
+}
+
 /* Rank 0: run the groups of pr->group[] (what: RUN_PAIR, RUN_VALID): the plans out, the member
  * 0s' channels in, the others told where to join; rank 0's own part; every result in
  * (pr->got[node]).  A node unreachable, or in a group of one, sits out. */
@@ -244,12 +271,8 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
     if (mine) {                  /* rank 0's own group: now, as rank 0 joins it */
         send_go(pr, g0, round, pp != NULL ? addr0 : NULL);
     }
-    for (int nd = 0; nd < n; nd++) { /* every leader that is reachable: its result */
-        int q = pr->lead[nd];
-        if (q > 0 && pr->gone[nd] != 1) {
-            pr->wait[q] = 1;
-        }
-    }
+    pr->round = round;
+    pr->lat_phase = run == RUN_PAIR; /* the pairs' bandwidth tests after every latency test */
     screen_msg_t *own = &pr->got[me];
     memset(own, 0, sizeof(*own));
     own->partner = run == RUN_PAIR && pr->partner[me] >= 0 ? pr->lead[pr->partner[me]] : -1;
@@ -259,6 +282,13 @@ static void run_groups(cp_pairs_run_t *pr, int run, int round, const char *what)
         cp_pairs_join_and_test(pr, pp, NULL, run, own->rec);
     }
     cp_oob_pair_free(pp);
+    bulk_go(pr); /* when rank 0's own pair did not (it had none, or it failed) */
+    for (int nd = 0; nd < n; nd++) { /* every leader that is reachable: its result */
+        int q = pr->lead[nd];
+        if (q > 0 && pr->gone[nd] != 1 && pr->got[nd].type != MSG_RESULT) {
+            pr->wait[q] = 1;
+        }
+    }
     collect(pr, MSG_RESULT, round);
 }
 
@@ -524,7 +554,8 @@ int cp_screen_pairs(cp_runner_t *r, const cp_cell_t *lat, const cp_cell_t *bw, c
                          .lead = lead,
                          .deadline = cp_tmo_screen_pair(r->opt->timeout_s),
                          .s = s,
-                         .val = val};
+                         .val = val,
+                         .bulk_go = bulk_go};
     if (b->rank == 0) {
         cp_log(CP_LOG_INFO, "screen: every pair on a context of its own, %.0f s deadline",
                pr.deadline);

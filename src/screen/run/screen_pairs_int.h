@@ -13,7 +13,18 @@
 
 #include <stdint.h>
 
-enum { MSG_PLAN = 1, MSG_PUB = 2, MSG_GO = 3, MSG_ALIVE = 4, MSG_RESULT = 5, MSG_END = 6 };
+/* LAT: a leader's latency test of a round of pairs is done, it waits for BULK, rank 0's word
+ * that every pair of the round is past its latency test (cp_pairs_run_t.bulk_go). */
+enum {
+    MSG_PLAN = 1,
+    MSG_PUB = 2,
+    MSG_GO = 3,
+    MSG_ALIVE = 4,
+    MSG_RESULT = 5,
+    MSG_END = 6,
+    MSG_LAT = 7,
+    MSG_BULK = 8
+};
 
 /* What a group of a plan runs: a pair's latency and bandwidth sendrecv cells, or a
  * validation level's allreduce (src/screen/run/screen_valid.h). */
@@ -69,7 +80,15 @@ typedef struct cp_pairs_run {
     double *heard;       /* [nranks] when rank 0 last heard from the rank */
     unsigned char *wait; /* [nranks] rank 0 waits for a message from it */
     int nunreach;
-    int lost_idle;          /* a member 0 lost before it published (this run), -1 */
+    int lost_idle; /* a member 0 lost before it published (this run), -1 */
+    int round;     /* this run's round (its messages') */
+    int lat_phase; /* 1: a round of pairs whose bandwidth tests wait for BULK */
+    /* rank 0: every pair of the round past its latency test (its LAT, or its RESULT when it
+     * ran nothing; rank 0's own done), then every one that sent LAT told to go on (BULK), so
+     * that no latency probe of a round shares a path with another pair's bandwidth test; once
+     * a round (lat_phase), nothing for a validation level.  Called by rank 0's own pair after
+     * its latency test (screen_leader.c), else after rank 0's part (screen_pairs.c). */
+    void (*bulk_go)(struct cp_pairs_run *pr);
     cp_screen_valid_t *val; /* the validation's outcome (NULL: none) */
 } cp_pairs_run_t;
 
