@@ -385,6 +385,9 @@ int ofi_init(const collprof_host_t *host, void **out)
     if (rc == COLLPROF_OK) {
         rc = ofi_connect(ctx, all, xlen);
     }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_connect_all(ctx); /* not at the first op's expense */
+    }
     free(all);
     free(mine);
     if (rc != COLLPROF_OK) {

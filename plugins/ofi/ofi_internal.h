@@ -258,6 +258,7 @@ int ofi_progress(ofi_ctx_t *ctx);
 int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need);
 int ofi_wait_tx(ofi_ctx_t *ctx);
 int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload);
+int ofi_connect_all(ofi_ctx_t *ctx);
 ofi_send_t *ofi_add(ofi_ctx_t *ctx, int *ns, int peer, int kind, const void *src, void *desc,
                     size_t len, uint64_t roff);
 int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns);

@@ -414,3 +414,32 @@ int ofi_ready_all(ofi_ctx_t *ctx, const int *only, uint64_t payload)
     }
     return COLLPROF_OK;
 }
+
+/*
+ * Every endpoint of ours connected to the same endpoint of every peer, at set-up: from each
+ * data channel and the control channel an 8-byte write to each peer (into its notification
+ * slot for us, counted as a BARRIER), then each peer's as many writes to us waited for.
+ * Connection-oriented providers (tcp;ofi_rxm, verbs;ofi_rxm) open a pair's connection at its
+ * first message, a handshake that needs both sides' progress: left to the first op of a
+ * context, it took 100 ms to 1 s of that op's time per group under load (a replay's first
+ * pass).  shm pays one round trip.
+ */
+int ofi_connect_all(ofi_ctx_t *ctx)
+{
+    int rc = COLLPROF_OK;
+    for (int q = 0; q < ctx->n && rc == COLLPROF_OK; q++) {
+        uint64_t raddr = ctx->peer_ctrl_addr[q] + (uint64_t)(2 * ctx->n + ctx->rank) * 8u;
+        ctx->ctrl[ctx->n + q] = 0;
+        for (int c = 0; q != ctx->rank && c < ctx->nep && rc == COLLPROF_OK; c++) {
+            rc = ofi_write1(ctx, c, q, &ctx->ctrl[ctx->n + q], ctx->ctrl_desc, 8, raddr,
+                            ctx->peer_ctrl_key[q], K_BARRIER);
+        }
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_wait_tx(ctx);
+    }
+    for (int q = 0; q < ctx->n && rc == COLLPROF_OK; q++) {
+        rc = q == ctx->rank ? COLLPROF_OK : ofi_wait_from(ctx, K_BARRIER, q, (uint64_t)ctx->nep);
+    }
+    return rc;
+}
