@@ -114,6 +114,7 @@ typedef struct ofi_req {
     uint64_t src, seq;           /* the first message's tag: src << OFI_TAG_SEQ_BITS | seq */
     int nchunks, nposted, ndone; /* the worker's */
     int done, rc, orphan;        /* under the queue's mutex (orphan: its wait gave up) */
+    int cancelled;               /* the worker's: orphan, its messages cancelled (fi_cancel) */
     char err[OFI_ERR_LEN];
 } ofi_req_t;
 
@@ -127,6 +128,7 @@ typedef struct ofi_post {
     pthread_cond_t done;          /* from the worker: a request finished, it went to sleep */
     ofi_req_t *in_head, *in_tail; /* posted, not yet taken by the worker (mu) */
     int inbox;                    /* atomic: in_head != NULL */
+    int cancel;                   /* atomic: a wait gave up on a send or recv (orphan) */
     int hold, asleep, stop;       /* mu */
     int empty;                    /* mu: asleep with nothing in flight */
     ofi_req_t *p2p;               /* the worker's: sends and recvs in flight */
