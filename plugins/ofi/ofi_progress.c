@@ -416,22 +416,25 @@ int ofi_ready_all(ofi_ctx_t *ctx, const int *only, uint64_t payload)
 }
 
 /*
- * Every endpoint of ours connected to the same endpoint of every peer, at set-up: from each
- * data channel and the control channel an 8-byte write to each peer (into its notification
- * slot for us, counted as a BARRIER), then each peer's as many writes to us waited for.
- * Connection-oriented providers (tcp;ofi_rxm, verbs;ofi_rxm) open a pair's connection at its
- * first message, a handshake that needs both sides' progress: left to the first op of a
- * context, it took 100 ms to 1 s of that op's time per group under load (a replay's first
- * pass).  shm pays one round trip.
+ * The connections a context's ops use by default made at set-up: to each peer, an 8-byte
+ * write from the data channel the pair shares, (peer + rank) % channels (roundrobin's and
+ * direct's data, posted sends and recvs), and one from the control channel (READY, barriers),
+ * into the peer's notification slot for us, counted as a BARRIER; then each peer's two writes
+ * to us waited for.  Connection-oriented providers (tcp;ofi_rxm, verbs;ofi_rxm) open a pair's
+ * connection at its first message, a handshake that needs both sides' progress: left to the
+ * first op of a context it took 0.1-1 s of that op's time per group under load (a replay's
+ * first pass).  The other channels (the multi variant's) still connect at their first use;
+ * shm pays one round trip.
  */
 int ofi_connect_all(ofi_ctx_t *ctx)
 {
     int rc = COLLPROF_OK;
     for (int q = 0; q < ctx->n && rc == COLLPROF_OK; q++) {
         uint64_t raddr = ctx->peer_ctrl_addr[q] + (uint64_t)(2 * ctx->n + ctx->rank) * 8u;
+        int chs[2] = {(q + ctx->rank) % ctx->nch, ctx->nch};
         ctx->ctrl[ctx->n + q] = 0;
-        for (int c = 0; q != ctx->rank && c < ctx->nep && rc == COLLPROF_OK; c++) {
-            rc = ofi_write1(ctx, c, q, &ctx->ctrl[ctx->n + q], ctx->ctrl_desc, 8, raddr,
+        for (int k = 0; q != ctx->rank && k < 2 && rc == COLLPROF_OK; k++) {
+            rc = ofi_write1(ctx, chs[k], q, &ctx->ctrl[ctx->n + q], ctx->ctrl_desc, 8, raddr,
                             ctx->peer_ctrl_key[q], K_BARRIER);
         }
     }
@@ -439,7 +442,7 @@ int ofi_connect_all(ofi_ctx_t *ctx)
         rc = ofi_wait_tx(ctx);
     }
     for (int q = 0; q < ctx->n && rc == COLLPROF_OK; q++) {
-        rc = q == ctx->rank ? COLLPROF_OK : ofi_wait_from(ctx, K_BARRIER, q, (uint64_t)ctx->nep);
+        rc = q == ctx->rank ? COLLPROF_OK : ofi_wait_from(ctx, K_BARRIER, q, 2);
     }
     return rc;
 }
