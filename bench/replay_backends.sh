@@ -6,7 +6,7 @@
 # replayed with collprof --replay (--replay-iters N, default 2 as the test) on each rank count
 # of --np (--np 2: --shrink folds the 4 ranks onto 2), R rounds, each round every backend of
 # --backends in turn: gloo, mpi, ofi (its default provider: shm on one node) and ofi-tcp (ofi
-# with --ofi-provider 'tcp;ofi_rxm').  With --nodes (root, Slurm and munge: a virtual cluster
+# with --ofi-provider 'tcp;ofi_rxm'); --ofi-yield MODE passes -B ofi-yield=MODE to both.  With --nodes (root, Slurm and munge: a virtual cluster
 # of 2 network namespaces, contrib/slurm-local) the trace is also replayed across the two
 # nodes (srun -N 2, 2 ranks a node; ofi's default there is tcp;ofi_rxm).  Per replay one line:
 # where, backend, round, the load average at its start, the summary's whole-trace figure (the
@@ -16,19 +16,20 @@
 # 1 when a run failed, 2 on bad usage.
 #
 # Usage: bench/replay_backends.sh [--np 2,4] [-r 3] [-n 2] [--backends gloo,mpi,ofi,ofi-tcp]
-#                                 [--nodes] [--collprof PATH]   (from the build tree)
+#                                 [--ofi-yield MODE] [--nodes] [--collprof PATH]   (build tree)
 # shellcheck disable=SC2034 # read by lib.sh
 NAME=replay_backends.sh
 # shellcheck source=bench/lib.sh
 BENCH_OPTS="NPS ROUNDS ITERS"
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-NPS="2 4" ROUNDS=3 ITERS=2 BACKENDS="gloo mpi ofi ofi-tcp" NODES=0 COLLPROF_BIN=${COLLPROF:-}
+NPS="2 4" ROUNDS=3 ITERS=2 BACKENDS="gloo mpi ofi ofi-tcp" NODES=0 YIELD= COLLPROF_BIN=${COLLPROF:-}
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case $1 in
     --backends) need_arg "$1" $# && BACKENDS=$(echo "$2" | tr , ' ') && shift ;;
     --nodes) NODES=1 ;;
+    --ofi-yield) need_arg "$1" $# && YIELD=$2 && shift ;;
     *) bench_opt "$@" || bad_usage "unknown option $1"; shift ;;
     esac
     shift
@@ -75,6 +76,7 @@ replay() {
     where=$1 b=$2
     set -- --backends "${b%-tcp}" --replay "$3" --replay-iters "$ITERS"
     [ "$b" = ofi-tcp ] && set -- "$@" --ofi-provider "tcp;ofi_rxm"
+    [ "${b%-tcp}" = ofi ] && [ -n "$YIELD" ] && set -- "$@" -B "ofi-yield=$YIELD"
     case $where in
     nodes) set -- srun --immediate=60 --mpi=pmix -N 2 -w n1,n2 --ntasks-per-node=2 \
         "$COLLPROF_BIN" "$@" ;;
@@ -101,7 +103,7 @@ replay() {
 }
 
 echo "# collprof replay of one trace on each backend: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(nproc) CPUs"
-echo "# trace_loop -i 3 -g 300 recorded under collprof-trace; --replay-iters $ITERS, $ROUNDS round(s)"
+echo "# trace_loop -i 3 -g 300 recorded under collprof-trace; --replay-iters $ITERS, $ROUNDS round(s)${YIELD:+, ofi with -B ofi-yield=$YIELD}"
 echo "# loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 status=0
 record

@@ -40,6 +40,7 @@
 #define OFI_WAIT_LIMIT_S       120.0
 #define OFI_CQ_BATCH           32
 #define OFI_SPINS_BEFORE_YIELD 64
+#define OFI_IDLE_SLEEP_US      20 /* -B ofi-yield=sleep */
 
 /* completion kinds carried in the immediate data */
 enum { K_READY = 1, K_DATA = 2, K_DATA2 = 3, K_BARRIER = 4, K_NKINDS = 5 };
@@ -168,7 +169,7 @@ typedef struct ofi_ctx {
     uint64_t tx_posted, tx_done;
     uint64_t direct_flags; /* fi_writemsg flags of M_DIRECT data writes */
     unsigned idle;         /* empty progress rounds in a row */
-    int yield_idle;        /* sched_yield while idle (-B ofi-yield) */
+    int yield_idle;        /* sched_yield while idle (-B ofi-yield); 2: and sleep */
     double wait_limit_s;   /* a wait gives up after it: "timeout", else OFI_WAIT_LIMIT_S */
     char *got_ready;       /* [n] this call */
     uint64_t *rpayload;    /* [n] READY payload of this call */

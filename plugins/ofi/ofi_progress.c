@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <time.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -89,12 +90,18 @@ int ofi_progress(ofi_ctx_t *ctx)
         }
     }
     /* ranks may outnumber cores (and share them with the launcher and PMIx): after a while
-     * without news let the peer we wait for run (-B ofi-yield: always by default) */
+     * without news let the peer we wait for run (-B ofi-yield: always by default); sleep: also
+     * sleep a little, as a yield under CFS leaves the CPU to no one queued behind (a peer, the
+     * softirq thread of the virtual nodes' network) */
     if (got) {
         ctx->idle = 0;
     } else if (ctx->yield_idle && ++ctx->idle >= OFI_SPINS_BEFORE_YIELD) {
         ctx->idle = 0;
         sched_yield();
+        if (ctx->yield_idle == 2) {
+            struct timespec ts = {0, OFI_IDLE_SLEEP_US * 1000L};
+            nanosleep(&ts, NULL);
+        }
     }
     return COLLPROF_OK;
 }
