@@ -23,7 +23,7 @@ NAME=replay_backends.sh
 BENCH_OPTS="NPS ROUNDS ITERS"
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-NPS="2 4" ROUNDS=3 ITERS=2 BACKENDS="gloo mpi ofi ofi-tcp" NODES=0 YIELD= COLLPROF_BIN=${COLLPROF:-}
+NPS="2 4" ROUNDS=3 ITERS=2 BACKENDS="gloo mpi ofi ofi-tcp" NODES=0 YIELD='' COLLPROF_BIN=${COLLPROF:-}
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case $1 in
