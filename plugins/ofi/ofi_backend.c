@@ -226,9 +226,10 @@ static const collprof_option_t ofi_options_decl[] = {
      COLLPROF_OPTF_LONG},
     {"ofi-channels", COLLPROF_OPT_INT, OFI_STR(OFI_DEF_CH), 1, OFI_MAX_CH, NULL,
      "endpoints per peer of the multichannel and roundrobin variants", COLLPROF_OPTF_LONG},
-    {"ofi-yield", COLLPROF_OPT_CHOICE, "always", 0, 0, "always,auto,never",
-     "sched_yield after 64 empty polls: always, never, or auto (only when the node has more "
-     "ranks than the CPUs a rank may run on)",
+    {"ofi-yield", COLLPROF_OPT_CHOICE, "always", 0, 0, "always,auto,never,sleep",
+     "sched_yield after 64 empty polls: always, never, auto (only when the node has more "
+     "ranks than the CPUs a rank may run on), or sleep (yield, then sleep " OFI_STR(
+         OFI_IDLE_SLEEP_US) " us: the CPU to the peers and the kernel's network work)",
      0},
 };
 

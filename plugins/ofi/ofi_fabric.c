@@ -125,7 +125,9 @@ static int ofi_options(ofi_ctx_t *ctx)
         prov = h->nnodes <= 1 ? "shm" : "tcp;ofi_rxm";
     }
     snprintf(ctx->prov, sizeof(ctx->prov), "%s", prov);
-    if (yld == NULL || strcmp(yld, "auto") != 0) {
+    if (yld != NULL && strcmp(yld, "sleep") == 0) {
+        ctx->yield_idle = 2;
+    } else if (yld == NULL || strcmp(yld, "auto") != 0) {
         ctx->yield_idle = yld == NULL || strcmp(yld, "never") != 0; /* default: always */
     } else {
         long ncpu = ofi_usable_cpus();
@@ -338,7 +340,10 @@ static void ofi_log_setup(const ofi_ctx_t *ctx)
                   "yield when idle %s, mr_mode 0x%llx, "
                   "inject %zu, link %.1f Gbit/s (0 = not reported)",
                   ctx->info->fabric_attr->prov_name, ctx->info->fabric_attr->name,
-                  ctx->info->domain_attr->name, ctx->nch, ctx->yield_idle ? "yes" : "no",
+                  ctx->info->domain_attr->name, ctx->nch,
+                  ctx->yield_idle == 2 ? "yes, then sleeps"
+                  : ctx->yield_idle    ? "yes"
+                                       : "no",
                   (unsigned long long)ctx->mr_mode, ctx->inject, ofi_info_link_gbps(ctx->info));
     }
 }
@@ -384,6 +389,9 @@ int ofi_init(const collprof_host_t *host, void **out)
     }
     if (rc == COLLPROF_OK) {
         rc = ofi_connect(ctx, all, xlen);
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_connect_all(ctx); /* not at the first op's expense */
     }
     free(all);
     free(mine);

@@ -40,6 +40,7 @@
 #define OFI_WAIT_LIMIT_S       120.0
 #define OFI_CQ_BATCH           32
 #define OFI_SPINS_BEFORE_YIELD 64
+#define OFI_IDLE_SLEEP_US      20 /* -B ofi-yield=sleep */
 
 /* completion kinds carried in the immediate data */
 enum { K_READY = 1, K_DATA = 2, K_DATA2 = 3, K_BARRIER = 4, K_NKINDS = 5 };
@@ -114,6 +115,7 @@ typedef struct ofi_req {
     uint64_t src, seq;           /* the first message's tag: src << OFI_TAG_SEQ_BITS | seq */
     int nchunks, nposted, ndone; /* the worker's */
     int done, rc, orphan;        /* under the queue's mutex (orphan: its wait gave up) */
+    int cancelled;               /* the worker's: orphan, its messages cancelled (fi_cancel) */
     char err[OFI_ERR_LEN];
 } ofi_req_t;
 
@@ -127,6 +129,7 @@ typedef struct ofi_post {
     pthread_cond_t done;          /* from the worker: a request finished, it went to sleep */
     ofi_req_t *in_head, *in_tail; /* posted, not yet taken by the worker (mu) */
     int inbox;                    /* atomic: in_head != NULL */
+    int cancel;                   /* atomic: a wait gave up on a send or recv (orphan) */
     int hold, asleep, stop;       /* mu */
     int empty;                    /* mu: asleep with nothing in flight */
     ofi_req_t *p2p;               /* the worker's: sends and recvs in flight */
@@ -166,7 +169,7 @@ typedef struct ofi_ctx {
     uint64_t tx_posted, tx_done;
     uint64_t direct_flags; /* fi_writemsg flags of M_DIRECT data writes */
     unsigned idle;         /* empty progress rounds in a row */
-    int yield_idle;        /* sched_yield while idle (-B ofi-yield) */
+    int yield_idle;        /* sched_yield while idle (-B ofi-yield); 2: and sleep */
     double wait_limit_s;   /* a wait gives up after it: "timeout", else OFI_WAIT_LIMIT_S */
     char *got_ready;       /* [n] this call */
     uint64_t *rpayload;    /* [n] READY payload of this call */
@@ -258,6 +261,7 @@ int ofi_progress(ofi_ctx_t *ctx);
 int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need);
 int ofi_wait_tx(ofi_ctx_t *ctx);
 int ofi_signal(ofi_ctx_t *ctx, int peer, int kind, uint64_t payload);
+int ofi_connect_all(ofi_ctx_t *ctx);
 ofi_send_t *ofi_add(ofi_ctx_t *ctx, int *ns, int peer, int kind, const void *src, void *desc,
                     size_t len, uint64_t roff);
 int ofi_post_all(ofi_ctx_t *ctx, int mode, const ofi_buf_t *b, int ns);

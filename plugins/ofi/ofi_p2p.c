@@ -124,6 +124,34 @@ static void ofi_p2p_admit(ofi_ctx_t *ctx)
     }
 }
 
+/*
+ * The sends and recvs whose waits gave up (orphans): failed (none of their messages posted from
+ * now on), and those in the provider cancelled (fi_cancel, once for each, the context naming
+ * them all): a cancelled one completes with FI_ECANCELED (ofi_cq_error), and the last frees
+ * the request, which no longer holds a recv buffer of the replay in the provider.  One the
+ * provider cannot cancel (a send under way) completes, or is freed at the finalize.
+ */
+static void ofi_p2p_cancel(ofi_ctx_t *ctx)
+{
+    ofi_post_t *w = ctx->post;
+    __atomic_store_n(&w->cancel, 0, __ATOMIC_RELAXED);
+    for (ofi_req_t *r = w->p2p, *next; r != NULL; r = next) {
+        next = r->next; /* (ofi_p2p_check may free r) */
+        pthread_mutex_lock(&w->mu);
+        int orphan = r->orphan;
+        pthread_mutex_unlock(&w->mu);
+        if (!orphan || r->cancelled) {
+            continue;
+        }
+        r->cancelled = 1;
+        ofi_p2p_fail(r, r->send ? "send" : "recv", "its wait timed out: cancelled");
+        for (int k = r->ndone; k < r->nposted; k++) {
+            (void)fi_cancel(&ctx->ep[r->ch]->fid, r);
+        }
+        ofi_p2p_check(ctx, r);
+    }
+}
+
 void ofi_p2p_poll(ofi_ctx_t *ctx)
 {
     ofi_post_t *w = ctx->post;
@@ -132,6 +160,9 @@ void ofi_p2p_poll(ofi_ctx_t *ctx)
     }
     if (__atomic_load_n(&w->inbox, __ATOMIC_ACQUIRE)) {
         ofi_p2p_admit(ctx);
+    }
+    if (__atomic_load_n(&w->cancel, __ATOMIC_ACQUIRE)) {
+        ofi_p2p_cancel(ctx);
     }
     for (ofi_req_t *r = w->p2p, *next; r != NULL; r = next) {
         next = r->next; /* (ofi_p2p_try may take r off the list) */

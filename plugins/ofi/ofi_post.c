@@ -14,7 +14,8 @@
  * on the calling thread, waited) while posted ops are in flight, and otherwise holds the
  * worker asleep and runs on the calling thread, as mem_alloc(), mem_free() and
  * select_variant() do while they use the fabric.  A wait on a send or recv gives up after the
- * context's wait limit (the "timeout" option, else 120 s), as a collective's own waits do.
+ * context's wait limit (the "timeout" option, else 120 s), as a collective's own waits do;
+ * the worker then cancels what of it the provider still holds (fi_cancel, ofi_p2p.c).
  */
 #include "config.h"
 
@@ -286,6 +287,9 @@ static int ofi_wait_done(ofi_ctx_t *ctx, ofi_req_t *r)
         }
     }
     r->orphan = late;
+    if (late) { /* the worker cancels its messages (ofi_p2p.c) */
+        __atomic_store_n(&w->cancel, 1, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&w->mu);
     if (late) {
         ofi_set_error(ctx, "timed out after %.0f s waiting for a %s of %zu B %s rank %d",

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <time.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -89,12 +90,18 @@ int ofi_progress(ofi_ctx_t *ctx)
         }
     }
     /* ranks may outnumber cores (and share them with the launcher and PMIx): after a while
-     * without news let the peer we wait for run (-B ofi-yield: always by default) */
+     * without news let the peer we wait for run (-B ofi-yield: always by default); sleep: also
+     * sleep a little, as a yield under CFS leaves the CPU to no one queued behind (a peer, the
+     * softirq thread of the virtual nodes' network) */
     if (got) {
         ctx->idle = 0;
     } else if (ctx->yield_idle && ++ctx->idle >= OFI_SPINS_BEFORE_YIELD) {
         ctx->idle = 0;
         sched_yield();
+        if (ctx->yield_idle == 2) {
+            struct timespec ts = {0, OFI_IDLE_SLEEP_US * 1000L};
+            nanosleep(&ts, NULL);
+        }
     }
     return COLLPROF_OK;
 }
@@ -413,4 +420,36 @@ int ofi_ready_all(ofi_ctx_t *ctx, const int *only, uint64_t payload)
         }
     }
     return COLLPROF_OK;
+}
+
+/*
+ * The connections a context's ops use by default made at set-up: to each peer, an 8-byte
+ * write from the data channel the pair shares, (peer + rank) % channels (roundrobin's and
+ * direct's data, posted sends and recvs), and one from the control channel (READY, barriers),
+ * into the peer's notification slot for us, counted as a BARRIER; then each peer's two writes
+ * to us waited for.  Connection-oriented providers (tcp;ofi_rxm, verbs;ofi_rxm) open a pair's
+ * connection at its first message, a handshake that needs both sides' progress: left to the
+ * first op of a context it took 0.1-1 s of that op's time per group under load (a replay's
+ * first pass).  The other channels (the multi variant's) still connect at their first use;
+ * shm pays one round trip.
+ */
+int ofi_connect_all(ofi_ctx_t *ctx)
+{
+    int rc = COLLPROF_OK;
+    for (int q = 0; q < ctx->n && rc == COLLPROF_OK; q++) {
+        uint64_t raddr = ctx->peer_ctrl_addr[q] + (uint64_t)(2 * ctx->n + ctx->rank) * 8u;
+        int chs[2] = {(q + ctx->rank) % ctx->nch, ctx->nch};
+        ctx->ctrl[ctx->n + q] = 0;
+        for (int k = 0; q != ctx->rank && k < 2 && rc == COLLPROF_OK; k++) {
+            rc = ofi_write1(ctx, chs[k], q, &ctx->ctrl[ctx->n + q], ctx->ctrl_desc, 8, raddr,
+                            ctx->peer_ctrl_key[q], K_BARRIER);
+        }
+    }
+    if (rc == COLLPROF_OK) {
+        rc = ofi_wait_tx(ctx);
+    }
+    for (int q = 0; q < ctx->n && rc == COLLPROF_OK; q++) {
+        rc = q == ctx->rank ? COLLPROF_OK : ofi_wait_from(ctx, K_BARRIER, q, 2);
+    }
+    return rc;
 }

@@ -176,6 +176,14 @@ if command -v taskset >/dev/null 2>&1; then
         ok $? "-B ofi-yield=auto, 2 ranks on $(nproc) CPUs: spins"
     fi
 fi
+# -B ofi-yield=sleep: yields and sleeps while idle, the setup line says so; every cell exact
+d="$WORK/ysleep"
+mkdir -p "$d"
+cp_run --np 2 --backends ofi --ofi-provider shm -B ofi-yield=sleep --ops alltoall,allreduce \
+    --counts 4K -n 3 -w 1 -v --output-dir "$d"
+[ "$rc" -eq 0 ] && grep -q "yield when idle yes, then sleeps" "$WORK/err" &&
+    grep -q '#wrong 0' "$WORK/out" && ! grep -q '#wrong [1-9]' "$WORK/out"
+ok $? "-B ofi-yield=sleep: the setup line says it sleeps while idle, every cell exact (exit $rc)"
 
 # bad values: one-line error, exit 2, no output files
 for bad in "--ofi-channels 0" "--ofi-channels 65" "--ofi-channels 2x" "--link-gbps 0" \
