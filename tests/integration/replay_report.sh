@@ -97,8 +97,11 @@ for b in $backends; do
         [ "$(awk -F'|' -v l="$(col straggler)" '$1 == "type" && $l >= 0' "all.$b" | wc -l)" -ge 5 ]
     ok $? "$b: the report's columns: busBW, skew, the rank most often last"
 
-    # the critical path: the sum of its ops' parts; at most the replay time; at least each
-    # rank's own chain of costs (an op's cost: the least p50 of its instance's members)
+    # the critical path: the sum of its ops' parts; at least each rank's own chain of costs (an
+    # op's cost: the least p50 of its instance's members); about at most the replay time: the
+    # replay's time is the median over the 5 replays of a rank's sum of its ops, the path's a
+    # sum of per-op medians, which need not be the smaller (14,116 us against 13,153 at a load
+    # of 22 once), so 25 % over it is allowed; past that the path is wrong
     chk=$(awk -F'|' -v op="$OP" -v g="$GROUP" -v st="$STATUS" -v t="$TIME" -v c="$CRIT" \
         -v r="$RANK" '
         $1 == "op" && $st == "ok" {
@@ -110,7 +113,7 @@ for b in $backends; do
         END {
             for (x in inst) chain[rk[x]] += cost[inst[x]]
             most = 0; for (q in chain) if (chain[q] > most) most = chain[q]
-            ok = crit > 0 && crit <= whole * 1.0001 && crit >= most * 0.9999 &&
+            ok = crit > 0 && crit <= whole * 1.25 && crit >= most * 0.9999 &&
                  on >= crit * 0.9999 && on <= crit * 1.0001
             printf "%s %.2f %.2f %.2f %.2f\n", ok ? "ok" : "bad", crit, whole, most, on
         }' "all.$b")
