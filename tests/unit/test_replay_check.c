@@ -24,8 +24,8 @@ static cp_trace_t T;
 static int64_t seq[3];
 static char err[1024];
 
-/* One op "NAME[/g][:req][@coalesced][>peer]" of rank r, as a row */
-static void op(int r, const char *name, int g, int64_t req, int64_t coal, int peer)
+/* A row of rank r's next op NAME on group g, float32, no times, the rest for the caller */
+static collprof_trace_op_row_t row(int r, const char *name, int g)
 {
     collprof_trace_op_row_t o;
     memset(&o, 0, sizeof(o));
@@ -33,14 +33,22 @@ static void op(int r, const char *name, int g, int64_t req, int64_t coal, int pe
     o.seq = seq[r]++;
     snprintf(o.op, sizeof(o.op), "%s", name);
     snprintf(o.dtype, sizeof(o.dtype), "float32");
+    o.group = g;
+    o.t_issue_ns = o.dur_ns = o.source_seq = -1;
+    return o;
+}
+
+/* One op "NAME[/g][:req][@coalesced][>peer]" of rank r, as a row */
+static void op(int r, const char *name, int g, int64_t req, int64_t coal, int peer)
+{
+    collprof_trace_op_row_t o = row(r, name, g);
     o.in_count = o.out_count = 256;
     o.bytes = 1024;
-    o.group = g;
     o.root = -1;
     o.peer = peer;
     o.req = req;
     o.coalesced = coal;
-    o.split_off = o.t_issue_ns = o.dur_ns = o.source_seq = -1;
+    o.split_off = -1;
     cp_replay_check_row(&T, &o);
 }
 
@@ -166,23 +174,16 @@ static void req_pairing(void)
 static void vop(int r, const char *name, int g, uint64_t in, uint64_t out, int64_t soff, int root,
                 int64_t req)
 {
-    collprof_trace_op_row_t o;
-    memset(&o, 0, sizeof(o));
-    o.rank = r;
-    o.seq = seq[r]++;
-    snprintf(o.op, sizeof(o.op), "%s", name);
-    snprintf(o.dtype, sizeof(o.dtype), "float32");
+    collprof_trace_op_row_t o = row(r, name, g);
     o.in_count = in;
     o.out_count = out;
     o.bytes = 4 * (in > out ? in : out);
-    o.group = g;
     o.root = root;
     o.peer = -1;
     o.req = req;
     o.coalesced = -1;
     o.split_off = soff;
     o.nsplit = soff >= 0 ? 2 : 0;
-    o.t_issue_ns = o.dur_ns = o.source_seq = -1;
     cp_replay_check_row(&T, &o);
 }
 
