@@ -46,10 +46,29 @@ done_testing() {
     exit $?
 }
 
+# A run that a crash ended (a rank, or collprof, killed by SIGILL, SIGABRT, SIGBUS, SIGFPE or
+# SIGSEGV: status 128 + N): its stderr from the first line that names a signal, a backtrace or
+# a sanitizer (Open MPI's and UCX's handlers print the crashed rank's backtrace), else its
+# end, as TAP comments: $WORK, and the file, go with the test.
+crash_diag() {
+    case $rc in
+    132 | 134 | 135 | 136 | 139)
+        echo "# exit $rc: a process crashed; its stderr:"
+        if grep -q -E 'signal|backtrace|Sanitizer' "$WORK/err"; then
+            awk '!f && /signal|backtrace|Sanitizer/ { f = NR } f && NR < f + 60 { print "# " $0 }' \
+                "$WORK/err"
+        else
+            tail -n 20 "$WORK/err" | sed 's/^/# /'
+        fi
+        ;;
+    esac
+}
+
 # collprof with a timeout; output in $WORK/out, $WORK/err, status in $rc
 cp_run() {
     rc=0
     timeout -k 10 "$CP_TIMEOUT" "$COLLPROF_BIN" "$@" </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    crash_diag
 }
 
 cp_mpirun() {
@@ -59,6 +78,7 @@ cp_mpirun() {
     timeout -k 10 "$CP_TIMEOUT" "$CP_MPIRUN" --allow-run-as-root --oversubscribe --bind-to none \
         -np "$np" -x COLLPROF_PLUGIN_PATH ${COLLPROF_FAULT:+-x COLLPROF_FAULT} "$COLLPROF_BIN" "$@" \
         </dev/null >"$WORK/out" 2>"$WORK/err" || rc=$?
+    crash_diag
 }
 
 need_mpirun() {
