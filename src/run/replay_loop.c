@@ -1,10 +1,9 @@
 /*
- * collprof --replay TRACE (docs/replay.md): the trace read and checked against the job before
- * any backend communicates, then replayed on every backend of the plan in turn; rank 0
- * pulls what the critical path needs of every rank's op rows as its model of the replay
- * reaches them (replay_path.h), a few MiB a round, then gathers the rows themselves in rounds,
- * which it folds per op x size x group and for the whole trace (replay_fold.h) and writes to
- * /replay as they come; it prints the report's rows at the end (the summaries).
+ * collprof --replay TRACE (docs/replay.md): the trace read and checked against the job before any
+ * backend communicates, then replayed on every backend of the plan in turn; rank 0 pulls what the
+ * critical path needs of every rank's op rows as its model reaches them (replay_path.h), a few MiB
+ * a round, then gathers the rows in rounds, folds them per op x size x group and for the whole
+ * trace (replay_fold.h), writes them to /replay as they come and prints the report's rows last.
  */
 #include "config.h"
 
@@ -42,8 +41,7 @@
  * doubles, in arrays that grow by half again on average), an instance's skew and straggler. */
 #define ROOT_OP_BYTES 64
 /* Rank 0's bytes per op of its own, standing for the largest rank's: the critical path's ops
- * (replay_path.h: a chain's op and the path's entry), which a trace of ranks that never meet
- * in a group can hold more of. */
+ * (replay_path.h: a chain's op, the path's entry; more where ranks never meet in a group). */
 #define ROOT_PATH_BYTES 64
 /* Rank 0's buffers: the pull's cursors (two rounds), its round, the rows' round and block. */
 #define ROOT_BUF_BYTES (5 * (uint64_t)ROUND_BYTES)
@@ -123,12 +121,11 @@ int cp_replay_prepare(cp_rank_run_t *rr, char *err, size_t len)
                                    rr->plan.plugins_used));
     cp_log(CP_LOG_INFO, "replay: --replay-order %s", rr->opt->replay_order);
     char why[900]; /* the check before the replay (rank 0; a --shrink fold: the folded ops) */
-    if (rr->boot.rank == 0 && sc == NULL && t->shrunk_from > 0) {
+    int ckd = rr->boot.rank == 0 && (sc != NULL || t->shrunk_from > 0);
+    if (ckd && sc == NULL) {
         cp_replay_check_trace(t);
     }
-    int ck = rr->boot.rank == 0 && (sc != NULL || t->shrunk_from > 0)
-                 ? cp_replay_check_end(t, why, sizeof(why))
-                 : 0;
+    int ck = ckd ? cp_replay_check_end(t, why, sizeof(why)) : 0;
     if (ck > 0) {
         cp_log(CP_LOG_WARN, "replay: %s", why);
     }
