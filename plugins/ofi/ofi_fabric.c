@@ -390,8 +390,10 @@ int ofi_init(const collprof_host_t *host, void **out)
     if (rc == COLLPROF_OK) {
         rc = ofi_connect(ctx, all, xlen);
     }
-    if (rc == COLLPROF_OK) {
-        rc = ofi_connect_all(ctx); /* not at the first op's expense */
+    /* not at the first op's expense; a context of more ranks connects at first use, as a
+     * connection-oriented provider holds a socket per peer and channel (1,022 for 512 ranks) */
+    if (rc == COLLPROF_OK && ctx->n <= OFI_CONNECT_ALL_MAX) {
+        rc = ofi_connect_all(ctx);
     }
     free(all);
     free(mine);

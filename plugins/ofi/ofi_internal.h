@@ -256,6 +256,10 @@ void ofi_p2p_done(ofi_ctx_t *ctx, void *op_context, int failed, const char *why)
 void ofi_p2p_finish(ofi_ctx_t *ctx, ofi_req_t *r);
 void ofi_p2p_fail_all(ofi_ctx_t *ctx, int rc, const char *why);
 
+/* The most ranks a context connects to all its peers at set-up (ofi_connect_all): two
+ * connections per peer (a data channel, the control endpoint) */
+#define OFI_CONNECT_ALL_MAX 64
+
 /* ofi_progress.c */
 int ofi_progress(ofi_ctx_t *ctx);
 int ofi_wait_from(ofi_ctx_t *ctx, int kind, int peer, uint64_t need);
